@@ -1,0 +1,24 @@
+package core
+
+import "errors"
+
+// The closed set of error classes (STYLE "What we take" 4). Every error that
+// crosses a package or process boundary wraps exactly one of these with %w,
+// plus the app, service and container it concerns. plugins/sdk maps each class
+// to a gRPC status code and back, so errors.Is holds on both sides of the wire.
+// Exit status is decided only in cmd/docker-gordon.
+var (
+	// ErrNotFound: the object (container, image, app, revision, op, record)
+	// does not exist. Runtime "not found" MUST wrap it (SPEC 1.3).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a state conflict (SPEC R6–R8, R14.4, R53): the request is
+	// valid but the current state refuses it.
+	ErrConflict = errors.New("state conflict")
+	// ErrInvalid: bad input (manifest, flag, argument). Nothing was changed.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrUnavailable: a backend or the engine could not be reached or timed
+	// out; the call may succeed later.
+	ErrUnavailable = errors.New("unavailable")
+	// ErrPluginExited: a backend plugin process exited or broke its protocol.
+	ErrPluginExited = errors.New("plugin exited")
+)

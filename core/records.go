@@ -1,0 +1,222 @@
+package core
+
+import "time"
+
+// The durable records of SPEC 1.2. The journal package stores each one
+// atomically (decision 1); core never knows where.
+
+// AppInfo is an app's identity (apps/<app>/app.json).
+type AppInfo struct {
+	Name string `json:"name"`
+	// Incarnation is a UUID that changes when the app is removed and the name
+	// reused (SPEC 1.1).
+	Incarnation string    `json:"incarnation"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Revision is an immutable snapshot of an applied manifest.
+type Revision struct {
+	// ID is "rev-<n>" with n increasing per app, or any unique id.
+	ID   string  `json:"revision"`
+	App  string  `json:"app"`
+	Spec AppSpec `json:"spec"`
+	// SourceSHA256 is the hex sha256 of the manifest file the revision came from.
+	SourceSHA256 string    `json:"source_sha256,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Active is ACTIVE(app): the published effective state (SPEC 1.2).
+type Active struct {
+	App               string                    `json:"app"`
+	Services          map[string]*ActiveService `json:"services"`
+	Converged         bool                      `json:"converged"`
+	ConvergedRevision string                    `json:"converged_revision,omitempty"`
+	Networks          []string                  `json:"networks,omitempty"`
+}
+
+// ActiveService is ACTIVE's record of one service's serving generation.
+type ActiveService struct {
+	EffectiveRevision string    `json:"effective_revision"`
+	ActivatedBy       string    `json:"activated_by"`
+	ActivatedAt       time.Time `json:"activated_at"`
+	// Image is the runtime image reference used to create the container
+	// (repo@digest, or the local image ID per decision 15).
+	Image string `json:"image"`
+	// Digest is the pinned digest or local image ID.
+	Digest    string      `json:"digest"`
+	Container string      `json:"container"`
+	Spec      ServiceSpec `json:"spec"`
+	// BackendBinds maps TCP container port → 127.0.0.1 host port.
+	BackendBinds map[int]int `json:"backend_binds,omitempty"`
+	// UDPBackendBinds maps UDP container port → 127.0.0.1 host port.
+	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
+}
+
+// Intent is the durable stopped flag (SPEC 1.1).
+type Intent struct {
+	Stopped   bool      `json:"stopped"`
+	UpdatedBy string    `json:"updated_by,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Operation kinds.
+const (
+	OpDeploy  = "deploy"
+	OpStop    = "stop"
+	OpStart   = "start"
+	OpRestart = "restart"
+	OpRemove  = "remove"
+)
+
+// Outcomes (R9); empty while the op is not terminal.
+const (
+	OutcomeSuccess = "success"
+	OutcomeFailed  = "failed"
+	OutcomePartial = "partial"
+)
+
+// Step states.
+const (
+	StepPending   = "pending"
+	StepSucceeded = "succeeded"
+	StepFailed    = "failed"
+)
+
+// Operation is the journal of one mutation (SPEC 1.1, 1.2).
+type Operation struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	App  string `json:"app"`
+	// Key is the caller's idempotency key (--op-key); empty when generated.
+	Key string `json:"key,omitempty"`
+	// Fingerprint identifies the request (R6): same key + different
+	// fingerprint is a conflict.
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	Revision    string    `json:"revision,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at,omitempty"`
+	Steps       []Step    `json:"steps"`
+	// Outcome is success, failed or partial once terminal; "" before.
+	Outcome  string    `json:"outcome,omitempty"`
+	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// Terminal reports whether the outcome is set (SPEC 1.1).
+func (o *Operation) Terminal() bool { return o.Outcome != "" }
+
+// Step returns a pointer to the step with id, or nil.
+func (o *Operation) Step(id string) *Step {
+	for i := range o.Steps {
+		if o.Steps[i].ID == id {
+			return &o.Steps[i]
+		}
+	}
+	return nil
+}
+
+// Step is one journaled step of an operation.
+type Step struct {
+	ID          string    `json:"id"`
+	State       string    `json:"state"`
+	Service     string    `json:"service,omitempty"`
+	Before      string    `json:"before,omitempty"`
+	After       string    `json:"after,omitempty"`
+	Error       string    `json:"error,omitempty"`
+	Detail      string    `json:"detail,omitempty"`
+	Diagnostics []string  `json:"diagnostics,omitempty"`
+	Digest      string    `json:"digest,omitempty"`
+	Image       string    `json:"image,omitempty"`
+	StartedAt   time.Time `json:"started_at,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at,omitempty"`
+	// Phases records elapsed time per phase (create, start, probe, switch,
+	// drain, retire) for progress reports and benchmarks.
+	Phases map[string]Duration `json:"phases,omitempty"`
+}
+
+// Warning is a cleanup warning (SPEC 1.1, R10).
+type Warning struct {
+	Service  string `json:"service,omitempty"`
+	Leftover string `json:"leftover,omitempty"`
+	Detail   string `json:"detail"`
+}
+
+// Marker reasons (SPEC 1.1).
+const (
+	MarkerReplacementPending = "replacement-pending"
+	MarkerRetirementPending  = "retirement-pending"
+	MarkerRemoved            = "removed"
+)
+
+// Marker is a recovery inhibition marker, keyed by (App, Service, Container)
+// (decision 6: one record per key; saving replaces).
+type Marker struct {
+	App       string    `json:"app"`
+	Service   string    `json:"service"`
+	Container string    `json:"container"`
+	Reason    string    `json:"reason"`
+	Operation string    `json:"operation,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// StopGrace is the superseded generation's grace; zero = default (R25).
+	StopGrace Duration `json:"stop_grace,omitempty"`
+}
+
+// Blocking reports R26: every reason except retirement-pending blocks.
+func (m Marker) Blocking() bool { return m.Reason != MarkerRetirementPending }
+
+// Claim is a durable reservation of one loopback host port.
+type Claim struct {
+	Port      int    `json:"port"`
+	Protocol  string `json:"protocol"`
+	Owner     string `json:"owner"`
+	App       string `json:"app"`
+	Container string `json:"container"`
+}
+
+// ClaimOwnerBackend is the owner of backend-bind claims.
+const ClaimOwnerBackend = "backend"
+
+// Ownership is what an incarnation owns (SPEC 1.2 [C]).
+type Ownership struct {
+	App          string          `json:"app"`
+	Incarnation  string          `json:"incarnation"`
+	Volumes      []string        `json:"volumes,omitempty"`
+	Secrets      []string        `json:"secrets,omitempty"`
+	Images       []string        `json:"images,omitempty"`
+	Networks     []string        `json:"networks,omitempty"`
+	SingleWriter map[string]bool `json:"single_writer,omitempty"`
+}
+
+// Recovery holds the durable in-memory state of SPEC decision 3: verified
+// executions, pending withdrawals and crash-loop counters of one app.
+type Recovery struct {
+	// Verified maps service → the verified execution.
+	Verified map[string]VerifiedExecution `json:"verified,omitempty"`
+	// PendingWithdrawals is the set of services whose withdrawal was not
+	// confirmed (publication inhibition).
+	PendingWithdrawals map[string]bool `json:"pending_withdrawals,omitempty"`
+	// CrashLoop maps service → counter (SPEC §4 crash-loop budget).
+	CrashLoop map[string]CrashLoop `json:"crash_loop,omitempty"`
+}
+
+// VerifiedExecution records that one exact execution was verified and routed.
+type VerifiedExecution struct {
+	Container string    `json:"container"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// CrashLoop counts restarts of one service's container.
+type CrashLoop struct {
+	Container       string    `json:"container"`
+	Attempts        int       `json:"attempts"`
+	LastAttempt     time.Time `json:"last_attempt,omitempty"`
+	UnhealthyPasses int       `json:"unhealthy_passes,omitempty"`
+}
+
+// LockHolder describes who holds an app lock (decision 2).
+type LockHolder struct {
+	PID       int       `json:"pid"`
+	Verb      string    `json:"verb"`
+	Op        string    `json:"op,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	Host      string    `json:"host,omitempty"`
+}

@@ -1,0 +1,193 @@
+package core
+
+// AppSpec is the normalized, validated form of one manifest (ARCHITECTURE §8).
+// It is what a Revision pins. Services are sorted by Name; maps are never nil
+// after normalization by the manifest loader.
+type AppSpec struct {
+	// Name is the app name, a DNS label (required).
+	Name string `json:"name"`
+	// Env is the app-wide public environment; a service's own Env overrides it.
+	Env map[string]string `json:"env,omitempty"`
+	// Services, ascending by name (at least one).
+	Services []ServiceSpec `json:"services"`
+	// Networks are shared networks every service joins (optional).
+	Networks []string `json:"networks,omitempty"`
+}
+
+// Service returns the service named name and true, or false when absent.
+func (a *AppSpec) Service(name string) (*ServiceSpec, bool) {
+	for i := range a.Services {
+		if a.Services[i].Name == name {
+			return &a.Services[i], true
+		}
+	}
+	return nil, false
+}
+
+// ServiceSpec is one service of an app (SPEC 1.1 "Service").
+type ServiceSpec struct {
+	Name string `json:"name"`
+	// Image is the reference as written in the manifest (tag or digest).
+	Image string `json:"image"`
+	// Command replaces the image's entrypoint when non-empty (argv, no shell).
+	Command []string `json:"command,omitempty"`
+	// StopGrace: SIGTERM to SIGKILL; 1s..5m; zero means the 30 s default (R25).
+	StopGrace Duration `json:"stop_grace,omitempty"`
+	// Env is this service's public environment (overrides AppSpec.Env).
+	Env map[string]string `json:"env,omitempty"`
+	// Secrets are resolved from the state directory at deploy time (decision 13).
+	Secrets []SecretRef `json:"secrets,omitempty"`
+	// HTTP interfaces: public (Host set) or internal (no Host).
+	HTTP []HTTPInterface `json:"http,omitempty"`
+	// TCP interfaces: the edge listens on Publish and relays to Port.
+	TCP []L4Interface `json:"tcp,omitempty"`
+	// UDP interfaces: as TCP; any UDP interface forces the sequential flow (R16).
+	UDP []L4Interface `json:"udp,omitempty"`
+	// Readiness is the declared check; Type "" or "none" means implicit (R29).
+	Readiness Readiness `json:"readiness"`
+	// Volumes are named volumes, retained across deploys and removal (R3).
+	Volumes []VolumeMount `json:"volumes,omitempty"`
+	// Binds are operator-approved host paths.
+	Binds []BindMount `json:"binds,omitempty"`
+	// Devices are host device paths (exclusive: force the sequential flow).
+	Devices []string `json:"devices,omitempty"`
+}
+
+// SecretRef names one secret a service receives.
+type SecretRef struct {
+	// Env is the environment variable (As "env") or the file name under
+	// /run/secrets (As "file").
+	Env string `json:"env"`
+	// Name is the secret's name under secrets/<incarnation>/<service>/.
+	Name string `json:"name"`
+	// As is "env" (default) or "file".
+	As string `json:"as,omitempty"`
+}
+
+// Visibility of an HTTP interface.
+const (
+	VisibilityPublic   = "public"
+	VisibilityInternal = "internal"
+)
+
+// HTTPInterface is one HTTP port of a service.
+type HTTPInterface struct {
+	Port int `json:"port"`
+	// Host is the public host name ("*.example.com" allowed); empty for internal.
+	Host       string `json:"host,omitempty"`
+	Visibility string `json:"visibility"`
+}
+
+// Public reports whether the interface is routed from a host name.
+func (h HTTPInterface) Public() bool { return h.Visibility == VisibilityPublic }
+
+// L4Interface is one TCP or UDP port of a service.
+type L4Interface struct {
+	Port int `json:"port"`
+	// Publish is the edge's listen address, "IP:port" (e.g. "0.0.0.0:9000").
+	Publish string `json:"publish,omitempty"`
+}
+
+// Readiness types (R29).
+const (
+	ReadinessNone   = "none"
+	ReadinessHTTP   = "http"
+	ReadinessTCP    = "tcp"
+	ReadinessLog    = "log"
+	ReadinessPlugin = "plugin"
+)
+
+// Readiness is a service's declared readiness check (ARCHITECTURE §8).
+type Readiness struct {
+	// Type: "", none, http, tcp, log or plugin.
+	Type string `json:"type,omitempty"`
+	// Path: HTTP origin-form path (default "/").
+	Path string `json:"path,omitempty"`
+	// Port: container port to probe (default: R30).
+	Port int `json:"port,omitempty"`
+	// Host overrides the HTTP probe's Host header (decision 9).
+	Host string `json:"host,omitempty"`
+	// Pattern: the substring a log probe waits for (R34).
+	Pattern string `json:"pattern,omitempty"`
+	// Plugin names a custom probe plugin (gordon-probe-<plugin>).
+	Plugin string `json:"plugin,omitempty"`
+	// Config is passed verbatim to a custom probe plugin.
+	Config map[string]any `json:"config,omitempty"`
+	// Timeout is the whole readiness budget; 1s..10m; zero = 30 s (R35).
+	Timeout Duration `json:"timeout,omitempty"`
+}
+
+// VolumeMount mounts a named volume.
+type VolumeMount struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readonly,omitempty"`
+}
+
+// BindMount mounts an operator-approved host path, looked up by Name in the
+// bind policy (<state>/config.toml).
+type BindMount struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readonly,omitempty"`
+}
+
+// OverlapEligible reports SPEC R16 overlapEligible(spec): no volumes, no
+// binds, no devices and no UDP interface.
+func (s *ServiceSpec) OverlapEligible() bool {
+	return len(s.Volumes) == 0 && len(s.Binds) == 0 && len(s.Devices) == 0 && len(s.UDP) == 0
+}
+
+// SingleWriter reports SPEC 1.1 "single-writer": at least one volume or bind.
+func (s *ServiceSpec) SingleWriter() bool { return len(s.Volumes) > 0 || len(s.Binds) > 0 }
+
+// CanOverlap is SPEC R16 canOverlap(new, previous): both eligible.
+func CanOverlap(next, previous *ServiceSpec) bool {
+	return next != nil && previous != nil && next.OverlapEligible() && previous.OverlapEligible()
+}
+
+// BackendPorts lists the container ports the runtime must publish on
+// loopback: every public HTTP port, every TCP port (as "tcp") and every UDP
+// port (as "udp"), deduplicated, in declaration order. Internal HTTP ports
+// are never published (R30).
+func (s *ServiceSpec) BackendPorts() []PortSpec {
+	var out []PortSpec
+	seen := map[PortSpec]bool{}
+	add := func(p PortSpec) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, h := range s.HTTP {
+		if h.Public() {
+			add(PortSpec{Port: h.Port, Protocol: "tcp"})
+		}
+	}
+	for _, t := range s.TCP {
+		add(PortSpec{Port: t.Port, Protocol: "tcp"})
+	}
+	for _, u := range s.UDP {
+		add(PortSpec{Port: u.Port, Protocol: "udp"})
+	}
+	if s.Readiness.Port != 0 && !seen[PortSpec{Port: s.Readiness.Port, Protocol: "tcp"}] {
+		// A declared readiness port on a non-internal interface is probed on
+		// loopback too; internal-only ports are handled by R30's helper.
+		internal := false
+		for _, h := range s.HTTP {
+			if h.Port == s.Readiness.Port && !h.Public() {
+				internal = true
+			}
+		}
+		if !internal {
+			add(PortSpec{Port: s.Readiness.Port, Protocol: "tcp"})
+		}
+	}
+	return out
+}
+
+// PortSpec is one container port and its protocol ("tcp" or "udp").
+type PortSpec struct {
+	Port     int    `json:"port"`
+	Protocol string `json:"protocol"`
+}

@@ -1,0 +1,78 @@
+// Package routetable holds the only types the engine and the edge proxy
+// share: the route table (edge/routes.json) and the edge status
+// (edge/status.json), ARCHITECTURE §5. It imports nothing of the project.
+package routetable
+
+import "time"
+
+// Schema is the route table schema version this build reads and writes.
+const Schema = 1
+
+// Graph is the whole route graph computed from every app's ACTIVE record
+// (SPEC decision 11). Lists are sorted (HTTP by host, TCP/UDP by listen).
+type Graph struct {
+	HTTP []HTTPRoute `json:"http"`
+	TCP  []L4Route   `json:"tcp"`
+	UDP  []L4Route   `json:"udp"`
+}
+
+// Table is edge/routes.json: a Graph stamped with a generation.
+type Table struct {
+	Schema     int    `json:"schema"`
+	Generation uint64 `json:"generation"`
+	Graph
+}
+
+// HTTPRoute routes requests for Host ("example.com" or "*.example.com") to
+// Backends (the serving generation; more than one only transiently).
+type HTTPRoute struct {
+	Host     string    `json:"host"`
+	App      string    `json:"app"`
+	Service  string    `json:"service"`
+	Backends []Backend `json:"backends"`
+}
+
+// Backend is one upstream: a loopback address and the container behind it.
+type Backend struct {
+	// Addr is "127.0.0.1:<host port>".
+	Addr      string `json:"addr"`
+	Container string `json:"container"`
+}
+
+// L4Route relays connections (TCP) or datagrams (UDP) arriving on Listen
+// ("IP:port") to Backend ("127.0.0.1:<host port>").
+type L4Route struct {
+	Listen    string `json:"listen"`
+	App       string `json:"app"`
+	Service   string `json:"service"`
+	Backend   string `json:"backend"`
+	Container string `json:"container,omitempty"`
+}
+
+// Status is edge/status.json, written by the edge after each apply attempt.
+type Status struct {
+	AppliedGeneration uint64    `json:"applied_generation"`
+	PID               int       `json:"pid"`
+	StartedAt         time.Time `json:"started_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+	// Error is the last rejected table's error ("" when the last read applied).
+	Error string `json:"error,omitempty"`
+	// AdminAddr is where live per-backend counts are served (GET /status).
+	AdminAddr string           `json:"admin_addr,omitempty"`
+	Listeners []ListenerStatus `json:"listeners,omitempty"`
+	Backends  []BackendStatus  `json:"backends,omitempty"`
+}
+
+// ListenerStatus reports one listener (HTTP, TCP or UDP).
+type ListenerStatus struct {
+	Addr  string `json:"addr"`
+	Proto string `json:"proto,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// BackendStatus reports live counts for one backend address.
+type BackendStatus struct {
+	Addr      string `json:"addr"`
+	InFlight  int64  `json:"in_flight"`
+	OpenConns int64  `json:"open_conns"`
+}
