@@ -1,3 +1,7 @@
+// Command docker-gordon is the `docker gordon` Docker CLI plugin. The same
+// binary also serves the built-in backend plugins: when GORDON_PLUGIN is set
+// (by plugins/sdk's host when it re-executes this binary) it serves that
+// plugin over go-plugin and never starts the CLI (ARCHITECTURE §1).
 package main
 
 import (
@@ -5,12 +9,31 @@ import (
 	"github.com/docker/cli/cli-plugins/plugin"
 	"github.com/docker/cli/cli/command"
 	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/plugins"
 )
 
+// version is stamped by the Makefile (-X main.version=…).
+var version = "dev"
+
 func main() {
+	// Plugin mode first: nothing may be printed to stdout before
+	// plugin.Serve writes its handshake line.
+	if plugins.ServeBuiltinIfRequested() {
+		return
+	}
 	plugin.Run(func(dockerCli command.Cli) *cobra.Command {
-		c := &cobra.Command{Use: "gordon"}
-		_ = dockerCli.Client()
-		return c
-	}, metadata.Metadata{SchemaVersion: "0.1.0", Vendor: "gordon", Version: "dev"})
+		return newRootCommand(dockerCli)
+	}, pluginMetadata())
+}
+
+// pluginMetadata is what `docker` reads through docker-cli-plugin-metadata.
+func pluginMetadata() metadata.Metadata {
+	return metadata.Metadata{
+		SchemaVersion:    "0.1.0",
+		Vendor:           "docker gordon",
+		Version:          version,
+		ShortDescription: "Zero-downtime deploys of multi-service apps on one Docker engine",
+		URL:              "https://github.com/gordon-deploy/docker-gordon",
+	}
 }

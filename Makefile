@@ -1,0 +1,62 @@
+# docker gordon — build, install, test.
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
+FUZZTIME ?= 5s
+
+.PHONY: all build install test test-unit test-race test-e2e fuzz-smoke vet fmt proto demo bench bench-edge clean
+
+all: build
+
+## build: static binaries in bin/
+build:
+	@mkdir -p bin
+	$(GOBUILD) -o bin/docker-gordon ./cmd/docker-gordon
+	$(GOBUILD) -o bin/gordon-edge ./cmd/gordon-edge
+
+## install: build and install the CLI plugin and gordon-edge (see install.sh)
+install:
+	./install.sh
+
+## test: everything CI runs (README's test command)
+test: vet test-race test-unit fuzz-smoke test-e2e
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test-race:
+	$(GO) test -race -count=1 ./core/... ./edgeproxy/... ./journal/...
+
+test-unit:
+	$(GO) test -count=1 ./cmd/... ./plugins/... ./test/testimages/...
+
+test-e2e:
+	$(GO) test -count=1 -timeout 25m ./test/e2e/...
+
+## fuzz-smoke: each fuzz target briefly, on its committed seed corpus and new inputs
+fuzz-smoke:
+	@set -e; for spec in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+	  dir=$$(dirname $$spec); \
+	  for f in $$(grep -h '^func Fuzz' $$spec | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "fuzz $$dir $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$dir >/dev/null || { $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$dir; exit 1; }; \
+	  done; \
+	done
+
+## proto: regenerate plugins/sdk/proto (needs protoc; CI never does)
+proto:
+	plugins/sdk/proto/gen.sh
+
+## demo: build the demo images, start the edge, deploy examples/demo, print the URL
+demo: build
+	./examples/demo/run.sh
+
+## bench: Go benchmarks of the hot paths
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./edgeproxy/... ./plugins/sdk/... ./journal/...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/docker/cli/cli"
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
+)
+
+type deployOptions struct {
+	file     string
+	services []string
+	dryRun   bool
+	pull     string
+	opKey    string
+	format   string
+}
+
+func newDeployCommand(env *cliEnv) *cobra.Command {
+	var o deployOptions
+	cmd := &cobra.Command{
+		Use:   "deploy (-f FILE | APP)",
+		Short: "Deploy an app: store the manifest as a new revision, then replace its services without downtime",
+		Long: `Deploy an app.
+
+  deploy -f FILE   validate FILE, store it as the app's new revision, deploy it
+  deploy APP       deploy the app's latest stored revision
+
+Stateless services are replaced with an overlap: the new container starts,
+passes readiness, traffic switches to it, and only then is the old one
+drained and stopped with its own stop grace. Services with a volume, bind,
+device or UDP interface are replaced sequentially.
+
+Exit status: 0 success, 2 partial, 1 failed.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDeploy(cmd, env, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "app manifest (TOML); stored as a new revision")
+	f.StringArrayVar(&o.services, "service", nil, "deploy only this service (repeatable)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan (unchanged, overlap or sequential, and why) and change nothing")
+	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
+	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
+	addFormatFlag(cmd, &o.format)
+	return cmd
+}
+
+func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) error {
+	switch {
+	case o.file == "" && len(args) == 0:
+		return errors.New("deploy: give -f FILE (a manifest) or APP (deploy its latest revision)")
+	case o.file != "" && len(args) > 0:
+		return errors.New("deploy: give either -f FILE or APP, not both")
+	}
+	switch o.pull {
+	case "always", "missing", "never":
+	default:
+		return fmt.Errorf("deploy: --pull %q: want always, missing or never", o.pull)
+	}
+	ctx := cmd.Context()
+	var spec core.AppSpec
+	var sha string
+	app := ""
+	if o.file != "" {
+		var err error
+		spec, sha, err = manifest.Load(o.file)
+		if err != nil {
+			var merr *manifest.ManifestError
+			if errors.As(err, &merr) {
+				fmt.Fprintln(env.dockerCli.Err(), merr.Error())
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s has %d problem(s); nothing was changed", o.file, len(merr.Problems))}
+			}
+			return err
+		}
+		app = spec.Name
+	} else {
+		app = args[0]
+	}
+
+	eng, err := env.engine(ctx, "deploy")
+	if err != nil {
+		return err
+	}
+	req := core.DeployRequest{App: app, Services: o.services, OpKey: o.opKey, Pull: o.pull, DryRun: o.dryRun}
+
+	if o.dryRun {
+		if o.file != "" {
+			req.Spec = &spec
+		}
+		plan, err := eng.PlanDeploy(ctx, req)
+		if err != nil {
+			return err
+		}
+		if isJSON(o.format) {
+			return writeJSON(env.dockerCli.Out(), plan)
+		}
+		fmt.Fprint(env.dockerCli.Out(), plan.String())
+		return nil
+	}
+
+	if o.file != "" {
+		rev, err := eng.SubmitRevision(ctx, spec, sha)
+		if err != nil {
+			return err
+		}
+		req.Revision = rev.ID
+		fmt.Fprintf(env.dockerCli.Err(), "app %s: stored revision %s\n", app, rev.ID)
+	}
+
+	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
+	eng.Progress = pr.event
+	res, derr := eng.Deploy(ctx, req)
+	pr.finish()
+	if res == nil {
+		return derr
+	}
+	for _, s := range res.Services {
+		if len(s.Diagnostics) > 0 {
+			fmt.Fprintf(env.dockerCli.Err(), "--- %s: last %d log lines of candidate %s ---\n", s.Service, len(s.Diagnostics), shortID(s.After))
+			for _, l := range s.Diagnostics {
+				fmt.Fprintln(env.dockerCli.Err(), l)
+			}
+			fmt.Fprintln(env.dockerCli.Err(), "---")
+		}
+	}
+	if isJSON(o.format) {
+		if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
+			return err
+		}
+	} else {
+		renderDeployResult(env, res)
+	}
+	return exitForOutcome(res.Outcome, derr)
+}
+
+func renderDeployResult(env *cliEnv, res *core.DeployResult) {
+	w := env.dockerCli.Out()
+	tw := newTable(w)
+	fmt.Fprintln(tw, "SERVICE\tRESULT\tFLOW\tCONTAINER\tBINDS")
+	for _, s := range res.Services {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Service, s.Result, s.Flow, shortID(s.After), formatBinds(s.BackendBinds, s.UDPBackendBinds))
+	}
+	tw.Flush()
+	for _, wa := range res.Warnings {
+		fmt.Fprintf(env.dockerCli.Err(), "warning: %s: %s (leftover %s)\n", wa.Service, wa.Detail, shortID(wa.Leftover))
+	}
+	fmt.Fprintf(w, "op %s: %s\n", res.Op.ID, res.Outcome)
+}
+
+// exitForOutcome maps an outcome to the exit status (SPEC decision 5):
+// 0 success, 2 partial, 1 failed.
+func exitForOutcome(outcome string, err error) error {
+	switch outcome {
+	case core.OutcomeSuccess:
+		return nil
+	case core.OutcomePartial:
+		msg := "partial: some services failed"
+		if err != nil {
+			msg = err.Error()
+		}
+		return cli.StatusError{StatusCode: 2, Status: msg}
+	default:
+		if err == nil {
+			err = errors.New("failed")
+		}
+		return cli.StatusError{StatusCode: 1, Status: err.Error()}
+	}
+}
+
+func formatBinds(tcp, udp map[int]int) string {
+	var parts []string
+	for _, m := range []struct {
+		proto string
+		b     map[int]int
+	}{{"tcp", tcp}, {"udp", udp}} {
+		ports := make([]int, 0, len(m.b))
+		for p := range m.b {
+			ports = append(ports, p)
+		}
+		sort.Ints(ports)
+		for _, p := range ports {
+			parts = append(parts, fmt.Sprintf("%d/%s->127.0.0.1:%d", p, m.proto, m.b[p]))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newOpsCommand(env *cliEnv) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "ops APP [OP]",
+		Short: "Show an app's operation journal, or one operation with its steps",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := env.openStore()
+			if err != nil {
+				return err
+			}
+			app := args[0]
+			if len(args) == 2 {
+				op, err := store.LoadOp(ctx, app, args[1])
+				if err != nil {
+					return err
+				}
+				if isJSON(format) {
+					return writeJSON(env.dockerCli.Out(), op)
+				}
+				w := env.dockerCli.Out()
+				fmt.Fprintf(w, "op %s %s app %s revision %s started %s outcome %s\n", op.ID, op.Kind, op.App, orDash(op.Revision), op.StartedAt.Format("2006-01-02T15:04:05Z07:00"), orDash(op.Outcome))
+				tw := newTable(w)
+				fmt.Fprintln(tw, "STEP\tSTATE\tBEFORE\tAFTER\tDETAIL\tERROR")
+				for _, s := range op.Steps {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.State, orDash(shortID(s.Before)), orDash(shortID(s.After)), orDash(s.Detail), orDash(s.Error))
+				}
+				tw.Flush()
+				for _, wa := range op.Warnings {
+					fmt.Fprintf(w, "warning: %s: %s (leftover %s)\n", wa.Service, wa.Detail, shortID(wa.Leftover))
+				}
+				return nil
+			}
+			ops, err := store.ListOps(ctx, app)
+			if err != nil {
+				return err
+			}
+			if isJSON(format) {
+				return writeJSON(env.dockerCli.Out(), ops)
+			}
+			tw := newTable(env.dockerCli.Out())
+			fmt.Fprintln(tw, "OP\tKIND\tREVISION\tSTARTED\tOUTCOME\tSTEPS")
+			for _, op := range ops {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.ID, op.Kind, orDash(op.Revision), op.StartedAt.Format("2006-01-02 15:04:05"), orDash(op.Outcome), len(op.Steps))
+			}
+			return tw.Flush()
+		},
+	}
+	addFormatFlag(cmd, &format)
+	return cmd
+}

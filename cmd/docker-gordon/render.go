@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// Rendering lives only here (STYLE "What we take" 14): tables and JSON on
+// stdout, progress on stderr.
+
+func addFormatFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "format", "", `output format: "" (table) or "json"`)
+}
+
+func isJSON(format string) bool { return strings.EqualFold(format, "json") }
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+}
+
+// progressRenderer prints engine progress events to stderr: one line per
+// phase per service with elapsed time. On a terminal the current line of a
+// service redraws in place; in logs every event is its own plain line.
+type progressRenderer struct {
+	mu      sync.Mutex
+	w       io.Writer
+	tty     bool
+	start   time.Time
+	lastKey string
+}
+
+func newProgressRenderer(w io.Writer, tty bool) *progressRenderer {
+	return &progressRenderer{w: w, tty: tty, start: time.Now()}
+}
+
+func (p *progressRenderer) event(ev core.ProgressEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line := fmt.Sprintf("%-12s %-10s %6.1fs", ev.Service, ev.Phase, ev.Elapsed.Seconds())
+	if ev.Service == "" {
+		line = fmt.Sprintf("%-12s %-10s %6.1fs", ev.App, ev.Phase, ev.Elapsed.Seconds())
+	}
+	if ev.Attempt > 0 {
+		line += fmt.Sprintf("  attempt %d", ev.Attempt)
+	}
+	if ev.Detail != "" {
+		line += "  " + ev.Detail
+	}
+	key := ev.Service + "/" + ev.Phase
+	if p.tty {
+		if key == p.lastKey && !ev.Done {
+			fmt.Fprintf(p.w, "\r\033[K%s", line)
+			return
+		}
+		if p.lastKey != "" {
+			fmt.Fprint(p.w, "\n")
+		}
+		fmt.Fprint(p.w, line)
+		p.lastKey = key
+		if ev.Done {
+			fmt.Fprint(p.w, "\n")
+			p.lastKey = ""
+		}
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// finish ends a pending redrawn line.
+func (p *progressRenderer) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.lastKey != "" {
+		fmt.Fprint(p.w, "\n")
+		p.lastKey = ""
+	}
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

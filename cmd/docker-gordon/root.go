@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/docker/cli/cli-plugins/plugin"
+	"github.com/docker/cli/cli/command"
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/journal"
+	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
+)
+
+// globalOptions are the flags every verb shares.
+type globalOptions struct {
+	stateDir   string
+	pluginDirs []string
+	debug      bool
+}
+
+// cliEnv is what a verb needs: options, the docker CLI, and lazily opened
+// store, plugin host and engine. close() kills every plugin subprocess.
+type cliEnv struct {
+	opts      globalOptions
+	dockerCli command.Cli
+	logger    hclog.Logger
+
+	store *journal.Store
+	host  *sdk.Host
+}
+
+func newRootCommand(dockerCli command.Cli) *cobra.Command {
+	env := &cliEnv{dockerCli: dockerCli}
+	cmd := &cobra.Command{
+		Use:           "gordon",
+		Short:         "Zero-downtime deploys of multi-service apps on one Docker engine",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := plugin.PersistentPreRunE(cmd, args); err != nil {
+				return err
+			}
+			return env.setup(cmd)
+		},
+		PersistentPostRun: func(*cobra.Command, []string) { env.close() },
+	}
+	f := cmd.PersistentFlags()
+	f.StringVar(&env.opts.stateDir, "state-dir", "", "state directory (env GORDON_STATE_DIR; default /var/lib/docker-gordon for root, else $XDG_STATE_HOME/docker-gordon)")
+	f.StringArrayVar(&env.opts.pluginDirs, "plugin-dir", nil, "extra directory searched for gordon-<kind>-<name> plugins (repeatable; also GORDON_PLUGIN_PATH)")
+	f.BoolVar(&env.opts.debug, "debug", false, "log engine and plugin diagnostics (plugin stderr) to stderr")
+
+	cmd.AddCommand(
+		newVersionCommand(env),
+		newPluginsCommand(env),
+		newValidateCommand(env),
+		newDeployCommand(env),
+		newStatusCommand(env),
+		newOpsCommand(env),
+	)
+	return cmd
+}
+
+// setup resolves options and installs signal handling: SIGINT/SIGTERM (or
+// the docker CLI's plugin socket) cancel the command's context, and a
+// cancelled context kills every plugin subprocess at once.
+func (e *cliEnv) setup(cmd *cobra.Command) error {
+	if e.opts.stateDir == "" {
+		e.opts.stateDir = journal.DefaultDir()
+	}
+	if abs, err := filepath.Abs(e.opts.stateDir); err == nil {
+		e.opts.stateDir = abs
+	}
+	level := hclog.Warn
+	if e.opts.debug {
+		level = hclog.Debug
+	}
+	e.logger = hclog.New(&hclog.LoggerOptions{Name: "gordon", Level: level, Output: e.dockerCli.Err()})
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	cmd.SetContext(ctx)
+	go func() {
+		<-ctx.Done()
+		stop()
+		if e.host != nil {
+			e.host.Close()
+		}
+	}()
+	return nil
+}
+
+// close kills plugin subprocesses and releases the store.
+func (e *cliEnv) close() {
+	if e.host != nil {
+		e.host.Close()
+	}
+}
+
+// openStore opens the journal at the state directory.
+func (e *cliEnv) openStore() (*journal.Store, error) {
+	if e.store != nil {
+		return e.store, nil
+	}
+	s, err := journal.Open(e.opts.stateDir)
+	if err != nil {
+		return nil, err
+	}
+	e.store = s
+	return s, nil
+}
+
+// pluginHost returns the plugin host (built-ins re-exec this binary).
+func (e *cliEnv) pluginHost() (*sdk.Host, error) {
+	if e.host != nil {
+		return e.host, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable for built-in plugins: %w", err)
+	}
+	dirs := append([]string{}, e.opts.pluginDirs...)
+	if p := os.Getenv("GORDON_PLUGIN_PATH"); p != "" {
+		dirs = append(dirs, filepath.SplitList(p)...)
+	}
+	dirs = append(dirs, filepath.Join(e.opts.stateDir, "plugins"))
+	h, err := sdk.NewHost(sdk.HostConfig{
+		SelfExe:    self,
+		PluginDirs: dirs,
+		Env:        e.pluginEnv(),
+		Logger:     e.logger.Named("plugin"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.host = h
+	return h, nil
+}
+
+// pluginEnv passes the engine the docker CLI is pointed at (DOCKER_HOST,
+// --context) and the state directory to the backend plugins.
+func (e *cliEnv) pluginEnv() []string {
+	env := []string{"GORDON_STATE_DIR=" + e.opts.stateDir}
+	if ep := e.dockerCli.DockerEndpoint(); ep.Host != "" {
+		env = append(env, "DOCKER_HOST="+ep.Host)
+	}
+	for _, k := range []string{"DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "DOCKER_API_VERSION"} {
+		if v := os.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// engine wires the core engine to the journal and the plugin backends.
+func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) {
+	store, err := e.openStore()
+	if err != nil {
+		return nil, err
+	}
+	host, err := e.pluginHost()
+	if err != nil {
+		return nil, err
+	}
+	rt, err := host.Runtime(ctx, "docker")
+	if err != nil {
+		return nil, err
+	}
+	tr, err := host.Traffic(ctx, "edge")
+	if err != nil {
+		return nil, err
+	}
+	return &core.Engine{
+		Store:     store,
+		Runtime:   rt,
+		Traffic:   tr,
+		Readiness: &core.ReadinessWaiter{Probes: hostProbes{host}},
+		Logger:    e.logger.Named("engine"),
+		NewOpID:   journal.NewOpID,
+		Holder:    core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
+		BindPolicy: func(name string) (string, error) {
+			return bindPolicy(e.opts.stateDir, name)
+		},
+	}, nil
+}
+
+// hostProbes resolves readiness types to probe plugins: built-in types to
+// probe/<type>, custom ones (type "plugin") to gordon-probe-<name>.
+type hostProbes struct{ h *sdk.Host }
+
+func (p hostProbes) Prober(ctx context.Context, kind, name string) (core.Prober, error) {
+	if kind == core.ReadinessPlugin {
+		return p.h.Probe(ctx, name)
+	}
+	return p.h.Probe(ctx, kind)
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// withTimeout is a helper for bounded read verbs.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
+// splitAppService parses "app" or "app/service".
+func splitAppService(s string) (string, string) {
+	app, svc, _ := strings.Cut(s, "/")
+	return app, svc
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds docker-gordon and gordon-edge from source and installs them:
+#   docker-gordon -> ${DOCKER_CONFIG:-~/.docker}/cli-plugins/ (so `docker gordon` works)
+#   gordon-edge   -> $PREFIX/bin (default /usr/local/bin as root, else ~/.local/bin)
+# Re-running it upgrades in place.
+#
+# Usage: ./install.sh [--engine] [--prefix DIR]
+#   --engine   install (Debian docker.io) and start a Docker engine if none answers
+set -euo pipefail
+cd "$(dirname "$0")"
+
+engine=0
+prefix=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --engine) engine=1 ;;
+    --prefix) prefix="$2"; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 1 ;;
+  esac
+  shift
+done
+
+export PATH="$PATH:/usr/local/go/bin"
+missing=()
+command -v go >/dev/null 2>&1 || missing+=("Go 1.26+ (https://go.dev/dl/; expected at /usr/local/go/bin/go)")
+command -v docker >/dev/null 2>&1 || missing+=("the docker CLI (Debian: apt-get install docker.io)")
+if [ ${#missing[@]} -gt 0 ]; then
+  printf 'install.sh: missing: %s\n' "${missing[@]}" >&2
+  exit 1
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  if [ "$engine" = 1 ]; then
+    .ci/ensure-docker
+  else
+    echo "install.sh: no Docker engine answers 'docker info' (DOCKER_HOST=${DOCKER_HOST:-unix:///var/run/docker.sock})." >&2
+    echo "  start one (e.g. 'sudo systemctl start docker' or 'sudo dockerd &'), or re-run: ./install.sh --engine" >&2
+    exit 1
+  fi
+fi
+
+echo "install.sh: building (go $(go env GOVERSION))" >&2
+make -s build
+
+plugdir="${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins"
+if [ -z "$prefix" ]; then
+  if [ "$(id -u)" = 0 ]; then prefix=/usr/local; else prefix="$HOME/.local"; fi
+fi
+mkdir -p "$plugdir" "$prefix/bin"
+# Copy then rename: an upgrade never leaves a half-written binary behind.
+install -m 0755 bin/docker-gordon "$plugdir/.docker-gordon.new" && mv -f "$plugdir/.docker-gordon.new" "$plugdir/docker-gordon"
+install -m 0755 bin/gordon-edge "$prefix/bin/.gordon-edge.new" && mv -f "$prefix/bin/.gordon-edge.new" "$prefix/bin/gordon-edge"
+
+echo "install.sh: installed $plugdir/docker-gordon and $prefix/bin/gordon-edge" >&2
+case ":$PATH:" in *":$prefix/bin:"*) ;; *) echo "install.sh: note: $prefix/bin is not on your PATH" >&2 ;; esac
+docker gordon version

@@ -1,0 +1,362 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/test/testimages"
+)
+
+// webManifest is a one-service app: stateless HTTP behind host.
+func webManifest(app, image, host string, extra string) string {
+	return fmt.Sprintf(`name = %q
+[services.web]
+image = %q
+stop_grace = "10s"
+%s
+[[services.web.http]]
+port = 8080
+host = %q
+[services.web.readiness]
+type = "http"
+path = "/healthz"
+timeout = "20s"
+`, app, image, extra, host)
+}
+
+var instanceRE = regexp.MustCompile(`(?:instance|host)=(\S+)`)
+
+func instanceOf(body []byte) string {
+	m := instanceRE.FindSubmatch(body)
+	if m == nil {
+		return "?"
+	}
+	return string(m[1])
+}
+
+var versionRE = regexp.MustCompile(`version=(\S+)`)
+
+func versionOf(body string) string {
+	m := versionRE.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// deployOp is the part of the journaled op `deploy --format json` prints.
+type deployOp struct {
+	ID      string `json:"id"`
+	Outcome string `json:"outcome"`
+	Steps   []struct {
+		ID, State, Before, After, Detail, Error string
+	} `json:"steps"`
+}
+
+func deployJSON(t testing.TB, state, file string, args ...string) (deployOp, result) {
+	t.Helper()
+	r := gordon(t, state, append([]string{"deploy", "-f", file, "--format", "json"}, args...)...)
+	var op deployOp
+	_ = json.Unmarshal([]byte(r.Stdout), &op)
+	return op, r
+}
+
+// Issue 3 acceptance: 16 keep-alive clients through the edge for 20
+// consecutive deploys alternating two image versions: 0 transport errors,
+// 0 non-2xx, no client goes back to an older generation, exactly one
+// container of the service after each deploy.
+func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
+	state := t.TempDir()
+	app := "e2eload"
+	cleanupApp(t, app)
+	edge := startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+
+	writeFile(t, file, webManifest(app, v1, "load.test", ""))
+	op, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Equal(t, "success", op.Outcome)
+
+	l := startLoad("http://"+edge.HTTPAddr+"/", "load.test", 16, instanceOf)
+	deploys := 20
+	if testing.Short() {
+		deploys = 4
+	}
+	for i := 0; i < deploys; i++ {
+		img := v2
+		if i%2 == 1 {
+			img = v1
+		}
+		writeFile(t, file, webManifest(app, img, "load.test", ""))
+		op, r := deployJSON(t, state, file)
+		require.Equal(t, 0, r.Code, "deploy %d: %s", i, r.String())
+		require.Equal(t, "success", op.Outcome)
+		require.Len(t, managed(t, app, "web"), 1, "deploy %d left more than one container", i)
+		code, body, err := edge.get("load.test", "/")
+		require.NoError(t, err)
+		require.Equal(t, 200, code)
+		want := "v2"
+		if img == v1 {
+			want = "v1"
+		}
+		require.Equal(t, want, versionOf(body), "after deploy %d the edge serves the new version", i)
+	}
+	st := l.Stop()
+	t.Logf("load over %d deploys: %s", deploys, st)
+	require.Greater(t, st.Requests, int64(100))
+	require.Zero(t, st.TransportErrors, "transport errors: %v", st.Errors)
+	require.Zero(t, st.Non2xx, "non-2xx: %v", st.Errors)
+	require.Zero(t, st.Regressions, "a client went back to an older generation: %v", st.Errors)
+}
+
+// Issue 3 acceptance (decision 16): a 5 s request in flight at the switch
+// completes with 200 from the old generation.
+func TestDecision16_InFlightRequestFinishesOnOldGeneration(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
+	state := t.TempDir()
+	app := "e2eslow"
+	cleanupApp(t, app)
+	edge := startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, webManifest(app, v1, "slow.test", ""))
+	_, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+
+	type res struct {
+		code int
+		body string
+		err  error
+	}
+	done := make(chan res, 1)
+	go func() {
+		c, b, err := edge.get("slow.test", "/slow?d=5s")
+		done <- res{c, b, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	writeFile(t, file, webManifest(app, v2, "slow.test", ""))
+	_, r = deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	got := <-done
+	require.NoError(t, got.err)
+	require.Equal(t, 200, got.code, got.body)
+	require.Equal(t, "v1", versionOf(got.body), "the slow request finished on the old generation")
+	_, body, err := edge.get("slow.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, "v2", versionOf(body))
+}
+
+// Issue 3 acceptance: a candidate that never becomes ready fails the deploy
+// within its readiness timeout plus a margin, prints the log tail, is
+// removed, and the old generation serves every request meanwhile.
+func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	state := t.TempDir()
+	app := "e2enotready"
+	cleanupApp(t, app)
+	edge := startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, webManifest(app, v1, "nr.test", ""))
+	_, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	before := managed(t, app, "web")
+	require.Len(t, before, 1)
+
+	l := startLoad("http://"+edge.HTTPAddr+"/", "nr.test", 8, instanceOf)
+	bad := strings.Replace(webManifest(app, v1, "nr.test", "[services.web.env]\nNEVER_READY = \"true\"\n"), `timeout = "20s"`, `timeout = "3s"`, 1)
+	writeFile(t, file, bad)
+	t0 := time.Now()
+	r = gordon(t, state, "deploy", "-f", file)
+	elapsed := time.Since(t0)
+	st := l.Stop()
+	require.Equal(t, 1, r.Code, r.String())
+	require.Less(t, elapsed, 3*time.Second+8*time.Second, "bounded by the readiness timeout plus a margin")
+	require.Contains(t, r.Stderr, "log lines", "the candidate's log tail is printed: %s", r.String())
+	require.Equal(t, before, managed(t, app, "web"), "candidate removed, old kept")
+	require.Zero(t, st.TransportErrors+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
+	t.Logf("load during failed deploy: %s", st)
+}
+
+// Issue 3 acceptance: a deploy that changes nothing reports every service
+// unchanged and creates no container.
+func TestS25_UnchangedDeployCreatesNothing(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	state := t.TempDir()
+	app := "e2eunchanged"
+	cleanupApp(t, app)
+	startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, webManifest(app, v1, "u.test", ""))
+	_, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	ev := watchEvents(t, app)
+	op, r := deployJSON(t, state, file)
+	events := ev.Stop()
+	require.Equal(t, 0, r.Code, r.String())
+	require.Equal(t, "success", op.Outcome)
+	for _, s := range op.Steps {
+		if strings.HasPrefix(s.ID, "service.") {
+			require.True(t, strings.HasPrefix(s.Detail, "unchanged"), "step %s: %q", s.ID, s.Detail)
+		}
+	}
+	for _, e := range events {
+		require.NotEqual(t, "create", e.Status, "no container created")
+	}
+}
+
+// Issue 3 acceptance: TCP service — a connection opened before the switch
+// keeps working until the old container stops; new connections reach the
+// new generation; no refused connect across the deploys.
+func TestS2_TCPRelayAcrossDeploys(t *testing.T) {
+	e1 := testimages.Require(t, "v1", "tcpecho")["tcpecho"]
+	e2 := testimages.Require(t, "v2", "tcpecho")["tcpecho"]
+	state := t.TempDir()
+	app := "e2etcp"
+	cleanupApp(t, app)
+	startEdge(t, state)
+	publish := freeAddr(t)
+	manifest := func(img string) string {
+		return fmt.Sprintf(`name = %q
+[services.echo]
+image = %q
+stop_grace = "3s"
+[[services.echo.tcp]]
+port = 9000
+publish = %q
+`, app, img, publish)
+	}
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, manifest(e1))
+	_, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+
+	// Background dialers: every connect must succeed.
+	var refused, dials atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				c, err := net.DialTimeout("tcp", publish, 2*time.Second)
+				dials.Add(1)
+				if err != nil {
+					refused.Add(1)
+					continue
+				}
+				_, _ = fmt.Fprintln(c, "ping")
+				_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+				if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+					refused.Add(1)
+				}
+				c.Close()
+			}
+		}()
+	}
+	deploys := 10
+	if testing.Short() {
+		deploys = 2
+	}
+	for i := 0; i < deploys; i++ {
+		old, err := net.Dial("tcp", publish)
+		require.NoError(t, err)
+		rd := bufio.NewReader(old)
+		_, _ = fmt.Fprintln(old, "before")
+		oldLine, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		img, want := e2, "v2"
+		if i%2 == 1 {
+			img, want = e1, "v1"
+		}
+		writeFile(t, file, manifest(img))
+		_, r := deployJSON(t, state, file)
+		require.Equal(t, 0, r.Code, r.String())
+		c, err := net.Dial("tcp", publish)
+		require.NoError(t, err)
+		_, _ = fmt.Fprintln(c, "after")
+		line, err := bufio.NewReader(c).ReadString('\n')
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(line, want+":"), "new connection reaches the new generation: %q", line)
+		c.Close()
+		// The old connection stayed on the old generation until it stopped:
+		// its first line came from the old version.
+		require.False(t, strings.HasPrefix(oldLine, want+":"), "old connection was on the old generation: %q", oldLine)
+		old.Close()
+	}
+	cancel()
+	wg.Wait()
+	t.Logf("tcp dials=%d failed=%d over %d deploys", dials.Load(), refused.Load(), deploys)
+	require.Zero(t, refused.Load(), "refused or broken connects")
+}
+
+// Issue 3 acceptance: the volume service is replaced sequentially (docker
+// events show the old container destroyed before the new one starts) and
+// its data survives the deploy.
+func TestS6_VolumeServiceSequentialAndDataSurvives(t *testing.T) {
+	k1 := testimages.Require(t, "v1", "kv")["kv"]
+	k2 := testimages.Require(t, "v2", "kv")["kv"]
+	state := t.TempDir()
+	app := "e2ekv"
+	cleanupApp(t, app)
+	edge := startEdge(t, state)
+	manifest := func(img string) string {
+		return fmt.Sprintf(`name = %q
+[services.kv]
+image = %q
+stop_grace = "3s"
+[[services.kv.http]]
+port = 8080
+host = "kv.test"
+[[services.kv.volume]]
+name = "data"
+path = "/data"
+[services.kv.readiness]
+type = "log"
+pattern = "ready"
+timeout = "20s"
+`, app, img)
+	}
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, manifest(k1))
+	_, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	require.NoError(t, edge.put("kv.test", "/k/greeting", "hello"))
+
+	for i, img := range []string{k2, k1} {
+		ev := watchEvents(t, app)
+		writeFile(t, file, manifest(img))
+		_, r = deployJSON(t, state, file)
+		events := ev.Stop()
+		require.Equal(t, 0, r.Code, r.String())
+		destroyAt, startAt := -1, -1
+		for j, e := range events {
+			if e.Status == "destroy" && destroyAt < 0 {
+				destroyAt = j
+			}
+			if e.Status == "start" && startAt < 0 {
+				startAt = j
+			}
+		}
+		require.GreaterOrEqual(t, destroyAt, 0, "deploy %d: old container destroyed", i)
+		require.Greater(t, startAt, destroyAt, "deploy %d: old gone before new started", i)
+		code, body, err := edge.get("kv.test", "/k/greeting")
+		require.NoError(t, err)
+		require.Equal(t, 200, code, body)
+		require.Equal(t, "hello", strings.TrimSpace(body))
+	}
+}
