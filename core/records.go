@@ -102,7 +102,7 @@ type Operation struct {
 }
 
 // Terminal reports whether the outcome is set (SPEC 1.1).
-func (o *Operation) Terminal() bool { return o.Outcome != "" }
+func (o Operation) Terminal() bool { return o.Outcome != "" }
 
 // Step returns a pointer to the step with id, or nil.
 func (o *Operation) Step(id string) *Step {

@@ -65,6 +65,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newDeployCommand(env),
 		newStatusCommand(env),
 		newOpsCommand(env),
+		newEdgeCommand(env),
 	)
 	return cmd
 }

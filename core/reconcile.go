@@ -1,0 +1,589 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Periodic pass defaults (SPEC §4).
+const (
+	// DefaultReconcileInterval is the periodic pass cadence (R39).
+	DefaultReconcileInterval = 15 * time.Second
+	// RecoveryBound bounds one app and one service in a pass (R39 [C]).
+	RecoveryBound = 2 * time.Minute
+	// crashLoopFree is the number of real start attempts before backoff.
+	crashLoopFree = 3
+	// crashLoopStable resets the crash-loop counter (§4).
+	crashLoopStable = 5 * time.Minute
+)
+
+// crashLoopWaits are the waits after the free attempts (§4: 1, 2, 4, 8,
+// 15 min cap).
+var crashLoopWaits = []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 15 * time.Minute}
+
+// ReconcileReport is what one pass did for one app.
+type ReconcileReport struct {
+	App string `json:"app"`
+	// Skipped is true when the app lock was busy (R1: the pass only tries it).
+	Skipped bool `json:"skipped,omitempty"`
+	// Verified lists services whose serving execution this pass verified.
+	Verified []string `json:"verified,omitempty"`
+	// Retired lists superseded containers retired through their marker.
+	Retired []string `json:"retired,omitempty"`
+	// Errors are this app's failures (also joined into the pass's error).
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Reconcile runs one periodic pass (SPEC R39–R44) over apps (every app
+// when empty). Each app is taken with TryLock and skipped when busy; under
+// the lock, an interrupted op is reconciled first (R45), then the pass
+// proper. Errors of all apps are joined; a failing app never stops the
+// next. Verified executions, pending withdrawals and crash-loop counters
+// are durable (decision 3), so a fresh process behaves like the loop.
+func (e *Engine) Reconcile(ctx context.Context, apps []string) ([]ReconcileReport, error) {
+	if len(apps) == 0 {
+		var err error
+		if apps, err = e.Store.ListApps(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var reports []ReconcileReport
+	var errs []error
+	for _, app := range apps {
+		rep, err := e.reconcileApp(ctx, app)
+		reports = append(reports, rep)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return reports, errors.Join(errs...)
+}
+
+func (e *Engine) reconcileApp(ctx context.Context, app string) (ReconcileReport, error) {
+	rep := ReconcileReport{App: app}
+	h := e.Holder
+	h.Verb, h.StartedAt = "reconcile", e.now()
+	lock, ok, err := e.Store.TryLock(ctx, app, h)
+	if err != nil {
+		return rep, err
+	}
+	if !ok {
+		rep.Skipped = true
+		return rep, nil
+	}
+	defer lock.Unlock()
+	actx, cancel := context.WithTimeout(ctx, RecoveryBound)
+	defer cancel()
+	if err := e.reconcileInterrupted(actx, app, ""); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+		return rep, err
+	}
+	err = e.pass(actx, app, &rep)
+	if err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	return rep, err
+}
+
+// pass is R40 for one app, under its lock.
+func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) error {
+	intent, err := e.Store.LoadIntent(ctx, app)
+	if err != nil {
+		return err
+	}
+	active, err := e.Store.LoadActive(ctx, app)
+	if errors.Is(err, ErrNotFound) || (err == nil && len(active.Services) == 0) {
+		return e.pruneRecovery(ctx, app, Active{})
+	}
+	if err != nil {
+		return err
+	}
+	markers, err := e.Store.LoadMarkers(ctx, app)
+	if err != nil {
+		return fmt.Errorf("load markers: %w", err)
+	}
+	blocking := map[string]Marker{}
+	var pending []Marker
+	for _, m := range markers {
+		if m.Blocking() {
+			blocking[m.Container] = m
+		} else {
+			pending = append(pending, m)
+		}
+	}
+	var errs []error
+	verified := map[string]time.Time{}
+	names := activeServiceNames(active)
+	for _, name := range names {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		if intent.Stopped {
+			if err := e.stopConverge(ctx, app, name, active.Services[name]); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, RecoveryBound)
+		t, ok, err := e.recoverService(sctx, app, name, blocking)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("service %s: %w", name, err))
+		}
+		if ok {
+			verified[name] = t
+			rep.Verified = append(rep.Verified, name)
+		}
+	}
+	if intent.Stopped {
+		if err := e.rebuild(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Last: pending retirements (R43), only after this pass's verification.
+	errs = append(errs, e.retirePending(ctx, app, intent.Stopped, pending, verified, rep)...)
+	if cur, err := e.Store.LoadActive(ctx, app); err == nil {
+		if err := e.pruneRecovery(ctx, app, cur); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// recoverService is R41 for one service. It returns the verified start
+// time and true only when step 7 succeeded in this pass (R41.8).
+func (e *Engine) recoverService(ctx context.Context, app, name string, blocking map[string]Marker) (time.Time, bool, error) {
+	active, err := e.Store.LoadActive(ctx, app)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	as := active.Services[name]
+	if as == nil || as.Container == "" { // R41.1
+		return time.Time{}, false, nil
+	}
+	id := as.Container
+	if m, ok := blocking[id]; ok { // R41.2
+		werr := e.withdraw(ctx, app, name)
+		return time.Time{}, false, errors.Join(fmt.Errorf("%w: recovery inhibited for container %s (%s marker by op %s); nothing started", ErrConflict, id, m.Reason, m.Operation), werr)
+	}
+	if err := e.retryPendingWithdrawals(ctx, app, name); err != nil { // R41.3
+		return time.Time{}, false, err
+	}
+	st, err := e.Runtime.InspectContainer(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		rerr := e.Store.ReleaseClaims(ctx, app, id)
+		werr := e.withdraw(ctx, app, name)
+		return time.Time{}, false, errors.Join(fmt.Errorf("%w: container %s is gone; traffic withdrawn, nothing rebuilt (docker gordon start %s rebuilds it)", ErrNotFound, id, app), rerr, werr)
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("inspect %s: %w", id, err)
+	}
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	v, seen := rec.Verified[name]
+	fresh := !seen || v.Container != id || !v.StartedAt.Equal(st.StartedAt)
+	transitional := st.Status == StatusRestarting || st.Status == "starting"
+	if fresh || (!st.Running() && !transitional) { // R41.4
+		if err := e.withdraw(ctx, app, name); err != nil {
+			return time.Time{}, false, err
+		}
+		fresh = true
+	}
+	started := false
+	switch st.Status { // R41.5
+	case StatusRunning:
+	case StatusRestarting, "starting":
+		return time.Time{}, false, nil
+	case StatusCreated, StatusExited, StatusDead:
+		if err := e.crashLoopStart(ctx, app, name, id, false, as.Spec.StopGrace); err != nil {
+			return time.Time{}, false, err
+		}
+		started = true
+	default:
+		werr := e.withdraw(ctx, app, name)
+		return time.Time{}, false, errors.Join(fmt.Errorf("container %s is %q: withdrawn", id, st.Status), werr)
+	}
+	if st.Health == "unhealthy" && !started { // R41.6
+		restart, err := e.countUnhealthy(ctx, app, name, id, true)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if restart {
+			if err := e.withdraw(ctx, app, name); err != nil {
+				return time.Time{}, false, err
+			}
+			if err := e.crashLoopStart(ctx, app, name, id, true, as.Spec.StopGrace); err != nil {
+				return time.Time{}, false, err
+			}
+			started = true
+		}
+	} else if !started {
+		if _, err := e.countUnhealthy(ctx, app, name, id, false); err != nil {
+			return time.Time{}, false, err
+		}
+	}
+	if started {
+		if st, err = e.Runtime.InspectContainer(ctx, id); err != nil {
+			return time.Time{}, false, fmt.Errorf("inspect %s after start: %w", id, err)
+		}
+	}
+	t, err := e.verifyAndRoute(ctx, app, name, as, st.StartedAt, fresh || started)
+	if err != nil {
+		werr := e.withdraw(ctx, app, name)
+		return time.Time{}, false, errors.Join(err, werr)
+	}
+	if started || fresh {
+		e.resetCrashLoopIfStable(ctx, app, name, id, t)
+	}
+	return t, true, nil
+}
+
+// verifyAndRoute is R41.7: read binds; declared readiness when the
+// execution is new to us; re-inspect; persist changed binds; rebuild when
+// needed; record the execution (R37, R38).
+func (e *Engine) verifyAndRoute(ctx context.Context, app, name string, as *ActiveService, startedAt time.Time, probe bool) (time.Time, error) {
+	id := as.Container
+	tcp, udp, err := e.readBinds(ctx, app, id, &as.Spec)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if probe {
+		r := DeclaredReadiness(&as.Spec)
+		if r.Type != "" && r.Type != ReadinessNone {
+			target, err := ProbeTargetFor(app, &as.Spec, r, id, startedAt, bindList(tcp, udp))
+			if err != nil {
+				return time.Time{}, err
+			}
+			target.App, target.Service = app, name
+			if _, err := e.Readiness.Wait(ctx, target, r, nil); err != nil {
+				return time.Time{}, fmt.Errorf("readiness: %w", err)
+			}
+		}
+	}
+	st, err := e.Runtime.InspectContainer(ctx, id)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("re-inspect %s: %w", id, err)
+	}
+	if !st.StartedAt.Equal(startedAt) || !st.Running() {
+		return time.Time{}, fmt.Errorf("container %s restarted during verification", id)
+	}
+	active, err := e.Store.LoadActive(ctx, app)
+	if err != nil {
+		return time.Time{}, err
+	}
+	cur := active.Services[name]
+	if cur == nil || cur.Container != id || cur.EffectiveRevision != as.EffectiveRevision {
+		return time.Time{}, fmt.Errorf("%w: ACTIVE changed during verification", ErrConflict)
+	}
+	changed := !sameBinds(cur.BackendBinds, tcp) || !sameBinds(cur.UDPBackendBinds, udp)
+	if changed {
+		cur.BackendBinds, cur.UDPBackendBinds = tcp, udp
+		if err := e.Store.SaveActive(ctx, active); err != nil {
+			return time.Time{}, err
+		}
+	}
+	if changed || probe {
+		if err := e.rebuild(ctx); err != nil {
+			return time.Time{}, err
+		}
+	}
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if rec.Verified == nil {
+		rec.Verified = map[string]VerifiedExecution{}
+	}
+	rec.Verified[name] = VerifiedExecution{Container: id, StartedAt: startedAt}
+	if err := e.Store.SaveRecovery(ctx, app, rec); err != nil {
+		return time.Time{}, err
+	}
+	return startedAt, nil
+}
+
+// readBinds reads the container's loopback binds for the spec's backend
+// ports and re-registers its claims.
+func (e *Engine) readBinds(ctx context.Context, app, id string, spec *ServiceSpec) (tcp, udp map[int]int, err error) {
+	ports := spec.BackendPorts()
+	if len(ports) == 0 {
+		return nil, nil, nil
+	}
+	binds, err := e.Runtime.BackendBinds(ctx, id, ports)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read backend binds of %s: %w", id, err)
+	}
+	var claims []Claim
+	for _, b := range binds {
+		if b.Protocol == "udp" {
+			if udp == nil {
+				udp = map[int]int{}
+			}
+			udp[b.ContainerPort] = b.HostPort
+		} else {
+			if tcp == nil {
+				tcp = map[int]int{}
+			}
+			tcp[b.ContainerPort] = b.HostPort
+		}
+		claims = append(claims, Claim{Port: b.HostPort, Protocol: b.Protocol, Owner: ClaimOwnerBackend, App: app, Container: id})
+	}
+	if err := e.Store.RegisterClaims(ctx, claims); err != nil {
+		return nil, nil, fmt.Errorf("register claims of %s: %w", id, err)
+	}
+	return tcp, udp, nil
+}
+
+func bindList(tcp, udp map[int]int) []BackendBind {
+	var out []BackendBind
+	for c, h := range tcp {
+		out = append(out, BackendBind{ContainerPort: c, HostPort: h, Protocol: "tcp"})
+	}
+	for c, h := range udp {
+		out = append(out, BackendBind{ContainerPort: c, HostPort: h, Protocol: "udp"})
+	}
+	return out
+}
+
+func sameBinds(a, b map[int]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// crashLoopStart starts (or restarts) the exact container under the
+// crash-loop budget (SPEC §4): 3 real attempts, then waits of 1, 2, 4, 8
+// and 15 minutes between attempts. A start refused by the budget is an
+// error saying when the next attempt is due.
+func (e *Engine) crashLoopStart(ctx context.Context, app, name, id string, restart bool, grace Duration) error {
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return err
+	}
+	cl := rec.CrashLoop[name]
+	if cl.Container != id {
+		cl = CrashLoop{Container: id}
+	}
+	now := e.now()
+	if cl.Attempts >= crashLoopFree {
+		wait := crashLoopWaits[min(cl.Attempts-crashLoopFree, len(crashLoopWaits)-1)]
+		if due := cl.LastAttempt.Add(wait); now.Before(due) {
+			return fmt.Errorf("%w: container %s crash-looping (%d attempts); next start attempt after %s", ErrConflict, id, cl.Attempts, due.Format(time.RFC3339))
+		}
+	}
+	cl.Attempts++
+	cl.LastAttempt = now
+	if rec.CrashLoop == nil {
+		rec.CrashLoop = map[string]CrashLoop{}
+	}
+	rec.CrashLoop[name] = cl
+	if err := e.Store.SaveRecovery(ctx, app, rec); err != nil {
+		return err
+	}
+	if restart {
+		err = e.Runtime.RestartContainer(ctx, id, EffectiveGrace(grace))
+	} else {
+		err = e.Runtime.StartContainer(ctx, id)
+	}
+	if err != nil {
+		verb := "start"
+		if restart {
+			verb = "restart"
+		}
+		if st, ierr := e.Runtime.InspectContainer(ctx, id); ierr == nil && st.Running() && !restart {
+			return nil // raced with the engine's own restart: running is what we want
+		}
+		return fmt.Errorf("%s container %s: %w", verb, id, err)
+	}
+	return nil
+}
+
+// resetCrashLoopIfStable clears the counter once the execution has run for
+// 5 minutes (§4).
+func (e *Engine) resetCrashLoopIfStable(ctx context.Context, app, name, id string, startedAt time.Time) {
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return
+	}
+	cl, ok := rec.CrashLoop[name]
+	if !ok || cl.Container != id || e.now().Sub(startedAt) < crashLoopStable {
+		return
+	}
+	delete(rec.CrashLoop, name)
+	_ = e.Store.SaveRecovery(ctx, app, rec)
+}
+
+// countUnhealthy tracks consecutive unhealthy passes; it returns true on
+// the second (R41.6) and resets the count when healthy.
+func (e *Engine) countUnhealthy(ctx context.Context, app, name, id string, unhealthy bool) (bool, error) {
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return false, err
+	}
+	cl := rec.CrashLoop[name]
+	if cl.Container != id {
+		cl = CrashLoop{Container: id}
+	}
+	prev := cl.UnhealthyPasses
+	if unhealthy {
+		cl.UnhealthyPasses++
+	} else {
+		cl.UnhealthyPasses = 0
+	}
+	if prev == cl.UnhealthyPasses {
+		return false, nil
+	}
+	restart := cl.UnhealthyPasses >= 2
+	if restart {
+		cl.UnhealthyPasses = 0
+	}
+	if rec.CrashLoop == nil {
+		rec.CrashLoop = map[string]CrashLoop{}
+	}
+	rec.CrashLoop[name] = cl
+	return restart, e.Store.SaveRecovery(ctx, app, rec)
+}
+
+// stopConverge is R42 for one service of a stopped app: forget its
+// history; a running or transitional container is stopped with its grace
+// (never removed).
+func (e *Engine) stopConverge(ctx context.Context, app, name string, as *ActiveService) error {
+	if err := e.forgetVerified(ctx, app, name); err != nil {
+		return err
+	}
+	if as == nil || as.Container == "" {
+		return nil
+	}
+	st, err := e.Runtime.InspectContainer(ctx, as.Container)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("service %s: inspect %s: %w", name, as.Container, err)
+	}
+	if st.Running() || st.Status == StatusRestarting || st.Status == "starting" {
+		if err := e.Runtime.StopContainer(ctx, as.Container, EffectiveGrace(as.Spec.StopGrace)); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("service %s: stop revived container %s: %w", name, as.Container, err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) forgetVerified(ctx context.Context, app, name string) error {
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return err
+	}
+	if _, ok := rec.Verified[name]; !ok {
+		return nil
+	}
+	delete(rec.Verified, name)
+	return e.Store.SaveRecovery(ctx, app, rec)
+}
+
+// retirePending is R43 with R44: retire every retirement-pending marker
+// whose successor this pass verified (or any, when the app is stopped).
+// Stacked predecessors are handled independently, in marker order.
+func (e *Engine) retirePending(ctx context.Context, app string, stopped bool, pending []Marker, verified map[string]time.Time, rep *ReconcileReport) []error {
+	if len(pending) == 0 {
+		return nil
+	}
+	active, err := e.Store.LoadActive(ctx, app)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return []error{err}
+	}
+	named := map[string]bool{}
+	for _, s := range active.Services {
+		if s != nil && s.Container != "" {
+			named[s.Container] = true
+		}
+	}
+	var errs []error
+	for _, m := range pending {
+		if named[m.Container] { // R43.1
+			if err := e.Store.ClearMarker(ctx, app, m.Service, m.Container); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if !stopped && !e.successorVerified(ctx, active, m.Service, verified) { // R43.2
+			continue
+		}
+		res := e.retire(ctx, app, m.Container, RetireOptions{ // R43.3
+			Service: m.Service, Grace: EffectiveGrace(m.StopGrace), ClearMarker: true, RetryOnLeak: true,
+		})
+		if !res.Settled { // R43.4
+			errs = append(errs, fmt.Errorf("app %s: superseded container %s not retired: %w", app, m.Container, res.Err(m.Container)))
+			continue
+		}
+		rep.Retired = append(rep.Retired, m.Container)
+		for _, w := range res.Warnings { // R43.5
+			e.log().Warn("retired with leftovers", "app", app, "container", m.Container, "detail", w.Detail)
+			errs = append(errs, fmt.Errorf("app %s: superseded container %s retired with leftovers: %s", app, m.Container, w.Detail))
+		}
+	}
+	return errs
+}
+
+// successorVerified is R44.
+func (e *Engine) successorVerified(ctx context.Context, active Active, service string, verified map[string]time.Time) bool {
+	as := active.Services[service]
+	if as == nil || as.Container == "" {
+		return true
+	}
+	t, ok := verified[service]
+	if !ok {
+		return false
+	}
+	st, err := e.Runtime.InspectContainer(ctx, as.Container)
+	return err == nil && st.Running() && st.StartedAt.Equal(t)
+}
+
+// pruneRecovery drops durable per-service state of generations ACTIVE no
+// longer names (R40 last step).
+func (e *Engine) pruneRecovery(ctx context.Context, app string, active Active) error {
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for s, v := range rec.Verified {
+		if as := active.Services[s]; as == nil || as.Container != v.Container {
+			delete(rec.Verified, s)
+			changed = true
+		}
+	}
+	for s, c := range rec.CrashLoop {
+		if as := active.Services[s]; as == nil || as.Container != c.Container {
+			delete(rec.CrashLoop, s)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return e.Store.SaveRecovery(ctx, app, rec)
+}
+
+func activeServiceNames(a Active) []string {
+	names := make([]string, 0, len(a.Services))
+	for n := range a.Services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
