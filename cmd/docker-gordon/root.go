@@ -66,6 +66,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newStatusCommand(env),
 		newOpsCommand(env),
 		newEdgeCommand(env),
+		newReconcileCommand(env),
 	)
 	return cmd
 }

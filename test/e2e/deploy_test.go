@@ -36,7 +36,7 @@ timeout = "20s"
 `, app, image, extra, host)
 }
 
-var instanceRE = regexp.MustCompile(`(?:instance|host)=(\S+)`)
+var instanceRE = regexp.MustCompile(`instance=(\S+)`)
 
 func instanceOf(body []byte) string {
 	m := instanceRE.FindSubmatch(body)

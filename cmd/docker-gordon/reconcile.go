@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+type reconcileOptions struct {
+	watch    bool
+	interval time.Duration
+	format   string
+}
+
+func newReconcileCommand(env *cliEnv) *cobra.Command {
+	var o reconcileOptions
+	cmd := &cobra.Command{
+		Use:   "reconcile [APP...]",
+		Short: "Converge apps: finish interrupted operations, verify and route serving generations, retire superseded ones",
+		Long: `Run one periodic pass over the given apps (all apps when none is given)
+and exit; with --watch, repeat every --interval until stopped. A busy app
+(another verb holds its lock) is skipped until the next pass.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			eng, err := env.engine(ctx, "reconcile")
+			if err != nil {
+				return err
+			}
+			for {
+				reps, perr := eng.Reconcile(ctx, args)
+				if isJSON(o.format) {
+					if reps == nil {
+						reps = []core.ReconcileReport{}
+					}
+					_ = writeJSON(env.dockerCli.Out(), reps)
+				} else {
+					for _, r := range reps {
+						renderReconcile(env, r)
+					}
+				}
+				if !o.watch {
+					return perr
+				}
+				if perr != nil {
+					env.logger.Error("pass failed", "error", perr)
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(o.interval):
+				}
+			}
+		},
+	}
+	cmd.Flags().BoolVar(&o.watch, "watch", false, "repeat the pass until stopped")
+	cmd.Flags().DurationVar(&o.interval, "interval", core.DefaultReconcileInterval, "time between passes with --watch")
+	addFormatFlag(cmd, &o.format)
+	return cmd
+}
+
+func renderReconcile(env *cliEnv, r core.ReconcileReport) {
+	w := env.dockerCli.Out()
+	switch {
+	case r.Skipped:
+		fmt.Fprintf(w, "%s: skipped (busy)\n", r.App)
+	case len(r.Errors) > 0:
+		fmt.Fprintf(w, "%s: %d error(s)\n", r.App, len(r.Errors))
+		for _, e := range r.Errors {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	default:
+		fmt.Fprintf(w, "%s: ok (verified %d, retired %d)\n", r.App, len(r.Verified), len(r.Retired))
+	}
+}

@@ -1,0 +1,980 @@
+package coretest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// MemStore is a complete in-memory core.Store. Every load and save
+// deep-copies (through JSON, so records must also encode), so a test can
+// never alias stored state. Faults are injected per method name (the Store
+// method, e.g. "SaveActive", "SaveMarker", "ReleaseClaims", "LoadMarkers")
+// with FailNext/FailTimes; a failed call changes nothing. Successful
+// mutations append to Events: publish-active (ID app, Detail
+// "svc=container,…"), marker-save (ID container, Detail reason),
+// marker-clear (ID container), journal-claim and journal-save (ID op id,
+// Detail = JSON of [{id,state,after}] of the steps, plus the outcome),
+// claims-register (ID container, Detail ports), claims-release (ID
+// container), intent-save, recovery-save, ownership-save, desired-save,
+// end-incarnation (ID app), secrets-delete (ID container).
+type MemStore struct {
+	// Now stamps created apps and revisions (default time.Now().UTC()).
+	Now func() time.Time
+
+	ev    *Events
+	mu    sync.Mutex
+	fails map[string][]failure
+	calls map[string]int
+	saves map[string]int
+
+	apps      map[string]core.AppInfo
+	known     map[string]bool
+	revs      map[string][]core.Revision
+	desired   map[string]string
+	active    map[string]core.Active
+	intent    map[string]core.Intent
+	ops       map[string][]core.Operation
+	latest    map[string]string
+	markers   map[string][]core.Marker
+	claims    []core.Claim
+	owner     map[string]core.Ownership
+	archived  map[string][]core.Ownership
+	recovery  map[string]core.Recovery
+	secrets   map[string][]byte // app/service/name
+	csecrets  map[string][]byte // app/container/name
+	locks     map[string]chan struct{}
+	holders   map[string]core.LockHolder
+	recovered int
+}
+
+var _ core.Store = (*MemStore)(nil)
+
+// NewMemStore returns an empty store logging to ev (nil = no log).
+func NewMemStore(ev *Events) *MemStore {
+	return &MemStore{
+		ev: ev, fails: map[string][]failure{}, calls: map[string]int{}, saves: map[string]int{},
+		apps: map[string]core.AppInfo{}, known: map[string]bool{}, revs: map[string][]core.Revision{},
+		desired: map[string]string{}, active: map[string]core.Active{}, intent: map[string]core.Intent{},
+		ops: map[string][]core.Operation{}, latest: map[string]string{}, markers: map[string][]core.Marker{},
+		owner: map[string]core.Ownership{}, archived: map[string][]core.Ownership{},
+		recovery: map[string]core.Recovery{}, secrets: map[string][]byte{}, csecrets: map[string][]byte{},
+		locks: map[string]chan struct{}{}, holders: map[string]core.LockHolder{},
+	}
+}
+
+// FailNext makes the next call of method fail with err.
+func (s *MemStore) FailNext(method string, err error) { s.FailTimes(method, err, 1) }
+
+// FailTimes makes the next n calls of method fail with err (n <= 0: every
+// call until ClearFailures).
+func (s *MemStore) FailTimes(method string, err error, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		n = -1
+	}
+	s.fails[method] = append(s.fails[method], failure{method: method, err: err, times: n})
+}
+
+// ClearFailures drops every pending injected failure.
+func (s *MemStore) ClearFailures() {
+	s.mu.Lock()
+	s.fails = map[string][]failure{}
+	s.mu.Unlock()
+}
+
+// Saves returns how many calls of method succeeded.
+func (s *MemStore) Saves(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saves[method]
+}
+
+// Calls returns how many calls of method were made (failed ones included).
+func (s *MemStore) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// ResetCounters zeroes Saves and Calls.
+func (s *MemStore) ResetCounters() {
+	s.mu.Lock()
+	s.calls, s.saves = map[string]int{}, map[string]int{}
+	s.mu.Unlock()
+}
+
+// enter locks s, counts the call and applies injected failures. On error
+// the lock is released.
+func (s *MemStore) enter(method string) error {
+	s.mu.Lock()
+	s.calls[method]++
+	fs := s.fails[method]
+	for i := range fs {
+		if fs[i].times == 0 {
+			continue
+		}
+		if fs[i].times > 0 {
+			fs[i].times--
+		}
+		err := fs[i].err
+		s.mu.Unlock()
+		s.ev.AddDetail(strings.ToLower(method)+"-failed", "", err.Error())
+		return err
+	}
+	return nil
+}
+
+// ok counts a successful call; caller holds s.mu and unlocks after.
+func (s *MemStore) ok(method string) { s.saves[method]++ }
+
+func (s *MemStore) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now().UTC()
+}
+
+// clone deep-copies v through JSON.
+func clone[T any](v T) T {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("coretest: record does not encode: %v", err))
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic(fmt.Sprintf("coretest: record does not decode: %v", err))
+	}
+	return out
+}
+
+func nf(what string) error { return fmt.Errorf("%s: %w", what, core.ErrNotFound) }
+
+// Recover implements core.Store (counts calls; nothing to recover).
+func (s *MemStore) Recover(ctx context.Context) error {
+	if err := s.enter("Recover"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.ok("Recover")
+	s.recovered++
+	return nil
+}
+
+// ListApps implements core.Store: every app with an identity (app.json)
+// or an ACTIVE record, sorted; an ended incarnation is not listed.
+func (s *MemStore) ListApps(ctx context.Context) ([]string, error) {
+	if err := s.enter("ListApps"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	s.ok("ListApps")
+	out := []string{}
+	for a := range s.known {
+		_, hasInfo := s.apps[a]
+		_, hasActive := s.active[a]
+		if hasInfo || hasActive {
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// LoadApp implements core.Store.
+func (s *MemStore) LoadApp(ctx context.Context, app string) (core.AppInfo, error) {
+	if err := s.enter("LoadApp"); err != nil {
+		return core.AppInfo{}, err
+	}
+	defer s.mu.Unlock()
+	a, ok := s.apps[app]
+	if !ok {
+		return core.AppInfo{}, nf("app " + app)
+	}
+	s.ok("LoadApp")
+	return a, nil
+}
+
+// EnsureApp implements core.Store.
+func (s *MemStore) EnsureApp(ctx context.Context, app string) (core.AppInfo, error) {
+	if err := s.enter("EnsureApp"); err != nil {
+		return core.AppInfo{}, err
+	}
+	defer s.mu.Unlock()
+	s.ok("EnsureApp")
+	if a, ok := s.apps[app]; ok {
+		return a, nil
+	}
+	a := core.AppInfo{Name: app, Incarnation: uuid.NewString(), CreatedAt: s.now()}
+	s.apps[app] = a
+	s.known[app] = true
+	return a, nil
+}
+
+// Lock implements core.Store with one in-memory mutex per app; waiting ends
+// with ctx, then the error wraps ErrConflict and names the holder.
+func (s *MemStore) Lock(ctx context.Context, app string, holder core.LockHolder) (core.AppLock, error) {
+	if err := s.enter("Lock"); err != nil {
+		return nil, err
+	}
+	ch := s.lockChan(app)
+	s.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	case <-ctx.Done():
+		s.mu.Lock()
+		h := s.holders[app]
+		s.mu.Unlock()
+		return nil, fmt.Errorf("app %s: locked by pid %d (%s %s since %s): %w", app, h.PID, h.Verb, h.Op,
+			h.StartedAt.Format(time.RFC3339), core.ErrConflict)
+	}
+	return s.held(app, holder), nil
+}
+
+// TryLock implements core.Store.
+func (s *MemStore) TryLock(ctx context.Context, app string, holder core.LockHolder) (core.AppLock, bool, error) {
+	if err := s.enter("TryLock"); err != nil {
+		return nil, false, err
+	}
+	ch := s.lockChan(app)
+	s.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return s.held(app, holder), true, nil
+	default:
+		return nil, false, nil
+	}
+}
+
+// lockChan returns the app's lock semaphore; caller holds s.mu.
+func (s *MemStore) lockChan(app string) chan struct{} {
+	ch, ok := s.locks[app]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		s.locks[app] = ch
+	}
+	return ch
+}
+
+func (s *MemStore) held(app string, holder core.LockHolder) core.AppLock {
+	s.mu.Lock()
+	s.holders[app] = holder
+	s.ok("Lock")
+	ch := s.locks[app]
+	s.mu.Unlock()
+	return &memLock{s: s, app: app, ch: ch}
+}
+
+type memLock struct {
+	s    *MemStore
+	app  string
+	ch   chan struct{}
+	once sync.Once
+}
+
+// Unlock implements core.AppLock; a second call is a no-op.
+func (l *memLock) Unlock() error {
+	l.once.Do(func() {
+		l.s.mu.Lock()
+		delete(l.s.holders, l.app)
+		l.s.mu.Unlock()
+		<-l.ch
+	})
+	return nil
+}
+
+// Locked reports whether app's lock is held.
+func (s *MemStore) Locked(app string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.locks[app]
+	return ok && len(ch) > 0
+}
+
+// LockHolder implements core.Store.
+func (s *MemStore) LockHolder(ctx context.Context, app string) (core.LockHolder, error) {
+	if err := s.enter("LockHolder"); err != nil {
+		return core.LockHolder{}, err
+	}
+	defer s.mu.Unlock()
+	h, ok := s.holders[app]
+	if !ok {
+		return core.LockHolder{}, nf("lock holder of app " + app)
+	}
+	s.ok("LockHolder")
+	return h, nil
+}
+
+// SaveRevision implements core.Store: an existing id with different
+// content is ErrConflict; identical content is a no-op.
+func (s *MemStore) SaveRevision(ctx context.Context, rev core.Revision) error {
+	if err := s.enter("SaveRevision"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	rev = clone(rev)
+	for _, r := range s.revs[rev.App] {
+		if r.ID == rev.ID {
+			a, _ := json.Marshal(r)
+			b, _ := json.Marshal(rev)
+			if string(a) != string(b) {
+				return fmt.Errorf("app %s revision %s exists with different content: %w", rev.App, rev.ID, core.ErrConflict)
+			}
+			s.ok("SaveRevision")
+			return nil
+		}
+	}
+	if rev.CreatedAt.IsZero() {
+		rev.CreatedAt = s.now()
+	}
+	s.revs[rev.App] = append(s.revs[rev.App], rev)
+	s.known[rev.App] = true
+	s.ok("SaveRevision")
+	return nil
+}
+
+// NextRevisionID implements core.Store: "rev-<n>", the smallest n >= the
+// number of revisions that is unused.
+func (s *MemStore) NextRevisionID(ctx context.Context, app string) (string, error) {
+	if err := s.enter("NextRevisionID"); err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	used := map[string]bool{}
+	for _, r := range s.revs[app] {
+		used[r.ID] = true
+	}
+	for n := len(s.revs[app]); ; n++ {
+		id := "rev-" + strconv.Itoa(n)
+		if !used[id] {
+			s.ok("NextRevisionID")
+			return id, nil
+		}
+	}
+}
+
+// LoadRevision implements core.Store.
+func (s *MemStore) LoadRevision(ctx context.Context, app, id string) (core.Revision, error) {
+	if err := s.enter("LoadRevision"); err != nil {
+		return core.Revision{}, err
+	}
+	defer s.mu.Unlock()
+	for _, r := range s.revs[app] {
+		if r.ID == id {
+			s.ok("LoadRevision")
+			return clone(r), nil
+		}
+	}
+	return core.Revision{}, nf("app " + app + " revision " + id)
+}
+
+// ListRevisions implements core.Store (save order).
+func (s *MemStore) ListRevisions(ctx context.Context, app string) ([]core.Revision, error) {
+	if err := s.enter("ListRevisions"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	s.ok("ListRevisions")
+	return clone(append([]core.Revision{}, s.revs[app]...)), nil
+}
+
+// SaveDesired implements core.Store.
+func (s *MemStore) SaveDesired(ctx context.Context, app, id string) error {
+	if err := s.enter("SaveDesired"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.desired[app] = id
+	s.known[app] = true
+	s.ok("SaveDesired")
+	s.ev.AddDetail("desired-save", app, id)
+	return nil
+}
+
+// LoadDesired implements core.Store.
+func (s *MemStore) LoadDesired(ctx context.Context, app string) (string, error) {
+	if err := s.enter("LoadDesired"); err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	id, ok := s.desired[app]
+	if !ok {
+		return "", nf("app " + app + " desired revision")
+	}
+	s.ok("LoadDesired")
+	return id, nil
+}
+
+// LoadActive implements core.Store.
+func (s *MemStore) LoadActive(ctx context.Context, app string) (core.Active, error) {
+	if err := s.enter("LoadActive"); err != nil {
+		return core.Active{}, err
+	}
+	defer s.mu.Unlock()
+	a, ok := s.active[app]
+	if !ok {
+		return core.Active{}, nf("app " + app + " ACTIVE")
+	}
+	s.ok("LoadActive")
+	return clone(a), nil
+}
+
+// SaveActive implements core.Store (event publish-active).
+func (s *MemStore) SaveActive(ctx context.Context, a core.Active) error {
+	if err := s.enter("SaveActive"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.active[a.App] = clone(a)
+	s.known[a.App] = true
+	s.ok("SaveActive")
+	var parts []string
+	for name, svc := range a.Services {
+		if svc != nil {
+			parts = append(parts, name+"="+svc.Container)
+		}
+	}
+	sort.Strings(parts)
+	s.ev.AddDetail("publish-active", a.App, strings.Join(parts, ","))
+	return nil
+}
+
+// Active returns app's ACTIVE record and whether one exists (no counters).
+func (s *MemStore) Active(app string) (core.Active, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.active[app]
+	return clone(a), ok
+}
+
+// LoadIntent implements core.Store (absent → running).
+func (s *MemStore) LoadIntent(ctx context.Context, app string) (core.Intent, error) {
+	if err := s.enter("LoadIntent"); err != nil {
+		return core.Intent{}, err
+	}
+	defer s.mu.Unlock()
+	s.ok("LoadIntent")
+	return s.intent[app], nil
+}
+
+// SaveIntent implements core.Store (event intent-save, Detail stopped=<bool>).
+func (s *MemStore) SaveIntent(ctx context.Context, app string, in core.Intent) error {
+	if err := s.enter("SaveIntent"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.intent[app] = in
+	s.known[app] = true
+	s.ok("SaveIntent")
+	s.ev.AddDetail("intent-save", app, "stopped="+strconv.FormatBool(in.Stopped))
+	return nil
+}
+
+// stepsDetail is the journal-save event detail.
+func stepsDetail(op core.Operation) string {
+	type st struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+		After string `json:"after,omitempty"`
+	}
+	var ss []st
+	for _, s := range op.Steps {
+		ss = append(ss, st{s.ID, s.State, s.After})
+	}
+	b, _ := json.Marshal(struct {
+		Steps   []st   `json:"steps"`
+		Outcome string `json:"outcome,omitempty"`
+	}{ss, op.Outcome})
+	return string(b)
+}
+
+// ClaimOp implements core.Store (event journal-claim). A key already used
+// in the app returns the stored op unclaimed; an id already used is
+// ErrConflict.
+func (s *MemStore) ClaimOp(ctx context.Context, op core.Operation) (core.Operation, bool, error) {
+	if err := s.enter("ClaimOp"); err != nil {
+		return core.Operation{}, false, err
+	}
+	defer s.mu.Unlock()
+	for _, o := range s.ops[op.App] {
+		if op.Key != "" && o.Key == op.Key {
+			s.ok("ClaimOp")
+			return clone(o), false, nil
+		}
+		if o.ID == op.ID {
+			return core.Operation{}, false, fmt.Errorf("app %s op %s already exists: %w", op.App, op.ID, core.ErrConflict)
+		}
+	}
+	op = clone(op)
+	s.ops[op.App] = append(s.ops[op.App], op)
+	s.latest[op.App] = op.ID
+	s.known[op.App] = true
+	s.ok("ClaimOp")
+	s.ev.AddDetail("journal-claim", op.ID, stepsDetail(op))
+	return clone(op), true, nil
+}
+
+// SaveOp implements core.Store (event journal-save). An op never claimed is
+// stored too (it does not become latest).
+func (s *MemStore) SaveOp(ctx context.Context, op core.Operation) error {
+	if err := s.enter("SaveOp"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	c := clone(op)
+	found := false
+	for i, o := range s.ops[op.App] {
+		if o.ID == op.ID {
+			s.ops[op.App][i] = c
+			found = true
+			break
+		}
+	}
+	if !found {
+		s.ops[op.App] = append(s.ops[op.App], c)
+		s.known[op.App] = true
+	}
+	s.ok("SaveOp")
+	s.ev.AddDetail("journal-save", op.ID, stepsDetail(op))
+	return nil
+}
+
+// LoadOp implements core.Store.
+func (s *MemStore) LoadOp(ctx context.Context, app, id string) (core.Operation, error) {
+	if err := s.enter("LoadOp"); err != nil {
+		return core.Operation{}, err
+	}
+	defer s.mu.Unlock()
+	for _, o := range s.ops[app] {
+		if o.ID == id {
+			s.ok("LoadOp")
+			return clone(o), nil
+		}
+	}
+	return core.Operation{}, nf("app " + app + " op " + id)
+}
+
+// LatestOp implements core.Store.
+func (s *MemStore) LatestOp(ctx context.Context, app string) (core.Operation, error) {
+	if err := s.enter("LatestOp"); err != nil {
+		return core.Operation{}, err
+	}
+	defer s.mu.Unlock()
+	id, ok := s.latest[app]
+	if ok {
+		for _, o := range s.ops[app] {
+			if o.ID == id {
+				s.ok("LatestOp")
+				return clone(o), nil
+			}
+		}
+	}
+	return core.Operation{}, nf("app " + app + " latest op")
+}
+
+// ListOps implements core.Store (oldest first).
+func (s *MemStore) ListOps(ctx context.Context, app string) ([]core.Operation, error) {
+	if err := s.enter("ListOps"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	s.ok("ListOps")
+	return clone(append([]core.Operation{}, s.ops[app]...)), nil
+}
+
+// Op returns a stored op without counters (zero, false when absent).
+func (s *MemStore) Op(app, id string) (core.Operation, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range s.ops[app] {
+		if o.ID == id {
+			return clone(o), true
+		}
+	}
+	return core.Operation{}, false
+}
+
+// LoadMarkers implements core.Store (creation time, then container ID).
+func (s *MemStore) LoadMarkers(ctx context.Context, app string) ([]core.Marker, error) {
+	if err := s.enter("LoadMarkers"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	s.ok("LoadMarkers")
+	return s.sortedMarkers(app), nil
+}
+
+func (s *MemStore) sortedMarkers(app string) []core.Marker {
+	ms := clone(append([]core.Marker{}, s.markers[app]...))
+	sort.SliceStable(ms, func(i, j int) bool {
+		if !ms[i].CreatedAt.Equal(ms[j].CreatedAt) {
+			return ms[i].CreatedAt.Before(ms[j].CreatedAt)
+		}
+		return ms[i].Container < ms[j].Container
+	})
+	return ms
+}
+
+// Markers returns app's markers without counters.
+func (s *MemStore) Markers(app string) []core.Marker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sortedMarkers(app)
+}
+
+// MarkerContainers returns the containers of app's markers, in order.
+func (s *MemStore) MarkerContainers(app string) []string {
+	out := []string{}
+	for _, m := range s.Markers(app) {
+		out = append(out, m.Container)
+	}
+	return out
+}
+
+// SaveMarker implements core.Store (event marker-save, Detail reason).
+func (s *MemStore) SaveMarker(ctx context.Context, m core.Marker) error {
+	if err := s.enter("SaveMarker"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	ms := s.markers[m.App]
+	replaced := false
+	for i := range ms {
+		if ms[i].Service == m.Service && ms[i].Container == m.Container {
+			ms[i] = clone(m)
+			replaced = true
+		}
+	}
+	if !replaced {
+		ms = append(ms, clone(m))
+	}
+	s.markers[m.App] = ms
+	s.known[m.App] = true
+	s.ok("SaveMarker")
+	s.ev.AddDetail("marker-save", m.Container, m.Reason)
+	return nil
+}
+
+// ClearMarker implements core.Store (event marker-clear, also when absent).
+func (s *MemStore) ClearMarker(ctx context.Context, app, service, container string) error {
+	if err := s.enter("ClearMarker"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	var keep []core.Marker
+	for _, m := range s.markers[app] {
+		if !(m.Service == service && m.Container == container) {
+			keep = append(keep, m)
+		}
+	}
+	s.markers[app] = keep
+	s.ok("ClearMarker")
+	s.ev.AddDetail("marker-clear", container, service)
+	return nil
+}
+
+// RegisterClaims implements core.Store (event claims-register per
+// container); a claim replaces any with the same port and protocol.
+func (s *MemStore) RegisterClaims(ctx context.Context, claims []core.Claim) error {
+	if err := s.enter("RegisterClaims"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	for _, c := range claims {
+		if c.Protocol == "" {
+			c.Protocol = "tcp"
+		}
+		kept := s.claims[:0:0]
+		for _, x := range s.claims {
+			if !(x.Port == c.Port && x.Protocol == c.Protocol) {
+				kept = append(kept, x)
+			}
+		}
+		s.claims = append(kept, c)
+		s.ev.AddDetail("claims-register", c.Container, fmt.Sprintf("%d/%s", c.Port, c.Protocol))
+	}
+	sort.SliceStable(s.claims, func(i, j int) bool {
+		if s.claims[i].Port != s.claims[j].Port {
+			return s.claims[i].Port < s.claims[j].Port
+		}
+		return s.claims[i].Protocol < s.claims[j].Protocol
+	})
+	s.ok("RegisterClaims")
+	return nil
+}
+
+// ReleaseClaims implements core.Store (event claims-release).
+func (s *MemStore) ReleaseClaims(ctx context.Context, app, container string) error {
+	if err := s.enter("ReleaseClaims"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	var kept []core.Claim
+	for _, c := range s.claims {
+		if !(c.App == app && c.Container == container) {
+			kept = append(kept, c)
+		}
+	}
+	s.claims = kept
+	s.ok("ReleaseClaims")
+	s.ev.Add("claims-release", container)
+	return nil
+}
+
+// ListClaims implements core.Store (by port).
+func (s *MemStore) ListClaims(ctx context.Context) ([]core.Claim, error) {
+	if err := s.enter("ListClaims"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	s.ok("ListClaims")
+	return append([]core.Claim{}, s.claims...), nil
+}
+
+// ClaimsOf returns the claims of container without counters.
+func (s *MemStore) ClaimsOf(container string) []core.Claim {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []core.Claim{}
+	for _, c := range s.claims {
+		if c.Container == container {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// LoadOwnership implements core.Store.
+func (s *MemStore) LoadOwnership(ctx context.Context, app string) (core.Ownership, error) {
+	if err := s.enter("LoadOwnership"); err != nil {
+		return core.Ownership{}, err
+	}
+	defer s.mu.Unlock()
+	o, ok := s.owner[app]
+	if !ok {
+		return core.Ownership{}, nf("app " + app + " ownership")
+	}
+	s.ok("LoadOwnership")
+	return clone(o), nil
+}
+
+// SaveOwnership implements core.Store (event ownership-save).
+func (s *MemStore) SaveOwnership(ctx context.Context, o core.Ownership) error {
+	if err := s.enter("SaveOwnership"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.owner[o.App] = clone(o)
+	s.known[o.App] = true
+	s.ok("SaveOwnership")
+	s.ev.Add("ownership-save", o.App)
+	return nil
+}
+
+// Archived returns the ownership records archived by EndIncarnation.
+func (s *MemStore) Archived(app string) []core.Ownership {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return clone(append([]core.Ownership{}, s.archived[app]...))
+}
+
+// LoadRecovery implements core.Store (absent → empty).
+func (s *MemStore) LoadRecovery(ctx context.Context, app string) (core.Recovery, error) {
+	if err := s.enter("LoadRecovery"); err != nil {
+		return core.Recovery{}, err
+	}
+	defer s.mu.Unlock()
+	s.ok("LoadRecovery")
+	return clone(s.recovery[app]), nil
+}
+
+// SaveRecovery implements core.Store (event recovery-save).
+func (s *MemStore) SaveRecovery(ctx context.Context, app string, r core.Recovery) error {
+	if err := s.enter("SaveRecovery"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.recovery[app] = clone(r)
+	s.known[app] = true
+	s.ok("SaveRecovery")
+	s.ev.Add("recovery-save", app)
+	return nil
+}
+
+// EndIncarnation implements core.Store (event end-incarnation): archives
+// the ownership (incarnation set from app.json when empty) and clears
+// app.json, desired, active, intent, markers and recovery. Revisions, ops,
+// claims and secrets are kept.
+func (s *MemStore) EndIncarnation(ctx context.Context, app string) error {
+	if err := s.enter("EndIncarnation"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if o, ok := s.owner[app]; ok {
+		if o.Incarnation == "" {
+			o.Incarnation = s.apps[app].Incarnation
+		}
+		s.archived[app] = append(s.archived[app], o)
+		delete(s.owner, app)
+	}
+	delete(s.apps, app)
+	delete(s.desired, app)
+	delete(s.active, app)
+	delete(s.intent, app)
+	delete(s.markers, app)
+	delete(s.recovery, app)
+	s.ok("EndIncarnation")
+	s.ev.Add("end-incarnation", app)
+	return nil
+}
+
+func skey(a, b, c string) string { return a + "\x00" + b + "\x00" + c }
+
+// secretKey keys a secret by the app's current incarnation (decision 13),
+// so a reused name never sees an ended incarnation's secrets. Caller holds s.mu.
+func (s *MemStore) secretKey(app, service, name string) string {
+	return skey(app+"\x00"+s.apps[app].Incarnation, service, name)
+}
+
+// checkNames rejects path-like secret, service and container names with
+// ErrInvalid (they become path elements in the journal).
+func checkNames(kind string, names ...string) error {
+	for _, n := range names {
+		if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\\\x00") {
+			return fmt.Errorf("%s name %q: %w", kind, n, core.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// SetSecret implements core.Store (path-like names → ErrInvalid).
+func (s *MemStore) SetSecret(ctx context.Context, app, service, name string, value []byte) error {
+	if err := checkNames("secret", app, service, name); err != nil {
+		return err
+	}
+	if err := s.enter("SetSecret"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.secrets[s.secretKey(app, service, name)] = append([]byte(nil), value...)
+	s.ok("SetSecret")
+	return nil
+}
+
+// GetSecret implements core.Store.
+func (s *MemStore) GetSecret(ctx context.Context, app, service, name string) ([]byte, error) {
+	if err := checkNames("secret", app, service, name); err != nil {
+		return nil, err
+	}
+	if err := s.enter("GetSecret"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	v, ok := s.secrets[s.secretKey(app, service, name)]
+	if !ok {
+		return nil, nf("app " + app + " service " + service + " secret " + name)
+	}
+	s.ok("GetSecret")
+	return append([]byte(nil), v...), nil
+}
+
+// ListSecrets implements core.Store (names, sorted).
+func (s *MemStore) ListSecrets(ctx context.Context, app, service string) ([]string, error) {
+	if err := checkNames("secret", app, service); err != nil {
+		return nil, err
+	}
+	if err := s.enter("ListSecrets"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	prefix := s.secretKey(app, service, "")
+	out := []string{}
+	for k := range s.secrets {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, strings.TrimPrefix(k, prefix))
+		}
+	}
+	sort.Strings(out)
+	s.ok("ListSecrets")
+	return out, nil
+}
+
+// RemoveSecret implements core.Store (absent → ErrNotFound).
+func (s *MemStore) RemoveSecret(ctx context.Context, app, service, name string) error {
+	if err := checkNames("secret", app, service, name); err != nil {
+		return err
+	}
+	if err := s.enter("RemoveSecret"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	k := s.secretKey(app, service, name)
+	if _, ok := s.secrets[k]; !ok {
+		return nf("app " + app + " service " + service + " secret " + name)
+	}
+	delete(s.secrets, k)
+	s.ok("RemoveSecret")
+	return nil
+}
+
+// WriteContainerSecret implements core.Store; the path is
+// "/mem/secrets/<app>/<container>/<name>".
+func (s *MemStore) WriteContainerSecret(ctx context.Context, app, container, name string, value []byte) (string, error) {
+	if err := checkNames("container secret", app, container, name); err != nil {
+		return "", err
+	}
+	if err := s.enter("WriteContainerSecret"); err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	s.csecrets[skey(app, container, name)] = append([]byte(nil), value...)
+	s.ok("WriteContainerSecret")
+	return "/mem/secrets/" + app + "/" + container + "/" + name, nil
+}
+
+// DeleteContainerSecrets implements core.Store (event secrets-delete;
+// none → no error).
+func (s *MemStore) DeleteContainerSecrets(ctx context.Context, app, container string) error {
+	if err := checkNames("container secret", app, container); err != nil {
+		return err
+	}
+	if err := s.enter("DeleteContainerSecrets"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	prefix := skey(app, container, "")
+	for k := range s.csecrets {
+		if strings.HasPrefix(k, prefix) {
+			delete(s.csecrets, k)
+		}
+	}
+	s.ok("DeleteContainerSecrets")
+	s.ev.Add("secrets-delete", container)
+	return nil
+}
+
+// ContainerSecrets returns the names of container's per-container secret
+// copies, sorted.
+func (s *MemStore) ContainerSecrets(app, container string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prefix := skey(app, container, "")
+	out := []string{}
+	for k := range s.csecrets {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, strings.TrimPrefix(k, prefix))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,101 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Engine is the deploy/lifecycle use-case layer (SPEC "Engine"). It drives
+// the backends only through the core interfaces and holds no state of its
+// own between calls: everything durable is in Store (decision 3).
+type Engine struct {
+	Store   Store
+	Runtime Runtime
+	Traffic Traffic
+	// Readiness runs deploy-time and declared probes (R29–R35).
+	Readiness *ReadinessWaiter
+	// Clock defaults to SystemClock.
+	Clock Clock
+	// Logger defaults to a null logger.
+	Logger hclog.Logger
+	// Progress, if set, receives live progress events (the CLI renders them).
+	Progress func(ProgressEvent)
+	// NewOpID generates op ids ("op-" + time-ordered UUID hex, R6).
+	NewOpID func() string
+	// Holder describes this process for lock records (pid, verb).
+	Holder LockHolder
+	// LockTimeout bounds waiting for an app lock (decision 2; default 60 s).
+	LockTimeout time.Duration
+	// DrainTimeout caps the drain wait before SIGTERM (decision 16; default
+	// min(stop grace, 30 s)). Zero means the default.
+	DrainTimeout time.Duration
+	// DrainPoll is the interval between in-flight checks (default 50 ms).
+	DrainPoll time.Duration
+	// LogTailLines is the failure log tail length (default 50, R17.6).
+	LogTailLines int
+	// Secrets redaction: values to strip from log tails are loaded per deploy.
+
+	// OnEffect, if set, observes engine-internal effects that have no
+	// backend call of their own: kind "withdraw" with id "app/service" on
+	// every withdrawal attempt (SPEC §3 "Recording traffic"). Tests only.
+	OnEffect func(kind, id, detail string)
+
+	// BindPolicy resolves an operator-approved bind name to its host path
+	// (R13, <state>/config.toml). nil refuses every bind. Errors should wrap
+	// ErrInvalid (name not approved).
+	BindPolicy func(name string) (hostPath string, err error)
+
+	// liveOps marks claims live in this process (R12, R45): app → op id.
+	liveMu  sync.Mutex
+	liveOps map[string]string
+}
+
+// ProgressEvent is one line of live progress (issue 3 item 4): a phase of
+// one service with elapsed time.
+type ProgressEvent struct {
+	App     string
+	Service string
+	// Phase: resolve, pull, create, start, probe, switch, drain, retire,
+	// withdraw, stop, remove, done, failed, unchanged.
+	Phase   string
+	Detail  string
+	Attempt int
+	Elapsed time.Duration
+	Done    bool
+}
+
+func (e *Engine) now() time.Time {
+	if e.Clock == nil {
+		return SystemClock{}.Now()
+	}
+	return e.Clock.Now()
+}
+
+func (e *Engine) log() hclog.Logger {
+	if e.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return e.Logger
+}
+
+func (e *Engine) progress(ev ProgressEvent) {
+	if e.Progress != nil {
+		e.Progress(ev)
+	}
+}
+
+// lock takes the app lock bounded by LockTimeout (decision 2).
+func (e *Engine) lock(ctx context.Context, app, verb, op string) (AppLock, error) {
+	t := e.LockTimeout
+	if t <= 0 {
+		t = 60 * time.Second
+	}
+	lctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	h := e.Holder
+	h.Verb, h.Op, h.StartedAt = verb, op, e.now()
+	return e.Store.Lock(lctx, app, h)
+}

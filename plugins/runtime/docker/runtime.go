@@ -1,0 +1,304 @@
+// Package docker implements core.Runtime (SPEC 1.3, ARCHITECTURE §4) against
+// a real Docker engine through github.com/moby/moby/client.
+//
+// API versions. The client (moby/client v0.6.2) speaks API 1.40 (its
+// MinAPIVersion) up to 1.56 and negotiates: on first use Runtime pings the
+// engine and downgrades to the engine's version, so Docker 20.10 (API 1.41)
+// and newer work. An engine older than 1.40 is refused with a clear
+// ErrUnavailable error naming both versions. A fixed version (Options.
+// APIVersion or DOCKER_API_VERSION) disables negotiation; "1.41" is known to
+// work against 20.10.
+//
+// Errors. Every error wraps exactly one core class: a missing container or
+// image wraps core.ErrNotFound; an unreachable engine wraps
+// core.ErrUnavailable with a hint ("is the Docker engine running? `docker
+// info`"); a refused state change (e.g. removing a running container without
+// force) wraps core.ErrConflict; a rejected argument wraps core.ErrInvalid;
+// anything else the engine reports wraps core.ErrUnavailable.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/client"
+	"github.com/moby/moby/client/pkg/versions"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+var _ core.Runtime = (*Runtime)(nil)
+
+// Options configures New. The zero value talks to the default local engine
+// (unix:///var/run/docker.sock) with API version negotiation.
+type Options struct {
+	// Host is the engine address ("unix:///var/run/docker.sock",
+	// "tcp://127.0.0.1:2376"). Empty: the default local socket.
+	Host string
+	// APIVersion pins the API version ("1.41") and disables negotiation.
+	// Empty: negotiate (the client's maximum, downgraded to the engine's).
+	APIVersion string
+	// FromEnv applies DOCKER_HOST, DOCKER_API_VERSION, DOCKER_CERT_PATH and
+	// DOCKER_TLS_VERIFY first; Host and APIVersion, when set, override them.
+	FromEnv bool
+}
+
+// Runtime is the Docker implementation of core.Runtime. It is safe for
+// concurrent use. Close releases idle connections.
+type Runtime struct {
+	cli  *client.Client
+	host string
+
+	mu        sync.Mutex
+	connected bool
+}
+
+// New returns a Runtime for opts. It does not contact the engine; the first
+// call does (and negotiates the API version). Errors: a malformed host or
+// version, or unreadable TLS material (wrapping core.ErrInvalid).
+func New(opts Options) (*Runtime, error) {
+	var ops []client.Opt
+	if opts.FromEnv {
+		ops = append(ops, client.FromEnv)
+	}
+	if opts.Host != "" {
+		ops = append(ops, client.WithHost(opts.Host))
+	}
+	if opts.APIVersion != "" {
+		ops = append(ops, client.WithAPIVersion(opts.APIVersion))
+	}
+	cli, err := client.New(ops...)
+	if err != nil {
+		return nil, fmt.Errorf("docker runtime: client: %w: %v", core.ErrInvalid, err)
+	}
+	return &Runtime{cli: cli, host: cli.DaemonHost()}, nil
+}
+
+// NewFromEnv is New with FromEnv: DOCKER_HOST, DOCKER_API_VERSION,
+// DOCKER_CERT_PATH and DOCKER_TLS_VERIFY, as the docker CLI reads them.
+func NewFromEnv() (*Runtime, error) {
+	return New(Options{FromEnv: true})
+}
+
+// Close releases the client's idle connections.
+func (r *Runtime) Close() error { return r.cli.Close() }
+
+// Client exposes the underlying moby client (tests, system containers).
+func (r *Runtime) Client() *client.Client { return r.cli }
+
+// connect pings the engine once (until it succeeds), negotiating the API
+// version, so that an unreachable or too old engine is reported clearly
+// rather than as a confusing request error.
+func (r *Runtime) connect(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.connected {
+		return nil
+	}
+	ping, err := r.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
+	if err != nil {
+		if ping.APIVersion != "" && versions.LessThan(ping.APIVersion, client.MinAPIVersion) {
+			return fmt.Errorf("docker engine at %s speaks API %s, this build needs at least %s (Docker 19.03+): %w",
+				r.host, ping.APIVersion, client.MinAPIVersion, core.ErrUnavailable)
+		}
+		return r.classify(err, "connect to docker engine")
+	}
+	r.connected = true
+	return nil
+}
+
+// APIVersion returns the API version in use (after negotiation, once a
+// call has been made).
+func (r *Runtime) APIVersion() string { return r.cli.ClientVersion() }
+
+// classify wraps err in exactly one core error class, with what as context.
+// The engine's own message is kept as text.
+func (r *Runtime) classify(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %w: %v", what, core.ErrUnavailable, err)
+	case client.IsErrConnectionFailed(err), isDialError(err):
+		return fmt.Errorf("%s: docker engine at %s unreachable (is the Docker engine running? `docker info`): %w: %v",
+			what, r.host, core.ErrUnavailable, err)
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%s: %w: %v", what, core.ErrNotFound, err)
+	case cerrdefs.IsConflict(err), cerrdefs.IsAlreadyExists(err), cerrdefs.IsFailedPrecondition(err):
+		return fmt.Errorf("%s: %w: %v", what, core.ErrConflict, err)
+	case cerrdefs.IsInvalidArgument(err):
+		return fmt.Errorf("%s: %w: %v", what, core.ErrInvalid, err)
+	default:
+		return fmt.Errorf("%s: %w: %v", what, core.ErrUnavailable, err)
+	}
+}
+
+func isDialError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "connect: no such file or directory") ||
+		strings.Contains(s, "connect: connection refused") ||
+		strings.Contains(s, "connect: permission denied")
+}
+
+// Info describes the engine: Name "docker", the server version, the
+// server's API version, OS and architecture.
+func (r *Runtime) Info(ctx context.Context) (core.RuntimeInfo, error) {
+	if err := r.connect(ctx); err != nil {
+		return core.RuntimeInfo{}, err
+	}
+	v, err := r.cli.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return core.RuntimeInfo{}, r.classify(err, "docker version")
+	}
+	return core.RuntimeInfo{Name: "docker", Version: v.Version, APIVersion: v.APIVersion, OS: v.Os, Arch: v.Arch}, nil
+}
+
+// ResolveImage pins ref (decision 15). An image with a registry digest
+// resolves to Ref "repo@sha256:…" and Digest "sha256:…" (the RepoDigest of
+// ref's repository when there are several); a local image without one
+// resolves to Ref = Digest = the image ID ("sha256:…") and Local = true.
+// A missing image wraps core.ErrNotFound.
+func (r *Runtime) ResolveImage(ctx context.Context, ref string) (core.ImageRef, error) {
+	if err := r.connect(ctx); err != nil {
+		return core.ImageRef{}, err
+	}
+	img, err := r.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return core.ImageRef{}, r.classify(err, fmt.Sprintf("resolve image %q", ref))
+	}
+	out := core.ImageRef{ID: img.ID}
+	if rd := pickRepoDigest(ref, img.RepoDigests); rd != "" {
+		_, dg, _ := strings.Cut(rd, "@")
+		out.Ref, out.Digest = rd, dg
+		return out, nil
+	}
+	out.Ref, out.Digest, out.Local = img.ID, img.ID, true
+	return out, nil
+}
+
+// pickRepoDigest returns the RepoDigest whose repository matches ref's, else
+// the first one, else "".
+func pickRepoDigest(ref string, digests []string) string {
+	if len(digests) == 0 {
+		return ""
+	}
+	repo := ref
+	if i := strings.Index(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	for _, d := range digests {
+		name, _, _ := strings.Cut(d, "@")
+		if name == repo || strings.TrimPrefix(name, "docker.io/library/") == repo || strings.TrimPrefix(name, "docker.io/") == repo {
+			return d
+		}
+	}
+	return digests[0]
+}
+
+// PullImage pulls ref and waits for the pull to finish. A registry that
+// cannot be reached (or refuses) wraps core.ErrUnavailable; an unknown
+// image wraps core.ErrNotFound; a malformed reference wraps core.ErrInvalid.
+func (r *Runtime) PullImage(ctx context.Context, ref string) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrInvalid, err)
+	}
+	resp, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return r.classify(err, fmt.Sprintf("pull image %q", ref))
+	}
+	defer resp.Close()
+	if err := resp.Wait(ctx); err != nil {
+		if cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "manifest unknown") {
+			return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrNotFound, err)
+		}
+		return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// EnsureNetwork returns the ID of the network named n.Name, creating it
+// (bridge driver, n.Labels, n.Internal) when absent. An existing network is
+// returned as is, whatever its labels.
+func (r *Runtime) EnsureNetwork(ctx context.Context, n core.NetworkSpec) (string, error) {
+	if err := r.connect(ctx); err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("ensure network %q", n.Name)
+	if n.Name == "" {
+		return "", fmt.Errorf("%s: %w: empty name", what, core.ErrInvalid)
+	}
+	if id, err := r.findNetwork(ctx, n.Name); err != nil || id != "" {
+		return id, err
+	}
+	res, err := r.cli.NetworkCreate(ctx, n.Name, client.NetworkCreateOptions{
+		Driver:   "bridge",
+		Internal: n.Internal,
+		Labels:   n.Labels,
+	})
+	if err != nil {
+		// Lost a race with a concurrent creator: take theirs.
+		if id, ferr := r.findNetwork(ctx, n.Name); ferr == nil && id != "" {
+			return id, nil
+		}
+		return "", r.classify(err, what)
+	}
+	return res.ID, nil
+}
+
+// findNetwork returns the ID of the network with exactly this name, or "".
+func (r *Runtime) findNetwork(ctx context.Context, name string) (string, error) {
+	res, err := r.cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
+	if err != nil {
+		return "", r.classify(err, fmt.Sprintf("list networks named %q", name))
+	}
+	for _, nw := range res.Items {
+		if nw.Name == name {
+			return nw.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// EnsureVolume creates the named volume (local driver, v.Labels) when
+// absent; an existing volume is kept as is. Nothing here deletes a volume (R3).
+func (r *Runtime) EnsureVolume(ctx context.Context, v core.VolumeSpec) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("ensure volume %q", v.Name)
+	if v.Name == "" {
+		return fmt.Errorf("%s: %w: empty name", what, core.ErrInvalid)
+	}
+	_, err := r.cli.VolumeInspect(ctx, v.Name, client.VolumeInspectOptions{})
+	if err == nil {
+		return nil
+	}
+	if !cerrdefs.IsNotFound(err) {
+		return r.classify(err, what)
+	}
+	if _, err := r.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: v.Name, Labels: v.Labels}); err != nil {
+		return r.classify(err, what)
+	}
+	return nil
+}
+
+// labelFilters turns labels into a "label=k=v" filter set.
+func labelFilters(labels map[string]string) client.Filters {
+	f := make(client.Filters)
+	for k, v := range labels {
+		f.Add("label", k+"="+v)
+	}
+	return f
+}

@@ -1,0 +1,119 @@
+// Command httpd is the HTTP test workload baked into gordon-test/httpd
+// images (FROM scratch, static). Every knob is a flag whose default comes
+// from an environment variable, so tests can set either:
+//
+//	-port PORT (8080)              listen port
+//	-version VERSION ("dev")       reported by / and /version
+//	-drain DRAIN_DELAY (0)         on SIGTERM, keep serving this long, then Shutdown
+//	-never-ready NEVER_READY       /healthz answers 503 forever
+//	-exit-at-once EXIT_AT_ONCE     exit with status 3 right after start
+//	-ignore-sigterm IGNORE_SIGTERM ignore SIGTERM (only SIGKILL stops it)
+//	-ready-after READY_AFTER (0)   /healthz answers 503 until this long after start
+//
+// Endpoints: / (200, "version=V host=H instance=I\n"; I is random per process), /version, /healthz, /hostname,
+// /slow?d=5s (sleeps d, then answers like /).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+func envBool(key string) bool {
+	b, _ := strconv.ParseBool(os.Getenv(key))
+	return b
+}
+
+func envDur(key string) time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(key))
+	return d
+}
+
+func main() {
+	port := flag.String("port", env("PORT", "8080"), "listen port")
+	version := flag.String("version", env("VERSION", "dev"), "version reported by /")
+	drain := flag.Duration("drain", envDur("DRAIN_DELAY"), "serve this long after SIGTERM before shutting down")
+	neverReady := flag.Bool("never-ready", envBool("NEVER_READY"), "/healthz always 503")
+	exitAtOnce := flag.Bool("exit-at-once", envBool("EXIT_AT_ONCE"), "exit 3 immediately")
+	ignoreTerm := flag.Bool("ignore-sigterm", envBool("IGNORE_SIGTERM"), "ignore SIGTERM")
+	readyAfter := flag.Duration("ready-after", envDur("READY_AFTER"), "healthz 503 until this long after start")
+	flag.Parse()
+
+	log.SetFlags(0)
+	if *exitAtOnce {
+		log.Printf("exiting at once (version %s)", *version)
+		os.Exit(3)
+	}
+	start := time.Now()
+	host, _ := os.Hostname()
+	instance := strconv.FormatInt(time.Now().UnixNano()^int64(os.Getpid())<<20, 36)
+
+	hello := func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "version=%s host=%s instance=%s\n", *version, host, instance)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", hello)
+	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, *version) })
+	mux.HandleFunc("/hostname", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, host) })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if *neverReady || time.Since(start) < *readyAfter {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		d, err := time.ParseDuration(r.URL.Query().Get("d"))
+		if err != nil {
+			d = time.Second
+		}
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+		hello(w, r)
+	})
+
+	srv := &http.Server{Addr: ":" + *port, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	sigs := make(chan os.Signal, 1)
+	if !*ignoreTerm {
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	}
+	done := make(chan struct{})
+	go func() {
+		sig := <-sigs
+		log.Printf("received %s, draining for %s", sig, *drain)
+		time.Sleep(*drain)
+		if err := srv.Shutdown(context.Background()); err != nil {
+			log.Printf("shutdown: %v", err)
+		}
+		close(done)
+	}()
+
+	log.Printf("listening on :%s (version %s)", *port, *version)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		log.Fatalf("serve: %v", err)
+	}
+	<-done
+	log.Printf("stopped")
+}
