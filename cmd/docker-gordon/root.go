@@ -76,7 +76,11 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 // cancelled context kills every plugin subprocess at once.
 func (e *cliEnv) setup(cmd *cobra.Command) error {
 	if e.opts.stateDir == "" {
-		e.opts.stateDir = journal.DefaultDir()
+		dir, err := journal.DefaultDir()
+		if err != nil {
+			return fmt.Errorf("state directory: %w (pass --state-dir or set GORDON_STATE_DIR)", err)
+		}
+		e.opts.stateDir = dir
 	}
 	if abs, err := filepath.Abs(e.opts.stateDir); err == nil {
 		e.opts.stateDir = abs
