@@ -1,0 +1,303 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// deployRun is the state of one executing deploy (R12 execute phase).
+type deployRun struct {
+	e      *Engine
+	req    DeployRequest
+	op     *Operation
+	rev    Revision
+	app    string
+	info   AppInfo
+	pinned []*pinnedService
+	active Active
+	plan   Plan
+
+	results     []ServiceResult
+	appWarnings []Warning
+}
+
+// pinnedService is one service's preflight outcome (R13).
+type pinnedService struct {
+	spec    *ServiceSpec
+	img     ImageRef
+	env     []string // KEY=value (S28)
+	secrets []string // secret values, for redaction
+	files   map[string][]byte
+	binds   map[string]string // bind name → host path
+}
+
+// executeDeploy is R12's execute phase; the caller holds the app lock and
+// the op is live. It reloads the op, replays a terminal one, runs
+// preflight, dropped services and every service step, then finalizes.
+func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID string) (*DeployResult, error) {
+	app := req.App
+	op, err := e.Store.LoadOp(ctx, app, opID)
+	if err != nil {
+		return nil, fmt.Errorf("deploy %s: reload operation %s: %w", app, opID, err)
+	}
+	if op.App != app || op.ID != opID || op.Kind != OpDeploy {
+		return nil, fmt.Errorf("%w: deploy %s: operation %s is %s of app %s, not a deploy of %s", ErrConflict, app, opID, op.Kind, op.App, app)
+	}
+	if op.Terminal() {
+		return replayResult(op), replayError(op)
+	}
+	d := &deployRun{e: e, req: req, op: &op, app: app}
+	d.rev, err = e.resolveRevision(ctx, app, op.Revision)
+	if err != nil {
+		return d.failApp(ctx, StepError, err)
+	}
+	d.info, err = e.Store.LoadApp(ctx, app)
+	if err != nil {
+		return d.failApp(ctx, StepError, fmt.Errorf("app %s: %w", app, err))
+	}
+	if err := d.preflight(ctx); err != nil {
+		return d.result(), err
+	}
+	d.active, err = e.loadActive(ctx, app)
+	if err != nil {
+		return d.failApp(ctx, StepError, err)
+	}
+	resolved := map[string]ImageRef{}
+	for _, p := range d.pinned {
+		resolved[p.spec.Name] = p.img
+	}
+	in, err := e.observe(ctx, d.rev, d.active, resolved)
+	if err != nil {
+		return d.failApp(ctx, StepError, err)
+	}
+	for _, p := range d.pinned {
+		if len(p.files) == 0 {
+			in.DesiredEnv[p.spec.Name] = p.env
+		}
+	}
+	in.Services = req.Services
+	d.plan = in.Build()
+	for _, drop := range d.plan.Drops {
+		if err := d.dropService(ctx, drop); err != nil {
+			return d.result(), err
+		}
+	}
+	for _, ps := range d.plan.Services {
+		if err := d.runService(ctx, ps); err != nil {
+			return d.result(), err
+		}
+	}
+	d.finish(ctx)
+	return d.result(), nil
+}
+
+// result projects the run into a DeployResult.
+func (d *deployRun) result() *DeployResult {
+	p := d.plan
+	return &DeployResult{Op: *d.op, Services: d.results, Outcome: d.op.Outcome, Warnings: d.op.Warnings, Plan: &p}
+}
+
+// finish computes outcome and warnings and saves the terminal journal.
+func (d *deployRun) finish(ctx context.Context) {
+	d.op.Outcome = outcome(d.results, false)
+	d.op.Warnings = warnings(d.results, d.appWarnings)
+	d.op.FinishedAt = d.e.now()
+	d.save(ctx)
+}
+
+// save saves the journal; a failure is only logged (R14.8, R11).
+func (d *deployRun) save(ctx context.Context) {
+	// The journal is saved even when the caller cancelled (R11, S14).
+	if err := d.e.Store.SaveOp(context.WithoutCancel(ctx), *d.op); err != nil {
+		d.e.log().Error("save operation", "app", d.app, "op", d.op.ID, "error", err)
+	}
+}
+
+// failApp fails the op at app level (R11) and returns the error.
+func (d *deployRun) failApp(ctx context.Context, stepID string, err error) (*DeployResult, error) {
+	d.op.Warnings = warnings(d.results, d.appWarnings)
+	d.e.failOp(ctx, d.op, stepID, err.Error())
+	return d.result(), err
+}
+
+// step returns the journal step id (appending a pending one if absent).
+func (d *deployRun) step(id, service string) *Step {
+	if s := d.op.Step(id); s != nil {
+		return s
+	}
+	now := d.e.now()
+	d.op.Steps = append(d.op.Steps, Step{ID: id, State: StepPending, Service: service, StartedAt: now, UpdatedAt: now})
+	return &d.op.Steps[len(d.op.Steps)-1]
+}
+
+// preflight is SPEC R13. On failure the `preflight` step is failed, the
+// outcome failed, the journal saved and nothing running is touched (S23).
+// On success it saves one pending service.<name>.replace step per pinned
+// service (digest, image) before any mutation (R5.2).
+func (d *deployRun) preflight(ctx context.Context) error {
+	e, app := d.e, d.app
+	start := time.Now()
+	fail := func(service string, err error) error {
+		s := d.step(StepPreflight, "")
+		s.State, s.Error, s.UpdatedAt = StepFailed, err.Error(), e.now()
+		d.op.Outcome = OutcomeFailed
+		d.op.FinishedAt = e.now()
+		d.save(ctx)
+		e.progress(ProgressEvent{App: app, Service: service, Phase: "failed", Detail: "preflight: " + err.Error(), Elapsed: time.Since(start), Done: true})
+		where := ""
+		if service != "" {
+			where = " service " + service + ":"
+		}
+		return fmt.Errorf("%w: deploy %s:%s step %s: %w", ErrConflict, app, where, StepPreflight, err)
+	}
+	names := d.req.Services
+	if len(names) == 0 {
+		for _, s := range d.rev.Spec.Services {
+			names = append(names, s.Name)
+		}
+	}
+	names = sortedServiceNames(names)
+	labels := map[string]string{LabelManaged: "true", LabelApp: app, LabelIncarnation: d.info.Incarnation, LabelOp: d.op.ID}
+	if _, err := e.Runtime.EnsureNetwork(ctx, NetworkSpec{Name: NetworkName(app), Labels: labels}); err != nil {
+		return fail("", fmt.Errorf("ensure network %s: %w", NetworkName(app), err))
+	}
+	for _, name := range names {
+		spec, ok := d.rev.Spec.Service(name)
+		if !ok {
+			return fail(name, fmt.Errorf("%w: revision %s declares no service %q", ErrInvalid, d.rev.ID, name))
+		}
+		p := &pinnedService{spec: spec}
+		e.progress(ProgressEvent{App: app, Service: name, Phase: "resolve", Detail: spec.Image, Elapsed: time.Since(start)})
+		img, err := e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start)
+		if err != nil {
+			return fail(name, err)
+		}
+		p.img = img
+		env, values, err := e.secretEnv(ctx, app, spec)
+		if err != nil {
+			return fail(name, err)
+		}
+		p.secrets = values
+		p.env = dpContainerEnv(d.rev.Spec.Env, spec.Env, env)
+		for _, ref := range spec.Secrets {
+			if ref.As == "file" {
+				v, _ := e.Store.GetSecret(ctx, app, name, ref.Name)
+				if p.files == nil {
+					p.files = map[string][]byte{}
+				}
+				fn := ref.Env
+				if fn == "" {
+					fn = ref.Name
+				}
+				p.files[fn] = v
+			}
+		}
+		if p.binds, err = e.resolveBinds(spec); err != nil {
+			return fail(name, fmt.Errorf("app %s: service %s: %w", app, name, err))
+		}
+		for _, v := range spec.Volumes {
+			vl := map[string]string{LabelManaged: "true", LabelApp: app, LabelService: name, LabelIncarnation: d.info.Incarnation}
+			if err := e.Runtime.EnsureVolume(ctx, VolumeSpec{Name: VolumeName(app, v.Name), Labels: vl}); err != nil {
+				return fail(name, fmt.Errorf("ensure volume %s: %w", VolumeName(app, v.Name), err))
+			}
+		}
+		d.pinned = append(d.pinned, p)
+	}
+	now := e.now()
+	pf := d.step(StepPreflight, "")
+	pf.State, pf.Error, pf.UpdatedAt = StepSucceeded, "", now
+	pf.Phases = map[string]Duration{"preflight": Duration(time.Since(start))}
+	if len(d.req.Services) == 0 {
+		active, err := e.loadActive(ctx, app)
+		if err != nil {
+			return fail("", err)
+		}
+		for _, name := range dpSortedKeys(active.Services) {
+			if _, ok := d.rev.Spec.Service(name); !ok {
+				s := d.step(ServiceStepID(name, "remove"), name)
+				s.Before = active.Services[name].Container
+			}
+		}
+	}
+	for _, p := range d.pinned {
+		s := d.step(ServiceStepID(p.spec.Name, "replace"), p.spec.Name)
+		s.Digest, s.Image = p.img.Digest, p.img.Ref
+	}
+	if err := e.Store.SaveOp(ctx, *d.op); err != nil {
+		_, ferr := d.failApp(ctx, StepError, fmt.Errorf("deploy %s: save pinned table: %w", app, err))
+		return ferr
+	}
+	return nil
+}
+
+// pinImage resolves (and per policy pulls) ref (R13, decision 15):
+// always → pull then resolve; missing → resolve, pull only on not-found,
+// resolve again; never → not found is a failure naming the image.
+func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, start time.Time) (ImageRef, error) {
+	if pull == "" {
+		pull = PullMissing
+	}
+	doPull := func() error {
+		e.progress(ProgressEvent{App: app, Service: service, Phase: "pull", Detail: ref, Elapsed: time.Since(start)})
+		if err := e.Runtime.PullImage(ctx, ref); err != nil {
+			return fmt.Errorf("pull image %s: %w", ref, err)
+		}
+		return nil
+	}
+	if pull == PullAlways {
+		if err := doPull(); err != nil {
+			return ImageRef{}, err
+		}
+	}
+	img, err := e.Runtime.ResolveImage(ctx, ref)
+	if errors.Is(err, ErrNotFound) && pull == PullMissing {
+		if err := doPull(); err != nil {
+			return ImageRef{}, err
+		}
+		img, err = e.Runtime.ResolveImage(ctx, ref)
+	}
+	if err != nil {
+		if errors.Is(err, ErrNotFound) && pull == PullNever {
+			return ImageRef{}, fmt.Errorf("image %s is not present and --pull=never: %w", ref, err)
+		}
+		return ImageRef{}, fmt.Errorf("resolve image %s: %w", ref, err)
+	}
+	return img, nil
+}
+
+// resolveBinds looks every bind of s up in e.BindPolicy (R13, R18.1,
+// R19.1); nil policy refuses every bind. Errors wrap ErrInvalid unless the
+// policy's error has a class.
+func (e *Engine) resolveBinds(s *ServiceSpec) (map[string]string, error) {
+	if len(s.Binds) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, b := range s.Binds {
+		if e.BindPolicy == nil {
+			return nil, fmt.Errorf("%w: bind %q refused: no bind policy is configured (add it to <state>/config.toml)", ErrInvalid, b.Name)
+		}
+		hp, err := e.BindPolicy(b.Name)
+		if err != nil {
+			return nil, fmt.Errorf("bind %q refused by policy: %w", b.Name, deployErrClass(err, ErrInvalid))
+		}
+		if hp == "" {
+			return nil, fmt.Errorf("%w: bind %q: policy gives no host path", ErrInvalid, b.Name)
+		}
+		out[b.Name] = hp
+	}
+	return out, nil
+}
+
+// deployErrClass returns err when it wraps a core error class, else err
+// wrapped with class.
+func deployErrClass(err, class error) error {
+	for _, c := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable, ErrPluginExited} {
+		if errors.Is(err, c) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", class, err)
+}
