@@ -57,6 +57,9 @@ type Status struct {
 	UpdatedAt         time.Time `json:"updated_at"`
 	// Error is the last rejected table's error ("" when the last read applied).
 	Error string `json:"error,omitempty"`
+	// RejectedGeneration is the generation of the table Error is about (0
+	// when Error is empty or the rejected file had no readable generation).
+	RejectedGeneration uint64 `json:"rejected_generation,omitempty"`
 	// AdminAddr is where live per-backend counts are served (GET /status).
 	AdminAddr string           `json:"admin_addr,omitempty"`
 	Listeners []ListenerStatus `json:"listeners,omitempty"`

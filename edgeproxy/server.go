@@ -1,0 +1,555 @@
+// Package edgeproxy is gordon-edge: the edge proxy that routes public HTTP
+// traffic by Host and relays TCP and UDP by listen port to whichever backends the
+// route table <state>/edge/routes.json names (ARCHITECTURE §5, SPEC
+// decisions 11 and 16).
+//
+// The table is watched by polling: every Config.PollInterval (default
+// 150 ms) the file is stat'ed and re-read when its mtime, size or inode
+// changed, and re-read unconditionally every 2 s as a fallback
+// (fsnotify is not a dependency; a stat per 150 ms is negligible). A table
+// is strictly decoded and validated, built into an immutable snapshot and
+// swapped in atomically; a bad table leaves the last good snapshot serving
+// (also across a restart: the last applied table is kept in
+// <state>/edge/applied.json).
+// After every apply attempt the edge writes <state>/edge/status.json
+// atomically (routetable.Status). Live per-backend counters are served on
+// the admin endpoint (GET /status, GET /healthz).
+package edgeproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/renameio/v2/maybe"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// File names inside <state>/edge.
+const (
+	RoutesFile = "routes.json"
+	StatusFile = "status.json"
+	// AppliedFile is the last table the edge applied, restored at start
+	// when routes.json is bad.
+	AppliedFile = "applied.json"
+)
+
+// fullRereadEvery bounds how long a change invisible to stat (same mtime,
+// size and inode) can stay unnoticed.
+const fullRereadEvery = 2 * time.Second
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	// StateDir is the gordon state directory (required); the edge reads
+	// StateDir/edge/routes.json and writes StateDir/edge/status.json.
+	StateDir string
+	// HTTPAddr is the public HTTP listen address, e.g. ":80" (required).
+	HTTPAddr string
+	// AdminAddr is the loopback admin listen address (GET /status,
+	// /healthz). Default "127.0.0.1:0"; the bound address is written to
+	// status.json as admin_addr.
+	AdminAddr string
+	// Logger defaults to a null logger.
+	Logger hclog.Logger
+	// PollInterval is the route table stat interval (default 150 ms).
+	PollInterval time.Duration
+	// DialTimeout bounds dialing a backend (default 5 s).
+	DialTimeout time.Duration
+	// ShutdownTimeout bounds the graceful HTTP shutdown when Run's context
+	// ends (default 30 s); requests still running after it are cut.
+	ShutdownTimeout time.Duration
+	// UDPIdleTimeout expires a UDP client session after this long without a
+	// datagram in either direction (default 30 s).
+	UDPIdleTimeout time.Duration
+}
+
+// Server is the edge proxy. It is an http.Handler (the public router).
+// Create it with New, start it with Run.
+type Server struct {
+	cfg    Config
+	logger hclog.Logger
+
+	snap atomic.Pointer[snapshot]
+	reg  *registry
+	tcp  *tcpRelays
+	udp  *udpRelays
+
+	startedAt time.Time
+	ready     chan struct{}
+	httpAddr  atomic.Pointer[string]
+	adminAddr atomic.Pointer[string]
+
+	// applyMu serializes applies and status writes.
+	applyMu     sync.Mutex
+	lastErr     string
+	rejectedGen uint64
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New returns a Server for cfg. It binds nothing until Run.
+func New(cfg Config) *Server {
+	if cfg.AdminAddr == "" {
+		cfg.AdminAddr = "127.0.0.1:0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 150 * time.Millisecond
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.UDPIdleTimeout <= 0 {
+		cfg.UDPIdleTimeout = 30 * time.Second
+	}
+	s := &Server{
+		cfg:       cfg,
+		logger:    cfg.Logger,
+		startedAt: time.Now().UTC(),
+		ready:     make(chan struct{}),
+	}
+	s.reg = newRegistry(cfg.DialTimeout, cfg.Logger)
+	s.tcp = newTCPRelays(s.reg, cfg.DialTimeout, cfg.Logger)
+	s.udp = newUDPRelays(s.reg, cfg.UDPIdleTimeout, cfg.Logger)
+	return s
+}
+
+// Ready is closed once Run has bound its listeners, applied the route table
+// found at start (if any) and written status.json.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// HTTPAddr returns the bound public HTTP address ("" before Ready).
+func (s *Server) HTTPAddr() string { return loadString(&s.httpAddr) }
+
+// AdminAddr returns the bound admin address ("" before Ready).
+func (s *Server) AdminAddr() string { return loadString(&s.adminAddr) }
+
+func loadString(p *atomic.Pointer[string]) string {
+	if v := p.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+// Run binds the HTTP and admin listeners, applies the current route table,
+// then watches it until ctx ends, and shuts down gracefully: listeners
+// close, in-flight HTTP requests get up to ShutdownTimeout, relayed TCP
+// connections and UDP sessions are closed. It returns nil after a shutdown
+// caused by ctx, an error if the configuration is incomplete, a listener
+// cannot be bound or a server fails. Call it once per Server.
+func (s *Server) Run(ctx context.Context) error {
+	if s.cfg.StateDir == "" {
+		return errors.New("gordon-edge: state directory is required")
+	}
+	if s.cfg.HTTPAddr == "" {
+		return errors.New("gordon-edge: HTTP listen address is required")
+	}
+	if err := os.MkdirAll(filepath.Join(s.cfg.StateDir, "edge"), 0o700); err != nil {
+		return fmt.Errorf("gordon-edge: state directory: %w", err)
+	}
+	httpLn, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("gordon-edge: listen http %s: %w", s.cfg.HTTPAddr, err)
+	}
+	adminLn, err := net.Listen("tcp", s.cfg.AdminAddr)
+	if err != nil {
+		_ = httpLn.Close()
+		return fmt.Errorf("gordon-edge: listen admin %s: %w", s.cfg.AdminAddr, err)
+	}
+	httpAddr, adminAddr := httpLn.Addr().String(), adminLn.Addr().String()
+	s.httpAddr.Store(&httpAddr)
+	s.adminAddr.Store(&adminAddr)
+
+	httpSrv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          s.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		// No WriteTimeout: responses stream for as long as the backend sends.
+	}
+	adminSrv := &http.Server{
+		Handler:           s.adminHandler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       60 * time.Second,
+	}
+
+	w := &watcher{path: filepath.Join(s.cfg.StateDir, "edge", RoutesFile)}
+	s.poll(w, true)
+	close(s.ready)
+	s.logger.Info("gordon-edge serving", "http", httpAddr, "admin", adminAddr, "state_dir", s.cfg.StateDir)
+
+	errc := make(chan error, 2)
+	go func() { errc <- serveErr("http", httpSrv.Serve(httpLn)) }()
+	go func() { errc <- serveErr("admin", adminSrv.Serve(adminLn)) }()
+
+	var runErr error
+	tick := time.NewTicker(s.cfg.PollInterval)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-errc:
+			runErr = err
+			break loop
+		case <-tick.C:
+			s.poll(w, false)
+		}
+	}
+
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := httpSrv.Shutdown(sctx); err != nil {
+		s.logger.Warn("http shutdown incomplete", "error", err)
+		_ = httpSrv.Close()
+	}
+	_ = adminSrv.Close()
+	s.tcp.close()
+	s.udp.close()
+	s.reg.closeIdle()
+	s.logger.Info("gordon-edge stopped")
+	return runErr
+}
+
+func serveErr(what string, err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("gordon-edge: %s server: %w", what, err)
+}
+
+// ServeHTTP routes one request by Host (exact, then longest wildcard
+// suffix; port ignored; case-insensitive) to a backend of the current
+// snapshot, counting it in flight on that backend until it ends (upgraded
+// connections count as open connections instead, decision 16). The
+// snapshot is read once, so a request finishes on the backend it started
+// on. Unknown hosts get 404 "gordon-edge: no route for host X".
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	upgrade := isUpgrade(r)
+	var b *backend
+	var counter *atomic.Int64
+	for {
+		snap := s.snap.Load()
+		var rt *httpRoute
+		if snap != nil {
+			rt = snap.lookup(r.Host)
+		}
+		if rt == nil {
+			writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
+			return
+		}
+		b = rt.pick()
+		// Upgraded connections (WebSocket) are not waited for by the drain
+		// (SPEC decision 16): they count as open connections, not in flight.
+		counter = &b.inFlight
+		if upgrade {
+			counter = &b.openConns
+		}
+		counter.Add(1)
+		// Counted while snap was still current: any status read after the
+		// next swap sees this request. Otherwise a swap slipped in between
+		// the lookup and the count: route on the new snapshot instead, so a
+		// drain that saw 0 after the swap can never miss a request.
+		if s.snap.Load() == snap {
+			break
+		}
+		counter.Add(-1)
+	}
+	defer counter.Add(-1)
+	b.proxy.ServeHTTP(w, r)
+}
+
+// isUpgrade reports whether r asks for a protocol upgrade (Connection:
+// upgrade plus an Upgrade header), which ReverseProxy turns into a tunnel.
+func isUpgrade(r *http.Request) bool {
+	if r.Header.Get("Upgrade") == "" {
+		return false
+	}
+	for _, v := range r.Header["Connection"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Apply validates t (LoadTable rules), swaps it in as the serving snapshot,
+// retargets the TCP and UDP relays and writes status.json (when StateDir is set).
+// A rejected table leaves the previous snapshot serving and is recorded as
+// the status error; the error wraps ErrInvalidTable. Run calls it for each
+// new routes.json; tests may call it directly (TCP/UDP listeners it binds
+// are closed when Run ends, so call it without Run only for HTTP-only
+// tables).
+func (s *Server) Apply(t routetable.Table) error {
+	t.HTTP = append([]routetable.HTTPRoute(nil), t.HTTP...)
+	if err := ValidateTable(&t); err != nil {
+		s.reject(err, t.Generation)
+		return err
+	}
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	snap, referenced := buildSnapshot(t, s.reg)
+	s.tcp.update(t.TCP)
+	s.udp.update(t.UDP)
+	s.snap.Store(snap)
+	s.reg.retain(referenced, time.Now())
+	s.lastErr, s.rejectedGen = "", 0
+	s.logger.Info("route table applied", "generation", t.Generation, "http", len(t.HTTP), "tcp", len(t.TCP), "udp", len(t.UDP))
+	s.writeStatusLocked()
+	return nil
+}
+
+// retryListeners re-binds listeners that failed to bind for the current
+// snapshot (every fullRereadEvery from the watch loop) and rewrites
+// status.json when that changed anything.
+func (s *Server) retryListeners() {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	snap := s.snap.Load()
+	if snap == nil || s.tcp.failedCount()+s.udp.failedCount() == 0 {
+		return
+	}
+	before := s.tcp.listenerStatus()
+	beforeUDP := s.udp.listenerStatus()
+	s.tcp.update(snap.tcp)
+	s.udp.update(snap.udp)
+	if !sameListeners(before, s.tcp.listenerStatus()) || !sameListeners(beforeUDP, s.udp.listenerStatus()) {
+		s.writeStatusLocked()
+	}
+}
+
+func sameListeners(a, b []routetable.ListenerStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := make(map[routetable.ListenerStatus]bool, len(a))
+	for _, l := range a {
+		m[l] = true
+	}
+	for _, l := range b {
+		if !m[l] {
+			return false
+		}
+	}
+	return true
+}
+
+// reject records a rejected table and rewrites status.json.
+func (s *Server) reject(err error, generation uint64) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.lastErr, s.rejectedGen = err.Error(), generation
+	s.logger.Error("route table rejected; last good table keeps serving", "generation", generation, "error", err)
+	s.writeStatusLocked()
+}
+
+// Status returns the live status: applied generation, last error, listeners
+// and per-backend counters at the time of the call.
+func (s *Server) Status() routetable.Status {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	return s.statusLocked()
+}
+
+func (s *Server) statusLocked() routetable.Status {
+	st := routetable.Status{
+		PID:                os.Getpid(),
+		StartedAt:          s.startedAt,
+		UpdatedAt:          time.Now().UTC(),
+		Error:              s.lastErr,
+		RejectedGeneration: s.rejectedGen,
+		AdminAddr:          s.AdminAddr(),
+		Backends:           s.reg.status(),
+	}
+	if snap := s.snap.Load(); snap != nil {
+		st.AppliedGeneration = snap.generation
+	}
+	if a := s.HTTPAddr(); a != "" {
+		st.Listeners = append(st.Listeners, routetable.ListenerStatus{Addr: a, Proto: "http"})
+	}
+	st.Listeners = append(st.Listeners, s.tcp.listenerStatus()...)
+	st.Listeners = append(st.Listeners, s.udp.listenerStatus()...)
+	sort.SliceStable(st.Listeners, func(i, j int) bool {
+		if st.Listeners[i].Proto != st.Listeners[j].Proto {
+			return st.Listeners[i].Proto < st.Listeners[j].Proto
+		}
+		return st.Listeners[i].Addr < st.Listeners[j].Addr
+	})
+	return st
+}
+
+// writeStatusLocked writes status.json atomically (temp file, fsync,
+// rename, fsync of the directory). Failures are logged: the edge keeps
+// serving.
+func (s *Server) writeStatusLocked() {
+	if s.cfg.StateDir == "" {
+		return
+	}
+	data, err := json.MarshalIndent(s.statusLocked(), "", "  ")
+	if err != nil {
+		s.logger.Error("encode status", "error", err)
+		return
+	}
+	if err := writeFileAtomic(filepath.Join(s.cfg.StateDir, "edge", StatusFile), append(data, '\n')); err != nil {
+		s.logger.Error("write status", "error", err)
+	}
+}
+
+// writeFileAtomic replaces path with data: temp file, fsync, rename, then
+// fsync of the parent directory so the rename survives a crash.
+func writeFileAtomic(path string, data []byte) error {
+	if err := maybe.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// adminHandler serves GET /status (live routetable.Status as JSON) and GET
+// /healthz ("ok").
+func (s *Server) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Status())
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+// watcher remembers what the route table file looked like when last read.
+type watcher struct {
+	path     string
+	stat     fileStamp
+	data     []byte
+	lastRead time.Time
+}
+
+// fileStamp is what a stat of the route table shows. Publishers replace the
+// file by rename, so a new inode means a new table even when mtime and size
+// look unchanged.
+type fileStamp struct {
+	exists      bool
+	mtime       time.Time
+	size        int64
+	ino         uint64
+	initialized bool
+}
+
+func stampOf(fi os.FileInfo) fileStamp {
+	return fileStamp{exists: true, mtime: fi.ModTime(), size: fi.Size(), ino: fileIno(fi), initialized: true}
+}
+
+// poll re-reads the route table when it changed (or force, or the fallback
+// interval passed) and applies it when its bytes differ from the last read.
+// At start (first) it also writes status.json when there is no table yet,
+// so a publisher can see the edge is up.
+func (s *Server) poll(w *watcher, first bool) {
+	now := time.Now()
+	fi, err := os.Stat(w.path)
+	var stamp fileStamp
+	switch {
+	case err == nil:
+		stamp = stampOf(fi)
+	case errors.Is(err, os.ErrNotExist):
+		stamp = fileStamp{initialized: true}
+	default:
+		s.logger.Warn("stat route table", "path", w.path, "error", err)
+		return
+	}
+	if !first && stamp == w.stat && now.Sub(w.lastRead) < fullRereadEvery {
+		return
+	}
+	if !first && stamp == w.stat {
+		s.retryListeners()
+	}
+	w.stat = stamp
+	w.lastRead = now
+	if !stamp.exists {
+		if first {
+			s.applyMu.Lock()
+			s.writeStatusLocked()
+			s.applyMu.Unlock()
+		}
+		return // a vanished table keeps the last snapshot serving
+	}
+	data, err := os.ReadFile(w.path)
+	if err != nil {
+		s.logger.Warn("read route table", "path", w.path, "error", err)
+		return
+	}
+	if !first && w.data != nil && string(data) == string(w.data) {
+		return
+	}
+	w.data = data
+	t, err := LoadTable(data)
+	if err != nil {
+		if first {
+			s.restoreLastGood()
+		}
+		s.reject(fmt.Errorf("%s: %w", w.path, err), looseGeneration(data))
+		return
+	}
+	if s.Apply(t) == nil {
+		// Remember the last good table, so a restart while routes.json is
+		// bad still serves it.
+		if err := writeFileAtomic(filepath.Join(filepath.Dir(w.path), AppliedFile), data); err != nil {
+			s.logger.Warn("save last good route table", "error", err)
+		}
+	}
+}
+
+// restoreLastGood applies edge/applied.json (the last table this edge
+// applied) when the edge starts with a bad routes.json.
+func (s *Server) restoreLastGood() {
+	path := filepath.Join(s.cfg.StateDir, "edge", AppliedFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	t, err := LoadTable(data)
+	if err != nil {
+		s.logger.Warn("last good route table unreadable", "path", path, "error", err)
+		return
+	}
+	s.logger.Warn("routes.json is bad at start; serving the last good table", "generation", t.Generation)
+	_ = s.Apply(t)
+}
+
+// looseGeneration extracts "generation" from a rejected table when the
+// document is at least JSON (0 otherwise).
+func looseGeneration(data []byte) uint64 {
+	var g struct {
+		Generation uint64 `json:"generation"`
+	}
+	_ = json.Unmarshal(data, &g)
+	return g.Generation
+}

@@ -1,0 +1,120 @@
+package edgeproxy
+
+import (
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// snapshot is one applied route table, immutable once built (STYLE "What we
+// take" 12, "What to avoid" 7): the request path reads it through an
+// atomic.Pointer without any lock.
+type snapshot struct {
+	generation uint64
+	// exact maps a lowercase host to its route.
+	exact map[string]*httpRoute
+	// wildcards are "*.suffix" routes ordered by suffix length, longest first.
+	wildcards []*httpRoute
+	tcp       []routetable.L4Route
+	udp       []routetable.L4Route
+}
+
+// httpRoute is one HTTP host and the backends serving it.
+type httpRoute struct {
+	host string
+	// suffix is ".example.com" for "*.example.com", "" for exact hosts.
+	suffix   string
+	app      string
+	service  string
+	backends []*backend
+	// next spreads requests over backends (more than one only transiently).
+	next *atomic.Uint64
+}
+
+// pick returns the backend for one request.
+func (r *httpRoute) pick() *backend {
+	if len(r.backends) == 1 {
+		return r.backends[0]
+	}
+	return r.backends[r.next.Add(1)%uint64(len(r.backends))]
+}
+
+// buildSnapshot builds the snapshot of a validated table t, taking backends
+// from reg, and returns the set of backend addresses it references.
+func buildSnapshot(t routetable.Table, reg *registry) (*snapshot, map[string]struct{}) {
+	s := &snapshot{
+		generation: t.Generation,
+		exact:      make(map[string]*httpRoute, len(t.HTTP)),
+		tcp:        append([]routetable.L4Route(nil), t.TCP...),
+		udp:        append([]routetable.L4Route(nil), t.UDP...),
+	}
+	referenced := make(map[string]struct{})
+	for _, hr := range t.HTTP {
+		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64)}
+		for _, b := range hr.Backends {
+			r.backends = append(r.backends, reg.get(b.Addr))
+			referenced[b.Addr] = struct{}{}
+		}
+		if suffix, ok := strings.CutPrefix(hr.Host, "*"); ok {
+			r.suffix = suffix
+			s.wildcards = append(s.wildcards, r)
+		} else {
+			s.exact[hr.Host] = r
+		}
+	}
+	sort.SliceStable(s.wildcards, func(i, j int) bool { return len(s.wildcards[i].suffix) > len(s.wildcards[j].suffix) })
+	for _, l4 := range [][]routetable.L4Route{t.TCP, t.UDP} {
+		for _, r := range l4 {
+			reg.get(r.Backend)
+			referenced[r.Backend] = struct{}{}
+		}
+	}
+	return s, referenced
+}
+
+// lookup finds the route for a request Host: the port is ignored, the match
+// is case-insensitive, an exact host wins over wildcards, and among
+// wildcards the longest suffix wins. "*.example.com" matches any name
+// below example.com but not example.com itself.
+func (s *snapshot) lookup(host string) *httpRoute {
+	host = stripPort(host)
+	host = strings.TrimSuffix(host, ".")
+	if !isLower(host) {
+		host = strings.ToLower(host)
+	}
+	if r, ok := s.exact[host]; ok {
+		return r
+	}
+	for _, r := range s.wildcards {
+		if len(host) > len(r.suffix) && strings.HasSuffix(host, r.suffix) {
+			return r
+		}
+	}
+	return nil
+}
+
+// stripPort removes a ":port" from a Host header value, including from
+// bracketed IPv6 literals.
+func stripPort(host string) string {
+	if strings.HasPrefix(host, "[") {
+		if i := strings.IndexByte(host, ']'); i > 0 {
+			return host[1:i]
+		}
+		return host
+	}
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host, ':') == i {
+		return host[:i]
+	}
+	return host
+}
+
+func isLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}

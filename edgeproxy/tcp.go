@@ -1,0 +1,210 @@
+package edgeproxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// tcpRelays owns the TCP listeners of the current route table. A listener
+// whose listen address survives a swap keeps listening and sends new
+// connections to the route's new backend; connections already relayed keep
+// the backend they dialed. A listener whose route disappears closes; its
+// relayed connections continue until either side closes them.
+type tcpRelays struct {
+	reg         *registry
+	dialTimeout time.Duration
+	logger      hclog.Logger
+
+	mu        sync.Mutex
+	listeners map[string]*tcpListener
+	// failed holds listen addresses that could not be bound, with the error.
+	failed map[string]string
+	// conns tracks every live relayed connection pair for shutdown.
+	conns  map[*relayConn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+type tcpListener struct {
+	listen  string
+	ln      net.Listener
+	backend atomic.Pointer[backend]
+}
+
+// relayConn is one relayed connection: the client side and the backend side.
+type relayConn struct {
+	client, upstream net.Conn
+}
+
+func newTCPRelays(reg *registry, dialTimeout time.Duration, logger hclog.Logger) *tcpRelays {
+	return &tcpRelays{
+		reg:         reg,
+		dialTimeout: dialTimeout,
+		logger:      logger,
+		listeners:   make(map[string]*tcpListener),
+		failed:      make(map[string]string),
+		conns:       make(map[*relayConn]struct{}),
+	}
+}
+
+// update makes the listeners match routes: retarget kept listeners, bind new
+// ones, close removed ones. A bind failure is recorded per listener and does
+// not affect the others.
+func (t *tcpRelays) update(routes []routetable.L4Route) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	want := make(map[string]routetable.L4Route, len(routes))
+	for _, r := range routes {
+		want[r.Listen] = r
+	}
+	for listen, l := range t.listeners {
+		if _, ok := want[listen]; !ok {
+			_ = l.ln.Close()
+			delete(t.listeners, listen)
+		}
+	}
+	prevFailed := t.failed
+	t.failed = make(map[string]string)
+	for listen, r := range want {
+		b := t.reg.get(r.Backend)
+		if l, ok := t.listeners[listen]; ok {
+			l.backend.Store(b)
+			continue
+		}
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			t.failed[listen] = err.Error()
+			if prevFailed[listen] == err.Error() {
+				continue // still failing the same way: logged already
+			}
+			t.logger.Error("tcp listener cannot bind", "listen", listen, "app", r.App, "service", r.Service, "error", err)
+			continue
+		}
+		l := &tcpListener{listen: listen, ln: ln}
+		l.backend.Store(b)
+		t.listeners[listen] = l
+		t.wg.Add(1)
+		go t.accept(l)
+	}
+}
+
+// accept serves one listener until it is closed.
+func (t *tcpRelays) accept(l *tcpListener) {
+	defer t.wg.Done()
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			t.logger.Warn("tcp accept", "listen", l.listen, "error", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		b := l.backend.Load() // read once: this connection stays on b
+		t.wg.Add(1)
+		go t.relay(c, b)
+	}
+}
+
+// relay dials b and copies both directions, propagating half-closes
+// (CloseWrite) so protocols that shut down one direction keep working.
+func (t *tcpRelays) relay(client net.Conn, b *backend) {
+	defer t.wg.Done()
+	b.openConns.Add(1)
+	defer b.openConns.Add(-1)
+	upstream, err := net.DialTimeout("tcp", b.addr, t.dialTimeout)
+	if err != nil {
+		t.logger.Debug("tcp relay dial", "backend", b.addr, "error", err)
+		_ = client.Close()
+		return
+	}
+	rc := &relayConn{client: client, upstream: upstream}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		_ = client.Close()
+		_ = upstream.Close()
+		return
+	}
+	t.conns[rc] = struct{}{}
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(t.conns, rc)
+		t.mu.Unlock()
+		_ = client.Close()
+		_ = upstream.Close()
+	}()
+
+	done := make(chan struct{}, 2)
+	go pipe(upstream, client, done)
+	go pipe(client, upstream, done)
+	<-done
+	<-done
+}
+
+// pipe copies src to dst, then half-closes dst's write side (or closes dst
+// when it cannot half-close).
+func pipe(dst, src net.Conn, done chan<- struct{}) {
+	_, _ = io.Copy(dst, src)
+	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	} else {
+		_ = dst.Close()
+	}
+	done <- struct{}{}
+}
+
+// listenerStatus reports every bound and failed TCP listener.
+func (t *tcpRelays) listenerStatus() []routetable.ListenerStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]routetable.ListenerStatus, 0, len(t.listeners)+len(t.failed))
+	for listen := range t.listeners {
+		out = append(out, routetable.ListenerStatus{Addr: listen, Proto: "tcp"})
+	}
+	for listen, e := range t.failed {
+		out = append(out, routetable.ListenerStatus{Addr: listen, Proto: "tcp", Error: e})
+	}
+	return out
+}
+
+// close closes every listener and every relayed connection, then waits for
+// the relay goroutines.
+func (t *tcpRelays) close() {
+	t.mu.Lock()
+	t.closed = true
+	for _, l := range t.listeners {
+		_ = l.ln.Close()
+	}
+	t.listeners = map[string]*tcpListener{}
+	for rc := range t.conns {
+		_ = rc.client.Close()
+		_ = rc.upstream.Close()
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+}
+
+// failedCount returns how many listeners could not be bound.
+func (t *tcpRelays) failedCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.failed)
+}

@@ -1,0 +1,244 @@
+package edgeproxy
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// maxDatagram is the largest UDP payload relayed.
+const maxDatagram = 64 * 1024
+
+// udpRelays owns the UDP listeners of the current route table. Each client
+// address gets a session pinned to the backend current when its first
+// datagram arrived: after a swap, existing sessions keep their backend until
+// they have been idle for the idle timeout (they drain), new clients go to
+// the new backend. Removing a route closes its listener and its sessions.
+type udpRelays struct {
+	reg    *registry
+	idle   time.Duration
+	logger hclog.Logger
+
+	mu        sync.Mutex
+	listeners map[string]*udpListener
+	failed    map[string]string
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+type udpListener struct {
+	listen  string
+	pc      *net.UDPConn
+	backend atomic.Pointer[backend]
+
+	mu       sync.Mutex
+	sessions map[netip.AddrPort]*udpSession
+}
+
+// udpSession relays one client's datagrams to one backend.
+type udpSession struct {
+	client   netip.AddrPort
+	backend  *backend
+	upstream *net.UDPConn
+	// lastActive is the unix-nano time of the last datagram either way.
+	lastActive atomic.Int64
+}
+
+func newUDPRelays(reg *registry, idle time.Duration, logger hclog.Logger) *udpRelays {
+	return &udpRelays{
+		reg:       reg,
+		idle:      idle,
+		logger:    logger,
+		listeners: make(map[string]*udpListener),
+		failed:    make(map[string]string),
+	}
+}
+
+// update makes the UDP listeners match routes (see tcpRelays.update).
+func (u *udpRelays) update(routes []routetable.L4Route) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
+	want := make(map[string]routetable.L4Route, len(routes))
+	for _, r := range routes {
+		want[r.Listen] = r
+	}
+	for listen, l := range u.listeners {
+		if _, ok := want[listen]; !ok {
+			l.close()
+			delete(u.listeners, listen)
+		}
+	}
+	prevFailed := u.failed
+	u.failed = make(map[string]string)
+	for listen, r := range want {
+		b := u.reg.get(r.Backend)
+		if l, ok := u.listeners[listen]; ok {
+			l.backend.Store(b)
+			continue
+		}
+		addr, err := net.ResolveUDPAddr("udp", listen)
+		var pc *net.UDPConn
+		if err == nil {
+			pc, err = net.ListenUDP("udp", addr)
+		}
+		if err != nil {
+			u.failed[listen] = err.Error()
+			if prevFailed[listen] == err.Error() {
+				continue // still failing the same way: logged already
+			}
+			u.logger.Error("udp listener cannot bind", "listen", listen, "app", r.App, "service", r.Service, "error", err)
+			continue
+		}
+		l := &udpListener{listen: listen, pc: pc, sessions: make(map[netip.AddrPort]*udpSession)}
+		l.backend.Store(b)
+		u.listeners[listen] = l
+		u.wg.Add(1)
+		go u.serve(l)
+	}
+}
+
+// serve reads client datagrams from one listener until it is closed.
+func (u *udpRelays) serve(l *udpListener) {
+	defer u.wg.Done()
+	buf := make([]byte, maxDatagram)
+	for {
+		n, client, err := l.pc.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			u.logger.Debug("udp read", "listen", l.listen, "error", err)
+			continue
+		}
+		s := u.session(l, client)
+		if s == nil {
+			continue
+		}
+		s.lastActive.Store(time.Now().UnixNano())
+		if _, err := s.upstream.Write(buf[:n]); err != nil {
+			u.logger.Debug("udp relay write", "backend", s.backend.addr, "error", err)
+		}
+	}
+}
+
+// session returns the client's session, creating it on the listener's
+// current backend.
+func (u *udpRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s, ok := l.sessions[client]; ok {
+		return s
+	}
+	if l.sessions == nil { // listener closed
+		return nil
+	}
+	b := l.backend.Load()
+	raddr, err := net.ResolveUDPAddr("udp", b.addr)
+	if err != nil {
+		return nil
+	}
+	up, err := net.DialUDP("udp", nil, raddr)
+	if err != nil {
+		u.logger.Debug("udp relay dial", "backend", b.addr, "error", err)
+		return nil
+	}
+	s := &udpSession{client: client, backend: b, upstream: up}
+	s.lastActive.Store(time.Now().UnixNano())
+	l.sessions[client] = s
+	b.openConns.Add(1)
+	u.wg.Add(1)
+	go u.replies(l, s)
+	return s
+}
+
+// replies relays backend datagrams back to the client until the session has
+// been idle for the idle timeout or its listener closes.
+func (u *udpRelays) replies(l *udpListener, s *udpSession) {
+	defer u.wg.Done()
+	defer func() {
+		l.mu.Lock()
+		if l.sessions != nil && l.sessions[s.client] == s {
+			delete(l.sessions, s.client)
+		}
+		l.mu.Unlock()
+		_ = s.upstream.Close()
+		s.backend.openConns.Add(-1)
+	}()
+	buf := make([]byte, maxDatagram)
+	for {
+		last := time.Unix(0, s.lastActive.Load())
+		_ = s.upstream.SetReadDeadline(last.Add(u.idle))
+		n, err := s.upstream.Read(buf)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				if time.Since(time.Unix(0, s.lastActive.Load())) >= u.idle {
+					return // idle: the session expires
+				}
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // e.g. ICMP port unreachable from a restarting backend
+		}
+		s.lastActive.Store(time.Now().UnixNano())
+		if _, err := l.pc.WriteToUDPAddrPort(buf[:n], s.client); err != nil && errors.Is(err, net.ErrClosed) {
+			return
+		}
+	}
+}
+
+// close closes the listener and ends its sessions.
+func (l *udpListener) close() {
+	_ = l.pc.Close()
+	l.mu.Lock()
+	for _, s := range l.sessions {
+		_ = s.upstream.Close()
+	}
+	l.sessions = nil
+	l.mu.Unlock()
+}
+
+// listenerStatus reports every bound and failed UDP listener.
+func (u *udpRelays) listenerStatus() []routetable.ListenerStatus {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]routetable.ListenerStatus, 0, len(u.listeners)+len(u.failed))
+	for listen := range u.listeners {
+		out = append(out, routetable.ListenerStatus{Addr: listen, Proto: "udp"})
+	}
+	for listen, e := range u.failed {
+		out = append(out, routetable.ListenerStatus{Addr: listen, Proto: "udp", Error: e})
+	}
+	return out
+}
+
+// close closes every listener and session and waits for their goroutines.
+func (u *udpRelays) close() {
+	u.mu.Lock()
+	u.closed = true
+	for _, l := range u.listeners {
+		l.close()
+	}
+	u.listeners = map[string]*udpListener{}
+	u.mu.Unlock()
+	u.wg.Wait()
+}
+
+// failedCount returns how many listeners could not be bound.
+func (u *udpRelays) failedCount() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.failed)
+}

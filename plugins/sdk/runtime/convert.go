@@ -1,0 +1,140 @@
+package runtime
+
+import (
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/sdk/internal/wire"
+	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
+)
+
+// Conversions between core runtime types and their proto messages. Zero
+// times and durations travel as unset fields; nil and empty maps/slices
+// are not distinguished.
+
+func infoToProto(i core.RuntimeInfo) *pb.RuntimeInfo {
+	return &pb.RuntimeInfo{Name: i.Name, Version: i.Version, ApiVersion: i.APIVersion, Os: i.OS, Arch: i.Arch}
+}
+
+func infoFromProto(p *pb.RuntimeInfo) core.RuntimeInfo {
+	return core.RuntimeInfo{Name: p.GetName(), Version: p.GetVersion(), APIVersion: p.GetApiVersion(), OS: p.GetOs(), Arch: p.GetArch()}
+}
+
+func imageToProto(i core.ImageRef) *pb.ImageRef {
+	return &pb.ImageRef{Ref: i.Ref, Digest: i.Digest, Local: i.Local, Id: i.ID}
+}
+
+func imageFromProto(p *pb.ImageRef) core.ImageRef {
+	return core.ImageRef{Ref: p.GetRef(), Digest: p.GetDigest(), Local: p.GetLocal(), ID: p.GetId()}
+}
+
+func networkToProto(n core.NetworkSpec) *pb.NetworkSpec {
+	return &pb.NetworkSpec{Name: n.Name, Labels: n.Labels, Internal: n.Internal}
+}
+
+func networkFromProto(p *pb.NetworkSpec) core.NetworkSpec {
+	return core.NetworkSpec{Name: p.GetName(), Labels: p.GetLabels(), Internal: p.GetInternal()}
+}
+
+func volumeToProto(v core.VolumeSpec) *pb.VolumeSpec {
+	return &pb.VolumeSpec{Name: v.Name, Labels: v.Labels}
+}
+
+func volumeFromProto(p *pb.VolumeSpec) core.VolumeSpec {
+	return core.VolumeSpec{Name: p.GetName(), Labels: p.GetLabels()}
+}
+
+func portsToProto(ps []core.PortSpec) []*pb.PortSpec {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]*pb.PortSpec, len(ps))
+	for i, p := range ps {
+		out[i] = &pb.PortSpec{Port: int32(p.Port), Protocol: p.Protocol}
+	}
+	return out
+}
+
+func portsFromProto(ps []*pb.PortSpec) []core.PortSpec {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]core.PortSpec, len(ps))
+	for i, p := range ps {
+		out[i] = core.PortSpec{Port: int(p.GetPort()), Protocol: p.GetProtocol()}
+	}
+	return out
+}
+
+func containerSpecToProto(c core.ContainerSpec) *pb.ContainerSpec {
+	out := &pb.ContainerSpec{
+		Name: c.Name, Image: c.Image, Command: c.Command, Env: c.Env, Labels: c.Labels,
+		Hostname: c.Hostname, Network: c.Network, Aliases: c.Aliases, ExtraNetworks: c.ExtraNetworks,
+		Ports: portsToProto(c.Ports), Devices: c.Devices, StopGrace: wire.DurationToProto(c.StopGrace),
+		RestartPolicy: c.RestartPolicy, HostNetwork: c.HostNetwork,
+	}
+	for _, m := range c.Mounts {
+		out.Mounts = append(out.Mounts, &pb.Mount{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	return out
+}
+
+func containerSpecFromProto(p *pb.ContainerSpec) core.ContainerSpec {
+	out := core.ContainerSpec{
+		Name: p.GetName(), Image: p.GetImage(), Command: p.GetCommand(), Env: p.GetEnv(), Labels: p.GetLabels(),
+		Hostname: p.GetHostname(), Network: p.GetNetwork(), Aliases: p.GetAliases(), ExtraNetworks: p.GetExtraNetworks(),
+		Ports: portsFromProto(p.GetPorts()), Devices: p.GetDevices(), StopGrace: wire.DurationFromProto(p.GetStopGrace()),
+		RestartPolicy: p.GetRestartPolicy(), HostNetwork: p.GetHostNetwork(),
+	}
+	for _, m := range p.GetMounts() {
+		out.Mounts = append(out.Mounts, core.Mount{Type: m.GetType(), Source: m.GetSource(), Target: m.GetTarget(), ReadOnly: m.GetReadOnly()})
+	}
+	return out
+}
+
+func stateToProto(s core.ContainerState) *pb.ContainerState {
+	return &pb.ContainerState{
+		Id: s.ID, Name: s.Name, Image: s.Image, Status: s.Status, StartedAt: wire.TimeToProto(s.StartedAt),
+		Health: s.Health, HasHealthcheck: s.HasHealthcheck, ExitCode: int32(s.ExitCode), Env: s.Env, Labels: s.Labels,
+	}
+}
+
+func stateFromProto(p *pb.ContainerState) core.ContainerState {
+	return core.ContainerState{
+		ID: p.GetId(), Name: p.GetName(), Image: p.GetImage(), Status: p.GetStatus(), StartedAt: wire.TimeFromProto(p.GetStartedAt()),
+		Health: p.GetHealth(), HasHealthcheck: p.GetHasHealthcheck(), ExitCode: int(p.GetExitCode()), Env: p.GetEnv(), Labels: p.GetLabels(),
+	}
+}
+
+func bindsToProto(bs []core.BackendBind) []*pb.BackendBind {
+	out := make([]*pb.BackendBind, len(bs))
+	for i, b := range bs {
+		out[i] = &pb.BackendBind{ContainerPort: int32(b.ContainerPort), HostPort: int32(b.HostPort), Protocol: b.Protocol}
+	}
+	return out
+}
+
+func bindsFromProto(bs []*pb.BackendBind) []core.BackendBind {
+	if len(bs) == 0 {
+		return nil
+	}
+	out := make([]core.BackendBind, len(bs))
+	for i, b := range bs {
+		out[i] = core.BackendBind{ContainerPort: int(b.GetContainerPort()), HostPort: int(b.GetHostPort()), Protocol: b.GetProtocol()}
+	}
+	return out
+}
+
+func logOptionsToProto(id string, o core.LogOptions) *pb.LogsRequest {
+	return &pb.LogsRequest{Id: id, Since: wire.TimeToProto(o.Since), Tail: int32(o.Tail), Follow: o.Follow}
+}
+
+func logOptionsFromProto(p *pb.LogsRequest) core.LogOptions {
+	return core.LogOptions{Since: wire.TimeFromProto(p.GetSince()), Tail: int(p.GetTail()), Follow: p.GetFollow()}
+}
+
+func lineToProto(l core.LogLine) *pb.LogLine {
+	return &pb.LogLine{Time: wire.TimeToProto(l.Time), Stream: l.Stream, Text: l.Text}
+}
+
+func lineFromProto(p *pb.LogLine) core.LogLine {
+	return core.LogLine{Time: wire.TimeFromProto(p.GetTime()), Stream: p.GetStream(), Text: p.GetText()}
+}

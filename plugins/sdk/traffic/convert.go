@@ -1,0 +1,65 @@
+package traffic
+
+import (
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
+)
+
+// Conversions between the route graph / traffic status and their protos.
+
+func l4ToProto(rs []routetable.L4Route) []*pb.L4Route {
+	var out []*pb.L4Route
+	for _, r := range rs {
+		out = append(out, &pb.L4Route{Listen: r.Listen, App: r.App, Service: r.Service, Backend: r.Backend, Container: r.Container})
+	}
+	return out
+}
+
+func l4FromProto(rs []*pb.L4Route) []routetable.L4Route {
+	var out []routetable.L4Route
+	for _, r := range rs {
+		out = append(out, routetable.L4Route{Listen: r.GetListen(), App: r.GetApp(), Service: r.GetService(), Backend: r.GetBackend(), Container: r.GetContainer()})
+	}
+	return out
+}
+
+func graphToProto(g routetable.Graph) *pb.Graph {
+	out := &pb.Graph{Tcp: l4ToProto(g.TCP), Udp: l4ToProto(g.UDP)}
+	for _, h := range g.HTTP {
+		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service}
+		for _, b := range h.Backends {
+			r.Backends = append(r.Backends, &pb.Backend{Addr: b.Addr, Container: b.Container})
+		}
+		out.Http = append(out.Http, r)
+	}
+	return out
+}
+
+func graphFromProto(p *pb.Graph) routetable.Graph {
+	out := routetable.Graph{TCP: l4FromProto(p.GetTcp()), UDP: l4FromProto(p.GetUdp())}
+	for _, h := range p.GetHttp() {
+		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService()}
+		for _, b := range h.GetBackends() {
+			r.Backends = append(r.Backends, routetable.Backend{Addr: b.GetAddr(), Container: b.GetContainer()})
+		}
+		out.HTTP = append(out.HTTP, r)
+	}
+	return out
+}
+
+func statusToProto(s core.TrafficStatus) *pb.TrafficStatus {
+	out := &pb.TrafficStatus{AppliedGeneration: s.AppliedGeneration, Error: s.Error}
+	for _, b := range s.Backends {
+		out.Backends = append(out.Backends, &pb.BackendStatus{Addr: b.Addr, InFlight: b.InFlight, OpenConns: b.OpenConns})
+	}
+	return out
+}
+
+func statusFromProto(p *pb.TrafficStatus) core.TrafficStatus {
+	out := core.TrafficStatus{AppliedGeneration: p.GetAppliedGeneration(), Error: p.GetError()}
+	for _, b := range p.GetBackends() {
+		out.Backends = append(out.Backends, routetable.BackendStatus{Addr: b.GetAddr(), InFlight: b.GetInFlight(), OpenConns: b.GetOpenConns()})
+	}
+	return out
+}

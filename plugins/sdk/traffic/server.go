@@ -1,0 +1,44 @@
+package traffic
+
+import (
+	"context"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/sdk/internal/wire"
+	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
+)
+
+// TrafficGRPCServer adapts any core.Traffic to the gRPC Traffic service;
+// errors are mapped to status codes with their class (wire.ToGRPC).
+type TrafficGRPCServer struct {
+	pb.UnimplementedTrafficServer
+	impl core.Traffic
+	info wire.Info
+}
+
+var _ pb.TrafficServer = (*TrafficGRPCServer)(nil)
+
+// NewServer returns the gRPC server of impl; info is what Describe reports.
+func NewServer(impl core.Traffic, info wire.Info) *TrafficGRPCServer {
+	return &TrafficGRPCServer{impl: impl, info: wire.FillInfo(wire.KindTraffic, info)}
+}
+
+func (s *TrafficGRPCServer) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+	return &pb.DescribeResponse{Info: wire.InfoToProto(wire.WithPID(s.info))}, nil
+}
+
+func (s *TrafficGRPCServer) Apply(ctx context.Context, r *pb.ApplyRequest) (*pb.ApplyResponse, error) {
+	gen, err := s.impl.Apply(ctx, graphFromProto(r.GetGraph()))
+	if err != nil {
+		return nil, wire.ToGRPC(err)
+	}
+	return &pb.ApplyResponse{Generation: gen}, nil
+}
+
+func (s *TrafficGRPCServer) Status(ctx context.Context, _ *pb.Empty) (*pb.TrafficStatus, error) {
+	st, err := s.impl.Status(ctx)
+	if err != nil {
+		return nil, wire.ToGRPC(err)
+	}
+	return statusToProto(st), nil
+}

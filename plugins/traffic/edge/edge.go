@@ -1,0 +1,256 @@
+// Package edge is the traffic/edge backend: it implements core.Traffic by
+// publishing the route graph as gordon-edge's route table
+// (<state>/edge/routes.json) and waiting until the edge reports that
+// generation applied in <state>/edge/status.json (ARCHITECTURE §5, SPEC
+// decision 11).
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/google/renameio/v2/maybe"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// File names inside <state>/edge, shared with gordon-edge.
+const (
+	routesFile = "routes.json"
+	statusFile = "status.json"
+	lockFile   = "lock"
+)
+
+// Traffic publishes route graphs to gordon-edge through the state directory.
+// It is safe for concurrent use; publishers in different processes are
+// serialized by the file lock <state>/edge/lock (SPEC section 5, decision 2).
+type Traffic struct {
+	dir          string // <state>/edge
+	applyTimeout time.Duration
+	pollInterval time.Duration
+	adminTimeout time.Duration
+	client       *http.Client
+}
+
+var _ core.Traffic = (*Traffic)(nil)
+
+// Option configures a Traffic.
+type Option func(*Traffic)
+
+// WithApplyTimeout bounds the wait for the edge to confirm a generation
+// (default 10 s).
+func WithApplyTimeout(d time.Duration) Option { return func(t *Traffic) { t.applyTimeout = d } }
+
+// WithPollInterval sets how often status.json is re-read while waiting
+// (default 20 ms).
+func WithPollInterval(d time.Duration) Option { return func(t *Traffic) { t.pollInterval = d } }
+
+// WithAdminTimeout bounds one GET of the edge admin endpoint in Status
+// (default 1 s).
+func WithAdminTimeout(d time.Duration) Option { return func(t *Traffic) { t.adminTimeout = d } }
+
+// New returns the edge traffic backend for the state directory stateDir.
+func New(stateDir string, opts ...Option) *Traffic {
+	t := &Traffic{
+		dir:          filepath.Join(stateDir, "edge"),
+		applyTimeout: 10 * time.Second,
+		pollInterval: 20 * time.Millisecond,
+		adminTimeout: time.Second,
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	t.client = &http.Client{Timeout: t.adminTimeout}
+	return t
+}
+
+// Apply writes graph as the next generation of the route table and waits
+// until the edge reports it applied (SPEC decision 11). The table is
+// sorted (HTTP by host, TCP/UDP by listen) and stamped with schema 1 and
+// generation max(current table, applied)+1; the write is atomic (temp file,
+// fsync, rename, fsync of the directory) under the global publisher lock.
+//
+// Errors: the edge rejected that generation → core.ErrInvalid with the
+// edge's reason; no confirmation within the apply timeout →
+// core.ErrUnavailable ("edge did not apply generation N within 10s: …");
+// ctx ended → core.ErrUnavailable wrapping ctx's error; state directory
+// failures → core.ErrUnavailable. Any error is a rejected rebuild (R21b).
+func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, error) {
+	if err := os.MkdirAll(t.dir, 0o700); err != nil {
+		return 0, fmt.Errorf("traffic/edge: state directory %s: %w: %w", t.dir, core.ErrUnavailable, err)
+	}
+	lock := flock.New(filepath.Join(t.dir, lockFile))
+	locked, err := lock.TryLockContext(ctx, t.pollInterval)
+	if err != nil || !locked {
+		return 0, fmt.Errorf("traffic/edge: route table lock %s: %w: %w", lock.Path(), core.ErrUnavailable, errOrCtx(err, ctx))
+	}
+	defer func() { _ = lock.Unlock() }()
+
+	gen := t.currentGeneration() + 1
+	table := routetable.Table{Schema: routetable.Schema, Generation: gen, Graph: sortedGraph(graph)}
+	data, err := json.MarshalIndent(table, "", "  ")
+	if err != nil {
+		return 0, fmt.Errorf("traffic/edge: encode route table generation %d: %w: %w", gen, core.ErrInvalid, err)
+	}
+	if err := writeFileAtomic(filepath.Join(t.dir, routesFile), append(data, '\n')); err != nil {
+		return 0, fmt.Errorf("traffic/edge: write route table generation %d: %w: %w", gen, core.ErrUnavailable, err)
+	}
+	return gen, t.waitApplied(ctx, gen)
+}
+
+// waitApplied polls status.json until it reports generation gen applied,
+// rejected, or the apply timeout passes.
+func (t *Traffic) waitApplied(ctx context.Context, gen uint64) error {
+	deadline := time.NewTimer(t.applyTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(t.pollInterval)
+	defer tick.Stop()
+	var last routetable.Status
+	for {
+		st, err := t.readStatusFile()
+		if err == nil {
+			last = st
+			if st.AppliedGeneration >= gen {
+				return nil
+			}
+			if st.Error != "" && st.RejectedGeneration == gen {
+				return fmt.Errorf("traffic/edge: edge rejected generation %d: %w: %s", gen, core.ErrInvalid, st.Error)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("traffic/edge: waiting for the edge to apply generation %d: %w: %w", gen, core.ErrUnavailable, ctx.Err())
+		case <-deadline.C:
+			reason := "is gordon-edge running? docker gordon edge start"
+			if last.Error != "" {
+				reason = last.Error
+			}
+			return fmt.Errorf("traffic/edge: edge did not apply generation %d within %s: %s: %w", gen, t.applyTimeout, reason, core.ErrUnavailable)
+		case <-tick.C:
+		}
+	}
+}
+
+// Status returns the edge's applied generation, last error and per-backend
+// counters. When status.json names an admin address, the live counters are
+// fetched from GET http://<admin>/status (bounded by the admin timeout);
+// if that fails the file's values are returned. A missing or unreadable
+// status.json is core.ErrUnavailable (the edge never ran here).
+func (t *Traffic) Status(ctx context.Context) (core.TrafficStatus, error) {
+	st, err := t.readStatusFile()
+	if err != nil {
+		return core.TrafficStatus{}, fmt.Errorf("traffic/edge: %w (is gordon-edge running? docker gordon edge start)", err)
+	}
+	if st.AdminAddr != "" {
+		if live, err := t.fetchLive(ctx, st.AdminAddr); err == nil {
+			st = live
+		}
+	}
+	return core.TrafficStatus{AppliedGeneration: st.AppliedGeneration, Error: st.Error, Backends: st.Backends}, nil
+}
+
+func (t *Traffic) fetchLive(ctx context.Context, admin string) (routetable.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.adminTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/status", nil)
+	if err != nil {
+		return routetable.Status{}, err
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return routetable.Status{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return routetable.Status{}, fmt.Errorf("edge admin %s: HTTP %d", admin, resp.StatusCode)
+	}
+	var st routetable.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return routetable.Status{}, fmt.Errorf("edge admin %s: decode: %w", admin, err)
+	}
+	return st, nil
+}
+
+// readStatusFile reads status.json. Errors wrap core.ErrUnavailable.
+func (t *Traffic) readStatusFile() (routetable.Status, error) {
+	path := filepath.Join(t.dir, statusFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return routetable.Status{}, fmt.Errorf("edge status %s: %w: %w", path, core.ErrUnavailable, err)
+	}
+	var st routetable.Status
+	if err := json.Unmarshal(data, &st); err != nil {
+		return routetable.Status{}, fmt.Errorf("edge status %s: unreadable: %w: %w", path, core.ErrUnavailable, err)
+	}
+	return st, nil
+}
+
+// currentGeneration is the larger of the route table's generation and the
+// edge's applied generation (0 when neither is readable), so a new table
+// always outranks whatever the edge last saw. An unreadable routes.json is
+// replaced: it is derived data, recomputed whole from ACTIVE records.
+func (t *Traffic) currentGeneration() uint64 {
+	var gen uint64
+	if data, err := os.ReadFile(filepath.Join(t.dir, routesFile)); err == nil {
+		var tbl struct {
+			Generation uint64 `json:"generation"`
+		}
+		if json.Unmarshal(data, &tbl) == nil {
+			gen = tbl.Generation
+		}
+	}
+	if st, err := t.readStatusFile(); err == nil {
+		gen = max(gen, st.AppliedGeneration, st.RejectedGeneration)
+	}
+	return gen
+}
+
+// sortedGraph copies g with HTTP routes sorted by host, L4 routes by listen
+// and nil lists replaced by empty ones.
+func sortedGraph(g routetable.Graph) routetable.Graph {
+	out := routetable.Graph{
+		HTTP: append([]routetable.HTTPRoute{}, g.HTTP...),
+		TCP:  append([]routetable.L4Route{}, g.TCP...),
+		UDP:  append([]routetable.L4Route{}, g.UDP...),
+	}
+	for i := range out.HTTP {
+		out.HTTP[i].Backends = append([]routetable.Backend{}, out.HTTP[i].Backends...)
+	}
+	sort.SliceStable(out.HTTP, func(i, j int) bool { return out.HTTP[i].Host < out.HTTP[j].Host })
+	sort.SliceStable(out.TCP, func(i, j int) bool { return out.TCP[i].Listen < out.TCP[j].Listen })
+	sort.SliceStable(out.UDP, func(i, j int) bool { return out.UDP[i].Listen < out.UDP[j].Listen })
+	return out
+}
+
+// writeFileAtomic replaces path with data: temp file, fsync, rename, then
+// fsync of the directory.
+func writeFileAtomic(path string, data []byte) error {
+	if err := maybe.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func errOrCtx(err error, ctx context.Context) error {
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.New("not acquired")
+}
