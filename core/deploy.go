@@ -351,12 +351,15 @@ func (e *Engine) secretEnv(ctx context.Context, app string, s *ServiceSpec) (map
 	return env, values, nil
 }
 
-// ContainerName is decision 12's name: gordon-<app>-<service>-<first 8 of
-// the op id without its "op-" prefix>.
+// ContainerName is decision 12's name, gordon-<app>-<service>-<8 of the op
+// id>, with one departure: the 8 characters are the op id's LAST 8, not its
+// first. Op ids are time-ordered UUIDs (R6) whose first 8 hex digits are the
+// high bits of a millisecond clock and stay the same for about 65 s, so two
+// deploys within a minute would clash by name; the tail is random.
 func ContainerName(app, service, opID string) string {
 	id := strings.TrimPrefix(opID, "op-")
 	if len(id) > 8 {
-		id = id[:8]
+		id = id[len(id)-8:]
 	}
 	return "gordon-" + app + "-" + service + "-" + id
 }

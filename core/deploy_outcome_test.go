@@ -42,7 +42,7 @@ func TestR6_NewOpIDIsTimeOrderedHex(t *testing.T) {
 	a, b := NewOpID(), NewOpID()
 	assert.Regexp(t, `^op-[0-9a-f]{32}$`, a)
 	assert.NotEqual(t, a, b)
-	assert.Equal(t, "gordon-blog-web-0190f3a2", ContainerName("blog", "web", "op-0190f3a2b4c5d6e7"))
+	assert.Equal(t, "gordon-blog-web-b4c5d6e7", ContainerName("blog", "web", "op-0190f3a2b4c5d6e7"), "the random tail, not the clock prefix")
 	assert.Equal(t, "gordon-blog-web-7", ContainerName("blog", "web", "op-7"))
 }
 

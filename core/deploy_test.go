@@ -249,7 +249,7 @@ func TestDecision12_CandidateNameAndLabels(t *testing.T) {
 	require.Len(t, cs, 1)
 	info, err := h.Store.LoadApp(h.Ctx(), "blog")
 	require.NoError(t, err)
-	assert.Equal(t, "gordon-blog-web-01234567", cs[0].Name)
+	assert.Equal(t, "gordon-blog-web-89abcdef", cs[0].Name)
 	assert.Equal(t, map[string]string{
 		core.LabelManaged: "true", core.LabelApp: "blog", core.LabelService: "web", core.LabelIncarnation: info.Incarnation,
 		core.LabelOp: "op-0123456789abcdef", core.LabelRevision: "rev-0", core.LabelRole: "workload",

@@ -78,6 +78,11 @@ func (p *progressRenderer) event(ev core.ProgressEvent) {
 		}
 		return
 	}
+	// In logs, a long readiness wait prints its first attempts and then
+	// every tenth, not one line a second.
+	if ev.Phase == "probe" && ev.Attempt > 3 && ev.Attempt%10 != 0 {
+		return
+	}
 	fmt.Fprintln(p.w, line)
 }
 

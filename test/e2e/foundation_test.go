@@ -18,7 +18,8 @@ func TestFoundation_VersionThroughDockerCLI(t *testing.T) {
 		Version        string `json:"version"`
 		PluginProtocol int    `json:"plugin_protocol"`
 		Engine         struct {
-			Version, APIVersion string
+			Version    string `json:"version"`
+			APIVersion string `json:"api_version"`
 		} `json:"engine"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &v), r.String())
