@@ -38,6 +38,13 @@ func newPluginsCommand(env *cliEnv) *cobra.Command {
 				if f.Builtin {
 					row.Source = "built-in"
 				}
+				if f.Shadowed {
+					// Never launched: a built-in or an earlier directory has
+					// the same kind/name.
+					row.Status = "shadowed"
+					rows = append(rows, row)
+					continue
+				}
 				ctx, cancel := withTimeout(cmd.Context(), 15*time.Second)
 				t0 := time.Now()
 				info, err := host.Describe(ctx, f.Kind, f.Name)

@@ -184,7 +184,11 @@ func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
 	elapsed := time.Since(t0)
 	st := l.Stop()
 	require.Equal(t, 1, r.Code, r.String())
-	require.Less(t, elapsed, 3*time.Second+8*time.Second, "bounded by the readiness timeout plus a margin")
+	// The margin covers CLI and plugin start, container start (about 1 s on
+	// this engine), the log tail and the forced removal, on a loaded 2-core
+	// machine that is also serving the load.
+	t.Logf("failed deploy took %s (readiness timeout 3s)", elapsed)
+	require.Less(t, elapsed, 3*time.Second+12*time.Second, "bounded by the readiness timeout plus a margin")
 	require.Contains(t, r.Stderr, "log lines", "the candidate's log tail is printed: %s", r.String())
 	require.Equal(t, before, managed(t, app, "web"), "candidate removed, old kept")
 	require.Zero(t, st.TransportErrors+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
