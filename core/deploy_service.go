@@ -139,7 +139,7 @@ func (s *serviceRun) unchanged(ctx context.Context) error {
 	if err := s.publishAndRoute(ctx, true); err != nil {
 		return s.fail(ctx, err, nil)
 	}
-	return s.succeed(ctx, fmt.Sprintf("unchanged: already running %s (%s)", s.prev.Image, s.prev.Digest))
+	return s.succeed(ctx, "unchanged: already running "+s.prev.Running())
 }
 
 // overlap is R18 followed by R14 steps 5–8 and R22.

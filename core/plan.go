@@ -154,7 +154,7 @@ func (in PlanInput) planService(s *ServiceSpec) PlannedService {
 	ps.Before = cur.Container
 	if why := in.changed(s, cur); why == "" {
 		ps.Action = ActionUnchanged
-		ps.Reason = fmt.Sprintf("already running %s (%s)", cur.Image, cur.Digest)
+		ps.Reason = "already running " + cur.Running()
 		return ps
 	} else {
 		ps.Change = why

@@ -220,3 +220,14 @@ type LockHolder struct {
 	StartedAt time.Time `json:"started_at"`
 	Host      string    `json:"host,omitempty"`
 }
+
+// Running describes the generation for humans: "<image> (<digest>)". A local
+// image (decision 15) is pinned by its ID, so the manifest reference is shown
+// in place of the ID-as-reference.
+func (a *ActiveService) Running() string {
+	img := a.Image
+	if (img == "" || img == a.Digest) && a.Spec.Image != "" {
+		img = a.Spec.Image
+	}
+	return img + " (" + a.Digest + ")"
+}
