@@ -22,9 +22,10 @@ import (
 
 // globalOptions are the flags every verb shares.
 type globalOptions struct {
-	stateDir   string
-	pluginDirs []string
-	debug      bool
+	stateDir    string
+	pluginDirs  []string
+	debug       bool
+	lockTimeout time.Duration
 }
 
 // cliEnv is what a verb needs: options, the docker CLI, and lazily opened
@@ -57,6 +58,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 	f.StringVar(&env.opts.stateDir, "state-dir", "", "state directory (env GORDON_STATE_DIR; default /var/lib/docker-gordon for root, else $XDG_STATE_HOME/docker-gordon)")
 	f.StringArrayVar(&env.opts.pluginDirs, "plugin-dir", nil, "extra directory searched for gordon-<kind>-<name> plugins (repeatable; also GORDON_PLUGIN_PATH)")
 	f.BoolVar(&env.opts.debug, "debug", false, "log engine and plugin diagnostics (plugin stderr) to stderr")
+	f.DurationVar(&env.opts.lockTimeout, "lock-timeout", 60*time.Second, "how long a verb waits for another verb on the same app before failing (names the holder)")
 
 	cmd.AddCommand(
 		newVersionCommand(env),
@@ -67,6 +69,14 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newOpsCommand(env),
 		newEdgeCommand(env),
 		newReconcileCommand(env),
+		newSystemCommand(env),
+		newStopCommand(env),
+		newStartCommand(env),
+		newRestartCommand(env),
+		newRemoveCommand(env),
+		newRollbackCommand(env),
+		newLogsCommand(env),
+		newSecretsCommand(env),
 	)
 	return cmd
 }
@@ -184,13 +194,14 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 		return nil, err
 	}
 	return &core.Engine{
-		Store:     store,
-		Runtime:   rt,
-		Traffic:   tr,
-		Readiness: &core.ReadinessWaiter{Probes: hostProbes{host}},
-		Logger:    e.logger.Named("engine"),
-		NewOpID:   journal.NewOpID,
-		Holder:    core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
+		Store:       faultStore(store),
+		Runtime:     rt,
+		Traffic:     tr,
+		Readiness:   &core.ReadinessWaiter{Probes: hostProbes{host}},
+		Logger:      e.logger.Named("engine"),
+		NewOpID:     journal.NewOpID,
+		LockTimeout: e.opts.lockTimeout,
+		Holder:      core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
 		BindPolicy: func(name string) (string, error) {
 			return bindPolicy(e.opts.stateDir, name)
 		},
