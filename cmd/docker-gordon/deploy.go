@@ -120,6 +120,9 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	res, derr := eng.Deploy(ctx, req)
 	pr.finish()
 	if res == nil {
+		if o.file == "" && errors.Is(derr, core.ErrNotFound) {
+			return fmt.Errorf("%w (no stored revision for app %q: deploy a manifest first with docker gordon deploy -f FILE)", derr, app)
+		}
 		return derr
 	}
 	for _, s := range res.Services {
@@ -143,12 +146,14 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 
 func renderDeployResult(env *cliEnv, res *core.DeployResult) {
 	w := env.dockerCli.Out()
-	tw := newTable(w)
-	fmt.Fprintln(tw, "SERVICE\tRESULT\tFLOW\tCONTAINER\tBINDS")
-	for _, s := range res.Services {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Service, s.Result, s.Flow, shortID(s.After), formatBinds(s.BackendBinds, s.UDPBackendBinds))
+	if len(res.Services) > 0 {
+		tw := newTable(w)
+		fmt.Fprintln(tw, "SERVICE\tRESULT\tFLOW\tCONTAINER\tBINDS")
+		for _, s := range res.Services {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Service, s.Result, s.Flow, shortID(s.After), formatBinds(s.BackendBinds, s.UDPBackendBinds))
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	for _, wa := range res.Warnings {
 		fmt.Fprintf(env.dockerCli.Err(), "warning: %s: %s (leftover %s)\n", wa.Service, wa.Detail, shortID(wa.Leftover))
 	}
