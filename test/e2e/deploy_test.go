@@ -364,3 +364,26 @@ timeout = "20s"
 		require.Equal(t, "hello", strings.TrimSpace(body))
 	}
 }
+
+// Decision 2 / issue 3 bad input: a second deploy of the same app while one
+// runs waits for the lock, then names the holder when it times out.
+func TestDecision2_SecondDeployWaitsThenNamesHolder(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	state := t.TempDir()
+	app := "e2elock"
+	cleanupApp(t, app)
+	startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+	slow := strings.Replace(webManifest(app, v1, "lock.test", "[services.web.env]\nNEVER_READY = \"true\"\n"), `timeout = "20s"`, `timeout = "8s"`, 1)
+	writeFile(t, file, slow)
+	first := make(chan result, 1)
+	go func() { first <- gordon(t, state, "deploy", "-f", file) }()
+	time.Sleep(2 * time.Second)
+	second := gordon(t, state, "--lock-timeout", "2s", "deploy", app)
+	require.Equal(t, 1, second.Code, second.String())
+	require.GreaterOrEqual(t, second.Elapsed, 2*time.Second, "it waited for the lock")
+	require.Contains(t, second.Stderr, "locked by pid", second.String())
+	require.Contains(t, second.Stderr, "deploy", second.String())
+	r := <-first
+	require.Equal(t, 1, r.Code, "the first deploy's candidate never became ready: %s", r.String())
+}
