@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // LifecycleRequest is one stop, start, restart or remove (SPEC 2.J).
@@ -44,6 +45,12 @@ type lifecycleRun struct {
 	results     []ServiceResult
 	appWarnings []Warning
 	appFailed   bool
+	started     time.Time
+}
+
+// progress reports a phase of service with the time since the op started.
+func (r *lifecycleRun) progress(service, phase, detail string, done bool) {
+	r.e.progress(ProgressEvent{App: r.app, Service: service, Phase: phase, Detail: detail, Elapsed: time.Since(r.started), Done: done})
 }
 
 // checkApp refuses an empty app name (ErrInvalid) and an unknown app
@@ -102,7 +109,7 @@ func (e *Engine) claimLifecycle(ctx context.Context, kind string, req LifecycleR
 		}
 		return nil, projectOp(stored), err
 	}
-	return &lifecycleRun{e: e, app: app, op: &stored}, nil, nil
+	return &lifecycleRun{e: e, app: app, op: &stored, started: time.Now()}, nil, nil
 }
 
 // projectOp is the stored projection of an op (R8): one result per

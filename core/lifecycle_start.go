@@ -118,14 +118,14 @@ func (r *lifecycleRun) startService(ctx context.Context, name string, as *Active
 			res.Warnings = append(res.Warnings, Warning{Service: name, Leftover: id, Detail: "drop binds: " + werr.Error()})
 		}
 		r.results = append(r.results, res)
-		e.progress(ProgressEvent{App: app, Service: name, Phase: "failed", Detail: err.Error(), Done: true})
+		r.progress(name, "failed", err.Error(), true)
 	}
 	succeed := func(after string, tcp, udp map[int]int, startedAt time.Time) {
 		res.Result, res.After, res.BackendBinds, res.UDPBackendBinds, res.StartedAt = ResultDeployed, after, tcp, udp, startedAt
 		r.op.Steps[i].After = after
 		r.setStep(i, StepSucceeded, "")
 		r.results = append(r.results, res)
-		e.progress(ProgressEvent{App: app, Service: name, Phase: "done", Detail: after, Done: true})
+		r.progress(name, "done", after, true)
 	}
 	if as == nil {
 		fail(fmt.Errorf("no ACTIVE record"), nil)
@@ -149,7 +149,7 @@ func (r *lifecycleRun) startService(ctx context.Context, name string, as *Active
 		st, ierr := e.Runtime.InspectContainer(ctx, id)
 		startable := ierr == nil
 		if ierr == nil && !st.Running() {
-			e.progress(ProgressEvent{App: app, Service: name, Phase: "start", Detail: id})
+			r.progress(name, "start", id, false)
 			if err := e.Runtime.StartContainer(ctx, id); err != nil {
 				e.log().Warn("start recorded container failed; rebuilding", "app", app, "service", name, "container", id, "error", err)
 				startable = false

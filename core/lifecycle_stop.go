@@ -97,7 +97,7 @@ func (r *lifecycleRun) stopService(ctx context.Context, name string, as *ActiveS
 		res.Result, res.Error = ResultFailed, err.Error()
 		r.setStep(i, StepFailed, err.Error())
 		r.results = append(r.results, res)
-		e.progress(ProgressEvent{App: app, Service: name, Phase: "failed", Detail: err.Error(), Done: true})
+		r.progress(name, "failed", err.Error(), true)
 	}
 	if err := e.withdraw(ctx, app, name); err != nil {
 		failWith(fmt.Errorf("%w: stop %s: service %s: withdraw: %w", ErrConflict, app, name, err))
@@ -115,7 +115,7 @@ func (r *lifecycleRun) stopService(ctx context.Context, name string, as *ActiveS
 	r.op.Steps[i].After = id
 	r.setStep(i, StepSucceeded, "")
 	r.results = append(r.results, res)
-	e.progress(ProgressEvent{App: app, Service: name, Phase: "done", Detail: "stopped " + id, Done: true})
+	r.progress(name, "done", "stopped "+id, true)
 }
 
 // retirePredecessors is R50's "pending predecessors": retire every

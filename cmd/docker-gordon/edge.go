@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,10 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
 )
 
 func newEdgeCommand(env *cliEnv) *cobra.Command {
-	cmd := &cobra.Command{Use: "edge", Short: "The edge proxy (gordon-edge) that routes public traffic to serving generations"}
+	cmd := &cobra.Command{Use: "edge", Short: "The edge proxy (gordon-edge) that routes public traffic to serving generations: run in the foreground, or start|stop|status|logs as a system container"}
 
 	var httpAddr, adminAddr string
 	run := &cobra.Command{
@@ -40,27 +43,31 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 	var format string
 	status := &cobra.Command{
 		Use:   "status",
-		Short: "Show what the edge applied: generation, listeners, per-backend in-flight counts",
+		Short: "Show the edge system container (if any) and what the edge applied: generation, listeners, per-backend in-flight counts",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			host, err := env.pluginHost()
-			if err != nil {
-				return err
+			var view edgeStatusView
+			cs, cerr := systemStatus(cmd.Context(), env.dockerCli.Client(), edgeContainerName)
+			if cerr == nil && cs.State != "absent" {
+				view.Container = &cs
 			}
-			tr, err := host.Traffic(cmd.Context(), "edge")
+			st, err := edgeTrafficStatus(cmd.Context(), env)
 			if err != nil {
-				return err
+				if view.Container != nil && !isJSON(format) {
+					_ = renderSystemStatus(env.dockerCli.Out(), cs)
+				}
+				return fmt.Errorf("edge status: %w (is gordon-edge running? docker gordon edge start, or edge run)", err)
 			}
-			ctx, cancel := withTimeout(cmd.Context(), 5*time.Second)
-			defer cancel()
-			st, err := tr.Status(ctx)
-			if err != nil {
-				return fmt.Errorf("edge status: %w (is gordon-edge running? docker gordon edge run)", err)
-			}
+			view.TrafficStatus = st
 			if isJSON(format) {
-				return writeJSON(env.dockerCli.Out(), st)
+				return writeJSON(env.dockerCli.Out(), view)
 			}
 			w := env.dockerCli.Out()
+			if view.Container != nil {
+				if err := renderSystemStatus(w, cs); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(w, "applied generation: %d\n", st.AppliedGeneration)
 			if st.Error != "" {
 				fmt.Fprintf(w, "last error: %s\n", st.Error)
@@ -75,7 +82,32 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 	}
 	addFormatFlag(status, &format)
 	cmd.AddCommand(run, status)
+	cmd.AddCommand(newEdgeContainerCommands(env)...)
 	return cmd
+}
+
+// edgeStatusView is `edge status --format json`: the traffic status fields
+// at the top level, plus the system container when there is one.
+type edgeStatusView struct {
+	core.TrafficStatus
+	Container *systemContainerStatus `json:"container,omitempty"`
+}
+
+// edgeTrafficStatus asks the traffic/edge plugin what the edge applied
+// (bounded by 5s). Errors wrap the plugin's (core.ErrUnavailable when the
+// edge never ran for this state directory).
+func edgeTrafficStatus(ctx context.Context, env *cliEnv) (core.TrafficStatus, error) {
+	host, err := env.pluginHost()
+	if err != nil {
+		return core.TrafficStatus{}, err
+	}
+	tr, err := host.Traffic(ctx, "edge")
+	if err != nil {
+		return core.TrafficStatus{}, err
+	}
+	ctx, cancel := withTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return tr.Status(ctx)
 }
 
 // findEdgeBinary looks for gordon-edge on PATH, then next to this binary.

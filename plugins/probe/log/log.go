@@ -55,11 +55,17 @@ func (p *Prober) ValidateConfig(ctx context.Context, config json.RawMessage) ([]
 	return nil, nil
 }
 
+// StartSkew is how far before the recorded start time a log line may be
+// stamped and still belong to the current execution (seen here: a process
+// logging "ready" a few milliseconds before Docker's StartedAt).
+const StartSkew = time.Second
+
 // Check scans the logs of req.Target.ContainerID since req.Target.StartedAt
 // (no follow) for the substring req.Readiness.Pattern; ready when a line
-// contains it. Lines stamped before StartedAt are ignored (the runtime's
-// "since" may be coarser than the start time, and a restarted container
-// keeps its earlier output). Not ready: zero StartedAt ("no start time:
+// contains it. Lines stamped more than StartSkew before StartedAt are
+// ignored (a restarted container keeps its earlier output); lines within
+// StartSkew before it count, because the engine records StartedAt after the
+// process is already running, and a fast process logs first. Not ready: zero StartedAt ("no start time:
 // log probe fails closed", R34), empty pattern, pattern not seen yet, or a
 // log read error (container gone: its text). ctx ending returns ctx's
 // error. A nil runtime is an error wrapping core.ErrUnavailable.
@@ -79,8 +85,9 @@ func (p *Prober) Check(ctx context.Context, req core.ProbeRequest) (core.ProbeRe
 		return core.ProbeResult{}, fmt.Errorf("%w: log probe of app %s service %s: no runtime", core.ErrUnavailable, t.App, t.Service)
 	}
 	var at time.Time
-	err := p.rt.Logs(ctx, t.ContainerID, core.LogOptions{Since: t.StartedAt}, func(l core.LogLine) error {
-		if !l.Time.IsZero() && l.Time.Before(t.StartedAt) {
+	since := t.StartedAt.Add(-StartSkew)
+	err := p.rt.Logs(ctx, t.ContainerID, core.LogOptions{Since: since}, func(l core.LogLine) error {
+		if !l.Time.IsZero() && l.Time.Before(since) {
 			return nil
 		}
 		if strings.Contains(l.Text, pattern) {

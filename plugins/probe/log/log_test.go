@@ -75,8 +75,8 @@ func logReq(id string, started time.Time, pattern string) core.ProbeRequest {
 
 func TestR34_LogPatternFoundSinceStart(t *testing.T) {
 	rt := &logRuntime{}
-	start := t0.Add(500 * time.Millisecond)
-	rt.add("c-new", t0.Add(100*time.Millisecond), "server ready (previous execution)")
+	start := t0.Add(2 * time.Second)
+	rt.add("c-new", start.Add(-logprobe.StartSkew-100*time.Millisecond), "server ready (previous execution)")
 	rt.add("c-new", start.Add(time.Second), "booting")
 	p := logprobe.New(rt)
 
@@ -92,9 +92,21 @@ func TestR34_LogPatternFoundSinceStart(t *testing.T) {
 
 	require.Len(t, rt.calls, 2)
 	for _, c := range rt.calls {
-		assert.Equal(t, start, c.Since, "scan since the execution start")
+		assert.Equal(t, start.Add(-logprobe.StartSkew), c.Since, "scan since the execution start, less the skew")
 		assert.False(t, c.Follow)
 	}
+}
+
+// A fast process logs its readiness line a few milliseconds before the
+// engine records the execution's start time (seen on Docker 20.10): the
+// line still belongs to this execution.
+func TestR34_LineJustBeforeRecordedStartCounts(t *testing.T) {
+	rt := &logRuntime{}
+	start := t0.Add(2 * time.Second)
+	rt.add("c-new", start.Add(-3*time.Millisecond), "ready: listening on :8080")
+	res, err := logprobe.New(rt).Check(context.Background(), logReq("c-new", start, "ready"))
+	require.NoError(t, err)
+	assert.True(t, res.Ready, res.Detail)
 }
 
 func TestR34_NoStartTimeFailsClosed(t *testing.T) {

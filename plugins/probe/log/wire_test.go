@@ -31,7 +31,7 @@ func TestR34_LogProbeThroughTheWire(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Ready, res.Detail)
 	require.Len(t, rt.calls, 1)
-	assert.True(t, rt.calls[0].Since.Equal(start), "start time survives the wire")
+	assert.True(t, rt.calls[0].Since.Equal(start.Add(-logprobe.StartSkew)), "start time survives the wire")
 
 	res, err = p.Check(context.Background(), logReq("c-new", time.Time{}, "ready to accept"))
 	require.NoError(t, err)

@@ -1,0 +1,492 @@
+package main
+
+// System containers (ARCHITECTURE §1): the edge proxy and the reconcile
+// loop as Docker-managed containers, built locally FROM scratch from the
+// installed static binaries (plugins/runtime/docker/sysimage), on the host
+// network, with restart policy unless-stopped and the state directory
+// bind-mounted at the same path, so they come back with the engine after a
+// reboot and need neither a registry nor systemd. This is plumbing outside
+// core's Runtime contract; it talks to the engine through the docker CLI's
+// API client.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
+)
+
+// Container names and labels of system containers.
+const (
+	edgeContainerName      = "gordon-edge"
+	reconcileContainerName = "gordon-reconcile"
+
+	labelManaged      = "dev.gordon.managed"
+	labelRole         = "dev.gordon.role"
+	labelSystem       = "dev.gordon.system"        // "edge" or "reconcile"
+	labelStateDir     = "dev.gordon.state-dir"     // host state directory
+	labelSystemConfig = "dev.gordon.system-config" // hash of image and config
+	roleSystem        = "system"
+
+	// containerDockerSock is where the engine socket is mounted inside the
+	// reconcile container.
+	containerDockerSock = "/var/run/docker.sock"
+)
+
+// systemUnit describes one system container.
+type systemUnit struct {
+	Kind       string            // "edge" or "reconcile": the image name and label
+	Name       string            // container name
+	Binaries   map[string]string // path in image → host path
+	Entrypoint []string
+	Cmd        []string
+	Env        []string
+	Binds      []string // host:container[:ro]
+	User       string
+	GroupAdd   []string
+	StateDir   string
+	StopGrace  time.Duration
+}
+
+// configHash covers everything that, when changed, requires a new container.
+func (u systemUnit) configHash(imageID string) string {
+	b, _ := json.Marshal([]any{imageID, u.Entrypoint, u.Cmd, u.Env, u.Binds, u.User, u.GroupAdd, int(u.StopGrace / time.Second)})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])[:16]
+}
+
+// startResult says what ensureSystemContainer did.
+type startResult struct {
+	Action string // "started", "already running" or "replaced"
+	ID     string
+	Image  string
+}
+
+// ensureSystemContainer builds the unit's image and makes its container
+// run it (idempotent): absent → create and start; same image and config and
+// running → nothing; same but stopped → start; different → stop, remove,
+// create, start. A container of that name that is not a gordon system
+// container, or one serving another state directory, is core.ErrConflict.
+func ensureSystemContainer(ctx context.Context, api client.APIClient, u systemUnit) (startResult, error) {
+	img, err := sysimage.Build(ctx, api, u.Kind, u.Binaries, map[string]string{labelManaged: "true", labelRole: roleSystem})
+	if err != nil {
+		return startResult{}, fmt.Errorf("%s: %w", u.Name, err)
+	}
+	cfgHash := u.configHash(img.ID)
+	res := startResult{Image: img.Ref}
+
+	cur, err := inspectSystem(ctx, api, u.Name, u.StateDir)
+	if err != nil {
+		return startResult{}, err
+	}
+	if cur != nil {
+		running := cur.State != nil && (cur.State.Running || cur.State.Restarting)
+		if cur.Config.Labels[labelSystemConfig] == cfgHash {
+			res.ID = cur.ID
+			if running {
+				res.Action = "already running"
+				return res, nil
+			}
+			if _, err := api.ContainerStart(ctx, cur.ID, client.ContainerStartOptions{}); err != nil {
+				return startResult{}, fmt.Errorf("%s: start %s: %w", u.Name, shortID(cur.ID), classify(err))
+			}
+			res.Action = "started"
+			return res, waitSettled(ctx, api, u.Name, cur.ID, cur.RestartCount, settleTime)
+		}
+		if err := removeSystem(ctx, api, u.Name, cur.ID, u.StopGrace); err != nil {
+			return startResult{}, err
+		}
+		res.Action = "replaced"
+		if cur.Image != img.ID {
+			// The superseded image is garbage unless something else uses
+			// it; the engine refuses to remove an image in use.
+			_, _ = api.ImageRemove(ctx, cur.Image, client.ImageRemoveOptions{PruneChildren: true})
+		}
+	}
+
+	grace := int(u.StopGrace / time.Second)
+	created, err := api.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: u.Name,
+		Config: &container.Config{
+			Image:       img.Ref,
+			Entrypoint:  u.Entrypoint,
+			Cmd:         u.Cmd,
+			Env:         u.Env,
+			User:        u.User,
+			StopTimeout: &grace,
+			Labels: map[string]string{
+				labelManaged:      "true",
+				labelRole:         roleSystem,
+				labelSystem:       u.Kind,
+				labelStateDir:     u.StateDir,
+				labelSystemConfig: cfgHash,
+			},
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode:   "host",
+			RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
+			Binds:         u.Binds,
+			GroupAdd:      u.GroupAdd,
+			LogConfig:     container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "10m", "max-file": "3"}},
+		},
+	})
+	if err != nil {
+		return startResult{}, fmt.Errorf("%s: create: %w", u.Name, classify(err))
+	}
+	res.ID = created.ID
+	if _, err := api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		_, _ = api.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
+		return startResult{}, fmt.Errorf("%s: start %s: %w", u.Name, shortID(created.ID), classify(err))
+	}
+	if res.Action == "" {
+		res.Action = "started"
+	}
+	if err := waitSettled(ctx, api, u.Name, created.ID, 0, settleTime); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// settleTime is how long a freshly started system container must keep
+// running, unrestarted, for start to report success.
+var settleTime = 2 * time.Second
+
+// waitSettled fails when the container exits or restarts within d (a bad
+// listen address, a missing socket, …), quoting its last log lines; the
+// container is left in place for `logs` and `stop`.
+func waitSettled(ctx context.Context, api client.APIClient, name, id string, baseRestarts int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		got, err := api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if err != nil {
+			return fmt.Errorf("%s: inspect after start: %w", name, classify(err))
+		}
+		c := got.Container
+		if c.State == nil || !c.State.Running || c.State.Restarting || c.RestartCount > baseRestarts {
+			var logs strings.Builder
+			_ = systemLogsByID(ctx, api, name, id, false, "10", &logs, &logs)
+			state := "unknown"
+			if c.State != nil {
+				state = fmt.Sprintf("%s, exit code %d", c.State.Status, c.State.ExitCode)
+			}
+			return fmt.Errorf("%s: exited right after start (%s, %d restarts): %w\n%s", name, state, c.RestartCount, core.ErrUnavailable, strings.TrimSpace(logs.String()))
+		}
+		if !time.Now().Before(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// inspectSystem returns the named container, nil when there is none.
+// A container of that name not labelled as a gordon system container, or
+// one bound to another state directory (when stateDir is not empty), is
+// core.ErrConflict.
+func inspectSystem(ctx context.Context, api client.APIClient, name, stateDir string) (*container.InspectResponse, error) {
+	got, err := api.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s: inspect: %w", name, classify(err))
+	}
+	c := got.Container
+	if c.Config == nil || c.Config.Labels[labelManaged] != "true" || c.Config.Labels[labelRole] != roleSystem {
+		return nil, fmt.Errorf("container %s exists but is not a gordon system container (no %s=%s label); remove or rename it: %w", name, labelRole, roleSystem, core.ErrConflict)
+	}
+	if stateDir != "" && c.Config.Labels[labelStateDir] != stateDir {
+		return nil, fmt.Errorf("%s serves state directory %s, not %s; stop it first (docker gordon --state-dir %s system stop): %w",
+			name, c.Config.Labels[labelStateDir], stateDir, c.Config.Labels[labelStateDir], core.ErrConflict)
+	}
+	return &c, nil
+}
+
+// removeSystem stops (SIGTERM, then kill after grace) and removes a system
+// container. A container that is already gone is not an error.
+func removeSystem(ctx context.Context, api client.APIClient, name, id string, grace time.Duration) error {
+	secs := int(grace / time.Second)
+	if _, err := api.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("%s: stop %s: %w", name, shortID(id), classify(err))
+	}
+	if _, err := api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("%s: remove %s: %w", name, shortID(id), classify(err))
+	}
+	return nil
+}
+
+// stopSystemContainer stops and removes the named system container of this
+// state directory; it reports false when there was none.
+func stopSystemContainer(ctx context.Context, api client.APIClient, name, stateDir string, grace time.Duration) (bool, error) {
+	cur, err := inspectSystem(ctx, api, name, stateDir)
+	if err != nil || cur == nil {
+		return false, err
+	}
+	return true, removeSystem(ctx, api, name, cur.ID, grace)
+}
+
+// systemContainerStatus is what `status` shows of one system container.
+type systemContainerStatus struct {
+	Name          string     `json:"name"`
+	ID            string     `json:"id,omitempty"`
+	State         string     `json:"state"` // engine state, or "absent"
+	Image         string     `json:"image,omitempty"`
+	StartedAt     *time.Time `json:"started_at,omitempty"`
+	RestartPolicy string     `json:"restart_policy,omitempty"`
+	RestartCount  int        `json:"restart_count"`
+	ExitCode      int        `json:"exit_code"`
+	Error         string     `json:"error,omitempty"`
+	StateDir      string     `json:"state_dir,omitempty"`
+}
+
+// systemStatus inspects the named container; absent is State "absent".
+func systemStatus(ctx context.Context, api client.APIClient, name string) (systemContainerStatus, error) {
+	st := systemContainerStatus{Name: name, State: "absent"}
+	cur, err := inspectSystem(ctx, api, name, "")
+	if err != nil || cur == nil {
+		return st, err
+	}
+	st.ID = cur.ID
+	st.Image = cur.Config.Image
+	st.StateDir = cur.Config.Labels[labelStateDir]
+	st.RestartCount = cur.RestartCount
+	if cur.HostConfig != nil {
+		st.RestartPolicy = string(cur.HostConfig.RestartPolicy.Name)
+	}
+	if s := cur.State; s != nil {
+		st.State = string(s.Status)
+		st.ExitCode = s.ExitCode
+		st.Error = s.Error
+		if t, err := time.Parse(time.RFC3339Nano, s.StartedAt); err == nil && !t.IsZero() && t.Year() > 1 {
+			st.StartedAt = &t
+		}
+	}
+	return st, nil
+}
+
+// renderSystemStatus writes one line per container.
+func renderSystemStatus(w io.Writer, sts ...systemContainerStatus) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "CONTAINER\tSTATE\tIMAGE\tSTARTED\tRESTARTS")
+	for _, s := range sts {
+		started := "-"
+		if s.StartedAt != nil && s.State == string(container.StateRunning) {
+			started = s.StartedAt.Local().Format(time.RFC3339)
+		}
+		img := s.Image
+		if img == "" {
+			img = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Name, s.State, img, started, s.RestartCount)
+	}
+	return tw.Flush()
+}
+
+// systemLogs copies the container's logs (demultiplexed) to out and errw.
+func systemLogs(ctx context.Context, api client.APIClient, name string, follow bool, tail string, out, errw io.Writer) error {
+	cur, err := inspectSystem(ctx, api, name, "")
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return fmt.Errorf("%s: no such system container: %w", name, core.ErrNotFound)
+	}
+	return systemLogsByID(ctx, api, name, cur.ID, follow, tail, out, errw)
+}
+
+func systemLogsByID(ctx context.Context, api client.APIClient, name, id string, follow bool, tail string, out, errw io.Writer) error {
+	rc, err := api.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: follow, Tail: tail})
+	if err != nil {
+		return fmt.Errorf("%s: logs: %w", name, classify(err))
+	}
+	defer rc.Close()
+	if _, err := stdcopy.StdCopy(out, errw, rc); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%s: logs: %w", name, err)
+	}
+	return nil
+}
+
+// classify wraps an engine error with its core class.
+func classify(err error) error {
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%w: %w", core.ErrNotFound, err)
+	case cerrdefs.IsConflict(err), cerrdefs.IsAlreadyExists(err):
+		return fmt.Errorf("%w: %w", core.ErrConflict, err)
+	case cerrdefs.IsInvalidArgument(err):
+		return fmt.Errorf("%w: %w", core.ErrInvalid, err)
+	default:
+		return fmt.Errorf("%w: %w", core.ErrUnavailable, err)
+	}
+}
+
+// ensureStateDir creates the state directory (mode 0700) so Docker does
+// not create the bind source itself.
+func ensureStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// containerUser runs system containers as the invoking user when it is not
+// root, so files they write in the state directory stay the user's.
+func containerUser() string {
+	if os.Geteuid() == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid())
+}
+
+// edgeUnit is the gordon-edge system container: /gordon-edge run on the
+// host network with the state directory at the same path.
+func edgeUnit(stateDir, httpAddr, adminAddr string) (systemUnit, error) {
+	bin, err := findEdgeBinary()
+	if err != nil {
+		return systemUnit{}, fmt.Errorf("%w: %w", core.ErrNotFound, err)
+	}
+	if bin, err = filepath.EvalSymlinks(bin); err != nil {
+		return systemUnit{}, fmt.Errorf("gordon-edge binary: %w", err)
+	}
+	if httpAddr == "" {
+		return systemUnit{}, fmt.Errorf("--http-addr is required: %w", core.ErrInvalid)
+	}
+	cmd := []string{"run", "--state-dir", stateDir, "--http-addr", httpAddr}
+	if adminAddr != "" {
+		cmd = append(cmd, "--admin-addr", adminAddr)
+	}
+	return systemUnit{
+		Kind:       "edge",
+		Name:       edgeContainerName,
+		Binaries:   map[string]string{"/gordon-edge": bin},
+		Entrypoint: []string{"/gordon-edge"},
+		Cmd:        cmd,
+		Env:        []string{"GORDON_STATE_DIR=" + stateDir, "TMPDIR=/tmp"},
+		Binds:      []string{stateDir + ":" + stateDir},
+		User:       containerUser(),
+		StateDir:   stateDir,
+		StopGrace:  35 * time.Second, // gordon-edge's shutdown timeout is 30s
+	}, nil
+}
+
+// edgeContainerFlags are the flags of `edge start` and `system start`.
+type edgeContainerFlags struct {
+	httpAddr, adminAddr string
+}
+
+func (f *edgeContainerFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.httpAddr, "http-addr", ":80", "public HTTP listen address of the edge (host network)")
+	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (status, in-flight counts)")
+}
+
+// printStart reports what ensureSystemContainer did.
+func printStart(w io.Writer, name string, r startResult) {
+	fmt.Fprintf(w, "%s: %s (%s, image %s)\n", name, r.Action, shortID(r.ID), r.Image)
+}
+
+// newEdgeContainerCommands returns `edge start`, `edge stop` and `edge logs`.
+func newEdgeContainerCommands(env *cliEnv) []*cobra.Command {
+	var flags edgeContainerFlags
+	start := &cobra.Command{
+		Use:   "start",
+		Short: "Run gordon-edge as a Docker-managed system container (host network, restart unless-stopped)",
+		Long: `Build the image gordon-system/edge:<hash> locally FROM scratch from the
+installed gordon-edge binary and run it as the container gordon-edge on the
+host network with restart policy unless-stopped and the state directory
+bind-mounted at the same path, so it comes back after an engine restart or a
+reboot. Idempotent: a running container with the same binary and flags is
+left alone; a different binary or flags replace it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			u, err := edgeUnit(env.opts.stateDir, flags.httpAddr, flags.adminAddr)
+			if err != nil {
+				return err
+			}
+			if err := ensureStateDir(env.opts.stateDir); err != nil {
+				return err
+			}
+			r, err := ensureSystemContainer(cmd.Context(), env.dockerCli.Client(), u)
+			if err != nil {
+				return err
+			}
+			printStart(env.dockerCli.Out(), u.Name, r)
+			return nil
+		},
+	}
+	flags.register(start)
+
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop and remove the gordon-edge system container",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStopSystem(cmd.Context(), env, edgeContainerName, 35*time.Second)
+		},
+	}
+
+	logs := newSystemLogsCommand(env, "logs", "Show the logs of the gordon-edge system container", func(string) (string, error) { return edgeContainerName, nil }, cobra.NoArgs)
+	return []*cobra.Command{start, stop, logs}
+}
+
+func runStopSystem(ctx context.Context, env *cliEnv, name string, grace time.Duration) error {
+	found, err := stopSystemContainer(ctx, env.dockerCli.Client(), name, env.opts.stateDir, grace)
+	if err != nil {
+		return err
+	}
+	if found {
+		fmt.Fprintf(env.dockerCli.Out(), "%s: stopped and removed\n", name)
+	} else {
+		fmt.Fprintf(env.dockerCli.Out(), "%s: not running\n", name)
+	}
+	return nil
+}
+
+// newSystemLogsCommand is `logs [-f] [--tail N]` for the container chosen
+// by pick from the arguments.
+func newSystemLogsCommand(env *cliEnv, use, short string, pick func(arg string) (string, error), args cobra.PositionalArgs) *cobra.Command {
+	var follow bool
+	var tail string
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  args,
+		RunE: func(cmd *cobra.Command, a []string) error {
+			arg := ""
+			if len(a) > 0 {
+				arg = a[0]
+			}
+			name, err := pick(arg)
+			if err != nil {
+				return err
+			}
+			if tail != "all" {
+				if n, err := strconv.Atoi(tail); err != nil || n < 0 {
+					return fmt.Errorf("--tail %q: a number of lines or \"all\": %w", tail, core.ErrInvalid)
+				}
+			}
+			return systemLogs(cmd.Context(), env.dockerCli.Client(), name, follow, tail, env.dockerCli.Out(), env.dockerCli.Err())
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log output")
+	cmd.Flags().StringVar(&tail, "tail", "all", "number of lines to show from the end of the logs")
+	return cmd
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+type logsOptions struct {
+	service string
+	follow  bool
+	tail    int
+	since   string
+	format  string
+}
+
+func newLogsCommand(env *cliEnv) *cobra.Command {
+	var o logsOptions
+	cmd := &cobra.Command{
+		Use:   "logs APP [--service S] [-f] [--tail N] [--since T]",
+		Short: "Show the logs of an app's serving containers",
+		Long: `Show the logs of the containers ACTIVE names (every service, or only
+--service), each line prefixed with its service. --since takes an RFC 3339
+time or a duration ago (e.g. 10m). With --format json each line is one JSON
+object {service, time, stream, text}.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts := core.LogOptions{Tail: o.tail, Follow: o.follow}
+			if o.tail < 0 {
+				return fmt.Errorf("logs: --tail %d: want 0 (all) or more", o.tail)
+			}
+			if o.since != "" {
+				t, err := parseSince(o.since, time.Now())
+				if err != nil {
+					return err
+				}
+				opts.Since = t
+			}
+			ctx := cmd.Context()
+			store, err := env.openStore()
+			if err != nil {
+				return err
+			}
+			host, err := env.pluginHost()
+			if err != nil {
+				return err
+			}
+			rt, err := host.Runtime(ctx, "docker")
+			if err != nil {
+				return err
+			}
+			eng := &core.Engine{Store: store, Runtime: rt, Logger: env.logger.Named("engine")}
+			w := env.dockerCli.Out()
+			width := len(o.service)
+			return eng.Logs(ctx, args[0], o.service, opts, func(service string, l core.LogLine) error {
+				if isJSON(o.format) {
+					return writeJSONLine(w, struct {
+						Service string    `json:"service"`
+						Time    time.Time `json:"time"`
+						Stream  string    `json:"stream"`
+						Text    string    `json:"text"`
+					}{service, l.Time, l.Stream, l.Text})
+				}
+				if len(service) > width {
+					width = len(service)
+				}
+				_, err := fmt.Fprintf(w, "%-*s | %s\n", width, service, l.Text)
+				return err
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.service, "service", "", "only this service")
+	f.BoolVarP(&o.follow, "follow", "f", false, "follow new lines until interrupted")
+	f.IntVar(&o.tail, "tail", 0, "only the last N lines of each container (0 = all)")
+	f.StringVar(&o.since, "since", "", "only lines since an RFC 3339 time or a duration ago (e.g. 10m)")
+	addFormatFlag(cmd, &o.format)
+	return cmd
+}
+
+// parseSince accepts an RFC 3339 time or a Go duration meaning "that long
+// before now".
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("logs: --since %q: negative duration", s)
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("logs: --since %q: want an RFC 3339 time (2026-09-10T12:00:00Z) or a duration (10m)", strings.TrimSpace(s))
+}
+
+// writeJSONLine writes v as one compact JSON line (a stream of log lines).
+func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }

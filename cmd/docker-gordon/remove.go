@@ -1,0 +1,29 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+func newRemoveCommand(env *cliEnv) *cobra.Command {
+	var o lifecycleOptions
+	cmd := &cobra.Command{
+		Use:     "remove APP",
+		Aliases: []string{"rm"},
+		Short:   "Remove an app: stop and remove its containers and end its incarnation (volumes and secrets are kept)",
+		Long: `Remove an app. Every container (including superseded ones awaiting
+retirement) is stopped with its grace and removed; only when all are gone is
+the app's incarnation ended. Named volumes and secrets are never deleted:
+they stay archived under the old incarnation. Revisions and the operation
+journal are kept for history.
+
+Exit status: 0 success, 1 failed (the app is then left as it was, stopped).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLifecycle(cmd, env, "remove", (*core.Engine).Remove, o, args[0])
+		},
+	}
+	addLifecycleFlags(cmd, &o, false)
+	return cmd
+}

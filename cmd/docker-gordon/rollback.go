@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+type rollbackOptions struct {
+	to     string
+	pull   string
+	opKey  string
+	format string
+}
+
+func newRollbackCommand(env *cliEnv) *cobra.Command {
+	var o rollbackOptions
+	cmd := &cobra.Command{
+		Use:   "rollback APP [--to REV]",
+		Short: "Deploy an earlier revision again, by the image digests it ran with",
+		Long: `Roll an app back. Without --to, the target is the latest revision created
+before the serving one whose manifest differs (a second rollback returns to
+where the first started). The target's manifest is stored as a new revision
+whose images are pinned to the digests that revision last ran with, then
+deployed like any revision (overlap or sequential, readiness, journal).
+
+Exit status: 0 success, 2 partial, 1 failed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch o.pull {
+			case "always", "missing", "never":
+			default:
+				return fmt.Errorf("rollback: --pull %q: want always, missing or never", o.pull)
+			}
+			ctx := cmd.Context()
+			eng, err := env.engine(ctx, "rollback")
+			if err != nil {
+				return err
+			}
+			pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
+			eng.Progress = pr.event
+			res, rerr := eng.Rollback(ctx, core.RollbackRequest{App: args[0], ToRevision: o.to, OpKey: o.opKey, Pull: o.pull})
+			pr.finish()
+			if res == nil {
+				return rerr
+			}
+			if isJSON(o.format) {
+				if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
+					return err
+				}
+			} else {
+				renderDeployResult(env, res)
+			}
+			return exitForOutcome(res.Outcome, rerr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.to, "to", "", "revision to roll back to (default: the one before the serving revision)")
+	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
+	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
+	addFormatFlag(cmd, &o.format)
+	return cmd
+}

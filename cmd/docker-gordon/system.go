@@ -1,0 +1,213 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// reconcileOpts are the flags of `system start` for the reconcile loop.
+type reconcileUnitOpts struct {
+	interval time.Duration
+	boot     bool // pass --boot (when the reconcile verb has that flag)
+}
+
+// reconcileUnit is the gordon-reconcile system container: this binary run
+// directly (not through the docker CLI) as `docker-gordon gordon reconcile
+// --watch [--boot]`, talking to the engine through the bind-mounted socket.
+// dockerHost is the engine endpoint the CLI uses (DOCKER_HOST form); a unix
+// socket is mounted at /var/run/docker.sock, a tcp:// endpoint is used as is
+// (host network); anything else (ssh://, TLS) is core.ErrInvalid.
+func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (systemUnit, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return systemUnit{}, fmt.Errorf("find own executable: %w", err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		return systemUnit{}, fmt.Errorf("own executable: %w", err)
+	}
+	env := []string{
+		"GORDON_STATE_DIR=" + stateDir,
+		"TMPDIR=/tmp",
+		"HOME=/tmp",
+		"DOCKER_CONFIG=/tmp/.docker",
+	}
+	binds := []string{stateDir + ":" + stateDir}
+	var groups []string
+	switch {
+	case dockerHost == "" || strings.HasPrefix(dockerHost, "unix://"):
+		sock := strings.TrimPrefix(dockerHost, "unix://")
+		if sock == "" {
+			sock = "/var/run/docker.sock"
+		}
+		fi, err := os.Stat(sock)
+		if err != nil {
+			return systemUnit{}, fmt.Errorf("docker socket %s: %w: %w", sock, core.ErrUnavailable, err)
+		}
+		binds = append(binds, sock+":"+containerDockerSock)
+		env = append(env, "DOCKER_HOST=unix://"+containerDockerSock)
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() != 0 {
+			groups = append(groups, fmt.Sprint(st.Gid))
+		}
+	case strings.HasPrefix(dockerHost, "tcp://") && os.Getenv("DOCKER_TLS_VERIFY") == "":
+		env = append(env, "DOCKER_HOST="+dockerHost)
+	default:
+		return systemUnit{}, fmt.Errorf("engine endpoint %s: the reconcile container supports a local unix socket or plain tcp:// only: %w", dockerHost, core.ErrInvalid)
+	}
+	cmd := []string{"gordon", "reconcile", "--watch"}
+	if o.interval > 0 {
+		cmd = append(cmd, "--interval", o.interval.String())
+	}
+	if o.boot {
+		cmd = append(cmd, "--boot")
+	}
+	return systemUnit{
+		Kind:       "reconcile",
+		Name:       reconcileContainerName,
+		Binaries:   map[string]string{"/docker-gordon": self},
+		Entrypoint: []string{"/docker-gordon"},
+		Cmd:        cmd,
+		Env:        env,
+		Binds:      binds,
+		User:       containerUser(),
+		GroupAdd:   groups,
+		StateDir:   stateDir,
+		StopGrace:  30 * time.Second,
+	}, nil
+}
+
+// reconcileHasBoot reports whether this build's reconcile verb has --boot.
+func reconcileHasBoot(root *cobra.Command) bool {
+	rc, _, err := root.Find([]string{"reconcile"})
+	return err == nil && rc != nil && rc.Name() == "reconcile" && rc.Flags().Lookup("boot") != nil
+}
+
+// newSystemCommand is `docker gordon system start|stop|status|logs`: the
+// edge and the reconcile loop as Docker-managed system containers
+// (ARCHITECTURE §1).
+func newSystemCommand(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "system",
+		Short: "Run the edge and the reconcile loop as Docker-managed system containers",
+		Long: `The system containers gordon-edge (gordon-edge run) and gordon-reconcile
+(reconcile --watch --boot) are built locally FROM scratch from the installed
+binaries, run on the host network with restart policy unless-stopped and the
+state directory bind-mounted at the same path, so they come back with the
+engine after a reboot; no registry and no systemd are needed.`,
+	}
+
+	var edgeFlags edgeContainerFlags
+	var interval time.Duration
+	start := &cobra.Command{
+		Use:   "start",
+		Short: "Start (or update) gordon-edge and gordon-reconcile; idempotent",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			eu, err := edgeUnit(env.opts.stateDir, edgeFlags.httpAddr, edgeFlags.adminAddr)
+			if err != nil {
+				return err
+			}
+			ru, err := reconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, reconcileUnitOpts{
+				interval: interval,
+				boot:     reconcileHasBoot(cmd.Root()),
+			})
+			if err != nil {
+				return err
+			}
+			if err := ensureStateDir(env.opts.stateDir); err != nil {
+				return err
+			}
+			api := env.dockerCli.Client()
+			for _, u := range []systemUnit{eu, ru} {
+				r, err := ensureSystemContainer(cmd.Context(), api, u)
+				if err != nil {
+					return err
+				}
+				printStart(env.dockerCli.Out(), u.Name, r)
+			}
+			return nil
+		},
+	}
+	edgeFlags.register(start)
+	start.Flags().DurationVar(&interval, "interval", core.DefaultReconcileInterval, "time between reconcile passes")
+
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop and remove gordon-reconcile and gordon-edge",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := runStopSystem(cmd.Context(), env, reconcileContainerName, 30*time.Second); err != nil {
+				return err
+			}
+			return runStopSystem(cmd.Context(), env, edgeContainerName, 35*time.Second)
+		},
+	}
+
+	var format string
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show the system containers (state, image, start time) and the edge's applied generation",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			api := env.dockerCli.Client()
+			var view systemStatusView
+			for _, name := range []string{edgeContainerName, reconcileContainerName} {
+				st, err := systemStatus(cmd.Context(), api, name)
+				if err != nil {
+					return err
+				}
+				view.Containers = append(view.Containers, st)
+			}
+			if es, err := edgeTrafficStatus(cmd.Context(), env); err == nil {
+				g := es.AppliedGeneration
+				view.EdgeAppliedGeneration = &g
+				view.EdgeError = es.Error
+			} else {
+				view.EdgeError = err.Error()
+			}
+			if isJSON(format) {
+				return writeJSON(env.dockerCli.Out(), view)
+			}
+			w := env.dockerCli.Out()
+			if err := renderSystemStatus(w, view.Containers...); err != nil {
+				return err
+			}
+			if view.EdgeAppliedGeneration != nil {
+				fmt.Fprintf(w, "edge applied generation: %d\n", *view.EdgeAppliedGeneration)
+			}
+			if view.EdgeError != "" {
+				fmt.Fprintf(w, "edge: %s\n", view.EdgeError)
+			}
+			return nil
+		},
+	}
+	addFormatFlag(status, &format)
+
+	logs := newSystemLogsCommand(env, "logs edge|reconcile", "Show the logs of a system container",
+		func(arg string) (string, error) {
+			switch arg {
+			case "edge", edgeContainerName:
+				return edgeContainerName, nil
+			case "reconcile", reconcileContainerName:
+				return reconcileContainerName, nil
+			}
+			return "", fmt.Errorf("system container %q: want edge or reconcile: %w", arg, core.ErrInvalid)
+		}, cobra.ExactArgs(1))
+
+	cmd.AddCommand(start, stop, status, logs)
+	return cmd
+}
+
+// systemStatusView is `system status --format json`.
+type systemStatusView struct {
+	Containers            []systemContainerStatus `json:"containers"`
+	EdgeAppliedGeneration *uint64                 `json:"edge_applied_generation,omitempty"`
+	EdgeError             string                  `json:"edge_error,omitempty"`
+}

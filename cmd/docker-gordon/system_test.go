@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// --- units (no engine) ---
+
+// TestIssue5Item5_ReconcileUnitRunsCLIDirectly: the reconcile container runs
+// this binary as `docker-gordon gordon reconcile --watch --boot`, reaches the
+// engine through the socket mounted at /var/run/docker.sock, and gets
+// TMPDIR, GORDON_STATE_DIR and the state directory at the same path.
+func TestIssue5Item5_ReconcileUnitRunsCLIDirectly(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer l.Close()
+	state := t.TempDir()
+
+	u, err := reconcileUnit(state, "unix://"+sock, reconcileUnitOpts{interval: 7 * time.Second, boot: true})
+	require.NoError(t, err)
+	assert.Equal(t, reconcileContainerName, u.Name)
+	assert.Equal(t, []string{"/docker-gordon"}, u.Entrypoint)
+	assert.Equal(t, []string{"gordon", "reconcile", "--watch", "--interval", "7s", "--boot"}, u.Cmd)
+	assert.Contains(t, u.Binds, state+":"+state)
+	assert.Contains(t, u.Binds, sock+":/var/run/docker.sock")
+	assert.Contains(t, u.Env, "DOCKER_HOST=unix:///var/run/docker.sock")
+	assert.Contains(t, u.Env, "TMPDIR=/tmp")
+	assert.Contains(t, u.Env, "GORDON_STATE_DIR="+state)
+	self, _ := os.Executable()
+	self, _ = filepath.EvalSymlinks(self)
+	assert.Equal(t, map[string]string{"/docker-gordon": self}, u.Binaries)
+
+	noBoot, err := reconcileUnit(state, "unix://"+sock, reconcileUnitOpts{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gordon", "reconcile", "--watch"}, noBoot.Cmd)
+
+	_, err = reconcileUnit(state, "unix://"+filepath.Join(t.TempDir(), "missing.sock"), reconcileUnitOpts{})
+	assert.ErrorIs(t, err, core.ErrUnavailable)
+	_, err = reconcileUnit(state, "ssh://user@host", reconcileUnitOpts{})
+	assert.ErrorIs(t, err, core.ErrInvalid)
+	tcp, err := reconcileUnit(state, "tcp://127.0.0.1:2375", reconcileUnitOpts{})
+	require.NoError(t, err)
+	assert.Contains(t, tcp.Env, "DOCKER_HOST=tcp://127.0.0.1:2375")
+}
+
+// TestIssue5Item5_BootFlagOnlyWhenReconcileHasIt: --boot is passed only when
+// this build's reconcile verb defines it.
+func TestIssue5Item5_BootFlagOnlyWhenReconcileHasIt(t *testing.T) {
+	root := &cobra.Command{Use: "gordon"}
+	rc := &cobra.Command{Use: "reconcile", RunE: func(*cobra.Command, []string) error { return nil }}
+	root.AddCommand(rc)
+	assert.False(t, reconcileHasBoot(root))
+	rc.Flags().Bool("boot", false, "")
+	assert.True(t, reconcileHasBoot(root))
+	assert.False(t, reconcileHasBoot(&cobra.Command{Use: "gordon"}))
+}
+
+// TestIssue4Item4_ConfigHashFollowsImageAndFlags: a different binary (image
+// ID) or different flags change the hash that decides replacement; the
+// same unit gives the same hash (idempotent start).
+func TestIssue4Item4_ConfigHashFollowsImageAndFlags(t *testing.T) {
+	u := systemUnit{Kind: "edge", Cmd: []string{"run", "--http-addr", ":80"}, Binds: []string{"/s:/s"}, StopGrace: 35 * time.Second}
+	h := u.configHash("sha256:a")
+	assert.Equal(t, h, u.configHash("sha256:a"))
+	assert.NotEqual(t, h, u.configHash("sha256:b"))
+	v := u
+	v.Cmd = []string{"run", "--http-addr", ":8080"}
+	assert.NotEqual(t, h, v.configHash("sha256:a"))
+}
+
+// --- against the real engine ---
+
+// binaries are the test builds: DOCKER_CONFIG holding
+// cli-plugins/docker-gordon, and a directory holding gordon-edge.
+type binaries struct{ dockerConfig, binDir string }
+
+// buildBinaries compiles docker-gordon (as a CLI plugin) and gordon-edge
+// statically into t's temporary directory, like test/e2e does.
+func buildBinaries(t *testing.T) binaries {
+	t.Helper()
+	tmp := t.TempDir()
+	b := binaries{dockerConfig: filepath.Join(tmp, "docker-config"), binDir: filepath.Join(tmp, "bin")}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	for _, p := range []struct{ pkg, out string }{
+		{"./cmd/docker-gordon", filepath.Join(b.dockerConfig, "cli-plugins", "docker-gordon")},
+		{"./cmd/gordon-edge", filepath.Join(b.binDir, "gordon-edge")},
+	} {
+		cmd := exec.Command("go", "build", "-trimpath", "-o", p.out, p.pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go build %s: %s", p.pkg, out)
+	}
+	return b
+}
+
+// TestIssue4Item4_SystemContainers runs the engine-backed system container
+// tests with one build of the binaries.
+func TestIssue4Item4_SystemContainers(t *testing.T) {
+	cli := engineClient(t)
+	bins := buildBinaries(t)
+	t.Run("EdgeStartRunsSystemContainer", func(t *testing.T) { testEdgeStartRunsSystemContainer(t, cli, bins) })
+	t.Run("SystemStartRunsEdgeAndReconcile", func(t *testing.T) { testSystemStartRunsEdgeAndReconcile(t, cli, bins) })
+}
+
+// engineClient skips the test when no engine answers, and when system
+// containers already exist on it (not ours to touch).
+func engineClient(t *testing.T) *client.Client {
+	t.Helper()
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("docker CLI not found")
+	}
+	cli, err := client.New(client.FromEnv)
+	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		t.Skipf("Docker engine not available: %v", err)
+	}
+	for _, n := range []string{edgeContainerName, reconcileContainerName} {
+		if _, err := cli.ContainerInspect(ctx, n, client.ContainerInspectOptions{}); err == nil {
+			t.Skipf("container %s already exists on this engine; not touching it", n)
+		}
+	}
+	return cli
+}
+
+// cleanupSystem force-removes our system containers (those of stateDir).
+func cleanupSystem(t *testing.T, cli *client.Client, stateDir string) {
+	started := time.Now()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, n := range []string{edgeContainerName, reconcileContainerName} {
+			got, err := cli.ContainerInspect(ctx, n, client.ContainerInspectOptions{})
+			if err == nil && got.Container.Config.Labels[labelStateDir] == stateDir {
+				_, _ = cli.ContainerRemove(ctx, got.Container.ID, client.ContainerRemoveOptions{Force: true})
+			}
+		}
+		// Images this test built (not in use by anything else).
+		imgs, err := cli.ImageList(ctx, client.ImageListOptions{})
+		if err != nil {
+			return
+		}
+		for _, im := range imgs.Items {
+			if im.Created >= started.Unix()-1 && slices.ContainsFunc(im.RepoTags, func(tag string) bool { return strings.HasPrefix(tag, "gordon-system/") }) {
+				_, _ = cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{PruneChildren: true})
+			}
+		}
+	})
+}
+
+type run struct {
+	out, err string
+	code     int
+}
+
+// dockerGordon runs `docker gordon ARGS` with the test build and stateDir.
+func dockerGordon(t *testing.T, b binaries, stateDir string, args ...string) run {
+	t.Helper()
+	cfg, bin := b.dockerConfig, b.binDir
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", append([]string{"gordon"}, args...)...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+cfg, "GORDON_STATE_DIR="+stateDir, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := run{out: so.String(), err: se.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		r.code = -1
+		r.err += err.Error()
+	}
+	return r
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func inspect(t *testing.T, cli *client.Client, name string) container.InspectResponse {
+	t.Helper()
+	got, err := cli.ContainerInspect(context.Background(), name, client.ContainerInspectOptions{})
+	require.NoError(t, err)
+	return got.Container
+}
+
+func requireGone(t *testing.T, cli *client.Client, name string) {
+	t.Helper()
+	_, err := cli.ContainerInspect(context.Background(), name, client.ContainerInspectOptions{})
+	require.Error(t, err)
+	assert.True(t, cerrdefs.IsNotFound(err), "%s: %v", name, err)
+}
+
+// testEdgeStartRunsSystemContainer (issue 4 item 4): `edge start` runs
+// gordon-edge as a Docker-managed container (host network, restart
+// unless-stopped, state directory at the same path) that serves HTTP;
+// a second start leaves it alone; status and logs show it; `edge stop`
+// removes it.
+func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins binaries) {
+	state := t.TempDir()
+	cleanupSystem(t, cli, state)
+	httpAddr, adminAddr := freePort(t), freePort(t)
+
+	r := dockerGordon(t, bins, state, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.out, "gordon-edge: started")
+
+	c := inspect(t, cli, edgeContainerName)
+	require.NotNil(t, c.State)
+	assert.True(t, c.State.Running)
+	assert.Equal(t, container.NetworkMode("host"), c.HostConfig.NetworkMode)
+	assert.Equal(t, container.RestartPolicyUnlessStopped, c.HostConfig.RestartPolicy.Name)
+	assert.Contains(t, c.HostConfig.Binds, state+":"+state)
+	assert.Equal(t, "true", c.Config.Labels[labelManaged])
+	assert.Equal(t, roleSystem, c.Config.Labels[labelRole])
+	assert.True(t, strings.HasPrefix(c.Config.Image, "gordon-system/edge:"), c.Config.Image)
+
+	// It answers HTTP: an unknown host is a 404 from the edge.
+	var code int
+	require.Eventually(t, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/", nil)
+		req.Host = "unknown.invalid"
+		resp, err := (&http.Client{Timeout: time.Second}).Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		code = resp.StatusCode
+		return true
+	}, 20*time.Second, 200*time.Millisecond)
+	assert.Equal(t, http.StatusNotFound, code)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(state, "edge", "status.json"))
+		return err == nil
+	}, 10*time.Second, 100*time.Millisecond, "the edge writes status.json into the bind-mounted state directory")
+
+	// Idempotent.
+	r = dockerGordon(t, bins, state, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.out, "already running")
+	assert.Equal(t, c.ID, inspect(t, cli, edgeContainerName).ID)
+
+	// Another state directory may not take it over.
+	other := t.TempDir()
+	r = dockerGordon(t, bins, other, "edge", "start", "--http-addr", httpAddr)
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.err, "serves state directory "+state)
+	assert.Equal(t, c.ID, inspect(t, cli, edgeContainerName).ID)
+
+	r = dockerGordon(t, bins, state, "edge", "status", "--format", "json")
+	require.Equal(t, 0, r.code, "%+v", r)
+	var st struct {
+		AppliedGeneration uint64                 `json:"applied_generation"`
+		Container         *systemContainerStatus `json:"container"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.out), &st), r.out)
+	require.NotNil(t, st.Container)
+	assert.Equal(t, "running", st.Container.State)
+	assert.Equal(t, "unless-stopped", st.Container.RestartPolicy)
+	assert.NotNil(t, st.Container.StartedAt)
+
+	r = dockerGordon(t, bins, state, "edge", "logs", "--tail", "20")
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.out+r.err, "serving")
+
+	// Different flags replace the container.
+	httpAddr2 := freePort(t)
+	r = dockerGordon(t, bins, state, "edge", "start", "--http-addr", httpAddr2, "--admin-addr", adminAddr)
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.out, "replaced")
+	c2 := inspect(t, cli, edgeContainerName)
+	assert.NotEqual(t, c.ID, c2.ID)
+	assert.Contains(t, c2.Config.Cmd, httpAddr2)
+
+	r = dockerGordon(t, bins, state, "edge", "stop")
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.out, "stopped and removed")
+	requireGone(t, cli, edgeContainerName)
+	r = dockerGordon(t, bins, state, "edge", "stop")
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.out, "not running")
+
+	// A port that is taken: start fails and quotes the edge's error.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	r = dockerGordon(t, bins, state, "edge", "start", "--http-addr", busy.Addr().String(), "--admin-addr", adminAddr)
+	assert.NotEqual(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.err, "exited right after start")
+	assert.Contains(t, r.err, "address already in use")
+	r = dockerGordon(t, bins, state, "edge", "stop")
+	require.Equal(t, 0, r.code, "%+v", r)
+	requireGone(t, cli, edgeContainerName)
+}
+
+// testSystemStartRunsEdgeAndReconcile (issue 5 item 5): `system start` runs the
+// edge and the reconcile loop (the CLI run directly in a FROM-scratch image,
+// engine socket mounted); the loop keeps running; `system status` shows
+// both; `system stop` removes both.
+func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins binaries) {
+	state := t.TempDir()
+	cleanupSystem(t, cli, state)
+	httpAddr, adminAddr := freePort(t), freePort(t)
+
+	r := dockerGordon(t, bins, state, "system", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--interval", "1s")
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.out, "gordon-edge: started")
+	assert.Contains(t, r.out, "gordon-reconcile: started")
+
+	rc := inspect(t, cli, reconcileContainerName)
+	assert.Equal(t, []string{"/docker-gordon"}, []string(rc.Config.Entrypoint))
+	assert.Equal(t, []string{"gordon", "reconcile", "--watch"}, []string(rc.Config.Cmd[:3]))
+	assert.Contains(t, rc.HostConfig.Binds, "/var/run/docker.sock:/var/run/docker.sock")
+	assert.Equal(t, container.RestartPolicyUnlessStopped, rc.HostConfig.RestartPolicy.Name)
+	assert.Equal(t, container.NetworkMode("host"), rc.HostConfig.NetworkMode)
+
+	// Several passes run (1s interval) and the loop is still up, never
+	// restarted: plugins start inside the container and the engine answers.
+	time.Sleep(4 * time.Second)
+	rc = inspect(t, cli, reconcileContainerName)
+	assert.True(t, rc.State.Running, "reconcile container: %+v", rc.State)
+	assert.Equal(t, 0, rc.RestartCount)
+	if !rc.State.Running || rc.RestartCount > 0 {
+		out, _ := exec.Command("docker", "logs", "--tail", "30", reconcileContainerName).CombinedOutput()
+		t.Logf("reconcile logs:\n%s", out)
+	}
+
+	r = dockerGordon(t, bins, state, "system", "status", "--format", "json")
+	require.Equal(t, 0, r.code, "%+v", r)
+	var view systemStatusView
+	require.NoError(t, json.Unmarshal([]byte(r.out), &view), r.out)
+	require.Len(t, view.Containers, 2)
+	names := []string{view.Containers[0].Name, view.Containers[1].Name}
+	assert.True(t, slices.Equal([]string{edgeContainerName, reconcileContainerName}, names), names)
+	for _, c := range view.Containers {
+		assert.Equal(t, "running", c.State, c.Name)
+		assert.Equal(t, state, c.StateDir, c.Name)
+	}
+
+	r = dockerGordon(t, bins, state, "system", "logs", "nope")
+	assert.NotEqual(t, 0, r.code)
+
+	r = dockerGordon(t, bins, state, "system", "stop")
+	require.Equal(t, 0, r.code, "%+v", r)
+	requireGone(t, cli, edgeContainerName)
+	requireGone(t, cli, reconcileContainerName)
+}

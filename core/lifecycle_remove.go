@@ -1,0 +1,150 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Remove removes an app (SPEC R49, R55): claim (no steps); load ACTIVE;
+// persist stopped intent BEFORE any runtime effect; per ACTIVE service
+// (name order): persist a `removed` marker for its container (failure
+// aborts), retire it (its stop grace, clear-marker, no retry-on-leak) —
+// not gone aborts with "container <id> not confirmed gone" — else step
+// `service.<name>.remove` succeeded, result deployed. Then EVERY
+// `retirement-pending` marker is retired (all attempted; any unsettled one,
+// leaked claims included, is a failure; errors joined). An abort is R11
+// (`error` step; the per-service steps are kept, decision 8): ACTIVE,
+// intent, remaining markers and claims stay and the incarnation is NOT
+// ended. Otherwise: load ownership, reclaim networks (see below), end the
+// incarnation (Store.EndIncarnation: ownership archived with its retained
+// volumes and secrets under the old id; desired, ACTIVE, intent, markers
+// and recovery cleared), outcome success, save, rebuild traffic (rejection
+// → R11 `traffic.publish`, error).
+//
+// Volumes and secrets are kept (R3). The Runtime contract has no network
+// removal, so the app's private network is left in place (logged); a later
+// deploy of the same name reuses it.
+//
+// Errors: empty app or a service selection → ErrInvalid; unknown app →
+// ErrNotFound (a replayed key of a removed app still replays); lock/R7/R8
+// refusals and aborts → ErrConflict or the store's class.
+func (e *Engine) Remove(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	if err := refuseServices(OpRemove, req); err != nil {
+		return nil, err
+	}
+	fp := Fingerprint(OpRemove, req.App)
+	if res, ok, err := e.checkApp(ctx, OpRemove, req, fp); !ok {
+		return res, err
+	}
+	lk, err := e.lock(ctx, req.App, OpRemove, "")
+	if err != nil {
+		return nil, fmt.Errorf("remove %s: %w", req.App, err)
+	}
+	defer lk.Unlock()
+	r, replay, err := e.claimLifecycle(ctx, OpRemove, req, fp, nil)
+	if r == nil {
+		return replay, err
+	}
+	return r.remove(ctx)
+}
+
+// remove is R55 after the claim.
+func (r *lifecycleRun) remove(ctx context.Context) (*OpResult, error) {
+	e, app := r.e, r.app
+	abort := func(err error) (*OpResult, error) {
+		r.fail(ctx, StepError, err)
+		return r.result(), err
+	}
+	active, err := e.Store.LoadActive(ctx, app)
+	if errors.Is(err, ErrNotFound) {
+		active, err = Active{App: app}, nil
+	}
+	if err != nil {
+		return abort(fmt.Errorf("remove %s: load ACTIVE: %w", app, err))
+	}
+	if err := e.setIntent(ctx, app, r.op.ID, true); err != nil {
+		return abort(fmt.Errorf("remove %s: %w", app, err))
+	}
+	for _, name := range activeServiceNames(active) {
+		as := active.Services[name]
+		if err := r.removeService(ctx, name, as); err != nil {
+			return abort(err)
+		}
+	}
+	markers, err := e.Store.LoadMarkers(ctx, app)
+	if err != nil {
+		return abort(fmt.Errorf("remove %s: load markers: %w", app, err))
+	}
+	var errs []error
+	for _, m := range markers {
+		if m.Reason != MarkerRetirementPending {
+			continue
+		}
+		rr := e.retire(ctx, app, m.Container, RetireOptions{Service: m.Service, Grace: EffectiveGrace(m.StopGrace), ClearMarker: true})
+		if len(rr.Warnings) > 0 {
+			res := r.resultFor(m.Service)
+			res.Warnings = append(res.Warnings, rr.Warnings...)
+		}
+		if !rr.Settled {
+			errs = append(errs, fmt.Errorf("superseded container %s (service %s) not retired: %w", m.Container, m.Service, rr.Err(m.Container)))
+		}
+	}
+	if len(errs) > 0 {
+		return abort(fmt.Errorf("remove %s: %w", app, errors.Join(errs...)))
+	}
+	own, err := e.Store.LoadOwnership(ctx, app)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return abort(fmt.Errorf("remove %s: load ownership: %w", app, err))
+	}
+	if len(own.Networks) > 0 {
+		e.log().Info("private networks kept (the runtime contract has no network removal)", "app", app, "networks", own.Networks)
+	}
+	if err := e.Store.EndIncarnation(ctx, app); err != nil {
+		return abort(fmt.Errorf("remove %s: end incarnation: %w", app, err))
+	}
+	r.finalize()
+	r.op.Outcome = OutcomeSuccess // every container is gone; warnings never fail it
+	r.save(ctx)
+	if err := e.rebuild(ctx); err != nil {
+		err = fmt.Errorf("remove %s: %w", app, err)
+		r.fail(ctx, StepTrafficPublish, err)
+		return r.result(), err
+	}
+	return r.result(), nil
+}
+
+// removeService is R55's per-service part; an error aborts the remove.
+func (r *lifecycleRun) removeService(ctx context.Context, name string, as *ActiveService) error {
+	e, app := r.e, r.app
+	id := ""
+	var grace Duration
+	if as != nil {
+		id, grace = as.Container, as.Spec.StopGrace
+	}
+	i := r.stepAt(ServiceStepID(name, "remove"), name, id)
+	res := ServiceResult{Service: name, Before: id}
+	failWith := func(err error) error {
+		res.Result, res.Error = ResultFailed, err.Error()
+		r.setStep(i, StepFailed, err.Error())
+		r.results = append(r.results, res)
+		r.progress(name, "failed", err.Error(), true)
+		return err
+	}
+	if id != "" {
+		m := Marker{App: app, Service: name, Container: id, Reason: MarkerRemoved, Operation: r.op.ID, CreatedAt: e.now()}
+		if err := e.Store.SaveMarker(ctx, m); err != nil {
+			return failWith(fmt.Errorf("remove %s: service %s: save removed marker for %s: %w", app, name, id, err))
+		}
+		rr := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: EffectiveGrace(grace), ClearMarker: true})
+		res.Warnings = append(res.Warnings, rr.Warnings...)
+		if !rr.Gone {
+			return failWith(fmt.Errorf("remove %s: service %s: container %s not confirmed gone: %w", app, name, id, rr.Err(id)))
+		}
+	}
+	res.Result = ResultDeployed
+	r.setStep(i, StepSucceeded, "")
+	r.results = append(r.results, res)
+	r.progress(name, "done", "removed "+id, true)
+	return nil
+}

@@ -1,0 +1,119 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/coretest"
+)
+
+// TestS72_RemoveKeepsStateWhenAPredecessorResists: c-new retired; c-old's
+// removal fails → error; markers [c-old]; ACTIVE and the incarnation stay.
+func TestS72_RemoveKeepsStateWhenAPredecessorResists(t *testing.T) {
+	h := lcSeedPredecessor(t)
+	h.Runtime.Fail(coretest.MRemove, "c-old", errors.New("device busy"), 1)
+	res, err := h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "c-old")
+	assert.False(t, h.Runtime.Exists("c-new"))
+	assert.Equal(t, []string{"c-old"}, h.Store.MarkerContainers("blog"))
+	_, ok := h.Store.Active("blog")
+	assert.True(t, ok, "ACTIVE exists")
+	assert.Zero(t, h.Events.Count("end-incarnation", ""))
+	_, err = h.Store.LoadApp(context.Background(), "blog")
+	assert.NoError(t, err, "incarnation not ended")
+	op := lcLatest(t, h)
+	assert.Equal(t, core.OutcomeFailed, op.Outcome)
+	assert.Equal(t, core.StepSucceeded, lcStep(t, op, core.ServiceStepID("web", "remove")).State, "decision 8: per-service steps kept")
+	assert.Equal(t, core.StepFailed, lcStep(t, op, core.StepError).State)
+	assert.Equal(t, core.OutcomeFailed, res.Outcome)
+}
+
+// TestS73_RemoveInhibitsBeforeRuntimeEffects: intent stopped, removed
+// marker, stop, remove, release, clear marker, markers loaded, ownership
+// loaded, incarnation ended.
+func TestS73_RemoveInhibitsBeforeRuntimeEffects(t *testing.T) {
+	h := lcSeed(t, "c-1", 17000, 0)
+	before := h.Store.Calls("LoadMarkers")
+	res, err := h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog", OpKey: "rm-1"})
+	require.NoError(t, err)
+	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+	assert.Equal(t, []string{"intent-save blog", "marker-save c-1", "stop c-1", "remove c-1", "claims-release c-1", "marker-clear c-1", "end-incarnation blog"},
+		h.Events.Seq("intent-save", "marker-save", "stop", "remove", "claims-release", "marker-clear", "end-incarnation"))
+	assert.Equal(t, core.MarkerRemoved, h.Events.Find("marker-save", "c-1")[0].Detail)
+	assert.Greater(t, h.Store.Calls("LoadMarkers"), before)
+	assert.Equal(t, 1, h.Store.Calls("LoadOwnership"))
+	_, err = h.Store.LoadApp(context.Background(), "blog")
+	assert.ErrorIs(t, err, core.ErrNotFound)
+	arch := h.Store.Archived("blog")
+	require.Len(t, arch, 1)
+	assert.NotEmpty(t, arch[0].Incarnation, "ownership archived under the old incarnation")
+	assert.Empty(t, h.LastRoute("blog", "web"))
+	assert.Equal(t, core.ResultDeployed, lcResult(t, res, "web").Result)
+
+	// The journal survives: a replayed key still replays after the app is gone.
+	h.Reset()
+	again, err := h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog", OpKey: "rm-1"})
+	require.NoError(t, err)
+	assert.True(t, again.Replayed)
+	assert.Empty(t, h.Events.Seq("stop", "remove", "end-incarnation"))
+	// Without a key the app is unknown.
+	_, err = h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	assert.ErrorIs(t, err, core.ErrNotFound)
+}
+
+// TestS74_MissingContainerRemovalIsIdempotent: not-found = gone; release;
+// clear; incarnation ended.
+func TestS74_MissingContainerRemovalIsIdempotent(t *testing.T) {
+	h := lcSeed(t, "c-1", 17000, 0)
+	h.Runtime.Delete("c-1")
+	_, err := h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.Events.Count("claims-release", "c-1"))
+	assert.Empty(t, h.Store.ClaimsOf("c-1"))
+	assert.Equal(t, 1, h.Events.Count("marker-clear", "c-1"))
+	assert.Equal(t, 1, h.Events.Count("end-incarnation", "blog"))
+}
+
+// TestS75_FailedRemovalKeepsClaimsAndActive: removal fails → claims kept,
+// ACTIVE kept, error.
+func TestS75_FailedRemovalKeepsClaimsAndActive(t *testing.T) {
+	h := lcSeed(t, "c-1", 17000, 0)
+	h.Runtime.Fail(coretest.MRemove, "c-1", errors.New("device busy"), 1)
+	_, err := h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not confirmed gone")
+	assert.Equal(t, []int{17000}, lcClaimPorts(h, "c-1"))
+	assert.Equal(t, "c-1", lcActive(t, h, "blog").Services["web"].Container)
+	assert.Zero(t, h.Events.Count("end-incarnation", ""))
+	assert.Equal(t, []string{"c-1"}, h.Store.MarkerContainers("blog"), "the removed marker stays")
+	in, err := h.Store.LoadIntent(context.Background(), "blog")
+	require.NoError(t, err)
+	assert.True(t, in.Stopped)
+	// A later start refuses the container the removed marker inhibits.
+	res, err := h.Engine.Start(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.Contains(t, lcResult(t, res, "web").Error, "recovery inhibited")
+}
+
+// TestR3_RemoveKeepsVolumesAndSecrets: remove never deletes volumes and
+// keeps secrets under the old incarnation.
+func TestR3_RemoveKeepsVolumesAndSecrets(t *testing.T) {
+	h := coretest.NewEngine(t)
+	spec := core.ServiceSpec{Name: "db", Image: "registry.example/pg:16", TCP: []core.L4Interface{{Port: 5432}},
+		Volumes: []core.VolumeMount{{Name: "data", Path: "/data"}}}
+	h.SeedServing("blog", coretest.BlogApp(spec), map[string]string{"db": "c-1"}, map[string]map[int]int{"db": {5432: 17000}})
+	require.NoError(t, h.Store.SetSecret(context.Background(), "blog", "db", "pw", []byte("s3cret")))
+	_, err := h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	for _, e := range h.Events.List() {
+		assert.NotContains(t, e.Kind, "volume-remove")
+	}
+	assert.Equal(t, "", h.Events.Find("remove", "c-1")[0].Detail, "non-force: volumes untouched")
+	assert.Len(t, h.Store.Archived("blog"), 1)
+}

@@ -1,0 +1,185 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Restart restarts services in place (SPEC R49, R53). It needs ACTIVE
+// (else ErrConflict "never deployed"); each req.Services entry must be in
+// ACTIVE (else ErrConflict); empty means every ACTIVE service. It claims an
+// op without steps, then per selected service (name order, step
+// `service.<name>.restart`): no container → fail; re-resolve binds; a
+// blocking marker → withdraw, fail; withdraw (must succeed); restart the
+// exact container with its own stop grace. A container that is not found
+// is rebuilt (R54) from the revision and digest ACTIVE pins; a failed
+// rebuild fails the step with its diagnostics and clears the missing
+// container's marker. After an in-place restart: observe the start time,
+// re-read binds (claims registered), run the DEPLOY-time probe (R29), then
+// persist the binds into ACTIVE; any failure drops the binds and fails.
+// Then: outcome, save (a save failure is returned), one traffic rebuild
+// (rejection → R11 `traffic.publish`, error), record verified executions,
+// and an ErrConflict error naming the failed services if any. Never a
+// second container for an existing one; the pinned digest never changes.
+//
+// Other errors: empty app → ErrInvalid; unknown app → ErrNotFound;
+// lock/R7/R8 refusals → ErrConflict. The result is non-nil whenever an op
+// was claimed or replayed.
+func (e *Engine) Restart(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	fp := Fingerprint(OpRestart, req.App, sortedJoin(req.Services))
+	if res, ok, err := e.checkApp(ctx, OpRestart, req, fp); !ok {
+		return res, err
+	}
+	lk, err := e.lock(ctx, req.App, OpRestart, "")
+	if err != nil {
+		return nil, fmt.Errorf("restart %s: %w", req.App, err)
+	}
+	defer lk.Unlock()
+	active, err := e.activeOrNeverDeployed(ctx, OpRestart, req.App)
+	if err != nil {
+		return nil, err
+	}
+	selected := req.Services
+	if len(selected) == 0 {
+		selected = activeServiceNames(active)
+	}
+	for _, s := range selected {
+		if as := active.Services[s]; as == nil {
+			return nil, fmt.Errorf("%w: restart %s: service %q is not in ACTIVE (deploy it first)", ErrConflict, req.App, s)
+		}
+	}
+	selected = sortedServiceNames(selected)
+	r, replay, err := e.claimLifecycle(ctx, OpRestart, req, fp, nil)
+	if r == nil {
+		return replay, err
+	}
+	return r.restart(ctx, selected)
+}
+
+// restart is R53 after the claim.
+func (r *lifecycleRun) restart(ctx context.Context, selected []string) (*OpResult, error) {
+	e, app := r.e, r.app
+	for _, name := range selected {
+		active, err := e.Store.LoadActive(ctx, app)
+		if err != nil {
+			err = fmt.Errorf("restart %s: load ACTIVE: %w", app, err)
+			r.fail(ctx, StepError, err)
+			return r.result(), err
+		}
+		r.restartService(ctx, name, active.Services[name])
+	}
+	r.finalize()
+	if err := r.saveStrict(ctx); err != nil {
+		return r.result(), err
+	}
+	if err := e.rebuild(ctx); err != nil {
+		err = fmt.Errorf("restart %s: %w", app, err)
+		r.fail(ctx, StepTrafficPublish, err)
+		return r.result(), err
+	}
+	r.recordExecutions(ctx)
+	return r.result(), r.failedErr(OpRestart)
+}
+
+// restartService is R53's per-service part.
+func (r *lifecycleRun) restartService(ctx context.Context, name string, as *ActiveService) {
+	e, app := r.e, r.app
+	id := ""
+	if as != nil {
+		id = as.Container
+	}
+	i := r.stepAt(ServiceStepID(name, "restart"), name, id)
+	r.save(ctx)
+	res := ServiceResult{Service: name, Before: id}
+	if as != nil {
+		res.SingleWriter = as.Spec.SingleWriter()
+	}
+	fail := func(err error, diags []string, dropBinds bool) {
+		err = fmt.Errorf("%w: restart %s: service %s: %w", ErrConflict, app, name, err)
+		res.Result, res.Error, res.Diagnostics = ResultFailed, err.Error(), diags
+		r.op.Steps[i].Diagnostics = diags
+		r.setStep(i, StepFailed, err.Error())
+		if dropBinds {
+			if werr := e.withdrawState(ctx, app, name); werr != nil {
+				res.Warnings = append(res.Warnings, Warning{Service: name, Leftover: id, Detail: "drop binds: " + werr.Error()})
+			}
+		}
+		r.results = append(r.results, res)
+		r.progress(name, "failed", err.Error(), true)
+	}
+	succeed := func(after string, tcp, udp map[int]int, startedAt time.Time) {
+		res.Result, res.After, res.BackendBinds, res.UDPBackendBinds, res.StartedAt = ResultDeployed, after, tcp, udp, startedAt
+		r.op.Steps[i].After = after
+		r.setStep(i, StepSucceeded, "")
+		r.results = append(r.results, res)
+		r.progress(name, "done", after, true)
+	}
+	if id == "" {
+		fail(errors.New("no container recorded in ACTIVE"), nil, false)
+		return
+	}
+	if _, err := e.resolveBinds(&as.Spec); err != nil {
+		fail(err, nil, false)
+		return
+	}
+	markers, err := e.Store.LoadMarkers(ctx, app)
+	if err != nil {
+		fail(fmt.Errorf("load markers: %w", err), nil, false)
+		return
+	}
+	if m, ok := blockingMarker(markers, id); ok {
+		werr := e.withdraw(ctx, app, name)
+		fail(errors.Join(fmt.Errorf("recovery inhibited for container %s (%s marker by op %s)", id, m.Reason, m.Operation), werr), nil, false)
+		return
+	}
+	if err := e.withdraw(ctx, app, name); err != nil {
+		fail(fmt.Errorf("withdraw: %w", err), nil, false)
+		return
+	}
+	r.progress(name, "restart", id, false)
+	err = e.Runtime.RestartContainer(ctx, id, EffectiveGrace(as.Spec.StopGrace))
+	if errors.Is(err, ErrNotFound) {
+		rb, rerr := r.rebuildMissing(ctx, name, as, i)
+		res.Warnings = append(res.Warnings, rb.Warnings...)
+		if rerr != nil {
+			if rb.After != "" {
+				r.op.Steps[i].After = rb.After
+			}
+			// R27/R53: the missing container's marker is cleared.
+			if cerr := e.Store.ClearMarker(ctx, app, name, id); cerr != nil {
+				res.Warnings = append(res.Warnings, Warning{Service: name, Leftover: id, Detail: "clear recovery inhibition: " + cerr.Error()})
+			}
+			fail(rerr, rb.Diagnostics, true)
+			return
+		}
+		res.Flow = FlowSequential
+		succeed(rb.After, rb.BackendBinds, rb.UDPBackendBinds, rb.StartedAt)
+		return
+	}
+	if err != nil {
+		fail(fmt.Errorf("restart container %s: %w", id, err), nil, true)
+		return
+	}
+	st, err := e.Runtime.InspectContainer(ctx, id)
+	if err != nil {
+		fail(fmt.Errorf("inspect %s after restart: %w", id, err), nil, true)
+		return
+	}
+	tcp, udp, err := e.readBinds(ctx, app, id, &as.Spec)
+	if err != nil {
+		fail(err, nil, true)
+		return
+	}
+	if err := e.probeRunning(ctx, app, name, &as.Spec, DeployReadiness(&as.Spec), id, st.StartedAt, tcp, udp); err != nil {
+		_, secrets, _ := e.secretEnv(ctx, app, &as.Spec) // redaction only
+		fail(err, e.logTail(ctx, id, secrets), true)
+		return
+	}
+	if err := e.persistBinds(ctx, app, name, id, tcp, udp); err != nil {
+		fail(err, nil, true)
+		return
+	}
+	succeed(id, tcp, udp, st.StartedAt)
+}
