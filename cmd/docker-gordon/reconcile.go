@@ -10,6 +10,7 @@ import (
 )
 
 type reconcileOptions struct {
+	boot     bool
 	watch    bool
 	interval time.Duration
 	format   string
@@ -28,6 +29,26 @@ and exit; with --watch, repeat every --interval until stopped. A busy app
 			eng, err := env.engine(ctx, "reconcile")
 			if err != nil {
 				return err
+			}
+			if o.boot {
+				reps, berr := eng.Boot(ctx)
+				if isJSON(o.format) {
+					_ = writeJSON(env.dockerCli.Out(), map[string]any{"boot": reps})
+				} else {
+					for _, r := range reps {
+						line := fmt.Sprintf("%s: boot %s", r.App, r.Action)
+						if r.Error != "" {
+							line += ": " + r.Error
+						}
+						fmt.Fprintln(env.dockerCli.Out(), line)
+					}
+				}
+				if berr != nil && !o.watch {
+					return berr
+				}
+				if berr != nil {
+					env.logger.Error("boot reconciliation failed", "error", berr)
+				}
 			}
 			for {
 				reps, perr := eng.Reconcile(ctx, args)
@@ -55,6 +76,7 @@ and exit; with --watch, repeat every --interval until stopped. A busy app
 			}
 		},
 	}
+	cmd.Flags().BoolVar(&o.boot, "boot", false, "first run the boot reconciliation: bring every running app back (start, verify, route) and keep stopped apps stopped")
 	cmd.Flags().BoolVar(&o.watch, "watch", false, "repeat the pass until stopped")
 	cmd.Flags().DurationVar(&o.interval, "interval", core.DefaultReconcileInterval, "time between passes with --watch")
 	addFormatFlag(cmd, &o.format)
