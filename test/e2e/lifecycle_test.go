@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/test/testimages"
+)
+
+// Issue 4 acceptance: stop, start, restart, remove of an app with a
+// stateless and a stateful service; each verb's exit status and effect
+// match SPEC (R50–R55); volumes survive remove; a re-deploy after remove
+// reuses them.
+func TestR55_StopStartRestartRemoveRedeploy(t *testing.T) {
+	imgs := testimages.Require(t, "v1", "httpd", "kv")
+	state := t.TempDir()
+	app := "e2elife"
+	cleanupApp(t, app)
+	edge := startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, fmt.Sprintf(`name = %q
+[services.web]
+image = %q
+stop_grace = "3s"
+[[services.web.http]]
+port = 8080
+host = "life.test"
+[services.kv]
+image = %q
+stop_grace = "3s"
+[[services.kv.http]]
+port = 8080
+host = "kv.life.test"
+[[services.kv.volume]]
+name = "data"
+path = "/data"
+[services.kv.readiness]
+type = "log"
+pattern = "ready"
+timeout = "20s"
+`, app, imgs["httpd"], imgs["kv"]))
+	r := gordon(t, state, "deploy", "-f", file)
+	require.Equal(t, 0, r.Code, r.String())
+	require.NoError(t, edge.put("kv.life.test", "/k/x", "kept"))
+
+	running := func() int {
+		out, err := exec.Command("docker", "ps", "-q", "--filter", "label=dev.gordon.app="+app).Output()
+		require.NoError(t, err)
+		return len(strings.Fields(string(out)))
+	}
+
+	r = gordon(t, state, "stop", app)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Zero(t, running(), "stop leaves nothing running")
+	code, _, err := edge.get("life.test", "/")
+	require.NoError(t, err)
+	require.NotEqual(t, 200, code, "a stopped app is not routed")
+
+	r = gordon(t, state, "start", app)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Equal(t, 2, running())
+	code, _, err = edge.get("life.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+
+	r = gordon(t, state, "restart", app)
+	require.Equal(t, 0, r.Code, r.String())
+	code, body, err := edge.get("kv.life.test", "/k/x")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, "kept", strings.TrimSpace(body))
+
+	r = gordon(t, state, "remove", app)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Empty(t, managed(t, app, ""), "remove leaves no container")
+	require.NoError(t, exec.Command("docker", "volume", "inspect", "gordon-"+app+"-data").Run(), "the volume survives remove")
+
+	r = gordon(t, state, "deploy", "-f", file)
+	require.Equal(t, 0, r.Code, r.String())
+	code, body, err = edge.get("kv.life.test", "/k/x")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, "kept", strings.TrimSpace(body), "a re-deploy after remove reuses the volume")
+
+	// Bad input: unknown app, unknown service: exit 1, nothing changed.
+	r = gordon(t, state, "restart", "nosuchapp")
+	require.Equal(t, 1, r.Code, r.String())
+	r = gordon(t, state, "restart", app, "--service", "nosuch")
+	require.Equal(t, 1, r.Code, r.String())
+}
