@@ -159,6 +159,10 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		}
 	}
 	names = sortedServiceNames(names)
+	owners, err := e.publishOwners(ctx)
+	if err != nil {
+		return fail("", err)
+	}
 	labels := map[string]string{LabelManaged: "true", LabelApp: app, LabelIncarnation: d.info.Incarnation, LabelOp: d.op.ID}
 	if _, err := e.Runtime.EnsureNetwork(ctx, NetworkSpec{Name: NetworkName(app), Labels: labels}); err != nil {
 		return fail("", fmt.Errorf("ensure network %s: %w", NetworkName(app), err))
@@ -196,6 +200,9 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		}
 		if p.binds, err = e.resolveBinds(spec); err != nil {
 			return fail(name, fmt.Errorf("app %s: service %s: %w", app, name, err))
+		}
+		if err := e.checkPublish(ctx, app, spec, owners); err != nil {
+			return fail(name, err)
 		}
 		for _, v := range spec.Volumes {
 			vl := map[string]string{LabelManaged: "true", LabelApp: app, LabelService: name, LabelIncarnation: d.info.Incarnation}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ type Engine struct {
 	DrainTimeout time.Duration
 	// DrainPoll is the interval between in-flight checks (default 50 ms).
 	DrainPoll time.Duration
+	// PortCheck, if set, re-checks that publish addresses can be bound
+	// during preflight (R13 port reservation re-check).
+	PortCheck PortChecker
 	// LogTailLines is the failure log tail length (default 50, R17.6).
 	LogTailLines int
 	// Secrets redaction: values to strip from log tails are loaded per deploy.
@@ -97,5 +101,14 @@ func (e *Engine) lock(ctx context.Context, app, verb, op string) (AppLock, error
 	defer cancel()
 	h := e.Holder
 	h.Verb, h.Op, h.StartedAt = verb, op, e.now()
+	if lk, ok, err := e.Store.TryLock(lctx, app, h); err == nil && ok {
+		return lk, nil
+	}
+	// Busy: say who we are waiting for, then wait (decision 2).
+	detail := "waiting for the app lock"
+	if holder, err := e.Store.LockHolder(ctx, app); err == nil {
+		detail = fmt.Sprintf("waiting for the app lock held by pid %d (%s %s)", holder.PID, holder.Verb, holder.Op)
+	}
+	e.progress(ProgressEvent{App: app, Phase: "lock", Detail: detail})
 	return e.Store.Lock(lctx, app, h)
 }

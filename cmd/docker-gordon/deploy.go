@@ -97,6 +97,9 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 		}
 		plan, err := eng.PlanDeploy(ctx, req)
 		if err != nil {
+			if o.file == "" && errors.Is(err, core.ErrNotFound) {
+				return fmt.Errorf("app %q has no stored revision: deploy a manifest first with docker gordon deploy -f FILE (or plan one with deploy -f FILE --dry-run)", app)
+			}
 			return err
 		}
 		if isJSON(o.format) {
@@ -121,7 +124,7 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	pr.finish()
 	if res == nil {
 		if o.file == "" && errors.Is(derr, core.ErrNotFound) {
-			return fmt.Errorf("%w (no stored revision for app %q: deploy a manifest first with docker gordon deploy -f FILE)", derr, app)
+			return fmt.Errorf("app %q has no stored revision: deploy a manifest first with docker gordon deploy -f FILE", app)
 		}
 		return derr
 	}

@@ -33,8 +33,7 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 				args = append(args, "--admin-addr", adminAddr)
 			}
 			env.close()
-			// Replace this process: signals reach gordon-edge directly.
-			return syscall.Exec(bin, args, os.Environ())
+			return runChild(cmd.Context(), bin, args[1:])
 		},
 	}
 	run.Flags().StringVar(&httpAddr, "http-addr", ":80", "HTTP listen address")
@@ -108,6 +107,28 @@ func edgeTrafficStatus(ctx context.Context, env *cliEnv) (core.TrafficStatus, er
 	ctx, cancel := withTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return tr.Status(ctx)
+}
+
+// runChild runs bin in the foreground until it exits. When ctx ends (Ctrl-C,
+// SIGTERM, or the docker CLI's plugin socket closing) the child gets SIGTERM
+// and time to drain; a second signal is not needed. The child dies with us
+// (Pdeathsig) if this process is killed.
+func runChild(ctx context.Context, bin string, args []string) error {
+	c := exec.Command(bin, args...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := c.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = c.Process.Signal(syscall.SIGTERM)
+		return <-done
+	}
 }
 
 // findEdgeBinary looks for gordon-edge on PATH, then next to this binary.

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+
+	"github.com/gordon-deploy/docker-gordon/core"
 
 	"github.com/spf13/cobra"
 )
@@ -19,6 +22,11 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 				return err
 			}
 			app := args[0]
+			if _, err := store.LoadApp(ctx, app); errors.Is(err, core.ErrNotFound) {
+				if ops, lerr := store.ListOps(ctx, app); lerr != nil || len(ops) == 0 {
+					return fmt.Errorf("app %q not found in %s (deploy it with: docker gordon deploy -f FILE)", app, env.opts.stateDir)
+				}
+			}
 			if len(args) == 2 {
 				op, err := store.LoadOp(ctx, app, args[1])
 				if err != nil {

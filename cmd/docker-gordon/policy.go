@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -39,4 +41,22 @@ func bindPolicy(stateDir, name string) (string, error) {
 		return "", fmt.Errorf("%s: binds.%s = %q: want an absolute host path", path, name, p)
 	}
 	return p, nil
+}
+
+// checkPort is core.PortChecker: it binds addr for an instant, so a publish
+// address another process holds fails preflight instead of leaving the edge
+// unable to listen (R13 port reservation re-check).
+func checkPort(_ context.Context, proto, addr string) error {
+	if proto == "udp" {
+		c, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -25,6 +26,7 @@ func isJSON(format string) bool { return strings.EqualFold(format, "json") }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -59,7 +61,7 @@ func (p *progressRenderer) event(ev core.ProgressEvent) {
 		line += fmt.Sprintf("  attempt %d", ev.Attempt)
 	}
 	if ev.Detail != "" {
-		line += "  " + ev.Detail
+		line += "  " + shortenIDs(ev.Detail)
 	}
 	key := ev.Service + "/" + ev.Phase
 	if p.tty {
@@ -102,4 +104,11 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+var longID = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+
+// shortenIDs replaces 64-hex container and image IDs with their 12-char form.
+func shortenIDs(s string) string {
+	return longID.ReplaceAllStringFunc(s, func(id string) string { return id[:12] })
 }

@@ -205,6 +205,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 		BindPolicy: func(name string) (string, error) {
 			return bindPolicy(e.opts.stateDir, name)
 		},
+		PortCheck: checkPort,
 	}, nil
 }
 

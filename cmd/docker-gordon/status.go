@@ -94,7 +94,7 @@ func renderStatus(env *cliEnv, st core.AppStatus) {
 			flags = append(flags, "single-writer")
 		}
 		flags = append(flags, s.Markers...)
-		fmt.Fprintf(tw, "%s\t%s\t%s@%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, shortID(s.Container), s.Image, shortID(s.Digest),
+		fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\n", s.Service, shortID(s.Container), s.Image, shortID(s.Digest),
 			s.Revision, s.State, formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(strings.Join(s.Routes, ", ")), orDash(strings.Join(flags, ",")))
 	}
 	tw.Flush()

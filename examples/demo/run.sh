@@ -25,17 +25,10 @@ fi
 echo "demo: building images gordon-test/{httpd,tcpecho,kv}:v1 (FROM scratch)" >&2
 go run ./test/testimages/cmd/build-images -tag v1 httpd tcpecho kv >/dev/null
 
-edge=bin/gordon-edge
-[ -x "$edge" ] || edge="$(command -v gordon-edge)"
-pidfile="$GORDON_STATE_DIR/edge/demo-edge.pid"
-if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-  echo "demo: gordon-edge already running (pid $(cat "$pidfile"))" >&2
-else
-  echo "demo: starting gordon-edge on :$port (log: $GORDON_STATE_DIR/edge/edge.log)" >&2
-  nohup "$edge" run --state-dir "$GORDON_STATE_DIR" --http-addr ":$port" >"$GORDON_STATE_DIR/edge/edge.log" 2>&1 &
-  echo $! >"$pidfile"
-  sleep 0.3
-fi
+# The edge runs as a Docker-managed container (FROM scratch, built from the
+# installed gordon-edge, host network, restart unless-stopped): idempotent.
+echo "demo: starting the edge on 127.0.0.1:$port (docker gordon edge start)" >&2
+docker gordon edge start --http-addr "127.0.0.1:$port"
 
 docker gordon deploy -f examples/demo/app.toml
 
@@ -46,12 +39,15 @@ for _ in $(seq 1 50); do
     echo "  $out"
     echo
     echo "  curl -H 'Host: demo.localhost' http://127.0.0.1:$port/"
-    echo "  curl http://demo.localhost:$port/          # *.localhost resolves to loopback"
-    echo "  echo hi | nc 127.0.0.1 19000               # the TCP echo service"
+    echo "  curl http://demo.localhost:$port/                    # *.localhost resolves to loopback"
+    echo "  curl -X PUT -d hello http://kv.demo.localhost:$port/k/greeting; curl http://kv.demo.localhost:$port/k/greeting"
+    echo "  the TCP echo service: 127.0.0.1:19000 (e.g. nc 127.0.0.1 19000)"
     echo "  docker gordon status demo"
+    echo
+    echo "  stop it:  docker gordon remove demo && docker gordon edge stop"
     exit 0
   fi
   sleep 0.2
 done
-echo "demo: the edge did not answer on :$port; see $GORDON_STATE_DIR/edge/edge.log" >&2
+echo "demo: the edge did not answer on 127.0.0.1:$port; see: docker gordon edge logs" >&2
 exit 1

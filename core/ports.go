@@ -1,0 +1,76 @@
+package core
+
+import (
+	"context"
+	"fmt"
+)
+
+// PortChecker tells whether a publish address can be listened on now: it
+// returns an error (typically "address already in use") when the edge
+// could not bind it. The CLI implements it with a short-lived listen;
+// nil skips the check.
+type PortChecker func(ctx context.Context, proto, addr string) error
+
+// publishOwners maps "tcp 0.0.0.0:9000" (and udp) to "app/service" for
+// every publish address the current route graph holds.
+func (e *Engine) publishOwners(ctx context.Context) (map[string]string, error) {
+	actives, err := e.loadAllActives(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owners := map[string]string{}
+	for _, a := range actives {
+		for name, s := range a.Services {
+			if s == nil {
+				continue
+			}
+			for _, t := range s.Spec.TCP {
+				if t.Publish != "" {
+					owners["tcp "+t.Publish] = a.App + "/" + name
+				}
+			}
+			for _, u := range s.Spec.UDP {
+				if u.Publish != "" {
+					owners["udp "+u.Publish] = a.App + "/" + name
+				}
+			}
+		}
+	}
+	return owners, nil
+}
+
+// checkPublish is R13's port reservation re-check for one service: every
+// TCP and UDP publish address must either be held by this same service
+// already (the edge keeps its listener across the switch) or be free: not
+// routed to another app's service, and bindable now (PortCheck).
+func (e *Engine) checkPublish(ctx context.Context, app string, spec *ServiceSpec, owners map[string]string) error {
+	check := func(proto, addr string) error {
+		if addr == "" {
+			return nil
+		}
+		owner, routed := owners[proto+" "+addr]
+		if routed && owner == app+"/"+spec.Name {
+			return nil
+		}
+		if routed {
+			return fmt.Errorf("%w: publish %s/%s is already routed to %s", ErrConflict, addr, proto, owner)
+		}
+		if e.PortCheck != nil {
+			if err := e.PortCheck(ctx, proto, addr); err != nil {
+				return fmt.Errorf("%w: publish %s/%s: %w (free the port or choose another publish address)", ErrConflict, addr, proto, err)
+			}
+		}
+		return nil
+	}
+	for _, t := range spec.TCP {
+		if err := check("tcp", t.Publish); err != nil {
+			return err
+		}
+	}
+	for _, u := range spec.UDP {
+		if err := check("udp", u.Publish); err != nil {
+			return err
+		}
+	}
+	return nil
+}
