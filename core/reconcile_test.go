@@ -200,3 +200,54 @@ func TestCrashLoopBudget(t *testing.T) {
 	require.NoError(t, pass(h))
 	require.Equal(t, 4, h.Events.Count("start", "c-new"))
 }
+
+// overlapDeployed runs an overlap deploy from the seeded serving app: c-old
+// (17000) is replaced by c-new at T0 with bind 18081.
+func overlapDeployed(t *testing.T) *coretest.Harness {
+	t.Helper()
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-old"}, map[string]map[int]int{"web": {8080: 17000}})
+	h.Runtime.NextIDs = []string{"c-new"}
+	h.Runtime.NextBinds = []map[int]int{{8080: 18081}}
+	next := coretest.WebSpec(0)
+	next.Image = "registry.example/blog:1.5"
+	res, err := depDeploy(t, h, core.DeployRequest{}, next)
+	require.NoError(t, err)
+	require.Equal(t, core.OutcomeSuccess, res.Outcome)
+	h.Reset()
+	return h
+}
+
+func TestS49_FreshlyDeployedGenerationNotWithdrawn(t *testing.T) {
+	h := overlapDeployed(t)
+	require.NoError(t, pass(h))
+	require.Empty(t, h.Withdrawals(), "the deploy recorded the verified execution")
+	for _, g := range h.Traffic.Graphs() {
+		require.Equal(t, []int{18081}, coretest.HostPorts(g, "blog", "web"))
+	}
+	a, err := h.Store.LoadActive(context.Background(), "blog")
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{8080: 18081}, a.Services["web"].BackendBinds)
+}
+
+func TestS50_RestartAfterDeployIsFresh(t *testing.T) {
+	h := overlapDeployed(t)
+	h.Runtime.SetState("c-new", core.StatusRunning, coretest.T0.Add(time.Minute))
+	h.Runtime.SetBinds("c-new", map[int]int{8080: 18090})
+	require.NoError(t, pass(h))
+	require.Equal(t, []string{"blog/web"}, h.Withdrawals())
+	require.Equal(t, []int{18090}, h.LastRoute("blog", "web"))
+}
+
+func TestS51_RestartedGenerationNotWithdrawn(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-old"}, map[string]map[int]int{"web": {8080: 17000}})
+	h.Runtime.StartTime = coretest.T0.Add(time.Hour)
+	h.Runtime.SetBinds("c-old", map[int]int{8080: 17002})
+	_, err := h.Engine.Restart(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	h.Reset()
+	require.NoError(t, pass(h))
+	require.Empty(t, h.Withdrawals(), "the restart recorded the new execution")
+	require.Equal(t, []int{17002}, h.LastRoute("blog", "web"))
+}
