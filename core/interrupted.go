@@ -179,6 +179,14 @@ func (e *Engine) reconcileInterrupted(ctx context.Context, app string, liveOp st
 			"remove them (docker rm -f <id>) or fix the runtime, then retry", ErrConflict, app, op.ID, strings.Join(stuck, ", "))
 	}
 	if !terminal {
+		if err := e.clearStrandedReplacementMarkers(ctx, &op); err != nil {
+			// Fail closed like a stuck orphan: the op stays latest and
+			// unfinalized, so the next reconciliation retries the clear.
+			if serr := e.Store.SaveOp(ctx, op); serr != nil {
+				e.log().Warn("save interrupted operation", "app", app, "op", op.ID, "error", serr)
+			}
+			return fmt.Errorf("%w: app %s: interrupted operation %s: %w", ErrConflict, app, op.ID, err)
+		}
 		op.Outcome = OutcomeSuccess
 		for _, s := range op.Steps {
 			if s.State != StepSucceeded {
@@ -223,4 +231,51 @@ func reconcileWarnings(ws, add []Warning) []Warning {
 		}
 	}
 	return ws
+}
+
+// textInterruptedBeforeCandidate is the error of a step the crash cut off
+// before it created a candidate.
+const textInterruptedBeforeCandidate = "operation interrupted before a candidate was created; nothing of this step is left running"
+
+// clearStrandedReplacementMarkers finishes the steps of a non-terminal op
+// that never created a candidate (no After): such a step may have written a
+// replacement-pending marker for the old single-writer generation (R19.3)
+// and then been cut off before the old one was stopped or while it was
+// being retired. No candidate exists, so nothing can write beside the old
+// generation: the marker protects nothing (R26) and would only keep the
+// periodic pass and start from reviving or rebuilding the service. Markers
+// this op wrote for the step's service are cleared and every such pending
+// step is failed as interrupted. A load or clear failure is returned (the
+// step stays pending, so the next reconciliation retries).
+func (e *Engine) clearStrandedReplacementMarkers(ctx context.Context, op *Operation) error {
+	var markers []Marker
+	loaded := false
+	now := e.now()
+	for i := range op.Steps {
+		st := &op.Steps[i]
+		if st.State != StepPending || st.After != "" {
+			continue
+		}
+		if st.Service != "" {
+			if !loaded {
+				var err error
+				markers, err = e.Store.LoadMarkers(ctx, op.App)
+				loaded = true
+				if err != nil {
+					return fmt.Errorf("load recovery inhibition markers: %w", err)
+				}
+			}
+			for _, m := range markers {
+				if m.Service != st.Service || m.Reason != MarkerReplacementPending || m.Operation != op.ID {
+					continue
+				}
+				if err := e.Store.ClearMarker(ctx, op.App, m.Service, m.Container); err != nil {
+					return fmt.Errorf("service %s: clear replacement-pending marker of %s: %w", m.Service, m.Container, err)
+				}
+				st.Detail = reconcileDetail(st.Detail, "cleared replacement-pending marker of "+m.Container)
+			}
+		}
+		st.State, st.Error, st.UpdatedAt = StepFailed, textInterruptedBeforeCandidate, now
+	}
+	return nil
 }

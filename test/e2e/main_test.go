@@ -22,6 +22,9 @@ var (
 	repoRoot     string
 	binDir       string // gordon-edge, docker-gordon
 	dockerConfig string // DOCKER_CONFIG with cli-plugins/docker-gordon
+	// dockerConfigFault holds a docker-gordon built with -tags gordonfault
+	// (GORDON_FAULT crash injection, crash_test.go).
+	dockerConfigFault string
 )
 
 func TestMain(m *testing.M) {
@@ -47,15 +50,19 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 	binDir = filepath.Join(tmp, "bin")
 	dockerConfig = filepath.Join(tmp, "docker-config")
-	if err := os.MkdirAll(filepath.Join(dockerConfig, "cli-plugins"), 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	dockerConfigFault = filepath.Join(tmp, "docker-config-fault")
+	for _, d := range []string{dockerConfig, dockerConfigFault} {
+		if err := os.MkdirAll(filepath.Join(d, "cli-plugins"), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
-	for _, b := range []struct{ pkg, out string }{
-		{"./cmd/docker-gordon", filepath.Join(dockerConfig, "cli-plugins", "docker-gordon")},
-		{"./cmd/gordon-edge", filepath.Join(binDir, "gordon-edge")},
+	for _, b := range []struct{ pkg, out, tags string }{
+		{"./cmd/docker-gordon", filepath.Join(dockerConfig, "cli-plugins", "docker-gordon"), ""},
+		{"./cmd/gordon-edge", filepath.Join(binDir, "gordon-edge"), ""},
+		{"./cmd/docker-gordon", filepath.Join(dockerConfigFault, "cli-plugins", "docker-gordon"), "gordonfault"},
 	} {
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.version=e2e", "-o", b.out, b.pkg)
+		cmd := exec.Command("go", "build", "-trimpath", "-tags", b.tags, "-ldflags", "-X main.version=e2e", "-o", b.out, b.pkg)
 		cmd.Dir = repoRoot
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

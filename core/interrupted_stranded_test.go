@@ -1,0 +1,55 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/coretest"
+)
+
+// A sequential replacement crashed after writing replacement-pending for the
+// old single-writer generation and before creating a candidate (found by the
+// crash-at-every-boundary e2e test): reconciliation clears the stranded
+// marker and finalizes the op, so the pass verifies and routes the old
+// generation again instead of refusing it forever.
+func TestR47_StrandedReplacementMarkerClearedWhenNoCandidate(t *testing.T) {
+	for _, oldRunning := range []bool{true, false} {
+		name := "old-running"
+		if !oldRunning {
+			name = "old-removed"
+		}
+		t.Run(name, func(t *testing.T) {
+			h := coretest.NewEngine(t)
+			kv := core.ServiceSpec{Name: "kv", Image: "registry.example/kv:1",
+				HTTP:    []core.HTTPInterface{{Port: 8080, Host: "kv.example.com", Visibility: core.VisibilityPublic}},
+				Volumes: []core.VolumeMount{{Name: "data", Path: "/data"}}}
+			h.SeedServing("blog", coretest.BlogApp(kv), map[string]string{"kv": "c-old"}, map[string]map[int]int{"kv": {8080: 17000}})
+			h.SeedOp(core.Operation{ID: "op-9", Kind: core.OpDeploy, App: "blog", Steps: []core.Step{
+				{ID: core.StepPreflight, State: core.StepSucceeded},
+				{ID: "service.kv.replace", State: core.StepPending, Service: "kv"},
+			}})
+			h.SeedMarker(core.Marker{App: "blog", Service: "kv", Container: "c-old", Reason: core.MarkerReplacementPending, Operation: "op-9"})
+			if !oldRunning {
+				h.Runtime.Delete("c-old")
+			}
+			_, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+			op, lerr := h.Store.LatestOp(context.Background(), "blog")
+			require.NoError(t, lerr)
+			require.Equal(t, core.OutcomeFailed, op.Outcome, "finalized")
+			st := op.Step("service.kv.replace")
+			require.Equal(t, core.StepFailed, st.State, "no step left pending in a finalized op")
+			require.Contains(t, st.Error, "interrupted before a candidate")
+			require.Empty(t, h.Store.Markers("blog"), "the stranded marker is cleared")
+			if oldRunning {
+				require.NoError(t, err)
+				require.Equal(t, []int{17000}, h.LastRoute("blog", "kv"), "the old generation serves again")
+			} else {
+				require.ErrorIs(t, err, core.ErrNotFound, "the gone container is reported; start rebuilds it")
+				require.NotContains(t, err.Error(), "recovery inhibited")
+			}
+		})
+	}
+}
