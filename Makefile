@@ -15,6 +15,8 @@ build:
 	@mkdir -p bin
 	$(GOBUILD) -o bin/docker-gordon ./cmd/docker-gordon
 	$(GOBUILD) -o bin/gordon-edge ./cmd/gordon-edge
+	$(GOBUILD) -o bin/gordon-probe-grpc ./plugins/examples/grpcprobe
+	$(GOBUILD) -o bin/gordon-probe-exec ./plugins/examples/execprobe
 
 ## install: build and install the CLI plugin and gordon-edge (see install.sh)
 install:
@@ -57,6 +59,18 @@ demo: build
 ## bench: Go benchmarks of the hot paths
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./edgeproxy/... ./plugins/sdk/... ./journal/...
+
+## bench-edge: direct vs nginx vs gordon-edge under the same closed-loop load
+## (installs Debian's nginx when missing; BENCH_DURATION per target)
+BENCH_DURATION ?= 10s
+bench-edge:
+	@command -v nginx >/dev/null || command -v /usr/sbin/nginx >/dev/null || \
+	  { echo "installing nginx (apt-get)"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null 2>&1 || \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }
+	@mkdir -p bin
+	$(GOBUILD) -o bin/gordon-edge ./cmd/gordon-edge
+	$(GO) build -o bin/edgebench ./bench/edge
+	PATH="$$PATH:/usr/sbin" bin/edgebench run -edge bin/gordon-edge -d $(BENCH_DURATION) -c 16
 
 clean:
 	rm -rf bin

@@ -172,6 +172,13 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		if !ok {
 			return fail(name, fmt.Errorf("%w: revision %s declares no service %q", ErrInvalid, d.rev.ID, name))
 		}
+		if e.Readiness != nil && e.Readiness.Probes != nil {
+			// Issue 6: a custom probe plugin must be found and accept its
+			// config before anything is touched.
+			if err := ValidatePluginReadiness(ctx, e.Readiness.Probes, app, []ServiceSpec{*spec}); err != nil {
+				return fail(name, err)
+			}
+		}
 		p := &pinnedService{spec: spec}
 		e.progress(ProgressEvent{App: app, Service: name, Phase: "resolve", Detail: spec.Image, Elapsed: time.Since(start)})
 		img, err := e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start)

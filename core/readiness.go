@@ -331,7 +331,12 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target ProbeTarget, r Readin
 		return res, fmt.Errorf("%w: %s: unknown readiness type %q", ErrInvalid, where, kind)
 	}
 	budget := orDefault(r.Timeout.D(), DefaultReadinessTimeout)
-	prober, err := w.Probes.Prober(ctx, kind, r.Plugin)
+	// Resolving the backend (a plugin start) counts against the budget: a
+	// plugin that never answers its handshake fails within the readiness
+	// timeout, not the host's longer start timeout.
+	pctx, pcancel := context.WithTimeout(ctx, budget)
+	prober, err := w.Probes.Prober(pctx, kind, r.Plugin)
+	pcancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()

@@ -3,10 +3,11 @@ package edgeproxy
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"sort"
 	"sync"
@@ -33,7 +34,7 @@ const backendIdleEviction = time.Minute
 type backend struct {
 	addr      string
 	proxy     *httputil.ReverseProxy
-	transport *http.Transport
+	transport *fastTransport
 	// inFlight counts HTTP requests being proxied to addr.
 	inFlight atomic.Int64
 	// openConns counts relayed TCP connections (and live UDP sessions).
@@ -52,9 +53,14 @@ type registry struct {
 	dialTimeout time.Duration
 	bufferPool  httputil.BufferPool
 	logger      hclog.Logger
+	errorLog    *log.Logger
+	// metrics forgets an evicted backend's series (nil in unit tests).
+	metrics *metrics
+	// trusted are the proxies whose forwarded headers are kept (item 3).
+	trusted []netip.Prefix
 }
 
-func newRegistry(dialTimeout time.Duration, logger hclog.Logger) *registry {
+func newRegistry(dialTimeout time.Duration, trusted []netip.Prefix, logger hclog.Logger) *registry {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
@@ -63,6 +69,8 @@ func newRegistry(dialTimeout time.Duration, logger hclog.Logger) *registry {
 		dialTimeout: dialTimeout,
 		bufferPool:  newBufferPool(),
 		logger:      logger,
+		errorLog:    logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		trusted:     trusted,
 	}
 }
 
@@ -77,6 +85,7 @@ func (r *registry) get(addr string) *backend {
 		r.backends[addr] = b
 	}
 	b.unreferencedSince = 0
+	b.transport.retired.Store(false)
 	return b
 }
 
@@ -92,13 +101,22 @@ func (r *registry) retain(referenced map[string]struct{}, now time.Time) {
 			continue
 		}
 		if b.unreferencedSince == 0 {
+			// Just switched away from: close its idle keep-alive
+			// connections now, and connections of requests still in flight
+			// as they finish (issue 5), so the old container sees no
+			// lingering connection from the edge.
 			b.unreferencedSince = now.UnixNano()
+			b.transport.retired.Store(true)
+			b.transport.CloseIdleConnections()
 			continue
 		}
 		if b.inFlight.Load() == 0 && b.openConns.Load() == 0 &&
 			now.Sub(time.Unix(0, b.unreferencedSince)) >= backendIdleEviction {
 			b.transport.CloseIdleConnections()
 			delete(r.backends, addr)
+			if r.metrics != nil {
+				r.metrics.forget(addr)
+			}
 		}
 	}
 }
@@ -125,43 +143,116 @@ func (r *registry) closeIdle() {
 	}
 }
 
-// newBackend builds the proxy for addr: one tuned keep-alive transport per
-// address, Rewrite with SetXForwarded (incoming X-Forwarded-* headers are
-// dropped by ReverseProxy and replaced), the original Host preserved,
-// streaming (FlushInterval -1) and errors mapped to 502/503/504.
+// newBackend builds the backend for addr: one keep-alive connection pool
+// (fastTransport over a tuned http.Transport) and the default reverse proxy
+// (edge-wide dial timeout, no response header timeout).
 func (r *registry) newBackend(addr string) *backend {
-	target := &url.URL{Scheme: "http", Host: addr}
 	dialer := &net.Dialer{Timeout: r.dialTimeout, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+			if d, ok := ctx.Value(dialTimeoutKey{}).(time.Duration); ok {
+				dd := *dialer
+				dd.Timeout = d
+				return dd.DialContext(ctx, network, a)
+			}
+			return dialer.DialContext(ctx, network, a)
+		},
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     false,
+		DisableCompression:    true,
 	}
-	b := &backend{addr: addr, transport: tr}
-	b.proxy = &httputil.ReverseProxy{
+	b := &backend{addr: addr, transport: newFastTransport(addr, r.dialTimeout, tr)}
+	b.proxy = r.newProxy(b, routeTimeouts{})
+	return b
+}
+
+// routeTimeouts are a route's optional upstream timeouts (0: default).
+type routeTimeouts struct {
+	dial, responseHeader time.Duration
+}
+
+// dialTimeoutKey carries a route's dial timeout to the fallback transport.
+type dialTimeoutKey struct{}
+
+// proxyFor returns the reverse proxy of b for a route with timeouts tm:
+// the shared default one when tm is zero, else a new one over the same
+// connection pool. Called while building a snapshot, never per request.
+func (r *registry) proxyFor(b *backend, tm routeTimeouts) *httputil.ReverseProxy {
+	if tm == (routeTimeouts{}) {
+		return b.proxy
+	}
+	return r.newProxy(b, tm)
+}
+
+// newProxy builds a ReverseProxy to b: Rewrite sets the URL, keeps the
+// original Host and sets the forwarded headers (setForwarded); responses
+// stream (FlushInterval -1, so SSE events pass as sent); errors map to
+// 502/503/504 pages naming the cause and the backend.
+func (r *registry) newProxy(b *backend, tm routeTimeouts) *httputil.ReverseProxy {
+	target := &url.URL{Scheme: "http", Host: b.addr}
+	addr := b.addr
+	var rt http.RoundTripper = b.transport
+	if tm != (routeTimeouts{}) {
+		rt = &timedTransport{ft: b.transport, tm: tm}
+	}
+	trusted := r.trusted
+	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
+			pr.Out.URL.Scheme = target.Scheme
+			pr.Out.URL.Host = target.Host
 			pr.Out.Host = pr.In.Host
-			pr.SetXForwarded()
+			setForwarded(pr, trusted)
 		},
-		Transport:     tr,
+		Transport:     rt,
 		FlushInterval: -1,
 		BufferPool:    r.bufferPool,
-		ErrorLog:      r.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		ErrorLog:      r.errorLog,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			code, what := classifyProxyError(req.Context(), err)
-			if code == 0 {
-				return // the client went away; nobody reads an answer
-			}
-			r.logger.Debug("proxy error", "backend", addr, "host", req.Host, "status", code, "error", err)
-			writeEdgeError(w, code, fmt.Sprintf("gordon-edge: %s (backend %s)\n", what, addr))
+			r.proxyError(w, req, addr, err)
 		},
 	}
-	return b
+}
+
+// timedTransport applies a route's own timeouts over a backend's pool.
+type timedTransport struct {
+	ft *fastTransport
+	tm routeTimeouts
+}
+
+// errResponseHeaderTimeout is returned when a backend sent no response
+// headers within the route's response header timeout (a timeout: 504).
+var errResponseHeaderTimeout = &timeoutError{"backend sent no response headers in time"}
+
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string   { return e.msg }
+func (e *timeoutError) Timeout() bool   { return true }
+func (e *timeoutError) Temporary() bool { return true }
+
+func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if fastEligible(req) {
+		return t.ft.roundTrip(req, t.tm)
+	}
+	ctx := req.Context()
+	if t.tm.dial > 0 {
+		ctx = context.WithValue(ctx, dialTimeoutKey{}, t.tm.dial)
+	}
+	if t.tm.responseHeader <= 0 {
+		return t.ft.fallback.RoundTrip(req.WithContext(ctx))
+	}
+	// The context must outlive RoundTrip (the body reads under it), so it
+	// is canceled only by the timer; it ends with the request's context.
+	ctx, cancel := context.WithCancelCause(ctx)
+	timer := time.AfterFunc(t.tm.responseHeader, func() { cancel(errResponseHeaderTimeout) })
+	resp, err := t.ft.fallback.RoundTrip(req.WithContext(ctx))
+	if !timer.Stop() && err != nil && errors.Is(context.Cause(ctx), errResponseHeaderTimeout) {
+		return nil, errResponseHeaderTimeout
+	}
+	return resp, err
 }
 
 // classifyProxyError maps a transport error to a status code: 504 when the
@@ -192,11 +283,20 @@ func writeEdgeError(w http.ResponseWriter, code int, body string) {
 }
 
 // bufferPool is a sync.Pool of 32 KiB copy buffers shared by all proxies.
+// It pools array pointers, so Put converts the slice back without
+// allocating.
 type bufferPool struct{ p sync.Pool }
 
+const copyBufferSize = 32 * 1024
+
 func newBufferPool() *bufferPool {
-	return &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}}
+	return &bufferPool{p: sync.Pool{New: func() any { return new([copyBufferSize]byte) }}}
 }
 
-func (p *bufferPool) Get() []byte  { return *(p.p.Get().(*[]byte)) }
-func (p *bufferPool) Put(b []byte) { p.p.Put(&b) }
+func (p *bufferPool) Get() []byte { return p.p.Get().(*[copyBufferSize]byte)[:] }
+
+func (p *bufferPool) Put(b []byte) {
+	if cap(b) >= copyBufferSize {
+		p.p.Put((*[copyBufferSize]byte)(b[:copyBufferSize]))
+	}
+}

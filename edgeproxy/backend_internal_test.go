@@ -53,7 +53,7 @@ func TestDecision11_ClassifyProxyError(t *testing.T) {
 // Decision 16: a backend no snapshot references stays registered (with its
 // counters) until it has been idle and unreferenced for backendIdleEviction.
 func TestDecision16_RegistryKeepsBusyAndRecentBackends(t *testing.T) {
-	reg := newRegistry(time.Second, nil)
+	reg := newRegistry(time.Second, nil, nil)
 	busy := reg.get("127.0.0.1:1")
 	reg.get("127.0.0.1:2")
 	busy.inFlight.Add(1)

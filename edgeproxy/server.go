@@ -13,7 +13,18 @@
 // <state>/edge/applied.json).
 // After every apply attempt the edge writes <state>/edge/status.json
 // atomically (routetable.Status). Live per-backend counters are served on
-// the admin endpoint (GET /status, GET /healthz).
+// the admin endpoint (GET /status, GET /healthz, GET /metrics in the
+// Prometheus text format; /debug/pprof/ with Config.Pprof).
+//
+// The HTTP hot path (issue 5): exact hosts are a map lookup, wildcard and
+// unknown hosts go through a bounded ristretto cache; bodiless GET/HEAD
+// requests are proxied synchronously over a per-backend keep-alive pool
+// (fastTransport), everything else (bodies, upgrades) through http.Transport;
+// metrics use label children resolved at snapshot build; nothing is logged
+// per request. Requests carry X-Forwarded-For/-Proto/-Host, Forwarded and
+// X-Request-ID (forwarded.go); per-route dial and response header timeouts
+// come from the table. The public server has a read header timeout and no
+// write timeout. `make bench-edge` compares the edge with nginx.
 package edgeproxy
 
 import (
@@ -23,6 +34,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,6 +44,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dgraph-io/ristretto/v2"
 	"github.com/google/renameio/v2/maybe"
 	"github.com/hashicorp/go-hclog"
 
@@ -70,10 +84,33 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful HTTP shutdown when Run's context
 	// ends (default 30 s); requests still running after it are cut.
 	ShutdownTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request's headers on the public
+	// listener (default 10 s): a client trickling headers (slowloris) is
+	// cut off. There is no write timeout: responses stream as long as the
+	// backend sends.
+	ReadHeaderTimeout time.Duration
+	// TrustedProxies are the peers whose Forwarded / X-Forwarded-* chain is
+	// kept and extended; from any other peer the chain is replaced (see
+	// ParseTrustedProxies). Default: none.
+	TrustedProxies []netip.Prefix
+	// ReusePort binds the public HTTP listener with SO_REUSEPORT (Linux),
+	// for a graceful restart: start the new edge on the same address, then
+	// SIGTERM the old one, which stops accepting and lets its in-flight
+	// requests finish (ShutdownTimeout) while the new one takes every new
+	// connection. Connections still queued, unaccepted, on the old socket
+	// when it closes are reset by the kernel (rare; clients retry).
+	ReusePort bool
+	// Pprof serves net/http/pprof under /debug/pprof/ on the admin address
+	// (profiling the hot path; off by default).
+	Pprof bool
 	// UDPIdleTimeout expires a UDP client session after this long without a
 	// datagram in either direction (default 30 s).
 	UDPIdleTimeout time.Duration
 }
+
+// hostCacheEntries bounds the host cache (wildcard matches and unknown
+// hosts); an entry costs a few dozen bytes.
+const hostCacheEntries = 10000
 
 // Server is the edge proxy. It is an http.Handler (the public router).
 // Create it with New, start it with Run.
@@ -82,9 +119,12 @@ type Server struct {
 	logger hclog.Logger
 
 	snap atomic.Pointer[snapshot]
-	reg  *registry
-	tcp  *tcpRelays
-	udp  *udpRelays
+	// hosts caches wildcard and negative host resolutions (bounded).
+	hosts   *ristretto.Cache[string, hostEntry]
+	metrics *metrics
+	reg     *registry
+	tcp     *tcpRelays
+	udp     *udpRelays
 
 	startedAt time.Time
 	ready     chan struct{}
@@ -116,6 +156,9 @@ func New(cfg Config) *Server {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
 	if cfg.UDPIdleTimeout <= 0 {
 		cfg.UDPIdleTimeout = 30 * time.Second
 	}
@@ -125,7 +168,19 @@ func New(cfg Config) *Server {
 		startedAt: time.Now().UTC(),
 		ready:     make(chan struct{}),
 	}
-	s.reg = newRegistry(cfg.DialTimeout, cfg.Logger)
+	s.metrics = newMetrics()
+	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
+	s.reg.metrics = s.metrics
+	hosts, err := ristretto.NewCache(&ristretto.Config[string, hostEntry]{
+		NumCounters:        10 * hostCacheEntries,
+		MaxCost:            hostCacheEntries,
+		BufferItems:        64,
+		IgnoreInternalCost: true,
+	})
+	if err != nil {
+		cfg.Logger.Warn("host cache disabled", "error", err)
+	}
+	s.hosts = hosts
 	s.tcp = newTCPRelays(s.reg, cfg.DialTimeout, cfg.Logger)
 	s.udp = newUDPRelays(s.reg, cfg.UDPIdleTimeout, cfg.Logger)
 	return s
@@ -164,7 +219,14 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(s.cfg.StateDir, "edge"), 0o700); err != nil {
 		return fmt.Errorf("gordon-edge: state directory: %w", err)
 	}
-	httpLn, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	var lc net.ListenConfig
+	if s.cfg.ReusePort {
+		if !reusePortSupported {
+			return errors.New("gordon-edge: --reuse-port is supported on Linux only")
+		}
+		lc.Control = reusePortControl
+	}
+	httpLn, err := lc.Listen(context.Background(), "tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("gordon-edge: listen http %s: %w", s.cfg.HTTPAddr, err)
 	}
@@ -179,7 +241,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 	httpSrv := &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          s.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
@@ -245,19 +307,23 @@ func serveErr(what string, err error) error {
 // on. Unknown hosts get 404 "gordon-edge: no route for host X".
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	upgrade := isUpgrade(r)
+	var rt *httpRoute
+	var i int
 	var b *backend
 	var counter *atomic.Int64
 	for {
 		snap := s.snap.Load()
-		var rt *httpRoute
+		rt = nil
 		if snap != nil {
-			rt = snap.lookup(r.Host)
+			rt = s.route(snap, r.Host)
 		}
 		if rt == nil {
+			s.metrics.unrouted.Inc()
 			writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
 			return
 		}
-		b = rt.pick()
+		i = rt.pick()
+		b = rt.backends[i]
 		// Upgraded connections (WebSocket) are not waited for by the drain
 		// (SPEC decision 16): they count as open connections, not in flight.
 		counter = &b.inFlight
@@ -275,7 +341,57 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		counter.Add(-1)
 	}
 	defer counter.Add(-1)
-	b.proxy.ServeHTTP(w, r)
+	rm := rt.metrics[i]
+	rm.inFlight.Inc()
+	start := time.Now()
+	sw := statusWriterPool.Get().(*statusWriter)
+	*sw = statusWriter{ResponseWriter: w}
+	defer func() {
+		code := sw.code
+		if code == 0 {
+			code = http.StatusOK // nothing written: net/http answers 200
+			if upgrade {
+				code = http.StatusSwitchingProtocols // hijacked tunnel
+			}
+		}
+		rm.observe(code, sw.proxyErr, start)
+		rm.inFlight.Dec()
+		*sw = statusWriter{}
+		statusWriterPool.Put(sw)
+	}()
+	if !upgrade && fastEligible(r) {
+		s.serveFast(sw, r, rt, i)
+		return
+	}
+	rt.proxies[i].ServeHTTP(sw, r)
+}
+
+// hostEntry is a cached wildcard resolution (route nil: no route) valid for
+// one snapshot generation.
+type hostEntry struct {
+	gen   uint64
+	route *httpRoute
+}
+
+// route resolves r.Host on snap: exact hosts by map; otherwise, when snap
+// has wildcard routes, through the bounded host cache (ristretto), which
+// holds wildcard matches and negative answers for unknown hosts. Entries
+// carry their generation, so an entry of an older snapshot is a miss (the
+// cache is also cleared at each apply).
+func (s *Server) route(snap *snapshot, rawHost string) *httpRoute {
+	host := normalizeHost(rawHost)
+	if r, ok := snap.exact[host]; ok {
+		return r
+	}
+	if len(snap.wildcards) == 0 || s.hosts == nil {
+		return nil
+	}
+	if e, ok := s.hosts.Get(host); ok && e.gen == snap.generation {
+		return e.route
+	}
+	r := snap.matchWildcard(host)
+	s.hosts.Set(host, hostEntry{gen: snap.generation, route: r}, 1)
+	return r
 }
 
 // isUpgrade reports whether r asks for a protocol upgrade (Connection:
@@ -309,10 +425,14 @@ func (s *Server) Apply(t routetable.Table) error {
 	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	snap, referenced := buildSnapshot(t, s.reg)
+	snap, referenced := buildSnapshot(t, s.reg, s.metrics)
 	s.tcp.update(t.TCP)
 	s.udp.update(t.UDP)
 	s.snap.Store(snap)
+	if s.hosts != nil {
+		s.hosts.Clear()
+	}
+	s.metrics.generation.Set(float64(t.Generation))
 	s.reg.retain(referenced, time.Now())
 	s.lastErr, s.rejectedGen = "", 0
 	s.logger.Info("route table applied", "generation", t.Generation, "http", len(t.HTTP), "tcp", len(t.TCP), "udp", len(t.UDP))
@@ -438,6 +558,13 @@ func (s *Server) adminHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
+	mux.Handle("GET /metrics", s.metrics.handler())
+	if s.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

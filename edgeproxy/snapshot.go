@@ -1,9 +1,11 @@
 package edgeproxy
 
 import (
+	"net/http/httputil"
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
@@ -29,21 +31,29 @@ type httpRoute struct {
 	app      string
 	service  string
 	backends []*backend
+	// proxies[i] is the reverse proxy to backends[i] with this route's
+	// timeouts (shared with the backend's default proxy when it has none).
+	proxies []*httputil.ReverseProxy
+	// timeouts are the route's optional upstream timeouts.
+	timeouts routeTimeouts
+	// metrics[i] are the precomputed series of backends[i].
+	metrics []*routeMetrics
 	// next spreads requests over backends (more than one only transiently).
 	next *atomic.Uint64
 }
 
-// pick returns the backend for one request.
-func (r *httpRoute) pick() *backend {
+// pick returns the index of the backend for one request (into backends,
+// proxies and metrics).
+func (r *httpRoute) pick() int {
 	if len(r.backends) == 1 {
-		return r.backends[0]
+		return 0
 	}
-	return r.backends[r.next.Add(1)%uint64(len(r.backends))]
+	return int(r.next.Add(1) % uint64(len(r.backends)))
 }
 
 // buildSnapshot builds the snapshot of a validated table t, taking backends
 // from reg, and returns the set of backend addresses it references.
-func buildSnapshot(t routetable.Table, reg *registry) (*snapshot, map[string]struct{}) {
+func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, map[string]struct{}) {
 	s := &snapshot{
 		generation: t.Generation,
 		exact:      make(map[string]*httpRoute, len(t.HTTP)),
@@ -53,8 +63,16 @@ func buildSnapshot(t routetable.Table, reg *registry) (*snapshot, map[string]str
 	referenced := make(map[string]struct{})
 	for _, hr := range t.HTTP {
 		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64)}
+		tm := routeTimeouts{
+			dial:           time.Duration(hr.DialTimeoutMS) * time.Millisecond,
+			responseHeader: time.Duration(hr.ResponseHeaderTimeoutMS) * time.Millisecond,
+		}
+		r.timeouts = tm
 		for _, b := range hr.Backends {
-			r.backends = append(r.backends, reg.get(b.Addr))
+			be := reg.get(b.Addr)
+			r.backends = append(r.backends, be)
+			r.proxies = append(r.proxies, reg.proxyFor(be, tm))
+			r.metrics = append(r.metrics, m.forRoute(hr.App, hr.Service, b.Addr))
 			referenced[b.Addr] = struct{}{}
 		}
 		if suffix, ok := strings.CutPrefix(hr.Host, "*"); ok {
@@ -79,14 +97,27 @@ func buildSnapshot(t routetable.Table, reg *registry) (*snapshot, map[string]str
 // wildcards the longest suffix wins. "*.example.com" matches any name
 // below example.com but not example.com itself.
 func (s *snapshot) lookup(host string) *httpRoute {
+	host = normalizeHost(host)
+	if r, ok := s.exact[host]; ok {
+		return r
+	}
+	return s.matchWildcard(host)
+}
+
+// normalizeHost strips the port and a trailing dot and lowercases (without
+// allocating when already lowercase).
+func normalizeHost(host string) string {
 	host = stripPort(host)
 	host = strings.TrimSuffix(host, ".")
 	if !isLower(host) {
 		host = strings.ToLower(host)
 	}
-	if r, ok := s.exact[host]; ok {
-		return r
-	}
+	return host
+}
+
+// matchWildcard returns the longest-suffix wildcard route covering the
+// normalized host, or nil.
+func (s *snapshot) matchWildcard(host string) *httpRoute {
 	for _, r := range s.wildcards {
 		if len(host) > len(r.suffix) && strings.HasSuffix(host, r.suffix) {
 			return r

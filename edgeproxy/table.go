@@ -26,7 +26,8 @@ var ErrInvalidTable = errors.New("invalid route table")
 //     routetable.Schema;
 //   - every HTTP host is a DNS name ("example.com") or a wildcard
 //     ("*.example.com"), compared case-insensitively; no host twice;
-//   - every HTTP route has at least one backend, every backend and L4
+//   - every HTTP route has at least one backend, optional timeouts are
+//     within 0..3600000 ms, every backend and L4
 //     backend is "IP:port" with a port in 1..65535;
 //   - every TCP/UDP listen is "[IP]:port" with a port in 1..65535; no listen
 //     twice within one protocol.
@@ -67,6 +68,9 @@ func ValidateTable(t *routetable.Table) error {
 		}
 		hosts[host] = struct{}{}
 		r.Host = host
+		if r.DialTimeoutMS < 0 || r.DialTimeoutMS > maxRouteTimeoutMS || r.ResponseHeaderTimeoutMS < 0 || r.ResponseHeaderTimeoutMS > maxRouteTimeoutMS {
+			return fmt.Errorf("route table: http host %q (app %q, service %q): timeouts must be within 0..%d ms: %w", host, r.App, r.Service, maxRouteTimeoutMS, ErrInvalidTable)
+		}
 		if len(r.Backends) == 0 {
 			return fmt.Errorf("route table: http host %q (app %q, service %q) has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
 		}
@@ -93,6 +97,9 @@ func ValidateTable(t *routetable.Table) error {
 	}
 	return nil
 }
+
+// maxRouteTimeoutMS bounds the optional per-route timeouts (one hour).
+const maxRouteTimeoutMS = 3600 * 1000
 
 // validateHost accepts a lowercase DNS name of labels [a-z0-9-] (1–63
 // characters, no leading or trailing hyphen, at most 253 characters), or

@@ -56,7 +56,7 @@ func udpExchange(t *testing.T, c net.Conn, msg string) string {
 // existing session drains on the old one until it has been idle for the
 // idle timeout; its next datagram then opens a session on the new backend.
 func TestDecision11_UDPSessionsPinnedThenExpire(t *testing.T) {
-	e := startEdge(t, func(c *edgeproxy.Config) { c.UDPIdleTimeout = 300 * time.Millisecond })
+	e := startEdge(t, func(c *edgeproxy.Config) { c.UDPIdleTimeout = time.Second }) // long enough for a publish on a loaded machine
 	oldBE := echoUDP(t, "old")
 	newBE := echoUDP(t, "new")
 	listen := freeUDPPort(t)

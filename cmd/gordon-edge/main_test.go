@@ -145,3 +145,16 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Issue 5 item 3: a bad --trusted-proxies entry is refused before the edge
+// binds anything, naming the entry.
+func TestIssue5_GordonEdgeRejectsBadTrustedProxies(t *testing.T) {
+	cmd := newRootCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"run", "--state-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--trusted-proxies", "10.0.0.0/8,not-an-ip"})
+	err := cmd.Execute()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--trusted-proxies")
+	assert.Contains(t, err.Error(), `"not-an-ip"`)
+}

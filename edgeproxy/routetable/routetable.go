@@ -30,6 +30,14 @@ type HTTPRoute struct {
 	App      string    `json:"app"`
 	Service  string    `json:"service"`
 	Backends []Backend `json:"backends"`
+	// DialTimeoutMS bounds dialing a backend of this route, in
+	// milliseconds (optional; 0 takes the edge default, 5 s). A dial
+	// timeout answers 504.
+	DialTimeoutMS int64 `json:"dial_timeout_ms,omitempty"`
+	// ResponseHeaderTimeoutMS bounds the wait for a backend's response
+	// headers once the request was sent, in milliseconds (optional; 0:
+	// unbounded). Exceeding it answers 504.
+	ResponseHeaderTimeoutMS int64 `json:"response_header_timeout_ms,omitempty"`
 }
 
 // Backend is one upstream: a loopback address and the container behind it.

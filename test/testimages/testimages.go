@@ -42,7 +42,7 @@ import (
 const Repo = "gordon-test/"
 
 // Names lists the workloads that can be built.
-var Names = []string{"httpd", "tcpecho", "kv"}
+var Names = []string{"httpd", "tcpecho", "kv", "grpcd"}
 
 // DefaultVersion is baked in when Build gets no version.
 const DefaultVersion = "dev"

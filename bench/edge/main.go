@@ -1,0 +1,399 @@
+// Command edgebench compares gordon-edge with nginx and with no proxy at
+// all (issue 5): `make bench-edge` builds gordon-edge and runs
+//
+//	edgebench run -edge bin/gordon-edge [-d 10s] [-c 16]
+//
+// (`edgebench backend` and `edgebench load -addr A` run the pieces alone)
+// which starts one small Go backend (`edgebench backend`, a child process),
+// nginx as a keep-alive reverse proxy with a generated config in a temp dir,
+// and gordon-edge with a generated route table, drives each with the same
+// closed-loop load generator (16 keep-alive clients, raw HTTP/1.1) and prints
+// requests/s, p50, p99 and RSS (VmRSS at idle and peak under load, nginx
+// summed over master and workers) with ratios to the direct run.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: edgebench backend|run [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "backend":
+		err = backendMain(os.Args[2:])
+	case "run":
+		err = runMain(os.Args[2:])
+	case "load":
+		err = loadMain(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "edgebench:", err)
+		os.Exit(1)
+	}
+}
+
+// backendMain serves a 13-byte body on -addr until killed, printing the
+// bound address on stdout first.
+func backendMain(args []string) error {
+	fs := flag.NewFlagSet("backend", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	_ = fs.Parse(args)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr().String())
+	body := []byte("Hello, world\n")
+	return http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Length", "13")
+		_, _ = w.Write(body)
+	}))
+}
+
+// loadMain runs the load generator alone against -addr.
+func loadMain(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	addr := fs.String("addr", "", "target host:port")
+	host := fs.String("host", "bench.test", "Host header")
+	d := fs.Duration("d", 10*time.Second, "duration")
+	conns := fs.Int("c", 16, "keep-alive client connections")
+	_ = fs.Parse(args)
+	res, err := runLoad(*addr, *host, *conns, *d)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%.0f req/s  p50 %s  p99 %s  errors %d\n", res.RPS(), res.P50, res.P99, res.Errors)
+	return nil
+}
+
+type target struct {
+	name string
+	addr string
+	// pids are sampled for RSS (none for direct: the backend is not a proxy).
+	pids func() []int
+	res  loadResult
+	idle int64 // KiB
+	peak int64 // KiB
+}
+
+func runMain(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	edgeBin := fs.String("edge", "bin/gordon-edge", "gordon-edge binary")
+	nginxBin := fs.String("nginx", "nginx", "nginx binary (\"\" or missing: skip nginx)")
+	d := fs.Duration("d", 10*time.Second, "load duration per target")
+	conns := fs.Int("c", 16, "keep-alive client connections")
+	_ = fs.Parse(args)
+
+	tmp, err := os.MkdirTemp("", "edgebench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+	start := func(name string, cmd *exec.Cmd) error {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		cleanups = append(cleanups, func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+		})
+		return nil
+	}
+
+	// Backend.
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	be := exec.Command(self, "backend")
+	beOut, err := be.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	be.Stderr = os.Stderr
+	if err := start("backend", be); err != nil {
+		return err
+	}
+	backendAddr, err := readLine(beOut)
+	if err != nil {
+		return fmt.Errorf("backend address: %w", err)
+	}
+	targets := []*target{{name: "direct", addr: backendAddr, pids: func() []int { return []int{be.Process.Pid} }}}
+
+	// nginx.
+	if path, err := exec.LookPath(*nginxBin); *nginxBin != "" && err == nil {
+		addr := freeAddr()
+		dir := filepath.Join(tmp, "nginx")
+		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+			return err
+		}
+		conf := filepath.Join(dir, "nginx.conf")
+		if err := os.WriteFile(conf, []byte(nginxConf(dir, addr, backendAddr)), 0o644); err != nil {
+			return err
+		}
+		cmd := exec.Command(path, "-p", dir, "-c", conf)
+		cmd.Stderr = os.Stderr
+		if err := start("nginx", cmd); err != nil {
+			return err
+		}
+		if err := waitHTTP(addr, "bench.test"); err != nil {
+			return fmt.Errorf("nginx: %w", err)
+		}
+		master := cmd.Process.Pid
+		targets = append(targets, &target{name: "nginx", addr: addr, pids: func() []int { return append([]int{master}, childrenOf(master)...) }})
+	} else {
+		fmt.Fprintln(os.Stderr, "edgebench: nginx not found; skipping it")
+	}
+
+	// gordon-edge.
+	{
+		addr := freeAddr()
+		state := filepath.Join(tmp, "state")
+		if err := os.MkdirAll(filepath.Join(state, "edge"), 0o700); err != nil {
+			return err
+		}
+		routes := fmt.Sprintf(`{"schema":1,"generation":1,"http":[{"host":"bench.test","app":"bench","service":"web","backends":[{"addr":%q,"container":"bench"}]}],"tcp":[],"udp":[]}`, backendAddr)
+		if err := os.WriteFile(filepath.Join(state, "edge", "routes.json"), []byte(routes), 0o644); err != nil {
+			return err
+		}
+		cmd := exec.Command(*edgeBin, "run", "--state-dir", state, "--http-addr", addr, "--log-level", "warn")
+		cmd.Stderr = os.Stderr
+		if err := start("gordon-edge", cmd); err != nil {
+			return err
+		}
+		if err := waitHTTP(addr, "bench.test"); err != nil {
+			return fmt.Errorf("gordon-edge: %w", err)
+		}
+		pid := cmd.Process.Pid
+		targets = append(targets, &target{name: "gordon-edge", addr: addr, pids: func() []int { return []int{pid} }})
+	}
+
+	fmt.Printf("edgebench: %d keep-alive clients, %s per target, GOMAXPROCS of this machine %d CPUs\n", *conns, *d, numCPU())
+	for _, t := range targets {
+		// Warm up (connections, pools), then let it settle before idle RSS.
+		if _, err := runLoad(t.addr, "bench.test", *conns, time.Second); err != nil {
+			return fmt.Errorf("%s warm-up: %w", t.name, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		t.idle = rssKiB(t.pids())
+		var peak int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(200 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					peak = max(peak, rssKiB(t.pids()))
+				}
+			}
+		}()
+		res, err := runLoad(t.addr, "bench.test", *conns, *d)
+		close(stop)
+		wg.Wait()
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		t.res, t.peak = res, peak
+		fmt.Printf("  %-12s done: %.0f req/s\n", t.name, res.RPS())
+	}
+	printTable(os.Stdout, targets)
+	return nil
+}
+
+func printTable(w io.Writer, targets []*target) {
+	direct := targets[0].res
+	fmt.Fprintf(w, "\n%-12s %10s %7s %9s %7s %9s %7s %8s %10s %10s\n",
+		"target", "req/s", "x", "p50", "x", "p99", "x", "errors", "rss idle", "rss load")
+	for _, t := range targets {
+		r := t.res
+		fmt.Fprintf(w, "%-12s %10.0f %7.2f %9s %7.2f %9s %7.2f %8d %9.1fM %9.1fM\n",
+			t.name, r.RPS(), r.RPS()/direct.RPS(),
+			r.P50.Round(time.Microsecond), float64(r.P50)/float64(direct.P50),
+			r.P99.Round(time.Microsecond), float64(r.P99)/float64(direct.P99),
+			r.Errors, float64(t.idle)/1024, float64(t.peak)/1024)
+	}
+	fmt.Fprintln(w, "(x = ratio to direct; RSS is VmRSS, nginx summed over master and workers; direct RSS is the backend's)")
+	var ng, ed *target
+	for _, t := range targets {
+		switch t.name {
+		case "nginx":
+			ng = t
+		case "gordon-edge":
+			ed = t
+		}
+	}
+	if ed != nil {
+		verdict := func(ok bool) string {
+			if ok {
+				return "PASS"
+			}
+			return "FAIL"
+		}
+		fmt.Fprintf(w, "target rss idle < 30 MB: %s (%.1f MB)\n", verdict(ed.idle < 30*1024), float64(ed.idle)/1024)
+		if ng != nil {
+			fmt.Fprintf(w, "target throughput >= nginx: %s (%.2f x nginx)\n", verdict(ed.res.RPS() >= ng.res.RPS()), ed.res.RPS()/ng.res.RPS())
+			fmt.Fprintf(w, "target p99 <= nginx: %s (%.2f x nginx)\n", verdict(ed.res.P99 <= ng.res.P99), float64(ed.res.P99)/float64(ng.res.P99))
+		}
+	}
+}
+
+func nginxConf(dir, listen, backend string) string {
+	return fmt.Sprintf(`daemon off;
+master_process on;
+worker_processes auto;
+pid %[1]s/nginx.pid;
+error_log %[1]s/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path %[1]s/body;
+  proxy_temp_path %[1]s/proxy;
+  fastcgi_temp_path %[1]s/fastcgi;
+  uwsgi_temp_path %[1]s/uwsgi;
+  scgi_temp_path %[1]s/scgi;
+  upstream backend {
+    server %[3]s;
+    keepalive 64;
+    keepalive_requests 1000000;
+  }
+  server {
+    listen %[2]s;
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+    }
+  }
+}
+`, dir, listen, backend)
+}
+
+func readLine(r io.Reader) (string, error) {
+	var b []byte
+	one := make([]byte, 1)
+	for {
+		n, err := r.Read(one)
+		if n == 1 {
+			if one[0] == '\n' {
+				return strings.TrimSpace(string(b)), nil
+			}
+			b = append(b, one[0])
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitHTTP waits up to 10 s until GET / with host answers 200.
+func waitHTTP(addr, host string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var last error
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.Join(errors.New("not answering 200 within 10s"), last)
+}
+
+// rssKiB sums VmRSS (KiB) of pids.
+func rssKiB(pids []int) int64 {
+	var total int64
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// childrenOf lists the direct children of pid (nginx workers).
+func childrenOf(pid int) []int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for f := range strings.FieldsSeq(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func numCPU() int { return runtime.NumCPU() }

@@ -1,0 +1,290 @@
+package edgeproxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// fastTransport is the hot-path http.RoundTripper of one backend (issue 5):
+// bodiless GET and HEAD requests that do not ask for an upgrade are written
+// and their response read synchronously in the calling goroutine over a pool
+// of kept-alive connections, without the reader and writer goroutines (and
+// their channel hand-offs) of http.Transport. Every other request (a body,
+// an upgrade, another method) goes to fallback, a tuned http.Transport, so
+// streaming uploads, 100-continue and WebSocket keep the standard behaviour.
+//
+// A pooled connection the backend closed while idle shows up as an error
+// before any response byte; the request is then retried once on a fresh
+// connection (GET and HEAD are idempotent). Errors are the net and
+// context errors classifyProxyError maps to 502/503/504.
+type fastTransport struct {
+	addr        string
+	dialer      *net.Dialer
+	fallback    *http.Transport
+	idleTimeout time.Duration
+	maxIdle     int
+
+	mu   sync.Mutex
+	idle []*fastConn
+	// retired is set while no snapshot routes to addr: connections are
+	// closed instead of pooled when their request ends.
+	retired atomic.Bool
+}
+
+// fastConn is one kept-alive backend connection with its buffers.
+type fastConn struct {
+	c         net.Conn
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	idleSince time.Time
+}
+
+func newFastTransport(addr string, dialTimeout time.Duration, fallback *http.Transport) *fastTransport {
+	return &fastTransport{
+		addr:        addr,
+		dialer:      &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
+		fallback:    fallback,
+		idleTimeout: 90 * time.Second,
+		maxIdle:     256,
+	}
+}
+
+// fastEligible reports whether req can take the synchronous path.
+func fastEligible(req *http.Request) bool {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
+		return false
+	}
+	if req.ContentLength < 0 || len(req.TransferEncoding) > 0 {
+		return false
+	}
+	return req.Header.Get("Upgrade") == ""
+}
+
+// RoundTrip implements http.RoundTripper with the edge-wide dial timeout
+// and no response header timeout.
+func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !fastEligible(req) {
+		return t.fallback.RoundTrip(req)
+	}
+	return t.roundTrip(req, routeTimeouts{})
+}
+
+// roundTrip runs an eligible request with a route's timeouts.
+func (t *fastTransport) roundTrip(req *http.Request, tm routeTimeouts) (*http.Response, error) {
+	return t.roundTripWith(req, tm, req.Write)
+}
+
+// roundTripWith sends a request whose wire form write produces (req gives
+// the method and context) and returns the response; the body owns the
+// connection. A reused connection that fails before any response byte is
+// retried once on a new one.
+func (t *fastTransport) roundTripWith(req *http.Request, tm routeTimeouts, write func(io.Writer) error) (*http.Response, error) {
+	ctx := req.Context()
+	for attempt := 0; ; attempt++ {
+		fc, reused, err := t.get(ctx, tm.dial)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := t.exchange(ctx, fc, req, tm.responseHeader, write)
+		if err == nil {
+			return resp, nil
+		}
+		_ = fc.c.Close()
+		var re *retryableError
+		if errors.As(err, &re) {
+			var ne net.Error
+			timedOut := errors.As(re.err, &ne) && ne.Timeout()
+			if reused && attempt == 0 && ctx.Err() == nil && !timedOut {
+				continue
+			}
+			err = re.err
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, err
+	}
+}
+
+// retryableError marks a failure before any response byte was read.
+type retryableError struct{ err error }
+
+func (e *retryableError) Error() string { return e.err.Error() }
+func (e *retryableError) Unwrap() error { return e.err }
+
+// exchange writes req on fc and reads the response head. On success the
+// response body owns fc: it returns fc to the pool at EOF or closes it.
+func (t *fastTransport) exchange(ctx context.Context, fc *fastConn, req *http.Request, responseHeaderTimeout time.Duration, write func(io.Writer) error) (*http.Response, error) {
+	// Cancelation (client gone) and the response header timeout both act by
+	// moving the connection's deadline.
+	stop := context.AfterFunc(ctx, func() { _ = fc.c.SetDeadline(time.Unix(1, 0)) })
+	if responseHeaderTimeout > 0 {
+		_ = fc.c.SetReadDeadline(time.Now().Add(responseHeaderTimeout))
+	}
+	if err := write(fc.bw); err != nil {
+		stop()
+		return nil, &retryableError{err}
+	}
+	if err := fc.bw.Flush(); err != nil {
+		stop()
+		return nil, &retryableError{err}
+	}
+	var resp *http.Response
+	for {
+		if _, err := fc.br.Peek(1); err != nil {
+			stop()
+			return nil, &retryableError{err}
+		}
+		r, err := http.ReadResponse(fc.br, req)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if r.StatusCode >= 100 && r.StatusCode < 200 && r.StatusCode != http.StatusSwitchingProtocols {
+			continue // 1xx informational: the final response follows
+		}
+		resp = r
+		break
+	}
+	if responseHeaderTimeout > 0 {
+		_ = fc.c.SetReadDeadline(time.Time{})
+		if ctx.Err() != nil {
+			_ = fc.c.SetDeadline(time.Unix(1, 0))
+		}
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		stop()
+		_ = resp.Body.Close()
+		return nil, errors.New("backend switched protocols without an upgrade request")
+	}
+	reusable := !resp.Close && !req.Close
+	if resp.Body == http.NoBody || resp.ContentLength == 0 && resp.Body != nil {
+		// Nothing to read: release now.
+		_ = resp.Body.Close()
+		resp.Body = http.NoBody
+		if stop() && reusable {
+			t.put(fc)
+		} else {
+			_ = fc.c.Close()
+		}
+		return resp, nil
+	}
+	resp.Body = &fastBody{rc: resp.Body, t: t, fc: fc, stop: stop, reusable: reusable}
+	return resp, nil
+}
+
+// fastBody returns its connection to the pool once the body was read to
+// EOF, and closes it when the body is closed early.
+type fastBody struct {
+	rc       io.ReadCloser
+	t        *fastTransport
+	fc       *fastConn
+	stop     func() bool
+	reusable bool
+	done     bool
+}
+
+func (b *fastBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.finish(true)
+	} else if err != nil {
+		b.finish(false)
+	}
+	return n, err
+}
+
+func (b *fastBody) Close() error {
+	if !b.done {
+		b.finish(false)
+	}
+	return nil
+}
+
+func (b *fastBody) finish(complete bool) {
+	b.done = true
+	_ = b.rc.Close()
+	if b.stop() && complete && b.reusable {
+		b.t.put(b.fc)
+		return
+	}
+	_ = b.fc.c.Close()
+}
+
+// get returns an idle connection (reused=true) or dials a new one.
+func (t *fastTransport) get(ctx context.Context, dialTimeout time.Duration) (*fastConn, bool, error) {
+	now := time.Now()
+	t.mu.Lock()
+	for n := len(t.idle); n > 0; n = len(t.idle) {
+		fc := t.idle[n-1]
+		t.idle[n-1] = nil
+		t.idle = t.idle[:n-1]
+		if now.Sub(fc.idleSince) < t.idleTimeout {
+			t.mu.Unlock()
+			return fc, true, nil
+		}
+		_ = fc.c.Close()
+	}
+	t.mu.Unlock()
+	d := t.dialer
+	if dialTimeout > 0 {
+		dd := *d
+		dd.Timeout = dialTimeout
+		d = &dd
+	}
+	c, err := d.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return nil, false, err
+	}
+	return &fastConn{c: c, br: bufio.NewReaderSize(c, 4096), bw: bufio.NewWriterSize(c, 4096)}, false, nil
+}
+
+// put returns fc to the idle pool (or closes it when the pool is full or
+// the transport was closed).
+func (t *fastTransport) put(fc *fastConn) {
+	if fc.br.Buffered() > 0 {
+		_ = fc.c.Close() // unexpected bytes after the response
+		return
+	}
+	fc.idleSince = time.Now()
+	t.mu.Lock()
+	if t.retired.Load() || len(t.idle) >= t.maxIdle {
+		t.mu.Unlock()
+		_ = fc.c.Close()
+		return
+	}
+	t.idle = append(t.idle, fc)
+	t.mu.Unlock()
+}
+
+// CloseIdleConnections closes every idle connection of both paths.
+func (t *fastTransport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, fc := range idle {
+		_ = fc.c.Close()
+	}
+	t.fallback.CloseIdleConnections()
+}
+
+// idleCount is the number of pooled idle connections (tests).
+func (t *fastTransport) idleCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.idle)
+}

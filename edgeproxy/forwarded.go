@@ -1,0 +1,156 @@
+package edgeproxy
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strings"
+)
+
+// ParseTrustedProxies parses a comma-separated list of CIDRs or bare IPs
+// ("10.0.0.0/8,192.168.1.7") into prefixes for Config.TrustedProxies.
+// Errors name the bad entry.
+func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if strings.Contains(f, "/") {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				return nil, fmt.Errorf("trusted proxy %q: %w", f, err)
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", f, err)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}
+
+// setForwarded sets the forwarded headers of the outgoing request (issue 5
+// item 3, STYLE "What we take" 13). ReverseProxy (Rewrite mode) has already
+// removed Forwarded and X-Forwarded-* from pr.Out. When the peer is in
+// trusted, the incoming chain is kept and extended: X-Forwarded-For and
+// Forwarded get the peer appended, X-Forwarded-Proto/-Host are kept when
+// present. Otherwise the chain is replaced by the peer alone. X-Request-ID
+// is added (32 hex characters) when the request has none.
+func setForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
+	f := forwardedFor(pr.In, trusted)
+	// One backing array for the five header values (one allocation).
+	vals := make([]string, 5)
+	h := pr.Out.Header
+	if f.xff != "" {
+		vals[0] = f.xff
+		h["X-Forwarded-For"] = vals[0:1:1]
+	}
+	vals[1] = f.fwd
+	h["Forwarded"] = vals[1:2:2]
+	vals[2] = f.proto
+	h["X-Forwarded-Proto"] = vals[2:3:3]
+	vals[3] = f.host
+	h["X-Forwarded-Host"] = vals[3:4:4]
+	if f.requestID != "" {
+		vals[4] = f.requestID
+		h["X-Request-Id"] = vals[4:5:5]
+	}
+}
+
+// forwarded are the values of the forwarded headers for one request.
+type forwarded struct {
+	xff, fwd, proto, host string
+	// requestID is "" when the request already has an X-Request-ID.
+	requestID string
+}
+
+// forwardedFor computes the forwarded header values of in (rules at
+// setForwarded).
+func forwardedFor(in *http.Request, trusted []netip.Prefix) forwarded {
+	peer := in.RemoteAddr
+	if i := strings.LastIndexByte(peer, ':'); i >= 0 {
+		peer = peer[:i]
+	}
+	peer = strings.TrimSuffix(strings.TrimPrefix(peer, "["), "]")
+	ip, _ := netip.ParseAddr(peer)
+	ok := false
+	if len(trusted) > 0 && ip.IsValid() {
+		ip = ip.Unmap()
+		for _, p := range trusted {
+			if p.Contains(ip) {
+				ok = true
+				break
+			}
+		}
+	}
+	f := forwarded{xff: peer, proto: "http", host: in.Host}
+	if in.TLS != nil {
+		f.proto = "https"
+	}
+	if ok {
+		if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
+			f.xff = strings.Join(prior, ", ") + ", " + peer
+		}
+		if v := in.Header.Get("X-Forwarded-Proto"); v != "" {
+			f.proto = v
+		}
+		if v := in.Header.Get("X-Forwarded-Host"); v != "" {
+			f.host = v
+		}
+		f.fwd = forwardedElement(ip, peer, in.Host, f.proto)
+		if prior := in.Header.Values("Forwarded"); len(prior) > 0 {
+			f.fwd = strings.Join(prior, ", ") + ", " + f.fwd
+		}
+	} else {
+		f.fwd = forwardedElement(ip, peer, in.Host, f.proto)
+	}
+	if len(in.Header["X-Request-Id"]) == 0 {
+		f.requestID = newRequestID()
+	}
+	return f
+}
+
+// forwardedElement renders one RFC 7239 element: for (IPv6 bracketed and
+// quoted), host (quoted) and proto.
+func forwardedElement(ip netip.Addr, peer, host, proto string) string {
+	var b strings.Builder
+	b.Grow(len(peer) + len(host) + 32)
+	if peer != "" {
+		b.WriteString("for=")
+		if ip.Is6() {
+			b.WriteString(`"[`)
+			b.WriteString(peer)
+			b.WriteString(`]"`)
+		} else {
+			b.WriteString(peer)
+		}
+		b.WriteByte(';')
+	}
+	b.WriteString(`host="`)
+	b.WriteString(strings.ReplaceAll(strings.ReplaceAll(host, `\`, `\\`), `"`, `\"`))
+	b.WriteString(`";proto=`)
+	b.WriteString(proto)
+	return b.String()
+}
+
+// newRequestID returns 32 random hex characters (not cryptographic: an id
+// for correlating logs, not a secret).
+func newRequestID() string {
+	var raw [16]byte
+	a, c := rand.Uint64(), rand.Uint64()
+	for i := range 8 {
+		raw[i] = byte(a >> (8 * i))
+		raw[8+i] = byte(c >> (8 * i))
+	}
+	var out [32]byte
+	hex.Encode(out[:], raw[:])
+	return string(out[:])
+}

@@ -1,0 +1,444 @@
+package edgeproxy_test
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// Issue 5 (HTTP): a WebSocket handshake passes through the edge (101 with
+// the backend's Sec-WebSocket-Accept) and frames flow both ways.
+func TestIssue5_WebSocketUpgradeThroughEdge(t *testing.T) {
+	e := startEdge(t)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			http.Error(w, "want websocket", http.StatusBadRequest)
+			return
+		}
+		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", base64.StdEncoding.EncodeToString(sum[:]))
+		_ = brw.Flush()
+		// Echo raw frame bytes until the client closes.
+		buf := make([]byte, 64)
+		for {
+			n, err := brw.Read(buf)
+			if n > 0 {
+				_, _ = conn.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(be.Close)
+	e.publish(t, httpTable(1, route("ws.test", addrOf(be))))
+
+	c, err := net.Dial("tcp", e.srv.HTTPAddr())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(3*time.Second)))
+	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+	_, err = fmt.Fprintf(c, "GET /chat HTTP/1.1\r\nHost: ws.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n", key)
+	require.NoError(t, err)
+	r := bufio.NewReader(c)
+	resp, err := http.ReadResponse(r, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	assert.Equal(t, base64.StdEncoding.EncodeToString(sum[:]), resp.Header.Get("Sec-WebSocket-Accept"))
+	frame := []byte{0x81, 0x02, 'h', 'i'} // unmasked text frame "hi" (the echo does not parse it)
+	_, err = c.Write(frame)
+	require.NoError(t, err)
+	got := make([]byte, len(frame))
+	_, err = io.ReadFull(r, got)
+	require.NoError(t, err)
+	assert.Equal(t, frame, got)
+}
+
+// Issue 5 (HTTP): server-sent events reach the client as the backend
+// flushes them, not when the response ends.
+func TestIssue5_SSEFlushedAsSent(t *testing.T) {
+	e := startEdge(t)
+	release := make(chan struct{})
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: one\n\n")
+		http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = io.WriteString(w, "data: two\n\n")
+	}))
+	t.Cleanup(be.Close)
+	t.Cleanup(func() { close(release) })
+	e.publish(t, httpTable(1, route("sse.test", addrOf(be))))
+
+	req, err := http.NewRequest(http.MethodGet, "http://"+e.srv.HTTPAddr()+"/events", nil)
+	require.NoError(t, err)
+	req.Host = "sse.test"
+	resp, err := e.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case l := <-lines:
+		assert.Equal(t, "data: one", l)
+	case <-time.After(2 * time.Second):
+		t.Fatal("first event not delivered while the backend holds the response open")
+	}
+}
+
+// Issue 5 (HTTP): a request body is streamed to the backend as the client
+// sends it (the backend reads the first part before the client sent the
+// rest).
+func TestIssue5_RequestBodyStreamed(t *testing.T) {
+	e := startEdge(t)
+	firstSeen := make(chan struct{})
+	total := make(chan int, 1)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 5)
+		n, err := io.ReadFull(r.Body, buf)
+		if err != nil || string(buf[:n]) != "first" {
+			http.Error(w, "bad first part", http.StatusBadRequest)
+			return
+		}
+		close(firstSeen)
+		rest, _ := io.ReadAll(r.Body)
+		total <- n + len(rest)
+		_, _ = io.WriteString(w, "got it")
+	}))
+	t.Cleanup(be.Close)
+	e.publish(t, httpTable(1, route("up.test", addrOf(be))))
+
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest(http.MethodPost, "http://"+e.srv.HTTPAddr()+"/upload", pr)
+	require.NoError(t, err)
+	req.Host = "up.test"
+	type result struct {
+		code int
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		resp, err := e.client.Do(req)
+		if err != nil {
+			res <- result{0, err}
+			return
+		}
+		resp.Body.Close()
+		res <- result{resp.StatusCode, nil}
+	}()
+	_, err = io.WriteString(pw, "first")
+	require.NoError(t, err)
+	select {
+	case <-firstSeen:
+	case <-time.After(3 * time.Second):
+		t.Fatal("backend did not see the first part before the body ended")
+	}
+	_, err = io.WriteString(pw, strings.Repeat("x", 100000))
+	require.NoError(t, err)
+	require.NoError(t, pw.Close())
+	r := <-res
+	require.NoError(t, r.err)
+	assert.Equal(t, http.StatusOK, r.code)
+	assert.Equal(t, 100005, <-total)
+}
+
+// Issue 5 (HTTP): a client that trickles its request headers (slowloris)
+// is cut off after ReadHeaderTimeout.
+func TestIssue5_SlowlorisCutOffByReadHeaderTimeout(t *testing.T) {
+	e := startEdge(t, func(c *edgeproxy.Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
+	a := nameBackend(t, "a")
+	e.publish(t, httpTable(1, route("app.test", addrOf(a))))
+
+	c, err := net.Dial("tcp", e.srv.HTTPAddr())
+	require.NoError(t, err)
+	defer c.Close()
+	closed := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		buf := make([]byte, 512)
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for {
+			if _, err := c.Read(buf); err != nil {
+				closed <- time.Since(start)
+				return
+			}
+		}
+	}()
+	header := "GET / HTTP/1.1\r\nHost: app.test\r\nX-Slow: " + strings.Repeat("a", 40) + "\r\n\r\n"
+	sent := 0
+	for i := 0; i < len(header); i++ {
+		select {
+		case d := <-closed:
+			assert.Less(t, d, 2*time.Second, "cut off by the read header timeout")
+			assert.Less(t, sent, len(header), "the edge must not wait for the whole trickled header")
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if _, err := c.Write([]byte{header[i]}); err != nil {
+			break
+		}
+		sent++
+	}
+	select {
+	case d := <-closed:
+		assert.Less(t, d, 2*time.Second)
+	case <-time.After(3 * time.Second):
+		t.Fatal("slow client was never cut off")
+	}
+}
+
+// zeroReader yields zeros forever.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// Issue 5 (HTTP): there is no write timeout: a large download (2 GiB of
+// zeros streamed by the backend; 256 MiB under the race detector, which
+// makes copying ~10x slower) completes through the edge although it takes
+// far longer than the read header timeout.
+func TestIssue5_LargeDownloadCompletes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 2 GiB")
+	}
+	size := int64(2 << 30)
+	if raceEnabled {
+		size = 256 << 20
+	}
+	e := startEdge(t, func(c *edgeproxy.Config) { c.ReadHeaderTimeout = 200 * time.Millisecond })
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		_, _ = io.CopyN(w, zeroReader{}, size)
+	}))
+	t.Cleanup(be.Close)
+	e.publish(t, httpTable(1, route("big.test", addrOf(be))))
+
+	req, err := http.NewRequest(http.MethodGet, "http://"+e.srv.HTTPAddr()+"/big", nil)
+	require.NoError(t, err)
+	req.Host = "big.test"
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	n, err := io.CopyBuffer(io.Discard, resp.Body, make([]byte, 1<<20))
+	require.NoError(t, err)
+	assert.Equal(t, size, n)
+}
+
+// Issue 5 (HTTP): a route's response header timeout answers 504 on both the
+// fast path (GET) and the streaming path (POST with a body), and the page
+// says which error it is and which backend.
+func TestIssue5_RouteResponseHeaderTimeoutIs504(t *testing.T) {
+	e := startEdge(t)
+	release := make(chan struct{})
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-time.After(3 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(be.Close)
+	t.Cleanup(func() { close(release) })
+	rt := route("slow.test", addrOf(be))
+	rt.ResponseHeaderTimeoutMS = 200
+	e.publish(t, httpTable(1, rt))
+
+	start := time.Now()
+	code, body := e.get(t, "slow.test", "/")
+	assert.Equal(t, http.StatusGatewayTimeout, code)
+	assert.Contains(t, body, "504 Gateway Timeout")
+	assert.Contains(t, body, "backend "+addrOf(be))
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	req, err := http.NewRequest(http.MethodPost, "http://"+e.srv.HTTPAddr()+"/", strings.NewReader("body"))
+	require.NoError(t, err)
+	req.Host = "slow.test"
+	start = time.Now()
+	resp, err := e.client.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
+	assert.Contains(t, string(b), "504 Gateway Timeout")
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+// Issue 5 (HTTP): per-route timeouts are validated (0..1 h).
+func TestIssue5_RouteTimeoutsValidated(t *testing.T) {
+	rt := route("app.test", "127.0.0.1:8080")
+	rt.DialTimeoutMS = -1
+	tbl := httpTable(1, rt)
+	_, err := edgeproxy.LoadTable(mustJSON(t, tbl))
+	require.ErrorIs(t, err, edgeproxy.ErrInvalidTable)
+	assert.Contains(t, err.Error(), "timeouts")
+
+	rt.DialTimeoutMS, rt.ResponseHeaderTimeoutMS = 250, 1500
+	got, err := edgeproxy.LoadTable(mustJSON(t, httpTable(1, rt)))
+	require.NoError(t, err)
+	assert.Equal(t, int64(250), got.HTTP[0].DialTimeoutMS)
+	assert.Equal(t, int64(1500), got.HTTP[0].ResponseHeaderTimeoutMS)
+}
+
+// Issue 5 (HTTP): after a switch, the edge's idle keep-alive connections to
+// the backend it switched away from are closed.
+func TestIssue5_IdleConnsToRemovedBackendClosedAfterSwitch(t *testing.T) {
+	e := startEdge(t)
+	var open atomic.Int64
+	old := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "old")
+	}))
+	old.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	old.Start()
+	t.Cleanup(old.Close)
+	newer := nameBackend(t, "new")
+	e.publish(t, httpTable(1, route("app.test", old.Listener.Addr().String())))
+	for range 3 {
+		_, body := e.get(t, "app.test", "/")
+		require.Equal(t, "old", body)
+	}
+	require.Positive(t, open.Load(), "the edge keeps a connection to the backend alive")
+
+	e.publish(t, httpTable(2, route("app.test", addrOf(newer))))
+	require.Eventually(t, func() bool { return open.Load() == 0 }, 3*time.Second, 10*time.Millisecond,
+		"idle connections to the removed backend must be closed after the switch")
+	_, body := e.get(t, "app.test", "/")
+	assert.Equal(t, "new", body)
+}
+
+// Issue 5 (forwarded headers): from an untrusted peer the incoming chain is
+// replaced; from a trusted proxy it is kept and extended. X-Request-ID is
+// added when absent and kept when present.
+func TestIssue5_ForwardedChainTrustedOnlyFromTrustedProxies(t *testing.T) {
+	type seen struct{ xff, xfp, xfh, fwd, rid string }
+	got := make(chan seen, 1)
+	be := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"), strings.Join(r.Header.Values("Forwarded"), ", "), r.Header.Get("X-Request-ID")}
+	}))
+	t.Cleanup(be.Close)
+	spoof := []string{
+		"X-Forwarded-For", "6.6.6.6",
+		"X-Forwarded-Proto", "https",
+		"X-Forwarded-Host", "front.test",
+		"Forwarded", "for=6.6.6.6;proto=https",
+	}
+
+	untrusted := startEdge(t, func(c *edgeproxy.Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	})
+	untrusted.publish(t, httpTable(1, route("app.test", addrOf(be))))
+	code, _ := untrusted.get(t, "app.test", "/", spoof...)
+	require.Equal(t, http.StatusOK, code)
+	s := <-got
+	assert.Equal(t, "127.0.0.1", s.xff)
+	assert.Equal(t, "http", s.xfp)
+	assert.Equal(t, "app.test", s.xfh)
+	assert.Equal(t, `for=127.0.0.1;host="app.test";proto=http`, s.fwd)
+	assert.Len(t, s.rid, 32, "X-Request-ID added")
+
+	trusted := startEdge(t, func(c *edgeproxy.Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	trusted.publish(t, httpTable(1, route("app.test", addrOf(be))))
+	code, _ = trusted.get(t, "app.test", "/", append(spoof, "X-Request-ID", "req-42")...)
+	require.Equal(t, http.StatusOK, code)
+	s = <-got
+	assert.Equal(t, "6.6.6.6, 127.0.0.1", s.xff)
+	assert.Equal(t, "https", s.xfp)
+	assert.Equal(t, "front.test", s.xfh)
+	assert.Equal(t, `for=6.6.6.6;proto=https, for=127.0.0.1;host="app.test";proto=https`, s.fwd)
+	assert.Equal(t, "req-42", s.rid)
+}
+
+// Issue 5: --trusted-proxies parsing (CIDRs and bare IPs; errors name the
+// entry).
+func TestIssue5_ParseTrustedProxies(t *testing.T) {
+	got, err := edgeproxy.ParseTrustedProxies(" 10.0.0.0/8, 192.168.1.7 ,::1,")
+	require.NoError(t, err)
+	assert.Equal(t, []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("192.168.1.7/32"),
+		netip.MustParsePrefix("::1/128"),
+	}, got)
+	_, err = edgeproxy.ParseTrustedProxies("10.0.0.0/8,nope")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"nope"`)
+}
+
+var _ = routetable.Schema
+
+// Issue 5 item 4: /metrics on the admin address counts requests by route,
+// backend and status class, edge-generated errors, unrouted requests, and
+// reports the applied generation and in-flight requests.
+func TestIssue5_MetricsEndpoint(t *testing.T) {
+	e := startEdge(t)
+	a := nameBackend(t, "a")
+	refused := freePort(t)
+	e.publish(t, httpTable(3, route("app.test", addrOf(a)), route("down.test", refused)))
+	for range 3 {
+		code, _ := e.get(t, "app.test", "/")
+		require.Equal(t, http.StatusOK, code)
+	}
+	code, _ := e.get(t, "down.test", "/")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	code, _ = e.get(t, "nope.test", "/")
+	require.Equal(t, http.StatusNotFound, code)
+
+	resp, err := http.Get("http://" + e.srv.AdminAddr() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	text := string(b)
+	lbl := func(app, backend string) string {
+		return fmt.Sprintf(`app=%q,backend=%q`, app, backend)
+	}
+	assert.Contains(t, text, `gordon_edge_http_requests_total{`+lbl("app", addrOf(a))+`,code="2xx",service="web"} 3`)
+	assert.Contains(t, text, `gordon_edge_http_requests_total{`+lbl("app", refused)+`,code="5xx",service="web"} 1`)
+	assert.Contains(t, text, `gordon_edge_http_proxy_errors_total{`+lbl("app", refused)+`,service="web",status="503"} 1`)
+	assert.Contains(t, text, `gordon_edge_http_request_duration_seconds_count{`+lbl("app", addrOf(a))+`,service="web"} 3`)
+	assert.Contains(t, text, `gordon_edge_http_in_flight_requests{`+lbl("app", addrOf(a))+`,service="web"} 0`)
+	assert.Contains(t, text, "gordon_edge_http_unrouted_requests_total 1")
+	assert.Contains(t, text, "gordon_edge_applied_generation 3")
+}

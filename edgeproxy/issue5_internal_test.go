@@ -1,0 +1,147 @@
+package edgeproxy
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+func wildTable(gen uint64, hosts ...string) routetable.Table {
+	t := routetable.Table{Schema: routetable.Schema, Generation: gen}
+	for i, h := range hosts {
+		t.HTTP = append(t.HTTP, routetable.HTTPRoute{Host: h, App: "app", Service: h,
+			Backends: []routetable.Backend{{Addr: "127.0.0.1:" + string(rune('1'+i)) + "000"}}})
+	}
+	return t
+}
+
+// cached returns the host cache entry for host after pending sets landed.
+func cached(s *Server, host string) (hostEntry, bool) {
+	s.hosts.Wait()
+	return s.hosts.Get(host)
+}
+
+// Issue 5 item 4: wildcard resolutions and unknown hosts are cached in the
+// bounded ristretto cache; a new generation clears it, so a host unknown
+// before resolves to a route added by the new table.
+func TestIssue5_HostCacheWildcardAndNegativeClearedOnNewGeneration(t *testing.T) {
+	s := New(Config{})
+	require.NotNil(t, s.hosts)
+	assert.Equal(t, int64(hostCacheEntries), s.hosts.MaxCost(), "the cache is bounded")
+	require.NoError(t, s.Apply(wildTable(1, "exact.test", "*.example.com")))
+	snap := s.snap.Load()
+
+	r := s.route(snap, "A.Example.com:8080")
+	require.NotNil(t, r)
+	assert.Equal(t, "*.example.com", r.host)
+	e, ok := cached(s, "a.example.com")
+	require.True(t, ok, "wildcard resolution cached")
+	assert.Equal(t, uint64(1), e.gen)
+	assert.Same(t, r, e.route)
+	// The cached entry is what answers next time.
+	assert.Same(t, r, s.route(snap, "a.example.com"))
+
+	assert.Nil(t, s.route(snap, "x.other.test"))
+	e, ok = cached(s, "x.other.test")
+	require.True(t, ok, "negative lookup cached")
+	assert.Nil(t, e.route)
+
+	assert.NotNil(t, s.route(snap, "exact.test"))
+	_, ok = cached(s, "exact.test")
+	assert.False(t, ok, "exact hosts are answered by the map, not cached")
+
+	require.NoError(t, s.Apply(wildTable(2, "exact.test", "*.example.com", "*.other.test")))
+	_, ok = cached(s, "x.other.test")
+	assert.False(t, ok, "cache cleared on the new generation")
+	r = s.route(s.snap.Load(), "x.other.test")
+	require.NotNil(t, r)
+	assert.Equal(t, "*.other.test", r.host)
+}
+
+// Issue 5 item 4: an entry of an older generation is never served even if
+// it slipped into the cache after the clear.
+func TestIssue5_HostCacheStaleGenerationIsAMiss(t *testing.T) {
+	s := New(Config{})
+	require.NoError(t, s.Apply(wildTable(1, "*.example.com")))
+	old := s.snap.Load()
+	require.NoError(t, s.Apply(wildTable(2, "*.example.com", "*.other.test")))
+	// A request still holding the old snapshot caches a negative answer.
+	assert.Nil(t, s.route(old, "x.other.test"))
+	s.hosts.Wait()
+	r := s.route(s.snap.Load(), "x.other.test")
+	require.NotNil(t, r, "stale negative entry must not hide the new route")
+	assert.Equal(t, "*.other.test", r.host)
+}
+
+// Issue 5 item 4: metrics children of a backend are dropped when the
+// registry evicts it.
+func TestIssue5_EvictedBackendSeriesForgotten(t *testing.T) {
+	m := newMetrics()
+	reg := newRegistry(time.Second, nil, nil)
+	reg.metrics = m
+	reg.get("127.0.0.1:1")
+	m.forRoute("app", "web", "127.0.0.1:1").byClass[2].Inc()
+	count := func() int {
+		mfs, err := m.reg.Gather()
+		require.NoError(t, err)
+		n := 0
+		for _, mf := range mfs {
+			if mf.GetName() == "gordon_edge_http_requests_total" {
+				n += len(mf.GetMetric())
+			}
+		}
+		return n
+	}
+	require.Positive(t, count())
+	now := time.Now()
+	reg.retain(map[string]struct{}{}, now)
+	reg.retain(map[string]struct{}{}, now.Add(backendIdleEviction))
+	assert.Zero(t, count())
+}
+
+// Issue 5 item 4: the host cache is cleared at each apply while requests
+// resolve wildcard and unknown hosts concurrently (run with -race); every
+// answer matches the snapshot the resolution ran on.
+func TestIssue5_HostCacheConcurrentApplyAndLookups(t *testing.T) {
+	s := New(Config{})
+	require.NoError(t, s.Apply(wildTable(1, "*.example.com")))
+	done := make(chan struct{})
+	errs := make(chan string, 4)
+	for w := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- ""
+					return
+				default:
+				}
+				snap := s.snap.Load()
+				host := "h" + string(rune('a'+(i+w)%26)) + ".other.test"
+				r := s.route(snap, host)
+				hasOther := len(snap.wildcards) == 2
+				if (r != nil) != hasOther {
+					errs <- "generation " + string(rune('0'+snap.generation%10)) + " answered " + host + " wrongly"
+					return
+				}
+				_ = s.route(snap, "x.example.com")
+			}
+		}()
+	}
+	for gen := uint64(2); gen < 40; gen++ {
+		hosts := []string{"*.example.com"}
+		if gen%2 == 0 {
+			hosts = append(hosts, "*.other.test")
+		}
+		require.NoError(t, s.Apply(wildTable(gen, hosts...)))
+		time.Sleep(time.Millisecond)
+	}
+	close(done)
+	for range 4 {
+		assert.Empty(t, <-errs)
+	}
+}

@@ -1,0 +1,172 @@
+package edgeproxy
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the Prometheus series the admin endpoint serves on GET
+// /metrics (issue 5 item 4). Label children are resolved when a snapshot is
+// built (routeMetrics), so the request path does no label hashing: it
+// increments precomputed counters and observes a precomputed histogram.
+//
+// Series (all prefixed gordon_edge_):
+//   - http_requests_total{app,service,backend,code}  code is the class "2xx".."5xx"
+//   - http_request_duration_seconds{app,service,backend}  histogram, until the
+//     handler returns (for an upgrade: the tunnel's life)
+//   - http_in_flight_requests{app,service,backend}
+//   - http_proxy_errors_total{app,service,backend,status}  edge-generated 502/503/504
+//   - http_unrouted_requests_total  404s for unknown hosts
+//   - applied_generation  the route table generation serving
+type metrics struct {
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	inFlight   *prometheus.GaugeVec
+	proxyErrs  *prometheus.CounterVec
+	unrouted   prometheus.Counter
+	generation prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "gordon_edge", Name: "http_requests_total",
+			Help: "HTTP requests proxied, by route, backend and status class.",
+		}, []string{"app", "service", "backend", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "gordon_edge", Name: "http_request_duration_seconds",
+			Help:    "Time from routing a request until its response was fully sent.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"app", "service", "backend"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "gordon_edge", Name: "http_in_flight_requests",
+			Help: "HTTP requests (and upgraded connections) being proxied.",
+		}, []string{"app", "service", "backend"}),
+		proxyErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "gordon_edge", Name: "http_proxy_errors_total",
+			Help: "Error pages the edge answered itself because the backend failed (502, 503, 504).",
+		}, []string{"app", "service", "backend", "status"}),
+		unrouted: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "gordon_edge", Name: "http_unrouted_requests_total",
+			Help: "Requests answered 404 because no route matched the Host.",
+		}),
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "gordon_edge", Name: "applied_generation",
+			Help: "Generation of the route table being served.",
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.proxyErrs, m.unrouted, m.generation,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// handler serves the registry in the Prometheus text format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// routeMetrics are the precomputed series of one (route, backend) pair.
+type routeMetrics struct {
+	// byClass[c] counts responses with status c×100..c×100+99 (1..5);
+	// byClass[0] counts anything else.
+	byClass  [6]prometheus.Counter
+	duration prometheus.Observer
+	inFlight prometheus.Gauge
+	errs     map[int]prometheus.Counter
+}
+
+var classLabels = [6]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// forRoute resolves the children for app/service/backend (at snapshot
+// build).
+func (m *metrics) forRoute(app, service, backend string) *routeMetrics {
+	rm := &routeMetrics{
+		duration: m.duration.WithLabelValues(app, service, backend),
+		inFlight: m.inFlight.WithLabelValues(app, service, backend),
+		errs:     make(map[int]prometheus.Counter, 3),
+	}
+	for i, c := range classLabels {
+		rm.byClass[i] = m.requests.WithLabelValues(app, service, backend, c)
+	}
+	for _, code := range []int{http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
+		rm.errs[code] = m.proxyErrs.WithLabelValues(app, service, backend, classCode(code))
+	}
+	return rm
+}
+
+func classCode(code int) string {
+	switch code {
+	case http.StatusBadGateway:
+		return "502"
+	case http.StatusServiceUnavailable:
+		return "503"
+	default:
+		return "504"
+	}
+}
+
+// forget drops every series of backend (when the registry evicts it), so
+// series do not pile up across deploys.
+func (m *metrics) forget(backend string) {
+	l := prometheus.Labels{"backend": backend}
+	m.requests.DeletePartialMatch(l)
+	m.duration.DeletePartialMatch(l)
+	m.inFlight.DeletePartialMatch(l)
+	m.proxyErrs.DeletePartialMatch(l)
+}
+
+// statusWriter records the status a handler wrote, and whether the edge
+// wrote an error page itself. It unwraps for http.ResponseController, so
+// flushing and hijacking (upgrades) reach the server's writer.
+type statusWriter struct {
+	http.ResponseWriter
+	code     int
+	proxyErr int
+}
+
+var statusWriterPool = sync.Pool{New: func() any { return new(statusWriter) }}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 && code >= 200 || code == http.StatusSwitchingProtocols {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush is here so that ReverseProxy's flushes stay cheap (no Unwrap walk).
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe records one finished request.
+func (rm *routeMetrics) observe(code int, proxyErr int, start time.Time) {
+	c := code / 100
+	if c < 1 || c > 5 {
+		c = 0
+	}
+	rm.byClass[c].Inc()
+	rm.duration.Observe(time.Since(start).Seconds())
+	if proxyErr != 0 {
+		if e, ok := rm.errs[proxyErr]; ok {
+			e.Inc()
+		}
+	}
+}
