@@ -43,8 +43,15 @@ fuzz-smoke:
 	@set -e; for spec in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
 	  dir=$$(dirname $$spec); \
 	  for f in $$(grep -h '^func Fuzz' $$spec | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
-	    echo "fuzz $$dir $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$dir >/dev/null || { $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$dir; exit 1; }; \
+	    echo "fuzz $$dir $$f ($(FUZZTIME))"; \
+	    log=$$(mktemp); \
+	    if ! $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$dir >$$log 2>&1; then \
+	      cat $$log; \
+	      if grep -q 'Failing input written to' $$log; then rm -f $$log; exit 1; fi; \
+	      echo "fuzz $$f: the fuzzing engine failed without a failing input (worker killed or hung under load); retrying once"; \
+	      $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$dir || { rm -f $$log; exit 1; }; \
+	    fi; \
+	    rm -f $$log; \
 	  done; \
 	done
 
