@@ -187,6 +187,13 @@ func (e *Engine) reconcileInterrupted(ctx context.Context, app string, liveOp st
 			}
 			return fmt.Errorf("%w: app %s: interrupted operation %s: %w", ErrConflict, app, op.ID, err)
 		}
+		if len(op.Steps) == 0 {
+			// Nothing recorded that it finished: a crash right after the
+			// claim (remove and restart claim with no steps, R53, R55) may
+			// have done part of the work. Never call that a success.
+			op.Steps = append(op.Steps, Step{ID: StepError, State: StepFailed, UpdatedAt: e.now(),
+				Error: textInterruptedBeforeFirstStep})
+		}
 		op.Outcome = OutcomeSuccess
 		for _, s := range op.Steps {
 			if s.State != StepSucceeded {
@@ -232,6 +239,10 @@ func reconcileWarnings(ws, add []Warning) []Warning {
 	}
 	return ws
 }
+
+// textInterruptedBeforeFirstStep is the error of an op interrupted before
+// it journaled any step.
+const textInterruptedBeforeFirstStep = "operation interrupted before it journaled a step; its effects may be partial: run the verb again"
 
 // textInterruptedBeforeCandidate is the error of a step the crash cut off
 // before it created a candidate.

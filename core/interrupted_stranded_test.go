@@ -53,3 +53,17 @@ func TestR47_StrandedReplacementMarkerClearedWhenNoCandidate(t *testing.T) {
 		})
 	}
 }
+
+// Found by adversarial testing: a remove killed right after its claim (no
+// steps yet) was finalized as success while the app was half removed.
+func TestR48_OpInterruptedBeforeAnyStepIsFailed(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-1"}, map[string]map[int]int{"web": {8080: 17000}})
+	h.SeedOp(core.Operation{ID: "op-rm", Kind: core.OpRemove, App: "blog"})
+	_, _ = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	op, err := h.Store.LatestOp(context.Background(), "blog")
+	require.NoError(t, err)
+	require.Equal(t, core.OutcomeFailed, op.Outcome)
+	require.Equal(t, core.StepError, op.Steps[len(op.Steps)-1].ID)
+	require.Contains(t, op.Steps[len(op.Steps)-1].Error, "run the verb again")
+}

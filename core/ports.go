@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // PortChecker tells whether a publish address can be listened on now: it
@@ -11,8 +12,8 @@ import (
 // nil skips the check.
 type PortChecker func(ctx context.Context, proto, addr string) error
 
-// publishOwners maps "tcp 0.0.0.0:9000" (and udp) to "app/service" for
-// every publish address the current route graph holds.
+// publishOwners maps "tcp 0.0.0.0:9000" (and udp), and "host example.com"
+// for public HTTP hosts, to "app/service" for everything ACTIVE routes.
 func (e *Engine) publishOwners(ctx context.Context) (map[string]string, error) {
 	actives, err := e.loadAllActives(ctx)
 	if err != nil {
@@ -23,6 +24,11 @@ func (e *Engine) publishOwners(ctx context.Context) (map[string]string, error) {
 		for name, s := range a.Services {
 			if s == nil {
 				continue
+			}
+			for _, h := range s.Spec.HTTP {
+				if h.Public() && h.Host != "" {
+					owners["host "+strings.ToLower(h.Host)] = a.App + "/" + name
+				}
 			}
 			for _, t := range s.Spec.TCP {
 				if t.Publish != "" {
@@ -61,6 +67,17 @@ func (e *Engine) checkPublish(ctx context.Context, app string, spec *ServiceSpec
 			}
 		}
 		return nil
+	}
+	for _, h := range spec.HTTP {
+		if !h.Public() || h.Host == "" {
+			continue
+		}
+		// The edge routes a host to one service: another app's host is
+		// refused here, before its table would be rejected (and block
+		// every later apply). Within one app the manifest keeps hosts unique.
+		if owner, ok := owners["host "+strings.ToLower(h.Host)]; ok && !strings.HasPrefix(owner, app+"/") {
+			return fmt.Errorf("%w: host %s is already routed to %s", ErrConflict, h.Host, owner)
+		}
 	}
 	for _, t := range spec.TCP {
 		if err := check("tcp", t.Publish); err != nil {

@@ -53,3 +53,25 @@ func TestR13_PublishHeldBySameServiceOrOtherApp(t *testing.T) {
 	require.ErrorIs(t, err, core.ErrConflict)
 	require.Contains(t, err.Error(), "already routed to blog/echo")
 }
+
+// Found by adversarial testing: a second app declaring a host the first
+// already routes made the edge reject the whole table, which then failed
+// every later deploy of every app. Preflight refuses it instead.
+func TestR13_HostRoutedToAnotherAppRefused(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-old"}, map[string]map[int]int{"web": {8080: 17000}})
+	shop := coretest.BlogApp(coretest.WebSpec(0))
+	shop.Name = "shop"
+	_, err := h.Engine.SubmitRevision(h.Ctx(), shop, "sha-shop")
+	require.NoError(t, err)
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "shop"})
+	require.ErrorIs(t, err, core.ErrConflict)
+	require.Contains(t, err.Error(), "host blog.example.com is already routed to blog/web")
+	require.Empty(t, h.Runtime.Created())
+
+	// The owner itself redeploys fine.
+	next := coretest.WebSpec(0)
+	next.Image = "registry.example/blog:1.5"
+	_, err = depDeploy(t, h, core.DeployRequest{}, next)
+	require.NoError(t, err)
+}

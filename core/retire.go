@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// CleanupTimeout bounds removing a candidate after the caller's context
+// ended (Ctrl-C, a deadline).
+const CleanupTimeout = 30 * time.Second
+
 // DefaultStopGrace is the stop grace used wherever none is declared (R25, §4).
 const DefaultStopGrace = 30 * time.Second
 
@@ -137,8 +141,14 @@ func (e *Engine) retire(ctx context.Context, app, container string, o RetireOpti
 // warnings, with a "container not confirmed gone" warning when the candidate
 // is not gone and nothing else says why; the caller attaches them to its
 // failure so they never hide it.
+//
+// The removal runs on a context detached from the caller's cancellation
+// (bounded by CleanupTimeout): a Ctrl-C during readiness must still remove
+// the candidate rather than leave it running beside the old generation.
 func (e *Engine) removeCandidate(ctx context.Context, app, service, id string) []Warning {
-	r := e.retire(ctx, app, id, RetireOptions{Service: service, Force: true})
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	r := e.retire(cctx, app, id, RetireOptions{Service: service, Force: true})
 	if !r.Gone && len(r.Warnings) == 0 {
 		r.Warnings = append(r.Warnings, Warning{Service: service, Leftover: id, Detail: "container not confirmed gone"})
 	}

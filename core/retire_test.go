@@ -223,7 +223,7 @@ func TestS13_CandidateCleanupFailureStaysVisible(t *testing.T) {
 func TestS14_CancelledRemovalReportsLeftover(t *testing.T) {
 	h := seedWeb(t, 0)
 	h.Runtime.AddContainer("c-new", core.ContainerState{}, nil)
-	h.Runtime.Hook = func(ctx context.Context, method, id string) error { return ctx.Err() }
+	h.Runtime.Hook = func(ctx context.Context, method, id string) error { return context.Canceled }
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ws := h.Engine.ExpRemoveCandidate(ctx, "blog", "web", "c-new")
@@ -231,6 +231,20 @@ func TestS14_CancelledRemovalReportsLeftover(t *testing.T) {
 	assert.Equal(t, "c-new", ws[0].Leftover)
 	assert.Contains(t, ws[0].Detail, context.Canceled.Error())
 	assert.True(t, h.Runtime.Exists("c-new"))
+}
+
+// A Ctrl-C during readiness cancels the caller's context; the candidate is
+// still removed, on a detached and bounded context (found by adversarial
+// testing: the candidate used to keep running beside the old generation).
+func TestR24_CandidateRemovedAfterCallerCancelled(t *testing.T) {
+	h := seedWeb(t, 0)
+	h.Runtime.AddContainer("c-new", core.ContainerState{Status: core.StatusRunning}, nil)
+	h.Runtime.Hook = func(ctx context.Context, method, id string) error { return ctx.Err() }
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ws := h.Engine.ExpRemoveCandidate(ctx, "blog", "web", "c-new")
+	assert.Empty(t, ws)
+	assert.False(t, h.Runtime.Exists("c-new"))
 }
 
 // TestR23_ErrWithoutWarningsSaysNotConfirmedGone covers the fallback text.

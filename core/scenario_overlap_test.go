@@ -217,7 +217,7 @@ func TestS14_CancellationDuringReadinessIsNotSuccess(t *testing.T) {
 	}
 	h.Runtime.Hook = func(hctx context.Context, method, id string) error {
 		if method == coretest.MRemove && id == "c-new" {
-			return hctx.Err()
+			return context.Canceled // the runtime refuses with the cancellation error (S14)
 		}
 		return nil
 	}
