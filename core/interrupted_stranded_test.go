@@ -67,3 +67,27 @@ func TestR48_OpInterruptedBeforeAnyStepIsFailed(t *testing.T) {
 	require.Equal(t, core.StepError, op.Steps[len(op.Steps)-1].ID)
 	require.Contains(t, op.Steps[len(op.Steps)-1].Error, "run the verb again")
 }
+
+// Decision 13 (found by adversarial testing): the per-container copy of a
+// file secret is deleted when that container is retired. Copies are written
+// under the container's name before it exists; retirement used to delete by
+// ID only and left old secret values on disk.
+func TestDecision13_RetiredGenerationSecretCopiesDeleted(t *testing.T) {
+	h := coretest.NewEngine(t)
+	web := coretest.WebSpec(0)
+	web.Secrets = []core.SecretRef{{Env: "tok", Name: "tok", As: "file"}}
+	_, err := h.Store.EnsureApp(h.Ctx(), "blog")
+	require.NoError(t, err)
+	require.NoError(t, h.Store.SetSecret(h.Ctx(), "blog", "web", "tok", []byte("v1")))
+	h.Runtime.NextIDs = []string{"c-1", "c-2"}
+	_, err = depDeploy(t, h, core.DeployRequest{}, web)
+	require.NoError(t, err)
+	first := h.Runtime.Created()[0]
+	require.NotEmpty(t, h.Store.ContainerSecrets("blog", first.Name), "copy written for c-1")
+
+	web.Image = "registry.example/blog:1.5"
+	_, err = depDeploy(t, h, core.DeployRequest{}, web)
+	require.NoError(t, err)
+	require.False(t, h.Runtime.Exists("c-1"), "c-1 retired")
+	require.Empty(t, h.Store.ContainerSecrets("blog", first.Name), "c-1's secret copies deleted with it")
+}

@@ -100,6 +100,15 @@ func (e *Engine) retire(ctx context.Context, app, container string, o RetireOpti
 		}
 		r.Warnings = append(r.Warnings, Warning{Service: o.Service, Leftover: container, Detail: err.Error()})
 	}
+	// File-secret copies live under the container's NAME (they are written
+	// before the container exists, decision 13); read it from the labels
+	// while the container still exists.
+	secretDirs := []string{container}
+	if st, err := e.Runtime.InspectContainer(ctx, container); err == nil {
+		if n := secretDirName(st); n != "" && n != container {
+			secretDirs = append(secretDirs, n)
+		}
+	}
 	if !o.Force {
 		grace := o.Grace
 		if grace <= 0 {
@@ -122,10 +131,12 @@ func (e *Engine) retire(ctx context.Context, app, container string, o RetireOpti
 	} else {
 		r.Released = true
 	}
-	if err := e.Store.DeleteContainerSecrets(ctx, app, container); err != nil {
-		// Does not affect Settled and is not the cause of an incomplete retirement.
-		r.Warnings = append(r.Warnings, Warning{Service: o.Service, Leftover: container,
-			Detail: "secret files cleanup failed: " + err.Error()})
+	for _, dir := range secretDirs {
+		if err := e.Store.DeleteContainerSecrets(ctx, app, dir); err != nil {
+			// Does not affect Settled and is not the cause of an incomplete retirement.
+			r.Warnings = append(r.Warnings, Warning{Service: o.Service, Leftover: container,
+				Detail: "secret files cleanup failed: " + err.Error()})
+		}
 	}
 	r.Settled = r.Released
 	if o.ClearMarker && (r.Released || !o.RetryOnLeak) {
@@ -153,4 +164,14 @@ func (e *Engine) removeCandidate(ctx context.Context, app, service, id string) [
 		r.Warnings = append(r.Warnings, Warning{Service: service, Leftover: id, Detail: "container not confirmed gone"})
 	}
 	return r.Warnings
+}
+
+// secretDirName is the name under which a container's file-secret copies
+// were written: its decision-12 name, rebuilt from its labels.
+func secretDirName(st ContainerState) string {
+	app, svc, op := st.Labels[LabelApp], st.Labels[LabelService], st.Labels[LabelOp]
+	if app == "" || svc == "" || op == "" {
+		return ""
+	}
+	return ContainerName(app, svc, op)
 }

@@ -41,7 +41,9 @@ func TestR23_RetireStopsRemovesReleasesClearsInOrder(t *testing.T) {
 	assert.True(t, r.Settled)
 	assert.Empty(t, r.Warnings)
 	require.NoError(t, r.Err("c-old"))
-	assert.Equal(t, []string{"stop c-old", "remove c-old", "claims-release c-old", "secrets-delete c-old", "marker-clear c-old"},
+	// File-secret copies are deleted under the ID and under the container's
+	// name (where deploy wrote them), read from its labels before removal.
+	assert.Equal(t, []string{"stop c-old", "remove c-old", "claims-release c-old", "secrets-delete c-old", "secrets-delete gordon-blog-web-seed", "marker-clear c-old"},
 		h.Events.Seq("stop", "remove", "claims-release", "secrets-delete", "marker-clear"))
 	assert.Equal(t, []coretest.StopCall{{ID: "c-old", Grace: 45 * time.Second}}, h.Runtime.Stops())
 	assert.Equal(t, "", h.Events.Find("remove", "c-old")[0].Detail, "non-force removal")

@@ -313,9 +313,11 @@ func TestS25_DigestChangeReplaces(t *testing.T) {
 
 	res, err := depDeploy(t, h, core.DeployRequest{}, next)
 	require.NoError(t, err)
-	// The planner observes c-old first; every start is followed by an inspect (S31).
-	assert.Equal(t, []string{"inspect c-old", "stop c-old", "remove c-old", "create c-new", "start c-new", "inspect c-new"},
-		h.Events.Seq("stop", "remove", "create", "start", "inspect")[:6])
+	// The planner observes c-old first, retirement reads its labels (for
+	// its file-secret copies) before stopping it; every start is followed by
+	// an inspect (S31).
+	assert.Equal(t, []string{"inspect c-old", "inspect c-old", "stop c-old", "remove c-old", "create c-new", "start c-new", "inspect c-new"},
+		h.Events.Seq("stop", "remove", "create", "start", "inspect")[:7])
 	assert.Equal(t, map[int]int{8080: 18081}, res.Services[0].BackendBinds)
 
 	t.Run("identical running container is unchanged", func(t *testing.T) {
