@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -228,10 +227,4 @@ func hostname() string {
 // withTimeout is a helper for bounded read verbs.
 func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)
-}
-
-// splitAppService parses "app" or "app/service".
-func splitAppService(s string) (string, string) {
-	app, svc, _ := strings.Cut(s, "/")
-	return app, svc
 }
