@@ -18,10 +18,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,8 +32,9 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/build"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
+
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
 )
 
 // Repo is the repository prefix of every test image.
@@ -228,7 +227,7 @@ func buildOne(ctx context.Context, cli *client.Client, binDir, name, baked, tagV
 		if err != nil {
 			return "", fmt.Errorf("testimages: build %s: %w", hashRef, err)
 		}
-		err = drainBuild(res.Body)
+		err = sysimage.DrainBuild(res.Body)
 		res.Body.Close()
 		if err != nil {
 			return "", fmt.Errorf("testimages: build %s: %w", hashRef, err)
@@ -286,29 +285,4 @@ func contextTar(name, df string, binary []byte) ([]byte, error) {
 		return nil, err
 	}
 	return out.Bytes(), nil
-}
-
-// drainBuild reads the build's JSON message stream and returns the first
-// error it reports.
-func drainBuild(r io.Reader) error {
-	dec := json.NewDecoder(r)
-	var tail []string
-	for {
-		var m jsonstream.Message
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if m.Stream != "" {
-			tail = append(tail, strings.TrimRight(m.Stream, "\n"))
-			if len(tail) > 20 {
-				tail = tail[1:]
-			}
-		}
-		if m.Error != nil {
-			return fmt.Errorf("%s\n%s", m.Error.Message, strings.Join(tail, "\n"))
-		}
-	}
 }

@@ -118,7 +118,7 @@ func Build(ctx context.Context, cli Client, name string, binaries map[string]str
 		pr.CloseWithError(err)
 		return Image{}, fmt.Errorf("system image %s: build: %w: %w", img.Ref, core.ErrUnavailable, err)
 	}
-	err = drainBuild(res.Body)
+	err = DrainBuild(res.Body)
 	res.Body.Close()
 	pr.Close()
 	if err != nil {
@@ -257,9 +257,10 @@ func writeContext(w io.Writer, df string, rootfs *os.File) error {
 	return tw.Close()
 }
 
-// drainBuild reads the build's JSON message stream and returns the first
-// error it reports, with the last lines of build output.
-func drainBuild(r io.Reader) error {
+// DrainBuild reads an image build's JSON message stream (ImageBuild's body)
+// to its end and returns the first error it reports, with the last 20 lines
+// of build output. Shared with test/testimages.
+func DrainBuild(r io.Reader) error {
 	dec := json.NewDecoder(r)
 	var tail []string
 	for {
