@@ -261,3 +261,48 @@ func (e *Engine) setIntent(ctx context.Context, app, opID string, stopped bool) 
 	}
 	return nil
 }
+
+// svcStep is one service's step of start or restart (R51–R53): res is the
+// service's result; fail or succeed finishes the step once.
+type svcStep struct {
+	r              *lifecycleRun
+	i              int
+	verb, name, id string
+	res            ServiceResult
+}
+
+func (r *lifecycleRun) newSvcStep(i int, verb, name, id string, as *ActiveService) *svcStep {
+	s := &svcStep{r: r, i: i, verb: verb, name: name, id: id, res: ServiceResult{Service: name, Before: id}}
+	if as != nil {
+		s.res.SingleWriter = as.Spec.SingleWriter()
+	}
+	return s
+}
+
+// fail journals the step failed with err (a state conflict naming the verb,
+// app and service) and diags; dropBinds withdraws the service's binds from
+// ACTIVE (withdraw-state), a failure of which becomes a warning.
+func (s *svcStep) fail(ctx context.Context, err error, diags []string, dropBinds bool) {
+	r := s.r
+	err = fmt.Errorf("%w: %s %s: service %s: %w", ErrConflict, s.verb, r.app, s.name, err)
+	s.res.Result, s.res.Error, s.res.Diagnostics = ResultFailed, err.Error(), diags
+	r.op.Steps[s.i].Diagnostics = diags
+	r.setStep(s.i, StepFailed, err.Error())
+	if dropBinds {
+		if werr := r.e.withdrawState(ctx, r.app, s.name); werr != nil {
+			s.res.Warnings = append(s.res.Warnings, Warning{Service: s.name, Leftover: s.id, Detail: "drop binds: " + werr.Error()})
+		}
+	}
+	r.results = append(r.results, s.res)
+	r.progress(s.name, "failed", err.Error(), true)
+}
+
+// succeed journals the step succeeded with after as the serving container.
+func (s *svcStep) succeed(after string, tcp, udp map[int]int, startedAt time.Time) {
+	r := s.r
+	s.res.Result, s.res.After, s.res.BackendBinds, s.res.UDPBackendBinds, s.res.StartedAt = ResultDeployed, after, tcp, udp, startedAt
+	r.op.Steps[s.i].After = after
+	r.setStep(s.i, StepSucceeded, "")
+	r.results = append(r.results, s.res)
+	r.progress(s.name, "done", after, true)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Restart restarts services in place (SPEC R49, R53). It needs ACTIVE
@@ -92,30 +91,9 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *Acti
 	}
 	i := r.stepAt(ServiceStepID(name, "restart"), name, id)
 	r.save(ctx)
-	res := ServiceResult{Service: name, Before: id}
-	if as != nil {
-		res.SingleWriter = as.Spec.SingleWriter()
-	}
-	fail := func(err error, diags []string, dropBinds bool) {
-		err = fmt.Errorf("%w: restart %s: service %s: %w", ErrConflict, app, name, err)
-		res.Result, res.Error, res.Diagnostics = ResultFailed, err.Error(), diags
-		r.op.Steps[i].Diagnostics = diags
-		r.setStep(i, StepFailed, err.Error())
-		if dropBinds {
-			if werr := e.withdrawState(ctx, app, name); werr != nil {
-				res.Warnings = append(res.Warnings, Warning{Service: name, Leftover: id, Detail: "drop binds: " + werr.Error()})
-			}
-		}
-		r.results = append(r.results, res)
-		r.progress(name, "failed", err.Error(), true)
-	}
-	succeed := func(after string, tcp, udp map[int]int, startedAt time.Time) {
-		res.Result, res.After, res.BackendBinds, res.UDPBackendBinds, res.StartedAt = ResultDeployed, after, tcp, udp, startedAt
-		r.op.Steps[i].After = after
-		r.setStep(i, StepSucceeded, "")
-		r.results = append(r.results, res)
-		r.progress(name, "done", after, true)
-	}
+	ss := r.newSvcStep(i, "restart", name, id, as)
+	fail := func(err error, diags []string, dropBinds bool) { ss.fail(ctx, err, diags, dropBinds) }
+	succeed := ss.succeed
 	if id == "" {
 		fail(errors.New("no container recorded in ACTIVE"), nil, false)
 		return
@@ -142,19 +120,19 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *Acti
 	err = e.Runtime.RestartContainer(ctx, id, EffectiveGrace(as.Spec.StopGrace))
 	if errors.Is(err, ErrNotFound) {
 		rb, rerr := r.rebuildMissing(ctx, name, as, i)
-		res.Warnings = append(res.Warnings, rb.Warnings...)
+		ss.res.Warnings = append(ss.res.Warnings, rb.Warnings...)
 		if rerr != nil {
 			if rb.After != "" {
 				r.op.Steps[i].After = rb.After
 			}
 			// R27/R53: the missing container's marker is cleared.
 			if cerr := e.Store.ClearMarker(ctx, app, name, id); cerr != nil {
-				res.Warnings = append(res.Warnings, Warning{Service: name, Leftover: id, Detail: "clear recovery inhibition: " + cerr.Error()})
+				ss.res.Warnings = append(ss.res.Warnings, Warning{Service: name, Leftover: id, Detail: "clear recovery inhibition: " + cerr.Error()})
 			}
 			fail(rerr, rb.Diagnostics, true)
 			return
 		}
-		res.Flow = FlowSequential
+		ss.res.Flow = FlowSequential
 		succeed(rb.After, rb.BackendBinds, rb.UDPBackendBinds, rb.StartedAt)
 		return
 	}

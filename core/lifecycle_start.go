@@ -105,28 +105,9 @@ func (r *lifecycleRun) startService(ctx context.Context, name string, as *Active
 	}
 	i := r.stepAt(ServiceStepID(name, "start"), name, id)
 	r.save(ctx) // R5.1: the step is journaled before runtime work
-	res := ServiceResult{Service: name, Before: id}
-	if as != nil {
-		res.SingleWriter = as.Spec.SingleWriter()
-	}
-	fail := func(err error, diags []string) {
-		err = fmt.Errorf("%w: start %s: service %s: %w", ErrConflict, app, name, err)
-		res.Result, res.Error, res.Diagnostics = ResultFailed, err.Error(), diags
-		r.op.Steps[i].Diagnostics = diags
-		r.setStep(i, StepFailed, err.Error())
-		if werr := e.withdrawState(ctx, app, name); werr != nil {
-			res.Warnings = append(res.Warnings, Warning{Service: name, Leftover: id, Detail: "drop binds: " + werr.Error()})
-		}
-		r.results = append(r.results, res)
-		r.progress(name, "failed", err.Error(), true)
-	}
-	succeed := func(after string, tcp, udp map[int]int, startedAt time.Time) {
-		res.Result, res.After, res.BackendBinds, res.UDPBackendBinds, res.StartedAt = ResultDeployed, after, tcp, udp, startedAt
-		r.op.Steps[i].After = after
-		r.setStep(i, StepSucceeded, "")
-		r.results = append(r.results, res)
-		r.progress(name, "done", after, true)
-	}
+	ss := r.newSvcStep(i, "start", name, id, as)
+	fail := func(err error, diags []string) { ss.fail(ctx, err, diags, true) }
+	succeed := ss.succeed
 	if as == nil {
 		fail(fmt.Errorf("no ACTIVE record"), nil)
 		return
@@ -170,7 +151,7 @@ func (r *lifecycleRun) startService(ctx context.Context, name string, as *Active
 	}
 	// 2. Rebuild from the pinned revision (R54).
 	rb, err := r.rebuildMissing(ctx, name, as, i)
-	res.Warnings = append(res.Warnings, rb.Warnings...)
+	ss.res.Warnings = append(ss.res.Warnings, rb.Warnings...)
 	if err != nil {
 		if rb.After != "" {
 			r.op.Steps[i].After = rb.After
@@ -178,7 +159,7 @@ func (r *lifecycleRun) startService(ctx context.Context, name string, as *Active
 		fail(err, rb.Diagnostics)
 		return
 	}
-	res.Flow = FlowSequential
+	ss.res.Flow = FlowSequential
 	succeed(rb.After, rb.BackendBinds, rb.UDPBackendBinds, rb.StartedAt)
 }
 
