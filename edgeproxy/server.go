@@ -16,10 +16,13 @@
 // the admin endpoint (GET /status, GET /healthz, GET /metrics in the
 // Prometheus text format; /debug/pprof/ with Config.Pprof).
 //
-// The HTTP hot path (issue 5): exact hosts are a map lookup, wildcard and
-// unknown hosts go through a bounded ristretto cache; bodiless GET/HEAD
-// requests are proxied synchronously over a per-backend keep-alive pool
-// (fastTransport), everything else (bodies, upgrades) through http.Transport;
+// The HTTP hot path (issue 5): the public listener is served by the edge's
+// own HTTP/1.1 loop (h1.go), which proxies plain bodiless GET/HEAD requests
+// with no allocation per request over a per-backend keep-alive pool
+// (fastTransport) and hands every other connection, at a request boundary,
+// to a net/http server running ServeHTTP (ReverseProxy over
+// http.Transport for bodies and upgrades). Exact hosts are a map lookup,
+// wildcard and unknown hosts go through a bounded ristretto cache;
 // metrics use label children resolved at snapshot build; nothing is logged
 // per request. Requests carry X-Forwarded-For/-Proto/-Host, Forwarded and
 // X-Request-ID (forwarded.go); per-route dial and response header timeouts
@@ -125,6 +128,8 @@ type Server struct {
 	reg     *registry
 	tcp     *tcpRelays
 	udp     *udpRelays
+	// h1 is the public HTTP/1.1 loop (h1.go); set by Run.
+	h1 *h1Server
 
 	startedAt time.Time
 	ready     chan struct{}
@@ -258,8 +263,10 @@ func (s *Server) Run(ctx context.Context) error {
 	close(s.ready)
 	s.logger.Info("gordon-edge serving", "http", httpAddr, "admin", adminAddr, "state_dir", s.cfg.StateDir)
 
-	errc := make(chan error, 2)
-	go func() { errc <- serveErr("http", httpSrv.Serve(httpLn)) }()
+	s.h1 = newH1Server(s, httpLn.Addr(), httpSrv.IdleTimeout)
+	errc := make(chan error, 3)
+	go func() { errc <- serveErr("http", s.h1.serve(httpLn)) }()
+	go func() { errc <- serveErr("http handoff", httpSrv.Serve(s.h1.handoff)) }()
 	go func() { errc <- serveErr("admin", adminSrv.Serve(adminLn)) }()
 
 	var runErr error
@@ -280,6 +287,10 @@ loop:
 
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
+	_ = httpLn.Close()
+	if err := s.h1.shutdown(sctx); err != nil {
+		s.logger.Warn("http shutdown incomplete", "error", err)
+	}
 	if err := httpSrv.Shutdown(sctx); err != nil {
 		s.logger.Warn("http shutdown incomplete", "error", err)
 		_ = httpSrv.Close()

@@ -1,0 +1,1256 @@
+package edgeproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The edge's own HTTP/1.1 connection loop (issue 5).
+//
+// net/http's server costs a background read goroutine, a cancelable
+// context, a Request with a parsed URL and a Header map, and a
+// ResponseWriter per request; on this hot path that was most of the gap to
+// nginx. h1Server accepts the public connections itself and serves, on the
+// connection's goroutine and without allocating per request, the requests
+// that make up nearly all of an app's traffic: HTTP/1.1 GET and HEAD with
+// no body and no upgrade, for a routed host, with well-formed headers. The
+// request is written straight onto a pooled backend connection
+// (fastTransport) and the response relayed as it comes (Content-Length
+// bodies copied, chunked bodies passed through chunk by chunk with their
+// trailers, bodies delimited by the backend closing re-chunked), flushed
+// whenever the backend has nothing more buffered, so server-sent events
+// pass as sent.
+//
+// Anything else (a body, an upgrade, Expect, HTTP/1.0, an unknown host, a
+// header it does not fully accept, heads over 64 KiB) is handed off, at a
+// request boundary, to the net/http server together with every byte read
+// so far; the connection then stays with net/http (ServeHTTP, ReverseProxy)
+// for the rest of its life, which answers malformed requests 400 and
+// oversized heads 431 without reaching a backend.
+//
+// Timeouts match the net/http server's configuration: IdleTimeout between
+// requests, ReadHeaderTimeout from the first byte of a request to the end
+// of its head, no write timeout. Unlike net/http, a client that disconnects
+// while its backend has not yet answered is noticed only when the answer is
+// written (the backend request is not canceled early).
+
+// h1MaxHead bounds a request head served by the loop; larger heads go to
+// net/http (limit 1 MiB, then 431).
+const h1MaxHead = 64 << 10
+
+// h1MaxResponseHead bounds a backend's response head (502 beyond).
+const h1MaxResponseHead = 1 << 20
+
+// Connection states (h1Conn.state).
+const (
+	h1Idle int32 = iota
+	h1Active
+	h1Closed
+)
+
+var (
+	errHeadTooLarge = errors.New("head too large")
+	errBadResponse  = errors.New("malformed backend response")
+)
+
+// h1Server is the accept loop and connection registry of the public
+// listener.
+type h1Server struct {
+	s                 *Server
+	handoff           *handoffListener
+	idleTimeout       time.Duration
+	readHeaderTimeout time.Duration
+
+	mu       sync.Mutex
+	conns    map[*h1Conn]struct{}
+	shutting atomic.Bool
+	wg       sync.WaitGroup
+}
+
+// h1Conn is one client connection served by the loop.
+type h1Conn struct {
+	c     net.Conn
+	state atomic.Int32
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	head  []byte
+	req   h1Request
+	// resp and rhead are the backend response of the current request.
+	resp  h1Response
+	rhead []byte
+	// Per-connection forwarded values (the peer does not change).
+	peer    string
+	peerIP  netip.Addr
+	trusted bool
+	// fwdHost/fwd cache the Forwarded element for the last Host seen.
+	fwdHost string
+	fwd     string
+}
+
+var (
+	h1ReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	h1WriterPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+)
+
+func newH1Server(s *Server, addr net.Addr, idleTimeout time.Duration) *h1Server {
+	return &h1Server{
+		s:                 s,
+		handoff:           newHandoffListener(addr),
+		idleTimeout:       idleTimeout,
+		readHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		conns:             make(map[*h1Conn]struct{}),
+	}
+}
+
+// serve accepts connections on ln until it is closed (returns nil) or fails
+// for good.
+func (h *h1Server) serve(ln net.Listener) error {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || h.shutting.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		hc := &h1Conn{c: c}
+		h.mu.Lock()
+		if h.shutting.Load() {
+			h.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		h.conns[hc] = struct{}{}
+		h.wg.Add(1)
+		h.mu.Unlock()
+		go h.serveConn(hc)
+	}
+}
+
+// isTemporary reports accept errors worth retrying (EMFILE and the like).
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// forget drops hc from the registry (closed or handed off).
+func (h *h1Server) forget(hc *h1Conn) {
+	h.mu.Lock()
+	delete(h.conns, hc)
+	h.mu.Unlock()
+	h.wg.Done()
+}
+
+// shutdown stops serving: idle connections are closed at once, active ones
+// after the response they are writing (which says Connection: close); it
+// returns when none is left or ctx ends (then the rest are closed).
+func (h *h1Server) shutdown(ctx context.Context) error {
+	h.shutting.Store(true)
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		h.mu.Lock()
+		for hc := range h.conns {
+			if hc.state.CompareAndSwap(h1Idle, h1Closed) {
+				_ = hc.c.Close()
+			}
+		}
+		h.mu.Unlock()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			h.mu.Lock()
+			for hc := range h.conns {
+				hc.state.Store(h1Closed)
+				_ = hc.c.Close()
+			}
+			h.mu.Unlock()
+			<-done
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func (h *h1Server) serveConn(hc *h1Conn) {
+	c := hc.c
+	hc.br = h1ReaderPool.Get().(*bufio.Reader)
+	hc.br.Reset(c)
+	hc.bw = h1WriterPool.Get().(*bufio.Writer)
+	hc.bw.Reset(c)
+	hc.peerInfo(h.s.reg.trusted)
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			_ = hc.bw.Flush() // responses held back for pipelined requests
+			_ = c.Close()
+		}
+		hc.br.Reset(nil)
+		h1ReaderPool.Put(hc.br)
+		hc.bw.Reset(nil)
+		h1WriterPool.Put(hc.bw)
+		h.forget(hc)
+	}()
+	for {
+		if hc.br.Buffered() == 0 {
+			_ = c.SetReadDeadline(time.Now().Add(h.idleTimeout))
+			if _, err := hc.br.Peek(1); err != nil {
+				return
+			}
+		}
+		if !hc.state.CompareAndSwap(h1Idle, h1Active) {
+			return // closed by shutdown
+		}
+		_ = c.SetReadDeadline(time.Now().Add(h.readHeaderTimeout))
+		head, err := readHead(hc.br, hc.head[:0], h1MaxHead)
+		hc.head = head
+		if err != nil && !errors.Is(err, errHeadTooLarge) {
+			return // timeout, EOF or reset: net/http closes silently too
+		}
+		if err == nil && parseRequest(head, &hc.req) {
+			if served, keep := h.s.serveH1(hc); served {
+				if !keep || h.shutting.Load() {
+					return
+				}
+				if !hc.state.CompareAndSwap(h1Active, h1Idle) {
+					return
+				}
+				continue
+			}
+		}
+		// Not for the loop: net/http takes the connection from here, with
+		// the bytes already read replayed first.
+		prefix := make([]byte, 0, len(head)+hc.br.Buffered())
+		prefix = append(prefix, head...)
+		if n := hc.br.Buffered(); n > 0 {
+			b, _ := hc.br.Peek(n)
+			prefix = append(prefix, b...)
+		}
+		if hc.bw.Flush() != nil {
+			return
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		if h.handoff.push(&replayConn{Conn: c, prefix: prefix}) {
+			handedOff = true
+		}
+		return
+	}
+}
+
+// peerInfo records the client address and whether it is a trusted proxy.
+func (hc *h1Conn) peerInfo(trusted []netip.Prefix) {
+	if ap, err := netip.ParseAddrPort(hc.c.RemoteAddr().String()); err == nil {
+		hc.peerIP = ap.Addr().Unmap()
+		hc.peer = ap.Addr().String()
+	} else {
+		hc.peer = hc.c.RemoteAddr().String()
+		if i := strings.LastIndexByte(hc.peer, ':'); i >= 0 {
+			hc.peer = hc.peer[:i]
+		}
+	}
+	if hc.peerIP.IsValid() {
+		for _, p := range trusted {
+			if p.Contains(hc.peerIP) {
+				hc.trusted = true
+				break
+			}
+		}
+	}
+}
+
+// readHead appends a message head (start line and header lines, through the
+// empty line) from br to dst. It fails with errHeadTooLarge past limit
+// bytes, with the read error otherwise.
+func readHead(br *bufio.Reader, dst []byte, limit int) ([]byte, error) {
+	for {
+		line, err := br.ReadSlice('\n')
+		dst = append(dst, line...) // kept even when too large: a hand-off replays it
+		if len(dst) > limit {
+			return dst, errHeadTooLarge
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return dst, err
+		}
+		if len(line) <= 2 && (len(line) == 1 || line[0] == '\r') && len(dst) > len(line) {
+			return dst, nil
+		}
+		if len(dst) == len(line) && len(line) <= 2 {
+			// Empty lines before a request line are allowed (RFC 9112
+			// §2.2); drop them.
+			dst = dst[:0]
+		}
+	}
+}
+
+// h1Header is one header line of a parsed head (slices into the head).
+type h1Header struct{ name, value []byte }
+
+// h1Request is a request head the loop serves (slices into h1Conn.head).
+type h1Request struct {
+	method, uri, host []byte
+	headers           []h1Header
+	// connNames are the header names the Connection header lists.
+	connNames [][]byte
+	head      bool
+	close     bool
+	requestID bool
+	teTrailer bool
+}
+
+// Header kinds the loop treats specially.
+const (
+	hdrOther = iota
+	hdrHop
+	hdrForwarded
+	hdrHost
+	hdrConnection
+	hdrContentLength
+	hdrTransferEncoding
+	hdrUpgrade
+	hdrExpect
+	hdrRequestID
+	hdrTE
+	hdrTrailer
+)
+
+// headerKind classifies a header name (case-insensitive).
+func headerKind(name []byte) int {
+	switch len(name) {
+	case 2:
+		if asciiEqualFold(name, "te") {
+			return hdrTE
+		}
+	case 4:
+		if asciiEqualFold(name, "host") {
+			return hdrHost
+		}
+	case 6:
+		if asciiEqualFold(name, "expect") {
+			return hdrExpect
+		}
+	case 7:
+		if asciiEqualFold(name, "upgrade") {
+			return hdrUpgrade
+		}
+		if asciiEqualFold(name, "trailer") {
+			return hdrTrailer
+		}
+	case 9:
+		if asciiEqualFold(name, "forwarded") {
+			return hdrForwarded
+		}
+	case 10:
+		if asciiEqualFold(name, "connection") {
+			return hdrConnection
+		}
+		if asciiEqualFold(name, "keep-alive") {
+			return hdrHop
+		}
+	case 12:
+		if asciiEqualFold(name, "x-request-id") {
+			return hdrRequestID
+		}
+	case 14:
+		if asciiEqualFold(name, "content-length") {
+			return hdrContentLength
+		}
+	case 15:
+		if asciiEqualFold(name, "x-forwarded-for") {
+			return hdrForwarded
+		}
+	case 16:
+		if asciiEqualFold(name, "x-forwarded-host") {
+			return hdrForwarded
+		}
+		if asciiEqualFold(name, "proxy-connection") {
+			return hdrHop
+		}
+	case 17:
+		if asciiEqualFold(name, "transfer-encoding") {
+			return hdrTransferEncoding
+		}
+		if asciiEqualFold(name, "x-forwarded-proto") {
+			return hdrForwarded
+		}
+	case 18:
+		if asciiEqualFold(name, "proxy-authenticate") {
+			return hdrHop
+		}
+	case 19:
+		if asciiEqualFold(name, "proxy-authorization") {
+			return hdrHop
+		}
+	}
+	return hdrOther
+}
+
+// asciiEqualFold compares b with the lowercase ASCII string s.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseRequest parses head into req and reports whether the loop serves it
+// (see the package comment at h1.go); false hands the request to net/http.
+func parseRequest(head []byte, req *h1Request) bool {
+	*req = h1Request{headers: req.headers[:0], connNames: req.connNames[:0]}
+	line, rest, ok := cutLine(head)
+	if !ok {
+		return false
+	}
+	switch {
+	case bytes.HasPrefix(line, []byte("GET ")):
+		req.method, line = line[:3], line[4:]
+	case bytes.HasPrefix(line, []byte("HEAD ")):
+		req.method, line = line[:4], line[5:]
+		req.head = true
+	default:
+		return false
+	}
+	sp := bytes.IndexByte(line, ' ')
+	if sp <= 0 || string(line[sp+1:]) != "HTTP/1.1" {
+		return false
+	}
+	req.uri = line[:sp]
+	if !validRequestURI(req.uri) {
+		return false
+	}
+	hosts := 0
+	for {
+		line, rest, ok = cutLine(rest)
+		if !ok {
+			return false
+		}
+		if len(line) == 0 {
+			break
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !validToken(line[:colon]) {
+			return false // includes obsolete line folding (leading space)
+		}
+		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+		if !validFieldValue(value) {
+			return false
+		}
+		switch headerKind(name) {
+		case hdrHost:
+			hosts++
+			req.host = value
+			continue // written first, from req.host
+		case hdrContentLength:
+			if string(value) != "0" {
+				return false
+			}
+			continue // a bodiless request needs none
+		case hdrTransferEncoding, hdrUpgrade, hdrExpect:
+			return false
+		case hdrConnection:
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				tok = bytes.Trim(tok, " \t")
+				switch {
+				case asciiEqualFold(tok, "close"):
+					req.close = true
+				case asciiEqualFold(tok, "keep-alive"), len(tok) == 0:
+				default:
+					req.connNames = append(req.connNames, tok)
+				}
+			}
+		case hdrRequestID:
+			req.requestID = true
+		case hdrTE:
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				if asciiEqualFold(bytes.Trim(tok, " \t"), "trailers") {
+					req.teTrailer = true
+				}
+			}
+		}
+		req.headers = append(req.headers, h1Header{name: name, value: value})
+	}
+	return hosts == 1 && len(req.host) > 0 && validHost(req.host)
+}
+
+// cutLine splits off a CRLF-terminated line (bare LF: not for the loop).
+func cutLine(b []byte) (line, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 1 || b[i-1] != '\r' {
+		return nil, nil, false
+	}
+	return b[:i-1], b[i+1:], true
+}
+
+// tokenTable marks RFC 9110 tchar bytes.
+var tokenTable = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+func validToken(b []byte) bool {
+	for _, c := range b {
+		if !tokenTable[c] {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// validFieldValue rejects control characters other than HTAB (as
+// net/http's httpguts.ValidHeaderFieldValue).
+func validFieldValue(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validRequestURI accepts an origin-form target with no control
+// characters, spaces or broken percent escapes.
+func validRequestURI(b []byte) bool {
+	if len(b) == 0 || b[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+		if c == '%' && (i+2 >= len(b) || !ishex(b[i+1]) || !ishex(b[i+2])) {
+			return false
+		}
+	}
+	return true
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// validHost accepts the bytes net/http accepts in a Host header
+// (httpguts.ValidHostHeader), minus the rare ones (which go to net/http).
+func validHost(b []byte) bool {
+	for _, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-', c == '.', c == ':', c == '[', c == ']', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// routeH1 resolves a Host header on snap without allocating for the common
+// case (an exact, lowercase host).
+func (s *Server) routeH1(snap *snapshot, host []byte) *httpRoute {
+	h := host
+	if i := bytes.LastIndexByte(h, ':'); i >= 0 && h[0] != '[' {
+		h = h[:i]
+	}
+	if len(h) > 0 && h[len(h)-1] != '.' && bytesLower(h) {
+		if r, ok := snap.exact[string(h)]; ok {
+			return r
+		}
+		if len(snap.wildcards) == 0 {
+			return nil
+		}
+	}
+	return s.route(snap, string(host))
+}
+
+func bytesLower(b []byte) bool {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// serveH1 proxies hc.req. served is false when the host has no route (the
+// request then goes to net/http, which answers 404); keep reports whether
+// the connection can serve another request.
+func (s *Server) serveH1(hc *h1Conn) (served, keep bool) {
+	req := &hc.req
+	var rt *httpRoute
+	var i int
+	var b *backend
+	for {
+		snap := s.snap.Load()
+		if snap == nil {
+			return false, false
+		}
+		rt = s.routeH1(snap, req.host)
+		if rt == nil || len(rt.backends) == 0 {
+			return false, false
+		}
+		i = rt.pick()
+		b = rt.backends[i]
+		b.inFlight.Add(1)
+		// As in ServeHTTP: counted while snap was still current, so a drain
+		// that saw 0 after the next swap can never miss this request.
+		if s.snap.Load() == snap {
+			break
+		}
+		b.inFlight.Add(-1)
+	}
+	defer b.inFlight.Add(-1)
+	rm := rt.metrics[i]
+	rm.inFlight.Inc()
+	start := time.Now()
+	code, proxyErr, keep := s.exchangeH1(hc, rt, b)
+	rm.observe(code, proxyErr, start)
+	rm.inFlight.Dec()
+	return true, keep
+}
+
+// exchangeH1 sends the request to b and relays the response; it returns
+// the status relayed (or of the error page), the error class for the
+// metrics and whether the client connection stays open.
+func (s *Server) exchangeH1(hc *h1Conn, rt *httpRoute, b *backend) (code, proxyErr int, keep bool) {
+	t := b.transport
+	ctx := context.Background()
+	for attempt := 0; ; attempt++ {
+		fc, reused, err := t.get(ctx, rt.timeouts.dial)
+		if err != nil {
+			return s.h1ProxyError(hc, b, err)
+		}
+		hc.writeOutgoing(fc.bw)
+		err = fc.bw.Flush()
+		resp := &hc.resp
+		resp.started = false
+		if err == nil {
+			if rt.timeouts.responseHeader > 0 {
+				_ = fc.c.SetReadDeadline(time.Now().Add(rt.timeouts.responseHeader))
+			}
+			err = readResponse(fc, resp, hc.req.head, hc.rhead)
+			hc.rhead = resp.head[:0]
+		}
+		if err != nil {
+			_ = fc.c.Close()
+			var ne net.Error
+			timedOut := errors.As(err, &ne) && ne.Timeout()
+			if reused && attempt == 0 && !timedOut && !resp.started {
+				continue // a kept-alive connection the backend had closed
+			}
+			if timedOut && rt.timeouts.responseHeader > 0 {
+				err = errResponseHeaderTimeout
+			}
+			return s.h1ProxyError(hc, b, err)
+		}
+		if rt.timeouts.responseHeader > 0 {
+			_ = fc.c.SetReadDeadline(time.Time{})
+		}
+		keep = !hc.req.close && !s.h1.shutting.Load()
+		ok, upstreamOK := relayResponse(hc, fc, resp, keep, s.reg.bufferPool)
+		if upstreamOK && !resp.close {
+			t.put(fc)
+		} else {
+			_ = fc.c.Close()
+		}
+		return resp.code, 0, keep && ok
+	}
+}
+
+// h1ProxyError writes the 502/503/504 page for a failed exchange.
+func (s *Server) h1ProxyError(hc *h1Conn, b *backend, err error) (int, int, bool) {
+	code, what := classifyProxyError(context.Background(), err)
+	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.host), "status", code, "error", err)
+	body := "gordon-edge: " + strconv.Itoa(code) + " " + http.StatusText(code) + ": " + what + " (backend " + b.addr + ")\n"
+	keep := !hc.req.close && !s.h1.shutting.Load()
+	bw := hc.bw
+	bw.WriteString("HTTP/1.1 ")
+	bw.WriteString(strconv.Itoa(code))
+	bw.WriteByte(' ')
+	bw.WriteString(http.StatusText(code))
+	bw.WriteString("\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nContent-Length: ")
+	bw.WriteString(strconv.Itoa(len(body)))
+	if !keep {
+		bw.WriteString("\r\nConnection: close")
+	}
+	bw.WriteString("\r\n\r\n")
+	if !hc.req.head {
+		bw.WriteString(body)
+	}
+	if err := bw.Flush(); err != nil {
+		keep = false
+	}
+	return code, code, keep
+}
+
+// writeOutgoing writes the proxied request head: hop-by-hop headers and
+// the ones Connection names dropped, Te: trailers kept, the forwarded
+// headers replaced (or extended for a trusted peer, forwardedFor) and an
+// X-Request-Id added when absent.
+func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
+	req := &hc.req
+	bw.Write(req.method)
+	bw.WriteByte(' ')
+	bw.Write(req.uri)
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.Write(req.host)
+	bw.WriteString("\r\n")
+	for _, h := range req.headers {
+		switch headerKind(h.name) {
+		case hdrHop, hdrConnection, hdrForwarded, hdrTrailer:
+			continue
+		case hdrTE:
+			if req.teTrailer {
+				bw.WriteString("Te: trailers\r\n")
+			}
+			continue
+		}
+		if req.namedByConnection(h.name) {
+			continue
+		}
+		bw.Write(h.name)
+		bw.WriteString(": ")
+		bw.Write(h.value)
+		bw.WriteString("\r\n")
+	}
+	if hc.trusted {
+		f := hc.trustedForwarded()
+		if f.xff != "" {
+			writeHeader(bw, "X-Forwarded-For", f.xff)
+		}
+		writeHeader(bw, "Forwarded", f.fwd)
+		writeHeader(bw, "X-Forwarded-Proto", f.proto)
+		writeHeader(bw, "X-Forwarded-Host", f.host)
+	} else {
+		writeHeader(bw, "X-Forwarded-For", hc.peer)
+		if hc.fwd == "" || string(req.host) != hc.fwdHost {
+			hc.fwdHost = string(req.host)
+			hc.fwd = forwardedElement(hc.peerIP, hc.peer, hc.fwdHost, "http")
+		}
+		writeHeader(bw, "Forwarded", hc.fwd)
+		bw.WriteString("X-Forwarded-Proto: http\r\nX-Forwarded-Host: ")
+		bw.Write(req.host)
+		bw.WriteString("\r\n")
+	}
+	if !req.requestID {
+		writeRequestID(bw)
+	}
+	bw.WriteString("\r\n")
+}
+
+// trustedForwarded extends the incoming chain of a trusted peer (the rules
+// of forwardedFor).
+func (hc *h1Conn) trustedForwarded() forwarded {
+	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.host), Header: http.Header{}}
+	for _, h := range hc.req.headers {
+		if headerKind(h.name) == hdrForwarded || headerKind(h.name) == hdrRequestID {
+			in.Header.Add(string(h.name), string(h.value))
+		}
+	}
+	return forwardedFor(in, []netip.Prefix{netip.PrefixFrom(hc.peerIP, hc.peerIP.BitLen())})
+}
+
+func (r *h1Request) namedByConnection(name []byte) bool {
+	for _, n := range r.connNames {
+		if bytes.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeRequestID writes an X-Request-Id header of 32 random hex characters
+// (newRequestID without the string).
+func writeRequestID(bw *bufio.Writer) {
+	var raw [16]byte
+	a, c := rand.Uint64(), rand.Uint64()
+	for i := range 8 {
+		raw[i] = byte(a >> (8 * i))
+		raw[8+i] = byte(c >> (8 * i))
+	}
+	if bw.Available() < 64 {
+		_ = bw.Flush()
+	}
+	// Appended into the writer's own buffer: no allocation.
+	buf := append(bw.AvailableBuffer(), "X-Request-Id: "...)
+	buf = hex.AppendEncode(buf, raw[:])
+	buf = append(buf, "\r\n"...)
+	_, _ = bw.Write(buf)
+}
+
+// h1Response is a backend response head (slices into its head buffer).
+type h1Response struct {
+	head    []byte
+	status  []byte // "200 OK"
+	code    int
+	headers []h1Header
+	// Body framing.
+	noBody     bool
+	chunked    bool
+	untilClose bool
+	length     int64
+	close      bool
+	connNames  [][]byte
+	started    bool // a response byte arrived
+	http10     bool
+}
+
+// readResponse reads the final response head from fc into buf (reused;
+// 1xx informational responses are skipped) and works out its body framing
+// (RFC 9112 §6.3).
+func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte) error {
+	for {
+		if _, err := fc.br.Peek(1); err != nil {
+			return err
+		}
+		resp.started = true
+		head, err := readHead(fc.br, buf[:0], h1MaxResponseHead)
+		resp.head = head
+		if err != nil {
+			if errors.Is(err, errHeadTooLarge) {
+				return errBadResponse
+			}
+			return err
+		}
+		if err := parseResponse(head, resp, headReq); err != nil {
+			return err
+		}
+		if resp.code == http.StatusSwitchingProtocols {
+			return errors.New("backend switched protocols without an upgrade request")
+		}
+		if resp.code >= 200 {
+			return nil
+		}
+		buf = head // 1xx: the final response follows
+	}
+}
+
+// parseResponse parses a response head into resp.
+func parseResponse(head []byte, resp *h1Response, headReq bool) error {
+	*resp = h1Response{head: head, headers: resp.headers[:0], connNames: resp.connNames[:0], started: true, length: -1}
+	line, rest, ok := cutLineLax(head)
+	if !ok || len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return errBadResponse
+	}
+	resp.http10 = line[7] == '0'
+	resp.status = line[9:]
+	code, err := parseDecimal(line[9:12])
+	if err != nil || code < 100 || code > 999 || len(line) > 12 && line[12] != ' ' {
+		return errBadResponse
+	}
+	resp.code = code
+	keepAlive10 := false
+	for {
+		line, rest, ok = cutLineLax(rest)
+		if !ok {
+			return errBadResponse
+		}
+		if len(line) == 0 {
+			break
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !validToken(line[:colon]) {
+			return errBadResponse
+		}
+		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+		switch headerKind(name) {
+		case hdrContentLength:
+			n64, err := parseDecimal(value)
+			n := int64(n64)
+			if err != nil || resp.length >= 0 && resp.length != n {
+				return errBadResponse
+			}
+			resp.length = n
+			continue // rewritten by relayResponse
+		case hdrTransferEncoding:
+			last := value
+			if i := bytes.LastIndexByte(value, ','); i >= 0 {
+				last = bytes.Trim(value[i+1:], " \t")
+			}
+			if !asciiEqualFold(last, "chunked") || bytes.IndexByte(value, ',') >= 0 {
+				return errBadResponse // only plain chunked is relayed
+			}
+			resp.chunked = true
+			continue
+		case hdrConnection:
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				tok = bytes.Trim(tok, " \t")
+				switch {
+				case asciiEqualFold(tok, "close"):
+					resp.close = true
+				case asciiEqualFold(tok, "keep-alive"):
+					keepAlive10 = true
+				case len(tok) > 0:
+					resp.connNames = append(resp.connNames, tok)
+				}
+			}
+			continue
+		}
+		resp.headers = append(resp.headers, h1Header{name: name, value: value})
+	}
+	if resp.http10 && !keepAlive10 {
+		resp.close = true
+	}
+	switch {
+	case headReq, code < 200, code == http.StatusNoContent, code == http.StatusNotModified:
+		resp.noBody = true
+	case resp.chunked:
+		resp.length = -1
+	case resp.length >= 0:
+	default:
+		resp.untilClose = true
+		resp.close = true
+	}
+	return nil
+}
+
+// parseDecimal parses a non-negative decimal of at most 18 digits without
+// allocating.
+func parseDecimal(b []byte) (int, error) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, errBadResponse
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, errBadResponse
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, nil
+}
+
+// cutLineLax splits off a line ending in CRLF or a bare LF (backends).
+func cutLineLax(b []byte) (line, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return nil, nil, false
+	}
+	line = b[:i]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, b[i+1:], true
+}
+
+// relayResponse writes resp and its body from fc to the client. ok is false
+// when the client connection must close (it failed, or the body could not
+// be relayed whole); upstreamOK is false when fc cannot be reused.
+func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool interface {
+	Get() []byte
+	Put([]byte)
+}) (ok, upstreamOK bool) {
+	bw := hc.bw
+	bw.WriteString("HTTP/1.1 ")
+	bw.Write(resp.status)
+	bw.WriteString("\r\n")
+	for _, h := range resp.headers {
+		k := headerKind(h.name)
+		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) {
+			continue
+		}
+		bw.Write(h.name)
+		bw.WriteString(": ")
+		bw.Write(h.value)
+		bw.WriteString("\r\n")
+	}
+	switch {
+	case resp.length >= 0 && !resp.untilClose:
+		bw.WriteString("Content-Length: ")
+		writeInt(bw, resp.length, 10)
+		bw.WriteString("\r\n")
+	case resp.chunked && !resp.noBody, resp.untilClose:
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	if !keep {
+		bw.WriteString("Connection: close\r\n")
+	}
+	bw.WriteString("\r\n")
+	switch {
+	case resp.noBody:
+		return flushIdle(hc), true
+	case resp.chunked:
+		return relayChunked(hc, fc)
+	case resp.untilClose:
+		return relayUntilClose(hc, fc, pool), false
+	default:
+		return relayLength(hc, fc, resp.length, pool)
+	}
+}
+
+func (r *h1Response) namedByConnection(name []byte) bool {
+	for _, n := range r.connNames {
+		if bytes.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// flushIdle flushes the client writer unless more pipelined requests are
+// already buffered (their responses then go out together).
+func flushIdle(hc *h1Conn) bool {
+	if hc.br.Buffered() > 0 {
+		return true
+	}
+	return hc.bw.Flush() == nil
+}
+
+// relayLength copies a Content-Length body, flushing to the client
+// whenever the backend has nothing more buffered (long downloads stream).
+func relayLength(hc *h1Conn, fc *fastConn, n int64, pool interface {
+	Get() []byte
+	Put([]byte)
+}) (ok, upstreamOK bool) {
+	bw := hc.bw
+	if n <= int64(fc.br.Buffered()) {
+		b, _ := fc.br.Peek(int(n))
+		bw.Write(b)
+		_, _ = fc.br.Discard(int(n))
+		return flushIdle(hc), true
+	}
+	buf := pool.Get()
+	defer pool.Put(buf)
+	for n > 0 {
+		if fc.br.Buffered() == 0 {
+			if bw.Flush() != nil {
+				return false, false
+			}
+		}
+		m, err := fc.br.Read(buf[:min(int64(len(buf)), n)])
+		if m > 0 {
+			n -= int64(m)
+			if _, werr := bw.Write(buf[:m]); werr != nil {
+				return false, false
+			}
+		}
+		if err != nil && n > 0 {
+			return false, false // truncated: the client must not take it as whole
+		}
+	}
+	return flushIdle(hc), true
+}
+
+// relayChunked passes a chunked body through chunk by chunk, trailers
+// included, flushing whenever the backend has nothing more buffered (so
+// server-sent events pass as sent).
+func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
+	bw := hc.bw
+	for {
+		if fc.br.Buffered() == 0 && bw.Flush() != nil {
+			return false, false
+		}
+		line, err := readLine(fc.br)
+		if err != nil {
+			return false, false
+		}
+		size := line
+		if i := bytes.IndexByte(size, ';'); i >= 0 {
+			size = size[:i]
+		}
+		n, err := strconv.ParseInt(string(bytes.Trim(size, " \t")), 16, 64)
+		if err != nil || n < 0 {
+			return false, false
+		}
+		bw.Write(line)
+		bw.WriteString("\r\n")
+		if n == 0 {
+			// Trailer section, through the empty line.
+			for {
+				line, err := readLine(fc.br)
+				if err != nil {
+					return false, false
+				}
+				bw.Write(line)
+				bw.WriteString("\r\n")
+				if len(line) == 0 {
+					return flushIdle(hc), true
+				}
+			}
+		}
+		for n > 0 {
+			if fc.br.Buffered() == 0 && bw.Flush() != nil {
+				return false, false
+			}
+			b, err := fc.br.Peek(int(min(n, int64(fc.br.Size()))))
+			if len(b) == 0 && err != nil {
+				return false, false
+			}
+			if len(b) == 0 {
+				b, _ = fc.br.Peek(fc.br.Buffered())
+			}
+			if _, werr := bw.Write(b); werr != nil {
+				return false, false
+			}
+			_, _ = fc.br.Discard(len(b))
+			n -= int64(len(b))
+		}
+		crlf, err := readLine(fc.br)
+		if err != nil || len(crlf) != 0 {
+			return false, false
+		}
+		bw.WriteString("\r\n")
+	}
+}
+
+// writeInt writes n in base without allocating (formatted into the
+// writer's own buffer).
+func writeInt(bw *bufio.Writer, n int64, base int) {
+	if bw.Available() < 24 {
+		_ = bw.Flush()
+	}
+	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, base))
+}
+
+// readLine reads one line (CRLF or LF stripped) of at most 4 KiB.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if err == bufio.ErrBufferFull {
+			return nil, errBadResponse
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, nil
+}
+
+// relayUntilClose re-chunks a body delimited by the backend closing,
+// flushing every read; the backend connection is not reusable.
+func relayUntilClose(hc *h1Conn, fc *fastConn, pool interface {
+	Get() []byte
+	Put([]byte)
+}) bool {
+	bw := hc.bw
+	buf := pool.Get()
+	defer pool.Put(buf)
+	for {
+		n, err := fc.br.Read(buf)
+		if n > 0 {
+			writeInt(bw, int64(n), 16)
+			bw.WriteString("\r\n")
+			bw.Write(buf[:n])
+			bw.WriteString("\r\n")
+			if bw.Flush() != nil {
+				return false
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			bw.WriteString("0\r\n\r\n")
+			return flushIdle(hc)
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+// replayConn is a connection handed to net/http: prefix (bytes the loop
+// already read) is read first.
+type replayConn struct {
+	net.Conn
+	prefix []byte
+}
+
+// CloseWrite lets net/http half-close before closing a connection it
+// rejected (a 400 or 431 with unread input), so the client reads the answer
+// instead of a reset.
+func (c *replayConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// handoffListener is the net.Listener the net/http server accepts handed-
+// off connections from.
+type handoffListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newHandoffListener(addr net.Addr) *handoffListener {
+	return &handoffListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *handoffListener) Addr() net.Addr { return l.addr }
+
+// push hands c to the net/http server; false (c untouched) once closed.
+func (l *handoffListener) push(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}

@@ -1,0 +1,78 @@
+package edgeproxy
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"testing"
+)
+
+// FuzzParseRequest checks the HTTP/1.1 loop's request parser against
+// net/http's: a head the loop accepts must be one net/http accepts too,
+// with the same method, target and host, so the loop never proxies what
+// net/http would have answered 400 (issue 5, bad input).
+func FuzzParseRequest(f *testing.F) {
+	for _, s := range []string{
+		"GET / HTTP/1.1\r\nHost: app.test\r\n\r\n",
+		"HEAD /a?b=c HTTP/1.1\r\nHost: App.Test:8080\r\nConnection: close, X-A\r\nX-A: 1\r\n\r\n",
+		"GET /%41 HTTP/1.1\r\nhost: a\r\nContent-Length: 0\r\nTE: trailers\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nX: \t v \t\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, head []byte) {
+		var req h1Request
+		if !parseRequest(head, &req) {
+			return
+		}
+		want, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
+		if err != nil {
+			t.Fatalf("loop accepts %q, net/http rejects it: %v", head, err)
+		}
+		if want.Method != string(req.method) || want.RequestURI != string(req.uri) || want.Host != string(req.host) {
+			t.Fatalf("loop parsed %q %q %q, net/http %q %q %q", req.method, req.uri, req.host, want.Method, want.RequestURI, want.Host)
+		}
+		if want.Close != req.close {
+			t.Fatalf("close: loop %v, net/http %v", req.close, want.Close)
+		}
+	})
+}
+
+// The loop hands a request to net/http exactly when it cannot serve it
+// whole on its own.
+func TestIssue5_ParseRequestServesOnlyPlainBodilessRequests(t *testing.T) {
+	for head, want := range map[string]bool{
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\n":                                 true,
+		"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n":                                true,
+		"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n":            true,
+		"GET / HTTP/1.0\r\nHost: a\r\n\r\n":                                 false,
+		"POST / HTTP/1.1\r\nHost: a\r\n\r\n":                                false,
+		"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n":            false,
+		"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n":   false,
+		"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n":           false,
+		"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n":         false,
+		"GET * HTTP/1.1\r\nHost: a\r\n\r\n":                                 false,
+		"GET / HTTP/1.1\nHost: a\n\n":                                       false,
+		"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n":                      false,
+		"GET / HTTP/1.1\r\nHost: a b\r\n\r\n":                               false,
+		"GET / HTTP/1.1\r\n\r\n":                                            false,
+		"GET / HTTP/1.1\r\nHost: a\r\nX-Y: \x00\r\n\r\n":                    false,
+		"GET /\x7f HTTP/1.1\r\nHost: a\r\n\r\n":                             false,
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n":                                  false,
+		"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nX: 1\r\n\r\n":  true,
+		"GET / HTTP/1.1\r\nHost: a\r\nProxy-Connection: keep-alive\r\n\r\n": true,
+		"GET /a%2Fb?x=%20 HTTP/1.1\r\nHost: [::1]:80\r\n\r\n":               true,
+		"GET /a%2 HTTP/1.1\r\nHost: a\r\n\r\n":                              false,
+		"GET / HTTP/1.1\r\nHost: a\r\nBad Name: 1\r\n\r\n":                  false,
+		"GET / HTTP/1.1\r\nHost: a\r\nX-Obs: \xff\xfe\r\n\r\n":              true,
+		"GET / HTTP/1.1\r\nHost: a\r\nX-Folded: a\r\n b\r\n\r\n":            false,
+	} {
+		var req h1Request
+		if got := parseRequest([]byte(head), &req); got != want {
+			t.Errorf("parseRequest(%q) = %v, want %v", head, got, want)
+		}
+	}
+}
