@@ -51,6 +51,8 @@ import (
 // net/http (limit 1 MiB, then 431).
 const h1MaxHead = 64 << 10
 
+var crlfcrlf = []byte("\r\n\r\n")
+
 // h1MaxResponseHead bounds a backend's response head (502 beyond).
 const h1MaxResponseHead = 1 << 20
 
@@ -166,7 +168,11 @@ func (h *h1Server) forget(hc *h1Conn) {
 // after the response they are writing (which says Connection: close); it
 // returns when none is left or ctx ends (then the rest are closed).
 func (h *h1Server) shutdown(ctx context.Context) error {
+	// Under mu: serve adds to wg under mu only while not shutting, so no
+	// Add can race the Wait below.
+	h.mu.Lock()
 	h.shutting.Store(true)
+	h.mu.Unlock()
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -215,9 +221,19 @@ func (h *h1Server) serveConn(hc *h1Conn) {
 		h1WriterPool.Put(hc.bw)
 		h.forget(hc)
 	}()
+	// The read deadline is moved only when it must be: the idle deadline is
+	// re-armed once it has slipped by more than slack, and the read header
+	// deadline is armed only when a request's head did not arrive whole
+	// with its first byte (a trickling client). A steady keep-alive
+	// connection thus costs no deadline update per request.
+	var idleUntil time.Time // zero while the header deadline is armed
+	slack := min(time.Second, h.idleTimeout/10)
 	for {
 		if hc.br.Buffered() == 0 {
-			_ = c.SetReadDeadline(time.Now().Add(h.idleTimeout))
+			if now := time.Now(); idleUntil.Sub(now) < h.idleTimeout-slack {
+				idleUntil = now.Add(h.idleTimeout)
+				_ = c.SetReadDeadline(idleUntil)
+			}
 			if _, err := hc.br.Peek(1); err != nil {
 				return
 			}
@@ -225,7 +241,10 @@ func (h *h1Server) serveConn(hc *h1Conn) {
 		if !hc.state.CompareAndSwap(h1Idle, h1Active) {
 			return // closed by shutdown
 		}
-		_ = c.SetReadDeadline(time.Now().Add(h.readHeaderTimeout))
+		if b, _ := hc.br.Peek(hc.br.Buffered()); !bytes.Contains(b, crlfcrlf) {
+			idleUntil = time.Time{}
+			_ = c.SetReadDeadline(time.Now().Add(h.readHeaderTimeout))
+		}
 		head, err := readHead(hc.br, hc.head[:0], h1MaxHead)
 		hc.head = head
 		if err != nil && !errors.Is(err, errHeadTooLarge) {
@@ -1114,13 +1133,11 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 			if fc.br.Buffered() == 0 && bw.Flush() != nil {
 				return false, false
 			}
-			b, err := fc.br.Peek(int(min(n, int64(fc.br.Size()))))
-			if len(b) == 0 && err != nil {
+			// Relay what is buffered (at least one byte) of this chunk.
+			if _, err := fc.br.Peek(1); err != nil {
 				return false, false
 			}
-			if len(b) == 0 {
-				b, _ = fc.br.Peek(fc.br.Buffered())
-			}
+			b, _ := fc.br.Peek(int(min(n, int64(fc.br.Buffered()))))
 			if _, werr := bw.Write(b); werr != nil {
 				return false, false
 			}
