@@ -151,6 +151,9 @@ func (e *cliEnv) pluginHost() (*sdk.Host, error) {
 		PluginDirs: dirs,
 		Env:        e.pluginEnv(),
 		Logger:     e.logger.Named("plugin"),
+		// Plugins are reached through a private 0700 socket directory;
+		// GORDON_PLUGIN_MTLS=1 adds go-plugin's AutoMTLS on top.
+		AutoMTLS: os.Getenv("GORDON_PLUGIN_MTLS") == "1",
 	})
 	if err != nil {
 		return nil, err

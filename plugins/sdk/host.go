@@ -46,12 +46,23 @@ type HostConfig struct {
 	Logger hclog.Logger
 	// StartTimeout bounds start + handshake of one plugin; zero = 10 s.
 	StartTimeout time.Duration
+	// AutoMTLS turns on go-plugin's AutoMTLS on top of the private socket
+	// directory (ARCHITECTURE §1 as written; costs ~2x the start time).
+	// The CLI sets it from GORDON_PLUGIN_MTLS=1.
+	AutoMTLS bool
 }
 
 // Host launches plugins lazily and caches one process per kind/name
-// (ARCHITECTURE §1). Every plugin is a go-plugin managed client over gRPC
-// with AutoMTLS, killed by Close, by plugin.CleanupClients, and by the
-// kernel when the host dies (Pdeathsig on Linux). Safe for concurrent use.
+// (ARCHITECTURE §1). Every plugin is a go-plugin managed client over gRPC,
+// killed by Close, by plugin.CleanupClients, and by the kernel when the
+// host dies (Pdeathsig on Linux). Safe for concurrent use.
+//
+// Plugins listen on unix sockets inside a directory the host creates with
+// mode 0700 (PLUGIN_UNIX_SOCKET_DIR), so only the host's own user (and
+// root) can reach them. That is the protection go-plugin's AutoMTLS gives
+// on one machine, without its cost: AutoMTLS generated two P-521 keys and
+// ran a TLS handshake per plugin start, which tripled the start time
+// (about 130-200 ms against 57-68 ms per start under load, issue 7).
 type Host struct {
 	cfg HostConfig
 
@@ -61,6 +72,8 @@ type Host struct {
 	// different plugins run concurrently.
 	starting map[string]*sync.Mutex
 	closed   bool
+	// sockDir is the private socket directory ("" until the first start).
+	sockDir string
 }
 
 type running struct {
@@ -193,6 +206,44 @@ func (h *Host) Close() {
 	}
 	wg.Wait()
 	plugin.CleanupClients()
+	h.mu.Lock()
+	dir := h.sockDir
+	h.sockDir = ""
+	h.mu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// socketDir returns the host's private plugin socket directory, creating
+// it (mode 0700, under TMPDIR) on first use.
+func (h *Host) socketDir() (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return "", fmt.Errorf("plugin host closed: %w", core.ErrUnavailable)
+	}
+	if h.sockDir != "" {
+		return h.sockDir, nil
+	}
+	dir, err := os.MkdirTemp(pluginTempDir(), "gordon-plugins-")
+	if err != nil {
+		return "", fmt.Errorf("plugin socket directory: %w", err)
+	}
+	h.sockDir = dir
+	return dir, nil
+}
+
+// pluginTempDir is TMPDIR when it exists, else /tmp (a FROM-scratch
+// image may have neither; then "" lets the caller fail clearly).
+func pluginTempDir() string {
+	if dir := os.TempDir(); isDir(dir) {
+		return dir
+	}
+	if isDir("/tmp") {
+		return "/tmp"
+	}
+	return ""
 }
 
 // lookup resolves kind/name: built-ins first, then the plugin path.
@@ -293,7 +344,12 @@ func (h *Host) start(ctx context.Context, f Found) (*running, error) {
 	// ends mid-start (go-plugin's Kill would wait for the start timeout).
 	procCtx, kill := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(procCtx, f.Path)
-	cmd.Env = h.pluginEnv(f)
+	sockDir, err := h.socketDir()
+	if err != nil {
+		kill()
+		return nil, err
+	}
+	cmd.Env = h.pluginEnv(f, sockDir)
 	cmd.SysProcAttr = pluginSysProcAttr()
 
 	logger := h.cfg.Logger.Named(id)
@@ -303,7 +359,7 @@ func (h *Host) start(ctx context.Context, f Found) (*running, error) {
 		Cmd:              cmd,
 		SkipHostEnv:      true, // pluginEnv already holds the host env, in the right order
 		Managed:          true,
-		AutoMTLS:         true,
+		AutoMTLS:         h.cfg.AutoMTLS, // off by default: sockets in a 0700 directory (see Host)
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     h.cfg.StartTimeout,
 		Logger:           logger,
@@ -378,13 +434,12 @@ func (h *Host) startError(f Found, err error) error {
 // pluginEnv is the host environment, then HostConfig.Env, then TMPDIR (go-
 // plugin puts its unix sockets there, so it must exist) and, for built-ins,
 // GORDON_PLUGIN. Later entries win.
-func (h *Host) pluginEnv(f Found) []string {
+func (h *Host) pluginEnv(f Found, sockDir string) []string {
 	env := append(os.Environ(), h.cfg.Env...)
-	if dir := os.TempDir(); isDir(dir) {
+	if dir := pluginTempDir(); dir != "" {
 		env = append(env, "TMPDIR="+dir)
-	} else if isDir("/tmp") {
-		env = append(env, "TMPDIR=/tmp")
 	}
+	env = append(env, plugin.EnvUnixSocketDir+"="+sockDir)
 	if f.Builtin {
 		env = append(env, EnvPlugin+"="+f.ID())
 	} else {

@@ -398,3 +398,27 @@ func TestArch1_ConcurrentCallsShareOneProcess(t *testing.T) {
 		assert.Equal(t, pids[0], pid)
 	}
 }
+
+// Plugins listen inside a private 0700 directory of the host (the
+// protection AutoMTLS gave, without its key generation per start), and the
+// directory goes away with the host.
+func TestIssue2_PluginSocketsInPrivateDirectory(t *testing.T) {
+	h, err := NewHost(HostConfig{PluginDirs: []string{testPluginDir}, StartTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	_, err = h.Describe(context.Background(), KindProbe, "fake")
+	require.NoError(t, err)
+	h.mu.Lock()
+	dir := h.sockDir
+	h.mu.Unlock()
+	require.NotEmpty(t, dir)
+	st, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), st.Mode().Perm())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the plugin's socket")
+	assert.Equal(t, os.ModeSocket, entries[0].Type()&os.ModeSocket)
+	h.Close()
+	_, err = os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "socket directory removed at Close")
+}
