@@ -895,6 +895,9 @@ func parseResponse(head []byte, resp *h1Response, headReq bool) error {
 	}
 	resp.http10 = line[7] == '0'
 	resp.status = line[9:]
+	if !validFieldValue(resp.status) {
+		return errBadResponse
+	}
 	code, err := parseDecimal(line[9:12])
 	if err != nil || code < 100 || code > 999 || len(line) > 12 && line[12] != ' ' {
 		return errBadResponse
@@ -914,6 +917,9 @@ func parseResponse(head []byte, resp *h1Response, headReq bool) error {
 			return errBadResponse
 		}
 		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+		if !validFieldValue(value) {
+			return errBadResponse // never relay a CR or NUL to the client
+		}
 		switch headerKind(name) {
 		case hdrContentLength:
 			n64, err := parseDecimal(value)

@@ -76,3 +76,37 @@ func TestIssue5_ParseRequestServesOnlyPlainBodilessRequests(t *testing.T) {
 		}
 	}
 }
+
+// A backend response the loop cannot relay faithfully is a 502, never
+// passed on: control characters in the status or a header (response
+// splitting), conflicting lengths, codings other than chunked.
+func TestIssue5_ParseResponseRejectsWhatItCannotRelay(t *testing.T) {
+	for head, want := range map[string]error{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n":                               nil,
+		"HTTP/1.0 200 OK\nContent-Length: 2\n\n":                                     nil,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 9\r\n\r\n": nil,
+		"HTTP/1.1 200 OK\r\nX-A: a\rb\r\n\r\n":                                       errBadResponse,
+		"HTTP/1.1 200 O\x00K\r\n\r\n":                                                errBadResponse,
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n":          errBadResponse,
+		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n":                              errBadResponse,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n":                errBadResponse,
+		"HTTP/1.1 2x0 OK\r\n\r\n":                                                    errBadResponse,
+		"HTTP/2 200\r\n\r\n":                                                         errBadResponse,
+		"HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n":                                     errBadResponse,
+	} {
+		var resp h1Response
+		if got := parseResponse([]byte(head), &resp, false); got != want {
+			t.Errorf("parseResponse(%q) = %v, want %v", head, got, want)
+		}
+	}
+	var resp h1Response
+	if err := parseResponse([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 9\r\n\r\n"), &resp, false); err != nil || !resp.chunked || resp.length != -1 {
+		t.Errorf("chunked overrides Content-Length: %+v %v", resp, err)
+	}
+	if err := parseResponse([]byte("HTTP/1.0 200 OK\r\n\r\n"), &resp, false); err != nil || !resp.untilClose || !resp.close {
+		t.Errorf("HTTP/1.0 without length is read until close: %+v %v", resp, err)
+	}
+	if err := parseResponse([]byte("HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n"), &resp, false); err != nil || !resp.noBody {
+		t.Errorf("304 has no body: %+v %v", resp, err)
+	}
+}
