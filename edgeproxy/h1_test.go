@@ -25,10 +25,32 @@ import (
 // raw response bytes; it counts the requests.
 func rawBackend(t testing.TB, respond func(w io.Writer, req *http.Request)) (string, *atomic.Int64) {
 	t.Helper()
+	var hits atomic.Int64
+	addr := serveConns(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			hits.Add(1)
+			bw := bufio.NewWriter(c)
+			respond(bw, req)
+			if bw.Flush() != nil || req.Close {
+				return
+			}
+		}
+	})
+	return addr, &hits
+}
+
+// serveConns listens on loopback and runs serve for every connection (then
+// closes it) until the test ends; it returns the address.
+func serveConns(t testing.TB, serve func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ln.Close() })
-	var hits atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -37,24 +59,11 @@ func rawBackend(t testing.TB, respond func(w io.Writer, req *http.Request)) (str
 			}
 			go func() {
 				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					hits.Add(1)
-					bw := bufio.NewWriter(c)
-					respond(bw, req)
-					if bw.Flush() != nil || req.Close {
-						return
-					}
-				}
+				serve(c, bufio.NewReader(c))
 			}()
 		}
 	}()
-	return ln.Addr().String(), &hits
+	return ln.Addr().String()
 }
 
 // rawExchange writes raw on a new connection to the edge and reads n
@@ -310,33 +319,17 @@ func TestIssue5_LargeHeadsServedOrRejected(t *testing.T) {
 // (Run: the HTTP/1.1 loop) to a raw backend, from a raw client; the client
 // and backend allocate nothing per request, so allocs/op are the edge's.
 func BenchmarkH1Proxy(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(b, err)
-	defer ln.Close()
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, world\n")
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	backend := serveConns(b, func(c net.Conn, br *bufio.Reader) {
+		for skipHead(br) == nil {
+			if _, err := c.Write(resp); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					if err := skipHead(br); err != nil {
-						return
-					}
-					if _, err := c.Write(resp); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
+	})
 	dir := b.TempDir()
 	srv := edgeproxy.New(edgeproxy.Config{StateDir: dir, HTTPAddr: "127.0.0.1:0"})
-	tbl := httpTable(1, route("app.test", ln.Addr().String()))
+	tbl := httpTable(1, route("app.test", backend))
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = srv.Run(ctx); close(done) }()
