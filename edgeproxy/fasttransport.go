@@ -44,6 +44,14 @@ type fastConn struct {
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
+	// watchUntil is the read deadline the HTTP/1.1 loop armed (zero: none).
+	watchUntil time.Time
+}
+
+// setWatch sets the connection's read deadline and remembers it.
+func (fc *fastConn) setWatch(t time.Time) {
+	fc.watchUntil = t
+	_ = fc.c.SetReadDeadline(t)
 }
 
 func newFastTransport(addr string, dialTimeout time.Duration, fallback *http.Transport) *fastTransport {
@@ -125,6 +133,9 @@ func (e *retryableError) Unwrap() error { return e.err }
 // exchange writes req on fc and reads the response head. On success the
 // response body owns fc: it returns fc to the pool at EOF or closes it.
 func (t *fastTransport) exchange(ctx context.Context, fc *fastConn, req *http.Request, responseHeaderTimeout time.Duration, write func(io.Writer) error) (*http.Response, error) {
+	if !fc.watchUntil.IsZero() {
+		fc.setWatch(time.Time{}) // a deadline the HTTP/1.1 loop left
+	}
 	// Cancelation (client gone) and the response header timeout both act by
 	// moving the connection's deadline.
 	stop := context.AfterFunc(ctx, func() { _ = fc.c.SetDeadline(time.Unix(1, 0)) })

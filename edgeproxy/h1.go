@@ -43,9 +43,10 @@ import (
 //
 // Timeouts match the net/http server's configuration: IdleTimeout between
 // requests, ReadHeaderTimeout from the first byte of a request to the end
-// of its head, no write timeout. Unlike net/http, a client that disconnects
-// while its backend has not yet answered is noticed only when the answer is
-// written (the backend request is not canceled early).
+// of its head, no write timeout. A client that disconnects while its
+// backend works is noticed within upstreamTick (a non-blocking peek at the
+// client each time the backend read deadline passes), and the backend
+// connection is closed, as net/http cancels the request's context.
 
 // h1MaxHead bounds a request head served by the loop; larger heads go to
 // net/http (limit 1 MiB, then 431).
@@ -93,6 +94,12 @@ type h1Conn struct {
 	// resp and rhead are the backend response of the current request.
 	resp  h1Response
 	rhead []byte
+	// up is the backend connection of the current request, rhDeadline the
+	// route's response header deadline (zero: none); wait is
+	// upstreamWait, bound once per connection.
+	up         *fastConn
+	rhDeadline time.Time
+	wait       func(error) error
 	// Per-connection forwarded values (the peer does not change).
 	peer    string
 	peerIP  netip.Addr
@@ -209,6 +216,7 @@ func (h *h1Server) serveConn(hc *h1Conn) {
 	hc.bw = h1WriterPool.Get().(*bufio.Writer)
 	hc.bw.Reset(c)
 	hc.peerInfo(h.s.reg.trusted)
+	hc.wait = hc.upstreamWait
 	handedOff := false
 	defer func() {
 		if !handedOff {
@@ -245,7 +253,7 @@ func (h *h1Server) serveConn(hc *h1Conn) {
 			idleUntil = time.Time{}
 			_ = c.SetReadDeadline(time.Now().Add(h.readHeaderTimeout))
 		}
-		head, err := readHead(hc.br, hc.head[:0], h1MaxHead)
+		head, err := readHead(hc.br, hc.head[:0], h1MaxHead, nil)
 		hc.head = head
 		if err != nil && !errors.Is(err, errHeadTooLarge) {
 			return // timeout, EOF or reset: net/http closes silently too
@@ -303,11 +311,14 @@ func (hc *h1Conn) peerInfo(trusted []netip.Prefix) {
 
 // readHead appends a message head (start line and header lines, through the
 // empty line) from br to dst. It fails with errHeadTooLarge past limit
-// bytes, with the read error otherwise.
-func readHead(br *bufio.Reader, dst []byte, limit int) ([]byte, error) {
+// bytes, with the read error otherwise, unless wait (non-nil) turns that
+// error into nil: then it goes on reading where it stopped (bytes already
+// read are never lost; see h1Conn.upstreamWait).
+func readHead(br *bufio.Reader, dst []byte, limit int, wait func(error) error) ([]byte, error) {
+	lineStart := len(dst)
 	for {
-		line, err := br.ReadSlice('\n')
-		dst = append(dst, line...) // kept even when too large: a hand-off replays it
+		frag, err := br.ReadSlice('\n')
+		dst = append(dst, frag...) // kept even when too large: a hand-off replays it
 		if len(dst) > limit {
 			return dst, errHeadTooLarge
 		}
@@ -315,16 +326,23 @@ func readHead(br *bufio.Reader, dst []byte, limit int) ([]byte, error) {
 			continue
 		}
 		if err != nil {
+			if wait != nil {
+				if err = wait(err); err == nil {
+					continue
+				}
+			}
 			return dst, err
 		}
-		if len(line) <= 2 && (len(line) == 1 || line[0] == '\r') && len(dst) > len(line) {
-			return dst, nil
-		}
-		if len(dst) == len(line) && len(line) <= 2 {
-			// Empty lines before a request line are allowed (RFC 9112
+		line := dst[lineStart:]
+		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
+			if lineStart > 0 {
+				return dst, nil
+			}
+			// Empty lines before a start line are allowed (RFC 9112
 			// §2.2); drop them.
 			dst = dst[:0]
 		}
+		lineStart = len(dst)
 	}
 }
 
@@ -686,27 +704,24 @@ func (s *Server) exchangeH1(hc *h1Conn, rt *httpRoute, b *backend) (code, proxyE
 		resp := &hc.resp
 		resp.started = false
 		if err == nil {
-			if rt.timeouts.responseHeader > 0 {
-				_ = fc.c.SetReadDeadline(time.Now().Add(rt.timeouts.responseHeader))
-			}
-			err = readResponse(fc, resp, hc.req.head, hc.rhead)
+			hc.armUpstream(fc, rt.timeouts.responseHeader)
+			err = readResponse(fc, resp, hc.req.head, hc.rhead, hc.wait)
 			hc.rhead = resp.head[:0]
 		}
 		if err != nil {
 			_ = fc.c.Close()
+			if errors.Is(err, errClientGone) {
+				// Nobody to answer; the backend sees its request canceled.
+				return statusClientClosed, 0, false
+			}
 			var ne net.Error
 			timedOut := errors.As(err, &ne) && ne.Timeout()
 			if reused && attempt == 0 && !timedOut && !resp.started {
 				continue // a kept-alive connection the backend had closed
 			}
-			if timedOut && rt.timeouts.responseHeader > 0 {
-				err = errResponseHeaderTimeout
-			}
 			return s.h1ProxyError(hc, b, err)
 		}
-		if rt.timeouts.responseHeader > 0 {
-			_ = fc.c.SetReadDeadline(time.Time{})
-		}
+		hc.headDone()
 		keep = !hc.req.close && !s.h1.shutting.Load()
 		ok, upstreamOK := relayResponse(hc, fc, resp, keep, s.reg.bufferPool)
 		if upstreamOK && !resp.close {
@@ -856,16 +871,89 @@ type h1Response struct {
 	http10     bool
 }
 
+// upstreamTick is how long the loop waits on a backend before it checks
+// that the client is still connected (net/http notices at once through a
+// background read per request; this costs nothing per request).
+const upstreamTick = time.Second
+
+// statusClientClosed is recorded in the metrics for a request whose
+// client went away before its answer (nginx's 499).
+const statusClientClosed = 499
+
+// errClientGone ends an exchange whose client closed its connection.
+var errClientGone = errors.New("client closed the connection")
+
+// armUpstream sets fc's read deadline for an exchange: the route's response
+// header deadline or the next client check, whichever is first. Without a
+// route timeout the deadline is moved only when it is near, so most
+// requests do not touch it.
+func (hc *h1Conn) armUpstream(fc *fastConn, responseHeader time.Duration) {
+	hc.up = fc
+	now := time.Now()
+	if responseHeader > 0 {
+		hc.rhDeadline = now.Add(responseHeader)
+		fc.setWatch(earliest(now.Add(upstreamTick), hc.rhDeadline))
+		return
+	}
+	hc.rhDeadline = time.Time{}
+	if fc.watchUntil.Sub(now) < upstreamTick/2 {
+		fc.setWatch(now.Add(upstreamTick))
+	}
+}
+
+// headDone lifts the route's response header deadline once the head came.
+func (hc *h1Conn) headDone() {
+	if !hc.rhDeadline.IsZero() {
+		hc.rhDeadline = time.Time{}
+		hc.up.setWatch(time.Now().Add(upstreamTick))
+	}
+}
+
+// upstreamWait judges an error from reading the backend: a deadline that
+// is only a client check returns nil (read on) while the client is still
+// connected, errClientGone when it is not; the route's response header
+// deadline returns errResponseHeaderTimeout (504); any other error is
+// returned as is.
+func (hc *h1Conn) upstreamWait(err error) error {
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		return err
+	}
+	now := time.Now()
+	if !hc.rhDeadline.IsZero() && !now.Before(hc.rhDeadline) {
+		return errResponseHeaderTimeout
+	}
+	if hc.br.Buffered() == 0 && peerClosed(hc.c) {
+		return errClientGone
+	}
+	next := now.Add(upstreamTick)
+	if !hc.rhDeadline.IsZero() {
+		next = earliest(next, hc.rhDeadline)
+	}
+	hc.up.setWatch(next)
+	return nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // readResponse reads the final response head from fc into buf (reused;
 // 1xx informational responses are skipped) and works out its body framing
-// (RFC 9112 §6.3).
-func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte) error {
+// (RFC 9112 §6.3). Read errors go through wait (upstreamWait).
+func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte, wait func(error) error) error {
 	for {
 		if _, err := fc.br.Peek(1); err != nil {
-			return err
+			if err = wait(err); err != nil {
+				return err
+			}
+			continue
 		}
 		resp.started = true
-		head, err := readHead(fc.br, buf[:0], h1MaxResponseHead)
+		head, err := readHead(fc.br, buf[:0], h1MaxResponseHead, wait)
 		resp.head = head
 		if err != nil {
 			if errors.Is(err, errHeadTooLarge) {
@@ -1091,7 +1179,7 @@ func relayLength(hc *h1Conn, fc *fastConn, n int64, pool interface {
 				return false, false
 			}
 		}
-		if err != nil && n > 0 {
+		if err != nil && n > 0 && hc.wait(err) != nil {
 			return false, false // truncated: the client must not take it as whole
 		}
 	}
@@ -1107,7 +1195,7 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 		if fc.br.Buffered() == 0 && bw.Flush() != nil {
 			return false, false
 		}
-		line, err := readLine(fc.br)
+		line, err := hc.upstreamLine(fc)
 		if err != nil {
 			return false, false
 		}
@@ -1124,7 +1212,7 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 		if n == 0 {
 			// Trailer section, through the empty line.
 			for {
-				line, err := readLine(fc.br)
+				line, err := hc.upstreamLine(fc)
 				if err != nil {
 					return false, false
 				}
@@ -1141,7 +1229,10 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 			}
 			// Relay what is buffered (at least one byte) of this chunk.
 			if _, err := fc.br.Peek(1); err != nil {
-				return false, false
+				if hc.wait(err) != nil {
+					return false, false
+				}
+				continue
 			}
 			b, _ := fc.br.Peek(int(min(n, int64(fc.br.Buffered()))))
 			if _, werr := bw.Write(b); werr != nil {
@@ -1150,7 +1241,7 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 			_, _ = fc.br.Discard(len(b))
 			n -= int64(len(b))
 		}
-		crlf, err := readLine(fc.br)
+		crlf, err := hc.upstreamLine(fc)
 		if err != nil || len(crlf) != 0 {
 			return false, false
 		}
@@ -1167,20 +1258,29 @@ func writeInt(bw *bufio.Writer, n int64, base int) {
 	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, base))
 }
 
-// readLine reads one line (CRLF or LF stripped) of at most 4 KiB.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err != nil {
-		if err == bufio.ErrBufferFull {
+// upstreamLine reads one line of a chunked body from fc (CRLF or LF
+// stripped; at most the reader's 4 KiB), waiting through upstreamWait
+// without losing a partial line. The line is valid until the next read.
+func (hc *h1Conn) upstreamLine(fc *fastConn) ([]byte, error) {
+	for {
+		buf, _ := fc.br.Peek(fc.br.Buffered())
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			_, _ = fc.br.Discard(i + 1)
+			line := buf[:i]
+			if len(line) > 0 && line[len(line)-1] == '\r' {
+				line = line[:len(line)-1]
+			}
+			return line, nil
+		}
+		if len(buf) == fc.br.Size() {
 			return nil, errBadResponse
 		}
-		return nil, err
+		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
+			if err = hc.wait(err); err != nil {
+				return nil, err
+			}
+		}
 	}
-	line = line[:len(line)-1]
-	if len(line) > 0 && line[len(line)-1] == '\r' {
-		line = line[:len(line)-1]
-	}
-	return line, nil
 }
 
 // relayUntilClose re-chunks a body delimited by the backend closing,
@@ -1207,7 +1307,7 @@ func relayUntilClose(hc *h1Conn, fc *fastConn, pool interface {
 			bw.WriteString("0\r\n\r\n")
 			return flushIdle(hc)
 		}
-		if err != nil {
+		if err != nil && hc.wait(err) != nil {
 			return false
 		}
 	}

@@ -373,3 +373,73 @@ func skipResponse(br *bufio.Reader) error {
 	_, err := br.Discard(13)
 	return err
 }
+
+// Issue 5 (hard to knock over): a client that goes away while its backend
+// is still working has the backend request canceled (checked every second
+// while waiting), so abandoned slow requests do not pile up on backends
+// and do not hold a drain.
+func TestIssue5_ClientGoneCancelsBackendRequest(t *testing.T) {
+	e := startEdge(t)
+	canceled := make(chan time.Duration, 1)
+	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		select {
+		case <-r.Context().Done():
+			canceled <- time.Since(start)
+		case <-time.After(10 * time.Second):
+			_, _ = io.WriteString(w, "late")
+		}
+	})
+	e.publish(t, httpTable(1, route("app.test", be)))
+	c, err := net.Dial("tcp", e.srv.HTTPAddr())
+	require.NoError(t, err)
+	_, err = io.WriteString(c, "GET /poll HTTP/1.1\r\nHost: app.test\r\n\r\n")
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, c.Close())
+	select {
+	case d := <-canceled:
+		assert.Less(t, d, 3*time.Second)
+	case <-time.After(5 * time.Second):
+		t.Fatal("backend request not canceled after the client left")
+	}
+	require.Eventually(t, func() bool {
+		for _, b := range e.srv.Status().Backends {
+			if b.InFlight != 0 {
+				return false
+			}
+		}
+		return true
+	}, 3*time.Second, 20*time.Millisecond, "no request left in flight")
+}
+
+// Issue 5 (HTTP): a backend that is slow to answer, or pauses mid-body for
+// longer than the loop's client check interval, is waited for: the
+// response arrives whole.
+func TestIssue5_SlowAndPausingBackendsRelayedWhole(t *testing.T) {
+	e := startEdge(t)
+	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slowhead":
+			time.Sleep(1500 * time.Millisecond)
+			_, _ = io.WriteString(w, "slow")
+		case "/pause-length":
+			w.Header().Set("Content-Length", "10")
+			_, _ = io.WriteString(w, "hello")
+			w.(http.Flusher).Flush()
+			time.Sleep(1500 * time.Millisecond)
+			_, _ = io.WriteString(w, "world")
+		case "/pause-chunked":
+			_, _ = io.WriteString(w, "hel")
+			w.(http.Flusher).Flush()
+			time.Sleep(1500 * time.Millisecond)
+			_, _ = io.WriteString(w, "lo")
+		}
+	})
+	e.publish(t, httpTable(1, route("app.test", be)))
+	for path, want := range map[string]string{"/slowhead": "slow", "/pause-length": "helloworld", "/pause-chunked": "hello"} {
+		code, body := e.get(t, "app.test", path)
+		assert.Equal(t, http.StatusOK, code, path)
+		assert.Equal(t, want, body, path)
+	}
+}
