@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
 FUZZTIME ?= 5s
 
-.PHONY: all build install test test-unit test-race test-e2e fuzz-smoke vet fmt proto demo bench bench-edge clean
+.PHONY: all build install test test-unit test-race test-e2e fuzz-smoke vet fmt proto demo bench bench-go bench-edge bench-nginx clean
 
 all: build
 
@@ -63,21 +63,34 @@ proto:
 demo: build
 	./examples/demo/run.sh
 
-## bench: Go benchmarks of the hot paths
-bench:
+## bench: the performance suite (issue 7): every measurement side by side with
+## a baseline from the same run -> bench/report.md and bench/report.json
+## (needs a Docker engine; about 5-10 minutes; see bench/README.md)
+bench: build bench-nginx
+	$(GO) build -o bin/edgebench ./bench/edge
+	$(GO) build -o bin/gordon-bench ./bench/suite
+	PATH="$$PATH:/usr/sbin" bin/gordon-bench -repo . -bin bin -out bench $(BENCH_FLAGS)
+
+## bench-go: Go benchmarks of the hot paths
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./edgeproxy/... ./plugins/sdk/... ./journal/...
 
 ## bench-edge: direct vs nginx vs gordon-edge under the same closed-loop load
 ## (installs Debian's nginx when missing; BENCH_DURATION per target)
 BENCH_DURATION ?= 10s
-bench-edge:
-	@command -v nginx >/dev/null || command -v /usr/sbin/nginx >/dev/null || \
-	  { echo "installing nginx (apt-get)"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null 2>&1 || \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }
+bench-edge: bench-nginx
 	@mkdir -p bin
 	$(GOBUILD) -o bin/gordon-edge ./cmd/gordon-edge
 	$(GO) build -o bin/edgebench ./bench/edge
 	PATH="$$PATH:/usr/sbin" bin/edgebench run -edge bin/gordon-edge -d $(BENCH_DURATION) -c 16
+
+# bench-nginx: Debian's nginx for the edge comparison, when missing (a failed
+# install is not fatal: edgebench then skips nginx)
+bench-nginx:
+	@command -v nginx >/dev/null || command -v /usr/sbin/nginx >/dev/null || \
+	  { echo "installing nginx (apt-get)"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null 2>&1 || \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null 2>&1 || \
+	    echo "nginx could not be installed; the edge comparison runs without it"; }
 
 clean:
 	rm -rf bin

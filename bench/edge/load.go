@@ -19,6 +19,28 @@ type loadResult struct {
 	Errors   int64
 	Elapsed  time.Duration
 	P50, P99 time.Duration
+	// samples are the sorted request latencies (for mergeResults).
+	samples []time.Duration
+}
+
+// mergeResults combines runs of one target: requests, errors and elapsed
+// time add up, percentiles are over every request of every run.
+func mergeResults(runs []loadResult) loadResult {
+	var m loadResult
+	var all [][]time.Duration
+	for _, r := range runs {
+		m.Requests += r.Requests
+		m.Errors += r.Errors
+		m.Elapsed += r.Elapsed
+		all = append(all, r.samples)
+	}
+	m.samples = slices.Concat(all...)
+	slices.Sort(m.samples)
+	if n := len(m.samples); n > 0 {
+		m.P50 = m.samples[n*50/100]
+		m.P99 = m.samples[min(n-1, n*99/100)]
+	}
+	return m
 }
 
 // RPS is completed requests per second.
@@ -88,6 +110,7 @@ func runLoad(addr, host string, conns int, d time.Duration) (loadResult, error) 
 	slices.Sort(all)
 	res.P50 = all[len(all)*50/100]
 	res.P99 = all[min(len(all)-1, len(all)*99/100)]
+	res.samples = all
 	return res, nil
 }
 

@@ -1,7 +1,7 @@
 // Command edgebench compares gordon-edge with nginx and with no proxy at
 // all (issue 5): `make bench-edge` builds gordon-edge and runs
 //
-//	edgebench run -edge bin/gordon-edge [-d 10s] [-c 16]
+//	edgebench run -edge bin/gordon-edge [-d 10s] [-c 16] [-rounds 5] [-json FILE]
 //
 // (`edgebench backend` and `edgebench load -addr A` run the pieces alone)
 // which starts one small Go backend (`edgebench backend`, a child process),
@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -104,6 +105,8 @@ func runMain(args []string) error {
 	nginxBin := fs.String("nginx", "nginx", "nginx binary (\"\" or missing: skip nginx)")
 	d := fs.Duration("d", 10*time.Second, "load duration per target")
 	conns := fs.Int("c", 16, "keep-alive client connections")
+	rounds := fs.Int("rounds", 5, "interleaved rounds the load duration is split into")
+	jsonOut := fs.String("json", "", "also write the results as JSON to this file (machine-readable; bench/suite reads it)")
 	_ = fs.Parse(args)
 
 	tmp, err := os.MkdirTemp("", "edgebench-")
@@ -205,41 +208,100 @@ func runMain(args []string) error {
 	}
 
 	fmt.Printf("edgebench: %d keep-alive clients, %s per target, GOMAXPROCS of this machine %d CPUs\n", *conns, *d, numCPU())
+	// Warm up every target (connections, pools), then let it settle before
+	// its idle RSS.
 	for _, t := range targets {
-		// Warm up (connections, pools), then let it settle before idle RSS.
 		if _, err := runLoad(t.addr, "bench.test", *conns, time.Second); err != nil {
 			return fmt.Errorf("%s warm-up: %w", t.name, err)
 		}
 		time.Sleep(500 * time.Millisecond)
 		t.idle = rssKiB(t.pids())
-		var peak int64
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tick := time.NewTicker(200 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					peak = max(peak, rssKiB(t.pids()))
+	}
+	// Measure in interleaved rounds (each target d/rounds per round, the
+	// starting target rotating), so that a burst of load from elsewhere on
+	// the machine falls on every target alike instead of on one; each
+	// target's figures are over all its rounds.
+	per := *d / time.Duration(max(*rounds, 1))
+	runs := make([][]loadResult, len(targets))
+	for r := range max(*rounds, 1) {
+		for k := range targets {
+			i := (r + k) % len(targets)
+			t := targets[i]
+			var peak int64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tick := time.NewTicker(200 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						peak = max(peak, rssKiB(t.pids()))
+					}
 				}
+			}()
+			res, err := runLoad(t.addr, "bench.test", *conns, per)
+			close(stop)
+			wg.Wait()
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
 			}
-		}()
-		res, err := runLoad(t.addr, "bench.test", *conns, *d)
-		close(stop)
-		wg.Wait()
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
+			t.peak = max(t.peak, peak)
+			runs[i] = append(runs[i], res)
 		}
-		t.res, t.peak = res, peak
-		fmt.Printf("  %-12s done: %.0f req/s\n", t.name, res.RPS())
+		fmt.Printf("  round %d/%d:", r+1, max(*rounds, 1))
+		for i, t := range targets {
+			fmt.Printf(" %s %.0f req/s", t.name, runs[i][r].RPS())
+		}
+		fmt.Println()
+	}
+	for i, t := range targets {
+		t.res = mergeResults(runs[i])
 	}
 	printTable(os.Stdout, targets)
+	if *jsonOut != "" {
+		return writeJSON(*jsonOut, targets, *conns, *d)
+	}
 	return nil
+}
+
+// jsonTarget is one target in the -json output; durations in nanoseconds
+// (Go's time.Duration), RSS in KiB.
+type jsonTarget struct {
+	Name       string        `json:"name"`
+	Requests   int64         `json:"requests"`
+	Errors     int64         `json:"errors"`
+	ElapsedNS  time.Duration `json:"elapsed_ns"`
+	RPS        float64       `json:"rps"`
+	P50NS      time.Duration `json:"p50_ns"`
+	P99NS      time.Duration `json:"p99_ns"`
+	RSSIdleKiB int64         `json:"rss_idle_kib"`
+	RSSPeakKiB int64         `json:"rss_load_kib"`
+}
+
+// writeJSON writes the run's results (the same numbers printTable prints).
+func writeJSON(path string, targets []*target, conns int, d time.Duration) error {
+	out := struct {
+		Clients    int           `json:"clients"`
+		DurationNS time.Duration `json:"duration_ns"`
+		CPUs       int           `json:"cpus"`
+		Targets    []jsonTarget  `json:"targets"`
+	}{Clients: conns, DurationNS: d, CPUs: numCPU()}
+	for _, t := range targets {
+		out.Targets = append(out.Targets, jsonTarget{
+			Name: t.name, Requests: t.res.Requests, Errors: t.res.Errors, ElapsedNS: t.res.Elapsed,
+			RPS: t.res.RPS(), P50NS: t.res.P50, P99NS: t.res.P99, RSSIdleKiB: t.idle, RSSPeakKiB: t.peak,
+		})
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func printTable(w io.Writer, targets []*target) {

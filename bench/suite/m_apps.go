@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+const (
+	latencyReps   = 5
+	statusReps    = 5
+	reconcileReps = 3
+	bulkWorkers   = 4
+)
+
+// phaseOrder is the journal's phase split of one overlap deploy, in order.
+var phaseOrder = []string{"create", "start", "probe", "switch", "drain", "retire"}
+
+func appName(i int) string { return fmt.Sprintf("%sapp-%03d", appPrefix, i) }
+
+// watchRSS is the memory of one `docker gordon reconcile --watch`.
+type watchRSS struct {
+	Apps                 int
+	CLI, Gordon, Plugins int64 // KiB
+	PluginCount          int
+	FirstPass            time.Duration
+}
+
+// measureApps: deploy latency (2), then with 1, 10 and 100 apps in one
+// state directory: status (3), reconcile (5), reconcile --watch memory (6).
+func (b *bench) measureApps(ctx context.Context, s, secCLI, secRec, secMem *section) error {
+	state := filepath.Join(b.tmp, "state-apps")
+	edge, _, err := b.startEdge(ctx, state, "edge-apps")
+	if err != nil {
+		return err
+	}
+	defer edge.Stop()
+	if err := b.precreateNetwork(ctx, appName(1)); err != nil {
+		return err
+	}
+	if _, err := b.deployApp(ctx, state, appName(1), b.v1, false); err != nil {
+		return err
+	}
+	if err := b.deployLatency(ctx, s, state); err != nil {
+		return err
+	}
+
+	secRec.Method = fmt.Sprintf("`docker gordon reconcile` (one pass over every app, nothing to repair) with 1, 10 and %d apps in the state directory; median of %d passes. Engine API calls are counted by a proxy on a unix socket in front of the engine (DOCKER_HOST=unix://…), which sees every request of the docker CLI, docker-gordon and its backend plugins. The apps are real: one-service apps (gordon-test/httpd, HTTP readiness) deployed with `docker gordon deploy`, %d at a time, each with its own running container and journal; their networks gordon-<app> were created beforehand with a /28 subnet so %d bridge networks do not exhaust the engine's default address pools (the deploy reuses an existing network of that name).", b.apps, reconcileReps, bulkWorkers, b.apps)
+	secRec.Baseline = "the same pass with 1 app."
+	levels := []int{1, 10, b.apps}
+	if b.apps <= 10 {
+		levels = []int{1, b.apps}
+	}
+	type level struct {
+		status, reconcile           time.Duration
+		statusCalls, reconcileCalls int
+	}
+	res := map[int]level{}
+	deployed := 1
+	for _, n := range levels {
+		if n > deployed {
+			t0 := time.Now()
+			if err := b.deployMany(ctx, state, deployed+1, n); err != nil {
+				return err
+			}
+			logf("   deployed apps %d..%d in %s", deployed+1, n, time.Since(t0).Round(time.Millisecond))
+			deployed = n
+		}
+		var lv level
+		st, calls, err := b.timeGordon(ctx, state, statusReps, "status")
+		if err != nil {
+			return err
+		}
+		lv.status, lv.statusCalls = st, calls
+		rc, calls, err := b.timeGordon(ctx, state, reconcileReps, "reconcile")
+		if err != nil {
+			return err
+		}
+		lv.reconcile, lv.reconcileCalls = rc, calls
+		res[n] = lv
+		logf("   %d apps: status %s (%d API calls), reconcile %s (%d API calls)", n, st.Round(time.Millisecond), lv.statusCalls, rc.Round(time.Millisecond), calls)
+		if n == 1 || n == b.apps {
+			w, err := b.watchMemory(ctx, state, n)
+			if err != nil {
+				return err
+			}
+			b.watch = append(b.watch, w)
+		}
+	}
+	one := res[1]
+	for _, n := range levels {
+		lv := res[n]
+		secCLI.add(fmt.Sprintf("`docker gordon status`, %d app(s)", n), ms(lv.status), "ms", "status, 1 app", ms(one.status), "")
+	}
+	for _, n := range levels {
+		lv := res[n]
+		secCLI.add(fmt.Sprintf("`docker gordon status`, %d app(s): engine API calls", n), float64(lv.statusCalls), "calls", "status, 1 app", float64(one.statusCalls), "")
+	}
+	for _, n := range levels {
+		lv := res[n]
+		secRec.add(fmt.Sprintf("reconcile pass, %d app(s): wall time", n), ms(lv.reconcile), "ms", "1 app", ms(one.reconcile), "")
+	}
+	for _, n := range levels {
+		lv := res[n]
+		secRec.add(fmt.Sprintf("reconcile pass, %d app(s): engine API calls", n), float64(lv.reconcileCalls), "calls", "1 app", float64(one.reconcileCalls), "")
+	}
+	_ = secMem
+	return nil
+}
+
+// timeGordon runs `docker gordon ARGS` reps times through the proxy (after
+// one warm-up) and returns the median wall time and median API calls.
+func (b *bench) timeGordon(ctx context.Context, state string, reps int, args ...string) (time.Duration, int, error) {
+	var ds []time.Duration
+	var calls []int
+	for i := -1; i < reps; i++ {
+		r := b.gordon(ctx, state, true, args...)
+		if err := r.err("docker gordon " + args[0]); err != nil {
+			return 0, 0, err
+		}
+		if i >= 0 {
+			ds = append(ds, r.Elapsed())
+			calls = append(calls, len(b.proxy.Between(r.Start, r.End)))
+		}
+	}
+	return median(ds), medianInt(calls), nil
+}
+
+// deployMany deploys apps from..to (inclusive), bulkWorkers at a time.
+func (b *bench) deployMany(ctx context.Context, state string, from, to int) error {
+	for i := from; i <= to; i++ {
+		if err := b.precreateNetwork(ctx, appName(i)); err != nil {
+			return err
+		}
+	}
+	work := make(chan int)
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for range bulkWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if _, err := b.deployApp(ctx, state, appName(i), b.v1, false); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := from; i <= to; i++ {
+		mu.Lock()
+		stop := first != nil
+		mu.Unlock()
+		if stop || ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// deployLatency: measurement 2.
+func (b *bench) deployLatency(ctx context.Context, s *section, state string) error {
+	s.Method = fmt.Sprintf("`docker gordon deploy -f app.toml` of a one-service app whose container is ready at once (gordon-test/httpd, HTTP readiness on /healthz), alternating v1/v2 so every deploy replaces the container; median of %d deploys, engine reached through the counting proxy. Phases come from the journal: \"CLI start, plugins, lock\" is fork of `docker gordon` until the op's started_at (docker CLI and plugin start, runtime and traffic plugin launch, lock, store recovery); preflight, create, start, probe, switch, drain, retire are the journaled phase durations; \"exit\" is the rest (gaps between steps, rendering, plugin shutdown). Engine wait is the union of the time engine API requests were in flight (from the proxy); the engine overhead is the wall time minus the union of engine wait and the probe phase, i.e. the time docker gordon spends on its own (CLI and plugin start, journal writes, the edge switch, …); \"within phase\" splits it over the phase windows (preflight includes the short gap before the service step; the service phases are laid end to end from the step's start, so their windows are approximate).", latencyReps)
+	s.Baseline = "`docker run -d -p 127.0.0.1:PORT:8080` of the same image through the same proxy, until the first 200 from /healthz (median of 5); its own overhead is its wall time minus its engine wait. Phases: ratio = share of the deploy's wall time."
+	app := appName(1)
+	var totals, engineWait, overhead []time.Duration
+	var calls []int
+	phases := map[string][]time.Duration{}
+	ownTime := map[string][]time.Duration{}
+	var allCalls []apiCall
+	for i := range latencyReps {
+		img := b.v2
+		if i%2 == 1 {
+			img = b.v1
+		}
+		r, err := b.deployApp(ctx, state, app, img, true)
+		if err != nil {
+			return err
+		}
+		var op core.Operation
+		if err := json.Unmarshal([]byte(r.Stdout), &op); err != nil {
+			return fmt.Errorf("deploy --format json: %w: %s", err, tail(r.Stdout, 300))
+		}
+		var svc, pre *core.Step
+		for j := range op.Steps {
+			switch {
+			case op.Steps[j].ID == core.StepPreflight:
+				pre = &op.Steps[j]
+			case op.Steps[j].Service != "":
+				svc = &op.Steps[j]
+			}
+		}
+		if svc == nil || pre == nil {
+			return fmt.Errorf("deploy op %s has no preflight or service step", op.ID)
+		}
+		start, end := r.Start.Round(0), r.End.Round(0)
+		total := end.Sub(start)
+		got := map[string]time.Duration{
+			"CLI start, plugins, lock": op.StartedAt.Sub(start),
+			"preflight":                pre.Phases["preflight"].D(),
+		}
+		sum := got["CLI start, plugins, lock"] + got["preflight"]
+		for _, p := range phaseOrder {
+			got[p] = svc.Phases[p].D()
+			sum += got[p]
+		}
+		got["exit (gaps, render, plugin shutdown)"] = total - sum
+		for k, v := range got {
+			phases[k] = append(phases[k], v)
+		}
+		cs := b.proxy.Between(r.Start, r.End)
+		allCalls = append(allCalls, cs...)
+		spans := waitSpans(cs)
+		probeStart := svc.StartedAt.Add(svc.Phases["create"].D() + svc.Phases["start"].D())
+		probe := interval{probeStart, probeStart.Add(svc.Phases["probe"].D())}
+		// Own time (neither engine nor probe) per phase window: the
+		// windows are [fork, started_at], the preflight step, the service
+		// step's phases laid end to end from its start, and the rest.
+		busy := append(spans, probe)
+		own := func(a, z time.Time) time.Duration {
+			if !z.After(a) {
+				return 0
+			}
+			return z.Sub(a) - unionLen(busy, a, z)
+		}
+		ownTime["CLI start, plugins, lock"] = append(ownTime["CLI start, plugins, lock"], own(start, op.StartedAt))
+		ownTime["preflight"] = append(ownTime["preflight"], own(op.StartedAt, svc.StartedAt))
+		at := svc.StartedAt
+		for _, p := range phaseOrder {
+			ownTime[p] = append(ownTime[p], own(at, at.Add(svc.Phases[p].D())))
+			at = at.Add(svc.Phases[p].D())
+		}
+		ownTime["exit"] = append(ownTime["exit"], own(at, end))
+		totals = append(totals, total)
+		engineWait = append(engineWait, unionLen(spans, start, end))
+		overhead = append(overhead, total-unionLen(append(spans, probe), start, end))
+		calls = append(calls, len(cs))
+		b.deploySwitch = append(b.deploySwitch, svc.Phases["switch"].D())
+		logf("   deploy %d/%d: %s (engine wait %s, overhead %s, %d API calls)", i+1, latencyReps, total.Round(time.Millisecond),
+			engineWait[i].Round(time.Millisecond), overhead[i].Round(time.Millisecond), len(cs))
+	}
+
+	// Baseline: docker run + first 200.
+	var bTotal, bWait, bOver []time.Duration
+	var bCalls []int
+	for i := range 5 {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("%s-%d", runBaseName, i)
+		env := []string{"DOCKER_HOST=" + b.proxy.Host(), "DOCKER_CONFIG=" + b.dockerConfig}
+		r := run(ctx, env, "docker", "run", "-d", "--name", name, "--label", benchLabel+"=1", "-p", addr+":8080", b.v1)
+		if err := r.err("docker run"); err != nil {
+			return err
+		}
+		ready, err := waitHTTP200(ctx, "http://"+addr+"/healthz", "", 20*time.Second)
+		if err != nil {
+			return err
+		}
+		cs := b.proxy.Between(r.Start, r.End)
+		start, end := r.Start.Round(0), r.End.Round(0)
+		w := unionLen(waitSpans(cs), start, end)
+		bTotal = append(bTotal, ready.Sub(r.Start))
+		bWait = append(bWait, w)
+		bOver = append(bOver, end.Sub(start)-w)
+		bCalls = append(bCalls, len(cs))
+		if err := b.removeContainer(ctx, name); err != nil {
+			return err
+		}
+	}
+	tot := median(totals)
+	s.add("deploy wall time", ms(tot), "ms", "`docker run -d` + first 200", ms(median(bTotal)), "")
+	for _, p := range append(append([]string{"CLI start, plugins, lock", "preflight"}, phaseOrder...), "exit (gaps, render, plugin shutdown)") {
+		s.add("phase: "+p, ms(median(phases[p])), "ms", "deploy wall time", ms(tot), "")
+	}
+	s.add("engine wait (API requests in flight)", ms(median(engineWait)), "ms", "`docker run`'s engine wait", ms(median(bWait)), "")
+	s.add("engine overhead: wall − engine wait − probe", ms(median(overhead)), "ms", "`docker run`'s own overhead", ms(median(bOver)), "")
+	for _, p := range append(append([]string{"CLI start, plugins, lock", "preflight"}, phaseOrder...), "exit") {
+		s.add("engine overhead within phase: "+p, ms(median(ownTime[p])), "ms", "engine overhead", ms(median(overhead)), "")
+	}
+	s.add("engine overhead vs the issue's target", ms(median(overhead)), "ms", "target", 150, "")
+	s.add("engine API calls per deploy", float64(medianInt(calls)), "calls", "`docker run -d`", float64(medianInt(bCalls)), "")
+	if o := median(overhead); o < 150*time.Millisecond {
+		s.note("Engine overhead target (< 150 ms): PASS (%.0f ms).", ms(o))
+	} else {
+		s.note("Engine overhead target (< 150 ms): NOT MET (%.0f ms). It includes the edge switch (median %.0f ms: traffic/edge waits until gordon-edge, which polls the route table every 150 ms, reports the new generation), docker CLI and plugin start (the probe/http plugin's own start, %.0f ms here, is inside the probe phase and so not even counted).", ms(o), ms(median(b.deploySwitch)), ms(b.probePluginStart))
+	}
+	s.extra("deploy_wall_ns", totals)
+	s.extra("phases_ns", phases)
+	s.extra("engine_wait_ns", engineWait)
+	s.extra("overhead_ns", overhead)
+	s.extra("overhead_by_phase_ns", ownTime)
+	s.extra("api_calls_per_deploy", calls)
+	s.extra("api_endpoints_all_deploys", endpointCounts(allCalls))
+	s.extra("baseline_docker_run_ready_ns", bTotal)
+	s.extra("baseline_docker_run_engine_wait_ns", bWait)
+	return nil
+}
+
+// watchMemory starts `docker gordon reconcile --watch`, waits for its
+// first pass (no new engine request for 2 s) and reads the VmRSS of its
+// process tree.
+func (b *bench) watchMemory(ctx context.Context, state string, apps int) (watchRSS, error) {
+	env := []string{"DOCKER_CONFIG=" + b.dockerConfig, "GORDON_STATE_DIR=" + state, "DOCKER_HOST=" + b.proxy.Host()}
+	t0 := time.Now()
+	p, _, err := startProc(fmt.Sprintf("watch-%d", apps), env, filepath.Join(b.tmp, fmt.Sprintf("watch-%d.log", apps)), false, "docker", "gordon", "reconcile", "--watch")
+	if err != nil {
+		return watchRSS{}, err
+	}
+	defer p.Stop()
+	last := t0
+	for time.Since(t0) < 90*time.Second && ctx.Err() == nil {
+		time.Sleep(250 * time.Millisecond)
+		select {
+		case <-p.done:
+			return watchRSS{}, fmt.Errorf("reconcile --watch exited early (see %s)", filepath.Join(b.tmp, fmt.Sprintf("watch-%d.log", apps)))
+		default:
+		}
+		cs := b.proxy.Between(t0, time.Now())
+		for _, c := range cs {
+			if !c.Stream && c.End.After(last) {
+				last = c.End
+			}
+		}
+		if len(cs) > 0 && time.Since(last) > 2*time.Second {
+			break
+		}
+	}
+	w := watchRSS{Apps: apps, FirstPass: last.Sub(t0), CLI: rssKiB(p.PID())}
+	for _, pid := range descendants(p.PID()) {
+		if environOf(pid, "GORDON_PLUGIN") != "" {
+			w.Plugins += rssKiB(pid)
+			w.PluginCount++
+		} else if comm(pid) == "docker-gordon" {
+			w.Gordon += rssKiB(pid)
+		}
+	}
+	logf("   reconcile --watch, %d apps: docker-gordon %.1f MiB, %d plugins %.1f MiB, docker CLI %.1f MiB", apps, mib(w.Gordon), w.PluginCount, mib(w.Plugins), mib(w.CLI))
+	return w, nil
+}

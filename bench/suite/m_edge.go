@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// edgebenchJSON is bench/edge's -json output.
+type edgebenchJSON struct {
+	Clients    int           `json:"clients"`
+	DurationNS time.Duration `json:"duration_ns"`
+	Targets    []struct {
+		Name       string        `json:"name"`
+		Requests   int64         `json:"requests"`
+		Errors     int64         `json:"errors"`
+		RPS        float64       `json:"rps"`
+		P50NS      time.Duration `json:"p50_ns"`
+		P99NS      time.Duration `json:"p99_ns"`
+		RSSIdleKiB int64         `json:"rss_idle_kib"`
+		RSSPeakKiB int64         `json:"rss_load_kib"`
+	} `json:"targets"`
+}
+
+// measureEdge runs `edgebench run` (the `make bench-edge` measurement).
+func (b *bench) measureEdge(ctx context.Context, s *section) error {
+	s.Method = fmt.Sprintf("`make bench-edge` in the same run: `edgebench run` drives a small Go backend directly, through nginx (keep-alive upstream, 2 workers) and through gordon-edge with %d keep-alive clients, %s per target after a 1 s warm-up. Route switch: a separate gordon-edge with two backends; the route table is rewritten atomically (temp + rename, as traffic/edge does) 20 times and the time until edge/status.json reports the new generation is measured (polled every 1 ms).", b.clients, b.edgeDur)
+	s.Baseline = "direct (no proxy) for throughput and latency; the edge's route-table poll interval (150 ms, edgeproxy's documented default) for the route switch."
+	jsonPath := filepath.Join(b.tmp, "edgebench.json")
+	path := os.Getenv("PATH") + ":/usr/sbin"
+	nginx := "nginx"
+	if _, err := exec.LookPath("nginx"); err != nil {
+		if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+			nginx = "/usr/sbin/nginx"
+		}
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(b.bin, "edgebench"), "run", "-edge", filepath.Join(b.bin, "gordon-edge"), "-nginx", nginx,
+		"-d", b.edgeDur.String(), "-c", fmt.Sprint(b.clients), "-json", jsonPath)
+	cmd.Env = append(os.Environ(), "PATH="+path)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("edgebench: %w", err)
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var eb edgebenchJSON
+	if err := json.Unmarshal(raw, &eb); err != nil {
+		return err
+	}
+	s.extra("edgebench", eb)
+	if len(eb.Targets) == 0 || eb.Targets[0].Name != "direct" {
+		return fmt.Errorf("edgebench: no direct target")
+	}
+	d := eb.Targets[0]
+	b.ebDirectIdle, b.ebDirectLoad = d.RSSIdleKiB, d.RSSPeakKiB
+	s.add("direct: throughput", d.RPS, "req/s", "direct", d.RPS, "")
+	hasNginx := false
+	for _, t := range eb.Targets[1:] {
+		hasNginx = hasNginx || t.Name == "nginx"
+		s.add(t.Name+": throughput", t.RPS, "req/s", "direct", d.RPS, "")
+		s.add(t.Name+": p50 latency", ms(t.P50NS), "ms", "direct", ms(d.P50NS), "")
+		s.add(t.Name+": p99 latency", ms(t.P99NS), "ms", "direct", ms(d.P99NS), "")
+		if t.Errors > 0 {
+			s.note("%s: %d failed requests during the edgebench run", t.Name, t.Errors)
+		}
+		if t.Name == "gordon-edge" {
+			b.ebEdgeIdle, b.ebEdgeLoad = t.RSSIdleKiB, t.RSSPeakKiB
+		}
+	}
+	if !hasNginx {
+		s.note("nginx was not found, so it was skipped (`make bench` installs Debian's nginx-light with apt-get when it can)")
+	}
+	for _, t := range eb.Targets {
+		if t.Name == "gordon-edge" {
+			for _, n := range eb.Targets {
+				if n.Name == "nginx" {
+					s.note("gordon-edge vs nginx in this run: %.2f× throughput, %.2f× p99", t.RPS/n.RPS, float64(t.P99NS)/float64(n.P99NS))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// measureRouteSwitch times route table write → applied generation.
+func (b *bench) measureRouteSwitch(ctx context.Context, s *section) error {
+	var backends []string
+	for i := range 2 {
+		p, out, err := startProc(fmt.Sprintf("switch-backend-%d", i), nil, "", true, filepath.Join(b.bin, "edgebench"), "backend")
+		if err != nil {
+			return err
+		}
+		_ = p
+		addr, err := readLine(out)
+		if err != nil {
+			return fmt.Errorf("backend address: %w", err)
+		}
+		backends = append(backends, addr)
+	}
+	state := filepath.Join(b.tmp, "state-switch")
+	if err := os.MkdirAll(filepath.Join(state, "edge"), 0o700); err != nil {
+		return err
+	}
+	routes := filepath.Join(state, "edge", "routes.json")
+	write := func(gen int) error {
+		body := fmt.Sprintf(`{"schema":1,"generation":%d,"http":[{"host":"switch.test","app":"gbench-switch","service":"web","backends":[{"addr":%q,"container":"c%d"}]}],"tcp":[],"udp":[]}`, gen, backends[gen%2], gen%2)
+		tmp := routes + ".tmp"
+		f, err := os.Create(tmp)
+		if err != nil {
+			return err
+		}
+		if _, err := f.WriteString(body); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+		f.Close()
+		return os.Rename(tmp, routes)
+	}
+	if err := write(1); err != nil {
+		return err
+	}
+	edge, _, err := b.startEdge(ctx, state, "edge-switch")
+	if err != nil {
+		return err
+	}
+	defer edge.Stop()
+	statusPath := filepath.Join(state, "edge", "status.json")
+	applied := func() int {
+		raw, err := os.ReadFile(statusPath)
+		if err != nil {
+			return 0
+		}
+		var st struct {
+			Applied int `json:"applied_generation"`
+		}
+		_ = json.Unmarshal(raw, &st)
+		return st.Applied
+	}
+	waitGen := func(gen int) (time.Duration, error) {
+		t0 := time.Now()
+		for time.Since(t0) < 5*time.Second {
+			if applied() >= gen {
+				return time.Since(t0), nil
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return 0, fmt.Errorf("generation %d not applied within 5 s (status: %s)", gen, readShort(statusPath))
+	}
+	if _, err := waitGen(1); err != nil {
+		return err
+	}
+	var ds []time.Duration
+	for gen := 2; gen <= 21; gen++ {
+		// Start at a random phase of the edge's poll cycle.
+		time.Sleep(time.Duration(37*gen%97) * time.Millisecond)
+		t0 := time.Now()
+		if err := write(gen); err != nil {
+			return err
+		}
+		if _, err := waitGen(gen); err != nil {
+			return err
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	poll := 150.0
+	s.add("route switch: table write → applied generation, median of 20", ms(median(ds)), "ms", "edge poll interval", poll, "")
+	s.add("route switch: slowest of 20", ms(percentile(ds, 100)), "ms", "edge poll interval", poll, "")
+	s.extra("route_switch_ns", ds)
+	return nil
+}
+
+func readShort(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(tail(string(b), 300))
+}
