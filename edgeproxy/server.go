@@ -14,7 +14,8 @@
 // After every apply attempt the edge writes <state>/edge/status.json
 // atomically (routetable.Status). Live per-backend counters are served on
 // the admin endpoint (GET /status, GET /healthz, GET /metrics in the
-// Prometheus text format; /debug/pprof/ with Config.Pprof).
+// Prometheus text format; POST /reload re-reads the table at once;
+// /debug/pprof/ with Config.Pprof).
 //
 // The HTTP hot path (issue 5): the public listener is served by the edge's
 // own HTTP/1.1 loop (h1.go), which proxies plain bodiless GET/HEAD requests
@@ -133,6 +134,8 @@ type Server struct {
 
 	startedAt time.Time
 	ready     chan struct{}
+	// reload queues an immediate route table read (admin POST /reload).
+	reload    chan struct{}
 	httpAddr  atomic.Pointer[string]
 	adminAddr atomic.Pointer[string]
 
@@ -172,6 +175,7 @@ func New(cfg Config) *Server {
 		logger:    cfg.Logger,
 		startedAt: time.Now().UTC(),
 		ready:     make(chan struct{}),
+		reload:    make(chan struct{}, 1),
 	}
 	s.metrics = newMetrics()
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
@@ -281,6 +285,8 @@ loop:
 			runErr = err
 			break loop
 		case <-tick.C:
+			s.poll(w, false)
+		case <-s.reload:
 			s.poll(w, false)
 		}
 	}
@@ -570,6 +576,17 @@ func (s *Server) adminHandler() http.Handler {
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
 	mux.Handle("GET /metrics", s.metrics.handler())
+	// POST /reload asks for the route table to be re-read now instead of at
+	// the next poll (traffic/edge calls it right after writing a table, so
+	// a switch does not wait up to PollInterval). 202: the request is
+	// queued; the outcome shows in status.json as for any apply.
+	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case s.reload <- struct{}{}:
+		default: // one is queued already
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
 	if s.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +32,8 @@ import (
 )
 
 type bench struct {
+	// only selects steps by key (-only); empty: all.
+	only           map[string]bool
 	repo, bin, tmp string
 	dockerConfig   string // DOCKER_CONFIG whose cli-plugins holds bin/docker-gordon
 	cli            *client.Client
@@ -62,7 +65,14 @@ func main() {
 	flag.IntVar(&b.clients, "clients", 16, "keep-alive load clients")
 	flag.IntVar(&b.apps, "apps", 100, "largest number of apps for status and reconcile")
 	flag.DurationVar(&b.edgeDur, "edge-duration", 10*time.Second, "edgebench load duration per target")
+	only := flag.String("only", "", "run only these steps, comma-separated: edge, switch, cli, plugins, load, apps, memory (default: all)")
 	flag.Parse()
+	b.only = map[string]bool{}
+	for _, k := range strings.Split(*only, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			b.only[k] = true
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -147,21 +157,25 @@ func (b *bench) main(ctx context.Context, out string) (err error) {
 	b.rep.Sections = []*section{secLoad, secLat, secCLI, secEdge, secRec, secMem}
 
 	steps := []struct {
+		key  string
 		name string
 		sec  *section
 		fn   func(context.Context, *section) error
 	}{
-		{"edge throughput (edgebench)", secEdge, b.measureEdge},
-		{"edge route switch", secEdge, b.measureRouteSwitch},
-		{"CLI cold start", secCLI, b.measureCLI},
-		{"plugin start+handshake", secCLI, b.measurePlugins},
-		{"deploy under load", secLoad, b.measureDeployUnderLoad},
-		{"deploy latency, status, reconcile, watch memory", secLat, func(ctx context.Context, s *section) error {
+		{"edge", "edge throughput (edgebench)", secEdge, b.measureEdge},
+		{"switch", "edge route switch", secEdge, b.measureRouteSwitch},
+		{"cli", "CLI cold start", secCLI, b.measureCLI},
+		{"plugins", "plugin start+handshake", secCLI, b.measurePlugins},
+		{"load", "deploy under load", secLoad, b.measureDeployUnderLoad},
+		{"apps", "deploy latency, status, reconcile, watch memory", secLat, func(ctx context.Context, s *section) error {
 			return b.measureApps(ctx, s, secCLI, secRec, secMem)
 		}},
-		{"memory baseline and edge memory", secMem, b.measureMemory},
+		{"memory", "memory baseline and edge memory", secMem, b.measureMemory},
 	}
 	for _, st := range steps {
+		if len(b.only) > 0 && !b.only[st.key] {
+			continue
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

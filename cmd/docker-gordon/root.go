@@ -187,13 +187,22 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The runtime and traffic backends start concurrently: each is a
+	// process start and handshake (issue 7: about 40-60 ms each).
+	var tr core.Traffic
+	var trErr error
+	trDone := make(chan struct{})
+	go func() {
+		defer close(trDone)
+		tr, trErr = host.Traffic(ctx, "edge")
+	}()
 	rt, err := host.Runtime(ctx, "docker")
+	<-trDone
 	if err != nil {
 		return nil, err
 	}
-	tr, err := host.Traffic(ctx, "edge")
-	if err != nil {
-		return nil, err
+	if trErr != nil {
+		return nil, trErr
 	}
 	return &core.Engine{
 		Store:       faultStore(store),
@@ -209,6 +218,26 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 		},
 		PortCheck: checkPort,
 	}, nil
+}
+
+// warmProbes starts, in the background, the probe plugins spec's services
+// will need, so their start overlaps the candidates' creation and start
+// instead of delaying the first readiness check. Errors are left to the
+// real use, which reports them.
+func (e *cliEnv) warmProbes(ctx context.Context, spec core.AppSpec) {
+	if e.host == nil {
+		return
+	}
+	probes := hostProbes{e.host}
+	seen := map[string]bool{}
+	for _, svc := range spec.Services {
+		kind, name := svc.Readiness.Type, svc.Readiness.Plugin
+		if kind == "" || kind == core.ReadinessNone || seen[kind+"/"+name] {
+			continue
+		}
+		seen[kind+"/"+name] = true
+		go func() { _, _ = probes.Prober(ctx, kind, name) }()
+	}
 }
 
 // hostProbes resolves readiness types to probe plugins: built-in types to

@@ -422,3 +422,22 @@ func TestIssue2_PluginSocketsInPrivateDirectory(t *testing.T) {
 	_, err = os.Stat(dir)
 	assert.True(t, os.IsNotExist(err), "socket directory removed at Close")
 }
+
+// Close kills plugins outright (they hold no state), and that deliberate
+// kill is not reported as an error: a command's output does not end with
+// "plugin process exited" lines.
+func TestIssue7_CloseKillsPluginsWithoutErrorLines(t *testing.T) {
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	h, err := NewHost(HostConfig{PluginDirs: []string{testPluginDir}, StartTimeout: 5 * time.Second, Logger: logger})
+	require.NoError(t, err)
+	_, err = h.Describe(context.Background(), KindProbe, "fake")
+	require.NoError(t, err)
+	pid := h.PID(KindProbe, "fake")
+	require.NotZero(t, pid)
+	start := time.Now()
+	h.Close()
+	assert.Less(t, time.Since(start), time.Second)
+	waitGone(t, pid, 2*time.Second)
+	assert.NotContains(t, logs.String(), "[ERROR]", "a deliberate kill is no error")
+}

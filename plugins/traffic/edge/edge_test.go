@@ -24,10 +24,16 @@ import (
 // runEdge starts an in-process gordon-edge on stateDir until the test ends.
 func runEdge(t *testing.T, stateDir string) *edgeproxy.Server {
 	t.Helper()
+	return runEdgePolling(t, stateDir, 20*time.Millisecond)
+}
+
+// runEdgePolling is runEdge with the edge's route table poll interval.
+func runEdgePolling(t *testing.T, stateDir string, poll time.Duration) *edgeproxy.Server {
+	t.Helper()
 	srv := edgeproxy.New(edgeproxy.Config{
 		StateDir:        stateDir,
 		HTTPAddr:        "127.0.0.1:0",
-		PollInterval:    20 * time.Millisecond,
+		PollInterval:    poll,
 		ShutdownTimeout: 2 * time.Second,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -105,6 +111,21 @@ func TestDecision11_ApplyReturnsAppliedGeneration(t *testing.T) {
 	tbl, err := edgeproxy.LoadTable(data)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), tbl.Generation)
+}
+
+// Issue 7 (switch cost): Apply pokes the edge (POST /reload) right after
+// writing the table, so the switch does not wait for the edge's next poll.
+func TestDecision11_ApplyDoesNotWaitForEdgePoll(t *testing.T) {
+	dir := t.TempDir()
+	runEdgePolling(t, dir, time.Hour) // only the start-up read and pokes
+	tr := edge.New(dir, edge.WithApplyTimeout(5*time.Second))
+	for i := range 5 {
+		start := time.Now()
+		gen, err := tr.Apply(context.Background(), graphFor("blog.test", "127.0.0.1:9"))
+		require.NoError(t, err)
+		assert.Equal(t, uint64(i+1), gen)
+		assert.Less(t, time.Since(start), time.Second, "applied on the poke, not on a poll")
+	}
 }
 
 // Decision 11: the table is written sorted (HTTP by host, TCP/UDP by listen).
