@@ -678,13 +678,21 @@ func (s *Server) serveH1(hc *h1Conn) (served, keep bool) {
 		}
 		b.inFlight.Add(-1)
 	}
-	defer b.inFlight.Add(-1)
 	rm := rt.metrics[i]
 	rm.inFlight.Inc()
 	start := time.Now()
 	code, proxyErr, keep := s.exchangeH1(hc, rt, b)
+	// The backend exchange is over (its connection pooled or closed): the
+	// request leaves the drain's count before the answer's last bytes are
+	// flushed, so a client that has its whole answer never sees the
+	// request still in flight (as with net/http, which counts down before
+	// finishing the response).
+	b.inFlight.Add(-1)
 	rm.observe(code, proxyErr, start)
 	rm.inFlight.Dec()
+	if keep && !flushIdle(hc) {
+		keep = false
+	}
 	return true, keep
 }
 
@@ -1088,7 +1096,8 @@ func cutLineLax(b []byte) (line, rest []byte, ok bool) {
 	return line, b[i+1:], true
 }
 
-// relayResponse writes resp and its body from fc to the client. ok is false
+// relayResponse writes resp and its body from fc to the client (the last
+// bytes may stay buffered: serveH1 flushes). ok is false
 // when the client connection must close (it failed, or the body could not
 // be relayed whole); upstreamOK is false when fc cannot be reused.
 func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool interface {
@@ -1123,7 +1132,7 @@ func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool i
 	bw.WriteString("\r\n")
 	switch {
 	case resp.noBody:
-		return flushIdle(hc), true
+		return true, true
 	case resp.chunked:
 		return relayChunked(hc, fc)
 	case resp.untilClose:
@@ -1162,7 +1171,7 @@ func relayLength(hc *h1Conn, fc *fastConn, n int64, pool interface {
 		b, _ := fc.br.Peek(int(n))
 		bw.Write(b)
 		_, _ = fc.br.Discard(int(n))
-		return flushIdle(hc), true
+		return true, true
 	}
 	buf := pool.Get()
 	defer pool.Put(buf)
@@ -1183,7 +1192,7 @@ func relayLength(hc *h1Conn, fc *fastConn, n int64, pool interface {
 			return false, false // truncated: the client must not take it as whole
 		}
 	}
-	return flushIdle(hc), true
+	return true, true
 }
 
 // relayChunked passes a chunked body through chunk by chunk, trailers
@@ -1219,7 +1228,7 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 				bw.Write(line)
 				bw.WriteString("\r\n")
 				if len(line) == 0 {
-					return flushIdle(hc), true
+					return true, true
 				}
 			}
 		}
@@ -1305,7 +1314,7 @@ func relayUntilClose(hc *h1Conn, fc *fastConn, pool interface {
 		}
 		if errors.Is(err, io.EOF) {
 			bw.WriteString("0\r\n\r\n")
-			return flushIdle(hc)
+			return true
 		}
 		if err != nil && hc.wait(err) != nil {
 			return false
