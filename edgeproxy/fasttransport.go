@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -46,6 +47,10 @@ type fastConn struct {
 	idleSince time.Time
 	// watchUntil is the read deadline the HTTP/1.1 loop armed (zero: none).
 	watchUntil time.Time
+	// rc, peek and clean serve usable (peer_unix.go), made on first use.
+	rc    syscall.RawConn
+	peek  func(fd uintptr)
+	clean bool
 }
 
 // setWatch sets the connection's read deadline and remembers it.
@@ -243,11 +248,21 @@ func (t *fastTransport) get(ctx context.Context, dialTimeout time.Duration) (*fa
 		fc := t.idle[n-1]
 		t.idle[n-1] = nil
 		t.idle = t.idle[:n-1]
-		if now.Sub(fc.idleSince) < t.idleTimeout {
-			t.mu.Unlock()
+		if now.Sub(fc.idleSince) >= t.idleTimeout {
+			_ = fc.c.Close()
+			continue
+		}
+		t.mu.Unlock()
+		// Bytes the backend sent after the last response ended (a body
+		// on a HEAD/204/304, a longer body than announced) would be read
+		// as the next client's answer: such a connection, or one the
+		// backend closed, is dropped (http.Transport has a reader on every
+		// idle connection for this).
+		if fc.usable() {
 			return fc, true, nil
 		}
 		_ = fc.c.Close()
+		t.mu.Lock()
 	}
 	t.mu.Unlock()
 	d := t.dialer

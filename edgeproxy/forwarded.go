@@ -59,6 +59,11 @@ func setForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
 	h["X-Forwarded-Proto"] = vals[2:3:3]
 	vals[3] = f.host
 	h["X-Forwarded-Host"] = vals[3:4:4]
+	// The outgoing request decides: an X-Request-ID the client named in
+	// Connection was removed as hop-by-hop, and an empty one is no id.
+	if f.requestID == "" && h.Get("X-Request-Id") == "" {
+		f.requestID = newRequestID()
+	}
 	if f.requestID != "" {
 		vals[4] = f.requestID
 		h["X-Request-Id"] = vals[4:5:5]
@@ -112,7 +117,7 @@ func forwardedFor(in *http.Request, trusted []netip.Prefix) forwarded {
 	} else {
 		f.fwd = forwardedElement(ip, peer, in.Host, f.proto)
 	}
-	if len(in.Header["X-Request-Id"]) == 0 {
+	if in.Header.Get("X-Request-Id") == "" {
 		f.requestID = newRequestID()
 	}
 	return f

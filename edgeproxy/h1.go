@@ -94,6 +94,8 @@ type h1Conn struct {
 	// resp and rhead are the backend response of the current request.
 	resp  h1Response
 	rhead []byte
+	// writeUntil is the client write deadline armed (h1SendTimeout).
+	writeUntil time.Time
 	// up is the backend connection of the current request, rhDeadline the
 	// route's response header deadline (zero: none); wait is
 	// upstreamWait, bound once per connection.
@@ -214,7 +216,7 @@ func (h *h1Server) serveConn(hc *h1Conn) {
 	hc.br = h1ReaderPool.Get().(*bufio.Reader)
 	hc.br.Reset(c)
 	hc.bw = h1WriterPool.Get().(*bufio.Writer)
-	hc.bw.Reset(c)
+	hc.bw.Reset(hc) // Write: the send timeout, then c
 	hc.peerInfo(h.s.reg.trusted)
 	hc.wait = hc.upstreamWait
 	handedOff := false
@@ -249,7 +251,7 @@ func (h *h1Server) serveConn(hc *h1Conn) {
 		if !hc.state.CompareAndSwap(h1Idle, h1Active) {
 			return // closed by shutdown
 		}
-		if b, _ := hc.br.Peek(hc.br.Buffered()); !bytes.Contains(b, crlfcrlf) {
+		if b, _ := hc.br.Peek(hc.br.Buffered()); !bytes.Contains(bytes.TrimLeft(b, "\r\n"), crlfcrlf) {
 			idleUntil = time.Time{}
 			_ = c.SetReadDeadline(time.Now().Add(h.readHeaderTimeout))
 		}
@@ -266,6 +268,7 @@ func (h *h1Server) serveConn(hc *h1Conn) {
 				if !hc.state.CompareAndSwap(h1Active, h1Idle) {
 					return
 				}
+				hc.shrink()
 				continue
 			}
 		}
@@ -281,11 +284,58 @@ func (h *h1Server) serveConn(hc *h1Conn) {
 			return
 		}
 		_ = c.SetReadDeadline(time.Time{})
+		_ = c.SetWriteDeadline(time.Time{})
 		if h.handoff.push(&replayConn{Conn: c, prefix: prefix}) {
 			handedOff = true
 		}
 		return
 	}
+}
+
+// h1SendTimeout bounds how long a write to a client may make no progress
+// (nginx's send_timeout): a client that stops reading its answer frees its
+// goroutine and backend connection after 1-2 minutes instead of never.
+// There is no bound on a whole response: long downloads and streams go on
+// as long as the client reads.
+const h1SendTimeout = 2 * time.Minute
+
+// Write writes p to the client under the send timeout. The deadline is
+// moved only once it is less than half of h1SendTimeout away, so a steady
+// connection does not update it per request: a write may thus be cut after
+// 1-2 minutes without progress.
+func (hc *h1Conn) Write(p []byte) (int, error) {
+	if now := time.Now(); hc.writeUntil.Sub(now) < h1SendTimeout/2 {
+		hc.writeUntil = now.Add(h1SendTimeout)
+		_ = hc.c.SetWriteDeadline(hc.writeUntil)
+	}
+	return hc.c.Write(p)
+}
+
+// shrink drops per-connection buffers a large request or response grew,
+// so an idle keep-alive connection holds a few KiB, not what its largest
+// request needed (up to 64 KiB of head and thousands of header slots).
+func (hc *h1Conn) shrink() {
+	const maxHead, maxHeaders = 8 << 10, 64
+	if cap(hc.head) > maxHead {
+		hc.head = nil
+	}
+	if cap(hc.rhead) > maxHead {
+		hc.rhead = nil
+	}
+	if cap(hc.req.headers) > maxHeaders {
+		hc.req.headers = nil
+	}
+	if cap(hc.req.connNames) > maxHeaders {
+		hc.req.connNames = nil
+	}
+	if cap(hc.resp.headers) > maxHeaders {
+		hc.resp.headers = nil
+	}
+	if cap(hc.resp.connNames) > maxHeaders {
+		hc.resp.connNames = nil
+	}
+	hc.req = h1Request{headers: hc.req.headers, connNames: hc.req.connNames}
+	hc.resp = h1Response{headers: hc.resp.headers, connNames: hc.resp.connNames}
 }
 
 // peerInfo records the client address and whether it is a trusted proxy.
@@ -531,6 +581,9 @@ func parseRequest(head []byte, req *h1Request) bool {
 				}
 			}
 		case hdrRequestID:
+			if len(value) == 0 {
+				continue // no id: one is added
+			}
 			req.requestID = true
 		case hdrTE:
 			for tok := range bytes.SplitSeq(value, []byte(",")) {
@@ -540,6 +593,9 @@ func parseRequest(head []byte, req *h1Request) bool {
 			}
 		}
 		req.headers = append(req.headers, h1Header{name: name, value: value})
+	}
+	if req.requestID && req.namedByConnection([]byte("X-Request-Id")) {
+		req.requestID = false // dropped as hop-by-hop: one is added
 	}
 	return hosts == 1 && len(req.host) > 0 && validHost(req.host)
 }
@@ -931,7 +987,7 @@ func (hc *h1Conn) upstreamWait(err error) error {
 	if !hc.rhDeadline.IsZero() && !now.Before(hc.rhDeadline) {
 		return errResponseHeaderTimeout
 	}
-	if hc.br.Buffered() == 0 && peerClosed(hc.c) {
+	if peerClosed(hc.c) {
 		return errClientGone
 	}
 	next := now.Add(upstreamTick)
@@ -1212,9 +1268,9 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 		if i := bytes.IndexByte(size, ';'); i >= 0 {
 			size = size[:i]
 		}
-		n, err := strconv.ParseInt(string(bytes.Trim(size, " \t")), 16, 64)
-		if err != nil || n < 0 {
-			return false, false
+		n, ok := parseChunkSize(bytes.TrimRight(size, " \t"))
+		if !ok || !validFieldValue(line) {
+			return false, false // cut: the client sees an incomplete body
 		}
 		bw.Write(line)
 		bw.WriteString("\r\n")
@@ -1222,7 +1278,7 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 			// Trailer section, through the empty line.
 			for {
 				line, err := hc.upstreamLine(fc)
-				if err != nil {
+				if err != nil || len(line) > 0 && !validTrailer(line) {
 					return false, false
 				}
 				bw.Write(line)
@@ -1265,6 +1321,34 @@ func writeInt(bw *bufio.Writer, n int64, base int) {
 		_ = bw.Flush()
 	}
 	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, base))
+}
+
+// parseChunkSize parses a chunk size: 1-15 hex digits, nothing else (no
+// sign, no 0x: strconv would accept "+5" and "-0").
+func parseChunkSize(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			n = n<<4 | int64(c-'0')
+		case 'a' <= c && c <= 'f':
+			n = n<<4 | int64(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			n = n<<4 | int64(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// validTrailer accepts a trailer field line "name: value".
+func validTrailer(line []byte) bool {
+	colon := bytes.IndexByte(line, ':')
+	return colon > 0 && validToken(line[:colon]) && validFieldValue(line[colon+1:])
 }
 
 // upstreamLine reads one line of a chunked body from fc (CRLF or LF

@@ -110,3 +110,38 @@ func TestIssue5_ParseResponseRejectsWhatItCannotRelay(t *testing.T) {
 		t.Errorf("304 has no body: %+v %v", resp, err)
 	}
 }
+
+func TestIssue5_ChunkSizeAndTrailerRules(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "5": 5, "1a": 26, "FF": 255, "000000000000010": 16} {
+		n, ok := parseChunkSize([]byte(in))
+		if !ok || n != want {
+			t.Errorf("parseChunkSize(%q) = %d, %v; want %d", in, n, ok, want)
+		}
+	}
+	for _, in := range []string{"", "-0", "+5", "0x5", " 5", "g", "1234567890abcdef"} {
+		if _, ok := parseChunkSize([]byte(in)); ok {
+			t.Errorf("parseChunkSize(%q) accepted", in)
+		}
+	}
+	if !validTrailer([]byte("X-Sum: 42")) || validTrailer([]byte("X-T: a\x00b")) || validTrailer([]byte("no colon")) {
+		t.Error("validTrailer")
+	}
+}
+
+// A connection that served one huge request does not keep its buffers
+// while idle (breaker finding: ~1 MB per idle connection).
+func TestIssue5_IdleConnectionShrinksBuffers(t *testing.T) {
+	hc := &h1Conn{head: make([]byte, 0, 64<<10), rhead: make([]byte, 0, 1<<20)}
+	hc.req.headers = make([]h1Header, 16000)
+	hc.resp.headers = make([]h1Header, 5000)
+	hc.shrink()
+	if cap(hc.head) > 8<<10 || cap(hc.rhead) > 8<<10 || cap(hc.req.headers) > 64 || cap(hc.resp.headers) > 64 {
+		t.Errorf("buffers kept: head %d rhead %d req %d resp %d", cap(hc.head), cap(hc.rhead), cap(hc.req.headers), cap(hc.resp.headers))
+	}
+	small := &h1Conn{head: make([]byte, 0, 1024)}
+	small.req.headers = make([]h1Header, 0, 16)
+	small.shrink()
+	if cap(small.head) != 1024 || cap(small.req.headers) != 16 {
+		t.Error("small buffers are kept for reuse")
+	}
+}

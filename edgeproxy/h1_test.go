@@ -225,8 +225,9 @@ func TestIssue5_HopHeadersDroppedRequestIDAddedConnectionClose(t *testing.T) {
 	e.publish(t, httpTable(1, route("app.test", be)))
 	rs := rawExchange(t, e,
 		"GET / HTTP/1.1\r\nHost: app.test\r\nConnection: X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nProxy-Authorization: x\r\nX-Keep: yes\r\n\r\n"+
+			"GET / HTTP/1.1\r\nHost: app.test\r\nX-Request-ID: hop\r\nConnection: X-Request-ID\r\n\r\n"+
 			"GET / HTTP/1.1\r\nHost: app.test\r\nX-Request-ID: given-id\r\nConnection: close\r\n\r\n",
-		"GET", "GET")
+		"GET", "GET", "GET")
 	h1 := <-seen
 	assert.Empty(t, h1.Get("X-Secret"))
 	assert.Empty(t, h1.Get("Keep-Alive"))
@@ -235,9 +236,11 @@ func TestIssue5_HopHeadersDroppedRequestIDAddedConnectionClose(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`^[0-9a-f]{32}$`), h1.Get("X-Request-Id"))
 	assert.Empty(t, rs[0].Header.Get("X-Internal"), "response headers named by Connection are dropped")
 	assert.Empty(t, rs[0].Header.Get("Keep-Alive"))
+	hop := <-seen
+	assert.Regexp(t, regexp.MustCompile(`^[0-9a-f]{32}$`), hop.Get("X-Request-Id"), "an id named in Connection is replaced, not dropped")
 	h2 := <-seen
 	assert.Equal(t, "given-id", h2.Get("X-Request-Id"))
-	assert.True(t, rs[1].Close, "Connection: close answered with Connection: close")
+	assert.True(t, rs[2].Close, "Connection: close answered with Connection: close")
 }
 
 // Issue 5 (operations): on shutdown a request in flight completes (told
@@ -441,5 +444,117 @@ func TestIssue5_SlowAndPausingBackendsRelayedWhole(t *testing.T) {
 		code, body := e.get(t, "app.test", path)
 		assert.Equal(t, http.StatusOK, code, path)
 		assert.Equal(t, want, body, path)
+	}
+}
+
+// Issue 5 (breaker finding): a backend that writes bytes after its
+// response ended (here a whole unsolicited response 100 ms later) must not
+// have them read as the next client's answer: the pooled connection is
+// checked before reuse and dropped.
+func TestIssue5_UnsolicitedBackendBytesNeverReachAnotherClient(t *testing.T) {
+	e := startEdge(t)
+	be := serveConns(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if req.URL.Path == "/late-extra" {
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+				time.Sleep(100 * time.Millisecond)
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Injected: yes\r\nContent-Length: 5\r\n\r\nPWNED")
+				continue
+			}
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\necho")
+		}
+	})
+	e.publish(t, httpTable(1, route("app.test", be)))
+	rs := rawExchange(t, e, "GET /late-extra HTTP/1.1\r\nHost: app.test\r\n\r\n", "GET")
+	assert.Equal(t, "hello", bodyOf(t, rs[0]))
+	time.Sleep(300 * time.Millisecond)
+	for i := range 3 {
+		rs = rawExchange(t, e, "GET /echo HTTP/1.1\r\nHost: app.test\r\n\r\n", "GET")
+		assert.Equal(t, "echo", bodyOf(t, rs[0]), "request %d", i)
+		assert.Empty(t, rs[0].Header.Get("X-Injected"), "request %d", i)
+	}
+}
+
+// Issue 5 (breaker findings): empty lines before a request do not let a
+// trickling client escape the read header timeout, and a client that
+// leaves with unread bytes behind its request is still noticed.
+func TestIssue5_SlowlorisBehindEmptyLinesAndAbandonBehindExtraBytes(t *testing.T) {
+	e := startEdge(t, func(c *edgeproxy.Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
+	canceled := make(chan struct{}, 1)
+	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			canceled <- struct{}{}
+		case <-time.After(10 * time.Second):
+		}
+	})
+	e.publish(t, httpTable(1, route("app.test", be)))
+
+	c, err := net.Dial("tcp", e.srv.HTTPAddr())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, "\r\n\r\nGET / HT")
+	require.NoError(t, err)
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i := 0; ; i++ {
+		if _, err := c.Write([]byte{'T'}); err != nil {
+			break
+		}
+		if _, err := c.Read(make([]byte, 1)); err == nil || !isTimeoutErr(err) {
+			break // closed by the edge
+		}
+		_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if i > 40 {
+			t.Fatal("trickling client behind empty lines was never cut off")
+		}
+	}
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	a, err := net.Dial("tcp", e.srv.HTTPAddr())
+	require.NoError(t, err)
+	_, err = io.WriteString(a, "GET /poll HTTP/1.1\r\nHost: app.test\r\n\r\nG")
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, a.Close())
+	select {
+	case <-canceled:
+	case <-time.After(4 * time.Second):
+		t.Fatal("backend request not canceled after the client left with a byte unread")
+	}
+}
+
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Issue 5 (breaker finding): chunk sizes are hex digits only, and chunk
+// lines and trailers with control characters are not relayed: the client
+// gets a visibly incomplete body instead.
+func TestIssue5_MalformedChunkingNotRelayed(t *testing.T) {
+	e := startEdge(t)
+	be, _ := rawBackend(t, func(w io.Writer, req *http.Request) {
+		head := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+		switch req.URL.Path {
+		case "/neg0":
+			io.WriteString(w, head+"5\r\nhello\r\n-0\r\n\r\n")
+		case "/plus":
+			io.WriteString(w, head+"+5\r\nhello\r\n0\r\n\r\n")
+		case "/ext-cr":
+			io.WriteString(w, head+"5;a=\rb\r\nhello\r\n0\r\n\r\n")
+		case "/trailer-nul":
+			io.WriteString(w, head+"5\r\nhello\r\n0\r\nX-T: a\x00b\r\n\r\n")
+		}
+		req.Close = true
+	})
+	e.publish(t, httpTable(1, route("app.test", be)))
+	for _, p := range []string{"/neg0", "/plus", "/ext-cr", "/trailer-nul"} {
+		_, _, err := e.tryGet("app.test", p)
+		assert.Error(t, err, p)
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"syscall"
 )
 
-// peerClosed reports whether c's peer has closed or reset the connection,
-// without consuming or waiting for data: one non-blocking MSG_PEEK receive
-// (0 bytes: orderly close; an error other than EAGAIN: reset).
-func peerClosed(c net.Conn) bool {
+// rawControl runs f on c's file descriptor; false when c has none. It uses
+// Control, not Read: the connection's read deadline (which may have passed
+// while a backend worked) must not stop a peek.
+func rawControl(c net.Conn, f func(fd int)) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false
@@ -19,13 +19,34 @@ func peerClosed(c net.Conn) bool {
 	if err != nil {
 		return false
 	}
-	closed := false
-	var b [1]byte
-	// Control, not Read: the connection's read deadline (which may have
-	// passed while the backend worked) must not stop the peek.
-	_ = rc.Control(func(fd uintptr) {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		closed = n == 0 && err == nil || err != nil && err != syscall.EAGAIN && err != syscall.EINTR
-	})
-	return closed
+	return rc.Control(func(fd uintptr) { f(int(fd)) }) == nil
+}
+
+// usable reports whether a pooled backend connection can carry a new
+// request: the backend has sent nothing since the last response (no
+// unsolicited bytes, which would be taken as the next client's answer) and
+// has not closed it. One non-blocking MSG_PEEK receive, no allocation (the
+// raw connection and the peek function are made once per connection).
+func (fc *fastConn) usable() bool {
+	if fc.peek == nil {
+		sc, ok := fc.c.(syscall.Conn)
+		if !ok {
+			return true
+		}
+		rc, err := sc.SyscallConn()
+		if err != nil {
+			return true
+		}
+		fc.rc = rc
+		fc.peek = func(fd uintptr) {
+			var b [1]byte
+			_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			fc.clean = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		}
+	}
+	fc.clean = true
+	if fc.rc.Control(fc.peek) != nil {
+		return false
+	}
+	return fc.clean
 }

@@ -294,12 +294,16 @@ loop:
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	_ = httpLn.Close()
-	if err := s.h1.shutdown(sctx); err != nil {
-		s.logger.Warn("http shutdown incomplete", "error", err)
-	}
+	// Both servers drain at once: the loop's connections and the ones
+	// handed to net/http share the one ShutdownTimeout.
+	h1Done := make(chan error, 1)
+	go func() { h1Done <- s.h1.shutdown(sctx) }()
 	if err := httpSrv.Shutdown(sctx); err != nil {
 		s.logger.Warn("http shutdown incomplete", "error", err)
 		_ = httpSrv.Close()
+	}
+	if err := <-h1Done; err != nil {
+		s.logger.Warn("http shutdown incomplete", "error", err)
 	}
 	_ = adminSrv.Close()
 	s.tcp.close()
