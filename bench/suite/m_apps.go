@@ -300,7 +300,7 @@ func (b *bench) deployLatency(ctx context.Context, s *section, state string) err
 	if o := median(overhead); o < 150*time.Millisecond {
 		s.note("Engine overhead target (< 150 ms): PASS (%.0f ms).", ms(o))
 	} else {
-		s.note("Engine overhead target (< 150 ms): NOT MET (%.0f ms). It includes the edge switch (median %.0f ms: traffic/edge waits until gordon-edge, which polls the route table every 150 ms, reports the new generation), docker CLI and plugin start (the probe/http plugin's own start, %.0f ms here, is inside the probe phase and so not even counted).", ms(o), ms(median(b.deploySwitch)), ms(b.probePluginStart))
+		s.note("Engine overhead target (< 150 ms): NOT MET (%.0f ms). It includes the edge switch (median %.0f ms: traffic/edge writes the table, asks gordon-edge to reload it and waits for status.json to confirm), docker CLI and plugin start (the probe/http plugin's own start, %.0f ms here, is inside the probe phase and so not even counted).", ms(o), ms(median(b.deploySwitch)), ms(b.probePluginStart))
 	}
 	s.extra("deploy_wall_ns", totals)
 	s.extra("phases_ns", phases)

@@ -27,7 +27,9 @@ func (b *bench) measureDeployUnderLoad(ctx context.Context, s *section) error {
 		return fmt.Errorf("naive: %w", err)
 	}
 	s.add("failed requests: docker gordon", float64(g.Failed), "requests", "naive", float64(n.Failed), "")
-	s.add("requests: docker gordon", float64(g.Requests), "requests", "naive", float64(n.Requests), fmt.Sprintf("%.0f s vs %.0f s of load", g.Elapsed.Seconds(), n.Elapsed.Seconds()))
+	s.add("requests: docker gordon", float64(g.Requests), "requests", "naive", float64(n.Requests), fmt.Sprintf("totals over %.0f s vs %.0f s of load: compare the rate below", g.Elapsed.Seconds(), n.Elapsed.Seconds()))
+	perSec := func(st loadStats) float64 { return float64(st.Requests) / max(st.Elapsed.Seconds(), 1e-9) }
+	s.add("requests per second during the deploys: docker gordon", perSec(g), "req/s", "naive", perSec(n), "")
 	rate := func(st loadStats) float64 { return 100 * float64(st.Failed) / float64(max(st.Requests, 1)) }
 	s.add("failed share of requests: docker gordon", rate(g), "%", "naive", rate(n), "")
 	s.add("longest gap without a successful response: docker gordon", ms(g.MaxGap), "ms", "naive", ms(n.MaxGap), "")

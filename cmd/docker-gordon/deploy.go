@@ -38,7 +38,7 @@ drained and stopped with its own stop grace. Services with a volume, bind,
 device or UDP interface are replaced sequentially.
 
 Exit status: 0 success, 2 partial, 1 failed.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDeploy(cmd, env, o, args)
 		},

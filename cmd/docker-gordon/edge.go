@@ -22,7 +22,7 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run gordon-edge in the foreground for this state directory",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bin, err := findEdgeBinary()
 			if err != nil {
@@ -43,7 +43,7 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show the edge system container (if any) and what the edge applied: generation, listeners, per-backend in-flight counts",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var view edgeStatusView
 			cs, cerr := systemStatus(cmd.Context(), env.dockerCli.Client(), edgeContainerName)

@@ -415,7 +415,7 @@ host network with restart policy unless-stopped and the state directory
 bind-mounted at the same path, so it comes back after an engine restart or a
 reboot. Idempotent: a running container with the same binary and flags is
 left alone; a different binary or flags replace it.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u, err := edgeUnit(env.opts.stateDir, flags.httpAddr, flags.adminAddr)
 			if err != nil {
@@ -437,7 +437,7 @@ left alone; a different binary or flags replace it.`,
 	stop := &cobra.Command{
 		Use:   "stop",
 		Short: "Stop and remove the gordon-edge system container",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runStopSystem(cmd.Context(), env, edgeContainerName, 35*time.Second)
 		},

@@ -29,7 +29,7 @@ func newLogsCommand(env *cliEnv) *cobra.Command {
 --service), each line prefixed with its service. --since takes an RFC 3339
 time or a duration ago (e.g. 10m). With --format json each line is one JSON
 object {service, time, stream, text}.`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := core.LogOptions{Tail: o.tail, Follow: o.follow}
 			if o.tail < 0 {

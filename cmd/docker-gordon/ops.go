@@ -14,7 +14,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ops APP [OP]",
 		Short: "Show an app's operation journal, or one operation with its steps",
-		Args:  cobra.RangeArgs(1, 2),
+		Args:  usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := env.openStore()

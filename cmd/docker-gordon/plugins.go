@@ -25,7 +25,7 @@ func newPluginsCommand(env *cliEnv) *cobra.Command {
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "Launch every plugin found, ask it to Describe itself, and list them",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, err := env.pluginHost()
 			if err != nil {

@@ -19,7 +19,7 @@ they stay archived under the old incarnation. Revisions and the operation
 journal are kept for history.
 
 Exit status: 0 success, 1 failed (the app is then left as it was, stopped).`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLifecycle(cmd, env, "remove", (*core.Engine).Remove, o, args[0])
 		},

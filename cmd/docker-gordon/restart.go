@@ -18,7 +18,7 @@ is rebuilt from its pinned revision and digest. The service is unavailable
 while it restarts.
 
 Exit status: 0 success, 2 partial, 1 failed.`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLifecycle(cmd, env, "restart", (*core.Engine).Restart, o, args[0])
 		},

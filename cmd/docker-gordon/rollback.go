@@ -27,7 +27,7 @@ whose images are pinned to the digests that revision last ran with, then
 deployed like any revision (overlap or sequential, readiness, journal).
 
 Exit status: 0 success, 2 partial, 1 failed.`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch o.pull {
 			case "always", "missing", "never":

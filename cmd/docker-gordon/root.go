@@ -52,6 +52,15 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 			return env.setup(cmd)
 		},
 		PersistentPostRun: func(*cobra.Command, []string) { env.close() },
+		// Without a verb: help. With an unknown one: an error (exit 1),
+		// not the help text and success.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("docker gordon: unknown command %q; see docker gordon --help", args[0])
+			}
+			return cmd.Help()
+		},
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&env.opts.stateDir, "state-dir", "", "state directory (env GORDON_STATE_DIR; default /var/lib/docker-gordon for root, else $XDG_STATE_HOME/docker-gordon)")
@@ -237,6 +246,18 @@ func (e *cliEnv) warmProbes(ctx context.Context, spec core.AppSpec) {
 		}
 		seen[kind+"/"+name] = true
 		go func() { _, _ = probes.Prober(ctx, kind, name) }()
+	}
+}
+
+// usageArgs wraps a positional-argument rule so that its error names the
+// command and shows its usage line ("docker gordon ops: accepts between 1
+// and 2 arg(s), received 0" + "usage: docker gordon ops APP [OP] [flags]").
+func usageArgs(rule cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := rule(cmd, args); err != nil {
+			return fmt.Errorf("%s: %w\nusage: %s", cmd.CommandPath(), err, cmd.UseLine())
+		}
+		return nil
 	}
 }
 

@@ -37,7 +37,7 @@ func newSecretsSetCommand(env *cliEnv) *cobra.Command {
 		Short: "Set a secret from standard input (one trailing newline is stripped)",
 		Example: `  printf %s "$DB_PASSWORD" | docker gordon secrets set blog db db-password
   docker gordon secrets set blog web api-key < api-key.txt`,
-		Args: cobra.ExactArgs(3),
+		Args: usageArgs(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in := env.dockerCli.In()
 			if in.IsTerminal() {
@@ -81,7 +81,7 @@ func newSecretsRmCommand(env *cliEnv) *cobra.Command {
 		Use:     "rm APP SERVICE NAME",
 		Aliases: []string{"remove"},
 		Short:   "Remove a secret (a deploy that still needs it fails its preflight)",
-		Args:    cobra.ExactArgs(3),
+		Args:    usageArgs(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withSecretsLock(cmd.Context(), env, args[0], func(s core.Store) error {
 				if err := s.RemoveSecret(cmd.Context(), args[0], args[1], args[2]); err != nil {
@@ -127,7 +127,7 @@ func newSecretsLsCommand(env *cliEnv) *cobra.Command {
 		Use:     "ls APP [SERVICE]",
 		Aliases: []string{"list"},
 		Short:   "List secret names (never values) of an app's services",
-		Args:    cobra.RangeArgs(1, 2),
+		Args:    usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := env.openStore()

@@ -17,7 +17,7 @@ it is gone; its loopback binds are re-read and checked with the declared
 readiness before the edge routes it. A service that fails stays unrouted.
 
 Exit status: 0 success, 2 partial, 1 failed (any failed service).`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLifecycle(cmd, env, "start", (*core.Engine).Start, o, args[0])
 		},

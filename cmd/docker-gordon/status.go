@@ -15,7 +15,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [APP]",
 		Short: "Show each service's serving generation: container, image, revision, state, binds, routes, markers",
-		Args:  cobra.MaximumNArgs(1),
+		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := env.openStore()

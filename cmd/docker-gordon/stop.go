@@ -31,7 +31,7 @@ containers still waiting for retirement are retired too. ACTIVE keeps the
 pinned revisions and digests: start rebuilds exactly what was serving.
 
 Exit status: 0 success, 2 partial, 1 failed.`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLifecycle(cmd, env, "stop", (*core.Engine).Stop, o, args[0])
 		},

@@ -108,7 +108,7 @@ engine after a reboot; no registry and no systemd are needed.`,
 	start := &cobra.Command{
 		Use:   "start",
 		Short: "Start (or update) gordon-edge and gordon-reconcile; idempotent",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			eu, err := edgeUnit(env.opts.stateDir, edgeFlags.httpAddr, edgeFlags.adminAddr)
 			if err != nil {
@@ -141,7 +141,7 @@ engine after a reboot; no registry and no systemd are needed.`,
 	stop := &cobra.Command{
 		Use:   "stop",
 		Short: "Stop and remove gordon-reconcile and gordon-edge",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := runStopSystem(cmd.Context(), env, reconcileContainerName, 30*time.Second); err != nil {
 				return err
@@ -154,7 +154,7 @@ engine after a reboot; no registry and no systemd are needed.`,
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show the system containers (state, image, start time) and the edge's applied generation",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api := env.dockerCli.Client()
 			var view systemStatusView

@@ -378,3 +378,16 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 	requireGone(t, cli, edgeContainerName)
 	requireGone(t, cli, reconcileContainerName)
 }
+
+// A verb given the wrong number of arguments says which command and shows
+// its usage line (newcomer report: "accepts 1 arg(s), received 0" alone).
+func TestCLI_ArgumentErrorsNameCommandAndUsage(t *testing.T) {
+	root := &cobra.Command{Use: "gordon"}
+	ops := &cobra.Command{Use: "ops APP [OP]", Args: usageArgs(cobra.RangeArgs(1, 2)), RunE: func(*cobra.Command, []string) error { return nil }}
+	root.AddCommand(ops)
+	err := ops.Args(ops, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gordon ops: accepts between 1 and 2 arg(s), received 0")
+	assert.Contains(t, err.Error(), "usage: gordon ops APP [OP]")
+	assert.NoError(t, ops.Args(ops, []string{"app"}))
+}

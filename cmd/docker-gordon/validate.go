@@ -15,7 +15,7 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate -f FILE",
 		Short: "Check a manifest and report every problem at once",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
 				return errors.New("validate: -f FILE is required (the app manifest, TOML)")

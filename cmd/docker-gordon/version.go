@@ -33,7 +33,7 @@ func newVersionCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Show the plugin, plugin protocol and Docker engine versions",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runVersion(cmd, env, o)
 		},
