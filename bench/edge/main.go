@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gordon-deploy/docker-gordon/bench/internal/proc"
 	"io"
 	"net"
 	"net/http"
@@ -25,9 +26,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -153,7 +151,7 @@ func runMain(args []string) error {
 	if err := start("backend", be); err != nil {
 		return err
 	}
-	backendAddr, err := readLine(beOut)
+	backendAddr, err := proc.ReadLine(beOut)
 	if err != nil {
 		return fmt.Errorf("backend address: %w", err)
 	}
@@ -179,7 +177,7 @@ func runMain(args []string) error {
 			return fmt.Errorf("nginx: %w", err)
 		}
 		master := cmd.Process.Pid
-		targets = append(targets, &target{name: "nginx", addr: addr, pids: func() []int { return append([]int{master}, childrenOf(master)...) }})
+		targets = append(targets, &target{name: "nginx", addr: addr, pids: func() []int { return append([]int{master}, proc.Children(master)...) }})
 	} else {
 		fmt.Fprintln(os.Stderr, "edgebench: nginx not found; skipping it")
 	}
@@ -215,7 +213,7 @@ func runMain(args []string) error {
 			return fmt.Errorf("%s warm-up: %w", t.name, err)
 		}
 		time.Sleep(500 * time.Millisecond)
-		t.idle = rssKiB(t.pids())
+		t.idle = proc.RSSKiB(t.pids()...)
 	}
 	// Measure in interleaved rounds (each target d/rounds per round, the
 	// starting target rotating), so that a burst of load from elsewhere on
@@ -227,26 +225,9 @@ func runMain(args []string) error {
 		for k := range targets {
 			i := (r + k) % len(targets)
 			t := targets[i]
-			var peak int64
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				tick := time.NewTicker(200 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					select {
-					case <-stop:
-						return
-					case <-tick.C:
-						peak = max(peak, rssKiB(t.pids()))
-					}
-				}
-			}()
+			stopPeak := proc.PeakRSS(t.pids, 200*time.Millisecond)
 			res, err := runLoad(t.addr, "bench.test", *conns, per)
-			close(stop)
-			wg.Wait()
+			peak := stopPeak()
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
@@ -376,23 +357,6 @@ http {
 `, dir, listen, backend)
 }
 
-func readLine(r io.Reader) (string, error) {
-	var b []byte
-	one := make([]byte, 1)
-	for {
-		n, err := r.Read(one)
-		if n == 1 {
-			if one[0] == '\n' {
-				return strings.TrimSpace(string(b)), nil
-			}
-			b = append(b, one[0])
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-}
-
 func freeAddr() string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -423,39 +387,6 @@ func waitHTTP(addr, host string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return errors.Join(errors.New("not answering 200 within 10s"), last)
-}
-
-// rssKiB sums VmRSS (KiB) of pids.
-func rssKiB(pids []int) int64 {
-	var total int64
-	for _, pid := range pids {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-				total += n
-			}
-		}
-	}
-	return total
-}
-
-// childrenOf lists the direct children of pid (nginx workers).
-func childrenOf(pid int) []int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for f := range strings.FieldsSeq(string(data)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func numCPU() int { return runtime.NumCPU() }

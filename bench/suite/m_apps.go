@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	procfs "github.com/gordon-deploy/docker-gordon/bench/internal/proc"
 	"path/filepath"
 	"sync"
 	"time"
@@ -343,13 +344,13 @@ func (b *bench) watchMemory(ctx context.Context, state string, apps int) (watchR
 			break
 		}
 	}
-	w := watchRSS{Apps: apps, FirstPass: last.Sub(t0), CLI: rssKiB(p.PID())}
+	w := watchRSS{Apps: apps, FirstPass: last.Sub(t0), CLI: procfs.RSSKiB(p.PID())}
 	for _, pid := range descendants(p.PID()) {
 		if environOf(pid, "GORDON_PLUGIN") != "" {
-			w.Plugins += rssKiB(pid)
+			w.Plugins += procfs.RSSKiB(pid)
 			w.PluginCount++
 		} else if comm(pid) == "docker-gordon" {
-			w.Gordon += rssKiB(pid)
+			w.Gordon += procfs.RSSKiB(pid)
 		}
 	}
 	logf("   reconcile --watch, %d apps: docker-gordon %.1f MiB, %d plugins %.1f MiB, docker CLI %.1f MiB", apps, mib(w.Gordon), w.PluginCount, mib(w.Plugins), mib(w.CLI))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	procfs "github.com/gordon-deploy/docker-gordon/bench/internal/proc"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 	trafficedge "github.com/gordon-deploy/docker-gordon/plugins/traffic/edge"
 	"os"
@@ -100,7 +101,7 @@ func (b *bench) measureRouteSwitch(ctx context.Context, s *section) error {
 			return err
 		}
 		_ = p
-		addr, err := readLine(out)
+		addr, err := procfs.ReadLine(out)
 		if err != nil {
 			return fmt.Errorf("backend address: %w", err)
 		}

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	procfs "github.com/gordon-deploy/docker-gordon/bench/internal/proc"
 	"path/filepath"
-	"sync"
 	"time"
 )
 
@@ -66,25 +66,9 @@ func (b *bench) loadGordon(ctx context.Context, s *section) (loadStats, error) {
 		return loadStats{}, err
 	}
 	time.Sleep(time.Second)
-	b.edgeIdleKiB = rssKiB(edge.PID())
+	b.edgeIdleKiB = procfs.RSSKiB(edge.PID())
 
-	var peak int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				peak = max(peak, rssKiB(edge.PID()))
-			}
-		}
-	}()
+	stopPeak := procfs.PeakRSS(func() []int { return []int{edge.PID()} }, 200*time.Millisecond)
 	l := startLoader(url, host, b.clients)
 	var walls []time.Duration
 	var derr error
@@ -103,9 +87,7 @@ func (b *bench) loadGordon(ctx context.Context, s *section) (loadStats, error) {
 		time.Sleep(settle)
 	}
 	st := l.Stop()
-	close(stop)
-	wg.Wait()
-	b.edgeLoadKiB = peak
+	b.edgeLoadKiB = stopPeak()
 	if derr != nil {
 		return st, derr
 	}

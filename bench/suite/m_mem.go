@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	procfs "github.com/gordon-deploy/docker-gordon/bench/internal/proc"
 	"path/filepath"
 	"time"
 )
@@ -17,7 +18,7 @@ func (b *bench) measureMemory(ctx context.Context, s *section) error {
 		return err
 	}
 	defer p.Stop()
-	addr, err := readLine(out)
+	addr, err := procfs.ReadLine(out)
 	if err != nil {
 		return err
 	}
@@ -25,7 +26,7 @@ func (b *bench) measureMemory(ctx context.Context, s *section) error {
 		return err
 	}
 	time.Sleep(500 * time.Millisecond)
-	base := mib(rssKiB(p.PID()))
+	base := mib(procfs.RSSKiB(p.PID()))
 	bn := "idle Go HTTP server"
 	if b.edgeIdleKiB > 0 {
 		s.add("gordon-edge idle (1 app routed)", mib(b.edgeIdleKiB), "MiB", bn, base, "")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -159,24 +158,6 @@ func stopAllProcs() {
 	wg.Wait()
 }
 
-// readLine reads one line from r (unbuffered beyond the line).
-func readLine(r io.Reader) (string, error) {
-	var b []byte
-	one := make([]byte, 1)
-	for {
-		n, err := r.Read(one)
-		if n == 1 {
-			if one[0] == '\n' {
-				return strings.TrimSpace(string(b)), nil
-			}
-			b = append(b, one[0])
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-}
-
 // freeAddr returns a free 127.0.0.1:port.
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -216,23 +197,6 @@ func httpGet(ctx context.Context, c *http.Client, url, host string) (int, string
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), nil
-}
-
-// rssKiB is VmRSS of pid in KiB (0 when gone).
-func rssKiB(pid int) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // descendants lists pid's descendants (not pid itself), depth first.
