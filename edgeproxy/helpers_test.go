@@ -1,9 +1,9 @@
 package edgeproxy_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -190,34 +190,18 @@ func freePort(t *testing.T) string {
 // echoTCP is a TCP backend that prefixes every line it echoes with name.
 func echoTCP(t *testing.T, name string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
+	return serveConns(t, func(c net.Conn, _ *bufio.Reader) {
+		buf := make([]byte, 4096)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
+			n, err := c.Read(buf)
+			if n > 0 {
+				if _, werr := c.Write(append([]byte(name+":"), buf[:n]...)); werr != nil {
 					return
 				}
-				continue
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if _, werr := c.Write(append([]byte(name+":"), buf[:n]...)); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
+			if err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
