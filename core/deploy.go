@@ -36,6 +36,10 @@ type DeployRequest struct {
 	// and DryRun only: `deploy -f FILE --dry-run` stores nothing). The plan
 	// names its revision "(unsaved)". Deploy without DryRun refuses it.
 	Spec *AppSpec
+
+	// lockWait is how long Deploy waited for the app lock; journaled as the
+	// preflight step's "lock" phase (issue 7).
+	lockWait time.Duration
 }
 
 // UnsavedRevision is the revision id a plan of DeployRequest.Spec shows.
@@ -132,11 +136,13 @@ func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (*DeployResult, 
 		}
 		return &DeployResult{Plan: &p}, nil
 	}
+	lockStart := time.Now()
 	lk, err := e.lock(ctx, req.App, OpDeploy, "")
 	if err != nil {
 		return nil, fmt.Errorf("deploy %s: %w", req.App, err)
 	}
 	defer lk.Unlock()
+	req.lockWait = time.Since(lockStart)
 	op, claimed, err := e.startDeploy(ctx, req)
 	if !claimed {
 		if op.ID == "" {

@@ -222,7 +222,7 @@ func (d *deployRun) preflight(ctx context.Context) error {
 	now := e.now()
 	pf := d.step(StepPreflight, "")
 	pf.State, pf.Error, pf.UpdatedAt = StepSucceeded, "", now
-	pf.Phases = map[string]Duration{"preflight": Duration(time.Since(start))}
+	pf.Phases = map[string]Duration{"preflight": Duration(time.Since(start)), "lock": Duration(d.req.lockWait)}
 	if len(d.req.Services) == 0 {
 		active, err := e.loadActive(ctx, app)
 		if err != nil {

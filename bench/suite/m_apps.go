@@ -225,6 +225,9 @@ func (b *bench) deployLatency(ctx context.Context, s *section, state string) err
 		for k, v := range got {
 			phases[k] = append(phases[k], v)
 		}
+		// The lock wait is inside "CLI start, plugins, lock" (journaled on
+		// the preflight step since issue 7; not part of the sum).
+		phases["lock wait"] = append(phases["lock wait"], pre.Phases["lock"].D())
 		cs := b.proxy.Between(r.Start, r.End)
 		allCalls = append(allCalls, cs...)
 		spans := waitSpans(cs)
@@ -290,6 +293,9 @@ func (b *bench) deployLatency(ctx context.Context, s *section, state string) err
 	s.add("deploy wall time", ms(tot), "ms", "`docker run -d` + first 200", ms(median(bTotal)), "")
 	for _, p := range append(append([]string{"CLI start, plugins, lock", "preflight"}, phaseOrder...), "exit (gaps, render, plugin shutdown)") {
 		s.add("phase: "+p, ms(median(phases[p])), "ms", "deploy wall time", ms(tot), "")
+		if p == "CLI start, plugins, lock" {
+			s.add("phase: … of which the wait for the app lock (journaled)", ms(median(phases["lock wait"])), "ms", "deploy wall time", ms(tot), "")
+		}
 	}
 	s.add("engine wait (API requests in flight)", ms(median(engineWait)), "ms", "`docker run`'s engine wait", ms(median(bWait)), "")
 	s.add("engine overhead: wall − engine wait − probe", ms(median(overhead)), "ms", "`docker run`'s own overhead", ms(median(bOver)), "")

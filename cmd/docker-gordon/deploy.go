@@ -110,7 +110,6 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	}
 
 	if o.file != "" {
-		env.warmProbes(ctx, spec)
 		rev, err := eng.SubmitRevision(ctx, spec, sha)
 		if err != nil {
 			return err

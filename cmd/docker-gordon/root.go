@@ -229,26 +229,6 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 	}, nil
 }
 
-// warmProbes starts, in the background, the probe plugins spec's services
-// will need, so their start overlaps the candidates' creation and start
-// instead of delaying the first readiness check. Errors are left to the
-// real use, which reports them.
-func (e *cliEnv) warmProbes(ctx context.Context, spec core.AppSpec) {
-	if e.host == nil {
-		return
-	}
-	probes := hostProbes{e.host}
-	seen := map[string]bool{}
-	for _, svc := range spec.Services {
-		kind, name := svc.Readiness.Type, svc.Readiness.Plugin
-		if kind == "" || kind == core.ReadinessNone || seen[kind+"/"+name] {
-			continue
-		}
-		seen[kind+"/"+name] = true
-		go func() { _, _ = probes.Prober(ctx, kind, name) }()
-	}
-}
-
 // usageArgs wraps a positional-argument rule so that its error names the
 // command and shows its usage line ("docker gordon ops: accepts between 1
 // and 2 arg(s), received 0" + "usage: docker gordon ops APP [OP] [flags]").
