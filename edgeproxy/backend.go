@@ -3,6 +3,7 @@ package edgeproxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"net"
 	"net/http"
@@ -270,6 +271,20 @@ func classifyProxyError(ctx context.Context, err error) (int, string) {
 		return http.StatusServiceUnavailable, "backend unavailable"
 	}
 	return http.StatusBadGateway, "bad gateway"
+}
+
+// proxyError answers the error page for a failed backend exchange (or
+// nothing when the client went away) and marks it for the metrics.
+func (r *registry) proxyError(w http.ResponseWriter, req *http.Request, addr string, err error) {
+	code, what := classifyProxyError(req.Context(), err)
+	if code == 0 {
+		return // the client went away; nobody reads an answer
+	}
+	if sw, ok := w.(*statusWriter); ok {
+		sw.proxyErr = code
+	}
+	r.logger.Debug("proxy error", "backend", addr, "host", req.Host, "status", code, "error", err)
+	writeEdgeError(w, code, fmt.Sprintf("gordon-edge: %d %s: %s (backend %s)\n", code, http.StatusText(code), what, addr))
 }
 
 // writeEdgeError writes a short plain-text error page.

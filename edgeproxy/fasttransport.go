@@ -92,23 +92,17 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.roundTrip(req, routeTimeouts{})
 }
 
-// roundTrip runs an eligible request with a route's timeouts.
+// roundTrip sends an eligible request with a route's timeouts and returns
+// the response; the body owns the connection. A reused connection that
+// fails before any response byte is retried once on a new one.
 func (t *fastTransport) roundTrip(req *http.Request, tm routeTimeouts) (*http.Response, error) {
-	return t.roundTripWith(req, tm, req.Write)
-}
-
-// roundTripWith sends a request whose wire form write produces (req gives
-// the method and context) and returns the response; the body owns the
-// connection. A reused connection that fails before any response byte is
-// retried once on a new one.
-func (t *fastTransport) roundTripWith(req *http.Request, tm routeTimeouts, write func(io.Writer) error) (*http.Response, error) {
 	ctx := req.Context()
 	for attempt := 0; ; attempt++ {
 		fc, reused, err := t.get(ctx, tm.dial)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := t.exchange(ctx, fc, req, tm.responseHeader, write)
+		resp, err := t.exchange(ctx, fc, req, tm.responseHeader)
 		if err == nil {
 			return resp, nil
 		}
@@ -137,7 +131,7 @@ func (e *retryableError) Unwrap() error { return e.err }
 
 // exchange writes req on fc and reads the response head. On success the
 // response body owns fc: it returns fc to the pool at EOF or closes it.
-func (t *fastTransport) exchange(ctx context.Context, fc *fastConn, req *http.Request, responseHeaderTimeout time.Duration, write func(io.Writer) error) (*http.Response, error) {
+func (t *fastTransport) exchange(ctx context.Context, fc *fastConn, req *http.Request, responseHeaderTimeout time.Duration) (*http.Response, error) {
 	if !fc.watchUntil.IsZero() {
 		fc.setWatch(time.Time{}) // a deadline the HTTP/1.1 loop left
 	}
@@ -147,7 +141,7 @@ func (t *fastTransport) exchange(ctx context.Context, fc *fastConn, req *http.Re
 	if responseHeaderTimeout > 0 {
 		_ = fc.c.SetReadDeadline(time.Now().Add(responseHeaderTimeout))
 	}
-	if err := write(fc.bw); err != nil {
+	if err := req.Write(fc.bw); err != nil {
 		stop()
 		return nil, &retryableError{err}
 	}

@@ -878,6 +878,13 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 	bw.WriteString("\r\n")
 }
 
+func writeHeader(bw *bufio.Writer, k, v string) {
+	bw.WriteString(k)
+	bw.WriteString(": ")
+	bw.WriteString(v)
+	bw.WriteString("\r\n")
+}
+
 // trustedForwarded extends the incoming chain of a trusted peer (the rules
 // of forwardedFor).
 func (hc *h1Conn) trustedForwarded() forwarded {

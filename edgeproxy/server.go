@@ -21,8 +21,8 @@
 // own HTTP/1.1 loop (h1.go), which proxies plain bodiless GET/HEAD requests
 // with no allocation per request over a per-backend keep-alive pool
 // (fastTransport) and hands every other connection, at a request boundary,
-// to a net/http server running ServeHTTP (ReverseProxy over
-// http.Transport for bodies and upgrades). Exact hosts are a map lookup,
+// to a net/http server running ServeHTTP (ReverseProxy over the same
+// pool; bodies and upgrades over http.Transport). Exact hosts are a map lookup,
 // wildcard and unknown hosts go through a bounded ristretto cache;
 // metrics use label children resolved at snapshot build; nothing is logged
 // per request. Requests carry X-Forwarded-For/-Proto/-Host, Forwarded and
@@ -380,10 +380,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		*sw = statusWriter{}
 		statusWriterPool.Put(sw)
 	}()
-	if !upgrade && fastEligible(r) {
-		s.serveFast(sw, r, rt, i)
-		return
-	}
 	rt.proxies[i].ServeHTTP(sw, r)
 }
 
