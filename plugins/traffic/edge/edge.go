@@ -95,7 +95,8 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 	}
 	defer func() { _ = lock.Unlock() }()
 
-	gen := t.currentGeneration() + 1
+	cur, st := t.currentGeneration()
+	gen := cur + 1
 	table := routetable.Table{Schema: routetable.Schema, Generation: gen, Graph: sortedGraph(graph)}
 	data, err := json.MarshalIndent(table, "", "  ")
 	if err != nil {
@@ -104,22 +105,21 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 	if err := writeFileAtomic(filepath.Join(t.dir, routesFile), append(data, '\n')); err != nil {
 		return 0, fmt.Errorf("traffic/edge: write route table generation %d: %w: %w", gen, core.ErrUnavailable, err)
 	}
-	t.poke(ctx)
+	t.poke(ctx, st.AdminAddr)
 	return gen, t.waitApplied(ctx, gen)
 }
 
-// poke asks a running edge to read the new table now (POST /reload on the
-// admin address status.json names) instead of at its next poll, which is up
-// to 150 ms away. Best effort: on any failure the edge's own poll still
-// picks the table up and waitApplied is unchanged.
-func (t *Traffic) poke(ctx context.Context) {
-	st, err := t.readStatusFile()
-	if err != nil || st.AdminAddr == "" {
+// poke asks a running edge to read the new table now (POST /reload on
+// admin, the address status.json names; "" when none) instead of at its
+// next poll, which is up to 150 ms away. Best effort: on any failure the
+// edge's own poll still picks the table up and waitApplied is unchanged.
+func (t *Traffic) poke(ctx context.Context, admin string) {
+	if admin == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+st.AdminAddr+"/reload", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+admin+"/reload", nil)
 	if err != nil {
 		return
 	}
@@ -219,7 +219,7 @@ func (t *Traffic) readStatusFile() (routetable.Status, error) {
 // edge's applied generation (0 when neither is readable), so a new table
 // always outranks whatever the edge last saw. An unreadable routes.json is
 // replaced: it is derived data, recomputed whole from ACTIVE records.
-func (t *Traffic) currentGeneration() uint64 {
+func (t *Traffic) currentGeneration() (uint64, routetable.Status) {
 	var gen uint64
 	if data, err := os.ReadFile(filepath.Join(t.dir, routesFile)); err == nil {
 		var tbl struct {
@@ -229,10 +229,11 @@ func (t *Traffic) currentGeneration() uint64 {
 			gen = tbl.Generation
 		}
 	}
-	if st, err := t.readStatusFile(); err == nil {
+	st, err := t.readStatusFile()
+	if err == nil {
 		gen = max(gen, st.AppliedGeneration, st.RejectedGeneration)
 	}
-	return gen
+	return gen, st
 }
 
 // sortedGraph copies g with HTTP routes sorted by host, L4 routes by listen
