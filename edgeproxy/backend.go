@@ -284,7 +284,13 @@ func (r *registry) proxyError(w http.ResponseWriter, req *http.Request, addr str
 		sw.proxyErr = code
 	}
 	r.logger.Debug("proxy error", "backend", addr, "host", req.Host, "status", code, "error", err)
-	writeEdgeError(w, code, fmt.Sprintf("gordon-edge: %d %s: %s (backend %s)\n", code, http.StatusText(code), what, addr))
+	writeEdgeError(w, code, proxyErrorBody(code, what, addr))
+}
+
+// proxyErrorBody is the text of a 502/503/504 page: which status, why, and
+// the backend (both HTTP paths answer with it).
+func proxyErrorBody(code int, what, addr string) string {
+	return fmt.Sprintf("gordon-edge: %d %s: %s (backend %s)\n", code, http.StatusText(code), what, addr)
 }
 
 // writeEdgeError writes a short plain-text error page.

@@ -801,7 +801,7 @@ func (s *Server) exchangeH1(hc *h1Conn, rt *httpRoute, b *backend) (code, proxyE
 func (s *Server) h1ProxyError(hc *h1Conn, b *backend, err error) (int, int, bool) {
 	code, what := classifyProxyError(context.Background(), err)
 	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.host), "status", code, "error", err)
-	body := "gordon-edge: " + strconv.Itoa(code) + " " + http.StatusText(code) + ": " + what + " (backend " + b.addr + ")\n"
+	body := proxyErrorBody(code, what, b.addr)
 	keep := !hc.req.close && !s.h1.shutting.Load()
 	bw := hc.bw
 	bw.WriteString("HTTP/1.1 ")
