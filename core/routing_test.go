@@ -43,7 +43,6 @@ func (e *Engine) ExpHasPendingWithdrawal(ctx context.Context, app, service strin
 func (e *Engine) ExpWaitDrained(ctx context.Context, addr string, limit time.Duration) (time.Duration, error) {
 	return e.waitDrained(ctx, addr, limit)
 }
-func (e *Engine) ExpDrainLimit(grace time.Duration) time.Duration { return e.drainLimit(grace) }
 func (e *Engine) ExpReconcileInterrupted(ctx context.Context, app, liveOp string) error {
 	return e.reconcileInterrupted(ctx, app, liveOp)
 }

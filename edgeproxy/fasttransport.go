@@ -301,10 +301,3 @@ func (t *fastTransport) CloseIdleConnections() {
 	}
 	t.fallback.CloseIdleConnections()
 }
-
-// idleCount is the number of pooled idle connections (tests).
-func (t *fastTransport) idleCount() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.idle)
-}

@@ -49,7 +49,6 @@ import (
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
-	"github.com/google/renameio/v2/maybe"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
@@ -548,23 +547,9 @@ func (s *Server) writeStatusLocked() {
 		s.logger.Error("encode status", "error", err)
 		return
 	}
-	if err := writeFileAtomic(filepath.Join(s.cfg.StateDir, "edge", StatusFile), append(data, '\n')); err != nil {
+	if err := routetable.WriteFileAtomic(filepath.Join(s.cfg.StateDir, "edge", StatusFile), append(data, '\n')); err != nil {
 		s.logger.Error("write status", "error", err)
 	}
-}
-
-// writeFileAtomic replaces path with data: temp file, fsync, rename, then
-// fsync of the parent directory so the rename survives a crash.
-func writeFileAtomic(path string, data []byte) error {
-	if err := maybe.WriteFile(path, data, 0o644); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // adminHandler serves GET /status (live routetable.Status as JSON) and GET
@@ -676,7 +661,7 @@ func (s *Server) poll(w *watcher, first bool) {
 	if s.Apply(t) == nil {
 		// Remember the last good table, so a restart while routes.json is
 		// bad still serves it.
-		if err := writeFileAtomic(filepath.Join(filepath.Dir(w.path), AppliedFile), data); err != nil {
+		if err := routetable.WriteFileAtomic(filepath.Join(filepath.Dir(w.path), AppliedFile), data); err != nil {
 			s.logger.Warn("save last good route table", "error", err)
 		}
 	}

@@ -92,18 +92,6 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 	return s, referenced
 }
 
-// lookup finds the route for a request Host: the port is ignored, the match
-// is case-insensitive, an exact host wins over wildcards, and among
-// wildcards the longest suffix wins. "*.example.com" matches any name
-// below example.com but not example.com itself.
-func (s *snapshot) lookup(host string) *httpRoute {
-	host = normalizeHost(host)
-	if r, ok := s.exact[host]; ok {
-		return r
-	}
-	return s.matchWildcard(host)
-}
-
 // normalizeHost strips the port and a trailing dot and lowercases (without
 // allocating when already lowercase).
 func normalizeHost(host string) string {

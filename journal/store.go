@@ -227,10 +227,3 @@ func (s *Store) EdgeDir() string { return filepath.Join(s.dir, "edge") }
 // PluginsDir returns <state>/plugins, one entry of the custom plugin path
 // (ARCHITECTURE §1).
 func (s *Store) PluginsDir() string { return filepath.Join(s.dir, "plugins") }
-
-// WriteFileAtomic replaces path with data the way every journal record is
-// written (decision 1): temp file in the same directory, fsync, rename,
-// fsync of the directory; missing parents are created 0700; the file is
-// 0600. For other writers of the state directory (edge/routes.json,
-// edge/status.json). A reader sees the old or the new content, never a mix.
-func WriteFileAtomic(path string, data []byte) error { return writeFileAtomic(path, data) }

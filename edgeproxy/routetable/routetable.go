@@ -1,6 +1,7 @@
 // Package routetable holds the only types the engine and the edge proxy
 // share: the route table (edge/routes.json) and the edge status
-// (edge/status.json), ARCHITECTURE §5. It imports nothing of the project.
+// (edge/status.json), ARCHITECTURE §5, and WriteFileAtomic, how both files
+// are written. It imports nothing of the project.
 package routetable
 
 import "time"

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
-	"github.com/google/renameio/v2/maybe"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
@@ -102,7 +101,7 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 	if err != nil {
 		return 0, fmt.Errorf("traffic/edge: encode route table generation %d: %w: %w", gen, core.ErrInvalid, err)
 	}
-	if err := writeFileAtomic(filepath.Join(t.dir, routesFile), append(data, '\n')); err != nil {
+	if err := routetable.WriteFileAtomic(filepath.Join(t.dir, routesFile), append(data, '\n')); err != nil {
 		return 0, fmt.Errorf("traffic/edge: write route table generation %d: %w: %w", gen, core.ErrUnavailable, err)
 	}
 	t.poke(ctx, st.AdminAddr)
@@ -251,20 +250,6 @@ func sortedGraph(g routetable.Graph) routetable.Graph {
 	sort.SliceStable(out.TCP, func(i, j int) bool { return out.TCP[i].Listen < out.TCP[j].Listen })
 	sort.SliceStable(out.UDP, func(i, j int) bool { return out.UDP[i].Listen < out.UDP[j].Listen })
 	return out
-}
-
-// writeFileAtomic replaces path with data: temp file, fsync, rename, then
-// fsync of the directory.
-func writeFileAtomic(path string, data []byte) error {
-	if err := maybe.WriteFile(path, data, 0o644); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func errOrCtx(err error, ctx context.Context) error {
