@@ -61,11 +61,8 @@ func setForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
 	h["X-Forwarded-Host"] = vals[3:4:4]
 	// The outgoing request decides: an X-Request-ID the client named in
 	// Connection was removed as hop-by-hop, and an empty one is no id.
-	if f.requestID == "" && h.Get("X-Request-Id") == "" {
-		f.requestID = newRequestID()
-	}
-	if f.requestID != "" {
-		vals[4] = f.requestID
+	if h.Get("X-Request-Id") == "" {
+		vals[4] = string(appendRequestID(nil))
 		h["X-Request-Id"] = vals[4:5:5]
 	}
 }
@@ -73,8 +70,6 @@ func setForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
 // forwarded are the values of the forwarded headers for one request.
 type forwarded struct {
 	xff, fwd, proto, host string
-	// requestID is "" when the request already has an X-Request-ID.
-	requestID string
 }
 
 // forwardedFor computes the forwarded header values of in (rules at
@@ -117,9 +112,6 @@ func forwardedFor(in *http.Request, trusted []netip.Prefix) forwarded {
 	} else {
 		f.fwd = forwardedElement(ip, peer, in.Host, f.proto)
 	}
-	if in.Header.Get("X-Request-Id") == "" {
-		f.requestID = newRequestID()
-	}
 	return f
 }
 
@@ -146,16 +138,14 @@ func forwardedElement(ip netip.Addr, peer, host, proto string) string {
 	return b.String()
 }
 
-// newRequestID returns 32 random hex characters (not cryptographic: an id
-// for correlating logs, not a secret).
-func newRequestID() string {
+// appendRequestID appends a request id to dst: 32 random hex characters
+// (not cryptographic: an id for correlating logs, not a secret).
+func appendRequestID(dst []byte) []byte {
 	var raw [16]byte
 	a, c := rand.Uint64(), rand.Uint64()
 	for i := range 8 {
 		raw[i] = byte(a >> (8 * i))
 		raw[8+i] = byte(c >> (8 * i))
 	}
-	var out [32]byte
-	hex.Encode(out[:], raw[:])
-	return string(out[:])
+	return hex.AppendEncode(dst, raw[:])
 }

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -890,7 +888,7 @@ func writeHeader(bw *bufio.Writer, k, v string) {
 func (hc *h1Conn) trustedForwarded() forwarded {
 	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.host), Header: http.Header{}}
 	for _, h := range hc.req.headers {
-		if headerKind(h.name) == hdrForwarded || headerKind(h.name) == hdrRequestID {
+		if headerKind(h.name) == hdrForwarded {
 			in.Header.Add(string(h.name), string(h.value))
 		}
 	}
@@ -907,20 +905,14 @@ func (r *h1Request) namedByConnection(name []byte) bool {
 }
 
 // writeRequestID writes an X-Request-Id header of 32 random hex characters
-// (newRequestID without the string).
+// (appendRequestID, into the writer).
 func writeRequestID(bw *bufio.Writer) {
-	var raw [16]byte
-	a, c := rand.Uint64(), rand.Uint64()
-	for i := range 8 {
-		raw[i] = byte(a >> (8 * i))
-		raw[8+i] = byte(c >> (8 * i))
-	}
 	if bw.Available() < 64 {
 		_ = bw.Flush()
 	}
 	// Appended into the writer's own buffer: no allocation.
 	buf := append(bw.AvailableBuffer(), "X-Request-Id: "...)
-	buf = hex.AppendEncode(buf, raw[:])
+	buf = appendRequestID(buf)
 	buf = append(buf, "\r\n"...)
 	_, _ = bw.Write(buf)
 }
