@@ -395,7 +395,10 @@ func readHead(br *bufio.Reader, dst []byte, limit int, wait func(error) error) (
 }
 
 // h1Header is one header line of a parsed head (slices into the head).
-type h1Header struct{ name, value []byte }
+type h1Header struct {
+	name, value []byte
+	kind        int // headerKind(name), from the parse
+}
 
 // h1Request is a request head the loop serves (slices into h1Conn.head).
 type h1Request struct {
@@ -555,7 +558,8 @@ func parseRequest(head []byte, req *h1Request) bool {
 		if !validFieldValue(value) {
 			return false
 		}
-		switch headerKind(name) {
+		kind := headerKind(name)
+		switch kind {
 		case hdrHost:
 			hosts++
 			req.host = value
@@ -590,7 +594,7 @@ func parseRequest(head []byte, req *h1Request) bool {
 				}
 			}
 		}
-		req.headers = append(req.headers, h1Header{name: name, value: value})
+		req.headers = append(req.headers, h1Header{name: name, value: value, kind: kind})
 	}
 	if req.requestID && req.namedByConnection([]byte("X-Request-Id")) {
 		req.requestID = false // dropped as hop-by-hop: one is added
@@ -834,7 +838,7 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 	bw.Write(req.host)
 	bw.WriteString("\r\n")
 	for _, h := range req.headers {
-		switch headerKind(h.name) {
+		switch h.kind {
 		case hdrHop, hdrConnection, hdrForwarded, hdrTrailer:
 			continue
 		case hdrTE:
@@ -888,7 +892,7 @@ func writeHeader(bw *bufio.Writer, k, v string) {
 func (hc *h1Conn) trustedForwarded() forwarded {
 	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.host), Header: http.Header{}}
 	for _, h := range hc.req.headers {
-		if headerKind(h.name) == hdrForwarded {
+		if h.kind == hdrForwarded {
 			in.Header.Add(string(h.name), string(h.value))
 		}
 	}
@@ -1071,7 +1075,8 @@ func parseResponse(head []byte, resp *h1Response, headReq bool) error {
 		if !validFieldValue(value) {
 			return errBadResponse // never relay a CR or NUL to the client
 		}
-		switch headerKind(name) {
+		kind := headerKind(name)
+		switch kind {
 		case hdrContentLength:
 			n64, err := parseDecimal(value)
 			n := int64(n64)
@@ -1104,7 +1109,7 @@ func parseResponse(head []byte, resp *h1Response, headReq bool) error {
 			}
 			continue
 		}
-		resp.headers = append(resp.headers, h1Header{name: name, value: value})
+		resp.headers = append(resp.headers, h1Header{name: name, value: value, kind: kind})
 	}
 	if resp.http10 && !keepAlive10 {
 		resp.close = true
@@ -1164,7 +1169,7 @@ func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool i
 	bw.Write(resp.status)
 	bw.WriteString("\r\n")
 	for _, h := range resp.headers {
-		k := headerKind(h.name)
+		k := h.kind
 		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) {
 			continue
 		}
