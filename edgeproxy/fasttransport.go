@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -37,6 +38,12 @@ type fastTransport struct {
 	// retired is set while no snapshot routes to addr: connections are
 	// closed instead of pooled when their request ends.
 	retired atomic.Bool
+	// closes counts CloseIdleConnections calls: the event loops' own pools
+	// close connections pooled before the last one.
+	closes atomic.Uint64
+	// loopAddr is addr when it is a literal IP and port (the event loops
+	// dial only those; zero: requests to it leave the loop).
+	loopAddr netip.AddrPort
 }
 
 // fastConn is one kept-alive backend connection with its buffers.
@@ -60,7 +67,9 @@ func (fc *fastConn) setWatch(t time.Time) {
 }
 
 func newFastTransport(addr string, dialTimeout time.Duration, fallback *http.Transport) *fastTransport {
+	ap, _ := netip.ParseAddrPort(addr)
 	return &fastTransport{
+		loopAddr:    ap,
 		addr:        addr,
 		dialer:      &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
 		fallback:    fallback,
@@ -275,7 +284,7 @@ func (t *fastTransport) get(ctx context.Context, dialTimeout time.Duration) (*fa
 // put returns fc to the idle pool (or closes it when the pool is full or
 // the transport was closed).
 func (t *fastTransport) put(fc *fastConn) {
-	if fc.br.Buffered() > 0 {
+	if rc, ok := fc.c.(*replayConn); fc.br.Buffered() > 0 || ok && len(rc.prefix) > 0 {
 		_ = fc.c.Close() // unexpected bytes after the response
 		return
 	}
@@ -292,6 +301,7 @@ func (t *fastTransport) put(fc *fastConn) {
 
 // CloseIdleConnections closes every idle connection of both paths.
 func (t *fastTransport) CloseIdleConnections() {
+	t.closes.Add(1)
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -74,6 +75,12 @@ type h1Server struct {
 	handoff           *handoffListener
 	idleTimeout       time.Duration
 	readHeaderTimeout time.Duration
+
+	// loops are the event loops that serve connections while their
+	// requests stay simple (evloop_linux.go); none: a goroutine per
+	// connection from the start.
+	loops []*evLoop
+	next  int
 
 	mu       sync.Mutex
 	conns    map[*h1Conn]struct{}
@@ -150,8 +157,18 @@ func (h *h1Server) serve(ln net.Listener) error {
 			_ = c.Close()
 			continue
 		}
-		h.conns[hc] = struct{}{}
 		h.wg.Add(1)
+		if len(h.loops) > 0 {
+			// The event loop takes a duplicate of the descriptor; the
+			// accepted net.Conn is closed (the socket stays open).
+			l := h.loops[h.next%len(h.loops)]
+			h.next++
+			if l.adopt(c) {
+				h.mu.Unlock()
+				continue
+			}
+		}
+		h.conns[hc] = struct{}{}
 		h.mu.Unlock()
 		go h.serveConn(hc)
 	}
@@ -180,6 +197,9 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.shutting.Store(true)
 	h.mu.Unlock()
+	for _, l := range h.loops {
+		l.wakeup(false) // closes its idle connections, then its others as they finish
+	}
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -196,6 +216,9 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 		case <-done:
 			return nil
 		case <-ctx.Done():
+			for _, l := range h.loops {
+				l.wakeup(true)
+			}
 			h.mu.Lock()
 			for hc := range h.conns {
 				hc.state.Store(h1Closed)
@@ -209,13 +232,47 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 	}
 }
 
-func (h *h1Server) serveConn(hc *h1Conn) {
+func (h *h1Server) serveConn(hc *h1Conn) { h.runConn(hc, nil) }
+
+// h1Resume is the work in progress of a connection an event loop gives up
+// (evloop_linux.go): the rest of an answer to write, or an exchange to
+// finish.
+type h1Resume struct {
+	// out is the rest of an answer the loop could not write whole; keep
+	// reports whether the connection stays open after it.
+	out  []byte
+	keep bool
+	// ex is a request the loop picked a backend for (hc.req, parsed from
+	// hc.head) and could not finish.
+	ex *h1Exchange
+}
+
+// h1Exchange is a picked request (counted in flight on b and in
+// rt.metrics[i] since start) that a goroutine finishes: with err, the
+// error page; with sent, reading the response from the backend connection
+// the request was already written to (reused: it came from a pool); with
+// neither, the whole exchange. rhLeft is what is left of the route's
+// response header timeout (0: none).
+type h1Exchange struct {
+	rt     *httpRoute
+	i      int
+	b      *backend
+	start  time.Time
+	sent   *fastConn
+	reused bool
+	err    error
+	rhLeft time.Duration
+}
+
+// runConn serves hc until it closes or is handed to net/http, first
+// finishing res (nil: nothing in progress).
+func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 	c := hc.c
 	hc.br = h1ReaderPool.Get().(*bufio.Reader)
 	hc.br.Reset(c)
 	hc.bw = h1WriterPool.Get().(*bufio.Writer)
 	hc.bw.Reset(hc) // Write: the send timeout, then c
-	hc.peerInfo(h.s.reg.trusted)
+	hc.peerInfo(c.RemoteAddr(), h.s.reg.trusted)
 	hc.wait = hc.upstreamWait
 	handedOff := false
 	defer func() {
@@ -236,6 +293,18 @@ func (h *h1Server) serveConn(hc *h1Conn) {
 	// connection thus costs no deadline update per request.
 	var idleUntil time.Time // zero while the header deadline is armed
 	slack := min(time.Second, h.idleTimeout/10)
+	if res != nil {
+		keep := res.keep
+		if res.ex != nil {
+			keep = h.s.finishH1(hc, res.ex)
+		} else if _, err := hc.bw.Write(res.out); err != nil || !flushIdle(hc) {
+			keep = false
+		}
+		if !keep || h.shutting.Load() || !hc.state.CompareAndSwap(h1Active, h1Idle) {
+			return
+		}
+		hc.shrink()
+	}
 	for {
 		if hc.br.Buffered() == 0 {
 			if now := time.Now(); idleUntil.Sub(now) < h.idleTimeout-slack {
@@ -337,12 +406,12 @@ func (hc *h1Conn) shrink() {
 }
 
 // peerInfo records the client address and whether it is a trusted proxy.
-func (hc *h1Conn) peerInfo(trusted []netip.Prefix) {
-	if ap, err := netip.ParseAddrPort(hc.c.RemoteAddr().String()); err == nil {
+func (hc *h1Conn) peerInfo(addr net.Addr, trusted []netip.Prefix) {
+	if ap, err := netip.ParseAddrPort(addr.String()); err == nil {
 		hc.peerIP = ap.Addr().Unmap()
 		hc.peer = ap.Addr().String()
 	} else {
-		hc.peer = hc.c.RemoteAddr().String()
+		hc.peer = addr.String()
 		if i := strings.LastIndexByte(hc.peer, ':'); i >= 0 {
 			hc.peer = hc.peer[:i]
 		}
@@ -713,18 +782,25 @@ func bytesLower(b []byte) bool {
 // request then goes to net/http, which answers 404); keep reports whether
 // the connection can serve another request.
 func (s *Server) serveH1(hc *h1Conn) (served, keep bool) {
-	req := &hc.req
-	var rt *httpRoute
-	var i int
-	var b *backend
+	rt, i, b := s.pickH1(hc.req.host)
+	if rt == nil {
+		return false, false
+	}
+	return true, s.finishH1(hc, &h1Exchange{rt: rt, i: i, b: b, start: time.Now()})
+}
+
+// pickH1 picks the backend for a request to host and counts the request
+// in flight on it and in its route's metrics (doneH1 undoes both); rt is
+// nil when the host has no route.
+func (s *Server) pickH1(host []byte) (rt *httpRoute, i int, b *backend) {
 	for {
 		snap := s.snap.Load()
 		if snap == nil {
-			return false, false
+			return nil, 0, nil
 		}
-		rt = s.routeH1(snap, req.host)
+		rt = s.routeH1(snap, host)
 		if rt == nil || len(rt.backends) == 0 {
-			return false, false
+			return nil, 0, nil
 		}
 		i = rt.pick()
 		b = rt.backends[i]
@@ -736,41 +812,66 @@ func (s *Server) serveH1(hc *h1Conn) (served, keep bool) {
 		}
 		b.inFlight.Add(-1)
 	}
-	rm := rt.metrics[i]
-	rm.inFlight.Inc()
-	start := time.Now()
-	code, proxyErr, keep := s.exchangeH1(hc, rt, b)
+	rt.metrics[i].inFlight.Inc()
+	return rt, i, b
+}
+
+// finishH1 runs (or finishes) the exchange of hc.req picked as ex, answers
+// the client and reports whether the connection can serve another request.
+func (s *Server) finishH1(hc *h1Conn, ex *h1Exchange) bool {
+	var code, proxyErr int
+	var keep bool
+	if ex.err != nil {
+		code, proxyErr, keep = s.h1ProxyError(hc, ex.b, ex.err)
+	} else {
+		code, proxyErr, keep = s.exchangeH1(hc, ex)
+	}
 	// The backend exchange is over (its connection pooled or closed): the
 	// request leaves the drain's count before the answer's last bytes are
 	// flushed, so a client that has its whole answer never sees the
 	// request still in flight (as with net/http, which counts down before
 	// finishing the response).
-	b.inFlight.Add(-1)
-	rm.observe(code, proxyErr, start)
+	doneH1(ex, code, proxyErr)
+	return keep && flushIdle(hc)
+}
+
+// doneH1 ends the count pickH1 began and records the request's status.
+func doneH1(ex *h1Exchange, code, proxyErr int) {
+	ex.b.inFlight.Add(-1)
+	rm := ex.rt.metrics[ex.i]
+	rm.observe(code, proxyErr, ex.start)
 	rm.inFlight.Dec()
-	if keep && !flushIdle(hc) {
-		keep = false
-	}
-	return true, keep
 }
 
 // exchangeH1 sends the request to b and relays the response; it returns
 // the status relayed (or of the error page), the error class for the
 // metrics and whether the client connection stays open.
-func (s *Server) exchangeH1(hc *h1Conn, rt *httpRoute, b *backend) (code, proxyErr int, keep bool) {
+func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, keep bool) {
+	rt, b := ex.rt, ex.b
 	t := b.transport
 	ctx := context.Background()
 	for attempt := 0; ; attempt++ {
-		fc, reused, err := t.get(ctx, rt.timeouts.dial)
-		if err != nil {
-			return s.h1ProxyError(hc, b, err)
+		var fc *fastConn
+		var reused bool
+		var err error
+		rh := rt.timeouts.responseHeader
+		if ex.sent != nil {
+			// Written by an event loop, which read what is replayed.
+			fc, reused, ex.sent = ex.sent, ex.reused, nil
+			if rh > 0 {
+				rh = max(ex.rhLeft, time.Millisecond)
+			}
+		} else {
+			if fc, reused, err = t.get(ctx, rt.timeouts.dial); err != nil {
+				return s.h1ProxyError(hc, b, err)
+			}
+			hc.writeOutgoing(fc.bw)
+			err = fc.bw.Flush()
 		}
-		hc.writeOutgoing(fc.bw)
-		err = fc.bw.Flush()
 		resp := &hc.resp
 		resp.started = false
 		if err == nil {
-			hc.armUpstream(fc, rt.timeouts.responseHeader)
+			hc.armUpstream(fc, rh)
 			err = readResponse(fc, resp, hc.req.head, hc.rhead, hc.wait)
 			hc.rhead = resp.head[:0]
 		}
@@ -1164,7 +1265,23 @@ func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool i
 	Get() []byte
 	Put([]byte)
 }) (ok, upstreamOK bool) {
-	bw := hc.bw
+	writeResponseHead(hc.bw, resp, keep)
+	switch {
+	case resp.noBody:
+		return true, true
+	case resp.chunked:
+		return relayChunked(hc, fc)
+	case resp.untilClose:
+		return relayUntilClose(hc, fc, pool), false
+	default:
+		return relayLength(hc, fc, resp.length, pool)
+	}
+}
+
+// writeResponseHead writes the head of resp as relayed to the client:
+// hop-by-hop headers dropped, the body framing rewritten, "Connection:
+// close" unless keep.
+func writeResponseHead(bw *bufio.Writer, resp *h1Response, keep bool) {
 	bw.WriteString("HTTP/1.1 ")
 	bw.Write(resp.status)
 	bw.WriteString("\r\n")
@@ -1190,16 +1307,6 @@ func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool i
 		bw.WriteString("Connection: close\r\n")
 	}
 	bw.WriteString("\r\n")
-	switch {
-	case resp.noBody:
-		return true, true
-	case resp.chunked:
-		return relayChunked(hc, fc)
-	case resp.untilClose:
-		return relayUntilClose(hc, fc, pool), false
-	default:
-		return relayLength(hc, fc, resp.length, pool)
-	}
 }
 
 func (r *h1Response) namedByConnection(name []byte) bool {
@@ -1425,6 +1532,15 @@ func (c *replayConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return nil
+}
+
+// SyscallConn exposes the socket (peerClosed, fastConn.usable).
+func (c *replayConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }
 
 func (c *replayConn) Read(p []byte) (int, error) {

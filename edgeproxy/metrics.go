@@ -23,14 +23,18 @@ import (
 //   - http_proxy_errors_total{app,service,backend,status}  edge-generated 502/503/504
 //   - http_unrouted_requests_total  404s for unknown hosts
 //   - applied_generation  the route table generation serving
+//   - event_loop_requests_total, event_loop_handoffs_total  requests the
+//     event loops served whole, connections they handed to a goroutine
 type metrics struct {
-	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	inFlight   *prometheus.GaugeVec
-	proxyErrs  *prometheus.CounterVec
-	unrouted   prometheus.Counter
-	generation prometheus.Gauge
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	inFlight     *prometheus.GaugeVec
+	proxyErrs    *prometheus.CounterVec
+	unrouted     prometheus.Counter
+	generation   prometheus.Gauge
+	loopRequests prometheus.Counter
+	loopHandoffs prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -61,8 +65,16 @@ func newMetrics() *metrics {
 			Namespace: "gordon_edge", Name: "applied_generation",
 			Help: "Generation of the route table being served.",
 		}),
+		loopRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "gordon_edge", Name: "event_loop_requests_total",
+			Help: "HTTP requests an event loop served whole.",
+		}),
+		loopHandoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "gordon_edge", Name: "event_loop_handoffs_total",
+			Help: "Client connections an event loop handed to a goroutine (a request or answer it does not serve whole, a slow client).",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.proxyErrs, m.unrouted, m.generation,
+	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.proxyErrs, m.unrouted, m.generation, m.loopRequests, m.loopHandoffs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -43,6 +43,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,11 @@ type Config struct {
 	// UDPIdleTimeout expires a UDP client session after this long without a
 	// datagram in either direction (default 30 s).
 	UDPIdleTimeout time.Duration
+	// EventLoops is how many event loop threads serve the public HTTP
+	// listener's simple requests (Linux; evloop_linux.go). 0: the
+	// environment's GORDON_EDGE_EVENT_LOOPS if set, else one per four
+	// CPUs, at least one; negative: none, a goroutine per connection.
+	EventLoops int
 }
 
 // hostCacheEntries bounds the host cache (wildcard matches and unknown
@@ -168,6 +174,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.UDPIdleTimeout <= 0 {
 		cfg.UDPIdleTimeout = 30 * time.Second
+	}
+	if cfg.EventLoops == 0 {
+		cfg.EventLoops, _ = strconv.Atoi(os.Getenv("GORDON_EDGE_EVENT_LOOPS"))
 	}
 	s := &Server{
 		cfg:       cfg,
@@ -261,12 +270,13 @@ func (s *Server) Run(ctx context.Context) error {
 		IdleTimeout:       60 * time.Second,
 	}
 
+	s.h1 = newH1Server(s, httpLn.Addr(), httpSrv.IdleTimeout)
+	s.h1.startLoops(evLoopCount(s.cfg.EventLoops))
 	w := &watcher{path: filepath.Join(s.cfg.StateDir, "edge", RoutesFile)}
 	s.poll(w, true)
 	close(s.ready)
 	s.logger.Info("gordon-edge serving", "http", httpAddr, "admin", adminAddr, "state_dir", s.cfg.StateDir)
 
-	s.h1 = newH1Server(s, httpLn.Addr(), httpSrv.IdleTimeout)
 	errc := make(chan error, 3)
 	go func() { errc <- serveErr("http", s.h1.serve(httpLn)) }()
 	go func() { errc <- serveErr("http handoff", httpSrv.Serve(s.h1.handoff)) }()

@@ -53,6 +53,7 @@ type runOptions struct {
 	readHeader      time.Duration
 	pprof           bool
 	reusePort       bool
+	eventLoops      int
 }
 
 func newRunCommand() *cobra.Command {
@@ -74,6 +75,7 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&opts.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or IPs of proxies in front of the edge whose Forwarded/X-Forwarded-* headers are kept (default: none, the chain is replaced)")
 	f.DurationVar(&opts.readHeader, "read-header-timeout", 10*time.Second, "how long a client may take to send request headers (slowloris guard)")
 	f.BoolVar(&opts.pprof, "pprof", false, "serve net/http/pprof on the admin address")
+	f.IntVar(&opts.eventLoops, "event-loops", 0, "event loop threads serving simple HTTP requests (Linux): 0 picks one per four CPUs, -1 serves every connection from a goroutine")
 	f.BoolVar(&opts.reusePort, "reuse-port", false, "bind the HTTP address with SO_REUSEPORT so a new edge can start before the old one stops (graceful restart, Linux)")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
@@ -105,6 +107,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		TrustedProxies:    trusted,
 		Pprof:             opts.pprof,
 		ReusePort:         opts.reusePort,
+		EventLoops:        opts.eventLoops,
 	})
 	return srv.Run(ctx)
 }

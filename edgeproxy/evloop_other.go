@@ -1,0 +1,19 @@
+//go:build !linux
+
+package edgeproxy
+
+import "net"
+
+// evLoop: event loops are Linux only (evloop_linux.go); elsewhere every
+// connection is served by a goroutine.
+type evLoop struct{}
+
+const evLoopsSupported = false
+
+func evLoopCount(int) int { return 0 }
+
+func (h *h1Server) startLoops(int) {}
+
+func (l *evLoop) adopt(net.Conn) bool { return false }
+
+func (l *evLoop) wakeup(bool) {}
