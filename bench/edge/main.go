@@ -95,6 +95,17 @@ type target struct {
 	res  loadResult
 	idle int64 // KiB
 	peak int64 // KiB
+	// cpu is the CPU time the target's processes used under load (all
+	// rounds; for direct, the backend's).
+	cpu time.Duration
+}
+
+// cpuPerRequest is the target's CPU time per request (0: not measured).
+func (t *target) cpuPerRequest() time.Duration {
+	if t.res.Requests == 0 {
+		return 0
+	}
+	return t.cpu / time.Duration(t.res.Requests)
 }
 
 func runMain(args []string) error {
@@ -226,7 +237,9 @@ func runMain(args []string) error {
 			i := (r + k) % len(targets)
 			t := targets[i]
 			stopPeak := proc.PeakRSS(t.pids, 200*time.Millisecond)
+			cpu0 := proc.CPUTime(t.pids()...)
 			res, err := runLoad(t.addr, "bench.test", *conns, per)
+			t.cpu += proc.CPUTime(t.pids()...) - cpu0
 			peak := stopPeak()
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
@@ -262,6 +275,9 @@ type jsonTarget struct {
 	P99NS      time.Duration `json:"p99_ns"`
 	RSSIdleKiB int64         `json:"rss_idle_kib"`
 	RSSPeakKiB int64         `json:"rss_load_kib"`
+	// CPUPerRequestNS is the target's CPU time (user + system) per request
+	// under load (for direct: the backend's).
+	CPUPerRequestNS time.Duration `json:"cpu_per_request_ns"`
 }
 
 // writeJSON writes the run's results (the same numbers printTable prints).
@@ -276,6 +292,7 @@ func writeJSON(path string, targets []*target, conns int, d time.Duration) error
 		out.Targets = append(out.Targets, jsonTarget{
 			Name: t.name, Requests: t.res.Requests, Errors: t.res.Errors, ElapsedNS: t.res.Elapsed,
 			RPS: t.res.RPS(), P50NS: t.res.P50, P99NS: t.res.P99, RSSIdleKiB: t.idle, RSSPeakKiB: t.peak,
+			CPUPerRequestNS: t.cpuPerRequest(),
 		})
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
@@ -287,17 +304,22 @@ func writeJSON(path string, targets []*target, conns int, d time.Duration) error
 
 func printTable(w io.Writer, targets []*target) {
 	direct := targets[0].res
-	fmt.Fprintf(w, "\n%-12s %10s %7s %9s %7s %9s %7s %8s %10s %10s\n",
-		"target", "req/s", "x", "p50", "x", "p99", "x", "errors", "rss idle", "rss load")
+	fmt.Fprintf(w, "\n%-12s %10s %7s %9s %7s %9s %7s %8s %10s %10s %8s\n",
+		"target", "req/s", "x", "p50", "x", "p99", "x", "errors", "rss idle", "rss load", "cpu/req")
 	for _, t := range targets {
 		r := t.res
-		fmt.Fprintf(w, "%-12s %10.0f %7.2f %9s %7.2f %9s %7.2f %8d %9.1fM %9.1fM\n",
+		cpu := "-"
+		if d := t.cpuPerRequest(); d > 0 {
+			cpu = fmt.Sprintf("%.1fµs", float64(d)/1e3)
+		}
+		fmt.Fprintf(w, "%-12s %10.0f %7.2f %9s %7.2f %9s %7.2f %8d %9.1fM %9.1fM %8s\n",
 			t.name, r.RPS(), r.RPS()/direct.RPS(),
 			r.P50.Round(time.Microsecond), float64(r.P50)/float64(direct.P50),
 			r.P99.Round(time.Microsecond), float64(r.P99)/float64(direct.P99),
-			r.Errors, float64(t.idle)/1024, float64(t.peak)/1024)
+			r.Errors, float64(t.idle)/1024, float64(t.peak)/1024, cpu)
 	}
-	fmt.Fprintln(w, "(x = ratio to direct; RSS is VmRSS, nginx summed over master and workers; direct RSS is the backend's)")
+	fmt.Fprintln(w, "(x = ratio to direct; RSS is VmRSS, nginx summed over master and workers; direct RSS and cpu are the backend's;")
+	fmt.Fprintln(w, " cpu/req = user+system CPU time of the target's processes per request under load)")
 	var ng, ed *target
 	for _, t := range targets {
 		switch t.name {
@@ -318,6 +340,9 @@ func printTable(w io.Writer, targets []*target) {
 		if ng != nil {
 			fmt.Fprintf(w, "target throughput >= nginx: %s (%.2f x nginx)\n", verdict(ed.res.RPS() >= ng.res.RPS()), ed.res.RPS()/ng.res.RPS())
 			fmt.Fprintf(w, "target p99 <= nginx: %s (%.2f x nginx)\n", verdict(ed.res.P99 <= ng.res.P99), float64(ed.res.P99)/float64(ng.res.P99))
+			if ng.cpuPerRequest() > 0 {
+				fmt.Fprintf(w, "(CPU per request: %.2f x nginx)\n", float64(ed.cpuPerRequest())/float64(ng.cpuPerRequest()))
+			}
 		}
 	}
 }
