@@ -31,6 +31,8 @@ vet:
 
 test-race:
 	$(GO) test -race -count=1 ./core/... ./edgeproxy/... ./journal/...
+	# the edge's goroutine-per-connection path, which event loops hand over to
+	GORDON_EDGE_EVENT_LOOPS=-1 $(GO) test -race -count=1 ./edgeproxy/
 
 test-unit:
 	$(GO) test -count=1 ./cmd/... ./plugins/... ./test/testimages/...

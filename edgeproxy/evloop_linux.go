@@ -64,11 +64,15 @@ const (
 	evRawWait = 5
 )
 
-// epoll data tags (EpollEvent.Pad) of the three kinds of descriptor.
+// epoll data: Fd is the descriptor, Pad its kind (the low 2 bits) and
+// the registration's serial number (the rest), so an event still queued
+// for a descriptor closed earlier in the same batch is not taken for one
+// that was given the same number since.
 const (
 	evTagClient int32 = iota
 	evTagUp
 	evTagWake
+	evTagBits = 2
 )
 
 var errEvSend = errors.New("backend connection: request not written whole")
@@ -102,14 +106,24 @@ type evLoop struct {
 	// rawWait: the process has a P to spare beside the loops, so a loop
 	// may wait a few milliseconds without handing its P over (run).
 	rawWait bool
+	serial  int32
+	// done is closed when the loop has exited and closed everything.
+	done chan struct{}
+}
+
+// nextSerial returns the epoll data Pad of a new registration of kind tag.
+func (l *evLoop) nextSerial(tag int32) int32 {
+	l.serial = (l.serial + 1) & (1<<(31-evTagBits) - 1)
+	return l.serial<<evTagBits | tag
 }
 
 // evClient is a client connection in a loop.
 type evClient struct {
-	fd  int
-	hc  h1Conn // request, response, forwarded-header state
-	buf []byte
-	n   int
+	fd     int
+	serial int32  // epoll data Pad
+	hc     h1Conn // request, response, forwarded-header state
+	buf    []byte
+	n      int
 	// eof: the client half-closed; close after what it sent is answered.
 	eof bool
 	// readable: data arrived while an exchange ran (edge-triggered: it
@@ -128,6 +142,7 @@ type evClient struct {
 // evUp is a backend connection in a loop.
 type evUp struct {
 	fd     int
+	serial int32 // epoll data Pad
 	t      *fastTransport
 	c      *evClient // the client whose request it carries (nil: idle)
 	buf    []byte
@@ -193,6 +208,7 @@ func newEvLoop(h *h1Server) (*evLoop, error) {
 		ups:     make(map[int32]*evUp),
 		pools:   make(map[*fastTransport][]*evUp),
 		events:  make([]unix.EpollEvent, 256),
+		done:    make(chan struct{}),
 		out:     make([]byte, 0, evMaxResponse+1024),
 	}
 	l.bw = bufio.NewWriterSize((*evSink)(l), 4096)
@@ -275,13 +291,13 @@ func (l *evLoop) run() {
 		l.now = time.Now()
 		for i := range max(n, 0) {
 			ev := &l.events[i]
-			switch ev.Pad {
+			switch ev.Pad & (1<<evTagBits - 1) {
 			case evTagClient:
-				if c := l.clients[ev.Fd]; c != nil {
+				if c := l.clients[ev.Fd]; c != nil && c.serial == ev.Pad {
 					l.onClient(c, ev.Events)
 				}
 			case evTagUp:
-				if u := l.ups[ev.Fd]; u != nil {
+				if u := l.ups[ev.Fd]; u != nil && u.serial == ev.Pad {
 					l.onUp(u, ev.Events)
 				}
 			case evTagWake:
@@ -295,13 +311,13 @@ func (l *evLoop) run() {
 		}
 		if !l.now.Before(l.nextSweep) {
 			l.sweep()
-			if l.h.shutting.Load() && len(l.clients) == 0 {
-				l.mu.Lock()
-				empty := len(l.inbox) == 0
-				l.mu.Unlock()
-				if empty {
-					return
-				}
+		}
+		if len(l.clients) == 0 && l.h.shutting.Load() {
+			l.mu.Lock()
+			empty := len(l.inbox) == 0
+			l.mu.Unlock()
+			if empty {
+				return
 			}
 		}
 	}
@@ -328,6 +344,7 @@ func (l *evLoop) exit() {
 	_ = unix.Close(l.ep)
 	_ = unix.Close(l.wake)
 	runtime.UnlockOSThread()
+	close(l.done)
 }
 
 func (l *evLoop) takeInbox() {
@@ -341,13 +358,13 @@ func (l *evLoop) takeInbox() {
 }
 
 func (l *evLoop) addClient(fd int) {
-	c := &evClient{fd: fd, idleSince: l.now}
+	c := &evClient{fd: fd, idleSince: l.now, serial: l.nextSerial(evTagClient)}
 	sa, err := unix.Getpeername(fd)
 	if err == nil {
 		c.hc.peerInfo(sockaddrAddr(sa), l.s.reg.trusted)
 	}
 	if err != nil || unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{
-		Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: evTagClient,
+		Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: c.serial,
 	}) != nil {
 		_ = unix.Close(fd)
 		l.h.wg.Done()
@@ -396,7 +413,14 @@ func (l *evLoop) readClient(c *evClient) {
 	if c.buf == nil {
 		c.buf = make([]byte, evClientBuf)
 	}
-	for c.n < len(c.buf) {
+	c.readable = false
+	for {
+		if c.n == len(c.buf) {
+			// Full, not drained: no new event will tell of what is
+			// still in the socket, so read again once there is room.
+			c.readable = true
+			break
+		}
 		m, err := rawRead(c.fd, c.buf[c.n:])
 		if err == unix.EAGAIN {
 			break
@@ -461,10 +485,6 @@ func (l *evLoop) serveClient(c *evClient) {
 func (l *evLoop) startExchange(c *evClient) {
 	rt := c.ex.rt
 	c.rhDeadline = time.Time{}
-	if d := rt.timeouts.responseHeader; d > 0 {
-		c.rhDeadline = l.now.Add(d)
-		l.sweepBy(c.rhDeadline)
-	}
 	t := c.ex.b.transport
 	u := l.idle(t)
 	if u == nil {
@@ -517,7 +537,7 @@ func (l *evLoop) dial(t *fastTransport, timeout time.Duration) (*evUp, error) {
 	}
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
-	u := &evUp{fd: fd, t: t}
+	u := &evUp{fd: fd, t: t, serial: l.nextSerial(evTagUp)}
 	if err := unix.Connect(fd, sa); err != nil {
 		if err != unix.EINPROGRESS {
 			_ = unix.Close(fd)
@@ -531,7 +551,7 @@ func (l *evLoop) dial(t *fastTransport, timeout time.Duration) (*evUp, error) {
 		l.sweepBy(u.dialDeadline)
 	}
 	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{
-		Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: evTagUp,
+		Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: u.serial,
 	}); err != nil {
 		_ = unix.Close(fd)
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("epoll_ctl", err)}
@@ -558,6 +578,13 @@ func (l *evLoop) send(c *evClient) {
 		}
 		c.ex.err = &net.OpError{Op: "write", Net: "tcp", Err: err}
 		l.retryOrGiveUp(c, u.reused)
+		return
+	}
+	// The response header timeout runs from the request written (as
+	// exchangeH1 arms it).
+	if d := c.ex.rt.timeouts.responseHeader; d > 0 {
+		c.rhDeadline = l.now.Add(d)
+		l.sweepBy(c.rhDeadline)
 	}
 }
 
@@ -618,9 +645,11 @@ func (l *evLoop) readUp(u *evUp) {
 		u.buf = make([]byte, evMaxResponse)
 	}
 	var rerr error
+	drained := false
 	for u.n < len(u.buf) {
 		m, err := rawRead(u.fd, u.buf[u.n:])
 		if err == unix.EAGAIN {
+			drained = true
 			break
 		}
 		if err != nil {
@@ -634,6 +663,7 @@ func (l *evLoop) readUp(u *evUp) {
 		space := len(u.buf) - u.n
 		u.n += m
 		if m < space {
+			drained = true
 			break
 		}
 	}
@@ -653,21 +683,21 @@ func (l *evLoop) readUp(u *evUp) {
 		return
 	}
 	buf := u.buf[:u.n]
-	end := bytes.Index(buf, crlfcrlf)
-	if end < 0 {
-		if rerr != nil || u.n == len(u.buf) || bytes.Contains(buf, []byte("\n\n")) {
+	headLen := headEnd(buf)
+	if headLen < 0 {
+		if rerr != nil || u.n == len(u.buf) {
 			l.giveUpExchange(c, u) // the goroutine reads (or rejects) the rest
 		}
 		return
 	}
 	resp := &c.hc.resp
-	if parseResponse(buf[:end+4], resp, c.hc.req.head) != nil || resp.code < 200 ||
+	if headLen == 0 || parseResponse(buf[:headLen], resp, c.hc.req.head) != nil || resp.code < 200 ||
 		resp.code == 101 || resp.chunked || resp.untilClose {
 		l.giveUpExchange(c, u)
 		return
 	}
 	c.rhDeadline = time.Time{} // the head came: no response header timeout any more
-	total := end + 4
+	total := headLen
 	if !resp.noBody {
 		if resp.length > int64(len(u.buf)-total) {
 			l.giveUpExchange(c, u) // large: streamed by a goroutine
@@ -681,14 +711,16 @@ func (l *evLoop) readUp(u *evUp) {
 		}
 		return // the rest of the body is coming
 	}
-	reusable := rerr == nil && !resp.close && u.n == total
+	// Reused only when nothing followed the answer: the socket was
+	// drained and held no more than the answer.
+	reusable := rerr == nil && drained && !resp.close && u.n == total
 	keep := !c.hc.req.close && !l.h.shutting.Load()
 	l.out = l.out[:0]
 	l.bw.Reset((*evSink)(l))
 	writeResponseHead(l.bw, resp, keep)
 	_ = l.bw.Flush()
 	if !resp.noBody {
-		l.out = append(l.out, buf[end+4:total]...)
+		l.out = append(l.out, buf[headLen:total]...)
 	}
 	// Out of the drain's count before the client has its answer (as the
 	// goroutine path does).
@@ -702,6 +734,28 @@ func (l *evLoop) readUp(u *evUp) {
 	c.hc.resp = h1Response{headers: resp.headers[:0], connNames: resp.connNames[:0]}
 	l.s.metrics.loopRequests.Inc()
 	l.answered(c, keep)
+}
+
+// headEnd returns the length of the message head at the start of b,
+// through its empty line (lines end in CRLF or a bare LF, as readHead
+// reads them), or -1 when b holds no whole head; 0 when b starts with an
+// empty line (left to readHead).
+func headEnd(b []byte) int {
+	start := 0
+	for {
+		i := bytes.IndexByte(b[start:], '\n')
+		if i < 0 {
+			return -1
+		}
+		line := b[start : start+i]
+		if len(line) == 0 || len(line) == 1 && line[0] == '\r' {
+			if start == 0 {
+				return 0
+			}
+			return start + i + 1
+		}
+		start += i + 1
+	}
 }
 
 // answered writes l.out (a whole answer) to c and goes on with c's next
@@ -729,7 +783,6 @@ func (l *evLoop) answered(c *evClient, keep bool) {
 		return
 	}
 	if c.readable {
-		c.readable = false
 		l.readClient(c)
 		return
 	}
@@ -841,6 +894,19 @@ func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
 	c.fd = -1
 	if err != nil {
 		l.s.logger.Warn("event loop: cannot hand a connection over", "error", err)
+		if res != nil && res.ex != nil {
+			if res.ex.sent != nil {
+				_ = res.ex.sent.c.Close()
+			}
+			doneH1(res.ex, statusClientClosed, 0)
+		}
+		l.h.wg.Done()
+		return
+	}
+	if l.force.Load() {
+		// Shutdown ran out of time: h1Server.shutdown has made its last
+		// pass over h.conns; a connection registered now would be missed.
+		_ = fc.c.Close()
 		if res != nil && res.ex != nil {
 			if res.ex.sent != nil {
 				_ = res.ex.sent.c.Close()

@@ -6,7 +6,7 @@ import "net"
 
 // evLoop: event loops are Linux only (evloop_linux.go); elsewhere every
 // connection is served by a goroutine.
-type evLoop struct{}
+type evLoop struct{ done chan struct{} }
 
 const evLoopsSupported = false
 

@@ -40,6 +40,11 @@ import (
 // for the rest of its life, which answers malformed requests 400 and
 // oversized heads 431 without reaching a backend.
 //
+// On Linux, event loops (evloop_linux.go) take the connections first and
+// serve the simplest exchanges without a goroutine; a connection that
+// asks for more is handed to runConn here, with the exchange in progress
+// (h1Resume), and stays on its goroutine from then on.
+//
 // Timeouts match the net/http server's configuration: IdleTimeout between
 // requests, ReadHeaderTimeout from the first byte of a request to the end
 // of its head, no write timeout. A client that disconnects while its
@@ -204,6 +209,12 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 	go func() { h.wg.Wait(); close(done) }()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	defer func() {
+		// Each loop exits once its last connection is gone.
+		for _, l := range h.loops {
+			<-l.done
+		}
+	}()
 	for {
 		h.mu.Lock()
 		for hc := range h.conns {

@@ -460,6 +460,13 @@ func (s *Server) Apply(t routetable.Table) error {
 	}
 	s.metrics.generation.Set(float64(t.Generation))
 	s.reg.retain(referenced, time.Now())
+	if s.h1 != nil {
+		// The event loops close their idle connections to backends the
+		// switch retired now, not at their next sweep.
+		for _, l := range s.h1.loops {
+			l.wakeup(false)
+		}
+	}
 	s.lastErr, s.rejectedGen = "", 0
 	s.logger.Info("route table applied", "generation", t.Generation, "http", len(t.HTTP), "tcp", len(t.TCP), "udp", len(t.UDP))
 	s.writeStatusLocked()

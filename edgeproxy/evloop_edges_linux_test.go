@@ -1,0 +1,130 @@
+//go:build linux
+
+package edgeproxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// rawBackend accepts connections and runs serve on each.
+func rawBackend(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); serve(c) }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// BUG A: pipelined requests that fill the 4 KiB client buffer exactly at a
+// request boundary: the bytes still in the socket are never read (ET).
+func TestIssue5_EventLoopPipelineExactly4KiB(t *testing.T) {
+	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.URL.Path) })
+	s := loopEdge(t, backend)
+	const fixed = len("GET / HTTP/1.1\r\nHost: app.test\r\n\r\n")
+	var req strings.Builder
+	for i := range 9 {
+		p := fmt.Sprintf("/p%d-", i)
+		p += strings.Repeat("x", 512-fixed-len(p)+1)
+		r := "GET " + p + " HTTP/1.1\r\nHost: app.test\r\n\r\n"
+		require.Len(t, r, 512)
+		req.WriteString(r)
+	}
+	c, err := net.Dial("tcp", s.HTTPAddr())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, req.String()) // 9*512 = 4608 bytes, one write
+	require.NoError(t, err)
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	br := bufio.NewReader(c)
+	for i := range 9 {
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err, "response %d", i)
+		b, _ := io.ReadAll(resp.Body)
+		require.True(t, strings.HasPrefix(string(b), fmt.Sprintf("/p%d-", i)))
+	}
+}
+
+// BUG B: a bare-LF response head whose body holds CRLFCRLF: the loop takes
+// the body's CRLFCRLF as the end of the head and waits forever.
+func TestIssue5_EventLoopBareLFHeadWithCRLFCRLFInBody(t *testing.T) {
+	backend := rawBackend(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			body := "a\r\n\r\nbcdef"
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\nContent-Length: %d\n\n%s", len(body), body)
+		}
+	})
+	s := loopEdge(t, backend, func(rt *routetable.HTTPRoute) { rt.ResponseHeaderTimeoutMS = 500 })
+	c, err := net.Dial("tcp", s.HTTPAddr())
+	require.NoError(t, err)
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: app.test\r\n\r\n")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err, "no answer within 3s")
+	b, _ := io.ReadAll(resp.Body)
+	require.Equal(t, "a\r\n\r\nbcdef", string(b))
+}
+
+// BUG C: a response of exactly evMaxResponse bytes followed by stray bytes:
+// the connection is pooled with them unread; the next client gets them.
+func TestIssue5_EventLoopExact16KiBThenStrayBytesPooled(t *testing.T) {
+	var calls atomic.Int32
+	backend := rawBackend(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			if calls.Add(1) == 1 {
+				head := "HTTP/1.1 200 OK\r\nContent-Length: %05d\r\n\r\n"
+				blen := evMaxResponse - len(fmt.Sprintf(head, 0))
+				msg := fmt.Sprintf(head, blen) + strings.Repeat("z", blen)
+				msg += "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"
+				io.WriteString(c, msg)
+				continue
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood")
+		}
+	})
+	s := loopEdge(t, backend)
+	c1, err := net.Dial("tcp", s.HTTPAddr())
+	require.NoError(t, err)
+	defer c1.Close()
+	resp, body := get(t, c1, bufio.NewReader(c1), "/first")
+	require.Equal(t, 200, resp.StatusCode)
+	require.Len(t, body, evMaxResponse-len("HTTP/1.1 200 OK\r\nContent-Length: 00000\r\n\r\n"))
+	time.Sleep(50 * time.Millisecond)
+	c2, err := net.Dial("tcp", s.HTTPAddr())
+	require.NoError(t, err)
+	defer c2.Close()
+	_, body = get(t, c2, bufio.NewReader(c2), "/second")
+	require.Equal(t, "good", body, "another request's bytes relayed")
+	_ = testutil.ToFloat64
+}
