@@ -161,10 +161,10 @@ func TestIssue5_EventLoopOddRequestsNoLeaks(t *testing.T) {
 		assert.Contains(t, send("POST /post HTTP/1.1\r\nHost: app.test\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi", true, 0), "got hi")
 		assert.Contains(t, send("GET / HTTP/1.1\r\nHost: nope.test\r\nConnection: close\r\n\r\n", true, 0), "404")
 		assert.Contains(t, send("garbage\r\n\r\n", true, 0), "400")
-		send("GET / HTTP/1.1\r\nHo", true, 0) // header timeout
+		send("GET / HTTP/1.1\r\nHo", true, 0)         // header timeout
 		send(g("/slow"), false, 100*time.Millisecond) // client gone while busy
-		send(g("/"), false, 0)                         // gone right away
-		send(g("/mid")+g("/mid")+g("/mid"), false, 0)    // gone mid pipelining
+		send(g("/"), false, 0)                        // gone right away
+		send(g("/mid")+g("/mid")+g("/mid"), false, 0) // gone mid pipelining
 		// half-close after the request
 		c, _ := net.Dial("tcp", addr)
 		io.WriteString(c, g("/slow"))
