@@ -57,8 +57,8 @@ import (
 
 // File names inside <state>/edge.
 const (
-	RoutesFile = "routes.json"
-	StatusFile = "status.json"
+	RoutesFile = routetable.RoutesFile
+	StatusFile = routetable.StatusFile
 	// AppliedFile is the last table the edge applied, restored at start
 	// when routes.json is bad.
 	AppliedFile = "applied.json"

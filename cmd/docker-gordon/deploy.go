@@ -85,6 +85,11 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 		app = args[0]
 	}
 
+	if !o.dryRun {
+		if err := requireEdge(ctx, env, "deploy"); err != nil {
+			return err
+		}
+	}
 	eng, err := env.engine(ctx, "deploy")
 	if err != nil {
 		return err
@@ -153,7 +158,13 @@ func renderDeployResult(env *cliEnv, res *core.DeployResult) {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "SERVICE\tRESULT\tFLOW\tCONTAINER\tBINDS")
 		for _, s := range res.Services {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Service, s.Result, s.Flow, shortID(s.After), formatBinds(s.BackendBinds, s.UDPBackendBinds))
+			flow := s.Flow
+			if flow == core.FlowSequential && s.Before == "" {
+				// A first deployment runs the sequential flow (SPEC
+				// R19) with nothing to replace.
+				flow = "new"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Service, s.Result, flow, shortID(s.After), formatBinds(s.BackendBinds, s.UDPBackendBinds))
 		}
 		tw.Flush()
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 func newEdgeCommand(env *cliEnv) *cobra.Command {
@@ -58,6 +61,7 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 				return fmt.Errorf("edge status: %w (is gordon-edge running? docker gordon edge start, or edge run)", err)
 			}
 			view.TrafficStatus = st
+			view.Live, view.StatusWrittenAt = edgeLive(cmd.Context(), env.opts.stateDir)
 			if isJSON(format) {
 				return writeJSON(env.dockerCli.Out(), view)
 			}
@@ -66,6 +70,10 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 				if err := renderSystemStatus(w, cs); err != nil {
 					return err
 				}
+			}
+			if !view.Live {
+				fmt.Fprintf(w, "edge: not running (no answer on its admin address); what follows is its last status.json, written %s\n",
+					view.StatusWrittenAt.Local().Format(time.RFC3339))
 			}
 			fmt.Fprintf(w, "applied generation: %d\n", st.AppliedGeneration)
 			if st.Error != "" {
@@ -89,7 +97,63 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 // at the top level, plus the system container when there is one.
 type edgeStatusView struct {
 	core.TrafficStatus
-	Container *systemContainerStatus `json:"container,omitempty"`
+	// Live is false when the edge does not answer on the admin address
+	// its status.json names: the figures are then the file's, from
+	// StatusWrittenAt, not live counts.
+	Live            bool                   `json:"live"`
+	StatusWrittenAt time.Time              `json:"status_written_at,omitzero"`
+	Container       *systemContainerStatus `json:"container,omitempty"`
+}
+
+// edgeStartWait is how long requireEdge waits for an edge that is starting.
+const edgeStartWait = 3 * time.Second
+
+// requireEdge fails fast, before any change, when the edge of this state
+// directory is not running: a deploy would otherwise create and start its
+// candidates and fail only at the switch (the edge confirms every new
+// route table, SPEC R18).
+func requireEdge(ctx context.Context, env *cliEnv, verb string) error {
+	// An edge started a moment ago (edge start, edge run) gets up to
+	// edgeStartWait to write its status and answer.
+	deadline := time.Now().Add(edgeStartWait)
+	live, written := edgeLive(ctx, env.opts.stateDir)
+	for !live && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+		live, written = edgeLive(ctx, env.opts.stateDir)
+	}
+	if live {
+		return nil
+	}
+	why := "it has never run for state directory " + env.opts.stateDir
+	if !written.IsZero() {
+		why = "it does not answer on its admin address (last status " + written.Local().Format(time.RFC3339) + ")"
+	}
+	return fmt.Errorf("%s: the edge proxy is not running: %s; nothing was changed. Start it with `docker gordon edge start` (or `docker gordon edge run` in another terminal), then retry", verb, why)
+}
+
+// edgeLive reports whether the edge of stateDir answers GET /healthz on the
+// admin address in its status.json (1 s), and when that file was written.
+func edgeLive(ctx context.Context, stateDir string) (bool, time.Time) {
+	data, err := os.ReadFile(filepath.Join(stateDir, "edge", routetable.StatusFile))
+	if err != nil {
+		return false, time.Time{}
+	}
+	var st routetable.Status
+	if json.Unmarshal(data, &st) != nil || st.AdminAddr == "" {
+		return false, st.UpdatedAt
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+st.AdminAddr+"/healthz", nil)
+	if err != nil {
+		return false, st.UpdatedAt
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, st.UpdatedAt
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, st.UpdatedAt
 }
 
 // edgeTrafficStatus asks the traffic/edge plugin what the edge applied

@@ -59,6 +59,11 @@ func (p *progressRenderer) event(ev core.ProgressEvent) {
 	}
 	if ev.Attempt > 0 {
 		line += fmt.Sprintf("  attempt %d", ev.Attempt)
+		if ev.Phase == "probe" && !ev.Done {
+			// Reported only for attempts that were not ready: normal
+			// while the candidate starts, not an error.
+			line += ": not ready yet, retrying;"
+		}
 	}
 	if ev.Detail != "" {
 		line += "  " + shortenIDs(ev.Detail)

@@ -85,7 +85,14 @@ func renderOpResult(env *cliEnv, verb string, res *core.OpResult) {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "SERVICE\tRESULT\tBEFORE\tAFTER\tBINDS\tERROR")
 		for _, s := range res.Services {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(s.Result), orDash(shortID(s.Before)), orDash(shortID(s.After)),
+			result := s.Result
+			if verb == "remove" && result == core.ResultDeployed {
+				// SPEC R55 records a removed service's result as
+				// "deployed" (its step succeeded); the table says what
+				// happened to it.
+				result = core.ResultRemoved
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(result), orDash(shortID(s.Before)), orDash(shortID(s.After)),
 				formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(s.Error))
 		}
 		tw.Flush()

@@ -9,6 +9,14 @@ import "time"
 // Schema is the route table schema version this build reads and writes.
 const Schema = 1
 
+// File names inside <state>/edge.
+const (
+	// RoutesFile is the route table (Table) the engine writes.
+	RoutesFile = "routes.json"
+	// StatusFile is the edge's Status, written by the edge.
+	StatusFile = "status.json"
+)
+
 // Graph is the whole route graph computed from every app's ACTIVE record
 // (SPEC decision 11). Lists are sorted (HTTP by host, TCP/UDP by listen).
 type Graph struct {

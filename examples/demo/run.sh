@@ -41,7 +41,7 @@ for _ in $(seq 1 50); do
     echo "  curl -H 'Host: demo.localhost' http://127.0.0.1:$port/"
     echo "  curl http://demo.localhost:$port/                    # *.localhost resolves to loopback"
     echo "  curl -X PUT -d hello http://kv.demo.localhost:$port/k/greeting; curl http://kv.demo.localhost:$port/k/greeting"
-    echo "  the TCP echo service: 127.0.0.1:19000 (e.g. nc 127.0.0.1 19000)"
+    echo "  the TCP echo service: 127.0.0.1:19000 (e.g. nc 127.0.0.1 19000, or: exec 3<>/dev/tcp/127.0.0.1/19000; echo hi >&3; head -1 <&3)"
     echo "  docker gordon status demo"
     echo
     echo "  stop it:  docker gordon remove demo && docker gordon edge stop"

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,15 @@ import (
 type edgeProc struct {
 	HTTPAddr string
 	cmd      *exec.Cmd
+	stopOnce sync.Once
+	stopFn   func()
+}
+
+// stop stops the edge (SIGINT, then SIGKILL after 5 s); also done at
+// cleanup.
+func (e *edgeProc) stop(t testing.TB) {
+	t.Helper()
+	e.stopOnce.Do(e.stopFn)
 }
 
 // freeAddr returns a free 127.0.0.1:port.
@@ -42,7 +52,7 @@ func startEdge(t testing.TB, stateDir string) *edgeProc {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())
 	e := &edgeProc{HTTPAddr: addr, cmd: cmd}
-	t.Cleanup(func() {
+	e.stopFn = func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -51,6 +61,9 @@ func startEdge(t testing.TB, stateDir string) *edgeProc {
 		case <-time.After(5 * time.Second):
 			_ = cmd.Process.Kill()
 		}
+	}
+	t.Cleanup(func() {
+		e.stopOnce.Do(e.stopFn)
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
 			t.Logf("gordon-edge log:\n%s", lastLines(string(b), 40))

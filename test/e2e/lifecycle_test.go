@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -46,6 +47,7 @@ timeout = "20s"
 `, app, imgs["httpd"], imgs["kv"]))
 	r := gordon(t, state, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
+	require.Regexp(t, `(?m)^web\s+deployed\s+new\s`, r.Stdout, "a first deployment has nothing to replace")
 	require.NoError(t, edge.put("kv.life.test", "/k/x", "kept"))
 
 	running := func() int {
@@ -77,6 +79,7 @@ timeout = "20s"
 
 	r = gordon(t, state, "remove", app)
 	require.Equal(t, 0, r.Code, r.String())
+	require.Regexp(t, `(?m)^web\s+removed\s`, r.Stdout)
 	require.Empty(t, managed(t, app, ""), "remove leaves no container")
 	require.NoError(t, exec.Command("docker", "volume", "inspect", "gordon-"+app+"-data").Run(), "the volume survives remove")
 
@@ -92,4 +95,19 @@ timeout = "20s"
 	require.Equal(t, 1, r.Code, r.String())
 	r = gordon(t, state, "restart", app, "--service", "nosuch")
 	require.Equal(t, 1, r.Code, r.String())
+
+	// With the edge stopped: edge status says so, and a deploy fails
+	// before it changes anything instead of at the switch.
+	edge.stop(t)
+	r = gordon(t, state, "edge", "status")
+	require.Equal(t, 0, r.Code, r.String())
+	require.Contains(t, r.Stdout, "edge: not running")
+	before := managed(t, app, "")
+	start := time.Now()
+	r = gordon(t, state, "deploy", "-f", file)
+	require.Equal(t, 1, r.Code, r.String())
+	require.Contains(t, r.Stderr, "the edge proxy is not running")
+	require.Contains(t, r.Stderr, "docker gordon edge start")
+	require.Less(t, time.Since(start), 8*time.Second)
+	require.Equal(t, before, managed(t, app, ""), "nothing was created or replaced")
 }

@@ -24,8 +24,8 @@ import (
 
 // File names inside <state>/edge, shared with gordon-edge.
 const (
-	routesFile = "routes.json"
-	statusFile = "status.json"
+	routesFile = routetable.RoutesFile
+	statusFile = routetable.StatusFile
 	lockFile   = "lock"
 )
 

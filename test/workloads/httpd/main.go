@@ -64,8 +64,13 @@ func main() {
 	host, _ := os.Hostname()
 	instance := strconv.FormatInt(time.Now().UnixNano()^int64(os.Getpid())<<20, 36)
 
+	// GREETING (the demo's [env]) leads the answer when set.
+	greeting := ""
+	if g := os.Getenv("GREETING"); g != "" {
+		greeting = g + ": "
+	}
 	hello := func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintf(w, "version=%s host=%s instance=%s\n", *version, host, instance)
+		fmt.Fprintf(w, "%sversion=%s host=%s instance=%s\n", greeting, *version, host, instance)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", hello)
