@@ -42,7 +42,8 @@ func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
 // removed Forwarded and X-Forwarded-* from pr.Out. When the peer is in
 // trusted, the incoming chain is kept and extended: X-Forwarded-For and
 // Forwarded get the peer appended, X-Forwarded-Proto/-Host are kept when
-// present. Otherwise the chain is replaced by the peer alone. X-Request-ID
+// present. Otherwise the chain is replaced by the peer alone, and the other
+// client claims (clientClaimHeaders: X-Real-Ip, ...) are removed. X-Request-ID
 // is added (32 hex characters) when the request has none.
 func setForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
 	f := forwardedFor(pr.In, trusted)
@@ -59,6 +60,11 @@ func setForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
 	h["X-Forwarded-Proto"] = vals[2:3:3]
 	vals[3] = f.host
 	h["X-Forwarded-Host"] = vals[3:4:4]
+	if !f.trusted {
+		for _, k := range clientClaimHeaders {
+			delete(h, k)
+		}
+	}
 	// The outgoing request decides: an X-Request-ID the client named in
 	// Connection was removed as hop-by-hop, and an empty one is no id.
 	if h.Get("X-Request-Id") == "" {
@@ -70,6 +76,8 @@ func setForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
 // forwarded are the values of the forwarded headers for one request.
 type forwarded struct {
 	xff, fwd, proto, host string
+	// trusted: the peer is a trusted proxy.
+	trusted bool
 }
 
 // forwardedFor computes the forwarded header values of in (rules at
@@ -91,7 +99,7 @@ func forwardedFor(in *http.Request, trusted []netip.Prefix) forwarded {
 			}
 		}
 	}
-	f := forwarded{xff: peer, proto: "http", host: in.Host}
+	f := forwarded{xff: peer, proto: "http", host: in.Host, trusted: ok}
 	if in.TLS != nil {
 		f.proto = "https"
 	}

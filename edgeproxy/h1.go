@@ -506,7 +506,32 @@ const (
 	hdrRequestID
 	hdrTE
 	hdrTrailer
+	// hdrClientClaim: a header naming the client or the scheme that the
+	// edge does not set itself (clientClaimHeaders); dropped from an
+	// untrusted peer.
+	hdrClientClaim
 )
+
+// clientClaimHeaders are headers backends commonly believe about the
+// client (its address, the original scheme or port) besides the
+// Forwarded / X-Forwarded-For/-Proto/-Host the edge sets: from a peer
+// outside the trusted proxies they are removed, so a client cannot claim
+// another address (issue 5: "an incoming chain is trusted only from
+// configured trusted proxy CIDRs").
+var clientClaimHeaders = []string{
+	"X-Real-Ip", "X-Forwarded-Port", "X-Forwarded-Ssl", "X-Forwarded-Scheme",
+	"X-Forwarded-Server", "X-Client-Ip", "True-Client-Ip", "X-Cluster-Client-Ip",
+	"Cf-Connecting-Ip", "Fastly-Client-Ip",
+}
+
+// clientClaimLower is clientClaimHeaders in lower case (headerKind).
+var clientClaimLower = func() []string {
+	out := make([]string, len(clientClaimHeaders))
+	for i, k := range clientClaimHeaders {
+		out[i] = strings.ToLower(k)
+	}
+	return out
+}()
 
 // headerKind classifies a header name (case-insensitive).
 func headerKind(name []byte) int {
@@ -574,6 +599,11 @@ func headerKind(name []byte) int {
 	case 19:
 		if asciiEqualFold(name, "proxy-authorization") {
 			return hdrHop
+		}
+	}
+	for _, k := range clientClaimLower {
+		if len(k) == len(name) && asciiEqualFold(name, k) {
+			return hdrClientClaim
 		}
 	}
 	return hdrOther
@@ -953,6 +983,10 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 		switch h.kind {
 		case hdrHop, hdrConnection, hdrForwarded, hdrTrailer:
 			continue
+		case hdrClientClaim:
+			if !hc.trusted {
+				continue
+			}
 		case hdrTE:
 			if req.teTrailer {
 				bw.WriteString("Te: trailers\r\n")
@@ -1307,7 +1341,8 @@ func writeResponseHead(bw *bufio.Writer, resp *h1Response, keep bool) {
 		bw.WriteString("\r\n")
 	}
 	switch {
-	case resp.length >= 0 && !resp.untilClose:
+	case resp.length >= 0 && !resp.untilClose && resp.code != http.StatusNoContent:
+		// (RFC 9110 §8.6: no Content-Length in a 204.)
 		bw.WriteString("Content-Length: ")
 		writeInt(bw, resp.length, 10)
 		bw.WriteString("\r\n")
