@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -319,9 +320,20 @@ func TestIssue5_LargeHeadsServedOrRejected(t *testing.T) {
 }
 
 // BenchmarkH1Proxy measures one keep-alive request through a running edge
-// (Run: the HTTP/1.1 loop) to a raw backend, from a raw client; the client
-// and backend allocate nothing per request, so allocs/op are the edge's.
+// to a raw backend, from a raw client, served by the event loop and by the
+// goroutine path (event_loops=-1); the client and backend allocate nothing
+// per request, so allocs/op are the edge's. ns/op is one sequential round
+// trip with client, edge and backend in this one process: the event loop
+// keeps a P while it waits briefly (evRawWait), which here takes it from
+// the client and the backend; `make bench-edge` measures the separate
+// processes.
 func BenchmarkH1Proxy(b *testing.B) {
+	for _, loops := range []int{1, -1} {
+		b.Run(fmt.Sprintf("event_loops=%d", loops), func(b *testing.B) { benchmarkH1Proxy(b, loops) })
+	}
+}
+
+func benchmarkH1Proxy(b *testing.B, loops int) {
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, world\n")
 	backend := serveConns(b, func(c net.Conn, br *bufio.Reader) {
 		for skipHead(br) == nil {
@@ -331,7 +343,7 @@ func BenchmarkH1Proxy(b *testing.B) {
 		}
 	})
 	dir := b.TempDir()
-	srv := edgeproxy.New(edgeproxy.Config{StateDir: dir, HTTPAddr: "127.0.0.1:0"})
+	srv := edgeproxy.New(edgeproxy.Config{StateDir: dir, HTTPAddr: "127.0.0.1:0", EventLoops: loops})
 	tbl := httpTable(1, route("app.test", backend))
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
