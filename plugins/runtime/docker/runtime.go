@@ -229,8 +229,10 @@ func (r *Runtime) PullImage(ctx context.Context, ref string) error {
 }
 
 // EnsureNetwork returns the ID of the network named n.Name, creating it
-// (bridge driver, n.Labels, n.Internal) when absent. An existing network is
-// returned as is, whatever its labels.
+// (bridge driver, n.Labels, n.Internal) when absent: in Docker's default
+// address pools, or once those are used up in a free /24 of 172.16.0.0/16
+// (createInGordonPool). An existing network is returned as is, whatever
+// its labels.
 func (r *Runtime) EnsureNetwork(ctx context.Context, n core.NetworkSpec) (string, error) {
 	if err := r.connect(ctx); err != nil {
 		return "", err
@@ -242,11 +244,17 @@ func (r *Runtime) EnsureNetwork(ctx context.Context, n core.NetworkSpec) (string
 	if id, err := r.findNetwork(ctx, n.Name); err != nil || id != "" {
 		return id, err
 	}
-	res, err := r.cli.NetworkCreate(ctx, n.Name, client.NetworkCreateOptions{
+	opts := client.NetworkCreateOptions{
 		Driver:   "bridge",
 		Internal: n.Internal,
 		Labels:   n.Labels,
-	})
+	}
+	res, err := r.cli.NetworkCreate(ctx, n.Name, opts)
+	if poolsExhausted(err) {
+		// Docker's default pools are used up (about 31 networks): a
+		// small subnet of our own (subnet.go).
+		res, err = r.createInGordonPool(ctx, n.Name, opts)
+	}
 	if err != nil {
 		// Lost a race with a concurrent creator: take theirs.
 		if id, ferr := r.findNetwork(ctx, n.Name); ferr == nil && id != "" {
