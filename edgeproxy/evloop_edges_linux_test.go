@@ -66,9 +66,16 @@ func TestIssue5_EventLoopPipelineExactly4KiB(t *testing.T) {
 	}
 }
 
-// BUG B: a bare-LF response head whose body holds CRLFCRLF: the loop takes
-// the body's CRLFCRLF as the end of the head and waits forever.
+// BUG B: a bare-LF response head whose body holds CRLFCRLF: the loop took
+// the body's CRLFCRLF as the end of the head and waited forever. Both
+// paths read the head by lines.
 func TestIssue5_EventLoopBareLFHeadWithCRLFCRLFInBody(t *testing.T) {
+	for _, loops := range []int{1, -1} {
+		t.Run(fmt.Sprintf("event_loops=%d", loops), func(t *testing.T) { testBareLFHead(t, loops) })
+	}
+}
+
+func testBareLFHead(t *testing.T, loops int) {
 	backend := rawBackend(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for {
@@ -79,7 +86,7 @@ func TestIssue5_EventLoopBareLFHeadWithCRLFCRLFInBody(t *testing.T) {
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\nContent-Length: %d\n\n%s", len(body), body)
 		}
 	})
-	s := loopEdge(t, backend, func(rt *routetable.HTTPRoute) { rt.ResponseHeaderTimeoutMS = 500 })
+	s := runEdge(t, loops, backend, func(rt *routetable.HTTPRoute) { rt.ResponseHeaderTimeoutMS = 500 })
 	c, err := net.Dial("tcp", s.HTTPAddr())
 	require.NoError(t, err)
 	defer c.Close()

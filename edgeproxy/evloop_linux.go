@@ -1018,16 +1018,12 @@ func epollWaitRaw(ep int, evs []unix.EpollEvent, ms int) (int, error) {
 	return int(r), nil
 }
 
-func rawRead(fd int, p []byte) (int, error) {
-	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
+func rawRead(fd int, p []byte) (int, error) { return rawRW(unix.SYS_READ, fd, p) }
 
-func rawWrite(fd int, p []byte) (int, error) {
-	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+func rawWrite(fd int, p []byte) (int, error) { return rawRW(unix.SYS_WRITE, fd, p) }
+
+func rawRW(trap uintptr, fd int, p []byte) (int, error) {
+	r, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}

@@ -26,8 +26,15 @@ import (
 // backend; it stops when the test ends.
 func loopEdge(t *testing.T, backend string, tune ...func(*routetable.HTTPRoute)) *Server {
 	t.Helper()
+	return runEdge(t, 1, backend, tune...)
+}
+
+// runEdge is loopEdge with loops event loops (-1: none, the goroutine
+// path only).
+func runEdge(t *testing.T, loops int, backend string, tune ...func(*routetable.HTTPRoute)) *Server {
+	t.Helper()
 	s := New(Config{
-		StateDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", EventLoops: 1,
+		StateDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", EventLoops: loops,
 		PollInterval: time.Hour, DialTimeout: time.Second, ShutdownTimeout: 2 * time.Second,
 		ReadHeaderTimeout: time.Second,
 	})
@@ -44,7 +51,7 @@ func loopEdge(t *testing.T, backend string, tune ...func(*routetable.HTTPRoute))
 		}
 	})
 	<-s.Ready()
-	require.Len(t, s.h1.loops, 1, "event loop")
+	require.Len(t, s.h1.loops, max(loops, 0), "event loops")
 	rt := routetable.HTTPRoute{Host: "app.test", App: "app", Service: "web", Backends: []routetable.Backend{{Addr: backend, Container: "c1"}}}
 	for _, f := range tune {
 		f(&rt)
@@ -230,27 +237,14 @@ func TestIssue5_EventLoopBackendFailures(t *testing.T) {
 	t.Run("backend closes idle connections", func(t *testing.T) {
 		// A raw backend that answers one request per connection, then
 		// closes it without saying so.
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					br := bufio.NewReader(c)
-					if _, err := http.ReadRequest(br); err != nil {
-						return
-					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-					time.Sleep(20 * time.Millisecond)
-				}()
+		backend := rawBackend(t, func(c net.Conn) {
+			if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+				return
 			}
-		}()
-		s := loopEdge(t, ln.Addr().String())
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			time.Sleep(20 * time.Millisecond)
+		})
+		s := loopEdge(t, backend)
 		c, err := net.Dial("tcp", s.HTTPAddr())
 		require.NoError(t, err)
 		defer c.Close()

@@ -456,29 +456,16 @@ func TestIssue5_ClientClaimsOnlyFromTrustedProxies(t *testing.T) {
 	t.Cleanup(be.Close)
 	// A backend that sends a Content-Length on its 204 (net/http's server
 	// would drop it).
-	rawLn, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { rawLn.Close() })
-	go func() {
+	raw := serveConns(t, func(c net.Conn, br *bufio.Reader) {
 		for {
-			c, err := rawLn.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					_, _ = io.WriteString(c, "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nX-Ok: 1\r\n\r\n")
-				}
-			}()
+			_, _ = io.Copy(io.Discard, req.Body)
+			_, _ = io.WriteString(c, "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nX-Ok: 1\r\n\r\n")
 		}
-	}()
+	})
 	claims := []string{"X-Real-IP", "6.6.6.6", "X-Forwarded-Port", "443", "True-Client-IP", "6.6.6.6", "X-Other", "kept"}
 	for _, loops := range []int{1, -1} {
 		for _, trust := range []string{"10.0.0.0/8", "127.0.0.0/8"} {
@@ -487,7 +474,7 @@ func TestIssue5_ClientClaimsOnlyFromTrustedProxies(t *testing.T) {
 				c.EventLoops = loops
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(trust)}
 			})
-			e.publish(t, httpTable(1, route("app.test", addrOf(be)), route("raw.test", rawLn.Addr().String())))
+			e.publish(t, httpTable(1, route("app.test", addrOf(be)), route("raw.test", raw)))
 			want := "|||kept"
 			if trust == "127.0.0.0/8" {
 				want = "6.6.6.6|443|6.6.6.6|kept"
