@@ -33,31 +33,12 @@ func loopEdge(t *testing.T, backend string, tune ...func(*routetable.HTTPRoute))
 // path only).
 func runEdge(t *testing.T, loops int, backend string, tune ...func(*routetable.HTTPRoute)) *Server {
 	t.Helper()
-	s := New(Config{
-		StateDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", EventLoops: loops,
-		PollInterval: time.Hour, DialTimeout: time.Second, ShutdownTimeout: 2 * time.Second,
-		ReadHeaderTimeout: time.Second,
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(5 * time.Second):
-			t.Error("edge did not stop within 5s")
-		}
-	})
-	<-s.Ready()
-	require.Len(t, s.h1.loops, max(loops, 0), "event loops")
-	rt := routetable.HTTPRoute{Host: "app.test", App: "app", Service: "web", Backends: []routetable.Backend{{Addr: backend, Container: "c1"}}}
-	for _, f := range tune {
-		f(&rt)
-	}
-	require.NoError(t, s.Apply(routetable.Table{Schema: routetable.Schema, Generation: 1, Graph: routetable.Graph{HTTP: []routetable.HTTPRoute{rt}}}))
-	return s
+	e := startLoopEdgeCfg(t, Config{
+		EventLoops: loops, DialTimeout: time.Second, ShutdownTimeout: 2 * time.Second, ReadHeaderTimeout: time.Second,
+	}, route(backend, tune...))
+	t.Cleanup(func() { assert.NoError(t, e.stop()) })
+	require.Len(t, e.s.h1.loops, max(loops, 0), "event loops")
+	return e.s
 }
 
 // goBackend serves h on loopback.
