@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -62,6 +63,24 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 			}
 			view.TrafficStatus = st
 			view.Live, view.StatusWrittenAt = edgeLive(cmd.Context(), env.opts.stateDir)
+			file, _ := readEdgeFile[routetable.Status](env.opts.stateDir, routetable.StatusFile)
+			view.Listeners = file.Listeners
+			routed := map[string]bool{}
+			if tbl, err := readEdgeFile[routetable.Table](env.opts.stateDir, routetable.RoutesFile); err == nil {
+				for _, rt := range tbl.HTTP {
+					for _, b := range rt.Backends {
+						routed[b.Addr] = true
+					}
+				}
+				for _, rt := range append(tbl.TCP, tbl.UDP...) {
+					routed[rt.Backend] = true
+				}
+				for _, b := range st.Backends {
+					if !routed[b.Addr] {
+						view.RetiredBackends = append(view.RetiredBackends, b.Addr)
+					}
+				}
+			}
 			if isJSON(format) {
 				return writeJSON(env.dockerCli.Out(), view)
 			}
@@ -76,13 +95,24 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 					view.StatusWrittenAt.Local().Format(time.RFC3339))
 			}
 			fmt.Fprintf(w, "applied generation: %d\n", st.AppliedGeneration)
+			for _, l := range view.Listeners {
+				fmt.Fprintf(w, "listening: %s %s", l.Proto, l.Addr)
+				if l.Error != "" {
+					fmt.Fprintf(w, " (not bound: %s)", l.Error)
+				}
+				fmt.Fprintln(w)
+			}
 			if st.Error != "" {
 				fmt.Fprintf(w, "last error: %s\n", st.Error)
 			}
 			tw := newTable(w)
-			fmt.Fprintln(tw, "BACKEND\tIN-FLIGHT")
+			fmt.Fprintln(tw, "BACKEND\tSTATE\tIN-FLIGHT")
 			for _, b := range st.Backends {
-				fmt.Fprintf(tw, "%s\t%d\n", b.Addr, b.InFlight)
+				state := "routed"
+				if slices.Contains(view.RetiredBackends, b.Addr) {
+					state = "retired" // switched away from; kept a few minutes for its counts
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\n", b.Addr, state, b.InFlight)
 			}
 			return tw.Flush()
 		},
@@ -100,9 +130,23 @@ type edgeStatusView struct {
 	// Live is false when the edge does not answer on the admin address
 	// its status.json names: the figures are then the file's, from
 	// StatusWrittenAt, not live counts.
-	Live            bool                   `json:"live"`
-	StatusWrittenAt time.Time              `json:"status_written_at,omitzero"`
+	Live            bool                        `json:"live"`
+	StatusWrittenAt time.Time                   `json:"status_written_at,omitzero"`
+	Listeners       []routetable.ListenerStatus `json:"listeners,omitempty"`
+	// RetiredBackends are the backends no route leads to any more (the
+	// edge keeps their counters a few minutes after a switch).
+	RetiredBackends []string               `json:"retired_backends,omitempty"`
 	Container       *systemContainerStatus `json:"container,omitempty"`
+}
+
+// readEdgeFile decodes <stateDir>/edge/name as T.
+func readEdgeFile[T any](stateDir, name string) (T, error) {
+	var v T
+	data, err := os.ReadFile(filepath.Join(stateDir, "edge", name))
+	if err != nil {
+		return v, err
+	}
+	return v, json.Unmarshal(data, &v)
 }
 
 // edgeStartWait is how long requireEdge waits for an edge that is starting.
@@ -117,7 +161,10 @@ func requireEdge(ctx context.Context, env *cliEnv, verb string) error {
 	// edgeStartWait to write its status and answer.
 	deadline := time.Now().Add(edgeStartWait)
 	live, written := edgeLive(ctx, env.opts.stateDir)
-	for !live && time.Now().Before(deadline) && ctx.Err() == nil {
+	// A status written seconds ago or none yet: maybe starting. An older
+	// one from an edge that does not answer: stopped, no need to wait.
+	starting := func() bool { return written.IsZero() || time.Since(written) < 2*edgeStartWait }
+	for !live && starting() && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
 		live, written = edgeLive(ctx, env.opts.stateDir)
 	}
@@ -134,12 +181,8 @@ func requireEdge(ctx context.Context, env *cliEnv, verb string) error {
 // edgeLive reports whether the edge of stateDir answers GET /healthz on the
 // admin address in its status.json (1 s), and when that file was written.
 func edgeLive(ctx context.Context, stateDir string) (bool, time.Time) {
-	data, err := os.ReadFile(filepath.Join(stateDir, "edge", routetable.StatusFile))
-	if err != nil {
-		return false, time.Time{}
-	}
-	var st routetable.Status
-	if json.Unmarshal(data, &st) != nil || st.AdminAddr == "" {
+	st, err := readEdgeFile[routetable.Status](stateDir, routetable.StatusFile)
+	if err != nil || st.AdminAddr == "" {
 		return false, st.UpdatedAt
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)

@@ -29,6 +29,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
 )
 
@@ -393,9 +394,59 @@ type edgeContainerFlags struct {
 	httpAddr, adminAddr string
 }
 
+// edgeStartFile (in <state>/edge) remembers the addresses of the last
+// `edge start` / `system start`, so a later start without flags comes back
+// where it was (a demo on 127.0.0.1:8080 must not reappear on :80).
+const edgeStartFile = "start.json"
+
+type edgeStartAddrs struct {
+	HTTPAddr  string `json:"http_addr"`
+	AdminAddr string `json:"admin_addr,omitempty"`
+}
+
 func (f *edgeContainerFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.httpAddr, "http-addr", ":80", "public HTTP listen address of the edge (host network)")
-	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (status, in-flight counts)")
+	cmd.Flags().StringVar(&f.httpAddr, "http-addr", ":80", "public HTTP listen address of the edge (host network); default: the last start's, else :80")
+	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (status, in-flight counts); default: the last start's")
+}
+
+// resolve fills the addresses not given on the command line from the last
+// start (edgeStartFile); it reports whether any came from there.
+func (f *edgeContainerFlags) resolve(cmd *cobra.Command, stateDir string) bool {
+	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
+	if err != nil {
+		return false
+	}
+	var last edgeStartAddrs
+	if json.Unmarshal(data, &last) != nil {
+		return false
+	}
+	used := false
+	if !cmd.Flags().Changed("http-addr") && last.HTTPAddr != "" && last.HTTPAddr != f.httpAddr {
+		f.httpAddr, used = last.HTTPAddr, true
+	}
+	if !cmd.Flags().Changed("admin-addr") && last.AdminAddr != "" && last.AdminAddr != f.adminAddr {
+		f.adminAddr, used = last.AdminAddr, true
+	}
+	return used
+}
+
+// remember records the addresses of a successful start (best effort).
+func (f *edgeContainerFlags) remember(stateDir string) {
+	data, err := json.Marshal(edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr})
+	dir := filepath.Join(stateDir, "edge")
+	if err == nil && os.MkdirAll(dir, 0o700) == nil {
+		_ = routetable.WriteFileAtomic(filepath.Join(dir, edgeStartFile), append(data, '\n'))
+	}
+}
+
+// printEdgeAddr says where the edge listens (and that the address is the
+// last start's when no flag gave it).
+func printEdgeAddr(w io.Writer, f edgeContainerFlags, remembered bool) {
+	fmt.Fprintf(w, "gordon-edge: HTTP on %s, admin on %s", f.httpAddr, f.adminAddr)
+	if remembered {
+		fmt.Fprint(w, " (as at the last start; --http-addr/--admin-addr change them)")
+	}
+	fmt.Fprintln(w)
 }
 
 // printStart reports what ensureSystemContainer did.
@@ -417,6 +468,7 @@ reboot. Idempotent: a running container with the same binary and flags is
 left alone; a different binary or flags replace it.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			remembered := flags.resolve(cmd, env.opts.stateDir)
 			u, err := edgeUnit(env.opts.stateDir, flags.httpAddr, flags.adminAddr)
 			if err != nil {
 				return err
@@ -428,7 +480,9 @@ left alone; a different binary or flags replace it.`,
 			if err != nil {
 				return err
 			}
+			flags.remember(env.opts.stateDir)
 			printStart(env.dockerCli.Out(), u.Name, r)
+			printEdgeAddr(env.dockerCli.Out(), flags, remembered)
 			return nil
 		},
 	}

@@ -110,6 +110,7 @@ engine after a reboot; no registry and no systemd are needed.`,
 		Short: "Start (or update) gordon-edge and gordon-reconcile; idempotent",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			remembered := edgeFlags.resolve(cmd, env.opts.stateDir)
 			eu, err := edgeUnit(env.opts.stateDir, edgeFlags.httpAddr, edgeFlags.adminAddr)
 			if err != nil {
 				return err
@@ -132,6 +133,8 @@ engine after a reboot; no registry and no systemd are needed.`,
 				}
 				printStart(env.dockerCli.Out(), u.Name, r)
 			}
+			edgeFlags.remember(env.opts.stateDir)
+			printEdgeAddr(env.dockerCli.Out(), edgeFlags, remembered)
 			return nil
 		},
 	}

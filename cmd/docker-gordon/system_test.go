@@ -324,6 +324,22 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	r = dockerGordon(t, bins, state, "edge", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
 	requireGone(t, cli, edgeContainerName)
+
+	// Without flags, a start comes back where the last successful one
+	// listened (not on the default :80), and says so; edge status shows
+	// the listener.
+	r = dockerGordon(t, bins, state, "edge", "start")
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.out, "HTTP on "+httpAddr2)
+	assert.Contains(t, r.out, "as at the last start")
+	assert.Contains(t, inspect(t, cli, edgeContainerName).Config.Cmd, httpAddr2)
+	require.Eventually(t, func() bool {
+		r = dockerGordon(t, bins, state, "edge", "status")
+		return r.code == 0 && strings.Contains(r.out, "listening: http "+httpAddr2)
+	}, 10*time.Second, 200*time.Millisecond, "%+v", r)
+	r = dockerGordon(t, bins, state, "edge", "stop")
+	require.Equal(t, 0, r.code, "%+v", r)
+	requireGone(t, cli, edgeContainerName)
 }
 
 // testSystemStartRunsEdgeAndReconcile (issue 5 item 5): `system start` runs the
