@@ -62,11 +62,16 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 				fmt.Fprintln(env.dockerCli.Out(), "no apps")
 				return nil
 			}
+			running := false
 			for i, st := range out {
 				if i > 0 {
 					fmt.Fprintln(env.dockerCli.Out())
 				}
 				renderStatus(env, st)
+				running = running || !st.Stopped
+			}
+			if live, _ := edgeLive(ctx, env.opts.stateDir); running && !live {
+				fmt.Fprintln(env.dockerCli.Err(), "warning: the edge proxy is not running, so no route above is served (docker gordon edge start; docker gordon edge status)")
 			}
 			return nil
 		},
