@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,4 +135,87 @@ func TestIssue5_EventLoopExact16KiBThenStrayBytesPooled(t *testing.T) {
 	_, body = get(t, c2, bufio.NewReader(c2), "/second")
 	require.Equal(t, "good", body, "another request's bytes relayed")
 	_ = testutil.ToFloat64
+}
+
+// A backend that speaks first (its answer arrives with the connect
+// completion, in the same edge-triggered event) is read, not left in the
+// socket with the client waiting forever.
+func TestIssue5_EventLoopBackendAnswersOnAccept(t *testing.T) {
+	backend := rawBackend(t, func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nearly")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.Copy(io.Discard, c)
+	})
+	s := loopEdge(t, backend)
+	var hung atomic.Int32
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 40 {
+				c, err := net.Dial("tcp", s.HTTPAddr())
+				if err != nil {
+					continue
+				}
+				_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+				fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: app.test\r\n\r\n")
+				if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+					hung.Add(1)
+				}
+				c.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, hung.Load(), "requests without an answer")
+}
+
+// A backend that closes every kept-alive connection after one answer: the
+// one retry dials instead of taking another pooled connection that is
+// just as dead, so no client sees a 502 (both paths).
+func TestIssue5_RetryAfterDeadPooledConnectionDials(t *testing.T) {
+	for _, loops := range []int{-1, 1} {
+		t.Run(fmt.Sprintf("event_loops=%d", loops), func(t *testing.T) {
+			backend := rawBackend(t, func(c net.Conn) {
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") // then closes without saying so
+				time.Sleep(time.Duration(1+len(c.RemoteAddr().String())%3) * time.Millisecond)
+			})
+			s := runEdge(t, loops, backend)
+			var bad atomic.Int64
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := net.Dial("tcp", s.HTTPAddr())
+					if err != nil {
+						bad.Add(1)
+						return
+					}
+					defer c.Close()
+					br := bufio.NewReader(c)
+					for i := range 100 {
+						_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+						fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: app.test\r\n\r\n")
+						resp, err := http.ReadResponse(br, nil)
+						if err != nil {
+							bad.Add(1)
+							return
+						}
+						_, _ = io.ReadAll(resp.Body)
+						if resp.StatusCode != http.StatusOK {
+							bad.Add(1)
+						}
+						time.Sleep(time.Duration(i%4) * time.Millisecond)
+					}
+				}()
+			}
+			wg.Wait()
+			require.Zero(t, bad.Load(), "failed requests")
+		})
+	}
 }

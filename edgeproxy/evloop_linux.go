@@ -47,7 +47,9 @@ import (
 // Timeouts: keep-alive idle (IdleTimeout), dial and response header
 // (per route) are checked by a sweep every evSweep; a client that closes
 // or half-closes while its backend works is seen at once (EPOLLRDHUP) and
-// the backend connection closed (499 in the metrics).
+// the backend connection closed (499 in the metrics): like net/http and
+// nginx, a half-close counts as an abort (the goroutine path sees it at its
+// next check, within upstreamTick, so a faster answer still reaches it).
 
 const (
 	// evClientBuf is a client connection's read buffer: a head that does
@@ -486,7 +488,12 @@ func (l *evLoop) startExchange(c *evClient) {
 	rt := c.ex.rt
 	c.rhDeadline = time.Time{}
 	t := c.ex.b.transport
-	u := l.idle(t)
+	var u *evUp
+	if !c.retried {
+		// A retry dials: the pool's other connections may be as dead as
+		// the one that failed (a backend that closed them all).
+		u = l.idle(t)
+	}
 	if u == nil {
 		var err error
 		if u, err = l.dial(t, rt.timeouts.dial); err != nil {
@@ -631,7 +638,11 @@ func (l *evLoop) onUp(u *evUp, ev uint32) {
 			return
 		}
 		l.send(c)
-		return
+		if c.up != u {
+			return // the write failed: retried elsewhere or given up
+		}
+		// Fall through: an answer that came with the connect completion
+		// (a backend that speaks first) was in this same event.
 	}
 	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		l.readUp(u)

@@ -107,7 +107,7 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *fastTransport) roundTrip(req *http.Request, tm routeTimeouts) (*http.Response, error) {
 	ctx := req.Context()
 	for attempt := 0; ; attempt++ {
-		fc, reused, err := t.get(ctx, tm.dial)
+		fc, reused, err := t.get(ctx, tm.dial, attempt == 0)
 		if err != nil {
 			return nil, err
 		}
@@ -243,11 +243,14 @@ func (b *fastBody) finish(complete bool) {
 	_ = b.fc.c.Close()
 }
 
-// get returns an idle connection (reused=true) or dials a new one.
-func (t *fastTransport) get(ctx context.Context, dialTimeout time.Duration) (*fastConn, bool, error) {
+// get returns an idle connection (reused=true) when pooled, or dials a new
+// one. A retry after a reused connection failed passes pooled=false: the
+// pool's other connections may be as dead (a backend that closed them
+// all, as net/http's Transport also guards against).
+func (t *fastTransport) get(ctx context.Context, dialTimeout time.Duration, pooled bool) (*fastConn, bool, error) {
 	now := time.Now()
 	t.mu.Lock()
-	for n := len(t.idle); n > 0; n = len(t.idle) {
+	for n := len(t.idle); pooled && n > 0; n = len(t.idle) {
 		fc := t.idle[n-1]
 		t.idle[n-1] = nil
 		t.idle = t.idle[:n-1]

@@ -903,7 +903,7 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 				rh = max(ex.rhLeft, time.Millisecond)
 			}
 		} else {
-			if fc, reused, err = t.get(ctx, rt.timeouts.dial); err != nil {
+			if fc, reused, err = t.get(ctx, rt.timeouts.dial, attempt == 0); err != nil {
 				return s.h1ProxyError(hc, b, err)
 			}
 			hc.writeOutgoing(fc.bw)
