@@ -169,9 +169,6 @@ func evLoopCount(configured int) int {
 	return min(max(runtime.NumCPU()/4, 1), 8)
 }
 
-// evLoopsSupported reports whether this platform has event loops.
-const evLoopsSupported = true
-
 // startLoops starts n event loops for h (none when one cannot be set up:
 // the goroutine path serves everything, and the error is logged).
 func (h *h1Server) startLoops(n int) {

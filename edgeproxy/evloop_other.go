@@ -8,8 +8,6 @@ import "net"
 // connection is served by a goroutine.
 type evLoop struct{ done chan struct{} }
 
-const evLoopsSupported = false
-
 func evLoopCount(int) int { return 0 }
 
 func (h *h1Server) startLoops(int) {}

@@ -155,7 +155,6 @@ func (h *h1Server) serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		hc := &h1Conn{c: c}
 		h.mu.Lock()
 		if h.shutting.Load() {
 			h.mu.Unlock()
@@ -173,6 +172,7 @@ func (h *h1Server) serve(ln net.Listener) error {
 				continue
 			}
 		}
+		hc := &h1Conn{c: c}
 		h.conns[hc] = struct{}{}
 		h.mu.Unlock()
 		go h.serveConn(hc)
@@ -524,15 +524,6 @@ var clientClaimHeaders = []string{
 	"Cf-Connecting-Ip", "Fastly-Client-Ip",
 }
 
-// clientClaimLower is clientClaimHeaders in lower case (headerKind).
-var clientClaimLower = func() []string {
-	out := make([]string, len(clientClaimHeaders))
-	for i, k := range clientClaimHeaders {
-		out[i] = strings.ToLower(k)
-	}
-	return out
-}()
-
 // headerKind classifies a header name (case-insensitive).
 func headerKind(name []byte) int {
 	switch len(name) {
@@ -559,6 +550,13 @@ func headerKind(name []byte) int {
 		if asciiEqualFold(name, "forwarded") {
 			return hdrForwarded
 		}
+		if asciiEqualFold(name, "x-real-ip") {
+			return hdrClientClaim
+		}
+	case 11:
+		if asciiEqualFold(name, "x-client-ip") {
+			return hdrClientClaim
+		}
 	case 10:
 		if asciiEqualFold(name, "connection") {
 			return hdrConnection
@@ -574,9 +572,15 @@ func headerKind(name []byte) int {
 		if asciiEqualFold(name, "content-length") {
 			return hdrContentLength
 		}
+		if asciiEqualFold(name, "true-client-ip") {
+			return hdrClientClaim
+		}
 	case 15:
 		if asciiEqualFold(name, "x-forwarded-for") {
 			return hdrForwarded
+		}
+		if asciiEqualFold(name, "x-forwarded-ssl") {
+			return hdrClientClaim
 		}
 	case 16:
 		if asciiEqualFold(name, "x-forwarded-host") {
@@ -584,6 +588,10 @@ func headerKind(name []byte) int {
 		}
 		if asciiEqualFold(name, "proxy-connection") {
 			return hdrHop
+		}
+		if asciiEqualFold(name, "x-forwarded-port") || asciiEqualFold(name, "cf-connecting-ip") ||
+			asciiEqualFold(name, "fastly-client-ip") {
+			return hdrClientClaim
 		}
 	case 17:
 		if asciiEqualFold(name, "transfer-encoding") {
@@ -596,13 +604,14 @@ func headerKind(name []byte) int {
 		if asciiEqualFold(name, "proxy-authenticate") {
 			return hdrHop
 		}
+		if asciiEqualFold(name, "x-forwarded-scheme") || asciiEqualFold(name, "x-forwarded-server") {
+			return hdrClientClaim
+		}
 	case 19:
 		if asciiEqualFold(name, "proxy-authorization") {
 			return hdrHop
 		}
-	}
-	for _, k := range clientClaimLower {
-		if len(k) == len(name) && asciiEqualFold(name, k) {
+		if asciiEqualFold(name, "x-cluster-client-ip") {
 			return hdrClientClaim
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -143,5 +144,16 @@ func TestIssue5_IdleConnectionShrinksBuffers(t *testing.T) {
 	small.shrink()
 	if cap(small.head) != 1024 || cap(small.req.headers) != 16 {
 		t.Error("small buffers are kept for reuse")
+	}
+}
+
+// headerKind knows every client claim header, in any case.
+func TestIssue5_HeaderKindClientClaims(t *testing.T) {
+	for _, k := range clientClaimHeaders {
+		for _, name := range []string{k, strings.ToLower(k), strings.ToUpper(k)} {
+			if got := headerKind([]byte(name)); got != hdrClientClaim {
+				t.Errorf("headerKind(%q) = %d, want hdrClientClaim", name, got)
+			}
+		}
 	}
 }

@@ -62,9 +62,9 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 				return fmt.Errorf("edge status: %w (is gordon-edge running? docker gordon edge start, or edge run)", err)
 			}
 			view.TrafficStatus = st
-			view.Live, view.StatusWrittenAt = edgeLive(cmd.Context(), env.opts.stateDir)
-			file, _ := readEdgeFile[routetable.Status](env.opts.stateDir, routetable.StatusFile)
-			view.Listeners = file.Listeners
+			var file routetable.Status
+			view.Live, file = edgeLive(cmd.Context(), env.opts.stateDir)
+			view.StatusWrittenAt, view.Listeners = file.UpdatedAt, file.Listeners
 			routed := map[string]bool{}
 			if tbl, err := readEdgeFile[routetable.Table](env.opts.stateDir, routetable.RoutesFile); err == nil {
 				for _, rt := range tbl.HTTP {
@@ -160,13 +160,15 @@ func requireEdge(ctx context.Context, env *cliEnv, verb string) error {
 	// An edge started a moment ago (edge start, edge run) gets up to
 	// edgeStartWait to write its status and answer.
 	deadline := time.Now().Add(edgeStartWait)
-	live, written := edgeLive(ctx, env.opts.stateDir)
+	live, st := edgeLive(ctx, env.opts.stateDir)
+	written := st.UpdatedAt
 	// A status written seconds ago or none yet: maybe starting. An older
 	// one from an edge that does not answer: stopped, no need to wait.
 	starting := func() bool { return written.IsZero() || time.Since(written) < 2*edgeStartWait }
 	for !live && starting() && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
-		live, written = edgeLive(ctx, env.opts.stateDir)
+		live, st = edgeLive(ctx, env.opts.stateDir)
+		written = st.UpdatedAt
 	}
 	if live {
 		return nil
@@ -179,24 +181,25 @@ func requireEdge(ctx context.Context, env *cliEnv, verb string) error {
 }
 
 // edgeLive reports whether the edge of stateDir answers GET /healthz on the
-// admin address in its status.json (1 s), and when that file was written.
-func edgeLive(ctx context.Context, stateDir string) (bool, time.Time) {
+// admin address in its status.json (1 s), and returns that file (zero when
+// unreadable).
+func edgeLive(ctx context.Context, stateDir string) (bool, routetable.Status) {
 	st, err := readEdgeFile[routetable.Status](stateDir, routetable.StatusFile)
 	if err != nil || st.AdminAddr == "" {
-		return false, st.UpdatedAt
+		return false, st
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+st.AdminAddr+"/healthz", nil)
 	if err != nil {
-		return false, st.UpdatedAt
+		return false, st
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false, st.UpdatedAt
+		return false, st
 	}
 	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK, st.UpdatedAt
+	return resp.StatusCode == http.StatusOK, st
 }
 
 // edgeTrafficStatus asks the traffic/edge plugin what the edge applied

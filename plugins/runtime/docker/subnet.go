@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"os"
 	"strings"
@@ -125,12 +126,7 @@ func hostRoutes(path string) []netip.Prefix {
 		if err1 != nil || err2 != nil || len(dst) != 4 || len(mask) != 4 {
 			continue
 		}
-		ones := 0
-		for _, b := range mask {
-			for ; b != 0; b >>= 1 {
-				ones += int(b & 1)
-			}
-		}
+		ones := bits.OnesCount32(binary.BigEndian.Uint32(mask))
 		if ones == 0 {
 			continue // the default route
 		}
