@@ -115,6 +115,12 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	}
 
 	if o.file != "" {
+		// An image VOLUME the manifest does not map is refused before the
+		// revision is stored (preflight checks pulled images again).
+		if err := eng.CheckImages(ctx, spec); err != nil {
+			fmt.Fprintln(env.dockerCli.Err(), err)
+			return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.file)}
+		}
 		rev, err := eng.SubmitRevision(ctx, spec, sha)
 		if err != nil {
 			return err

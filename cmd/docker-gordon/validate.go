@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/docker/cli/cli"
 	"github.com/spf13/cobra"
 
+	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
@@ -33,6 +35,10 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if ierr := checkLocalImages(cmd.Context(), env, spec); ierr != nil {
+				fmt.Fprintln(env.dockerCli.Err(), ierr)
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", file)}
+			}
 			if isJSON(format) {
 				return writeJSON(env.dockerCli.Out(), spec)
 			}
@@ -43,4 +49,22 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 	cmd.Flags().StringVarP(&file, "file", "f", "", "app manifest (TOML)")
 	addFormatFlag(cmd, &format)
 	return cmd
+}
+
+// checkLocalImages runs the engine's image checks (an unmapped image
+// VOLUME, readiness "docker" without a healthcheck) for the images that
+// are present on the engine. When the runtime backend cannot be reached
+// the checks are skipped with a note on stderr: validate needs no engine.
+func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error {
+	host, err := env.pluginHost()
+	if err == nil {
+		var rt core.Runtime
+		if rt, err = host.Runtime(ctx, "docker"); err == nil {
+			if _, err = rt.Info(ctx); err == nil {
+				return (&core.Engine{Runtime: rt}).CheckImages(ctx, spec)
+			}
+		}
+	}
+	fmt.Fprintf(env.dockerCli.Err(), "note: image checks skipped (no engine: %v)\n", err)
+	return nil
 }
