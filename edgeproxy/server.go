@@ -107,6 +107,15 @@ type Config struct {
 	// Pprof serves net/http/pprof under /debug/pprof/ on the admin address
 	// (profiling the hot path; off by default).
 	Pprof bool
+	// ResponseTimeout bounds the wait for a backend's response headers once
+	// the request was sent, for routes whose table entry sets no
+	// response_header_timeout_ms (default 60 s; then 504). A response whose
+	// headers came is never cut by it (streams, downloads).
+	ResponseTimeout time.Duration
+	// BodyTimeout bounds the idle time between a request body's bytes
+	// (default 60 s): a client that stops sending its body gets 408 and
+	// the connection closes, and the backend connection is closed.
+	BodyTimeout time.Duration
 	// UDPIdleTimeout expires a UDP client session after this long without a
 	// datagram in either direction (default 30 s).
 	UDPIdleTimeout time.Duration
@@ -116,6 +125,15 @@ type Config struct {
 	// CPUs, at least one; negative: none, a goroutine per connection.
 	EventLoops int
 }
+
+// DefaultResponseTimeout is the response header timeout of a route that
+// sets none (Config.ResponseTimeout).
+const DefaultResponseTimeout = 60 * time.Second
+
+// maxRequestHead bounds a request head (request line and headers) on both
+// HTTP paths; a larger one is answered 431. net/http allows 4 KiB over
+// MaxHeaderBytes.
+const maxRequestHead = 64 << 10
 
 // hostCacheEntries bounds the host cache (wildcard matches and unknown
 // hosts); an entry costs a few dozen bytes.
@@ -172,6 +190,12 @@ func New(cfg Config) *Server {
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = 10 * time.Second
 	}
+	if cfg.ResponseTimeout <= 0 {
+		cfg.ResponseTimeout = DefaultResponseTimeout
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 60 * time.Second
+	}
 	if cfg.UDPIdleTimeout <= 0 {
 		cfg.UDPIdleTimeout = 30 * time.Second
 	}
@@ -187,6 +211,7 @@ func New(cfg Config) *Server {
 	}
 	s.metrics = newMetrics()
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
+	s.reg.defaultTM = routeTimeouts{responseHeader: cfg.ResponseTimeout}
 	s.reg.metrics = s.metrics
 	hosts, err := ristretto.NewCache(&ristretto.Config[string, hostEntry]{
 		NumCounters:        10 * hostCacheEntries,
@@ -260,8 +285,15 @@ func (s *Server) Run(ctx context.Context) error {
 		Handler:           s,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          s.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		MaxHeaderBytes:    maxRequestHead - 4096,
+		// The framing of handed-off connections is followed (guard.go).
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*trackedConn); ok {
+				return context.WithValue(ctx, trackedConnKey{}, tc)
+			}
+			return ctx
+		},
+		ErrorLog: s.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		// No WriteTimeout: responses stream for as long as the backend sends.
 	}
 	adminSrv := &http.Server{
@@ -336,6 +368,13 @@ func serveErr(what string, err error) error {
 // snapshot is read once, so a request finishes on the backend it started
 // on. Unknown hosts get 404 "gordon-edge: no route for host X".
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tc := connTracked(r.Context()); tc != nil && tc.smuggling(r) {
+		// RFC 9112 §6.1: both framings in one request; the connection
+		// closes after the answer (nginx answers 400 too).
+		w.Header().Set("Connection", "close")
+		writeEdgeError(w, http.StatusBadRequest, "gordon-edge: 400 Bad Request: the request has both Content-Length and Transfer-Encoding\n")
+		return
+	}
 	upgrade := isUpgrade(r)
 	var rt *httpRoute
 	var i int
@@ -375,7 +414,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm.inFlight.Inc()
 	start := time.Now()
 	sw := statusWriterPool.Get().(*statusWriter)
-	*sw = statusWriter{ResponseWriter: w}
+	*sw = statusWriter{ResponseWriter: w, rt: rt}
+	if !upgrade && r.Body != nil && r.Body != http.NoBody {
+		sw.guard = &bodyGuard{rc: r.Body, ctl: http.NewResponseController(w), timeout: s.cfg.BodyTimeout}
+		r.Body = sw.guard
+	}
 	defer func() {
 		code := sw.code
 		if code == 0 {
