@@ -695,6 +695,17 @@ func (s *Server) poll(w *watcher, first bool) {
 	w.lastRead = now
 	if !stamp.exists {
 		if first {
+			// A restart with routes.json gone (deleted, a state directory
+			// restored in part) serves the last table this edge applied,
+			// and says so in status.json until a table is published.
+			if gen, ok := s.restoreLastGood(); ok {
+				s.applyMu.Lock()
+				s.lastErr = fmt.Sprintf("%s is missing at start; serving the last applied table (generation %d) from %s", w.path, gen, AppliedFile)
+				s.writeStatusLocked()
+				s.applyMu.Unlock()
+				s.logger.Warn("route table missing at start; serving the last applied table", "path", w.path, "generation", gen)
+				return
+			}
 			s.applyMu.Lock()
 			s.writeStatusLocked()
 			s.applyMu.Unlock()
@@ -728,20 +739,27 @@ func (s *Server) poll(w *watcher, first bool) {
 }
 
 // restoreLastGood applies edge/applied.json (the last table this edge
-// applied) when the edge starts with a bad routes.json.
-func (s *Server) restoreLastGood() {
+// applied) when the edge starts with a bad or missing routes.json; it
+// returns the generation applied, ok false when there was none to apply.
+func (s *Server) restoreLastGood() (generation uint64, ok bool) {
 	path := filepath.Join(s.cfg.StateDir, "edge", AppliedFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return
+		if !errors.Is(err, os.ErrNotExist) {
+			s.logger.Warn("last good route table unreadable", "path", path, "error", err)
+		}
+		return 0, false
 	}
 	t, err := LoadTable(data)
 	if err != nil {
 		s.logger.Warn("last good route table unreadable", "path", path, "error", err)
-		return
+		return 0, false
 	}
-	s.logger.Warn("routes.json is bad at start; serving the last good table", "generation", t.Generation)
-	_ = s.Apply(t)
+	s.logger.Warn("routes.json is bad or missing at start; serving the last good table", "generation", t.Generation)
+	if s.Apply(t) != nil {
+		return 0, false
+	}
+	return t.Generation, true
 }
 
 // looseGeneration extracts "generation" from a rejected table when the
