@@ -119,6 +119,14 @@ type Config struct {
 	// UDPIdleTimeout expires a UDP client session after this long without a
 	// datagram in either direction (default 30 s).
 	UDPIdleTimeout time.Duration
+	// UDPMaxSessions bounds each UDP listener's client sessions (default
+	// DefaultUDPMaxSessions); UDPMaxSessionsPerSource one source IP's
+	// (default DefaultUDPMaxSessionsPerSource). A new session over the
+	// listener bound closes the least recently active one; over the source
+	// bound its datagram is dropped. All sessions together use at most half
+	// of the process's descriptor limit, so HTTP never runs out.
+	UDPMaxSessions          int
+	UDPMaxSessionsPerSource int
 	// EventLoops is how many event loop threads serve the public HTTP
 	// listener's simple requests (Linux; evloop_linux.go). 0: the
 	// environment's GORDON_EDGE_EVENT_LOOPS if set, else one per four
@@ -225,6 +233,12 @@ func New(cfg Config) *Server {
 	s.hosts = hosts
 	s.tcp = newTCPRelays(s.reg, cfg.DialTimeout, cfg.Logger)
 	s.udp = newUDPRelays(s.reg, cfg.UDPIdleTimeout, cfg.Logger)
+	if cfg.UDPMaxSessions > 0 {
+		s.udp.maxSessions = cfg.UDPMaxSessions
+	}
+	if cfg.UDPMaxSessionsPerSource > 0 {
+		s.udp.maxPerSource = cfg.UDPMaxSessionsPerSource
+	}
 	return s
 }
 
