@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -59,6 +60,9 @@ type registry struct {
 	metrics *metrics
 	// trusted are the proxies whose forwarded headers are kept (item 3).
 	trusted []netip.Prefix
+	// defaultTM are the timeouts of a route that sets none (the edge's
+	// response timeout; set before the first snapshot).
+	defaultTM routeTimeouts
 }
 
 func newRegistry(dialTimeout time.Duration, trusted []netip.Prefix, logger hclog.Logger) *registry {
@@ -167,7 +171,7 @@ func (r *registry) newBackend(addr string) *backend {
 		DisableCompression:    true,
 	}
 	b := &backend{addr: addr, transport: newFastTransport(addr, r.dialTimeout, tr)}
-	b.proxy = r.newProxy(b, routeTimeouts{})
+	b.proxy = r.newProxy(b, r.defaultTM)
 	return b
 }
 
@@ -180,10 +184,11 @@ type routeTimeouts struct {
 type dialTimeoutKey struct{}
 
 // proxyFor returns the reverse proxy of b for a route with timeouts tm:
-// the shared default one when tm is zero, else a new one over the same
-// connection pool. Called while building a snapshot, never per request.
+// the shared default one when tm are the defaults, else a new one over the
+// same connection pool. Called while building a snapshot, never per
+// request.
 func (r *registry) proxyFor(b *backend, tm routeTimeouts) *httputil.ReverseProxy {
-	if tm == (routeTimeouts{}) {
+	if tm == r.defaultTM {
 		return b.proxy
 	}
 	return r.newProxy(b, tm)
@@ -206,6 +211,7 @@ func (r *registry) newProxy(b *backend, tm routeTimeouts) *httputil.ReverseProxy
 			pr.Out.URL.Scheme = target.Scheme
 			pr.Out.URL.Host = target.Host
 			pr.Out.Host = pr.In.Host
+			dropUnderscoreAliases(pr.Out.Header)
 			setForwarded(pr, trusted)
 		},
 		Transport:     rt,
@@ -263,6 +269,9 @@ func classifyProxyError(ctx context.Context, err error) (int, string) {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return 0, ""
 	}
+	if errors.Is(err, errResponseHeaderTimeout) {
+		return http.StatusGatewayTimeout, "the backend sent no response headers within the response timeout (response_timeout)"
+	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return http.StatusGatewayTimeout, "backend timed out"
@@ -276,21 +285,52 @@ func classifyProxyError(ctx context.Context, err error) (int, string) {
 // proxyError answers the error page for a failed backend exchange (or
 // nothing when the client went away) and marks it for the metrics.
 func (r *registry) proxyError(w http.ResponseWriter, req *http.Request, addr string, err error) {
+	sw, _ := w.(*statusWriter)
+	if sw != nil && sw.guard != nil {
+		if code := sw.guard.failure(); code != 0 {
+			// The client's body failed (it stalled or was malformed): the
+			// client's fault, and the connection cannot go on.
+			r.logger.Debug("request body failed", "backend", addr, "host", req.Host, "status", code, "error", err)
+			w.Header().Set("Connection", "close")
+			what := "malformed request body"
+			if code == http.StatusRequestTimeout {
+				what = "the client sent no body bytes within the body timeout"
+			}
+			writeEdgeError(w, code, fmt.Sprintf("gordon-edge: %d %s: %s\n", code, http.StatusText(code), what))
+			return
+		}
+	}
 	code, what := classifyProxyError(req.Context(), err)
 	if code == 0 {
 		return // the client went away; nobody reads an answer
 	}
-	if sw, ok := w.(*statusWriter); ok {
+	var rt *httpRoute
+	if sw != nil {
 		sw.proxyErr = code
+		rt = sw.rt
 	}
 	r.logger.Debug("proxy error", "backend", addr, "host", req.Host, "status", code, "error", err)
-	writeEdgeError(w, code, proxyErrorBody(code, what, addr))
+	writeEdgeError(w, code, proxyErrorBody(code, what, rt))
 }
 
 // proxyErrorBody is the text of a 502/503/504 page: which status, why, and
-// the backend (both HTTP paths answer with it).
-func proxyErrorBody(code int, what, addr string) string {
-	return fmt.Sprintf("gordon-edge: %d %s: %s (backend %s)\n", code, http.StatusText(code), what, addr)
+// which app and service failed to answer (both HTTP paths answer with it;
+// the backend's loopback address is not shown to clients, it is in the
+// debug log).
+func proxyErrorBody(code int, what string, rt *httpRoute) string {
+	if rt == nil {
+		return fmt.Sprintf("gordon-edge: %d %s: %s\n", code, http.StatusText(code), what)
+	}
+	return fmt.Sprintf("gordon-edge: %d %s: %s (app %s, service %s)\n", code, http.StatusText(code), what, rt.app, rt.service)
+}
+
+// dropUnderscoreAliases removes the headers underscoreAlias names.
+func dropUnderscoreAliases(h http.Header) {
+	for k := range h {
+		if strings.IndexByte(k, '_') >= 0 && underscoreAlias([]byte(k)) {
+			delete(h, k)
+		}
+	}
 }
 
 // writeEdgeError writes a short plain-text error page.

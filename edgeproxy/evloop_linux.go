@@ -642,12 +642,16 @@ func (l *evLoop) onUp(u *evUp, ev uint32) {
 		// (a backend that speaks first) was in this same event.
 	}
 	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		l.readUp(u)
+		l.readUp(u, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
 	}
 }
 
-// readUp reads the answer and, once it is whole, relays it.
-func (l *evLoop) readUp(u *evUp) {
+// readUp reads the answer and, once it is whole, relays it. hup says the
+// event also reported the backend's close (or an error): then a short read
+// does not mean drained, the socket is read on to its end of file, which
+// no later event would report (edge-triggered), so a backend that writes
+// part of an answer and closes at once gets its 502 or truncated body.
+func (l *evLoop) readUp(u *evUp, hup bool) {
 	c := u.c
 	if u.buf == nil {
 		u.buf = make([]byte, evMaxResponse)
@@ -670,7 +674,7 @@ func (l *evLoop) readUp(u *evUp) {
 		}
 		space := len(u.buf) - u.n
 		u.n += m
-		if m < space {
+		if m < space && !hup {
 			drained = true
 			break
 		}

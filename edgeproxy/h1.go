@@ -52,9 +52,9 @@ import (
 // client each time the backend read deadline passes), and the backend
 // connection is closed, as net/http cancels the request's context.
 
-// h1MaxHead bounds a request head served by the loop; larger heads go to
-// net/http (limit 1 MiB, then 431).
-const h1MaxHead = 64 << 10
+// h1MaxHead bounds a request head served by the loop; a larger head goes to
+// net/http with what was read, which answers 431 (maxRequestHead).
+const h1MaxHead = maxRequestHead
 
 var crlfcrlf = []byte("\r\n\r\n")
 
@@ -363,7 +363,7 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 		}
 		_ = c.SetReadDeadline(time.Time{})
 		_ = c.SetWriteDeadline(time.Time{})
-		if h.handoff.push(&replayConn{Conn: c, prefix: prefix}) {
+		if h.handoff.push(newTrackedConn(&replayConn{Conn: c, prefix: prefix})) {
 			handedOff = true
 		}
 		return
@@ -484,8 +484,10 @@ type h1Header struct {
 type h1Request struct {
 	method, uri, host []byte
 	headers           []h1Header
-	// connNames are the header names the Connection header lists.
+	// connNames are the header names the Connection header lists; connSet
+	// holds them when there are many (linear header checks).
 	connNames [][]byte
+	connSet   namedSet
 	head      bool
 	close     bool
 	requestID bool
@@ -510,6 +512,9 @@ const (
 	// edge does not set itself (clientClaimHeaders); dropped from an
 	// untrusted peer.
 	hdrClientClaim
+	// hdrUnderscore: a name with underscores that reads as one of the
+	// above with hyphens (underscoreAlias); never forwarded.
+	hdrUnderscore
 )
 
 // clientClaimHeaders are headers backends commonly believe about the
@@ -678,6 +683,9 @@ func parseRequest(head []byte, req *h1Request) bool {
 			return false
 		}
 		kind := headerKind(name)
+		if kind == hdrOther && underscoreAlias(name) {
+			kind = hdrUnderscore
+		}
 		switch kind {
 		case hdrHost:
 			hosts++
@@ -715,6 +723,7 @@ func parseRequest(head []byte, req *h1Request) bool {
 		}
 		req.headers = append(req.headers, h1Header{name: name, value: value, kind: kind})
 	}
+	req.connSet = newNamedSet(req.connNames)
 	if req.requestID && req.namedByConnection([]byte("X-Request-Id")) {
 		req.requestID = false // dropped as hop-by-hop: one is added
 	}
@@ -872,7 +881,7 @@ func (s *Server) finishH1(hc *h1Conn, ex *h1Exchange) bool {
 	var code, proxyErr int
 	var keep bool
 	if ex.err != nil {
-		code, proxyErr, keep = s.h1ProxyError(hc, ex.b, ex.err)
+		code, proxyErr, keep = s.h1ProxyError(hc, ex.rt, ex.b, ex.err)
 	} else {
 		code, proxyErr, keep = s.exchangeH1(hc, ex)
 	}
@@ -913,7 +922,7 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 			}
 		} else {
 			if fc, reused, err = t.get(ctx, rt.timeouts.dial, attempt == 0); err != nil {
-				return s.h1ProxyError(hc, b, err)
+				return s.h1ProxyError(hc, rt, b, err)
 			}
 			hc.writeOutgoing(fc.bw)
 			err = fc.bw.Flush()
@@ -936,7 +945,7 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 			if reused && attempt == 0 && !timedOut && !resp.started {
 				continue // a kept-alive connection the backend had closed
 			}
-			return s.h1ProxyError(hc, b, err)
+			return s.h1ProxyError(hc, rt, b, err)
 		}
 		hc.headDone()
 		keep = !hc.req.close && !s.h1.shutting.Load()
@@ -951,10 +960,10 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 }
 
 // h1ProxyError writes the 502/503/504 page for a failed exchange.
-func (s *Server) h1ProxyError(hc *h1Conn, b *backend, err error) (int, int, bool) {
+func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) (int, int, bool) {
 	code, what := classifyProxyError(context.Background(), err)
 	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.host), "status", code, "error", err)
-	body := proxyErrorBody(code, what, b.addr)
+	body := proxyErrorBody(code, what, rt)
 	keep := !hc.req.close && !s.h1.shutting.Load()
 	bw := hc.bw
 	bw.WriteString("HTTP/1.1 ")
@@ -990,7 +999,7 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 	bw.WriteString("\r\n")
 	for _, h := range req.headers {
 		switch h.kind {
-		case hdrHop, hdrConnection, hdrForwarded, hdrTrailer:
+		case hdrHop, hdrConnection, hdrForwarded, hdrTrailer, hdrUnderscore:
 			continue
 		case hdrClientClaim:
 			if !hc.trusted {
@@ -1055,12 +1064,7 @@ func (hc *h1Conn) trustedForwarded() forwarded {
 }
 
 func (r *h1Request) namedByConnection(name []byte) bool {
-	for _, n := range r.connNames {
-		if bytes.EqualFold(n, name) {
-			return true
-		}
-	}
-	return false
+	return namedBy(r.connNames, r.connSet, name)
 }
 
 // writeRequestID writes an X-Request-Id header of 32 random hex characters
@@ -1089,6 +1093,7 @@ type h1Response struct {
 	length     int64
 	close      bool
 	connNames  [][]byte
+	connSet    namedSet
 	started    bool // a response byte arrived
 	http10     bool
 }
@@ -1266,6 +1271,7 @@ func parseResponse(head []byte, resp *h1Response, headReq bool) error {
 		}
 		resp.headers = append(resp.headers, h1Header{name: name, value: value, kind: kind})
 	}
+	resp.connSet = newNamedSet(resp.connNames)
 	if resp.http10 && !keepAlive10 {
 		resp.close = true
 	}
@@ -1365,12 +1371,7 @@ func writeResponseHead(bw *bufio.Writer, resp *h1Response, keep bool) {
 }
 
 func (r *h1Response) namedByConnection(name []byte) bool {
-	for _, n := range r.connNames {
-		if bytes.EqualFold(n, name) {
-			return true
-		}
-	}
-	return false
+	return namedBy(r.connNames, r.connSet, name)
 }
 
 // flushIdle flushes the client writer unless more pipelined requests are

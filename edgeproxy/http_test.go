@@ -254,7 +254,8 @@ func TestDecision11_BackendErrorsMapToStatusCodes(t *testing.T) {
 
 	code, body := e.get(t, "down.test", "/")
 	assert.Equal(t, http.StatusServiceUnavailable, code)
-	assert.Contains(t, body, "backend unavailable (backend "+refused+")")
+	assert.Contains(t, body, "backend unavailable (app app, service web)")
+	assert.NotContains(t, body, refused, "error pages do not show the backend's address")
 	code, body = e.get(t, "bad.test", "/")
 	assert.Equal(t, http.StatusBadGateway, code)
 	assert.Contains(t, body, "bad gateway")

@@ -141,6 +141,10 @@ type statusWriter struct {
 	http.ResponseWriter
 	code     int
 	proxyErr int
+	// rt is the request's route (error pages name its app and service);
+	// guard its request body's guard (nil: no body).
+	rt    *httpRoute
+	guard *bodyGuard
 }
 
 var statusWriterPool = sync.Pool{New: func() any { return new(statusWriter) }}

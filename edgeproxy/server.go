@@ -107,15 +107,41 @@ type Config struct {
 	// Pprof serves net/http/pprof under /debug/pprof/ on the admin address
 	// (profiling the hot path; off by default).
 	Pprof bool
+	// ResponseTimeout bounds the wait for a backend's response headers once
+	// the request was sent, for routes whose table entry sets no
+	// response_header_timeout_ms (default 60 s; then 504). A response whose
+	// headers came is never cut by it (streams, downloads).
+	ResponseTimeout time.Duration
+	// BodyTimeout bounds the idle time between a request body's bytes
+	// (default 60 s): a client that stops sending its body gets 408 and
+	// the connection closes, and the backend connection is closed.
+	BodyTimeout time.Duration
 	// UDPIdleTimeout expires a UDP client session after this long without a
 	// datagram in either direction (default 30 s).
 	UDPIdleTimeout time.Duration
+	// UDPMaxSessions bounds each UDP listener's client sessions (default
+	// DefaultUDPMaxSessions); UDPMaxSessionsPerSource one source IP's
+	// (default DefaultUDPMaxSessionsPerSource). A new session over the
+	// listener bound closes the least recently active one; over the source
+	// bound its datagram is dropped. All sessions together use at most half
+	// of the process's descriptor limit, so HTTP never runs out.
+	UDPMaxSessions          int
+	UDPMaxSessionsPerSource int
 	// EventLoops is how many event loop threads serve the public HTTP
 	// listener's simple requests (Linux; evloop_linux.go). 0: the
 	// environment's GORDON_EDGE_EVENT_LOOPS if set, else one per four
 	// CPUs, at least one; negative: none, a goroutine per connection.
 	EventLoops int
 }
+
+// DefaultResponseTimeout is the response header timeout of a route that
+// sets none (Config.ResponseTimeout).
+const DefaultResponseTimeout = 60 * time.Second
+
+// maxRequestHead bounds a request head (request line and headers) on both
+// HTTP paths; a larger one is answered 431. net/http allows 4 KiB over
+// MaxHeaderBytes.
+const maxRequestHead = 64 << 10
 
 // hostCacheEntries bounds the host cache (wildcard matches and unknown
 // hosts); an entry costs a few dozen bytes.
@@ -172,6 +198,12 @@ func New(cfg Config) *Server {
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = 10 * time.Second
 	}
+	if cfg.ResponseTimeout <= 0 {
+		cfg.ResponseTimeout = DefaultResponseTimeout
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 60 * time.Second
+	}
 	if cfg.UDPIdleTimeout <= 0 {
 		cfg.UDPIdleTimeout = 30 * time.Second
 	}
@@ -187,6 +219,7 @@ func New(cfg Config) *Server {
 	}
 	s.metrics = newMetrics()
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
+	s.reg.defaultTM = routeTimeouts{responseHeader: cfg.ResponseTimeout}
 	s.reg.metrics = s.metrics
 	hosts, err := ristretto.NewCache(&ristretto.Config[string, hostEntry]{
 		NumCounters:        10 * hostCacheEntries,
@@ -200,6 +233,12 @@ func New(cfg Config) *Server {
 	s.hosts = hosts
 	s.tcp = newTCPRelays(s.reg, cfg.DialTimeout, cfg.Logger)
 	s.udp = newUDPRelays(s.reg, cfg.UDPIdleTimeout, cfg.Logger)
+	if cfg.UDPMaxSessions > 0 {
+		s.udp.maxSessions = cfg.UDPMaxSessions
+	}
+	if cfg.UDPMaxSessionsPerSource > 0 {
+		s.udp.maxPerSource = cfg.UDPMaxSessionsPerSource
+	}
 	return s
 }
 
@@ -260,8 +299,15 @@ func (s *Server) Run(ctx context.Context) error {
 		Handler:           s,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          s.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		MaxHeaderBytes:    maxRequestHead - 4096,
+		// The framing of handed-off connections is followed (guard.go).
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*trackedConn); ok {
+				return context.WithValue(ctx, trackedConnKey{}, tc)
+			}
+			return ctx
+		},
+		ErrorLog: s.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		// No WriteTimeout: responses stream for as long as the backend sends.
 	}
 	adminSrv := &http.Server{
@@ -336,6 +382,13 @@ func serveErr(what string, err error) error {
 // snapshot is read once, so a request finishes on the backend it started
 // on. Unknown hosts get 404 "gordon-edge: no route for host X".
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tc := connTracked(r.Context()); tc != nil && tc.smuggling(r) {
+		// RFC 9112 §6.1: both framings in one request; the connection
+		// closes after the answer (nginx answers 400 too).
+		w.Header().Set("Connection", "close")
+		writeEdgeError(w, http.StatusBadRequest, "gordon-edge: 400 Bad Request: the request has both Content-Length and Transfer-Encoding\n")
+		return
+	}
 	upgrade := isUpgrade(r)
 	var rt *httpRoute
 	var i int
@@ -375,7 +428,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm.inFlight.Inc()
 	start := time.Now()
 	sw := statusWriterPool.Get().(*statusWriter)
-	*sw = statusWriter{ResponseWriter: w}
+	*sw = statusWriter{ResponseWriter: w, rt: rt}
+	if !upgrade && r.Body != nil && r.Body != http.NoBody {
+		sw.guard = &bodyGuard{rc: r.Body, ctl: http.NewResponseController(w), timeout: s.cfg.BodyTimeout}
+		r.Body = sw.guard
+	}
 	defer func() {
 		code := sw.code
 		if code == 0 {
@@ -652,6 +709,17 @@ func (s *Server) poll(w *watcher, first bool) {
 	w.lastRead = now
 	if !stamp.exists {
 		if first {
+			// A restart with routes.json gone (deleted, a state directory
+			// restored in part) serves the last table this edge applied,
+			// and says so in status.json until a table is published.
+			if gen, ok := s.restoreLastGood(); ok {
+				s.applyMu.Lock()
+				s.lastErr = fmt.Sprintf("%s is missing at start; serving the last applied table (generation %d) from %s", w.path, gen, AppliedFile)
+				s.writeStatusLocked()
+				s.applyMu.Unlock()
+				s.logger.Warn("route table missing at start; serving the last applied table", "path", w.path, "generation", gen)
+				return
+			}
 			s.applyMu.Lock()
 			s.writeStatusLocked()
 			s.applyMu.Unlock()
@@ -685,20 +753,27 @@ func (s *Server) poll(w *watcher, first bool) {
 }
 
 // restoreLastGood applies edge/applied.json (the last table this edge
-// applied) when the edge starts with a bad routes.json.
-func (s *Server) restoreLastGood() {
+// applied) when the edge starts with a bad or missing routes.json; it
+// returns the generation applied, ok false when there was none to apply.
+func (s *Server) restoreLastGood() (generation uint64, ok bool) {
 	path := filepath.Join(s.cfg.StateDir, "edge", AppliedFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return
+		if !errors.Is(err, os.ErrNotExist) {
+			s.logger.Warn("last good route table unreadable", "path", path, "error", err)
+		}
+		return 0, false
 	}
 	t, err := LoadTable(data)
 	if err != nil {
 		s.logger.Warn("last good route table unreadable", "path", path, "error", err)
-		return
+		return 0, false
 	}
-	s.logger.Warn("routes.json is bad at start; serving the last good table", "generation", t.Generation)
-	_ = s.Apply(t)
+	s.logger.Warn("routes.json is bad or missing at start; serving the last good table", "generation", t.Generation)
+	if s.Apply(t) != nil {
+		return 0, false
+	}
+	return t.Generation, true
 }
 
 // looseGeneration extracts "generation" from a rejected table when the

@@ -67,6 +67,9 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 			dial:           time.Duration(hr.DialTimeoutMS) * time.Millisecond,
 			responseHeader: time.Duration(hr.ResponseHeaderTimeoutMS) * time.Millisecond,
 		}
+		if tm.responseHeader <= 0 {
+			tm.responseHeader = reg.defaultTM.responseHeader // the edge's default (60 s)
+		}
 		r.timeouts = tm
 		for _, b := range hr.Backends {
 			be := reg.get(b.Addr)

@@ -16,6 +16,21 @@ import (
 // maxDatagram is the largest UDP payload relayed.
 const maxDatagram = 64 * 1024
 
+// UDP session bounds (sources are spoofable: one datagram from each of many
+// addresses must not take the edge's memory or descriptors).
+const (
+	// DefaultUDPMaxSessions bounds the sessions of one UDP listener.
+	DefaultUDPMaxSessions = 4096
+	// DefaultUDPMaxSessionsPerSource bounds one source IP's sessions on a
+	// listener (a client behind NAT uses several ports).
+	DefaultUDPMaxSessionsPerSource = 256
+)
+
+// datagramPool holds the buffers backend replies are read into: a session
+// waits for its backend without holding one (udp_unix.go), so an idle
+// session costs a goroutine and a socket, not 64 KiB.
+var datagramPool = sync.Pool{New: func() any { return new([maxDatagram]byte) }}
+
 // udpRelays owns the UDP listeners of the current route table. Each client
 // address gets a session pinned to the backend current when its first
 // datagram arrived: after a swap, existing sessions keep their backend until
@@ -25,6 +40,14 @@ type udpRelays struct {
 	reg    *registry
 	idle   time.Duration
 	logger hclog.Logger
+	// maxSessions and maxPerSource bound each listener's sessions;
+	// fdBudget bounds the descriptors of all sessions together (half of
+	// the process's descriptor limit: the rest stays for HTTP, TCP and the
+	// edge itself). open counts the session sockets.
+	maxSessions  int
+	maxPerSource int
+	fdBudget     int64
+	open         atomic.Int64
 
 	mu        sync.Mutex
 	listeners map[string]*udpListener
@@ -40,6 +63,8 @@ type udpListener struct {
 
 	mu       sync.Mutex
 	sessions map[netip.AddrPort]*udpSession
+	// perSource counts sessions per client IP.
+	perSource map[netip.Addr]int
 }
 
 // udpSession relays one client's datagrams to one backend.
@@ -53,11 +78,14 @@ type udpSession struct {
 
 func newUDPRelays(reg *registry, idle time.Duration, logger hclog.Logger) *udpRelays {
 	return &udpRelays{
-		reg:       reg,
-		idle:      idle,
-		logger:    logger,
-		listeners: make(map[string]*udpListener),
-		failed:    make(map[string]string),
+		reg:          reg,
+		idle:         idle,
+		logger:       logger,
+		maxSessions:  DefaultUDPMaxSessions,
+		maxPerSource: DefaultUDPMaxSessionsPerSource,
+		fdBudget:     max(int64(descriptorLimit()/2), 64),
+		listeners:    make(map[string]*udpListener),
+		failed:       make(map[string]string),
 	}
 }
 
@@ -99,7 +127,7 @@ func (u *udpRelays) update(routes []routetable.L4Route) {
 			u.logger.Error("udp listener cannot bind", "listen", listen, "app", r.App, "service", r.Service, "error", err)
 			continue
 		}
-		l := &udpListener{listen: listen, pc: pc, sessions: make(map[netip.AddrPort]*udpSession)}
+		l := &udpListener{listen: listen, pc: pc, sessions: make(map[netip.AddrPort]*udpSession), perSource: make(map[netip.Addr]int)}
 		l.backend.Store(b)
 		u.listeners[listen] = l
 		u.wg.Add(1)
@@ -132,7 +160,10 @@ func (u *udpRelays) serve(l *udpListener) {
 }
 
 // session returns the client's session, creating it on the listener's
-// current backend.
+// current backend. A new session over the bounds (maxPerSource: the
+// datagram is dropped; maxSessions or the descriptor budget: the
+// listener's least recently active session is closed first) never takes
+// more than its share.
 func (u *udpRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -141,6 +172,17 @@ func (u *udpRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 	}
 	if l.sessions == nil { // listener closed
 		return nil
+	}
+	src := client.Addr()
+	if l.perSource[src] >= u.maxPerSource {
+		u.logger.Debug("udp session refused: too many from one source", "listen", l.listen, "source", src)
+		return nil
+	}
+	if len(l.sessions) >= u.maxSessions || u.open.Load() >= u.fdBudget {
+		if !l.evictOldestLocked() {
+			u.logger.Debug("udp session refused: descriptor budget spent", "listen", l.listen)
+			return nil
+		}
 	}
 	b := l.backend.Load()
 	raddr, err := net.ResolveUDPAddr("udp", b.addr)
@@ -155,6 +197,8 @@ func (u *udpRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 	s := &udpSession{client: client, backend: b, upstream: up}
 	s.lastActive.Store(time.Now().UnixNano())
 	l.sessions[client] = s
+	l.perSource[src]++
+	u.open.Add(1)
 	b.openConns.Add(1)
 	u.wg.Add(1)
 	go u.replies(l, s)
@@ -168,17 +212,18 @@ func (u *udpRelays) replies(l *udpListener, s *udpSession) {
 	defer func() {
 		l.mu.Lock()
 		if l.sessions != nil && l.sessions[s.client] == s {
-			delete(l.sessions, s.client)
+			l.removeLocked(s)
 		}
 		l.mu.Unlock()
 		_ = s.upstream.Close()
+		u.open.Add(-1)
 		s.backend.openConns.Add(-1)
 	}()
-	buf := make([]byte, maxDatagram)
+	rd := newDatagramReader(s.upstream)
 	for {
 		last := time.Unix(0, s.lastActive.Load())
 		_ = s.upstream.SetReadDeadline(last.Add(u.idle))
-		n, err := s.upstream.Read(buf)
+		buf, n, err := rd.read()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -193,10 +238,40 @@ func (u *udpRelays) replies(l *udpListener, s *udpSession) {
 			continue // e.g. ICMP port unreachable from a restarting backend
 		}
 		s.lastActive.Store(time.Now().UnixNano())
-		if _, err := l.pc.WriteToUDPAddrPort(buf[:n], s.client); err != nil && errors.Is(err, net.ErrClosed) {
+		_, err = l.pc.WriteToUDPAddrPort(buf[:n], s.client)
+		datagramPool.Put(buf)
+		if err != nil && errors.Is(err, net.ErrClosed) {
 			return
 		}
 	}
+}
+
+// removeLocked drops s from l's maps (l.mu held).
+func (l *udpListener) removeLocked(s *udpSession) {
+	delete(l.sessions, s.client)
+	src := s.client.Addr()
+	if l.perSource[src] <= 1 {
+		delete(l.perSource, src)
+	} else {
+		l.perSource[src]--
+	}
+}
+
+// evictOldestLocked closes l's least recently active session (idle ones
+// go first); false when l has none (l.mu held).
+func (l *udpListener) evictOldestLocked() bool {
+	var oldest *udpSession
+	for _, s := range l.sessions {
+		if oldest == nil || s.lastActive.Load() < oldest.lastActive.Load() {
+			oldest = s
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	l.removeLocked(oldest)
+	_ = oldest.upstream.Close() // its goroutine ends and releases the rest
+	return true
 }
 
 // close closes the listener and ends its sessions.

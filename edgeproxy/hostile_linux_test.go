@@ -1,0 +1,379 @@
+//go:build linux
+
+package edgeproxy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// Hostile inputs, each on both HTTP paths: the event loop (1) and the
+// goroutine per connection (-1).
+
+func bothPaths(t *testing.T, f func(t *testing.T, loops int)) {
+	for _, loops := range []int{1, -1} {
+		t.Run(fmt.Sprintf("event_loops=%d", loops), func(t *testing.T) { f(t, loops) })
+	}
+}
+
+// rawAnswer is what a client read back for one raw request.
+type rawAnswer struct {
+	resp    *http.Response
+	body    string
+	bodyErr error
+	// closed: the edge closed the connection after the answer.
+	closed bool
+}
+
+// rawRoundTrip writes req on a new connection to addr and reads one answer
+// (within d), then, for a 200 or an answer that says Connection: close,
+// whether the connection was closed after it.
+func rawRoundTrip(t *testing.T, addr, req string, d time.Duration) rawAnswer {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(d)))
+	_, err = io.WriteString(c, req)
+	require.NoError(t, err)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err, "no answer within %s", d)
+	b, berr := io.ReadAll(resp.Body)
+	a := rawAnswer{resp: resp, body: string(b), bodyErr: berr}
+	if berr == nil && (resp.Close || resp.StatusCode == http.StatusOK) {
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		_, err := br.ReadByte()
+		a.closed = errors.Is(err, io.EOF) || err != nil && !isTimeout(err)
+	} else {
+		a.closed = true
+	}
+	return a
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+const getApp = "GET / HTTP/1.1\r\nHost: app.test\r\n\r\n"
+
+// A backend that writes part of an answer and closes at once (a crash after
+// writing): every client gets a 502 or a truncated body and a close, none
+// hangs (the event loop did not look at the close that came in the same
+// wake-up as the data).
+func TestBackendDyingMidAnswerNeverHangsTheClient(t *testing.T) {
+	answers := map[string]string{
+		"partial head":         "HTTP/1.1 200 OK\r\nContent-Le",
+		"head and short body":  "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
+		"non-HTTP bytes":       "SSH-2.0-OpenSSH_9.2\r\n",
+		"chunked, cut":         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+		"head only, no length": "HTTP/1.1 200 OK\r\n",
+	}
+	bothPaths(t, func(t *testing.T, loops int) {
+		for name, answer := range answers {
+			t.Run(name, func(t *testing.T) {
+				backend := rawBackend(t, func(c net.Conn) {
+					br := bufio.NewReader(c)
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					_, _ = io.WriteString(c, answer) // then closed at once
+				})
+				s := runEdge(t, loops, backend)
+				for i := range 10 {
+					a := rawRoundTrip(t, s.HTTPAddr(), getApp, 5*time.Second)
+					if a.resp.StatusCode == http.StatusOK {
+						assert.Error(t, a.bodyErr, "request %d: a truncated body must not look whole", i)
+					} else {
+						assert.Equal(t, http.StatusBadGateway, a.resp.StatusCode, "request %d", i)
+					}
+					assert.True(t, a.closed || a.resp.StatusCode == http.StatusBadGateway, "request %d: connection closed after a cut answer", i)
+				}
+			})
+		}
+	})
+}
+
+// hostileEdge runs an edge on the given path with cfg's timeouts, routing
+// app.test to backend.
+func hostileEdge(t *testing.T, loops int, cfg Config, backend string, tune ...func(*routetable.HTTPRoute)) *Server {
+	t.Helper()
+	cfg.EventLoops = loops
+	cfg.DialTimeout, cfg.ShutdownTimeout, cfg.ReadHeaderTimeout = time.Second, 2*time.Second, time.Second
+	e := startLoopEdgeCfg(t, cfg, route(backend, tune...))
+	t.Cleanup(func() { assert.NoError(t, e.stop()) })
+	return e.s
+}
+
+// recordingBackend answers 200 "ok" after reading each request whole and
+// sends every request it read (method, path, headers, body or the body's
+// read error) on the returned channel.
+type seenRequest struct {
+	method, path string
+	header       http.Header
+	body         string
+	bodyErr      error
+}
+
+func recordingBackend(t *testing.T) (string, chan seenRequest) {
+	t.Helper()
+	seen := make(chan seenRequest, 64)
+	addr := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		seen <- seenRequest{method: r.Method, path: r.URL.Path, header: r.Header.Clone(), body: string(b), bodyErr: err}
+		if err != nil {
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	return addr, seen
+}
+
+// RFC 9112 §6.1: a request with both Content-Length and Transfer-Encoding
+// is answered 400 and its connection closed, whether it is the
+// connection's first request or follows one net/http already served; the
+// bytes after it (a smuggled request) never reach a backend.
+func TestSmugglingContentLengthWithChunkedIs400AndCloses(t *testing.T) {
+	smuggle := "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: app.test\r\n\r\n"
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, seen := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{}, backend)
+		for name, prefix := range map[string]string{
+			"first request":           "",
+			"after a served POST":     "POST /first HTTP/1.1\r\nHost: app.test\r\nContent-Length: 2\r\n\r\nhi",
+			"after a served GET":      "GET /first HTTP/1.1\r\nHost: app.test\r\n\r\n",
+			"Transfer-Encoding first": "",
+		} {
+			t.Run(name, func(t *testing.T) {
+				req := smuggle
+				if name == "Transfer-Encoding first" {
+					req = strings.Replace(smuggle, "Content-Length: 5\r\nTransfer-Encoding: chunked", "Transfer-Encoding: chunked\r\nContent-Length: 5", 1)
+				}
+				c, err := net.Dial("tcp", s.HTTPAddr())
+				require.NoError(t, err)
+				defer c.Close()
+				require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+				_, err = io.WriteString(c, prefix+req)
+				require.NoError(t, err)
+				br := bufio.NewReader(c)
+				if prefix != "" {
+					resp, err := http.ReadResponse(br, nil)
+					require.NoError(t, err)
+					_, _ = io.ReadAll(resp.Body)
+					require.Equal(t, http.StatusOK, resp.StatusCode)
+					assert.Equal(t, "/first", (<-seen).path)
+				}
+				resp, err := http.ReadResponse(br, nil)
+				require.NoError(t, err)
+				body, _ := io.ReadAll(resp.Body)
+				assert.Equal(t, http.StatusBadRequest, resp.StatusCode, string(body))
+				assert.True(t, resp.Close, "Connection: close")
+				_, err = br.ReadByte()
+				assert.ErrorIs(t, err, io.EOF, "the connection is closed after the 400")
+				select {
+				case r := <-seen:
+					t.Fatalf("a backend got %s %s", r.method, r.path)
+				case <-time.After(100 * time.Millisecond):
+				}
+			})
+		}
+	})
+}
+
+// Header names spelled with underscores that a backend may read as
+// framing, forwarding or client headers are dropped on both paths (GET on
+// the loop, POST through net/http); other underscore names pass.
+func TestUnderscoreAliasesOfFramingAndForwardingHeadersAreDropped(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, seen := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{}, backend)
+		hdrs := "Transfer_Encoding: chunked\r\nContent_Length: 5\r\nX_Forwarded_For: 6.6.6.6\r\nX_Real_IP: 6.6.6.6\r\nX_Forwarded_Proto: https\r\nX_App_Token: kept\r\n"
+		for _, req := range []string{
+			"GET / HTTP/1.1\r\nHost: app.test\r\n" + hdrs + "\r\n",
+			"POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 2\r\n" + hdrs + "\r\nhi",
+		} {
+			a := rawRoundTrip(t, s.HTTPAddr(), req, 5*time.Second)
+			require.Equal(t, http.StatusOK, a.resp.StatusCode)
+			r := <-seen
+			for k := range r.header {
+				if strings.Contains(k, "_") {
+					assert.Equal(t, "X_app_token", k, "%s %s: only the harmless underscore name passes", r.method, k)
+				}
+			}
+			assert.Equal(t, "kept", r.header.Get("X_App_Token"), r.method)
+			assert.Equal(t, "127.0.0.1", r.header.Get("X-Forwarded-For"), r.method)
+		}
+	})
+}
+
+// A backend that accepts and never answers gets the edge's default
+// response timeout (504 with a page saying so); a route's own
+// response_header_timeout_ms overrides it; a response whose headers came
+// is not cut by it however long its body streams.
+func TestResponseTimeoutByDefaultIs504AndSparesStreams(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		silent := rawBackend(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+		s := hostileEdge(t, loops, Config{ResponseTimeout: 300 * time.Millisecond}, silent)
+		for _, req := range []string{getApp, "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 2\r\n\r\nhi"} {
+			start := time.Now()
+			a := rawRoundTrip(t, s.HTTPAddr(), req, 5*time.Second)
+			assert.Equal(t, http.StatusGatewayTimeout, a.resp.StatusCode)
+			assert.Contains(t, a.body, "no response headers within the response timeout")
+			assert.Less(t, time.Since(start), 3*time.Second)
+		}
+
+		stream := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i := range 3 {
+				fmt.Fprintf(w, "data: %d\n\n", i)
+				w.(http.Flusher).Flush()
+				time.Sleep(400 * time.Millisecond) // > the response timeout
+			}
+		})
+		s2 := hostileEdge(t, loops, Config{ResponseTimeout: 300 * time.Millisecond}, stream)
+		a := rawRoundTrip(t, s2.HTTPAddr(), getApp, 5*time.Second)
+		require.NoError(t, a.bodyErr)
+		assert.Equal(t, "data: 0\n\ndata: 1\n\ndata: 2\n\n", a.body)
+
+		slow := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(500 * time.Millisecond)
+			_, _ = io.WriteString(w, "late")
+		})
+		s3 := hostileEdge(t, loops, Config{ResponseTimeout: 200 * time.Millisecond}, slow, func(r *routetable.HTTPRoute) { r.ResponseHeaderTimeoutMS = 3000 })
+		a = rawRoundTrip(t, s3.HTTPAddr(), getApp, 5*time.Second)
+		assert.Equal(t, http.StatusOK, a.resp.StatusCode)
+		assert.Equal(t, "late", a.body)
+	})
+}
+
+// A client that sends a POST head and stops sending its body gets 408 and
+// a close within the body timeout; the backend connection is closed too
+// (the backend's body read fails), on both paths.
+func TestStalledRequestBodyIs408AndClosesBothConnections(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, seen := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{BodyTimeout: 300 * time.Millisecond}, backend)
+		for _, sent := range []string{"", "0123456789"} {
+			start := time.Now()
+			a := rawRoundTrip(t, s.HTTPAddr(), "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 100000\r\n\r\n"+sent, 5*time.Second)
+			assert.Equal(t, http.StatusRequestTimeout, a.resp.StatusCode, a.body)
+			assert.True(t, a.closed, "the client connection is closed")
+			assert.Less(t, time.Since(start), 3*time.Second)
+			select {
+			case r := <-seen:
+				assert.Error(t, r.bodyErr, "the backend never takes the cut body as whole")
+			case <-time.After(3 * time.Second):
+				t.Fatal("the backend's request did not end")
+			}
+		}
+		// A body that keeps coming, slower than the timeout in total but
+		// never idle that long, goes through.
+		c, err := net.Dial("tcp", s.HTTPAddr())
+		require.NoError(t, err)
+		defer c.Close()
+		_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 6\r\n\r\n")
+		for range 6 {
+			time.Sleep(100 * time.Millisecond)
+			_, _ = io.WriteString(c, "x")
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "xxxxxx", (<-seen).body)
+	})
+}
+
+// A malformed chunked body is the client's fault: 400 and a close, not
+// 502; the backend never takes it as whole.
+func TestMalformedChunkedBodyIs400(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, seen := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{}, backend)
+		for _, body := range []string{"5\r\nhello\r\nZZ\r\n\r\n", "5\r\nhelloXX0\r\n\r\n", "-1\r\n"} {
+			a := rawRoundTrip(t, s.HTTPAddr(), "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\n\r\n"+body, 5*time.Second)
+			assert.Equal(t, http.StatusBadRequest, a.resp.StatusCode, "%q: %s", body, a.body)
+			assert.True(t, a.closed, "%q: connection closed", body)
+			select {
+			case r := <-seen:
+				assert.Error(t, r.bodyErr, "%q: the backend must not take the body as whole", body)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// Error pages say which app and service did not answer, not the backend's
+// loopback address (both paths, the loop's and net/http's pages).
+func TestErrorPagesNameAppAndServiceNotTheBackendAddress(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		refused := freeAddr(t)
+		s := hostileEdge(t, loops, Config{}, refused)
+		for _, req := range []string{getApp, "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 2\r\n\r\nhi"} {
+			a := rawRoundTrip(t, s.HTTPAddr(), req, 5*time.Second)
+			assert.Equal(t, http.StatusServiceUnavailable, a.resp.StatusCode)
+			assert.Contains(t, a.body, "(app app, service web)")
+			assert.NotContains(t, a.body, "127.0.0.1")
+		}
+	})
+}
+
+// Request heads over 64 KiB get 431 on both paths, and the edge closes.
+func TestRequestHeadOver64KiBIs431(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, _ := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{}, backend)
+		ok := rawRoundTrip(t, s.HTTPAddr(), "GET / HTTP/1.1\r\nHost: app.test\r\nX-Big: "+strings.Repeat("b", 60<<10)+"\r\n\r\n", 5*time.Second)
+		assert.Equal(t, http.StatusOK, ok.resp.StatusCode)
+		for _, n := range []int{65 << 10, 1 << 20} {
+			a := rawRoundTrip(t, s.HTTPAddr(), "GET / HTTP/1.1\r\nHost: app.test\r\nX-Big: "+strings.Repeat("b", n)+"\r\n\r\n", 5*time.Second)
+			assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, a.resp.StatusCode, "%d bytes", n)
+		}
+	})
+}
+
+// A head naming thousands of headers in Connection (the quadratic case)
+// is handled right: each named header is dropped, the others pass.
+func TestManyConnectionNamedHeadersAreDroppedAndOthersKept(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, seen := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{}, backend)
+		var conn, hdrs strings.Builder
+		for i := range 3000 {
+			if i > 0 {
+				conn.WriteString(",")
+			}
+			fmt.Fprintf(&conn, "x-h%d", i)
+			fmt.Fprintf(&hdrs, "X-H%d: v\r\n", i)
+		}
+		hdrs.WriteString("X-Keep: yes\r\n")
+		a := rawRoundTrip(t, s.HTTPAddr(), "GET / HTTP/1.1\r\nHost: app.test\r\nConnection: "+conn.String()+"\r\n"+hdrs.String()+"\r\n", 5*time.Second)
+		require.Equal(t, http.StatusOK, a.resp.StatusCode, a.body)
+		r := <-seen
+		assert.Equal(t, "yes", r.header.Get("X-Keep"))
+		for k := range r.header {
+			assert.False(t, strings.HasPrefix(k, "X-H"), "%s was named by Connection", k)
+		}
+	})
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	a := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return a
+}

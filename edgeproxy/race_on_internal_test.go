@@ -1,0 +1,5 @@
+//go:build race
+
+package edgeproxy
+
+const raceEnabledInternal = true

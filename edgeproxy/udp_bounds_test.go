@@ -1,0 +1,160 @@
+package edgeproxy
+
+import (
+	"net"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// udpEcho answers every datagram with itself.
+func udpEcho(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pc.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteTo(buf[:n], from)
+		}
+	}()
+	return pc.LocalAddr().String()
+}
+
+// udpRelay runs UDP relays with one listener to an echo backend.
+func udpRelay(t *testing.T, tune func(*udpRelays)) (*udpRelays, *udpListener) {
+	t.Helper()
+	u := newUDPRelays(newRegistry(time.Second, nil, nil), time.Minute, nil)
+	u.logger = newRegistry(time.Second, nil, nil).logger
+	tune(u)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	listen := pc.LocalAddr().String()
+	require.NoError(t, pc.Close())
+	u.update([]routetable.L4Route{{Listen: listen, App: "app", Service: "dns", Backend: udpEcho(t)}})
+	t.Cleanup(u.close)
+	require.Len(t, u.listeners, 1, "listener bound")
+	return u, u.listeners[listen]
+}
+
+func (l *udpListener) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.sessions)
+}
+
+// udpClient sends msg from a new socket to addr and reports whether the
+// echo came back.
+func udpClient(t *testing.T, addr, msg string) (net.Conn, bool) {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, udpSend(c, msg)
+}
+
+func udpSend(c net.Conn, msg string) bool {
+	_ = c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := c.Write([]byte(msg)); err != nil {
+		return false
+	}
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	return err == nil && string(buf[:n]) == msg
+}
+
+// A listener keeps at most its session bound: a new client beyond it
+// closes the least recently active session (the idlest), and the others
+// keep working.
+func TestUDPSessionsBoundedPerListenerEvictingTheIdlest(t *testing.T) {
+	u, l := udpRelay(t, func(u *udpRelays) { u.maxSessions = 4 })
+	addr := l.pc.LocalAddr().String()
+	var cs []net.Conn
+	for i := range 4 {
+		c, ok := udpClient(t, addr, "hello")
+		require.True(t, ok, "client %d", i)
+		cs = append(cs, c)
+	}
+	time.Sleep(10 * time.Millisecond)
+	for _, c := range cs[1:] {
+		require.True(t, udpSend(c, "again")) // cs[0] is now the idlest
+	}
+	_, ok := udpClient(t, addr, "new")
+	require.True(t, ok, "a new client is served")
+	assert.Equal(t, 4, l.count())
+	l.mu.Lock()
+	_, kept := l.sessions[netipOf(t, cs[0])]
+	l.mu.Unlock()
+	assert.False(t, kept, "the idlest session was evicted")
+	for _, c := range cs[1:] {
+		assert.True(t, udpSend(c, "still"), "an active session survives")
+	}
+	assert.LessOrEqual(t, u.open.Load(), int64(5))
+}
+
+// One source IP gets at most its share of a listener's sessions.
+func TestUDPSessionsBoundedPerSource(t *testing.T) {
+	_, l := udpRelay(t, func(u *udpRelays) { u.maxPerSource = 3 })
+	addr := l.pc.LocalAddr().String()
+	served := 0
+	for range 6 {
+		if _, ok := udpClient(t, addr, "x"); ok {
+			served++
+		}
+	}
+	assert.Equal(t, 3, served)
+	assert.Equal(t, 3, l.count())
+}
+
+// All sessions together stay within the descriptor budget (half of the
+// process's limit by default), so HTTP keeps descriptors.
+func TestUDPSessionsKeepADescriptorReserve(t *testing.T) {
+	u, l := udpRelay(t, func(u *udpRelays) { u.fdBudget = 5 })
+	addr := l.pc.LocalAddr().String()
+	for range 20 {
+		udpClient(t, addr, "x")
+		assert.LessOrEqual(t, u.open.Load(), int64(6), "budget 5, one closing at a time")
+	}
+	assert.LessOrEqual(t, l.count(), 5)
+	assert.Equal(t, int64(descriptorLimit()/2), newUDPRelays(newRegistry(time.Second, nil, nil), time.Minute, nil).fdBudget)
+}
+
+// An idle session does not hold a 64 KiB buffer: 400 sessions cost a few
+// KiB each (a goroutine and a socket).
+func TestUDPIdleSessionsAreSmall(t *testing.T) {
+	if raceEnabledInternal {
+		t.Skip("memory figures differ under the race detector")
+	}
+	_, l := udpRelay(t, func(u *udpRelays) { u.maxPerSource = 1000 })
+	addr := l.pc.LocalAddr().String()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const n = 400
+	for range n {
+		_, ok := udpClient(t, addr, "x")
+		require.True(t, ok)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapInuse+after.StackInuse) - int64(before.HeapInuse+before.StackInuse)) / n
+	t.Logf("%d bytes per idle UDP session", per)
+	assert.Less(t, per, int64(24<<10), "bytes per idle session")
+	assert.Equal(t, n, l.count())
+}
+
+func netipOf(t *testing.T, c net.Conn) netip.AddrPort {
+	t.Helper()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
