@@ -477,3 +477,46 @@ func TestRestartPolicy_EngineRestartRevivesOnlyServingGenerations(t *testing.T) 
 	require.NoError(t, err)
 	require.Zero(t, n, "the stopped app stays stopped across the engine restart")
 }
+
+func TestInternalReadiness_AnInternalOnlyProbeDeploysThroughTheHelper(t *testing.T) {
+	img := testimages.Require(t, "", "httpd")["httpd"]
+	state := t.TempDir()
+	app := "e2einternal"
+	cleanupApp(t, app)
+	startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+	manifest := func(env string) string {
+		return fmt.Sprintf(`name = %q
+[services.api]
+image = %q
+stop_grace = "2s"
+[services.api.env]
+READY_AFTER = "1s"
+%s
+[[services.api.http]]
+port = 8080
+[services.api.readiness]
+type = "http"
+path = "/healthz"
+port = 8080
+timeout = "8s"
+`, app, img, env)
+	}
+	writeFile(t, file, manifest(""))
+	op, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Equal(t, "success", op.Outcome)
+	ids := managed(t, app, "api")
+	require.Len(t, ids, 1, "the helper container is gone, only the service remains")
+	require.Empty(t, field(inspectJSON(t, ids[0]), "HostConfig", "PortBindings"), "the internal port is never published")
+
+	// A never-ready candidate fails through the same helper; the old one stays.
+	writeFile(t, file, manifest(`NEVER_READY = "true"`))
+	_, r = deployJSON(t, state, file)
+	require.Equal(t, 1, r.Code, r.String())
+	require.Contains(t, r.Stdout+r.Stderr, "HTTP readiness timeout after 8s")
+	require.Equal(t, ids, managed(t, app, "api"))
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=dev.gordon.role=probe-helper", "--filter", "label=dev.gordon.app="+app).Output()
+	require.NoError(t, err)
+	require.Empty(t, strings.TrimSpace(string(out)), "no helper container is left behind")
+}
