@@ -508,6 +508,7 @@ timeout = "8s"
 	require.Equal(t, "success", op.Outcome)
 	ids := managed(t, app, "api")
 	require.Len(t, ids, 1, "the helper container is gone, only the service remains")
+	t.Logf("first deploy with an internal-only probe: %s", r.Elapsed)
 	require.Empty(t, field(inspectJSON(t, ids[0]), "HostConfig", "PortBindings"), "the internal port is never published")
 
 	// A never-ready candidate fails through the same helper; the old one stays.
