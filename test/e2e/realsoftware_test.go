@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -421,5 +422,141 @@ func TestRestartPolicy_ACrashedGenerationComesBackWithoutReconcile(t *testing.T)
 	r = gordon(t, state, "stop", app)
 	require.Equal(t, 0, r.Code, r.String())
 	time.Sleep(1500 * time.Millisecond)
-	require.Equal(t, false, field(inspectJSON(t, ids[0]), "State", "Running"), "a stopped generation is never revived")
+	n, err := runningCount(app, "web")
+	require.NoError(t, err)
+	require.Zero(t, n, "a stopped app's generation is never revived")
+}
+
+// The restart policy across an engine restart: the serving generation is
+// back before any reconcile pass; a superseded generation and a stopped
+// app's container are not revived. It restarts dockerd, so it runs only in
+// CI (CI=true) or with GORDON_E2E_RESTART_ENGINE=1, and only when dockerd
+// is a plain process this machine started (not a systemd unit).
+func TestRestartPolicy_EngineRestartRevivesOnlyServingGenerations(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("GORDON_E2E_RESTART_ENGINE") != "1" {
+		t.Skip("restarts dockerd: set GORDON_E2E_RESTART_ENGINE=1 (CI sets CI=true)")
+	}
+	if exec.Command("systemctl", "is-active", "--quiet", "docker").Run() == nil {
+		t.Skip("dockerd is a systemd unit here; not restarting it from a test")
+	}
+	imgs := testimages.Require(t, "", "sigd", "voldb")
+	state := t.TempDir()
+	startEdge(t, state)
+	serving, stopped := "e2erpserve", "e2erpstop"
+	cleanupApp(t, serving)
+	cleanupApp(t, stopped)
+	file := filepath.Join(t.TempDir(), "serve.toml")
+	writeFile(t, file, sigdManifest(serving, imgs["sigd"], "rp.test", `stop_signal = "SIGINT"`, "1"))
+	r := gordon(t, state, "deploy", "-f", file)
+	require.Equal(t, 0, r.Code, r.String())
+	writeFile(t, file, sigdManifest(serving, imgs["sigd"], "rp.test", `stop_signal = "SIGINT"`, "2"))
+	r = gordon(t, state, "deploy", "-f", file)
+	require.Equal(t, 0, r.Code, r.String())
+	gen2 := managed(t, serving, "web")
+	require.Len(t, gen2, 1)
+	sfile := filepath.Join(t.TempDir(), "stop.toml")
+	writeFile(t, sfile, voldbManifest(stopped, imgs["voldb"], freeAddr(t), "1", true))
+	r = gordon(t, state, "deploy", "-f", sfile)
+	require.Equal(t, 0, r.Code, r.String())
+	r = gordon(t, state, "stop", stopped)
+	require.Equal(t, 0, r.Code, r.String())
+
+	restartDockerd(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if n, _ := runningCount(serving, "web"); n == 1 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, gen2, managed(t, serving, "web"), "only the serving generation exists")
+	n, err := runningCount(serving, "web")
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the serving generation is back without any reconcile pass")
+	n, err = runningCount(stopped, "db")
+	require.NoError(t, err)
+	require.Zero(t, n, "the stopped app stays stopped across the engine restart")
+}
+
+func TestInternalReadiness_AnInternalOnlyProbeDeploysThroughTheHelper(t *testing.T) {
+	img := testimages.Require(t, "", "httpd")["httpd"]
+	state := t.TempDir()
+	app := "e2einternal"
+	cleanupApp(t, app)
+	startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+	manifest := func(env string) string {
+		return fmt.Sprintf(`name = %q
+[services.api]
+image = %q
+stop_grace = "2s"
+[services.api.env]
+READY_AFTER = "1s"
+%s
+[[services.api.http]]
+port = 8080
+[services.api.readiness]
+type = "http"
+path = "/healthz"
+port = 8080
+timeout = "8s"
+`, app, img, env)
+	}
+	writeFile(t, file, manifest(""))
+	op, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Equal(t, "success", op.Outcome)
+	ids := managed(t, app, "api")
+	require.Len(t, ids, 1, "the helper container is gone, only the service remains")
+	t.Logf("first deploy with an internal-only probe: %s", r.Elapsed)
+	require.Empty(t, field(inspectJSON(t, ids[0]), "HostConfig", "PortBindings"), "the internal port is never published")
+
+	// A never-ready candidate fails through the same helper; the old one stays.
+	writeFile(t, file, manifest(`NEVER_READY = "true"`))
+	_, r = deployJSON(t, state, file)
+	require.Equal(t, 1, r.Code, r.String())
+	require.Contains(t, r.Stdout+r.Stderr, "HTTP readiness timeout after 8s")
+	require.Equal(t, ids, managed(t, app, "api"))
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=dev.gordon.role=probe-helper", "--filter", "label=dev.gordon.app="+app).Output()
+	require.NoError(t, err)
+	require.Empty(t, strings.TrimSpace(string(out)), "no helper container is left behind")
+}
+
+func TestR41_UnhealthyServingContainerIsRecoveredAndJournaled(t *testing.T) {
+	img := testimages.Require(t, "", "sigd")["sigd"]
+	state := t.TempDir()
+	app := "e2esick"
+	cleanupApp(t, app)
+	edge := startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, sigdManifest(app, img, "sick.test", `stop_signal = "SIGINT"`, "1"))
+	_, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	ids := managed(t, app, "web")
+	require.Len(t, ids, 1)
+	_, before, err := edge.get("sick.test", "/")
+	require.NoError(t, err)
+
+	code, _, err := edge.get("sick.test", "/sick")
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && field(inspectJSON(t, ids[0]), "State", "Health", "Status") != "unhealthy" {
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, "unhealthy", field(inspectJSON(t, ids[0]), "State", "Health", "Status"))
+
+	r = gordon(t, state, "reconcile", app)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Contains(t, r.Stdout, "recovered web: unhealthy", r.String())
+	r = gordon(t, state, "status", app)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Contains(t, r.Stdout, "web: recovered "+short(ids[0]), r.String())
+	require.Contains(t, r.Stdout, "unhealthy: unhealthy: /healthz answered 503", r.String())
+
+	code, after, err := edge.get("sick.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, "served again after the restart")
+	require.NotEqual(t, instanceOf([]byte(before)), instanceOf([]byte(after)), "a new execution of the same container")
+	require.Equal(t, ids, managed(t, app, "web"))
 }
