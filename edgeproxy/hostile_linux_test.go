@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -376,4 +377,79 @@ func freeAddr(t *testing.T) string {
 	a := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	return a
+}
+
+// A head that comes in pieces is served once whole (both paths); on the
+// event loop it waits in the loop (no hand-over to a goroutine); one that
+// stalls is closed after the read header timeout.
+func TestPartialHeadsAreServedWhenWholeAndCutAtTheHeaderTimeout(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, _ := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{}, backend) // ReadHeaderTimeout 1 s
+		c, err := net.Dial("tcp", s.HTTPAddr())
+		require.NoError(t, err)
+		defer c.Close()
+		_, handoffs0 := loopCounts(s)
+		for _, part := range []string{"GET / HT", "TP/1.1\r\nHo", "st: app.test\r\n", "\r\n"} {
+			_, _ = io.WriteString(c, part)
+			time.Sleep(50 * time.Millisecond)
+		}
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(3*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		if loops > 0 {
+			_, handoffs := loopCounts(s)
+			assert.Equal(t, handoffs0, handoffs, "the loop kept the connection")
+		}
+
+		stalled, err := net.Dial("tcp", s.HTTPAddr())
+		require.NoError(t, err)
+		defer stalled.Close()
+		_, _ = io.WriteString(stalled, "GET / HTTP/1.1\r\nHost: app")
+		start := time.Now()
+		require.NoError(t, stalled.SetReadDeadline(time.Now().Add(5*time.Second)))
+		_, err = stalled.Read(make([]byte, 1))
+		assert.False(t, isTimeout(err), "closed by the edge, not by the test's deadline: %v", err)
+		assert.Less(t, time.Since(start), 3*time.Second)
+	})
+}
+
+// A connection holding a partial head costs little memory: a few KiB on
+// the event loop (its 4 KiB buffer), more on the goroutine path (logged).
+func TestPartialHeadConnectionsAreSmall(t *testing.T) {
+	if raceEnabledInternal {
+		t.Skip("memory figures differ under the race detector")
+	}
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, _ := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{ReadHeaderTimeout: time.Minute}, backend)
+		s.h1.readHeaderTimeout = time.Minute
+		const n = 300
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		conns := make([]net.Conn, 0, n)
+		for range n {
+			c, err := net.Dial("tcp", s.HTTPAddr())
+			require.NoError(t, err)
+			conns = append(conns, c)
+			_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: app.test\r\nX-Partial: "+strings.Repeat("p", 500))
+		}
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		time.Sleep(300 * time.Millisecond)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		// The test's own client sockets are counted too (a few hundred
+		// bytes each).
+		per := (int64(after.HeapInuse+after.StackInuse) - int64(before.HeapInuse+before.StackInuse)) / n
+		t.Logf("event_loops=%d: %d bytes per partial-head connection", loops, per)
+		if loops > 0 {
+			assert.Less(t, per, int64(8<<10))
+		}
+	})
 }
