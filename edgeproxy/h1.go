@@ -1205,7 +1205,7 @@ func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte, wait
 func parseResponse(head []byte, resp *h1Response, headReq bool) error {
 	*resp = h1Response{head: head, headers: resp.headers[:0], connNames: resp.connNames[:0], started: true, length: -1}
 	line, rest, ok := cutLineLax(head)
-	if !ok || len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+	if !ok || len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[7] < '0' || line[7] > '9' || line[8] != ' ' {
 		return errBadResponse
 	}
 	resp.http10 = line[7] == '0'
