@@ -382,12 +382,15 @@ func serveErr(what string, err error) error {
 // snapshot is read once, so a request finishes on the backend it started
 // on. Unknown hosts get 404 "gordon-edge: no route for host X".
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if tc := connTracked(r.Context()); tc != nil && tc.smuggling(r) {
-		// RFC 9112 §6.1: both framings in one request; the connection
-		// closes after the answer (nginx answers 400 too).
-		w.Header().Set("Connection", "close")
-		writeEdgeError(w, http.StatusBadRequest, "gordon-edge: 400 Bad Request: the request has both Content-Length and Transfer-Encoding\n")
-		return
+	if tc := connTracked(r.Context()); tc != nil {
+		if why := tc.smuggling(r); why != "" {
+			// RFC 9112 §6.1 (both framings) and §5.2 (line folding): a
+			// front proxy may frame the request otherwise; the connection
+			// closes after the answer (nginx answers 400 too).
+			w.Header().Set("Connection", "close")
+			writeEdgeError(w, http.StatusBadRequest, "gordon-edge: 400 Bad Request: "+why+"\n")
+			return
+		}
 	}
 	upgrade := isUpgrade(r)
 	var rt *httpRoute
