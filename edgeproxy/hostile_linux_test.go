@@ -536,3 +536,25 @@ func TestHostileRequestsStaySafe(t *testing.T) {
 		}
 	})
 }
+
+// The response timeout runs from the request sent whole: an upload that
+// takes longer than it (but never stalls for the body timeout) is not cut.
+func TestResponseTimeoutStartsAfterTheUploadIsSent(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, seen := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{ResponseTimeout: 300 * time.Millisecond, BodyTimeout: 2 * time.Second}, backend)
+		c, err := net.Dial("tcp", s.HTTPAddr())
+		require.NoError(t, err)
+		defer c.Close()
+		_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 8\r\n\r\n")
+		for range 8 {
+			time.Sleep(100 * time.Millisecond) // 800 ms in all
+			_, _ = io.WriteString(c, "u")
+		}
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(3*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "uuuuuuuu", (<-seen).body)
+	})
+}
