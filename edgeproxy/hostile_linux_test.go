@@ -558,3 +558,19 @@ func TestResponseTimeoutStartsAfterTheUploadIsSent(t *testing.T) {
 		assert.Equal(t, "uuuuuuuu", (<-seen).body)
 	})
 }
+
+// A response timeout over 2 s (checked at the client checks on the
+// goroutine path, at the sweep on the event loop) still answers 504, at
+// most about a second late.
+func TestLongResponseTimeoutIs504(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		silent := rawBackend(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+		s := hostileEdge(t, loops, Config{ResponseTimeout: 2500 * time.Millisecond}, silent)
+		start := time.Now()
+		a := rawRoundTrip(t, s.HTTPAddr(), getApp, 6*time.Second)
+		took := time.Since(start)
+		assert.Equal(t, http.StatusGatewayTimeout, a.resp.StatusCode)
+		assert.GreaterOrEqual(t, took, 2400*time.Millisecond)
+		assert.Less(t, took, 4500*time.Millisecond)
+	})
+}
