@@ -22,7 +22,8 @@ const MaxDrainTimeout = 30 * time.Second
 // app (SPEC decision 11, 1.1 "rebuild"). It is pure. For every service with
 // a container:
 //   - each public HTTP interface with a host becomes an HTTPRoute{Host, App,
-//     Service, Backends: [{Addr: "127.0.0.1:<BackendBinds[port]>", Container}]};
+//     Service, Backends: [{Addr: "127.0.0.1:<BackendBinds[port]>", Container}],
+//     ResponseHeaderTimeoutMS: its response_timeout (0: the edge's default)};
 //   - each TCP interface with Publish becomes an L4Route{Listen: Publish,
 //     Backend: "127.0.0.1:<BackendBinds[port]>"};
 //   - each UDP interface with Publish likewise from UDPBackendBinds.
@@ -48,7 +49,8 @@ func BuildGraph(actives []Active) routetable.Graph {
 				}
 				g.HTTP = append(g.HTTP, routetable.HTTPRoute{
 					Host: h.Host, App: a.App, Service: name,
-					Backends: []routetable.Backend{{Addr: LoopbackAddr(hp), Container: s.Container}},
+					Backends:                []routetable.Backend{{Addr: LoopbackAddr(hp), Container: s.Container}},
+					ResponseHeaderTimeoutMS: h.ResponseTimeout.D().Milliseconds(),
 				})
 			}
 			for _, t := range s.Spec.TCP {

@@ -178,3 +178,18 @@ func TestR25_EffectiveGrace(t *testing.T) {
 	assert.Equal(t, 45*time.Second, EffectiveGrace(Duration(45*time.Second)))
 	assert.Equal(t, 30*time.Second, EffectiveGrace(Duration(-time.Second)))
 }
+
+// An HTTP interface's response_timeout reaches the route table as
+// response_header_timeout_ms (0 when unset: the edge's default).
+func TestBuildGraphCarriesResponseTimeout(t *testing.T) {
+	spec := ServiceSpec{Name: "web", HTTP: []HTTPInterface{
+		{Port: 80, Host: "a.example", Visibility: VisibilityPublic, ResponseTimeout: Duration(90 * time.Second)},
+		{Port: 81, Host: "b.example", Visibility: VisibilityPublic},
+	}}
+	g := BuildGraph([]Active{{App: "blog", Services: map[string]*ActiveService{
+		"web": {Container: "c1", Spec: spec, BackendBinds: map[int]int{80: 30001, 81: 30002}},
+	}}})
+	require.Len(t, g.HTTP, 2)
+	assert.Equal(t, int64(90000), g.HTTP[0].ResponseHeaderTimeoutMS)
+	assert.Equal(t, int64(0), g.HTTP[1].ResponseHeaderTimeoutMS)
+}

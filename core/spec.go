@@ -96,6 +96,10 @@ type HTTPInterface struct {
 	// Host is the public host name ("*.example.com" allowed); empty for internal.
 	Host       string `json:"host,omitempty"`
 	Visibility string `json:"visibility"`
+	// ResponseTimeout bounds the edge's wait for a backend's response
+	// headers on this interface (manifest response_timeout, 1s..1h; 0: the
+	// edge's default, 60 s); exceeding it answers 504.
+	ResponseTimeout Duration `json:"response_timeout,omitempty"`
 }
 
 // Public reports whether the interface is routed from a host name.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -253,13 +254,66 @@ func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The context must outlive RoundTrip (the body reads under it), so it
 	// is canceled only by the timer; it ends with the request's context.
+	// The clock starts once the request is sent whole: at the end of its
+	// body (an upload of any length is not cut), at once without one.
 	ctx, cancel := context.WithCancelCause(ctx)
-	timer := time.AfterFunc(t.tm.responseHeader, func() { cancel(errResponseHeaderTimeout) })
-	resp, err := t.ft.fallback.RoundTrip(req.WithContext(ctx))
-	if !timer.Stop() && err != nil && errors.Is(context.Cause(ctx), errResponseHeaderTimeout) {
+	hw := &headerWatch{d: t.tm.responseHeader, fire: func() { cancel(errResponseHeaderTimeout) }}
+	out := req.WithContext(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		out.Body = &sentNotifier{ReadCloser: req.Body, hw: hw}
+	} else {
+		hw.start()
+	}
+	resp, err := t.ft.fallback.RoundTrip(out)
+	if hw.stop() && err != nil && errors.Is(context.Cause(ctx), errResponseHeaderTimeout) {
 		return nil, errResponseHeaderTimeout
 	}
 	return resp, err
+}
+
+// headerWatch is a response header timer started once the request is sent.
+type headerWatch struct {
+	d    time.Duration
+	fire func()
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+}
+
+func (w *headerWatch) start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer == nil && !w.stopped {
+		w.timer = time.AfterFunc(w.d, w.fire)
+	}
+}
+
+// stop stops the timer and reports whether it had fired.
+func (w *headerWatch) stop() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	return w.timer != nil && !w.timer.Stop()
+}
+
+// sentNotifier starts hw when the request body ends (EOF or closed).
+type sentNotifier struct {
+	io.ReadCloser
+	hw *headerWatch
+}
+
+func (n *sentNotifier) Read(p []byte) (int, error) {
+	m, err := n.ReadCloser.Read(p)
+	if err != nil {
+		n.hw.start()
+	}
+	return m, err
+}
+
+func (n *sentNotifier) Close() error {
+	n.hw.start()
+	return n.ReadCloser.Close()
 }
 
 // classifyProxyError maps a transport error to a status code: 504 when the

@@ -32,8 +32,10 @@ import (
 // connection that gets an event while idle is known dead without a peek.
 // Reads and writes are non-blocking raw system calls.
 //
-// The loop serves the common case whole: a request head that arrives in
-// one piece and that the goroutine path would serve itself (parseRequest),
+// The loop serves the common case whole: a request head that fits its
+// 4 KiB buffer (one that comes in pieces waits in the loop, within the read
+// header timeout) and that the goroutine path would serve itself
+// (parseRequest),
 // to a backend at a literal IP, whose answer is a final response with a
 // Content-Length (or no body) of at most evMaxResponse bytes that the
 // client accepts in one write. Anything else — a partial or odd head, a
@@ -132,6 +134,9 @@ type evClient struct {
 	// must be read later, no new event will say so).
 	readable  bool
 	idleSince time.Time
+	// headSince is when the first byte of a head still in pieces came
+	// (zero: none); the read header timeout runs from it.
+	headSince time.Time
 	// The exchange in progress (up != nil).
 	up      *evUp
 	ex      h1Exchange
@@ -453,10 +458,29 @@ func (l *evLoop) serveClient(c *evClient) {
 		return
 	}
 	end := bytes.Index(c.buf[:c.n], crlfcrlf)
-	if end < 0 || c.buf[0] == '\r' || c.buf[0] == '\n' {
-		// A head in pieces (its timeout is the goroutine's) or leading
-		// empty lines.
-		l.giveUp(c, nil, c.buf[:c.n])
+	if end < 0 && c.buf[0] != '\r' && c.buf[0] != '\n' {
+		b := c.buf[:c.n]
+		switch {
+		case c.eof:
+			l.closeClient(c, 0) // a head cut by the client
+		case c.n == len(c.buf) || bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\n\r\n")):
+			// Larger than the loop takes, or ended by bare LFs: the
+			// goroutine reads it.
+			c.headSince = time.Time{}
+			l.giveUp(c, nil, b)
+		default:
+			// A head in pieces waits here, holding only its buffer, within
+			// the read header timeout from its first byte (sweep).
+			if c.headSince.IsZero() {
+				c.headSince = l.now
+				l.sweepBy(l.now.Add(l.h.readHeaderTimeout))
+			}
+		}
+		return
+	}
+	c.headSince = time.Time{}
+	if end < 0 {
+		l.giveUp(c, nil, c.buf[:c.n]) // leading empty lines
 		return
 	}
 	head := c.buf[:end+4]
@@ -966,6 +990,16 @@ func (l *evLoop) sweep() {
 	l.nextSweep = l.now.Add(evSweep)
 	for _, c := range l.clients {
 		if c.up == nil {
+			if !c.headSince.IsZero() {
+				// A partial head: the read header timeout, not the idle
+				// one (closed silently, as net/http does).
+				if shutting || force || l.now.Sub(c.headSince) >= l.h.readHeaderTimeout {
+					l.closeClient(c, 0)
+				} else {
+					l.sweepBy(c.headSince.Add(l.h.readHeaderTimeout))
+				}
+				continue
+			}
 			if shutting || force || l.now.Sub(c.idleSince) >= l.h.idleTimeout {
 				l.closeClient(c, 0)
 			} else if c.n == 0 && l.now.Sub(c.idleSince) >= evSweep {

@@ -49,27 +49,29 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// smuggling reports whether the head of r (matched by method and target,
-// in order) named both Content-Length and Transfer-Encoding; the verdicts
-// of heads before it are dropped.
-func (c *trackedConn) smuggling(r *http.Request) bool {
+// smuggling returns why the head of r (matched by method and target, in
+// order) must be refused ("": it need not): both Content-Length and
+// Transfer-Encoding, or a header line folded onto the previous one; the
+// verdicts of heads before it are dropped.
+func (c *trackedConn) smuggling(r *http.Request) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(c.ft.verdicts) > 0 {
 		v := c.ft.verdicts[0]
 		c.ft.verdicts = c.ft.verdicts[1:]
 		if v.method == r.Method && v.target == r.RequestURI {
-			return v.conflict
+			return v.refuse
 		}
 	}
-	return false
+	return ""
 }
 
 // headVerdict is what framingTracker saw in one request head.
 type headVerdict struct {
 	method, target string
-	// conflict: both Content-Length and Transfer-Encoding.
-	conflict bool
+	// refuse says why the request must be answered 400 and its connection
+	// closed ("": it is fine).
+	refuse string
 }
 
 // Tracker states.
@@ -205,6 +207,12 @@ func (t *framingTracker) head(h []byte) {
 		var l []byte
 		l, rest, _ = bytes.Cut(rest, []byte("\n"))
 		l = bytes.TrimRight(l, "\r")
+		if len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
+			// Obsolete line folding (RFC 9112 §5.2): net/http joins the
+			// line to the previous one; a proxy in front may not. Refused,
+			// as nginx does.
+			v.refuse = "a header line is folded onto the previous one (obsolete line folding)"
+		}
 		colon := bytes.IndexByte(l, ':')
 		if colon <= 0 {
 			continue
@@ -233,7 +241,9 @@ func (t *framingTracker) head(h []byte) {
 			}
 		}
 	}
-	v.conflict = cl && te
+	if cl && te {
+		v.refuse = "the request has both Content-Length and Transfer-Encoding"
+	}
 	t.verdicts = append(t.verdicts, v)
 	if len(t.verdicts) > 64 {
 		// net/http serves in order and matches by method and target; a
@@ -241,7 +251,7 @@ func (t *framingTracker) head(h []byte) {
 		t.verdicts = append(t.verdicts[:0], t.verdicts[len(t.verdicts)-32:]...)
 	}
 	switch {
-	case v.conflict, upgradeHdr && connUpgrade, te && !chunked:
+	case v.refuse != "", upgradeHdr && connUpgrade, te && !chunked:
 		t.off() // the connection closes, or becomes a tunnel
 	case chunked:
 		t.state = ftChunkLine

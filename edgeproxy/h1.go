@@ -1111,29 +1111,33 @@ const statusClientClosed = 499
 var errClientGone = errors.New("client closed the connection")
 
 // armUpstream sets fc's read deadline for an exchange: the route's response
-// header deadline or the next client check, whichever is first. Without a
-// route timeout the deadline is moved only when it is near, so most
+// header deadline or the next client check, whichever is first. For a
+// timeout over 2 s the deadline is moved only when it is near, so most
 // requests do not touch it.
 func (hc *h1Conn) armUpstream(fc *fastConn, responseHeader time.Duration) {
 	hc.up = fc
 	now := time.Now()
+	hc.rhDeadline = time.Time{}
 	if responseHeader > 0 {
 		hc.rhDeadline = now.Add(responseHeader)
-		fc.setWatch(earliest(now.Add(upstreamTick), hc.rhDeadline))
-		return
+		if responseHeader <= 2*upstreamTick {
+			// Short: its own deadline. A longer one (the 60 s default) is
+			// checked at the client checks, at most upstreamTick late, so
+			// it costs no deadline update per request either.
+			fc.setWatch(earliest(now.Add(upstreamTick), hc.rhDeadline))
+			return
+		}
 	}
-	hc.rhDeadline = time.Time{}
 	if fc.watchUntil.Sub(now) < upstreamTick/2 {
 		fc.setWatch(now.Add(upstreamTick))
 	}
 }
 
-// headDone lifts the route's response header deadline once the head came.
+// headDone lifts the route's response header deadline once the head came
+// (a deadline armed for it only makes upstreamWait check the client and
+// re-arm the next check).
 func (hc *h1Conn) headDone() {
-	if !hc.rhDeadline.IsZero() {
-		hc.rhDeadline = time.Time{}
-		hc.up.setWatch(time.Now().Add(upstreamTick))
-	}
+	hc.rhDeadline = time.Time{}
 }
 
 // upstreamWait judges an error from reading the backend: a deadline that
@@ -1205,7 +1209,7 @@ func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte, wait
 func parseResponse(head []byte, resp *h1Response, headReq bool) error {
 	*resp = h1Response{head: head, headers: resp.headers[:0], connNames: resp.connNames[:0], started: true, length: -1}
 	line, rest, ok := cutLineLax(head)
-	if !ok || len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+	if !ok || len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[7] < '0' || line[7] > '9' || line[8] != ' ' {
 		return errBadResponse
 	}
 	resp.http10 = line[7] == '0'

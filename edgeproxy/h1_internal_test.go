@@ -3,6 +3,7 @@ package edgeproxy
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,10 +22,15 @@ func FuzzParseRequest(f *testing.F) {
 		"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",
 		"POST / HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /next HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: 1\r\n\r\nGET /n HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /s HTTP/1.1\r\nHost: a\r\n\r\n",
+		"\r\nPUT /x HTTP/1.1\nHost: a\nContent-Length: 1\n\nzGET / HTTP/1.1\nHost: a\n\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, head []byte) {
+		checkFraming(t, head)
 		var req h1Request
 		if !parseRequest(head, &req) {
 			return
@@ -38,6 +44,95 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if want.Close != req.close {
 			t.Fatalf("close: loop %v, net/http %v", req.close, want.Close)
+		}
+	})
+}
+
+// checkFraming compares the request framing guard.go follows on handed-off
+// connections with net/http's on the byte stream data (requests with
+// bodies, Content-Length or chunked, pipelined), fed in pieces: every
+// request net/http reads whole, the tracker finds too, in order, with the
+// same method and target, until the tracker stops on purpose (a
+// connection that closes or becomes a tunnel).
+func checkFraming(t *testing.T, data []byte) {
+	type seen struct{ method, target string }
+	var want []seen
+	br := bufio.NewReader(bytes.NewReader(data))
+	for {
+		r, err := http.ReadRequest(br)
+		if err != nil {
+			break
+		}
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			break
+		}
+		want = append(want, seen{r.Method, r.RequestURI})
+		if r.Header.Get("Upgrade") != "" {
+			break // a tunnel, if the backend agrees: the tracker stops
+		}
+	}
+	var ft framingTracker
+	step := len(data)%7 + 1
+	for i := 0; i < len(data); i += step {
+		ft.feed(data[i:min(i+step, len(data))])
+	}
+	for i, w := range want {
+		if i >= len(ft.verdicts) {
+			if ft.state == ftOff {
+				return
+			}
+			t.Fatalf("net/http read %d requests from %q, the tracker found %d", len(want), data, len(ft.verdicts))
+		}
+		if v := ft.verdicts[i]; v.method != w.method || v.target != w.target {
+			t.Fatalf("request %d of %q: net/http %s %s, tracker %s %s", i, data, w.method, w.target, v.method, v.target)
+		}
+	}
+}
+
+// FuzzParseResponse checks the loop's response parser against net/http's:
+// a head the loop relays is one net/http reads with the same status and
+// the same body framing (chunked, Content-Length, until close, none) and
+// keep-alive, so what the loop relays is what a net/http client would
+// have taken the backend to say.
+func FuzzParseResponse(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n",
+		"HTTP/1.0 200 OK\nContent-Length: 2\n\n",
+		"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 9\r\n\r\n",
+		"HTTP/1.1 204 No Content\r\n\r\n",
+		"HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
+		"HTTP/1.1 500 Oops\r\nConnection: close, X-A\r\nX-A: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\n\r\n",
+		"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, head []byte) {
+		var resp h1Response
+		if parseResponse(head, &resp, false) != nil {
+			return
+		}
+		want, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(head)), nil)
+		if err != nil {
+			t.Fatalf("loop relays %q, net/http rejects it: %v", head, err)
+		}
+		if want.StatusCode != resp.code {
+			t.Fatalf("%q: status loop %d, net/http %d", head, resp.code, want.StatusCode)
+		}
+		if resp.code < 200 || resp.code == http.StatusNoContent || resp.code == http.StatusNotModified {
+			return // no body on either side
+		}
+		chunked := len(want.TransferEncoding) == 1 && want.TransferEncoding[0] == "chunked"
+		switch {
+		case resp.chunked != chunked:
+			t.Fatalf("%q: chunked loop %v, net/http %v", head, resp.chunked, want.TransferEncoding)
+		case !chunked && resp.untilClose != (want.ContentLength < 0):
+			t.Fatalf("%q: until close loop %v, net/http length %d", head, resp.untilClose, want.ContentLength)
+		case !chunked && !resp.untilClose && resp.length != want.ContentLength:
+			t.Fatalf("%q: length loop %d, net/http %d", head, resp.length, want.ContentLength)
+		case resp.close != want.Close:
+			t.Fatalf("%q: close loop %v, net/http %v", head, resp.close, want.Close)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -376,4 +377,200 @@ func freeAddr(t *testing.T) string {
 	a := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	return a
+}
+
+// A head that comes in pieces is served once whole (both paths); on the
+// event loop it waits in the loop (no hand-over to a goroutine); one that
+// stalls is closed after the read header timeout.
+func TestPartialHeadsAreServedWhenWholeAndCutAtTheHeaderTimeout(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, _ := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{}, backend) // ReadHeaderTimeout 1 s
+		c, err := net.Dial("tcp", s.HTTPAddr())
+		require.NoError(t, err)
+		defer c.Close()
+		_, handoffs0 := loopCounts(s)
+		for _, part := range []string{"GET / HT", "TP/1.1\r\nHo", "st: app.test\r\n", "\r\n"} {
+			_, _ = io.WriteString(c, part)
+			time.Sleep(50 * time.Millisecond)
+		}
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(3*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		if loops > 0 {
+			_, handoffs := loopCounts(s)
+			assert.Equal(t, handoffs0, handoffs, "the loop kept the connection")
+		}
+
+		stalled, err := net.Dial("tcp", s.HTTPAddr())
+		require.NoError(t, err)
+		defer stalled.Close()
+		_, _ = io.WriteString(stalled, "GET / HTTP/1.1\r\nHost: app")
+		start := time.Now()
+		require.NoError(t, stalled.SetReadDeadline(time.Now().Add(5*time.Second)))
+		_, err = stalled.Read(make([]byte, 1))
+		assert.False(t, isTimeout(err), "closed by the edge, not by the test's deadline: %v", err)
+		assert.Less(t, time.Since(start), 3*time.Second)
+	})
+}
+
+// A connection holding a partial head costs little memory: a few KiB on
+// the event loop (its 4 KiB buffer), more on the goroutine path (logged).
+func TestPartialHeadConnectionsAreSmall(t *testing.T) {
+	if raceEnabledInternal {
+		t.Skip("memory figures differ under the race detector")
+	}
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, _ := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{ReadHeaderTimeout: time.Minute}, backend)
+		s.h1.readHeaderTimeout = time.Minute
+		const n = 300
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		conns := make([]net.Conn, 0, n)
+		for range n {
+			c, err := net.Dial("tcp", s.HTTPAddr())
+			require.NoError(t, err)
+			conns = append(conns, c)
+			_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: app.test\r\nX-Partial: "+strings.Repeat("p", 500))
+		}
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		time.Sleep(300 * time.Millisecond)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		// The test's own client sockets are counted too (a few hundred
+		// bytes each).
+		per := (int64(after.HeapInuse+after.StackInuse) - int64(before.HeapInuse+before.StackInuse)) / n
+		t.Logf("event_loops=%d: %d bytes per partial-head connection", loops, per)
+		if loops > 0 {
+			assert.Less(t, per, int64(8<<10))
+		}
+	})
+}
+
+// The raw-socket suite of hostile requests the edge already handled
+// safely (and the ones above): each is answered without reaching a
+// backend, or reaches it exactly once as one well-framed request, and a
+// request that cannot be framed safely closes its connection, so nothing
+// after it can be read as another request. Both paths.
+func TestHostileRequestsStaySafe(t *testing.T) {
+	const smuggled = "GET /smuggled HTTP/1.1\r\nHost: app.test\r\n\r\n"
+	cases := []struct {
+		name, raw string
+		// status 0: any 4xx/5xx answer; backend: requests the backend
+		// may see (the smuggled one never).
+		status  int
+		backend int
+		closes  bool
+	}{
+		{"CL and TE chunked", "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled, 400, 0, true},
+		{"TE chunked then CL", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 48\r\n\r\n0\r\n\r\n" + smuggled, 400, 0, true},
+		{"two different Content-Lengths", "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 3\r\nContent-Length: 40\r\n\r\nabc" + smuggled, 400, 0, true},
+		{"Content-Length with a sign", "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: +3\r\n\r\nabc" + smuggled, 400, 0, true},
+		{"Content-Length list", "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 3, 3\r\n\r\nabc" + smuggled, 400, 0, true},
+		{"TE not ending in chunked", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n" + smuggled, 0, 0, true},
+		{"TE gzip", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: gzip\r\n\r\nxx" + smuggled, 0, 0, true},
+		{"TE xchunked", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n" + smuggled, 0, 0, true},
+		{"space before colon", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding : chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + smuggled, 400, 0, true},
+		{"folded TE", "POST / HTTP/1.1\r\nHost: app.test\r\nX: a\r\n Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + smuggled, 400, 0, true},
+		{"bare CR in a header", "GET / HTTP/1.1\r\nHost: app.test\r\nX: a\rTransfer-Encoding: chunked\r\n\r\n" + smuggled, 400, 0, true},
+		{"NUL in a header", "GET / HTTP/1.1\r\nHost: app.test\r\nX: a\x00b\r\n\r\n" + smuggled, 400, 0, true},
+		{"two Hosts", "GET / HTTP/1.1\r\nHost: app.test\r\nHost: other.test\r\n\r\n" + smuggled, 400, 0, true},
+		{"no Host", "GET / HTTP/1.1\r\n\r\n" + smuggled, 400, 0, true},
+		{"bad chunk size", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n" + smuggled, 400, 1, true},
+		{"chunk longer than said", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcdef\r\n0\r\n\r\n" + smuggled, 400, 1, true},
+		{"head over 64 KiB", "GET / HTTP/1.1\r\nHost: app.test\r\nX: " + strings.Repeat("a", 70<<10) + "\r\n\r\n" + smuggled, 431, 0, true},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + smuggled, 0, 0, true},
+		{"request line with a space in the target", "GET /a b HTTP/1.1\r\nHost: app.test\r\n\r\n" + smuggled, 400, 0, true},
+		// Safe ones, served as one request each.
+		{"chunked with extension and trailer", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\n", 200, 1, false},
+		{"Content-Length body", "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 3\r\n\r\nabc", 200, 1, false},
+		{"leading empty lines", "\r\n\r\nGET / HTTP/1.1\r\nHost: app.test\r\n\r\n", 200, 1, false},
+		{"bare LF head", "GET / HTTP/1.1\nHost: app.test\n\n", 200, 1, false},
+	}
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, seen := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{BodyTimeout: time.Second}, backend)
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				c, err := net.Dial("tcp", s.HTTPAddr())
+				require.NoError(t, err)
+				defer c.Close()
+				require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+				_, _ = io.WriteString(c, tc.raw)
+				br := bufio.NewReader(c)
+				resp, err := http.ReadResponse(br, nil)
+				require.NoError(t, err)
+				body, _ := io.ReadAll(resp.Body)
+				if tc.status == 0 {
+					assert.GreaterOrEqual(t, resp.StatusCode, 400, string(body))
+				} else {
+					assert.Equal(t, tc.status, resp.StatusCode, string(body))
+				}
+				if tc.closes {
+					_, err = br.ReadByte()
+					assert.Error(t, err, "the connection closes after the answer")
+					assert.False(t, isTimeout(err), "closed, not left open")
+				}
+				got := 0
+				for done := false; !done; {
+					select {
+					case r := <-seen:
+						assert.NotEqual(t, "/smuggled", r.path, "a smuggled request reached the backend")
+						got++
+					case <-time.After(150 * time.Millisecond):
+						done = true
+					}
+				}
+				assert.LessOrEqual(t, got, tc.backend, "requests the backend saw")
+				if !tc.closes {
+					assert.Equal(t, tc.backend, got)
+				}
+			})
+		}
+	})
+}
+
+// The response timeout runs from the request sent whole: an upload that
+// takes longer than it (but never stalls for the body timeout) is not cut.
+func TestResponseTimeoutStartsAfterTheUploadIsSent(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		backend, seen := recordingBackend(t)
+		s := hostileEdge(t, loops, Config{ResponseTimeout: 300 * time.Millisecond, BodyTimeout: 2 * time.Second}, backend)
+		c, err := net.Dial("tcp", s.HTTPAddr())
+		require.NoError(t, err)
+		defer c.Close()
+		_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 8\r\n\r\n")
+		for range 8 {
+			time.Sleep(100 * time.Millisecond) // 800 ms in all
+			_, _ = io.WriteString(c, "u")
+		}
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(3*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "uuuuuuuu", (<-seen).body)
+	})
+}
+
+// A response timeout over 2 s (checked at the client checks on the
+// goroutine path, at the sweep on the event loop) still answers 504, at
+// most about a second late.
+func TestLongResponseTimeoutIs504(t *testing.T) {
+	bothPaths(t, func(t *testing.T, loops int) {
+		silent := rawBackend(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+		s := hostileEdge(t, loops, Config{ResponseTimeout: 2500 * time.Millisecond}, silent)
+		start := time.Now()
+		a := rawRoundTrip(t, s.HTTPAddr(), getApp, 6*time.Second)
+		took := time.Since(start)
+		assert.Equal(t, http.StatusGatewayTimeout, a.resp.StatusCode)
+		assert.GreaterOrEqual(t, took, 2400*time.Millisecond)
+		assert.Less(t, took, 4500*time.Millisecond)
+	})
 }

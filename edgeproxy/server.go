@@ -27,8 +27,20 @@
 // metrics use label children resolved at snapshot build; nothing is logged
 // per request. Requests carry X-Forwarded-For/-Proto/-Host, Forwarded and
 // X-Request-ID (forwarded.go); per-route dial and response header timeouts
-// come from the table. The public server has a read header timeout and no
-// write timeout. `make bench-edge` compares the edge with nginx.
+// come from the table (response header timeout default 60 s,
+// Config.ResponseTimeout, then 504). The public server has a read header
+// timeout and no write timeout. `make bench-edge` compares the edge with
+// nginx.
+//
+// Hostile input (guard.go): request heads over 64 KiB get 431; a request
+// with both Content-Length and Transfer-Encoding, or with a folded header
+// line, gets 400 and its connection closes (RFC 9112 §6.1, §5.2); header
+// names spelled with underscores that read as framing, forwarding or
+// client headers are dropped; a request body idle for the body timeout
+// (default 60 s) gets 408 and a malformed one 400, and the connection
+// closes; error pages name the app and service, not the backend address.
+// UDP sessions are bounded per listener, per source and by descriptors
+// (udp.go).
 package edgeproxy
 
 import (
@@ -382,12 +394,15 @@ func serveErr(what string, err error) error {
 // snapshot is read once, so a request finishes on the backend it started
 // on. Unknown hosts get 404 "gordon-edge: no route for host X".
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if tc := connTracked(r.Context()); tc != nil && tc.smuggling(r) {
-		// RFC 9112 §6.1: both framings in one request; the connection
-		// closes after the answer (nginx answers 400 too).
-		w.Header().Set("Connection", "close")
-		writeEdgeError(w, http.StatusBadRequest, "gordon-edge: 400 Bad Request: the request has both Content-Length and Transfer-Encoding\n")
-		return
+	if tc := connTracked(r.Context()); tc != nil {
+		if why := tc.smuggling(r); why != "" {
+			// RFC 9112 §6.1 (both framings) and §5.2 (line folding): a
+			// front proxy may frame the request otherwise; the connection
+			// closes after the answer (nginx answers 400 too).
+			w.Header().Set("Connection", "close")
+			writeEdgeError(w, http.StatusBadRequest, "gordon-edge: 400 Bad Request: "+why+"\n")
+			return
+		}
 	}
 	upgrade := isUpgrade(r)
 	var rt *httpRoute

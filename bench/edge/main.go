@@ -98,6 +98,9 @@ type target struct {
 	// cpu is the CPU time the target's processes used under load (all
 	// rounds; for direct, the backend's).
 	cpu time.Duration
+	// mem is the RSS per idle and per partial-head client connection
+	// (proxies only).
+	mem *connMemory
 }
 
 // cpuPerRequest is the target's CPU time per request (0: not measured).
@@ -115,6 +118,7 @@ func runMain(args []string) error {
 	d := fs.Duration("d", 10*time.Second, "load duration per target")
 	conns := fs.Int("c", 16, "keep-alive client connections")
 	rounds := fs.Int("rounds", 5, "interleaved rounds the load duration is split into")
+	memConns := fs.Int("mem-conns", 1000, "client connections per step of the memory-per-connection measure (0: skip it)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file (machine-readable; bench/suite reads it)")
 	_ = fs.Parse(args)
 
@@ -256,6 +260,15 @@ func runMain(args []string) error {
 	for i, t := range targets {
 		t.res = mergeResults(runs[i])
 	}
+	if *memConns > 0 {
+		for _, t := range targets[1:] { // proxies only
+			m, err := measureConnMemory(t, "bench.test", *memConns)
+			if err != nil {
+				return fmt.Errorf("%s memory per connection: %w", t.name, err)
+			}
+			t.mem = &m
+		}
+	}
 	printTable(os.Stdout, targets)
 	if *jsonOut != "" {
 		return writeJSON(*jsonOut, targets, *conns, *d)
@@ -278,6 +291,10 @@ type jsonTarget struct {
 	// CPUPerRequestNS is the target's CPU time (user + system) per request
 	// under load (for direct: the backend's).
 	CPUPerRequestNS time.Duration `json:"cpu_per_request_ns"`
+	// RSS growth per idle keep-alive and per partial-head connection (KiB;
+	// absent for direct or when not measured).
+	IdleConnKiB        *float64 `json:"idle_conn_kib,omitempty"`
+	PartialHeadConnKiB *float64 `json:"partial_head_conn_kib,omitempty"`
 }
 
 // writeJSON writes the run's results (the same numbers printTable prints).
@@ -289,11 +306,15 @@ func writeJSON(path string, targets []*target, conns int, d time.Duration) error
 		Targets    []jsonTarget  `json:"targets"`
 	}{Clients: conns, DurationNS: d, CPUs: numCPU()}
 	for _, t := range targets {
-		out.Targets = append(out.Targets, jsonTarget{
+		jt := jsonTarget{
 			Name: t.name, Requests: t.res.Requests, Errors: t.res.Errors, ElapsedNS: t.res.Elapsed,
 			RPS: t.res.RPS(), P50NS: t.res.P50, P99NS: t.res.P99, RSSIdleKiB: t.idle, RSSPeakKiB: t.peak,
 			CPUPerRequestNS: t.cpuPerRequest(),
-		})
+		}
+		if t.mem != nil {
+			jt.IdleConnKiB, jt.PartialHeadConnKiB = &t.mem.idleKiB, &t.mem.partialKiB
+		}
+		out.Targets = append(out.Targets, jt)
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
@@ -320,6 +341,11 @@ func printTable(w io.Writer, targets []*target) {
 	}
 	fmt.Fprintln(w, "(x = ratio to direct; RSS is VmRSS, nginx summed over master and workers; direct RSS and cpu are the backend's;")
 	fmt.Fprintln(w, " cpu/req = user+system CPU time of the target's processes per request under load)")
+	for _, t := range targets {
+		if t.mem != nil {
+			fmt.Fprintf(w, "memory per connection, %-12s idle keep-alive %6.1f KiB   partial head %6.1f KiB\n", t.name+":", t.mem.idleKiB, t.mem.partialKiB)
+		}
+	}
 	var ng, ed *target
 	for _, t := range targets {
 		switch t.name {

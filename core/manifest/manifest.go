@@ -18,7 +18,9 @@
 //   - [[http]]: port 1..65535; host a lowercase DNS name or "*."+name;
 //     visibility defaults from host (public) or its absence (internal) and,
 //     if given, must agree; a public host is unique in the app; container
-//     ports are unique per service and protocol (http and tcp share "tcp").
+//     ports are unique per service and protocol (http and tcp share "tcp");
+//     response_timeout 1s..1h if given (the edge's wait for response
+//     headers; default 60 s at the edge).
 //   - [[tcp]]/[[udp]]: port; publish "IP:port" (IPv6 bracketed), unique and
 //     non-overlapping (wildcards cover) across the app per protocol.
 //   - readiness: type "", none, http, tcp, log or plugin; only the keys of
@@ -176,6 +178,8 @@ type rawHTTP struct {
 	Port       *int    `toml:"port"`
 	Host       *string `toml:"host"`
 	Visibility *string `toml:"visibility"`
+	// ResponseTimeout is the edge's response header timeout (1s..1h).
+	ResponseTimeout *string `toml:"response_timeout"`
 }
 
 type rawL4 struct {

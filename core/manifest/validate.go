@@ -270,11 +270,15 @@ func (v *validator) duration(key string, raw *string, lo, hi time.Duration) core
 	return core.Duration(d)
 }
 
-// fmtDuration prints whole minutes as "5m" rather than "5m0s".
+// fmtDuration prints whole minutes as "5m" rather than "5m0s" and whole
+// hours as "1h".
 func fmtDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m") // "1h", not "1h0m"
 	}
 	return s
 }
@@ -379,9 +383,16 @@ func (v *validator) port(key string, raw *int) int {
 	return *raw
 }
 
+// Bounds of [[http]] response_timeout.
+const (
+	minResponseTimeout = time.Second
+	maxResponseTimeout = time.Hour
+)
+
 // http validates one [[services.<name>.http]] interface.
 func (v *validator) http(k string, h rawHTTP, tcpPorts map[int]string) core.HTTPInterface {
 	out := core.HTTPInterface{Port: v.port(k+".port", h.Port)}
+	out.ResponseTimeout = v.duration(k+".response_timeout", h.ResponseTimeout, minResponseTimeout, maxResponseTimeout)
 	if out.Port != 0 {
 		if prev, dup := tcpPorts[out.Port]; dup {
 			v.addf(k+".port", "port %d/tcp is already declared by %s", out.Port, prev)

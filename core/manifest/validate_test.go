@@ -94,6 +94,9 @@ func TestManifest_Validation(t *testing.T) {
 		// HTTP.
 		{"http port required", base + "[[services.web.http]]\nhost = \"blog.example.com\"\n", "services.web.http[0].port", "required: the container port, want a port number from 1 to 65535"},
 		{"http port range", base + "[[services.web.http]]\nport = 65536\n", "services.web.http[0].port", "invalid port 65536: want a port number from 1 to 65535"},
+		{"http response_timeout parses", base + "[[services.web.http]]\nport = 80\nresponse_timeout = \"soon\"\n", "services.web.http[0].response_timeout", `invalid duration "soon": want a Go duration from 1s to 1h, such as "30s" or "2m"`},
+		{"http response_timeout at least 1s", base + "[[services.web.http]]\nport = 80\nresponse_timeout = \"500ms\"\n", "services.web.http[0].response_timeout", "500ms is out of range: want from 1s to 1h"},
+		{"http response_timeout at most 1h", base + "[[services.web.http]]\nport = 80\nresponse_timeout = \"2h\"\n", "services.web.http[0].response_timeout", "2h is out of range: want from 1s to 1h"},
 		{"http host lowercase", base + "[[services.web.http]]\nport = 80\nhost = \"Blog.example.com\"\n", "services.web.http[0].host", `invalid host "Blog.example.com": want a lowercase DNS name such as "blog.example.com" or a wildcard such as "*.example.com", without scheme, port or path`},
 		{"http host no port", base + "[[services.web.http]]\nport = 80\nhost = \"blog.example.com:8080\"\n", "services.web.http[0].host", `invalid host "blog.example.com:8080": want a lowercase DNS name such as "blog.example.com" or a wildcard such as "*.example.com", without scheme, port or path`},
 		{"http host wildcard only leading", base + "[[services.web.http]]\nport = 80\nhost = \"blog.*.com\"\n", "services.web.http[0].host", `invalid host "blog.*.com": want a lowercase DNS name such as "blog.example.com" or a wildcard such as "*.example.com", without scheme, port or path`},

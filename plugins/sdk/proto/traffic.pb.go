@@ -76,13 +76,15 @@ func (x *Backend) GetContainer() string {
 }
 
 type HTTPRoute struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
-	App           string                 `protobuf:"bytes,2,opt,name=app,proto3" json:"app,omitempty"`
-	Service       string                 `protobuf:"bytes,3,opt,name=service,proto3" json:"service,omitempty"`
-	Backends      []*Backend             `protobuf:"bytes,4,rep,name=backends,proto3" json:"backends,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Host     string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	App      string                 `protobuf:"bytes,2,opt,name=app,proto3" json:"app,omitempty"`
+	Service  string                 `protobuf:"bytes,3,opt,name=service,proto3" json:"service,omitempty"`
+	Backends []*Backend             `protobuf:"bytes,4,rep,name=backends,proto3" json:"backends,omitempty"`
+	// Response header timeout at the edge in milliseconds (0: the edge's default).
+	ResponseHeaderTimeoutMs int64 `protobuf:"varint,5,opt,name=response_header_timeout_ms,json=responseHeaderTimeoutMs,proto3" json:"response_header_timeout_ms,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *HTTPRoute) Reset() {
@@ -141,6 +143,13 @@ func (x *HTTPRoute) GetBackends() []*Backend {
 		return x.Backends
 	}
 	return nil
+}
+
+func (x *HTTPRoute) GetResponseHeaderTimeoutMs() int64 {
+	if x != nil {
+		return x.ResponseHeaderTimeoutMs
+	}
+	return 0
 }
 
 type L4Route struct {
@@ -494,12 +503,13 @@ const file_traffic_proto_rawDesc = "" +
 	"\rtraffic.proto\x12\x10gordon.plugin.v1\x1a\fcommon.proto\";\n" +
 	"\aBackend\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1c\n" +
-	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\x82\x01\n" +
+	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xbf\x01\n" +
 	"\tHTTPRoute\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
 	"\aservice\x18\x03 \x01(\tR\aservice\x125\n" +
-	"\bbackends\x18\x04 \x03(\v2\x19.gordon.plugin.v1.BackendR\bbackends\"\x85\x01\n" +
+	"\bbackends\x18\x04 \x03(\v2\x19.gordon.plugin.v1.BackendR\bbackends\x12;\n" +
+	"\x1aresponse_header_timeout_ms\x18\x05 \x01(\x03R\x17responseHeaderTimeoutMs\"\x85\x01\n" +
 	"\aL4Route\x12\x16\n" +
 	"\x06listen\x18\x01 \x01(\tR\x06listen\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +

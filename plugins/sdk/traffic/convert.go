@@ -27,7 +27,7 @@ func l4FromProto(rs []*pb.L4Route) []routetable.L4Route {
 func graphToProto(g routetable.Graph) *pb.Graph {
 	out := &pb.Graph{Tcp: l4ToProto(g.TCP), Udp: l4ToProto(g.UDP)}
 	for _, h := range g.HTTP {
-		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service}
+		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service, ResponseHeaderTimeoutMs: h.ResponseHeaderTimeoutMS}
 		for _, b := range h.Backends {
 			r.Backends = append(r.Backends, &pb.Backend{Addr: b.Addr, Container: b.Container})
 		}
@@ -39,7 +39,7 @@ func graphToProto(g routetable.Graph) *pb.Graph {
 func graphFromProto(p *pb.Graph) routetable.Graph {
 	out := routetable.Graph{TCP: l4FromProto(p.GetTcp()), UDP: l4FromProto(p.GetUdp())}
 	for _, h := range p.GetHttp() {
-		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService()}
+		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService(), ResponseHeaderTimeoutMS: h.GetResponseHeaderTimeoutMs()}
 		for _, b := range h.GetBackends() {
 			r.Backends = append(r.Backends, routetable.Backend{Addr: b.GetAddr(), Container: b.GetContainer()})
 		}

@@ -1,0 +1,37 @@
+package edgeproxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// BenchmarkConnectionNamedHeaders parses and rewrites a head whose
+// Connection header names n headers that all follow (the quadratic case of
+// a naive check: n names times n headers); ns/op should grow linearly in n.
+func BenchmarkConnectionNamedHeaders(b *testing.B) {
+	for _, n := range []int{40, 400, 4000} {
+		var conn, hdrs strings.Builder
+		for i := range n {
+			if i > 0 {
+				conn.WriteString(",")
+			}
+			fmt.Fprintf(&conn, "x-h%d", i)
+			fmt.Fprintf(&hdrs, "X-H%d: v\r\n", i)
+		}
+		head := []byte("GET / HTTP/1.1\r\nHost: app.test\r\nConnection: " + conn.String() + "\r\n" + hdrs.String() + "\r\n")
+		b.Run(fmt.Sprintf("names=%d/bytes=%d", n, len(head)), func(b *testing.B) {
+			hc := &h1Conn{peer: "192.0.2.1", peerIP: netip.MustParseAddr("192.0.2.1")}
+			bw := bufio.NewWriterSize(io.Discard, 64<<10)
+			for b.Loop() {
+				if !parseRequest(head, &hc.req) {
+					b.Fatal("not parsed")
+				}
+				hc.writeOutgoing(bw)
+			}
+		})
+	}
+}
