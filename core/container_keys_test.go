@@ -277,3 +277,33 @@ func TestR41_UnhealthyServingContainerIsWithdrawnRestartedAndJournaled(t *testin
 	assert.Equal(t, "unhealthy: db gone", st.Services[0].LastRecovery.Reason)
 	assert.Equal(t, "c-web", st.Services[0].LastRecovery.Container)
 }
+
+func TestR25_TheStopSignalIsRecordedPerGenerationAndInTheMarker(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.Runtime.Images = map[string]core.ImageRef{"pg:15": pgImage(false)}
+	db := pgSpec()
+	db.Volumes = []core.VolumeMount{{Name: "pgdata", Path: "/var/lib/postgresql/data"}}
+	_, err := h.Engine.SubmitRevision(h.Ctx(), coretest.BlogApp(db), "g1")
+	require.NoError(t, err)
+	h.Runtime.NextIDs = []string{"c-1", "c-2"}
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog"})
+	require.NoError(t, err)
+	active, err := h.Store.LoadActive(h.Ctx(), "blog")
+	require.NoError(t, err)
+	assert.Equal(t, "SIGINT", active.Services["db"].StopSignal, "the image's STOPSIGNAL, recorded")
+
+	db.StopSignal = "SIGQUIT"
+	_, err = h.Engine.SubmitRevision(h.Ctx(), coretest.BlogApp(db), "g2")
+	require.NoError(t, err)
+	// The replacement fails at create: the predecessor's marker stays.
+	h.Runtime.Fail(coretest.MCreate, "", errors.New("no space"), 1)
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog"})
+	require.Error(t, err)
+	ms, err := h.Store.LoadMarkers(h.Ctx(), "blog")
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	assert.Equal(t, "c-1", ms[0].Container)
+	assert.Equal(t, "SIGINT", ms[0].StopSignal, "the marker carries the old generation's signal")
+	require.Len(t, h.Runtime.Stops(), 1)
+	assert.Equal(t, "c-1", h.Runtime.Stops()[0].ID)
+}

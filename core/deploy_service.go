@@ -163,7 +163,7 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 	}
 	// 5. retirement-pending for Before, with the predecessor's grace.
 	m := Marker{App: app, Service: name, Container: s.before, Reason: MarkerRetirementPending,
-		Operation: s.d.op.ID, CreatedAt: e.now(), StopGrace: Duration(s.predGrace)}
+		Operation: s.d.op.ID, CreatedAt: e.now(), StopGrace: Duration(s.predGrace), StopSignal: s.prev.StopSignal}
 	if err := e.Store.SaveMarker(ctx, m); err != nil {
 		s.dropCandidate(ctx, s.after)
 		return s.fail(ctx, fmt.Errorf("save retirement-pending marker for %s: %w", s.before, err), nil)
@@ -236,7 +236,7 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		// 3. replacement-pending for a single-writer new spec.
 		if spec.SingleWriter() {
 			m := Marker{App: app, Service: name, Container: s.before, Reason: MarkerReplacementPending,
-				Operation: s.d.op.ID, CreatedAt: e.now(), StopGrace: Duration(s.predGrace)}
+				Operation: s.d.op.ID, CreatedAt: e.now(), StopGrace: Duration(s.predGrace), StopSignal: s.prev.StopSignal}
 			if err := e.Store.SaveMarker(ctx, m); err != nil {
 				return s.fail(ctx, fmt.Errorf("save replacement-pending marker for %s: %w", s.before, err), nil)
 			}
@@ -460,8 +460,10 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 	rec := &ActiveService{
 		EffectiveRevision: d.rev.ID, ActivatedBy: d.op.ID, ActivatedAt: e.now(),
 		Image: s.pin.img.Ref, Digest: s.pin.img.Digest, Container: s.after, Spec: *spec,
+		StopSignal: EffectiveStopSignal(spec, s.pin.img),
 	}
 	if unchanged && s.prev != nil {
+		rec.StopSignal = s.prev.StopSignal
 		rec.ActivatedBy, rec.ActivatedAt = s.prev.ActivatedBy, s.prev.ActivatedAt
 		rec.Image, rec.Digest = s.prev.Image, s.prev.Digest
 		rec.BackendBinds, rec.UDPBackendBinds = dpCopyBinds(s.prev.BackendBinds), dpCopyBinds(s.prev.UDPBackendBinds)

@@ -46,6 +46,10 @@ type ActiveService struct {
 	Digest    string      `json:"digest"`
 	Container string      `json:"container"`
 	Spec      ServiceSpec `json:"spec"`
+	// StopSignal is the generation's effective stop signal (R25: the
+	// manifest's, else the image's STOPSIGNAL, else SIGTERM), fixed on the
+	// container at creation; "" for generations recorded before it existed.
+	StopSignal string `json:"stop_signal,omitempty"`
 	// BackendBinds maps TCP container port → 127.0.0.1 host port.
 	BackendBinds map[int]int `json:"backend_binds,omitempty"`
 	// UDPBackendBinds maps UDP container port → 127.0.0.1 host port.
@@ -158,6 +162,10 @@ type Marker struct {
 	CreatedAt time.Time `json:"created_at"`
 	// StopGrace is the superseded generation's grace; zero = default (R25).
 	StopGrace Duration `json:"stop_grace,omitempty"`
+	// StopSignal is the superseded generation's stop signal (R25), for the
+	// record: the runtime stops the container with the signal fixed on it
+	// at its creation, so it is always this one.
+	StopSignal string `json:"stop_signal,omitempty"`
 }
 
 // Blocking reports R26: every reason except retirement-pending blocks.
