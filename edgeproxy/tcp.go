@@ -1,6 +1,7 @@
 package edgeproxy
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -22,6 +23,9 @@ type tcpRelays struct {
 	reg         *registry
 	dialTimeout time.Duration
 	logger      hclog.Logger
+	// listen binds (or takes over) a listener; forget unregisters it.
+	listen func(addr string) (net.Listener, error)
+	forget func(addr string)
 
 	mu        sync.Mutex
 	listeners map[string]*tcpListener
@@ -52,6 +56,8 @@ func newTCPRelays(reg *registry, dialTimeout time.Duration, logger hclog.Logger)
 		listeners:   make(map[string]*tcpListener),
 		failed:      make(map[string]string),
 		conns:       make(map[*relayConn]struct{}),
+		listen:      func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) },
+		forget:      func(string) {},
 	}
 }
 
@@ -70,6 +76,7 @@ func (t *tcpRelays) update(routes []routetable.L4Route) {
 	}
 	for listen, l := range t.listeners {
 		if _, ok := want[listen]; !ok {
+			t.forget(listen)
 			_ = l.ln.Close()
 			delete(t.listeners, listen)
 		}
@@ -82,7 +89,7 @@ func (t *tcpRelays) update(routes []routetable.L4Route) {
 			l.backend.Store(b)
 			continue
 		}
-		ln, err := net.Listen("tcp", listen)
+		ln, err := t.listen(listen)
 		if err != nil {
 			t.failed[listen] = err.Error()
 			if prevFailed[listen] == err.Error() {
@@ -183,6 +190,31 @@ func (t *tcpRelays) listenerStatus() []routetable.ListenerStatus {
 		out = append(out, routetable.ListenerStatus{Addr: listen, Proto: "tcp", Error: e})
 	}
 	return out
+}
+
+// drain stops accepting and waits until every relayed connection has ended
+// or ctx ends (close then cuts the rest).
+func (t *tcpRelays) drain(ctx context.Context) {
+	t.mu.Lock()
+	for listen, l := range t.listeners {
+		t.forget(listen)
+		_ = l.ln.Close()
+	}
+	t.listeners = map[string]*tcpListener{}
+	t.mu.Unlock()
+	for {
+		t.mu.Lock()
+		n := len(t.conns)
+		t.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // close closes every listener and every relayed connection, then waits for
