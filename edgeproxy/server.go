@@ -413,6 +413,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var i int
 	var b *backend
 	var counter *atomic.Int64
+	wasHeld := false
 	for {
 		snap := s.snap.Load()
 		rt = nil
@@ -420,9 +421,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rt = s.route(snap, r.Host)
 		}
 		if rt == nil {
+			if wasHeld {
+				// The hold ended without a new generation: the replacement
+				// failed (SPEC R58).
+				writeUnavailable(w, "gordon-edge: "+stripPort(r.Host)+" has no serving generation (its replacement did not complete)\n")
+				return
+			}
 			s.metrics.unrouted.Inc()
 			writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
 			return
+		}
+		if len(rt.backends) == 0 {
+			// Held or stopped (SPEC R58): the event loop and the h1 loop
+			// hand such requests here.
+			if !s.holdHTTP(w, r, snap, rt) {
+				return
+			}
+			wasHeld = true
+			continue
 		}
 		i = rt.pick()
 		b = rt.backends[i]
@@ -536,7 +552,10 @@ func (s *Server) Apply(t routetable.Table) error {
 	snap, referenced := buildSnapshot(t, s.reg, s.metrics)
 	s.tcp.update(t.TCP)
 	s.udp.update(t.UDP)
-	s.snap.Store(snap)
+	prev := s.snap.Swap(snap)
+	if prev != nil {
+		close(prev.replaced) // held requests re-route on snap
+	}
 	if s.hosts != nil {
 		s.hosts.Clear()
 	}
