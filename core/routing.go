@@ -29,12 +29,29 @@ const MaxDrainTimeout = 30 * time.Second
 //
 // An interface whose port has no recorded bind is skipped (never routed:
 // R52 "an unverified persisted port is never routed" is the caller's job,
-// a missing bind is this function's). Lists are never nil and are sorted by
-// host (HTTP) or listen address (TCP, UDP), then app, then service.
+// a missing bind is this function's), unless the service is held (R58:
+// HoldUntil set, no binds): then each public HTTP host and each published
+// TCP port becomes a held route without backend, Hold{Until: HoldUntil}.
+// Lists are never nil and are sorted by host (HTTP) or listen address
+// (TCP, UDP), then app, then service.
 func BuildGraph(actives []Active) routetable.Graph {
 	g := routetable.Graph{HTTP: []routetable.HTTPRoute{}, TCP: []routetable.L4Route{}, UDP: []routetable.L4Route{}}
 	for _, a := range actives {
 		for name, s := range a.Services {
+			if s != nil && s.HoldUntil != nil && len(s.BackendBinds) == 0 {
+				hold := &routetable.Hold{Until: s.HoldUntil.UTC()}
+				for _, h := range s.Spec.HTTP {
+					if h.Public() && h.Host != "" {
+						g.HTTP = append(g.HTTP, routetable.HTTPRoute{Host: h.Host, App: a.App, Service: name, Hold: hold})
+					}
+				}
+				for _, t := range s.Spec.TCP {
+					if t.Publish != "" {
+						g.TCP = append(g.TCP, routetable.L4Route{Listen: t.Publish, App: a.App, Service: name, Hold: hold})
+					}
+				}
+				continue
+			}
 			if s == nil || s.Container == "" {
 				continue
 			}
@@ -167,6 +184,12 @@ func classifyErr(err error, class error) error {
 // durably without applying routing (SPEC 1.1 "withdraw-state"). A missing
 // ACTIVE record or service, or binds already empty, changes nothing.
 func (e *Engine) withdrawState(ctx context.Context, app, service string) error {
+	return e.withdrawStateHold(ctx, app, service, time.Time{})
+}
+
+// withdrawStateHold is withdrawState that also marks the service held
+// until hold (SPEC R58) when hold is not zero.
+func (e *Engine) withdrawStateHold(ctx context.Context, app, service string, hold time.Time) error {
 	a, err := e.Store.LoadActive(ctx, app)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -175,10 +198,14 @@ func (e *Engine) withdrawState(ctx context.Context, app, service string) error {
 		return fmt.Errorf("app %s service %s: withdraw: load ACTIVE: %w", app, service, err)
 	}
 	s := a.Services[service]
-	if s == nil || (len(s.BackendBinds) == 0 && len(s.UDPBackendBinds) == 0) {
+	if s == nil || (len(s.BackendBinds) == 0 && len(s.UDPBackendBinds) == 0 && hold.IsZero()) {
 		return nil
 	}
 	s.BackendBinds, s.UDPBackendBinds = nil, nil
+	if !hold.IsZero() {
+		h := hold.UTC()
+		s.HoldUntil = &h
+	}
 	if err := e.Store.SaveActive(ctx, a); err != nil {
 		return fmt.Errorf("app %s service %s: withdraw: save ACTIVE: %w", app, service, err)
 	}
@@ -192,9 +219,16 @@ func (e *Engine) withdrawState(ctx context.Context, app, service string) error {
 // meaning "not confirmed" (the binds may already be gone from ACTIVE). It
 // reports the effect "withdraw" with id "app/service" to OnEffect.
 func (e *Engine) withdraw(ctx context.Context, app, service string) error {
+	return e.withdrawHold(ctx, app, service, time.Time{})
+}
+
+// withdrawHold is withdraw that leaves the service held until hold (SPEC
+// R58) when hold is not zero: its hosts and published TCP ports stay in
+// the graph as held routes. endHold ends it.
+func (e *Engine) withdrawHold(ctx context.Context, app, service string, hold time.Time) error {
 	e.effect("withdraw", app+"/"+service, "")
 	e.progress(ProgressEvent{App: app, Service: service, Phase: "withdraw"})
-	err := e.withdrawState(ctx, app, service)
+	err := e.withdrawStateHold(ctx, app, service, hold)
 	if err == nil {
 		if err = e.rebuild(ctx); err != nil {
 			err = fmt.Errorf("app %s service %s: withdrawal not confirmed: %w", app, service, err)
@@ -212,6 +246,41 @@ func (e *Engine) withdraw(ctx context.Context, app, service string) error {
 		e.log().Warn("clear pending withdrawal", "app", app, "service", service, "error", perr)
 	}
 	return nil
+}
+
+// MaxHold caps how long a service between generations is held (R58).
+const MaxHold = 60 * time.Second
+
+// holdBound is R58's hold for a sequential replacement of a service with
+// spec whose predecessor stops with grace: the readiness timeout plus that
+// grace, at most MaxHold.
+func holdBound(spec *ServiceSpec, grace time.Duration) time.Duration {
+	return min(MaxHold, orDefault(DeployReadiness(spec).Timeout.D(), DefaultReadinessTimeout)+grace)
+}
+
+// endHold ends a hold the sequential flow left after a failure (R58): the
+// service's HoldUntil is cleared and the graph rebuilt, so held requests
+// get 503 at once instead of at the bound. Best effort: failures are
+// logged (the edge answers 503 at HoldUntil anyway, and any later
+// publication replaces the record).
+func (e *Engine) endHold(ctx context.Context, app, service string) {
+	a, err := e.Store.LoadActive(ctx, app)
+	if err != nil {
+		e.log().Warn("end hold: load ACTIVE", "app", app, "service", service, "error", err)
+		return
+	}
+	s := a.Services[service]
+	if s == nil || s.HoldUntil == nil {
+		return
+	}
+	s.HoldUntil = nil
+	if err := e.Store.SaveActive(ctx, a); err != nil {
+		e.log().Warn("end hold: save ACTIVE", "app", app, "service", service, "error", err)
+		return
+	}
+	if err := e.rebuild(ctx); err != nil {
+		e.log().Warn("end hold: rebuild", "app", app, "service", service, "error", err)
+	}
 }
 
 // setPendingWithdrawal records or clears the durable pending-withdrawal flag
