@@ -103,3 +103,20 @@ func TestR58_BuildGraphHeldRecord(t *testing.T) {
 	require.Len(t, g.TCP, 1)
 	assert.Equal(t, "127.0.0.1:17001", g.TCP[0].Backend)
 }
+
+// R58: a stopped app answers 503, not 404: stop publishes its public hosts
+// as stopped routes (no backend); start routes them again.
+func TestR58_StoppedAppHostsAreStoppedRoutes(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	_, err := h.Engine.Stop(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	g := h.Traffic.Last()
+	assert.Equal(t, []routetable.HTTPRoute{{Host: "blog.example.com", App: "blog", Service: "web", Stopped: true}}, g.HTTP)
+
+	_, err = h.Engine.Start(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	g = h.Traffic.Last()
+	require.Len(t, g.HTTP, 1)
+	assert.False(t, g.HTTP[0].Stopped)
+	assert.Len(t, g.HTTP[0].Backends, 1)
+}

@@ -116,6 +116,50 @@ func BuildGraph(actives []Active) routetable.Graph {
 	return g
 }
 
+// WithStoppedRoutes adds to g, for every app stopped names (SPEC R58: a
+// stopped app answers 503, an unknown host 404), a stopped route for each
+// public HTTP host of its services that g does not route, and returns g
+// with HTTP sorted as BuildGraph sorts it.
+func WithStoppedRoutes(g routetable.Graph, actives []Active, stopped map[string]bool) routetable.Graph {
+	routed := make(map[string]bool, len(g.HTTP))
+	for _, r := range g.HTTP {
+		routed[r.Host] = true
+	}
+	added := false
+	for _, a := range actives {
+		if !stopped[a.App] {
+			continue
+		}
+		for _, name := range activeServiceNames(a) {
+			s := a.Services[name]
+			if s == nil {
+				continue
+			}
+			for _, h := range s.Spec.HTTP {
+				if !h.Public() || h.Host == "" || routed[h.Host] {
+					continue
+				}
+				routed[h.Host] = true
+				g.HTTP = append(g.HTTP, routetable.HTTPRoute{Host: h.Host, App: a.App, Service: name, Stopped: true})
+				added = true
+			}
+		}
+	}
+	if added {
+		sort.SliceStable(g.HTTP, func(i, j int) bool {
+			x, y := g.HTTP[i], g.HTTP[j]
+			if x.Host != y.Host {
+				return x.Host < y.Host
+			}
+			if x.App != y.App {
+				return x.App < y.App
+			}
+			return x.Service < y.Service
+		})
+	}
+	return g
+}
+
 // LoopbackAddr returns "127.0.0.1:<port>", the only address a backend is
 // ever reached on (R30).
 func LoopbackAddr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
@@ -161,6 +205,15 @@ func (e *Engine) rebuild(ctx context.Context) error {
 		return err
 	}
 	g := BuildGraph(actives)
+	stopped := map[string]bool{}
+	for _, a := range actives {
+		in, err := e.Store.LoadIntent(ctx, a.App)
+		if err != nil {
+			return fmt.Errorf("rebuild traffic: app %s: load intent: %w", a.App, err)
+		}
+		stopped[a.App] = in.Stopped
+	}
+	g = WithStoppedRoutes(g, actives, stopped)
 	gen, err := e.Traffic.Apply(ctx, g)
 	if err != nil {
 		return fmt.Errorf("rebuild traffic: %w", classifyErr(err, ErrUnavailable))
