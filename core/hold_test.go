@@ -120,3 +120,26 @@ func TestR58_StoppedAppHostsAreStoppedRoutes(t *testing.T) {
 	assert.False(t, g.HTTP[0].Stopped)
 	assert.Len(t, g.HTTP[0].Backends, 1)
 }
+
+// R58, crash safety: a crash between the withdrawal and the route leaves
+// the service held in ACTIVE; the next reconcile ends the hold and
+// publishes the real state (here the old container, still running, is
+// verified and routed again).
+func TestR58_ReconcileEndsAHoldACrashLeft(t *testing.T) {
+	h := depSeedWeb(t, volumeWeb(coretest.WebSpec(0)))
+	a, err := h.Store.LoadActive(h.Ctx(), "blog")
+	require.NoError(t, err)
+	until := h.Clock.Now().Add(time.Minute)
+	a.Services["web"].BackendBinds, a.Services["web"].HoldUntil = nil, &until
+	require.NoError(t, h.Store.SaveActive(h.Ctx(), a))
+
+	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	a, err = h.Store.LoadActive(h.Ctx(), "blog")
+	require.NoError(t, err)
+	assert.Nil(t, a.Services["web"].HoldUntil)
+	g := h.Traffic.Last()
+	require.Len(t, g.HTTP, 1)
+	assert.Nil(t, g.HTTP[0].Hold)
+	assert.Len(t, g.HTTP[0].Backends, 1, "the running container is routed again")
+}

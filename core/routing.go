@@ -336,6 +336,32 @@ func (e *Engine) endHold(ctx context.Context, app, service string) {
 	}
 }
 
+// endHolds clears every HoldUntil of app's ACTIVE record and rebuilds when
+// one was set (R58: a hold a crash left behind). Call it under the app
+// lock only, when no flow of the app runs.
+func (e *Engine) endHolds(ctx context.Context, app string) error {
+	a, err := e.Store.LoadActive(ctx, app)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("app %s: end holds: load ACTIVE: %w", app, err)
+	}
+	changed := false
+	for _, s := range a.Services {
+		if s != nil && s.HoldUntil != nil {
+			s.HoldUntil, changed = nil, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := e.Store.SaveActive(ctx, a); err != nil {
+		return fmt.Errorf("app %s: end holds: save ACTIVE: %w", app, err)
+	}
+	return e.rebuild(ctx)
+}
+
 // setPendingWithdrawal records or clears the durable pending-withdrawal flag
 // (decision 3); it writes only when the flag changes.
 func (e *Engine) setPendingWithdrawal(ctx context.Context, app, service string, pending bool) error {
