@@ -230,4 +230,21 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 		okN.Load()+failN.Load(), failN.Load(), longestGap.Round(time.Millisecond), upgradeTook.Round(time.Millisecond), sseFor.Round(time.Millisecond))
 	assert.Zero(t, failN.Load(), "failed requests (first: %v)", firstErr.Load())
 	require.NoError(t, get(http.DefaultClient, "/"), "the new edge serves")
+
+	// An upgrade whose new edge cannot start (its admin address is taken)
+	// changes nothing: the running edge keeps serving, with its restart
+	// policy back, and no gordon-edge-next is left.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	r = gordonPath(t, state, binDir, "edge", "start", "--http-addr", httpAddr, "--admin-addr", busy.Addr().String(), "--drain-timeout", drain.String())
+	assert.NotEqual(t, 0, r.Code, "%s", r)
+	assert.Contains(t, r.Stderr, "keeps serving")
+	third := dockerInspect("gordon-edge")
+	require.NotNil(t, third)
+	assert.Equal(t, second["Id"], third["Id"])
+	assert.Equal(t, true, third["State"].(map[string]any)["Running"])
+	assert.Equal(t, "unless-stopped", third["HostConfig"].(map[string]any)["RestartPolicy"].(map[string]any)["Name"])
+	assert.Nil(t, dockerInspect("gordon-edge-next"))
+	require.NoError(t, get(http.DefaultClient, "/"), "the running edge still serves")
 }
