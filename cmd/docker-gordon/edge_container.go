@@ -230,6 +230,10 @@ func upgradeSystem(ctx context.Context, api client.APIClient, u systemUnit, cur 
 		}
 	}
 	if err != nil {
+		if img.ID != cur.Image {
+			// Garbage unless something else uses it (the engine refuses then).
+			_, _ = api.ImageRemove(context.WithoutCancel(ctx), img.ID, client.ImageRemoveOptions{PruneChildren: true})
+		}
 		if perr := policy(container.RestartPolicyUnlessStopped); perr != nil {
 			return res, fmt.Errorf("%w (and %w)", err, perr)
 		}
