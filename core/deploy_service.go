@@ -227,9 +227,21 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		return s.fail(ctx, err, nil)
 	}
 	if s.before != "" {
-		// 2. Withdraw and require confirmation.
+		// 2. Withdraw and require confirmation. A single-writer service is
+		// held meanwhile (R58): the edge keeps its hosts and TCP ports and
+		// holds their traffic until the successor is routed (publishAndRoute
+		// writes a record without hold) or, on failure, endHold.
 		t := time.Now()
-		if err := e.withdraw(ctx, app, name); err != nil {
+		var hold time.Time
+		if spec.SingleWriter() {
+			hold = e.now().Add(holdBound(spec, s.predGrace))
+			defer func() {
+				if s.res.Result == ResultFailed {
+					e.endHold(context.WithoutCancel(ctx), app, name)
+				}
+			}()
+		}
+		if err := e.withdrawHold(ctx, app, name, hold); err != nil {
 			return s.fail(ctx, fmt.Errorf("withdraw %s: %w", s.before, err), nil)
 		}
 		s.timer.done("withdraw", t)

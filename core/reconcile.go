@@ -87,6 +87,11 @@ func (e *Engine) reconcileApp(ctx context.Context, app string) (ReconcileReport,
 		rep.Errors = append(rep.Errors, err.Error())
 		return rep, err
 	}
+	// No flow of the app runs (its lock is ours): a hold left by a crash
+	// ends here (R58), before the pass publishes the real state.
+	if err := e.endHolds(actx, app); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
 	err = e.pass(actx, app, &rep)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())

@@ -54,6 +54,12 @@ type ActiveService struct {
 	BackendBinds map[int]int `json:"backend_binds,omitempty"`
 	// UDPBackendBinds maps UDP container port → 127.0.0.1 host port.
 	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
+	// HoldUntil is set while a single-writer service is between
+	// generations (SPEC R58: from its withdrawal in the sequential flow to
+	// the publication of its successor): the edge holds requests for its
+	// hosts and connections to its published TCP ports until then. A
+	// record with binds is routed normally whatever HoldUntil says.
+	HoldUntil *time.Time `json:"hold_until,omitempty"`
 }
 
 // Intent is the durable stopped flag (SPEC 1.1).

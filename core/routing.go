@@ -30,12 +30,29 @@ const MaxDrainTimeout = 30 * time.Second
 //
 // An interface whose port has no recorded bind is skipped (never routed:
 // R52 "an unverified persisted port is never routed" is the caller's job,
-// a missing bind is this function's). Lists are never nil and are sorted by
-// host (HTTP) or listen address (TCP, UDP), then app, then service.
+// a missing bind is this function's), unless the service is held (R58:
+// HoldUntil set, no binds): then each public HTTP host and each published
+// TCP port becomes a held route without backend, Hold{Until: HoldUntil}.
+// Lists are never nil and are sorted by host (HTTP) or listen address
+// (TCP, UDP), then app, then service.
 func BuildGraph(actives []Active) routetable.Graph {
 	g := routetable.Graph{HTTP: []routetable.HTTPRoute{}, TCP: []routetable.L4Route{}, UDP: []routetable.L4Route{}}
 	for _, a := range actives {
 		for name, s := range a.Services {
+			if s != nil && s.HoldUntil != nil && len(s.BackendBinds) == 0 {
+				hold := &routetable.Hold{Until: s.HoldUntil.UTC()}
+				for _, h := range s.Spec.HTTP {
+					if h.Public() && h.Host != "" {
+						g.HTTP = append(g.HTTP, routetable.HTTPRoute{Host: h.Host, App: a.App, Service: name, Hold: hold})
+					}
+				}
+				for _, t := range s.Spec.TCP {
+					if t.Publish != "" {
+						g.TCP = append(g.TCP, routetable.L4Route{Listen: t.Publish, App: a.App, Service: name, Hold: hold})
+					}
+				}
+				continue
+			}
 			if s == nil || s.Container == "" {
 				continue
 			}
@@ -101,6 +118,50 @@ func BuildGraph(actives []Active) routetable.Graph {
 	return g
 }
 
+// WithStoppedRoutes adds to g, for every app stopped names (SPEC R58: a
+// stopped app answers 503, an unknown host 404), a stopped route for each
+// public HTTP host of its services that g does not route, and returns g
+// with HTTP sorted as BuildGraph sorts it.
+func WithStoppedRoutes(g routetable.Graph, actives []Active, stopped map[string]bool) routetable.Graph {
+	routed := make(map[string]bool, len(g.HTTP))
+	for _, r := range g.HTTP {
+		routed[r.Host] = true
+	}
+	added := false
+	for _, a := range actives {
+		if !stopped[a.App] {
+			continue
+		}
+		for _, name := range activeServiceNames(a) {
+			s := a.Services[name]
+			if s == nil {
+				continue
+			}
+			for _, h := range s.Spec.HTTP {
+				if !h.Public() || h.Host == "" || routed[h.Host] {
+					continue
+				}
+				routed[h.Host] = true
+				g.HTTP = append(g.HTTP, routetable.HTTPRoute{Host: h.Host, App: a.App, Service: name, Stopped: true})
+				added = true
+			}
+		}
+	}
+	if added {
+		sort.SliceStable(g.HTTP, func(i, j int) bool {
+			x, y := g.HTTP[i], g.HTTP[j]
+			if x.Host != y.Host {
+				return x.Host < y.Host
+			}
+			if x.App != y.App {
+				return x.App < y.App
+			}
+			return x.Service < y.Service
+		})
+	}
+	return g
+}
+
 // LoopbackAddr returns "127.0.0.1:<port>", the only address a backend is
 // ever reached on (R30).
 func LoopbackAddr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
@@ -146,6 +207,15 @@ func (e *Engine) rebuild(ctx context.Context) error {
 		return err
 	}
 	g := BuildGraph(actives)
+	stopped := map[string]bool{}
+	for _, a := range actives {
+		in, err := e.Store.LoadIntent(ctx, a.App)
+		if err != nil {
+			return fmt.Errorf("rebuild traffic: app %s: load intent: %w", a.App, err)
+		}
+		stopped[a.App] = in.Stopped
+	}
+	g = WithStoppedRoutes(g, actives, stopped)
 	gen, err := e.Traffic.Apply(ctx, g)
 	if err != nil {
 		return fmt.Errorf("rebuild traffic: %w", classifyErr(err, ErrUnavailable))
@@ -169,6 +239,12 @@ func classifyErr(err error, class error) error {
 // durably without applying routing (SPEC 1.1 "withdraw-state"). A missing
 // ACTIVE record or service, or binds already empty, changes nothing.
 func (e *Engine) withdrawState(ctx context.Context, app, service string) error {
+	return e.withdrawStateHold(ctx, app, service, time.Time{})
+}
+
+// withdrawStateHold is withdrawState that also marks the service held
+// until hold (SPEC R58) when hold is not zero.
+func (e *Engine) withdrawStateHold(ctx context.Context, app, service string, hold time.Time) error {
 	a, err := e.Store.LoadActive(ctx, app)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -177,10 +253,14 @@ func (e *Engine) withdrawState(ctx context.Context, app, service string) error {
 		return fmt.Errorf("app %s service %s: withdraw: load ACTIVE: %w", app, service, err)
 	}
 	s := a.Services[service]
-	if s == nil || (len(s.BackendBinds) == 0 && len(s.UDPBackendBinds) == 0) {
+	if s == nil || (len(s.BackendBinds) == 0 && len(s.UDPBackendBinds) == 0 && hold.IsZero()) {
 		return nil
 	}
 	s.BackendBinds, s.UDPBackendBinds = nil, nil
+	if !hold.IsZero() {
+		h := hold.UTC()
+		s.HoldUntil = &h
+	}
 	if err := e.Store.SaveActive(ctx, a); err != nil {
 		return fmt.Errorf("app %s service %s: withdraw: save ACTIVE: %w", app, service, err)
 	}
@@ -194,9 +274,16 @@ func (e *Engine) withdrawState(ctx context.Context, app, service string) error {
 // meaning "not confirmed" (the binds may already be gone from ACTIVE). It
 // reports the effect "withdraw" with id "app/service" to OnEffect.
 func (e *Engine) withdraw(ctx context.Context, app, service string) error {
+	return e.withdrawHold(ctx, app, service, time.Time{})
+}
+
+// withdrawHold is withdraw that leaves the service held until hold (SPEC
+// R58) when hold is not zero: its hosts and published TCP ports stay in
+// the graph as held routes. endHold ends it.
+func (e *Engine) withdrawHold(ctx context.Context, app, service string, hold time.Time) error {
 	e.effect("withdraw", app+"/"+service, "")
 	e.progress(ProgressEvent{App: app, Service: service, Phase: "withdraw"})
-	err := e.withdrawState(ctx, app, service)
+	err := e.withdrawStateHold(ctx, app, service, hold)
 	if err == nil {
 		if err = e.rebuild(ctx); err != nil {
 			err = fmt.Errorf("app %s service %s: withdrawal not confirmed: %w", app, service, err)
@@ -214,6 +301,67 @@ func (e *Engine) withdraw(ctx context.Context, app, service string) error {
 		e.log().Warn("clear pending withdrawal", "app", app, "service", service, "error", perr)
 	}
 	return nil
+}
+
+// MaxHold caps how long a service between generations is held (R58).
+const MaxHold = 60 * time.Second
+
+// holdBound is R58's hold for a sequential replacement of a service with
+// spec whose predecessor stops with grace: the readiness timeout plus that
+// grace, at most MaxHold.
+func holdBound(spec *ServiceSpec, grace time.Duration) time.Duration {
+	return min(MaxHold, orDefault(DeployReadiness(spec).Timeout.D(), DefaultReadinessTimeout)+grace)
+}
+
+// endHold ends a hold the sequential flow left after a failure (R58): the
+// service's HoldUntil is cleared and the graph rebuilt, so held requests
+// get 503 at once instead of at the bound. Best effort: failures are
+// logged (the edge answers 503 at HoldUntil anyway, and any later
+// publication replaces the record).
+func (e *Engine) endHold(ctx context.Context, app, service string) {
+	a, err := e.Store.LoadActive(ctx, app)
+	if err != nil {
+		e.log().Warn("end hold: load ACTIVE", "app", app, "service", service, "error", err)
+		return
+	}
+	s := a.Services[service]
+	if s == nil || s.HoldUntil == nil {
+		return
+	}
+	s.HoldUntil = nil
+	if err := e.Store.SaveActive(ctx, a); err != nil {
+		e.log().Warn("end hold: save ACTIVE", "app", app, "service", service, "error", err)
+		return
+	}
+	if err := e.rebuild(ctx); err != nil {
+		e.log().Warn("end hold: rebuild", "app", app, "service", service, "error", err)
+	}
+}
+
+// endHolds clears every HoldUntil of app's ACTIVE record and rebuilds when
+// one was set (R58: a hold a crash left behind). Call it under the app
+// lock only, when no flow of the app runs.
+func (e *Engine) endHolds(ctx context.Context, app string) error {
+	a, err := e.Store.LoadActive(ctx, app)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("app %s: end holds: load ACTIVE: %w", app, err)
+	}
+	changed := false
+	for _, s := range a.Services {
+		if s != nil && s.HoldUntil != nil {
+			s.HoldUntil, changed = nil, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := e.Store.SaveActive(ctx, a); err != nil {
+		return fmt.Errorf("app %s: end holds: save ACTIVE: %w", app, err)
+	}
+	return e.rebuild(ctx)
 }
 
 // setPendingWithdrawal records or clears the durable pending-withdrawal flag

@@ -988,6 +988,10 @@ func (l *evLoop) sweepBy(t time.Time) {
 func (l *evLoop) sweep() {
 	shutting, force := l.h.shutting.Load(), l.force.Load()
 	l.nextSweep = l.now.Add(evSweep)
+	var graceFrom time.Time
+	if shutting {
+		graceFrom = time.Unix(0, l.h.shutAt.Load())
+	}
 	for _, c := range l.clients {
 		if c.up == nil {
 			if !c.headSince.IsZero() {
@@ -1000,7 +1004,21 @@ func (l *evLoop) sweep() {
 				}
 				continue
 			}
-			if shutting || force || l.now.Sub(c.idleSince) >= l.h.idleTimeout {
+			// On shutdown an idle client gets drainIdleGrace (from the
+			// shutdown or from going idle, whichever is later) for a
+			// request already on its way.
+			drainDue := false
+			if shutting {
+				due := graceFrom
+				if c.idleSince.After(due) {
+					due = c.idleSince
+				}
+				due = due.Add(drainIdleGrace)
+				if drainDue = !l.now.Before(due); !drainDue {
+					l.sweepBy(due)
+				}
+			}
+			if drainDue || force || l.now.Sub(c.idleSince) >= l.h.idleTimeout {
 				l.closeClient(c, 0)
 			} else if c.n == 0 && l.now.Sub(c.idleSince) >= evSweep {
 				c.buf = nil // an idle connection holds no buffer

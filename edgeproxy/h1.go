@@ -90,8 +90,17 @@ type h1Server struct {
 	mu       sync.Mutex
 	conns    map[*h1Conn]struct{}
 	shutting atomic.Bool
-	wg       sync.WaitGroup
+	// shutAt is when shutdown began (unix nano): idle connections get
+	// drainIdleGrace from then (or from going idle) to send a request.
+	shutAt atomic.Int64
+	wg     sync.WaitGroup
 }
+
+// drainIdleGrace is how long a drain leaves an idle client connection open
+// for a request already on its way (a keep-alive client's next request, a
+// new connection's first one): such a request is answered, with
+// Connection: close, instead of the connection being closed under it.
+const drainIdleGrace = 250 * time.Millisecond
 
 // h1Conn is one client connection served by the loop.
 type h1Conn struct {
@@ -200,6 +209,7 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 	// Under mu: serve adds to wg under mu only while not shutting, so no
 	// Add can race the Wait below.
 	h.mu.Lock()
+	h.shutAt.Store(time.Now().UnixNano())
 	h.shutting.Store(true)
 	h.mu.Unlock()
 	for _, l := range h.loops {
@@ -215,11 +225,16 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 			<-l.done
 		}
 	}()
+	graced := make(map[*h1Conn]bool)
 	for {
 		h.mu.Lock()
 		for hc := range h.conns {
-			if hc.state.CompareAndSwap(h1Idle, h1Closed) {
-				_ = hc.c.Close()
+			// An idle connection gets drainIdleGrace to bring a request
+			// (its read wakes then and the connection ends); one that
+			// does is answered and closed after the response.
+			if !graced[hc] && hc.state.Load() == h1Idle {
+				graced[hc] = true
+				_ = hc.c.SetReadDeadline(time.Now().Add(drainIdleGrace))
 			}
 		}
 		h.mu.Unlock()

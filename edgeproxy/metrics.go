@@ -22,6 +22,8 @@ import (
 //   - http_in_flight_requests{app,service,backend}
 //   - http_proxy_errors_total{app,service,backend,status}  edge-generated 502/503/504
 //   - http_unrouted_requests_total  404s for unknown hosts
+//   - held  HTTP requests and TCP connections held for a service between
+//     generations (SPEC R58)
 //   - applied_generation  the route table generation serving
 //   - event_loop_requests_total, event_loop_handoffs_total  requests the
 //     event loops served whole, connections they handed to a goroutine
@@ -32,6 +34,7 @@ type metrics struct {
 	inFlight     *prometheus.GaugeVec
 	proxyErrs    *prometheus.CounterVec
 	unrouted     prometheus.Counter
+	held         prometheus.Gauge
 	generation   prometheus.Gauge
 	loopRequests prometheus.Counter
 	loopHandoffs prometheus.Counter
@@ -61,6 +64,10 @@ func newMetrics() *metrics {
 			Namespace: "gordon_edge", Name: "http_unrouted_requests_total",
 			Help: "Requests answered 404 because no route matched the Host.",
 		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "gordon_edge", Name: "held",
+			Help: "HTTP requests and TCP connections held for a service between generations.",
+		}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "gordon_edge", Name: "applied_generation",
 			Help: "Generation of the route table being served.",
@@ -74,7 +81,7 @@ func newMetrics() *metrics {
 			Help: "Client connections an event loop handed to a goroutine (a request or answer it does not serve whole, a slow client).",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.proxyErrs, m.unrouted, m.generation, m.loopRequests, m.loopHandoffs,
+	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.proxyErrs, m.unrouted, m.held, m.generation, m.loopRequests, m.loopHandoffs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -144,6 +144,10 @@ type Config struct {
 	// environment's GORDON_EDGE_EVENT_LOOPS if set, else one per four
 	// CPUs, at least one; negative: none, a goroutine per connection.
 	EventLoops int
+	// NoHandover turns the listener hand-over off (SPEC R60): Run neither
+	// takes the listeners of an edge already serving StateDir nor offers
+	// its own on <state>/edge/handover.sock.
+	NoHandover bool
 }
 
 // DefaultResponseTimeout is the response header timeout of a route that
@@ -174,6 +178,12 @@ type Server struct {
 	udp     *udpRelays
 	// h1 is the public HTTP/1.1 loop (h1.go); set by Run.
 	h1 *h1Server
+
+	// socks are the listening sockets by name, for the hand-over.
+	socks *listenerSet
+	// handedOver is closed once a new edge took the listeners over.
+	handedOver   chan struct{}
+	handoverOnce sync.Once
 
 	startedAt time.Time
 	ready     chan struct{}
@@ -228,6 +238,9 @@ func New(cfg Config) *Server {
 		startedAt: time.Now().UTC(),
 		ready:     make(chan struct{}),
 		reload:    make(chan struct{}, 1),
+
+		socks:      newListenerSet(),
+		handedOver: make(chan struct{}),
 	}
 	s.metrics = newMetrics()
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
@@ -244,6 +257,10 @@ func New(cfg Config) *Server {
 	}
 	s.hosts = hosts
 	s.tcp = newTCPRelays(s.reg, cfg.DialTimeout, cfg.Logger)
+	s.tcp.listen = func(addr string) (net.Listener, error) {
+		return s.listenStream("tcp "+addr, addr, net.ListenConfig{})
+	}
+	s.tcp.forget = func(addr string) { s.socks.forget("tcp " + addr) }
 	s.udp = newUDPRelays(s.reg, cfg.UDPIdleTimeout, cfg.Logger)
 	if cfg.UDPMaxSessions > 0 {
 		s.udp.maxSessions = cfg.UDPMaxSessions
@@ -251,6 +268,8 @@ func New(cfg Config) *Server {
 	if cfg.UDPMaxSessionsPerSource > 0 {
 		s.udp.maxPerSource = cfg.UDPMaxSessionsPerSource
 	}
+	s.udp.listen = func(addr string) (*net.UDPConn, error) { return s.listenPacket("udp "+addr, addr) }
+	s.udp.forget = func(addr string) { s.socks.forget("udp " + addr) }
 	return s
 }
 
@@ -294,13 +313,27 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		lc.Control = reusePortControl
 	}
-	httpLn, err := lc.Listen(context.Background(), "tcp", s.cfg.HTTPAddr)
+	// An edge already serving this state directory hands its listeners
+	// over (SPEC R60); it keeps serving until this one confirms.
+	var handover *net.UnixConn
+	if !s.cfg.NoHandover {
+		var herr error
+		if handover, herr = s.takeOver(); herr != nil {
+			s.logger.Warn("listener hand-over failed; binding anew", "error", herr)
+		}
+		if handover != nil {
+			defer handover.Close() // unconfirmed: the old edge keeps serving
+		}
+	}
+	httpLn, err := s.listenStream("http", s.cfg.HTTPAddr, lc)
 	if err != nil {
+		s.socks.dropInherited()
 		return fmt.Errorf("gordon-edge: listen http %s: %w", s.cfg.HTTPAddr, err)
 	}
-	adminLn, err := net.Listen("tcp", s.cfg.AdminAddr)
+	adminLn, err := s.listenStream("admin", s.cfg.AdminAddr, net.ListenConfig{})
 	if err != nil {
 		_ = httpLn.Close()
+		s.socks.dropInherited()
 		return fmt.Errorf("gordon-edge: listen admin %s: %w", s.cfg.AdminAddr, err)
 	}
 	httpAddr, adminAddr := httpLn.Addr().String(), adminLn.Addr().String()
@@ -332,15 +365,31 @@ func (s *Server) Run(ctx context.Context) error {
 	s.h1.startLoops(evLoopCount(s.cfg.EventLoops))
 	w := &watcher{path: filepath.Join(s.cfg.StateDir, "edge", RoutesFile)}
 	s.poll(w, true)
+	if dropped := s.socks.dropInherited(); len(dropped) > 0 {
+		s.logger.Info("listeners of the previous edge not in this configuration closed", "listeners", dropped)
+	}
+
+	errc := make(chan error, 3)
+	h1Stopped := make(chan struct{})
+	go func() { errc <- serveErr("http", s.h1.serve(httpLn)); close(h1Stopped) }()
+	go func() { errc <- serveErr("http handoff", httpSrv.Serve(s.h1.handoff)) }()
+	go func() { errc <- serveErr("admin", adminSrv.Serve(adminLn)) }()
+	if !s.cfg.NoHandover {
+		if handover != nil {
+			s.confirmTakeOver(handover)
+		}
+		hln, err := s.listenHandover()
+		if err != nil {
+			s.logger.Warn("no listener hand-over for the next edge", "error", err)
+		} else {
+			defer hln.Close()
+		}
+	}
 	close(s.ready)
 	s.logger.Info("gordon-edge serving", "http", httpAddr, "admin", adminAddr, "state_dir", s.cfg.StateDir)
 
-	errc := make(chan error, 3)
-	go func() { errc <- serveErr("http", s.h1.serve(httpLn)) }()
-	go func() { errc <- serveErr("http handoff", httpSrv.Serve(s.h1.handoff)) }()
-	go func() { errc <- serveErr("admin", adminSrv.Serve(adminLn)) }()
-
 	var runErr error
+	handedOver := false
 	tick := time.NewTicker(s.cfg.PollInterval)
 	defer tick.Stop()
 loop:
@@ -348,12 +397,16 @@ loop:
 		select {
 		case <-ctx.Done():
 			break loop
+		case <-s.handedOver:
+			handedOver = true
+			break loop
 		case err := <-errc:
 			runErr = err
 			break loop
 		case <-tick.C:
 			s.poll(w, false)
 		case <-s.reload:
+			w.force = true
 			s.poll(w, false)
 		}
 	}
@@ -361,6 +414,24 @@ loop:
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	_ = httpLn.Close()
+	// A connection accepted while the listener closed is registered and
+	// served (its request answered), not dropped by the drain below.
+	select {
+	case <-h1Stopped:
+	case <-sctx.Done():
+	}
+	tcpDrained := make(chan struct{})
+	if handedOver {
+		// Every listener stops at once (the new edge accepts on the same
+		// sockets); relayed TCP connections stay on this edge until they
+		// end or the drain bound passes, UDP sessions re-form on the new
+		// edge.
+		_ = adminSrv.Close()
+		s.udp.close()
+		go func() { s.tcp.drain(sctx); close(tcpDrained) }()
+	} else {
+		close(tcpDrained)
+	}
 	// Both servers drain at once: the loop's connections and the ones
 	// handed to net/http share the one ShutdownTimeout.
 	h1Done := make(chan error, 1)
@@ -373,6 +444,7 @@ loop:
 		s.logger.Warn("http shutdown incomplete", "error", err)
 	}
 	_ = adminSrv.Close()
+	<-tcpDrained
 	s.tcp.close()
 	s.udp.close()
 	s.reg.closeIdle()
@@ -409,6 +481,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var i int
 	var b *backend
 	var counter *atomic.Int64
+	wasHeld := false
 	for {
 		snap := s.snap.Load()
 		rt = nil
@@ -416,9 +489,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rt = s.route(snap, r.Host)
 		}
 		if rt == nil {
+			if wasHeld {
+				// The hold ended without a new generation: the replacement
+				// failed (SPEC R58).
+				writeUnavailable(w, "gordon-edge: "+stripPort(r.Host)+" has no serving generation (its replacement did not complete)\n")
+				return
+			}
 			s.metrics.unrouted.Inc()
 			writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
 			return
+		}
+		if len(rt.backends) == 0 {
+			// Held or stopped (SPEC R58): the event loop and the h1 loop
+			// hand such requests here.
+			if !s.holdHTTP(w, r, snap, rt) {
+				return
+			}
+			wasHeld = true
+			continue
 		}
 		i = rt.pick()
 		b = rt.backends[i]
@@ -508,6 +596,16 @@ func isUpgrade(r *http.Request) bool {
 	return false
 }
 
+// Reload asks Run to re-read the route table now instead of at the next
+// poll (SIGHUP, admin POST /reload); the outcome shows in status.json as
+// for any apply. It never blocks.
+func (s *Server) Reload() {
+	select {
+	case s.reload <- struct{}{}:
+	default: // one is queued already
+	}
+}
+
 // Apply validates t (LoadTable rules), swaps it in as the serving snapshot,
 // retargets the TCP and UDP relays and writes status.json (when StateDir is set).
 // A rejected table leaves the previous snapshot serving and is recorded as
@@ -526,7 +624,10 @@ func (s *Server) Apply(t routetable.Table) error {
 	snap, referenced := buildSnapshot(t, s.reg, s.metrics)
 	s.tcp.update(t.TCP)
 	s.udp.update(t.UDP)
-	s.snap.Store(snap)
+	prev := s.snap.Swap(snap)
+	if prev != nil {
+		close(prev.replaced) // held requests re-route on snap
+	}
 	if s.hosts != nil {
 		s.hosts.Clear()
 	}
@@ -655,10 +756,7 @@ func (s *Server) adminHandler() http.Handler {
 	// a switch does not wait up to PollInterval). 202: the request is
 	// queued; the outcome shows in status.json as for any apply.
 	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
-		select {
-		case s.reload <- struct{}{}:
-		default: // one is queued already
-		}
+		s.Reload()
 		w.WriteHeader(http.StatusAccepted)
 	})
 	if s.cfg.Pprof {
@@ -680,6 +778,9 @@ type watcher struct {
 	stat     fileStamp
 	data     []byte
 	lastRead time.Time
+	// force makes the next poll read the file even when its stat did not
+	// change (Reload).
+	force bool
 }
 
 // fileStamp is what a stat of the route table shows. Publishers replace the
@@ -714,7 +815,9 @@ func (s *Server) poll(w *watcher, first bool) {
 		s.logger.Warn("stat route table", "path", w.path, "error", err)
 		return
 	}
-	if !first && stamp == w.stat && now.Sub(w.lastRead) < fullRereadEvery {
+	force := w.force
+	w.force = false
+	if !first && !force && stamp == w.stat && now.Sub(w.lastRead) < fullRereadEvery {
 		return
 	}
 	if !first && stamp == w.stat {

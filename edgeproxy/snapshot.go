@@ -21,6 +21,9 @@ type snapshot struct {
 	wildcards []*httpRoute
 	tcp       []routetable.L4Route
 	udp       []routetable.L4Route
+	// replaced is closed when the next snapshot is swapped in: held
+	// requests wait on it (SPEC R58).
+	replaced chan struct{}
 }
 
 // httpRoute is one HTTP host and the backends serving it.
@@ -40,6 +43,12 @@ type httpRoute struct {
 	metrics []*routeMetrics
 	// next spreads requests over backends (more than one only transiently).
 	next *atomic.Uint64
+	// hold is set while the service is between generations, stopped when
+	// it is stopped (both without backends, SPEC R58); held counts the
+	// requests waiting on this route.
+	hold    *routetable.Hold
+	stopped bool
+	held    *atomic.Int64
 }
 
 // pick returns the index of the backend for one request (into backends,
@@ -59,10 +68,12 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 		exact:      make(map[string]*httpRoute, len(t.HTTP)),
 		tcp:        append([]routetable.L4Route(nil), t.TCP...),
 		udp:        append([]routetable.L4Route(nil), t.UDP...),
+		replaced:   make(chan struct{}),
 	}
 	referenced := make(map[string]struct{})
 	for _, hr := range t.HTTP {
-		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64)}
+		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64),
+			hold: hr.Hold, stopped: hr.Stopped, held: new(atomic.Int64)}
 		tm := routeTimeouts{
 			dial:           time.Duration(hr.DialTimeoutMS) * time.Millisecond,
 			responseHeader: time.Duration(hr.ResponseHeaderTimeoutMS) * time.Millisecond,
@@ -88,6 +99,9 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 	sort.SliceStable(s.wildcards, func(i, j int) bool { return len(s.wildcards[i].suffix) > len(s.wildcards[j].suffix) })
 	for _, l4 := range [][]routetable.L4Route{t.TCP, t.UDP} {
 		for _, r := range l4 {
+			if r.Backend == "" {
+				continue // held
+			}
 			reg.get(r.Backend)
 			referenced[r.Backend] = struct{}{}
 		}

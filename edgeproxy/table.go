@@ -26,11 +26,12 @@ var ErrInvalidTable = errors.New("invalid route table")
 //     routetable.Schema;
 //   - every HTTP host is a DNS name ("example.com") or a wildcard
 //     ("*.example.com"), compared case-insensitively; no host twice;
-//   - every HTTP route has at least one backend, optional timeouts are
+//   - every HTTP route has at least one backend unless it is held or
+//     stopped (then it has none; SPEC R58), optional timeouts are
 //     within 0..3600000 ms, every backend and L4
 //     backend is "IP:port" with a port in 1..65535;
 //   - every TCP/UDP listen is "[IP]:port" with a port in 1..65535; no listen
-//     twice within one protocol.
+//     twice within one protocol; a held route is TCP and has no backend.
 //
 // Hosts are returned lowercased. Errors wrap ErrInvalidTable and name the
 // offending route.
@@ -71,7 +72,16 @@ func ValidateTable(t *routetable.Table) error {
 		if r.DialTimeoutMS < 0 || r.DialTimeoutMS > maxRouteTimeoutMS || r.ResponseHeaderTimeoutMS < 0 || r.ResponseHeaderTimeoutMS > maxRouteTimeoutMS {
 			return fmt.Errorf("route table: http host %q (app %q, service %q): timeouts must be within 0..%d ms: %w", host, r.App, r.Service, maxRouteTimeoutMS, ErrInvalidTable)
 		}
-		if len(r.Backends) == 0 {
+		if r.Hold != nil && r.Stopped {
+			return fmt.Errorf("route table: http host %q (app %q, service %q) is both held and stopped: %w", host, r.App, r.Service, ErrInvalidTable)
+		}
+		if (r.Hold != nil || r.Stopped) && len(r.Backends) > 0 {
+			return fmt.Errorf("route table: http host %q (app %q, service %q): a held or stopped route has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
+		}
+		if r.Hold != nil && r.Hold.Queue < 0 {
+			return fmt.Errorf("route table: http host %q (app %q, service %q): hold queue must be >= 0: %w", host, r.App, r.Service, ErrInvalidTable)
+		}
+		if len(r.Backends) == 0 && r.Hold == nil && !r.Stopped {
 			return fmt.Errorf("route table: http host %q (app %q, service %q) has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
 		}
 		for _, b := range r.Backends {
@@ -90,6 +100,12 @@ func ValidateTable(t *routetable.Table) error {
 				return fmt.Errorf("route table: %s listen %q used twice (app %q, service %q): %w", proto, r.Listen, r.App, r.Service, ErrInvalidTable)
 			}
 			listens[r.Listen] = struct{}{}
+			if r.Hold != nil {
+				if proto != "tcp" || r.Backend != "" || r.Hold.Queue < 0 {
+					return fmt.Errorf("route table: %s listen %q (app %q, service %q): only a TCP route is held, without a backend, queue >= 0: %w", proto, r.Listen, r.App, r.Service, ErrInvalidTable)
+				}
+				continue
+			}
 			if err := validateAddr(r.Backend, true); err != nil {
 				return fmt.Errorf("route table: %s listen %q (app %q, service %q, container %q): backend %q: %w", proto, r.Listen, r.App, r.Service, r.Container, r.Backend, err)
 			}

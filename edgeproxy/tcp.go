@@ -1,6 +1,7 @@
 package edgeproxy
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -22,6 +23,9 @@ type tcpRelays struct {
 	reg         *registry
 	dialTimeout time.Duration
 	logger      hclog.Logger
+	// listen binds (or takes over) a listener; forget unregisters it.
+	listen func(addr string) (net.Listener, error)
+	forget func(addr string)
 
 	mu        sync.Mutex
 	listeners map[string]*tcpListener
@@ -30,13 +34,33 @@ type tcpRelays struct {
 	// conns tracks every live relayed connection pair for shutdown.
 	conns  map[*relayConn]struct{}
 	closed bool
-	wg     sync.WaitGroup
+	// done is closed by close: held connections give up.
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
 type tcpListener struct {
-	listen  string
-	ln      net.Listener
-	backend atomic.Pointer[backend]
+	listen string
+	ln     net.Listener
+	target atomic.Pointer[tcpTarget]
+}
+
+// tcpTarget is where a listener's new connections go: backend, or, while
+// backend is nil, held until the next target (SPEC R58).
+type tcpTarget struct {
+	backend *backend
+	hold    *routetable.Hold
+	// replaced is closed when the listener gets its next target.
+	replaced chan struct{}
+	held     atomic.Int64
+}
+
+// retarget makes tg the listener's target and wakes the connections held
+// on the previous one.
+func (l *tcpListener) retarget(tg *tcpTarget) {
+	if prev := l.target.Swap(tg); prev != nil {
+		close(prev.replaced)
+	}
 }
 
 // relayConn is one relayed connection: the client side and the backend side.
@@ -52,6 +76,9 @@ func newTCPRelays(reg *registry, dialTimeout time.Duration, logger hclog.Logger)
 		listeners:   make(map[string]*tcpListener),
 		failed:      make(map[string]string),
 		conns:       make(map[*relayConn]struct{}),
+		done:        make(chan struct{}),
+		listen:      func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) },
+		forget:      func(string) {},
 	}
 }
 
@@ -70,19 +97,24 @@ func (t *tcpRelays) update(routes []routetable.L4Route) {
 	}
 	for listen, l := range t.listeners {
 		if _, ok := want[listen]; !ok {
+			t.forget(listen)
 			_ = l.ln.Close()
+			l.retarget(&tcpTarget{replaced: make(chan struct{})}) // held connections close
 			delete(t.listeners, listen)
 		}
 	}
 	prevFailed := t.failed
 	t.failed = make(map[string]string)
 	for listen, r := range want {
-		b := t.reg.get(r.Backend)
+		tg := &tcpTarget{hold: r.Hold, replaced: make(chan struct{})}
+		if r.Hold == nil {
+			tg.backend = t.reg.get(r.Backend)
+		}
 		if l, ok := t.listeners[listen]; ok {
-			l.backend.Store(b)
+			l.retarget(tg)
 			continue
 		}
-		ln, err := net.Listen("tcp", listen)
+		ln, err := t.listen(listen)
 		if err != nil {
 			t.failed[listen] = err.Error()
 			if prevFailed[listen] == err.Error() {
@@ -92,7 +124,7 @@ func (t *tcpRelays) update(routes []routetable.L4Route) {
 			continue
 		}
 		l := &tcpListener{listen: listen, ln: ln}
-		l.backend.Store(b)
+		l.retarget(tg)
 		t.listeners[listen] = l
 		t.wg.Add(1)
 		go t.accept(l)
@@ -116,9 +148,55 @@ func (t *tcpRelays) accept(l *tcpListener) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		b := l.backend.Load() // read once: this connection stays on b
+		tg := l.target.Load() // read once: this connection stays on its backend
 		t.wg.Add(1)
-		go t.relay(c, b)
+		if tg.backend == nil {
+			go t.holdConn(c, l, tg)
+			continue
+		}
+		go t.relay(c, tg.backend)
+	}
+}
+
+// holdConn holds an accepted connection while its listener's service is
+// between generations (SPEC R58): it is spliced to the backend of the
+// first target that has one, or closed when the hold's Until passes, the
+// queue is full, a target without hold arrives, or the relays close.
+func (t *tcpRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
+	for {
+		if tg.backend != nil {
+			t.relay(c, tg.backend) // takes over the wg count
+			return
+		}
+		now := time.Now()
+		queue := int64(routetable.DefaultHoldQueue)
+		if tg.hold != nil && tg.hold.Queue > 0 {
+			queue = int64(tg.hold.Queue)
+		}
+		if !tg.hold.Holding(now) || tg.held.Add(1) > queue {
+			if tg.hold.Holding(now) {
+				tg.held.Add(-1)
+			}
+			_ = c.Close()
+			t.wg.Done()
+			return
+		}
+		timer := time.NewTimer(tg.hold.Until.Sub(now))
+		var next *tcpTarget
+		select {
+		case <-tg.replaced:
+			next = l.target.Load()
+		case <-timer.C:
+		case <-t.done:
+		}
+		timer.Stop()
+		tg.held.Add(-1)
+		if next == nil {
+			_ = c.Close()
+			t.wg.Done()
+			return
+		}
+		tg = next
 	}
 }
 
@@ -185,10 +263,38 @@ func (t *tcpRelays) listenerStatus() []routetable.ListenerStatus {
 	return out
 }
 
+// drain stops accepting and waits until every relayed connection has ended
+// or ctx ends (close then cuts the rest).
+func (t *tcpRelays) drain(ctx context.Context) {
+	t.mu.Lock()
+	for listen, l := range t.listeners {
+		t.forget(listen)
+		_ = l.ln.Close()
+	}
+	t.listeners = map[string]*tcpListener{}
+	t.mu.Unlock()
+	for {
+		t.mu.Lock()
+		n := len(t.conns)
+		t.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // close closes every listener and every relayed connection, then waits for
 // the relay goroutines.
 func (t *tcpRelays) close() {
 	t.mu.Lock()
+	if !t.closed {
+		close(t.done)
+	}
 	t.closed = true
 	for _, l := range t.listeners {
 		_ = l.ln.Close()

@@ -48,6 +48,9 @@ type udpRelays struct {
 	maxPerSource int
 	fdBudget     int64
 	open         atomic.Int64
+	// listen binds (or takes over) a socket; forget unregisters it.
+	listen func(addr string) (*net.UDPConn, error)
+	forget func(addr string)
 
 	mu        sync.Mutex
 	listeners map[string]*udpListener
@@ -86,6 +89,14 @@ func newUDPRelays(reg *registry, idle time.Duration, logger hclog.Logger) *udpRe
 		fdBudget:     max(int64(descriptorLimit()/2), 64),
 		listeners:    make(map[string]*udpListener),
 		failed:       make(map[string]string),
+		listen: func(addr string) (*net.UDPConn, error) {
+			ua, err := net.ResolveUDPAddr("udp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return net.ListenUDP("udp", ua)
+		},
+		forget: func(string) {},
 	}
 }
 
@@ -102,6 +113,7 @@ func (u *udpRelays) update(routes []routetable.L4Route) {
 	}
 	for listen, l := range u.listeners {
 		if _, ok := want[listen]; !ok {
+			u.forget(listen)
 			l.close()
 			delete(u.listeners, listen)
 		}
@@ -114,11 +126,7 @@ func (u *udpRelays) update(routes []routetable.L4Route) {
 			l.backend.Store(b)
 			continue
 		}
-		addr, err := net.ResolveUDPAddr("udp", listen)
-		var pc *net.UDPConn
-		if err == nil {
-			pc, err = net.ListenUDP("udp", addr)
-		}
+		pc, err := u.listen(listen)
 		if err != nil {
 			u.failed[listen] = err.Error()
 			if prevFailed[listen] == err.Error() {

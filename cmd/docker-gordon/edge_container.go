@@ -43,7 +43,15 @@ const (
 	labelSystem       = "dev.gordon.system"        // "edge" or "reconcile"
 	labelStateDir     = "dev.gordon.state-dir"     // host state directory
 	labelSystemConfig = "dev.gordon.system-config" // hash of image and config
-	roleSystem        = "system"
+	// labelHandover marks an edge that hands its listeners to its
+	// successor (gordon-edge R60); an edge without it is replaced by stop
+	// then start.
+	labelHandover = "dev.gordon.edge-handover"
+	roleSystem    = "system"
+
+	// nextSuffix names a new system container while the one it replaces
+	// still runs (gordon-edge-next); it is renamed once that one is gone.
+	nextSuffix = "-next"
 
 	// containerDockerSock is where the engine socket is mounted inside the
 	// reconcile container.
@@ -63,6 +71,9 @@ type systemUnit struct {
 	GroupAdd   []string
 	StateDir   string
 	StopGrace  time.Duration
+	// Handover: the new container starts beside the running one, takes
+	// its listeners over and the old one drains and exits (edge, R60).
+	Handover bool
 }
 
 // configHash covers everything that, when changed, requires a new container.
@@ -82,8 +93,10 @@ type startResult struct {
 // ensureSystemContainer builds the unit's image and makes its container
 // run it (idempotent): absent → create and start; same image and config and
 // running → nothing; same but stopped → start; different → stop, remove,
-// create, start. A container of that name that is not a gordon system
-// container, or one serving another state directory, is core.ErrConflict.
+// create, start, or, for a unit with Handover whose running container
+// supports it, an upgrade without a gap (upgradeSystem). A container of
+// that name that is not a gordon system container, or one serving another
+// state directory, is core.ErrConflict.
 func ensureSystemContainer(ctx context.Context, api client.APIClient, u systemUnit) (startResult, error) {
 	img, err := sysimage.Build(ctx, api, u.Kind, u.Binaries, map[string]string{labelManaged: "true", labelRole: roleSystem})
 	if err != nil {
@@ -95,6 +108,11 @@ func ensureSystemContainer(ctx context.Context, api client.APIClient, u systemUn
 	cur, err := inspectSystem(ctx, api, u.Name, u.StateDir)
 	if err != nil {
 		return startResult{}, err
+	}
+	if u.Handover {
+		if cur, err = adoptNext(ctx, api, u, cur); err != nil {
+			return startResult{}, err
+		}
 	}
 	if cur != nil {
 		running := cur.State != nil && (cur.State.Running || cur.State.Restarting)
@@ -110,6 +128,9 @@ func ensureSystemContainer(ctx context.Context, api client.APIClient, u systemUn
 			res.Action = "started"
 			return res, waitSettled(ctx, api, u.Name, cur.ID, cur.RestartCount, settleTime)
 		}
+		if u.Handover && running && !cur.State.Restarting && cur.Config.Labels[labelHandover] == "true" {
+			return upgradeSystem(ctx, api, u, cur, img, cfgHash)
+		}
 		if err := removeSystem(ctx, api, u.Name, cur.ID, u.StopGrace); err != nil {
 			return startResult{}, err
 		}
@@ -121,9 +142,35 @@ func ensureSystemContainer(ctx context.Context, api client.APIClient, u systemUn
 		}
 	}
 
+	id, err := createSystem(ctx, api, u, u.Name, img, cfgHash)
+	if err != nil {
+		return startResult{}, err
+	}
+	res.ID = id
+	if res.Action == "" {
+		res.Action = "started"
+	}
+	if err := waitSettled(ctx, api, u.Name, id, 0, settleTime); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// createSystem creates and starts the unit's container under name.
+func createSystem(ctx context.Context, api client.APIClient, u systemUnit, name string, img sysimage.Image, cfgHash string) (string, error) {
 	grace := int(u.StopGrace / time.Second)
+	labels := map[string]string{
+		labelManaged:      "true",
+		labelRole:         roleSystem,
+		labelSystem:       u.Kind,
+		labelStateDir:     u.StateDir,
+		labelSystemConfig: cfgHash,
+	}
+	if u.Handover {
+		labels[labelHandover] = "true"
+	}
 	created, err := api.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name: u.Name,
+		Name: name,
 		Config: &container.Config{
 			Image:       img.Ref,
 			Entrypoint:  u.Entrypoint,
@@ -131,13 +178,7 @@ func ensureSystemContainer(ctx context.Context, api client.APIClient, u systemUn
 			Env:         u.Env,
 			User:        u.User,
 			StopTimeout: &grace,
-			Labels: map[string]string{
-				labelManaged:      "true",
-				labelRole:         roleSystem,
-				labelSystem:       u.Kind,
-				labelStateDir:     u.StateDir,
-				labelSystemConfig: cfgHash,
-			},
+			Labels:      labels,
 		},
 		HostConfig: &container.HostConfig{
 			NetworkMode:   "host",
@@ -148,20 +189,112 @@ func ensureSystemContainer(ctx context.Context, api client.APIClient, u systemUn
 		},
 	})
 	if err != nil {
-		return startResult{}, fmt.Errorf("%s: create: %w", u.Name, classify(err))
+		return "", fmt.Errorf("%s: create: %w", name, classify(err))
 	}
-	res.ID = created.ID
 	if _, err := api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		_, _ = api.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
-		return startResult{}, fmt.Errorf("%s: start %s: %w", u.Name, shortID(created.ID), classify(err))
+		return "", fmt.Errorf("%s: start %s: %w", name, shortID(created.ID), classify(err))
 	}
-	if res.Action == "" {
-		res.Action = "started"
-	}
-	if err := waitSettled(ctx, api, u.Name, created.ID, 0, settleTime); err != nil {
+	return created.ID, nil
+}
+
+// upgradeSystem replaces the running container cur without a gap (edge,
+// gordon-edge R60): cur's restart policy becomes "no" (its exit after the
+// hand-over must not bring it back), the new container starts as
+// <name>-next beside it and takes its listeners over, cur drains its
+// in-flight requests and exits on its own within its stop grace (else it
+// is stopped), then cur is removed and the new container renamed <name>.
+// A new container that fails to start is removed and cur gets its restart
+// policy back: it never stopped serving.
+func upgradeSystem(ctx context.Context, api client.APIClient, u systemUnit, cur *container.InspectResponse, img sysimage.Image, cfgHash string) (startResult, error) {
+	res := startResult{Image: img.Ref, Action: "replaced (listeners handed over; the old edge drained)"}
+	next := u.Name + nextSuffix
+	if err := removeStaleNext(ctx, api, next, u.StateDir); err != nil {
 		return res, err
 	}
+	policy := func(p container.RestartPolicyMode) error {
+		_, err := api.ContainerUpdate(context.WithoutCancel(ctx), cur.ID, client.ContainerUpdateOptions{RestartPolicy: &container.RestartPolicy{Name: p}})
+		if err != nil {
+			return fmt.Errorf("%s: set restart policy %s: %w", u.Name, p, classify(err))
+		}
+		return nil
+	}
+	if err := policy(container.RestartPolicyDisabled); err != nil {
+		return res, err
+	}
+	id, err := createSystem(ctx, api, u, next, img, cfgHash)
+	if err == nil {
+		err = waitSettled(ctx, api, next, id, 0, settleTime)
+		if err != nil {
+			_, _ = api.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true})
+		}
+	}
+	if err != nil {
+		if img.ID != cur.Image {
+			// Garbage unless something else uses it (the engine refuses then).
+			_, _ = api.ImageRemove(context.WithoutCancel(ctx), img.ID, client.ImageRemoveOptions{PruneChildren: true})
+		}
+		if perr := policy(container.RestartPolicyUnlessStopped); perr != nil {
+			return res, fmt.Errorf("%w (and %w)", err, perr)
+		}
+		return res, fmt.Errorf("%w; the running %s keeps serving", err, u.Name)
+	}
+	res.ID = id
+	// The old edge exits once drained (its stop grace bounds the drain).
+	wctx, cancel := context.WithTimeout(ctx, u.StopGrace+10*time.Second)
+	defer cancel()
+	w := api.ContainerWait(wctx, cur.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case <-w.Result:
+	case <-w.Error:
+	case <-wctx.Done():
+	}
+	if err := removeSystem(ctx, api, u.Name, cur.ID, 5*time.Second); err != nil {
+		return res, err
+	}
+	if cur.Image != img.ID {
+		_, _ = api.ImageRemove(ctx, cur.Image, client.ImageRemoveOptions{PruneChildren: true})
+	}
+	if _, err := api.ContainerRename(ctx, id, client.ContainerRenameOptions{NewName: u.Name}); err != nil {
+		return res, fmt.Errorf("%s: rename %s to %s: %w (it serves; the next start renames it)", next, shortID(id), u.Name, classify(err))
+	}
 	return res, nil
+}
+
+// removeStaleNext removes a <name>-next left by an upgrade that did not
+// finish, when it does not run (a running one is adopted by adoptNext).
+func removeStaleNext(ctx context.Context, api client.APIClient, next, stateDir string) error {
+	c, err := inspectSystem(ctx, api, next, stateDir)
+	if err != nil || c == nil {
+		return err
+	}
+	if c.State != nil && c.State.Running {
+		return fmt.Errorf("%s is running (an upgrade in progress?); retry once it ends: %w", next, core.ErrConflict)
+	}
+	return removeSystem(ctx, api, next, c.ID, time.Second)
+}
+
+// adoptNext finishes an upgrade that was interrupted after the new
+// container took over: with no running <name> but a running <name>-next,
+// the stopped <name> (if any) is removed, the latter renamed and returned
+// as the current container.
+func adoptNext(ctx context.Context, api client.APIClient, u systemUnit, cur *container.InspectResponse) (*container.InspectResponse, error) {
+	if cur != nil && cur.State != nil && (cur.State.Running || cur.State.Restarting) {
+		return cur, nil
+	}
+	next, err := inspectSystem(ctx, api, u.Name+nextSuffix, u.StateDir)
+	if err != nil || next == nil || next.State == nil || !next.State.Running {
+		return cur, err
+	}
+	if cur != nil {
+		if err := removeSystem(ctx, api, u.Name, cur.ID, time.Second); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := api.ContainerRename(ctx, next.ID, client.ContainerRenameOptions{NewName: u.Name}); err != nil {
+		return nil, fmt.Errorf("%s: rename %s to %s: %w", u.Name+nextSuffix, shortID(next.ID), u.Name, classify(err))
+	}
+	return inspectSystem(ctx, api, u.Name, u.StateDir)
 }
 
 // settleTime is how long a freshly started system container must keep
@@ -360,7 +493,7 @@ func containerUser() string {
 
 // edgeUnit is the gordon-edge system container: /gordon-edge run on the
 // host network with the state directory at the same path.
-func edgeUnit(stateDir, httpAddr, adminAddr string) (systemUnit, error) {
+func edgeUnit(stateDir, httpAddr, adminAddr string, drain time.Duration) (systemUnit, error) {
 	bin, err := findEdgeBinary()
 	if err != nil {
 		return systemUnit{}, fmt.Errorf("%w: %w", core.ErrNotFound, err)
@@ -375,6 +508,12 @@ func edgeUnit(stateDir, httpAddr, adminAddr string) (systemUnit, error) {
 	if adminAddr != "" {
 		cmd = append(cmd, "--admin-addr", adminAddr)
 	}
+	if drain <= 0 {
+		drain = defaultEdgeDrain
+	}
+	if drain != defaultEdgeDrain {
+		cmd = append(cmd, "--shutdown-timeout", drain.String())
+	}
 	return systemUnit{
 		Kind:       "edge",
 		Name:       edgeContainerName,
@@ -385,13 +524,19 @@ func edgeUnit(stateDir, httpAddr, adminAddr string) (systemUnit, error) {
 		Binds:      []string{stateDir + ":" + stateDir},
 		User:       containerUser(),
 		StateDir:   stateDir,
-		StopGrace:  35 * time.Second, // gordon-edge's shutdown timeout is 30s
+		StopGrace:  drain + 5*time.Second, // gordon-edge's drain bound, then a margin
+		Handover:   true,
 	}, nil
 }
+
+// defaultEdgeDrain is gordon-edge's default --shutdown-timeout: how long a
+// stopping or superseded edge lets its in-flight requests and streams run.
+const defaultEdgeDrain = 30 * time.Second
 
 // edgeContainerFlags are the flags of `edge start` and `system start`.
 type edgeContainerFlags struct {
 	httpAddr, adminAddr string
+	drain               time.Duration
 }
 
 // edgeStartFile (in <state>/edge) remembers the addresses of the last
@@ -402,11 +547,14 @@ const edgeStartFile = "start.json"
 type edgeStartAddrs struct {
 	HTTPAddr  string `json:"http_addr"`
 	AdminAddr string `json:"admin_addr,omitempty"`
+	// Drain is --drain-timeout in seconds (0: the default).
+	Drain float64 `json:"drain_seconds,omitempty"`
 }
 
 func (f *edgeContainerFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.httpAddr, "http-addr", ":80", "public HTTP listen address of the edge (host network); default: the last start's, else :80")
 	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (status, in-flight counts); default: the last start's")
+	cmd.Flags().DurationVar(&f.drain, "drain-timeout", defaultEdgeDrain, "how long a stopping or upgraded edge lets in-flight requests and streams (SSE, WebSocket, TCP relays) run before it cuts them; default: the last start's")
 }
 
 // resolve fills the addresses not given on the command line from the last
@@ -427,12 +575,19 @@ func (f *edgeContainerFlags) resolve(cmd *cobra.Command, stateDir string) bool {
 	if !cmd.Flags().Changed("admin-addr") && last.AdminAddr != "" && last.AdminAddr != f.adminAddr {
 		f.adminAddr, used = last.AdminAddr, true
 	}
+	if d := time.Duration(last.Drain * float64(time.Second)); !cmd.Flags().Changed("drain-timeout") && d > 0 {
+		f.drain = d
+	}
 	return used
 }
 
 // remember records the addresses of a successful start (best effort).
 func (f *edgeContainerFlags) remember(stateDir string) {
-	data, err := json.Marshal(edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr})
+	last := edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr}
+	if f.drain != defaultEdgeDrain {
+		last.Drain = f.drain.Seconds()
+	}
+	data, err := json.Marshal(last)
 	dir := filepath.Join(stateDir, "edge")
 	if err == nil && os.MkdirAll(dir, 0o700) == nil {
 		_ = routetable.WriteFileAtomic(filepath.Join(dir, edgeStartFile), append(data, '\n'))
@@ -465,11 +620,14 @@ installed gordon-edge binary and run it as the container gordon-edge on the
 host network with restart policy unless-stopped and the state directory
 bind-mounted at the same path, so it comes back after an engine restart or a
 reboot. Idempotent: a running container with the same binary and flags is
-left alone; a different binary or flags replace it.`,
+left alone; a different binary or flags replace it without a gap: the new
+edge starts beside the old one (as gordon-edge-next), takes its listening
+sockets over, the old one drains its in-flight requests and streams
+(--drain-timeout) and exits, and the new one is renamed gordon-edge.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			remembered := flags.resolve(cmd, env.opts.stateDir)
-			u, err := edgeUnit(env.opts.stateDir, flags.httpAddr, flags.adminAddr)
+			u, err := edgeUnit(env.opts.stateDir, flags.httpAddr, flags.adminAddr, flags.drain)
 			if err != nil {
 				return err
 			}

@@ -111,7 +111,7 @@ engine after a reboot; no registry and no systemd are needed.`,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			remembered := edgeFlags.resolve(cmd, env.opts.stateDir)
-			eu, err := edgeUnit(env.opts.stateDir, edgeFlags.httpAddr, edgeFlags.adminAddr)
+			eu, err := edgeUnit(env.opts.stateDir, edgeFlags.httpAddr, edgeFlags.adminAddr, edgeFlags.drain)
 			if err != nil {
 				return err
 			}

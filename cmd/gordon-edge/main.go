@@ -1,9 +1,12 @@
 // Command gordon-edge is the edge proxy of docker gordon (ARCHITECTURE §1,
 // §5): `gordon-edge run --state-dir DIR --http-addr ADDR [--admin-addr
 // ADDR] [--trusted-proxies CIDRS] [--read-header-timeout D] [--reuse-port]
-// [--pprof]` serves in the foreground until SIGTERM or SIGINT, then shuts
-// down gracefully (with --reuse-port a new edge can bind the same address
-// first: zero-drop restart); `gordon-edge version` prints the version.
+// [--pprof] [--no-handover]` serves in the foreground until SIGTERM or
+// SIGINT, then drains (in-flight requests finish within --shutdown-timeout)
+// and stops; SIGHUP re-reads the route table. A second edge started on the
+// same state directory takes the listeners over from the running one
+// through <state>/edge/handover.sock, which then drains and exits (SPEC
+// R60); `gordon-edge version` prints the version.
 package main
 
 import (
@@ -54,6 +57,7 @@ type runOptions struct {
 	pprof           bool
 	reusePort       bool
 	eventLoops      int
+	noHandover      bool
 }
 
 func newRunCommand() *cobra.Command {
@@ -77,6 +81,7 @@ func newRunCommand() *cobra.Command {
 	f.BoolVar(&opts.pprof, "pprof", false, "serve net/http/pprof on the admin address")
 	f.IntVar(&opts.eventLoops, "event-loops", 0, "event loop threads serving simple HTTP requests (Linux): 0 picks one per four CPUs, -1 serves every connection from a goroutine")
 	f.BoolVar(&opts.reusePort, "reuse-port", false, "bind the HTTP address with SO_REUSEPORT so a new edge can start before the old one stops (graceful restart, Linux)")
+	f.BoolVar(&opts.noHandover, "no-handover", false, "neither take the listeners of an edge already serving the state directory nor offer them to the next one (<state>/edge/handover.sock)")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
 }
@@ -97,6 +102,10 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		Level:  hclog.LevelFromString(opts.logLevel),
 		Output: os.Stderr,
 	})
+	// SIGHUP re-reads the route table (R61); SIGTERM/SIGINT drain and stop.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	srv := edgeproxy.New(edgeproxy.Config{
 		StateDir:          opts.stateDir,
 		HTTPAddr:          opts.httpAddr,
@@ -108,7 +117,19 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		Pprof:             opts.pprof,
 		ReusePort:         opts.reusePort,
 		EventLoops:        opts.eventLoops,
+		NoHandover:        opts.noHandover,
 	})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				logger.Info("SIGHUP: re-reading the route table")
+				srv.Reload()
+			}
+		}
+	}()
 	return srv.Run(ctx)
 }
 

@@ -47,7 +47,32 @@ type HTTPRoute struct {
 	// headers once the request was sent, in milliseconds (optional; 0:
 	// unbounded). Exceeding it answers 504.
 	ResponseHeaderTimeoutMS int64 `json:"response_header_timeout_ms,omitempty"`
+	// Hold, when set, says the service is between generations (SPEC R58):
+	// Backends is empty and the edge holds each request for Host until a
+	// table routes it again (then it goes there), the hold ends (503 with
+	// Retry-After) or Hold.Until passes (503).
+	Hold *Hold `json:"hold,omitempty"`
+	// Stopped says the service is stopped (SPEC R58): Backends is empty and
+	// the edge answers 503 with Retry-After.
+	Stopped bool `json:"stopped,omitempty"`
 }
+
+// Hold bounds how long the edge holds requests and connections for a
+// service between generations (SPEC R58).
+type Hold struct {
+	// Until is the latest moment a held request waits (UTC); after it the
+	// route answers 503 at once.
+	Until time.Time `json:"until"`
+	// Queue is the most requests (HTTP) or connections (TCP) held at once
+	// for the route (0: 1024); beyond it the edge answers 503 (closes).
+	Queue int `json:"queue,omitempty"`
+}
+
+// DefaultHoldQueue is the hold queue bound when Hold.Queue is 0.
+const DefaultHoldQueue = 1024
+
+// Holding reports whether h holds at t (set and Until not passed).
+func (h *Hold) Holding(t time.Time) bool { return h != nil && t.Before(h.Until) }
 
 // Backend is one upstream: a loopback address and the container behind it.
 type Backend struct {
@@ -64,6 +89,12 @@ type L4Route struct {
 	Service   string `json:"service"`
 	Backend   string `json:"backend"`
 	Container string `json:"container,omitempty"`
+	// Hold, when set, says the service is between generations (TCP only,
+	// SPEC R58): Backend is empty, the listener stays bound and new
+	// connections are accepted and held until a table gives the listen a
+	// backend (then they are spliced to it), the hold ends or Hold.Until
+	// passes (then they are closed).
+	Hold *Hold `json:"hold,omitempty"`
 }
 
 // Status is edge/status.json, written by the edge after each apply attempt.

@@ -61,7 +61,7 @@ timeout = "20s"
 	require.Zero(t, running(), "stop leaves nothing running")
 	code, _, err := edge.get("life.test", "/")
 	require.NoError(t, err)
-	require.NotEqual(t, 200, code, "a stopped app is not routed")
+	require.Equal(t, 503, code, "a stopped app is not routed: it answers 503 (R58)")
 
 	r = gordon(t, state, "start", app)
 	require.Equal(t, 0, r.Code, r.String())

@@ -34,13 +34,13 @@ type loader struct {
 // loadStats is what a load run measured.
 type loadStats struct {
 	Requests, TransportErrors, Non2xx, Regressions int64
-	P50, P99                                       time.Duration
+	P50, P99, Max                                  time.Duration
 	Errors                                         []string
 }
 
 func (s loadStats) String() string {
-	return fmt.Sprintf("requests=%d transport_errors=%d non2xx=%d regressions=%d p50=%s p99=%s",
-		s.Requests, s.TransportErrors, s.Non2xx, s.Regressions, s.P50, s.P99)
+	return fmt.Sprintf("requests=%d transport_errors=%d non2xx=%d regressions=%d p50=%s p99=%s max=%s",
+		s.Requests, s.TransportErrors, s.Non2xx, s.Regressions, s.P50, s.P99, s.Max)
 }
 
 // startLoad starts clients against url with the Host header host. instance
@@ -138,6 +138,7 @@ func (l *loader) Stop() loadStats {
 		sort.Slice(l.latencies, func(i, j int) bool { return l.latencies[i] < l.latencies[j] })
 		s.P50 = l.latencies[n/2]
 		s.P99 = l.latencies[n*99/100]
+		s.Max = l.latencies[n-1]
 	}
 	return s
 }

@@ -83,8 +83,12 @@ type HTTPRoute struct {
 	Backends []*Backend             `protobuf:"bytes,4,rep,name=backends,proto3" json:"backends,omitempty"`
 	// Response header timeout at the edge in milliseconds (0: the edge's default).
 	ResponseHeaderTimeoutMs int64 `protobuf:"varint,5,opt,name=response_header_timeout_ms,json=responseHeaderTimeoutMs,proto3" json:"response_header_timeout_ms,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// hold: the service is between generations (SPEC R58), no backends.
+	Hold *Hold `protobuf:"bytes,10,opt,name=hold,proto3" json:"hold,omitempty"`
+	// stopped: the service is stopped (503), no backends.
+	Stopped       bool `protobuf:"varint,11,opt,name=stopped,proto3" json:"stopped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HTTPRoute) Reset() {
@@ -152,20 +156,91 @@ func (x *HTTPRoute) GetResponseHeaderTimeoutMs() int64 {
 	return 0
 }
 
+func (x *HTTPRoute) GetHold() *Hold {
+	if x != nil {
+		return x.Hold
+	}
+	return nil
+}
+
+func (x *HTTPRoute) GetStopped() bool {
+	if x != nil {
+		return x.Stopped
+	}
+	return false
+}
+
+// Hold bounds how long the edge holds a service's traffic (SPEC R58).
+type Hold struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// until_unix_ms: the latest moment a held request waits (Unix ms).
+	UntilUnixMs int64 `protobuf:"varint,1,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"`
+	// queue: the most requests/connections held at once (0: the default).
+	Queue         int32 `protobuf:"varint,2,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Hold) Reset() {
+	*x = Hold{}
+	mi := &file_traffic_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hold) ProtoMessage() {}
+
+func (x *Hold) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hold.ProtoReflect.Descriptor instead.
+func (*Hold) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Hold) GetUntilUnixMs() int64 {
+	if x != nil {
+		return x.UntilUnixMs
+	}
+	return 0
+}
+
+func (x *Hold) GetQueue() int32 {
+	if x != nil {
+		return x.Queue
+	}
+	return 0
+}
+
 type L4Route struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Listen        string                 `protobuf:"bytes,1,opt,name=listen,proto3" json:"listen,omitempty"`
-	App           string                 `protobuf:"bytes,2,opt,name=app,proto3" json:"app,omitempty"`
-	Service       string                 `protobuf:"bytes,3,opt,name=service,proto3" json:"service,omitempty"`
-	Backend       string                 `protobuf:"bytes,4,opt,name=backend,proto3" json:"backend,omitempty"`
-	Container     string                 `protobuf:"bytes,5,opt,name=container,proto3" json:"container,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Listen    string                 `protobuf:"bytes,1,opt,name=listen,proto3" json:"listen,omitempty"`
+	App       string                 `protobuf:"bytes,2,opt,name=app,proto3" json:"app,omitempty"`
+	Service   string                 `protobuf:"bytes,3,opt,name=service,proto3" json:"service,omitempty"`
+	Backend   string                 `protobuf:"bytes,4,opt,name=backend,proto3" json:"backend,omitempty"`
+	Container string                 `protobuf:"bytes,5,opt,name=container,proto3" json:"container,omitempty"`
+	// hold: the service is between generations (TCP, SPEC R58), no backend.
+	Hold          *Hold `protobuf:"bytes,10,opt,name=hold,proto3" json:"hold,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *L4Route) Reset() {
 	*x = L4Route{}
-	mi := &file_traffic_proto_msgTypes[2]
+	mi := &file_traffic_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -177,7 +252,7 @@ func (x *L4Route) String() string {
 func (*L4Route) ProtoMessage() {}
 
 func (x *L4Route) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[2]
+	mi := &file_traffic_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -190,7 +265,7 @@ func (x *L4Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use L4Route.ProtoReflect.Descriptor instead.
 func (*L4Route) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{2}
+	return file_traffic_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *L4Route) GetListen() string {
@@ -228,6 +303,13 @@ func (x *L4Route) GetContainer() string {
 	return ""
 }
 
+func (x *L4Route) GetHold() *Hold {
+	if x != nil {
+		return x.Hold
+	}
+	return nil
+}
+
 type Graph struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Http          []*HTTPRoute           `protobuf:"bytes,1,rep,name=http,proto3" json:"http,omitempty"`
@@ -239,7 +321,7 @@ type Graph struct {
 
 func (x *Graph) Reset() {
 	*x = Graph{}
-	mi := &file_traffic_proto_msgTypes[3]
+	mi := &file_traffic_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -251,7 +333,7 @@ func (x *Graph) String() string {
 func (*Graph) ProtoMessage() {}
 
 func (x *Graph) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[3]
+	mi := &file_traffic_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -264,7 +346,7 @@ func (x *Graph) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Graph.ProtoReflect.Descriptor instead.
 func (*Graph) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{3}
+	return file_traffic_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Graph) GetHttp() []*HTTPRoute {
@@ -297,7 +379,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_traffic_proto_msgTypes[4]
+	mi := &file_traffic_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -309,7 +391,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[4]
+	mi := &file_traffic_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +404,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{4}
+	return file_traffic_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ApplyRequest) GetGraph() *Graph {
@@ -341,7 +423,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_traffic_proto_msgTypes[5]
+	mi := &file_traffic_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -353,7 +435,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[5]
+	mi := &file_traffic_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -366,7 +448,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{5}
+	return file_traffic_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ApplyResponse) GetGeneration() uint64 {
@@ -387,7 +469,7 @@ type BackendStatus struct {
 
 func (x *BackendStatus) Reset() {
 	*x = BackendStatus{}
-	mi := &file_traffic_proto_msgTypes[6]
+	mi := &file_traffic_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -399,7 +481,7 @@ func (x *BackendStatus) String() string {
 func (*BackendStatus) ProtoMessage() {}
 
 func (x *BackendStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[6]
+	mi := &file_traffic_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -412,7 +494,7 @@ func (x *BackendStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendStatus.ProtoReflect.Descriptor instead.
 func (*BackendStatus) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{6}
+	return file_traffic_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BackendStatus) GetAddr() string {
@@ -447,7 +529,7 @@ type TrafficStatus struct {
 
 func (x *TrafficStatus) Reset() {
 	*x = TrafficStatus{}
-	mi := &file_traffic_proto_msgTypes[7]
+	mi := &file_traffic_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +541,7 @@ func (x *TrafficStatus) String() string {
 func (*TrafficStatus) ProtoMessage() {}
 
 func (x *TrafficStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[7]
+	mi := &file_traffic_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +554,7 @@ func (x *TrafficStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrafficStatus.ProtoReflect.Descriptor instead.
 func (*TrafficStatus) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{7}
+	return file_traffic_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TrafficStatus) GetAppliedGeneration() uint64 {
@@ -503,19 +585,27 @@ const file_traffic_proto_rawDesc = "" +
 	"\rtraffic.proto\x12\x10gordon.plugin.v1\x1a\fcommon.proto\";\n" +
 	"\aBackend\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1c\n" +
-	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xbf\x01\n" +
+	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\x85\x02\n" +
 	"\tHTTPRoute\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
 	"\aservice\x18\x03 \x01(\tR\aservice\x125\n" +
 	"\bbackends\x18\x04 \x03(\v2\x19.gordon.plugin.v1.BackendR\bbackends\x12;\n" +
-	"\x1aresponse_header_timeout_ms\x18\x05 \x01(\x03R\x17responseHeaderTimeoutMs\"\x85\x01\n" +
+	"\x1aresponse_header_timeout_ms\x18\x05 \x01(\x03R\x17responseHeaderTimeoutMs\x12*\n" +
+	"\x04hold\x18\n" +
+	" \x01(\v2\x16.gordon.plugin.v1.HoldR\x04hold\x12\x18\n" +
+	"\astopped\x18\v \x01(\bR\astopped\"@\n" +
+	"\x04Hold\x12\"\n" +
+	"\runtil_unix_ms\x18\x01 \x01(\x03R\vuntilUnixMs\x12\x14\n" +
+	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xb1\x01\n" +
 	"\aL4Route\x12\x16\n" +
 	"\x06listen\x18\x01 \x01(\tR\x06listen\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
 	"\aservice\x18\x03 \x01(\tR\aservice\x12\x18\n" +
 	"\abackend\x18\x04 \x01(\tR\abackend\x12\x1c\n" +
-	"\tcontainer\x18\x05 \x01(\tR\tcontainer\"\x92\x01\n" +
+	"\tcontainer\x18\x05 \x01(\tR\tcontainer\x12*\n" +
+	"\x04hold\x18\n" +
+	" \x01(\v2\x16.gordon.plugin.v1.HoldR\x04hold\"\x92\x01\n" +
 	"\x05Graph\x12/\n" +
 	"\x04http\x18\x01 \x03(\v2\x1b.gordon.plugin.v1.HTTPRouteR\x04http\x12+\n" +
 	"\x03tcp\x18\x02 \x03(\v2\x19.gordon.plugin.v1.L4RouteR\x03tcp\x12+\n" +
@@ -552,38 +642,41 @@ func file_traffic_proto_rawDescGZIP() []byte {
 	return file_traffic_proto_rawDescData
 }
 
-var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_traffic_proto_goTypes = []any{
 	(*Backend)(nil),          // 0: gordon.plugin.v1.Backend
 	(*HTTPRoute)(nil),        // 1: gordon.plugin.v1.HTTPRoute
-	(*L4Route)(nil),          // 2: gordon.plugin.v1.L4Route
-	(*Graph)(nil),            // 3: gordon.plugin.v1.Graph
-	(*ApplyRequest)(nil),     // 4: gordon.plugin.v1.ApplyRequest
-	(*ApplyResponse)(nil),    // 5: gordon.plugin.v1.ApplyResponse
-	(*BackendStatus)(nil),    // 6: gordon.plugin.v1.BackendStatus
-	(*TrafficStatus)(nil),    // 7: gordon.plugin.v1.TrafficStatus
-	(*DescribeRequest)(nil),  // 8: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),            // 9: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil), // 10: gordon.plugin.v1.DescribeResponse
+	(*Hold)(nil),             // 2: gordon.plugin.v1.Hold
+	(*L4Route)(nil),          // 3: gordon.plugin.v1.L4Route
+	(*Graph)(nil),            // 4: gordon.plugin.v1.Graph
+	(*ApplyRequest)(nil),     // 5: gordon.plugin.v1.ApplyRequest
+	(*ApplyResponse)(nil),    // 6: gordon.plugin.v1.ApplyResponse
+	(*BackendStatus)(nil),    // 7: gordon.plugin.v1.BackendStatus
+	(*TrafficStatus)(nil),    // 8: gordon.plugin.v1.TrafficStatus
+	(*DescribeRequest)(nil),  // 9: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),            // 10: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil), // 11: gordon.plugin.v1.DescribeResponse
 }
 var file_traffic_proto_depIdxs = []int32{
 	0,  // 0: gordon.plugin.v1.HTTPRoute.backends:type_name -> gordon.plugin.v1.Backend
-	1,  // 1: gordon.plugin.v1.Graph.http:type_name -> gordon.plugin.v1.HTTPRoute
-	2,  // 2: gordon.plugin.v1.Graph.tcp:type_name -> gordon.plugin.v1.L4Route
-	2,  // 3: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
-	3,  // 4: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
-	6,  // 5: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
-	8,  // 6: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	4,  // 7: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
-	9,  // 8: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
-	10, // 9: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	5,  // 10: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
-	7,  // 11: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
-	9,  // [9:12] is the sub-list for method output_type
-	6,  // [6:9] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	2,  // 1: gordon.plugin.v1.HTTPRoute.hold:type_name -> gordon.plugin.v1.Hold
+	2,  // 2: gordon.plugin.v1.L4Route.hold:type_name -> gordon.plugin.v1.Hold
+	1,  // 3: gordon.plugin.v1.Graph.http:type_name -> gordon.plugin.v1.HTTPRoute
+	3,  // 4: gordon.plugin.v1.Graph.tcp:type_name -> gordon.plugin.v1.L4Route
+	3,  // 5: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
+	4,  // 6: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
+	7,  // 7: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
+	9,  // 8: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	5,  // 9: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
+	10, // 10: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
+	11, // 11: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	6,  // 12: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
+	8,  // 13: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
+	11, // [11:14] is the sub-list for method output_type
+	8,  // [8:11] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_traffic_proto_init() }
@@ -598,7 +691,7 @@ func file_traffic_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_traffic_proto_rawDesc), len(file_traffic_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

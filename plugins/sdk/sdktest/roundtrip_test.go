@@ -292,8 +292,12 @@ func TestArch4_TrafficEveryMethodRoundTrips(t *testing.T) {
 	tr := sdktest.ServeTraffic(t, fake)
 	g := routetable.Graph{
 		HTTP: []routetable.HTTPRoute{{Host: "blog.example.com", App: "blog", Service: "web", Backends: []routetable.Backend{
-			{Addr: "127.0.0.1:32768", Container: "old"}, {Addr: "127.0.0.1:32770", Container: "new"}}}},
-		TCP: []routetable.L4Route{{Listen: "0.0.0.0:9000", App: "blog", Service: "db", Backend: "127.0.0.1:32771", Container: "db1"}},
+			{Addr: "127.0.0.1:32768", Container: "old"}, {Addr: "127.0.0.1:32770", Container: "new"}}},
+			// R58: held and stopped routes cross the plugin boundary.
+			{Host: "held.example.com", App: "blog", Service: "db", Hold: &routetable.Hold{Until: time.UnixMilli(1893456000123).UTC(), Queue: 7}},
+			{Host: "stopped.example.com", App: "shop", Service: "web", Stopped: true}},
+		TCP: []routetable.L4Route{{Listen: "0.0.0.0:9000", App: "blog", Service: "db", Backend: "127.0.0.1:32771", Container: "db1"},
+			{Listen: "0.0.0.0:9001", App: "blog", Service: "db", Hold: &routetable.Hold{Until: time.UnixMilli(1893456000123).UTC()}}},
 		UDP: []routetable.L4Route{{Listen: "0.0.0.0:53", App: "dns", Service: "dns", Backend: "127.0.0.1:32772"}},
 	}
 	gen, err := tr.Apply(context.Background(), g)

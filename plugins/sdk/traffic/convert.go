@@ -1,6 +1,8 @@
 package traffic
 
 import (
+	"time"
+
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
@@ -11,7 +13,7 @@ import (
 func l4ToProto(rs []routetable.L4Route) []*pb.L4Route {
 	var out []*pb.L4Route
 	for _, r := range rs {
-		out = append(out, &pb.L4Route{Listen: r.Listen, App: r.App, Service: r.Service, Backend: r.Backend, Container: r.Container})
+		out = append(out, &pb.L4Route{Listen: r.Listen, App: r.App, Service: r.Service, Backend: r.Backend, Container: r.Container, Hold: holdToProto(r.Hold)})
 	}
 	return out
 }
@@ -19,15 +21,29 @@ func l4ToProto(rs []routetable.L4Route) []*pb.L4Route {
 func l4FromProto(rs []*pb.L4Route) []routetable.L4Route {
 	var out []routetable.L4Route
 	for _, r := range rs {
-		out = append(out, routetable.L4Route{Listen: r.GetListen(), App: r.GetApp(), Service: r.GetService(), Backend: r.GetBackend(), Container: r.GetContainer()})
+		out = append(out, routetable.L4Route{Listen: r.GetListen(), App: r.GetApp(), Service: r.GetService(), Backend: r.GetBackend(), Container: r.GetContainer(), Hold: holdFromProto(r.GetHold())})
 	}
 	return out
+}
+
+func holdToProto(h *routetable.Hold) *pb.Hold {
+	if h == nil {
+		return nil
+	}
+	return &pb.Hold{UntilUnixMs: h.Until.UnixMilli(), Queue: int32(h.Queue)}
+}
+
+func holdFromProto(h *pb.Hold) *routetable.Hold {
+	if h == nil {
+		return nil
+	}
+	return &routetable.Hold{Until: time.UnixMilli(h.GetUntilUnixMs()).UTC(), Queue: int(h.GetQueue())}
 }
 
 func graphToProto(g routetable.Graph) *pb.Graph {
 	out := &pb.Graph{Tcp: l4ToProto(g.TCP), Udp: l4ToProto(g.UDP)}
 	for _, h := range g.HTTP {
-		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service, ResponseHeaderTimeoutMs: h.ResponseHeaderTimeoutMS}
+		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service, Hold: holdToProto(h.Hold), Stopped: h.Stopped, ResponseHeaderTimeoutMs: h.ResponseHeaderTimeoutMS}
 		for _, b := range h.Backends {
 			r.Backends = append(r.Backends, &pb.Backend{Addr: b.Addr, Container: b.Container})
 		}
@@ -39,7 +55,7 @@ func graphToProto(g routetable.Graph) *pb.Graph {
 func graphFromProto(p *pb.Graph) routetable.Graph {
 	out := routetable.Graph{TCP: l4FromProto(p.GetTcp()), UDP: l4FromProto(p.GetUdp())}
 	for _, h := range p.GetHttp() {
-		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService(), ResponseHeaderTimeoutMS: h.GetResponseHeaderTimeoutMs()}
+		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService(), Hold: holdFromProto(h.GetHold()), Stopped: h.GetStopped(), ResponseHeaderTimeoutMS: h.GetResponseHeaderTimeoutMs()}
 		for _, b := range h.GetBackends() {
 			r.Backends = append(r.Backends, routetable.Backend{Addr: b.GetAddr(), Container: b.GetContainer()})
 		}
