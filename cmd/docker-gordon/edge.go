@@ -177,6 +177,11 @@ func requireEdge(ctx context.Context, env *cliEnv, verb string) error {
 	if !written.IsZero() {
 		why = "it does not answer on its admin address (last status " + written.Local().Format(time.RFC3339) + ")"
 	}
+	if runnerSession != nil {
+		// On a remote engine's machine: say how to start it from here.
+		return fmt.Errorf("%s: the edge proxy is not running on %s: %s; nothing was changed. Start the edge and the reconcile loop there with `docker --context %s gordon system start`, then retry",
+			verb, runnerSession.engine, why, runnerSession.context)
+	}
 	return fmt.Errorf("%s: the edge proxy is not running: %s; nothing was changed. Start it with `docker gordon edge start` (or `docker gordon edge run` in another terminal), then retry", verb, why)
 }
 

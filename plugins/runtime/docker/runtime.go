@@ -204,7 +204,10 @@ func pickRepoDigest(ref string, digests []string) string {
 	return digests[0]
 }
 
-// PullImage pulls ref and waits for the pull to finish. A registry that
+// PullImage pulls ref and waits for the pull to finish, with the registry
+// credentials core.WithRegistryAuth put in ctx (anonymous without). A
+// registry that refuses the credentials (or wants some) wraps
+// core.ErrUnavailable with the registry's message. A registry that
 // cannot be reached (or refuses) wraps core.ErrUnavailable; an unknown
 // image wraps core.ErrNotFound; a malformed reference wraps core.ErrInvalid.
 func (r *Runtime) PullImage(ctx context.Context, ref string) error {
@@ -214,7 +217,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string) error {
 	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
 		return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrInvalid, err)
 	}
-	resp, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	resp, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: core.RegistryAuthFrom(ctx)})
 	if err != nil {
 		return r.classify(err, fmt.Sprintf("pull image %q", ref))
 	}

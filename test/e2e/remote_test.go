@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/test/testimages"
+)
+
+// engine2 is a second Docker engine started by a test on this machine: its
+// own data root, exec root, pidfile and unix socket, listening on
+// tcp://127.0.0.1:PORT, no default bridge, no iptables, its own address
+// pool, and engine labels that place its gordon state directory and its
+// socket (as the runner container must mount them) under the test's
+// directory instead of /var/lib/docker-gordon. It is reached through a
+// docker context named Context.
+type engine2 struct {
+	Dir      string
+	Sock     string // unix socket path
+	TCP      string // tcp://127.0.0.1:PORT
+	StateDir string // the "server's" state directory
+	Context  string
+	cmd      *exec.Cmd
+}
+
+// startEngine2 starts the engine and registers its cleanup (containers,
+// networks, then the daemon, then its directories and the context).
+func startEngine2(t *testing.T) *engine2 {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "g2e-")
+	require.NoError(t, err)
+	e := &engine2{Dir: dir, Sock: filepath.Join(dir, "d.sock"), TCP: "tcp://" + freeAddr(t), StateDir: filepath.Join(dir, "state"),
+		Context: "gordon-e2e-" + filepath.Base(dir)}
+	logf, err := os.Create(filepath.Join(dir, "dockerd.log"))
+	require.NoError(t, err)
+	e.cmd = exec.Command("dockerd",
+		"--data-root", filepath.Join(dir, "root"), "--exec-root", filepath.Join(dir, "exec"), "--pidfile", filepath.Join(dir, "pid"),
+		"-H", "unix://"+e.Sock, "-H", e.TCP, "--bridge", "none", "--iptables=false", "--ip6tables=false",
+		"--default-address-pool", "base=10.213.0.0/16,size=24",
+		"--label", "dev.gordon.state-dir="+e.StateDir, "--label", "dev.gordon.docker-socket="+e.Sock)
+	e.cmd.Stdout, e.cmd.Stderr = logf, logf
+	require.NoError(t, e.cmd.Start())
+	t.Cleanup(func() { e.stop(t) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := exec.Command("docker", "-H", e.TCP, "version").Run(); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logf.Name())
+			t.Fatalf("second engine did not answer on %s within 30s:\n%s", e.TCP, lastLines(string(b), 30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	out, err := exec.Command("docker", "--config", dockerConfig, "context", "create", e.Context, "--docker", "host="+e.TCP).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return e
+}
+
+func (e *engine2) stop(t *testing.T) {
+	_ = exec.Command("docker", "--config", dockerConfig, "context", "rm", "-f", e.Context).Run()
+	if ids, _ := e.docker("ps", "-aq"); ids != "" {
+		_, _ = e.docker(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+	}
+	_, _ = e.docker("network", "prune", "-f")
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = e.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-done
+	}
+	if t.Failed() {
+		b, _ := os.ReadFile(filepath.Join(e.Dir, "dockerd.log"))
+		t.Logf("second engine log:\n%s", lastLines(string(b), 20))
+	}
+	_ = os.RemoveAll(e.Dir)
+}
+
+// docker runs the docker CLI against the second engine.
+func (e *engine2) docker(args ...string) (string, error) {
+	out, err := exec.Command("docker", append([]string{"-H", e.TCP}, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// managed2 lists app's containers (any state) on the second engine.
+func (e *engine2) managed(t testing.TB, app string) []string {
+	t.Helper()
+	out, err := e.docker("ps", "-aq", "--filter", "label=dev.gordon.app="+app)
+	require.NoError(t, err, out)
+	return strings.Fields(out)
+}
+
+// remoteCmd builds `docker --context CTX gordon ARGS`, with the client's
+// own state directory set (it must stay free of app state).
+func remoteCmd(ctx context.Context, dockerCtx, clientState string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	cmd := exec.CommandContext(ctx, "docker", append([]string{"--context", dockerCtx, "gordon"}, args...)...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig, "GORDON_STATE_DIR="+clientState, "PATH="+binDir+":"+os.Getenv("PATH"))
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, &so, &se
+}
+
+func remote(t testing.TB, dockerCtx, clientState string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd, so, se := remoteCmd(ctx, dockerCtx, clientState, args...)
+	t0 := time.Now()
+	err := cmd.Run()
+	r := result{Stdout: so.String(), Stderr: se.String(), Elapsed: time.Since(t0)}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.Code = ee.ExitCode()
+	case err != nil:
+		r.Code = -1
+		r.Stderr += "\n" + err.Error()
+	}
+	return r
+}
+
+// Remote engines: edge start puts the edge on the context's engine; a
+// deploy without --copy-images is refused naming the image and the flag; a
+// deploy with it runs the app there (not on the local engine), served
+// through that edge; the journal lives in the server's state directory, not
+// the client's; status through the context shows the app and the local
+// engine's does not; two redeploys and a Ctrl-C'd deploy followed by
+// reconcile, under load, lose no request and leave one container.
+func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
+	e := startEngine2(t)
+	client := t.TempDir()
+	app, host := "e2eremote", "remote.test"
+	cleanupApp(t, app)
+	httpAddr, adminAddr := freeAddr(t), freeAddr(t)
+
+	r := remote(t, e.Context, client, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
+	require.Equal(t, 0, r.Code, r.String())
+	first, _, _ := strings.Cut(r.Stderr, "\n")
+	assert.Equal(t, fmt.Sprintf("engine: context %s (%s, remote)", e.Context, e.TCP), first, "the first progress line names the engine")
+	edgeOn2, err := e.docker("ps", "-q", "--filter", "name=^gordon-edge$")
+	require.NoError(t, err)
+	require.NotEmpty(t, edgeOn2, "the edge runs on the second engine")
+
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, webManifest(app, v1, host, ""))
+	r = remote(t, e.Context, client, "deploy", "-f", file)
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, v1)
+	assert.Contains(t, r.Stderr, "--copy-images")
+	assert.Empty(t, e.managed(t, app), "a refused deploy changes nothing")
+
+	t0 := time.Now()
+	r = remote(t, e.Context, client, "deploy", "-f", file, "--copy-images")
+	require.Equal(t, 0, r.Code, r.String())
+	t.Logf("first remote deploy with --copy-images: %s\n%s", time.Since(t0).Round(time.Millisecond), r.Stderr)
+	require.Len(t, e.managed(t, app), 1, "the app runs on the second engine")
+	assert.Empty(t, managed(t, app, ""), "and not on the local engine")
+
+	edge := &edgeProc{HTTPAddr: httpAddr}
+	code, body, err := edge.get(host, "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+	assert.Equal(t, "v1", versionOf(body))
+
+	_, err = os.Stat(filepath.Join(client, "apps"))
+	assert.True(t, os.IsNotExist(err), "the client's state directory holds no app state (%v)", err)
+	_, err = os.Stat(filepath.Join(e.StateDir, "apps", app, "active.json"))
+	assert.NoError(t, err, "the journal is next to the engine")
+
+	r = remote(t, e.Context, client, "status", "--format", "json")
+	require.Equal(t, 0, r.Code, r.String())
+	var st []struct {
+		App string `json:"app"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st), r.Stdout)
+	require.Len(t, st, 1)
+	assert.Equal(t, app, st[0].App)
+	lr := gordon(t, client, "status", "--format", "json")
+	require.Equal(t, 0, lr.Code, lr.String())
+	assert.NotContains(t, lr.Stdout, app, "the local engine's status does not show the remote app")
+
+	// Redeploys under load, then a Ctrl-C'd one and reconcile.
+	load := startLoad("http://"+httpAddr+"/", host, 4, instanceOf)
+	for _, img := range []string{v2, v1} {
+		writeFile(t, file, webManifest(app, img, host, ""))
+		r = remote(t, e.Context, client, "deploy", "-f", file, "--copy-images")
+		require.Equal(t, 0, r.Code, r.String())
+	}
+	writeFile(t, file, webManifest(app, v2, host, "[services.web.env]\nREADY_AFTER = \"5s\"\n"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, so, se := remoteCmd(ctx, e.Context, client, "deploy", "-f", file)
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
+	for len(e.managed(t, app)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGINT), "Ctrl-C to the CLI's process group")
+	err = cmd.Wait()
+	t.Logf("Ctrl-C'd remote deploy: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
+	assert.Error(t, err, "an interrupted deploy does not report success")
+	r = remote(t, e.Context, client, "reconcile", app)
+	require.Equal(t, 0, r.Code, r.String())
+	time.Sleep(500 * time.Millisecond)
+	stats := load.Stop()
+	t.Logf("load: %s", stats)
+	assert.Zero(t, stats.TransportErrors+stats.Non2xx, "no request lost: %s", stats)
+	assert.Positive(t, stats.Requests)
+	require.Eventually(t, func() bool { return len(e.managed(t, app)) == 1 }, 20*time.Second, 200*time.Millisecond, "one container left")
+}
