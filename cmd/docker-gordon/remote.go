@@ -16,7 +16,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/docker/cli/cli"
@@ -78,13 +80,24 @@ func isRemoteEndpoint(host string) bool {
 	return !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "npipe://")
 }
 
+// verbPath is the command's path below the gordon root ("edge", "start");
+// empty for the root itself. (Under the docker CLI the root's parent is
+// "docker".)
+func verbPath(cmd *cobra.Command) []string {
+	var path []string
+	for c := cmd; c != nil && c.Name() != "gordon"; c = c.Parent() {
+		path = append([]string{c.Name()}, path...)
+	}
+	return path
+}
+
 // localOnly are the verbs that need no engine: they always run here.
 func localOnly(cmd *cobra.Command) bool {
-	if cmd.Parent() == nil {
+	path := verbPath(cmd)
+	if len(path) == 0 {
 		return true // the root: help, or an unknown verb
 	}
-	path := strings.Fields(cmd.CommandPath())
-	switch path[1] {
+	switch path[0] {
 	case "version", "validate", "help", "completion", "__complete", "__completeNoDesc":
 		return true
 	}
@@ -162,7 +175,7 @@ func runnerImage(ctx context.Context, api client.APIClient) (sysimage.Image, err
 // once per value) except those the client consumes (drop) or rewrites
 // (extra), then the positional arguments.
 func runnerArgs(cmd *cobra.Command, args []string, drop map[string]bool, extra []string) []string {
-	out := append([]string{}, strings.Fields(cmd.CommandPath())...)
+	out := append([]string{"gordon"}, verbPath(cmd)...)
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if drop[f.Name] {
 			return
@@ -284,17 +297,31 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 		_, err := stdcopy.StdCopy(e.dockerCli.Out(), e.dockerCli.Err(), att.Reader)
 		outDone <- err
 	}()
+	// While the remote verb winds down after Ctrl-C, further signals must
+	// not kill this process (its output and exit status are still to
+	// come); a third one gives up waiting.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	interrupted := ctx.Done()
+	extra := 0
 	for {
 		select {
 		case <-interrupted:
 			interrupted = nil
-			// Stop the remote verb as Ctrl-C stops a local one; keep
-			// streaming what it says while it winds down.
-			_ = att.CloseWrite()
-			kctx, cancel := context.WithTimeout(bg, 10*time.Second)
-			_, _ = api.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "SIGTERM"})
-			cancel()
+			// Stop the remote verb as Ctrl-C stops a local one (the
+			// runner turns the end of its stdin into one SIGTERM);
+			// keep streaming what it says while it winds down.
+			if err := att.CloseWrite(); err != nil {
+				kctx, cancel := context.WithTimeout(bg, 10*time.Second)
+				_, _ = api.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "SIGTERM"})
+				cancel()
+			}
+		case <-sigs:
+			if extra++; extra >= 3 {
+				fmt.Fprintf(e.dockerCli.Err(), "not waiting for the runner container %s any longer: it stops on its own (its stdin is closed)\n", shortID(id))
+				return 130, nil
+			}
 		case err := <-wait.Error:
 			<-outDoneOrTimeout(outDone)
 			return 0, fmt.Errorf("wait for the runner container: %w", classify(err))

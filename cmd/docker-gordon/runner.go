@@ -214,8 +214,7 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 	var b runnerBundle
 	drop := map[string]bool{"state-dir": true}
 	var extra []string
-	path := strings.Fields(cmd.CommandPath())[1:]
-	verb := strings.Join(path, " ")
+	verb := strings.Join(verbPath(cmd), " ")
 	f := cmd.Flags()
 
 	if f.Changed("plugin-dir") {

@@ -89,6 +89,8 @@ func (e *engine2) stop(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(e.Dir, "dockerd.log"))
 		t.Logf("second engine log:\n%s", lastLines(string(b), 20))
 	}
+	// The daemon leaves its default network namespace mounted.
+	_ = syscall.Unmount(filepath.Join(e.Dir, "exec", "netns", "default"), syscall.MNT_DETACH)
 	_ = os.RemoveAll(e.Dir)
 }
 
@@ -217,7 +219,10 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGINT), "Ctrl-C to the CLI's process group")
 	err = cmd.Wait()
 	t.Logf("Ctrl-C'd remote deploy: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
-	assert.Error(t, err, "an interrupted deploy does not report success")
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "an interrupted deploy does not report success")
+	assert.Equal(t, 1, ee.ExitCode(), "the remote verb's exit status comes back")
+	assert.Contains(t, so.String(), ": failed", "and so does its result")
 	r = remote(t, e.Context, client, "reconcile", app)
 	require.Equal(t, 0, r.Code, r.String())
 	time.Sleep(500 * time.Millisecond)
