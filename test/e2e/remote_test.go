@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,4 +233,125 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	assert.Zero(t, stats.TransportErrors+stats.Non2xx, "no request lost: %s", stats)
 	assert.Positive(t, stats.Requests)
 	require.Eventually(t, func() bool { return len(e.managed(t, app)) == 1 }, 20*time.Second, 200*time.Millisecond, "one container left")
+}
+
+// registry is a test-owned Debian docker-registry on 127.0.0.1 with
+// htpasswd (bcrypt) auth; the engines treat 127.0.0.0/8 registries as
+// insecure (plain HTTP) by default.
+type registry struct {
+	Addr, User, Password string
+}
+
+func startRegistry(t *testing.T) registry {
+	t.Helper()
+	if _, err := exec.LookPath("docker-registry"); err != nil {
+		t.Skip("docker-registry not installed (apt-get install docker-registry apache2-utils; .ci/run does)")
+	}
+	dir := t.TempDir()
+	r := registry{Addr: freeAddr(t), User: "deployer", Password: "pw-" + filepath.Base(dir)}
+	out, err := exec.Command("htpasswd", "-Bbn", r.User, r.Password).Output()
+	require.NoError(t, err)
+	writeFile(t, filepath.Join(dir, "htpasswd"), string(out))
+	writeFile(t, filepath.Join(dir, "config.yml"), fmt.Sprintf(`version: 0.1
+storage:
+  filesystem:
+    rootdirectory: %s/data
+http:
+  addr: %s
+auth:
+  htpasswd:
+    realm: gordon-e2e
+    path: %s/htpasswd
+`, dir, r.Addr, dir))
+	cmd := exec.Command("docker-registry", "serve", filepath.Join(dir, "config.yml"))
+	logf, err := os.Create(filepath.Join(dir, "registry.log"))
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + r.Addr + "/v2/")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusUnauthorized
+	}, 10*time.Second, 100*time.Millisecond, "registry on %s", r.Addr)
+	return r
+}
+
+// login runs docker login for the registry in the test's DOCKER_CONFIG
+// (logout at the end of the test).
+func (r registry) login(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command("docker", "--config", dockerConfig, "login", r.Addr, "-u", r.User, "--password-stdin")
+	cmd.Stdin = strings.NewReader(r.Password)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Cleanup(func() { _ = exec.Command("docker", "--config", dockerConfig, "logout", r.Addr).Run() })
+}
+
+// SPEC R13, S26: a private image deploys (here through a remote engine's
+// runner) with the CLI's own registry credentials, fails with a message
+// that says to log in without them, and neither the password nor the
+// encoded credentials are written anywhere in the server's state.
+func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	reg := startRegistry(t)
+	e := startEngine2(t)
+	client := t.TempDir()
+	app, host := "e2eprivreg", "privreg.test"
+	cleanupApp(t, app)
+
+	// Push the test image to the registry (login in a private config).
+	private := reg.Addr + "/gordon/httpd:private"
+	pushCfg := t.TempDir()
+	login := exec.Command("docker", "--config", pushCfg, "login", reg.Addr, "-u", reg.User, "--password-stdin")
+	login.Stdin = strings.NewReader(reg.Password)
+	out, err := login.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command("docker", "tag", v1, private).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command("docker", "--config", pushCfg, "push", private).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	_ = exec.Command("docker", "rmi", private).Run() // the tag only; v1 keeps the image
+
+	httpAddr, adminAddr := freeAddr(t), freeAddr(t)
+	r := remote(t, e.Context, client, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
+	require.Equal(t, 0, r.Code, r.String())
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, webManifest(app, private, host, ""))
+
+	r = remote(t, e.Context, client, "deploy", "-f", file)
+	require.Equal(t, 1, r.Code, r.String())
+	t.Logf("deploy without a login:\n%s", r.Stderr)
+	assert.Contains(t, r.Stderr, "docker login "+reg.Addr, "without a login the error says to log in")
+	assert.Empty(t, e.managed(t, app))
+
+	reg.login(t)
+	r = remote(t, e.Context, client, "deploy", "-f", file)
+	require.Equal(t, 0, r.Code, r.String())
+	code, body, err := (&edgeProc{HTTPAddr: httpAddr}).get(host, "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+	assert.Equal(t, "v1", versionOf(body))
+
+	// The password, and the auth the CLI sent, appear nowhere in the state.
+	encoded := base64.StdEncoding.EncodeToString([]byte(reg.User + ":" + reg.Password))
+	files := 0
+	for _, root := range []string{e.StateDir, client} {
+		require.NoError(t, filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || !fi.Mode().IsRegular() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			assert.NotContains(t, string(data), reg.Password, "password in %s", p)
+			assert.NotContains(t, string(data), encoded, "credentials in %s", p)
+			files++
+			return nil
+		}))
+	}
+	assert.Greater(t, files, 5, "the server's journal was searched")
+	_, _ = e.docker("rmi", "-f", private)
 }
