@@ -43,6 +43,10 @@ const (
 	defaultServerSocket   = "/var/run/docker.sock"
 
 	roleRunner = "runner"
+
+	// remoteStateDirEnv, set on the client, overrides the server's state
+	// directory (an engine one cannot relabel, tests).
+	remoteStateDirEnv = "GORDON_REMOTE_STATE_DIR"
 )
 
 // engineTarget is the engine a verb acts on.
@@ -135,7 +139,8 @@ type serverPaths struct {
 }
 
 // readServerPaths takes the state directory and the socket from the engine's
-// labels, else the defaults.
+// labels, else the defaults; GORDON_REMOTE_STATE_DIR on the client wins over
+// both for the state directory.
 func readServerPaths(ctx context.Context, api client.APIClient) (serverPaths, error) {
 	p := serverPaths{StateDir: defaultServerStateDir, Socket: defaultServerSocket}
 	info, err := api.Info(ctx, client.InfoOptions{})
@@ -150,6 +155,9 @@ func readServerPaths(ctx context.Context, api client.APIClient) (serverPaths, er
 		case engineLabelSocket:
 			p.Socket = v
 		}
+	}
+	if d := os.Getenv(remoteStateDirEnv); d != "" {
+		p.StateDir = d
 	}
 	p.Arch = info.Info.Architecture
 	return p, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -354,4 +355,148 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	}
 	assert.Greater(t, files, 5, "the server's journal was searched")
 	_, _ = e.docker("rmi", "-f", private)
+}
+
+// sshEndpoint is a test-owned sshd on a loopback port (its own config, host
+// key and authorized key), in front of this machine's own engine, and a
+// PATH shim so the docker CLI's ssh:// helper runs ssh with the test's
+// client config (key, known_hosts with the host key: strict checking).
+type sshEndpoint struct {
+	Host    string // ssh://root@127.0.0.1:PORT
+	PathDir string // put first on PATH
+}
+
+func startSSHD(t *testing.T) sshEndpoint {
+	t.Helper()
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		sshd = "/usr/sbin/sshd"
+	}
+	if _, err := os.Stat(sshd); err != nil {
+		t.Skip("openssh-server not installed (.ci/run installs it)")
+	}
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("openssh-client not installed (.ci/run installs it)")
+	}
+	dir := t.TempDir()
+	for _, k := range []string{"host", "client"} {
+		out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k)).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	addr := freeAddr(t)
+	_, port, _ := strings.Cut(addr, ":")
+	pub, err := os.ReadFile(filepath.Join(dir, "client.pub"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600))
+	hostPub, err := os.ReadFile(filepath.Join(dir, "host.pub"))
+	require.NoError(t, err)
+	hostKey := strings.Join(strings.Fields(string(hostPub))[:2], " ")
+	writeFile(t, filepath.Join(dir, "known_hosts"), fmt.Sprintf("[127.0.0.1]:%s %s\n", port, hostKey))
+	writeFile(t, filepath.Join(dir, "sshd_config"), fmt.Sprintf(`Port %s
+ListenAddress 127.0.0.1
+HostKey %s/host
+AuthorizedKeysFile %s/authorized_keys
+PidFile %s/sshd.pid
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+StrictModes no
+UsePAM no
+`, port, dir, dir, dir))
+	writeFile(t, filepath.Join(dir, "ssh_config"), fmt.Sprintf(`Host 127.0.0.1
+  IdentityFile %s/client
+  IdentitiesOnly yes
+  UserKnownHostsFile %s/known_hosts
+  StrictHostKeyChecking yes
+  BatchMode yes
+`, dir, dir))
+	shim := filepath.Join(dir, "bin")
+	require.NoError(t, os.MkdirAll(shim, 0o755))
+	sshBin, _ := exec.LookPath("ssh")
+	require.NoError(t, os.WriteFile(filepath.Join(shim, "ssh"), []byte(fmt.Sprintf("#!/bin/sh\nexec %s -F %s/ssh_config \"$@\"\n", sshBin, dir)), 0o755))
+	_ = os.MkdirAll("/run/sshd", 0o755) // sshd's privilege separation directory
+	cmd := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	logf, err := os.Create(filepath.Join(dir, "sshd.log"))
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("sshd log:\n%s", lastLines(string(b), 20))
+		}
+	})
+	require.Eventually(t, func() bool {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 100*time.Millisecond, "sshd on %s", addr)
+	return sshEndpoint{Host: "ssh://root@" + addr, PathDir: shim}
+}
+
+// ssh:// works too: against this machine's own engine through a local
+// sshd, a deploy runs in the runner container reached over ssh and status
+// reads it back. The server's state directory is the test's (the shared
+// engine cannot be relabelled: GORDON_REMOTE_STATE_DIR); the edge of that
+// state directory runs in the foreground here, which is "the server".
+func TestRemote_SSHContextDeployAndStatus(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	ep := startSSHD(t)
+	server := t.TempDir()
+	edge := startEdge(t, server)
+	client := t.TempDir()
+	app, host := "e2eremotessh", "remotessh.test"
+	cleanupApp(t, app)
+	ctxName := "gordon-e2e-ssh-" + filepath.Base(server)
+	out, err := exec.Command("docker", "--config", dockerConfig, "context", "create", ctxName, "--docker", "host="+ep.Host).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Cleanup(func() { _ = exec.Command("docker", "--config", dockerConfig, "context", "rm", "-f", ctxName).Run() })
+
+	run := func(args ...string) result {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd, so, se := remoteCmd(ctx, ctxName, client, args...)
+		cmd.Env = append(cmd.Env, "PATH="+ep.PathDir+":"+binDir+":"+os.Getenv("PATH"), "GORDON_REMOTE_STATE_DIR="+server)
+		t0 := time.Now()
+		err := cmd.Run()
+		r := result{Stdout: so.String(), Stderr: se.String(), Elapsed: time.Since(t0)}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.Code = ee.ExitCode()
+		} else if err != nil {
+			r.Code = -1
+		}
+		return r
+	}
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, webManifest(app, v1, host, ""))
+	r := run("deploy", "-f", file)
+	require.Equal(t, 0, r.Code, r.String())
+	first, _, _ := strings.Cut(r.Stderr, "\n")
+	assert.Equal(t, fmt.Sprintf("engine: context %s (%s, remote)", ctxName, ep.Host), first)
+	t.Logf("ssh deploy: %s", r.Elapsed.Round(time.Millisecond))
+	code, body, err := edge.get(host, "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+
+	r = run("status", app, "--format", "json")
+	require.Equal(t, 0, r.Code, r.String())
+	var st []struct {
+		App      string `json:"app"`
+		Services []struct {
+			Container string `json:"container"`
+		} `json:"services"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st), r.Stdout)
+	require.Len(t, st, 1)
+	require.Len(t, st[0].Services, 1)
+	assert.Equal(t, managed(t, app, "web"), []string{st[0].Services[0].Container})
+	_, err = os.Stat(filepath.Join(server, "apps", app, "active.json"))
+	assert.NoError(t, err, "the journal is in the server's state directory")
+	_, err = os.Stat(filepath.Join(client, "apps"))
+	assert.True(t, os.IsNotExist(err), "and not the client's")
 }
