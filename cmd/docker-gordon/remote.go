@@ -14,9 +14,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +34,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
 )
 
@@ -175,7 +180,50 @@ func runnerImage(ctx context.Context, api client.APIClient) (sysimage.Image, err
 	if edge, err := findEdgeBinary(); err == nil {
 		bins["/gordon-edge"] = edge
 	}
-	return sysimage.Build(ctx, api, "runner", bins, map[string]string{labelManaged: "true", labelRole: roleRunner})
+	// Hashing some 45 MB of binaries costs more than the rest of a
+	// status: remember the tag per (path, size, mtime) of the binaries.
+	key, cacheFile := runnerCacheKey(bins)
+	if key != "" {
+		if data, err := os.ReadFile(cacheFile); err == nil {
+			var c runnerImageCache
+			if json.Unmarshal(data, &c) == nil && c.Key == key && c.Ref != "" {
+				if res, err := api.ImageInspect(ctx, c.Ref); err == nil {
+					return sysimage.Image{ID: res.ID, Ref: c.Ref}, nil
+				}
+			}
+		}
+	}
+	img, err := sysimage.Build(ctx, api, "runner", bins, map[string]string{labelManaged: "true", labelRole: roleRunner})
+	if err == nil && key != "" {
+		if data, merr := json.Marshal(runnerImageCache{Key: key, Ref: img.Ref}); merr == nil && os.MkdirAll(filepath.Dir(cacheFile), 0o700) == nil {
+			_ = routetable.WriteFileAtomic(cacheFile, data)
+		}
+	}
+	return img, err
+}
+
+// runnerImageCache remembers the runner image's tag for one set of binaries.
+type runnerImageCache struct {
+	Key string `json:"key"`
+	Ref string `json:"ref"`
+}
+
+// runnerCacheKey names the binaries by path, size and modification time;
+// "" when the user cache directory is unknown.
+func runnerCacheKey(bins map[string]string) (key, file string) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", ""
+	}
+	var b strings.Builder
+	for _, p := range slices.Sorted(maps.Keys(bins)) {
+		fi, err := os.Stat(bins[p])
+		if err != nil {
+			return "", ""
+		}
+		fmt.Fprintf(&b, "%s=%s:%d:%d;", p, bins[p], fi.Size(), fi.ModTime().UnixNano())
+	}
+	return b.String(), filepath.Join(dir, "docker-gordon", "runner-image.json")
 }
 
 // runnerArgs rebuilds the verb's command line for the runner from what
@@ -282,6 +330,7 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 		return 0, fmt.Errorf("create the runner container on %s: %w", e.target, classify(err))
 	}
 	id := created.ID
+	e.logger.Debug("runner created", "id", shortID(id))
 	removeRunner := func() {
 		_, _ = api.ContainerRemove(bg, id, client.ContainerRemoveOptions{Force: true})
 	}
@@ -291,11 +340,12 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 		return 0, fmt.Errorf("attach to the runner container: %w", classify(err))
 	}
 	defer att.Close()
-	wait := api.ContainerWait(bg, id, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
+	wait := api.ContainerWait(bg, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		removeRunner()
 		return 0, fmt.Errorf("start the runner container: %w", classify(err))
 	}
+	e.logger.Debug("runner started")
 	if err := writeBundle(att.Conn, b); err != nil {
 		removeRunner()
 		return 0, fmt.Errorf("send the verb's input to the runner: %w", err)
