@@ -157,13 +157,9 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	cleanupApp(t, app)
 	httpAddr, adminAddr := freeAddr(t), freeAddr(t)
 
-	r := remote(t, e.Context, client, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
-	require.Equal(t, 0, r.Code, r.String())
-	first, _, _ := strings.Cut(r.Stderr, "\n")
-	assert.Equal(t, fmt.Sprintf("engine: context %s (%s, remote)", e.Context, e.TCP), first, "the first progress line names the engine")
-	edgeOn2, err := e.docker("ps", "-q", "--filter", "name=^gordon-edge$")
-	require.NoError(t, err)
-	require.NotEmpty(t, edgeOn2, "the edge runs on the second engine")
+	r := remote(t, e.Context, client, "--state-dir", client, "status")
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "lives on that engine's machine")
 
 	file := filepath.Join(t.TempDir(), "app.toml")
 	writeFile(t, file, webManifest(app, v1, host, ""))
@@ -172,6 +168,20 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	assert.Contains(t, r.Stderr, v1)
 	assert.Contains(t, r.Stderr, "--copy-images")
 	assert.Empty(t, e.managed(t, app), "a refused deploy changes nothing")
+
+	// A fresh server: the first deploy says to start the system containers.
+	r = remote(t, e.Context, client, "deploy", "-f", file, "--copy-images")
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "docker --context "+e.Context+" gordon system start")
+	assert.Empty(t, e.managed(t, app))
+
+	r = remote(t, e.Context, client, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
+	require.Equal(t, 0, r.Code, r.String())
+	first, _, _ := strings.Cut(r.Stderr, "\n")
+	assert.Equal(t, fmt.Sprintf("engine: context %s (%s, remote)", e.Context, e.TCP), first, "the first progress line names the engine")
+	edgeOn2, err := e.docker("ps", "-q", "--filter", "name=^gordon-edge$")
+	require.NoError(t, err)
+	require.NotEmpty(t, edgeOn2, "the edge runs on the second engine")
 
 	t0 := time.Now()
 	r = remote(t, e.Context, client, "deploy", "-f", file, "--copy-images")
@@ -219,6 +229,9 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	for len(e.managed(t, app)) < 2 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The candidate is listed before its create call returns: give the
+	// deploy time to journal it and reach readiness (READY_AFTER 5s).
+	time.Sleep(1500 * time.Millisecond)
 	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGINT), "Ctrl-C to the CLI's process group")
 	err = cmd.Wait()
 	t.Logf("Ctrl-C'd remote deploy: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
@@ -226,6 +239,38 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	require.ErrorAs(t, err, &ee, "an interrupted deploy does not report success")
 	assert.Equal(t, 1, ee.ExitCode(), "the remote verb's exit status comes back")
 	assert.Contains(t, so.String(), ": failed", "and so does its result")
+	r = remote(t, e.Context, client, "reconcile", app)
+	require.Equal(t, 0, r.Code, r.String())
+
+	// A lost connection (the CLI killed outright): the runner's stdin
+	// closes, the remote verb stops and journals its end.
+	writeFile(t, file, webManifest(app, v1, host, "[services.web.env]\nREADY_AFTER = \"5s\"\n"))
+	cmd, _, _ = remoteCmd(ctx, e.Context, client, "deploy", "-f", file)
+	require.NoError(t, cmd.Start())
+	deadline = time.Now().Add(30 * time.Second)
+	for len(e.managed(t, app)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The candidate is listed before its create call returns: give the
+	// deploy time to journal it and reach readiness (READY_AFTER 5s).
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL))
+	_ = cmd.Wait()
+	require.Eventually(t, func() bool {
+		out, _ := e.docker("ps", "-aq", "--filter", "label=dev.gordon.role=runner")
+		return out == ""
+	}, 20*time.Second, 200*time.Millisecond, "the runner ends with its client")
+	r = remote(t, e.Context, client, "ops", app, "--format", "json")
+	require.Equal(t, 0, r.Code, r.String())
+	var ops []struct {
+		Outcome string `json:"outcome"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &ops), r.Stdout)
+	require.NotEmpty(t, ops)
+	t.Logf("ops after the killed deploy: %s", r.Stdout)
+	for i, op := range ops {
+		assert.NotEmpty(t, op.Outcome, "op %d is finalized, not left running unjournaled", i)
+	}
 	r = remote(t, e.Context, client, "reconcile", app)
 	require.Equal(t, 0, r.Code, r.String())
 	time.Sleep(500 * time.Millisecond)
