@@ -279,6 +279,28 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	assert.Zero(t, stats.TransportErrors+stats.Non2xx, "no request lost: %s", stats)
 	assert.Positive(t, stats.Requests)
 	require.Eventually(t, func() bool { return len(e.managed(t, app)) == 1 }, 20*time.Second, 200*time.Millisecond, "one container left")
+
+	// What the runner adds (reported, not asserted): the same unchanged
+	// deploy and status, through the context (runner) and through the
+	// engine's unix socket with the same state directory (local).
+	viaSocket := func(args ...string) result {
+		cmd := exec.Command("docker", append([]string{"gordon", "--state-dir", e.StateDir}, args...)...)
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig, "DOCKER_HOST=unix://"+e.Sock, "PATH="+binDir+":"+os.Getenv("PATH"))
+		t0 := time.Now()
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return result{Elapsed: time.Since(t0)}
+	}
+	for _, args := range [][]string{{"deploy", "-f", file}, {"status", app}} {
+		var rem, loc []time.Duration
+		for range 3 {
+			r := remote(t, e.Context, client, args...)
+			require.Equal(t, 0, r.Code, r.String())
+			rem = append(rem, r.Elapsed)
+			loc = append(loc, viaSocket(args...).Elapsed)
+		}
+		t.Logf("%s: remote (runner) %v, local (same engine and state) %v", args[0], rem, loc)
+	}
 }
 
 // registry is a test-owned Debian docker-registry on 127.0.0.1 with
