@@ -202,6 +202,20 @@ func runnerImage(ctx context.Context, api client.APIClient) (sysimage.Image, err
 	return img, err
 }
 
+// pruneRunnerImages removes the runner images of other versions (best
+// effort: the engine refuses to remove one a runner still uses).
+func pruneRunnerImages(ctx context.Context, api client.APIClient, keep string) {
+	res, err := api.ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", sysimage.Repo+"runner")})
+	if err != nil {
+		return
+	}
+	for _, im := range res.Items {
+		if im.ID != keep {
+			_, _ = api.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{PruneChildren: true})
+		}
+	}
+}
+
 // runnerImageCache remembers the runner image's tag for one set of binaries.
 type runnerImageCache struct {
 	Key string `json:"key"`
@@ -274,6 +288,7 @@ func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 	}
 	if img.Built {
 		fmt.Fprintf(e.dockerCli.Err(), "built the runner image %s on %s in %s (once per version)\n", img.Ref, t.Context, time.Since(t0).Round(time.Millisecond))
+		pruneRunnerImages(ctx, api, img.ID)
 	}
 	e.logger.Debug("runner", "image", img.Ref, "args", runArgs, "state_dir", paths.StateDir, "socket", paths.Socket)
 	code, err := runRunner(ctx, e, api, img.Ref, paths, runArgs, b)
