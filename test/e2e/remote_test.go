@@ -422,6 +422,19 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	}
 	assert.Greater(t, files, 5, "the server's journal was searched")
 	_, _ = e.docker("rmi", "-f", private)
+
+	// The same pull on the local engine (the runtime plugin resolves the
+	// CLI's credentials itself).
+	local := t.TempDir()
+	startEdge(t, local)
+	lapp := app + "local"
+	cleanupApp(t, lapp)
+	writeFile(t, file, webManifest(lapp, private, "local."+host, ""))
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", private).Run() })
+	lr := gordon(t, local, "deploy", "-f", file)
+	require.Equal(t, 0, lr.Code, lr.String())
+	assert.Contains(t, lr.Stderr, "pull", "the image was pulled")
+	require.Len(t, managed(t, lapp, "web"), 1)
 }
 
 // sshEndpoint is a test-owned sshd on a loopback port (its own config, host
