@@ -25,8 +25,8 @@ import (
 
 // engine2 is a second Docker engine started by a test on this machine: its
 // own data root, exec root, pidfile and unix socket, listening on
-// tcp://127.0.0.1:PORT, no default bridge, no iptables, its own address
-// pool, and engine labels that place its gordon state directory and its
+// tcp://127.0.0.1:PORT, its own default bridge interface (not docker0:
+// see startEngine2), no iptables, its own address pool, and engine labels that place its gordon state directory and its
 // socket (as the runner container must mount them) under the test's
 // directory instead of /var/lib/docker-gordon. It is reached through a
 // docker context named Context.
@@ -36,6 +36,7 @@ type engine2 struct {
 	TCP      string // tcp://127.0.0.1:PORT
 	StateDir string // the "server's" state directory
 	Context  string
+	bridge   string // its default bridge interface
 	cmd      *exec.Cmd
 }
 
@@ -49,9 +50,20 @@ func startEngine2(t *testing.T) *engine2 {
 		Context: "gordon-e2e-" + filepath.Base(dir)}
 	logf, err := os.Create(filepath.Join(dir, "dockerd.log"))
 	require.NoError(t, err)
+	// Its own default bridge: with --bridge none, dockerd deletes the
+	// interface docker0 at start, which is the shared engine's.
+	e.bridge = "g2br" + strings.TrimPrefix(filepath.Base(dir), "g2e-")
+	if len(e.bridge) > 15 {
+		e.bridge = e.bridge[:15]
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", e.bridge).Run() }) // after the daemon stopped
+	for _, args := range [][]string{{"link", "add", "name", e.bridge, "type", "bridge"}, {"addr", "add", "10.212.0.1/24", "dev", e.bridge}, {"link", "set", e.bridge, "up"}} {
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		require.NoError(t, err, "ip %v: %s", args, out)
+	}
 	e.cmd = exec.Command("dockerd",
 		"--data-root", filepath.Join(dir, "root"), "--exec-root", filepath.Join(dir, "exec"), "--pidfile", filepath.Join(dir, "pid"),
-		"-H", "unix://"+e.Sock, "-H", e.TCP, "--bridge", "none", "--iptables=false", "--ip6tables=false",
+		"-H", "unix://"+e.Sock, "-H", e.TCP, "--bridge", e.bridge, "--iptables=false", "--ip6tables=false",
 		"--default-address-pool", "base=10.213.0.0/16,size=24",
 		"--label", "dev.gordon.state-dir="+e.StateDir, "--label", "dev.gordon.docker-socket="+e.Sock)
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
