@@ -225,6 +225,27 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	require.Equal(t, 0, lr.Code, lr.String())
 	assert.NotContains(t, lr.Stdout, app, "the local engine's status does not show the remote app")
 
+	// secrets set sends its stdin; the value lands in the server's state.
+	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+	defer scancel()
+	scmd, sso, sse := remoteCmd(sctx, e.Context, client, "secrets", "set", app, "web", "token")
+	scmd.Stdin = strings.NewReader("s3cret-value\n")
+	require.NoError(t, scmd.Run(), "%s%s", sso, sse)
+	vals, _ := filepath.Glob(filepath.Join(e.StateDir, "secrets", "*", "web", "token"))
+	require.Len(t, vals, 1)
+	got, err := os.ReadFile(vals[0])
+	require.NoError(t, err)
+	assert.Equal(t, "s3cret-value", string(got))
+
+	// A static custom plugin from --plugin-dir is sent and runs there.
+	pdir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(probePlugins(t), "gordon-probe-exec"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(pdir, "gordon-probe-exec"), data, 0o755))
+	r = remote(t, e.Context, client, "--plugin-dir", pdir, "plugins", "ls")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Regexp(t, `probe\s+exec\s+/tmp/gordon-in/plugins/gordon-probe-exec\s+1\s+ok`, r.Stdout)
+
 	// Redeploys under load, then a Ctrl-C'd one and reconcile.
 	load := startLoad("http://"+httpAddr+"/", host, 4, instanceOf)
 	for _, img := range []string{v2, v1} {
