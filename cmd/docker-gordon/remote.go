@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -365,6 +366,24 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 		removeRunner()
 		return 0, fmt.Errorf("send the verb's input to the runner: %w", err)
 	}
+	hbStop, hbDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		tick := time.NewTicker(runnerHeartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-hbStop:
+				return
+			case <-tick.C:
+				if _, err := att.Conn.Write([]byte{0}); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	stopHeartbeat := sync.OnceFunc(func() { close(hbStop); <-hbDone })
+	defer stopHeartbeat()
 	outDone := make(chan error, 1)
 	go func() {
 		_, err := stdcopy.StdCopy(e.dockerCli.Out(), e.dockerCli.Err(), att.Reader)
@@ -385,6 +404,7 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 			// Stop the remote verb as Ctrl-C stops a local one (the
 			// runner turns the end of its stdin into one SIGTERM);
 			// keep streaming what it says while it winds down.
+			stopHeartbeat()
 			if err := att.CloseWrite(); err != nil {
 				kctx, cancel := context.WithTimeout(bg, 10*time.Second)
 				_, _ = api.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "SIGTERM"})

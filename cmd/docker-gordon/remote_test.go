@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
@@ -102,4 +106,46 @@ func TestRemote_PluginMustBeStaticLinuxExecutable(t *testing.T) {
 		t.Skip("this test binary is not static (CGO_ENABLED=0 go test checks the architecture case)")
 	}
 	assert.Contains(t, staticLinuxExecutable(data, "aarch64"), "built for EM_X86_64")
+}
+
+// The runner stops (SIGTERM to itself) when the CLI's stdin ends or falls
+// silent, and not while heartbeats arrive.
+func TestRemote_RunnerStopsWhenTheCLIGoesAwayOrSilent(t *testing.T) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	// Silence: heartbeats for a while, then none.
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() { watchControl(pr, 300*time.Millisecond); close(done) }()
+	for range 8 {
+		_, err := pw.Write([]byte{0})
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case <-sigs:
+		t.Fatal("SIGTERM while heartbeats arrive")
+	default:
+	}
+	select {
+	case <-sigs:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no SIGTERM after the heartbeats stopped")
+	}
+	<-done
+	pw.Close()
+
+	// End of stdin: at once.
+	pr2, pw2 := io.Pipe()
+	go watchControl(pr2, time.Hour)
+	t0 := time.Now()
+	pw2.Close()
+	select {
+	case <-sigs:
+		assert.Less(t, time.Since(t0), time.Second)
+	case <-time.After(2 * time.Second):
+		t.Fatal("no SIGTERM at the end of stdin")
+	}
 }

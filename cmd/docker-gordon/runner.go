@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/distribution/reference"
 	"github.com/docker/cli/cli/command"
@@ -134,11 +135,51 @@ func startRunnerSession() error {
 	control := os.Stdin
 	os.Stdin = pr
 	runnerSession = &runnerState{auth: b.RegistryAuth, engine: os.Getenv(runnerEngineEnv), context: os.Getenv(runnerContextEnv)}
-	go func() {
-		_, _ = io.Copy(io.Discard, control)
-		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	}()
+	go watchControl(control, runnerSilence)
 	return nil
+}
+
+// Heartbeats on the runner's stdin: the CLI writes one byte every
+// runnerHeartbeat; a runner that hears nothing for runnerSilence (a
+// connection dropped without a reset) stops as on Ctrl-C.
+const (
+	runnerHeartbeat = 5 * time.Second
+	runnerSilence   = 20 * time.Second
+)
+
+// watchControl SIGTERMs this process when control ends or stays silent for
+// silence; a signal context then interrupts the verb (root.go setup).
+func watchControl(control io.Reader, silence time.Duration) {
+	beats := make(chan struct{}, 1)
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			if _, err := control.Read(buf); err != nil {
+				close(beats)
+				return
+			}
+			select {
+			case beats <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	timer := time.NewTimer(silence)
+	defer timer.Stop()
+	for {
+		select {
+		case _, ok := <-beats:
+			if !ok {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+				return
+			}
+			timer.Reset(silence)
+		case <-timer.C:
+			fmt.Fprintf(os.Stderr, "docker gordon runner: no word from the CLI for %s (connection lost?): stopping as on Ctrl-C\n", silence)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			return
+		}
+	}
 }
 
 // registryAuth is core.Engine.RegistryAuth: the X-Registry-Auth value for
