@@ -287,24 +287,17 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 			if err != nil {
 				return b, nil, fmt.Errorf("deploy: %w", err)
 			}
-			spec, _, err := manifest.Load(file)
-			if err != nil {
-				var merr *manifest.ManifestError
-				if errors.As(err, &merr) {
-					fmt.Fprintln(e.dockerCli.Err(), merr.Error())
-					return b, nil, fmt.Errorf("deploy: %s has %d problem(s); nothing was changed", file, len(merr.Problems))
-				}
-				return b, nil, err
-			}
 			name := "manifest/" + filepath.Base(file)
 			b.Files = append(b.Files, runnerFile{Path: name, Mode: 0o600, Data: data})
 			drop["file"] = true
 			extra = append(extra, "--file="+runnerInputDir+"/"+name)
-			images = []string{}
-			for _, s := range spec.Services {
-				images = append(images, s.Image)
+			images, err = manifestImages(file)
+			if err != nil && copyImages {
+				return b, nil, fmt.Errorf("deploy --copy-images: %w", err)
 			}
-			if !dryRun {
+			// Without --copy-images a manifest that does not parse
+			// goes to the runner, whose deploy reports every problem.
+			if images != nil && !dryRun {
 				if err := shipImages(ctx, e, images, copyImages); err != nil {
 					return b, nil, err
 				}
@@ -327,6 +320,20 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		b.RegistryAuth = clientRegistryAuth(e, images)
 	}
 	return b, runnerArgs(cmd, args, drop, extra), nil
+}
+
+// manifestImages lists the images the manifest file names (nil and the
+// loader's error when it does not parse).
+func manifestImages(file string) ([]string, error) {
+	spec, _, err := manifest.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	images := []string{}
+	for _, s := range spec.Services {
+		images = append(images, s.Image)
+	}
+	return images, nil
 }
 
 // bundlePlugins adds the custom plugins (gordon-<kind>-<name>) of dirs that
