@@ -257,5 +257,8 @@ func findEdgeBinary() (string, error) {
 			return p, nil
 		}
 	}
+	if runnerSession != nil {
+		return "", errors.New("gordon-edge is not in the runner image: install it next to docker-gordon on the machine you run docker gordon from (./install.sh); the runner image carries it from there")
+	}
 	return "", errors.New("gordon-edge not found on PATH: run ./install.sh")
 }
