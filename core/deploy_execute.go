@@ -261,7 +261,11 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 	}
 	doPull := func() error {
 		e.progress(ProgressEvent{App: app, Service: service, Phase: "pull", Detail: ref, Elapsed: time.Since(start)})
-		if err := e.Runtime.PullImage(ctx, ref); err != nil {
+		pctx := ctx
+		if e.RegistryAuth != nil {
+			pctx = WithRegistryAuth(ctx, e.RegistryAuth(ref))
+		}
+		if err := e.Runtime.PullImage(pctx, ref); err != nil {
 			return fmt.Errorf("pull image %s: %w", ref, err)
 		}
 		return nil

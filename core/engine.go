@@ -55,6 +55,11 @@ type Engine struct {
 	// ErrInvalid (name not approved).
 	BindPolicy func(name string) (hostPath string, err error)
 
+	// RegistryAuth, if set, returns the X-Registry-Auth value for pulling
+	// ref ("" for an anonymous pull); pinImage passes it to
+	// Runtime.PullImage through WithRegistryAuth (R13, S26). nil: anonymous.
+	RegistryAuth func(ref string) string
+
 	// liveOps marks claims live in this process (R12, R45): app → op id.
 	liveMu  sync.Mutex
 	liveOps map[string]string

@@ -20,6 +20,8 @@ type deployOptions struct {
 	pull     string
 	opKey    string
 	format   string
+	// copyImages is consumed before a remote run (remote.go, copyimages.go).
+	copyImages bool
 }
 
 func newDeployCommand(env *cliEnv) *cobra.Command {
@@ -49,6 +51,7 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan (unchanged, overlap or sequential, and why) and change nothing")
 	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
 	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
+	f.BoolVar(&o.copyImages, "copy-images", false, "remote engine: first send each image the manifest names from this machine's engine (skipped when the engine has it)")
 	addFormatFlag(cmd, &o.format)
 	return cmd
 }

@@ -177,6 +177,11 @@ func requireEdge(ctx context.Context, env *cliEnv, verb string) error {
 	if !written.IsZero() {
 		why = "it does not answer on its admin address (last status " + written.Local().Format(time.RFC3339) + ")"
 	}
+	if runnerSession != nil {
+		// On a remote engine's machine: say how to start it from here.
+		return fmt.Errorf("%s: the edge proxy is not running on %s: %s; nothing was changed. Start the edge and the reconcile loop there with `docker --context %s gordon system start`, then retry",
+			verb, runnerSession.engine, why, runnerSession.context)
+	}
 	return fmt.Errorf("%s: the edge proxy is not running: %s; nothing was changed. Start it with `docker gordon edge start` (or `docker gordon edge run` in another terminal), then retry", verb, why)
 }
 
@@ -251,6 +256,9 @@ func findEdgeBinary() (string, error) {
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
+	}
+	if runnerSession != nil {
+		return "", errors.New("gordon-edge is not in the runner image: install it next to docker-gordon on the machine you run docker gordon from (./install.sh); the runner image carries it from there")
 	}
 	return "", errors.New("gordon-edge not found on PATH: run ./install.sh")
 }

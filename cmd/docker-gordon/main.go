@@ -5,6 +5,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/docker/cli/cli-plugins/metadata"
 	"github.com/docker/cli/cli-plugins/plugin"
 	"github.com/docker/cli/cli/command"
@@ -21,6 +24,13 @@ func main() {
 	// plugin.Serve writes its handshake line.
 	if plugins.ServeBuiltinIfRequested() {
 		return
+	}
+	// A runner container (remote.go) takes its bundle from stdin first.
+	if os.Getenv(runnerEnv) == "1" {
+		if err := startRunnerSession(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	plugin.Run(func(dockerCli command.Cli) *cobra.Command {
 		return newRootCommand(dockerCli)

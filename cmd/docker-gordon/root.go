@@ -36,6 +36,9 @@ type cliEnv struct {
 
 	store *journal.Store
 	host  *sdk.Host
+
+	// target is the engine the verb acts on (remote.go).
+	target engineTarget
 }
 
 func newRootCommand(dockerCli command.Cli) *cobra.Command {
@@ -49,7 +52,10 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 			if err := plugin.PersistentPreRunE(cmd, args); err != nil {
 				return err
 			}
-			return env.setup(cmd)
+			if err := env.setup(cmd); err != nil {
+				return err
+			}
+			return env.routeEngine(cmd)
 		},
 		PersistentPostRun: func(*cobra.Command, []string) { env.close() },
 		// Without a verb: help. With an unknown one: an error (exit 1),
@@ -225,7 +231,8 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 		BindPolicy: func(name string) (string, error) {
 			return bindPolicy(e.opts.stateDir, name)
 		},
-		PortCheck: checkPort,
+		PortCheck:    checkPort,
+		RegistryAuth: e.registryAuth,
 	}, nil
 }
 

@@ -216,7 +216,10 @@ func pickRepoDigest(ref string, digests []string) string {
 	return digests[0]
 }
 
-// PullImage pulls ref and waits for the pull to finish. A registry that
+// PullImage pulls ref and waits for the pull to finish, with the registry
+// credentials core.WithRegistryAuth put in ctx (anonymous without). A
+// registry that refuses the credentials (or wants some) wraps
+// core.ErrUnavailable with the registry's message. A registry that
 // cannot be reached (or refuses) wraps core.ErrUnavailable; an unknown
 // image wraps core.ErrNotFound; a malformed reference wraps core.ErrInvalid.
 func (r *Runtime) PullImage(ctx context.Context, ref string) error {
@@ -226,18 +229,38 @@ func (r *Runtime) PullImage(ctx context.Context, ref string) error {
 	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
 		return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrInvalid, err)
 	}
-	resp, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	auth := core.RegistryAuthFrom(ctx)
+	resp, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: auth})
 	if err != nil {
-		return r.classify(err, fmt.Sprintf("pull image %q", ref))
+		return r.classify(authHint(err, ref, auth), fmt.Sprintf("pull image %q", ref))
 	}
 	defer resp.Close()
 	if err := resp.Wait(ctx); err != nil {
+		err = authHint(err, ref, auth)
 		if cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "manifest unknown") {
 			return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrNotFound, err)
 		}
 		return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrUnavailable, err)
 	}
 	return nil
+}
+
+// authHint adds to a registry's refusal what to do about it: log in (no
+// credentials were sent) or check the login (they were refused).
+func authHint(err error, ref, auth string) error {
+	s := strings.ToLower(err.Error())
+	if !strings.Contains(s, "unauthorized") && !strings.Contains(s, "authentication required") &&
+		!strings.Contains(s, "no basic auth credentials") && !strings.Contains(s, "denied") {
+		return err
+	}
+	host := "the registry"
+	if n, perr := reference.ParseNormalizedNamed(ref); perr == nil {
+		host = reference.Domain(n)
+	}
+	if auth == "" {
+		return fmt.Errorf("%w (no credentials for %s: run `docker login %s` where docker gordon runs, then retry)", err, host, host)
+	}
+	return fmt.Errorf("%w (%s refused the credentials of `docker login %s`: check the login and the image's access)", err, host, host)
 }
 
 // EnsureNetwork returns the ID of the network named n.Name, creating it

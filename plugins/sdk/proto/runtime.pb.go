@@ -145,9 +145,13 @@ func (x *ResolveImageRequest) GetRef() string {
 	return ""
 }
 
+// registry_auth is the X-Registry-Auth value for the pull (base64url JSON
+// of the registry credentials, resolved by the CLI); empty: anonymous. It is
+// never logged or stored.
 type PullImageRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ref           string                 `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	RegistryAuth  string                 `protobuf:"bytes,2,opt,name=registry_auth,json=registryAuth,proto3" json:"registry_auth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -185,6 +189,13 @@ func (*PullImageRequest) Descriptor() ([]byte, []int) {
 func (x *PullImageRequest) GetRef() string {
 	if x != nil {
 		return x.Ref
+	}
+	return ""
+}
+
+func (x *PullImageRequest) GetRegistryAuth() string {
+	if x != nil {
+		return x.RegistryAuth
 	}
 	return ""
 }
@@ -1922,9 +1933,10 @@ const file_runtime_proto_rawDesc = "" +
 	"\x02os\x18\x04 \x01(\tR\x02os\x12\x12\n" +
 	"\x04arch\x18\x05 \x01(\tR\x04arch\"'\n" +
 	"\x13ResolveImageRequest\x12\x10\n" +
-	"\x03ref\x18\x01 \x01(\tR\x03ref\"$\n" +
+	"\x03ref\x18\x01 \x01(\tR\x03ref\"I\n" +
 	"\x10PullImageRequest\x12\x10\n" +
-	"\x03ref\x18\x01 \x01(\tR\x03ref\"\xbe\x01\n" +
+	"\x03ref\x18\x01 \x01(\tR\x03ref\x12#\n" +
+	"\rregistry_auth\x18\x02 \x01(\tR\fregistryAuth\"\xbe\x01\n" +
 	"\bImageRef\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\x12\x14\n" +

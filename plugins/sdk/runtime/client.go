@@ -60,7 +60,7 @@ func (c *RuntimeClient) ResolveImage(ctx context.Context, ref string) (core.Imag
 }
 
 func (c *RuntimeClient) PullImage(ctx context.Context, ref string) error {
-	_, err := c.rpc.PullImage(ctx, &pb.PullImageRequest{Ref: ref})
+	_, err := c.rpc.PullImage(ctx, &pb.PullImageRequest{Ref: ref, RegistryAuth: core.RegistryAuthFrom(ctx)})
 	return c.err(ctx, "pull image", err)
 }
 

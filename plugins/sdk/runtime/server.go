@@ -46,7 +46,7 @@ func (s *RuntimeGRPCServer) ResolveImage(ctx context.Context, r *pb.ResolveImage
 }
 
 func (s *RuntimeGRPCServer) PullImage(ctx context.Context, r *pb.PullImageRequest) (*pb.Empty, error) {
-	return &pb.Empty{}, wire.ToGRPC(s.impl.PullImage(ctx, r.GetRef()))
+	return &pb.Empty{}, wire.ToGRPC(s.impl.PullImage(core.WithRegistryAuth(ctx, r.GetRegistryAuth()), r.GetRef()))
 }
 
 func (s *RuntimeGRPCServer) EnsureNetwork(ctx context.Context, r *pb.NetworkSpec) (*pb.EnsureNetworkResponse, error) {

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// localEngine is a client of this machine's engine (the default context's
+// socket), the source of deploy --copy-images.
+func localEngine() (*client.Client, error) {
+	return client.New(client.WithHost(client.DefaultDockerHost))
+}
+
+// shipImages makes sure the target engine can run every image the manifest
+// names, before anything changes there. An image the target has (by
+// reference) is fine. One it lacks that this machine's engine has is sent
+// (ImageSave → ImageLoad, streamed, with progress and size) when copy is
+// set, else refused naming the image and --copy-images. One neither has is
+// left to the remote deploy's pull. An image the target already has by ID
+// is never sent again.
+func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) error {
+	dst := e.dockerCli.Client()
+	var src *client.Client
+	defer func() {
+		if src != nil {
+			src.Close()
+		}
+	}()
+	seen := map[string]bool{}
+	for _, ref := range images {
+		if seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		if src == nil {
+			var err error
+			if src, err = localEngine(); err != nil {
+				return fmt.Errorf("local engine: %w", err)
+			}
+		}
+		have, herr := dst.ImageInspect(ctx, ref)
+		if herr != nil && !cerrdefs.IsNotFound(herr) {
+			return fmt.Errorf("image %s on %s: %w", ref, e.target, classify(herr))
+		}
+		local, lerr := src.ImageInspect(ctx, ref)
+		if lerr != nil && !cerrdefs.IsNotFound(lerr) {
+			return fmt.Errorf("image %s on the local engine: %w", ref, classify(lerr))
+		}
+		switch {
+		case herr == nil && (lerr != nil || local.ID == have.ID):
+			if copy {
+				fmt.Fprintf(e.dockerCli.Err(), "image %s: already on %s (%s)\n", ref, e.target.Context, shortID(have.ID))
+			}
+			continue
+		case herr == nil && !copy:
+			fmt.Fprintf(e.dockerCli.Err(), "warning: image %s on %s (%s) is not this machine's (%s); the server's is deployed (--copy-images sends this one)\n",
+				ref, e.target.Context, shortID(have.ID), shortID(local.ID))
+			continue
+		case lerr != nil:
+			continue // on neither engine: the remote deploy's pull decides
+		case !copy:
+			return fmt.Errorf("image %s is not on %s but is on this machine's engine: pass --copy-images to send it (or push it to a registry the server can pull from); nothing was changed: %w",
+				ref, e.target, core.ErrNotFound)
+		}
+		if byID, err := dst.ImageInspect(ctx, local.ID); err == nil {
+			// The target has the image under another name: tag it.
+			if _, err := dst.ImageTag(ctx, client.ImageTagOptions{Source: byID.ID, Target: ref}); err != nil {
+				return fmt.Errorf("image %s: tag %s on %s: %w", ref, shortID(byID.ID), e.target, classify(err))
+			}
+			fmt.Fprintf(e.dockerCli.Err(), "image %s: already on %s by ID (%s), tagged\n", ref, e.target.Context, shortID(byID.ID))
+			continue
+		}
+		if err := copyImage(ctx, e, src, dst, ref, local.ID, local.Size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyImage streams ImageSave of ref on src into ImageLoad on dst, printing
+// progress (bytes sent of the image's size) at most once a second.
+func copyImage(ctx context.Context, e *cliEnv, src, dst client.APIClient, ref, id string, size int64) error {
+	t0 := time.Now()
+	w := e.dockerCli.Err()
+	fmt.Fprintf(w, "image %s: copying %s (%s) to %s\n", ref, shortID(id), humanBytes(size), e.target.Context)
+	rc, err := src.ImageSave(ctx, []string{ref})
+	if err != nil {
+		return fmt.Errorf("copy image %s: save: %w", ref, classify(err))
+	}
+	defer rc.Close()
+	cr := &countingReader{r: rc}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				fmt.Fprintf(w, "image %s: %s sent (%s)\n", ref, humanBytes(cr.n.Load()), time.Since(t0).Round(time.Second))
+			}
+		}
+	}()
+	res, err := dst.ImageLoad(ctx, cr, client.ImageLoadWithQuiet(true))
+	if err != nil {
+		return fmt.Errorf("copy image %s: load on %s: %w", ref, e.target, classify(err))
+	}
+	defer res.Close()
+	if err := drainJSONStream(res); err != nil {
+		return fmt.Errorf("copy image %s: load on %s: %w", ref, e.target, err)
+	}
+	el := time.Since(t0)
+	n := cr.n.Load()
+	fmt.Fprintf(w, "image %s: copied %s in %s (%s/s)\n", ref, humanBytes(n), el.Round(time.Millisecond), humanBytes(int64(float64(n)/max(el.Seconds(), 0.001))))
+	return nil
+}
+
+// drainJSONStream reads an engine JSON message stream, returning the first
+// error it reports.
+func drainJSONStream(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for {
+		var m jsonstream.Message
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if m.Error != nil {
+			return errors.New(m.Error.Message)
+		}
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// humanBytes formats n as B, kB, MB or GB (powers of 1000).
+func humanBytes(n int64) string {
+	f := float64(n)
+	for _, u := range []string{"B", "kB", "MB", "GB"} {
+		if f < 1000 || u == "GB" {
+			if u == "B" {
+				return fmt.Sprintf("%d B", n)
+			}
+			return fmt.Sprintf("%.1f %s", f, u)
+		}
+		f /= 1000
+	}
+	return ""
+}

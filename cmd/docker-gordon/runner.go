@@ -1,0 +1,397 @@
+package main
+
+// The runner side of a remote verb (remote.go), and the bundle the CLI sends
+// it: the runner reads the bundle from its stdin before the CLI framework
+// starts, writes the files under runnerInputDir, keeps registry credentials
+// in memory only, and then watches stdin: its end (the CLI's Ctrl-C, a kill
+// of the CLI, a lost connection) is SIGTERM to itself, which interrupts the
+// verb as it interrupts a local one (SPEC R45–R48 converge the rest).
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/distribution/reference"
+	"github.com/docker/cli/cli/command"
+	"github.com/docker/cli/cli/config/credentials"
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
+)
+
+// Runner environment (set by runRunner on the runner container).
+const (
+	runnerEnv        = "GORDON_RUNNER"         // "1" in a runner container
+	runnerEngineEnv  = "GORDON_RUNNER_ENGINE"  // the engine as the CLI names it
+	runnerContextEnv = "GORDON_RUNNER_CONTEXT" // the CLI's context name
+	runnerInputDir   = "/tmp/gordon-in"        // where bundle files land
+
+	// maxBundle bounds the bundle (manifest, plugins, stdin).
+	maxBundle = 512 << 20
+)
+
+// runnerBundle is what the CLI sends the runner: one big-endian uint64
+// length, then this as JSON, on the container's stdin.
+type runnerBundle struct {
+	// Files are written under runnerInputDir at Path (relative, slash
+	// separated) with Mode.
+	Files []runnerFile `json:"files,omitempty"`
+	// Stdin is the verb's standard input (secrets set).
+	Stdin []byte `json:"stdin,omitempty"`
+	// RegistryAuth maps a registry host ("docker.io", "127.0.0.1:5000")
+	// to its X-Registry-Auth value, resolved by the CLI from its own
+	// credentials (SPEC R13, S26). Held in memory only.
+	RegistryAuth map[string]string `json:"registry_auth,omitempty"`
+}
+
+type runnerFile struct {
+	Path string      `json:"path"`
+	Mode os.FileMode `json:"mode"`
+	Data []byte      `json:"data"`
+}
+
+func writeBundle(w io.Writer, b runnerBundle) error {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(data)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+func readBundle(r io.Reader) (runnerBundle, error) {
+	var b runnerBundle
+	var n [8]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return b, fmt.Errorf("read the bundle length: %w", err)
+	}
+	size := binary.BigEndian.Uint64(n[:])
+	if size > maxBundle {
+		return b, fmt.Errorf("bundle of %d bytes exceeds %d: %w", size, maxBundle, core.ErrInvalid)
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return b, fmt.Errorf("read the bundle: %w", err)
+	}
+	if err := json.Unmarshal(data, &b); err != nil {
+		return b, fmt.Errorf("decode the bundle: %w", err)
+	}
+	return b, nil
+}
+
+// runnerState is set once, in a runner container, before the CLI starts.
+type runnerState struct {
+	auth    map[string]string
+	engine  string
+	context string
+}
+
+// runnerSession is non-nil in a runner container.
+var runnerSession *runnerState
+
+// startRunnerSession is called by main when GORDON_RUNNER=1: it takes the
+// bundle from stdin and arms the stdin watchdog.
+func startRunnerSession() error {
+	b, err := readBundle(os.Stdin)
+	if err != nil {
+		return fmt.Errorf("docker gordon runner: %w", err)
+	}
+	for _, f := range b.Files {
+		clean := path.Clean("/" + f.Path)
+		dst := filepath.Join(runnerInputDir, filepath.FromSlash(clean))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, f.Data, f.Mode.Perm()); err != nil {
+			return err
+		}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	go func() {
+		_, _ = pw.Write(b.Stdin)
+		pw.Close()
+	}()
+	control := os.Stdin
+	os.Stdin = pr
+	runnerSession = &runnerState{auth: b.RegistryAuth, engine: os.Getenv(runnerEngineEnv), context: os.Getenv(runnerContextEnv)}
+	go watchControl(control, runnerSilence)
+	return nil
+}
+
+// Heartbeats on the runner's stdin: the CLI writes one byte every
+// runnerHeartbeat; a runner that hears nothing for runnerSilence (a
+// connection dropped without a reset) stops as on Ctrl-C.
+const (
+	runnerHeartbeat = 5 * time.Second
+	runnerSilence   = 20 * time.Second
+)
+
+// watchControl SIGTERMs this process when control ends or stays silent for
+// silence; a signal context then interrupts the verb (root.go setup).
+func watchControl(control io.Reader, silence time.Duration) {
+	beats := make(chan struct{}, 1)
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			if _, err := control.Read(buf); err != nil {
+				close(beats)
+				return
+			}
+			select {
+			case beats <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	timer := time.NewTimer(silence)
+	defer timer.Stop()
+	for {
+		select {
+		case _, ok := <-beats:
+			if !ok {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+				return
+			}
+			timer.Reset(silence)
+		case <-timer.C:
+			fmt.Fprintf(os.Stderr, "docker gordon runner: no word from the CLI for %s (connection lost?): stopping as on Ctrl-C\n", silence)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			return
+		}
+	}
+}
+
+// registryAuth is core.Engine.RegistryAuth: the X-Registry-Auth value for
+// pulling ref from the CLI's own credentials (docker login, credential
+// helpers, credsStore); in a runner, from what the CLI sent. "" when there
+// are none.
+func (e *cliEnv) registryAuth(ref string) string {
+	if runnerSession != nil {
+		return runnerSession.auth[registryHost(ref)]
+	}
+	tok, err := command.RetrieveAuthTokenFromImage(e.dockerCli.ConfigFile(), ref)
+	if err != nil {
+		e.logger.Warn("registry credentials unavailable; pulling anonymously", "image", ref, "error", err)
+		return ""
+	}
+	return tok
+}
+
+// registryHost is the registry part of an image reference ("docker.io" for
+// Docker Hub images).
+func registryHost(ref string) string {
+	n, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ""
+	}
+	return reference.Domain(n)
+}
+
+// clientRegistryAuth resolves the credentials the runner may need: for the
+// images a manifest names when there is one, else for every registry the
+// CLI has credentials for (the verb may pull any pinned image again).
+func clientRegistryAuth(e *cliEnv, images []string) map[string]string {
+	out := map[string]string{}
+	cfg := e.dockerCli.ConfigFile()
+	if images != nil {
+		for _, img := range images {
+			host := registryHost(img)
+			if host == "" || out[host] != "" {
+				continue
+			}
+			ac, err := cfg.GetAuthConfig(host)
+			if err != nil || (ac.Username == "" && ac.IdentityToken == "" && ac.RegistryToken == "" && ac.Auth == "") {
+				continue
+			}
+			if tok, err := command.RetrieveAuthTokenFromImage(cfg, img); err == nil {
+				out[host] = tok
+			}
+		}
+		return out
+	}
+	all, err := cfg.GetAllCredentials()
+	if err != nil {
+		e.logger.Warn("registry credentials unavailable", "error", err)
+		return out
+	}
+	for key := range all {
+		host := credentials.ConvertToHostname(key)
+		if host == "index.docker.io" {
+			host = "docker.io"
+		}
+		if tok, err := command.RetrieveAuthTokenFromImage(cfg, host+"/x"); err == nil {
+			out[host] = tok
+		}
+	}
+	return out
+}
+
+// prepareBundle collects what the remote verb needs and rewrites its command
+// line: the manifest of deploy -f (and the images it names: copied with
+// --copy-images, else checked), custom plugins of --plugin-dir (static
+// Linux executables only), the value of secrets set, registry credentials.
+func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []string, p serverPaths) (runnerBundle, []string, error) {
+	var b runnerBundle
+	drop := map[string]bool{"state-dir": true}
+	var extra []string
+	verb := strings.Join(verbPath(cmd), " ")
+	f := cmd.Flags()
+
+	if f.Changed("plugin-dir") {
+		drop["plugin-dir"] = true
+		dirs, _ := f.GetStringArray("plugin-dir")
+		n, err := bundlePlugins(e, &b, dirs, p.Arch)
+		if err != nil {
+			return b, nil, err
+		}
+		if n > 0 {
+			extra = append(extra, "--plugin-dir="+runnerInputDir+"/plugins")
+		}
+	}
+
+	var images []string
+	pulls := false
+	switch verb {
+	case "deploy":
+		pulls = true
+		file, _ := f.GetString("file")
+		copyImages, _ := f.GetBool("copy-images")
+		dryRun, _ := f.GetBool("dry-run")
+		drop["copy-images"] = true
+		if copyImages && file == "" {
+			return b, nil, errNoCopyWithoutFile
+		}
+		if file != "" {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return b, nil, fmt.Errorf("deploy: %w", err)
+			}
+			name := "manifest/" + filepath.Base(file)
+			b.Files = append(b.Files, runnerFile{Path: name, Mode: 0o600, Data: data})
+			drop["file"] = true
+			extra = append(extra, "--file="+runnerInputDir+"/"+name)
+			images, err = manifestImages(file)
+			if err != nil && copyImages {
+				return b, nil, fmt.Errorf("deploy --copy-images: %w", err)
+			}
+			// Without --copy-images a manifest that does not parse
+			// goes to the runner, whose deploy reports every problem.
+			if images != nil && !dryRun {
+				if err := shipImages(ctx, e, images, copyImages); err != nil {
+					return b, nil, err
+				}
+			}
+		}
+	case "start", "restart", "rollback", "reconcile":
+		pulls = true
+	case "secrets set":
+		in := e.dockerCli.In()
+		if in.IsTerminal() {
+			fmt.Fprintf(e.dockerCli.Err(), "reading the value of %s from standard input (end with Ctrl-D)\n", args[2])
+		}
+		data, err := io.ReadAll(io.LimitReader(in, maxSecretSize+1))
+		if err != nil {
+			return b, nil, fmt.Errorf("secrets set: read standard input: %w", err)
+		}
+		b.Stdin = data
+	}
+	if pulls {
+		b.RegistryAuth = clientRegistryAuth(e, images)
+	}
+	return b, runnerArgs(cmd, args, drop, extra), nil
+}
+
+// manifestImages lists the images the manifest file names (nil and the
+// loader's error when it does not parse).
+func manifestImages(file string) ([]string, error) {
+	spec, _, err := manifest.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	images := []string{}
+	for _, s := range spec.Services {
+		images = append(images, s.Image)
+	}
+	return images, nil
+}
+
+// bundlePlugins adds the custom plugins (gordon-<kind>-<name>) of dirs that
+// are static Linux executables for arch; others are named on stderr and
+// left out (they could not run on the server). It returns how many it added.
+func bundlePlugins(e *cliEnv, b *runnerBundle, dirs []string, arch string) (int, error) {
+	n := 0
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return n, fmt.Errorf("--plugin-dir %s: %w", dir, err)
+		}
+		for _, ent := range entries {
+			if ent.IsDir() || !strings.HasPrefix(ent.Name(), "gordon-") {
+				continue
+			}
+			full := filepath.Join(dir, ent.Name())
+			fi, err := os.Stat(full)
+			if err != nil || fi.Mode().Perm()&0o111 == 0 {
+				continue
+			}
+			data, err := os.ReadFile(full)
+			if err != nil {
+				return n, fmt.Errorf("plugin %s: %w", full, err)
+			}
+			if why := staticLinuxExecutable(data, arch); why != "" {
+				fmt.Fprintf(e.dockerCli.Err(), "warning: plugin %s is not sent to the engine: %s (only static Linux executables run in the runner)\n", full, why)
+				continue
+			}
+			b.Files = append(b.Files, runnerFile{Path: "plugins/" + ent.Name(), Mode: 0o755, Data: data})
+			n++
+		}
+	}
+	return n, nil
+}
+
+// staticLinuxExecutable returns "" for a statically linked Linux ELF
+// executable for arch (the engine's, "x86_64" or "aarch64"), else why not.
+func staticLinuxExecutable(data []byte, arch string) string {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return "not an ELF executable"
+	}
+	defer f.Close()
+	if f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX {
+		return "not a Linux executable"
+	}
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return "dynamically linked (build it with CGO_ENABLED=0)"
+		}
+	}
+	want := map[string]elf.Machine{"x86_64": elf.EM_X86_64, "amd64": elf.EM_X86_64, "aarch64": elf.EM_AARCH64, "arm64": elf.EM_AARCH64}
+	if m, ok := want[arch]; ok && f.Machine != m {
+		return fmt.Sprintf("built for %s, the engine runs %s", f.Machine, arch)
+	}
+	return ""
+}
+
+// errNoCopyWithoutFile is deploy --copy-images without a manifest.
+var errNoCopyWithoutFile = errors.New("deploy --copy-images needs -f FILE: the images to copy are the ones the manifest names; nothing was changed")
