@@ -164,7 +164,9 @@ func (in PlanInput) planService(s *ServiceSpec) PlannedService {
 		return ps
 	}
 	ps.Action = ActionSequential
-	if r := notEligible(s); r != "" {
+	if s.Replace == ReplaceSequential {
+		ps.Reason = `declared replace = "sequential"`
+	} else if r := notEligible(s); r != "" {
 		ps.Reason = r
 	} else {
 		ps.Reason = "predecessor " + notEligible(&cur.Spec)
@@ -173,19 +175,7 @@ func (in PlanInput) planService(s *ServiceSpec) PlannedService {
 }
 
 // notEligible names the first reason s is not overlap-eligible (R16), "".
-func notEligible(s *ServiceSpec) string {
-	switch {
-	case len(s.Volumes) > 0:
-		return "single-writer: volume " + s.Volumes[0].Name
-	case len(s.Binds) > 0:
-		return "single-writer: bind " + s.Binds[0].Name
-	case len(s.Devices) > 0:
-		return "exclusive device " + s.Devices[0]
-	case len(s.UDP) > 0:
-		return fmt.Sprintf("UDP port %d", s.UDP[0].Port)
-	}
-	return ""
-}
+func notEligible(s *ServiceSpec) string { return NotOverlapEligible(s) }
 
 // changed returns why s cannot stay unchanged (R15), "" when it can.
 func (in PlanInput) changed(s *ServiceSpec, cur *ActiveService) string {

@@ -29,6 +29,7 @@
 //     path, not /, /proc, /sys, /dev, /run/secrets or below; one mount per
 //     container path.
 //   - devices: clean paths under /dev; networks: Docker names, listed once.
+//   - replace: "sequential", or "overlap" on an overlap-eligible service.
 package manifest
 
 import (
@@ -150,6 +151,7 @@ type rawService struct {
 	Volume    []rawMount     `toml:"volume"`
 	Bind      []rawMount     `toml:"bind"`
 	Devices   []string       `toml:"devices"`
+	Replace   *string        `toml:"replace"`
 }
 
 type rawHTTP struct {
@@ -183,7 +185,7 @@ type rawMount struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks"}
-	serviceKeys   = []string{"image", "command", "stop_grace", "env", "secrets", "http", "tcp", "udp", "readiness", "volume", "bind", "devices"}
+	serviceKeys   = []string{"image", "command", "stop_grace", "env", "secrets", "http", "tcp", "udp", "readiness", "volume", "bind", "devices", "replace"}
 	httpKeys      = []string{"port", "host", "visibility"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}

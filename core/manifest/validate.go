@@ -220,7 +220,26 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 		svc.Binds = append(svc.Binds, v.mount(k, "bind", m, mounts))
 	}
 	svc.Devices = v.devices(key, raw.Devices)
+	svc.Replace = v.replace(key+".replace", raw.Replace, &svc)
 	return svc
+}
+
+// replace validates the declared replacement flow (SPEC R16): "overlap"
+// needs an overlap-eligible service, "sequential" is always allowed.
+func (v *validator) replace(key string, raw *string, svc *core.ServiceSpec) string {
+	if raw == nil {
+		return ""
+	}
+	switch *raw {
+	case core.ReplaceSequential:
+	case core.ReplaceOverlap:
+		if why := core.NotOverlapEligible(svc); why != "" {
+			v.addf(key, `replace = "overlap" cannot be honoured: the service is replaced sequentially (%s), so two generations never run at once; remove replace or use "sequential"`, why)
+		}
+	default:
+		v.addf(key, `invalid replace %q: want "overlap" (start the new generation before stopping the old; stateless services only) or "sequential" (stop the old one first)`, *raw)
+	}
+	return *raw
 }
 
 // checkImage returns "" for a plausible Docker image reference, else a

@@ -1,0 +1,111 @@
+package compose
+
+import (
+	"bytes"
+
+	toml "github.com/pelletier/go-toml/v2"
+	yaml "go.yaml.in/yaml/v4"
+)
+
+// doc is the app manifest (ARCHITECTURE §8) as convert writes it. Field
+// names and shapes follow core/manifest's TOML keys.
+type doc struct {
+	Name     string              `toml:"name"`
+	Networks []string            `toml:"networks,omitempty"`
+	Services map[string]*service `toml:"services"`
+}
+
+type service struct {
+	Image     string               `toml:"image"`
+	Command   []string             `toml:"command,omitempty"`
+	StopGrace string               `toml:"stop_grace,omitempty"`
+	Replace   string               `toml:"replace,omitempty"`
+	Env       map[string]string    `toml:"env,omitempty"`
+	Secrets   map[string]secretRef `toml:"secrets,omitempty"`
+	HTTP      []httpIface          `toml:"http,omitempty"`
+	TCP       []l4Iface            `toml:"tcp,omitempty"`
+	UDP       []l4Iface            `toml:"udp,omitempty"`
+	Readiness *readiness           `toml:"readiness,omitempty"`
+	Volume    []mount              `toml:"volume,omitempty"`
+	Bind      []mount              `toml:"bind,omitempty"`
+	Devices   []string             `toml:"devices,omitempty"`
+}
+
+type secretRef struct {
+	Name string `toml:"name"`
+	As   string `toml:"as"`
+}
+
+type httpIface struct {
+	Port int    `toml:"port"`
+	Host string `toml:"host,omitempty"`
+}
+
+type l4Iface struct {
+	Port    int    `toml:"port"`
+	Publish string `toml:"publish"`
+}
+
+type readiness struct {
+	Type    string         `toml:"type,omitempty"`
+	Path    string         `toml:"path,omitempty"`
+	Port    int            `toml:"port,omitempty"`
+	Host    string         `toml:"host,omitempty"`
+	Pattern string         `toml:"pattern,omitempty"`
+	Plugin  string         `toml:"plugin,omitempty"`
+	Config  map[string]any `toml:"config,omitempty"`
+	Timeout string         `toml:"timeout,omitempty"`
+}
+
+type mount struct {
+	Name     string `toml:"name"`
+	Path     string `toml:"path"`
+	ReadOnly bool   `toml:"readonly,omitempty"`
+}
+
+// encode writes the manifest as TOML with a header saying where it came
+// from (maps are written in key order, so the output is stable).
+func (d *doc) encode() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("# App manifest converted from a compose project by docker gordon convert.\n")
+	enc := toml.NewEncoder(&b)
+	enc.SetIndentTables(false)
+	enc.SetArraysMultiline(false)
+	if err := enc.Encode(d); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// composeTopKeys are the top-level keys of the compose specification.
+var composeTopKeys = map[string]bool{
+	"version": true, "name": true, "services": true, "volumes": true, "networks": true,
+	"secrets": true, "configs": true, "include": true, "models": true,
+}
+
+// looksLikeCompose: see IsCompose.
+func looksLikeCompose(data []byte) bool {
+	var n yaml.Node
+	if err := yaml.Unmarshal(data, &n); err != nil || len(n.Content) == 0 {
+		return false
+	}
+	top := n.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return false
+	}
+	found := false
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i].Value, top.Content[i+1]
+		switch {
+		case k == "services" || k == "include":
+			if v.Kind != yaml.MappingNode && v.Kind != yaml.SequenceNode {
+				return false
+			}
+			found = true
+		case composeTopKeys[k] || len(k) > 2 && k[:2] == "x-":
+		default:
+			return false
+		}
+	}
+	return found
+}
