@@ -31,10 +31,30 @@ type ServiceSpec struct {
 	Name string `json:"name"`
 	// Image is the reference as written in the manifest (tag or digest).
 	Image string `json:"image"`
-	// Command replaces the image's entrypoint when non-empty (argv, no shell).
-	Command []string `json:"command,omitempty"`
-	// StopGrace: SIGTERM to SIGKILL; 1s..5m; zero means the 30 s default (R25).
+	// Entrypoint replaces the image's ENTRYPOINT (argv, no shell), as
+	// compose's entrypoint: nil keeps the image's; an empty, non-nil slice
+	// clears it.
+	Entrypoint []string `json:"entrypoint,omitzero"`
+	// Command replaces the image's CMD (argv, no shell), as compose's
+	// command and docker run's arguments: nil keeps the image's CMD; an
+	// empty, non-nil slice clears it. The image's ENTRYPOINT still runs
+	// unless Entrypoint is set.
+	Command []string `json:"command,omitzero"`
+	// StopGrace: stop signal to SIGKILL; 1s..5m; zero means the 30 s
+	// default (R25).
 	StopGrace Duration `json:"stop_grace,omitempty"`
+	// StopSignal is the signal that asks a container to stop, normalized to
+	// "SIGxxx" (e.g. "SIGQUIT", "SIGRTMIN+3"); empty means the image's
+	// STOPSIGNAL, else SIGTERM (R25). Recorded per generation.
+	StopSignal string `json:"stop_signal,omitempty"`
+	// Healthcheck sets Docker's healthcheck on the container (compose's
+	// healthcheck); nil keeps the image's HEALTHCHECK.
+	Healthcheck *Healthcheck `json:"healthcheck,omitempty"`
+	// DependsOn names the services of the same app deployed, started and
+	// restarted before this one (sorted, unique, no cycles).
+	DependsOn []string `json:"depends_on,omitempty"`
+	// Container holds the container keys (user, limits, logging, ...).
+	Container ContainerOptions `json:"container,omitzero"`
 	// Env is this service's public environment (overrides AppSpec.Env).
 	Env map[string]string `json:"env,omitempty"`
 	// Secrets are resolved from the state directory at deploy time (decision 13).
@@ -108,11 +128,14 @@ const (
 	ReadinessTCP    = "tcp"
 	ReadinessLog    = "log"
 	ReadinessPlugin = "plugin"
+	// ReadinessDocker waits for Docker's health status "healthy" and fails
+	// at once on "unhealthy".
+	ReadinessDocker = "docker"
 )
 
 // Readiness is a service's declared readiness check (ARCHITECTURE §8).
 type Readiness struct {
-	// Type: "", none, http, tcp, log or plugin.
+	// Type: "", none, http, tcp, log, plugin or docker.
 	Type string `json:"type,omitempty"`
 	// Path: HTTP origin-form path (default "/").
 	Path string `json:"path,omitempty"`

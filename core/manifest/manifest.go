@@ -151,7 +151,27 @@ type rawService struct {
 	Volume    []rawMount     `toml:"volume"`
 	Bind      []rawMount     `toml:"bind"`
 	Devices   []string       `toml:"devices"`
-	Replace   *string        `toml:"replace"`
+
+	// Container keys, compose's names (validate_container.go).
+	Entrypoint  *[]string       `toml:"entrypoint"`
+	StopSignal  *string         `toml:"stop_signal"`
+	Healthcheck *rawHealthcheck `toml:"healthcheck"`
+	DependsOn   *[]string       `toml:"depends_on"`
+	User        *string         `toml:"user"`
+	WorkingDir  *string         `toml:"working_dir"`
+	Init        *bool           `toml:"init"`
+	ReadOnly    *bool           `toml:"read_only"`
+	ShmSize     any             `toml:"shm_size"`
+	Tmpfs       []string        `toml:"tmpfs"`
+	Ulimits     map[string]any  `toml:"ulimits"`
+	CapAdd      []string        `toml:"cap_add"`
+	CapDrop     []string        `toml:"cap_drop"`
+	Sysctls     map[string]any  `toml:"sysctls"`
+	ExtraHosts  []string        `toml:"extra_hosts"`
+	Labels      map[string]any  `toml:"labels"`
+	Resources   *rawResources   `toml:"resources"`
+	Logging     *rawLogging     `toml:"logging"`
+	Replace     *string         `toml:"replace"`
 }
 
 type rawHTTP struct {
@@ -185,7 +205,7 @@ type rawMount struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks"}
-	serviceKeys   = []string{"image", "command", "stop_grace", "env", "secrets", "http", "tcp", "udp", "readiness", "volume", "bind", "devices", "replace"}
+	serviceKeys   = []string{"image", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace"}
 	httpKeys      = []string{"port", "host", "visibility"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
@@ -358,6 +378,12 @@ func allowedKeys(parent string) []string {
 			return readinessKeys
 		case "volume", "bind":
 			return mountKeys
+		case "healthcheck":
+			return healthcheckKeys
+		case "resources":
+			return resourcesKeys
+		case "logging":
+			return loggingKeys
 		}
 	case len(parts) == 4 && parts[0] == "services" && parts[2] == "secrets":
 		return secretKeys

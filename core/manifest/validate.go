@@ -53,6 +53,8 @@ type validator struct {
 	// published listen addresses per protocol.
 	hosts   map[string]string
 	publish map[string][]published
+	// depKeys maps service+"\x00"+dependency to its depends_on key.
+	depKeys map[string]string
 }
 
 // published is one edge listen address already taken.
@@ -93,6 +95,7 @@ func (v *validator) app(raw rawApp) core.AppSpec {
 	for _, name := range v.sourceOrder("services", raw.Services) {
 		spec.Services = append(spec.Services, v.service(name, raw.Services[name], spec.Env))
 	}
+	v.dependencies(spec.Services)
 	return spec
 }
 
@@ -181,15 +184,12 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 		svc.Image = *raw.Image
 	}
 	if raw.Command != nil {
-		if len(*raw.Command) == 0 {
-			v.add(key+".command", "must list at least the program to run (argv, no shell); omit command to keep the image's entrypoint")
-		}
 		for i, a := range *raw.Command {
 			if a == "" {
 				v.addf(fmt.Sprintf("%s.command[%d]", key, i), "argument must be a non-empty string")
 			}
 		}
-		svc.Command = append([]string(nil), *raw.Command...)
+		svc.Command = append([]string{}, *raw.Command...)
 	}
 	svc.StopGrace = v.duration(key+".stop_grace", raw.StopGrace, minStopGrace, maxStopGrace)
 	svc.Env = v.env(key+".env", raw.Env)
@@ -207,6 +207,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	}
 	svc.TCP = v.l4(key, "tcp", raw.TCP, tcpPorts)
 	svc.UDP = v.l4(key, "udp", raw.UDP, udpPorts)
+	svc.Healthcheck = v.healthcheck(key+".healthcheck", raw.Healthcheck)
 	svc.Readiness = v.readiness(key, raw.Readiness, &svc)
 
 	mounts := map[string]string{} // container path -> key of its first mount
@@ -220,6 +221,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 		svc.Binds = append(svc.Binds, v.mount(k, "bind", m, mounts))
 	}
 	svc.Devices = v.devices(key, raw.Devices)
+	v.containerKeys(key, raw, &svc)
 	svc.Replace = v.replace(key+".replace", raw.Replace, &svc)
 	return svc
 }
@@ -567,6 +569,7 @@ var readinessApplies = map[string][]string{
 	core.ReadinessTCP:    {"port", "timeout"},
 	core.ReadinessLog:    {"pattern", "timeout"},
 	core.ReadinessPlugin: {"plugin", "config", "port", "timeout"},
+	core.ReadinessDocker: {"timeout"},
 }
 
 // readinessUsers lists, per readiness key, the types it applies to.
@@ -592,7 +595,7 @@ func (v *validator) readiness(svcKey string, raw *rawReadiness, svc *core.Servic
 	}
 	applies, known := readinessApplies[r.Type]
 	if !known {
-		v.addf(k+".type", `unknown readiness type %q: want one of "none", "http", "tcp", "log" or "plugin"`, r.Type)
+		v.addf(k+".type", `unknown readiness type %q: want one of "none", "http", "tcp", "log", "plugin" or "docker"`, r.Type)
 	}
 	r.Timeout = v.duration(k+".timeout", raw.Timeout, minReadiness, maxReadiness)
 
@@ -650,6 +653,10 @@ func (v *validator) readiness(svcKey string, raw *rawReadiness, svc *core.Servic
 			v.add(k+".pattern", `required for type "log": the text the probe waits for in the container's logs`)
 		} else {
 			r.Pattern = *raw.Pattern
+		}
+	case core.ReadinessDocker:
+		if h := svc.Healthcheck; h != nil && !h.Enabled() {
+			v.add(k+".type", `readiness "docker" waits for the container's healthcheck, but [`+svcKey+`.healthcheck] disables it: declare a test, or choose another readiness type`)
 		}
 	case core.ReadinessPlugin:
 		switch {

@@ -53,7 +53,6 @@ func TestManifest_Validation(t *testing.T) {
 		{"image no spaces", strings.Replace(base, `"blog:1"`, `"blog app:1"`, 1), "services.web.image", `invalid image reference "blog app:1": contains whitespace or control characters; want e.g. "nginx:1.27", "registry.example:5000/team/app:1.4" or "name@sha256:<64 hex digits>"`},
 		{"image lowercase repository", strings.Replace(base, `"blog:1"`, `"Blog:1"`, 1), "services.web.image", `invalid image reference "Blog:1": repository name must be lowercase; want e.g. "nginx:1.27", "registry.example:5000/team/app:1.4" or "name@sha256:<64 hex digits>"`},
 		{"image digest is 64 hex", strings.Replace(base, `"blog:1"`, `"blog@sha256:abc"`, 1), "services.web.image", `invalid image reference "blog@sha256:abc": not of the form [registry[:port]/]name[:tag][@sha256:<64 hex digits>]; want e.g. "nginx:1.27", "registry.example:5000/team/app:1.4" or "name@sha256:<64 hex digits>"`},
-		{"command not empty", base + "command = []\n", "services.web.command", "must list at least the program to run (argv, no shell); omit command to keep the image's entrypoint"},
 		{"command arguments not empty", base + "command = [\"/app\", \"\"]\n", "services.web.command[1]", "argument must be a non-empty string"},
 		{"stop_grace parses", base + "stop_grace = \"soon\"\n", "services.web.stop_grace", `invalid duration "soon": want a Go duration from 1s to 5m, such as "30s" or "2m"`},
 		{"stop_grace at least 1s", base + "stop_grace = \"500ms\"\n", "services.web.stop_grace", "500ms is out of range: want from 1s to 5m"},
@@ -61,12 +60,23 @@ func TestManifest_Validation(t *testing.T) {
 		{"service env name", base + "[services.web.env]\n\"9LIVES\" = \"x\"\n", "services.web.env.9LIVES", `invalid environment variable name "9LIVES": want a letter or '_' followed by letters, digits or '_'`},
 		{"env value is a string", base + "[services.web.env]\nDEBUG = true\n", "services.web.env.DEBUG", `value must be a string, got a boolean: quote it, e.g. DEBUG = "true"`},
 		{"env value not a table", base + "[services.web.env]\nX = { a = \"b\" }\n", "services.web.env.X", "value must be a string, got a table"},
-		{"unknown service key", base + "replicas = 2\n", "services.web.replicas", `unknown key "replicas": want one of image, command, stop_grace, env, secrets, http, tcp, udp, readiness, volume, bind, devices`},
+		{"unknown service key", base + "replicas = 2\n", "services.web.replicas", `unknown key "replicas": want one of image, entrypoint, command, stop_grace, stop_signal, env, secrets, http, tcp, udp, readiness, healthcheck, volume, bind, devices, depends_on, user, working_dir, init, read_only, shm_size, tmpfs, ulimits, cap_add, cap_drop, sysctls, extra_hosts, labels, resources, logging, replace`},
 		{"wrong type", base + "stop_grace = 30\n", "services.web.stop_grace", "wrong type: want a string, got an integer"},
 		{"wrong type in array", base + "http = [{ port = 80 }, { port = \"81\" }]\n", "services.web.http[1].port", "wrong type: want an integer, got a string"},
 		{"wrong type for a map", "name = \"blog\"\nenv = []\n[services.web]\nimage = \"blog:1\"\n", "env", "wrong type: want a table, got an array"},
 		{"interfaces are arrays of tables", base + "[services.web.tcp]\nport = 9000\npublish = \"0.0.0.0:9000\"\n", "services.web.tcp", "wrong type: want an array of tables, written [[services.web.tcp]], got a table"},
 		{"services is a table", "name = \"blog\"\n[[services]]\nimage = \"blog:1\"\n", "services", "wrong type: want a table, got an array of tables"},
+
+		// Container keys (compose's names).
+		{"stop_signal is a signal", base + "stop_signal = \"SIGSTOPNOW\"\n", "services.web.stop_signal", `unknown signal "SIGSTOPNOW": want a Linux signal name such as "SIGTERM", "SIGINT", "SIGQUIT" or "SIGUSR1" (or its number)`},
+		{"memory is a size", base + "[services.web.resources]\nmemory = \"lots\"\n", "services.web.resources.memory", `invalid size "lots": want a size such as "64m", "512m" or "2g" (units b, k, m, g, t; 1024-based) or an integer number of bytes`},
+		{"cpus positive", base + "[services.web.resources]\ncpus = -1\n", "services.web.resources.cpus", "invalid cpus -1: want more than 0 (at least 0.001) and at most 1024 CPUs, e.g. 0.5 or 2"},
+		{"tmpfs path absolute", base + "tmpfs = [\"tmp:size=1m\"]\n", "services.web.tmpfs[0]", `invalid tmpfs "tmp:size=1m": path "tmp" must be absolute, e.g. "/var/lib/data"; want "path" or "path:options", e.g. "/tmp:size=64m,mode=1777"`},
+		{"depends_on cycle", "name = \"blog\"\n[services.a]\nimage = \"a:1\"\ndepends_on = [\"b\"]\n[services.b]\nimage = \"b:1\"\ndepends_on = [\"a\"]\n", "services.a.depends_on[0]", "dependency cycle: a -> b -> a; remove one of these depends_on entries"},
+		{"depends_on known", base + "depends_on = [\"db\"]\n", "services.web.depends_on[0]", `unknown service "db": the app has no other service`},
+		{"memory at least 6m", base + "[services.web.resources]\nmemory = \"1m\"\n", "services.web.resources.memory", "memory limit 1m is below Docker's minimum of 6m"},
+		{"ulimit soft above hard", base + "ulimits = { nofile = { soft = 10, hard = 5 } }\n", "services.web.ulimits.nofile", "invalid ulimit nofile: soft limit 10 is above hard limit 5"},
+		{"healthcheck unknown key", base + "[services.web.healthcheck]\ntest = \"true\"\nevery = \"1s\"\n", "services.web.healthcheck.every", `unknown key "every": want one of test, interval, timeout, retries, start_period, disable`},
 
 		// Secrets.
 		{"secret value shape", base + "[services.web.secrets]\nTOKEN = 5\n", "services.web.secrets.TOKEN", `want a secret name (a string) or an inline table { name = "...", as = "file" | "env" }, got an integer`},
@@ -106,7 +116,7 @@ func TestManifest_Validation(t *testing.T) {
 		{"udp ports unique per service", base + "[[services.web.udp]]\nport = 53\npublish = \"0.0.0.0:53\"\n[[services.web.udp]]\nport = 53\npublish = \"0.0.0.0:54\"\n", "services.web.udp[1].port", "port 53/udp is already declared by services.web.udp[0]"},
 
 		// Readiness.
-		{"readiness type", base + "[services.web.readiness]\ntype = \"grpc\"\n", "services.web.readiness.type", `unknown readiness type "grpc": want one of "none", "http", "tcp", "log" or "plugin"`},
+		{"readiness type", base + "[services.web.readiness]\ntype = \"grpc\"\n", "services.web.readiness.type", `unknown readiness type "grpc": want one of "none", "http", "tcp", "log", "plugin" or "docker"`},
 		{"readiness http path origin-form", base + "[[services.web.http]]\nport = 80\nhost = \"b.example\"\n[services.web.readiness]\ntype = \"http\"\npath = \"healthz\"\n", "services.web.readiness.path", `invalid path "healthz": want an origin-form path starting with "/", e.g. "/healthz" (no spaces, no '#')`},
 		{"readiness http path no fragment", base + "[[services.web.http]]\nport = 80\nhost = \"b.example\"\n[services.web.readiness]\ntype = \"http\"\npath = \"/ready#x\"\n", "services.web.readiness.path", `invalid path "/ready#x": want an origin-form path starting with "/", e.g. "/healthz" (no spaces, no '#')`},
 		{"readiness http path no spaces", base + "[[services.web.http]]\nport = 80\nhost = \"b.example\"\n[services.web.readiness]\ntype = \"http\"\npath = \"/a b\"\n", "services.web.readiness.path", `invalid path "/a b": want an origin-form path starting with "/", e.g. "/healthz" (no spaces, no '#')`},
