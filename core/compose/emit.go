@@ -16,19 +16,57 @@ type doc struct {
 }
 
 type service struct {
-	Image     string               `toml:"image"`
-	Command   []string             `toml:"command,omitempty"`
-	StopGrace string               `toml:"stop_grace,omitempty"`
-	Replace   string               `toml:"replace,omitempty"`
-	Env       map[string]string    `toml:"env,omitempty"`
-	Secrets   map[string]secretRef `toml:"secrets,omitempty"`
-	HTTP      []httpIface          `toml:"http,omitempty"`
-	TCP       []l4Iface            `toml:"tcp,omitempty"`
-	UDP       []l4Iface            `toml:"udp,omitempty"`
-	Readiness *readiness           `toml:"readiness,omitempty"`
-	Volume    []mount              `toml:"volume,omitempty"`
-	Bind      []mount              `toml:"bind,omitempty"`
-	Devices   []string             `toml:"devices,omitempty"`
+	Image       string               `toml:"image"`
+	Entrypoint  *[]string            `toml:"entrypoint,omitempty"`
+	Command     *[]string            `toml:"command,omitempty"`
+	StopGrace   string               `toml:"stop_grace,omitempty"`
+	StopSignal  string               `toml:"stop_signal,omitempty"`
+	Replace     string               `toml:"replace,omitempty"`
+	DependsOn   []string             `toml:"depends_on,omitempty"`
+	User        string               `toml:"user,omitempty"`
+	WorkingDir  string               `toml:"working_dir,omitempty"`
+	Init        *bool                `toml:"init,omitempty"`
+	ReadOnly    bool                 `toml:"read_only,omitempty"`
+	ShmSize     int64                `toml:"shm_size,omitempty"`
+	Tmpfs       []string             `toml:"tmpfs,omitempty"`
+	CapAdd      []string             `toml:"cap_add,omitempty"`
+	CapDrop     []string             `toml:"cap_drop,omitempty"`
+	ExtraHosts  []string             `toml:"extra_hosts,omitempty"`
+	Ulimits     map[string]any       `toml:"ulimits,omitempty"`
+	Sysctls     map[string]string    `toml:"sysctls,omitempty"`
+	Labels      map[string]string    `toml:"labels,omitempty"`
+	Healthcheck *healthcheck         `toml:"healthcheck,omitempty"`
+	Resources   *resources           `toml:"resources,omitempty"`
+	Logging     *logging             `toml:"logging,omitempty"`
+	Env         map[string]string    `toml:"env,omitempty"`
+	Secrets     map[string]secretRef `toml:"secrets,omitempty"`
+	HTTP        []httpIface          `toml:"http,omitempty"`
+	TCP         []l4Iface            `toml:"tcp,omitempty"`
+	UDP         []l4Iface            `toml:"udp,omitempty"`
+	Readiness   *readiness           `toml:"readiness,omitempty"`
+	Volume      []mount              `toml:"volume,omitempty"`
+	Bind        []mount              `toml:"bind,omitempty"`
+	Devices     []string             `toml:"devices,omitempty"`
+}
+
+type healthcheck struct {
+	Test        []string `toml:"test,omitempty"`
+	Interval    string   `toml:"interval,omitempty"`
+	Timeout     string   `toml:"timeout,omitempty"`
+	Retries     int      `toml:"retries,omitempty"`
+	StartPeriod string   `toml:"start_period,omitempty"`
+	Disable     bool     `toml:"disable,omitempty"`
+}
+
+type resources struct {
+	Memory int64   `toml:"memory,omitempty"`
+	CPUs   float64 `toml:"cpus,omitempty"`
+	Pids   int64   `toml:"pids,omitempty"`
+}
+
+type logging struct {
+	Driver  string            `toml:"driver,omitempty"`
+	Options map[string]string `toml:"options,omitempty"`
 }
 
 type secretRef struct {

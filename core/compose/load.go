@@ -188,6 +188,7 @@ func modelOf(ctx context.Context, o Options, environ []string) (map[string]any, 
 		cli.WithConfigFileEnv,
 		cli.WithDefaultConfigPath,
 		cli.WithName(o.ProjectName),
+		cli.WithNormalization(false),
 	}
 	if o.WorkDir != "" {
 		fns = append([]cli.ProjectOptionsFn{cli.WithWorkingDirectory(o.WorkDir)}, fns...)

@@ -206,12 +206,13 @@ var acceptedKeys = map[string]bool{
 	"profiles": true, "extends": true, "develop": true, "attach": true, "label_file": true,
 }
 
-// pendingKeys are container keys the manifest does not carry yet.
-var pendingKeys = map[string]bool{
+// containerKeys are the container keys, mapped by container() onto the
+// manifest keys of the same names.
+var containerKeys = map[string]bool{
 	"command": true, "entrypoint": true, "stop_signal": true, "healthcheck": true, "depends_on": true,
 	"user": true, "working_dir": true, "init": true, "read_only": true, "shm_size": true, "tmpfs": true,
 	"ulimits": true, "cap_add": true, "cap_drop": true, "sysctls": true, "extra_hosts": true,
-	"logging": true, "mem_limit": true, "cpus": true, "pids_limit": true,
+	"logging": true, "log_driver": true, "log_opt": true, "mem_limit": true, "cpus": true, "pids_limit": true,
 }
 
 // refusedReasons say why a service key cannot be honoured and what to do.
@@ -249,9 +250,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	sort.Strings(keys)
 	for _, k := range keys {
 		switch {
-		case strings.HasPrefix(k, "x-"), acceptedKeys[k]:
-		case pendingKeys[k]:
-			m.refuse(base+"."+k, "not supported yet: %s (the manifest has no such key yet); remove it or deploy without it", k)
+		case strings.HasPrefix(k, "x-"), acceptedKeys[k], containerKeys[k]:
 		case refusedReasons[k] != "":
 			m.refuse(base+"."+k, "%s", refusedReasons[k])
 		default:
@@ -283,7 +282,8 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	m.secretsOf(name, svc, out)
 	m.devices(name, svc, out)
 	m.networks(name, svc)
-	m.interfaces(name, svc, out)
+	m.interfaces(name, svc, out) // before container: x-gordon readiness wins over the healthcheck's
+	m.container(name, svc, raw, out)
 	if len(out.Env) == 0 {
 		out.Env = nil
 	}
@@ -405,7 +405,6 @@ func (m *mapper) deploy(name string, svc *types.ServiceConfig, raw map[string]an
 				m.refuse(base+".mode", "deploy.mode: %v cannot be honoured: a service runs one container on this engine; remove it", v)
 			}
 		case "resources":
-			m.refuse(base+".resources", "not supported yet: deploy.resources (the manifest has no limits yet); remove it or deploy without it")
 		case "rollback_config":
 			m.refuse(base+".rollback_config", "deploy.rollback_config cannot be honoured: a failed deploy keeps the old generation serving, with nothing to roll back; remove it (docker gordon rollback APP goes back to an earlier revision)")
 		default:
@@ -502,7 +501,8 @@ func (m *mapper) volumes(name string, svc *types.ServiceConfig, out *service) {
 			out.Bind = append(out.Bind, mount{Name: bn, Path: v.Target, ReadOnly: v.ReadOnly})
 			m.from(fmt.Sprintf("services.%s.bind[%d]", name, len(out.Bind)-1), key)
 		case types.VolumeTypeTmpfs:
-			m.refuse(key, "not supported yet: tmpfs mounts (the manifest has no tmpfs key yet); remove it or deploy without it")
+			out.Tmpfs = append(out.Tmpfs, tmpfsOf(v))
+			m.from("services."+name+".tmpfs", key)
 		default:
 			m.refuse(key, "a %s mount cannot be honoured: use a named volume or an approved bind", v.Type)
 		}
