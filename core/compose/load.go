@@ -19,9 +19,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	"github.com/compose-spec/compose-go/v2/cli"
-	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
@@ -129,22 +130,33 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
 	}
+	ps := &positions{}
+	for _, f := range po.ConfigPaths {
+		if f == "-" {
+			continue
+		}
+		if data, err := os.ReadFile(f); err == nil {
+			ps.files = append(ps.files, indexFile(displayName(absPath(f)), data))
+		}
+	}
 	project, err := po.LoadProject(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
+		return nil, loadError(err, ps)
 	}
 	files := append([]string(nil), project.ComposeFiles...)
-	ps := &positions{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("compose %s: %w: %w", f, core.ErrInvalid, err)
+	if len(ps.files) != len(files) {
+		ps = &positions{}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("compose %s: %w: %w", f, core.ErrInvalid, err)
+			}
+			ps.files = append(ps.files, indexFile(displayName(f), data))
 		}
-		ps.files = append(ps.files, indexFile(displayName(f), data))
 	}
 	model, err := modelOf(ctx, o, environ)
 	if err != nil {
-		return nil, err
+		return nil, loadError(err, ps)
 	}
 	m := newMapper(project, model, ps, o)
 	doc := m.run()
@@ -175,6 +187,36 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 		Secrets:  m.secrets,
 		Notes:    m.notes,
 	}, nil
+}
+
+// schemaErrorRE matches compose-go's schema errors: "validating FILE:
+// KEY.PATH message".
+var schemaErrorRE = regexp.MustCompile(`^validating (.+?): ([A-Za-z0-9_.\-]+) (.+)$`)
+
+// loadError turns an error of compose-go's loader into a located Problem
+// when it names a key path, else wraps it in core.ErrInvalid.
+func loadError(err error, ps *positions) error {
+	msg := err.Error()
+	if m := schemaErrorRE.FindStringSubmatch(msg); m != nil {
+		at := ps.locate(m[2])
+		file := displayName(m[1])
+		if at.File == "" {
+			at.File = file
+		}
+		p := Problem{File: at.File, Line: at.Line, Column: at.Column, Key: m[2], Message: m[3]}
+		if rest, ok := strings.CutPrefix(m[2], "services."); ok {
+			p.Service, _, _ = strings.Cut(rest, ".")
+		}
+		return &Error{Files: []string{file}, Problems: []Problem{p}}
+	}
+	return fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // modelOf loads the merged, interpolated compose model (extends and
@@ -231,4 +273,3 @@ func IsCompose(data []byte) bool {
 	return looksLikeCompose(data)
 }
 
-var _ = types.Project{}
