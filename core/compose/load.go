@@ -174,7 +174,8 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 		for _, p := range merr.Problems {
-			m.refuseAt(m.originOf(p.Key), "", p.Message)
+			msg := manifestKeyRE.ReplaceAllStringFunc(p.Message, m.originOf)
+			m.refuseAt(m.originOf(p.Key), "", msg)
 		}
 		return nil, m.fail(files)
 	}
@@ -192,6 +193,10 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 // schemaErrorRE matches compose-go's schema errors: "validating FILE:
 // KEY.PATH message".
 var schemaErrorRE = regexp.MustCompile(`^validating (.+?): ([A-Za-z0-9_.\-]+) (.+)$`)
+
+// manifestKeyRE matches a manifest key a manifest message refers to
+// ("already routed by services.api.http[0]").
+var manifestKeyRE = regexp.MustCompile(`services\.[a-z0-9-]+(?:\.[a-z_]+(?:\[[0-9]+\])?)*`)
 
 // loadError turns an error of compose-go's loader into a located Problem
 // when it names a key path, else wraps it in core.ErrInvalid.

@@ -603,26 +603,18 @@ func (m *mapper) networks(name string, svc *types.ServiceConfig) {
 func (m *mapper) interfaces(name string, svc *types.ServiceConfig, out *service) {
 	base := "services." + name
 	routes := m.routes(name, svc, out)
-	routed := map[int]bool{}
-	byPort := map[int]route{}
+	sort.SliceStable(routes, func(i, j int) bool { return routes[i].port < routes[j].port })
+	routed := map[int]string{} // container port -> its first host
+	seen := map[string]bool{}
 	for _, r := range routes {
-		if prev, dup := byPort[r.port]; dup {
-			if prev.host != r.host {
-				m.refuse(r.origin, "host %s and %s both route to port %d: one host per container port is supported yet; route the second host to another port", prev.host, r.host, r.port)
-			}
-			continue
+		if seen[r.host] {
+			continue // the same host from two sources (x-gordon and a label)
 		}
-		byPort[r.port] = r
-		routed[r.port] = true
-	}
-	ports := make([]int, 0, len(byPort))
-	for p := range byPort {
-		ports = append(ports, p)
-	}
-	sort.Ints(ports)
-	for _, p := range ports {
-		r := byPort[p]
-		out.HTTP = append(out.HTTP, httpIface{Port: p, Host: r.host})
+		seen[r.host] = true
+		if _, ok := routed[r.port]; !ok {
+			routed[r.port] = r.host
+		}
+		out.HTTP = append(out.HTTP, httpIface{Port: r.port, Host: r.host})
 		m.from(fmt.Sprintf("%s.http[%d]", base, len(out.HTTP)-1), r.origin)
 	}
 	for i, pc := range svc.Ports {
@@ -634,9 +626,9 @@ func (m *mapper) interfaces(name string, svc *types.ServiceConfig, out *service)
 		if proto == "" {
 			proto = "tcp"
 		}
-		if proto == "tcp" && routed[int(pc.Target)] {
+		if host, ok := routed[int(pc.Target)]; ok && proto == "tcp" {
 			if pc.Published != "" {
-				m.note("%s: port %s:%d is served by the edge as http://%s (the host port is not published)", name, pc.Published, pc.Target, byPort[int(pc.Target)].host)
+				m.note("%s: port %s:%d is served by the edge as http://%s (the host port is not published)", name, pc.Published, pc.Target, host)
 			}
 			continue
 		}

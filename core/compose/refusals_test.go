@@ -90,7 +90,7 @@ func TestCompose_Refusals(t *testing.T) {
 		{"x-gordon readiness bad type", webHead + "    x-gordon:\n      readiness:\n        type: grpc\n", "services.web.x-gordon.readiness.type", 7, "grpc"},
 		{"traefik path rule", webHead + "    expose: [80]\n    labels:\n      traefik.http.routers.w.rule: PathPrefix(`/api`)\n", "services.web.labels.traefik.http.routers.w.rule", 7, "routes by Host only"},
 		{"traefik middlewares", webHead + "    expose: [80]\n    labels:\n      - traefik.http.routers.w.rule=Host(`a.example.com`)\n      - traefik.http.routers.w.middlewares=auth\n", "services.web.labels", 8, "middlewares"},
-		{"two hosts one port", webHead + "    expose: [80]\n    environment:\n      VIRTUAL_HOST: a.example.com\n    x-gordon:\n      host: b.example.com\n", "services.web.environment.VIRTUAL_HOST", 7, "one host per container port"},
+		{"host routed twice", webHead + "    expose: [80]\n    x-gordon:\n      host: a.example.com\n  api:\n    image: api:1\n    expose: [80]\n    environment:\n      VIRTUAL_HOST: a.example.com\n", "services.web.x-gordon.host", 7, "already routed by services.api.environment.VIRTUAL_HOST"},
 		{"configs", webHead + "configs:\n  c:\n    file: ./c\n", "configs", 5, "deliver the file as a secret"},
 		{"secret target elsewhere", webHead + "    secrets:\n      - source: s\n        target: /etc/s\nsecrets:\n  s:\n    file: ./s\n", "services.web.secrets[0]", 6, "/run/secrets/NAME"},
 		{"privileged device remap", webHead + "    devices: [\"/dev/ttyUSB0:/dev/ttyS0\"]\n", "services.web.devices[0]", 5, "host path"},

@@ -32,7 +32,7 @@ host = "blog.example.com"
 
 [[services.web.http]]
 port = 8080                         # line 13: duplicate port
-host = "www.example.com"
+visibility = "internal"
 
 [[services.web.volume]]
 name = "data"

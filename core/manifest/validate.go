@@ -201,9 +201,10 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 		}
 	}
 	tcpPorts := map[int]string{} // container port/tcp -> key of its first declaration
+	publicHTTP := map[int]bool{} // ports declared only by public HTTP interfaces so far
 	udpPorts := map[int]string{}
 	for i, h := range raw.HTTP {
-		svc.HTTP = append(svc.HTTP, v.http(fmt.Sprintf("%s.http[%d]", key, i), h, tcpPorts))
+		svc.HTTP = append(svc.HTTP, v.http(fmt.Sprintf("%s.http[%d]", key, i), h, tcpPorts, publicHTTP))
 	}
 	svc.TCP = v.l4(key, "tcp", raw.TCP, tcpPorts)
 	svc.UDP = v.l4(key, "udp", raw.UDP, udpPorts)
@@ -399,13 +400,17 @@ func (v *validator) port(key string, raw *int) int {
 }
 
 // http validates one [[services.<name>.http]] interface.
-func (v *validator) http(k string, h rawHTTP, tcpPorts map[int]string) core.HTTPInterface {
+// Several public interfaces (each with its own host) may share a container
+// port; any other repeat of a port is refused.
+func (v *validator) http(k string, h rawHTTP, tcpPorts map[int]string, publicHTTP map[int]bool) core.HTTPInterface {
 	out := core.HTTPInterface{Port: v.port(k+".port", h.Port)}
+	public := h.Host != nil && (h.Visibility == nil || *h.Visibility == core.VisibilityPublic)
 	if out.Port != 0 {
-		if prev, dup := tcpPorts[out.Port]; dup {
+		if prev, dup := tcpPorts[out.Port]; dup && !(public && publicHTTP[out.Port]) {
 			v.addf(k+".port", "port %d/tcp is already declared by %s", out.Port, prev)
-		} else {
+		} else if !dup {
 			tcpPorts[out.Port] = k
+			publicHTTP[out.Port] = public
 		}
 	}
 	hostOK := false
