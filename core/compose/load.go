@@ -277,4 +277,3 @@ func displayNames(files []string) []string {
 func IsCompose(data []byte) bool {
 	return looksLikeCompose(data)
 }
-
