@@ -184,7 +184,7 @@ func (m *mapper) healthcheck(name string, svc *types.ServiceConfig, raw map[stri
 		if d == nil {
 			return ""
 		}
-		return time.Duration(*d).String()
+		return fmtDuration(time.Duration(*d))
 	}
 	if !h.Disable {
 		h.Interval, h.Timeout, h.StartPeriod = dur(hc.Interval), dur(hc.Timeout), dur(hc.StartPeriod)
@@ -205,7 +205,7 @@ func (m *mapper) healthcheck(name string, svc *types.ServiceConfig, raw map[stri
 	budget := healthBudget(hc)
 	rd := &readiness{Type: "docker"}
 	if budget > defaultReadiness {
-		rd.Timeout = budget.String()
+		rd.Timeout = fmtDuration(budget)
 	}
 	out.Readiness = rd
 	m.from("services."+name+".readiness", base)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -274,7 +275,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	m.refusals(name, svc, raw)
 	m.environment(name, svc, out)
 	if svc.StopGracePeriod != nil {
-		out.StopGrace = time.Duration(*svc.StopGracePeriod).String()
+		out.StopGrace = fmtDuration(time.Duration(*svc.StopGracePeriod))
 		m.from(base+".stop_grace", base+".stop_grace_period")
 	}
 	m.deploy(name, svc, raw, out)
@@ -490,12 +491,12 @@ func (m *mapper) volumes(name string, svc *types.ServiceConfig, out *service) {
 			}
 			src := path.Clean(v.Source)
 			if m.o.BindName == nil {
-				m.refuse(key, "bind %s cannot be honoured: no bind policy is available", src)
+				m.refuse(key, "bind %s cannot be honoured: no bind policy is available", m.shown(src))
 				continue
 			}
 			bn, err := m.o.BindName(src)
 			if err != nil {
-				m.refuse(key, "bind %s → %s: %v", src, v.Target, err)
+				m.refuse(key, "bind %s → %s: %v", m.shown(src), v.Target, err)
 				continue
 			}
 			out.Bind = append(out.Bind, mount{Name: bn, Path: v.Target, ReadOnly: v.ReadOnly})
@@ -659,4 +660,25 @@ func (m *mapper) interfaces(name string, svc *types.ServiceConfig, out *service)
 			m.from(fmt.Sprintf("%s.tcp[%d]", base, len(out.TCP)-1), key)
 		}
 	}
+}
+
+// shown writes a host path under the project directory as the user did
+// ("./public"), any other as it is.
+func (m *mapper) shown(p string) string {
+	if rel, err := filepath.Rel(m.p.WorkingDir, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
+		return "./" + rel
+	}
+	return p
+}
+
+// fmtDuration writes d as the manifest does: "1m" rather than "1m0s".
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
