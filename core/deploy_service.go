@@ -272,7 +272,6 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 	cs := ContainerSpec{
 		Name:          cname,
 		Image:         s.pin.img.Ref,
-		Command:       spec.Command,
 		Env:           s.pin.env,
 		Hostname:      name,
 		Network:       NetworkName(app),
@@ -281,10 +280,14 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 		Ports:         spec.BackendPorts(),
 		Devices:       spec.Devices,
 		StopGrace:     EffectiveGrace(spec.StopGrace),
-		Labels: map[string]string{
-			LabelManaged: "true", LabelApp: app, LabelService: name, LabelIncarnation: d.info.Incarnation,
-			LabelOp: d.op.ID, LabelRevision: d.rev.ID, LabelRole: "workload",
-		},
+		Labels:        map[string]string{},
+	}
+	applyContainerKeys(&cs, spec, s.pin.img)
+	for k, v := range map[string]string{
+		LabelManaged: "true", LabelApp: app, LabelService: name, LabelIncarnation: d.info.Incarnation,
+		LabelOp: d.op.ID, LabelRevision: d.rev.ID, LabelRole: "workload",
+	} {
+		cs.Labels[k] = v
 	}
 	for _, v := range spec.Volumes {
 		cs.Mounts = append(cs.Mounts, Mount{Type: MountVolume, Source: VolumeName(app, v.Name), Target: v.Path, ReadOnly: v.ReadOnly})

@@ -27,7 +27,8 @@ type Runtime interface {
 	CreateContainer(ctx context.Context, c ContainerSpec) (string, error)
 	// StartContainer starts the exact container.
 	StartContainer(ctx context.Context, id string) error
-	// StopContainer sends SIGTERM, then kills after grace (zero = 30 s, R25).
+	// StopContainer sends the container's stop signal (ContainerSpec.StopSignal,
+	// else the image's, else SIGTERM), then kills after grace (zero = 30 s, R25).
 	// Stopping a stopped container succeeds.
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 	// RemoveContainer removes the container; force kills a running one first.
@@ -67,6 +68,15 @@ type ImageRef struct {
 	Local bool `json:"local,omitempty"`
 	// ID is the engine's image ID ("sha256:…").
 	ID string `json:"id"`
+	// Volumes are the container paths the image declares with VOLUME,
+	// sorted; every one must be mapped by a [[volume]] (no anonymous
+	// volume is ever created).
+	Volumes []string `json:"volumes,omitempty"`
+	// StopSignal is the image's STOPSIGNAL ("" when none).
+	StopSignal string `json:"stop_signal,omitempty"`
+	// HasHealthcheck says whether the image declares a HEALTHCHECK that is
+	// not NONE.
+	HasHealthcheck bool `json:"has_healthcheck,omitempty"`
 }
 
 // NetworkSpec describes a network to ensure.
@@ -89,8 +99,24 @@ type ContainerSpec struct {
 	Name string `json:"name"`
 	// Image is ImageRef.Ref.
 	Image string `json:"image"`
-	// Command replaces the entrypoint when non-empty (argv; no args, S26).
-	Command  []string          `json:"command,omitempty"`
+	// Command replaces the entrypoint when non-empty and drops the image's
+	// arguments (argv; S26). System containers use it; a workload uses
+	// Entrypoint and Cmd. Ignored when Entrypoint or Cmd is non-nil.
+	Command []string `json:"command,omitempty"`
+	// Entrypoint replaces the image's ENTRYPOINT when non-nil (an empty
+	// slice clears it, and then the image's CMD is dropped too, as in
+	// Docker); Cmd replaces the image's CMD when non-empty.
+	Entrypoint []string `json:"entrypoint,omitzero"`
+	Cmd        []string `json:"cmd,omitempty"`
+	// StopSignal is the container's stop signal ("" = the image's, else
+	// SIGTERM); StopContainer and RestartContainer send it (R25).
+	StopSignal string `json:"stop_signal,omitempty"`
+	// Healthcheck, when non-nil, replaces the image's HEALTHCHECK.
+	Healthcheck *Healthcheck `json:"healthcheck,omitempty"`
+	// Options are the container keys (user, limits, tmpfs, logging, ...);
+	// Options.Labels are ignored (the engine merges them into Labels) and a
+	// nil Options.Logging means the engine's default log driver.
+	Options  ContainerOptions  `json:"options,omitzero"`
 	Env      []string          `json:"env,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
 	Hostname string            `json:"hostname,omitempty"`
@@ -146,11 +172,13 @@ type ContainerState struct {
 	StartedAt time.Time `json:"started_at"`
 	// Health is "", starting, healthy or unhealthy; HasHealthcheck says
 	// whether the image declares one.
-	Health         string            `json:"health,omitempty"`
-	HasHealthcheck bool              `json:"has_healthcheck,omitempty"`
-	ExitCode       int               `json:"exit_code,omitempty"`
-	Env            []string          `json:"env,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
+	Health         string `json:"health,omitempty"`
+	HasHealthcheck bool   `json:"has_healthcheck,omitempty"`
+	// HealthLog is the output of the last health check run ("" when none).
+	HealthLog string            `json:"health_log,omitempty"`
+	ExitCode  int               `json:"exit_code,omitempty"`
+	Env       []string          `json:"env,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
 }
 
 // Running reports Status == running.

@@ -332,7 +332,10 @@ func TestS25_DigestChangeReplaces(t *testing.T) {
 	})
 }
 
-func TestS26_PinnedPullAndCommandAsEntrypoint(t *testing.T) {
+// TestS26_PinnedPullAndCommandReplacesCMD: command replaces only the
+// image's CMD (compose's and docker run's meaning); the image's ENTRYPOINT
+// still runs, and an explicit entrypoint replaces it.
+func TestS26_PinnedPullAndCommandReplacesCMD(t *testing.T) {
 	worker := core.ServiceSpec{Name: "worker", Image: "registry.example/worker@sha256:abc", Command: []string{"/worker", "--queue=jobs"}}
 	h := coretest.NewEngine(t)
 	_, err := h.Engine.SubmitRevision(h.Ctx(), coretest.BlogApp(worker), "s26")
@@ -346,7 +349,12 @@ func TestS26_PinnedPullAndCommandAsEntrypoint(t *testing.T) {
 	assert.Equal(t, 1, h.Events.Count("pull", "registry.example/worker@sha256:abc"))
 	cs := h.Runtime.Created()
 	require.Len(t, cs, 1)
-	assert.Equal(t, []string{"/worker", "--queue=jobs"}, cs[0].Command)
+	assert.Equal(t, []string{"/worker", "--queue=jobs"}, cs[0].Cmd)
+	assert.Nil(t, cs[0].Entrypoint, "the image's ENTRYPOINT is kept")
+	assert.Empty(t, cs[0].Command, "the legacy entrypoint-replacing field is not used for workloads")
+	assert.Equal(t, "unless-stopped", cs[0].RestartPolicy)
+	assert.Equal(t, "SIGTERM", cs[0].StopSignal)
+	assert.Equal(t, &core.Logging{Driver: "json-file", Options: map[string]string{"max-size": "10m", "max-file": "3"}}, cs[0].Options.Logging)
 	assert.Equal(t, "registry.example/worker@sha256:abc", cs[0].Image)
 	assert.Equal(t, 0, h.Runtime.Calls(coretest.MBinds), "no binds read without backend ports")
 	assert.Equal(t, core.ResultDeployed, res.Services[0].Result)

@@ -47,6 +47,16 @@ func graceSeconds(grace time.Duration) int {
 //   - c.Mounts: volume (Source = volume name) or bind (Source = host path).
 //   - c.Devices: "host[:container[:perms]]" (perms default "rwm").
 //   - c.RestartPolicy: "" (no), "unless-stopped", "always", "on-failure".
+//   - c.Entrypoint (non-nil) and c.Cmd (non-empty) replace the image's
+//     ENTRYPOINT and CMD as docker run does (an empty Entrypoint clears
+//     it); they take precedence over c.Command.
+//   - c.StopSignal becomes the container's stop signal (used by stop and
+//     restart); c.Healthcheck the container's healthcheck (Disable or
+//     ["NONE"] turns the image's off).
+//   - c.Options map one to one onto Docker's fields: User, WorkingDir,
+//     Init, ReadonlyRootfs, ShmSize, Tmpfs, Ulimits, CapAdd, CapDrop,
+//     Sysctls, ExtraHosts, Memory, NanoCPUs (CPUs × 1e9), PidsLimit and
+//     LogConfig (nil Logging: the engine's default driver).
 //
 // A name already in use wraps core.ErrConflict; a missing image wraps
 // core.ErrNotFound; a bad spec wraps core.ErrInvalid. When connecting an
@@ -64,11 +74,65 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		Hostname:    c.Hostname,
 		StopTimeout: &stop,
 	}
-	if len(c.Command) > 0 {
+	switch {
+	case c.Entrypoint != nil || len(c.Cmd) > 0:
+		if c.Entrypoint != nil {
+			cfg.Entrypoint = append([]string{}, c.Entrypoint...)
+			if len(c.Entrypoint) == 0 {
+				// Docker clears the entrypoint for [""], not for [].
+				cfg.Entrypoint = []string{""}
+			}
+		}
+		if len(c.Cmd) > 0 {
+			cfg.Cmd = append([]string(nil), c.Cmd...)
+		}
+	case len(c.Command) > 0:
 		cfg.Entrypoint = append([]string(nil), c.Command...)
 		cfg.Cmd = []string{}
 	}
-	host := &container.HostConfig{}
+	cfg.StopSignal = c.StopSignal
+	if h := c.Healthcheck; h != nil {
+		hc := &container.HealthConfig{
+			Test: append([]string(nil), h.Test...), Interval: time.Duration(h.Interval), Timeout: time.Duration(h.Timeout),
+			StartPeriod: time.Duration(h.StartPeriod), Retries: h.Retries,
+		}
+		if h.Disable || len(h.Test) == 0 {
+			hc = &container.HealthConfig{Test: []string{"NONE"}}
+		}
+		cfg.Healthcheck = hc
+	}
+	o := c.Options
+	cfg.User, cfg.WorkingDir = o.User, o.WorkingDir
+	host := &container.HostConfig{
+		ReadonlyRootfs: o.ReadOnly,
+		ShmSize:        o.ShmSize,
+		CapAdd:         o.CapAdd,
+		CapDrop:        o.CapDrop,
+		Sysctls:        o.Sysctls,
+		ExtraHosts:     o.ExtraHosts,
+	}
+	if o.Init {
+		init := true
+		host.Init = &init
+	}
+	for _, t := range o.Tmpfs {
+		if host.Tmpfs == nil {
+			host.Tmpfs = map[string]string{}
+		}
+		host.Tmpfs[t.Path] = t.Options
+	}
+	for _, u := range o.Ulimits {
+		host.Ulimits = append(host.Ulimits, &container.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
+	}
+	host.Memory = o.Resources.Memory
+	host.NanoCPUs = int64(math.Round(o.Resources.CPUs * 1e9))
+	if o.Resources.Pids > 0 {
+		pids := o.Resources.Pids
+		host.PidsLimit = &pids
+	}
+	if l := o.Logging; l != nil {
+		host.LogConfig = container.LogConfig{Type: l.Driver, Config: l.Options}
+	}
 	switch c.RestartPolicy {
 	case "", "no":
 		host.RestartPolicy = container.RestartPolicy{Name: container.RestartPolicyDisabled}
@@ -206,7 +270,9 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// StopContainer sends SIGTERM (or the image's stop signal) and kills the
+// StopContainer sends the container's stop signal (its StopSignal, else
+// the image's STOPSIGNAL, else SIGTERM: the engine reads it from the
+// container, so each generation gets its own, R25) and kills the
 // container after grace (rounded up to whole seconds; zero = 30 s, R25).
 // The call blocks until the container has stopped; ctx should allow grace
 // plus a few seconds. Stopping a stopped container succeeds; a missing one
@@ -278,6 +344,13 @@ func stateOf(c container.InspectResponse) core.ContainerState {
 		st.StartedAt = parseEngineTime(s.StartedAt)
 		if s.Health != nil && s.Health.Status != container.NoHealthcheck {
 			st.Health = string(s.Health.Status)
+			if n := len(s.Health.Log); n > 0 && s.Health.Log[n-1] != nil {
+				last := s.Health.Log[n-1]
+				st.HealthLog = strings.TrimSpace(last.Output)
+				if st.HealthLog == "" {
+					st.HealthLog = fmt.Sprintf("exit code %d", last.ExitCode)
+				}
+			}
 		}
 	}
 	return st

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -163,7 +164,8 @@ func (r *Runtime) Info(ctx context.Context) (core.RuntimeInfo, error) {
 // resolves to Ref "repo@sha256:…" and Digest "sha256:…" (the RepoDigest of
 // ref's repository when there are several); a local image without one
 // resolves to Ref = Digest = the image ID ("sha256:…") and Local = true.
-// A missing image wraps core.ErrNotFound.
+// The image's declared VOLUMEs (sorted), STOPSIGNAL and whether it has a
+// HEALTHCHECK come with it. A missing image wraps core.ErrNotFound.
 func (r *Runtime) ResolveImage(ctx context.Context, ref string) (core.ImageRef, error) {
 	if err := r.connect(ctx); err != nil {
 		return core.ImageRef{}, err
@@ -173,6 +175,16 @@ func (r *Runtime) ResolveImage(ctx context.Context, ref string) (core.ImageRef, 
 		return core.ImageRef{}, r.classify(err, fmt.Sprintf("resolve image %q", ref))
 	}
 	out := core.ImageRef{ID: img.ID}
+	if cfg := img.Config; cfg != nil {
+		for v := range cfg.Volumes {
+			out.Volumes = append(out.Volumes, v)
+		}
+		sort.Strings(out.Volumes)
+		out.StopSignal = cfg.StopSignal
+		if hc := cfg.Healthcheck; hc != nil && len(hc.Test) > 0 && hc.Test[0] != "NONE" {
+			out.HasHealthcheck = true
+		}
+	}
 	if rd := pickRepoDigest(ref, img.RepoDigests); rd != "" {
 		_, dg, _ := strings.Cut(rd, "@")
 		out.Ref, out.Digest = rd, dg

@@ -190,13 +190,16 @@ func (x *PullImageRequest) GetRef() string {
 }
 
 type ImageRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           string                 `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	Digest        string                 `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
-	Local         bool                   `protobuf:"varint,3,opt,name=local,proto3" json:"local,omitempty"`
-	Id            string                 `protobuf:"bytes,4,opt,name=id,proto3" json:"id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Ref            string                 `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Digest         string                 `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	Local          bool                   `protobuf:"varint,3,opt,name=local,proto3" json:"local,omitempty"`
+	Id             string                 `protobuf:"bytes,4,opt,name=id,proto3" json:"id,omitempty"`
+	Volumes        []string               `protobuf:"bytes,5,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	StopSignal     string                 `protobuf:"bytes,6,opt,name=stop_signal,json=stopSignal,proto3" json:"stop_signal,omitempty"`
+	HasHealthcheck bool                   `protobuf:"varint,7,opt,name=has_healthcheck,json=hasHealthcheck,proto3" json:"has_healthcheck,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ImageRef) Reset() {
@@ -255,6 +258,27 @@ func (x *ImageRef) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *ImageRef) GetVolumes() []string {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+func (x *ImageRef) GetStopSignal() string {
+	if x != nil {
+		return x.StopSignal
+	}
+	return ""
+}
+
+func (x *ImageRef) GetHasHealthcheck() bool {
+	if x != nil {
+		return x.HasHealthcheck
+	}
+	return false
 }
 
 type NetworkSpec struct {
@@ -498,6 +522,12 @@ type ContainerSpec struct {
 	StopGrace     *durationpb.Duration   `protobuf:"bytes,13,opt,name=stop_grace,json=stopGrace,proto3" json:"stop_grace,omitempty"`
 	RestartPolicy string                 `protobuf:"bytes,14,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
 	HostNetwork   bool                   `protobuf:"varint,15,opt,name=host_network,json=hostNetwork,proto3" json:"host_network,omitempty"`
+	Entrypoint    []string               `protobuf:"bytes,16,rep,name=entrypoint,proto3" json:"entrypoint,omitempty"`
+	EntrypointSet bool                   `protobuf:"varint,17,opt,name=entrypoint_set,json=entrypointSet,proto3" json:"entrypoint_set,omitempty"` // entrypoint = [] (clear) vs unset
+	Cmd           []string               `protobuf:"bytes,18,rep,name=cmd,proto3" json:"cmd,omitempty"`
+	StopSignal    string                 `protobuf:"bytes,19,opt,name=stop_signal,json=stopSignal,proto3" json:"stop_signal,omitempty"`
+	Healthcheck   *Healthcheck           `protobuf:"bytes,20,opt,name=healthcheck,proto3" json:"healthcheck,omitempty"` // unset = the image's
+	Options       *ContainerOptions      `protobuf:"bytes,21,opt,name=options,proto3" json:"options,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -637,6 +667,416 @@ func (x *ContainerSpec) GetHostNetwork() bool {
 	return false
 }
 
+func (x *ContainerSpec) GetEntrypoint() []string {
+	if x != nil {
+		return x.Entrypoint
+	}
+	return nil
+}
+
+func (x *ContainerSpec) GetEntrypointSet() bool {
+	if x != nil {
+		return x.EntrypointSet
+	}
+	return false
+}
+
+func (x *ContainerSpec) GetCmd() []string {
+	if x != nil {
+		return x.Cmd
+	}
+	return nil
+}
+
+func (x *ContainerSpec) GetStopSignal() string {
+	if x != nil {
+		return x.StopSignal
+	}
+	return ""
+}
+
+func (x *ContainerSpec) GetHealthcheck() *Healthcheck {
+	if x != nil {
+		return x.Healthcheck
+	}
+	return nil
+}
+
+func (x *ContainerSpec) GetOptions() *ContainerOptions {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+type Healthcheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Test          []string               `protobuf:"bytes,1,rep,name=test,proto3" json:"test,omitempty"`
+	Interval      *durationpb.Duration   `protobuf:"bytes,2,opt,name=interval,proto3" json:"interval,omitempty"`
+	Timeout       *durationpb.Duration   `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	StartPeriod   *durationpb.Duration   `protobuf:"bytes,4,opt,name=start_period,json=startPeriod,proto3" json:"start_period,omitempty"`
+	Retries       int32                  `protobuf:"varint,5,opt,name=retries,proto3" json:"retries,omitempty"`
+	Disable       bool                   `protobuf:"varint,6,opt,name=disable,proto3" json:"disable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Healthcheck) Reset() {
+	*x = Healthcheck{}
+	mi := &file_runtime_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Healthcheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Healthcheck) ProtoMessage() {}
+
+func (x *Healthcheck) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Healthcheck.ProtoReflect.Descriptor instead.
+func (*Healthcheck) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Healthcheck) GetTest() []string {
+	if x != nil {
+		return x.Test
+	}
+	return nil
+}
+
+func (x *Healthcheck) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *Healthcheck) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+func (x *Healthcheck) GetStartPeriod() *durationpb.Duration {
+	if x != nil {
+		return x.StartPeriod
+	}
+	return nil
+}
+
+func (x *Healthcheck) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *Healthcheck) GetDisable() bool {
+	if x != nil {
+		return x.Disable
+	}
+	return false
+}
+
+type TmpfsMount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Options       string                 `protobuf:"bytes,2,opt,name=options,proto3" json:"options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TmpfsMount) Reset() {
+	*x = TmpfsMount{}
+	mi := &file_runtime_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TmpfsMount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TmpfsMount) ProtoMessage() {}
+
+func (x *TmpfsMount) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TmpfsMount.ProtoReflect.Descriptor instead.
+func (*TmpfsMount) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TmpfsMount) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *TmpfsMount) GetOptions() string {
+	if x != nil {
+		return x.Options
+	}
+	return ""
+}
+
+type Ulimit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Soft          int64                  `protobuf:"varint,2,opt,name=soft,proto3" json:"soft,omitempty"`
+	Hard          int64                  `protobuf:"varint,3,opt,name=hard,proto3" json:"hard,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ulimit) Reset() {
+	*x = Ulimit{}
+	mi := &file_runtime_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ulimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ulimit) ProtoMessage() {}
+
+func (x *Ulimit) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ulimit.ProtoReflect.Descriptor instead.
+func (*Ulimit) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Ulimit) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Ulimit) GetSoft() int64 {
+	if x != nil {
+		return x.Soft
+	}
+	return 0
+}
+
+func (x *Ulimit) GetHard() int64 {
+	if x != nil {
+		return x.Hard
+	}
+	return 0
+}
+
+type ContainerOptions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	WorkingDir    string                 `protobuf:"bytes,2,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
+	Init          bool                   `protobuf:"varint,3,opt,name=init,proto3" json:"init,omitempty"`
+	ReadOnly      bool                   `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	ShmSize       int64                  `protobuf:"varint,5,opt,name=shm_size,json=shmSize,proto3" json:"shm_size,omitempty"`
+	Tmpfs         []*TmpfsMount          `protobuf:"bytes,6,rep,name=tmpfs,proto3" json:"tmpfs,omitempty"`
+	Ulimits       []*Ulimit              `protobuf:"bytes,7,rep,name=ulimits,proto3" json:"ulimits,omitempty"`
+	CapAdd        []string               `protobuf:"bytes,8,rep,name=cap_add,json=capAdd,proto3" json:"cap_add,omitempty"`
+	CapDrop       []string               `protobuf:"bytes,9,rep,name=cap_drop,json=capDrop,proto3" json:"cap_drop,omitempty"`
+	Sysctls       map[string]string      `protobuf:"bytes,10,rep,name=sysctls,proto3" json:"sysctls,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	ExtraHosts    []string               `protobuf:"bytes,11,rep,name=extra_hosts,json=extraHosts,proto3" json:"extra_hosts,omitempty"`
+	Memory        int64                  `protobuf:"varint,12,opt,name=memory,proto3" json:"memory,omitempty"`
+	Cpus          float64                `protobuf:"fixed64,13,opt,name=cpus,proto3" json:"cpus,omitempty"`
+	Pids          int64                  `protobuf:"varint,14,opt,name=pids,proto3" json:"pids,omitempty"`
+	LoggingSet    bool                   `protobuf:"varint,15,opt,name=logging_set,json=loggingSet,proto3" json:"logging_set,omitempty"` // false = the engine's default driver
+	LogDriver     string                 `protobuf:"bytes,16,opt,name=log_driver,json=logDriver,proto3" json:"log_driver,omitempty"`
+	LogOptions    map[string]string      `protobuf:"bytes,17,rep,name=log_options,json=logOptions,proto3" json:"log_options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerOptions) Reset() {
+	*x = ContainerOptions{}
+	mi := &file_runtime_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerOptions) ProtoMessage() {}
+
+func (x *ContainerOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerOptions.ProtoReflect.Descriptor instead.
+func (*ContainerOptions) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ContainerOptions) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ContainerOptions) GetWorkingDir() string {
+	if x != nil {
+		return x.WorkingDir
+	}
+	return ""
+}
+
+func (x *ContainerOptions) GetInit() bool {
+	if x != nil {
+		return x.Init
+	}
+	return false
+}
+
+func (x *ContainerOptions) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *ContainerOptions) GetShmSize() int64 {
+	if x != nil {
+		return x.ShmSize
+	}
+	return 0
+}
+
+func (x *ContainerOptions) GetTmpfs() []*TmpfsMount {
+	if x != nil {
+		return x.Tmpfs
+	}
+	return nil
+}
+
+func (x *ContainerOptions) GetUlimits() []*Ulimit {
+	if x != nil {
+		return x.Ulimits
+	}
+	return nil
+}
+
+func (x *ContainerOptions) GetCapAdd() []string {
+	if x != nil {
+		return x.CapAdd
+	}
+	return nil
+}
+
+func (x *ContainerOptions) GetCapDrop() []string {
+	if x != nil {
+		return x.CapDrop
+	}
+	return nil
+}
+
+func (x *ContainerOptions) GetSysctls() map[string]string {
+	if x != nil {
+		return x.Sysctls
+	}
+	return nil
+}
+
+func (x *ContainerOptions) GetExtraHosts() []string {
+	if x != nil {
+		return x.ExtraHosts
+	}
+	return nil
+}
+
+func (x *ContainerOptions) GetMemory() int64 {
+	if x != nil {
+		return x.Memory
+	}
+	return 0
+}
+
+func (x *ContainerOptions) GetCpus() float64 {
+	if x != nil {
+		return x.Cpus
+	}
+	return 0
+}
+
+func (x *ContainerOptions) GetPids() int64 {
+	if x != nil {
+		return x.Pids
+	}
+	return 0
+}
+
+func (x *ContainerOptions) GetLoggingSet() bool {
+	if x != nil {
+		return x.LoggingSet
+	}
+	return false
+}
+
+func (x *ContainerOptions) GetLogDriver() string {
+	if x != nil {
+		return x.LogDriver
+	}
+	return ""
+}
+
+func (x *ContainerOptions) GetLogOptions() map[string]string {
+	if x != nil {
+		return x.LogOptions
+	}
+	return nil
+}
+
 type CreateContainerResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -646,7 +1086,7 @@ type CreateContainerResponse struct {
 
 func (x *CreateContainerResponse) Reset() {
 	*x = CreateContainerResponse{}
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +1098,7 @@ func (x *CreateContainerResponse) String() string {
 func (*CreateContainerResponse) ProtoMessage() {}
 
 func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +1111,7 @@ func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateContainerResponse.ProtoReflect.Descriptor instead.
 func (*CreateContainerResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{9}
+	return file_runtime_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateContainerResponse) GetId() string {
@@ -690,7 +1130,7 @@ type ContainerRequest struct {
 
 func (x *ContainerRequest) Reset() {
 	*x = ContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +1142,7 @@ func (x *ContainerRequest) String() string {
 func (*ContainerRequest) ProtoMessage() {}
 
 func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +1155,7 @@ func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerRequest.ProtoReflect.Descriptor instead.
 func (*ContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{10}
+	return file_runtime_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ContainerRequest) GetId() string {
@@ -735,7 +1175,7 @@ type StopContainerRequest struct {
 
 func (x *StopContainerRequest) Reset() {
 	*x = StopContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +1187,7 @@ func (x *StopContainerRequest) String() string {
 func (*StopContainerRequest) ProtoMessage() {}
 
 func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +1200,7 @@ func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopContainerRequest.ProtoReflect.Descriptor instead.
 func (*StopContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{11}
+	return file_runtime_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StopContainerRequest) GetId() string {
@@ -787,7 +1227,7 @@ type RemoveContainerRequest struct {
 
 func (x *RemoveContainerRequest) Reset() {
 	*x = RemoveContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -799,7 +1239,7 @@ func (x *RemoveContainerRequest) String() string {
 func (*RemoveContainerRequest) ProtoMessage() {}
 
 func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -812,7 +1252,7 @@ func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveContainerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{12}
+	return file_runtime_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RemoveContainerRequest) GetId() string {
@@ -841,13 +1281,14 @@ type ContainerState struct {
 	ExitCode       int32                  `protobuf:"varint,8,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	Env            []string               `protobuf:"bytes,9,rep,name=env,proto3" json:"env,omitempty"`
 	Labels         map[string]string      `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	HealthLog      string                 `protobuf:"bytes,11,opt,name=health_log,json=healthLog,proto3" json:"health_log,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +1300,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +1313,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{13}
+	return file_runtime_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ContainerState) GetId() string {
@@ -945,6 +1386,13 @@ func (x *ContainerState) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *ContainerState) GetHealthLog() string {
+	if x != nil {
+		return x.HealthLog
+	}
+	return ""
+}
+
 type BackendBindsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -955,7 +1403,7 @@ type BackendBindsRequest struct {
 
 func (x *BackendBindsRequest) Reset() {
 	*x = BackendBindsRequest{}
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1415,7 @@ func (x *BackendBindsRequest) String() string {
 func (*BackendBindsRequest) ProtoMessage() {}
 
 func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1428,7 @@ func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsRequest.ProtoReflect.Descriptor instead.
 func (*BackendBindsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{14}
+	return file_runtime_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BackendBindsRequest) GetId() string {
@@ -1008,7 +1456,7 @@ type BackendBind struct {
 
 func (x *BackendBind) Reset() {
 	*x = BackendBind{}
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1468,7 @@ func (x *BackendBind) String() string {
 func (*BackendBind) ProtoMessage() {}
 
 func (x *BackendBind) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1481,7 @@ func (x *BackendBind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBind.ProtoReflect.Descriptor instead.
 func (*BackendBind) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{15}
+	return file_runtime_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BackendBind) GetContainerPort() int32 {
@@ -1066,7 +1514,7 @@ type BackendBindsResponse struct {
 
 func (x *BackendBindsResponse) Reset() {
 	*x = BackendBindsResponse{}
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1526,7 @@ func (x *BackendBindsResponse) String() string {
 func (*BackendBindsResponse) ProtoMessage() {}
 
 func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1539,7 @@ func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsResponse.ProtoReflect.Descriptor instead.
 func (*BackendBindsResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{16}
+	return file_runtime_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BackendBindsResponse) GetBinds() []*BackendBind {
@@ -1113,7 +1561,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1573,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1586,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{17}
+	return file_runtime_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1180,7 +1628,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1640,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1653,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{18}
+	return file_runtime_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LogLine) GetTime() *timestamppb.Timestamp {
@@ -1238,7 +1686,7 @@ type ListManagedRequest struct {
 
 func (x *ListManagedRequest) Reset() {
 	*x = ListManagedRequest{}
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1698,7 @@ func (x *ListManagedRequest) String() string {
 func (*ListManagedRequest) ProtoMessage() {}
 
 func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1711,7 @@ func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedRequest.ProtoReflect.Descriptor instead.
 func (*ListManagedRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{19}
+	return file_runtime_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListManagedRequest) GetLabels() map[string]string {
@@ -1282,7 +1730,7 @@ type ListManagedResponse struct {
 
 func (x *ListManagedResponse) Reset() {
 	*x = ListManagedResponse{}
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1742,7 @@ func (x *ListManagedResponse) String() string {
 func (*ListManagedResponse) ProtoMessage() {}
 
 func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1755,7 @@ func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedResponse.ProtoReflect.Descriptor instead.
 func (*ListManagedResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{20}
+	return file_runtime_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListManagedResponse) GetContainers() []*ContainerState {
@@ -1332,12 +1780,16 @@ const file_runtime_proto_rawDesc = "" +
 	"\x13ResolveImageRequest\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\"$\n" +
 	"\x10PullImageRequest\x12\x10\n" +
-	"\x03ref\x18\x01 \x01(\tR\x03ref\"Z\n" +
+	"\x03ref\x18\x01 \x01(\tR\x03ref\"\xbe\x01\n" +
 	"\bImageRef\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\x12\x14\n" +
 	"\x05local\x18\x03 \x01(\bR\x05local\x12\x0e\n" +
-	"\x02id\x18\x04 \x01(\tR\x02id\"\xbb\x01\n" +
+	"\x02id\x18\x04 \x01(\tR\x02id\x12\x18\n" +
+	"\avolumes\x18\x05 \x03(\tR\avolumes\x12\x1f\n" +
+	"\vstop_signal\x18\x06 \x01(\tR\n" +
+	"stopSignal\x12'\n" +
+	"\x0fhas_healthcheck\x18\a \x01(\bR\x0ehasHealthcheck\"\xbb\x01\n" +
 	"\vNetworkSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\x06labels\x18\x02 \x03(\v2).gordon.plugin.v1.NetworkSpec.LabelsEntryR\x06labels\x12\x1a\n" +
@@ -1358,7 +1810,7 @@ const file_runtime_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x16\n" +
 	"\x06target\x18\x03 \x01(\tR\x06target\x12\x1b\n" +
-	"\tread_only\x18\x04 \x01(\bR\breadOnly\"\xdd\x04\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\"\xd6\x06\n" +
 	"\rContainerSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -1376,8 +1828,62 @@ const file_runtime_proto_rawDesc = "" +
 	"\n" +
 	"stop_grace\x18\r \x01(\v2\x19.google.protobuf.DurationR\tstopGrace\x12%\n" +
 	"\x0erestart_policy\x18\x0e \x01(\tR\rrestartPolicy\x12!\n" +
-	"\fhost_network\x18\x0f \x01(\bR\vhostNetwork\x1a9\n" +
+	"\fhost_network\x18\x0f \x01(\bR\vhostNetwork\x12\x1e\n" +
+	"\n" +
+	"entrypoint\x18\x10 \x03(\tR\n" +
+	"entrypoint\x12%\n" +
+	"\x0eentrypoint_set\x18\x11 \x01(\bR\rentrypointSet\x12\x10\n" +
+	"\x03cmd\x18\x12 \x03(\tR\x03cmd\x12\x1f\n" +
+	"\vstop_signal\x18\x13 \x01(\tR\n" +
+	"stopSignal\x12?\n" +
+	"\vhealthcheck\x18\x14 \x01(\v2\x1d.gordon.plugin.v1.HealthcheckR\vhealthcheck\x12<\n" +
+	"\aoptions\x18\x15 \x01(\v2\".gordon.plugin.v1.ContainerOptionsR\aoptions\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xff\x01\n" +
+	"\vHealthcheck\x12\x12\n" +
+	"\x04test\x18\x01 \x03(\tR\x04test\x125\n" +
+	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x123\n" +
+	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12<\n" +
+	"\fstart_period\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vstartPeriod\x12\x18\n" +
+	"\aretries\x18\x05 \x01(\x05R\aretries\x12\x18\n" +
+	"\adisable\x18\x06 \x01(\bR\adisable\":\n" +
+	"\n" +
+	"TmpfsMount\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\aoptions\x18\x02 \x01(\tR\aoptions\"D\n" +
+	"\x06Ulimit\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04soft\x18\x02 \x01(\x03R\x04soft\x12\x12\n" +
+	"\x04hard\x18\x03 \x01(\x03R\x04hard\"\xeb\x05\n" +
+	"\x10ContainerOptions\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1f\n" +
+	"\vworking_dir\x18\x02 \x01(\tR\n" +
+	"workingDir\x12\x12\n" +
+	"\x04init\x18\x03 \x01(\bR\x04init\x12\x1b\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\x12\x19\n" +
+	"\bshm_size\x18\x05 \x01(\x03R\ashmSize\x122\n" +
+	"\x05tmpfs\x18\x06 \x03(\v2\x1c.gordon.plugin.v1.TmpfsMountR\x05tmpfs\x122\n" +
+	"\aulimits\x18\a \x03(\v2\x18.gordon.plugin.v1.UlimitR\aulimits\x12\x17\n" +
+	"\acap_add\x18\b \x03(\tR\x06capAdd\x12\x19\n" +
+	"\bcap_drop\x18\t \x03(\tR\acapDrop\x12I\n" +
+	"\asysctls\x18\n" +
+	" \x03(\v2/.gordon.plugin.v1.ContainerOptions.SysctlsEntryR\asysctls\x12\x1f\n" +
+	"\vextra_hosts\x18\v \x03(\tR\n" +
+	"extraHosts\x12\x16\n" +
+	"\x06memory\x18\f \x01(\x03R\x06memory\x12\x12\n" +
+	"\x04cpus\x18\r \x01(\x01R\x04cpus\x12\x12\n" +
+	"\x04pids\x18\x0e \x01(\x03R\x04pids\x12\x1f\n" +
+	"\vlogging_set\x18\x0f \x01(\bR\n" +
+	"loggingSet\x12\x1d\n" +
+	"\n" +
+	"log_driver\x18\x10 \x01(\tR\tlogDriver\x12S\n" +
+	"\vlog_options\x18\x11 \x03(\v22.gordon.plugin.v1.ContainerOptions.LogOptionsEntryR\n" +
+	"logOptions\x1a:\n" +
+	"\fSysctlsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a=\n" +
+	"\x0fLogOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +
 	"\x17CreateContainerResponse\x12\x0e\n" +
@@ -1389,7 +1895,7 @@ const file_runtime_proto_rawDesc = "" +
 	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\">\n" +
 	"\x16RemoveContainerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05force\x18\x02 \x01(\bR\x05force\"\x8e\x03\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\xad\x03\n" +
 	"\x0eContainerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -1402,7 +1908,9 @@ const file_runtime_proto_rawDesc = "" +
 	"\texit_code\x18\b \x01(\x05R\bexitCode\x12\x10\n" +
 	"\x03env\x18\t \x03(\tR\x03env\x12D\n" +
 	"\x06labels\x18\n" +
-	" \x03(\v2,.gordon.plugin.v1.ContainerState.LabelsEntryR\x06labels\x1a9\n" +
+	" \x03(\v2,.gordon.plugin.v1.ContainerState.LabelsEntryR\x06labels\x12\x1d\n" +
+	"\n" +
+	"health_log\x18\v \x01(\tR\thealthLog\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +
@@ -1462,7 +1970,7 @@ func file_runtime_proto_rawDescGZIP() []byte {
 	return file_runtime_proto_rawDescData
 }
 
-var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_runtime_proto_goTypes = []any{
 	(*RuntimeInfo)(nil),             // 0: gordon.plugin.v1.RuntimeInfo
 	(*ResolveImageRequest)(nil),     // 1: gordon.plugin.v1.ResolveImageRequest
@@ -1473,81 +1981,96 @@ var file_runtime_proto_goTypes = []any{
 	(*VolumeSpec)(nil),              // 6: gordon.plugin.v1.VolumeSpec
 	(*Mount)(nil),                   // 7: gordon.plugin.v1.Mount
 	(*ContainerSpec)(nil),           // 8: gordon.plugin.v1.ContainerSpec
-	(*CreateContainerResponse)(nil), // 9: gordon.plugin.v1.CreateContainerResponse
-	(*ContainerRequest)(nil),        // 10: gordon.plugin.v1.ContainerRequest
-	(*StopContainerRequest)(nil),    // 11: gordon.plugin.v1.StopContainerRequest
-	(*RemoveContainerRequest)(nil),  // 12: gordon.plugin.v1.RemoveContainerRequest
-	(*ContainerState)(nil),          // 13: gordon.plugin.v1.ContainerState
-	(*BackendBindsRequest)(nil),     // 14: gordon.plugin.v1.BackendBindsRequest
-	(*BackendBind)(nil),             // 15: gordon.plugin.v1.BackendBind
-	(*BackendBindsResponse)(nil),    // 16: gordon.plugin.v1.BackendBindsResponse
-	(*LogsRequest)(nil),             // 17: gordon.plugin.v1.LogsRequest
-	(*LogLine)(nil),                 // 18: gordon.plugin.v1.LogLine
-	(*ListManagedRequest)(nil),      // 19: gordon.plugin.v1.ListManagedRequest
-	(*ListManagedResponse)(nil),     // 20: gordon.plugin.v1.ListManagedResponse
-	nil,                             // 21: gordon.plugin.v1.NetworkSpec.LabelsEntry
-	nil,                             // 22: gordon.plugin.v1.VolumeSpec.LabelsEntry
-	nil,                             // 23: gordon.plugin.v1.ContainerSpec.LabelsEntry
-	nil,                             // 24: gordon.plugin.v1.ContainerState.LabelsEntry
-	nil,                             // 25: gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	(*PortSpec)(nil),                // 26: gordon.plugin.v1.PortSpec
-	(*durationpb.Duration)(nil),     // 27: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 28: google.protobuf.Timestamp
-	(*DescribeRequest)(nil),         // 29: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),                   // 30: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),        // 31: gordon.plugin.v1.DescribeResponse
+	(*Healthcheck)(nil),             // 9: gordon.plugin.v1.Healthcheck
+	(*TmpfsMount)(nil),              // 10: gordon.plugin.v1.TmpfsMount
+	(*Ulimit)(nil),                  // 11: gordon.plugin.v1.Ulimit
+	(*ContainerOptions)(nil),        // 12: gordon.plugin.v1.ContainerOptions
+	(*CreateContainerResponse)(nil), // 13: gordon.plugin.v1.CreateContainerResponse
+	(*ContainerRequest)(nil),        // 14: gordon.plugin.v1.ContainerRequest
+	(*StopContainerRequest)(nil),    // 15: gordon.plugin.v1.StopContainerRequest
+	(*RemoveContainerRequest)(nil),  // 16: gordon.plugin.v1.RemoveContainerRequest
+	(*ContainerState)(nil),          // 17: gordon.plugin.v1.ContainerState
+	(*BackendBindsRequest)(nil),     // 18: gordon.plugin.v1.BackendBindsRequest
+	(*BackendBind)(nil),             // 19: gordon.plugin.v1.BackendBind
+	(*BackendBindsResponse)(nil),    // 20: gordon.plugin.v1.BackendBindsResponse
+	(*LogsRequest)(nil),             // 21: gordon.plugin.v1.LogsRequest
+	(*LogLine)(nil),                 // 22: gordon.plugin.v1.LogLine
+	(*ListManagedRequest)(nil),      // 23: gordon.plugin.v1.ListManagedRequest
+	(*ListManagedResponse)(nil),     // 24: gordon.plugin.v1.ListManagedResponse
+	nil,                             // 25: gordon.plugin.v1.NetworkSpec.LabelsEntry
+	nil,                             // 26: gordon.plugin.v1.VolumeSpec.LabelsEntry
+	nil,                             // 27: gordon.plugin.v1.ContainerSpec.LabelsEntry
+	nil,                             // 28: gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	nil,                             // 29: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	nil,                             // 30: gordon.plugin.v1.ContainerState.LabelsEntry
+	nil,                             // 31: gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	(*PortSpec)(nil),                // 32: gordon.plugin.v1.PortSpec
+	(*durationpb.Duration)(nil),     // 33: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 34: google.protobuf.Timestamp
+	(*DescribeRequest)(nil),         // 35: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),                   // 36: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),        // 37: gordon.plugin.v1.DescribeResponse
 }
 var file_runtime_proto_depIdxs = []int32{
-	21, // 0: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
-	22, // 1: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
-	23, // 2: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
-	26, // 3: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
+	25, // 0: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
+	26, // 1: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
+	27, // 2: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
+	32, // 3: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
 	7,  // 4: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
-	27, // 5: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
-	27, // 6: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
-	28, // 7: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
-	24, // 8: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
-	26, // 9: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
-	15, // 10: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
-	28, // 11: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	28, // 12: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	25, // 13: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	13, // 14: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
-	29, // 15: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	30, // 16: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
-	1,  // 17: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
-	2,  // 18: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
-	4,  // 19: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
-	6,  // 20: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
-	8,  // 21: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
-	10, // 22: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	11, // 23: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	12, // 24: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
-	11, // 25: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	10, // 26: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	14, // 27: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
-	17, // 28: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
-	19, // 29: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
-	31, // 30: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	0,  // 31: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
-	3,  // 32: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
-	30, // 33: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
-	5,  // 34: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
-	30, // 35: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
-	9,  // 36: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
-	30, // 37: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
-	30, // 38: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
-	30, // 39: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
-	30, // 40: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
-	13, // 41: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
-	16, // 42: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
-	18, // 43: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
-	20, // 44: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
-	30, // [30:45] is the sub-list for method output_type
-	15, // [15:30] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	33, // 5: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
+	9,  // 6: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
+	12, // 7: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
+	33, // 8: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
+	33, // 9: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
+	33, // 10: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
+	10, // 11: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
+	11, // 12: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
+	28, // 13: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	29, // 14: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	33, // 15: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
+	34, // 16: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
+	30, // 17: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
+	32, // 18: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
+	19, // 19: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
+	34, // 20: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	34, // 21: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	31, // 22: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	17, // 23: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
+	35, // 24: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	36, // 25: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
+	1,  // 26: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
+	2,  // 27: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
+	4,  // 28: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
+	6,  // 29: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
+	8,  // 30: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
+	14, // 31: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	15, // 32: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	16, // 33: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
+	15, // 34: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	14, // 35: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	18, // 36: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
+	21, // 37: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
+	23, // 38: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
+	37, // 39: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	0,  // 40: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
+	3,  // 41: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
+	36, // 42: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
+	5,  // 43: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
+	36, // 44: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
+	13, // 45: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
+	36, // 46: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
+	36, // 47: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
+	36, // 48: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
+	36, // 49: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
+	17, // 50: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
+	20, // 51: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
+	22, // 52: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
+	24, // 53: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
+	39, // [39:54] is the sub-list for method output_type
+	24, // [24:39] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_runtime_proto_init() }
@@ -1562,7 +2085,7 @@ func file_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_proto_rawDesc), len(file_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"time"
+
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk/internal/wire"
 	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
@@ -19,11 +21,11 @@ func infoFromProto(p *pb.RuntimeInfo) core.RuntimeInfo {
 }
 
 func imageToProto(i core.ImageRef) *pb.ImageRef {
-	return &pb.ImageRef{Ref: i.Ref, Digest: i.Digest, Local: i.Local, Id: i.ID}
+	return &pb.ImageRef{Ref: i.Ref, Digest: i.Digest, Local: i.Local, Id: i.ID, Volumes: i.Volumes, StopSignal: i.StopSignal, HasHealthcheck: i.HasHealthcheck}
 }
 
 func imageFromProto(p *pb.ImageRef) core.ImageRef {
-	return core.ImageRef{Ref: p.GetRef(), Digest: p.GetDigest(), Local: p.GetLocal(), ID: p.GetId()}
+	return core.ImageRef{Ref: p.GetRef(), Digest: p.GetDigest(), Local: p.GetLocal(), ID: p.GetId(), Volumes: p.GetVolumes(), StopSignal: p.GetStopSignal(), HasHealthcheck: p.GetHasHealthcheck()}
 }
 
 func networkToProto(n core.NetworkSpec) *pb.NetworkSpec {
@@ -70,6 +72,8 @@ func containerSpecToProto(c core.ContainerSpec) *pb.ContainerSpec {
 		Hostname: c.Hostname, Network: c.Network, Aliases: c.Aliases, ExtraNetworks: c.ExtraNetworks,
 		Ports: portsToProto(c.Ports), Devices: c.Devices, StopGrace: wire.DurationToProto(c.StopGrace),
 		RestartPolicy: c.RestartPolicy, HostNetwork: c.HostNetwork,
+		Entrypoint: c.Entrypoint, EntrypointSet: c.Entrypoint != nil, Cmd: c.Cmd, StopSignal: c.StopSignal,
+		Healthcheck: healthcheckToProto(c.Healthcheck), Options: optionsToProto(c.Options),
 	}
 	for _, m := range c.Mounts {
 		out.Mounts = append(out.Mounts, &pb.Mount{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
@@ -83,6 +87,11 @@ func containerSpecFromProto(p *pb.ContainerSpec) core.ContainerSpec {
 		Hostname: p.GetHostname(), Network: p.GetNetwork(), Aliases: p.GetAliases(), ExtraNetworks: p.GetExtraNetworks(),
 		Ports: portsFromProto(p.GetPorts()), Devices: p.GetDevices(), StopGrace: wire.DurationFromProto(p.GetStopGrace()),
 		RestartPolicy: p.GetRestartPolicy(), HostNetwork: p.GetHostNetwork(),
+		Cmd: p.GetCmd(), StopSignal: p.GetStopSignal(),
+		Healthcheck: healthcheckFromProto(p.GetHealthcheck()), Options: optionsFromProto(p.GetOptions()),
+	}
+	if p.GetEntrypointSet() {
+		out.Entrypoint = append([]string{}, p.GetEntrypoint()...)
 	}
 	for _, m := range p.GetMounts() {
 		out.Mounts = append(out.Mounts, core.Mount{Type: m.GetType(), Source: m.GetSource(), Target: m.GetTarget(), ReadOnly: m.GetReadOnly()})
@@ -94,6 +103,7 @@ func stateToProto(s core.ContainerState) *pb.ContainerState {
 	return &pb.ContainerState{
 		Id: s.ID, Name: s.Name, Image: s.Image, Status: s.Status, StartedAt: wire.TimeToProto(s.StartedAt),
 		Health: s.Health, HasHealthcheck: s.HasHealthcheck, ExitCode: int32(s.ExitCode), Env: s.Env, Labels: s.Labels,
+		HealthLog: s.HealthLog,
 	}
 }
 
@@ -101,6 +111,7 @@ func stateFromProto(p *pb.ContainerState) core.ContainerState {
 	return core.ContainerState{
 		ID: p.GetId(), Name: p.GetName(), Image: p.GetImage(), Status: p.GetStatus(), StartedAt: wire.TimeFromProto(p.GetStartedAt()),
 		Health: p.GetHealth(), HasHealthcheck: p.GetHasHealthcheck(), ExitCode: int(p.GetExitCode()), Env: p.GetEnv(), Labels: p.GetLabels(),
+		HealthLog: p.GetHealthLog(),
 	}
 }
 
@@ -137,4 +148,63 @@ func lineToProto(l core.LogLine) *pb.LogLine {
 
 func lineFromProto(p *pb.LogLine) core.LogLine {
 	return core.LogLine{Time: wire.TimeFromProto(p.GetTime()), Stream: p.GetStream(), Text: p.GetText()}
+}
+
+func healthcheckToProto(h *core.Healthcheck) *pb.Healthcheck {
+	if h == nil {
+		return nil
+	}
+	return &pb.Healthcheck{
+		Test: h.Test, Interval: wire.DurationToProto(time.Duration(h.Interval)), Timeout: wire.DurationToProto(time.Duration(h.Timeout)),
+		StartPeriod: wire.DurationToProto(time.Duration(h.StartPeriod)), Retries: int32(h.Retries), Disable: h.Disable,
+	}
+}
+
+func healthcheckFromProto(p *pb.Healthcheck) *core.Healthcheck {
+	if p == nil {
+		return nil
+	}
+	return &core.Healthcheck{
+		Test: p.GetTest(), Interval: core.Duration(wire.DurationFromProto(p.GetInterval())), Timeout: core.Duration(wire.DurationFromProto(p.GetTimeout())),
+		StartPeriod: core.Duration(wire.DurationFromProto(p.GetStartPeriod())), Retries: int(p.GetRetries()), Disable: p.GetDisable(),
+	}
+}
+
+func optionsToProto(o core.ContainerOptions) *pb.ContainerOptions {
+	out := &pb.ContainerOptions{
+		User: o.User, WorkingDir: o.WorkingDir, Init: o.Init, ReadOnly: o.ReadOnly, ShmSize: o.ShmSize,
+		CapAdd: o.CapAdd, CapDrop: o.CapDrop, Sysctls: o.Sysctls, ExtraHosts: o.ExtraHosts,
+		Memory: o.Resources.Memory, Cpus: o.Resources.CPUs, Pids: o.Resources.Pids,
+	}
+	for _, t := range o.Tmpfs {
+		out.Tmpfs = append(out.Tmpfs, &pb.TmpfsMount{Path: t.Path, Options: t.Options})
+	}
+	for _, u := range o.Ulimits {
+		out.Ulimits = append(out.Ulimits, &pb.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
+	}
+	if o.Logging != nil {
+		out.LoggingSet, out.LogDriver, out.LogOptions = true, o.Logging.Driver, o.Logging.Options
+	}
+	return out
+}
+
+func optionsFromProto(p *pb.ContainerOptions) core.ContainerOptions {
+	if p == nil {
+		return core.ContainerOptions{}
+	}
+	out := core.ContainerOptions{
+		User: p.GetUser(), WorkingDir: p.GetWorkingDir(), Init: p.GetInit(), ReadOnly: p.GetReadOnly(), ShmSize: p.GetShmSize(),
+		CapAdd: p.GetCapAdd(), CapDrop: p.GetCapDrop(), Sysctls: p.GetSysctls(), ExtraHosts: p.GetExtraHosts(),
+		Resources: core.Resources{Memory: p.GetMemory(), CPUs: p.GetCpus(), Pids: p.GetPids()},
+	}
+	for _, t := range p.GetTmpfs() {
+		out.Tmpfs = append(out.Tmpfs, core.TmpfsMount{Path: t.GetPath(), Options: t.GetOptions()})
+	}
+	for _, u := range p.GetUlimits() {
+		out.Ulimits = append(out.Ulimits, core.Ulimit{Name: u.GetName(), Soft: u.GetSoft(), Hard: u.GetHard()})
+	}
+	if p.GetLoggingSet() {
+		out.Logging = &core.Logging{Driver: p.GetLogDriver(), Options: p.GetLogOptions()}
+	}
+	return out
 }
