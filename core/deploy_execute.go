@@ -163,6 +163,9 @@ func (d *deployRun) preflight(ctx context.Context) error {
 	if err != nil {
 		return fail("", err)
 	}
+	if service, err := d.preflightImageChecks(ctx, names); err != nil {
+		return fail(service, err)
+	}
 	labels := map[string]string{LabelManaged: "true", LabelApp: app, LabelIncarnation: d.info.Incarnation, LabelOp: d.op.ID}
 	if _, err := e.Runtime.EnsureNetwork(ctx, NetworkSpec{Name: NetworkName(app), Labels: labels}); err != nil {
 		return fail("", fmt.Errorf("ensure network %s: %w", NetworkName(app), err))
@@ -186,6 +189,9 @@ func (d *deployRun) preflight(ctx context.Context) error {
 			return fail(name, err)
 		}
 		p.img = img
+		if err := checkPinnedImage(app, spec, img); err != nil {
+			return fail(name, err)
+		}
 		env, values, err := e.secretEnv(ctx, app, spec)
 		if err != nil {
 			return fail(name, err)
@@ -314,4 +320,31 @@ func deployErrClass(err, class error) error {
 		}
 	}
 	return fmt.Errorf("%w: %w", class, err)
+}
+
+// preflightImageChecks is the image-config step of preflight, run before
+// anything changes: every named service whose image is already present is
+// checked for unmapped VOLUMEs and a "docker" readiness without a
+// healthcheck (CheckImages). It returns the first failing service's name
+// with the error. Images that preflight pulls later are checked by
+// checkPinnedImage.
+func (d *deployRun) preflightImageChecks(ctx context.Context, names []string) (string, error) {
+	for _, name := range names {
+		spec, ok := d.rev.Spec.Service(name)
+		if !ok {
+			continue
+		}
+		if err := d.e.CheckImages(ctx, AppSpec{Name: d.app, Services: []ServiceSpec{*spec}}); err != nil {
+			return name, err
+		}
+	}
+	return "", nil
+}
+
+// checkPinnedImage applies the image-config checks to a pinned image.
+func checkPinnedImage(app string, spec *ServiceSpec, img ImageRef) error {
+	if err := CheckImageVolumes(app, spec, img); err != nil {
+		return err
+	}
+	return checkDockerReadiness(app, spec, img)
 }

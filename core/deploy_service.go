@@ -389,11 +389,11 @@ func (s *serviceRun) dropSecretFiles(ctx context.Context) {
 func (s *serviceRun) ready(ctx context.Context) error {
 	e := s.d.e
 	spec := s.pin.spec
-	r := DeployReadiness(spec)
+	r := DeployReadinessFor(spec, s.pin.img.HasHealthcheck)
 	if r.Type == "" || r.Type == ReadinessNone {
 		return nil
 	}
-	if e.Readiness == nil {
+	if e.Readiness == nil && r.Type != ReadinessDocker {
 		return fmt.Errorf("%w: no readiness backend for %s readiness", ErrUnavailable, r.Type)
 	}
 	target, err := ProbeTargetFor(s.d.app, spec, r, s.after, s.startedAt, s.binds)
@@ -401,7 +401,7 @@ func (s *serviceRun) ready(ctx context.Context) error {
 		return err
 	}
 	s.progress("probe", target.Address, 0)
-	_, err = e.Readiness.Wait(ctx, target, r, func(w WaitResult) {
+	_, err = e.waitReady(ctx, target, r, func(w WaitResult) {
 		s.progress("probe", w.LastDetail, w.Attempts)
 	})
 	return err

@@ -35,6 +35,9 @@ type Engine struct {
 	DrainTimeout time.Duration
 	// DrainPoll is the interval between in-flight checks (default 50 ms).
 	DrainPoll time.Duration
+	// HealthPollInterval is how often docker readiness reads the health
+	// status (zero: DefaultHealthPollInterval).
+	HealthPollInterval time.Duration
 	// PortCheck, if set, re-checks that publish addresses can be bound
 	// during preflight (R13 port reservation re-check).
 	PortCheck PortChecker

@@ -66,7 +66,7 @@ func (r *lifecycleRun) remove(ctx context.Context) (*OpResult, error) {
 	if err := e.setIntent(ctx, app, r.op.ID, true); err != nil {
 		return abort(fmt.Errorf("remove %s: %w", app, err))
 	}
-	for _, name := range activeServiceNames(active) {
+	for _, name := range activeServiceNamesReverse(active) {
 		as := active.Services[name]
 		if err := r.removeService(ctx, name, as); err != nil {
 			return abort(err)

@@ -49,7 +49,7 @@ func (e *Engine) Restart(ctx context.Context, req LifecycleRequest) (*OpResult, 
 			return nil, fmt.Errorf("%w: restart %s: service %q is not in ACTIVE (deploy it first)", ErrConflict, req.App, s)
 		}
 	}
-	selected = sortedServiceNames(selected)
+	selected = inOrder(activeServiceNames(active), selected)
 	r, replay, err := e.claimLifecycle(ctx, OpRestart, req, fp, nil)
 	if r == nil {
 		return replay, err

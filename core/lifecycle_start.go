@@ -213,16 +213,13 @@ func (e *Engine) probeRunning(ctx context.Context, app, name string, spec *Servi
 	if rd.Type == "" || rd.Type == ReadinessNone {
 		return nil
 	}
-	if e.Readiness == nil {
-		return fmt.Errorf("%w: no readiness backend for %s readiness", ErrUnavailable, rd.Type)
-	}
 	target, err := ProbeTargetFor(app, spec, rd, id, startedAt, bindList(tcp, udp))
 	if err != nil {
 		return err
 	}
 	target.App, target.Service = app, name
 	e.progress(ProgressEvent{App: app, Service: name, Phase: "probe", Detail: target.Address})
-	if _, err := e.Readiness.Wait(ctx, target, rd, nil); err != nil {
+	if _, err := e.waitReady(ctx, target, rd, nil); err != nil {
 		return fmt.Errorf("readiness of %s: %w", id, err)
 	}
 	return nil

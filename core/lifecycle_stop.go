@@ -62,7 +62,7 @@ func (r *lifecycleRun) stop(ctx context.Context) (*OpResult, error) {
 		return r.result(), err
 	}
 	named := map[string]bool{}
-	for _, name := range activeServiceNames(active) {
+	for _, name := range activeServiceNamesReverse(active) {
 		as := active.Services[name]
 		if as != nil && as.Container != "" {
 			named[as.Container] = true

@@ -25,7 +25,8 @@ type Plan struct {
 	Revision string `json:"revision"`
 	// Targeted is true for a --service deploy (no dropped-service removal).
 	Targeted bool `json:"targeted,omitempty"`
-	// Services are the pinned services in ascending name order.
+	// Services are the pinned services in dependency order (R20: after the
+	// services they depend on, ties in ascending name order).
 	Services []PlannedService `json:"services"`
 	// Drops are ACTIVE services the revision no longer declares (R56), in
 	// ascending name order; empty for a targeted deploy.
@@ -132,7 +133,12 @@ func (in PlanInput) Build() Plan {
 		}
 		p.Services = append(p.Services, in.planService(s))
 	}
-	sort.Slice(p.Services, func(i, j int) bool { return p.Services[i].Service < p.Services[j].Service })
+	// R20: dependency order (depends_on), ties by name.
+	rank := map[string]int{}
+	for i, n := range DependencyOrder(in.Revision.Spec.Services) {
+		rank[n] = i
+	}
+	sort.SliceStable(p.Services, func(i, j int) bool { return rank[p.Services[i].Service] < rank[p.Services[j].Service] })
 	if !p.Targeted {
 		for _, name := range dpSortedKeys(in.Active.Services) {
 			if _, ok := in.Revision.Spec.Service(name); ok {
@@ -321,12 +327,20 @@ func (e *Engine) PlanDeploy(ctx context.Context, req DeployRequest) (Plan, error
 		return Plan{}, err
 	}
 	resolved := map[string]ImageRef{}
-	for _, s := range rev.Spec.Services {
+	var imageErrs []error
+	for i, s := range rev.Spec.Services {
 		if img, err := e.Runtime.ResolveImage(ctx, s.Image); err == nil {
 			resolved[s.Name] = img
+			if err := checkPinnedImage(rev.App, &rev.Spec.Services[i], img); err != nil {
+				imageErrs = append(imageErrs, err)
+			}
 		} else if !errors.Is(err, ErrNotFound) {
 			return Plan{}, fmt.Errorf("app %s: service %s: resolve image %s: %w", rev.App, s.Name, s.Image, err)
 		}
+	}
+	if len(imageErrs) > 0 {
+		// A deploy would refuse this spec at preflight (unmapped VOLUME).
+		return Plan{}, errors.Join(imageErrs...)
 	}
 	active, err := e.loadActive(ctx, rev.App)
 	if err != nil {

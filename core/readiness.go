@@ -46,20 +46,33 @@ func IsClosedAfterAccept(detail string) bool {
 	return strings.Contains(detail, ProbeDetailClosedAfterAccept)
 }
 
-// DeployReadiness returns the deploy-time probe of s (SPEC R29): the
-// declared check when its type is http, tcp, log or plugin (never replaced);
-// otherwise the implicit HTTP probe on "/" (≥ 1 HTTP interface, all public,
-// no TCP, no UDP, no volume, no bind), else the implicit TCP probe (exactly
-// one TCP interface, no HTTP interface, overlap-eligible), else type "none".
-// Port is resolved per R30 (0 when nothing can be probed); Path defaults to
-// "/" for http; Timeout to 30 s (R35).
-func DeployReadiness(s *ServiceSpec) Readiness {
+// DeployReadiness returns the deploy-time probe of s (SPEC R29) when only
+// the manifest is known: DeployReadinessFor(s, false).
+func DeployReadiness(s *ServiceSpec) Readiness { return DeployReadinessFor(s, false) }
+
+// DeployReadinessFor returns the deploy-time probe of s (SPEC R29): the
+// declared check when its type is http, tcp, log, plugin or docker (never
+// replaced), and unchecked for an explicit "none"; otherwise (empty) type docker when a healthcheck runs (the manifest's,
+// or the image's, imageHealthcheck, unless the manifest disables it); else
+// the implicit HTTP probe on "/" (≥ 1 HTTP interface, all public, no TCP,
+// no UDP, no volume, no bind); else the implicit TCP probe (exactly one
+// TCP interface and no HTTP interface, overlap-eligible or sequential);
+// else type "none". Port is resolved per R30 (0 when nothing can be
+// probed); Path defaults to "/" for http; Timeout to 30 s (R35).
+func DeployReadinessFor(s *ServiceSpec, imageHealthcheck bool) Readiness {
 	r := s.Readiness
 	switch r.Type {
-	case ReadinessHTTP, ReadinessTCP, ReadinessLog, ReadinessPlugin:
+	case ReadinessHTTP, ReadinessTCP, ReadinessLog, ReadinessPlugin, ReadinessDocker, ReadinessNone:
+		// Declared, never replaced; an explicit "none" means unchecked.
 		return withReadinessDefaults(s, r)
 	}
+	hc := imageHealthcheck
+	if s.Healthcheck != nil {
+		hc = s.Healthcheck.Enabled()
+	}
 	switch {
+	case hc:
+		r.Type = ReadinessDocker
 	case implicitHTTP(s):
 		r.Type = ReadinessHTTP
 	case implicitTCP(s):
@@ -116,9 +129,11 @@ func implicitHTTP(s *ServiceSpec) bool {
 	return true
 }
 
-// implicitTCP is R29's implicit TCP condition.
+// implicitTCP is R29's implicit TCP condition: exactly one TCP interface
+// and no HTTP interface (a sequential service such as postgres or redis
+// included: it is ready when it accepts, R32).
 func implicitTCP(s *ServiceSpec) bool {
-	return len(s.TCP) == 1 && len(s.HTTP) == 0 && s.OverlapEligible()
+	return len(s.TCP) == 1 && len(s.HTTP) == 0
 }
 
 // readinessPort resolves the probed container port when none is declared

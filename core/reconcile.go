@@ -276,7 +276,7 @@ func (e *Engine) verifyAndRoute(ctx context.Context, app, name string, as *Activ
 				return time.Time{}, err
 			}
 			target.App, target.Service = app, name
-			if _, err := e.Readiness.Wait(ctx, target, r, nil); err != nil {
+			if _, err := e.waitReady(ctx, target, r, nil); err != nil {
 				return time.Time{}, fmt.Errorf("readiness: %w", err)
 			}
 		}
@@ -591,11 +591,48 @@ func (e *Engine) pruneRecovery(ctx context.Context, app string, active Active) e
 	return e.Store.SaveRecovery(ctx, app, rec)
 }
 
+// activeServiceNames returns ACTIVE's services in dependency order (R20:
+// every service after those its spec depends on, ties by name).
 func activeServiceNames(a Active) []string {
-	names := make([]string, 0, len(a.Services))
-	for n := range a.Services {
-		names = append(names, n)
+	specs := make([]ServiceSpec, 0, len(a.Services))
+	for n, as := range a.Services {
+		s := ServiceSpec{Name: n}
+		if as != nil {
+			s.DependsOn = as.Spec.DependsOn
+		}
+		specs = append(specs, s)
 	}
-	sort.Strings(names)
+	return DependencyOrder(specs)
+}
+
+// activeServiceNamesReverse is activeServiceNames reversed: stop and
+// remove take dependents down before what they depend on (R20).
+func activeServiceNamesReverse(a Active) []string {
+	names := activeServiceNames(a)
+	for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
+		names[i], names[j] = names[j], names[i]
+	}
 	return names
+}
+
+// inOrder returns the names of subset in the order of order (names absent
+// from order last, by name).
+func inOrder(order, subset []string) []string {
+	want := map[string]bool{}
+	for _, n := range subset {
+		want[n] = true
+	}
+	var out []string
+	for _, n := range order {
+		if want[n] {
+			out = append(out, n)
+			delete(want, n)
+		}
+	}
+	rest := make([]string, 0, len(want))
+	for n := range want {
+		rest = append(rest, n)
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
 }

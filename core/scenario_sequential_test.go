@@ -343,7 +343,9 @@ func TestS26_PinnedPullAndCommandReplacesCMD(t *testing.T) {
 	h.Reset()
 
 	// missing: the first resolve is not found → pull, resolve again.
-	h.Runtime.Fail(coretest.MResolve, "registry.example/worker@sha256:abc", notFoundErr("registry.example/worker@sha256:abc"), 1)
+	// (Two misses: preflight's image-config check resolves before anything
+	// changes, then pinning resolves again.)
+	h.Runtime.Fail(coretest.MResolve, "registry.example/worker@sha256:abc", notFoundErr("registry.example/worker@sha256:abc"), 2)
 	res, err := h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog"})
 	require.NoError(t, err)
 	assert.Equal(t, 1, h.Events.Count("pull", "registry.example/worker@sha256:abc"))
