@@ -15,6 +15,8 @@ const (
 	ActionOverlap    = "overlap"
 	ActionSequential = "sequential"
 	ActionRemove     = "remove"
+	// ActionRunOnce: a one-shot service runs to completion (ServiceSpec.Run).
+	ActionRunOnce = "run-once"
 )
 
 // Plan is what a deploy will do, computed by the pure function BuildPlan
@@ -152,6 +154,10 @@ func (in PlanInput) Build() Plan {
 
 func (in PlanInput) planService(s *ServiceSpec) PlannedService {
 	ps := PlannedService{Service: s.Name, Image: in.Resolved[s.Name]}
+	if s.Run == RunOnce {
+		ps.Action, ps.Reason = ActionRunOnce, "one-shot: runs to completion before the services that depend on it"
+		return ps
+	}
 	cur := in.Active.Services[s.Name]
 	if cur == nil || cur.Container == "" {
 		ps.Action, ps.Reason = ActionSequential, "first deployment"

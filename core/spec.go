@@ -78,7 +78,14 @@ type ServiceSpec struct {
 	// service) or ReplaceSequential (never overlap: stop the old generation
 	// before starting the new one).
 	Replace string `json:"replace,omitempty"`
+	// Run is "" (a service kept running) or RunOnce (a one-shot: each
+	// deploy runs it to completion before the services that depend on it,
+	// and it is never published, routed or restarted).
+	Run string `json:"run,omitempty"`
 }
+
+// RunOnce marks a one-shot service (ServiceSpec.Run).
+const RunOnce = "once"
 
 // Declared replacement flows (ServiceSpec.Replace).
 const (

@@ -274,8 +274,8 @@ func (m *mapper) dependsOn(name string, svc *types.ServiceConfig, raw map[string
 				continue
 			}
 		case types.ServiceConditionCompletedSuccessfully:
-			m.refuse(key, "condition: service_completed_successfully is not supported yet: docker gordon keeps every service running and has no one-shot job to run to completion first; run %s yourself before the deploy (docker run --rm ...), or make it a service_started dependency that stays up", d)
-			continue
+			// d is a one-shot (run = "once", see jobs): each deploy runs it
+			// to completion before name.
 		default:
 			m.refuse(key, "condition %q: want service_started, service_healthy or service_completed_successfully", dep.Condition)
 			continue

@@ -22,6 +22,7 @@ type service struct {
 	StopGrace   string               `toml:"stop_grace,omitempty"`
 	StopSignal  string               `toml:"stop_signal,omitempty"`
 	Replace     string               `toml:"replace,omitempty"`
+	Run         string               `toml:"run,omitempty"`
 	DependsOn   []string             `toml:"depends_on,omitempty"`
 	User        string               `toml:"user,omitempty"`
 	WorkingDir  string               `toml:"working_dir,omitempty"`

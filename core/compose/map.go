@@ -30,10 +30,21 @@ type mapper struct {
 	origin map[string]string
 	// networkNoted: the collapsing of compose networks was noted once.
 	networkNoted bool
+	// jobs are the services another one depends on with condition
+	// service_completed_successfully: one-shots (run = "once").
+	jobs map[string]bool
 }
 
 func newMapper(p *types.Project, model map[string]any, ps *positions, o Options) *mapper {
-	return &mapper{p: p, model: model, ps: ps, o: o, origin: map[string]string{}}
+	jobs := map[string]bool{}
+	for _, s := range p.Services {
+		for d, dep := range s.DependsOn {
+			if dep.Condition == types.ServiceConditionCompletedSuccessfully {
+				jobs[d] = true
+			}
+		}
+	}
+	return &mapper{p: p, model: model, ps: ps, o: o, origin: map[string]string{}, jobs: jobs}
 }
 
 // refuse records a problem at the compose key path.
@@ -76,6 +87,9 @@ func (m *mapper) from(tomlKey, keyPath string) {
 // originOf returns the compose key path a manifest key was mapped from:
 // the longest recorded prefix of tomlKey, else the service, else "name".
 func (m *mapper) originOf(tomlKey string) string {
+	if p, ok := m.origin[tomlKey+"[0]"]; ok {
+		return p // a whole list: where its first element came from
+	}
 	for k := tomlKey; k != ""; k = parentPath(k) {
 		if p, ok := m.origin[k]; ok {
 			return p
@@ -268,6 +282,11 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	}
 	out.Image = svc.Image
 	m.from(base+".image", base+".image")
+	if m.jobs[name] {
+		out.Run = "once"
+		m.from(base+".run", base)
+		m.note("%s: a one-shot (another service waits for it to complete): each deploy runs it to completion first, then removes it", name)
+	}
 	if svc.Build != nil && svc.Image != "" {
 		m.note("%s: build is not run: docker gordon deploys the image %s as it exists locally (or pulls it)", name, svc.Image)
 	}
@@ -331,14 +350,16 @@ func (m *mapper) refusals(name string, svc *types.ServiceConfig, raw map[string]
 	if svc.Scale != nil && *svc.Scale != 1 {
 		m.refuse(base+".scale", "scale: %d cannot be honoured: a service runs one container (replicas are not supported yet); remove it", *svc.Scale)
 	}
-	switch svc.Restart {
-	case "", types.RestartPolicyAlways, types.RestartPolicyUnlessStopped, types.RestartPolicyOnFailure:
-	case types.RestartPolicyNo:
-		m.refuse(base+".restart", `restart: "no" cannot be honoured: docker gordon keeps every service running (reconcile restarts a crashed container); remove it (a one-shot job is not a service)`)
-	default:
-		if !strings.HasPrefix(svc.Restart, types.RestartPolicyOnFailure+":") {
-			m.refuse(base+".restart", "restart: %s: want always, unless-stopped or on-failure", svc.Restart)
+	switch {
+	case m.jobs[name]:
+		if svc.Restart != "" && svc.Restart != types.RestartPolicyNo {
+			m.refuse(base+".restart", "restart: %s cannot be honoured on %s, a one-shot another service waits for (service_completed_successfully): it runs once per deploy; remove restart or use \"no\"", svc.Restart, name)
 		}
+	case svc.Restart == "", svc.Restart == types.RestartPolicyAlways, svc.Restart == types.RestartPolicyUnlessStopped, svc.Restart == types.RestartPolicyOnFailure:
+	case svc.Restart == types.RestartPolicyNo:
+		m.refuse(base+".restart", `restart: "no" cannot be honoured: docker gordon keeps every service running (reconcile restarts a crashed container); remove it (a one-shot job is not a service)`)
+	case !strings.HasPrefix(svc.Restart, types.RestartPolicyOnFailure+":"):
+		m.refuse(base+".restart", "restart: %s: want always, unless-stopped or on-failure", svc.Restart)
 	}
 	if svc.ContainerName != "" {
 		m.containerName(name, svc)

@@ -134,6 +134,7 @@ func TestManifest_AcceptsEdgeValues(t *testing.T) {
 		"replace sequential":        base + "replace = \"sequential\"\n",
 		"replace overlap stateless": base + "replace = \"overlap\"\n",
 		"hosts sharing a port":      base + "[[services.web.http]]\nport = 80\nhost = \"a.example\"\n[[services.web.http]]\nport = 80\nhost = \"www.a.example\"\n",
+		"run once":                  base + "run = \"once\"\ncommand = [\"migrate\"]\n",
 		"same port tcp and udp":     base + "[[services.web.tcp]]\nport = 53\npublish = \"0.0.0.0:53\"\n[[services.web.udp]]\nport = 53\npublish = \"0.0.0.0:53\"\n",
 		"publish distinct IPs":      base + "[[services.web.tcp]]\nport = 1\npublish = \"127.0.0.1:9000\"\n[[services.web.tcp]]\nport = 2\npublish = \"127.0.0.2:9000\"\n",
 		"publish IPv6":              base + "[[services.web.tcp]]\nport = 1\npublish = \"[::]:9000\"\n",

@@ -224,7 +224,39 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Devices = v.devices(key, raw.Devices)
 	v.containerKeys(key, raw, &svc)
 	svc.Replace = v.replace(key+".replace", raw.Replace, &svc)
+	svc.Run = v.run(key, raw.Run, &svc)
 	return svc
+}
+
+// run validates run = "once": a one-shot service runs to completion at
+// each deploy, so it serves nothing and has nothing to wait for.
+func (v *validator) run(key string, raw *string, svc *core.ServiceSpec) string {
+	if raw == nil {
+		return ""
+	}
+	if *raw != core.RunOnce {
+		v.addf(key+".run", `invalid run %q: want "once" (a one-shot run to completion at each deploy), or omit run for a service kept running`, *raw)
+		return ""
+	}
+	const why = "a one-shot service (run = \"once\") runs to completion and serves nothing"
+	for _, list := range []struct {
+		name string
+		n    int
+	}{{"http", len(svc.HTTP)}, {"tcp", len(svc.TCP)}, {"udp", len(svc.UDP)}} {
+		if list.n > 0 {
+			v.addf(key+"."+list.name, "%s: remove its %s interfaces", why, list.name)
+		}
+	}
+	if svc.Readiness.Type != "" && svc.Readiness.Type != core.ReadinessNone {
+		v.addf(key+".readiness", "%s: it is waited for until it exits (status 0); remove readiness", why)
+	}
+	if svc.Healthcheck.Enabled() {
+		v.addf(key+".healthcheck", "%s: remove healthcheck", why)
+	}
+	if svc.Replace != "" {
+		v.addf(key+".replace", "%s: it is never replaced; remove replace", why)
+	}
+	return *raw
 }
 
 // replace validates the declared replacement flow (SPEC R16): "overlap"
