@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/test/testimages"
+)
+
+// composeProject is the acceptance project of compose input: web (a
+// healthcheck, order start-first, an x-gordon host), admin routed by a
+// Traefik label, db with a named volume that web depends on. GREETING and
+// RELEASE come from .env; the override sets web's greeting from it.
+func composeProject(t *testing.T, httpd, kv string) string {
+	dir := filepath.Join(t.TempDir(), "shop")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	writeFile(t, filepath.Join(dir, "compose.yaml"), fmt.Sprintf(`name: e2ecompose
+services:
+  web:
+    image: %s
+    environment:
+      GREETING: base
+      RELEASE: ${RELEASE}
+    healthcheck:
+      test: ["CMD", "/httpd", "-get", "http://127.0.0.1:8080/healthz"]
+      interval: 1s
+      timeout: 2s
+      retries: 5
+    depends_on: [db]
+    stop_grace_period: 5s
+    deploy:
+      update_config:
+        order: start-first
+    x-gordon:
+      host: shop.test
+      port: 8080
+  admin:
+    image: %s
+    stop_grace_period: 2s
+    labels:
+      traefik.http.routers.admin.rule: Host(`+"`admin.test`"+`)
+      traefik.http.services.admin.loadbalancer.server.port: "8080"
+  db:
+    image: %s
+    environment:
+      RELEASE: ${RELEASE}
+    volumes:
+      - data:/data
+    stop_grace_period: 2s
+    x-gordon:
+      readiness: { type: log, pattern: ready, timeout: 20s }
+volumes:
+  data:
+`, httpd, httpd, kv))
+	writeFile(t, filepath.Join(dir, "compose.override.yaml"), "services:\n  web:\n    environment:\n      GREETING: ${GREETING:-unset}\n")
+	writeFile(t, filepath.Join(dir, ".env"), "GREETING=hi\nRELEASE=1\n")
+	return dir
+}
+
+// Issue 18 acceptance against the real engine: a compose project deploys
+// (two files merged, .env interpolated), both hosts answer, db is created
+// before web, --dry-run shows web overlap and db sequential, a .env change
+// redeploys under load with zero failed requests, and convert's output
+// validates and deploys to the same containers.
+func TestCompose_DeployDryRunEnvChangeConvert(t *testing.T) {
+	imgs := testimages.Require(t, "v1", "httpd", "kv")
+	state := t.TempDir()
+	app := "e2ecompose"
+	cleanupApp(t, app)
+	edge := startEdge(t, state)
+	dir := composeProject(t, imgs["httpd"], imgs["kv"])
+	files := []string{"-f", filepath.Join(dir, "compose.yaml"), "-f", filepath.Join(dir, "compose.override.yaml")}
+
+	r := gordon(t, state, append([]string{"validate"}, files...)...)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Contains(t, r.Stdout, "ok (compose project, app e2ecompose, 3 service(s))")
+
+	// First deploy: db before web (depends_on), both hosts answer, the
+	// override merged over the base file with .env's value.
+	ev := watchEvents(t, app)
+	r = gordon(t, state, append([]string{"deploy", "--format", "json"}, files...)...)
+	events := ev.Stop()
+	require.Equal(t, 0, r.Code, r.String())
+	created := map[string]int{}
+	for i, e := range events {
+		svc := e.Actor.Attributes["dev.gordon.service"]
+		if _, seen := created[svc]; e.Status == "create" && !seen {
+			created[svc] = i
+		}
+	}
+	require.Contains(t, created, "db")
+	require.Contains(t, created, "web")
+	require.Less(t, created["db"], created["web"], "db is created before web: %v", created)
+	code, body, err := edge.get("shop.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+	require.True(t, strings.HasPrefix(body, "hi: version=v1"), "web answers with the override's greeting from .env: %q", body)
+	code, body, err = edge.get("admin.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, "admin is routed by its Traefik label: %s", body)
+	require.NoError(t, edge.put("shop.test", "/", "x"), "web is reachable for writes too")
+
+	// A .env change: the plan first, then the deploy under load.
+	writeFile(t, filepath.Join(dir, ".env"), "GREETING=hello\nRELEASE=2\n")
+	r = gordon(t, state, append([]string{"deploy", "--dry-run"}, files...)...)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Contains(t, r.Stdout, "web: overlap (stateless: no volume, bind, device or UDP)")
+	require.Contains(t, r.Stdout, "db: sequential (single-writer: volume data)")
+	require.Contains(t, r.Stdout, "admin: unchanged")
+
+	webBefore := managed(t, app, "web")
+	l := startLoad("http://"+edge.HTTPAddr+"/", "shop.test", 8, instanceOf)
+	time.Sleep(300 * time.Millisecond)
+	r = gordon(t, state, append([]string{"deploy"}, files...)...)
+	time.Sleep(300 * time.Millisecond)
+	st := l.Stop()
+	require.Equal(t, 0, r.Code, r.String())
+	t.Logf("load over the .env redeploy: %s", st)
+	require.Greater(t, st.Requests, int64(50))
+	require.Zero(t, st.TransportErrors, "transport errors: %v", st.Errors)
+	require.Zero(t, st.Non2xx, "non-2xx: %v", st.Errors)
+	require.Zero(t, st.Regressions, "a client went back to the old generation: %v", st.Errors)
+	code, body, err = edge.get("shop.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	require.True(t, strings.HasPrefix(body, "hello: "), "the new .env value is served: %q", body)
+	require.NotEqual(t, webBefore, managed(t, app, "web"), "web was replaced")
+
+	// convert prints the equivalent manifest: it validates, and deploying
+	// it changes no container.
+	toml := filepath.Join(t.TempDir(), "app.toml")
+	r = gordon(t, state, append([]string{"convert", "-o", toml}, files...)...)
+	require.Equal(t, 0, r.Code, r.String())
+	r = gordon(t, state, "validate", "-f", toml)
+	require.Equal(t, 0, r.Code, r.String())
+	before := map[string][]string{}
+	for _, s := range []string{"web", "admin", "db"} {
+		before[s] = managed(t, app, s)
+	}
+	r = gordon(t, state, "deploy", "-f", toml, "--format", "json")
+	require.Equal(t, 0, r.Code, r.String())
+	var op deployOp
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &op))
+	for _, s := range op.Steps {
+		if strings.HasPrefix(s.ID, "service.") {
+			require.True(t, strings.HasPrefix(s.Detail, "unchanged"), "the converted manifest deploys to the same containers: %s: %s", s.ID, s.Detail)
+		}
+	}
+	for s, ids := range before {
+		require.Equal(t, ids, managed(t, app, s), "service %s keeps its container", s)
+	}
+}
+
+// Refusals reach the CLI with file:line, exit 1, and change nothing.
+func TestCompose_RefusalChangesNothing(t *testing.T) {
+	state := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "bad")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	// Named app.yml and still recognised as compose by its content.
+	file := filepath.Join(dir, "app.yml")
+	writeFile(t, file, "name: e2ebad\nservices:\n  web:\n    image: nginx:1\n    network_mode: host\n    privileged: true\n")
+	for _, verb := range []string{"validate", "deploy", "convert"} {
+		r := gordon(t, state, verb, "-f", file)
+		require.Equal(t, 1, r.Code, r.String())
+		require.Contains(t, r.Stderr, "app.yml:5:5: services.web.network_mode: network_mode: host cannot be honoured")
+		require.Contains(t, r.Stderr, "app.yml:6:5: services.web.privileged:")
+		require.Empty(t, r.Stdout, "%s prints nothing on stdout", verb)
+	}
+	_, err := os.Stat(filepath.Join(state, "apps", "e2ebad"))
+	require.True(t, os.IsNotExist(err), "nothing was stored")
+}
