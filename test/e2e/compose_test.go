@@ -176,3 +176,79 @@ func TestCompose_RefusalChangesNothing(t *testing.T) {
 	_, err := os.Stat(filepath.Join(state, "apps", "e2ebad"))
 	require.True(t, os.IsNotExist(err), "nothing was stored")
 }
+
+// service_completed_successfully against the real engine: the one-shot
+// runs to completion after db and before web, is removed, and a one-shot
+// that fails stops the deploy with its exit status while web keeps
+// serving.
+func TestCompose_OneShotRunsBeforeDependents(t *testing.T) {
+	imgs := testimages.Require(t, "v1", "httpd", "kv")
+	state := t.TempDir()
+	app := "e2econce"
+	cleanupApp(t, app)
+	edge := startEdge(t, state)
+	dir := filepath.Join(t.TempDir(), "once")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	file := filepath.Join(dir, "compose.yaml")
+	project := func(path, greeting string) string {
+		return fmt.Sprintf(`name: e2econce
+services:
+  db:
+    image: %[1]s
+    volumes: [data:/data]
+    stop_grace_period: 2s
+    x-gordon: { readiness: { type: log, pattern: ready } }
+  migrate:
+    image: %[2]s
+    command: ["-get", "http://db:8080%[3]s"]
+    restart: "no"
+    depends_on: [db]
+  web:
+    image: %[2]s
+    environment: { GREETING: %[4]s }
+    stop_grace_period: 2s
+    depends_on:
+      migrate: { condition: service_completed_successfully }
+    x-gordon: { host: once.test, port: 8080 }
+volumes:
+  data:
+`, imgs["kv"], imgs["httpd"], path, greeting)
+	}
+	writeFile(t, file, project("/healthz", "one"))
+	ev := watchEvents(t, app)
+	r := gordon(t, state, "deploy", "-f", file)
+	events := ev.Stop()
+	require.Equal(t, 0, r.Code, r.String())
+	order := map[string]int{}
+	for i, e := range events {
+		svc := e.Actor.Attributes["dev.gordon.service"]
+		key := svc + "/" + e.Status
+		if _, seen := order[key]; !seen {
+			order[key] = i
+		}
+		if e.Status == "die" && svc == "migrate" {
+			require.Equal(t, "0", e.Actor.Attributes["exitCode"], "the one-shot exits 0")
+		}
+	}
+	require.Contains(t, order, "migrate/die")
+	require.Less(t, order["db/start"], order["migrate/start"], "db runs before the one-shot: %v", order)
+	require.Less(t, order["migrate/destroy"], order["web/create"], "the one-shot completed and was removed before web: %v", order)
+	require.Empty(t, managed(t, app, "migrate"), "no one-shot container is left")
+	code, body, err := edge.get("once.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	require.True(t, strings.HasPrefix(body, "one: "), body)
+	webBefore := managed(t, app, "web")
+
+	writeFile(t, file, project("/missing", "two"))
+	r = gordon(t, state, "deploy", "-f", file)
+	require.Equal(t, 2, r.Code, "partial (R9): db unchanged, the one-shot failed: %s", r.String())
+	require.Contains(t, r.Stderr, "exited with status 1")
+	require.Contains(t, r.Stderr, "404 Not Found", "the one-shot's last log lines are shown")
+	require.Equal(t, webBefore, managed(t, app, "web"), "web is untouched when its one-shot fails")
+	require.Empty(t, managed(t, app, "migrate"))
+	code, body, err = edge.get("once.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	require.True(t, strings.HasPrefix(body, "one: "), "the old generation keeps serving: %q", body)
+}
