@@ -229,3 +229,51 @@ func TestDependencyCycle_NamesTheCycle(t *testing.T) {
 	assert.Nil(t, core.DependencyCycle([]core.ServiceSpec{{Name: "a", DependsOn: []string{"b"}}, {Name: "b"}}))
 	assert.Equal(t, []string{"b", "a"}, core.DependencyOrder([]core.ServiceSpec{{Name: "a", DependsOn: []string{"b"}}, {Name: "b"}}))
 }
+
+func TestDryRun_SaysWhichContainerKeyChanged(t *testing.T) {
+	prev := core.ServiceSpec{Name: "db", Image: "pg:15", StopSignal: "SIGINT", Container: core.ContainerOptions{User: "postgres"}}
+	next := prev
+	next.StopSignal = "SIGQUIT"
+	next.Container.User = "999"
+	next.Container.Resources.Memory = 64 << 20
+	assert.Equal(t, []string{"container.resources", "container.user", "stop_signal"}, core.SpecChanges(&prev, &next))
+	assert.Empty(t, core.SpecChanges(&prev, &prev))
+
+	h := coretest.NewEngine(t)
+	spec := coretest.BlogApp(prev)
+	_, err := h.Engine.SubmitRevision(h.Ctx(), spec, "v1")
+	require.NoError(t, err)
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog"})
+	require.NoError(t, err)
+	spec2 := coretest.BlogApp(next)
+	plan, err := h.Engine.PlanDeploy(h.Ctx(), core.DeployRequest{App: "blog", Spec: &spec2})
+	require.NoError(t, err)
+	assert.Equal(t, "service spec: container.resources, container.user, stop_signal", plan.Services[0].Change)
+}
+
+func TestR41_UnhealthyServingContainerIsWithdrawnRestartedAndJournaled(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-web"}, map[string]map[int]int{"web": {8080: 18081}})
+	// A first pass verifies the execution.
+	_, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	h.Reset()
+
+	run := core.ContainerState{Status: core.StatusRunning, StartedAt: coretest.T0, HasHealthcheck: true, Health: "unhealthy", HealthLog: "db gone"}
+	h.Runtime.InspectSeq("c-web", run, run)
+	reps, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	require.Len(t, reps, 1)
+	assert.Equal(t, []string{"web: unhealthy: db gone: withdrawn, restarted"}, reps[0].Recovered, "at the first unhealthy pass, like a dead container")
+	w := h.Events.Index("withdraw", "blog/web")
+	rs := h.Events.Index("restart", "c-web")
+	require.GreaterOrEqual(t, w, 0, "withdrawn: %s", h.Events)
+	require.GreaterOrEqual(t, rs, 0, "restarted: %s", h.Events)
+	assert.Less(t, w, rs, "withdrawn before the restart")
+
+	st, err := h.Engine.Status(h.Ctx(), "blog")
+	require.NoError(t, err)
+	require.NotNil(t, st.Services[0].LastRecovery)
+	assert.Equal(t, "unhealthy: db gone", st.Services[0].LastRecovery.Reason)
+	assert.Equal(t, "c-web", st.Services[0].LastRecovery.Container)
+}

@@ -200,6 +200,9 @@ func (in PlanInput) changed(s *ServiceSpec, cur *ActiveService) string {
 	case len(s.Devices) > 0:
 		return "devices are always re-resolved"
 	case !dpSameSpec(s, &cur.Spec):
+		if keys := SpecChanges(&cur.Spec, s); len(keys) > 0 {
+			return "service spec: " + strings.Join(keys, ", ")
+		}
 		return "service spec"
 	}
 	for _, p := range s.BackendPorts() {
@@ -358,4 +361,54 @@ func (e *Engine) PlanDeploy(ctx context.Context, req DeployRequest) (Plan, error
 	}
 	in.Services = req.Services
 	return in.Build(), nil
+}
+
+// SpecChanges lists the manifest keys whose value differs between two
+// specs of a service, by their JSON names, sorted ("stop_signal",
+// "container.user", "healthcheck"): the container keys are reported one
+// level down (container.<key>), the rest at the top level.
+func SpecChanges(prev, next *ServiceSpec) []string {
+	a, b := specFields(prev), specFields(next)
+	var out []string
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	for k, v := range b {
+		if w, ok := a[k]; !ok || string(w) != string(v) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// specFields flattens a spec's JSON into key -> raw value, with the
+// "container" object split into "container.<key>".
+func specFields(s *ServiceSpec) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return out
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return out
+	}
+	for k, v := range top {
+		if k != "container" {
+			out[k] = v
+			continue
+		}
+		var inner map[string]json.RawMessage
+		if json.Unmarshal(v, &inner) != nil {
+			out[k] = v
+			continue
+		}
+		for ik, iv := range inner {
+			out["container."+ik] = iv
+		}
+	}
+	return out
 }

@@ -91,7 +91,7 @@ func TestBuildPlan_R16_PredecessorWithVolumeNeverOverlaps(t *testing.T) {
 	res := map[string]core.ImageRef{"web": imgWeb}
 	active, obs := serving(planRev(old), res)
 	p := core.BuildPlan(planRev(planWeb()), active, obs, nil, nil, res)
-	assert.Equal(t, "  web: sequential (predecessor single-writer: volume cache), changed: service spec\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
+	assert.Equal(t, "  web: sequential (predecessor single-writer: volume cache), changed: service spec: volumes\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
 }
 
 func TestBuildPlan_R16_UDPAndDeviceAreSequential(t *testing.T) {
@@ -103,7 +103,7 @@ func TestBuildPlan_R16_UDPAndDeviceAreSequential(t *testing.T) {
 	p := core.BuildPlan(planRev(udp, dev), active, obs, nil, nil, res)
 	require.Len(t, p.Services, 2)
 	assert.Equal(t, "  gpu: sequential (exclusive device /dev/dri), changed: devices are always re-resolved\n"+
-		"  web: sequential (UDP port 28015), changed: service spec\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
+		"  web: sequential (UDP port 28015), changed: service spec: udp\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
 }
 
 func TestR15_UnchangedBlockedByEachCondition(t *testing.T) {

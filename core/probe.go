@@ -57,6 +57,9 @@ type ProbeTarget struct {
 	StartedAt time.Time `json:"started_at"`
 	// Host is the HTTP Host header to send (decision 9).
 	Host string `json:"host,omitempty"`
+	// Internal is set when Port is only an internal HTTP port (no loopback
+	// bind): the check runs through the runtime's helper (InternalProber).
+	Internal bool `json:"internal,omitempty"`
 	// Interfaces of the service.
 	HTTP []HTTPInterface `json:"http,omitempty"`
 	TCP  []L4Interface   `json:"tcp,omitempty"`
@@ -74,4 +77,36 @@ type ProbeSet interface {
 	// Prober returns the backend for kind ("http", "tcp", "log") or, for
 	// kind "plugin", the custom plugin name. Unknown → ErrNotFound.
 	Prober(ctx context.Context, kind, plugin string) (Prober, error)
+}
+
+// InternalProbe is a readiness check of a port that is only internal (R30,
+// decision 18): it runs from a short-lived helper container on the
+// container's own network, so the port is never published to probe it.
+type InternalProbe struct {
+	// Container is the exact ID of the probed container.
+	Container string `json:"container"`
+	// Type is "http" or "tcp"; Port the container port.
+	Type string `json:"type"`
+	Port int    `json:"port"`
+	// Path and Host are the HTTP request's (Host empty: the dialled address).
+	Path string `json:"path,omitempty"`
+	Host string `json:"host,omitempty"`
+	// Timeout is the whole readiness budget (R35).
+	Timeout time.Duration `json:"timeout"`
+}
+
+// InternalProbeResult is how an internal probe ended: ready within the
+// budget, or not (Detail is the last attempt's verdict).
+type InternalProbeResult struct {
+	Ready    bool   `json:"ready"`
+	Attempts int    `json:"attempts"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// InternalProber is implemented by runtimes that can run an internal probe
+// (R30). ProbeInternal blocks until the helper ends; a budget that ran out
+// is a result with Ready false, not an error. Errors: the container is gone
+// (ErrNotFound), the helper cannot be built or run.
+type InternalProber interface {
+	ProbeInternal(ctx context.Context, p InternalProbe) (InternalProbeResult, error)
 }

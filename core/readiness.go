@@ -195,6 +195,14 @@ func ProbeTargetFor(app string, s *ServiceSpec, r Readiness, containerID string,
 			break
 		}
 	}
+	if t.Address == "" && needsAddr && internalOnlyPort(s, r.Port) {
+		// R30, decision 18: probed from inside the app network.
+		t.Internal = true
+		if r.Type == ReadinessHTTP {
+			t.Host = r.Host
+		}
+		return t, nil
+	}
 	if t.Address == "" && needsAddr {
 		return t, fmt.Errorf("%w: app %s service %s container %s: readiness port %d/tcp has no loopback bind",
 			ErrInvalid, app, s.Name, shortID(containerID), r.Port)
@@ -203,6 +211,26 @@ func ProbeTargetFor(app string, s *ServiceSpec, r Readiness, containerID string,
 		t.Host = probeHost(s, r, t.Address)
 	}
 	return t, nil
+}
+
+// internalOnlyPort reports whether port is an internal HTTP port of s and
+// no public HTTP or TCP interface (R30: never published to probe it).
+func internalOnlyPort(s *ServiceSpec, port int) bool {
+	internal := false
+	for _, h := range s.HTTP {
+		if h.Port == port {
+			if h.Public() {
+				return false
+			}
+			internal = true
+		}
+	}
+	for _, t := range s.TCP {
+		if t.Port == port {
+			return false
+		}
+	}
+	return internal
 }
 
 // probeHost is decision 9's Host header.

@@ -100,6 +100,9 @@ func (e *Engine) waitReady(ctx context.Context, target ProbeTarget, r Readiness,
 	if r.Type == ReadinessDocker {
 		return e.waitHealthy(ctx, target, r, progress)
 	}
+	if target.Internal {
+		return e.waitInternal(ctx, target, r)
+	}
 	if e.Readiness == nil {
 		return WaitResult{}, fmt.Errorf("%w: no readiness backend for %s readiness", ErrUnavailable, r.Type)
 	}
@@ -110,4 +113,29 @@ func (e *Engine) waitReady(ctx context.Context, target ProbeTarget, r Readiness,
 func IsUnhealthy(err error) bool {
 	var u *UnhealthyError
 	return errors.As(err, &u)
+}
+
+// waitInternal runs readiness r of an internal-only port through the
+// runtime's helper (R30, InternalProber) under r's budget.
+func (e *Engine) waitInternal(ctx context.Context, target ProbeTarget, r Readiness) (WaitResult, error) {
+	start := time.Now()
+	budget := orDefault(r.Timeout.D(), DefaultReadinessTimeout)
+	ip, ok := e.Runtime.(InternalProber)
+	if !ok {
+		return WaitResult{}, fmt.Errorf("%w: app %s service %s: readiness port %d/tcp is internal only and the runtime cannot probe internal ports",
+			ErrUnavailable, target.App, target.Service, target.Port)
+	}
+	res, err := ip.ProbeInternal(ctx, InternalProbe{Container: target.ContainerID, Type: r.Type, Port: target.Port, Path: r.Path, Host: target.Host, Timeout: budget})
+	w := WaitResult{Attempts: res.Attempts, LastDetail: res.Detail, Elapsed: time.Since(start)}
+	switch {
+	case ctx.Err() != nil:
+		return w, ctx.Err()
+	case err != nil:
+		return w, fmt.Errorf("app %s service %s container %s: internal %s readiness: %w", target.App, target.Service, shortID(target.ContainerID), r.Type, err)
+	case !res.Ready:
+		return w, &ReadinessTimeoutError{App: target.App, Service: target.Service, Container: target.ContainerID,
+			Type: r.Type, Budget: budget, Address: fmt.Sprintf("internal port %d", target.Port), URL: fmt.Sprintf("http://<container>:%d%s", target.Port, r.Path),
+			Attempts: res.Attempts, LastDetail: res.Detail}
+	}
+	return w, nil
 }

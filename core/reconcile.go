@@ -33,6 +33,9 @@ type ReconcileReport struct {
 	Verified []string `json:"verified,omitempty"`
 	// Retired lists superseded containers retired through their marker.
 	Retired []string `json:"retired,omitempty"`
+	// Recovered lists the serving containers this pass withdrew and
+	// (re)started, with why: "web: unhealthy: <output>: withdrawn, restarted".
+	Recovered []string `json:"recovered,omitempty"`
 	// Errors are this app's failures (also joined into the pass's error).
 	Errors []string `json:"errors,omitempty"`
 }
@@ -134,7 +137,7 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, RecoveryBound)
-		t, ok, err := e.recoverService(sctx, app, name, blocking, overlapping[name])
+		t, ok, err := e.recoverService(sctx, app, name, blocking, overlapping[name], rep)
 		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("service %s: %w", name, err))
@@ -170,7 +173,7 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 // under load). The unverified binds are still never published: routing
 // changes only after verification succeeds, and a failed verification
 // withdraws as R41.7 says.
-func (e *Engine) recoverService(ctx context.Context, app, name string, blocking map[string]Marker, overlapping bool) (time.Time, bool, error) {
+func (e *Engine) recoverService(ctx context.Context, app, name string, blocking map[string]Marker, overlapping bool, rep *ReconcileReport) (time.Time, bool, error) {
 	active, err := e.Store.LoadActive(ctx, app)
 	if err != nil {
 		return time.Time{}, false, err
@@ -216,6 +219,11 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	case StatusRestarting, "starting":
 		return time.Time{}, false, nil
 	case StatusCreated, StatusExited, StatusDead:
+		why := st.Status
+		if st.Status != StatusCreated {
+			why = fmt.Sprintf("%s (exit code %d)", st.Status, st.ExitCode)
+		}
+		e.recordRecovery(ctx, app, name, id, why, "withdrawn, started", rep)
 		if err := e.crashLoopStart(ctx, app, name, id, false, as.Spec.StopGrace); err != nil {
 			return time.Time{}, false, err
 		}
@@ -224,20 +232,19 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 		werr := e.withdraw(ctx, app, name)
 		return time.Time{}, false, errors.Join(fmt.Errorf("container %s is %q: withdrawn", id, st.Status), werr)
 	}
-	if st.Health == "unhealthy" && !started { // R41.6
-		restart, err := e.countUnhealthy(ctx, app, name, id, true)
-		if err != nil {
+	if st.Health == "unhealthy" && !started { // R41.6: as a dead container
+		if err := e.withdraw(ctx, app, name); err != nil {
 			return time.Time{}, false, err
 		}
-		if restart {
-			if err := e.withdraw(ctx, app, name); err != nil {
-				return time.Time{}, false, err
-			}
-			if err := e.crashLoopStart(ctx, app, name, id, true, as.Spec.StopGrace); err != nil {
-				return time.Time{}, false, err
-			}
-			started = true
+		why := "unhealthy"
+		if st.HealthLog != "" {
+			why += ": " + st.HealthLog
 		}
+		e.recordRecovery(ctx, app, name, id, why, "withdrawn, restarted", rep)
+		if err := e.crashLoopStart(ctx, app, name, id, true, as.Spec.StopGrace); err != nil {
+			return time.Time{}, false, err
+		}
+		started = true
 	} else if !started {
 		if _, err := e.countUnhealthy(ctx, app, name, id, false); err != nil {
 			return time.Time{}, false, err
@@ -437,6 +444,27 @@ func (e *Engine) resetCrashLoopIfStable(ctx context.Context, app, name, id strin
 	}
 	delete(rec.CrashLoop, name)
 	_ = e.Store.SaveRecovery(ctx, app, rec)
+}
+
+// recordRecovery journals why the pass recovers a serving container (the
+// app's recovery record, shown by status) and logs it. A failure to save is
+// only logged: the recovery goes on.
+func (e *Engine) recordRecovery(ctx context.Context, app, name, id, why, action string, rep *ReconcileReport) {
+	e.log().Warn("recovering serving container", "app", app, "service", name, "container", id, "reason", why, "action", action)
+	if rep != nil {
+		rep.Recovered = append(rep.Recovered, name+": "+why+": "+action)
+	}
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err == nil {
+		if rec.Events == nil {
+			rec.Events = map[string]RecoveryEvent{}
+		}
+		rec.Events[name] = RecoveryEvent{At: e.now(), Container: id, Reason: why, Action: action}
+		err = e.Store.SaveRecovery(ctx, app, rec)
+	}
+	if err != nil {
+		e.log().Warn("journal recovery", "app", app, "service", name, "error", err)
+	}
 }
 
 // countUnhealthy tracks consecutive unhealthy passes; it returns true on

@@ -196,6 +196,21 @@ type Recovery struct {
 	PendingWithdrawals map[string]bool `json:"pending_withdrawals,omitempty"`
 	// CrashLoop maps service → counter (SPEC §4 crash-loop budget).
 	CrashLoop map[string]CrashLoop `json:"crash_loop,omitempty"`
+	// Events maps service → the last recovery the periodic pass made of its
+	// serving container (why and what it did); status shows it.
+	Events map[string]RecoveryEvent `json:"events,omitempty"`
+}
+
+// RecoveryEvent is one recovery of a serving container by the periodic
+// pass (R41): it was withdrawn and started or restarted in place.
+type RecoveryEvent struct {
+	At        time.Time `json:"at"`
+	Container string    `json:"container"`
+	// Reason says why: "unhealthy: <last health check output>" or
+	// "exited (exit code N)".
+	Reason string `json:"reason"`
+	// Action says what was done: "withdrawn, restarted" or "withdrawn, started".
+	Action string `json:"action"`
 }
 
 // VerifiedExecution records that one exact execution was verified and routed.

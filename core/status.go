@@ -50,6 +50,11 @@ type ServiceStatus struct {
 	SingleWriter bool `json:"single_writer"`
 	// Markers are the reasons of markers on this service's containers.
 	Markers []string `json:"markers,omitempty"`
+	// Health is Docker's health status ("", starting, healthy, unhealthy).
+	Health string `json:"health,omitempty"`
+	// LastRecovery is the periodic pass's last recovery of this service's
+	// serving container (why it was withdrawn and restarted), if any.
+	LastRecovery *RecoveryEvent `json:"last_recovery,omitempty"`
 }
 
 // Status reads one app's state (no lock: readers never need one). A nil
@@ -93,6 +98,7 @@ func (e *Engine) Status(ctx context.Context, app string) (AppStatus, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	recovery, _ := e.Store.LoadRecovery(ctx, app)
 	for _, n := range names {
 		a := active.Services[n]
 		ss := ServiceStatus{
@@ -127,8 +133,12 @@ func (e *Engine) Status(ctx context.Context, app string) (AppStatus, error) {
 			case errors.Is(err, ErrNotFound):
 				ss.State = "missing"
 			case err == nil:
-				ss.State, ss.StartedAt = cs.Status, cs.StartedAt
+				ss.State, ss.StartedAt, ss.Health = cs.Status, cs.StartedAt, cs.Health
 			}
+		}
+		if ev, ok := recovery.Events[n]; ok {
+			ev := ev
+			ss.LastRecovery = &ev
 		}
 		st.Services = append(st.Services, ss)
 	}

@@ -111,6 +111,12 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	}
 
 	if fromFile {
+		// An image VOLUME the manifest does not map is refused before the
+		// revision is stored (preflight checks pulled images again).
+		if err := eng.CheckImages(ctx, spec); err != nil {
+			fmt.Fprintln(env.dockerCli.Err(), err)
+			return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.in.files[0])}
+		}
 		if in.compose != nil {
 			if err := storeComposeSecrets(ctx, env, app, in.compose.Secrets); err != nil {
 				return err

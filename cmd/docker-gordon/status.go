@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -99,10 +100,19 @@ func renderStatus(env *cliEnv, st core.AppStatus) {
 			flags = append(flags, "single-writer")
 		}
 		flags = append(flags, s.Markers...)
+		state := s.State
+		if s.Health != "" {
+			state += " (" + s.Health + ")"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\n", s.Service, shortID(s.Container), s.Image, shortID(s.Digest),
-			s.Revision, s.State, formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(strings.Join(s.Routes, ", ")), orDash(strings.Join(flags, ",")))
+			s.Revision, state, formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(strings.Join(s.Routes, ", ")), orDash(strings.Join(flags, ",")))
 	}
 	tw.Flush()
+	for _, s := range st.Services {
+		if r := s.LastRecovery; r != nil {
+			fmt.Fprintf(w, "%s: recovered %s at %s: %s (%s)\n", s.Service, shortID(r.Container), r.At.UTC().Format(time.RFC3339), r.Reason, r.Action)
+		}
+	}
 }
 
 func orDash(s string) string {

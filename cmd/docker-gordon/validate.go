@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/docker/cli/cli"
 	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
 )
 
 func newValidateCommand(env *cliEnv) *cobra.Command {
@@ -17,6 +21,10 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 			res, err := loadInput(cmd.Context(), env, "validate", in, format)
 			if err != nil {
 				return err
+			}
+			if ierr := checkLocalImages(cmd.Context(), env, res.spec); ierr != nil {
+				fmt.Fprintln(env.dockerCli.Err(), ierr)
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", in.files[0])}
 			}
 			if isJSON(format) {
 				return writeJSON(env.dockerCli.Out(), res.spec)
@@ -32,4 +40,22 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 	addInputFlags(cmd.Flags(), &in, "to check")
 	addFormatFlag(cmd, &format)
 	return cmd
+}
+
+// checkLocalImages runs the engine's image checks (an unmapped image
+// VOLUME, readiness "docker" without a healthcheck) for the images that
+// are present on the engine. When the runtime backend cannot be reached
+// the checks are skipped with a note on stderr: validate needs no engine.
+func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error {
+	host, err := env.pluginHost()
+	if err == nil {
+		var rt core.Runtime
+		if rt, err = host.Runtime(ctx, "docker"); err == nil {
+			if _, err = rt.Info(ctx); err == nil {
+				return (&core.Engine{Runtime: rt}).CheckImages(ctx, spec)
+			}
+		}
+	}
+	fmt.Fprintf(env.dockerCli.Err(), "note: image checks skipped (no engine: %v)\n", err)
+	return nil
 }

@@ -41,7 +41,15 @@ import (
 const Repo = "gordon-test/"
 
 // Names lists the workloads that can be built.
-var Names = []string{"httpd", "tcpecho", "kv", "grpcd"}
+var Names = []string{"httpd", "tcpecho", "kv", "grpcd", "sigd", "voldb"}
+
+// extraDockerfile holds per-workload Dockerfile lines: sigd has a
+// HEALTHCHECK (every 1 s, 2 retries); voldb declares a VOLUME and a
+// STOPSIGNAL like a database image.
+var extraDockerfile = map[string]string{
+	"sigd":  "HEALTHCHECK --interval=1s --timeout=2s --retries=2 CMD [\"/sigd\", \"health\"]\n",
+	"voldb": "VOLUME /data\nSTOPSIGNAL SIGQUIT\n",
+}
 
 // DefaultVersion is baked in when Build gets no version.
 const DefaultVersion = "dev"
@@ -193,7 +201,7 @@ func compile(ctx context.Context, dir string, names []string) error {
 }
 
 func dockerfile(name, version string) string {
-	return fmt.Sprintf("FROM scratch\nADD rootfs.tar /\nENV VERSION=%s\nLABEL dev.gordon.test-image=%s\nENTRYPOINT [\"/%s\"]\n", version, name, name)
+	return fmt.Sprintf("FROM scratch\nADD rootfs.tar /\nENV VERSION=%s\nLABEL dev.gordon.test-image=%s\n%sENTRYPOINT [\"/%s\"]\n", version, name, extraDockerfile[name], name)
 }
 
 // buildOne builds (or finds) gordon-test/<name>:c-<hash> and returns its

@@ -1765,6 +1765,150 @@ func (x *ListManagedResponse) GetContainers() []*ContainerState {
 	return nil
 }
 
+type InternalProbeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Container     string                 `protobuf:"bytes,1,opt,name=container,proto3" json:"container,omitempty"`
+	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Port          int32                  `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+	Path          string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	Host          string                 `protobuf:"bytes,5,opt,name=host,proto3" json:"host,omitempty"`
+	Timeout       *durationpb.Duration   `protobuf:"bytes,6,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InternalProbeRequest) Reset() {
+	*x = InternalProbeRequest{}
+	mi := &file_runtime_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InternalProbeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InternalProbeRequest) ProtoMessage() {}
+
+func (x *InternalProbeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InternalProbeRequest.ProtoReflect.Descriptor instead.
+func (*InternalProbeRequest) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *InternalProbeRequest) GetContainer() string {
+	if x != nil {
+		return x.Container
+	}
+	return ""
+}
+
+func (x *InternalProbeRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *InternalProbeRequest) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *InternalProbeRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *InternalProbeRequest) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *InternalProbeRequest) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+type InternalProbeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ready         bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
+	Attempts      int32                  `protobuf:"varint,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InternalProbeResponse) Reset() {
+	*x = InternalProbeResponse{}
+	mi := &file_runtime_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InternalProbeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InternalProbeResponse) ProtoMessage() {}
+
+func (x *InternalProbeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InternalProbeResponse.ProtoReflect.Descriptor instead.
+func (*InternalProbeResponse) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *InternalProbeResponse) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+func (x *InternalProbeResponse) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *InternalProbeResponse) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 var File_runtime_proto protoreflect.FileDescriptor
 
 const file_runtime_proto_rawDesc = "" +
@@ -1940,7 +2084,19 @@ const file_runtime_proto_rawDesc = "" +
 	"\x13ListManagedResponse\x12@\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2 .gordon.plugin.v1.ContainerStateR\n" +
-	"containers2\xdd\t\n" +
+	"containers\"\xb9\x01\n" +
+	"\x14InternalProbeRequest\x12\x1c\n" +
+	"\tcontainer\x18\x01 \x01(\tR\tcontainer\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
+	"\x04port\x18\x03 \x01(\x05R\x04port\x12\x12\n" +
+	"\x04path\x18\x04 \x01(\tR\x04path\x12\x12\n" +
+	"\x04host\x18\x05 \x01(\tR\x04host\x123\n" +
+	"\atimeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"a\n" +
+	"\x15InternalProbeResponse\x12\x14\n" +
+	"\x05ready\x18\x01 \x01(\bR\x05ready\x12\x1a\n" +
+	"\battempts\x18\x02 \x01(\x05R\battempts\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail2\xbf\n" +
+	"\n" +
 	"\aRuntime\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12>\n" +
 	"\x04Info\x12\x17.gordon.plugin.v1.Empty\x1a\x1d.gordon.plugin.v1.RuntimeInfo\x12Q\n" +
@@ -1956,7 +2112,8 @@ const file_runtime_proto_rawDesc = "" +
 	"\x10InspectContainer\x12\".gordon.plugin.v1.ContainerRequest\x1a .gordon.plugin.v1.ContainerState\x12]\n" +
 	"\fBackendBinds\x12%.gordon.plugin.v1.BackendBindsRequest\x1a&.gordon.plugin.v1.BackendBindsResponse\x12B\n" +
 	"\x04Logs\x12\x1d.gordon.plugin.v1.LogsRequest\x1a\x19.gordon.plugin.v1.LogLine0\x01\x12Z\n" +
-	"\vListManaged\x12$.gordon.plugin.v1.ListManagedRequest\x1a%.gordon.plugin.v1.ListManagedResponseB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\vListManaged\x12$.gordon.plugin.v1.ListManagedRequest\x1a%.gordon.plugin.v1.ListManagedResponse\x12`\n" +
+	"\rProbeInternal\x12&.gordon.plugin.v1.InternalProbeRequest\x1a'.gordon.plugin.v1.InternalProbeResponseB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_runtime_proto_rawDescOnce sync.Once
@@ -1970,7 +2127,7 @@ func file_runtime_proto_rawDescGZIP() []byte {
 	return file_runtime_proto_rawDescData
 }
 
-var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_runtime_proto_goTypes = []any{
 	(*RuntimeInfo)(nil),             // 0: gordon.plugin.v1.RuntimeInfo
 	(*ResolveImageRequest)(nil),     // 1: gordon.plugin.v1.ResolveImageRequest
@@ -1997,80 +2154,85 @@ var file_runtime_proto_goTypes = []any{
 	(*LogLine)(nil),                 // 22: gordon.plugin.v1.LogLine
 	(*ListManagedRequest)(nil),      // 23: gordon.plugin.v1.ListManagedRequest
 	(*ListManagedResponse)(nil),     // 24: gordon.plugin.v1.ListManagedResponse
-	nil,                             // 25: gordon.plugin.v1.NetworkSpec.LabelsEntry
-	nil,                             // 26: gordon.plugin.v1.VolumeSpec.LabelsEntry
-	nil,                             // 27: gordon.plugin.v1.ContainerSpec.LabelsEntry
-	nil,                             // 28: gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	nil,                             // 29: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	nil,                             // 30: gordon.plugin.v1.ContainerState.LabelsEntry
-	nil,                             // 31: gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	(*PortSpec)(nil),                // 32: gordon.plugin.v1.PortSpec
-	(*durationpb.Duration)(nil),     // 33: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 34: google.protobuf.Timestamp
-	(*DescribeRequest)(nil),         // 35: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),                   // 36: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),        // 37: gordon.plugin.v1.DescribeResponse
+	(*InternalProbeRequest)(nil),    // 25: gordon.plugin.v1.InternalProbeRequest
+	(*InternalProbeResponse)(nil),   // 26: gordon.plugin.v1.InternalProbeResponse
+	nil,                             // 27: gordon.plugin.v1.NetworkSpec.LabelsEntry
+	nil,                             // 28: gordon.plugin.v1.VolumeSpec.LabelsEntry
+	nil,                             // 29: gordon.plugin.v1.ContainerSpec.LabelsEntry
+	nil,                             // 30: gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	nil,                             // 31: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	nil,                             // 32: gordon.plugin.v1.ContainerState.LabelsEntry
+	nil,                             // 33: gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	(*PortSpec)(nil),                // 34: gordon.plugin.v1.PortSpec
+	(*durationpb.Duration)(nil),     // 35: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 36: google.protobuf.Timestamp
+	(*DescribeRequest)(nil),         // 37: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),                   // 38: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),        // 39: gordon.plugin.v1.DescribeResponse
 }
 var file_runtime_proto_depIdxs = []int32{
-	25, // 0: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
-	26, // 1: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
-	27, // 2: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
-	32, // 3: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
+	27, // 0: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
+	28, // 1: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
+	29, // 2: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
+	34, // 3: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
 	7,  // 4: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
-	33, // 5: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
+	35, // 5: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
 	9,  // 6: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
 	12, // 7: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
-	33, // 8: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
-	33, // 9: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
-	33, // 10: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
+	35, // 8: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
+	35, // 9: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
+	35, // 10: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
 	10, // 11: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
 	11, // 12: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
-	28, // 13: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	29, // 14: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	33, // 15: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
-	34, // 16: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
-	30, // 17: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
-	32, // 18: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
+	30, // 13: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	31, // 14: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	35, // 15: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
+	36, // 16: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
+	32, // 17: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
+	34, // 18: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
 	19, // 19: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
-	34, // 20: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	34, // 21: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	31, // 22: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	36, // 20: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	36, // 21: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	33, // 22: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
 	17, // 23: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
-	35, // 24: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	36, // 25: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
-	1,  // 26: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
-	2,  // 27: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
-	4,  // 28: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
-	6,  // 29: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
-	8,  // 30: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
-	14, // 31: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	15, // 32: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	16, // 33: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
-	15, // 34: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	14, // 35: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	18, // 36: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
-	21, // 37: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
-	23, // 38: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
-	37, // 39: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	0,  // 40: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
-	3,  // 41: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
-	36, // 42: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
-	5,  // 43: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
-	36, // 44: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
-	13, // 45: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
-	36, // 46: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
-	36, // 47: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
-	36, // 48: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
-	36, // 49: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
-	17, // 50: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
-	20, // 51: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
-	22, // 52: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
-	24, // 53: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
-	39, // [39:54] is the sub-list for method output_type
-	24, // [24:39] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	35, // 24: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
+	37, // 25: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	38, // 26: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
+	1,  // 27: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
+	2,  // 28: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
+	4,  // 29: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
+	6,  // 30: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
+	8,  // 31: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
+	14, // 32: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	15, // 33: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	16, // 34: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
+	15, // 35: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	14, // 36: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	18, // 37: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
+	21, // 38: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
+	23, // 39: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
+	25, // 40: gordon.plugin.v1.Runtime.ProbeInternal:input_type -> gordon.plugin.v1.InternalProbeRequest
+	39, // 41: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	0,  // 42: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
+	3,  // 43: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
+	38, // 44: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
+	5,  // 45: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
+	38, // 46: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
+	13, // 47: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
+	38, // 48: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
+	38, // 49: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
+	38, // 50: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
+	38, // 51: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
+	17, // 52: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
+	20, // 53: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
+	22, // 54: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
+	24, // 55: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
+	26, // 56: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
+	41, // [41:57] is the sub-list for method output_type
+	25, // [25:41] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_runtime_proto_init() }
@@ -2085,7 +2247,7 @@ func file_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_proto_rawDesc), len(file_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,7 @@ const (
 	Runtime_BackendBinds_FullMethodName     = "/gordon.plugin.v1.Runtime/BackendBinds"
 	Runtime_Logs_FullMethodName             = "/gordon.plugin.v1.Runtime/Logs"
 	Runtime_ListManaged_FullMethodName      = "/gordon.plugin.v1.Runtime/ListManaged"
+	Runtime_ProbeInternal_FullMethodName    = "/gordon.plugin.v1.Runtime/ProbeInternal"
 )
 
 // RuntimeClient is the client API for Runtime service.
@@ -58,6 +59,9 @@ type RuntimeClient interface {
 	// Logs streams lines until the logs end (follow=false) or the call is cancelled.
 	Logs(ctx context.Context, in *LogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogLine], error)
 	ListManaged(ctx context.Context, in *ListManagedRequest, opts ...grpc.CallOption) (*ListManagedResponse, error)
+	// ProbeInternal runs a readiness check of an internal-only port from a
+	// helper container on the container's network (optional: Unimplemented).
+	ProbeInternal(ctx context.Context, in *InternalProbeRequest, opts ...grpc.CallOption) (*InternalProbeResponse, error)
 }
 
 type runtimeClient struct {
@@ -227,6 +231,16 @@ func (c *runtimeClient) ListManaged(ctx context.Context, in *ListManagedRequest,
 	return out, nil
 }
 
+func (c *runtimeClient) ProbeInternal(ctx context.Context, in *InternalProbeRequest, opts ...grpc.CallOption) (*InternalProbeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InternalProbeResponse)
+	err := c.cc.Invoke(ctx, Runtime_ProbeInternal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RuntimeServer is the server API for Runtime service.
 // All implementations must embed UnimplementedRuntimeServer
 // for forward compatibility.
@@ -247,6 +261,9 @@ type RuntimeServer interface {
 	// Logs streams lines until the logs end (follow=false) or the call is cancelled.
 	Logs(*LogsRequest, grpc.ServerStreamingServer[LogLine]) error
 	ListManaged(context.Context, *ListManagedRequest) (*ListManagedResponse, error)
+	// ProbeInternal runs a readiness check of an internal-only port from a
+	// helper container on the container's network (optional: Unimplemented).
+	ProbeInternal(context.Context, *InternalProbeRequest) (*InternalProbeResponse, error)
 	mustEmbedUnimplementedRuntimeServer()
 }
 
@@ -301,6 +318,9 @@ func (UnimplementedRuntimeServer) Logs(*LogsRequest, grpc.ServerStreamingServer[
 }
 func (UnimplementedRuntimeServer) ListManaged(context.Context, *ListManagedRequest) (*ListManagedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListManaged not implemented")
+}
+func (UnimplementedRuntimeServer) ProbeInternal(context.Context, *InternalProbeRequest) (*InternalProbeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ProbeInternal not implemented")
 }
 func (UnimplementedRuntimeServer) mustEmbedUnimplementedRuntimeServer() {}
 func (UnimplementedRuntimeServer) testEmbeddedByValue()                 {}
@@ -586,6 +606,24 @@ func _Runtime_ListManaged_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Runtime_ProbeInternal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InternalProbeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServer).ProbeInternal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runtime_ProbeInternal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServer).ProbeInternal(ctx, req.(*InternalProbeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Runtime_ServiceDesc is the grpc.ServiceDesc for Runtime service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -648,6 +686,10 @@ var Runtime_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListManaged",
 			Handler:    _Runtime_ListManaged_Handler,
+		},
+		{
+			MethodName: "ProbeInternal",
+			Handler:    _Runtime_ProbeInternal_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

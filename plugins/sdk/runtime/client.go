@@ -155,3 +155,15 @@ func (c *RuntimeClient) ListManaged(ctx context.Context, labels map[string]strin
 	}
 	return out, nil
 }
+
+// ProbeInternal implements core.InternalProber over the wire; a plugin
+// that does not implement it answers Unimplemented (an error here).
+func (c *RuntimeClient) ProbeInternal(ctx context.Context, p core.InternalProbe) (core.InternalProbeResult, error) {
+	r, err := c.rpc.ProbeInternal(ctx, &pb.InternalProbeRequest{
+		Container: p.Container, Type: p.Type, Port: int32(p.Port), Path: p.Path, Host: p.Host, Timeout: wire.DurationToProto(p.Timeout),
+	})
+	if err != nil {
+		return core.InternalProbeResult{}, c.err(ctx, "probe internal", err)
+	}
+	return core.InternalProbeResult{Ready: r.GetReady(), Attempts: int(r.GetAttempts()), Detail: r.GetDetail()}, nil
+}

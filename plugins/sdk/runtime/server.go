@@ -119,3 +119,19 @@ func (s *RuntimeGRPCServer) ListManaged(ctx context.Context, r *pb.ListManagedRe
 	}
 	return out, nil
 }
+
+// ProbeInternal serves core.InternalProber when the implementation has it.
+func (s *RuntimeGRPCServer) ProbeInternal(ctx context.Context, r *pb.InternalProbeRequest) (*pb.InternalProbeResponse, error) {
+	ip, ok := s.impl.(core.InternalProber)
+	if !ok {
+		return s.UnimplementedRuntimeServer.ProbeInternal(ctx, r)
+	}
+	res, err := ip.ProbeInternal(ctx, core.InternalProbe{
+		Container: r.GetContainer(), Type: r.GetType(), Port: int(r.GetPort()), Path: r.GetPath(), Host: r.GetHost(),
+		Timeout: wire.DurationFromProto(r.GetTimeout()),
+	})
+	if err != nil {
+		return nil, wire.ToGRPC(err)
+	}
+	return &pb.InternalProbeResponse{Ready: res.Ready, Attempts: int32(res.Attempts), Detail: res.Detail}, nil
+}
