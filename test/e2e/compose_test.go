@@ -105,7 +105,6 @@ func TestCompose_DeployDryRunEnvChangeConvert(t *testing.T) {
 	code, body, err = edge.get("admin.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, "admin is routed by its Traefik label: %s", body)
-	require.NoError(t, edge.put("shop.test", "/", "x"), "web is reachable for writes too")
 
 	// A .env change: the plan first, then the deploy under load.
 	writeFile(t, filepath.Join(dir, ".env"), "GREETING=hello\nRELEASE=2\n")
@@ -206,14 +205,18 @@ services:
   web:
     image: %[2]s
     environment: { GREETING: %[4]s }
+    secrets: [token]
     stop_grace_period: 2s
     depends_on:
       migrate: { condition: service_completed_successfully }
     x-gordon: { host: once.test, port: 8080 }
 volumes:
   data:
+secrets:
+  token: { file: ./token.txt }
 `, imgs["kv"], imgs["httpd"], path, greeting)
 	}
+	writeFile(t, filepath.Join(dir, "token.txt"), "s3cr3t-value")
 	writeFile(t, file, project("/healthz", "one"))
 	ev := watchEvents(t, app)
 	r := gordon(t, state, "deploy", "-f", file)
@@ -234,6 +237,11 @@ volumes:
 	require.Less(t, order["db/start"], order["migrate/start"], "db runs before the one-shot: %v", order)
 	require.Less(t, order["migrate/destroy"], order["web/create"], "the one-shot completed and was removed before web: %v", order)
 	require.Empty(t, managed(t, app, "migrate"), "no one-shot container is left")
+	require.NotContains(t, r.Stdout+r.Stderr, "s3cr3t-value", "a secret's value is never printed")
+	r = gordon(t, state, "secrets", "ls", app, "--format", "json")
+	require.Equal(t, 0, r.Code, r.String())
+	require.Contains(t, r.Stdout, `"name": "token"`, "the compose secret's file was stored in the app's secret store")
+	require.NotContains(t, r.Stdout, "s3cr3t-value")
 	code, body, err := edge.get("once.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
