@@ -21,7 +21,13 @@ type fileIndex struct {
 	file  string
 	pos   map[string]location
 	items []item
+	// visits counts walked nodes, bounded by maxVisits (aliases can make a
+	// small document expand exponentially).
+	visits int
 }
+
+// maxVisits bounds the nodes indexFile walks per file.
+const maxVisits = 200000
 
 // item is one scalar element of a sequence ("KEY=value" of a list-form
 // environment or labels), for locating an entry by its content.
@@ -56,9 +62,10 @@ func indexFile(file string, data []byte) *fileIndex {
 // walk records the keys below n, whose own path is path. Aliases and merge
 // keys ("<<: *base") are followed, bounded in depth.
 func (idx *fileIndex) walk(path string, n *yaml.Node, depth int) {
-	if n == nil || depth > 64 {
+	if n == nil || depth > 64 || idx.visits >= maxVisits {
 		return
 	}
+	idx.visits++
 	switch n.Kind {
 	case yaml.AliasNode:
 		idx.walk(path, n.Alias, depth+1)
