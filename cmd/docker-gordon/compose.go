@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/docker/cli/cli"
 	"github.com/pelletier/go-toml/v2"
@@ -219,4 +220,46 @@ after convert, store them with docker gordon secrets set. Notes go to stderr.`,
 	addInputFlags(cmd.Flags(), &o.in, "compose project")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write the manifest to this file instead of stdout")
 	return cmd
+}
+
+// printImageRefusal prints an image-check refusal; for a compose project it
+// adds the compose lines that map each unmapped image VOLUME.
+func printImageRefusal(env *cliEnv, in *appInput, err error) {
+	fmt.Fprintln(env.dockerCli.Err(), err)
+	if in != nil && in.compose != nil {
+		fmt.Fprint(env.dockerCli.Err(), composeVolumeHint(err))
+	}
+}
+
+// composeVolumeHint returns, for every *core.ImageVolumeError in err
+// (joined errors included), the compose lines that map its paths to named
+// volumes; "" when there is none.
+func composeVolumeHint(err error) string {
+	var b strings.Builder
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, c := range j.Unwrap() {
+				walk(c)
+			}
+			return
+		}
+		var ive *core.ImageVolumeError
+		if !errors.As(e, &ive) {
+			return
+		}
+		var svcLines, topLines strings.Builder
+		for _, p := range ive.Paths {
+			name := strings.Trim(filepath.Base(p), "-._/")
+			if name == "" {
+				name = "data"
+			}
+			name = ive.Service + "-" + name
+			fmt.Fprintf(&svcLines, "      - %s:%s\n", name, p)
+			fmt.Fprintf(&topLines, "  %s:\n", name)
+		}
+		fmt.Fprintf(&b, "\nIn the compose file, map it to a named volume:\n\nservices:\n  %s:\n    volumes:\n%svolumes:\n%s", ive.Service, svcLines.String(), topLines.String())
+	}
+	walk(err)
+	return b.String()
 }

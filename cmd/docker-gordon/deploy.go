@@ -114,7 +114,7 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 		// An image VOLUME the manifest does not map is refused before the
 		// revision is stored (preflight checks pulled images again).
 		if err := eng.CheckImages(ctx, spec); err != nil {
-			fmt.Fprintln(env.dockerCli.Err(), err)
+			printImageRefusal(env, in, err)
 			return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.in.files[0])}
 		}
 		if in.compose != nil {

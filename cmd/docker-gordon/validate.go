@@ -23,7 +23,7 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 				return err
 			}
 			if ierr := checkLocalImages(cmd.Context(), env, res.spec); ierr != nil {
-				fmt.Fprintln(env.dockerCli.Err(), ierr)
+				printImageRefusal(env, res, ierr)
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", in.files[0])}
 			}
 			if isJSON(format) {
