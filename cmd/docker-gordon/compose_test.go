@@ -2,14 +2,14 @@ package main
 
 import (
 	"errors"
-
-	"github.com/gordon-deploy/docker-gordon/core"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core"
 )
 
 // A compose bind is honoured only for a host path the operator approved in
