@@ -208,6 +208,9 @@ func (m *mapper) topSecrets(v any) {
 	}
 }
 
+// httpLikePorts are container ports that usually serve HTTP.
+var httpLikePorts = map[int]bool{80: true, 3000: true, 5000: true, 8000: true, 8080: true, 8888: true}
+
 // serviceKeys says what happens to each compose service key. Keys not
 // listed are refused as not supported.
 var acceptedKeys = map[string]bool{
@@ -679,6 +682,9 @@ func (m *mapper) interfaces(name string, svc *types.ServiceConfig, out *service)
 		} else {
 			out.TCP = append(out.TCP, iface)
 			m.from(fmt.Sprintf("%s.tcp[%d]", base, len(out.TCP)-1), key)
+			if len(routes) == 0 && httpLikePorts[int(pc.Target)] {
+				m.note("%s: port %d is relayed as raw TCP on %s; to route it by host through the edge's HTTP, set x-gordon.host", name, pc.Target, addr)
+			}
 		}
 	}
 }

@@ -43,6 +43,8 @@ services:
 	assert.Equal(t, []core.L4Interface{{Port: 28015, Publish: "0.0.0.0:28015"}}, s.UDP)
 	assert.Empty(t, s.HTTP)
 	assert.False(t, s.OverlapEligible(), "a UDP interface forces the sequential flow")
+	assert.Equal(t, []string{"srv: port 8000 is relayed as raw TCP on 0.0.0.0:8000; to route it by host through the edge's HTTP, set x-gordon.host"}, res.Notes,
+		"an HTTP-looking port without a host is noted, a database port is not")
 }
 
 func TestCompose_RoutedPortBecomesHTTP(t *testing.T) {
