@@ -28,8 +28,8 @@ func (helperProbes) Prober(_ context.Context, kind, _ string) (core.Prober, erro
 
 // runProbeHelperIfRequested is the internal readiness helper's main (R30):
 // when docker.EnvProbeHelper is set it runs the HTTP or TCP readiness wait
-// it describes (the same R31–R33 checks and intervals as the loopback
-// probes), prints a docker.HelperResult as the last stdout line and exits
+// it describes (the same R31–R33 checks as the loopback probes, 500 ms
+// between attempts), prints a docker.HelperResult as the last stdout line and exits
 // (0 ready, 1 not ready, 2 bad request). It returns false otherwise.
 func runProbeHelperIfRequested() bool {
 	raw, ok := os.LookupEnv(docker.EnvProbeHelper)
@@ -45,7 +45,8 @@ func runProbeHelperIfRequested() bool {
 	budget := time.Duration(req.TimeoutMS) * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), budget+5*time.Second)
 	defer cancel()
-	w := &core.ReadinessWaiter{Probes: helperProbes{}}
+	// R30: 500 ms between attempts (each HTTP attempt capped at 2 s, R31).
+	w := &core.ReadinessWaiter{Probes: helperProbes{}, HTTPInterval: 500 * time.Millisecond, TCPInterval: 500 * time.Millisecond}
 	target := core.ProbeTarget{Address: req.Address, Host: req.Host, StartedAt: time.Now()}
 	if target.Host == "" {
 		target.Host = req.Address

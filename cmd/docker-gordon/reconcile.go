@@ -96,4 +96,7 @@ func renderReconcile(env *cliEnv, r core.ReconcileReport) {
 	default:
 		fmt.Fprintf(w, "%s: ok (verified %d, retired %d)\n", r.App, len(r.Verified), len(r.Retired))
 	}
+	for _, rec := range r.Recovered {
+		fmt.Fprintf(w, "  recovered %s\n", rec)
+	}
 }

@@ -521,3 +521,42 @@ timeout = "8s"
 	require.NoError(t, err)
 	require.Empty(t, strings.TrimSpace(string(out)), "no helper container is left behind")
 }
+
+func TestR41_UnhealthyServingContainerIsRecoveredAndJournaled(t *testing.T) {
+	img := testimages.Require(t, "", "sigd")["sigd"]
+	state := t.TempDir()
+	app := "e2esick"
+	cleanupApp(t, app)
+	edge := startEdge(t, state)
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, sigdManifest(app, img, "sick.test", `stop_signal = "SIGINT"`, "1"))
+	_, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	ids := managed(t, app, "web")
+	require.Len(t, ids, 1)
+	_, before, err := edge.get("sick.test", "/")
+	require.NoError(t, err)
+
+	code, _, err := edge.get("sick.test", "/sick")
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && field(inspectJSON(t, ids[0]), "State", "Health", "Status") != "unhealthy" {
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, "unhealthy", field(inspectJSON(t, ids[0]), "State", "Health", "Status"))
+
+	r = gordon(t, state, "reconcile", app)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Contains(t, r.Stdout, "recovered web: unhealthy", r.String())
+	r = gordon(t, state, "status", app)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Contains(t, r.Stdout, "web: recovered "+short(ids[0]), r.String())
+	require.Contains(t, r.Stdout, "unhealthy: unhealthy: /healthz answered 503", r.String())
+
+	code, after, err := edge.get("sick.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, "served again after the restart")
+	require.NotEqual(t, instanceOf([]byte(before)), instanceOf([]byte(after)), "a new execution of the same container")
+	require.Equal(t, ids, managed(t, app, "web"))
+}

@@ -4,9 +4,10 @@
 // STOPSIGNAL.
 //
 //	sigd [args...]     serve HTTP on $PORT (8080): / answers
-//	                   "version=V instance=I args=A\n"; /crash exits 1 at once
+//	                   "version=V instance=I args=A\n"; /crash exits 1 at once;
+//	                   /healthz answers 200, or 503 after /sick was called
 //	sigd health        the healthcheck: exit 1 with "unhealthy on purpose"
-//	                   when HEALTH=fail, else GET / on the listen port
+//	                   when HEALTH=fail, else GET /healthz on the listen port
 //
 // Signals: only the one named by EXIT_ON (default SIGTERM) stops it (exit
 // 0 after logging "exiting on SIG..."); SIGTERM, SIGINT and SIGQUIT are
@@ -21,6 +22,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -37,12 +39,16 @@ func main() {
 			os.Exit(1)
 		}
 		c := http.Client{Timeout: time.Second}
-		resp, err := c.Get("http://127.0.0.1:" + port + "/")
+		resp, err := c.Get("http://127.0.0.1:" + port + "/healthz")
 		if err != nil {
 			fmt.Println("health:", err)
 			os.Exit(1)
 		}
 		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			fmt.Println("unhealthy: /healthz answered", resp.Status)
+			os.Exit(1)
+		}
 		fmt.Println("healthy:", resp.Status)
 		return
 	}
@@ -68,6 +74,18 @@ func main() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "version=%s instance=%s args=%s\n", version, instance, args)
+	})
+	var sick atomic.Bool
+	mux.HandleFunc("/sick", func(w http.ResponseWriter, _ *http.Request) {
+		sick.Store(true)
+		fmt.Fprintln(w, "sick from now on")
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if sick.Load() {
+			http.Error(w, "sick", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/crash", func(w http.ResponseWriter, _ *http.Request) {
 		log.Printf("crashing on request")
