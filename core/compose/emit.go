@@ -10,6 +10,9 @@ import (
 // doc is the app manifest (ARCHITECTURE §8) as convert writes it. Field
 // names and shapes follow core/manifest's TOML keys.
 type doc struct {
+	// comments are written as "# " lines after the header.
+	comments []string
+
 	Name     string              `toml:"name"`
 	Networks []string            `toml:"networks,omitempty"`
 	Services map[string]*service `toml:"services"`
@@ -107,6 +110,9 @@ type mount struct {
 func (d *doc) encode() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString("# App manifest converted from a compose project by docker gordon convert.\n")
+	for _, c := range d.comments {
+		b.WriteString("# " + c + "\n")
+	}
 	enc := toml.NewEncoder(&b)
 	enc.SetIndentTables(false)
 	enc.SetArraysMultiline(false)

@@ -163,6 +163,13 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	if len(m.problems) > 0 {
 		return nil, m.fail(files)
 	}
+	for _, s := range m.secrets {
+		src := "variable " + s.Env
+		if s.File != "" {
+			src = displayName(s.File)
+		}
+		doc.comments = append(doc.comments, fmt.Sprintf("secret %s of %s: deploy -f on the compose file stores it from %s; with this manifest: docker gordon secrets set %s %s %s", s.Name, s.Service, src, doc.Name, s.Service, s.Name))
+	}
 	data, err := doc.encode()
 	if err != nil {
 		return nil, fmt.Errorf("compose: encode manifest: %w", err)
