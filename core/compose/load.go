@@ -164,11 +164,15 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 		return nil, m.fail(files)
 	}
 	for _, s := range m.secrets {
-		src := "variable " + s.Env
+		src, in := "variable "+s.Env, "printf %s \"$"+s.Env+"\" | "
 		if s.File != "" {
-			src = displayName(s.File)
+			src, in = displayName(s.File), ""
 		}
-		doc.comments = append(doc.comments, fmt.Sprintf("secret %s of %s: deploy -f on the compose file stores it from %s; with this manifest: docker gordon secrets set %s %s %s", s.Name, s.Service, src, doc.Name, s.Service, s.Name))
+		set := fmt.Sprintf("%sdocker gordon secrets set %s %s %s", in, doc.Name, s.Service, s.Name)
+		if s.File != "" {
+			set += " < " + src
+		}
+		doc.comments = append(doc.comments, fmt.Sprintf("secret %s of %s: deploy -f on the compose file stores it from %s; with this manifest: %s", s.Name, s.Service, src, set))
 	}
 	data, err := doc.encode()
 	if err != nil {
