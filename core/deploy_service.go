@@ -68,6 +68,8 @@ func (d *deployRun) runService(ctx context.Context, ps PlannedService) error {
 	case ActionOverlap:
 		s.res.Flow = FlowOverlap
 		return s.overlap(ctx)
+	case ActionRunOnce:
+		return s.runOnce(ctx)
 	default:
 		s.res.Flow = FlowSequential
 		return s.sequential(ctx)
@@ -295,6 +297,9 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 		Labels:        map[string]string{},
 	}
 	applyContainerKeys(&cs, spec, s.pin.img)
+	if spec.Run == RunOnce {
+		cs.RestartPolicy = "" // runs to completion, never restarted
+	}
 	for k, v := range map[string]string{
 		LabelManaged: "true", LabelApp: app, LabelService: name, LabelIncarnation: d.info.Incarnation,
 		LabelOp: d.op.ID, LabelRevision: d.rev.ID, LabelRole: "workload",
@@ -401,6 +406,9 @@ func (s *serviceRun) dropSecretFiles(ctx context.Context) {
 func (s *serviceRun) ready(ctx context.Context) error {
 	e := s.d.e
 	spec := s.pin.spec
+	if spec.Run == RunOnce {
+		return nil // a one-shot is waited for until it exits (runOnce)
+	}
 	r := DeployReadinessFor(spec, s.pin.img.HasHealthcheck)
 	if r.Type == "" || r.Type == ReadinessNone {
 		return nil
@@ -517,6 +525,9 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 // rev (R21a).
 func dpConverged(a Active, rev Revision) bool {
 	for _, s := range rev.Spec.Services {
+		if s.Run == RunOnce {
+			continue // never published
+		}
 		cur := a.Services[s.Name]
 		if cur == nil || cur.EffectiveRevision != rev.ID || cur.Container == "" {
 			return false

@@ -18,6 +18,8 @@ const (
 	FlowOverlap    = "overlap"
 	FlowSequential = "sequential"
 	FlowUnchanged  = "unchanged"
+	// FlowRunOnce: a one-shot service ran to completion (ServiceSpec.Run).
+	FlowRunOnce = "run-once"
 )
 
 // ServiceResult is the outcome of one service in one operation (R14, R17.7).

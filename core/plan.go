@@ -15,6 +15,8 @@ const (
 	ActionOverlap    = "overlap"
 	ActionSequential = "sequential"
 	ActionRemove     = "remove"
+	// ActionRunOnce: a one-shot service runs to completion (ServiceSpec.Run).
+	ActionRunOnce = "run-once"
 )
 
 // Plan is what a deploy will do, computed by the pure function BuildPlan
@@ -152,6 +154,10 @@ func (in PlanInput) Build() Plan {
 
 func (in PlanInput) planService(s *ServiceSpec) PlannedService {
 	ps := PlannedService{Service: s.Name, Image: in.Resolved[s.Name]}
+	if s.Run == RunOnce {
+		ps.Action, ps.Reason = ActionRunOnce, "one-shot: runs to completion before the services that depend on it"
+		return ps
+	}
 	cur := in.Active.Services[s.Name]
 	if cur == nil || cur.Container == "" {
 		ps.Action, ps.Reason = ActionSequential, "first deployment"
@@ -170,7 +176,9 @@ func (in PlanInput) planService(s *ServiceSpec) PlannedService {
 		return ps
 	}
 	ps.Action = ActionSequential
-	if r := notEligible(s); r != "" {
+	if s.Replace == ReplaceSequential {
+		ps.Reason = `declared replace = "sequential"`
+	} else if r := notEligible(s); r != "" {
 		ps.Reason = r
 	} else {
 		ps.Reason = "predecessor " + notEligible(&cur.Spec)
@@ -179,19 +187,7 @@ func (in PlanInput) planService(s *ServiceSpec) PlannedService {
 }
 
 // notEligible names the first reason s is not overlap-eligible (R16), "".
-func notEligible(s *ServiceSpec) string {
-	switch {
-	case len(s.Volumes) > 0:
-		return "single-writer: volume " + s.Volumes[0].Name
-	case len(s.Binds) > 0:
-		return "single-writer: bind " + s.Binds[0].Name
-	case len(s.Devices) > 0:
-		return "exclusive device " + s.Devices[0]
-	case len(s.UDP) > 0:
-		return fmt.Sprintf("UDP port %d", s.UDP[0].Port)
-	}
-	return ""
-}
+func notEligible(s *ServiceSpec) string { return NotOverlapEligible(s) }
 
 // changed returns why s cannot stay unchanged (R15), "" when it can.
 func (in PlanInput) changed(s *ServiceSpec, cur *ActiveService) string {

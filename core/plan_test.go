@@ -170,3 +170,19 @@ func TestR56_PlanDropsUndeclaredServicesOnlyOnFullDeploy(t *testing.T) {
 	assert.True(t, tp.Targeted)
 	assert.Contains(t, tp.String(), "(targeted deploy)")
 }
+
+// A service declaring replace = "sequential" (compose stop-first) is never
+// overlapped, though eligible; replace = "overlap" on an eligible one is.
+func TestBuildPlan_R16_DeclaredSequentialNeverOverlaps(t *testing.T) {
+	res := map[string]core.ImageRef{"web": imgWeb}
+	active, obs := serving(planRev(planWeb()), res)
+	next := map[string]core.ImageRef{"web": {Ref: "img@sha256:bbb", Digest: "sha256:bbb"}}
+	seq := planWeb()
+	seq.Replace = core.ReplaceSequential
+	p := core.BuildPlan(planRev(seq), active, obs, nil, nil, next)
+	assert.Equal(t, "  web: sequential (declared replace = \"sequential\"), changed: image digest\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
+	ov := planWeb()
+	ov.Replace = core.ReplaceOverlap
+	p = core.BuildPlan(planRev(ov), active, obs, nil, nil, next)
+	assert.Equal(t, core.ActionOverlap, p.Service("web").Action)
+}

@@ -1,5 +1,7 @@
 package core
 
+import "strconv"
+
 // AppSpec is the normalized, validated form of one manifest (ARCHITECTURE §8).
 // It is what a Revision pins. Services are sorted by Name; maps are never nil
 // after normalization by the manifest loader.
@@ -71,7 +73,25 @@ type ServiceSpec struct {
 	Binds []BindMount `json:"binds,omitempty"`
 	// Devices are host device paths (exclusive: force the sequential flow).
 	Devices []string `json:"devices,omitempty"`
+	// Replace is the declared replacement flow: "" (overlap when eligible,
+	// R16), ReplaceOverlap (same, and the manifest refuses an ineligible
+	// service) or ReplaceSequential (never overlap: stop the old generation
+	// before starting the new one).
+	Replace string `json:"replace,omitempty"`
+	// Run is "" (a service kept running) or RunOnce (a one-shot: each
+	// deploy runs it to completion before the services that depend on it,
+	// and it is never published, routed or restarted).
+	Run string `json:"run,omitempty"`
 }
+
+// RunOnce marks a one-shot service (ServiceSpec.Run).
+const RunOnce = "once"
+
+// Declared replacement flows (ServiceSpec.Replace).
+const (
+	ReplaceOverlap    = "overlap"
+	ReplaceSequential = "sequential"
+)
 
 // SecretRef names one secret a service receives.
 type SecretRef struct {
@@ -168,9 +188,27 @@ func (s *ServiceSpec) OverlapEligible() bool {
 // SingleWriter reports SPEC 1.1 "single-writer": at least one volume or bind.
 func (s *ServiceSpec) SingleWriter() bool { return len(s.Volumes) > 0 || len(s.Binds) > 0 }
 
-// CanOverlap is SPEC R16 canOverlap(new, previous): both eligible.
+// CanOverlap is SPEC R16 canOverlap(new, previous): both eligible, and the
+// new spec does not declare the sequential flow.
 func CanOverlap(next, previous *ServiceSpec) bool {
-	return next != nil && previous != nil && next.OverlapEligible() && previous.OverlapEligible()
+	return next != nil && previous != nil && next.Replace != ReplaceSequential && next.OverlapEligible() && previous.OverlapEligible()
+}
+
+// NotOverlapEligible names the first reason s is not overlap-eligible
+// (R16): "single-writer: volume data", "exclusive device /dev/x",
+// "UDP port 53"; "" when it is eligible.
+func NotOverlapEligible(s *ServiceSpec) string {
+	switch {
+	case len(s.Volumes) > 0:
+		return "single-writer: volume " + s.Volumes[0].Name
+	case len(s.Binds) > 0:
+		return "single-writer: bind " + s.Binds[0].Name
+	case len(s.Devices) > 0:
+		return "exclusive device " + s.Devices[0]
+	case len(s.UDP) > 0:
+		return "UDP port " + strconv.Itoa(s.UDP[0].Port)
+	}
+	return ""
 }
 
 // BackendPorts lists the container ports the runtime must publish on

@@ -10,11 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
 type deployOptions struct {
-	file     string
+	in       inputOptions
 	services []string
 	dryRun   bool
 	pull     string
@@ -46,7 +45,7 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "file", "f", "", "app manifest (TOML); stored as a new revision")
+	addInputFlags(f, &o.in, "stored as a new revision")
 	f.StringArrayVar(&o.services, "service", nil, "deploy only this service (repeatable)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan (unchanged, overlap or sequential, and why) and change nothing")
 	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
@@ -57,10 +56,11 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 }
 
 func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) error {
+	fromFile := len(o.in.files) > 0
 	switch {
-	case o.file == "" && len(args) == 0:
+	case !fromFile && len(args) == 0:
 		return errors.New("deploy: give -f FILE (a manifest) or APP (deploy its latest revision)")
-	case o.file != "" && len(args) > 0:
+	case fromFile && len(args) > 0:
 		return errors.New("deploy: give either -f FILE or APP, not both")
 	}
 	switch o.pull {
@@ -71,18 +71,14 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	ctx := cmd.Context()
 	var spec core.AppSpec
 	var sha string
+	var in *appInput
 	app := ""
-	if o.file != "" {
+	if fromFile {
 		var err error
-		spec, sha, err = manifest.Load(o.file)
-		if err != nil {
-			var merr *manifest.ManifestError
-			if errors.As(err, &merr) {
-				fmt.Fprintln(env.dockerCli.Err(), merr.Error())
-				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s has %d problem(s); nothing was changed", o.file, len(merr.Problems))}
-			}
+		if in, err = loadInput(ctx, env, "deploy", o.in, ""); err != nil {
 			return err
 		}
+		spec, sha = in.spec, in.sha
 		app = spec.Name
 	} else {
 		app = args[0]
@@ -100,12 +96,12 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	req := core.DeployRequest{App: app, Services: o.services, OpKey: o.opKey, Pull: o.pull, DryRun: o.dryRun}
 
 	if o.dryRun {
-		if o.file != "" {
+		if fromFile {
 			req.Spec = &spec
 		}
 		plan, err := eng.PlanDeploy(ctx, req)
 		if err != nil {
-			if o.file == "" && errors.Is(err, core.ErrNotFound) {
+			if !fromFile && errors.Is(err, core.ErrNotFound) {
 				return fmt.Errorf("app %q has no stored revision: deploy a manifest first with docker gordon deploy -f FILE (or plan one with deploy -f FILE --dry-run)", app)
 			}
 			return err
@@ -117,12 +113,17 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 		return nil
 	}
 
-	if o.file != "" {
+	if fromFile {
 		// An image VOLUME the manifest does not map is refused before the
 		// revision is stored (preflight checks pulled images again).
 		if err := eng.CheckImages(ctx, spec); err != nil {
-			fmt.Fprintln(env.dockerCli.Err(), err)
-			return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.file)}
+			printImageRefusal(env, in, err)
+			return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.in.files[0])}
+		}
+		if in.compose != nil {
+			if err := storeComposeSecrets(ctx, env, app, in.compose.Secrets); err != nil {
+				return err
+			}
 		}
 		rev, err := eng.SubmitRevision(ctx, spec, sha)
 		if err != nil {
@@ -137,7 +138,7 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	res, derr := eng.Deploy(ctx, req)
 	pr.finish()
 	if res == nil {
-		if o.file == "" && errors.Is(derr, core.ErrNotFound) {
+		if !fromFile && errors.Is(derr, core.ErrNotFound) {
 			return fmt.Errorf("app %q has no stored revision: deploy a manifest first with docker gordon deploy -f FILE", app)
 		}
 		return derr

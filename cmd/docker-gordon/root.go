@@ -78,6 +78,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newVersionCommand(env),
 		newPluginsCommand(env),
 		newValidateCommand(env),
+		newConvertCommand(env),
 		newDeployCommand(env),
 		newStatusCommand(env),
 		newOpsCommand(env),

@@ -2,51 +2,42 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/docker/cli/cli"
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
 func newValidateCommand(env *cliEnv) *cobra.Command {
-	var file, format string
+	var in inputOptions
+	var format string
 	cmd := &cobra.Command{
-		Use:   "validate -f FILE",
-		Short: "Check a manifest and report every problem at once",
+		Use:   "validate -f FILE [-f FILE...]",
+		Short: "Check a manifest or a compose project and report every problem at once",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return errors.New("validate: -f FILE is required (the app manifest, TOML)")
-			}
-			spec, _, err := manifest.Load(file)
-			var merr *manifest.ManifestError
-			if errors.As(err, &merr) {
-				if isJSON(format) {
-					_ = writeJSON(env.dockerCli.Out(), merr)
-				} else {
-					fmt.Fprintln(env.dockerCli.Err(), merr.Error())
-				}
-				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: %d problem(s)", file, len(merr.Problems))}
-			}
+			res, err := loadInput(cmd.Context(), env, "validate", in, format)
 			if err != nil {
 				return err
 			}
-			if ierr := checkLocalImages(cmd.Context(), env, spec); ierr != nil {
-				fmt.Fprintln(env.dockerCli.Err(), ierr)
-				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", file)}
+			if ierr := checkLocalImages(cmd.Context(), env, res.spec); ierr != nil {
+				printImageRefusal(env, res, ierr)
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", in.files[0])}
 			}
 			if isJSON(format) {
-				return writeJSON(env.dockerCli.Out(), spec)
+				return writeJSON(env.dockerCli.Out(), res.spec)
 			}
-			fmt.Fprintf(env.dockerCli.Out(), "%s: ok (app %s, %d service(s))\n", file, spec.Name, len(spec.Services))
+			kind := ""
+			if res.compose != nil {
+				kind = "compose project, "
+			}
+			fmt.Fprintf(env.dockerCli.Out(), "%s: ok (%sapp %s, %d service(s))\n", in.files[0], kind, res.spec.Name, len(res.spec.Services))
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "app manifest (TOML)")
+	addInputFlags(cmd.Flags(), &in, "to check")
 	addFormatFlag(cmd, &format)
 	return cmd
 }

@@ -31,6 +31,9 @@
 //     path, not /, /proc, /sys, /dev, /run/secrets or below; one mount per
 //     container path.
 //   - devices: clean paths under /dev; networks: Docker names, listed once.
+//   - replace: "sequential", or "overlap" on an overlap-eligible service.
+//   - run: "once" (a one-shot: no interfaces, readiness, healthcheck or
+//     replace).
 package manifest
 
 import (
@@ -172,6 +175,8 @@ type rawService struct {
 	Labels      map[string]any  `toml:"labels"`
 	Resources   *rawResources   `toml:"resources"`
 	Logging     *rawLogging     `toml:"logging"`
+	Replace     *string         `toml:"replace"`
+	Run         *string         `toml:"run"`
 }
 
 type rawHTTP struct {
@@ -207,7 +212,7 @@ type rawMount struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks"}
-	serviceKeys   = []string{"image", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging"}
+	serviceKeys   = []string{"image", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run"}
 	httpKeys      = []string{"port", "host", "visibility"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}

@@ -34,7 +34,7 @@ host = "blog.example.com"
 
 [[services.web.http]]
 port = 8080                         # line 13: duplicate port
-host = "www.example.com"
+visibility = "internal"
 
 [[services.web.volume]]
 name = "data"
@@ -133,6 +133,10 @@ func TestManifest_AcceptsEdgeValues(t *testing.T) {
 		"wildcard host":             base + "[[services.web.http]]\nport = 80\nhost = \"*.example.com\"\n",
 		"single-label host":         base + "[[services.web.http]]\nport = 80\nhost = \"localhost\"\n",
 		"same host, other app port": base + "[[services.web.http]]\nport = 80\nhost = \"a.example\"\n[[services.web.http]]\nport = 81\nhost = \"b.example\"\n",
+		"replace sequential":        base + "replace = \"sequential\"\n",
+		"replace overlap stateless": base + "replace = \"overlap\"\n",
+		"hosts sharing a port":      base + "[[services.web.http]]\nport = 80\nhost = \"a.example\"\n[[services.web.http]]\nport = 80\nhost = \"www.a.example\"\n",
+		"run once":                  base + "run = \"once\"\ncommand = [\"migrate\"]\n",
 		"same port tcp and udp":     base + "[[services.web.tcp]]\nport = 53\npublish = \"0.0.0.0:53\"\n[[services.web.udp]]\nport = 53\npublish = \"0.0.0.0:53\"\n",
 		"publish distinct IPs":      base + "[[services.web.tcp]]\nport = 1\npublish = \"127.0.0.1:9000\"\n[[services.web.tcp]]\nport = 2\npublish = \"127.0.0.2:9000\"\n",
 		"publish IPv6":              base + "[[services.web.tcp]]\nport = 1\npublish = \"[::]:9000\"\n",

@@ -201,9 +201,10 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 		}
 	}
 	tcpPorts := map[int]string{} // container port/tcp -> key of its first declaration
+	publicHTTP := map[int]bool{} // ports declared only by public HTTP interfaces so far
 	udpPorts := map[int]string{}
 	for i, h := range raw.HTTP {
-		svc.HTTP = append(svc.HTTP, v.http(fmt.Sprintf("%s.http[%d]", key, i), h, tcpPorts))
+		svc.HTTP = append(svc.HTTP, v.http(fmt.Sprintf("%s.http[%d]", key, i), h, tcpPorts, publicHTTP))
 	}
 	svc.TCP = v.l4(key, "tcp", raw.TCP, tcpPorts)
 	svc.UDP = v.l4(key, "udp", raw.UDP, udpPorts)
@@ -222,7 +223,58 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	}
 	svc.Devices = v.devices(key, raw.Devices)
 	v.containerKeys(key, raw, &svc)
+	svc.Replace = v.replace(key+".replace", raw.Replace, &svc)
+	svc.Run = v.run(key, raw.Run, &svc)
 	return svc
+}
+
+// run validates run = "once": a one-shot service runs to completion at
+// each deploy, so it serves nothing and has nothing to wait for.
+func (v *validator) run(key string, raw *string, svc *core.ServiceSpec) string {
+	if raw == nil {
+		return ""
+	}
+	if *raw != core.RunOnce {
+		v.addf(key+".run", `invalid run %q: want "once" (a one-shot run to completion at each deploy), or omit run for a service kept running`, *raw)
+		return ""
+	}
+	const why = "a one-shot service (run = \"once\") runs to completion and serves nothing"
+	for _, list := range []struct {
+		name string
+		n    int
+	}{{"http", len(svc.HTTP)}, {"tcp", len(svc.TCP)}, {"udp", len(svc.UDP)}} {
+		if list.n > 0 {
+			v.addf(key+"."+list.name, "%s: remove its %s interfaces", why, list.name)
+		}
+	}
+	if svc.Readiness.Type != "" && svc.Readiness.Type != core.ReadinessNone {
+		v.addf(key+".readiness", "%s: it is waited for until it exits (status 0); remove readiness", why)
+	}
+	if svc.Healthcheck.Enabled() {
+		v.addf(key+".healthcheck", "%s: remove healthcheck", why)
+	}
+	if svc.Replace != "" {
+		v.addf(key+".replace", "%s: it is never replaced; remove replace", why)
+	}
+	return *raw
+}
+
+// replace validates the declared replacement flow (SPEC R16): "overlap"
+// needs an overlap-eligible service, "sequential" is always allowed.
+func (v *validator) replace(key string, raw *string, svc *core.ServiceSpec) string {
+	if raw == nil {
+		return ""
+	}
+	switch *raw {
+	case core.ReplaceSequential:
+	case core.ReplaceOverlap:
+		if why := core.NotOverlapEligible(svc); why != "" {
+			v.addf(key, `replace = "overlap" cannot be honoured: the service is replaced sequentially (%s), so two generations never run at once; remove replace or use "sequential"`, why)
+		}
+	default:
+		v.addf(key, `invalid replace %q: want "overlap" (start the new generation before stopping the old; stateless services only) or "sequential" (stop the old one first)`, *raw)
+	}
+	return *raw
 }
 
 // checkImage returns "" for a plausible Docker image reference, else a
@@ -390,14 +442,18 @@ const (
 )
 
 // http validates one [[services.<name>.http]] interface.
-func (v *validator) http(k string, h rawHTTP, tcpPorts map[int]string) core.HTTPInterface {
+// Several public interfaces (each with its own host) may share a container
+// port; any other repeat of a port is refused.
+func (v *validator) http(k string, h rawHTTP, tcpPorts map[int]string, publicHTTP map[int]bool) core.HTTPInterface {
 	out := core.HTTPInterface{Port: v.port(k+".port", h.Port)}
 	out.ResponseTimeout = v.duration(k+".response_timeout", h.ResponseTimeout, minResponseTimeout, maxResponseTimeout)
+	public := h.Host != nil && (h.Visibility == nil || *h.Visibility == core.VisibilityPublic)
 	if out.Port != 0 {
-		if prev, dup := tcpPorts[out.Port]; dup {
+		if prev, dup := tcpPorts[out.Port]; dup && !(public && publicHTTP[out.Port]) {
 			v.addf(k+".port", "port %d/tcp is already declared by %s", out.Port, prev)
-		} else {
+		} else if !dup {
 			tcpPorts[out.Port] = k
+			publicHTTP[out.Port] = public
 		}
 	}
 	hostOK := false

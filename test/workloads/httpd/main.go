@@ -9,6 +9,7 @@
 //	-exit-at-once EXIT_AT_ONCE     exit with status 3 right after start
 //	-ignore-sigterm IGNORE_SIGTERM ignore SIGTERM (only SIGKILL stops it)
 //	-ready-after READY_AFTER (0)   /healthz answers 503 until this long after start
+//	-get URL                       healthcheck mode: GET URL, exit 0 on 2xx, else 1 (serves nothing)
 //
 // Endpoints: / (200, "version=V host=H instance=I\n"; I is random per process), /version, /healthz, /hostname,
 // /slow?d=5s (sleeps d, then answers like /).
@@ -53,7 +54,22 @@ func main() {
 	exitAtOnce := flag.Bool("exit-at-once", envBool("EXIT_AT_ONCE"), "exit 3 immediately")
 	ignoreTerm := flag.Bool("ignore-sigterm", envBool("IGNORE_SIGTERM"), "ignore SIGTERM")
 	readyAfter := flag.Duration("ready-after", envDur("READY_AFTER"), "healthz 503 until this long after start")
+	get := flag.String("get", "", "GET this URL, exit 0 on a 2xx answer, else 1 (a healthcheck command)")
 	flag.Parse()
+	if *get != "" {
+		c := &http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get(*get)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			fmt.Fprintln(os.Stderr, resp.Status)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 
 	log.SetFlags(0)
 	if *exitAtOnce {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// A compose bind is honoured only for a host path the operator approved in
+// <state>/config.toml; the refusal says what to add.
+func TestBindNameFor_ApprovedPathsOnly(t *testing.T) {
+	state := t.TempDir()
+	_, err := bindNameFor(state, "/srv/site")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `site = "/srv/site"`)
+	assert.Contains(t, err.Error(), filepath.Join(state, "config.toml"))
+
+	require.NoError(t, os.WriteFile(filepath.Join(state, "config.toml"), []byte("[binds]\nweb = \"/srv/site/\"\nother = \"/srv/other\"\n"), 0o600))
+	name, err := bindNameFor(state, "/srv/site")
+	require.NoError(t, err)
+	assert.Equal(t, "web", name)
+	_, err = bindNameFor(state, "/srv/elsewhere")
+	assert.ErrorContains(t, err, "is not approved for binds")
+}
+
+// -f files are told apart by content, not by name.
+func TestSniffCompose_ByContent(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		return p
+	}
+	for name, tc := range map[string]struct {
+		content string
+		compose bool
+	}{
+		"app.yml":         {"services:\n  web:\n    image: x\n", true},
+		"compose.toml":    {"services:\n  web:\n    image: x\n", true},
+		"compose.yaml":    {"name = \"blog\"\n[services.web]\nimage = \"x\"\n", false},
+		"app.json":        {`{"services": {"web": {"image": "x"}}}`, true},
+		"include.yaml":    {"include:\n  - other.yaml\n", true},
+		"not-compose.yml": {"apiVersion: v1\nkind: Pod\n", false},
+	} {
+		got, err := sniffCompose(write(name, tc.content))
+		require.NoError(t, err)
+		assert.Equal(t, tc.compose, got, name)
+	}
+	_, err := sniffCompose(filepath.Join(dir, "missing.yaml"))
+	assert.Error(t, err)
+}
+
+// An unmapped image VOLUME of a compose service is explained in compose
+// terms too.
+func TestComposeVolumeHint(t *testing.T) {
+	err := errors.Join(&core.ImageVolumeError{App: "shop", Service: "db", Image: "postgres:16", Paths: []string{"/var/lib/postgresql/data"}},
+		errors.New("unrelated"))
+	assert.Equal(t, "\nIn the compose file, map it to a named volume:\n\nservices:\n  db:\n    volumes:\n      - db-data:/var/lib/postgresql/data\nvolumes:\n  db-data:\n", composeVolumeHint(err))
+	assert.Equal(t, "", composeVolumeHint(errors.New("other")))
+}

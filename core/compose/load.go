@@ -1,0 +1,290 @@
+// Package compose reads a Compose project (compose-spec, as `docker compose`
+// loads it) and converts it into an app manifest: the same TOML document
+// `docker gordon convert` prints, validated by core/manifest exactly as a
+// hand-written manifest is, so a compose project and its converted manifest
+// deploy to the same containers with the same guarantees.
+//
+// Every compose key is either mapped onto a manifest key, accepted because
+// it is already honoured (expose, restart, profiles, extends, x-*), or
+// refused with a Problem naming the service, the key, the compose file and
+// line, and what to do instead. Nothing is dropped silently: a project is
+// converted whole or not at all. docs/compose.md lists the mapping.
+package compose
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
+)
+
+// Options select and load a compose project the way `docker compose` does.
+type Options struct {
+	// Files are the -f files, merged in order; empty means compose.yaml
+	// (or compose.yml, docker-compose.yaml, ...) in WorkDir, with its
+	// override file.
+	Files []string
+	// WorkDir is the project directory (--project-directory); empty means
+	// the directory of the first file.
+	WorkDir string
+	// ProjectName overrides name: and the directory name (--project-name).
+	ProjectName string
+	// EnvFiles are --env-file files; empty means WorkDir/.env if present.
+	EnvFiles []string
+	// Profiles are the --profile values; COMPOSE_PROFILES applies when empty.
+	Profiles []string
+	// Environ is the process environment used for interpolation; nil means
+	// os.Environ().
+	Environ []string
+	// BindName returns the operator-approved bind name whose host path is
+	// hostPath (absolute, clean), or an error saying how to approve it.
+	// nil refuses every bind.
+	BindName func(hostPath string) (string, error)
+}
+
+// Result is a converted compose project.
+type Result struct {
+	// Files are the compose files that were loaded, in merge order.
+	Files []string
+	// Manifest is the equivalent app manifest (TOML), as convert prints it.
+	Manifest []byte
+	// Spec is Manifest parsed and validated by core/manifest.
+	Spec core.AppSpec
+	// Source is the hex sha256 of Manifest (the revision's source digest).
+	Source string
+	// Secrets are the compose secrets with a file: or environment: source,
+	// to store in the app's secret store before a deploy (values are read
+	// by Value, never kept in the Result).
+	Secrets []Secret
+	// Notes say where a key is honoured differently from docker compose
+	// (one line each, for stderr).
+	Notes []string
+}
+
+// Secret is one compose secret a service receives as a file.
+type Secret struct {
+	// Service is the gordon service, Name the secret's name in the store.
+	Service string
+	Name    string
+	// File is the absolute source file, or Env the variable, of the value.
+	File string
+	Env  string
+
+	environ map[string]string
+}
+
+// Value reads the secret's value (from its file or variable). Its errors
+// name the secret and the source, never the value.
+func (s Secret) Value() ([]byte, error) {
+	if s.File != "" {
+		b, err := os.ReadFile(s.File)
+		if err != nil {
+			return nil, fmt.Errorf("secret %s of service %s: %w", s.Name, s.Service, err)
+		}
+		return b, nil
+	}
+	v, ok := s.environ[s.Env]
+	if !ok {
+		return nil, fmt.Errorf("secret %s of service %s: variable %s is not set", s.Name, s.Service, s.Env)
+	}
+	return []byte(v), nil
+}
+
+// Load loads the project, maps it and validates the mapped manifest. A
+// project that cannot be honoured returns an *Error (wrapping
+// core.ErrInvalid) listing every problem with its file and line; a project
+// compose itself cannot load returns compose-go's error wrapped in
+// core.ErrInvalid. Nothing is written.
+func Load(ctx context.Context, o Options) (*Result, error) {
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	fns := []cli.ProjectOptionsFn{
+		cli.WithEnv(environ),
+		cli.WithEnvFiles(o.EnvFiles...),
+		cli.WithDotEnv,
+		cli.WithConfigFileEnv,
+		cli.WithDefaultConfigPath,
+		cli.WithName(o.ProjectName),
+	}
+	if o.WorkDir != "" {
+		fns = append([]cli.ProjectOptionsFn{cli.WithWorkingDirectory(o.WorkDir)}, fns...)
+	}
+	if len(o.Profiles) > 0 {
+		fns = append(fns, cli.WithProfiles(o.Profiles))
+	} else {
+		fns = append(fns, cli.WithDefaultProfiles())
+	}
+	po, err := cli.NewProjectOptions(o.Files, fns...)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
+	}
+	ps := &positions{}
+	for _, f := range po.ConfigPaths {
+		if f == "-" {
+			continue
+		}
+		if data, err := os.ReadFile(f); err == nil {
+			ps.files = append(ps.files, indexFile(displayName(absPath(f)), data))
+		}
+	}
+	project, err := po.LoadProject(ctx)
+	if err != nil {
+		return nil, loadError(err, ps)
+	}
+	files := append([]string(nil), project.ComposeFiles...)
+	if len(ps.files) != len(files) {
+		ps = &positions{}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("compose %s: %w: %w", f, core.ErrInvalid, err)
+			}
+			ps.files = append(ps.files, indexFile(displayName(f), data))
+		}
+	}
+	model, err := modelOf(ctx, o, environ)
+	if err != nil {
+		return nil, loadError(err, ps)
+	}
+	m := newMapper(project, model, ps, o)
+	doc := m.run()
+	if len(m.problems) > 0 {
+		return nil, m.fail(files)
+	}
+	for _, s := range m.secrets {
+		src, in := "variable "+s.Env, "printf %s \"$"+s.Env+"\" | "
+		if s.File != "" {
+			src, in = displayName(s.File), ""
+		}
+		set := fmt.Sprintf("%sdocker gordon secrets set %s %s %s", in, doc.Name, s.Service, s.Name)
+		if s.File != "" {
+			set += " < " + src
+		}
+		doc.comments = append(doc.comments, fmt.Sprintf("secret %s of %s: deploy -f on the compose file stores it from %s; with this manifest: %s", s.Name, s.Service, src, set))
+	}
+	data, err := doc.encode()
+	if err != nil {
+		return nil, fmt.Errorf("compose: encode manifest: %w", err)
+	}
+	spec, err := manifest.Parse("(converted from compose)", data)
+	if err != nil {
+		var merr *manifest.ManifestError
+		if !errors.As(err, &merr) {
+			return nil, err
+		}
+		for _, p := range merr.Problems {
+			msg := manifestKeyRE.ReplaceAllStringFunc(p.Message, m.originOf)
+			m.refuseAt(m.originOf(p.Key), "", msg)
+		}
+		return nil, m.fail(files)
+	}
+	sum := sha256.Sum256(data)
+	return &Result{
+		Files:    displayNames(files),
+		Manifest: data,
+		Spec:     spec,
+		Source:   hex.EncodeToString(sum[:]),
+		Secrets:  m.secrets,
+		Notes:    m.notes,
+	}, nil
+}
+
+// schemaErrorRE matches compose-go's schema errors: "validating FILE:
+// KEY.PATH message".
+var schemaErrorRE = regexp.MustCompile(`^validating (.+?): ([A-Za-z0-9_.\-]+) (.+)$`)
+
+// manifestKeyRE matches a manifest key a manifest message refers to
+// ("already routed by services.api.http[0]").
+var manifestKeyRE = regexp.MustCompile(`services\.[a-z0-9-]+(?:\.[a-z_]+(?:\[[0-9]+\])?)*`)
+
+// loadError turns an error of compose-go's loader into a located Problem
+// when it names a key path, else wraps it in core.ErrInvalid.
+func loadError(err error, ps *positions) error {
+	msg := err.Error()
+	if m := schemaErrorRE.FindStringSubmatch(msg); m != nil {
+		at := ps.locate(m[2])
+		file := displayName(m[1])
+		if at.File == "" {
+			at.File = file
+		}
+		p := Problem{File: at.File, Line: at.Line, Column: at.Column, Key: m[2], Message: m[3]}
+		if rest, ok := strings.CutPrefix(m[2], "services."); ok {
+			p.Service, _, _ = strings.Cut(rest, ".")
+		}
+		return &Error{Files: []string{file}, Problems: []Problem{p}}
+	}
+	return fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// modelOf loads the merged, interpolated compose model (extends and
+// includes resolved) as a plain tree: the keys the user wrote, without the
+// defaults the typed loader adds, so every written key is checked.
+func modelOf(ctx context.Context, o Options, environ []string) (map[string]any, error) {
+	fns := []cli.ProjectOptionsFn{
+		cli.WithEnv(environ),
+		cli.WithEnvFiles(o.EnvFiles...),
+		cli.WithDotEnv,
+		cli.WithConfigFileEnv,
+		cli.WithDefaultConfigPath,
+		cli.WithName(o.ProjectName),
+		cli.WithNormalization(false),
+	}
+	if o.WorkDir != "" {
+		fns = append([]cli.ProjectOptionsFn{cli.WithWorkingDirectory(o.WorkDir)}, fns...)
+	}
+	po, err := cli.NewProjectOptions(o.Files, fns...)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
+	}
+	model, err := po.LoadModel(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
+	}
+	return model, nil
+}
+
+// displayName shortens an absolute compose path relative to the working
+// directory when that is shorter, as users wrote it.
+func displayName(path string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, path); err == nil && len(rel) < len(path) && !filepath.IsAbs(rel) && rel != "" && rel[0] != '.' {
+			return rel
+		}
+	}
+	return path
+}
+
+func displayNames(files []string) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = displayName(f)
+	}
+	return out
+}
+
+// IsCompose reports whether data is a compose file rather than a TOML
+// manifest: it is YAML (or JSON) whose top level is a mapping holding a
+// services mapping, or only compose top-level keys. A TOML manifest never
+// parses so (its tables are not YAML mappings).
+func IsCompose(data []byte) bool {
+	return looksLikeCompose(data)
+}

@@ -1,0 +1,145 @@
+package compose
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// writeProject writes files (name → content) into a new directory.
+func writeProject(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "proj")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	return dir
+}
+
+// refusal loads a one-file project and returns its only problem with the
+// given key, failing when the load succeeds.
+func refusal(t *testing.T, yaml, key string) Problem {
+	t.Helper()
+	dir := writeProject(t, map[string]string{"compose.yaml": yaml})
+	_, err := load(t, dir, "compose.yaml")
+	require.Error(t, err)
+	require.ErrorIs(t, err, core.ErrInvalid)
+	var cerr *Error
+	require.True(t, errors.As(err, &cerr), "want *compose.Error, got %T: %v", err, err)
+	for _, p := range cerr.Problems {
+		if p.Key == key {
+			return p
+		}
+	}
+	t.Fatalf("no problem with key %s in:\n%v", key, err)
+	return Problem{}
+}
+
+const webHead = "name: shop\nservices:\n  web:\n    image: web:1\n"
+
+// TestCompose_Refusals: every key that cannot be honoured is an error
+// naming the key, the service, the file and line, and what to do.
+func TestCompose_Refusals(t *testing.T) {
+	cases := []struct {
+		name, yaml, key string
+		line            int
+		want            string
+	}{
+		{"network_mode host", webHead + "    network_mode: host\n", "services.web.network_mode", 5, "publish what must be reached with ports:"},
+		{"network_mode service", webHead + "    network_mode: service:db\n  db:\n    image: db:1\n", "services.web.network_mode", 5, "every service joins the app network"},
+		{"privileged", webHead + "    privileged: true\n", "services.web.privileged", 5, "cap_add"},
+		{"container_name on overlap", webHead + "    container_name: web\n", "services.web.container_name", 5, "replaced with an overlap"},
+		{"container_name other name", webHead + "    container_name: shop-db\n    volumes: [data:/data]\nvolumes: {data: {}}\n", "services.web.container_name", 5, "names each generation"},
+		{"replicas", webHead + "    deploy:\n      replicas: 3\n", "services.web.deploy.replicas", 6, "until replicas exist"},
+		{"scale", webHead + "    scale: 2\n", "services.web.scale", 5, "one container"},
+		{"build without image", "services:\n  web:\n    build: .\n", "services.web.build", 3, "does not build"},
+		{"pid host", webHead + "    pid: host\n", "services.web.pid", 5, "own PID namespace"},
+		{"ipc host", webHead + "    ipc: host\n", "services.web.ipc", 5, "own IPC namespace"},
+		{"links", webHead + "    links: [db]\n  db:\n    image: db:1\n", "services.web.links", 5, "by service name"},
+		{"external_links", webHead + "    external_links: [other]\n", "services.web.external_links", 5, "external network"},
+		{"hostname", webHead + "    hostname: box\n", "services.web.hostname", 5, "remove hostname"},
+		{"unknown key", webHead + "    stdin_open: true\n", "services.web.stdin_open", 5, "no stdin"},
+		{"generic unsupported", webHead + "    cpu_shares: 512\n", "services.web.cpu_shares", 5, "cannot honour cpu_shares"},
+		{"restart no", webHead + "    restart: \"no\"\n", "services.web.restart", 5, "keeps every service running"},
+		{"pull_policy always", webHead + "    pull_policy: always\n", "services.web.pull_policy", 5, "--pull always"},
+		{"port without host", webHead + "    ports: [\"8080\"]\n", "services.web.ports[0]", 5, "random one"},
+		{"anonymous volume", webHead + "    volumes:\n      - /data\n", "services.web.volumes[0]", 6, "name it"},
+		{"bind not approved", webHead + "    volumes:\n      - /srv/other:/data\n", "services.web.volumes[0]", 6, "not approved"},
+		{"external volume", webHead + "volumes:\n  data:\n    external: true\n", "volumes.data.external", 7, "creates and owns"},
+		{"start-first on volume service", webHead + "    volumes: [data:/data]\n    deploy:\n      update_config:\n        order: start-first\nvolumes: {data: {}}\n", "services.web.deploy.update_config.order", 8, "single-writer: volume data"},
+		{"bad order", webHead + "    deploy:\n      update_config:\n        order: random\n", "services.web.deploy.update_config.order", 7, "must be one of 'start-first', 'stop-first'"},
+		{"failure_action continue", webHead + "    deploy:\n      update_config:\n        failure_action: continue\n", "services.web.deploy.update_config.failure_action", 7, "old generation keeps serving"},
+		{"update delay", webHead + "    deploy:\n      update_config:\n        delay: 10s\n", "services.web.deploy.update_config.delay", 7, "cannot be honoured"},
+		{"placement", webHead + "    deploy:\n      placement:\n        constraints: [node.role==manager]\n", "services.web.deploy.placement", 6, "swarm"},
+		{"reservations", webHead + "    deploy:\n      resources:\n        reservations:\n          memory: 1g\n", "services.web.deploy.resources.reservations", 7, "only limits"},
+		{"one-shot with a port", webHead + "    depends_on:\n      migrate:\n        condition: service_completed_successfully\n  migrate:\n    image: m:1\n    ports: [\"9000:9000\"]\n", "services.migrate.ports[0]", 10, "serves nothing"},
+		{"one-shot restarted", webHead + "    depends_on:\n      migrate:\n        condition: service_completed_successfully\n  migrate:\n    image: m:1\n    restart: on-failure\n", "services.migrate.restart", 10, "runs once per deploy"},
+		{"healthy without healthcheck", webHead + "    depends_on:\n      db:\n        condition: service_healthy\n  db:\n    image: db:1\n", "services.web.depends_on.db", 6, "has no healthcheck"},
+		{"tls not auto", webHead + "    x-gordon:\n      host: a.example.com\n      port: 80\n      tls: off\n", "services.web.x-gordon.tls", 8, "not supported yet"},
+		{"x-gordon unknown key", webHead + "    x-gordon:\n      hots: a.example.com\n", "services.web.x-gordon.hots", 6, "want host, port, tls or readiness"},
+		{"x-gordon no port", webHead + "    x-gordon:\n      host: a.example.com\n", "services.web.x-gordon.host", 6, "set x-gordon.port"},
+		{"x-gordon bad host", webHead + "    x-gordon:\n      host: A_B\n      port: 80\n", "services.web.x-gordon.host", 6, "invalid host"},
+		{"x-gordon readiness bad type", webHead + "    x-gordon:\n      readiness:\n        type: grpc\n", "services.web.x-gordon.readiness.type", 7, "grpc"},
+		{"traefik path rule", webHead + "    expose: [80]\n    labels:\n      traefik.http.routers.w.rule: PathPrefix(`/api`)\n", "services.web.labels.traefik.http.routers.w.rule", 7, "routes by Host only"},
+		{"traefik middlewares", webHead + "    expose: [80]\n    labels:\n      - traefik.http.routers.w.rule=Host(`a.example.com`)\n      - traefik.http.routers.w.middlewares=auth\n", "services.web.labels", 8, "middlewares"},
+		{"host routed twice", webHead + "    expose: [80]\n    x-gordon:\n      host: a.example.com\n  api:\n    image: api:1\n    expose: [80]\n    environment:\n      VIRTUAL_HOST: a.example.com\n", "services.web.x-gordon.host", 7, "already routed by services.api.environment.VIRTUAL_HOST"},
+		{"configs", webHead + "configs:\n  c:\n    file: ./c\n", "configs", 5, "deliver the file as a secret"},
+		{"secret target elsewhere", webHead + "    secrets:\n      - source: s\n        target: /etc/s\nsecrets:\n  s:\n    file: ./s\n", "services.web.secrets[0]", 6, "/run/secrets/NAME"},
+		{"privileged device remap", webHead + "    devices: [\"/dev/ttyUSB0:/dev/ttyS0\"]\n", "services.web.devices[0]", 5, "host path"},
+		{"network aliases", webHead + "    networks:\n      back:\n        aliases: [x]\nnetworks:\n  back: {}\n", "services.web.networks.back", 6, "reached by its name"},
+		{"start_interval", webHead + "    healthcheck:\n      test: [\"CMD\", \"true\"]\n      start_interval: 1s\n", "services.web.healthcheck.start_interval", 7, "1.44"},
+		{"invalid service name", "name: shop\nservices:\n  my_web:\n    image: web:1\n", "services.my_web", 3, "invalid service name"},
+		{"project name", "name: my_shop\nservices:\n  web:\n    image: web:1\n", "name", 1, "invalid app name"},
+		{"stop_grace too long", webHead + "    stop_grace_period: 10m\n", "services.web.stop_grace_period", 5, "5m"},
+		{"bad stop signal", webHead + "    stop_signal: SIGNOPE\n", "services.web.stop_signal", 5, "SIGNOPE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := refusal(t, c.yaml, c.key)
+			assert.Equal(t, c.line, p.Line, "line of %s: %s", c.key, p)
+			assert.True(t, strings.HasSuffix(p.File, "compose.yaml"), "file: %s", p)
+			assert.Contains(t, p.String(), fmt.Sprintf("compose.yaml:%d:", c.line))
+			assert.Contains(t, p.Message, c.want)
+		})
+	}
+}
+
+// TestCompose_RefusalsAllAtOnce: every problem of a project is reported in
+// one error, in line order; nothing is converted.
+func TestCompose_RefusalsAllAtOnce(t *testing.T) {
+	dir := writeProject(t, map[string]string{"compose.yaml": webHead + "    privileged: true\n    network_mode: host\n  db:\n    image: db:1\n    links: [web]\n"})
+	res, err := load(t, dir, "compose.yaml")
+	require.Nil(t, res)
+	var cerr *Error
+	require.True(t, errors.As(err, &cerr))
+	var keys []string
+	for _, p := range cerr.Problems {
+		keys = append(keys, fmt.Sprintf("%d %s", p.Line, p.Key))
+	}
+	assert.Equal(t, []string{"5 services.web.privileged", "6 services.web.network_mode", "9 services.db.links"}, keys)
+}
+
+// TestCompose_OverrideLocatesLastFile: a key set by an override file is
+// reported at the override's line.
+func TestCompose_OverrideLocatesLastFile(t *testing.T) {
+	dir := writeProject(t, map[string]string{
+		"compose.yaml":          webHead,
+		"compose.override.yaml": "services:\n  web:\n    privileged: true\n",
+	})
+	_, err := load(t, dir, "compose.yaml", "compose.override.yaml")
+	var cerr *Error
+	require.True(t, errors.As(err, &cerr), "%v", err)
+	require.Len(t, cerr.Problems, 1)
+	p := cerr.Problems[0]
+	assert.True(t, strings.HasSuffix(p.File, "compose.override.yaml"), "%s", p)
+	assert.Equal(t, 3, p.Line)
+}
