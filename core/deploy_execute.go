@@ -150,7 +150,7 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		if service != "" {
 			where = " service " + service + ":"
 		}
-		return fmt.Errorf("%w: deploy %s:%s step %s: %w", ErrConflict, app, where, StepPreflight, err)
+		return fmt.Errorf("deploy %s:%s step %s: %w", app, where, StepPreflight, classOf(ctx, err))
 	}
 	names := d.req.Services
 	if len(names) == 0 {
@@ -186,6 +186,9 @@ func (d *deployRun) preflight(ctx context.Context) error {
 			return fail(name, err)
 		}
 		p.img = img
+		if err := e.checkSecretsSet(ctx, app, spec); err != nil {
+			return fail(name, err)
+		}
 		env, values, err := e.secretEnv(ctx, app, spec)
 		if err != nil {
 			return fail(name, err)
@@ -209,6 +212,9 @@ func (d *deployRun) preflight(ctx context.Context) error {
 			return fail(name, fmt.Errorf("app %s: service %s: %w", app, name, err))
 		}
 		if err := e.checkPublish(ctx, app, spec, owners); err != nil {
+			return fail(name, err)
+		}
+		if err := e.checkVolumeOwners(ctx, app, d.info.Incarnation, spec); err != nil {
 			return fail(name, err)
 		}
 		for _, v := range spec.Volumes {
@@ -308,10 +314,20 @@ func (e *Engine) resolveBinds(s *ServiceSpec) (map[string]string, error) {
 // deployErrClass returns err when it wraps a core error class, else err
 // wrapped with class.
 func deployErrClass(err, class error) error {
-	for _, c := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable, ErrPluginExited} {
+	for _, c := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable, ErrPluginExited, ErrNotReady, ErrInterrupted} {
 		if errors.Is(err, c) {
 			return err
 		}
 	}
 	return fmt.Errorf("%w: %w", class, err)
+}
+
+// classOf is the class a failed step reports (STYLE error classes): an
+// interrupted command (ctx ended) is ErrInterrupted; otherwise err keeps
+// the class it carries, and an unclassified cause is a state conflict.
+func classOf(ctx context.Context, err error) error {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !errors.Is(err, ErrInterrupted) {
+		return fmt.Errorf("%w: %w", ErrInterrupted, err)
+	}
+	return deployErrClass(err, ErrConflict)
 }

@@ -79,7 +79,7 @@ func (d *deployRun) runService(ctx context.Context, ps PlannedService) error {
 // journal saved; the error is returned.
 func (s *serviceRun) fail(ctx context.Context, cause error, diagnostics []string) error {
 	d := s.d
-	err := fmt.Errorf("%w: deploy %s: service %s: step %s: %w", ErrConflict, d.app, s.ps.Service, s.step.ID, cause)
+	err := fmt.Errorf("deploy %s: service %s: step %s: %w", d.app, s.ps.Service, s.step.ID, classOf(ctx, cause))
 	s.res.Result = ResultFailed
 	s.res.Error = err.Error()
 	s.res.Diagnostics = diagnostics

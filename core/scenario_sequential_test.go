@@ -206,7 +206,7 @@ func TestS21_WithdrawalFailureBlocksMutation(t *testing.T) {
 
 	res, err := depDeploy(t, h, core.DeployRequest{}, next)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, core.ErrConflict)
+	assert.ErrorIs(t, err, core.ErrUnavailable)
 	for _, k := range []string{"stop", "remove", "create", "start", "marker-save"} {
 		assert.Equal(t, 0, h.Events.Count(k, ""), k)
 	}

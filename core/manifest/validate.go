@@ -213,10 +213,13 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	for i, m := range raw.Volume {
 		k := fmt.Sprintf("%s.volume[%d]", key, i)
 		vm := v.mount(k, "volume", m, mounts)
-		svc.Volumes = append(svc.Volumes, core.VolumeMount(vm))
+		svc.Volumes = append(svc.Volumes, core.VolumeMount{Name: vm.Name, Path: vm.Path, ReadOnly: vm.ReadOnly, Adopt: m.Adopt != nil && *m.Adopt})
 	}
 	for i, m := range raw.Bind {
 		k := fmt.Sprintf("%s.bind[%d]", key, i)
+		if m.Adopt != nil {
+			v.add(k+".adopt", "adopt applies to volumes only: a bind mounts an operator-approved host path")
+		}
 		svc.Binds = append(svc.Binds, v.mount(k, "bind", m, mounts))
 	}
 	svc.Devices = v.devices(key, raw.Devices)
