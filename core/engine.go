@@ -38,6 +38,10 @@ type Engine struct {
 	// PortCheck, if set, re-checks that publish addresses can be bound
 	// during preflight (R13 port reservation re-check).
 	PortCheck PortChecker
+	// CandidateWatch is how often a candidate is inspected while its
+	// readiness is awaited, so an exit fails the step at once (default
+	// DefaultCandidateWatch).
+	CandidateWatch time.Duration
 	// LogTailLines is the failure log tail length (default 50, R17.6).
 	LogTailLines int
 	// Secrets redaction: values to strip from log tails are loaded per deploy.

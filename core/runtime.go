@@ -146,11 +146,14 @@ type ContainerState struct {
 	StartedAt time.Time `json:"started_at"`
 	// Health is "", starting, healthy or unhealthy; HasHealthcheck says
 	// whether the image declares one.
-	Health         string            `json:"health,omitempty"`
-	HasHealthcheck bool              `json:"has_healthcheck,omitempty"`
-	ExitCode       int               `json:"exit_code,omitempty"`
-	Env            []string          `json:"env,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
+	Health         string `json:"health,omitempty"`
+	HasHealthcheck bool   `json:"has_healthcheck,omitempty"`
+	ExitCode       int    `json:"exit_code,omitempty"`
+	// OOMKilled is true when the engine reports the last exit as a kill by
+	// the kernel's out-of-memory handler.
+	OOMKilled bool              `json:"oom_killed,omitempty"`
+	Env       []string          `json:"env,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
 }
 
 // Running reports Status == running.

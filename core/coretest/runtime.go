@@ -185,6 +185,16 @@ func (r *Runtime) SetState(id, status string, startedAt time.Time) {
 	}
 }
 
+// SetExit makes id exited with code (and an OOM kill when oom), as the
+// engine reports a process that ended by itself.
+func (r *Runtime) SetExit(id string, code int, oom bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.cs[id]; ok {
+		c.state.Status, c.state.ExitCode, c.state.OOMKilled = core.StatusExited, code, oom
+	}
+}
+
 // SetHealth sets the health status an inspect of id reports ("", starting,
 // healthy, unhealthy) and marks the image as having a healthcheck.
 func (r *Runtime) SetHealth(id, health string) {
