@@ -170,7 +170,7 @@ func (r *lifecycleRun) reclaimNetworks(ctx context.Context, own Ownership) {
 		nets = []string{NetworkName(r.app)}
 	}
 	for _, n := range nets {
-		if err := nr.RemoveNetwork(ctx, n); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := nr.RemoveNetwork(ctx, n); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errors.ErrUnsupported) {
 			r.appWarnings = append(r.appWarnings, Warning{Leftover: n, Detail: "network " + n + " kept: " + err.Error()})
 		}
 	}

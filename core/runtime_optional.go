@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // VolumeState is what the engine reports about an existing volume.
@@ -46,6 +48,9 @@ func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string,
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
+		if errors.Is(err, errors.ErrUnsupported) {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("inspect volume %s: %w", name, deployErrClass(err, ErrUnavailable))
 		}
@@ -64,4 +69,12 @@ func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string,
 			ErrConflict, name, who, v.Name)
 	}
 	return nil
+}
+
+// TrafficRoutes is an optional Traffic extension: Routes returns the graph
+// the backend last applied. Rebuild uses it to keep serving the last good
+// routes of an app whose ACTIVE record cannot be read. Errors: the backend
+// cannot tell (errors.ErrUnsupported when it does not implement it).
+type TrafficRoutes interface {
+	Routes(ctx context.Context) (routetable.Graph, error)
 }

@@ -25,6 +25,146 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type VolumeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeRequest) Reset() {
+	*x = VolumeRequest{}
+	mi := &file_runtime_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeRequest) ProtoMessage() {}
+
+func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeRequest.ProtoReflect.Descriptor instead.
+func (*VolumeRequest) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *VolumeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type VolumeState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Labels        map[string]string      `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeState) Reset() {
+	*x = VolumeState{}
+	mi := &file_runtime_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeState) ProtoMessage() {}
+
+func (x *VolumeState) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeState.ProtoReflect.Descriptor instead.
+func (*VolumeState) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *VolumeState) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *VolumeState) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+type NetworkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkRequest) Reset() {
+	*x = NetworkRequest{}
+	mi := &file_runtime_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkRequest) ProtoMessage() {}
+
+func (x *NetworkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkRequest.ProtoReflect.Descriptor instead.
+func (*NetworkRequest) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *NetworkRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type RuntimeInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -38,7 +178,7 @@ type RuntimeInfo struct {
 
 func (x *RuntimeInfo) Reset() {
 	*x = RuntimeInfo{}
-	mi := &file_runtime_proto_msgTypes[0]
+	mi := &file_runtime_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -50,7 +190,7 @@ func (x *RuntimeInfo) String() string {
 func (*RuntimeInfo) ProtoMessage() {}
 
 func (x *RuntimeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[0]
+	mi := &file_runtime_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -63,7 +203,7 @@ func (x *RuntimeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeInfo.ProtoReflect.Descriptor instead.
 func (*RuntimeInfo) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{0}
+	return file_runtime_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RuntimeInfo) GetName() string {
@@ -110,7 +250,7 @@ type ResolveImageRequest struct {
 
 func (x *ResolveImageRequest) Reset() {
 	*x = ResolveImageRequest{}
-	mi := &file_runtime_proto_msgTypes[1]
+	mi := &file_runtime_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -122,7 +262,7 @@ func (x *ResolveImageRequest) String() string {
 func (*ResolveImageRequest) ProtoMessage() {}
 
 func (x *ResolveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[1]
+	mi := &file_runtime_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -135,7 +275,7 @@ func (x *ResolveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveImageRequest.ProtoReflect.Descriptor instead.
 func (*ResolveImageRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{1}
+	return file_runtime_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ResolveImageRequest) GetRef() string {
@@ -154,7 +294,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_runtime_proto_msgTypes[2]
+	mi := &file_runtime_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -166,7 +306,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[2]
+	mi := &file_runtime_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -179,7 +319,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{2}
+	return file_runtime_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PullImageRequest) GetRef() string {
@@ -201,7 +341,7 @@ type ImageRef struct {
 
 func (x *ImageRef) Reset() {
 	*x = ImageRef{}
-	mi := &file_runtime_proto_msgTypes[3]
+	mi := &file_runtime_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -213,7 +353,7 @@ func (x *ImageRef) String() string {
 func (*ImageRef) ProtoMessage() {}
 
 func (x *ImageRef) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[3]
+	mi := &file_runtime_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -226,7 +366,7 @@ func (x *ImageRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRef.ProtoReflect.Descriptor instead.
 func (*ImageRef) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{3}
+	return file_runtime_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ImageRef) GetRef() string {
@@ -268,7 +408,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_runtime_proto_msgTypes[4]
+	mi := &file_runtime_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -280,7 +420,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[4]
+	mi := &file_runtime_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -293,7 +433,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{4}
+	return file_runtime_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NetworkSpec) GetName() string {
@@ -326,7 +466,7 @@ type EnsureNetworkResponse struct {
 
 func (x *EnsureNetworkResponse) Reset() {
 	*x = EnsureNetworkResponse{}
-	mi := &file_runtime_proto_msgTypes[5]
+	mi := &file_runtime_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +478,7 @@ func (x *EnsureNetworkResponse) String() string {
 func (*EnsureNetworkResponse) ProtoMessage() {}
 
 func (x *EnsureNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[5]
+	mi := &file_runtime_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,7 +491,7 @@ func (x *EnsureNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureNetworkResponse.ProtoReflect.Descriptor instead.
 func (*EnsureNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{5}
+	return file_runtime_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *EnsureNetworkResponse) GetId() string {
@@ -371,7 +511,7 @@ type VolumeSpec struct {
 
 func (x *VolumeSpec) Reset() {
 	*x = VolumeSpec{}
-	mi := &file_runtime_proto_msgTypes[6]
+	mi := &file_runtime_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -383,7 +523,7 @@ func (x *VolumeSpec) String() string {
 func (*VolumeSpec) ProtoMessage() {}
 
 func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[6]
+	mi := &file_runtime_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -396,7 +536,7 @@ func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeSpec.ProtoReflect.Descriptor instead.
 func (*VolumeSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{6}
+	return file_runtime_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VolumeSpec) GetName() string {
@@ -425,7 +565,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_runtime_proto_msgTypes[7]
+	mi := &file_runtime_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +577,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[7]
+	mi := &file_runtime_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +590,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{7}
+	return file_runtime_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Mount) GetType() string {
@@ -504,7 +644,7 @@ type ContainerSpec struct {
 
 func (x *ContainerSpec) Reset() {
 	*x = ContainerSpec{}
-	mi := &file_runtime_proto_msgTypes[8]
+	mi := &file_runtime_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +656,7 @@ func (x *ContainerSpec) String() string {
 func (*ContainerSpec) ProtoMessage() {}
 
 func (x *ContainerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[8]
+	mi := &file_runtime_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +669,7 @@ func (x *ContainerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerSpec.ProtoReflect.Descriptor instead.
 func (*ContainerSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{8}
+	return file_runtime_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ContainerSpec) GetName() string {
@@ -646,7 +786,7 @@ type CreateContainerResponse struct {
 
 func (x *CreateContainerResponse) Reset() {
 	*x = CreateContainerResponse{}
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +798,7 @@ func (x *CreateContainerResponse) String() string {
 func (*CreateContainerResponse) ProtoMessage() {}
 
 func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +811,7 @@ func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateContainerResponse.ProtoReflect.Descriptor instead.
 func (*CreateContainerResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{9}
+	return file_runtime_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateContainerResponse) GetId() string {
@@ -690,7 +830,7 @@ type ContainerRequest struct {
 
 func (x *ContainerRequest) Reset() {
 	*x = ContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +842,7 @@ func (x *ContainerRequest) String() string {
 func (*ContainerRequest) ProtoMessage() {}
 
 func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +855,7 @@ func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerRequest.ProtoReflect.Descriptor instead.
 func (*ContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{10}
+	return file_runtime_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ContainerRequest) GetId() string {
@@ -735,7 +875,7 @@ type StopContainerRequest struct {
 
 func (x *StopContainerRequest) Reset() {
 	*x = StopContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +887,7 @@ func (x *StopContainerRequest) String() string {
 func (*StopContainerRequest) ProtoMessage() {}
 
 func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +900,7 @@ func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopContainerRequest.ProtoReflect.Descriptor instead.
 func (*StopContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{11}
+	return file_runtime_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StopContainerRequest) GetId() string {
@@ -787,7 +927,7 @@ type RemoveContainerRequest struct {
 
 func (x *RemoveContainerRequest) Reset() {
 	*x = RemoveContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -799,7 +939,7 @@ func (x *RemoveContainerRequest) String() string {
 func (*RemoveContainerRequest) ProtoMessage() {}
 
 func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -812,7 +952,7 @@ func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveContainerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{12}
+	return file_runtime_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RemoveContainerRequest) GetId() string {
@@ -841,13 +981,15 @@ type ContainerState struct {
 	ExitCode       int32                  `protobuf:"varint,8,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	Env            []string               `protobuf:"bytes,9,rep,name=env,proto3" json:"env,omitempty"`
 	Labels         map[string]string      `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// oom_killed: the last exit was a kill by the out-of-memory handler.
+	OomKilled     bool `protobuf:"varint,11,opt,name=oom_killed,json=oomKilled,proto3" json:"oom_killed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +1001,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +1014,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{13}
+	return file_runtime_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ContainerState) GetId() string {
@@ -945,6 +1087,13 @@ func (x *ContainerState) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *ContainerState) GetOomKilled() bool {
+	if x != nil {
+		return x.OomKilled
+	}
+	return false
+}
+
 type BackendBindsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -955,7 +1104,7 @@ type BackendBindsRequest struct {
 
 func (x *BackendBindsRequest) Reset() {
 	*x = BackendBindsRequest{}
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1116,7 @@ func (x *BackendBindsRequest) String() string {
 func (*BackendBindsRequest) ProtoMessage() {}
 
 func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1129,7 @@ func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsRequest.ProtoReflect.Descriptor instead.
 func (*BackendBindsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{14}
+	return file_runtime_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BackendBindsRequest) GetId() string {
@@ -1008,7 +1157,7 @@ type BackendBind struct {
 
 func (x *BackendBind) Reset() {
 	*x = BackendBind{}
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1169,7 @@ func (x *BackendBind) String() string {
 func (*BackendBind) ProtoMessage() {}
 
 func (x *BackendBind) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1182,7 @@ func (x *BackendBind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBind.ProtoReflect.Descriptor instead.
 func (*BackendBind) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{15}
+	return file_runtime_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BackendBind) GetContainerPort() int32 {
@@ -1066,7 +1215,7 @@ type BackendBindsResponse struct {
 
 func (x *BackendBindsResponse) Reset() {
 	*x = BackendBindsResponse{}
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1227,7 @@ func (x *BackendBindsResponse) String() string {
 func (*BackendBindsResponse) ProtoMessage() {}
 
 func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1240,7 @@ func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsResponse.ProtoReflect.Descriptor instead.
 func (*BackendBindsResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{16}
+	return file_runtime_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BackendBindsResponse) GetBinds() []*BackendBind {
@@ -1113,7 +1262,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1274,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1287,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{17}
+	return file_runtime_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1180,7 +1329,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1341,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1354,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{18}
+	return file_runtime_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LogLine) GetTime() *timestamppb.Timestamp {
@@ -1238,7 +1387,7 @@ type ListManagedRequest struct {
 
 func (x *ListManagedRequest) Reset() {
 	*x = ListManagedRequest{}
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1399,7 @@ func (x *ListManagedRequest) String() string {
 func (*ListManagedRequest) ProtoMessage() {}
 
 func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1412,7 @@ func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedRequest.ProtoReflect.Descriptor instead.
 func (*ListManagedRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{19}
+	return file_runtime_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListManagedRequest) GetLabels() map[string]string {
@@ -1282,7 +1431,7 @@ type ListManagedResponse struct {
 
 func (x *ListManagedResponse) Reset() {
 	*x = ListManagedResponse{}
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1443,7 @@ func (x *ListManagedResponse) String() string {
 func (*ListManagedResponse) ProtoMessage() {}
 
 func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1456,7 @@ func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedResponse.ProtoReflect.Descriptor instead.
 func (*ListManagedResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{20}
+	return file_runtime_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListManagedResponse) GetContainers() []*ContainerState {
@@ -1321,7 +1470,17 @@ var File_runtime_proto protoreflect.FileDescriptor
 
 const file_runtime_proto_rawDesc = "" +
 	"\n" +
-	"\rruntime.proto\x12\x10gordon.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\fcommon.proto\"\x80\x01\n" +
+	"\rruntime.proto\x12\x10gordon.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\fcommon.proto\"#\n" +
+	"\rVolumeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x9f\x01\n" +
+	"\vVolumeState\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
+	"\x06labels\x18\x02 \x03(\v2).gordon.plugin.v1.VolumeState.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"$\n" +
+	"\x0eNetworkRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x80\x01\n" +
 	"\vRuntimeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -1389,7 +1548,7 @@ const file_runtime_proto_rawDesc = "" +
 	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\">\n" +
 	"\x16RemoveContainerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05force\x18\x02 \x01(\bR\x05force\"\x8e\x03\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\xad\x03\n" +
 	"\x0eContainerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -1402,7 +1561,9 @@ const file_runtime_proto_rawDesc = "" +
 	"\texit_code\x18\b \x01(\x05R\bexitCode\x12\x10\n" +
 	"\x03env\x18\t \x03(\tR\x03env\x12D\n" +
 	"\x06labels\x18\n" +
-	" \x03(\v2,.gordon.plugin.v1.ContainerState.LabelsEntryR\x06labels\x1a9\n" +
+	" \x03(\v2,.gordon.plugin.v1.ContainerState.LabelsEntryR\x06labels\x12\x1d\n" +
+	"\n" +
+	"oom_killed\x18\v \x01(\bR\toomKilled\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +
@@ -1432,7 +1593,8 @@ const file_runtime_proto_rawDesc = "" +
 	"\x13ListManagedResponse\x12@\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2 .gordon.plugin.v1.ContainerStateR\n" +
-	"containers2\xdd\t\n" +
+	"containers2\xfa\n" +
+	"\n" +
 	"\aRuntime\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12>\n" +
 	"\x04Info\x12\x17.gordon.plugin.v1.Empty\x1a\x1d.gordon.plugin.v1.RuntimeInfo\x12Q\n" +
@@ -1448,7 +1610,9 @@ const file_runtime_proto_rawDesc = "" +
 	"\x10InspectContainer\x12\".gordon.plugin.v1.ContainerRequest\x1a .gordon.plugin.v1.ContainerState\x12]\n" +
 	"\fBackendBinds\x12%.gordon.plugin.v1.BackendBindsRequest\x1a&.gordon.plugin.v1.BackendBindsResponse\x12B\n" +
 	"\x04Logs\x12\x1d.gordon.plugin.v1.LogsRequest\x1a\x19.gordon.plugin.v1.LogLine0\x01\x12Z\n" +
-	"\vListManaged\x12$.gordon.plugin.v1.ListManagedRequest\x1a%.gordon.plugin.v1.ListManagedResponseB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\vListManaged\x12$.gordon.plugin.v1.ListManagedRequest\x1a%.gordon.plugin.v1.ListManagedResponse\x12O\n" +
+	"\rInspectVolume\x12\x1f.gordon.plugin.v1.VolumeRequest\x1a\x1d.gordon.plugin.v1.VolumeState\x12J\n" +
+	"\rRemoveNetwork\x12 .gordon.plugin.v1.NetworkRequest\x1a\x17.gordon.plugin.v1.EmptyB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_runtime_proto_rawDescOnce sync.Once
@@ -1462,92 +1626,101 @@ func file_runtime_proto_rawDescGZIP() []byte {
 	return file_runtime_proto_rawDescData
 }
 
-var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_runtime_proto_goTypes = []any{
-	(*RuntimeInfo)(nil),             // 0: gordon.plugin.v1.RuntimeInfo
-	(*ResolveImageRequest)(nil),     // 1: gordon.plugin.v1.ResolveImageRequest
-	(*PullImageRequest)(nil),        // 2: gordon.plugin.v1.PullImageRequest
-	(*ImageRef)(nil),                // 3: gordon.plugin.v1.ImageRef
-	(*NetworkSpec)(nil),             // 4: gordon.plugin.v1.NetworkSpec
-	(*EnsureNetworkResponse)(nil),   // 5: gordon.plugin.v1.EnsureNetworkResponse
-	(*VolumeSpec)(nil),              // 6: gordon.plugin.v1.VolumeSpec
-	(*Mount)(nil),                   // 7: gordon.plugin.v1.Mount
-	(*ContainerSpec)(nil),           // 8: gordon.plugin.v1.ContainerSpec
-	(*CreateContainerResponse)(nil), // 9: gordon.plugin.v1.CreateContainerResponse
-	(*ContainerRequest)(nil),        // 10: gordon.plugin.v1.ContainerRequest
-	(*StopContainerRequest)(nil),    // 11: gordon.plugin.v1.StopContainerRequest
-	(*RemoveContainerRequest)(nil),  // 12: gordon.plugin.v1.RemoveContainerRequest
-	(*ContainerState)(nil),          // 13: gordon.plugin.v1.ContainerState
-	(*BackendBindsRequest)(nil),     // 14: gordon.plugin.v1.BackendBindsRequest
-	(*BackendBind)(nil),             // 15: gordon.plugin.v1.BackendBind
-	(*BackendBindsResponse)(nil),    // 16: gordon.plugin.v1.BackendBindsResponse
-	(*LogsRequest)(nil),             // 17: gordon.plugin.v1.LogsRequest
-	(*LogLine)(nil),                 // 18: gordon.plugin.v1.LogLine
-	(*ListManagedRequest)(nil),      // 19: gordon.plugin.v1.ListManagedRequest
-	(*ListManagedResponse)(nil),     // 20: gordon.plugin.v1.ListManagedResponse
-	nil,                             // 21: gordon.plugin.v1.NetworkSpec.LabelsEntry
-	nil,                             // 22: gordon.plugin.v1.VolumeSpec.LabelsEntry
-	nil,                             // 23: gordon.plugin.v1.ContainerSpec.LabelsEntry
-	nil,                             // 24: gordon.plugin.v1.ContainerState.LabelsEntry
-	nil,                             // 25: gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	(*PortSpec)(nil),                // 26: gordon.plugin.v1.PortSpec
-	(*durationpb.Duration)(nil),     // 27: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 28: google.protobuf.Timestamp
-	(*DescribeRequest)(nil),         // 29: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),                   // 30: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),        // 31: gordon.plugin.v1.DescribeResponse
+	(*VolumeRequest)(nil),           // 0: gordon.plugin.v1.VolumeRequest
+	(*VolumeState)(nil),             // 1: gordon.plugin.v1.VolumeState
+	(*NetworkRequest)(nil),          // 2: gordon.plugin.v1.NetworkRequest
+	(*RuntimeInfo)(nil),             // 3: gordon.plugin.v1.RuntimeInfo
+	(*ResolveImageRequest)(nil),     // 4: gordon.plugin.v1.ResolveImageRequest
+	(*PullImageRequest)(nil),        // 5: gordon.plugin.v1.PullImageRequest
+	(*ImageRef)(nil),                // 6: gordon.plugin.v1.ImageRef
+	(*NetworkSpec)(nil),             // 7: gordon.plugin.v1.NetworkSpec
+	(*EnsureNetworkResponse)(nil),   // 8: gordon.plugin.v1.EnsureNetworkResponse
+	(*VolumeSpec)(nil),              // 9: gordon.plugin.v1.VolumeSpec
+	(*Mount)(nil),                   // 10: gordon.plugin.v1.Mount
+	(*ContainerSpec)(nil),           // 11: gordon.plugin.v1.ContainerSpec
+	(*CreateContainerResponse)(nil), // 12: gordon.plugin.v1.CreateContainerResponse
+	(*ContainerRequest)(nil),        // 13: gordon.plugin.v1.ContainerRequest
+	(*StopContainerRequest)(nil),    // 14: gordon.plugin.v1.StopContainerRequest
+	(*RemoveContainerRequest)(nil),  // 15: gordon.plugin.v1.RemoveContainerRequest
+	(*ContainerState)(nil),          // 16: gordon.plugin.v1.ContainerState
+	(*BackendBindsRequest)(nil),     // 17: gordon.plugin.v1.BackendBindsRequest
+	(*BackendBind)(nil),             // 18: gordon.plugin.v1.BackendBind
+	(*BackendBindsResponse)(nil),    // 19: gordon.plugin.v1.BackendBindsResponse
+	(*LogsRequest)(nil),             // 20: gordon.plugin.v1.LogsRequest
+	(*LogLine)(nil),                 // 21: gordon.plugin.v1.LogLine
+	(*ListManagedRequest)(nil),      // 22: gordon.plugin.v1.ListManagedRequest
+	(*ListManagedResponse)(nil),     // 23: gordon.plugin.v1.ListManagedResponse
+	nil,                             // 24: gordon.plugin.v1.VolumeState.LabelsEntry
+	nil,                             // 25: gordon.plugin.v1.NetworkSpec.LabelsEntry
+	nil,                             // 26: gordon.plugin.v1.VolumeSpec.LabelsEntry
+	nil,                             // 27: gordon.plugin.v1.ContainerSpec.LabelsEntry
+	nil,                             // 28: gordon.plugin.v1.ContainerState.LabelsEntry
+	nil,                             // 29: gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	(*PortSpec)(nil),                // 30: gordon.plugin.v1.PortSpec
+	(*durationpb.Duration)(nil),     // 31: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 32: google.protobuf.Timestamp
+	(*DescribeRequest)(nil),         // 33: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),                   // 34: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),        // 35: gordon.plugin.v1.DescribeResponse
 }
 var file_runtime_proto_depIdxs = []int32{
-	21, // 0: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
-	22, // 1: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
-	23, // 2: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
-	26, // 3: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
-	7,  // 4: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
-	27, // 5: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
-	27, // 6: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
-	28, // 7: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
-	24, // 8: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
-	26, // 9: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
-	15, // 10: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
-	28, // 11: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	28, // 12: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	25, // 13: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	13, // 14: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
-	29, // 15: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	30, // 16: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
-	1,  // 17: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
-	2,  // 18: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
-	4,  // 19: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
-	6,  // 20: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
-	8,  // 21: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
-	10, // 22: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	11, // 23: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	12, // 24: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
-	11, // 25: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	10, // 26: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	14, // 27: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
-	17, // 28: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
-	19, // 29: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
-	31, // 30: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	0,  // 31: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
-	3,  // 32: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
-	30, // 33: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
-	5,  // 34: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
-	30, // 35: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
-	9,  // 36: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
-	30, // 37: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
-	30, // 38: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
-	30, // 39: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
-	30, // 40: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
-	13, // 41: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
-	16, // 42: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
-	18, // 43: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
-	20, // 44: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
-	30, // [30:45] is the sub-list for method output_type
-	15, // [15:30] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	24, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
+	25, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
+	26, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
+	27, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
+	30, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
+	10, // 5: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
+	31, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
+	31, // 7: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
+	32, // 8: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
+	28, // 9: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
+	30, // 10: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
+	18, // 11: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
+	32, // 12: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	32, // 13: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	29, // 14: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	16, // 15: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
+	33, // 16: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	34, // 17: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
+	4,  // 18: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
+	5,  // 19: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
+	7,  // 20: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
+	9,  // 21: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
+	11, // 22: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
+	13, // 23: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	14, // 24: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	15, // 25: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
+	14, // 26: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	13, // 27: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	17, // 28: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
+	20, // 29: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
+	22, // 30: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
+	0,  // 31: gordon.plugin.v1.Runtime.InspectVolume:input_type -> gordon.plugin.v1.VolumeRequest
+	2,  // 32: gordon.plugin.v1.Runtime.RemoveNetwork:input_type -> gordon.plugin.v1.NetworkRequest
+	35, // 33: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	3,  // 34: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
+	6,  // 35: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
+	34, // 36: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
+	8,  // 37: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
+	34, // 38: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
+	12, // 39: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
+	34, // 40: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
+	34, // 41: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
+	34, // 42: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
+	34, // 43: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
+	16, // 44: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
+	19, // 45: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
+	21, // 46: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
+	23, // 47: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
+	1,  // 48: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
+	34, // 49: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
+	33, // [33:50] is the sub-list for method output_type
+	16, // [16:33] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_runtime_proto_init() }
@@ -1562,7 +1735,7 @@ func file_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_proto_rawDesc), len(file_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

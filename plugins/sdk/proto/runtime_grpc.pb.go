@@ -36,6 +36,8 @@ const (
 	Runtime_BackendBinds_FullMethodName     = "/gordon.plugin.v1.Runtime/BackendBinds"
 	Runtime_Logs_FullMethodName             = "/gordon.plugin.v1.Runtime/Logs"
 	Runtime_ListManaged_FullMethodName      = "/gordon.plugin.v1.Runtime/ListManaged"
+	Runtime_InspectVolume_FullMethodName    = "/gordon.plugin.v1.Runtime/InspectVolume"
+	Runtime_RemoveNetwork_FullMethodName    = "/gordon.plugin.v1.Runtime/RemoveNetwork"
 )
 
 // RuntimeClient is the client API for Runtime service.
@@ -58,6 +60,12 @@ type RuntimeClient interface {
 	// Logs streams lines until the logs end (follow=false) or the call is cancelled.
 	Logs(ctx context.Context, in *LogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogLine], error)
 	ListManaged(ctx context.Context, in *ListManagedRequest, opts ...grpc.CallOption) (*ListManagedResponse, error)
+	// InspectVolume returns an existing volume's labels (NOT_FOUND when
+	// absent): the owner check of SPEC R13. Optional: UNIMPLEMENTED skips it.
+	InspectVolume(ctx context.Context, in *VolumeRequest, opts ...grpc.CallOption) (*VolumeState, error)
+	// RemoveNetwork removes a network (absent is success): SPEC R55's network
+	// reclaim. Optional: UNIMPLEMENTED leaves networks in place.
+	RemoveNetwork(ctx context.Context, in *NetworkRequest, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type runtimeClient struct {
@@ -227,6 +235,26 @@ func (c *runtimeClient) ListManaged(ctx context.Context, in *ListManagedRequest,
 	return out, nil
 }
 
+func (c *runtimeClient) InspectVolume(ctx context.Context, in *VolumeRequest, opts ...grpc.CallOption) (*VolumeState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VolumeState)
+	err := c.cc.Invoke(ctx, Runtime_InspectVolume_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runtimeClient) RemoveNetwork(ctx context.Context, in *NetworkRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Runtime_RemoveNetwork_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RuntimeServer is the server API for Runtime service.
 // All implementations must embed UnimplementedRuntimeServer
 // for forward compatibility.
@@ -247,6 +275,12 @@ type RuntimeServer interface {
 	// Logs streams lines until the logs end (follow=false) or the call is cancelled.
 	Logs(*LogsRequest, grpc.ServerStreamingServer[LogLine]) error
 	ListManaged(context.Context, *ListManagedRequest) (*ListManagedResponse, error)
+	// InspectVolume returns an existing volume's labels (NOT_FOUND when
+	// absent): the owner check of SPEC R13. Optional: UNIMPLEMENTED skips it.
+	InspectVolume(context.Context, *VolumeRequest) (*VolumeState, error)
+	// RemoveNetwork removes a network (absent is success): SPEC R55's network
+	// reclaim. Optional: UNIMPLEMENTED leaves networks in place.
+	RemoveNetwork(context.Context, *NetworkRequest) (*Empty, error)
 	mustEmbedUnimplementedRuntimeServer()
 }
 
@@ -301,6 +335,12 @@ func (UnimplementedRuntimeServer) Logs(*LogsRequest, grpc.ServerStreamingServer[
 }
 func (UnimplementedRuntimeServer) ListManaged(context.Context, *ListManagedRequest) (*ListManagedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListManaged not implemented")
+}
+func (UnimplementedRuntimeServer) InspectVolume(context.Context, *VolumeRequest) (*VolumeState, error) {
+	return nil, status.Error(codes.Unimplemented, "method InspectVolume not implemented")
+}
+func (UnimplementedRuntimeServer) RemoveNetwork(context.Context, *NetworkRequest) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveNetwork not implemented")
 }
 func (UnimplementedRuntimeServer) mustEmbedUnimplementedRuntimeServer() {}
 func (UnimplementedRuntimeServer) testEmbeddedByValue()                 {}
@@ -586,6 +626,42 @@ func _Runtime_ListManaged_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Runtime_InspectVolume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VolumeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServer).InspectVolume(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runtime_InspectVolume_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServer).InspectVolume(ctx, req.(*VolumeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Runtime_RemoveNetwork_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NetworkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServer).RemoveNetwork(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runtime_RemoveNetwork_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServer).RemoveNetwork(ctx, req.(*NetworkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Runtime_ServiceDesc is the grpc.ServiceDesc for Runtime service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -648,6 +724,14 @@ var Runtime_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListManaged",
 			Handler:    _Runtime_ListManaged_Handler,
+		},
+		{
+			MethodName: "InspectVolume",
+			Handler:    _Runtime_InspectVolume_Handler,
+		},
+		{
+			MethodName: "RemoveNetwork",
+			Handler:    _Runtime_RemoveNetwork_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -524,11 +524,12 @@ const file_traffic_proto_rawDesc = "" +
 	"\rTrafficStatus\x12-\n" +
 	"\x12applied_generation\x18\x01 \x01(\x04R\x11appliedGeneration\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12;\n" +
-	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends2\xea\x01\n" +
+	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends2\xa6\x02\n" +
 	"\aTraffic\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12H\n" +
 	"\x05Apply\x12\x1e.gordon.plugin.v1.ApplyRequest\x1a\x1f.gordon.plugin.v1.ApplyResponse\x12B\n" +
-	"\x06Status\x12\x17.gordon.plugin.v1.Empty\x1a\x1f.gordon.plugin.v1.TrafficStatusB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\x06Status\x12\x17.gordon.plugin.v1.Empty\x1a\x1f.gordon.plugin.v1.TrafficStatus\x12:\n" +
+	"\x06Routes\x12\x17.gordon.plugin.v1.Empty\x1a\x17.gordon.plugin.v1.GraphB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_traffic_proto_rawDescOnce sync.Once
@@ -566,11 +567,13 @@ var file_traffic_proto_depIdxs = []int32{
 	8,  // 6: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
 	4,  // 7: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
 	9,  // 8: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
-	10, // 9: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	5,  // 10: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
-	7,  // 11: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
-	9,  // [9:12] is the sub-list for method output_type
-	6,  // [6:9] is the sub-list for method input_type
+	9,  // 9: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
+	10, // 10: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	5,  // 11: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
+	7,  // 12: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
+	3,  // 13: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
+	10, // [10:14] is the sub-list for method output_type
+	6,  // [6:10] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
