@@ -56,6 +56,10 @@ type Engine struct {
 	// ErrInvalid (name not approved).
 	BindPolicy func(name string) (hostPath string, err error)
 
+	// unreadable: apps whose ACTIVE a rebuild could not read (app → error).
+	unreadMu   sync.Mutex
+	unreadable map[string]string
+
 	// liveOps marks claims live in this process (R12, R45): app → op id.
 	liveMu  sync.Mutex
 	liveOps map[string]string

@@ -55,6 +55,22 @@ type MemStore struct {
 	locks     map[string]chan struct{}
 	holders   map[string]core.LockHolder
 	recovered int
+	corrupt   map[string]error // app → LoadActive error (Corrupt)
+}
+
+// CorruptActive makes every LoadActive of app fail with err (a torn or
+// unparsable active.json) until called with nil.
+func (s *MemStore) CorruptActive(app string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.corrupt == nil {
+		s.corrupt = map[string]error{}
+	}
+	if err == nil {
+		delete(s.corrupt, app)
+		return
+	}
+	s.corrupt[app] = err
 }
 
 var _ core.Store = (*MemStore)(nil)
@@ -421,6 +437,9 @@ func (s *MemStore) LoadActive(ctx context.Context, app string) (core.Active, err
 		return core.Active{}, err
 	}
 	defer s.mu.Unlock()
+	if err := s.corrupt[app]; err != nil {
+		return core.Active{}, err
+	}
 	a, ok := s.active[app]
 	if !ok {
 		return core.Active{}, nf("app " + app + " ACTIVE")

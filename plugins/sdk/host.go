@@ -251,10 +251,13 @@ func (h *Host) socketDir() (string, error) {
 	if h.sockDir != "" {
 		return h.sockDir, nil
 	}
-	dir, err := os.MkdirTemp(pluginTempDir(), "gordon-plugins-")
+	tmp := pluginTempDir()
+	sweepStaleSocketDirs(tmp)
+	dir, err := os.MkdirTemp(tmp, "gordon-plugins-")
 	if err != nil {
 		return "", fmt.Errorf("plugin socket directory: %w", err)
 	}
+	writeOwner(dir)
 	h.sockDir = dir
 	return dir, nil
 }
