@@ -159,6 +159,9 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		}
 	}
 	names = sortedServiceNames(names)
+	if err := e.checkTraffic(ctx); err != nil {
+		return fail("", err)
+	}
 	owners, err := e.publishOwners(ctx)
 	if err != nil {
 		return fail("", err)

@@ -12,7 +12,8 @@ import (
 // engine answers (Info), each service's image resolves (pulling per the
 // pull policy, "" = missing), its secrets are set, its binds are approved,
 // a custom readiness plugin accepts its config, no public host or publish
-// address is routed to another app (or is unbindable), and no volume it
+// address is routed to another app (or is unbindable), the traffic backend
+// serves this state directory (checkTraffic), and no volume it
 // would mount is owned by another app or incarnation (R13). It reads the
 // store and never writes it.
 //
@@ -26,6 +27,9 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec AppSpec, pull string)
 	}
 	if _, err := e.Runtime.Info(ctx); err != nil {
 		return fmt.Errorf("deploy %s: container engine: %w", app, deployErrClass(err, ErrUnavailable))
+	}
+	if err := e.checkTraffic(ctx); err != nil {
+		return fmt.Errorf("deploy %s: %w", app, err)
 	}
 	owners, err := e.publishOwners(ctx)
 	if err != nil {
@@ -99,4 +103,19 @@ func specServiceNames(spec AppSpec) []string {
 		names = append(names, s.Name)
 	}
 	return sortedServiceNames(names)
+}
+
+// checkTraffic asks the traffic backend for its status before anything is
+// created: a backend that answers with a conflict (an edge serving another
+// state directory) refuses the deploy. A backend that cannot be reached is
+// not a refusal here (the CLI requires a live edge before it starts; the
+// switch would fail cleanly).
+func (e *Engine) checkTraffic(ctx context.Context) error {
+	if e.Traffic == nil {
+		return nil
+	}
+	if _, err := e.Traffic.Status(ctx); err != nil && errors.Is(err, ErrConflict) {
+		return fmt.Errorf("traffic backend: %w", err)
+	}
+	return nil
 }

@@ -148,3 +148,19 @@ func TestR13_VolumeOfRemovedIncarnationNeedsAdopt(t *testing.T) {
 	assert.True(t, errors.Is(err, core.ErrConflict), err)
 	assert.Contains(t, err.Error(), "earlier incarnation")
 }
+
+// A traffic backend serving another state directory refuses the deploy
+// before anything is created or stored.
+func TestR12_ForeignEdgeRefusesBeforeAnything(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.Traffic.StatusFn = func(ctx context.Context) (core.TrafficStatus, error) {
+		return core.TrafficStatus{}, fmt.Errorf("the edge serves another state directory: %w", core.ErrConflict)
+	}
+	before := storeSnapshot(t, h, "blog")
+	_, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(coretest.WebSpec(0)), "sha", "")
+	require.ErrorIs(t, err, core.ErrConflict)
+	assert.Contains(t, err.Error(), "another state directory")
+	assert.Equal(t, before, storeSnapshot(t, h, "blog"))
+	assert.Empty(t, h.Runtime.Created())
+	assert.Zero(t, h.Runtime.Calls(coretest.MEnsureNetwork))
+}
