@@ -136,6 +136,11 @@ func (r *lifecycleRun) removeService(ctx context.Context, name string, as *Activ
 		return err
 	}
 	if id != "" {
+		// Routes leave first, as for stop: an aborted remove never leaves
+		// a route to a container it stopped.
+		if err := e.withdraw(ctx, app, name); err != nil {
+			return failWith(fmt.Errorf("remove %s: service %s: withdraw: %w", app, name, err))
+		}
 		m := Marker{App: app, Service: name, Container: id, Reason: MarkerRemoved, Operation: r.op.ID, CreatedAt: e.now()}
 		if err := e.Store.SaveMarker(ctx, m); err != nil {
 			return failWith(fmt.Errorf("remove %s: service %s: save removed marker for %s: %w", app, name, id, err))

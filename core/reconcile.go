@@ -62,6 +62,11 @@ func (e *Engine) Reconcile(ctx context.Context, apps []string) ([]ReconcileRepor
 			break
 		}
 	}
+	if ctx.Err() == nil {
+		if err := e.ensureRouted(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return reports, errors.Join(errs...)
 }
 
@@ -155,6 +160,9 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 		if err := e.pruneRecovery(ctx, app, cur); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := e.sweepLeftovers(ctx, app); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -480,8 +488,17 @@ func (e *Engine) stopConverge(ctx context.Context, app, name string, as *ActiveS
 	if as == nil || as.Container == "" {
 		return nil
 	}
+	// A stopped app routes nothing: its binds leave ACTIVE before the
+	// container is stopped (the pass rebuilds afterwards).
+	if err := e.withdrawState(ctx, app, name); err != nil {
+		return fmt.Errorf("service %s: %w", name, err)
+	}
 	st, err := e.Runtime.InspectContainer(ctx, as.Container)
 	if errors.Is(err, ErrNotFound) {
+		// Gone: a claim a failed release left behind goes with it.
+		if err := e.Store.ReleaseClaims(ctx, app, as.Container); err != nil {
+			return fmt.Errorf("service %s: release claims of gone %s: %w", name, as.Container, err)
+		}
 		return nil
 	}
 	if err != nil {

@@ -30,6 +30,10 @@ import (
 type MemStore struct {
 	// Now stamps created apps and revisions (default time.Now().UTC()).
 	Now func() time.Time
+	// Hook, if set, runs on entry of every method (its name, e.g.
+	// "SaveActive"); an error fails the call like FailNext. It runs with
+	// the store locked: it must not call the store.
+	Hook func(method string) error
 
 	ev    *Events
 	mu    sync.Mutex
@@ -135,6 +139,13 @@ func (s *MemStore) ResetCounters() {
 func (s *MemStore) enter(method string) error {
 	s.mu.Lock()
 	s.calls[method]++
+	if s.Hook != nil {
+		if err := s.Hook(method); err != nil {
+			s.mu.Unlock()
+			s.ev.AddDetail(strings.ToLower(method)+"-failed", "", err.Error())
+			return err
+		}
+	}
 	fs := s.fails[method]
 	for i := range fs {
 		if fs[i].times == 0 {
