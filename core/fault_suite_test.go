@@ -106,7 +106,9 @@ type faultPoint struct {
 	err           error
 }
 
-func (p faultPoint) String() string { return fmt.Sprintf("%s.%s#%d(%v)", p.layer, p.method, p.k, p.err) }
+func (p faultPoint) String() string {
+	return fmt.Sprintf("%s.%s#%d(%v)", p.layer, p.method, p.k, p.err)
+}
 
 // faultHarness builds a harness for v whose fakes fail at p (zero p: none)
 // and counts every call per layer and method into calls.
