@@ -200,7 +200,7 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		p.env = dpContainerEnv(d.rev.Spec.Env, spec.Env, env)
 		for _, ref := range spec.Secrets {
 			if ref.As == "file" {
-				v, _ := e.Store.GetSecret(ctx, app, name, ref.Name)
+				v, _ := e.getSecret(ctx, app, name, ref.Name)
 				if p.files == nil {
 					p.files = map[string][]byte{}
 				}

@@ -85,10 +85,10 @@ func (e *Engine) SubmitChecked(ctx context.Context, spec AppSpec, sourceSHA256, 
 // statement of what is missing and how to set it (wraps ErrNotFound).
 func (e *Engine) checkSecretsSet(ctx context.Context, app string, s *ServiceSpec) error {
 	for _, ref := range s.Secrets {
-		if _, err := e.Store.GetSecret(ctx, app, s.Name, ref.Name); err != nil {
+		if _, err := e.getSecret(ctx, app, s.Name, ref.Name); err != nil {
 			if errors.Is(err, ErrNotFound) {
-				return fmt.Errorf("%w: secret %q is not set (set it with: docker gordon secrets set %s %s %s)",
-					ErrNotFound, ref.Name, app, s.Name, ref.Name)
+				return fmt.Errorf("%w: secret %q is not set (set it with: docker gordon secrets set %s %s %s, or for every service: docker gordon secrets set %s %s)",
+					ErrNotFound, ref.Name, app, s.Name, ref.Name, app, ref.Name)
 			}
 			return fmt.Errorf("secret %q: %w", ref.Name, err)
 		}

@@ -91,7 +91,7 @@ func TestR12_MissingSecretErrorSaysWhatToDo(t *testing.T) {
 	_, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(s), "sha", "")
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, core.ErrConflict)
-	assert.Equal(t, `deploy blog: service web: not found: secret "pg-password" is not set (set it with: docker gordon secrets set blog web pg-password)`, err.Error())
+	assert.Equal(t, `deploy blog: service web: not found: secret "pg-password" is not set (set it with: docker gordon secrets set blog web pg-password, or for every service: docker gordon secrets set blog pg-password)`, err.Error())
 }
 
 // SPEC R13 volume ownership: a volume of the same name owned by another
@@ -163,4 +163,26 @@ func TestR12_ForeignEdgeRefusesBeforeAnything(t *testing.T) {
 	assert.Equal(t, before, storeSnapshot(t, h, "blog"))
 	assert.Empty(t, h.Runtime.Created())
 	assert.Zero(t, h.Runtime.Calls(coretest.MEnsureNetwork))
+}
+
+// An app-wide secret (secrets set APP NAME) serves every service that
+// refers to it: one value for two services, set once.
+func TestSecrets_AppWideSecretServesEveryService(t *testing.T) {
+	h := coretest.NewEngine(t)
+	_, err := h.Store.EnsureApp(h.Ctx(), "blog")
+	require.NoError(t, err)
+	require.NoError(t, h.Store.SetSecret(h.Ctx(), "blog", core.AppWideSecrets, "pg-password", []byte("s3cret")))
+	web := coretest.WebSpec(0)
+	web.Secrets = []core.SecretRef{{Env: "PGPASSWORD", Name: "pg-password"}}
+	worker := core.ServiceSpec{Name: "worker", Image: "registry.example/worker:1", Secrets: []core.SecretRef{{Env: "DB_PASSWORD", Name: "pg-password"}}}
+	rev, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(web, worker), "sha", "")
+	require.NoError(t, err)
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog", Revision: rev.ID})
+	require.NoError(t, err)
+	envs := map[string][]string{}
+	for _, c := range h.Runtime.Created() {
+		envs[c.Labels[core.LabelService]] = c.Env
+	}
+	assert.Contains(t, envs["web"], "PGPASSWORD=s3cret")
+	assert.Contains(t, envs["worker"], "DB_PASSWORD=s3cret")
 }

@@ -78,3 +78,21 @@ func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string,
 type TrafficRoutes interface {
 	Routes(ctx context.Context) (routetable.Graph, error)
 }
+
+// AppWideSecrets is the service scope of app-wide secrets (`secrets set
+// APP NAME`): a secret a service does not have under its own name is looked
+// up here, so one value (a database password) serves several services. No
+// service can be named so (service names are DNS labels).
+const AppWideSecrets = "_app"
+
+// getSecret returns the service's secret name, else the app-wide one.
+// Errors: neither is set → the service-level not-found error.
+func (e *Engine) getSecret(ctx context.Context, app, service, name string) ([]byte, error) {
+	v, err := e.Store.GetSecret(ctx, app, service, name)
+	if errors.Is(err, ErrNotFound) {
+		if av, aerr := e.Store.GetSecret(ctx, app, AppWideSecrets, name); aerr == nil {
+			return av, nil
+		}
+	}
+	return v, err
+}
