@@ -704,7 +704,7 @@ func (v *validator) implicitPort(k, typ string, svc *core.ServiceSpec, httpFirst
 			}
 		}
 		if len(internal) > 0 {
-			v.addf(k+".port", "readiness type %q has no published port to probe: set port to the internal HTTP port to check (%s)", typ, portList(internal))
+			v.addf(k+".port", "readiness type %q has no published port to probe (internal port %s cannot be reached by the probe): declare a [[%s.tcp]] interface for it, or use type \"log\" or \"none\"", typ, portList(internal), parentKey(k))
 			return
 		}
 		v.addf(k+".port", "readiness type %q needs a port: declare a [[%s.tcp]] or public [[%s.http]] interface, or use type \"log\"", typ, parentKey(k), parentKey(k))
