@@ -115,6 +115,8 @@ func (e *cliEnv) setup(cmd *cobra.Command) error {
 	}
 	e.logger = hclog.New(&hclog.LoggerOptions{Name: "gordon", Level: level, Output: e.dockerCli.Err()})
 
+	// Socket directories of CLIs killed without clean-up (kill -9) go now.
+	sdk.SweepStaleSocketDirs()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	cmd.SetContext(ctx)
 	go func() {

@@ -83,3 +83,8 @@ func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// SweepStaleSocketDirs removes, once per process, the plugin socket
+// directories in the temp directory whose owner process is dead (see
+// sweepStaleSocketDirs). The CLI calls it at start, before any plugin runs.
+func SweepStaleSocketDirs() { sweepStaleSocketDirs(pluginTempDir()) }
