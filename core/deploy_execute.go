@@ -184,9 +184,11 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		}
 		p := &pinnedService{spec: spec}
 		e.progress(ProgressEvent{App: app, Service: name, Phase: "resolve", Detail: spec.Image, Elapsed: time.Since(start)})
-		img, err := e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start)
-		if err != nil {
-			return fail(name, err)
+		img, ok := e.takePin(spec.Image, d.req.Pull)
+		if !ok {
+			if img, err = e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start); err != nil {
+				return fail(name, err)
+			}
 		}
 		p.img = img
 		if err := e.checkSecretsSet(ctx, app, spec); err != nil {

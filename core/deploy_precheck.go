@@ -52,9 +52,11 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec AppSpec, pull string)
 				return refuse(err)
 			}
 		}
-		if _, err := e.pinImage(ctx, app, name, s.Image, pull, start); err != nil {
+		img, err := e.pinImage(ctx, app, name, s.Image, pull, start)
+		if err != nil {
 			return refuse(deployErrClass(err, ErrUnavailable))
 		}
+		e.rememberPin(s.Image, pull, img)
 		if err := e.checkSecretsSet(ctx, app, s); err != nil {
 			return refuse(err)
 		}
@@ -118,4 +120,25 @@ func (e *Engine) checkTraffic(ctx context.Context) error {
 		return fmt.Errorf("traffic backend: %w", err)
 	}
 	return nil
+}
+
+// rememberPin keeps the resolution CheckDeployable made of ref under pull,
+// so the deploy's own preflight in the same command neither resolves nor
+// pulls it again (an image pulled under --pull=always is pulled once).
+func (e *Engine) rememberPin(ref, pull string, img ImageRef) {
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	if e.pins == nil {
+		e.pins = map[string]ImageRef{}
+	}
+	e.pins[pull+"\x00"+ref] = img
+}
+
+// takePin returns (and forgets) a resolution rememberPin kept.
+func (e *Engine) takePin(ref, pull string) (ImageRef, bool) {
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	img, ok := e.pins[pull+"\x00"+ref]
+	delete(e.pins, pull+"\x00"+ref)
+	return img, ok
 }

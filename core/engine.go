@@ -56,6 +56,11 @@ type Engine struct {
 	// ErrInvalid (name not approved).
 	BindPolicy func(name string) (hostPath string, err error)
 
+	// pins: image resolutions CheckDeployable made for this command's
+	// deploy (pull policy + ref → image), used once by its preflight.
+	pinMu sync.Mutex
+	pins  map[string]ImageRef
+
 	// unreadable: apps whose ACTIVE a rebuild could not read (app → error).
 	unreadMu   sync.Mutex
 	unreadable map[string]string

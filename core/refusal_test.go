@@ -186,3 +186,15 @@ func TestSecrets_AppWideSecretServesEveryService(t *testing.T) {
 	assert.Contains(t, envs["web"], "PGPASSWORD=s3cret")
 	assert.Contains(t, envs["worker"], "DB_PASSWORD=s3cret")
 }
+
+// The images CheckDeployable resolved are not resolved (or pulled) again by
+// the same command's deploy: --pull=always pulls once.
+func TestR13_CheckedImagesArePulledOnce(t *testing.T) {
+	h := coretest.NewEngine(t)
+	rev, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(coretest.WebSpec(0)), "sha", core.PullAlways)
+	require.NoError(t, err)
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog", Revision: rev.ID, Pull: core.PullAlways})
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.Events.Count("pull", "registry.example/blog:1.4"))
+	assert.Equal(t, 1, h.Runtime.Calls(coretest.MResolve))
+}
