@@ -211,7 +211,12 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	v, seen := rec.Verified[name]
 	fresh := !seen || v.Container != id || !v.StartedAt.Equal(st.StartedAt)
 	transitional := st.Status == StatusRestarting || st.Status == "starting"
-	keepRouting := overlapping && fresh && st.Running()
+	// Also verified before any withdrawal: the container a successful
+	// deploy switched to, whose verified-execution record only failed to
+	// be written (a full state disk): the deploy probed it ready, the edge
+	// routes it, and withdrawing it would drop requests.
+	lost := !seen || v.Container != id // no record of this container at all (a restart has one)
+	keepRouting := (overlapping || (lost && st.Running() && e.switchedBySuccess(ctx, app, name, as, st.StartedAt))) && fresh && st.Running()
 	if (fresh && !keepRouting) || (!st.Running() && !transitional) { // R41.4
 		if err := e.withdraw(ctx, app, name); err != nil {
 			return time.Time{}, false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
@@ -102,4 +103,21 @@ func normGraph(g routetable.Graph) routetable.Graph {
 		}
 	}
 	return out
+}
+
+// switchedBySuccess reports whether ACTIVE's container of service was
+// activated by a deploy whose step for the service succeeded with that
+// container as After (the engine probed it ready and switched to it), and
+// the container's current execution began before that deploy finished
+// (not a later restart, whose binds may have moved).
+func (e *Engine) switchedBySuccess(ctx context.Context, app, service string, as *ActiveService, startedAt time.Time) bool {
+	if as == nil || as.ActivatedBy == "" || as.Container == "" {
+		return false
+	}
+	op, err := e.Store.LoadOp(ctx, app, as.ActivatedBy)
+	if err != nil || op.Kind != OpDeploy || op.FinishedAt.IsZero() || startedAt.After(op.FinishedAt) {
+		return false
+	}
+	st := op.Step(ServiceStepID(service, "replace"))
+	return st != nil && st.State == StepSucceeded && st.After == as.Container
 }

@@ -44,3 +44,26 @@ func TestRebuild_UnreadableAppKeepsItsLastRoutes(t *testing.T) {
 	_, err = h.Engine.SubmitChecked(h.Ctx(), core.AppSpec{Name: "other", Services: []core.ServiceSpec{taken}}, "sha-o", "")
 	assert.ErrorIs(t, err, core.ErrConflict)
 }
+
+// Found by the e2e fault suite: a deploy that switched but could not record
+// the verified execution (EIO on recovery.json) must not make the next
+// reconcile withdraw the serving container before re-verifying it (that
+// dropped requests with 404s): it is verified while it keeps serving.
+func TestR41_LostVerificationRecordIsVerifiedBeforeAnyWithdrawal(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	h.Runtime.NextIDs = []string{"c-new"}
+	h.Runtime.NextBinds = []map[int]int{{8080: 18080}}
+	_, err := h.Engine.SubmitRevision(h.Ctx(), coretest.BlogApp(depNewWeb(0)), "sha-lost")
+	require.NoError(t, err)
+	h.Store.FailNext("SaveRecovery", errors.New("EIO"))
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog"})
+	require.NoError(t, err)
+	h.Reset()
+	_, err = h.Engine.Reconcile(h.Ctx(), nil)
+	require.NoError(t, err)
+	assert.Empty(t, h.Withdrawals(), "the serving container was withdrawn")
+	assert.Equal(t, []int{18080}, h.LastRoute("blog", "web"))
+	rec, err := h.Store.LoadRecovery(h.Ctx(), "blog")
+	require.NoError(t, err)
+	assert.Equal(t, "c-new", rec.Verified["web"].Container, "the pass re-recorded the verification")
+}
