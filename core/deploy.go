@@ -345,7 +345,7 @@ func (e *Engine) secretEnv(ctx context.Context, app string, s *ServiceSpec) (map
 	env := map[string]string{}
 	var values []string
 	for _, ref := range s.Secrets {
-		v, err := e.Store.GetSecret(ctx, app, s.Name, ref.Name)
+		v, err := e.getSecret(ctx, app, s.Name, ref.Name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("app %s: service %s: secret %q: %w", app, s.Name, ref.Name, err)
 		}

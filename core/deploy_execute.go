@@ -150,7 +150,7 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		if service != "" {
 			where = " service " + service + ":"
 		}
-		return fmt.Errorf("%w: deploy %s:%s step %s: %w", ErrConflict, app, where, StepPreflight, err)
+		return fmt.Errorf("deploy %s:%s step %s: %w", app, where, StepPreflight, classOf(ctx, err))
 	}
 	names := d.req.Services
 	if len(names) == 0 {
@@ -159,6 +159,9 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		}
 	}
 	names = sortedServiceNames(names)
+	if err := e.checkTraffic(ctx); err != nil {
+		return fail("", err)
+	}
 	owners, err := e.publishOwners(ctx)
 	if err != nil {
 		return fail("", err)
@@ -184,12 +187,17 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		}
 		p := &pinnedService{spec: spec}
 		e.progress(ProgressEvent{App: app, Service: name, Phase: "resolve", Detail: spec.Image, Elapsed: time.Since(start)})
-		img, err := e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start)
-		if err != nil {
-			return fail(name, err)
+		img, ok := e.takePin(spec.Image, d.req.Pull)
+		if !ok {
+			if img, err = e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start); err != nil {
+				return fail(name, err)
+			}
 		}
 		p.img = img
 		if err := checkPinnedImage(app, spec, img); err != nil {
+			return fail(name, err)
+		}
+		if err := e.checkSecretsSet(ctx, app, spec); err != nil {
 			return fail(name, err)
 		}
 		env, values, err := e.secretEnv(ctx, app, spec)
@@ -200,7 +208,7 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		p.env = dpContainerEnv(d.rev.Spec.Env, spec.Env, env)
 		for _, ref := range spec.Secrets {
 			if ref.As == "file" {
-				v, _ := e.Store.GetSecret(ctx, app, name, ref.Name)
+				v, _ := e.getSecret(ctx, app, name, ref.Name)
 				if p.files == nil {
 					p.files = map[string][]byte{}
 				}
@@ -215,6 +223,9 @@ func (d *deployRun) preflight(ctx context.Context) error {
 			return fail(name, fmt.Errorf("app %s: service %s: %w", app, name, err))
 		}
 		if err := e.checkPublish(ctx, app, spec, owners); err != nil {
+			return fail(name, err)
+		}
+		if err := e.checkVolumeOwners(ctx, app, d.info.Incarnation, spec); err != nil {
 			return fail(name, err)
 		}
 		for _, v := range spec.Volumes {
@@ -318,7 +329,7 @@ func (e *Engine) resolveBinds(s *ServiceSpec) (map[string]string, error) {
 // deployErrClass returns err when it wraps a core error class, else err
 // wrapped with class.
 func deployErrClass(err, class error) error {
-	for _, c := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable, ErrPluginExited} {
+	for _, c := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable, ErrPluginExited, ErrNotReady, ErrInterrupted} {
 		if errors.Is(err, c) {
 			return err
 		}
@@ -351,4 +362,14 @@ func checkPinnedImage(app string, spec *ServiceSpec, img ImageRef) error {
 		return err
 	}
 	return checkDockerReadiness(app, spec, img)
+}
+
+// classOf is the class a failed step reports (STYLE error classes): an
+// interrupted command (ctx ended) is ErrInterrupted; otherwise err keeps
+// the class it carries, and an unclassified cause is a state conflict.
+func classOf(ctx context.Context, err error) error {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !errors.Is(err, ErrInterrupted) {
+		return fmt.Errorf("%w: %w", ErrInterrupted, err)
+	}
+	return deployErrClass(err, ErrConflict)
 }

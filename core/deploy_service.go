@@ -81,7 +81,7 @@ func (d *deployRun) runService(ctx context.Context, ps PlannedService) error {
 // journal saved; the error is returned.
 func (s *serviceRun) fail(ctx context.Context, cause error, diagnostics []string) error {
 	d := s.d
-	err := fmt.Errorf("%w: deploy %s: service %s: step %s: %w", ErrConflict, d.app, s.ps.Service, s.step.ID, cause)
+	err := fmt.Errorf("deploy %s: service %s: step %s: %w", d.app, s.ps.Service, s.step.ID, classOf(ctx, cause))
 	s.res.Result = ResultFailed
 	s.res.Error = err.Error()
 	s.res.Diagnostics = diagnostics
@@ -346,15 +346,26 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 		s.dropCandidate(ctx, id)
 		return fmt.Errorf("start container %s: %w", id, err), nil
 	}
-	// 4. Observe the execution start time (unreadable → zero).
+	// 4. Observe the execution start time (unreadable → zero); a
+	// candidate that already exited fails here, with its log tail.
 	if st, err := e.Runtime.InspectContainer(ctx, id); err == nil {
 		s.startedAt = st.StartedAt
+		if st.ID == "" {
+			st.ID = id
+		}
+		if xerr := exitOf(st); xerr != nil {
+			s.timer.done("start", t)
+			return s.candidateDied(ctx, id, xerr)
+		}
 	}
 	s.timer.done("start", t)
 	// 5. Binds and claims.
 	if ports := spec.BackendPorts(); len(ports) > 0 {
 		binds, err := e.Runtime.BackendBinds(ctx, id, ports)
 		if err != nil {
+			if xerr := e.candidateExit(ctx, id); xerr != nil {
+				return s.candidateDied(ctx, id, xerr)
+			}
 			s.dropCandidate(ctx, id)
 			return fmt.Errorf("read backend binds of %s: %w", id, err), nil
 		}
@@ -421,10 +432,30 @@ func (s *serviceRun) ready(ctx context.Context) error {
 		return err
 	}
 	s.progress("probe", target.Address, 0)
-	_, err = e.waitReady(ctx, target, r, func(w WaitResult) {
+	// The candidate is watched while it is probed: an exit ends the wait
+	// at once with its exit code instead of probing until the timeout.
+	wctx, stop, exited := e.watchCandidate(ctx, s.after)
+	_, err = e.waitReady(wctx, target, r, func(w WaitResult) {
 		s.progress("probe", w.LastDetail, w.Attempts)
 	})
+	stop()
+	if xerr := exited(); xerr != nil {
+		return xerr
+	}
+	if err != nil && ctx.Err() == nil {
+		if xerr := e.candidateExit(ctx, s.after); xerr != nil {
+			return xerr
+		}
+	}
 	return err
+}
+
+// candidateDied fails the candidate step for a candidate that stopped
+// running: the cause names its exit, the diagnostics are its log tail.
+func (s *serviceRun) candidateDied(ctx context.Context, id string, cause error) (error, []string) {
+	diags := s.d.e.logTail(ctx, id, s.pin.secrets)
+	s.dropCandidate(ctx, id)
+	return cause, diags
 }
 
 // logTail captures the candidate's last LogTailLines (default 50) lines

@@ -41,6 +41,10 @@ type Engine struct {
 	// PortCheck, if set, re-checks that publish addresses can be bound
 	// during preflight (R13 port reservation re-check).
 	PortCheck PortChecker
+	// CandidateWatch is how often a candidate is inspected while its
+	// readiness is awaited, so an exit fails the step at once (default
+	// DefaultCandidateWatch).
+	CandidateWatch time.Duration
 	// LogTailLines is the failure log tail length (default 50, R17.6).
 	LogTailLines int
 	// Secrets redaction: values to strip from log tails are loaded per deploy.
@@ -59,6 +63,14 @@ type Engine struct {
 	// ref ("" for an anonymous pull); pinImage passes it to
 	// Runtime.PullImage through WithRegistryAuth (R13, S26). nil: anonymous.
 	RegistryAuth func(ref string) string
+	// pins: image resolutions CheckDeployable made for this command's
+	// deploy (pull policy + ref → image), used once by its preflight.
+	pinMu sync.Mutex
+	pins  map[string]ImageRef
+
+	// unreadable: apps whose ACTIVE a rebuild could not read (app → error).
+	unreadMu   sync.Mutex
+	unreadable map[string]string
 
 	// liveOps marks claims live in this process (R12, R45): app → op id.
 	liveMu  sync.Mutex

@@ -19,6 +19,12 @@ var (
 	// ErrUnavailable: a backend or the engine could not be reached or timed
 	// out; the call may succeed later.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrNotReady: a candidate never became ready (readiness budget ran
+	// out, or it exited while being probed). Core-side only.
+	ErrNotReady = errors.New("not ready")
+	// ErrInterrupted: the command was interrupted (Ctrl-C, SIGTERM) before
+	// the operation finished; reconcile converges what it left.
+	ErrInterrupted = errors.New("interrupted")
 	// ErrPluginExited: a backend plugin process exited or broke its protocol.
 	ErrPluginExited = errors.New("plugin exited")
 )

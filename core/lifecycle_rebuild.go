@@ -52,7 +52,7 @@ func (r *lifecycleRun) rebuildMissing(ctx context.Context, name string, as *Acti
 		if ref.As != "file" {
 			continue
 		}
-		v, err := e.Store.GetSecret(ctx, app, name, ref.Name)
+		v, err := e.getSecret(ctx, app, name, ref.Name)
 		if err != nil {
 			return out, fmt.Errorf("rebuild: secret %q: %w", ref.Name, err)
 		}

@@ -9,11 +9,13 @@ import (
 // Remove removes an app (SPEC R49, R55): claim (no steps); load ACTIVE;
 // persist stopped intent BEFORE any runtime effect; per ACTIVE service
 // (name order): persist a `removed` marker for its container (failure
-// aborts), retire it (its stop grace, clear-marker, no retry-on-leak) —
-// not gone aborts with "container <id> not confirmed gone" — else step
+// aborts), retire it (its stop grace, clear-marker, retry-on-leak) —
+// not gone aborts with "container <id> not confirmed gone", unreleased
+// claims abort too (the marker stays for the retry) — else step
 // `service.<name>.remove` succeeded, result deployed. Then EVERY
-// `retirement-pending` marker is retired (all attempted; any unsettled one,
-// leaked claims included, is a failure; errors joined). An abort is R11
+// `retirement-pending` marker is retired with retry-on-leak (all attempted;
+// any unsettled one, leaked claims included, is a failure and keeps its
+// marker; errors joined). An abort is R11
 // (`error` step; the per-service steps are kept, decision 8): ACTIVE,
 // intent, remaining markers and claims stay and the incarnation is NOT
 // ended. Otherwise: load ownership, reclaim networks (see below), end the
@@ -22,9 +24,11 @@ import (
 // and recovery cleared), outcome success, save, rebuild traffic (rejection
 // → R11 `traffic.publish`, error).
 //
-// Volumes and secrets are kept (R3). The Runtime contract has no network
-// removal, so the app's private network is left in place (logged); a later
-// deploy of the same name reuses it.
+// Volumes and secrets are kept (R3). The app's private networks (the
+// ownership record's, else gordon-<app>) are removed once its containers
+// are gone when the runtime implements NetworkRemover; a network that
+// cannot be removed (another container still attached) is a warning
+// naming it, never a failure.
 //
 // Errors: empty app or a service selection → ErrInvalid; unknown app →
 // ErrNotFound (a replayed key of a removed app still replays); lock/R7/R8
@@ -81,7 +85,9 @@ func (r *lifecycleRun) remove(ctx context.Context) (*OpResult, error) {
 		if m.Reason != MarkerRetirementPending {
 			continue
 		}
-		rr := e.retire(ctx, app, m.Container, RetireOptions{Service: m.Service, Grace: EffectiveGrace(m.StopGrace), ClearMarker: true})
+		// Retry-on-leak (R55, R5(9)): a failed claim release keeps the
+		// marker, so the aborted remove is retried instead of leaking it.
+		rr := e.retire(ctx, app, m.Container, RetireOptions{Service: m.Service, Grace: EffectiveGrace(m.StopGrace), ClearMarker: true, RetryOnLeak: true})
 		if len(rr.Warnings) > 0 {
 			res := r.resultFor(m.Service)
 			res.Warnings = append(res.Warnings, rr.Warnings...)
@@ -97,9 +103,7 @@ func (r *lifecycleRun) remove(ctx context.Context) (*OpResult, error) {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return abort(fmt.Errorf("remove %s: load ownership: %w", app, err))
 	}
-	if len(own.Networks) > 0 {
-		e.log().Info("private networks kept (the runtime contract has no network removal)", "app", app, "networks", own.Networks)
-	}
+	r.reclaimNetworks(ctx, own)
 	if err := e.Store.EndIncarnation(ctx, app); err != nil {
 		return abort(fmt.Errorf("remove %s: end incarnation: %w", app, err))
 	}
@@ -132,14 +136,24 @@ func (r *lifecycleRun) removeService(ctx context.Context, name string, as *Activ
 		return err
 	}
 	if id != "" {
+		// Routes leave first, as for stop: an aborted remove never leaves
+		// a route to a container it stopped.
+		if err := e.withdraw(ctx, app, name); err != nil {
+			return failWith(fmt.Errorf("remove %s: service %s: withdraw: %w", app, name, err))
+		}
 		m := Marker{App: app, Service: name, Container: id, Reason: MarkerRemoved, Operation: r.op.ID, CreatedAt: e.now()}
 		if err := e.Store.SaveMarker(ctx, m); err != nil {
 			return failWith(fmt.Errorf("remove %s: service %s: save removed marker for %s: %w", app, name, id, err))
 		}
-		rr := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: EffectiveGrace(grace), ClearMarker: true})
+		rr := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: EffectiveGrace(grace), ClearMarker: true, RetryOnLeak: true})
 		res.Warnings = append(res.Warnings, rr.Warnings...)
 		if !rr.Gone {
 			return failWith(fmt.Errorf("remove %s: service %s: container %s not confirmed gone: %w", app, name, id, rr.Err(id)))
+		}
+		if !rr.Settled {
+			// Its claims are still registered: abort (ACTIVE and the
+			// marker stay) so a repeated remove releases them.
+			return failWith(fmt.Errorf("remove %s: service %s: container %s removed but its port claims were not released (run remove again): %w", app, name, id, rr.Err(id)))
 		}
 	}
 	res.Result = ResultDeployed
@@ -147,4 +161,22 @@ func (r *lifecycleRun) removeService(ctx context.Context, name string, as *Activ
 	r.results = append(r.results, res)
 	r.progress(name, "done", "removed "+id, true)
 	return nil
+}
+
+// reclaimNetworks is R55's network reclaim: remove the app's private
+// networks (own.Networks, else NetworkName(app)); failures are warnings.
+func (r *lifecycleRun) reclaimNetworks(ctx context.Context, own Ownership) {
+	nr, ok := r.e.Runtime.(NetworkRemover)
+	if !ok {
+		return
+	}
+	nets := own.Networks
+	if len(nets) == 0 {
+		nets = []string{NetworkName(r.app)}
+	}
+	for _, n := range nets {
+		if err := nr.RemoveNetwork(ctx, n); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errors.ErrUnsupported) {
+			r.appWarnings = append(r.appWarnings, Warning{Leftover: n, Detail: "network " + n + " kept: " + err.Error()})
+		}
+	}
 }

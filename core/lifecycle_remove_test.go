@@ -102,18 +102,92 @@ func TestS75_FailedRemovalKeepsClaimsAndActive(t *testing.T) {
 }
 
 // TestR3_RemoveKeepsVolumesAndSecrets: remove never deletes volumes and
-// keeps secrets under the old incarnation.
+// keeps secrets under the old incarnation; the next incarnation reaches
+// the kept volume only by adopting it (R13).
 func TestR3_RemoveKeepsVolumesAndSecrets(t *testing.T) {
 	h := coretest.NewEngine(t)
 	spec := core.ServiceSpec{Name: "db", Image: "registry.example/pg:16", TCP: []core.L4Interface{{Port: 5432}},
-		Volumes: []core.VolumeMount{{Name: "data", Path: "/data"}}}
-	h.SeedServing("blog", coretest.BlogApp(spec), map[string]string{"db": "c-1"}, map[string]map[int]int{"db": {5432: 17000}})
-	require.NoError(t, h.Store.SetSecret(context.Background(), "blog", "db", "pw", []byte("s3cret")))
-	_, err := h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+		Volumes: []core.VolumeMount{{Name: "data", Path: "/data"}}, Secrets: []core.SecretRef{{Env: "PW", Name: "pw"}}}
+	_, err := h.Store.EnsureApp(h.Ctx(), "blog")
 	require.NoError(t, err)
-	for _, e := range h.Events.List() {
-		assert.NotContains(t, e.Kind, "volume-remove")
+	require.NoError(t, h.Store.SetSecret(context.Background(), "blog", "db", "pw", []byte("s3cret")))
+	rev, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(spec), "sha", "")
+	require.NoError(t, err)
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog", Revision: rev.ID})
+	require.NoError(t, err)
+	first := h.Runtime.Created()[0].Name
+
+	_, err = h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gordon-blog-data"}, h.Runtime.Volumes(), "the volume survives remove")
+	for _, e := range h.Events.Find("remove", "") {
+		assert.Equal(t, "", e.Detail, "non-force removal of %s", e.ID)
 	}
-	assert.Equal(t, "", h.Events.Find("remove", "c-1")[0].Detail, "non-force: volumes untouched")
-	assert.Len(t, h.Store.Archived("blog"), 1)
+	require.Len(t, h.Store.Archived("blog"), 1)
+	arch := h.Store.Archived("blog")[0]
+	assert.Contains(t, arch.Volumes, "gordon-blog-data", "the archived incarnation keeps its volume")
+	assert.NotEmpty(t, first)
+
+	// The new incarnation gets the kept volume only by adopting it.
+	_, err = h.Store.EnsureApp(h.Ctx(), "blog")
+	require.NoError(t, err)
+	require.NoError(t, h.Store.SetSecret(context.Background(), "blog", "db", "pw", []byte("n3w")))
+	_, err = h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(spec), "sha", "")
+	require.ErrorIs(t, err, core.ErrConflict)
+	spec.Volumes[0].Adopt = true
+	rev, err = h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(spec), "sha", "")
+	require.NoError(t, err)
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog", Revision: rev.ID})
+	require.NoError(t, err)
+	created := h.Runtime.Created()
+	assert.Equal(t, []core.Mount{{Type: core.MountVolume, Source: "gordon-blog-data", Target: "/data"}}, created[len(created)-1].Mounts)
+}
+
+// SPEC R55, R5(9): remove retires leftover predecessors with retry-on-leak:
+// a failed claim release keeps the marker and fails the remove; the next
+// remove releases the claim.
+func TestR55_RemoveRetriesALeakedPredecessorClaim(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{}, nil)
+	h.Runtime.AddContainer("c-prev", core.ContainerState{}, map[int]int{8080: 17001})
+	require.NoError(t, h.Store.RegisterClaims(h.Ctx(), []core.Claim{{Port: 17001, Protocol: "tcp", Owner: core.ClaimOwnerBackend, App: "blog", Container: "c-prev"}}))
+	h.SeedMarker(core.Marker{App: "blog", Service: "web", Container: "c-prev", Reason: core.MarkerRetirementPending, Operation: "op-seed"})
+	h.Store.FailNext("ReleaseClaims", errors.New("EIO"))
+
+	_, err := h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.Error(t, err)
+	assert.Equal(t, []string{"c-prev"}, h.Store.MarkerContainers("blog"), "the marker stays for the retry")
+	assert.Len(t, h.Store.ClaimsOf("c-prev"), 1)
+
+	_, err = h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.Empty(t, h.Store.ClaimsOf("c-prev"), "the claim outlived remove")
+}
+
+// The same for the serving container: a failed release aborts the remove
+// (ACTIVE kept) and the next remove releases the claim.
+func TestR55_RemoveRetriesALeakedServingClaim(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-1"}, map[string]map[int]int{"web": {8080: 17000}})
+	h.Store.FailNext("ReleaseClaims", errors.New("EIO"))
+	_, err := h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.Error(t, err)
+	assert.Len(t, h.Store.ClaimsOf("c-1"), 1)
+	_, err = h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.Empty(t, h.Store.ClaimsOf("c-1"))
+}
+
+// SPEC R55: remove reclaims the app's private network.
+func TestR55_RemoveReclaimsTheAppNetwork(t *testing.T) {
+	h := coretest.NewEngine(t)
+	rev, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(coretest.WebSpec(0)), "sha", "")
+	require.NoError(t, err)
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog", Revision: rev.ID})
+	require.NoError(t, err)
+	require.Equal(t, []string{"gordon-blog"}, h.Runtime.Networks())
+	_, err = h.Engine.Remove(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.Empty(t, h.Runtime.Networks())
+	assert.Less(t, h.Events.LastIndex("remove", ""), h.Events.Index("remove-network", "gordon-blog"), "network removed after its containers")
 }

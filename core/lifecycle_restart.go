@@ -71,7 +71,14 @@ func (r *lifecycleRun) restart(ctx context.Context, selected []string) (*OpResul
 	}
 	r.finalize()
 	if err := r.saveStrict(ctx); err != nil {
-		return r.result(), err
+		// The restarts happened but are not journaled: routes still follow
+		// ACTIVE, and the verb fails (reconcile records the rest).
+		if rerr := e.rebuild(ctx); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		res := r.result()
+		res.Outcome = OutcomeFailed
+		return res, fmt.Errorf("restart %s: the journal could not be saved: %w", app, err)
 	}
 	if err := e.rebuild(ctx); err != nil {
 		err = fmt.Errorf("restart %s: %w", app, err)

@@ -13,10 +13,11 @@ import (
 type RollbackRequest struct {
 	// App is the app name (required).
 	App string
-	// ToRevision is the revision to go back to; "" means the latest
-	// revision created before the current ACTIVE one whose manifest
-	// differs from it (so a second rollback returns to where the first
-	// started, like `cd -`).
+	// ToRevision is the revision to go back to (any stored one); "" means
+	// the latest revision created before the current ACTIVE one whose
+	// manifest differs from it and that reached success (so a revision
+	// whose deploy failed is never the default, and a second rollback
+	// returns to where the first started, like `cd -`).
 	ToRevision string
 	// OpKey is the deploy's idempotency key (R6).
 	OpKey string
@@ -74,7 +75,7 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*DeployResu
 		return nil, fmt.Errorf("rollback %s: list revisions: %w", app, err)
 	}
 	sort.SliceStable(revs, func(i, j int) bool { return revs[i].CreatedAt.Before(revs[j].CreatedAt) })
-	target, err := rollbackTarget(app, revs, currentRevision(active, revs), req.ToRevision)
+	target, err := rollbackTarget(app, revs, currentRevision(active, revs), req.ToRevision, succeededRevisions(ops, active))
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +123,26 @@ func currentRevision(active Active, revs []Revision) string {
 	return cur
 }
 
-// rollbackTarget picks the revision to roll back to (see RollbackRequest).
-func rollbackTarget(app string, revs []Revision, current, to string) (Revision, error) {
+// succeededRevisions is the set of revision ids that reached success: a
+// deploy op of it ended in success, or ACTIVE is converged at it.
+func succeededRevisions(ops []Operation, active Active) map[string]bool {
+	ok := map[string]bool{}
+	for _, op := range ops {
+		if op.Kind == OpDeploy && op.Outcome == OutcomeSuccess && op.Revision != "" {
+			ok[op.Revision] = true
+		}
+	}
+	if active.Converged && active.ConvergedRevision != "" {
+		ok[active.ConvergedRevision] = true
+	}
+	return ok
+}
+
+// rollbackTarget picks the revision to roll back to (see RollbackRequest):
+// to when given (any stored revision), else the newest revision before
+// current whose manifest differs from it and that reached success (its own
+// deploy, or one of a revision with the same manifest) per succeeded.
+func rollbackTarget(app string, revs []Revision, current, to string, succeeded map[string]bool) (Revision, error) {
 	if to != "" {
 		for _, r := range revs {
 			if r.ID == to {
@@ -142,10 +161,26 @@ func rollbackTarget(app string, revs []Revision, current, to string) (Revision, 
 		return Revision{}, fmt.Errorf("%w: rollback %s: ACTIVE revision %q is not stored", ErrConflict, app, current)
 	}
 	cur := revs[idx]
+	reached := func(r Revision) bool {
+		for _, o := range revs {
+			if succeeded[o.ID] && sameManifest(o, r) {
+				return true
+			}
+		}
+		return false
+	}
+	skipped := 0
 	for i := idx - 1; i >= 0; i-- {
-		if !sameManifest(revs[i], cur) {
+		if sameManifest(revs[i], cur) {
+			continue
+		}
+		if reached(revs[i]) {
 			return revs[i], nil
 		}
+		skipped++
+	}
+	if skipped > 0 {
+		return Revision{}, fmt.Errorf("%w: rollback %s: no revision before %s ever deployed successfully (%d never did; name one with --to)", ErrConflict, app, current, skipped)
 	}
 	return Revision{}, fmt.Errorf("%w: rollback %s: no revision before %s to roll back to", ErrConflict, app, current)
 }

@@ -123,3 +123,42 @@ func TestRollback_KeepsReferenceThatStillResolvesToPin(t *testing.T) {
 	assert.Equal(t, "registry.example/blog:1.4", rev.Spec.Services[0].Image)
 	assert.NotEqual(t, "rev-0", rev.ID, "a new revision is stored")
 }
+
+// SPEC rollback default: a revision whose deploy failed (it never served)
+// is skipped; the default target is the newest earlier revision that
+// reached success. --to still names any stored revision.
+func TestRollback_DefaultSkipsARevisionThatNeverDeployed(t *testing.T) {
+	h := lcSeed(t, "c-old", 17000, 0)
+	h.SeedOp(core.Operation{ID: "op-0", Kind: core.OpDeploy, App: "blog", Revision: "rev-0", Outcome: core.OutcomeSuccess})
+	// rev-1 (:1.6) fails its readiness and never serves.
+	bad := coretest.WebSpec(0)
+	bad.Image = "registry.example/blog:1.6"
+	badRev, err := h.Engine.SubmitRevision(h.Ctx(), coretest.BlogApp(bad), "sha-16")
+	require.NoError(t, err)
+	h.Prober.SetResult("c-bad", false, "503")
+	h.Prober.SetResult("c-bad2", false, "503")
+	h.Runtime.NextIDs = []string{"c-bad"}
+	_, err = h.Engine.Deploy(h.Ctx(), core.DeployRequest{App: "blog", Revision: badRev.ID})
+	require.Error(t, err)
+	// rev-2 (:1.5) deploys fine.
+	h.Runtime.NextIDs = nil
+	lcDeployV15(t, h)
+
+	res, err := h.Engine.Rollback(h.Ctx(), core.RollbackRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+	web := lcActive(t, h, "blog").Services["web"]
+	rev, err := h.Store.LoadRevision(context.Background(), "blog", web.EffectiveRevision)
+	require.NoError(t, err)
+	assert.Equal(t, "registry.example/blog:1.4", rev.Spec.Services[0].Image, "rolled back to the failed revision")
+
+	// --to names any revision, also one that never deployed.
+	h.Runtime.NextIDs = []string{"c-bad2"}
+	_, err = h.Engine.Rollback(h.Ctx(), core.RollbackRequest{App: "blog", ToRevision: badRev.ID})
+	require.Error(t, err, "its readiness still fails")
+	op, err := h.Store.LatestOp(context.Background(), "blog")
+	require.NoError(t, err)
+	got, err := h.Store.LoadRevision(context.Background(), "blog", op.Revision)
+	require.NoError(t, err)
+	assert.Equal(t, "registry.example/blog:1.6", got.Spec.Services[0].Image)
+}

@@ -15,11 +15,25 @@ type PortChecker func(ctx context.Context, proto, addr string) error
 // publishOwners maps "tcp 0.0.0.0:9000" (and udp), and "host example.com"
 // for public HTTP hosts, to "app/service" for everything ACTIVE routes.
 func (e *Engine) publishOwners(ctx context.Context) (map[string]string, error) {
-	actives, err := e.loadAllActives(ctx)
+	actives, unreadable, err := e.loadActivesTolerant(ctx)
 	if err != nil {
 		return nil, err
 	}
 	owners := map[string]string{}
+	if len(unreadable) > 0 && e.Traffic != nil {
+		// An app whose record is unreadable still owns what it serves.
+		if kept, err := e.keptRoutes(ctx, unreadable); err == nil {
+			for _, r := range kept.HTTP {
+				owners["host "+strings.ToLower(r.Host)] = r.App + "/" + r.Service
+			}
+			for _, r := range kept.TCP {
+				owners["tcp "+r.Listen] = r.App + "/" + r.Service
+			}
+			for _, r := range kept.UDP {
+				owners["udp "+r.Listen] = r.App + "/" + r.Service
+			}
+		}
+	}
 	for _, a := range actives {
 		for name, s := range a.Services {
 			if s == nil {

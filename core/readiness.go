@@ -327,8 +327,9 @@ func (e *ReadinessTimeoutError) Error() string {
 	}
 }
 
-// Unwrap makes errors.Is(err, ErrUnavailable) hold.
-func (e *ReadinessTimeoutError) Unwrap() error { return ErrUnavailable }
+// Unwrap makes errors.Is(err, ErrNotReady) and errors.Is(err,
+// ErrUnavailable) hold.
+func (e *ReadinessTimeoutError) Unwrap() []error { return []error{ErrNotReady, ErrUnavailable} }
 
 // Wait probes target with r until ready, the budget (r.Timeout, default
 // 30 s) runs out, or ctx ends. Type "none" (or "") returns at once with 0

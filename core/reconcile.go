@@ -65,6 +65,11 @@ func (e *Engine) Reconcile(ctx context.Context, apps []string) ([]ReconcileRepor
 			break
 		}
 	}
+	if ctx.Err() == nil {
+		if err := e.ensureRouted(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return reports, errors.Join(errs...)
 }
 
@@ -164,6 +169,9 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 			errs = append(errs, err)
 		}
 	}
+	if err := e.sweepLeftovers(ctx, app); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -211,7 +219,12 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	v, seen := rec.Verified[name]
 	fresh := !seen || v.Container != id || !v.StartedAt.Equal(st.StartedAt)
 	transitional := st.Status == StatusRestarting || st.Status == "starting"
-	keepRouting := overlapping && fresh && st.Running()
+	// Also verified before any withdrawal: the container a successful
+	// deploy switched to, whose verified-execution record only failed to
+	// be written (a full state disk): the deploy probed it ready, the edge
+	// routes it, and withdrawing it would drop requests.
+	lost := !seen || v.Container != id // no record of this container at all (a restart has one)
+	keepRouting := (overlapping || (lost && st.Running() && e.switchedBySuccess(ctx, app, name, as, st.StartedAt))) && fresh && st.Running()
 	if (fresh && !keepRouting) || (!st.Running() && !transitional) { // R41.4
 		if err := e.withdraw(ctx, app, name); err != nil {
 			return time.Time{}, false, err
@@ -513,8 +526,17 @@ func (e *Engine) stopConverge(ctx context.Context, app, name string, as *ActiveS
 	if as == nil || as.Container == "" {
 		return nil
 	}
+	// A stopped app routes nothing: its binds leave ACTIVE before the
+	// container is stopped (the pass rebuilds afterwards).
+	if err := e.withdrawState(ctx, app, name); err != nil {
+		return fmt.Errorf("service %s: %w", name, err)
+	}
 	st, err := e.Runtime.InspectContainer(ctx, as.Container)
 	if errors.Is(err, ErrNotFound) {
+		// Gone: a claim a failed release left behind goes with it.
+		if err := e.Store.ReleaseClaims(ctx, app, as.Container); err != nil {
+			return fmt.Errorf("service %s: release claims of gone %s: %w", name, as.Container, err)
+		}
 		return nil
 	}
 	if err != nil {

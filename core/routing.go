@@ -173,27 +173,6 @@ func (e *Engine) effect(kind, id, detail string) {
 	}
 }
 
-// loadAllActives loads the ACTIVE record of every app (apps without one are
-// skipped).
-func (e *Engine) loadAllActives(ctx context.Context) ([]Active, error) {
-	apps, err := e.Store.ListApps(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("rebuild traffic: list apps: %w", err)
-	}
-	var out []Active
-	for _, app := range apps {
-		a, err := e.Store.LoadActive(ctx, app)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("rebuild traffic: app %s: load ACTIVE: %w", app, err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
 // rebuild ("route traffic", SPEC 1.1, decision 11) recomputes the whole
 // graph from every app's ACTIVE record and applies it. An error is a
 // rejected rebuild; it wraps the traffic backend's error (ErrUnavailable
@@ -202,7 +181,10 @@ func (e *Engine) rebuild(ctx context.Context) error {
 	if e.Traffic == nil {
 		return nil
 	}
-	actives, err := e.loadAllActives(ctx)
+	// One app's unreadable record does not stop every app's routing: the
+	// readable apps are routed, the unreadable one keeps its last good
+	// routes (reported through UnreadableApps).
+	actives, unreadable, err := e.loadActivesTolerant(ctx)
 	if err != nil {
 		return err
 	}
@@ -216,6 +198,15 @@ func (e *Engine) rebuild(ctx context.Context) error {
 		stopped[a.App] = in.Stopped
 	}
 	g = WithStoppedRoutes(g, actives, stopped)
+	if len(unreadable) > 0 {
+		kept, kerr := e.keptRoutes(ctx, unreadable)
+		if kerr != nil {
+			return fmt.Errorf("rebuild traffic: ACTIVE of %s unreadable (%v) and its last routes unknown: %w",
+				unreadableNames(unreadable), firstErr(unreadable), kerr)
+		}
+		g = mergeKept(g, kept)
+	}
+	e.noteUnreadable(actives, unreadable)
 	gen, err := e.Traffic.Apply(ctx, g)
 	if err != nil {
 		return fmt.Errorf("rebuild traffic: %w", classifyErr(err, ErrUnavailable))

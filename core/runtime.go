@@ -175,8 +175,11 @@ type ContainerState struct {
 	Health         string `json:"health,omitempty"`
 	HasHealthcheck bool   `json:"has_healthcheck,omitempty"`
 	// HealthLog is the output of the last health check run ("" when none).
-	HealthLog string            `json:"health_log,omitempty"`
-	ExitCode  int               `json:"exit_code,omitempty"`
+	HealthLog string `json:"health_log,omitempty"`
+	ExitCode  int    `json:"exit_code,omitempty"`
+	// OOMKilled is true when the engine reports the last exit as a kill by
+	// the kernel's out-of-memory handler.
+	OOMKilled bool              `json:"oom_killed,omitempty"`
 	Env       []string          `json:"env,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
 }

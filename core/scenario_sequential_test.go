@@ -106,14 +106,22 @@ func TestS6_HTTPWithAVolumeStaysSequential(t *testing.T) {
 	assert.Equal(t, []string{"gordon-blog-data"}, h.Runtime.Volumes())
 	assert.Equal(t, 1, h.Events.Count("ensure-volume", "gordon-blog-data"))
 	assert.Equal(t, 1, h.Events.Count("marker-save", "c-old"))
+	// R5(4): replacement-pending is durable before the old single writer
+	// is stopped.
+	require.GreaterOrEqual(t, h.Events.Index("marker-save", "c-old"), 0)
+	assert.Less(t, h.Events.Index("marker-save", "c-old"), h.Events.Index("stop", "c-old"))
+	assert.Equal(t, core.MarkerReplacementPending, h.Events.Find("marker-save", "c-old")[0].Detail)
 	assert.Less(t, h.Events.Index("remove", "c-old"), h.Events.Index("create", "c-new"))
 	assert.Less(t, h.Events.Index("stop", "c-old"), h.Events.Index("remove", "c-old"))
-	// ACTIVE names c-new only after it exists.
-	for _, e := range h.Events.Find("publish-active", "blog") {
-		if strings.Contains(e.Detail, "c-new") {
-			assert.Greater(t, h.Events.Index("publish-active", "blog"), -1)
+	// ACTIVE names c-new only after it exists and is ready.
+	named := 0
+	for i, e := range h.Events.List() {
+		if e.Kind == "publish-active" && strings.Contains(e.Detail, "c-new") {
+			named++
+			assert.Greater(t, i, h.Events.Index("ready", "c-new"), "ACTIVE named c-new before it was ready")
 		}
 	}
+	assert.Positive(t, named, "ACTIVE never named c-new")
 	a, _ := h.Store.Active("blog")
 	assert.Equal(t, "c-new", a.Services["web"].Container)
 	assert.Empty(t, res.Warnings)
@@ -206,7 +214,7 @@ func TestS21_WithdrawalFailureBlocksMutation(t *testing.T) {
 
 	res, err := depDeploy(t, h, core.DeployRequest{}, next)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, core.ErrConflict)
+	assert.ErrorIs(t, err, core.ErrUnavailable)
 	for _, k := range []string{"stop", "remove", "create", "start", "marker-save"} {
 		assert.Equal(t, 0, h.Events.Count(k, ""), k)
 	}

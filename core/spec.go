@@ -169,6 +169,9 @@ type VolumeMount struct {
 	Name     string `json:"name"`
 	Path     string `json:"path"`
 	ReadOnly bool   `json:"readonly,omitempty"`
+	// Adopt takes over an existing volume of this name owned by another
+	// app or incarnation (or by none) instead of refusing it (R13).
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // BindMount mounts an operator-approved host path, looked up by Name in the

@@ -20,7 +20,25 @@ type AppStatus struct {
 	Markers []Marker `json:"markers,omitempty"`
 	// LastOp is the latest operation's id, kind and outcome ("" = running).
 	LastOp *OpSummary `json:"last_op,omitempty"`
+	// State is the app as a whole (see AppState*): running only when every
+	// ACTIVE service's container runs; degraded names what does not in
+	// Problems; not-deployed when nothing was ever published (also after a
+	// failed first deploy); unreadable when a record could not be read.
+	State string `json:"state"`
+	// Problems are one line per service that is not serving, or the
+	// unreadable record's error.
+	Problems []string `json:"problems,omitempty"`
 }
+
+// App states of AppStatus.State.
+const (
+	AppStateRunning     = "running"
+	AppStateStopped     = "stopped"
+	AppStateDegraded    = "degraded"
+	AppStateNotDeployed = "not-deployed"
+	AppStateUnreadable  = "unreadable"
+	AppStateUnknown     = "unknown"
+)
 
 // OpSummary is an operation without its steps.
 type OpSummary struct {
@@ -59,10 +77,13 @@ type ServiceStatus struct {
 
 // Status reads one app's state (no lock: readers never need one). A nil
 // Runtime leaves State "unknown". Unknown app → error wrapping ErrNotFound.
-func (e *Engine) Status(ctx context.Context, app string) (AppStatus, error) {
-	st := AppStatus{App: app}
+func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err error) {
+	st = AppStatus{App: app}
 	info, err := e.Store.LoadApp(ctx, app)
 	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			st.State, st.Problems = AppStateUnreadable, []string{err.Error()}
+		}
 		return st, err
 	}
 	st.Incarnation = info.Incarnation
@@ -88,11 +109,14 @@ func (e *Engine) Status(ctx context.Context, app string) (AppStatus, error) {
 	}
 	active, err := e.Store.LoadActive(ctx, app)
 	if errors.Is(err, ErrNotFound) {
+		st.State = AppStateNotDeployed
 		return st, nil
 	}
 	if err != nil {
+		st.State, st.Problems = AppStateUnreadable, []string{err.Error()}
 		return st, err
 	}
+	defer func() { st.State, st.Problems = appState(st) }()
 	names := make([]string, 0, len(active.Services))
 	for n := range active.Services {
 		names = append(names, n)
@@ -143,4 +167,40 @@ func (e *Engine) Status(ctx context.Context, app string) (AppStatus, error) {
 		st.Services = append(st.Services, ss)
 	}
 	return st, nil
+}
+
+// appState derives AppStatus.State and Problems from the services' real
+// container states (SPEC status): a stopped intent is stopped; no service
+// with a container is not-deployed; any service whose container is not
+// running (exited, restarting, missing, …) makes the app degraded; all
+// unknown (no runtime) is unknown.
+func appState(st AppStatus) (string, []string) {
+	if st.Stopped {
+		return AppStateStopped, nil
+	}
+	var problems []string
+	withContainer, unknown := 0, 0
+	for _, s := range st.Services {
+		if s.Container == "" {
+			problems = append(problems, fmt.Sprintf("service %s has no container", s.Service))
+			continue
+		}
+		withContainer++
+		switch s.State {
+		case StatusRunning:
+		case "unknown":
+			unknown++
+		default:
+			problems = append(problems, fmt.Sprintf("service %s: container %s is %s", s.Service, shortID(s.Container), s.State))
+		}
+	}
+	switch {
+	case withContainer == 0:
+		return AppStateNotDeployed, problems
+	case len(problems) > 0:
+		return AppStateDegraded, problems
+	case unknown > 0:
+		return AppStateUnknown, nil
+	}
+	return AppStateRunning, nil
 }

@@ -707,6 +707,7 @@ func (s *Server) statusLocked() routetable.Status {
 		RejectedGeneration: s.rejectedGen,
 		AdminAddr:          s.AdminAddr(),
 		Backends:           s.reg.status(),
+		StateID:            routetable.StateDirID(s.cfg.StateDir),
 	}
 	if snap := s.snap.Load(); snap != nil {
 		st.AppliedGeneration = snap.generation

@@ -125,7 +125,9 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 				return err
 			}
 		}
-		rev, err := eng.SubmitRevision(ctx, spec, sha)
+		// Every check that can refuse runs before the revision is stored:
+		// a refused deploy leaves the state directory as it was.
+		rev, err := eng.SubmitChecked(ctx, spec, sha, o.pull)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,11 @@ import (
 //	                           (e.g. SaveOp#3)
 //	GORDON_FAULT=any#<N>       SIGKILL right after the N-th successful
 //	                           mutating write of any kind
+//	GORDON_FAULT_FAIL=<Method>#<N>=<ENOSPC|EIO>
+//	                           make the N-th call of that mutating Store
+//	                           method fail with that errno (a full or
+//	                           broken state disk) instead of writing; the
+//	                           process goes on (the fault-injection suite)
 //	GORDON_FAULT_LOG=<path>    append "<Method>#<k>" then "any#<n>", one per
 //	                           line, for every successful mutating write
 //	                           (before a possible kill), so a clean run
@@ -33,8 +38,9 @@ import (
 // SaveActive, SaveMarker, ClearMarker, RegisterClaims, ReleaseClaims,
 // SaveRecovery, SaveOwnership, SaveIntent, SaveDesired and SaveRevision.
 const (
-	envFault    = "GORDON_FAULT"
-	envFaultLog = "GORDON_FAULT_LOG"
+	envFault     = "GORDON_FAULT"
+	envFaultLog  = "GORDON_FAULT_LOG"
+	envFaultFail = "GORDON_FAULT_FAIL"
 )
 
 // faultStore wraps s with the crash hook when GORDON_FAULT or
@@ -42,11 +48,22 @@ const (
 // GORDON_FAULT (not "<name>#<positive int>") makes the process exit 1 at
 // once, so a test never silently runs without its fault.
 func faultStore(s core.Store) core.Store {
-	spec, logPath := os.Getenv(envFault), os.Getenv(envFaultLog)
-	if spec == "" && logPath == "" {
+	spec, logPath, failSpec := os.Getenv(envFault), os.Getenv(envFaultLog), os.Getenv(envFaultFail)
+	if spec == "" && logPath == "" && failSpec == "" {
 		return s
 	}
-	f := &faultingStore{Store: s, logPath: logPath, counts: map[string]int{}}
+	f := &faultingStore{Store: s, logPath: logPath, counts: map[string]int{}, calls: map[string]int{}}
+	if failSpec != "" {
+		at, kind, ok1 := strings.Cut(failSpec, "=")
+		name, n, ok2 := strings.Cut(at, "#")
+		k, err := strconv.Atoi(n)
+		errno := map[string]syscall.Errno{"ENOSPC": syscall.ENOSPC, "EIO": syscall.EIO}[kind]
+		if !ok1 || !ok2 || name == "" || err != nil || k < 1 || errno == 0 {
+			fmt.Fprintf(os.Stderr, "%s=%q: want <Method>#<N>=<ENOSPC|EIO> with N >= 1\n", envFaultFail, failSpec)
+			os.Exit(1)
+		}
+		f.failName, f.failAt, f.failErr = name, k, errno
+	}
 	if spec != "" {
 		name, n, ok := strings.Cut(spec, "#")
 		k, err := strconv.Atoi(n)
@@ -67,8 +84,28 @@ type faultingStore struct {
 	killName string
 	killAt   int
 
+	failName string
+	failAt   int
+	failErr  syscall.Errno
+
 	mu     sync.Mutex
 	counts map[string]int
+	calls  map[string]int // every call, for GORDON_FAULT_FAIL
+}
+
+// inject fails the configured call of method (GORDON_FAULT_FAIL) with an
+// *os.PathError carrying the errno, as a full or broken disk would.
+func (f *faultingStore) inject(method string) error {
+	if f.failName == "" {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[method]++
+	if f.failName == method && f.calls[method] == f.failAt {
+		return &os.PathError{Op: "write", Path: "(" + method + ")", Err: f.failErr}
+	}
+	return nil
 }
 
 // passed records one successful write of method and kills the process if
@@ -100,10 +137,16 @@ func (f *faultingStore) after(method string, err error) error {
 }
 
 func (f *faultingStore) SaveOp(ctx context.Context, op core.Operation) error {
+	if err := f.inject("SaveOp"); err != nil {
+		return err
+	}
 	return f.after("SaveOp", f.Store.SaveOp(ctx, op))
 }
 
 func (f *faultingStore) ClaimOp(ctx context.Context, op core.Operation) (core.Operation, bool, error) {
+	if err := f.inject("ClaimOp"); err != nil {
+		return core.Operation{}, false, err
+	}
 	stored, claimed, err := f.Store.ClaimOp(ctx, op)
 	if err == nil && claimed {
 		f.passed("ClaimOp")
@@ -112,42 +155,72 @@ func (f *faultingStore) ClaimOp(ctx context.Context, op core.Operation) (core.Op
 }
 
 func (f *faultingStore) SaveActive(ctx context.Context, a core.Active) error {
+	if err := f.inject("SaveActive"); err != nil {
+		return err
+	}
 	return f.after("SaveActive", f.Store.SaveActive(ctx, a))
 }
 
 func (f *faultingStore) SaveMarker(ctx context.Context, m core.Marker) error {
+	if err := f.inject("SaveMarker"); err != nil {
+		return err
+	}
 	return f.after("SaveMarker", f.Store.SaveMarker(ctx, m))
 }
 
 func (f *faultingStore) ClearMarker(ctx context.Context, app, service, container string) error {
+	if err := f.inject("ClearMarker"); err != nil {
+		return err
+	}
 	return f.after("ClearMarker", f.Store.ClearMarker(ctx, app, service, container))
 }
 
 func (f *faultingStore) RegisterClaims(ctx context.Context, claims []core.Claim) error {
+	if err := f.inject("RegisterClaims"); err != nil {
+		return err
+	}
 	return f.after("RegisterClaims", f.Store.RegisterClaims(ctx, claims))
 }
 
 func (f *faultingStore) ReleaseClaims(ctx context.Context, app, container string) error {
+	if err := f.inject("ReleaseClaims"); err != nil {
+		return err
+	}
 	return f.after("ReleaseClaims", f.Store.ReleaseClaims(ctx, app, container))
 }
 
 func (f *faultingStore) SaveRecovery(ctx context.Context, app string, r core.Recovery) error {
+	if err := f.inject("SaveRecovery"); err != nil {
+		return err
+	}
 	return f.after("SaveRecovery", f.Store.SaveRecovery(ctx, app, r))
 }
 
 func (f *faultingStore) SaveOwnership(ctx context.Context, o core.Ownership) error {
+	if err := f.inject("SaveOwnership"); err != nil {
+		return err
+	}
 	return f.after("SaveOwnership", f.Store.SaveOwnership(ctx, o))
 }
 
 func (f *faultingStore) SaveIntent(ctx context.Context, app string, in core.Intent) error {
+	if err := f.inject("SaveIntent"); err != nil {
+		return err
+	}
 	return f.after("SaveIntent", f.Store.SaveIntent(ctx, app, in))
 }
 
 func (f *faultingStore) SaveDesired(ctx context.Context, app, id string) error {
+	if err := f.inject("SaveDesired"); err != nil {
+		return err
+	}
 	return f.after("SaveDesired", f.Store.SaveDesired(ctx, app, id))
 }
 
 func (f *faultingStore) SaveRevision(ctx context.Context, rev core.Revision) error {
+	if err := f.inject("SaveRevision"); err != nil {
+		return err
+	}
 	return f.after("SaveRevision", f.Store.SaveRevision(ctx, rev))
 }
 

@@ -65,7 +65,8 @@ and exit; with --watch, repeat every --interval until stopped. A busy app
 				if !o.watch {
 					return perr
 				}
-				if perr != nil {
+				if perr != nil && ctx.Err() == nil {
+					// A pass cut short by the stop itself is not a failure.
 					env.logger.Error("pass failed", "error", perr)
 				}
 				select {

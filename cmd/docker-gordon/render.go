@@ -44,6 +44,10 @@ type progressRenderer struct {
 	tty     bool
 	start   time.Time
 	lastKey string
+	// since is when each app/service's first event said its work started:
+	// events that carry no elapsed time of their own (stop and remove of a
+	// retirement) continue that service's clock instead of restarting it.
+	since map[string]time.Time
 }
 
 func newProgressRenderer(w io.Writer, tty bool) *progressRenderer {
@@ -53,6 +57,7 @@ func newProgressRenderer(w io.Writer, tty bool) *progressRenderer {
 func (p *progressRenderer) event(ev core.ProgressEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	ev.Elapsed = p.elapsed(ev)
 	line := fmt.Sprintf("%-12s %-10s %6.1fs", ev.Service, ev.Phase, ev.Elapsed.Seconds())
 	if ev.Service == "" {
 		line = fmt.Sprintf("%-12s %-10s %6.1fs", ev.App, ev.Phase, ev.Elapsed.Seconds())
@@ -116,4 +121,21 @@ var longID = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 // shortenIDs replaces 64-hex container and image IDs with their 12-char form.
 func shortenIDs(s string) string {
 	return longID.ReplaceAllStringFunc(s, func(id string) string { return id[:12] })
+}
+
+// elapsed is ev's time on its service's clock: never less than the time
+// since the service's first event (minus that event's own elapsed time).
+// Caller holds p.mu.
+func (p *progressRenderer) elapsed(ev core.ProgressEvent) time.Duration {
+	if p.since == nil {
+		p.since = map[string]time.Time{}
+	}
+	key := ev.App + "/" + ev.Service
+	now := time.Now()
+	start, ok := p.since[key]
+	if !ok {
+		start = now.Add(-ev.Elapsed)
+		p.since[key] = start
+	}
+	return max(ev.Elapsed, now.Sub(start))
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ type cliEnv struct {
 
 	store *journal.Store
 	host  *sdk.Host
+	eng   *core.Engine
 
 	// target is the engine the verb acts on (remote.go).
 	target engineTarget
@@ -43,6 +45,10 @@ type cliEnv struct {
 
 func newRootCommand(dockerCli command.Cli) *cobra.Command {
 	env := &cliEnv{dockerCli: dockerCli}
+	// PersistentPostRun runs only after success; the finalizer runs on every
+	// exit path of Execute (an error too), so plugin processes and their
+	// socket directory never outlive the command.
+	cobra.OnFinalize(env.close)
 	cmd := &cobra.Command{
 		Use:           "gordon",
 		Short:         "Zero-downtime deploys of multi-service apps on one Docker engine",
@@ -116,6 +122,8 @@ func (e *cliEnv) setup(cmd *cobra.Command) error {
 	}
 	e.logger = hclog.New(&hclog.LoggerOptions{Name: "gordon", Level: level, Output: e.dockerCli.Err()})
 
+	// Socket directories of CLIs killed without clean-up (kill -9) go now.
+	sdk.SweepStaleSocketDirs()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	cmd.SetContext(ctx)
 	go func() {
@@ -128,11 +136,28 @@ func (e *cliEnv) setup(cmd *cobra.Command) error {
 	return nil
 }
 
-// close kills plugin subprocesses and releases the store.
+// close kills plugin subprocesses (removing their socket directory) and
+// reports apps whose record a rebuild could not read. Idempotent.
 func (e *cliEnv) close() {
 	if e.host != nil {
 		e.host.Close()
 	}
+	if e.eng != nil {
+		unreadable := e.eng.UnreadableApps()
+		for _, app := range sortedKeys(unreadable) {
+			fmt.Fprintf(e.dockerCli.Err(), "warning: app %s: its record could not be read, so its last good routes were kept: %s\n", app, unreadable[app])
+		}
+		e.eng = nil
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // openStore opens the journal at the state directory.
@@ -220,7 +245,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 	if trErr != nil {
 		return nil, trErr
 	}
-	return &core.Engine{
+	e.eng = &core.Engine{
 		Store:       faultStore(store),
 		Runtime:     rt,
 		Traffic:     tr,
@@ -234,7 +259,8 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 		},
 		PortCheck:    checkPort,
 		RegistryAuth: e.registryAuth,
-	}, nil
+	}
+	return e.eng, nil
 }
 
 // usageArgs wraps a positional-argument rule so that its error names the

@@ -33,12 +33,18 @@ Changing a secret takes effect on the next deploy of the service.`,
 
 func newSecretsSetCommand(env *cliEnv) *cobra.Command {
 	return &cobra.Command{
-		Use:   "set APP SERVICE NAME",
-		Short: "Set a secret from standard input (one trailing newline is stripped)",
+		Use:   "set APP [SERVICE] NAME",
+		Short: "Set a secret from standard input (one trailing newline is stripped); without SERVICE it is app-wide",
 		Example: `  printf %s "$DB_PASSWORD" | docker gordon secrets set blog db db-password
-  docker gordon secrets set blog web api-key < api-key.txt`,
-		Args: usageArgs(cobra.ExactArgs(3)),
+  docker gordon secrets set blog web api-key < api-key.txt
+  printf %s "$PG_PASSWORD" | docker gordon secrets set blog pg-password   # every service of blog`,
+		Args: usageArgs(cobra.RangeArgs(2, 3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				// App-wide: every service that refers to NAME and has no
+				// secret of its own by that name gets this value.
+				args = []string{args[0], core.AppWideSecrets, args[1]}
+			}
 			in := env.dockerCli.In()
 			if in.IsTerminal() {
 				fmt.Fprintf(env.dockerCli.Err(), "reading the value of %s from standard input (end with Ctrl-D)\n", args[2])
@@ -78,11 +84,14 @@ func readSecret(r io.Reader) ([]byte, error) {
 
 func newSecretsRmCommand(env *cliEnv) *cobra.Command {
 	return &cobra.Command{
-		Use:     "rm APP SERVICE NAME",
+		Use:     "rm APP [SERVICE] NAME",
 		Aliases: []string{"remove"},
-		Short:   "Remove a secret (a deploy that still needs it fails its preflight)",
-		Args:    usageArgs(cobra.ExactArgs(3)),
+		Short:   "Remove a secret (without SERVICE: the app-wide one; a deploy that still needs it fails its preflight)",
+		Args:    usageArgs(cobra.RangeArgs(2, 3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				args = []string{args[0], core.AppWideSecrets, args[1]}
+			}
 			return withSecretsLock(cmd.Context(), env, args[0], func(s core.Store) error {
 				if err := s.RemoveSecret(cmd.Context(), args[0], args[1], args[2]); err != nil {
 					return err

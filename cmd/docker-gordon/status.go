@@ -40,6 +40,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 				}
 			}
 			var out []core.AppStatus
+			var unreadable []string
 			for _, app := range apps {
 				st, err := eng.Status(ctx, app)
 				if errors.Is(err, core.ErrNotFound) && len(args) > 0 {
@@ -49,15 +50,29 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 					continue
 				}
 				if err != nil {
-					return err
+					// One app's unreadable record is shown and makes the
+					// exit status 1; the other apps are still listed.
+					if st.State != core.AppStateUnreadable {
+						st.State, st.Problems = core.AppStateUnreadable, []string{err.Error()}
+					}
+					unreadable = append(unreadable, app)
 				}
 				out = append(out, st)
+			}
+			statusErr := func() error {
+				if len(unreadable) == 0 {
+					return nil
+				}
+				return fmt.Errorf("status: the records of %s could not be read (see above; fix or restore the named file)", strings.Join(unreadable, ", "))
 			}
 			if isJSON(format) {
 				if out == nil {
 					out = []core.AppStatus{}
 				}
-				return writeJSON(env.dockerCli.Out(), out)
+				if err := writeJSON(env.dockerCli.Out(), out); err != nil {
+					return err
+				}
+				return statusErr()
 			}
 			if len(out) == 0 {
 				fmt.Fprintln(env.dockerCli.Out(), "no apps")
@@ -74,7 +89,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 			if live, _ := edgeLive(ctx, env.opts.stateDir); running && !live {
 				fmt.Fprintln(env.dockerCli.Err(), "warning: the edge proxy is not running, so no route above is served (docker gordon edge start; docker gordon edge status)")
 			}
-			return nil
+			return statusErr()
 		},
 	}
 	addFormatFlag(cmd, &format)
@@ -83,15 +98,24 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 
 func renderStatus(env *cliEnv, st core.AppStatus) {
 	w := env.dockerCli.Out()
-	intent := "running"
-	if st.Stopped {
-		intent = "stopped"
+	state := st.State
+	if state == "" {
+		state = "running"
+		if st.Stopped {
+			state = "stopped"
+		}
 	}
-	fmt.Fprintf(w, "app %s (%s, desired %s", st.App, intent, orDash(st.Desired))
+	fmt.Fprintf(w, "app %s (%s, desired %s", st.App, state, orDash(st.Desired))
 	if st.LastOp != nil {
 		fmt.Fprintf(w, ", last op %s %s %s", st.LastOp.ID, st.LastOp.Kind, orDash(st.LastOp.Outcome))
 	}
 	fmt.Fprintln(w, ")")
+	for _, p := range st.Problems {
+		fmt.Fprintf(w, "  %s: %s\n", state, p)
+	}
+	if len(st.Services) == 0 {
+		return
+	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "SERVICE\tCONTAINER\tIMAGE\tREVISION\tSTATE\tBINDS\tROUTES\tFLAGS")
 	for _, s := range st.Services {

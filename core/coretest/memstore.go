@@ -30,6 +30,10 @@ import (
 type MemStore struct {
 	// Now stamps created apps and revisions (default time.Now().UTC()).
 	Now func() time.Time
+	// Hook, if set, runs on entry of every method (its name, e.g.
+	// "SaveActive"); an error fails the call like FailNext. It runs with
+	// the store locked: it must not call the store.
+	Hook func(method string) error
 
 	ev    *Events
 	mu    sync.Mutex
@@ -55,6 +59,22 @@ type MemStore struct {
 	locks     map[string]chan struct{}
 	holders   map[string]core.LockHolder
 	recovered int
+	corrupt   map[string]error // app → LoadActive error (Corrupt)
+}
+
+// CorruptActive makes every LoadActive of app fail with err (a torn or
+// unparsable active.json) until called with nil.
+func (s *MemStore) CorruptActive(app string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.corrupt == nil {
+		s.corrupt = map[string]error{}
+	}
+	if err == nil {
+		delete(s.corrupt, app)
+		return
+	}
+	s.corrupt[app] = err
 }
 
 var _ core.Store = (*MemStore)(nil)
@@ -119,6 +139,13 @@ func (s *MemStore) ResetCounters() {
 func (s *MemStore) enter(method string) error {
 	s.mu.Lock()
 	s.calls[method]++
+	if s.Hook != nil {
+		if err := s.Hook(method); err != nil {
+			s.mu.Unlock()
+			s.ev.AddDetail(strings.ToLower(method)+"-failed", "", err.Error())
+			return err
+		}
+	}
 	fs := s.fails[method]
 	for i := range fs {
 		if fs[i].times == 0 {
@@ -421,6 +448,9 @@ func (s *MemStore) LoadActive(ctx context.Context, app string) (core.Active, err
 		return core.Active{}, err
 	}
 	defer s.mu.Unlock()
+	if err := s.corrupt[app]; err != nil {
+		return core.Active{}, err
+	}
 	a, ok := s.active[app]
 	if !ok {
 		return core.Active{}, nf("app " + app + " ACTIVE")

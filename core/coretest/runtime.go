@@ -29,6 +29,8 @@ const (
 	MEnsureVolume  = "ensure-volume"
 	MList          = "list"
 	MInfo          = "info"
+	MInspectVolume = "inspect-volume"
+	MRemoveNetwork = "remove-network"
 )
 
 // StopCall is one successful StopContainer call.
@@ -93,7 +95,7 @@ type Runtime struct {
 	pendingU    map[string]map[int]int
 	pendingLogs map[string][]core.LogLine
 	networks    map[string]bool
-	volumes     map[string]bool
+	volumes     map[string]map[string]string // name → labels
 }
 
 var _ core.Runtime = (*Runtime)(nil)
@@ -106,7 +108,7 @@ func NewRuntime(ev *Events) *Runtime {
 		calls: map[string]int{}, nextPort: 18080,
 		pending: map[string]map[int]int{}, pendingU: map[string]map[int]int{},
 		pendingLogs: map[string][]core.LogLine{},
-		networks:    map[string]bool{}, volumes: map[string]bool{},
+		networks:    map[string]bool{}, volumes: map[string]map[string]string{},
 	}
 }
 
@@ -180,6 +182,16 @@ func (r *Runtime) SetState(id, status string, startedAt time.Time) {
 		if !startedAt.IsZero() {
 			c.state.StartedAt = startedAt
 		}
+	}
+}
+
+// SetExit makes id exited with code (and an OOM kill when oom), as the
+// engine reports a process that ended by itself.
+func (r *Runtime) SetExit(id string, code int, oom bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.cs[id]; ok {
+		c.state.Status, c.state.ExitCode, c.state.OOMKilled = core.StatusExited, code, oom
 	}
 }
 
@@ -393,10 +405,65 @@ func (r *Runtime) EnsureVolume(ctx context.Context, v core.VolumeSpec) error {
 		return err
 	}
 	r.mu.Lock()
-	r.volumes[v.Name] = true
+	if _, ok := r.volumes[v.Name]; !ok {
+		// Like Docker: an existing volume keeps the labels it was created with.
+		r.volumes[v.Name] = copyLabels(v.Labels)
+	}
 	r.mu.Unlock()
 	r.ev.Add("ensure-volume", v.Name)
 	return nil
+}
+
+var (
+	_ core.VolumeInspector = (*Runtime)(nil)
+	_ core.NetworkRemover  = (*Runtime)(nil)
+)
+
+// AddVolume seeds an existing volume with labels (nil: unlabelled).
+func (r *Runtime) AddVolume(name string, labels map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.volumes[name] = copyLabels(labels)
+}
+
+// InspectVolume implements core.VolumeInspector (no event; absent →
+// ErrNotFound).
+func (r *Runtime) InspectVolume(ctx context.Context, name string) (core.VolumeState, error) {
+	if err := r.begin(ctx, MInspectVolume, name); err != nil {
+		return core.VolumeState{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.volumes[name]
+	if !ok {
+		return core.VolumeState{}, fmt.Errorf("volume %s: %w", name, core.ErrNotFound)
+	}
+	return core.VolumeState{Name: name, Labels: copyLabels(l)}, nil
+}
+
+// RemoveNetwork implements core.NetworkRemover (event remove-network; an
+// absent network is no error).
+func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
+	if err := r.begin(ctx, MRemoveNetwork, name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.networks, name)
+	r.mu.Unlock()
+	r.ev.Add("remove-network", name)
+	return nil
+}
+
+// Networks returns the names of existing networks, sorted.
+func (r *Runtime) Networks() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for n := range r.networks {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Volumes returns the names of ensured volumes, sorted.

@@ -138,6 +138,13 @@ func (t *Traffic) Status(ctx context.Context) (core.TrafficStatus, error) {
 	return st, nil
 }
 
+var _ core.TrafficRoutes = (*Traffic)(nil)
+
+// Routes implements core.TrafficRoutes: the last accepted graph.
+func (t *Traffic) Routes(ctx context.Context) (routetable.Graph, error) {
+	return t.Last(), nil
+}
+
 // Graphs returns every accepted graph in order.
 func (t *Traffic) Graphs() []routetable.Graph {
 	t.mu.Lock()

@@ -207,6 +207,9 @@ type rawMount struct {
 	Name     *string `toml:"name"`
 	Path     *string `toml:"path"`
 	ReadOnly *bool   `toml:"readonly"`
+	// Adopt (volumes only) takes over an existing volume of the same name
+	// that another app or incarnation owns (SPEC R13 volume ownership).
+	Adopt *bool `toml:"adopt"`
 }
 
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
@@ -216,7 +219,7 @@ var (
 	httpKeys      = []string{"port", "host", "visibility"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
-	mountKeys     = []string{"name", "path", "readonly"}
+	mountKeys     = []string{"name", "path", "readonly", "adopt"}
 	secretKeys    = []string{"name", "as"}
 )
 

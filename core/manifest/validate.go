@@ -215,10 +215,13 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	for i, m := range raw.Volume {
 		k := fmt.Sprintf("%s.volume[%d]", key, i)
 		vm := v.mount(k, "volume", m, mounts)
-		svc.Volumes = append(svc.Volumes, core.VolumeMount(vm))
+		svc.Volumes = append(svc.Volumes, core.VolumeMount{Name: vm.Name, Path: vm.Path, ReadOnly: vm.ReadOnly, Adopt: m.Adopt != nil && *m.Adopt})
 	}
 	for i, m := range raw.Bind {
 		k := fmt.Sprintf("%s.bind[%d]", key, i)
+		if m.Adopt != nil {
+			v.add(k+".adopt", "adopt applies to volumes only: a bind mounts an operator-approved host path")
+		}
 		svc.Binds = append(svc.Binds, v.mount(k, "bind", m, mounts))
 	}
 	svc.Devices = v.devices(key, raw.Devices)
@@ -775,7 +778,7 @@ func (v *validator) implicitPort(k, typ string, svc *core.ServiceSpec, httpFirst
 			}
 		}
 		if len(internal) > 0 {
-			v.addf(k+".port", "readiness type %q has no published port to probe: set port to the internal HTTP port to check (%s)", typ, portList(internal))
+			v.addf(k+".port", "readiness type %q has no published port to probe (internal port %s cannot be reached by the probe): declare a [[%s.tcp]] interface for it, or use type \"log\" or \"none\"", typ, portList(internal), parentKey(k))
 			return
 		}
 		v.addf(k+".port", "readiness type %q needs a port: declare a [[%s.tcp]] or public [[%s.http]] interface, or use type \"log\"", typ, parentKey(k), parentKey(k))

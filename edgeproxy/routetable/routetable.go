@@ -112,6 +112,10 @@ type Status struct {
 	AdminAddr string           `json:"admin_addr,omitempty"`
 	Listeners []ListenerStatus `json:"listeners,omitempty"`
 	Backends  []BackendStatus  `json:"backends,omitempty"`
+	// StateID is StateDirID of the state directory this edge serves: a
+	// publisher working on another directory (a copy) must not take this
+	// edge's answers as confirmation of its tables.
+	StateID string `json:"state_id,omitempty"`
 }
 
 // ListenerStatus reports one listener (HTTP, TCP or UDP).

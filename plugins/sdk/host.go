@@ -105,6 +105,19 @@ func (l exitLogger) Error(msg string, args ...any) {
 	l.Logger.Error(msg, args...)
 }
 
+// Warn demotes go-plugin's warnings about its graceful exit to debug once
+// the host killed the plugin on purpose: Close kills outright, so "plugin
+// failed to exit gracefully" and the closing connection's error describe
+// the intended clean-up, not a problem (seen at every stop of
+// `reconcile --watch`).
+func (l exitLogger) Warn(msg string, args ...any) {
+	if l.killed.Load() && (msg == "plugin failed to exit gracefully" || msg == "error closing client during Kill") {
+		l.Logger.Debug(msg, args...)
+		return
+	}
+	l.Logger.Warn(msg, args...)
+}
+
 // DefaultBuiltins are the built-in plugins of docker-gordon, by id. The
 // table of factories is plugins/builtin.go (STYLE 5); its test keeps the two
 // equal.
@@ -251,10 +264,13 @@ func (h *Host) socketDir() (string, error) {
 	if h.sockDir != "" {
 		return h.sockDir, nil
 	}
-	dir, err := os.MkdirTemp(pluginTempDir(), "gordon-plugins-")
+	tmp := pluginTempDir()
+	sweepStaleSocketDirs(tmp)
+	dir, err := os.MkdirTemp(tmp, "gordon-plugins-")
 	if err != nil {
 		return "", fmt.Errorf("plugin socket directory: %w", err)
 	}
+	writeOwner(dir)
 	h.sockDir = dir
 	return dir, nil
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -83,12 +84,21 @@ timeout = "20s"
 	require.Empty(t, managed(t, app, ""), "remove leaves no container")
 	require.NoError(t, exec.Command("docker", "volume", "inspect", "gordon-"+app+"-data").Run(), "the volume survives remove")
 
+	// The kept volume belongs to the removed incarnation (SPEC R13): the
+	// new one is refused, changing nothing, until the manifest adopts it.
+	r = gordon(t, state, "deploy", "-f", file)
+	require.Equal(t, 1, r.Code, r.String())
+	require.Contains(t, r.Stderr, "adopt = true")
+	require.Empty(t, managed(t, app, ""), "a refused deploy creates nothing")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	writeFile(t, file, strings.Replace(string(data), "path = \"/data\"\n", "path = \"/data\"\nadopt = true\n", 1))
 	r = gordon(t, state, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
 	code, body, err = edge.get("kv.life.test", "/k/x")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
-	require.Equal(t, "kept", strings.TrimSpace(body), "a re-deploy after remove reuses the volume")
+	require.Equal(t, "kept", strings.TrimSpace(body), "a re-deploy that adopts the volume after remove reuses it")
 
 	// Bad input: unknown app, unknown service: exit 1, nothing changed.
 	r = gordon(t, state, "restart", "nosuchapp")

@@ -341,6 +341,7 @@ func stateOf(c container.InspectResponse) core.ContainerState {
 	if s := c.State; s != nil {
 		st.Status = string(s.Status)
 		st.ExitCode = s.ExitCode
+		st.OOMKilled = s.OOMKilled
 		st.StartedAt = parseEngineTime(s.StartedAt)
 		if s.Health != nil && s.Health.Status != container.NoHealthcheck {
 			st.Health = string(s.Health.Status)

@@ -25,6 +25,146 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type VolumeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeRequest) Reset() {
+	*x = VolumeRequest{}
+	mi := &file_runtime_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeRequest) ProtoMessage() {}
+
+func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeRequest.ProtoReflect.Descriptor instead.
+func (*VolumeRequest) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *VolumeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type VolumeState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Labels        map[string]string      `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeState) Reset() {
+	*x = VolumeState{}
+	mi := &file_runtime_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeState) ProtoMessage() {}
+
+func (x *VolumeState) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeState.ProtoReflect.Descriptor instead.
+func (*VolumeState) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *VolumeState) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *VolumeState) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+type NetworkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkRequest) Reset() {
+	*x = NetworkRequest{}
+	mi := &file_runtime_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkRequest) ProtoMessage() {}
+
+func (x *NetworkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkRequest.ProtoReflect.Descriptor instead.
+func (*NetworkRequest) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *NetworkRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type RuntimeInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -38,7 +178,7 @@ type RuntimeInfo struct {
 
 func (x *RuntimeInfo) Reset() {
 	*x = RuntimeInfo{}
-	mi := &file_runtime_proto_msgTypes[0]
+	mi := &file_runtime_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -50,7 +190,7 @@ func (x *RuntimeInfo) String() string {
 func (*RuntimeInfo) ProtoMessage() {}
 
 func (x *RuntimeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[0]
+	mi := &file_runtime_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -63,7 +203,7 @@ func (x *RuntimeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeInfo.ProtoReflect.Descriptor instead.
 func (*RuntimeInfo) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{0}
+	return file_runtime_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RuntimeInfo) GetName() string {
@@ -110,7 +250,7 @@ type ResolveImageRequest struct {
 
 func (x *ResolveImageRequest) Reset() {
 	*x = ResolveImageRequest{}
-	mi := &file_runtime_proto_msgTypes[1]
+	mi := &file_runtime_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -122,7 +262,7 @@ func (x *ResolveImageRequest) String() string {
 func (*ResolveImageRequest) ProtoMessage() {}
 
 func (x *ResolveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[1]
+	mi := &file_runtime_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -135,7 +275,7 @@ func (x *ResolveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveImageRequest.ProtoReflect.Descriptor instead.
 func (*ResolveImageRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{1}
+	return file_runtime_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ResolveImageRequest) GetRef() string {
@@ -158,7 +298,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_runtime_proto_msgTypes[2]
+	mi := &file_runtime_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -170,7 +310,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[2]
+	mi := &file_runtime_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -183,7 +323,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{2}
+	return file_runtime_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PullImageRequest) GetRef() string {
@@ -215,7 +355,7 @@ type ImageRef struct {
 
 func (x *ImageRef) Reset() {
 	*x = ImageRef{}
-	mi := &file_runtime_proto_msgTypes[3]
+	mi := &file_runtime_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +367,7 @@ func (x *ImageRef) String() string {
 func (*ImageRef) ProtoMessage() {}
 
 func (x *ImageRef) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[3]
+	mi := &file_runtime_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +380,7 @@ func (x *ImageRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRef.ProtoReflect.Descriptor instead.
 func (*ImageRef) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{3}
+	return file_runtime_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ImageRef) GetRef() string {
@@ -303,7 +443,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_runtime_proto_msgTypes[4]
+	mi := &file_runtime_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -315,7 +455,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[4]
+	mi := &file_runtime_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -328,7 +468,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{4}
+	return file_runtime_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NetworkSpec) GetName() string {
@@ -361,7 +501,7 @@ type EnsureNetworkResponse struct {
 
 func (x *EnsureNetworkResponse) Reset() {
 	*x = EnsureNetworkResponse{}
-	mi := &file_runtime_proto_msgTypes[5]
+	mi := &file_runtime_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +513,7 @@ func (x *EnsureNetworkResponse) String() string {
 func (*EnsureNetworkResponse) ProtoMessage() {}
 
 func (x *EnsureNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[5]
+	mi := &file_runtime_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +526,7 @@ func (x *EnsureNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureNetworkResponse.ProtoReflect.Descriptor instead.
 func (*EnsureNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{5}
+	return file_runtime_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *EnsureNetworkResponse) GetId() string {
@@ -406,7 +546,7 @@ type VolumeSpec struct {
 
 func (x *VolumeSpec) Reset() {
 	*x = VolumeSpec{}
-	mi := &file_runtime_proto_msgTypes[6]
+	mi := &file_runtime_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +558,7 @@ func (x *VolumeSpec) String() string {
 func (*VolumeSpec) ProtoMessage() {}
 
 func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[6]
+	mi := &file_runtime_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +571,7 @@ func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeSpec.ProtoReflect.Descriptor instead.
 func (*VolumeSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{6}
+	return file_runtime_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VolumeSpec) GetName() string {
@@ -460,7 +600,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_runtime_proto_msgTypes[7]
+	mi := &file_runtime_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -472,7 +612,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[7]
+	mi := &file_runtime_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -485,7 +625,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{7}
+	return file_runtime_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Mount) GetType() string {
@@ -545,7 +685,7 @@ type ContainerSpec struct {
 
 func (x *ContainerSpec) Reset() {
 	*x = ContainerSpec{}
-	mi := &file_runtime_proto_msgTypes[8]
+	mi := &file_runtime_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +697,7 @@ func (x *ContainerSpec) String() string {
 func (*ContainerSpec) ProtoMessage() {}
 
 func (x *ContainerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[8]
+	mi := &file_runtime_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +710,7 @@ func (x *ContainerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerSpec.ProtoReflect.Descriptor instead.
 func (*ContainerSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{8}
+	return file_runtime_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ContainerSpec) GetName() string {
@@ -734,7 +874,7 @@ type Healthcheck struct {
 
 func (x *Healthcheck) Reset() {
 	*x = Healthcheck{}
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +886,7 @@ func (x *Healthcheck) String() string {
 func (*Healthcheck) ProtoMessage() {}
 
 func (x *Healthcheck) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -759,7 +899,7 @@ func (x *Healthcheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Healthcheck.ProtoReflect.Descriptor instead.
 func (*Healthcheck) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{9}
+	return file_runtime_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Healthcheck) GetTest() []string {
@@ -814,7 +954,7 @@ type TmpfsMount struct {
 
 func (x *TmpfsMount) Reset() {
 	*x = TmpfsMount{}
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +966,7 @@ func (x *TmpfsMount) String() string {
 func (*TmpfsMount) ProtoMessage() {}
 
 func (x *TmpfsMount) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +979,7 @@ func (x *TmpfsMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TmpfsMount.ProtoReflect.Descriptor instead.
 func (*TmpfsMount) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{10}
+	return file_runtime_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TmpfsMount) GetPath() string {
@@ -867,7 +1007,7 @@ type Ulimit struct {
 
 func (x *Ulimit) Reset() {
 	*x = Ulimit{}
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -879,7 +1019,7 @@ func (x *Ulimit) String() string {
 func (*Ulimit) ProtoMessage() {}
 
 func (x *Ulimit) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -892,7 +1032,7 @@ func (x *Ulimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ulimit.ProtoReflect.Descriptor instead.
 func (*Ulimit) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{11}
+	return file_runtime_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Ulimit) GetName() string {
@@ -941,7 +1081,7 @@ type ContainerOptions struct {
 
 func (x *ContainerOptions) Reset() {
 	*x = ContainerOptions{}
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1093,7 @@ func (x *ContainerOptions) String() string {
 func (*ContainerOptions) ProtoMessage() {}
 
 func (x *ContainerOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1106,7 @@ func (x *ContainerOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerOptions.ProtoReflect.Descriptor instead.
 func (*ContainerOptions) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{12}
+	return file_runtime_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ContainerOptions) GetUser() string {
@@ -1097,7 +1237,7 @@ type CreateContainerResponse struct {
 
 func (x *CreateContainerResponse) Reset() {
 	*x = CreateContainerResponse{}
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1249,7 @@ func (x *CreateContainerResponse) String() string {
 func (*CreateContainerResponse) ProtoMessage() {}
 
 func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1262,7 @@ func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateContainerResponse.ProtoReflect.Descriptor instead.
 func (*CreateContainerResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{13}
+	return file_runtime_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateContainerResponse) GetId() string {
@@ -1141,7 +1281,7 @@ type ContainerRequest struct {
 
 func (x *ContainerRequest) Reset() {
 	*x = ContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1293,7 @@ func (x *ContainerRequest) String() string {
 func (*ContainerRequest) ProtoMessage() {}
 
 func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1306,7 @@ func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerRequest.ProtoReflect.Descriptor instead.
 func (*ContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{14}
+	return file_runtime_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ContainerRequest) GetId() string {
@@ -1186,7 +1326,7 @@ type StopContainerRequest struct {
 
 func (x *StopContainerRequest) Reset() {
 	*x = StopContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1338,7 @@ func (x *StopContainerRequest) String() string {
 func (*StopContainerRequest) ProtoMessage() {}
 
 func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1351,7 @@ func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopContainerRequest.ProtoReflect.Descriptor instead.
 func (*StopContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{15}
+	return file_runtime_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StopContainerRequest) GetId() string {
@@ -1238,7 +1378,7 @@ type RemoveContainerRequest struct {
 
 func (x *RemoveContainerRequest) Reset() {
 	*x = RemoveContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1390,7 @@ func (x *RemoveContainerRequest) String() string {
 func (*RemoveContainerRequest) ProtoMessage() {}
 
 func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1403,7 @@ func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveContainerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{16}
+	return file_runtime_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RemoveContainerRequest) GetId() string {
@@ -1293,13 +1433,15 @@ type ContainerState struct {
 	Env            []string               `protobuf:"bytes,9,rep,name=env,proto3" json:"env,omitempty"`
 	Labels         map[string]string      `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	HealthLog      string                 `protobuf:"bytes,11,opt,name=health_log,json=healthLog,proto3" json:"health_log,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// oom_killed: the last exit was a kill by the out-of-memory handler.
+	OomKilled     bool `protobuf:"varint,12,opt,name=oom_killed,json=oomKilled,proto3" json:"oom_killed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1453,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1466,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{17}
+	return file_runtime_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ContainerState) GetId() string {
@@ -1404,6 +1546,13 @@ func (x *ContainerState) GetHealthLog() string {
 	return ""
 }
 
+func (x *ContainerState) GetOomKilled() bool {
+	if x != nil {
+		return x.OomKilled
+	}
+	return false
+}
+
 type BackendBindsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1414,7 +1563,7 @@ type BackendBindsRequest struct {
 
 func (x *BackendBindsRequest) Reset() {
 	*x = BackendBindsRequest{}
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1575,7 @@ func (x *BackendBindsRequest) String() string {
 func (*BackendBindsRequest) ProtoMessage() {}
 
 func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1588,7 @@ func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsRequest.ProtoReflect.Descriptor instead.
 func (*BackendBindsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{18}
+	return file_runtime_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BackendBindsRequest) GetId() string {
@@ -1467,7 +1616,7 @@ type BackendBind struct {
 
 func (x *BackendBind) Reset() {
 	*x = BackendBind{}
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1628,7 @@ func (x *BackendBind) String() string {
 func (*BackendBind) ProtoMessage() {}
 
 func (x *BackendBind) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1641,7 @@ func (x *BackendBind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBind.ProtoReflect.Descriptor instead.
 func (*BackendBind) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{19}
+	return file_runtime_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BackendBind) GetContainerPort() int32 {
@@ -1525,7 +1674,7 @@ type BackendBindsResponse struct {
 
 func (x *BackendBindsResponse) Reset() {
 	*x = BackendBindsResponse{}
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1686,7 @@ func (x *BackendBindsResponse) String() string {
 func (*BackendBindsResponse) ProtoMessage() {}
 
 func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1699,7 @@ func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsResponse.ProtoReflect.Descriptor instead.
 func (*BackendBindsResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{20}
+	return file_runtime_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BackendBindsResponse) GetBinds() []*BackendBind {
@@ -1572,7 +1721,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_runtime_proto_msgTypes[21]
+	mi := &file_runtime_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1733,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[21]
+	mi := &file_runtime_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1746,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{21}
+	return file_runtime_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1639,7 +1788,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runtime_proto_msgTypes[22]
+	mi := &file_runtime_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1800,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[22]
+	mi := &file_runtime_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1813,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{22}
+	return file_runtime_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LogLine) GetTime() *timestamppb.Timestamp {
@@ -1697,7 +1846,7 @@ type ListManagedRequest struct {
 
 func (x *ListManagedRequest) Reset() {
 	*x = ListManagedRequest{}
-	mi := &file_runtime_proto_msgTypes[23]
+	mi := &file_runtime_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1858,7 @@ func (x *ListManagedRequest) String() string {
 func (*ListManagedRequest) ProtoMessage() {}
 
 func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[23]
+	mi := &file_runtime_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1871,7 @@ func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedRequest.ProtoReflect.Descriptor instead.
 func (*ListManagedRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{23}
+	return file_runtime_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListManagedRequest) GetLabels() map[string]string {
@@ -1741,7 +1890,7 @@ type ListManagedResponse struct {
 
 func (x *ListManagedResponse) Reset() {
 	*x = ListManagedResponse{}
-	mi := &file_runtime_proto_msgTypes[24]
+	mi := &file_runtime_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1902,7 @@ func (x *ListManagedResponse) String() string {
 func (*ListManagedResponse) ProtoMessage() {}
 
 func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[24]
+	mi := &file_runtime_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +1915,7 @@ func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedResponse.ProtoReflect.Descriptor instead.
 func (*ListManagedResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{24}
+	return file_runtime_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListManagedResponse) GetContainers() []*ContainerState {
@@ -1790,7 +1939,7 @@ type InternalProbeRequest struct {
 
 func (x *InternalProbeRequest) Reset() {
 	*x = InternalProbeRequest{}
-	mi := &file_runtime_proto_msgTypes[25]
+	mi := &file_runtime_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1802,7 +1951,7 @@ func (x *InternalProbeRequest) String() string {
 func (*InternalProbeRequest) ProtoMessage() {}
 
 func (x *InternalProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[25]
+	mi := &file_runtime_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1815,7 +1964,7 @@ func (x *InternalProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InternalProbeRequest.ProtoReflect.Descriptor instead.
 func (*InternalProbeRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{25}
+	return file_runtime_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *InternalProbeRequest) GetContainer() string {
@@ -1871,7 +2020,7 @@ type InternalProbeResponse struct {
 
 func (x *InternalProbeResponse) Reset() {
 	*x = InternalProbeResponse{}
-	mi := &file_runtime_proto_msgTypes[26]
+	mi := &file_runtime_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +2032,7 @@ func (x *InternalProbeResponse) String() string {
 func (*InternalProbeResponse) ProtoMessage() {}
 
 func (x *InternalProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[26]
+	mi := &file_runtime_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +2045,7 @@ func (x *InternalProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InternalProbeResponse.ProtoReflect.Descriptor instead.
 func (*InternalProbeResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{26}
+	return file_runtime_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *InternalProbeResponse) GetReady() bool {
@@ -1924,7 +2073,17 @@ var File_runtime_proto protoreflect.FileDescriptor
 
 const file_runtime_proto_rawDesc = "" +
 	"\n" +
-	"\rruntime.proto\x12\x10gordon.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\fcommon.proto\"\x80\x01\n" +
+	"\rruntime.proto\x12\x10gordon.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\fcommon.proto\"#\n" +
+	"\rVolumeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x9f\x01\n" +
+	"\vVolumeState\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
+	"\x06labels\x18\x02 \x03(\v2).gordon.plugin.v1.VolumeState.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"$\n" +
+	"\x0eNetworkRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x80\x01\n" +
 	"\vRuntimeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -2051,7 +2210,7 @@ const file_runtime_proto_rawDesc = "" +
 	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\">\n" +
 	"\x16RemoveContainerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05force\x18\x02 \x01(\bR\x05force\"\xad\x03\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\xcc\x03\n" +
 	"\x0eContainerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2066,7 +2225,9 @@ const file_runtime_proto_rawDesc = "" +
 	"\x06labels\x18\n" +
 	" \x03(\v2,.gordon.plugin.v1.ContainerState.LabelsEntryR\x06labels\x12\x1d\n" +
 	"\n" +
-	"health_log\x18\v \x01(\tR\thealthLog\x1a9\n" +
+	"health_log\x18\v \x01(\tR\thealthLog\x12\x1d\n" +
+	"\n" +
+	"oom_killed\x18\f \x01(\bR\toomKilled\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +
@@ -2107,8 +2268,7 @@ const file_runtime_proto_rawDesc = "" +
 	"\x15InternalProbeResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\x05R\battempts\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail2\xbf\n" +
-	"\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail2\xdc\v\n" +
 	"\aRuntime\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12>\n" +
 	"\x04Info\x12\x17.gordon.plugin.v1.Empty\x1a\x1d.gordon.plugin.v1.RuntimeInfo\x12Q\n" +
@@ -2125,7 +2285,9 @@ const file_runtime_proto_rawDesc = "" +
 	"\fBackendBinds\x12%.gordon.plugin.v1.BackendBindsRequest\x1a&.gordon.plugin.v1.BackendBindsResponse\x12B\n" +
 	"\x04Logs\x12\x1d.gordon.plugin.v1.LogsRequest\x1a\x19.gordon.plugin.v1.LogLine0\x01\x12Z\n" +
 	"\vListManaged\x12$.gordon.plugin.v1.ListManagedRequest\x1a%.gordon.plugin.v1.ListManagedResponse\x12`\n" +
-	"\rProbeInternal\x12&.gordon.plugin.v1.InternalProbeRequest\x1a'.gordon.plugin.v1.InternalProbeResponseB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\rProbeInternal\x12&.gordon.plugin.v1.InternalProbeRequest\x1a'.gordon.plugin.v1.InternalProbeResponse\x12O\n" +
+	"\rInspectVolume\x12\x1f.gordon.plugin.v1.VolumeRequest\x1a\x1d.gordon.plugin.v1.VolumeState\x12J\n" +
+	"\rRemoveNetwork\x12 .gordon.plugin.v1.NetworkRequest\x1a\x17.gordon.plugin.v1.EmptyB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_runtime_proto_rawDescOnce sync.Once
@@ -2139,112 +2301,121 @@ func file_runtime_proto_rawDescGZIP() []byte {
 	return file_runtime_proto_rawDescData
 }
 
-var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_runtime_proto_goTypes = []any{
-	(*RuntimeInfo)(nil),             // 0: gordon.plugin.v1.RuntimeInfo
-	(*ResolveImageRequest)(nil),     // 1: gordon.plugin.v1.ResolveImageRequest
-	(*PullImageRequest)(nil),        // 2: gordon.plugin.v1.PullImageRequest
-	(*ImageRef)(nil),                // 3: gordon.plugin.v1.ImageRef
-	(*NetworkSpec)(nil),             // 4: gordon.plugin.v1.NetworkSpec
-	(*EnsureNetworkResponse)(nil),   // 5: gordon.plugin.v1.EnsureNetworkResponse
-	(*VolumeSpec)(nil),              // 6: gordon.plugin.v1.VolumeSpec
-	(*Mount)(nil),                   // 7: gordon.plugin.v1.Mount
-	(*ContainerSpec)(nil),           // 8: gordon.plugin.v1.ContainerSpec
-	(*Healthcheck)(nil),             // 9: gordon.plugin.v1.Healthcheck
-	(*TmpfsMount)(nil),              // 10: gordon.plugin.v1.TmpfsMount
-	(*Ulimit)(nil),                  // 11: gordon.plugin.v1.Ulimit
-	(*ContainerOptions)(nil),        // 12: gordon.plugin.v1.ContainerOptions
-	(*CreateContainerResponse)(nil), // 13: gordon.plugin.v1.CreateContainerResponse
-	(*ContainerRequest)(nil),        // 14: gordon.plugin.v1.ContainerRequest
-	(*StopContainerRequest)(nil),    // 15: gordon.plugin.v1.StopContainerRequest
-	(*RemoveContainerRequest)(nil),  // 16: gordon.plugin.v1.RemoveContainerRequest
-	(*ContainerState)(nil),          // 17: gordon.plugin.v1.ContainerState
-	(*BackendBindsRequest)(nil),     // 18: gordon.plugin.v1.BackendBindsRequest
-	(*BackendBind)(nil),             // 19: gordon.plugin.v1.BackendBind
-	(*BackendBindsResponse)(nil),    // 20: gordon.plugin.v1.BackendBindsResponse
-	(*LogsRequest)(nil),             // 21: gordon.plugin.v1.LogsRequest
-	(*LogLine)(nil),                 // 22: gordon.plugin.v1.LogLine
-	(*ListManagedRequest)(nil),      // 23: gordon.plugin.v1.ListManagedRequest
-	(*ListManagedResponse)(nil),     // 24: gordon.plugin.v1.ListManagedResponse
-	(*InternalProbeRequest)(nil),    // 25: gordon.plugin.v1.InternalProbeRequest
-	(*InternalProbeResponse)(nil),   // 26: gordon.plugin.v1.InternalProbeResponse
-	nil,                             // 27: gordon.plugin.v1.NetworkSpec.LabelsEntry
-	nil,                             // 28: gordon.plugin.v1.VolumeSpec.LabelsEntry
-	nil,                             // 29: gordon.plugin.v1.ContainerSpec.LabelsEntry
-	nil,                             // 30: gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	nil,                             // 31: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	nil,                             // 32: gordon.plugin.v1.ContainerState.LabelsEntry
-	nil,                             // 33: gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	(*PortSpec)(nil),                // 34: gordon.plugin.v1.PortSpec
-	(*durationpb.Duration)(nil),     // 35: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 36: google.protobuf.Timestamp
-	(*DescribeRequest)(nil),         // 37: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),                   // 38: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),        // 39: gordon.plugin.v1.DescribeResponse
+	(*VolumeRequest)(nil),           // 0: gordon.plugin.v1.VolumeRequest
+	(*VolumeState)(nil),             // 1: gordon.plugin.v1.VolumeState
+	(*NetworkRequest)(nil),          // 2: gordon.plugin.v1.NetworkRequest
+	(*RuntimeInfo)(nil),             // 3: gordon.plugin.v1.RuntimeInfo
+	(*ResolveImageRequest)(nil),     // 4: gordon.plugin.v1.ResolveImageRequest
+	(*PullImageRequest)(nil),        // 5: gordon.plugin.v1.PullImageRequest
+	(*ImageRef)(nil),                // 6: gordon.plugin.v1.ImageRef
+	(*NetworkSpec)(nil),             // 7: gordon.plugin.v1.NetworkSpec
+	(*EnsureNetworkResponse)(nil),   // 8: gordon.plugin.v1.EnsureNetworkResponse
+	(*VolumeSpec)(nil),              // 9: gordon.plugin.v1.VolumeSpec
+	(*Mount)(nil),                   // 10: gordon.plugin.v1.Mount
+	(*ContainerSpec)(nil),           // 11: gordon.plugin.v1.ContainerSpec
+	(*Healthcheck)(nil),             // 12: gordon.plugin.v1.Healthcheck
+	(*TmpfsMount)(nil),              // 13: gordon.plugin.v1.TmpfsMount
+	(*Ulimit)(nil),                  // 14: gordon.plugin.v1.Ulimit
+	(*ContainerOptions)(nil),        // 15: gordon.plugin.v1.ContainerOptions
+	(*CreateContainerResponse)(nil), // 16: gordon.plugin.v1.CreateContainerResponse
+	(*ContainerRequest)(nil),        // 17: gordon.plugin.v1.ContainerRequest
+	(*StopContainerRequest)(nil),    // 18: gordon.plugin.v1.StopContainerRequest
+	(*RemoveContainerRequest)(nil),  // 19: gordon.plugin.v1.RemoveContainerRequest
+	(*ContainerState)(nil),          // 20: gordon.plugin.v1.ContainerState
+	(*BackendBindsRequest)(nil),     // 21: gordon.plugin.v1.BackendBindsRequest
+	(*BackendBind)(nil),             // 22: gordon.plugin.v1.BackendBind
+	(*BackendBindsResponse)(nil),    // 23: gordon.plugin.v1.BackendBindsResponse
+	(*LogsRequest)(nil),             // 24: gordon.plugin.v1.LogsRequest
+	(*LogLine)(nil),                 // 25: gordon.plugin.v1.LogLine
+	(*ListManagedRequest)(nil),      // 26: gordon.plugin.v1.ListManagedRequest
+	(*ListManagedResponse)(nil),     // 27: gordon.plugin.v1.ListManagedResponse
+	(*InternalProbeRequest)(nil),    // 28: gordon.plugin.v1.InternalProbeRequest
+	(*InternalProbeResponse)(nil),   // 29: gordon.plugin.v1.InternalProbeResponse
+	nil,                             // 30: gordon.plugin.v1.VolumeState.LabelsEntry
+	nil,                             // 31: gordon.plugin.v1.NetworkSpec.LabelsEntry
+	nil,                             // 32: gordon.plugin.v1.VolumeSpec.LabelsEntry
+	nil,                             // 33: gordon.plugin.v1.ContainerSpec.LabelsEntry
+	nil,                             // 34: gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	nil,                             // 35: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	nil,                             // 36: gordon.plugin.v1.ContainerState.LabelsEntry
+	nil,                             // 37: gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	(*PortSpec)(nil),                // 38: gordon.plugin.v1.PortSpec
+	(*durationpb.Duration)(nil),     // 39: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 40: google.protobuf.Timestamp
+	(*DescribeRequest)(nil),         // 41: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),                   // 42: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),        // 43: gordon.plugin.v1.DescribeResponse
 }
 var file_runtime_proto_depIdxs = []int32{
-	27, // 0: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
-	28, // 1: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
-	29, // 2: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
-	34, // 3: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
-	7,  // 4: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
-	35, // 5: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
-	9,  // 6: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
-	12, // 7: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
-	35, // 8: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
-	35, // 9: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
-	35, // 10: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
-	10, // 11: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
-	11, // 12: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
-	30, // 13: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	31, // 14: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	35, // 15: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
-	36, // 16: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
-	32, // 17: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
-	34, // 18: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
-	19, // 19: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
-	36, // 20: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	36, // 21: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	33, // 22: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	17, // 23: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
-	35, // 24: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
-	37, // 25: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	38, // 26: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
-	1,  // 27: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
-	2,  // 28: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
-	4,  // 29: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
-	6,  // 30: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
-	8,  // 31: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
-	14, // 32: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	15, // 33: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	16, // 34: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
-	15, // 35: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	14, // 36: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	18, // 37: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
-	21, // 38: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
-	23, // 39: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
-	25, // 40: gordon.plugin.v1.Runtime.ProbeInternal:input_type -> gordon.plugin.v1.InternalProbeRequest
-	39, // 41: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	0,  // 42: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
-	3,  // 43: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
-	38, // 44: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
-	5,  // 45: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
-	38, // 46: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
-	13, // 47: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
-	38, // 48: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
-	38, // 49: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
-	38, // 50: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
-	38, // 51: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
-	17, // 52: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
-	20, // 53: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
-	22, // 54: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
-	24, // 55: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
-	26, // 56: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
-	41, // [41:57] is the sub-list for method output_type
-	25, // [25:41] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	30, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
+	31, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
+	32, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
+	33, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
+	38, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
+	10, // 5: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
+	39, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
+	12, // 7: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
+	15, // 8: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
+	39, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
+	39, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
+	39, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
+	13, // 12: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
+	14, // 13: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
+	34, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	35, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	39, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
+	40, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
+	36, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
+	38, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
+	22, // 20: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
+	40, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	40, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	37, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	20, // 24: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
+	39, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
+	41, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	42, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
+	4,  // 28: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
+	5,  // 29: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
+	7,  // 30: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
+	9,  // 31: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
+	11, // 32: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
+	17, // 33: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	18, // 34: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	19, // 35: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
+	18, // 36: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	17, // 37: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	21, // 38: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
+	24, // 39: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
+	26, // 40: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
+	28, // 41: gordon.plugin.v1.Runtime.ProbeInternal:input_type -> gordon.plugin.v1.InternalProbeRequest
+	0,  // 42: gordon.plugin.v1.Runtime.InspectVolume:input_type -> gordon.plugin.v1.VolumeRequest
+	2,  // 43: gordon.plugin.v1.Runtime.RemoveNetwork:input_type -> gordon.plugin.v1.NetworkRequest
+	43, // 44: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	3,  // 45: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
+	6,  // 46: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
+	42, // 47: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
+	8,  // 48: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
+	42, // 49: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
+	16, // 50: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
+	42, // 51: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
+	42, // 52: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
+	42, // 53: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
+	42, // 54: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
+	20, // 55: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
+	23, // 56: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
+	25, // 57: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
+	27, // 58: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
+	29, // 59: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
+	1,  // 60: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
+	42, // 61: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
+	44, // [44:62] is the sub-list for method output_type
+	26, // [26:44] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_runtime_proto_init() }
@@ -2259,7 +2430,7 @@ func file_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_proto_rawDesc), len(file_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -37,6 +37,8 @@ const (
 	Runtime_Logs_FullMethodName             = "/gordon.plugin.v1.Runtime/Logs"
 	Runtime_ListManaged_FullMethodName      = "/gordon.plugin.v1.Runtime/ListManaged"
 	Runtime_ProbeInternal_FullMethodName    = "/gordon.plugin.v1.Runtime/ProbeInternal"
+	Runtime_InspectVolume_FullMethodName    = "/gordon.plugin.v1.Runtime/InspectVolume"
+	Runtime_RemoveNetwork_FullMethodName    = "/gordon.plugin.v1.Runtime/RemoveNetwork"
 )
 
 // RuntimeClient is the client API for Runtime service.
@@ -62,6 +64,12 @@ type RuntimeClient interface {
 	// ProbeInternal runs a readiness check of an internal-only port from a
 	// helper container on the container's network (optional: Unimplemented).
 	ProbeInternal(ctx context.Context, in *InternalProbeRequest, opts ...grpc.CallOption) (*InternalProbeResponse, error)
+	// InspectVolume returns an existing volume's labels (NOT_FOUND when
+	// absent): the owner check of SPEC R13. Optional: UNIMPLEMENTED skips it.
+	InspectVolume(ctx context.Context, in *VolumeRequest, opts ...grpc.CallOption) (*VolumeState, error)
+	// RemoveNetwork removes a network (absent is success): SPEC R55's network
+	// reclaim. Optional: UNIMPLEMENTED leaves networks in place.
+	RemoveNetwork(ctx context.Context, in *NetworkRequest, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type runtimeClient struct {
@@ -241,6 +249,26 @@ func (c *runtimeClient) ProbeInternal(ctx context.Context, in *InternalProbeRequ
 	return out, nil
 }
 
+func (c *runtimeClient) InspectVolume(ctx context.Context, in *VolumeRequest, opts ...grpc.CallOption) (*VolumeState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VolumeState)
+	err := c.cc.Invoke(ctx, Runtime_InspectVolume_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runtimeClient) RemoveNetwork(ctx context.Context, in *NetworkRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Runtime_RemoveNetwork_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RuntimeServer is the server API for Runtime service.
 // All implementations must embed UnimplementedRuntimeServer
 // for forward compatibility.
@@ -264,6 +292,12 @@ type RuntimeServer interface {
 	// ProbeInternal runs a readiness check of an internal-only port from a
 	// helper container on the container's network (optional: Unimplemented).
 	ProbeInternal(context.Context, *InternalProbeRequest) (*InternalProbeResponse, error)
+	// InspectVolume returns an existing volume's labels (NOT_FOUND when
+	// absent): the owner check of SPEC R13. Optional: UNIMPLEMENTED skips it.
+	InspectVolume(context.Context, *VolumeRequest) (*VolumeState, error)
+	// RemoveNetwork removes a network (absent is success): SPEC R55's network
+	// reclaim. Optional: UNIMPLEMENTED leaves networks in place.
+	RemoveNetwork(context.Context, *NetworkRequest) (*Empty, error)
 	mustEmbedUnimplementedRuntimeServer()
 }
 
@@ -321,6 +355,12 @@ func (UnimplementedRuntimeServer) ListManaged(context.Context, *ListManagedReque
 }
 func (UnimplementedRuntimeServer) ProbeInternal(context.Context, *InternalProbeRequest) (*InternalProbeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ProbeInternal not implemented")
+}
+func (UnimplementedRuntimeServer) InspectVolume(context.Context, *VolumeRequest) (*VolumeState, error) {
+	return nil, status.Error(codes.Unimplemented, "method InspectVolume not implemented")
+}
+func (UnimplementedRuntimeServer) RemoveNetwork(context.Context, *NetworkRequest) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveNetwork not implemented")
 }
 func (UnimplementedRuntimeServer) mustEmbedUnimplementedRuntimeServer() {}
 func (UnimplementedRuntimeServer) testEmbeddedByValue()                 {}
@@ -624,6 +664,42 @@ func _Runtime_ProbeInternal_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Runtime_InspectVolume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VolumeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServer).InspectVolume(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runtime_InspectVolume_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServer).InspectVolume(ctx, req.(*VolumeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Runtime_RemoveNetwork_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NetworkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServer).RemoveNetwork(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runtime_RemoveNetwork_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServer).RemoveNetwork(ctx, req.(*NetworkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Runtime_ServiceDesc is the grpc.ServiceDesc for Runtime service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -690,6 +766,14 @@ var Runtime_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ProbeInternal",
 			Handler:    _Runtime_ProbeInternal_Handler,
+		},
+		{
+			MethodName: "InspectVolume",
+			Handler:    _Runtime_InspectVolume_Handler,
+		},
+		{
+			MethodName: "RemoveNetwork",
+			Handler:    _Runtime_RemoveNetwork_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

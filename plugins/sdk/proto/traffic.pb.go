@@ -624,11 +624,12 @@ const file_traffic_proto_rawDesc = "" +
 	"\rTrafficStatus\x12-\n" +
 	"\x12applied_generation\x18\x01 \x01(\x04R\x11appliedGeneration\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12;\n" +
-	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends2\xea\x01\n" +
+	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends2\xa6\x02\n" +
 	"\aTraffic\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12H\n" +
 	"\x05Apply\x12\x1e.gordon.plugin.v1.ApplyRequest\x1a\x1f.gordon.plugin.v1.ApplyResponse\x12B\n" +
-	"\x06Status\x12\x17.gordon.plugin.v1.Empty\x1a\x1f.gordon.plugin.v1.TrafficStatusB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\x06Status\x12\x17.gordon.plugin.v1.Empty\x1a\x1f.gordon.plugin.v1.TrafficStatus\x12:\n" +
+	"\x06Routes\x12\x17.gordon.plugin.v1.Empty\x1a\x17.gordon.plugin.v1.GraphB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_traffic_proto_rawDescOnce sync.Once
@@ -669,11 +670,13 @@ var file_traffic_proto_depIdxs = []int32{
 	9,  // 8: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
 	5,  // 9: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
 	10, // 10: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
-	11, // 11: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	6,  // 12: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
-	8,  // 13: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
+	10, // 11: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
+	11, // 12: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	6,  // 13: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
+	8,  // 14: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
+	4,  // 15: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name

@@ -24,6 +24,7 @@ const (
 	Traffic_Describe_FullMethodName = "/gordon.plugin.v1.Traffic/Describe"
 	Traffic_Apply_FullMethodName    = "/gordon.plugin.v1.Traffic/Apply"
 	Traffic_Status_FullMethodName   = "/gordon.plugin.v1.Traffic/Status"
+	Traffic_Routes_FullMethodName   = "/gordon.plugin.v1.Traffic/Routes"
 )
 
 // TrafficClient is the client API for Traffic service.
@@ -35,6 +36,9 @@ type TrafficClient interface {
 	// edge confirmed.
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*ApplyResponse, error)
 	Status(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*TrafficStatus, error)
+	// Routes returns the route graph the edge last applied (the last good
+	// routes kept for an app whose record cannot be read). Optional.
+	Routes(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Graph, error)
 }
 
 type trafficClient struct {
@@ -75,6 +79,16 @@ func (c *trafficClient) Status(ctx context.Context, in *Empty, opts ...grpc.Call
 	return out, nil
 }
 
+func (c *trafficClient) Routes(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Graph, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Graph)
+	err := c.cc.Invoke(ctx, Traffic_Routes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TrafficServer is the server API for Traffic service.
 // All implementations must embed UnimplementedTrafficServer
 // for forward compatibility.
@@ -84,6 +98,9 @@ type TrafficServer interface {
 	// edge confirmed.
 	Apply(context.Context, *ApplyRequest) (*ApplyResponse, error)
 	Status(context.Context, *Empty) (*TrafficStatus, error)
+	// Routes returns the route graph the edge last applied (the last good
+	// routes kept for an app whose record cannot be read). Optional.
+	Routes(context.Context, *Empty) (*Graph, error)
 	mustEmbedUnimplementedTrafficServer()
 }
 
@@ -102,6 +119,9 @@ func (UnimplementedTrafficServer) Apply(context.Context, *ApplyRequest) (*ApplyR
 }
 func (UnimplementedTrafficServer) Status(context.Context, *Empty) (*TrafficStatus, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedTrafficServer) Routes(context.Context, *Empty) (*Graph, error) {
+	return nil, status.Error(codes.Unimplemented, "method Routes not implemented")
 }
 func (UnimplementedTrafficServer) mustEmbedUnimplementedTrafficServer() {}
 func (UnimplementedTrafficServer) testEmbeddedByValue()                 {}
@@ -178,6 +198,24 @@ func _Traffic_Status_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Traffic_Routes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TrafficServer).Routes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Traffic_Routes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TrafficServer).Routes(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Traffic_ServiceDesc is the grpc.ServiceDesc for Traffic service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -196,6 +234,10 @@ var Traffic_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Status",
 			Handler:    _Traffic_Status_Handler,
+		},
+		{
+			MethodName: "Routes",
+			Handler:    _Traffic_Routes_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -33,6 +33,7 @@ const (
 // It is safe for concurrent use; publishers in different processes are
 // serialized by the file lock <state>/edge/lock (SPEC section 5, decision 2).
 type Traffic struct {
+	stateDir     string
 	dir          string // <state>/edge
 	applyTimeout time.Duration
 	pollInterval time.Duration
@@ -40,7 +41,10 @@ type Traffic struct {
 	client       *http.Client
 }
 
-var _ core.Traffic = (*Traffic)(nil)
+var (
+	_ core.Traffic       = (*Traffic)(nil)
+	_ core.TrafficRoutes = (*Traffic)(nil)
+)
 
 // Option configures a Traffic.
 type Option func(*Traffic)
@@ -60,6 +64,7 @@ func WithAdminTimeout(d time.Duration) Option { return func(t *Traffic) { t.admi
 // New returns the edge traffic backend for the state directory stateDir.
 func New(stateDir string, opts ...Option) *Traffic {
 	t := &Traffic{
+		stateDir:     stateDir,
 		dir:          filepath.Join(stateDir, "edge"),
 		applyTimeout: 10 * time.Second,
 		pollInterval: 5 * time.Millisecond,
@@ -105,7 +110,7 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 		return 0, fmt.Errorf("traffic/edge: write route table generation %d: %w: %w", gen, core.ErrUnavailable, err)
 	}
 	t.poke(ctx, st.AdminAddr)
-	return gen, t.waitApplied(ctx, gen)
+	return gen, t.waitApplied(ctx, gen, table, st.AdminAddr)
 }
 
 // poke asks a running edge to read the new table now (POST /reload on
@@ -127,20 +132,30 @@ func (t *Traffic) poke(ctx context.Context, admin string) {
 	}
 }
 
-// waitApplied polls status.json until it reports generation gen applied,
-// rejected, or the apply timeout passes.
-func (t *Traffic) waitApplied(ctx context.Context, gen uint64) error {
+// waitApplied waits until the edge confirms generation gen of table:
+// applied with every TCP/UDP listener the table asks for bound. The edge
+// itself answers (GET /status on its admin address, checked to serve this
+// state directory); status.json is only the fallback when the admin
+// address is unknown or does not answer, since an edge that cannot write
+// the file (a full disk) still applies and serves the table.
+func (t *Traffic) waitApplied(ctx context.Context, gen uint64, table routetable.Table, admin string) error {
 	deadline := time.NewTimer(t.applyTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(t.pollInterval)
 	defer tick.Stop()
 	var last routetable.Status
 	for {
-		st, err := t.readStatusFile()
+		st, live, err := t.edgeStatus(ctx, admin)
 		if err == nil {
 			last = st
+			if live && st.StateID != "" && st.StateID != t.stateID() {
+				return t.foreignEdge(st)
+			}
+			if st.AdminAddr != "" {
+				admin = st.AdminAddr
+			}
 			if st.AppliedGeneration >= gen {
-				return nil
+				return listenerErr(st, table)
 			}
 			if st.Error != "" && st.RejectedGeneration == gen {
 				return fmt.Errorf("traffic/edge: edge rejected generation %d: %w: %s", gen, core.ErrInvalid, st.Error)
@@ -153,11 +168,53 @@ func (t *Traffic) waitApplied(ctx context.Context, gen uint64) error {
 			reason := "is gordon-edge running? docker gordon edge start"
 			if last.Error != "" {
 				reason = last.Error
+			} else if last.AdminAddr != "" {
+				reason = "the edge at " + last.AdminAddr + " does not answer (docker gordon edge status)"
 			}
 			return fmt.Errorf("traffic/edge: edge did not apply generation %d within %s: %s: %w", gen, t.applyTimeout, reason, core.ErrUnavailable)
 		case <-tick.C:
 		}
 	}
+}
+
+// edgeStatus asks the edge at admin for its live status (live = true); if
+// that is not possible it reads status.json.
+func (t *Traffic) edgeStatus(ctx context.Context, admin string) (routetable.Status, bool, error) {
+	if admin != "" {
+		if st, err := t.fetchLive(ctx, admin); err == nil {
+			return st, true, nil
+		}
+	}
+	st, err := t.readStatusFile()
+	return st, false, err
+}
+
+// listenerErr fails a confirmation while a TCP or UDP listener the table
+// asks for could not be bound (the port was taken after preflight).
+func listenerErr(st routetable.Status, table routetable.Table) error {
+	want := map[string]bool{}
+	for _, r := range table.TCP {
+		want["tcp "+r.Listen] = true
+	}
+	for _, r := range table.UDP {
+		want["udp "+r.Listen] = true
+	}
+	for _, l := range st.Listeners {
+		if l.Error != "" && want[l.Proto+" "+l.Addr] {
+			return fmt.Errorf("traffic/edge: generation %d applied but the edge cannot listen on %s/%s: %s: %w (free the port, then docker gordon reconcile)",
+				table.Generation, l.Addr, l.Proto, l.Error, core.ErrConflict)
+		}
+	}
+	return nil
+}
+
+// stateID is this backend's state directory identity.
+func (t *Traffic) stateID() string { return routetable.StateDirID(t.stateDir) }
+
+// foreignEdge is the error for an edge that serves another state directory.
+func (t *Traffic) foreignEdge(st routetable.Status) error {
+	return fmt.Errorf("traffic/edge: the edge at %s (pid %d) serves another state directory (id %s; %s is %s): %w; start an edge for this one (docker gordon --state-dir %s edge start) or use the state directory that edge serves",
+		st.AdminAddr, st.PID, st.StateID, t.stateDir, t.stateID(), core.ErrConflict, t.stateDir)
 }
 
 // Status returns the edge's applied generation, last error and per-backend
@@ -172,10 +229,34 @@ func (t *Traffic) Status(ctx context.Context) (core.TrafficStatus, error) {
 	}
 	if st.AdminAddr != "" {
 		if live, err := t.fetchLive(ctx, st.AdminAddr); err == nil {
+			if live.StateID != "" && live.StateID != t.stateID() {
+				return core.TrafficStatus{}, t.foreignEdge(live)
+			}
 			st = live
 		}
 	}
 	return core.TrafficStatus{AppliedGeneration: st.AppliedGeneration, Error: st.Error, Backends: st.Backends}, nil
+}
+
+// Routes returns the route graph the edge last applied (edge/applied.json,
+// else the last table written, edge/routes.json): the last good routes the
+// engine keeps for an app whose record it cannot read. Errors wrap
+// core.ErrUnavailable (neither file readable).
+func (t *Traffic) Routes(ctx context.Context) (routetable.Graph, error) {
+	var firstErr error
+	for _, name := range []string{"applied.json", routesFile} {
+		data, err := os.ReadFile(filepath.Join(t.dir, name))
+		if err == nil {
+			var tbl routetable.Table
+			if err = json.Unmarshal(data, &tbl); err == nil {
+				return tbl.Graph, nil
+			}
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return routetable.Graph{}, fmt.Errorf("traffic/edge: last applied routes in %s: %w: %w", t.dir, core.ErrUnavailable, firstErr)
 }
 
 func (t *Traffic) fetchLive(ctx context.Context, admin string) (routetable.Status, error) {

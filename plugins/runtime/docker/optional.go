@@ -1,0 +1,46 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+var (
+	_ core.VolumeInspector = (*Runtime)(nil)
+	_ core.NetworkRemover  = (*Runtime)(nil)
+)
+
+// InspectVolume returns the named volume's labels (SPEC R13 owner check);
+// an absent volume wraps core.ErrNotFound.
+func (r *Runtime) InspectVolume(ctx context.Context, name string) (core.VolumeState, error) {
+	if err := r.connect(ctx); err != nil {
+		return core.VolumeState{}, err
+	}
+	res, err := r.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
+	if err != nil {
+		return core.VolumeState{}, r.classify(err, fmt.Sprintf("inspect volume %q", name))
+	}
+	return core.VolumeState{Name: res.Volume.Name, Labels: res.Volume.Labels}, nil
+}
+
+// RemoveNetwork removes the network with exactly this name (SPEC R55);
+// an absent network is success. A network with containers still attached
+// is refused by the engine (core.ErrConflict).
+func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	id, err := r.findNetwork(ctx, name)
+	if err != nil || id == "" {
+		return err
+	}
+	if _, err := r.cli.NetworkRemove(ctx, id, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		return r.classify(err, fmt.Sprintf("remove network %q", name))
+	}
+	return nil
+}
