@@ -342,11 +342,18 @@ func deployErrClass(err, class error) error {
 // checked for unmapped VOLUMEs and a "docker" readiness without a
 // healthcheck (CheckImages). It returns the first failing service's name
 // with the error. Images that preflight pulls later are checked by
-// checkPinnedImage.
+// checkPinnedImage; an image this command's checks already resolved
+// (SubmitChecked's pins) is checked as resolved, not resolved again.
 func (d *deployRun) preflightImageChecks(ctx context.Context, names []string) (string, error) {
 	for _, name := range names {
 		spec, ok := d.rev.Spec.Service(name)
 		if !ok {
+			continue
+		}
+		if img, ok := d.e.peekPin(spec.Image, d.req.Pull); ok {
+			if err := checkPinnedImage(d.app, spec, img); err != nil {
+				return name, err
+			}
 			continue
 		}
 		if err := d.e.CheckImages(ctx, AppSpec{Name: d.app, Services: []ServiceSpec{*spec}}); err != nil {

@@ -134,6 +134,14 @@ func (e *Engine) rememberPin(ref, pull string, img ImageRef) {
 	e.pins[pull+"\x00"+ref] = img
 }
 
+// peekPin returns a resolution rememberPin kept, leaving it in place.
+func (e *Engine) peekPin(ref, pull string) (ImageRef, bool) {
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	img, ok := e.pins[pull+"\x00"+ref]
+	return img, ok
+}
+
 // takePin returns (and forgets) a resolution rememberPin kept.
 func (e *Engine) takePin(ref, pull string) (ImageRef, bool) {
 	e.pinMu.Lock()

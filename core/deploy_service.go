@@ -347,13 +347,14 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 		return fmt.Errorf("start container %s: %w", id, err), nil
 	}
 	// 4. Observe the execution start time (unreadable → zero); a
-	// candidate that already exited fails here, with its log tail.
+	// candidate that already exited fails here, with its log tail (a
+	// one-shot is expected to exit: runOnce waits for it).
 	if st, err := e.Runtime.InspectContainer(ctx, id); err == nil {
 		s.startedAt = st.StartedAt
 		if st.ID == "" {
 			st.ID = id
 		}
-		if xerr := exitOf(st); xerr != nil {
+		if xerr := exitOf(st); xerr != nil && spec.Run != RunOnce {
 			s.timer.done("start", t)
 			return s.candidateDied(ctx, id, xerr)
 		}
