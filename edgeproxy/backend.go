@@ -59,6 +59,8 @@ type registry struct {
 	metrics *metrics
 	// trusted are the proxies whose forwarded headers are kept (item 3).
 	trusted []netip.Prefix
+	// h2c are the cleartext HTTP/2 transports of h2c routes (h2.go).
+	h2c h2cPool
 }
 
 func newRegistry(dialTimeout time.Duration, trusted []netip.Prefix, logger hclog.Logger) *registry {
@@ -115,6 +117,7 @@ func (r *registry) retain(referenced map[string]struct{}, now time.Time) {
 			now.Sub(time.Unix(0, b.unreferencedSince)) >= backendIdleEviction {
 			b.transport.CloseIdleConnections()
 			delete(r.backends, addr)
+			r.h2c.forget(addr)
 			if r.metrics != nil {
 				r.metrics.forget(addr)
 			}

@@ -75,6 +75,11 @@ type Config struct {
 	StateDir string
 	// HTTPAddr is the public HTTP listen address, e.g. ":80" (required).
 	HTTPAddr string
+	// HTTPSAddr is the public HTTPS listen address, e.g. ":443" (optional;
+	// "" serves plain HTTP only). See tls.go.
+	HTTPSAddr string
+	// ACME configures certificate issuance for HTTPSAddr.
+	ACME ACMEConfig
 	// AdminAddr is the loopback admin listen address (GET /status,
 	// /healthz). Default "127.0.0.1:0"; the bound address is written to
 	// status.json as admin_addr.
@@ -136,6 +141,9 @@ type Server struct {
 	udp     *udpRelays
 	// h1 is the public HTTP/1.1 loop (h1.go); set by Run.
 	h1 *h1Server
+	// tls is the HTTPS side (tls.go); nil without HTTPSAddr.
+	tls       *tlsEdge
+	httpsAddr atomic.Pointer[string]
 
 	startedAt time.Time
 	ready     chan struct{}
@@ -252,6 +260,12 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = httpLn.Close()
 		return fmt.Errorf("gordon-edge: listen admin %s: %w", s.cfg.AdminAddr, err)
 	}
+	httpsLn, httpsSrv, err := s.startTLS(lc, httpLn.Addr())
+	if err != nil {
+		_ = httpLn.Close()
+		_ = adminLn.Close()
+		return err
+	}
 	httpAddr, adminAddr := httpLn.Addr().String(), adminLn.Addr().String()
 	s.httpAddr.Store(&httpAddr)
 	s.adminAddr.Store(&adminAddr)
@@ -277,7 +291,10 @@ func (s *Server) Run(ctx context.Context) error {
 	close(s.ready)
 	s.logger.Info("gordon-edge serving", "http", httpAddr, "admin", adminAddr, "state_dir", s.cfg.StateDir)
 
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
+	if httpsSrv != nil {
+		go func() { errc <- serveErr("https", s.tls.serve(httpsSrv, httpsLn)) }()
+	}
 	go func() { errc <- serveErr("http", s.h1.serve(httpLn)) }()
 	go func() { errc <- serveErr("http handoff", httpSrv.Serve(s.h1.handoff)) }()
 	go func() { errc <- serveErr("admin", adminSrv.Serve(adminLn)) }()
@@ -295,6 +312,7 @@ loop:
 			break loop
 		case <-tick.C:
 			s.poll(w, false)
+			s.tlsTick()
 		case <-s.reload:
 			s.poll(w, false)
 		}
@@ -303,6 +321,7 @@ loop:
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	_ = httpLn.Close()
+	httpsDone := s.shutdownTLS(sctx, httpsSrv)
 	// Both servers drain at once: the loop's connections and the ones
 	// handed to net/http share the one ShutdownTimeout.
 	h1Done := make(chan error, 1)
@@ -314,6 +333,7 @@ loop:
 	if err := <-h1Done; err != nil {
 		s.logger.Warn("http shutdown incomplete", "error", err)
 	}
+	<-httpsDone
 	_ = adminSrv.Close()
 	s.tcp.close()
 	s.udp.close()
@@ -336,6 +356,9 @@ func serveErr(what string, err error) error {
 // snapshot is read once, so a request finishes on the backend it started
 // on. Unknown hosts get 404 "gordon-edge: no route for host X".
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.tls != nil && s.tls.servePolicy(w, r) {
+		return
+	}
 	upgrade := isUpgrade(r)
 	var rt *httpRoute
 	var i int
@@ -452,6 +475,9 @@ func (s *Server) Apply(t routetable.Table) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	snap, referenced := buildSnapshot(t, s.reg, s.metrics)
+	if s.tls != nil {
+		s.tls.annotate(snap)
+	}
 	s.tcp.update(t.TCP)
 	s.udp.update(t.UDP)
 	s.snap.Store(snap)
@@ -470,6 +496,9 @@ func (s *Server) Apply(t routetable.Table) error {
 	s.lastErr, s.rejectedGen = "", 0
 	s.logger.Info("route table applied", "generation", t.Generation, "http", len(t.HTTP), "tcp", len(t.TCP), "udp", len(t.UDP))
 	s.writeStatusLocked()
+	if s.tls != nil {
+		go s.tls.refresh(true) // new hosts get their certificates ordered
+	}
 	return nil
 }
 

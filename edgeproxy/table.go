@@ -71,6 +71,9 @@ func ValidateTable(t *routetable.Table) error {
 		if r.DialTimeoutMS < 0 || r.DialTimeoutMS > maxRouteTimeoutMS || r.ResponseHeaderTimeoutMS < 0 || r.ResponseHeaderTimeoutMS > maxRouteTimeoutMS {
 			return fmt.Errorf("route table: http host %q (app %q, service %q): timeouts must be within 0..%d ms: %w", host, r.App, r.Service, maxRouteTimeoutMS, ErrInvalidTable)
 		}
+		if err := validateRouteTLS(r); err != nil {
+			return err
+		}
 		if len(r.Backends) == 0 {
 			return fmt.Errorf("route table: http host %q (app %q, service %q) has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
 		}

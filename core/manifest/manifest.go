@@ -156,6 +156,8 @@ type rawHTTP struct {
 	Port       *int    `toml:"port"`
 	Host       *string `toml:"host"`
 	Visibility *string `toml:"visibility"`
+	TLS        *string `toml:"tls"`
+	Protocol   *string `toml:"protocol"`
 }
 
 type rawL4 struct {
@@ -184,7 +186,7 @@ type rawMount struct {
 var (
 	appKeys       = []string{"name", "env", "services", "networks"}
 	serviceKeys   = []string{"image", "command", "stop_grace", "env", "secrets", "http", "tcp", "udp", "readiness", "volume", "bind", "devices"}
-	httpKeys      = []string{"port", "host", "visibility"}
+	httpKeys      = []string{"port", "host", "visibility", "tls", "protocol"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
 	mountKeys     = []string{"name", "path", "readonly"}

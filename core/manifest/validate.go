@@ -428,7 +428,36 @@ func (v *validator) http(k string, h rawHTTP, tcpPorts map[int]string) core.HTTP
 			v.hosts[out.Host] = k
 		}
 	}
+	v.httpTLS(k, h, &out)
 	return out
+}
+
+// httpTLS validates an interface's tls policy and backend protocol (R60):
+// tls is "auto" (default), "always" or "never"; protocol is "http1"
+// (default) or "h2c"; both need a public interface.
+func (v *validator) httpTLS(k string, h rawHTTP, out *core.HTTPInterface) {
+	if h.TLS != nil {
+		switch *h.TLS {
+		case core.TLSAuto, core.TLSAlways, core.TLSNever:
+			out.TLS = *h.TLS
+		default:
+			v.addf(k+".tls", `invalid tls %q: want "auto" (certificate obtained, HTTP redirected once served), "always" (HTTP always redirected) or "never" (plain HTTP only)`, *h.TLS)
+		}
+		if out.Visibility == core.VisibilityInternal {
+			v.add(k+".tls", `tls applies to a public interface: set host, or remove tls`)
+		}
+	}
+	if h.Protocol != nil {
+		switch *h.Protocol {
+		case core.ProtocolHTTP1, core.ProtocolH2C:
+			out.Protocol = *h.Protocol
+		default:
+			v.addf(k+".protocol", `invalid protocol %q: want "http1" (default) or "h2c" (cleartext HTTP/2 to the backend, e.g. gRPC)`, *h.Protocol)
+		}
+		if out.Visibility == core.VisibilityInternal {
+			v.add(k+".protocol", `protocol applies to a public interface: set host, or remove protocol`)
+		}
+	}
 }
 
 // l4 validates the [[services.<name>.tcp]] or .udp interfaces.

@@ -47,6 +47,12 @@ type HTTPRoute struct {
 	// headers once the request was sent, in milliseconds (optional; 0:
 	// unbounded). Exceeding it answers 504.
 	ResponseHeaderTimeoutMS int64 `json:"response_header_timeout_ms,omitempty"`
+	// TLS is the host's HTTPS policy (SPEC R60): "" (same as "auto"),
+	// "auto", "always" or "never".
+	TLS string `json:"tls,omitempty"`
+	// Protocol is the backend protocol: "" or "http1" (HTTP/1.1), "h2c"
+	// (cleartext HTTP/2).
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // Backend is one upstream: a loopback address and the container behind it.
