@@ -37,33 +37,52 @@ func (t *tlsEdge) setupACME() error {
 		zapcore.AddSync(t.logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn})),
 		zapcore.WarnLevel))
 	storage := &certmagic.FileStorage{Path: filepath.Join(certstore.Root(t.stateDir), certstore.ACMEDir)}
-	var cm *certmagic.Config
+	// Two configs over one cache and one storage: cm manages the exact
+	// routed hosts in the background; od obtains names under a routed
+	// wildcard on demand (certmagic defers every name of a config with
+	// OnDemand set to the handshake, so they cannot be one config).
+	var cm, od *certmagic.Config
 	t.cache = certmagic.NewCache(certmagic.CacheOptions{
-		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return cm, nil },
-		Logger:           zl,
-	})
-	cm = certmagic.New(t.cache, certmagic.Config{
-		Storage:            storage,
+		GetConfigForCert: func(c certmagic.Certificate) (*certmagic.Config, error) {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			for _, n := range c.Names {
+				if t.managed[n] {
+					return cm, nil
+				}
+			}
+			return od, nil
+		},
+		RenewCheckInterval: ac.RenewCheckInterval,
 		Logger:             zl,
-		RenewalWindowRatio: ac.RenewWindow,
-		OnEvent:            t.onEvent,
-		OnDemand:           &certmagic.OnDemandConfig{DecisionFunc: t.onDemandAllowed},
 	})
 	ca := ac.CA
 	if ca == "" {
 		ca = certmagic.LetsEncryptProductionCA
 	}
-	t.issuer = certmagic.NewACMEIssuer(cm, certmagic.ACMEIssuer{
-		CA:                      ca,
-		Email:                   ac.Email,
-		Agreed:                  true,
-		TrustedRoots:            roots,
-		DisableHTTPChallenge:    ac.DisableHTTP01,
-		DisableTLSALPNChallenge: ac.DisableTLSALPN01,
-		Logger:                  zl,
-	})
-	cm.Issuers = []certmagic.Issuer{t.issuer}
-	t.cm = cm
+	newConfig := func(onDemand *certmagic.OnDemandConfig) (*certmagic.Config, *certmagic.ACMEIssuer) {
+		c := certmagic.New(t.cache, certmagic.Config{
+			Storage:            storage,
+			Logger:             zl,
+			RenewalWindowRatio: ac.RenewWindow,
+			OnEvent:            t.onEvent,
+			OnDemand:           onDemand,
+		})
+		iss := certmagic.NewACMEIssuer(c, certmagic.ACMEIssuer{
+			CA:                      ca,
+			Email:                   ac.Email,
+			Agreed:                  true,
+			TrustedRoots:            roots,
+			DisableHTTPChallenge:    ac.DisableHTTP01,
+			DisableTLSALPNChallenge: ac.DisableTLSALPN01,
+			Logger:                  zl,
+		})
+		c.Issuers = []certmagic.Issuer{iss}
+		return c, iss
+	}
+	cm, t.issuer = newConfig(nil)
+	od, t.odIssuer = newConfig(&certmagic.OnDemandConfig{DecisionFunc: t.onDemandAllowed})
+	t.cm, t.od = cm, od
 	return nil
 }
 
@@ -73,6 +92,7 @@ func (t *tlsEdge) setupACME() error {
 func (t *tlsEdge) setHTTPPort(port int) {
 	if t.issuer != nil {
 		t.issuer.AltHTTPPort = port
+		t.odIssuer.AltHTTPPort = port
 	}
 }
 

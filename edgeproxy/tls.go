@@ -57,6 +57,9 @@ type ACMEConfig struct {
 	// RenewWindow is the fraction of a certificate's lifetime left at
 	// which it is renewed (default certmagic's, 1/3).
 	RenewWindow float64
+	// RenewCheckInterval is how often certificates are checked for renewal
+	// (default certmagic's, 10 min).
+	RenewCheckInterval time.Duration
 }
 
 // acmeChallengePrefix is the HTTP-01 path, answered before host routing
@@ -75,11 +78,11 @@ type tlsEdge struct {
 	static   atomic.Pointer[staticSet]
 	fallback *tls.Certificate
 
-	cache  *certmagic.Cache
-	cm     *certmagic.Config
-	issuer *certmagic.ACMEIssuer
-	ctx    context.Context
-	cancel context.CancelFunc
+	cache            *certmagic.Cache
+	cm, od           *certmagic.Config
+	issuer, odIssuer *certmagic.ACMEIssuer
+	ctx              context.Context
+	cancel           context.CancelFunc
 
 	// have is the set of names with a certificate being served (exact
 	// names and "*.suffix" patterns), rebuilt by refresh.
@@ -193,7 +196,11 @@ func (t *tlsEdge) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 		return nil, fmt.Errorf("gordon-edge: no certificate for %q (host not routed over HTTPS)", name)
 	}
 	if t.cm != nil && name != "" {
-		if c, err := t.cm.GetCertificate(hello); err == nil && c != nil {
+		cfg := t.cm
+		if rt.suffix != "" {
+			cfg = t.od
+		}
+		if c, err := cfg.GetCertificate(hello); err == nil && c != nil {
 			t.handshakes.WithLabelValues("ok").Inc()
 			return c, nil
 		}
@@ -235,6 +242,23 @@ func (t *tlsEdge) hasCert(name string) bool {
 	if i := strings.IndexByte(name, '.'); i > 0 {
 		_, ok := have["*"+name[i:]]
 		return ok
+	}
+	return false
+}
+
+// holds reports whether a certificate for name is loaded (static or in
+// certmagic's cache), for names refresh has not seen yet (on demand).
+func (t *tlsEdge) holds(name string) bool {
+	if t.staticFor(name) != nil {
+		return true
+	}
+	if t.cache == nil {
+		return false
+	}
+	for _, c := range t.cache.AllMatchingCertificates(name) {
+		if time.Now().Before(c.Leaf.NotAfter) {
+			return true
+		}
 	}
 	return false
 }
@@ -300,7 +324,7 @@ func (t *tlsEdge) servePolicy(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return false
 	}
-	if !t.hasCert(name) && t.staticFor(name) == nil {
+	if !t.hasCert(name) && !t.holds(name) {
 		w.Header().Set("Retry-After", "30")
 		writeEdgeError(w, http.StatusServiceUnavailable, "gordon-edge: no certificate for "+name+" yet: it is being obtained (see `docker gordon certs ls`); retry shortly\n")
 		return true
@@ -444,6 +468,7 @@ func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.
 		t.port = ta.Port
 		if t.issuer != nil {
 			t.issuer.AltTLSALPNPort = ta.Port
+			t.odIssuer.AltTLSALPNPort = ta.Port
 		}
 	}
 	srv := &http.Server{
