@@ -392,6 +392,7 @@ func edgeUnit(stateDir, httpAddr, adminAddr string) (systemUnit, error) {
 // edgeContainerFlags are the flags of `edge start` and `system start`.
 type edgeContainerFlags struct {
 	httpAddr, adminAddr string
+	tls                 edgeTLSFlags
 }
 
 // edgeStartFile (in <state>/edge) remembers the addresses of the last
@@ -402,11 +403,13 @@ const edgeStartFile = "start.json"
 type edgeStartAddrs struct {
 	HTTPAddr  string `json:"http_addr"`
 	AdminAddr string `json:"admin_addr,omitempty"`
+	edgeStartTLS
 }
 
 func (f *edgeContainerFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.httpAddr, "http-addr", ":80", "public HTTP listen address of the edge (host network); default: the last start's, else :80")
 	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (status, in-flight counts); default: the last start's")
+	f.tls.register(cmd)
 }
 
 // resolve fills the addresses not given on the command line from the last
@@ -427,12 +430,15 @@ func (f *edgeContainerFlags) resolve(cmd *cobra.Command, stateDir string) bool {
 	if !cmd.Flags().Changed("admin-addr") && last.AdminAddr != "" && last.AdminAddr != f.adminAddr {
 		f.adminAddr, used = last.AdminAddr, true
 	}
+	if f.tls.resolve(cmd, last.edgeStartTLS) {
+		used = true
+	}
 	return used
 }
 
 // remember records the addresses of a successful start (best effort).
 func (f *edgeContainerFlags) remember(stateDir string) {
-	data, err := json.Marshal(edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr})
+	data, err := json.Marshal(edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr, edgeStartTLS: f.tls.remembered()})
 	dir := filepath.Join(stateDir, "edge")
 	if err == nil && os.MkdirAll(dir, 0o700) == nil {
 		_ = routetable.WriteFileAtomic(filepath.Join(dir, edgeStartFile), append(data, '\n'))
@@ -443,6 +449,9 @@ func (f *edgeContainerFlags) remember(stateDir string) {
 // last start's when no flag gave it).
 func printEdgeAddr(w io.Writer, f edgeContainerFlags, remembered bool) {
 	fmt.Fprintf(w, "gordon-edge: HTTP on %s, admin on %s", f.httpAddr, f.adminAddr)
+	if f.tls.httpsAddr != "" {
+		fmt.Fprintf(w, ", HTTPS on %s", f.tls.httpsAddr)
+	}
 	if remembered {
 		fmt.Fprint(w, " (as at the last start; --http-addr/--admin-addr change them)")
 	}
@@ -471,6 +480,9 @@ left alone; a different binary or flags replace it.`,
 			remembered := flags.resolve(cmd, env.opts.stateDir)
 			u, err := edgeUnit(env.opts.stateDir, flags.httpAddr, flags.adminAddr)
 			if err != nil {
+				return err
+			}
+			if err := withEdgeTLS(&u, flags.tls, env.opts.stateDir); err != nil {
 				return err
 			}
 			if err := ensureStateDir(env.opts.stateDir); err != nil {

@@ -76,11 +76,15 @@ func (x *Backend) GetContainer() string {
 }
 
 type HTTPRoute struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
-	App           string                 `protobuf:"bytes,2,opt,name=app,proto3" json:"app,omitempty"`
-	Service       string                 `protobuf:"bytes,3,opt,name=service,proto3" json:"service,omitempty"`
-	Backends      []*Backend             `protobuf:"bytes,4,rep,name=backends,proto3" json:"backends,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Host     string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	App      string                 `protobuf:"bytes,2,opt,name=app,proto3" json:"app,omitempty"`
+	Service  string                 `protobuf:"bytes,3,opt,name=service,proto3" json:"service,omitempty"`
+	Backends []*Backend             `protobuf:"bytes,4,rep,name=backends,proto3" json:"backends,omitempty"`
+	// tls is the HTTPS policy: "" or "auto", "always", "never".
+	Tls string `protobuf:"bytes,5,opt,name=tls,proto3" json:"tls,omitempty"`
+	// protocol is the backend protocol: "" or "http1", "h2c".
+	Protocol      string `protobuf:"bytes,6,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -141,6 +145,20 @@ func (x *HTTPRoute) GetBackends() []*Backend {
 		return x.Backends
 	}
 	return nil
+}
+
+func (x *HTTPRoute) GetTls() string {
+	if x != nil {
+		return x.Tls
+	}
+	return ""
+}
+
+func (x *HTTPRoute) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
 }
 
 type L4Route struct {
@@ -487,6 +505,250 @@ func (x *TrafficStatus) GetBackends() []*BackendStatus {
 	return nil
 }
 
+type AddCertRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	CertPem       []byte                 `protobuf:"bytes,2,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
+	KeyPem        []byte                 `protobuf:"bytes,3,opt,name=key_pem,json=keyPem,proto3" json:"key_pem,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddCertRequest) Reset() {
+	*x = AddCertRequest{}
+	mi := &file_traffic_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddCertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddCertRequest) ProtoMessage() {}
+
+func (x *AddCertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddCertRequest.ProtoReflect.Descriptor instead.
+func (*AddCertRequest) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AddCertRequest) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *AddCertRequest) GetCertPem() []byte {
+	if x != nil {
+		return x.CertPem
+	}
+	return nil
+}
+
+func (x *AddCertRequest) GetKeyPem() []byte {
+	if x != nil {
+		return x.KeyPem
+	}
+	return nil
+}
+
+type RemoveCertRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveCertRequest) Reset() {
+	*x = RemoveCertRequest{}
+	mi := &file_traffic_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveCertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveCertRequest) ProtoMessage() {}
+
+func (x *RemoveCertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveCertRequest.ProtoReflect.Descriptor instead.
+func (*RemoveCertRequest) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RemoveCertRequest) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+type CertInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Host  string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	// source is "acme" or "static".
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	Issuer string `protobuf:"bytes,3,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	// not_after_unix is the leaf's expiry in unix seconds (0: none held).
+	NotAfterUnix int64 `protobuf:"varint,4,opt,name=not_after_unix,json=notAfterUnix,proto3" json:"not_after_unix,omitempty"`
+	// state is "valid", "pending" or "failed".
+	State string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	Error string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// retry_at_unix is when a failed order is retried (0: unknown).
+	RetryAtUnix   int64 `protobuf:"varint,7,opt,name=retry_at_unix,json=retryAtUnix,proto3" json:"retry_at_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CertInfo) Reset() {
+	*x = CertInfo{}
+	mi := &file_traffic_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CertInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CertInfo) ProtoMessage() {}
+
+func (x *CertInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CertInfo.ProtoReflect.Descriptor instead.
+func (*CertInfo) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CertInfo) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *CertInfo) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *CertInfo) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
+func (x *CertInfo) GetNotAfterUnix() int64 {
+	if x != nil {
+		return x.NotAfterUnix
+	}
+	return 0
+}
+
+func (x *CertInfo) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *CertInfo) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *CertInfo) GetRetryAtUnix() int64 {
+	if x != nil {
+		return x.RetryAtUnix
+	}
+	return 0
+}
+
+type CertList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Certs         []*CertInfo            `protobuf:"bytes,1,rep,name=certs,proto3" json:"certs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CertList) Reset() {
+	*x = CertList{}
+	mi := &file_traffic_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CertList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CertList) ProtoMessage() {}
+
+func (x *CertList) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CertList.ProtoReflect.Descriptor instead.
+func (*CertList) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CertList) GetCerts() []*CertInfo {
+	if x != nil {
+		return x.Certs
+	}
+	return nil
+}
+
 var File_traffic_proto protoreflect.FileDescriptor
 
 const file_traffic_proto_rawDesc = "" +
@@ -494,12 +756,14 @@ const file_traffic_proto_rawDesc = "" +
 	"\rtraffic.proto\x12\x10gordon.plugin.v1\x1a\fcommon.proto\";\n" +
 	"\aBackend\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1c\n" +
-	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\x82\x01\n" +
+	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xb0\x01\n" +
 	"\tHTTPRoute\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
 	"\aservice\x18\x03 \x01(\tR\aservice\x125\n" +
-	"\bbackends\x18\x04 \x03(\v2\x19.gordon.plugin.v1.BackendR\bbackends\"\x85\x01\n" +
+	"\bbackends\x18\x04 \x03(\v2\x19.gordon.plugin.v1.BackendR\bbackends\x12\x10\n" +
+	"\x03tls\x18\x05 \x01(\tR\x03tls\x12\x1a\n" +
+	"\bprotocol\x18\x06 \x01(\tR\bprotocol\"\x85\x01\n" +
 	"\aL4Route\x12\x16\n" +
 	"\x06listen\x18\x01 \x01(\tR\x06listen\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
@@ -524,11 +788,31 @@ const file_traffic_proto_rawDesc = "" +
 	"\rTrafficStatus\x12-\n" +
 	"\x12applied_generation\x18\x01 \x01(\x04R\x11appliedGeneration\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12;\n" +
-	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends2\xea\x01\n" +
+	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends\"X\n" +
+	"\x0eAddCertRequest\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x19\n" +
+	"\bcert_pem\x18\x02 \x01(\fR\acertPem\x12\x17\n" +
+	"\akey_pem\x18\x03 \x01(\fR\x06keyPem\"'\n" +
+	"\x11RemoveCertRequest\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\"\xc4\x01\n" +
+	"\bCertInfo\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x16\n" +
+	"\x06issuer\x18\x03 \x01(\tR\x06issuer\x12$\n" +
+	"\x0enot_after_unix\x18\x04 \x01(\x03R\fnotAfterUnix\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12\"\n" +
+	"\rretry_at_unix\x18\a \x01(\x03R\vretryAtUnix\"<\n" +
+	"\bCertList\x120\n" +
+	"\x05certs\x18\x01 \x03(\v2\x1a.gordon.plugin.v1.CertInfoR\x05certs2\xc1\x03\n" +
 	"\aTraffic\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12H\n" +
 	"\x05Apply\x12\x1e.gordon.plugin.v1.ApplyRequest\x1a\x1f.gordon.plugin.v1.ApplyResponse\x12B\n" +
-	"\x06Status\x12\x17.gordon.plugin.v1.Empty\x1a\x1f.gordon.plugin.v1.TrafficStatusB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\x06Status\x12\x17.gordon.plugin.v1.Empty\x1a\x1f.gordon.plugin.v1.TrafficStatus\x12G\n" +
+	"\aAddCert\x12 .gordon.plugin.v1.AddCertRequest\x1a\x1a.gordon.plugin.v1.CertInfo\x12J\n" +
+	"\n" +
+	"RemoveCert\x12#.gordon.plugin.v1.RemoveCertRequest\x1a\x17.gordon.plugin.v1.Empty\x12@\n" +
+	"\tListCerts\x12\x17.gordon.plugin.v1.Empty\x1a\x1a.gordon.plugin.v1.CertListB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_traffic_proto_rawDescOnce sync.Once
@@ -542,19 +826,23 @@ func file_traffic_proto_rawDescGZIP() []byte {
 	return file_traffic_proto_rawDescData
 }
 
-var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_traffic_proto_goTypes = []any{
-	(*Backend)(nil),          // 0: gordon.plugin.v1.Backend
-	(*HTTPRoute)(nil),        // 1: gordon.plugin.v1.HTTPRoute
-	(*L4Route)(nil),          // 2: gordon.plugin.v1.L4Route
-	(*Graph)(nil),            // 3: gordon.plugin.v1.Graph
-	(*ApplyRequest)(nil),     // 4: gordon.plugin.v1.ApplyRequest
-	(*ApplyResponse)(nil),    // 5: gordon.plugin.v1.ApplyResponse
-	(*BackendStatus)(nil),    // 6: gordon.plugin.v1.BackendStatus
-	(*TrafficStatus)(nil),    // 7: gordon.plugin.v1.TrafficStatus
-	(*DescribeRequest)(nil),  // 8: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),            // 9: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil), // 10: gordon.plugin.v1.DescribeResponse
+	(*Backend)(nil),           // 0: gordon.plugin.v1.Backend
+	(*HTTPRoute)(nil),         // 1: gordon.plugin.v1.HTTPRoute
+	(*L4Route)(nil),           // 2: gordon.plugin.v1.L4Route
+	(*Graph)(nil),             // 3: gordon.plugin.v1.Graph
+	(*ApplyRequest)(nil),      // 4: gordon.plugin.v1.ApplyRequest
+	(*ApplyResponse)(nil),     // 5: gordon.plugin.v1.ApplyResponse
+	(*BackendStatus)(nil),     // 6: gordon.plugin.v1.BackendStatus
+	(*TrafficStatus)(nil),     // 7: gordon.plugin.v1.TrafficStatus
+	(*AddCertRequest)(nil),    // 8: gordon.plugin.v1.AddCertRequest
+	(*RemoveCertRequest)(nil), // 9: gordon.plugin.v1.RemoveCertRequest
+	(*CertInfo)(nil),          // 10: gordon.plugin.v1.CertInfo
+	(*CertList)(nil),          // 11: gordon.plugin.v1.CertList
+	(*DescribeRequest)(nil),   // 12: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),             // 13: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),  // 14: gordon.plugin.v1.DescribeResponse
 }
 var file_traffic_proto_depIdxs = []int32{
 	0,  // 0: gordon.plugin.v1.HTTPRoute.backends:type_name -> gordon.plugin.v1.Backend
@@ -563,17 +851,24 @@ var file_traffic_proto_depIdxs = []int32{
 	2,  // 3: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
 	3,  // 4: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
 	6,  // 5: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
-	8,  // 6: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	4,  // 7: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
-	9,  // 8: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
-	10, // 9: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	5,  // 10: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
-	7,  // 11: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
-	9,  // [9:12] is the sub-list for method output_type
-	6,  // [6:9] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	10, // 6: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
+	12, // 7: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	4,  // 8: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
+	13, // 9: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
+	8,  // 10: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
+	9,  // 11: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
+	13, // 12: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
+	14, // 13: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	5,  // 14: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
+	7,  // 15: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
+	10, // 16: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
+	13, // 17: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
+	11, // 18: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
+	13, // [13:19] is the sub-list for method output_type
+	7,  // [7:13] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_traffic_proto_init() }
@@ -588,7 +883,7 @@ func file_traffic_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_traffic_proto_rawDesc), len(file_traffic_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
