@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -153,7 +154,7 @@ func newCertsLsCommand(env *cliEnv) *cobra.Command {
 			tw := newTable(env.dockerCli.Out())
 			fmt.Fprintln(tw, "HOST\tSOURCE\tISSUER\tNOT AFTER\tSTATE")
 			for _, in := range infos {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.Host, in.Source, dash(in.Issuer), timeOrDash(in.NotAfter), certStateText(in))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.Host, in.Source, orDash(in.Issuer), timeOrDash(in.NotAfter), certStateText(in))
 			}
 			return tw.Flush()
 		},
@@ -174,16 +175,57 @@ func certStateText(in core.CertInfo) string {
 	return s
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func timeOrDash(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// renderCertStates prints each routed host's certificate state after
+// `status` (text only; `certs ls --format json` has the data): hosts come
+// from the services' "http://HOST -> :PORT" routes. Quiet when the edge
+// holds no certificate at all (no HTTPS).
+func renderCertStates(ctx context.Context, env *cliEnv, apps []core.AppStatus) {
+	ctx, cancel := withTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cs, err := certStore(ctx, env)
+	if err != nil {
+		return
+	}
+	infos, err := cs.ListCerts(ctx)
+	if err != nil || len(infos) == 0 {
+		return
+	}
+	byHost := map[string]core.CertInfo{}
+	for _, in := range infos {
+		byHost[in.Host] = in
+	}
+	w := env.dockerCli.Out()
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "HOST	CERTIFICATE	SOURCE	NOT AFTER")
+	for _, st := range apps {
+		for _, s := range st.Services {
+			for _, r := range s.Routes {
+				host, ok := strings.CutPrefix(r, "http://")
+				if !ok {
+					continue
+				}
+				host, _, _ = strings.Cut(host, " ")
+				in, ok := byHost[host]
+				if !ok {
+					if i := strings.IndexByte(host, '.'); i > 0 {
+						in, ok = byHost["*"+host[i:]]
+					}
+				}
+				if !ok {
+					fmt.Fprintf(tw, "%s\tnone\t-\t-\n", host)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", host, certStateText(in), in.Source, timeOrDash(in.NotAfter))
+			}
+		}
+	}
+	tw.Flush()
 }
