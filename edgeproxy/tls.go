@@ -1,6 +1,7 @@
 package edgeproxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,6 +11,8 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -107,6 +110,9 @@ type tlsEdge struct {
 	handshakes *prometheus.CounterVec
 	notAfter   *prometheus.GaugeVec
 	protoReqs  *prometheus.CounterVec
+	// byProto are protoReqs' children: [https][h2].
+	byProto [2][2]prometheus.Counter
+	hsOK    prometheus.Counter
 	certEvents *prometheus.CounterVec
 }
 
@@ -151,6 +157,12 @@ func newTLSEdge(s *Server) (*tlsEdge, error) {
 		Help: "Certificate obtain and renewal outcomes: obtained, renewed, failed.",
 	}, []string{"event"})
 	s.metrics.reg.MustRegister(t.handshakes, t.notAfter, t.protoReqs, t.certEvents)
+	for i, scheme := range []string{"http", "https"} {
+		for j, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+			t.byProto[i][j] = t.protoReqs.WithLabelValues(proto, scheme)
+		}
+	}
+	t.hsOK = t.handshakes.WithLabelValues("ok")
 	if !s.cfg.ACME.Disabled {
 		if err := t.setupACME(); err != nil {
 			return nil, err
@@ -187,7 +199,7 @@ func (t *tlsEdge) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 		return t.cm.GetCertificate(hello)
 	}
 	if c := t.staticFor(name); c != nil {
-		t.handshakes.WithLabelValues("ok").Inc()
+		t.hsOK.Inc()
 		return c, nil
 	}
 	rt := t.routeFor(name)
@@ -201,7 +213,7 @@ func (t *tlsEdge) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 			cfg = t.od
 		}
 		if c, err := cfg.GetCertificate(hello); err == nil && c != nil {
-			t.handshakes.WithLabelValues("ok").Inc()
+			t.hsOK.Inc()
 			return c, nil
 		}
 	}
@@ -304,7 +316,7 @@ func (t *tlsEdge) servePolicy(w http.ResponseWriter, r *http.Request) bool {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	t.protoReqs.WithLabelValues(r.Proto, scheme).Inc()
+	t.countProto(r.ProtoMajor, scheme)
 	if r.TLS == nil && strings.HasPrefix(r.URL.Path, acmeChallengePrefix) {
 		if t.issuer != nil && t.issuer.HandleHTTPChallenge(w, r) {
 			return true
@@ -330,6 +342,19 @@ func (t *tlsEdge) servePolicy(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// countProto counts a request by scheme and protocol (label children
+// resolved at start: no hashing per request).
+func (t *tlsEdge) countProto(major int, scheme string) {
+	i, j := 0, 0
+	if scheme == "https" {
+		i = 1
+	}
+	if major == 2 {
+		j = 1
+	}
+	t.byProto[i][j].Inc()
 }
 
 func (t *tlsEdge) redirect(w http.ResponseWriter, r *http.Request, name string) {
@@ -477,9 +502,23 @@ func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.
 		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          t.logger.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+		ErrorLog:          log.New(&handshakeErrLog{t: t, w: t.logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}, "", 0),
 	}
 	return ln, srv, nil
+}
+
+// handshakeErrLog counts net/http's "TLS handshake error" lines as the
+// handshake result "error" and passes every line on (debug level).
+type handshakeErrLog struct {
+	t *tlsEdge
+	w io.Writer
+}
+
+func (h *handshakeErrLog) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("TLS handshake error")) {
+		h.t.handshakes.WithLabelValues("error").Inc()
+	}
+	return h.w.Write(p)
 }
 
 // serve runs srv on ln (TLS; h2 negotiated by ALPN).
