@@ -111,8 +111,8 @@ type tlsEdge struct {
 	notAfter   *prometheus.GaugeVec
 	protoReqs  *prometheus.CounterVec
 	// byProto are protoReqs' children: [https][h2].
-	byProto [2][2]prometheus.Counter
-	hsOK    prometheus.Counter
+	byProto    [2][2]prometheus.Counter
+	hsOK       prometheus.Counter
 	certEvents *prometheus.CounterVec
 }
 
