@@ -366,7 +366,6 @@ func (t *tlsEdge) redirect(w http.ResponseWriter, r *http.Request, name string) 
 		host += ":" + strconv.Itoa(t.port)
 	}
 	w.Header().Set("Location", "https://"+host+r.URL.RequestURI())
-	w.Header().Set("Connection", "close")
 	w.WriteHeader(http.StatusPermanentRedirect)
 }
 
@@ -435,25 +434,33 @@ func (t *tlsEdge) refresh(writeState bool) {
 			}
 		}
 	}
+	names := make([]string, 0, len(t.states))
+	for name := range t.states {
+		names = append(names, name)
+	}
+	t.mu.Unlock()
+	// certmagic's cache is read without t.mu held (certmagic calls back
+	// into GetConfigForCert and onEvent, which take t.mu).
+	leaves := make(map[string]*x509.Certificate, len(names))
 	if t.cache != nil {
-		for name, in := range t.states {
-			certs := t.cache.AllMatchingCertificates(name)
-			var best *certmagic.Certificate
-			for i := range certs {
-				if best == nil || certs[i].Leaf.NotAfter.After(best.Leaf.NotAfter) {
-					best = &certs[i]
+		for _, name := range names {
+			for _, c := range t.cache.AllMatchingCertificates(name) {
+				if l := leaves[name]; l == nil || c.Leaf.NotAfter.After(l.NotAfter) {
+					leaves[name] = c.Leaf
 				}
 			}
-			if best != nil && time.Now().Before(best.Leaf.NotAfter) {
-				have[name] = struct{}{}
-				in.NotAfter, in.Issuer = best.Leaf.NotAfter.UTC(), certstore.IssuerName(best.Leaf)
-				if in.State != certstore.StateFailed || in.RetryAt.IsZero() {
-					in.State = certstore.StateValid
-				}
-				t.notAfter.WithLabelValues(name).Set(float64(best.Leaf.NotAfter.Unix()))
-			}
-			infos = append(infos, *in)
 		}
+	}
+	t.mu.Lock()
+	for _, name := range names {
+		in := t.states[name]
+		if leaf := leaves[name]; leaf != nil && time.Now().Before(leaf.NotAfter) {
+			have[name] = struct{}{}
+			in.NotAfter, in.Issuer = leaf.NotAfter.UTC(), certstore.IssuerName(leaf)
+			in.State = certstore.StateValid // a failed renewal keeps its Error and RetryAt
+			t.notAfter.WithLabelValues(name).Set(float64(leaf.NotAfter.Unix()))
+		}
+		infos = append(infos, *in)
 	}
 	t.mu.Unlock()
 	t.have.Store(&have)
@@ -471,16 +478,6 @@ func (t *tlsEdge) refresh(writeState bool) {
 			t.logger.Warn("write certificate state", "error", err)
 		}
 	}
-}
-
-// Certs returns every host's certificate state, sorted by host.
-func (s *Server) Certs() []certstore.Info {
-	if s.tls == nil {
-		return nil
-	}
-	s.tls.refresh(false)
-	out, _ := certstore.ReadState(s.cfg.StateDir)
-	return out
 }
 
 // listenHTTPS binds the HTTPS address and returns its server.

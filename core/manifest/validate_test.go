@@ -92,7 +92,10 @@ func TestManifest_Validation(t *testing.T) {
 		{"visibility values", base + "[[services.web.http]]\nport = 80\nvisibility = \"private\"\n", "services.web.http[0].visibility", `invalid visibility "private": want "public" (with a host) or "internal" (without)`},
 		{"public host unique in app", base + "[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\n[services.api]\nimage = \"api:1\"\n[[services.api.http]]\nport = 81\nhost = \"blog.example.com\"\n", "services.api.http[0].host", `host "blog.example.com" is already routed by services.web.http[0]: a public host belongs to one interface of the app`},
 		{"tcp ports unique per service", base + "[[services.web.http]]\nport = 8080\n[[services.web.tcp]]\nport = 8080\npublish = \"0.0.0.0:8080\"\n", "services.web.tcp[0].port", "port 8080/tcp is already declared by services.web.http[0]"},
-		{"unknown http key", base + "[[services.web.http]]\nport = 80\npath = \"/\"\n", "services.web.http[0].path", `unknown key "path": want one of port, host, visibility`},
+		{"tls values", base + "[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\ntls = \"on\"\n", "services.web.http[0].tls", `invalid tls "on": want "auto" (certificate obtained, HTTP redirected once served), "always" (HTTP always redirected) or "never" (plain HTTP only)`},
+		{"tls needs public", base + "[[services.web.http]]\nport = 80\ntls = \"always\"\n", "services.web.http[0].tls", `tls applies to a public interface: set host, or remove tls`},
+		{"protocol values", base + "[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\nprotocol = \"h2\"\n", "services.web.http[0].protocol", `invalid protocol "h2": want "http1" (default) or "h2c" (cleartext HTTP/2 to the backend, e.g. gRPC)`},
+		{"unknown http key", base + "[[services.web.http]]\nport = 80\npath = \"/\"\n", "services.web.http[0].path", `unknown key "path": want one of port, host, visibility, tls, protocol`},
 
 		// TCP and UDP.
 		{"tcp port required", base + "[[services.web.tcp]]\npublish = \"0.0.0.0:9000\"\n", "services.web.tcp[0].port", "required: the container port, want a port number from 1 to 65535"},
