@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -376,4 +379,79 @@ func TestHTTPSH2CBackendWithTrailers(t *testing.T) {
 	assert.Equal(t, "HTTP/2.0", resp.Proto)
 	assert.Equal(t, "backend saw HTTP/2.0", body(t, resp))
 	assert.Equal(t, "0", resp.Trailer.Get("Grpc-Status"), "trailer relayed end to end")
+}
+
+// An edge restarted on the same addresses (--reuse-port: the new one binds
+// before the old one stops) serves the stored certificate at once and no
+// HTTPS request of keep-alive HTTP/1.1 and HTTP/2 clients fails. (A client
+// opening a connection per request can still meet a reset: connections
+// queued unaccepted on the old socket when it closes are reset by the
+// kernel, as for plain HTTP; the listener hand-over removes that.)
+func TestHTTPSRestartWithReusePortLosesNoRequest(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	c, k := ca.valid(t, "keep.test")
+	_, err := certstore.AddStatic(dir, "keep.test", c, k, time.Now())
+	require.NoError(t, err)
+	httpAddr, httpsAddr := freePort(t), freePort(t)
+	start := func() *edge {
+		return startEdge(t, func(cfg *edgeproxy.Config) {
+			cfg.StateDir, cfg.HTTPAddr, cfg.HTTPSAddr, cfg.ReusePort = dir, httpAddr, httpsAddr, true
+			cfg.ACME.Disabled = true
+		})
+	}
+	old := start()
+	b := nameBackend(t, "blue")
+	old.publish(t, httpTable(1, tlsRoute("keep.test", "", addrOf(b))))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var failures, requests atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for _, mode := range []string{"h1", "h2"} {
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cl := httpsClient(old, ca.pool, mode == "h2")
+				tr := cl.Transport.(*http.Transport)
+				tr.DisableKeepAlives = mode == "h1-new"
+				tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+					var d net.Dialer
+					return d.DialContext(ctx, "tcp", httpsAddr)
+				}
+				defer tr.CloseIdleConnections()
+				for ctx.Err() == nil {
+					resp, err := cl.Get("https://keep.test/")
+					if err == nil {
+						var got string
+						got, err = readAll(resp)
+						if err == nil && (resp.StatusCode != 200 || got != "blue") {
+							err = fmt.Errorf("status %d body %q", resp.StatusCode, got)
+						}
+					}
+					requests.Add(1)
+					if err != nil && ctx.Err() == nil {
+						failures.Add(1)
+						firstErr.CompareAndSwap(nil, mode+": "+err.Error())
+					}
+				}
+			}()
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	next := start() // binds the same addresses next to the old edge
+	next.publish(t, httpTable(2, tlsRoute("keep.test", "", addrOf(b))))
+	old.stop()
+	time.Sleep(700 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	require.Greater(t, requests.Load(), int64(50))
+	require.Zero(t, failures.Load(), "first failure: %v", firstErr.Load())
+}
+
+func readAll(resp *http.Response) (string, error) {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }
