@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,6 +103,10 @@ type tlsEdge struct {
 	failures   map[string]int
 	odInterval time.Duration
 	staticSeen string
+	// absentSince is when a managed host left the route table.
+	absentSince map[string]time.Time
+	// lastState is the certs/state.json content last written (refreshMu).
+	lastState string
 	// lastTick is when Run's loop last refreshed (its goroutine only).
 	lastTick time.Time
 	// refreshMu serializes refreshes.
@@ -125,7 +130,7 @@ type staticSet struct {
 func newTLSEdge(s *Server) (*tlsEdge, error) {
 	t := &tlsEdge{
 		s: s, logger: s.logger.Named("tls"), stateDir: s.cfg.StateDir,
-		managed: map[string]bool{}, states: map[string]*certstore.Info{}, onDemandAt: map[string]time.Time{}, failures: map[string]int{},
+		managed: map[string]bool{}, states: map[string]*certstore.Info{}, onDemandAt: map[string]time.Time{}, failures: map[string]int{}, absentSince: map[string]time.Time{},
 		odInterval: s.cfg.ACME.OnDemandInterval,
 	}
 	if t.odInterval <= 0 {
@@ -432,6 +437,32 @@ func (t *tlsEdge) refresh(writeState bool) {
 					t.states[name] = &certstore.Info{Host: name, Source: certstore.SourceACME, State: certstore.StatePending}
 				}
 			}
+			delete(t.absentSince, name)
+		}
+		// A host the table stopped naming (an app removed) is unmanaged
+		// after unmanageAfter; a short absence (a sequential replacement's
+		// gap) keeps its certificate loaded and renewed.
+		var drop []certmagic.SubjectIssuer
+		for name := range t.managed {
+			if r, ok := snap.exact[name]; ok && r.tls != tlsNever {
+				continue
+			}
+			since, ok := t.absentSince[name]
+			if !ok {
+				t.absentSince[name] = time.Now()
+				continue
+			}
+			if time.Since(since) >= unmanageAfter {
+				drop = append(drop, certmagic.SubjectIssuer{Subject: name})
+				delete(t.managed, name)
+				delete(t.states, name)
+				delete(t.absentSince, name)
+				t.notAfter.DeleteLabelValues(name)
+			}
+		}
+		if len(drop) > 0 {
+			go t.cache.RemoveManaged(drop) // not under t.mu (certmagic calls back)
+			t.logger.Info("certificates no longer managed (hosts not routed)", "count", len(drop))
 		}
 	}
 	names := make([]string, 0, len(t.states))
@@ -474,11 +505,22 @@ func (t *tlsEdge) refresh(writeState bool) {
 		}
 	}
 	if writeState {
+		sort.Slice(infos, func(i, j int) bool { return infos[i].Host < infos[j].Host })
+		key := fmt.Sprint(infos)
+		if key == t.lastState {
+			return // unchanged: no write (and no fsync) every refresh
+		}
 		if err := certstore.WriteState(t.stateDir, infos); err != nil {
 			t.logger.Warn("write certificate state", "error", err)
+			return
 		}
+		t.lastState = key
 	}
 }
+
+// unmanageAfter is how long an exact host may be absent from the route
+// table before its certificate stops being managed.
+const unmanageAfter = 10 * time.Minute
 
 // listenHTTPS binds the HTTPS address and returns its server.
 func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.Server, error) {

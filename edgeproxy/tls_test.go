@@ -150,6 +150,7 @@ func TestHTTPSStaticCertificateH2AndRedirect(t *testing.T) {
 	require.NoError(t, err)
 	b := protoBackend(t, "blue")
 	e.publish(t, httpTable(1, tlsRoute("app.test", "", addrOf(b))))
+	waitServed(t, e, "app.test", ca.pool)
 
 	for _, h2 := range []bool{true, false} {
 		resp, err := httpsClient(e, ca.pool, h2).Get("https://app.test/x")
@@ -269,14 +270,22 @@ func TestHTTPSStaticCertificateAddedLive(t *testing.T) {
 	c, k := ca.valid(t, "live.test")
 	_, err := certstore.AddStatic(e.stateDir, "live.test", c, k, time.Now())
 	require.NoError(t, err)
+	waitServed(t, e, "live.test", ca.pool)
+}
+
+// waitServed waits until the edge serves host a certificate pool trusts
+// (static certificates are picked up by the refresh after an apply or
+// within 2 s).
+func waitServed(t *testing.T, e *edge, host string, pool *x509.CertPool) {
+	t.Helper()
 	require.Eventually(t, func() bool {
-		conn, err := tls.Dial("tcp", e.srv.HTTPSAddr(), &tls.Config{ServerName: "live.test", RootCAs: ca.pool})
+		conn, err := tls.Dial("tcp", e.srv.HTTPSAddr(), &tls.Config{ServerName: host, RootCAs: pool})
 		if err != nil {
 			return false
 		}
 		conn.Close()
 		return true
-	}, 6*time.Second, 50*time.Millisecond)
+	}, 6*time.Second, 20*time.Millisecond, "certificate for %s not served", host)
 }
 
 // A WebSocket-style HTTP/1.1 upgrade works over TLS, and a drain waits for
@@ -309,6 +318,7 @@ func TestHTTPSUpgradeAndInFlight(t *testing.T) {
 	}))
 	t.Cleanup(b.Close)
 	e.publish(t, httpTable(1, tlsRoute("ws.test", "", addrOf(b))))
+	waitServed(t, e, "ws.test", ca.pool)
 
 	conn, err := tls.Dial("tcp", e.srv.HTTPSAddr(), &tls.Config{ServerName: "ws.test", RootCAs: ca.pool, NextProtos: []string{"http/1.1"}})
 	require.NoError(t, err)
@@ -370,6 +380,7 @@ func TestHTTPSH2CBackendWithTrailers(t *testing.T) {
 	r := tlsRoute("grpc.test", "", addrOf(b))
 	r.Protocol = "h2c"
 	e.publish(t, httpTable(1, r))
+	waitServed(t, e, "grpc.test", ca.pool)
 
 	req, _ := http.NewRequest(http.MethodPost, "https://grpc.test/svc/Method", strings.NewReader("x"))
 	req.Header.Set("Content-Type", "application/grpc")
