@@ -78,6 +78,11 @@ type Config struct {
 	// HTTPSAddr is the public HTTPS listen address, e.g. ":443" (optional;
 	// "" serves plain HTTP only). See tls.go.
 	HTTPSAddr string
+	// HTTPSListener, when set, is served as the HTTPS listener instead of
+	// binding HTTPSAddr (a listener inherited from the edge being
+	// replaced; HTTPSAddr must still be non-empty). Certificates need no
+	// hand-over: both stores are files the new edge loads at start.
+	HTTPSListener net.Listener
 	// ACME configures certificate issuance for HTTPSAddr.
 	ACME ACMEConfig
 	// AdminAddr is the loopback admin listen address (GET /status,
@@ -569,6 +574,9 @@ func (s *Server) statusLocked() routetable.Status {
 	}
 	if a := s.HTTPAddr(); a != "" {
 		st.Listeners = append(st.Listeners, routetable.ListenerStatus{Addr: a, Proto: "http"})
+	}
+	if a := s.HTTPSAddr(); a != "" {
+		st.Listeners = append(st.Listeners, routetable.ListenerStatus{Addr: a, Proto: "https"})
 	}
 	st.Listeners = append(st.Listeners, s.tcp.listenerStatus()...)
 	st.Listeners = append(st.Listeners, s.udp.listenerStatus()...)

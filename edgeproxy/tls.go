@@ -524,9 +524,12 @@ const unmanageAfter = 10 * time.Minute
 
 // listenHTTPS binds the HTTPS address and returns its server.
 func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.Server, error) {
-	ln, err := lc.Listen(context.Background(), "tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gordon-edge: listen https %s: %w", addr, err)
+	ln := t.s.cfg.HTTPSListener
+	if ln == nil {
+		var err error
+		if ln, err = lc.Listen(context.Background(), "tcp", addr); err != nil {
+			return nil, nil, fmt.Errorf("gordon-edge: listen https %s: %w", addr, err)
+		}
 	}
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
 		t.port = ta.Port
