@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
 FUZZTIME ?= 5s
 
-.PHONY: all build install test test-unit test-race test-e2e fuzz-smoke vet fmt proto demo bench bench-go bench-edge bench-nginx clean
+.PHONY: all build install test test-unit test-race test-e2e fuzz-smoke vet fmt proto demo bench bench-go bench-edge bench-nginx bench-tls-tools clean
 
 all: build
 
@@ -68,7 +68,7 @@ demo: build
 ## bench: the performance suite (issue 7): every measurement side by side with
 ## a baseline from the same run -> bench/report.md and bench/report.json
 ## (needs a Docker engine; about 5-10 minutes; see bench/README.md)
-bench: build bench-nginx
+bench: build bench-nginx bench-tls-tools
 	$(GO) build -o bin/edgebench ./bench/edge
 	$(GO) build -o bin/gordon-bench ./bench/suite
 	PATH="$$PATH:/usr/sbin" bin/gordon-bench -repo . -bin bin -out bench $(BENCH_FLAGS)
@@ -80,7 +80,7 @@ bench-go:
 ## bench-edge: direct vs nginx vs gordon-edge under the same closed-loop load
 ## (installs Debian's nginx when missing; BENCH_DURATION per target)
 BENCH_DURATION ?= 10s
-bench-edge: bench-nginx
+bench-edge: bench-nginx bench-tls-tools
 	@mkdir -p bin
 	$(GOBUILD) -o bin/gordon-edge ./cmd/gordon-edge
 	$(GO) build -o bin/edgebench ./bench/edge
@@ -93,6 +93,12 @@ bench-nginx:
 	  { echo "installing nginx (apt-get)"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null 2>&1 || \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null 2>&1 || \
 	    echo "nginx could not be installed; the edge comparison runs without it"; }
+
+# bench-tls-tools: Debian's caddy and h2load (nghttp2-client) for the HTTPS
+# comparison, when missing (not fatal: edgebench then skips them)
+bench-tls-tools:
+	@command -v caddy >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq caddy >/dev/null 2>&1 || echo "caddy could not be installed; the HTTPS comparison runs without it"
+	@command -v h2load >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null 2>&1 || echo "h2load could not be installed; the HTTP/2 comparison is skipped"
 
 clean:
 	rm -rf bin

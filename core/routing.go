@@ -65,7 +65,7 @@ func BuildGraph(actives []Active) routetable.Graph {
 					continue
 				}
 				g.HTTP = append(g.HTTP, routetable.HTTPRoute{
-					Host: h.Host, App: a.App, Service: name,
+					Host: h.Host, App: a.App, Service: name, TLS: h.TLS, Protocol: h.Protocol,
 					Backends:                []routetable.Backend{{Addr: LoopbackAddr(hp), Container: s.Container}},
 					ResponseHeaderTimeoutMS: h.ResponseTimeout.D().Milliseconds(),
 				})

@@ -120,7 +120,25 @@ type HTTPInterface struct {
 	// headers on this interface (manifest response_timeout, 1s..1h; 0: the
 	// edge's default, 60 s); exceeding it answers 504.
 	ResponseTimeout Duration `json:"response_timeout,omitempty"`
+	// TLS is the HTTPS policy (R60): "" or TLSAuto, TLSAlways, TLSNever.
+	TLS string `json:"tls,omitempty"`
+	// Protocol is how the edge speaks to the backend: "" or ProtocolHTTP1
+	// (HTTP/1.1), ProtocolH2C (cleartext HTTP/2, trailers included).
+	Protocol string `json:"protocol,omitempty"`
 }
+
+// HTTPS policies of a public HTTP interface (R60).
+const (
+	TLSAuto   = "auto"
+	TLSAlways = "always"
+	TLSNever  = "never"
+)
+
+// Backend protocols of a public HTTP interface.
+const (
+	ProtocolHTTP1 = "http1"
+	ProtocolH2C   = "h2c"
+)
 
 // Public reports whether the interface is routed from a host name.
 func (h HTTPInterface) Public() bool { return h.Visibility == VisibilityPublic }

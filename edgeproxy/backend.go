@@ -64,6 +64,8 @@ type registry struct {
 	// defaultTM are the timeouts of a route that sets none (the edge's
 	// response timeout; set before the first snapshot).
 	defaultTM routeTimeouts
+	// h2c are the cleartext HTTP/2 transports of h2c routes (h2.go).
+	h2c h2cPool
 }
 
 func newRegistry(dialTimeout time.Duration, trusted []netip.Prefix, logger hclog.Logger) *registry {
@@ -120,6 +122,7 @@ func (r *registry) retain(referenced map[string]struct{}, now time.Time) {
 			now.Sub(time.Unix(0, b.unreferencedSince)) >= backendIdleEviction {
 			b.transport.CloseIdleConnections()
 			delete(r.backends, addr)
+			r.h2c.forget(addr)
 			if r.metrics != nil {
 				r.metrics.forget(addr)
 			}

@@ -677,8 +677,8 @@ func parseRequest(head []byte, req *h1Request) bool {
 		return false
 	}
 	req.uri = line[:sp]
-	if !validRequestURI(req.uri) {
-		return false
+	if !validRequestURI(req.uri) || bytes.HasPrefix(req.uri, acmeChallengePath) {
+		return false // ACME HTTP-01: ServeHTTP answers it before routing
 	}
 	hosts := 0
 	for {
@@ -873,8 +873,8 @@ func (s *Server) pickH1(host []byte) (rt *httpRoute, i int, b *backend) {
 			return nil, 0, nil
 		}
 		rt = s.routeH1(snap, host)
-		if rt == nil || len(rt.backends) == 0 {
-			return nil, 0, nil
+		if rt == nil || len(rt.backends) == 0 || rt.slowPlain.Load() {
+			return nil, 0, nil // ServeHTTP answers (404, redirect, h2c)
 		}
 		i = rt.pick()
 		b = rt.backends[i]

@@ -87,6 +87,16 @@ type Config struct {
 	StateDir string
 	// HTTPAddr is the public HTTP listen address, e.g. ":80" (required).
 	HTTPAddr string
+	// HTTPSAddr is the public HTTPS listen address, e.g. ":443" (optional;
+	// "" serves plain HTTP only). See tls.go.
+	HTTPSAddr string
+	// HTTPSListener, when set, is served as the HTTPS listener instead of
+	// binding HTTPSAddr (a listener inherited from the edge being
+	// replaced; HTTPSAddr must still be non-empty). Certificates need no
+	// hand-over: both stores are files the new edge loads at start.
+	HTTPSListener net.Listener
+	// ACME configures certificate issuance for HTTPSAddr.
+	ACME ACMEConfig
 	// AdminAddr is the loopback admin listen address (GET /status,
 	// /healthz). Default "127.0.0.1:0"; the bound address is written to
 	// status.json as admin_addr.
@@ -178,6 +188,9 @@ type Server struct {
 	udp     *udpRelays
 	// h1 is the public HTTP/1.1 loop (h1.go); set by Run.
 	h1 *h1Server
+	// tls is the HTTPS side (tls.go); nil without HTTPSAddr.
+	tls       *tlsEdge
+	httpsAddr atomic.Pointer[string]
 
 	// socks are the listening sockets by name, for the hand-over.
 	socks *listenerSet
@@ -336,6 +349,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.socks.dropInherited()
 		return fmt.Errorf("gordon-edge: listen admin %s: %w", s.cfg.AdminAddr, err)
 	}
+	httpsLn, httpsSrv, err := s.startTLS(lc, httpLn.Addr())
+	if err != nil {
+		_ = httpLn.Close()
+		_ = adminLn.Close()
+		return err
+	}
 	httpAddr, adminAddr := httpLn.Addr().String(), adminLn.Addr().String()
 	s.httpAddr.Store(&httpAddr)
 	s.adminAddr.Store(&adminAddr)
@@ -369,8 +388,11 @@ func (s *Server) Run(ctx context.Context) error {
 		s.logger.Info("listeners of the previous edge not in this configuration closed", "listeners", dropped)
 	}
 
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	h1Stopped := make(chan struct{})
+	if httpsSrv != nil {
+		go func() { errc <- serveErr("https", s.tls.serve(httpsSrv, httpsLn)) }()
+	}
 	go func() { errc <- serveErr("http", s.h1.serve(httpLn)); close(h1Stopped) }()
 	go func() { errc <- serveErr("http handoff", httpSrv.Serve(s.h1.handoff)) }()
 	go func() { errc <- serveErr("admin", adminSrv.Serve(adminLn)) }()
@@ -405,6 +427,7 @@ loop:
 			break loop
 		case <-tick.C:
 			s.poll(w, false)
+			s.tlsTick()
 		case <-s.reload:
 			w.force = true
 			s.poll(w, false)
@@ -432,6 +455,7 @@ loop:
 	} else {
 		close(tcpDrained)
 	}
+	httpsDone := s.shutdownTLS(sctx, httpsSrv)
 	// Both servers drain at once: the loop's connections and the ones
 	// handed to net/http share the one ShutdownTimeout.
 	h1Done := make(chan error, 1)
@@ -443,6 +467,7 @@ loop:
 	if err := <-h1Done; err != nil {
 		s.logger.Warn("http shutdown incomplete", "error", err)
 	}
+	<-httpsDone
 	_ = adminSrv.Close()
 	<-tcpDrained
 	s.tcp.close()
@@ -475,6 +500,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeEdgeError(w, http.StatusBadRequest, "gordon-edge: 400 Bad Request: "+why+"\n")
 			return
 		}
+	}
+	if s.tls != nil && s.tls.servePolicy(w, r) {
+		return
 	}
 	upgrade := isUpgrade(r)
 	var rt *httpRoute
@@ -622,6 +650,9 @@ func (s *Server) Apply(t routetable.Table) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	snap, referenced := buildSnapshot(t, s.reg, s.metrics)
+	if s.tls != nil {
+		s.tls.annotate(snap)
+	}
 	s.tcp.update(t.TCP)
 	s.udp.update(t.UDP)
 	prev := s.snap.Swap(snap)
@@ -643,6 +674,9 @@ func (s *Server) Apply(t routetable.Table) error {
 	s.lastErr, s.rejectedGen = "", 0
 	s.logger.Info("route table applied", "generation", t.Generation, "http", len(t.HTTP), "tcp", len(t.TCP), "udp", len(t.UDP))
 	s.writeStatusLocked()
+	if s.tls != nil {
+		go s.tls.refresh(true) // new hosts get their certificates ordered
+	}
 	return nil
 }
 
@@ -714,6 +748,9 @@ func (s *Server) statusLocked() routetable.Status {
 	}
 	if a := s.HTTPAddr(); a != "" {
 		st.Listeners = append(st.Listeners, routetable.ListenerStatus{Addr: a, Proto: "http"})
+	}
+	if a := s.HTTPSAddr(); a != "" {
+		st.Listeners = append(st.Listeners, routetable.ListenerStatus{Addr: a, Proto: "https"})
 	}
 	st.Listeners = append(st.Listeners, s.tcp.listenerStatus()...)
 	st.Listeners = append(st.Listeners, s.udp.listenerStatus()...)

@@ -49,6 +49,13 @@ type httpRoute struct {
 	hold    *routetable.Hold
 	stopped bool
 	held    *atomic.Int64
+	// tls is the HTTPS policy ("auto", "always", "never"; tls.go), h2c
+	// whether backends speak cleartext HTTP/2 (h2.go).
+	tls string
+	h2c bool
+	// slowPlain sends this host's plain HTTP requests to ServeHTTP instead
+	// of the event loop (redirects, h2c); set by tlsEdge.annotate.
+	slowPlain atomic.Bool
 }
 
 // pick returns the index of the backend for one request (into backends,
@@ -73,7 +80,12 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 	referenced := make(map[string]struct{})
 	for _, hr := range t.HTTP {
 		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64),
-			hold: hr.Hold, stopped: hr.Stopped, held: new(atomic.Int64)}
+			hold: hr.Hold, stopped: hr.Stopped, held: new(atomic.Int64),
+			tls: hr.TLS, h2c: hr.Protocol == "h2c"}
+		if r.tls == "" {
+			r.tls = tlsAuto
+		}
+		r.slowPlain.Store(r.h2c)
 		tm := routeTimeouts{
 			dial:           time.Duration(hr.DialTimeoutMS) * time.Millisecond,
 			responseHeader: time.Duration(hr.ResponseHeaderTimeoutMS) * time.Millisecond,
@@ -85,7 +97,11 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 		for _, b := range hr.Backends {
 			be := reg.get(b.Addr)
 			r.backends = append(r.backends, be)
-			r.proxies = append(r.proxies, reg.proxyFor(be, tm))
+			if r.h2c {
+				r.proxies = append(r.proxies, reg.h2cProxyFor(be))
+			} else {
+				r.proxies = append(r.proxies, reg.proxyFor(be, tm))
+			}
 			r.metrics = append(r.metrics, m.forRoute(hr.App, hr.Service, b.Addr))
 			referenced[b.Addr] = struct{}{}
 		}

@@ -81,6 +81,9 @@ func ValidateTable(t *routetable.Table) error {
 		if r.Hold != nil && r.Hold.Queue < 0 {
 			return fmt.Errorf("route table: http host %q (app %q, service %q): hold queue must be >= 0: %w", host, r.App, r.Service, ErrInvalidTable)
 		}
+		if err := validateRouteTLS(r); err != nil {
+			return err
+		}
 		if len(r.Backends) == 0 && r.Hold == nil && !r.Stopped {
 			return fmt.Errorf("route table: http host %q (app %q, service %q) has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
 		}

@@ -52,7 +52,17 @@ func (r loadResult) RPS() float64 { return float64(r.Requests) / r.Elapsed.Secon
 // HTTP/1.1 over net.Conn so the generator itself costs little CPU; responses
 // must carry Content-Length.
 func runLoad(addr, host string, conns int, d time.Duration) (loadResult, error) {
+	return runLoadDial(func() (net.Conn, error) { return net.Dial("tcp", addr) }, host, conns, d, false)
+}
+
+// runLoadDial is runLoad over connections from dial; with oneShot every
+// request goes on a new connection (Connection: close), so the figure is
+// connections (TLS handshakes) per second.
+func runLoadDial(dial func() (net.Conn, error), host string, conns int, d time.Duration, oneShot bool) (loadResult, error) {
 	req := []byte("GET / HTTP/1.1\r\nHost: " + host + "\r\nUser-Agent: gordon-bench\r\n\r\n")
+	if oneShot {
+		req = []byte("GET / HTTP/1.1\r\nHost: " + host + "\r\nUser-Agent: gordon-bench\r\nConnection: close\r\n\r\n")
+	}
 	deadline := time.Now().Add(d)
 	lat := make([][]time.Duration, conns)
 	errs := make([]int64, conns)
@@ -66,9 +76,10 @@ func runLoad(addr, host string, conns int, d time.Duration) (loadResult, error) 
 			var c net.Conn
 			var br *bufio.Reader
 			for time.Now().Before(deadline) {
+				t0 := time.Now()
 				if c == nil {
 					var err error
-					c, err = net.Dial("tcp", addr)
+					c, err = dial()
 					if err != nil {
 						errs[i]++
 						time.Sleep(10 * time.Millisecond)
@@ -76,7 +87,6 @@ func runLoad(addr, host string, conns int, d time.Duration) (loadResult, error) 
 					}
 					br = bufio.NewReaderSize(c, 16<<10)
 				}
-				t0 := time.Now()
 				if _, err := c.Write(req); err != nil {
 					errs[i]++
 					_ = c.Close()
@@ -90,6 +100,10 @@ func runLoad(addr, host string, conns int, d time.Duration) (loadResult, error) 
 					continue
 				}
 				samples = append(samples, time.Since(t0))
+				if oneShot {
+					_ = c.Close()
+					c = nil
+				}
 			}
 			if c != nil {
 				_ = c.Close()

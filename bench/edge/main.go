@@ -43,6 +43,8 @@ func main() {
 		err = runMain(os.Args[2:])
 	case "load":
 		err = loadMain(os.Args[2:])
+	case "tls-backend":
+		err = tlsBackendMain(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -120,6 +122,7 @@ func runMain(args []string) error {
 	rounds := fs.Int("rounds", 5, "interleaved rounds the load duration is split into")
 	memConns := fs.Int("mem-conns", 1000, "client connections per step of the memory-per-connection measure (0: skip it)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file (machine-readable; bench/suite reads it)")
+	withHTTPS := fs.Bool("https", true, "also compare HTTPS: direct TLS, nginx (ssl+http2), caddy, gordon-edge --https-addr")
 	_ = fs.Parse(args)
 
 	tmp, err := os.MkdirTemp("", "edgebench-")
@@ -270,8 +273,17 @@ func runMain(args []string) error {
 		}
 	}
 	printTable(os.Stdout, targets)
+	var hs []*httpsTarget
+	var rss100 int64
+	if *withHTTPS {
+		hs, rss100, err = runHTTPS(tmp, self, *edgeBin, *nginxBin, backendAddr, *conns, *rounds, *d, start)
+		if err != nil {
+			return fmt.Errorf("https: %w", err)
+		}
+		printHTTPS(os.Stdout, hs, rss100)
+	}
 	if *jsonOut != "" {
-		return writeJSON(*jsonOut, targets, *conns, *d)
+		return writeJSON(*jsonOut, targets, *conns, *d, hs, rss100)
 	}
 	return nil
 }
@@ -298,13 +310,16 @@ type jsonTarget struct {
 }
 
 // writeJSON writes the run's results (the same numbers printTable prints).
-func writeJSON(path string, targets []*target, conns int, d time.Duration) error {
+func writeJSON(path string, targets []*target, conns int, d time.Duration, hs []*httpsTarget, rss100 int64) error {
 	out := struct {
 		Clients    int           `json:"clients"`
 		DurationNS time.Duration `json:"duration_ns"`
 		CPUs       int           `json:"cpus"`
 		Targets    []jsonTarget  `json:"targets"`
-	}{Clients: conns, DurationNS: d, CPUs: numCPU()}
+		HTTPS      []jsonHTTPS   `json:"https,omitempty"`
+		// RSS100HostsKiB is gordon-edge's RSS with 100 hosts and certificates.
+		RSS100HostsKiB int64 `json:"rss_100_hosts_kib,omitempty"`
+	}{Clients: conns, DurationNS: d, CPUs: numCPU(), HTTPS: httpsJSON(hs), RSS100HostsKiB: rss100}
 	for _, t := range targets {
 		jt := jsonTarget{
 			Name: t.name, Requests: t.res.Requests, Errors: t.res.Errors, ElapsedNS: t.res.Elapsed,

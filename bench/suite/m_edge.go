@@ -28,11 +28,21 @@ type edgebenchJSON struct {
 		RSSIdleKiB int64         `json:"rss_idle_kib"`
 		RSSPeakKiB int64         `json:"rss_load_kib"`
 	} `json:"targets"`
+	// HTTPS is edgebench's HTTPS comparison (same certificate everywhere).
+	HTTPS []struct {
+		Name         string        `json:"name"`
+		KeepAliveRPS float64       `json:"keepalive_rps"`
+		KeepAliveP99 time.Duration `json:"keepalive_p99_ns"`
+		NewConnsRPS  float64       `json:"new_conns_rps"`
+		H2RPS        float64       `json:"h2_rps"`
+		Errors       int64         `json:"errors"`
+	} `json:"https"`
+	RSS100HostsKiB int64 `json:"rss_100_hosts_kib"`
 }
 
 // measureEdge runs `edgebench run` (the `make bench-edge` measurement).
 func (b *bench) measureEdge(ctx context.Context, s *section) error {
-	s.Method = fmt.Sprintf("`make bench-edge` in the same run: `edgebench run` drives a small Go backend directly, through nginx (keep-alive upstream, 2 workers) and through gordon-edge with %d keep-alive clients, %s per target after a 1 s warm-up. Route switch: a separate gordon-edge with two backends; the route table is rewritten atomically (temp + rename, as traffic/edge does) 20 times and the time until edge/status.json reports the new generation is measured (polled every 1 ms).", b.clients, b.edgeDur)
+	s.Method = fmt.Sprintf("`make bench-edge` in the same run: `edgebench run` drives a small Go backend directly, through nginx (keep-alive upstream, 2 workers) and through gordon-edge with %d keep-alive clients, %s per target after a 1 s warm-up; then HTTPS with one ECDSA P-256 certificate for every proxy (TLS 1.3): the backend serving TLS itself, nginx (ssl + http2), Caddy (tls with files) and gordon-edge --https-addr, keep-alive throughput and p99, new TLS connections per second (one request each), HTTP/2 with h2load (4 connections × 16 streams), and gordon-edge's RSS with 100 hosts and certificates. Route switch: a separate gordon-edge with two backends; the route table is rewritten atomically (temp + rename, as traffic/edge does) 20 times and the time until edge/status.json reports the new generation is measured (polled every 1 ms).", b.clients, b.edgeDur)
 	s.Baseline = "direct (no proxy) for throughput and latency; the edge's route-table poll interval (150 ms, edgeproxy's documented default) for the route switch, measured both on the poll alone and as deploys do it (traffic/edge writes the table and asks the edge to reload at once)."
 	jsonPath := filepath.Join(b.tmp, "edgebench.json")
 	path := os.Getenv("PATH") + ":/usr/sbin"
@@ -80,6 +90,7 @@ func (b *bench) measureEdge(ctx context.Context, s *section) error {
 	if !hasNginx {
 		s.note("nginx was not found, so it was skipped (`make bench` installs Debian's nginx-light with apt-get when it can)")
 	}
+	b.edgeHTTPS(s, eb)
 	for _, t := range eb.Targets {
 		if t.Name == "gordon-edge" {
 			for _, n := range eb.Targets {
@@ -207,4 +218,33 @@ func readShort(p string) string {
 		return err.Error()
 	}
 	return strings.TrimSpace(tail(string(b), 300))
+}
+
+// edgeHTTPS adds the HTTPS rows: keep-alive, new TLS connections and
+// HTTP/2 throughput of every target against nginx (the targets' baseline),
+// p99, and gordon-edge's RSS with 100 hosts and certificates.
+func (b *bench) edgeHTTPS(s *section, eb edgebenchJSON) {
+	if len(eb.HTTPS) == 0 {
+		return
+	}
+	base := eb.HTTPS[0] // direct
+	for _, t := range eb.HTTPS {
+		if t.Name == "nginx" {
+			base = t
+		}
+	}
+	for _, t := range eb.HTTPS {
+		s.add("https "+t.Name+": keep-alive throughput", t.KeepAliveRPS, "req/s", base.Name, base.KeepAliveRPS, "")
+		s.add("https "+t.Name+": keep-alive p99", ms(t.KeepAliveP99), "ms", base.Name, ms(base.KeepAliveP99), "")
+		s.add("https "+t.Name+": new TLS connections", t.NewConnsRPS, "conn/s", base.Name, base.NewConnsRPS, "")
+		if t.H2RPS > 0 && base.H2RPS > 0 {
+			s.add("https "+t.Name+": HTTP/2 throughput (16 streams)", t.H2RPS, "req/s", base.Name, base.H2RPS, "")
+		}
+		if t.Errors > 0 {
+			s.note("https %s: %d failed requests during the edgebench run", t.Name, t.Errors)
+		}
+	}
+	if eb.RSS100HostsKiB > 0 {
+		s.add("gordon-edge: RSS with 100 hosts and certificates", float64(eb.RSS100HostsKiB)/1024, "MiB", "target (40 MiB)", 40, "")
+	}
 }

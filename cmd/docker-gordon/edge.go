@@ -23,6 +23,7 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "edge", Short: "The edge proxy (gordon-edge) that routes public traffic to serving generations: run in the foreground, or start|stop|status|logs as a system container"}
 
 	var httpAddr, adminAddr string
+	var tlsFlags edgeTLSFlags
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run gordon-edge in the foreground for this state directory",
@@ -36,12 +37,18 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 			if adminAddr != "" {
 				args = append(args, "--admin-addr", adminAddr)
 			}
+			tlsArgs, err := tlsFlags.args(env.opts.stateDir, false)
+			if err != nil {
+				return err
+			}
+			args = append(args, tlsArgs...)
 			env.close()
 			return runChild(cmd.Context(), bin, args[1:])
 		},
 	}
 	run.Flags().StringVar(&httpAddr, "http-addr", ":80", "HTTP listen address")
 	run.Flags().StringVar(&adminAddr, "admin-addr", "", "admin (metrics, status) address; default loopback")
+	tlsFlags.register(run)
 
 	var format string
 	status := &cobra.Command{

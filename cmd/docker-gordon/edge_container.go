@@ -537,6 +537,7 @@ const defaultEdgeDrain = 30 * time.Second
 type edgeContainerFlags struct {
 	httpAddr, adminAddr string
 	drain               time.Duration
+	tls                 edgeTLSFlags
 }
 
 // edgeStartFile (in <state>/edge) remembers the addresses of the last
@@ -549,12 +550,14 @@ type edgeStartAddrs struct {
 	AdminAddr string `json:"admin_addr,omitempty"`
 	// Drain is --drain-timeout in seconds (0: the default).
 	Drain float64 `json:"drain_seconds,omitempty"`
+	edgeStartTLS
 }
 
 func (f *edgeContainerFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.httpAddr, "http-addr", ":80", "public HTTP listen address of the edge (host network); default: the last start's, else :80")
 	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (status, in-flight counts); default: the last start's")
 	cmd.Flags().DurationVar(&f.drain, "drain-timeout", defaultEdgeDrain, "how long a stopping or upgraded edge lets in-flight requests and streams (SSE, WebSocket, TCP relays) run before it cuts them; default: the last start's")
+	f.tls.register(cmd)
 }
 
 // resolve fills the addresses not given on the command line from the last
@@ -578,12 +581,15 @@ func (f *edgeContainerFlags) resolve(cmd *cobra.Command, stateDir string) bool {
 	if d := time.Duration(last.Drain * float64(time.Second)); !cmd.Flags().Changed("drain-timeout") && d > 0 {
 		f.drain = d
 	}
+	if f.tls.resolve(cmd, last.edgeStartTLS) {
+		used = true
+	}
 	return used
 }
 
 // remember records the addresses of a successful start (best effort).
 func (f *edgeContainerFlags) remember(stateDir string) {
-	last := edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr}
+	last := edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr, edgeStartTLS: f.tls.remembered()}
 	if f.drain != defaultEdgeDrain {
 		last.Drain = f.drain.Seconds()
 	}
@@ -598,6 +604,9 @@ func (f *edgeContainerFlags) remember(stateDir string) {
 // last start's when no flag gave it).
 func printEdgeAddr(w io.Writer, f edgeContainerFlags, remembered bool) {
 	fmt.Fprintf(w, "gordon-edge: HTTP on %s, admin on %s", f.httpAddr, f.adminAddr)
+	if f.tls.httpsAddr != "" {
+		fmt.Fprintf(w, ", HTTPS on %s", f.tls.httpsAddr)
+	}
 	if remembered {
 		fmt.Fprint(w, " (as at the last start; --http-addr/--admin-addr change them)")
 	}
@@ -629,6 +638,9 @@ sockets over, the old one drains its in-flight requests and streams
 			remembered := flags.resolve(cmd, env.opts.stateDir)
 			u, err := edgeUnit(env.opts.stateDir, flags.httpAddr, flags.adminAddr, flags.drain)
 			if err != nil {
+				return err
+			}
+			if err := withEdgeTLS(&u, flags.tls, env.opts.stateDir); err != nil {
 				return err
 			}
 			if err := ensureStateDir(env.opts.stateDir); err != nil {

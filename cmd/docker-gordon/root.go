@@ -98,6 +98,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newRollbackCommand(env),
 		newLogsCommand(env),
 		newSecretsCommand(env),
+		newCertsCommand(env),
 	)
 	return cmd
 }

@@ -86,6 +86,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 				renderStatus(env, st)
 				running = running || !st.Stopped
 			}
+			renderCertStates(ctx, env, out)
 			if live, _ := edgeLive(ctx, env.opts.stateDir); running && !live {
 				fmt.Fprintln(env.dockerCli.Err(), "warning: the edge proxy is not running, so no route above is served (docker gordon edge start; docker gordon edge status)")
 			}

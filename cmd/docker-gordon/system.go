@@ -115,6 +115,9 @@ engine after a reboot; no registry and no systemd are needed.`,
 			if err != nil {
 				return err
 			}
+			if err := withEdgeTLS(&eu, edgeFlags.tls, env.opts.stateDir); err != nil {
+				return err
+			}
 			ru, err := reconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, reconcileUnitOpts{
 				interval: interval,
 				boot:     reconcileHasBoot(cmd.Root()),

@@ -1,12 +1,14 @@
 // Command gordon-edge is the edge proxy of docker gordon (ARCHITECTURE §1,
 // §5): `gordon-edge run --state-dir DIR --http-addr ADDR [--admin-addr
-// ADDR] [--trusted-proxies CIDRS] [--read-header-timeout D] [--reuse-port]
-// [--pprof] [--no-handover]` serves in the foreground until SIGTERM or
-// SIGINT, then drains (in-flight requests finish within --shutdown-timeout)
-// and stops; SIGHUP re-reads the route table. A second edge started on the
-// same state directory takes the listeners over from the running one
-// through <state>/edge/handover.sock, which then drains and exits (SPEC
-// R60); `gordon-edge version` prints the version.
+// ADDR] [--https-addr ADDR [--acme-email E] [--acme-ca URL]
+// [--acme-ca-root FILE] [--acme=false]] [--trusted-proxies CIDRS]
+// [--read-header-timeout D] [--reuse-port] [--pprof] [--no-handover]`
+// serves in the foreground until SIGTERM or SIGINT, then drains (in-flight
+// requests finish within --shutdown-timeout) and stops; SIGHUP re-reads the
+// route table. A second edge started on the same state directory takes the
+// listeners over from the running one through <state>/edge/handover.sock,
+// which then drains and exits (SPEC R60); `gordon-edge version` prints the
+// version.
 package main
 
 import (
@@ -58,6 +60,11 @@ type runOptions struct {
 	reusePort       bool
 	eventLoops      int
 	noHandover      bool
+	httpsAddr       string
+	acme            bool
+	acmeEmail       string
+	acmeCA          string
+	acmeCARoot      string
 }
 
 func newRunCommand() *cobra.Command {
@@ -82,6 +89,11 @@ func newRunCommand() *cobra.Command {
 	f.IntVar(&opts.eventLoops, "event-loops", 0, "event loop threads serving simple HTTP requests (Linux): 0 picks one per four CPUs, -1 serves every connection from a goroutine")
 	f.BoolVar(&opts.reusePort, "reuse-port", false, "bind the HTTP address with SO_REUSEPORT so a new edge can start before the old one stops (graceful restart, Linux)")
 	f.BoolVar(&opts.noHandover, "no-handover", false, "neither take the listeners of an edge already serving the state directory nor offer them to the next one (<state>/edge/handover.sock)")
+	f.StringVar(&opts.httpsAddr, "https-addr", "", "public HTTPS listen address, e.g. :443 (optional; HTTP/2 and HTTP/1.1, certificates from ACME and `docker gordon certs add`)")
+	f.BoolVar(&opts.acme, "acme", true, "obtain certificates with ACME for routed hosts (false: only certificates added with `docker gordon certs add`)")
+	f.StringVar(&opts.acmeEmail, "acme-email", "", "ACME account contact email")
+	f.StringVar(&opts.acmeCA, "acme-ca", "", "ACME directory URL (default Let's Encrypt production)")
+	f.StringVar(&opts.acmeCARoot, "acme-ca-root", "", "PEM file of the root to trust for the ACME server (private CAs, tests)")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
 }
@@ -93,6 +105,14 @@ func runEdge(ctx context.Context, opts runOptions) error {
 	trusted, err := edgeproxy.ParseTrustedProxies(opts.trustedProxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	acme := edgeproxy.ACMEConfig{Disabled: !opts.acme, Email: opts.acmeEmail, CA: opts.acmeCA}
+	if opts.acmeCARoot != "" {
+		b, err := os.ReadFile(opts.acmeCARoot)
+		if err != nil {
+			return fmt.Errorf("--acme-ca-root: %w", err)
+		}
+		acme.CARootPEM = b
 	}
 	tuneGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
@@ -109,6 +129,8 @@ func runEdge(ctx context.Context, opts runOptions) error {
 	srv := edgeproxy.New(edgeproxy.Config{
 		StateDir:          opts.stateDir,
 		HTTPAddr:          opts.httpAddr,
+		HTTPSAddr:         opts.httpsAddr,
+		ACME:              acme,
 		AdminAddr:         opts.adminAddr,
 		Logger:            logger,
 		ShutdownTimeout:   opts.shutdownTimeout,

@@ -185,6 +185,8 @@ type rawHTTP struct {
 	Visibility *string `toml:"visibility"`
 	// ResponseTimeout is the edge's response header timeout (1s..1h).
 	ResponseTimeout *string `toml:"response_timeout"`
+	TLS             *string `toml:"tls"`
+	Protocol        *string `toml:"protocol"`
 }
 
 type rawL4 struct {
@@ -216,7 +218,7 @@ type rawMount struct {
 var (
 	appKeys       = []string{"name", "env", "services", "networks"}
 	serviceKeys   = []string{"image", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run"}
-	httpKeys      = []string{"port", "host", "visibility"}
+	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
 	mountKeys     = []string{"name", "path", "readonly", "adopt"}

@@ -500,7 +500,36 @@ func (v *validator) http(k string, h rawHTTP, tcpPorts map[int]string, publicHTT
 			v.hosts[out.Host] = k
 		}
 	}
+	v.httpTLS(k, h, &out)
 	return out
+}
+
+// httpTLS validates an interface's tls policy and backend protocol (R60):
+// tls is "auto" (default), "always" or "never"; protocol is "http1"
+// (default) or "h2c"; both need a public interface.
+func (v *validator) httpTLS(k string, h rawHTTP, out *core.HTTPInterface) {
+	if h.TLS != nil {
+		switch *h.TLS {
+		case core.TLSAuto, core.TLSAlways, core.TLSNever:
+			out.TLS = *h.TLS
+		default:
+			v.addf(k+".tls", `invalid tls %q: want "auto" (certificate obtained, HTTP redirected once served), "always" (HTTP always redirected) or "never" (plain HTTP only)`, *h.TLS)
+		}
+		if out.Visibility == core.VisibilityInternal {
+			v.add(k+".tls", `tls applies to a public interface: set host, or remove tls`)
+		}
+	}
+	if h.Protocol != nil {
+		switch *h.Protocol {
+		case core.ProtocolHTTP1, core.ProtocolH2C:
+			out.Protocol = *h.Protocol
+		default:
+			v.addf(k+".protocol", `invalid protocol %q: want "http1" (default) or "h2c" (cleartext HTTP/2 to the backend, e.g. gRPC)`, *h.Protocol)
+		}
+		if out.Visibility == core.VisibilityInternal {
+			v.add(k+".protocol", `protocol applies to a public interface: set host, or remove protocol`)
+		}
+	}
 }
 
 // l4 validates the [[services.<name>.tcp]] or .udp interfaces.
@@ -778,7 +807,7 @@ func (v *validator) implicitPort(k, typ string, svc *core.ServiceSpec, httpFirst
 			}
 		}
 		if len(internal) > 0 {
-			v.addf(k+".port", "readiness type %q has no published port to probe (internal port %s cannot be reached by the probe): declare a [[%s.tcp]] interface for it, or use type \"log\" or \"none\"", typ, portList(internal), parentKey(k))
+			v.addf(k+".port", "readiness type %q has no published port to probe: set port to the internal HTTP port to check (%s; probed from a helper container on the app network)", typ, portList(internal))
 			return
 		}
 		v.addf(k+".port", "readiness type %q needs a port: declare a [[%s.tcp]] or public [[%s.http]] interface, or use type \"log\"", typ, parentKey(k), parentKey(k))

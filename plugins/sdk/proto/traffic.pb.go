@@ -86,7 +86,11 @@ type HTTPRoute struct {
 	// hold: the service is between generations (SPEC R58), no backends.
 	Hold *Hold `protobuf:"bytes,10,opt,name=hold,proto3" json:"hold,omitempty"`
 	// stopped: the service is stopped (503), no backends.
-	Stopped       bool `protobuf:"varint,11,opt,name=stopped,proto3" json:"stopped,omitempty"`
+	Stopped bool `protobuf:"varint,11,opt,name=stopped,proto3" json:"stopped,omitempty"`
+	// tls is the HTTPS policy: "" or "auto", "always", "never".
+	Tls string `protobuf:"bytes,12,opt,name=tls,proto3" json:"tls,omitempty"`
+	// protocol is the backend protocol: "" or "http1", "h2c".
+	Protocol      string `protobuf:"bytes,13,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -168,6 +172,20 @@ func (x *HTTPRoute) GetStopped() bool {
 		return x.Stopped
 	}
 	return false
+}
+
+func (x *HTTPRoute) GetTls() string {
+	if x != nil {
+		return x.Tls
+	}
+	return ""
+}
+
+func (x *HTTPRoute) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
 }
 
 // Hold bounds how long the edge holds a service's traffic (SPEC R58).
@@ -578,6 +596,250 @@ func (x *TrafficStatus) GetBackends() []*BackendStatus {
 	return nil
 }
 
+type AddCertRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	CertPem       []byte                 `protobuf:"bytes,2,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
+	KeyPem        []byte                 `protobuf:"bytes,3,opt,name=key_pem,json=keyPem,proto3" json:"key_pem,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddCertRequest) Reset() {
+	*x = AddCertRequest{}
+	mi := &file_traffic_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddCertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddCertRequest) ProtoMessage() {}
+
+func (x *AddCertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddCertRequest.ProtoReflect.Descriptor instead.
+func (*AddCertRequest) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AddCertRequest) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *AddCertRequest) GetCertPem() []byte {
+	if x != nil {
+		return x.CertPem
+	}
+	return nil
+}
+
+func (x *AddCertRequest) GetKeyPem() []byte {
+	if x != nil {
+		return x.KeyPem
+	}
+	return nil
+}
+
+type RemoveCertRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveCertRequest) Reset() {
+	*x = RemoveCertRequest{}
+	mi := &file_traffic_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveCertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveCertRequest) ProtoMessage() {}
+
+func (x *RemoveCertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveCertRequest.ProtoReflect.Descriptor instead.
+func (*RemoveCertRequest) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RemoveCertRequest) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+type CertInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Host  string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	// source is "acme" or "static".
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	Issuer string `protobuf:"bytes,3,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	// not_after_unix is the leaf's expiry in unix seconds (0: none held).
+	NotAfterUnix int64 `protobuf:"varint,4,opt,name=not_after_unix,json=notAfterUnix,proto3" json:"not_after_unix,omitempty"`
+	// state is "valid", "pending" or "failed".
+	State string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	Error string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// retry_at_unix is when a failed order is retried (0: unknown).
+	RetryAtUnix   int64 `protobuf:"varint,7,opt,name=retry_at_unix,json=retryAtUnix,proto3" json:"retry_at_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CertInfo) Reset() {
+	*x = CertInfo{}
+	mi := &file_traffic_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CertInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CertInfo) ProtoMessage() {}
+
+func (x *CertInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CertInfo.ProtoReflect.Descriptor instead.
+func (*CertInfo) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CertInfo) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *CertInfo) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *CertInfo) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
+func (x *CertInfo) GetNotAfterUnix() int64 {
+	if x != nil {
+		return x.NotAfterUnix
+	}
+	return 0
+}
+
+func (x *CertInfo) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *CertInfo) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *CertInfo) GetRetryAtUnix() int64 {
+	if x != nil {
+		return x.RetryAtUnix
+	}
+	return 0
+}
+
+type CertList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Certs         []*CertInfo            `protobuf:"bytes,1,rep,name=certs,proto3" json:"certs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CertList) Reset() {
+	*x = CertList{}
+	mi := &file_traffic_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CertList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CertList) ProtoMessage() {}
+
+func (x *CertList) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CertList.ProtoReflect.Descriptor instead.
+func (*CertList) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CertList) GetCerts() []*CertInfo {
+	if x != nil {
+		return x.Certs
+	}
+	return nil
+}
+
 var File_traffic_proto protoreflect.FileDescriptor
 
 const file_traffic_proto_rawDesc = "" +
@@ -585,7 +847,7 @@ const file_traffic_proto_rawDesc = "" +
 	"\rtraffic.proto\x12\x10gordon.plugin.v1\x1a\fcommon.proto\";\n" +
 	"\aBackend\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1c\n" +
-	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\x85\x02\n" +
+	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xb3\x02\n" +
 	"\tHTTPRoute\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
@@ -594,7 +856,9 @@ const file_traffic_proto_rawDesc = "" +
 	"\x1aresponse_header_timeout_ms\x18\x05 \x01(\x03R\x17responseHeaderTimeoutMs\x12*\n" +
 	"\x04hold\x18\n" +
 	" \x01(\v2\x16.gordon.plugin.v1.HoldR\x04hold\x12\x18\n" +
-	"\astopped\x18\v \x01(\bR\astopped\"@\n" +
+	"\astopped\x18\v \x01(\bR\astopped\x12\x10\n" +
+	"\x03tls\x18\f \x01(\tR\x03tls\x12\x1a\n" +
+	"\bprotocol\x18\r \x01(\tR\bprotocol\"@\n" +
 	"\x04Hold\x12\"\n" +
 	"\runtil_unix_ms\x18\x01 \x01(\x03R\vuntilUnixMs\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xb1\x01\n" +
@@ -624,12 +888,32 @@ const file_traffic_proto_rawDesc = "" +
 	"\rTrafficStatus\x12-\n" +
 	"\x12applied_generation\x18\x01 \x01(\x04R\x11appliedGeneration\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12;\n" +
-	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends2\xa6\x02\n" +
+	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends\"X\n" +
+	"\x0eAddCertRequest\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x19\n" +
+	"\bcert_pem\x18\x02 \x01(\fR\acertPem\x12\x17\n" +
+	"\akey_pem\x18\x03 \x01(\fR\x06keyPem\"'\n" +
+	"\x11RemoveCertRequest\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\"\xc4\x01\n" +
+	"\bCertInfo\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x16\n" +
+	"\x06issuer\x18\x03 \x01(\tR\x06issuer\x12$\n" +
+	"\x0enot_after_unix\x18\x04 \x01(\x03R\fnotAfterUnix\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12\"\n" +
+	"\rretry_at_unix\x18\a \x01(\x03R\vretryAtUnix\"<\n" +
+	"\bCertList\x120\n" +
+	"\x05certs\x18\x01 \x03(\v2\x1a.gordon.plugin.v1.CertInfoR\x05certs2\xfd\x03\n" +
 	"\aTraffic\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12H\n" +
 	"\x05Apply\x12\x1e.gordon.plugin.v1.ApplyRequest\x1a\x1f.gordon.plugin.v1.ApplyResponse\x12B\n" +
 	"\x06Status\x12\x17.gordon.plugin.v1.Empty\x1a\x1f.gordon.plugin.v1.TrafficStatus\x12:\n" +
-	"\x06Routes\x12\x17.gordon.plugin.v1.Empty\x1a\x17.gordon.plugin.v1.GraphB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\x06Routes\x12\x17.gordon.plugin.v1.Empty\x1a\x17.gordon.plugin.v1.Graph\x12G\n" +
+	"\aAddCert\x12 .gordon.plugin.v1.AddCertRequest\x1a\x1a.gordon.plugin.v1.CertInfo\x12J\n" +
+	"\n" +
+	"RemoveCert\x12#.gordon.plugin.v1.RemoveCertRequest\x1a\x17.gordon.plugin.v1.Empty\x12@\n" +
+	"\tListCerts\x12\x17.gordon.plugin.v1.Empty\x1a\x1a.gordon.plugin.v1.CertListB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_traffic_proto_rawDescOnce sync.Once
@@ -643,20 +927,24 @@ func file_traffic_proto_rawDescGZIP() []byte {
 	return file_traffic_proto_rawDescData
 }
 
-var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_traffic_proto_goTypes = []any{
-	(*Backend)(nil),          // 0: gordon.plugin.v1.Backend
-	(*HTTPRoute)(nil),        // 1: gordon.plugin.v1.HTTPRoute
-	(*Hold)(nil),             // 2: gordon.plugin.v1.Hold
-	(*L4Route)(nil),          // 3: gordon.plugin.v1.L4Route
-	(*Graph)(nil),            // 4: gordon.plugin.v1.Graph
-	(*ApplyRequest)(nil),     // 5: gordon.plugin.v1.ApplyRequest
-	(*ApplyResponse)(nil),    // 6: gordon.plugin.v1.ApplyResponse
-	(*BackendStatus)(nil),    // 7: gordon.plugin.v1.BackendStatus
-	(*TrafficStatus)(nil),    // 8: gordon.plugin.v1.TrafficStatus
-	(*DescribeRequest)(nil),  // 9: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),            // 10: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil), // 11: gordon.plugin.v1.DescribeResponse
+	(*Backend)(nil),           // 0: gordon.plugin.v1.Backend
+	(*HTTPRoute)(nil),         // 1: gordon.plugin.v1.HTTPRoute
+	(*Hold)(nil),              // 2: gordon.plugin.v1.Hold
+	(*L4Route)(nil),           // 3: gordon.plugin.v1.L4Route
+	(*Graph)(nil),             // 4: gordon.plugin.v1.Graph
+	(*ApplyRequest)(nil),      // 5: gordon.plugin.v1.ApplyRequest
+	(*ApplyResponse)(nil),     // 6: gordon.plugin.v1.ApplyResponse
+	(*BackendStatus)(nil),     // 7: gordon.plugin.v1.BackendStatus
+	(*TrafficStatus)(nil),     // 8: gordon.plugin.v1.TrafficStatus
+	(*AddCertRequest)(nil),    // 9: gordon.plugin.v1.AddCertRequest
+	(*RemoveCertRequest)(nil), // 10: gordon.plugin.v1.RemoveCertRequest
+	(*CertInfo)(nil),          // 11: gordon.plugin.v1.CertInfo
+	(*CertList)(nil),          // 12: gordon.plugin.v1.CertList
+	(*DescribeRequest)(nil),   // 13: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),             // 14: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),  // 15: gordon.plugin.v1.DescribeResponse
 }
 var file_traffic_proto_depIdxs = []int32{
 	0,  // 0: gordon.plugin.v1.HTTPRoute.backends:type_name -> gordon.plugin.v1.Backend
@@ -667,19 +955,26 @@ var file_traffic_proto_depIdxs = []int32{
 	3,  // 5: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
 	4,  // 6: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
 	7,  // 7: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
-	9,  // 8: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	5,  // 9: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
-	10, // 10: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
-	10, // 11: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
-	11, // 12: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	6,  // 13: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
-	8,  // 14: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
-	4,  // 15: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
-	12, // [12:16] is the sub-list for method output_type
-	8,  // [8:12] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	11, // 8: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
+	13, // 9: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	5,  // 10: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
+	14, // 11: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
+	14, // 12: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
+	9,  // 13: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
+	10, // 14: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
+	14, // 15: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
+	15, // 16: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	6,  // 17: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
+	8,  // 18: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
+	4,  // 19: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
+	11, // 20: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
+	14, // 21: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
+	12, // 22: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_traffic_proto_init() }
@@ -694,7 +989,7 @@ func file_traffic_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_traffic_proto_rawDesc), len(file_traffic_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,10 +21,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Traffic_Describe_FullMethodName = "/gordon.plugin.v1.Traffic/Describe"
-	Traffic_Apply_FullMethodName    = "/gordon.plugin.v1.Traffic/Apply"
-	Traffic_Status_FullMethodName   = "/gordon.plugin.v1.Traffic/Status"
-	Traffic_Routes_FullMethodName   = "/gordon.plugin.v1.Traffic/Routes"
+	Traffic_Describe_FullMethodName   = "/gordon.plugin.v1.Traffic/Describe"
+	Traffic_Apply_FullMethodName      = "/gordon.plugin.v1.Traffic/Apply"
+	Traffic_Status_FullMethodName     = "/gordon.plugin.v1.Traffic/Status"
+	Traffic_Routes_FullMethodName     = "/gordon.plugin.v1.Traffic/Routes"
+	Traffic_AddCert_FullMethodName    = "/gordon.plugin.v1.Traffic/AddCert"
+	Traffic_RemoveCert_FullMethodName = "/gordon.plugin.v1.Traffic/RemoveCert"
+	Traffic_ListCerts_FullMethodName  = "/gordon.plugin.v1.Traffic/ListCerts"
 )
 
 // TrafficClient is the client API for Traffic service.
@@ -39,6 +42,14 @@ type TrafficClient interface {
 	// Routes returns the route graph the edge last applied (the last good
 	// routes kept for an app whose record cannot be read). Optional.
 	Routes(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Graph, error)
+	// AddCert stores an operator certificate and key for a host (exact or
+	// wildcard) after checking that they parse, match and cover the host;
+	// a refusal (INVALID_ARGUMENT) stores nothing.
+	AddCert(ctx context.Context, in *AddCertRequest, opts ...grpc.CallOption) (*CertInfo, error)
+	// RemoveCert deletes a host's operator certificate (NOT_FOUND if none).
+	RemoveCert(ctx context.Context, in *RemoveCertRequest, opts ...grpc.CallOption) (*Empty, error)
+	// ListCerts returns every host's certificate: source, issuer, expiry, state.
+	ListCerts(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*CertList, error)
 }
 
 type trafficClient struct {
@@ -89,6 +100,36 @@ func (c *trafficClient) Routes(ctx context.Context, in *Empty, opts ...grpc.Call
 	return out, nil
 }
 
+func (c *trafficClient) AddCert(ctx context.Context, in *AddCertRequest, opts ...grpc.CallOption) (*CertInfo, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CertInfo)
+	err := c.cc.Invoke(ctx, Traffic_AddCert_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *trafficClient) RemoveCert(ctx context.Context, in *RemoveCertRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Traffic_RemoveCert_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *trafficClient) ListCerts(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*CertList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CertList)
+	err := c.cc.Invoke(ctx, Traffic_ListCerts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TrafficServer is the server API for Traffic service.
 // All implementations must embed UnimplementedTrafficServer
 // for forward compatibility.
@@ -101,6 +142,14 @@ type TrafficServer interface {
 	// Routes returns the route graph the edge last applied (the last good
 	// routes kept for an app whose record cannot be read). Optional.
 	Routes(context.Context, *Empty) (*Graph, error)
+	// AddCert stores an operator certificate and key for a host (exact or
+	// wildcard) after checking that they parse, match and cover the host;
+	// a refusal (INVALID_ARGUMENT) stores nothing.
+	AddCert(context.Context, *AddCertRequest) (*CertInfo, error)
+	// RemoveCert deletes a host's operator certificate (NOT_FOUND if none).
+	RemoveCert(context.Context, *RemoveCertRequest) (*Empty, error)
+	// ListCerts returns every host's certificate: source, issuer, expiry, state.
+	ListCerts(context.Context, *Empty) (*CertList, error)
 	mustEmbedUnimplementedTrafficServer()
 }
 
@@ -122,6 +171,15 @@ func (UnimplementedTrafficServer) Status(context.Context, *Empty) (*TrafficStatu
 }
 func (UnimplementedTrafficServer) Routes(context.Context, *Empty) (*Graph, error) {
 	return nil, status.Error(codes.Unimplemented, "method Routes not implemented")
+}
+func (UnimplementedTrafficServer) AddCert(context.Context, *AddCertRequest) (*CertInfo, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddCert not implemented")
+}
+func (UnimplementedTrafficServer) RemoveCert(context.Context, *RemoveCertRequest) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveCert not implemented")
+}
+func (UnimplementedTrafficServer) ListCerts(context.Context, *Empty) (*CertList, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCerts not implemented")
 }
 func (UnimplementedTrafficServer) mustEmbedUnimplementedTrafficServer() {}
 func (UnimplementedTrafficServer) testEmbeddedByValue()                 {}
@@ -216,6 +274,60 @@ func _Traffic_Routes_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Traffic_AddCert_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddCertRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TrafficServer).AddCert(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Traffic_AddCert_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TrafficServer).AddCert(ctx, req.(*AddCertRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Traffic_RemoveCert_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveCertRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TrafficServer).RemoveCert(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Traffic_RemoveCert_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TrafficServer).RemoveCert(ctx, req.(*RemoveCertRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Traffic_ListCerts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TrafficServer).ListCerts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Traffic_ListCerts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TrafficServer).ListCerts(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Traffic_ServiceDesc is the grpc.ServiceDesc for Traffic service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -238,6 +350,18 @@ var Traffic_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Routes",
 			Handler:    _Traffic_Routes_Handler,
+		},
+		{
+			MethodName: "AddCert",
+			Handler:    _Traffic_AddCert_Handler,
+		},
+		{
+			MethodName: "RemoveCert",
+			Handler:    _Traffic_RemoveCert_Handler,
+		},
+		{
+			MethodName: "ListCerts",
+			Handler:    _Traffic_ListCerts_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -51,3 +51,36 @@ func (c *TrafficClient) Status(ctx context.Context) (core.TrafficStatus, error) 
 	}
 	return statusFromProto(r), nil
 }
+
+var _ core.CertStore = (*TrafficClient)(nil)
+
+// AddCert implements core.CertStore over the AddCert RPC (a plugin that
+// does not hold certificates answers Unimplemented).
+func (c *TrafficClient) AddCert(ctx context.Context, host string, certPEM, keyPEM []byte) (core.CertInfo, error) {
+	r, err := c.rpc.AddCert(ctx, &pb.AddCertRequest{Host: host, CertPem: certPEM, KeyPem: keyPEM})
+	if err != nil {
+		return core.CertInfo{}, wire.FromGRPC(ctx, c.origin, "add certificate", err)
+	}
+	return certFromProto(r), nil
+}
+
+// RemoveCert implements core.CertStore.
+func (c *TrafficClient) RemoveCert(ctx context.Context, host string) error {
+	if _, err := c.rpc.RemoveCert(ctx, &pb.RemoveCertRequest{Host: host}); err != nil {
+		return wire.FromGRPC(ctx, c.origin, "remove certificate", err)
+	}
+	return nil
+}
+
+// ListCerts implements core.CertStore.
+func (c *TrafficClient) ListCerts(ctx context.Context) ([]core.CertInfo, error) {
+	r, err := c.rpc.ListCerts(ctx, &pb.Empty{})
+	if err != nil {
+		return nil, wire.FromGRPC(ctx, c.origin, "list certificates", err)
+	}
+	out := make([]core.CertInfo, 0, len(r.GetCerts()))
+	for _, ci := range r.GetCerts() {
+		out = append(out, certFromProto(ci))
+	}
+	return out, nil
+}

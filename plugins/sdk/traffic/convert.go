@@ -43,7 +43,7 @@ func holdFromProto(h *pb.Hold) *routetable.Hold {
 func graphToProto(g routetable.Graph) *pb.Graph {
 	out := &pb.Graph{Tcp: l4ToProto(g.TCP), Udp: l4ToProto(g.UDP)}
 	for _, h := range g.HTTP {
-		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service, Hold: holdToProto(h.Hold), Stopped: h.Stopped, ResponseHeaderTimeoutMs: h.ResponseHeaderTimeoutMS}
+		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service, Hold: holdToProto(h.Hold), Stopped: h.Stopped, ResponseHeaderTimeoutMs: h.ResponseHeaderTimeoutMS, Tls: h.TLS, Protocol: h.Protocol}
 		for _, b := range h.Backends {
 			r.Backends = append(r.Backends, &pb.Backend{Addr: b.Addr, Container: b.Container})
 		}
@@ -55,7 +55,7 @@ func graphToProto(g routetable.Graph) *pb.Graph {
 func graphFromProto(p *pb.Graph) routetable.Graph {
 	out := routetable.Graph{TCP: l4FromProto(p.GetTcp()), UDP: l4FromProto(p.GetUdp())}
 	for _, h := range p.GetHttp() {
-		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService(), Hold: holdFromProto(h.GetHold()), Stopped: h.GetStopped(), ResponseHeaderTimeoutMS: h.GetResponseHeaderTimeoutMs()}
+		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService(), Hold: holdFromProto(h.GetHold()), Stopped: h.GetStopped(), ResponseHeaderTimeoutMS: h.GetResponseHeaderTimeoutMs(), TLS: h.GetTls(), Protocol: h.GetProtocol()}
 		for _, b := range h.GetBackends() {
 			r.Backends = append(r.Backends, routetable.Backend{Addr: b.GetAddr(), Container: b.GetContainer()})
 		}
@@ -76,6 +76,28 @@ func statusFromProto(p *pb.TrafficStatus) core.TrafficStatus {
 	out := core.TrafficStatus{AppliedGeneration: p.GetAppliedGeneration(), Error: p.GetError()}
 	for _, b := range p.GetBackends() {
 		out.Backends = append(out.Backends, routetable.BackendStatus{Addr: b.GetAddr(), InFlight: b.GetInFlight(), OpenConns: b.GetOpenConns()})
+	}
+	return out
+}
+
+func certToProto(c core.CertInfo) *pb.CertInfo {
+	out := &pb.CertInfo{Host: c.Host, Source: c.Source, Issuer: c.Issuer, State: c.State, Error: c.Error}
+	if !c.NotAfter.IsZero() {
+		out.NotAfterUnix = c.NotAfter.Unix()
+	}
+	if !c.RetryAt.IsZero() {
+		out.RetryAtUnix = c.RetryAt.Unix()
+	}
+	return out
+}
+
+func certFromProto(p *pb.CertInfo) core.CertInfo {
+	out := core.CertInfo{Host: p.GetHost(), Source: p.GetSource(), Issuer: p.GetIssuer(), State: p.GetState(), Error: p.GetError()}
+	if p.GetNotAfterUnix() != 0 {
+		out.NotAfter = time.Unix(p.GetNotAfterUnix(), 0).UTC()
+	}
+	if p.GetRetryAtUnix() != 0 {
+		out.RetryAt = time.Unix(p.GetRetryAtUnix(), 0).UTC()
 	}
 	return out
 }

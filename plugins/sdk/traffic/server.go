@@ -3,6 +3,9 @@ package traffic
 import (
 	"context"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk/internal/wire"
 	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
@@ -41,4 +44,52 @@ func (s *TrafficGRPCServer) Status(ctx context.Context, _ *pb.Empty) (*pb.Traffi
 		return nil, wire.ToGRPC(err)
 	}
 	return statusToProto(st), nil
+}
+
+// certStore returns impl as a core.CertStore, or an Unimplemented error.
+func (s *TrafficGRPCServer) certStore() (core.CertStore, error) {
+	cs, ok := s.impl.(core.CertStore)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "this traffic backend does not hold HTTPS certificates")
+	}
+	return cs, nil
+}
+
+func (s *TrafficGRPCServer) AddCert(ctx context.Context, r *pb.AddCertRequest) (*pb.CertInfo, error) {
+	cs, err := s.certStore()
+	if err != nil {
+		return nil, err
+	}
+	info, err := cs.AddCert(ctx, r.GetHost(), r.GetCertPem(), r.GetKeyPem())
+	if err != nil {
+		return nil, wire.ToGRPC(err)
+	}
+	return certToProto(info), nil
+}
+
+func (s *TrafficGRPCServer) RemoveCert(ctx context.Context, r *pb.RemoveCertRequest) (*pb.Empty, error) {
+	cs, err := s.certStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := cs.RemoveCert(ctx, r.GetHost()); err != nil {
+		return nil, wire.ToGRPC(err)
+	}
+	return &pb.Empty{}, nil
+}
+
+func (s *TrafficGRPCServer) ListCerts(ctx context.Context, _ *pb.Empty) (*pb.CertList, error) {
+	cs, err := s.certStore()
+	if err != nil {
+		return nil, err
+	}
+	infos, err := cs.ListCerts(ctx)
+	if err != nil {
+		return nil, wire.ToGRPC(err)
+	}
+	out := &pb.CertList{}
+	for _, in := range infos {
+		out.Certs = append(out.Certs, certToProto(in))
+	}
+	return out, nil
 }

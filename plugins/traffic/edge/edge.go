@@ -19,6 +19,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
@@ -341,4 +342,46 @@ func errOrCtx(err error, ctx context.Context) error {
 		return ctx.Err()
 	}
 	return errors.New("not acquired")
+}
+
+var _ core.CertStore = (*Traffic)(nil)
+
+// AddCert implements core.CertStore: the pair is checked
+// (certstore.ParsePair) and written to <state>/edge/certs/static/<host>/
+// (0700 directory, 0600 files, atomic renames); the edge serves it within
+// its next refresh (2 s) without a restart. A refusal wraps
+// core.ErrInvalid and writes nothing.
+func (t *Traffic) AddCert(_ context.Context, host string, certPEM, keyPEM []byte) (core.CertInfo, error) {
+	info, err := certstore.AddStatic(filepath.Dir(t.dir), host, certPEM, keyPEM, time.Now())
+	if errors.Is(err, certstore.ErrInvalid) {
+		return core.CertInfo{}, fmt.Errorf("traffic/edge: certificate for %s refused: %w: %w", host, core.ErrInvalid, err)
+	}
+	if err != nil {
+		return core.CertInfo{}, fmt.Errorf("traffic/edge: store certificate for %s: %w: %w", host, core.ErrUnavailable, err)
+	}
+	return info, nil
+}
+
+// RemoveCert implements core.CertStore (core.ErrNotFound when host has no
+// operator certificate). The host falls back to ACME (tls "auto" or
+// "always") at the edge's next refresh.
+func (t *Traffic) RemoveCert(_ context.Context, host string) error {
+	err := certstore.RemoveStatic(filepath.Dir(t.dir), host)
+	if errors.Is(err, certstore.ErrNotFound) {
+		return fmt.Errorf("traffic/edge: %w: %w", core.ErrNotFound, err)
+	}
+	if err != nil {
+		return fmt.Errorf("traffic/edge: %w: %w", core.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ListCerts implements core.CertStore: operator certificates read from the
+// store now, ACME ones as the edge last reported them (certs/state.json).
+func (t *Traffic) ListCerts(context.Context) ([]core.CertInfo, error) {
+	out, err := certstore.List(filepath.Dir(t.dir), time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("traffic/edge: list certificates: %w: %w", core.ErrUnavailable, err)
+	}
+	return out, nil
 }

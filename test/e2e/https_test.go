@@ -1,0 +1,390 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/letsencrypt/challtestsrv"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/test/testimages"
+)
+
+// debianPebble runs Debian's pebble binary (ACME CA) on loopback, its VA
+// resolving every name to 127.0.0.1 through an in-process challtestsrv and
+// validating on the edge's ports. It returns the directory URL, the PEM
+// root of its API certificate and a pool with its issuing root.
+type debianPebble struct {
+	dirURL  string
+	apiRoot string // file
+	issuers *x509.CertPool
+}
+
+func startDebianPebble(t *testing.T, httpPort, tlsPort int) *debianPebble {
+	t.Helper()
+	bin, err := exec.LookPath("pebble")
+	if err != nil {
+		t.Skip("Debian's pebble is not installed (apt-get install pebble; .ci/run does)")
+	}
+	dir := t.TempDir()
+	// The API certificate: a throwaway CA and a leaf for 127.0.0.1.
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e pebble API CA"}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafT := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames: []string{"localhost"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafT, ca, &key.PublicKey, caKey)
+	require.NoError(t, err)
+	kDER, _ := x509.MarshalPKCS8PrivateKey(key)
+	root := filepath.Join(dir, "api-root.pem")
+	writeFile(t, root, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
+	writeFile(t, filepath.Join(dir, "cert.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER})))
+	writeFile(t, filepath.Join(dir, "key.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kDER})))
+
+	dnsAddr := freeAddr(t)
+	cs, err := challtestsrv.New(challtestsrv.Config{DNSAddrs: []string{dnsAddr}})
+	require.NoError(t, err)
+	cs.SetDefaultDNSIPv4("127.0.0.1")
+	cs.SetDefaultDNSIPv6("")
+	go cs.Run()
+	t.Cleanup(cs.Shutdown)
+
+	listen, mgmt := freeAddr(t), freeAddr(t)
+	cfg := map[string]any{"pebble": map[string]any{
+		"listenAddress": listen, "managementListenAddress": mgmt,
+		"certificate": filepath.Join(dir, "cert.pem"), "privateKey": filepath.Join(dir, "key.pem"),
+		"httpPort": httpPort, "tlsPort": tlsPort, "ocspResponderURL": "", "externalAccountBindingRequired": false,
+	}}
+	b, _ := json.Marshal(cfg)
+	writeFile(t, filepath.Join(dir, "pebble.json"), string(b))
+	logf, err := os.Create(filepath.Join(dir, "pebble.log"))
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "-config", filepath.Join(dir, "pebble.json"), "-dnsserver", dnsAddr)
+	cmd.Env = append(os.Environ(), "PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("pebble log:\n%s", lastLines(string(b), 30))
+		}
+	})
+	apiPool := x509.NewCertPool()
+	apiPool.AddCert(ca)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: apiPool}}}
+	var rootPEM []byte
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := c.Get("https://" + mgmt + "/roots/0")
+		if err == nil {
+			rootPEM, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	issuers := x509.NewCertPool()
+	require.True(t, issuers.AppendCertsFromPEM(rootPEM), "pebble root from %s: %q", mgmt, rootPEM)
+	return &debianPebble{dirURL: "https://" + listen + "/dir", apiRoot: root, issuers: issuers}
+}
+
+// httpsEdge is a foreground gordon-edge with HTTP and HTTPS listeners.
+func startHTTPSEdge(t *testing.T, stateDir, httpAddr, httpsAddr string, extra ...string) *edgeProc {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(t.TempDir(), "edge.log"))
+	require.NoError(t, err)
+	args := append([]string{"run", "--state-dir", stateDir, "--http-addr", httpAddr, "--https-addr", httpsAddr, "--admin-addr", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(filepath.Join(binDir, "gordon-edge"), args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	e := &edgeProc{HTTPAddr: httpAddr, cmd: cmd}
+	e.stopFn = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}
+	t.Cleanup(func() {
+		e.stopOnce.Do(e.stopFn)
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("gordon-edge log:\n%s", lastLines(string(b), 40))
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", httpsAddr, 200*time.Millisecond); err == nil {
+			c.Close()
+			return e
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("gordon-edge did not listen on %s", httpsAddr)
+	return nil
+}
+
+// tlsClient reaches httpsAddr for any URL host, trusting pool. Modes:
+// "h1" keep-alive HTTP/1.1, "h1-new" a new TLS connection per request,
+// "h2" HTTP/2.
+func tlsClient(httpsAddr string, pool *x509.CertPool, mode string) *http.Client {
+	tr := &http.Transport{
+		Proxy:           nil,
+		TLSClientConfig: &tls.Config{RootCAs: pool},
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", httpsAddr)
+		},
+		ForceAttemptHTTP2:   mode == "h2",
+		MaxIdleConnsPerHost: 4,
+		DisableKeepAlives:   mode == "h1-new",
+	}
+	if mode != "h2" {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// tlsLoad runs clients in each mode against url until stopped, counting
+// requests and failures (transport errors, non-2xx, a wrong protocol).
+type tlsLoad struct {
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	requests map[string]*atomic.Int64
+	failures atomic.Int64
+	mu       sync.Mutex
+	errs     []string
+}
+
+func startTLSLoad(httpsAddr string, pool *x509.CertPool, url string, perMode int) *tlsLoad {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &tlsLoad{cancel: cancel, requests: map[string]*atomic.Int64{}}
+	for _, mode := range []string{"h1", "h1-new", "h2"} {
+		l.requests[mode] = new(atomic.Int64)
+		for i := 0; i < perMode; i++ {
+			l.wg.Add(1)
+			go func(mode string) {
+				defer l.wg.Done()
+				c := tlsClient(httpsAddr, pool, mode)
+				defer c.CloseIdleConnections()
+				wantProto := "HTTP/1.1"
+				if mode == "h2" {
+					wantProto = "HTTP/2.0"
+				}
+				for ctx.Err() == nil {
+					resp, err := c.Get(url)
+					if err != nil {
+						if ctx.Err() == nil {
+							l.fail(mode + ": " + err.Error())
+						}
+						continue
+					}
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					l.requests[mode].Add(1)
+					switch {
+					case err != nil:
+						l.fail(mode + ": read body: " + err.Error())
+					case resp.StatusCode != 200:
+						l.fail(fmt.Sprintf("%s: status %d", mode, resp.StatusCode))
+					case resp.Proto != wantProto:
+						l.fail(mode + ": protocol " + resp.Proto)
+					}
+				}
+			}(mode)
+		}
+	}
+	return l
+}
+
+func (l *tlsLoad) fail(s string) {
+	l.failures.Add(1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) < 10 {
+		l.errs = append(l.errs, s)
+	}
+}
+
+func (l *tlsLoad) stop() (map[string]int64, int64, []string) {
+	l.cancel()
+	l.wg.Wait()
+	out := map[string]int64{}
+	for m, n := range l.requests {
+		out[m] = n.Load()
+	}
+	return out, l.failures.Load(), l.errs
+}
+
+func httpsManifest(app, image, host, policy string) string {
+	return fmt.Sprintf(`name = %q
+[services.web]
+image = %q
+stop_grace = "10s"
+[[services.web.http]]
+port = 8080
+host = %q
+tls = %q
+[services.web.readiness]
+type = "http"
+path = "/healthz"
+timeout = "20s"
+`, app, image, host, policy)
+}
+
+// R60/R61 against the real engine and Debian's pebble: a deployed host
+// gets a certificate by ACME, is served over HTTP/2 and HTTP/1.1, plain
+// HTTP is redirected (308), certs ls shows it; deploys under HTTPS load
+// (keep-alive HTTP/1.1, a new TLS connection per request, HTTP/2) lose no
+// request.
+func TestHTTPS_ACMECertificateAndZeroDowntimeDeploys(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
+	httpAddr, httpsAddr := freeAddr(t), freeAddr(t)
+	port := func(a string) int {
+		_, p, _ := net.SplitHostPort(a)
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	pb := startDebianPebble(t, port(httpAddr), port(httpsAddr))
+	state := t.TempDir()
+	app := "e2ehttps"
+	cleanupApp(t, app)
+	startHTTPSEdge(t, state, httpAddr, httpsAddr, "--acme-ca", pb.dirURL, "--acme-ca-root", pb.apiRoot, "--acme-email", "ops@example.org")
+	file := filepath.Join(t.TempDir(), "app.toml")
+	writeFile(t, file, httpsManifest(app, v1, "secure.test", "auto"))
+	op, r := deployJSON(t, state, file)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Equal(t, "success", op.Outcome)
+
+	var leaf *x509.Certificate
+	deadline := time.Now().Add(45 * time.Second)
+	for leaf == nil && time.Now().Before(deadline) {
+		conn, err := tls.Dial("tcp", httpsAddr, &tls.Config{ServerName: "secure.test", RootCAs: pb.issuers})
+		if err == nil {
+			leaf = conn.ConnectionState().PeerCertificates[0]
+			conn.Close()
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NotNil(t, leaf, "no ACME certificate for secure.test within 45s")
+
+	resp, err := tlsClient(httpsAddr, pb.issuers, "h2").Get("https://secure.test/")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, "HTTP/2.0", resp.Proto)
+	require.Equal(t, "v1", versionOf(string(b)))
+
+	noFollow := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	require.Eventually(t, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/p?q=1", nil)
+		req.Host = "secure.test"
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusPermanentRedirect &&
+			resp.Header.Get("Location") == fmt.Sprintf("https://secure.test:%d/p?q=1", port(httpsAddr))
+	}, 10*time.Second, 100*time.Millisecond, "plain HTTP redirected to HTTPS once the certificate is served")
+
+	ls := gordon(t, state, "certs", "ls", "--format", "json")
+	require.Equal(t, 0, ls.Code, ls.String())
+	var infos []struct{ Host, Source, State string }
+	require.NoError(t, json.Unmarshal([]byte(ls.Stdout), &infos), ls.Stdout)
+	require.Contains(t, infos, struct{ Host, Source, State string }{"secure.test", "acme", "valid"}, ls.Stdout)
+
+	// certs add through the traffic backend: a pair that does not cover the
+	// host is refused (exit 1, nothing stored); a good one is listed as
+	// static and served; status shows each routed host's certificate.
+	keyDir := t.TempDir()
+	ownCert, ownKey := selfSignedFiles(t, keyDir, "own.test")
+	bad := gordon(t, state, "certs", "add", "other.test", "--cert", ownCert, "--key", ownKey)
+	require.Equal(t, 1, bad.Code, bad.String())
+	require.Contains(t, bad.Stderr, "does not cover other.test")
+	add := gordon(t, state, "certs", "add", "own.test", "--cert", ownCert, "--key", ownKey)
+	require.Equal(t, 0, add.Code, add.String())
+	ls = gordon(t, state, "certs", "ls")
+	require.Equal(t, 0, ls.Code, ls.String())
+	require.Regexp(t, `own\.test\s+static`, ls.Stdout)
+	require.NotContains(t, ls.Stdout, "other.test")
+	st := gordon(t, state, "status", app)
+	require.Equal(t, 0, st.Code, st.String())
+	require.Regexp(t, `secure\.test\s+valid\s+acme`, st.Stdout)
+	rm := gordon(t, state, "certs", "rm", "own.test")
+	require.Equal(t, 0, rm.Code, rm.String())
+	rm = gordon(t, state, "certs", "rm", "own.test")
+	require.Equal(t, 1, rm.Code, rm.String())
+
+	l := startTLSLoad(httpsAddr, pb.issuers, "https://secure.test/", 4)
+	deploys := 6
+	if testing.Short() {
+		deploys = 2
+	}
+	for i := 0; i < deploys; i++ {
+		img := v2
+		if i%2 == 1 {
+			img = v1
+		}
+		writeFile(t, file, httpsManifest(app, img, "secure.test", "auto"))
+		op, r := deployJSON(t, state, file)
+		require.Equal(t, 0, r.Code, "deploy %d: %s", i, r.String())
+		require.Equal(t, "success", op.Outcome)
+	}
+	reqs, failures, errs := l.stop()
+	t.Logf("HTTPS load over %d deploys: requests %v, failures %d", deploys, reqs, failures)
+	for mode, n := range reqs {
+		require.Greater(t, n, int64(20), "mode %s barely ran", mode)
+	}
+	require.Zero(t, failures, "failed requests over HTTPS during deploys: %v", errs)
+}
+
+// selfSignedFiles writes a self-signed ECDSA certificate for name and its
+// key as PEM files in dir.
+func selfSignedFiles(t *testing.T, dir, name string) (string, string) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, _ := x509.MarshalPKCS8PrivateKey(key)
+	c, k := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	writeFile(t, c, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	writeFile(t, k, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})))
+	return c, k
+}
