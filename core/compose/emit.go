@@ -81,6 +81,7 @@ type secretRef struct {
 type httpIface struct {
 	Port int    `toml:"port"`
 	Host string `toml:"host,omitempty"`
+	TLS  string `toml:"tls,omitempty"`
 }
 
 type l4Iface struct {

@@ -94,6 +94,26 @@ services:
 	assert.Empty(t, app.TCP)
 }
 
+// x-gordon.tls is the HTTP interface's tls policy (auto, always, never).
+func TestCompose_XGordonTLSPolicy(t *testing.T) {
+	dir := writeProject(t, map[string]string{"compose.yaml": `
+name: shop
+services:
+  web:
+    image: web:1
+    expose: ["8080"]
+    x-gordon: { host: shop.example.com, tls: always }
+  plain:
+    image: plain:1
+    expose: ["8080"]
+    x-gordon: { host: plain.example.com, tls: never }
+`})
+	res, err := load(t, dir, "compose.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, []core.HTTPInterface{{Port: 8080, Host: "shop.example.com", Visibility: "public", TLS: core.TLSAlways}}, svcOf(t, res.Spec, "web").HTTP)
+	assert.Equal(t, []core.HTTPInterface{{Port: 8080, Host: "plain.example.com", Visibility: "public", TLS: core.TLSNever}}, svcOf(t, res.Spec, "plain").HTTP)
+}
+
 func TestCompose_LoadingLikeDockerCompose(t *testing.T) {
 	dir := writeProject(t, map[string]string{
 		"compose.yaml": `

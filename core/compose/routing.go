@@ -14,6 +14,7 @@ import (
 type route struct {
 	host   string
 	port   int
+	tls    string // "" (the manifest's default, auto), auto, always or never
 	origin string // compose key path
 }
 
@@ -87,9 +88,13 @@ func (m *mapper) xGordon(name string, svc *types.ServiceConfig, out *service) []
 			m.refuse(base+"."+k, "unknown x-gordon key %q: want host, port, tls or readiness", k)
 		}
 	}
+	tlsPolicy := ""
 	if tls, ok := raw["tls"]; ok {
-		if s, _ := tls.(string); s != "auto" {
-			m.refuse(base+".tls", "tls: %v is not supported yet: only tls: auto (the default: the edge's HTTP) is honoured; remove it or use auto", tls)
+		switch s, _ := tls.(string); s {
+		case "auto", "always", "never":
+			tlsPolicy = s
+		default:
+			m.refuse(base+".tls", "tls: %v: want auto (certificate, HTTP redirected once served), always (HTTP always redirected) or never (plain HTTP only)", tls)
 		}
 	}
 	if r, ok := raw["readiness"]; ok {
@@ -153,7 +158,7 @@ func (m *mapper) xGordon(name string, svc *types.ServiceConfig, out *service) []
 		if len(hosts) > 1 {
 			origin = fmt.Sprintf("%s.host[%d]", base, i)
 		}
-		rs = append(rs, route{host: h, port: port, origin: origin})
+		rs = append(rs, route{host: h, port: port, tls: tlsPolicy, origin: origin})
 	}
 	return rs
 }
