@@ -7,12 +7,12 @@ import (
 )
 
 // CertInfo is one host's HTTPS certificate as the edge holds it (source,
-// issuer, expiry, state with the last error and the next retry; SPEC R61).
+// issuer, expiry, state with the last error and the next retry; SPEC R63).
 type CertInfo = certstore.Info
 
 // CertStore is implemented by traffic backends that hold HTTPS
 // certificates (traffic/edge; optional for other backends). It is how
-// `docker gordon certs` reaches them (SPEC R61).
+// `docker gordon certs` reaches them (SPEC R63).
 type CertStore interface {
 	// AddCert stores certPEM/keyPEM as host's operator certificate (host
 	// exact or "*.suffix"). A pair that does not parse, does not match or

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// R60: an interface's tls policy and backend protocol reach the route graph.
-func TestR60_BuildGraphCarriesTLSPolicyAndProtocol(t *testing.T) {
+// R62: an interface's tls policy and backend protocol reach the route graph.
+func TestR62_BuildGraphCarriesTLSPolicyAndProtocol(t *testing.T) {
 	g := BuildGraph([]Active{{App: "shop", Services: map[string]*ActiveService{
 		"web": {Container: "c1", BackendBinds: map[int]int{8080: 41000, 9090: 41001},
 			Spec: ServiceSpec{HTTP: []HTTPInterface{

@@ -120,14 +120,14 @@ type HTTPInterface struct {
 	// headers on this interface (manifest response_timeout, 1s..1h; 0: the
 	// edge's default, 60 s); exceeding it answers 504.
 	ResponseTimeout Duration `json:"response_timeout,omitempty"`
-	// TLS is the HTTPS policy (R60): "" or TLSAuto, TLSAlways, TLSNever.
+	// TLS is the HTTPS policy (R62): "" or TLSAuto, TLSAlways, TLSNever.
 	TLS string `json:"tls,omitempty"`
 	// Protocol is how the edge speaks to the backend: "" or ProtocolHTTP1
 	// (HTTP/1.1), ProtocolH2C (cleartext HTTP/2, trailers included).
 	Protocol string `json:"protocol,omitempty"`
 }
 
-// HTTPS policies of a public HTTP interface (R60).
+// HTTPS policies of a public HTTP interface (R62).
 const (
 	TLSAuto   = "auto"
 	TLSAlways = "always"

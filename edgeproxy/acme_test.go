@@ -142,7 +142,7 @@ func acmeState(t *testing.T, dir, host string) certstore.Info {
 	return certstore.Info{}
 }
 
-// ACME HTTP-01 (R61): a routed exact host gets a certificate in the
+// ACME HTTP-01 (R63): a routed exact host gets a certificate in the
 // background; then HTTPS serves it over HTTP/2, plain HTTP is redirected;
 // storage is 0700/0600 files; an unrouted host is refused without an order.
 // After a restart with the CA gone the stored certificate is served at once.

@@ -31,7 +31,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
-// HTTPS at the edge (SPEC R60, R61). The HTTPS listener is served by
+// HTTPS at the edge (SPEC R62, R63). The HTTPS listener is served by
 // net/http (HTTP/2 and HTTP/1.1 by ALPN) running the same ServeHTTP as the
 // plain listener's slow path: same routing, drain accounting, upgrades,
 // streaming. Certificates come from the static store (certs add) first,

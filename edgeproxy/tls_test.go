@@ -139,7 +139,7 @@ func body(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
-// R60/R61: a static certificate is served over HTTP/2 and HTTP/1.1 with
+// R62/R63: a static certificate is served over HTTP/2 and HTTP/1.1 with
 // the same routing; plain HTTP to an auto host with a certificate gets a
 // 308 to HTTPS; the ACME challenge path is not redirected.
 func TestHTTPSStaticCertificateH2AndRedirect(t *testing.T) {
@@ -184,7 +184,7 @@ func TestHTTPSStaticCertificateH2AndRedirect(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// R60: always redirects plain HTTP at once and answers HTTPS 503 with a
+// R62: always redirects plain HTTP at once and answers HTTPS 503 with a
 // page while no certificate exists; never keeps plain HTTP and refuses
 // the handshake.
 func TestHTTPSPolicyAlwaysAndNever(t *testing.T) {
@@ -215,7 +215,7 @@ func TestHTTPSPolicyAlwaysAndNever(t *testing.T) {
 	assert.Error(t, err, "unrouted host: handshake refused")
 }
 
-// R61: one unreadable or mismatched certificate affects its own host only;
+// R63: one unreadable or mismatched certificate affects its own host only;
 // a wildcard static certificate covers names under it.
 func TestHTTPSBadCertificateIsolatedToItsHost(t *testing.T) {
 	ca := newTestCA(t)

@@ -12,7 +12,7 @@ import (
 )
 
 // edgeTLSFlags are the HTTPS flags of `edge run`, `edge start` and
-// `system start` (passed to gordon-edge run; SPEC R60).
+// `system start` (passed to gordon-edge run; SPEC R62).
 type edgeTLSFlags struct {
 	httpsAddr, acmeEmail, acmeCA, acmeCARoot string
 	noACME                                   bool

@@ -504,7 +504,7 @@ func (v *validator) http(k string, h rawHTTP, tcpPorts map[int]string, publicHTT
 	return out
 }
 
-// httpTLS validates an interface's tls policy and backend protocol (R60):
+// httpTLS validates an interface's tls policy and backend protocol (R62):
 // tls is "auto" (default), "always" or "never"; protocol is "http1"
 // (default) or "h2c"; both need a public interface.
 func (v *validator) httpTLS(k string, h rawHTTP, out *core.HTTPInterface) {

@@ -1,5 +1,5 @@
 // Package certstore is the on-disk certificate store the edge and the
-// traffic/edge backend share (SPEC R61): <state>/edge/certs/ (0700) holds
+// traffic/edge backend share (SPEC R63): <state>/edge/certs/ (0700) holds
 //
 //	static/<name>/cert.pem, key.pem   operator certificates (certs add), 0600
 //	acme/                             certmagic's file storage (ACME account,
@@ -297,7 +297,7 @@ func RemoveStatic(stateDir, host string) error {
 }
 
 // Static is one loaded static certificate, or the error that keeps it out
-// (which affects that host only, R61).
+// (which affects that host only, R63).
 type Static struct {
 	Host string
 	Cert *tls.Certificate

@@ -36,7 +36,7 @@ func valid(t testing.TB, names ...string) ([]byte, []byte) {
 	return pair(t, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), names...)
 }
 
-// R61: certs add refuses a pair that does not parse, does not match, does
+// R63: certs add refuses a pair that does not parse, does not match, does
 // not cover the host or is expired, and a refusal writes nothing.
 func TestAddStaticRefusalsChangeNothing(t *testing.T) {
 	dir := t.TempDir()

@@ -55,7 +55,7 @@ type HTTPRoute struct {
 	// Stopped says the service is stopped (SPEC R58): Backends is empty and
 	// the edge answers 503 with Retry-After.
 	Stopped bool `json:"stopped,omitempty"`
-	// TLS is the host's HTTPS policy (SPEC R60): "" (same as "auto"),
+	// TLS is the host's HTTPS policy (SPEC R62): "" (same as "auto"),
 	// "auto", "always" or "never".
 	TLS string `json:"tls,omitempty"`
 	// Protocol is the backend protocol: "" or "http1" (HTTP/1.1), "h2c"

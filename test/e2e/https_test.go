@@ -264,7 +264,7 @@ timeout = "20s"
 `, app, image, host, policy)
 }
 
-// R60/R61 against the real engine and Debian's pebble: a deployed host
+// R62/R63 against the real engine and Debian's pebble: a deployed host
 // gets a certificate by ACME, is served over HTTP/2 and HTTP/1.1, plain
 // HTTP is redirected (308), certs ls shows it; deploys under HTTPS load
 // (keep-alive HTTP/1.1, a new TLS connection per request, HTTP/2) lose no

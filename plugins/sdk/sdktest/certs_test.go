@@ -21,9 +21,9 @@ import (
 	"github.com/gordon-deploy/docker-gordon/plugins/traffic/edge"
 )
 
-// R61: AddCert/RemoveCert/ListCerts cross the plugin wire with their error
+// R63: AddCert/RemoveCert/ListCerts cross the plugin wire with their error
 // classes; the graph's tls and protocol fields round-trip.
-func TestR61_CertStoreOverTheTrafficPlugin(t *testing.T) {
+func TestR63_CertStoreOverTheTrafficPlugin(t *testing.T) {
 	tr := sdktest.ServeTraffic(t, edge.New(t.TempDir()))
 	cs, ok := tr.(core.CertStore)
 	require.True(t, ok, "the traffic client implements core.CertStore")

@@ -32,7 +32,7 @@ func selfSignedPair(t *testing.T, name string) ([]byte, []byte) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 }
 
-// R61: certs add/rm/ls through the traffic backend; a refused pair is
+// R63: certs add/rm/ls through the traffic backend; a refused pair is
 // core.ErrInvalid and changes nothing, rm of an unknown host ErrNotFound.
 func TestTrafficCertStoreAddListRemove(t *testing.T) {
 	ctx := context.Background()
