@@ -361,7 +361,14 @@ func (r *registry) proxyError(w http.ResponseWriter, req *http.Request, addr str
 	}
 	code, what := classifyProxyError(req.Context(), err)
 	if code == 0 {
-		return // the client went away; nobody reads an answer
+		// The client went away (net/http also takes a client that shut
+		// its write side for gone). Returning would let net/http answer
+		// an empty 200 that a half-closed client reads as a whole
+		// answer: the connection is cut instead.
+		if sw != nil {
+			sw.code = statusClientClosed
+		}
+		panic(http.ErrAbortHandler)
 	}
 	var rt *httpRoute
 	if sw != nil {
