@@ -513,6 +513,8 @@ func TestHostileRequestsStaySafe(t *testing.T) {
 		{"after a 431, pipelined", "GET / HTTP/1.1\r\nHost: app.test\r\nX: " + strings.Repeat("a", 65<<10) + "\r\n\r\n" + smuggled, 431, 0, true},
 		{"TE in HTTP/1.0 keep-alive", "POST / HTTP/1.0\r\nHost: app.test\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n" + smuggled, 0, 0, true},
 		{"HTTP/1.0 keep-alive CL then smuggled", "POST / HTTP/1.0\r\nHost: app.test\r\nContent-Length: 3\r\n\r\nabc" + smuggled, 200, 1, true},
+		{"huge chunk extension", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\n\r\n3;x=" + strings.Repeat("e", 64<<10) + "\r\nabc\r\n0\r\n\r\n" + smuggled, 400, 1, true},
+		{"chunk extension with a quoted CRLF", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\n\r\n3;x=\"a\r\n0\r\n\r\n" + smuggled + "\"\r\nabc\r\n0\r\n\r\n", 0, 1, true},
 		{"LF-only chunk lines", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\n", 0, 1, false},
 		// Safe ones, served as one request each.
 		{"chunked with extension and trailer", "POST / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\n", 200, 1, false},
