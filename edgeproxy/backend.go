@@ -8,8 +8,10 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/netip"
+	"net/textproto"
 	"net/url"
 	"sort"
 	"strings"
@@ -173,6 +175,8 @@ func (r *registry) newBackend(addr string) *backend {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     false,
 		DisableCompression:    true,
+		// As the event loop's and fastTransport's limit (502 beyond).
+		MaxResponseHeaderBytes: h1MaxResponseHead,
 	}
 	b := &backend{addr: addr, transport: newFastTransport(addr, r.dialTimeout, tr)}
 	b.proxy = r.newProxy(b, r.defaultTM)
@@ -217,6 +221,7 @@ func (r *registry) newProxy(b *backend, tm routeTimeouts) *httputil.ReverseProxy
 			pr.Out.Host = pr.In.Host
 			dropUnderscoreAliases(pr.Out.Header)
 			setForwarded(pr, trusted)
+			pr.Out = pr.Out.WithContext(httptrace.WithClientTrace(pr.Out.Context(), informationalBudget()))
 		},
 		Transport:     rt,
 		FlushInterval: -1,
@@ -359,7 +364,14 @@ func (r *registry) proxyError(w http.ResponseWriter, req *http.Request, addr str
 	}
 	code, what := classifyProxyError(req.Context(), err)
 	if code == 0 {
-		return // the client went away; nobody reads an answer
+		// The client went away (net/http also takes a client that shut
+		// its write side for gone). Returning would let net/http answer
+		// an empty 200 that a half-closed client reads as a whole
+		// answer: the connection is cut instead.
+		if sw != nil {
+			sw.code = statusClientClosed
+		}
+		panic(http.ErrAbortHandler)
 	}
 	var rt *httpRoute
 	if sw != nil {
@@ -416,5 +428,33 @@ func (p *bufferPool) Get() []byte { return p.p.Get().(*[copyBufferSize]byte)[:] 
 func (p *bufferPool) Put(b []byte) {
 	if cap(b) >= copyBufferSize {
 		p.p.Put((*[copyBufferSize]byte)(b[:copyBufferSize]))
+	}
+}
+
+// errTooMuchInformational fails a response whose informational (1xx)
+// answers, forwarded to the client as they come, pass h1MaxResponseHead in
+// all (502).
+var errTooMuchInformational = errors.New("backend sent more than 1 MiB of informational (1xx) responses")
+
+// informationalBudget returns the client trace that bounds the 1xx answers
+// of one request: net/http's transport lifts its response head limit for
+// each 1xx the reverse proxy forwards, so a backend could stream them to
+// the client without end. Their heads count toward h1MaxResponseHead, as
+// on the event loop.
+func informationalBudget() *httptrace.ClientTrace {
+	left := h1MaxResponseHead
+	return &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+			left -= len("HTTP/1.1 100 \r\n\r\n") + len(http.StatusText(code))
+			for k, vs := range header {
+				for _, v := range vs {
+					left -= len(k) + len(v) + 4
+				}
+			}
+			if left < 0 {
+				return errTooMuchInformational
+			}
+			return nil
+		},
 	}
 }

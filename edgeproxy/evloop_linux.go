@@ -917,7 +917,7 @@ func (l *evLoop) release(fd int, prefix []byte) (*fastConn, error) {
 	if len(prefix) > 0 {
 		conn = &replayConn{Conn: nc, prefix: append([]byte(nil), prefix...)}
 	}
-	return &fastConn{c: conn, br: bufio.NewReaderSize(conn, 4096), bw: bufio.NewWriterSize(conn, 4096)}, nil
+	return newFastConn(conn), nil
 }
 
 // giveUp hands client connection c to a goroutine (runConn), which

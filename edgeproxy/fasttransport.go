@@ -58,6 +58,41 @@ type fastConn struct {
 	rc    syscall.RawConn
 	peek  func(fd uintptr)
 	clean bool
+	// head bounds what br reads from c while http.ReadResponse reads
+	// response heads (it has no limit of its own).
+	head headBudget
+}
+
+// newFastConn wraps a backend connection in its buffers.
+func newFastConn(c net.Conn) *fastConn {
+	fc := &fastConn{c: c, bw: bufio.NewWriterSize(c, 4096)}
+	fc.head.r = c
+	fc.br = bufio.NewReaderSize(&fc.head, 4096)
+	return fc
+}
+
+// errResponseHeadTooLarge fails a response whose heads (informational ones
+// included) pass h1MaxResponseHead (502).
+var errResponseHeadTooLarge = errors.New("backend response head larger than 1 MiB")
+
+// headBudget reads from r; while armed it fails once more than left bytes
+// have been read.
+type headBudget struct {
+	r     io.Reader
+	armed bool
+	left  int
+}
+
+func (h *headBudget) Read(p []byte) (int, error) {
+	if !h.armed {
+		return h.r.Read(p)
+	}
+	if h.left <= 0 {
+		return 0, errResponseHeadTooLarge
+	}
+	n, err := h.r.Read(p[:min(len(p), h.left)])
+	h.left -= n
+	return n, err
 }
 
 // setWatch sets the connection's read deadline and remembers it.
@@ -159,6 +194,11 @@ func (t *fastTransport) exchange(ctx context.Context, fc *fastConn, req *http.Re
 		return nil, &retryableError{err}
 	}
 	var resp *http.Response
+	// The heads, informational ones included, within h1MaxResponseHead
+	// read from the connection (what br reads ahead of the final head's
+	// end counts too: at most 4 KiB).
+	fc.head.armed, fc.head.left = true, h1MaxResponseHead
+	defer func() { fc.head.armed = false }()
 	for {
 		if _, err := fc.br.Peek(1); err != nil {
 			stop()
@@ -167,6 +207,9 @@ func (t *fastTransport) exchange(ctx context.Context, fc *fastConn, req *http.Re
 		r, err := http.ReadResponse(fc.br, req)
 		if err != nil {
 			stop()
+			if errors.Is(err, errResponseHeadTooLarge) {
+				return nil, errBadResponse
+			}
 			return nil, err
 		}
 		if r.StatusCode >= 100 && r.StatusCode < 200 && r.StatusCode != http.StatusSwitchingProtocols {
@@ -281,7 +324,7 @@ func (t *fastTransport) get(ctx context.Context, dialTimeout time.Duration, pool
 	if err != nil {
 		return nil, false, err
 	}
-	return &fastConn{c: c, br: bufio.NewReaderSize(c, 4096), bw: bufio.NewWriterSize(c, 4096)}, false, nil
+	return newFastConn(c), false, nil
 }
 
 // put returns fc to the idle pool (or closes it when the pool is full or

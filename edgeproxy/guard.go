@@ -51,7 +51,8 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 
 // smuggling returns why the head of r (matched by method and target, in
 // order) must be refused ("": it need not): both Content-Length and
-// Transfer-Encoding, or a header line folded onto the previous one; the
+// Transfer-Encoding, Transfer-Encoding in an HTTP/1.0 request, or a
+// header line folded onto the previous one; the
 // verdicts of heads before it are dropped.
 func (c *trackedConn) smuggling(r *http.Request) string {
 	c.mu.Lock()
@@ -197,8 +198,11 @@ func (t *framingTracker) head(h []byte) {
 	line, rest, _ := bytes.Cut(h, []byte("\n"))
 	f := strings.Fields(string(bytes.TrimRight(line, "\r")))
 	v := headVerdict{}
+	http10 := false
 	if len(f) == 3 {
 		v.method, v.target = f[0], f[1]
+		major, minor, ok := http.ParseHTTPVersion(f[2])
+		http10 = ok && (major < 1 || major == 1 && minor < 1)
 	}
 	var cl, te, upgradeHdr, connUpgrade bool
 	chunked := false
@@ -241,8 +245,15 @@ func (t *framingTracker) head(h []byte) {
 			}
 		}
 	}
-	if cl && te {
+	switch {
+	case cl && te:
 		v.refuse = "the request has both Content-Length and Transfer-Encoding"
+	case te && http10:
+		// RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has
+		// faulty framing. net/http ignores the header and reads the body
+		// as the next request; a front proxy may read it as chunked.
+		// Refused, as nginx does.
+		v.refuse = "an HTTP/1.0 request has Transfer-Encoding"
 	}
 	t.verdicts = append(t.verdicts, v)
 	if len(t.verdicts) > 64 {

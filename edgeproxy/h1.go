@@ -1188,9 +1188,11 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // readResponse reads the final response head from fc into buf (reused;
-// 1xx informational responses are skipped) and works out its body framing
+// 1xx informational responses are skipped, their heads counting toward
+// h1MaxResponseHead: errBadResponse beyond) and works out its body framing
 // (RFC 9112 §6.3). Read errors go through wait (upstreamWait).
 func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte, wait func(error) error) error {
+	informational := 0 // bytes of 1xx heads: they count toward h1MaxResponseHead
 	for {
 		if _, err := fc.br.Peek(1); err != nil {
 			if err = wait(err); err != nil {
@@ -1199,7 +1201,7 @@ func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte, wait
 			continue
 		}
 		resp.started = true
-		head, err := readHead(fc.br, buf[:0], h1MaxResponseHead, wait)
+		head, err := readHead(fc.br, buf[:0], h1MaxResponseHead-informational, wait)
 		resp.head = head
 		if err != nil {
 			if errors.Is(err, errHeadTooLarge) {
@@ -1216,6 +1218,7 @@ func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte, wait
 		if resp.code >= 200 {
 			return nil
 		}
+		informational += len(head)
 		buf = head // 1xx: the final response follows
 	}
 }

@@ -66,7 +66,7 @@ type udpListener struct {
 
 	mu       sync.Mutex
 	sessions map[netip.AddrPort]*udpSession
-	// perSource counts sessions per client IP.
+	// perSource counts sessions per client source (sourceKey).
 	perSource map[netip.Addr]int
 }
 
@@ -181,7 +181,7 @@ func (u *udpRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 	if l.sessions == nil { // listener closed
 		return nil
 	}
-	src := client.Addr()
+	src := sourceKey(client.Addr())
 	if l.perSource[src] >= u.maxPerSource {
 		u.logger.Debug("udp session refused: too many from one source", "listen", l.listen, "source", src)
 		return nil
@@ -257,7 +257,7 @@ func (u *udpRelays) replies(l *udpListener, s *udpSession) {
 // removeLocked drops s from l's maps (l.mu held).
 func (l *udpListener) removeLocked(s *udpSession) {
 	delete(l.sessions, s.client)
-	src := s.client.Addr()
+	src := sourceKey(s.client.Addr())
 	if l.perSource[src] <= 1 {
 		delete(l.perSource, src)
 	} else {
@@ -324,4 +324,17 @@ func (u *udpRelays) failedCount() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return len(u.failed)
+}
+
+// sourceKey is what the per-source session bound counts a client address
+// under: an IPv4 address (IPv4-mapped IPv6 ones unmapped) by itself, an
+// IPv6 address by its /64, the least a host is usually given, so cycling
+// through one's own /64 gains no sessions.
+func sourceKey(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
 }

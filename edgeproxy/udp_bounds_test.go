@@ -1,6 +1,7 @@
 package edgeproxy
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"runtime"
@@ -157,4 +158,52 @@ func TestUDPIdleSessionsAreSmall(t *testing.T) {
 func netipOf(t *testing.T, c net.Conn) netip.AddrPort {
 	t.Helper()
 	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// IPv6 sources are counted per /64 (one host's usual allocation): a client
+// cycling through addresses of its own /64 gets no more sessions than one
+// address would; another /64 and IPv4 sources count on their own.
+func TestUDPSessionsPerSourceCountIPv6By64(t *testing.T) {
+	u, l := udpRelay(t, func(u *udpRelays) { u.maxPerSource = 3 })
+	served := 0
+	for i := range 8 {
+		a := netip.MustParseAddr(fmt.Sprintf("2001:db8:1:2::%x", i+1))
+		if u.session(l, netip.AddrPortFrom(a, 5000)) != nil {
+			served++
+		}
+	}
+	assert.Equal(t, 3, served, "one /64")
+	assert.NotNil(t, u.session(l, netip.MustParseAddrPort("[2001:db8:1:3::1]:5000")), "another /64")
+	assert.NotNil(t, u.session(l, netip.MustParseAddrPort("127.0.0.9:5000")))
+	assert.NotNil(t, u.session(l, netip.MustParseAddrPort("[::ffff:127.0.0.10]:5000")))
+}
+
+// A flood of new sessions from many loopback sources (127.0.0.2 to
+// 127.0.0.41, many ports each) keeps the listener within its bounds, and
+// the per-source counts match the sessions held.
+func TestUDPSessionFloodFromManySourcesStaysBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("binds 127.0.0.x addresses (Linux's whole 127/8 loopback)")
+	}
+	u, l := udpRelay(t, func(u *udpRelays) { u.maxSessions, u.maxPerSource = 64, 8 })
+	addr := l.pc.LocalAddr().(*net.UDPAddr)
+	for src := 2; src < 42; src++ {
+		for range 12 {
+			c, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, byte(src))}, addr)
+			require.NoError(t, err)
+			_, _ = c.Write([]byte("x"))
+			_ = c.Close()
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	l.mu.Lock()
+	n, sum := len(l.sessions), 0
+	for src, k := range l.perSource {
+		sum += k
+		assert.LessOrEqual(t, k, 8, "%s", src)
+	}
+	l.mu.Unlock()
+	assert.LessOrEqual(t, n, 64)
+	assert.Equal(t, n, sum, "per-source counts match the sessions")
+	assert.LessOrEqual(t, u.open.Load(), int64(64+8))
 }
