@@ -88,6 +88,13 @@ func BuildGraph(actives []Active) routetable.Graph {
 			}
 		}
 	}
+	return sortGraph(g)
+}
+
+// sortGraph orders g's routes the one way every published graph is
+// ordered: HTTP by host, app, service; TCP and UDP by listen address, app,
+// service, backend.
+func sortGraph(g routetable.Graph) routetable.Graph {
 	sort.SliceStable(g.HTTP, func(i, j int) bool {
 		x, y := g.HTTP[i], g.HTTP[j]
 		if x.Host != y.Host {

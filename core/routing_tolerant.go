@@ -76,34 +76,7 @@ func mergeKept(g, kept routetable.Graph) routetable.Graph {
 	g.HTTP = append(g.HTTP, kept.HTTP...)
 	g.TCP = append(g.TCP, kept.TCP...)
 	g.UDP = append(g.UDP, kept.UDP...)
-	sort.SliceStable(g.HTTP, func(i, j int) bool {
-		x, y := g.HTTP[i], g.HTTP[j]
-		if x.Host != y.Host {
-			return x.Host < y.Host
-		}
-		if x.App != y.App {
-			return x.App < y.App
-		}
-		return x.Service < y.Service
-	})
-	l4 := func(rs []routetable.L4Route) func(i, j int) bool {
-		return func(i, j int) bool {
-			x, y := rs[i], rs[j]
-			if x.Listen != y.Listen {
-				return x.Listen < y.Listen
-			}
-			if x.App != y.App {
-				return x.App < y.App
-			}
-			if x.Service != y.Service {
-				return x.Service < y.Service
-			}
-			return x.Backend < y.Backend
-		}
-	}
-	sort.SliceStable(g.TCP, l4(g.TCP))
-	sort.SliceStable(g.UDP, l4(g.UDP))
-	return g
+	return sortGraph(g)
 }
 
 // noteUnreadable records the apps the latest rebuild could not read (and
