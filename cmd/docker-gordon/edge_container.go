@@ -151,7 +151,13 @@ func ensureSystemContainer(ctx context.Context, api client.APIClient, u systemUn
 		res.Action = "started"
 	}
 	if err := waitSettled(ctx, api, u.Name, id, 0, settleTime); err != nil {
-		return res, err
+		// A new container that cannot run is removed, so that it does not
+		// crash-loop under its restart policy (and take the port the moment
+		// it frees up); its last log lines are in err.
+		if rerr := removeSystem(ctx, api, u.Name, id, time.Second); rerr != nil {
+			return res, fmt.Errorf("%w\n(removing the failed container also failed: %v; remove it with docker rm -f %s)", err, rerr, u.Name)
+		}
+		return startResult{}, fmt.Errorf("%w\nthe new %s container was removed; fix the cause above (e.g. choose a free --http-addr) and start again", err, u.Name)
 	}
 	return res, nil
 }

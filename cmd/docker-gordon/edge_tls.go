@@ -34,11 +34,11 @@ const caRootCopy = "acme-ca-root.pem"
 
 func (f *edgeTLSFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.httpsAddr, "https-addr", "", "public HTTPS listen address, e.g. :443 (HTTP/2 and HTTP/1.1; certificates by ACME and `certs add`); default: the last start's, else none")
+	fl.StringVar(&f.httpsAddr, "https-addr", "", "public HTTPS listen address, e.g. :443 (HTTP/2 and HTTP/1.1; certificates by ACME and docker gordon certs add); default: the last start's, else none")
 	fl.StringVar(&f.acmeEmail, "acme-email", "", "ACME account contact email")
 	fl.StringVar(&f.acmeCA, "acme-ca", "", "ACME directory URL (default Let's Encrypt production; a staging URL works the same)")
 	fl.StringVar(&f.acmeCARoot, "acme-ca-root", "", "PEM file of the root to trust for the ACME server (private CAs, tests)")
-	fl.BoolVar(&f.noACME, "no-acme", false, "obtain no certificates: serve only those added with `docker gordon certs add`")
+	fl.BoolVar(&f.noACME, "no-acme", false, "obtain no certificates: serve only those added with docker gordon certs add")
 }
 
 // resolve fills the flags not given from the last start; it reports

@@ -321,9 +321,10 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	assert.NotEqual(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.err, "exited right after start")
 	assert.Contains(t, r.err, "address already in use")
+	assert.Contains(t, r.err, "was removed")
+	requireGone(t, cli, edgeContainerName) // a refused start leaves no crash-looping container
 	r = dockerGordon(t, bins, state, "edge", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
-	requireGone(t, cli, edgeContainerName)
 
 	// Without flags, a start comes back where the last successful one
 	// listened (not on the default :80), and says so; edge status shows
