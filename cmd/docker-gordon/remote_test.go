@@ -336,3 +336,25 @@ func TestRemote_RunnerStoresSentSecrets(t *testing.T) {
 	assert.NotContains(t, stderr.String(), "k3y-value")
 	assert.Contains(t, stderr.String(), "secret api_key of web stored from compose (9 bytes)")
 }
+
+// For a remote engine deploy and validate refuse every compose bind (the
+// approved ones are on that machine); convert resolves against the local
+// state directory; a runner's engine is local.
+func TestRemote_BindPolicyByVerbAndEngine(t *testing.T) {
+	state := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(state, "config.toml"), []byte("[binds]\nsite = \"/srv/site\"\n"), 0o600))
+	env := &cliEnv{target: engineTarget{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
+	env.opts.stateDir = state
+	for _, verb := range []string{"deploy", "validate"} {
+		_, err := env.bindPolicy(verb)("/srv/site")
+		assert.ErrorContains(t, err, "context prod (tcp://vps.example:2376, remote) is a remote engine", verb)
+	}
+	name, err := env.bindPolicy("convert")("/srv/site")
+	require.NoError(t, err)
+	assert.Equal(t, "site", name)
+
+	env.target = engineTarget{Context: "default", Host: "unix:///var/run/docker.sock"}
+	name, err = env.bindPolicy("deploy")("/srv/site")
+	require.NoError(t, err)
+	assert.Equal(t, "site", name)
+}
