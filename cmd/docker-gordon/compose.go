@@ -135,7 +135,7 @@ func (e *cliEnv) bindPolicy(verb string) func(string) (string, error) {
 		t := e.target
 		return func(string) (string, error) {
 			return "", fmt.Errorf("%s is a remote engine: its approved binds are under [binds] in config.toml of its state directory on that machine, which cannot be checked from here; "+
-				"name the bind in a TOML manifest as the operator approved it there ([[services.NAME.bind]] name = \"...\", path = \"...\"; docker gordon convert prints the rest) and deploy that manifest", t)
+				"name the bind in a TOML manifest as the operator approved it there ([[services.NAME.bind]] name = \"...\", path = \"...\", see docs/manifest.md) and deploy that manifest", t)
 		}
 	}
 	return func(p string) (string, error) { return bindNameFor(e.opts.stateDir, p) }
