@@ -88,7 +88,7 @@ func loadInput(ctx context.Context, env *cliEnv, verb string, o inputOptions, fo
 		ProjectName: o.projectName,
 		EnvFiles:    o.envFiles,
 		Profiles:    o.profiles,
-		BindName:    func(p string) (string, error) { return bindNameFor(env.opts.stateDir, p) },
+		BindName:    env.bindPolicy(verb),
 	})
 	if err != nil {
 		var cerr *compose.Error
@@ -123,27 +123,65 @@ func sniffCompose(path string) (bool, error) {
 	return compose.IsCompose(data), nil
 }
 
+// bindPolicy is the compose loader's bind check for verb: the approved
+// binds of the state directory's config.toml ([binds]); for a remote engine
+// (deploy and validate through a remote context) every bind is refused,
+// because its approved binds are in the config.toml of the state directory
+// on that engine's machine, which this machine cannot read (and a bind path
+// means a path there, not here). convert always resolves against the local
+// state directory: it writes a file, for any engine.
+func (e *cliEnv) bindPolicy(verb string) func(string) (string, error) {
+	if verb != "convert" && e.targetsRemote() {
+		t := e.target
+		return func(string) (string, error) {
+			return "", fmt.Errorf("%s is a remote engine: its approved binds are under [binds] in config.toml of its state directory on that machine, which cannot be checked from here; "+
+				"name the bind in a TOML manifest as the operator approved it there ([[services.NAME.bind]] name = \"...\", path = \"...\", see docs/manifest.md) and deploy that manifest", t)
+		}
+	}
+	return func(p string) (string, error) { return bindNameFor(e.opts.stateDir, p) }
+}
+
+// targetsRemote reports whether the verb acts on a remote engine (never in
+// a runner: there the engine is local). It resolves the target when
+// routeEngine has not (a local-only verb).
+func (e *cliEnv) targetsRemote() bool {
+	if runnerSession != nil {
+		return false
+	}
+	if e.target.Host == "" {
+		e.target = resolveTarget(e.dockerCli)
+	}
+	return e.target.Remote
+}
+
 // storeComposeSecrets writes the compose secrets with a file: or
 // environment: source into the app's secret store (values are never
 // printed; only names and sizes).
 func storeComposeSecrets(ctx context.Context, env *cliEnv, app string, secrets []compose.Secret) error {
-	if len(secrets) == 0 {
-		return nil
-	}
-	values := make([][]byte, len(secrets))
-	for i, s := range secrets {
+	values := make([]secretValue, 0, len(secrets))
+	for _, s := range secrets {
 		v, err := s.Value()
 		if err != nil {
 			return err
 		}
-		values[i] = v
+		values = append(values, secretValue{Service: s.Service, Name: s.Name, Value: v})
+	}
+	return storeSecretValues(ctx, env, app, values)
+}
+
+// storeSecretValues stores values in app's secret store under the app lock
+// (a compose project's secrets: read here, or sent by the CLI to a runner).
+// Values are never printed; only names and sizes.
+func storeSecretValues(ctx context.Context, env *cliEnv, app string, values []secretValue) error {
+	if len(values) == 0 {
+		return nil
 	}
 	return withSecretsLock(ctx, env, app, func(st core.Store) error {
-		for i, s := range secrets {
-			if err := st.SetSecret(ctx, app, s.Service, s.Name, values[i]); err != nil {
+		for _, s := range values {
+			if err := st.SetSecret(ctx, app, s.Service, s.Name, s.Value); err != nil {
 				return err
 			}
-			fmt.Fprintf(env.dockerCli.Err(), "app %s: secret %s of %s stored from compose (%d bytes)\n", app, s.Name, s.Service, len(values[i]))
+			fmt.Fprintf(env.dockerCli.Err(), "app %s: secret %s of %s stored from compose (%d bytes)\n", app, s.Name, s.Service, len(s.Value))
 		}
 		return nil
 	})

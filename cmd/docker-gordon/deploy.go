@@ -120,8 +120,15 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 			printImageRefusal(env, in, err)
 			return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.in.files[0])}
 		}
-		if in.compose != nil {
+		switch {
+		case in.compose != nil:
 			if err := storeComposeSecrets(ctx, env, app, in.compose.Secrets); err != nil {
+				return err
+			}
+		case runnerSession != nil:
+			// A remote deploy of a compose project: the CLI sent the
+			// converted manifest and its secrets' values.
+			if err := storeSecretValues(ctx, env, app, runnerSession.secrets); err != nil {
 				return err
 			}
 		}

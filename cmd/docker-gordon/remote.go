@@ -101,14 +101,15 @@ func verbPath(cmd *cobra.Command) []string {
 	return path
 }
 
-// localOnly are the verbs that need no engine: they always run here.
+// localOnly are the verbs that need no engine: they always run here
+// (validate and convert read the -f files of this machine).
 func localOnly(cmd *cobra.Command) bool {
 	path := verbPath(cmd)
 	if len(path) == 0 {
 		return true // the root: help, or an unknown verb
 	}
 	switch path[0] {
-	case "version", "validate", "help", "completion", "__complete", "__completeNoDesc":
+	case "version", "validate", "convert", "help", "completion", "__complete", "__completeNoDesc":
 		return true
 	}
 	return false
@@ -279,10 +280,16 @@ func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, runArgs, err := prepareBundle(ctx, cmd, e, args, paths)
+	rc, err := prepareBundle(ctx, cmd, e, args, paths)
 	if err != nil {
 		return err
 	}
+	if rc.shipImages {
+		if err := shipImages(ctx, e, rc.images, rc.copyImages); err != nil {
+			return err
+		}
+	}
+	b, runArgs := rc.bundle, rc.args
 	img, err := runnerImage(ctx, api)
 	if err != nil {
 		return fmt.Errorf("runner image on %s: %w", t, err)

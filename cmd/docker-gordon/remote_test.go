@@ -2,19 +2,26 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/docker/cli/cli/command"
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/compose"
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
 // A unix socket is this machine's engine; every other endpoint is remote.
@@ -43,7 +50,7 @@ func TestRemote_RunnerArgsFromParsedFlags(t *testing.T) {
 	root.PersistentFlags().String("state-dir", "", "")
 	root.PersistentFlags().Bool("debug", false, "")
 	deploy := &cobra.Command{Use: "deploy", RunE: func(*cobra.Command, []string) error { return nil }}
-	deploy.Flags().StringP("file", "f", "", "")
+	deploy.Flags().StringArrayP("file", "f", nil, "")
 	deploy.Flags().StringArray("service", nil, "")
 	deploy.Flags().Bool("copy-images", false, "")
 	deploy.Flags().String("format", "", "")
@@ -59,6 +66,9 @@ func TestRemote_RunnerArgsFromParsedFlags(t *testing.T) {
 	args := runnerArgs(got, gotArgs, map[string]bool{"file": true, "copy-images": true, "state-dir": true}, []string{"--file=/tmp/gordon-in/manifest/app.toml"})
 	assert.Equal(t, []string{"gordon", "deploy", "--debug=true", "--format=json", "--service=web", "--service=db", "--file=/tmp/gordon-in/manifest/app.toml"}, args)
 
+	assert.Equal(t, []string{"gordon", "deploy", "--debug=true", "--file=/home/me/app.toml", "--format=json", "--service=web", "--service=db"},
+		runnerArgs(got, gotArgs, map[string]bool{"copy-images": true, "state-dir": true}, nil), "a repeatable -f is passed once per value")
+
 	status := &cobra.Command{Use: "status", Run: func(*cobra.Command, []string) {}}
 	root.AddCommand(status)
 	assert.Equal(t, []string{"gordon", "status", "--", "-odd"}, runnerArgs(status, []string{"-odd"}, nil, nil))
@@ -67,6 +77,24 @@ func TestRemote_RunnerArgsFromParsedFlags(t *testing.T) {
 	root.AddCommand(version)
 	assert.True(t, localOnly(version))
 	assert.False(t, localOnly(status))
+}
+
+// Every verb that reads an app's input has the input flags with the types
+// the remote deploy reads them with (a string lookup of the repeatable -f
+// fails, and would send no manifest).
+func TestRemote_InputFlagsReadFromEveryInputVerb(t *testing.T) {
+	env := &cliEnv{}
+	for _, cmd := range []*cobra.Command{newDeployCommand(env), newValidateCommand(env), newConvertCommand(env)} {
+		require.NoError(t, cmd.ParseFlags([]string{"-f", "a.yaml", "-f", "b.yaml", "--env-file", "x.env", "--profile", "p1", "-p", "shop", "--project-directory", "/d"}), cmd.Name())
+		o, err := inputOptionsFromFlags(cmd.Flags())
+		require.NoError(t, err, cmd.Name())
+		assert.Equal(t, inputOptions{files: []string{"a.yaml", "b.yaml"}, envFiles: []string{"x.env"}, profiles: []string{"p1"}, projectName: "shop", projectDir: "/d"}, o, cmd.Name())
+		for _, name := range inputFlagNames {
+			assert.NotNil(t, cmd.Flags().Lookup(name), "%s --%s", cmd.Name(), name)
+		}
+	}
+	_, err := inputOptionsFromFlags((&cobra.Command{Use: "x"}).Flags())
+	assert.Error(t, err, "a verb without the input flags is an error, not an empty input")
 }
 
 // The bundle survives the trip; a length over the bound is refused before
@@ -148,4 +176,185 @@ func TestRemote_RunnerStopsWhenTheCLIGoesAwayOrSilent(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("no SIGTERM at the end of stdin")
 	}
+}
+
+// remoteDeployCall parses argv with the real deploy command under a gordon
+// root (as the docker CLI runs it) and prepares it for a runner of a remote
+// engine, as runRemote does; stderr is what the client printed.
+func remoteDeployCall(t *testing.T, argv ...string) (remoteCall, string, error) {
+	t.Helper()
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	t.Setenv("COMPOSE_PROFILES", "")
+	var stderr bytes.Buffer
+	dcli, err := command.NewDockerCli(command.WithInputStream(io.NopCloser(strings.NewReader(""))), command.WithOutputStream(io.Discard), command.WithErrorStream(&stderr))
+	require.NoError(t, err)
+	env := &cliEnv{dockerCli: dcli, logger: hclog.NewNullLogger(),
+		target: engineTarget{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
+	env.opts.stateDir = t.TempDir()
+	root := &cobra.Command{Use: "gordon", SilenceErrors: true, SilenceUsage: true}
+	root.PersistentFlags().StringVar(&env.opts.stateDir, "state-dir", env.opts.stateDir, "")
+	root.PersistentFlags().StringArrayVar(&env.opts.pluginDirs, "plugin-dir", nil, "")
+	deploy := newDeployCommand(env)
+	var rc remoteCall
+	var perr error
+	deploy.RunE = func(cmd *cobra.Command, args []string) error {
+		rc, perr = prepareBundle(context.Background(), cmd, env, args, serverPaths{Arch: "x86_64"})
+		return nil
+	}
+	root.AddCommand(deploy)
+	root.SetArgs(argv)
+	require.NoError(t, root.Execute())
+	return rc, stderr.String(), perr
+}
+
+// A remote deploy -f of a TOML manifest sends that file as is and gives the
+// runner one --file at its path; -f is the repeatable input flag, so the
+// manifest is found through it (not through a string flag lookup that
+// fails and sends nothing); the images to check or copy are the manifest's.
+func TestRemote_DeployBundleOfTOMLManifest(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "blog.toml")
+	data := []byte("name = \"blog\"\n\n[services.web]\nimage = \"blog-web:2\"\n\n[services.worker]\nimage = \"blog-worker:2\"\n")
+	require.NoError(t, os.WriteFile(file, data, 0o644))
+
+	rc, _, err := remoteDeployCall(t, "deploy", "-f", file, "--service", "web", "--copy-images", "--pull=never")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gordon", "deploy", "--pull=never", "--service=web", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.args)
+	require.Len(t, rc.bundle.Files, 1, "the manifest is sent")
+	assert.Equal(t, runnerFile{Path: "manifest/blog.toml", Mode: 0o600, Data: data}, rc.bundle.Files[0])
+	assert.Equal(t, []string{"blog-web:2", "blog-worker:2"}, rc.images)
+	assert.True(t, rc.shipImages)
+	assert.True(t, rc.copyImages)
+	assert.Empty(t, rc.bundle.Secrets)
+
+	rc, _, err = remoteDeployCall(t, "deploy", "-f", file, "--dry-run")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gordon", "deploy", "--dry-run=true", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.args)
+	assert.False(t, rc.shipImages, "a dry run checks no image on the engine")
+
+	// A manifest with problems is refused here, as a local deploy does.
+	require.NoError(t, os.WriteFile(file, []byte("name = \"blog\"\n[services.web]\n"), 0o644))
+	_, stderr, err := remoteDeployCall(t, "deploy", "-f", file)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nothing was changed")
+	assert.Contains(t, stderr, "image")
+
+	_, _, err = remoteDeployCall(t, "deploy", "blog", "--copy-images")
+	assert.ErrorIs(t, err, errNoCopyWithoutFile)
+}
+
+// A remote deploy of a compose project (two files, an env file, a profile,
+// a project name and directory, a file: secret) is loaded here and sent as
+// ONE manifest, the converted one; the compose flags stay here, the runner
+// gets one --file; the secret's value travels in memory (no bundle file
+// holds it) and a dry run reads no secret.
+func TestRemote_DeployBundleOfComposeProject(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	base := write("compose.yaml", `services:
+  web:
+    image: shop-web:${WEB_TAG:-1.0}
+    secrets: [api_key]
+  debug:
+    image: shop-debug:1
+    profiles: [debug]
+secrets:
+  api_key:
+    file: ./api_key.txt
+`)
+	override := write("compose.override.yaml", "services:\n  web:\n    environment:\n      MODE: ${MODE}\n")
+	envFile := write("prod.env", "WEB_TAG=2.5\nMODE=prod\n")
+	write("api_key.txt", "k3y-value")
+
+	argv := []string{"deploy", "-f", base, "-f", override, "--env-file", envFile, "--profile", "debug", "-p", "shop", "--project-directory", dir, "--op-key", "k1"}
+	rc, _, err := remoteDeployCall(t, argv...)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gordon", "deploy", "--op-key=k1", "--file=/tmp/gordon-in/manifest/shop.toml"}, rc.args)
+
+	want, err := compose.Load(context.Background(), compose.Options{Files: []string{base, override}, EnvFiles: []string{envFile}, Profiles: []string{"debug"}, ProjectName: "shop", WorkDir: dir})
+	require.NoError(t, err)
+	require.Len(t, rc.bundle.Files, 1, "one manifest, not the compose files")
+	assert.Equal(t, "manifest/shop.toml", rc.bundle.Files[0].Path)
+	assert.Equal(t, want.Manifest, rc.bundle.Files[0].Data, "the converted manifest, as convert prints it")
+	spec, err := manifest.Parse("sent", rc.bundle.Files[0].Data)
+	require.NoError(t, err)
+	assert.Equal(t, "shop", spec.Name)
+	require.Len(t, spec.Services, 2, "the debug profile is on")
+	assert.Equal(t, []string{"shop-debug:1", "shop-web:2.5"}, rc.images, "the env file's tag")
+	assert.Equal(t, "prod", spec.Services[1].Env["MODE"])
+
+	assert.Equal(t, []secretValue{{Service: "web", Name: "api_key", Value: []byte("k3y-value")}}, rc.bundle.Secrets)
+	for _, f := range rc.bundle.Files {
+		assert.NotContains(t, string(f.Data), "k3y-value", "a secret value is never a bundle file")
+	}
+
+	rc, _, err = remoteDeployCall(t, append(argv, "--dry-run")...)
+	require.NoError(t, err)
+	assert.Empty(t, rc.bundle.Secrets, "a dry run stores no secret, so it reads none")
+	assert.False(t, rc.shipImages)
+
+	// A secret file that cannot be read stops the deploy here.
+	require.NoError(t, os.Remove(filepath.Join(dir, "api_key.txt")))
+	_, _, err = remoteDeployCall(t, argv...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "secret api_key of service web")
+	assert.NotContains(t, err.Error(), "k3y-value")
+}
+
+// A compose bind cannot be checked against a remote engine's approved
+// binds (they are on that machine): it is refused with what to do.
+func TestRemote_ComposeBindRefusedForRemoteEngine(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "compose.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("name: site\nservices:\n  web:\n    image: site:1\n    volumes:\n      - /srv/site:/data\n"), 0o600))
+	rc, stderr, err := remoteDeployCall(t, "deploy", "-f", file)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nothing was changed")
+	assert.Contains(t, stderr, "is a remote engine")
+	assert.Contains(t, stderr, "[[services.NAME.bind]]")
+	assert.Empty(t, rc.bundle.Files)
+}
+
+// The runner stores the secrets the CLI sent under the app lock, in the
+// server's secret store.
+func TestRemote_RunnerStoresSentSecrets(t *testing.T) {
+	var stderr bytes.Buffer
+	dcli, err := command.NewDockerCli(command.WithInputStream(io.NopCloser(strings.NewReader(""))), command.WithOutputStream(io.Discard), command.WithErrorStream(&stderr))
+	require.NoError(t, err)
+	env := &cliEnv{dockerCli: dcli, logger: hclog.NewNullLogger()}
+	env.opts.stateDir = t.TempDir()
+	require.NoError(t, storeSecretValues(context.Background(), env, "shop", []secretValue{{Service: "web", Name: "api_key", Value: []byte("k3y-value")}}))
+	store, err := env.openStore()
+	require.NoError(t, err)
+	got, err := store.GetSecret(context.Background(), "shop", "web", "api_key")
+	require.NoError(t, err)
+	assert.Equal(t, "k3y-value", string(got))
+	assert.NotContains(t, stderr.String(), "k3y-value")
+	assert.Contains(t, stderr.String(), "secret api_key of web stored from compose (9 bytes)")
+}
+
+// For a remote engine deploy and validate refuse every compose bind (the
+// approved ones are on that machine); convert resolves against the local
+// state directory; a runner's engine is local.
+func TestRemote_BindPolicyByVerbAndEngine(t *testing.T) {
+	state := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(state, "config.toml"), []byte("[binds]\nsite = \"/srv/site\"\n"), 0o600))
+	env := &cliEnv{target: engineTarget{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
+	env.opts.stateDir = state
+	for _, verb := range []string{"deploy", "validate"} {
+		_, err := env.bindPolicy(verb)("/srv/site")
+		assert.ErrorContains(t, err, "context prod (tcp://vps.example:2376, remote) is a remote engine", verb)
+	}
+	name, err := env.bindPolicy("convert")("/srv/site")
+	require.NoError(t, err)
+	assert.Equal(t, "site", name)
+
+	env.target = engineTarget{Context: "default", Host: "unix:///var/run/docker.sock"}
+	name, err = env.bindPolicy("deploy")("/srv/site")
+	require.NoError(t, err)
+	assert.Equal(t, "site", name)
 }

@@ -27,9 +27,9 @@ import (
 	"github.com/docker/cli/cli/command"
 	"github.com/docker/cli/cli/config/credentials"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
 // Runner environment (set by runRunner on the runner container).
@@ -55,6 +55,19 @@ type runnerBundle struct {
 	// to its X-Registry-Auth value, resolved by the CLI from its own
 	// credentials (SPEC R13, S26). Held in memory only.
 	RegistryAuth map[string]string `json:"registry_auth,omitempty"`
+	// Secrets are the values of a compose project's file: and
+	// environment: secrets, read by the CLI, which deploy stores in the
+	// server's secret store before the revision (as a local deploy of the
+	// compose project does). Held in memory only: never a bundle file.
+	Secrets []secretValue `json:"secrets,omitempty"`
+}
+
+// secretValue is one secret to store for the deployed app: Service
+// (core.AppWideSecrets for an app-wide one), Name, and the raw Value.
+type secretValue struct {
+	Service string `json:"service"`
+	Name    string `json:"name"`
+	Value   []byte `json:"value"`
 }
 
 type runnerFile struct {
@@ -100,6 +113,7 @@ func readBundle(r io.Reader) (runnerBundle, error) {
 // runnerState is set once, in a runner container, before the CLI starts.
 type runnerState struct {
 	auth    map[string]string
+	secrets []secretValue
 	engine  string
 	context string
 }
@@ -134,7 +148,7 @@ func startRunnerSession() error {
 	}()
 	control := os.Stdin
 	os.Stdin = pr
-	runnerSession = &runnerState{auth: b.RegistryAuth, engine: os.Getenv(runnerEngineEnv), context: os.Getenv(runnerContextEnv)}
+	runnerSession = &runnerState{auth: b.RegistryAuth, secrets: b.Secrets, engine: os.Getenv(runnerEngineEnv), context: os.Getenv(runnerContextEnv)}
 	go watchControl(control, runnerSilence)
 	return nil
 }
@@ -247,12 +261,35 @@ func clientRegistryAuth(e *cliEnv, images []string) map[string]string {
 	return out
 }
 
+// remoteCall is a verb prepared for the runner: what goes over its stdin,
+// its command line, and the images to check (and with copyImages send)
+// on the target engine before it starts.
+type remoteCall struct {
+	bundle     runnerBundle
+	args       []string
+	images     []string
+	shipImages bool
+	copyImages bool
+}
+
+// runnerManifestDir is where the deploy's manifest lands in the runner.
+const runnerManifestDir = "manifest"
+
 // prepareBundle collects what the remote verb needs and rewrites its command
-// line: the manifest of deploy -f (and the images it names: copied with
-// --copy-images, else checked), custom plugins of --plugin-dir (static
-// Linux executables only), the value of secrets set, registry credentials.
-func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []string, p serverPaths) (runnerBundle, []string, error) {
-	var b runnerBundle
+// line. For deploy -f it loads the input here with the loader a local
+// deploy uses (a TOML manifest or a compose project: its files, .env,
+// --env-file, --profile, --project-name, --project-directory) and sends ONE
+// TOML manifest: the file as is, or the compose project's converted
+// manifest (what convert prints), plus the values of its file: and
+// environment: secrets in memory; the compose flags are consumed here and
+// the runner gets --file=<its path> once. Input problems are reported here,
+// as locally, before the engine is touched. Also: custom plugins of
+// --plugin-dir (static Linux executables only), the value of secrets set,
+// registry credentials for the images the input names. Nothing here talks
+// to the engine.
+func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []string, p serverPaths) (remoteCall, error) {
+	var rc remoteCall
+	b := &rc.bundle
 	drop := map[string]bool{"state-dir": true}
 	var extra []string
 	verb := strings.Join(verbPath(cmd), " ")
@@ -260,10 +297,13 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 
 	if f.Changed("plugin-dir") {
 		drop["plugin-dir"] = true
-		dirs, _ := f.GetStringArray("plugin-dir")
-		n, err := bundlePlugins(e, &b, dirs, p.Arch)
+		dirs, err := f.GetStringArray("plugin-dir")
 		if err != nil {
-			return b, nil, err
+			return rc, err
+		}
+		n, err := bundlePlugins(e, b, dirs, p.Arch)
+		if err != nil {
+			return rc, err
 		}
 		if n > 0 {
 			extra = append(extra, "--plugin-dir="+runnerInputDir+"/plugins")
@@ -275,34 +315,56 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 	switch verb {
 	case "deploy":
 		pulls = true
-		file, _ := f.GetString("file")
-		copyImages, _ := f.GetBool("copy-images")
-		dryRun, _ := f.GetBool("dry-run")
-		drop["copy-images"] = true
-		if copyImages && file == "" {
-			return b, nil, errNoCopyWithoutFile
+		o, err := inputOptionsFromFlags(f)
+		if err != nil {
+			return rc, err
 		}
-		if file != "" {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				return b, nil, fmt.Errorf("deploy: %w", err)
-			}
-			name := "manifest/" + filepath.Base(file)
-			b.Files = append(b.Files, runnerFile{Path: name, Mode: 0o600, Data: data})
-			drop["file"] = true
-			extra = append(extra, "--file="+runnerInputDir+"/"+name)
-			images, err = manifestImages(file)
-			if err != nil && copyImages {
-				return b, nil, fmt.Errorf("deploy --copy-images: %w", err)
-			}
-			// Without --copy-images a manifest that does not parse
-			// goes to the runner, whose deploy reports every problem.
-			if images != nil && !dryRun {
-				if err := shipImages(ctx, e, images, copyImages); err != nil {
-					return b, nil, err
+		copyImages, err := f.GetBool("copy-images")
+		if err != nil {
+			return rc, err
+		}
+		dryRun, err := f.GetBool("dry-run")
+		if err != nil {
+			return rc, err
+		}
+		drop["copy-images"] = true
+		if copyImages && len(o.files) == 0 {
+			return rc, errNoCopyWithoutFile
+		}
+		if len(o.files) == 0 {
+			break
+		}
+		for _, name := range inputFlagNames {
+			drop[name] = true
+		}
+		in, err := loadInput(ctx, e, "deploy", o, "")
+		if err != nil {
+			return rc, err
+		}
+		var file runnerFile
+		if in.compose != nil {
+			file = runnerFile{Path: runnerManifestDir + "/" + in.spec.Name + ".toml", Mode: 0o600, Data: in.compose.Manifest}
+			if !dryRun {
+				// A dry run stores nothing, so it reads no secret.
+				for _, s := range in.compose.Secrets {
+					v, err := s.Value()
+					if err != nil {
+						return rc, fmt.Errorf("deploy: %w; nothing was changed", err)
+					}
+					b.Secrets = append(b.Secrets, secretValue{Service: s.Service, Name: s.Name, Value: v})
 				}
 			}
+		} else {
+			data, err := os.ReadFile(o.files[0])
+			if err != nil {
+				return rc, fmt.Errorf("deploy: %w", err)
+			}
+			file = runnerFile{Path: runnerManifestDir + "/" + filepath.Base(o.files[0]), Mode: 0o600, Data: data}
 		}
+		b.Files = append(b.Files, file)
+		extra = append(extra, "--file="+runnerInputDir+"/"+file.Path)
+		images = specImages(in.spec)
+		rc.images, rc.copyImages, rc.shipImages = images, copyImages, !dryRun
 	case "start", "restart", "rollback", "reconcile":
 		pulls = true
 	case "secrets set":
@@ -312,28 +374,54 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		}
 		data, err := io.ReadAll(io.LimitReader(in, maxSecretSize+1))
 		if err != nil {
-			return b, nil, fmt.Errorf("secrets set: read standard input: %w", err)
+			return rc, fmt.Errorf("secrets set: read standard input: %w", err)
 		}
 		b.Stdin = data
 	}
 	if pulls {
 		b.RegistryAuth = clientRegistryAuth(e, images)
 	}
-	return b, runnerArgs(cmd, args, drop, extra), nil
+	rc.args = runnerArgs(cmd, args, drop, extra)
+	return rc, nil
 }
 
-// manifestImages lists the images the manifest file names (nil and the
-// loader's error when it does not parse).
-func manifestImages(file string) ([]string, error) {
-	spec, _, err := manifest.Load(file)
-	if err != nil {
-		return nil, err
+// inputFlagNames are the flags of addInputFlags: the client consumes them
+// all for a remote deploy -f (the runner gets one --file).
+var inputFlagNames = []string{"file", "env-file", "profile", "project-name", "project-directory"}
+
+// inputOptionsFromFlags reads the addInputFlags flags of a parsed command
+// (errors when the command lacks one or it has another type).
+func inputOptionsFromFlags(f *pflag.FlagSet) (inputOptions, error) {
+	var o inputOptions
+	var err error
+	get := func(name string, dst *[]string) {
+		if err == nil {
+			*dst, err = f.GetStringArray(name)
+		}
 	}
-	images := []string{}
+	get("file", &o.files)
+	get("env-file", &o.envFiles)
+	get("profile", &o.profiles)
+	if err == nil {
+		o.projectName, err = f.GetString("project-name")
+	}
+	if err == nil {
+		o.projectDir, err = f.GetString("project-directory")
+	}
+	if err != nil {
+		return o, fmt.Errorf("read the input flags: %w", err)
+	}
+	return o, nil
+}
+
+// specImages lists the images an app's services name, in service order
+// (duplicates kept; shipImages skips repeats).
+func specImages(spec core.AppSpec) []string {
+	images := make([]string, 0, len(spec.Services))
 	for _, s := range spec.Services {
 		images = append(images, s.Image)
 	}
-	return images, nil
+	return images
 }
 
 // bundlePlugins adds the custom plugins (gordon-<kind>-<name>) of dirs that
@@ -394,4 +482,4 @@ func staticLinuxExecutable(data []byte, arch string) string {
 }
 
 // errNoCopyWithoutFile is deploy --copy-images without a manifest.
-var errNoCopyWithoutFile = errors.New("deploy --copy-images needs -f FILE: the images to copy are the ones the manifest names; nothing was changed")
+var errNoCopyWithoutFile = errors.New("deploy --copy-images needs -f FILE: the images to copy are the ones the manifest or compose project names; nothing was changed")

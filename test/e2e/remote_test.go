@@ -225,6 +225,57 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	require.Equal(t, 0, lr.Code, lr.String())
 	assert.NotContains(t, lr.Stdout, app, "the local engine's status does not show the remote app")
 
+	// A compose project (two files, an env file, a file: secret) through
+	// the context: validate and the dry run here, then the deploy runs
+	// the converted manifest there and stores the secret there.
+	cdir := t.TempDir()
+	capp := "e2eremotec"
+	writeFile(t, filepath.Join(cdir, "compose.yaml"), fmt.Sprintf(`name: %s
+services:
+  web:
+    image: %s
+    secrets: [api_key]
+    healthcheck:
+      test: ["CMD", "/httpd", "-get", "http://127.0.0.1:8080/healthz"]
+      interval: 1s
+      timeout: 2s
+      retries: 5
+    stop_grace_period: 2s
+    x-gordon:
+      host: remotec.test
+      port: 8080
+secrets:
+  api_key:
+    file: ./api_key.txt
+`, capp, v1))
+	writeFile(t, filepath.Join(cdir, "compose.override.yaml"), "services:\n  web:\n    environment:\n      GREETING: ${GREETING}\n")
+	writeFile(t, filepath.Join(cdir, "prod.env"), "GREETING=from-env-file\n")
+	writeFile(t, filepath.Join(cdir, "api_key.txt"), "compose-k3y")
+	cargs := []string{"-f", filepath.Join(cdir, "compose.yaml"), "-f", filepath.Join(cdir, "compose.override.yaml"), "--env-file", filepath.Join(cdir, "prod.env")}
+	r = remote(t, e.Context, client, append([]string{"validate"}, cargs...)...)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "ok (compose project, app "+capp+", 1 service(s))")
+	r = remote(t, e.Context, client, append([]string{"deploy", "--dry-run"}, cargs...)...)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "web")
+	assert.Empty(t, e.managed(t, capp), "a dry run changes nothing")
+	r = remote(t, e.Context, client, append([]string{"deploy", "--copy-images"}, cargs...)...)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "secret api_key of web stored from compose (11 bytes)")
+	assert.NotContains(t, r.Stderr+r.Stdout, "compose-k3y")
+	require.Len(t, e.managed(t, capp), 1, "the compose app runs on the second engine")
+	code, body, err = edge.get("remotec.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+	assert.True(t, strings.HasPrefix(body, "from-env-file: version=v1"), "the override's value from the env file: %q", body)
+	cvals, _ := filepath.Glob(filepath.Join(e.StateDir, "secrets", "*", "web", "api_key"))
+	require.Len(t, cvals, 1, "the secret is in the server's store")
+	got, err := os.ReadFile(cvals[0])
+	require.NoError(t, err)
+	assert.Equal(t, "compose-k3y", string(got))
+	r = remote(t, e.Context, client, "remove", capp)
+	require.Equal(t, 0, r.Code, r.String())
+
 	// secrets set sends its stdin; the value lands in the server's state.
 	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
 	defer scancel()
@@ -233,7 +284,7 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	require.NoError(t, scmd.Run(), "%s%s", sso, sse)
 	vals, _ := filepath.Glob(filepath.Join(e.StateDir, "secrets", "*", "web", "token"))
 	require.Len(t, vals, 1)
-	got, err := os.ReadFile(vals[0])
+	got, err = os.ReadFile(vals[0])
 	require.NoError(t, err)
 	assert.Equal(t, "s3cret-value", string(got))
 
