@@ -109,7 +109,9 @@ func loadInput(ctx context.Context, env *cliEnv, verb string, o inputOptions, fo
 }
 
 // sniffCompose reads the head of path and reports whether it is a compose
-// file (YAML with services: or include:) rather than a TOML manifest.
+// file (YAML with services: or include:) rather than a TOML manifest; a
+// .yml/.yaml file that parses as neither counts as compose, so that its
+// YAML error is the one reported.
 func sniffCompose(path string) (bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -120,7 +122,18 @@ func sniffCompose(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return compose.IsCompose(data), nil
+	if compose.IsCompose(data) {
+		return true, nil
+	}
+	// A .yml/.yaml file that is no TOML either is a compose file with a
+	// mistake: the compose loader, not the TOML parser, reports it.
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yml" || ext == ".yaml" {
+		var probe map[string]any
+		if toml.Unmarshal(data, &probe) != nil {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // bindPolicy is the compose loader's bind check for verb: the approved

@@ -41,12 +41,14 @@ func TestSniffCompose_ByContent(t *testing.T) {
 		content string
 		compose bool
 	}{
-		"app.yml":         {"services:\n  web:\n    image: x\n", true},
-		"compose.toml":    {"services:\n  web:\n    image: x\n", true},
-		"compose.yaml":    {"name = \"blog\"\n[services.web]\nimage = \"x\"\n", false},
-		"app.json":        {`{"services": {"web": {"image": "x"}}}`, true},
-		"include.yaml":    {"include:\n  - other.yaml\n", true},
-		"not-compose.yml": {"apiVersion: v1\nkind: Pod\n", false},
+		"app.yml":          {"services:\n  web:\n    image: x\n", true},
+		"compose.toml":     {"services:\n  web:\n    image: x\n", true},
+		"compose.yaml":     {"name = \"blog\"\n[services.web]\nimage = \"x\"\n", false},
+		"app.json":         {`{"services": {"web": {"image": "x"}}}`, true},
+		"include.yaml":     {"include:\n  - other.yaml\n", true},
+		"kubernetes.yml":   {"apiVersion: v1\nkind: Pod\n", true}, // YAML, not TOML: the compose loader says what is wrong
+		"misindented.yaml": {"services:\n  web:\n    image: x\n   ports: [\"80\"]\n", true},
+		"typo.yml":         {"service:\n  web:\n    image: x\n", true},
 	} {
 		got, err := sniffCompose(write(name, tc.content))
 		require.NoError(t, err)
