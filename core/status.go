@@ -154,6 +154,8 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 		if e.Runtime != nil && a.Container != "" {
 			cs, err := e.Runtime.InspectContainer(ctx, a.Container)
 			switch {
+			case errors.Is(err, ErrNotFound) && st.Stopped:
+				ss.State = AppStateStopped // R50 retired it; start rebuilds it
 			case errors.Is(err, ErrNotFound):
 				ss.State = "missing"
 			case err == nil:

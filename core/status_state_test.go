@@ -54,3 +54,17 @@ func TestStatus_FailedFirstDeployIsNotRunning(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, core.AppStateNotDeployed, st.State)
 }
+
+// After stop (R50 retires the containers, ACTIVE keeps their IDs), each
+// service reads stopped, not missing, and the app stopped.
+func TestStatus_StoppedAppServicesReadStopped(t *testing.T) {
+	h := lcSeed(t, "c-1", 17000, 0)
+	_, err := h.Engine.Stop(h.Ctx(), core.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	st, err := h.Engine.Status(h.Ctx(), "blog")
+	require.NoError(t, err)
+	require.Len(t, st.Services, 1)
+	assert.Equal(t, core.AppStateStopped, st.Services[0].State)
+	assert.Equal(t, core.AppStateStopped, st.State)
+	assert.Empty(t, st.Problems)
+}
