@@ -57,7 +57,11 @@ func newSecretsSetCommand(env *cliEnv) *cobra.Command {
 				if err := s.SetSecret(cmd.Context(), args[0], args[1], args[2], value); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.dockerCli.Out(), "secret %s set for %s/%s (%d bytes)\n", args[2], args[0], args[1], len(value))
+				scope := args[0] + "/" + args[1]
+				if args[1] == core.AppWideSecrets {
+					scope = args[0] + " (app-wide)"
+				}
+				fmt.Fprintf(env.dockerCli.Out(), "secret %s set for %s (%d bytes)\n", args[2], scope, len(value))
 				return nil
 			})
 		},
@@ -124,7 +128,10 @@ type secretsLsOptions struct{ format string }
 
 // secretEntry is one row of `secrets ls` (names only, never values).
 type secretEntry struct {
+	// Service is the service the secret belongs to; "" with AppWide.
 	Service string `json:"service"`
+	// AppWide is true for an app-wide secret (`secrets set APP NAME`).
+	AppWide bool   `json:"app_wide,omitempty"`
 	Name    string `json:"name"`
 	// Referenced is true when the latest revision's manifest uses it.
 	Referenced bool `json:"referenced"`
@@ -173,6 +180,20 @@ func newSecretsLsCommand(env *cliEnv) *cobra.Command {
 			}
 			sort.Strings(names)
 			out := []secretEntry{}
+			if len(args) == 1 {
+				// App-wide secrets first: every service may refer to them.
+				list, err := store.ListSecrets(ctx, app, core.AppWideSecrets)
+				if err != nil {
+					return err
+				}
+				for _, n := range list {
+					used := false
+					for _, r := range refs {
+						used = used || r[n]
+					}
+					out = append(out, secretEntry{AppWide: true, Name: n, Referenced: used})
+				}
+			}
 			for _, svc := range names {
 				list, err := store.ListSecrets(ctx, app, svc)
 				if err != nil {
@@ -192,7 +213,11 @@ func newSecretsLsCommand(env *cliEnv) *cobra.Command {
 			tw := newTable(env.dockerCli.Out())
 			fmt.Fprintln(tw, "SERVICE\tNAME\tREFERENCED")
 			for _, e := range out {
-				fmt.Fprintf(tw, "%s\t%s\t%t\n", e.Service, e.Name, e.Referenced)
+				svc := e.Service
+				if e.AppWide {
+					svc = "(app-wide)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%t\n", svc, e.Name, e.Referenced)
 			}
 			return tw.Flush()
 		},

@@ -242,6 +242,12 @@ secrets:
 	require.Equal(t, 0, r.Code, r.String())
 	require.Contains(t, r.Stdout, `"name": "token"`, "the compose secret's file was stored in the app's secret store")
 	require.NotContains(t, r.Stdout, "s3cr3t-value")
+	r = gordonIn(t, state, "app-wide-value", "secrets", "set", app, "shared-token")
+	require.Equal(t, 0, r.Code, r.String())
+	r = gordon(t, state, "secrets", "ls", app, "--format", "json")
+	require.Equal(t, 0, r.Code, r.String())
+	require.Contains(t, r.Stdout, `"app_wide": true,
+    "name": "shared-token"`, "an app-wide secret is listed as such")
 	code, body, err := edge.get("once.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
