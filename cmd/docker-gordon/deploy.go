@@ -63,6 +63,9 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	case fromFile && len(args) > 0:
 		return errors.New("deploy: give either -f FILE or APP, not both")
 	}
+	if hint := fileArgHint(cmd, args); hint != "" {
+		return fmt.Errorf("deploy: %q is not an app name%s", args[0], hint)
+	}
 	switch o.pull {
 	case "always", "missing", "never":
 	default:

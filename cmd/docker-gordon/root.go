@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -270,10 +271,27 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 func usageArgs(rule cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := rule(cmd, args); err != nil {
-			return fmt.Errorf("%s: %w\nusage: %s", cmd.CommandPath(), err, cmd.UseLine())
+			return fmt.Errorf("%s: %w%s\nusage: %s", cmd.CommandPath(), err, fileArgHint(cmd, args), cmd.UseLine())
 		}
 		return nil
 	}
+}
+
+// fileArgHint is "; to read FILE, pass it with -f" when one of args is an
+// existing manifest or compose file and cmd takes -f ("" otherwise).
+func fileArgHint(cmd *cobra.Command, args []string) string {
+	if cmd.Flags().Lookup("file") == nil {
+		return ""
+	}
+	for _, a := range args {
+		switch strings.ToLower(filepath.Ext(a)) {
+		case ".toml", ".yaml", ".yml", ".json":
+			if st, err := os.Stat(a); err == nil && !st.IsDir() {
+				return fmt.Sprintf("\n%s is a file: pass it with -f (%s -f %s)", a, cmd.CommandPath(), a)
+			}
+		}
+	}
+	return ""
 }
 
 // hostProbes resolves readiness types to probe plugins: built-in types to

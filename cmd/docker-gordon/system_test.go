@@ -408,3 +408,19 @@ func TestCLI_ArgumentErrorsNameCommandAndUsage(t *testing.T) {
 	assert.Contains(t, err.Error(), "usage: gordon ops APP [OP]")
 	assert.NoError(t, ops.Args(ops, []string{"app"}))
 }
+
+// A manifest given as a positional argument gets a hint to pass it with -f.
+func TestCLI_FileGivenWithoutDashFIsNamed(t *testing.T) {
+	root := &cobra.Command{Use: "gordon"}
+	validate := &cobra.Command{Use: "validate -f FILE", Args: usageArgs(cobra.NoArgs), RunE: func(*cobra.Command, []string) error { return nil }}
+	validate.Flags().StringArrayP("file", "f", nil, "")
+	root.AddCommand(validate)
+	file := filepath.Join(t.TempDir(), "shop.toml")
+	require.NoError(t, os.WriteFile(file, []byte("name = \"shop\"\n"), 0o600))
+	err := validate.Args(validate, []string{file})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is a file: pass it with -f (gordon validate -f "+file+")")
+	err = validate.Args(validate, []string{"no-such.toml"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "pass it with -f", "only an existing file gets the hint")
+}
