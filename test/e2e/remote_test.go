@@ -515,9 +515,12 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	cleanupApp(t, lapp)
 	writeFile(t, file, webManifest(lapp, private, "local."+host, ""))
 	t.Cleanup(func() { _ = exec.Command("docker", "rmi", private).Run() })
+	require.Error(t, exec.Command("docker", "image", "inspect", private).Run(), "the local engine lacks the private image before the deploy")
 	lr := gordon(t, local, "deploy", "-f", file)
 	require.Equal(t, 0, lr.Code, lr.String())
-	assert.Contains(t, lr.Stderr, "pull", "the image was pulled")
+	// The pull happens in the checks before the revision is stored (R12),
+	// so it has no progress line of its own: the image is simply there.
+	require.NoError(t, exec.Command("docker", "image", "inspect", private).Run(), "the image was pulled with the CLI's credentials")
 	require.Len(t, managed(t, lapp, "web"), 1)
 }
 
