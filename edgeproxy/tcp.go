@@ -3,7 +3,6 @@ package edgeproxy
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -148,13 +147,13 @@ func (t *tcpRelays) accept(l *tcpListener) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		tg := l.target.Load() // read once: this connection stays on its backend
+		tg := acquireTCP(l) // read once: this connection stays on its backend
 		t.wg.Add(1)
 		if tg.backend == nil {
 			go t.holdConn(c, l, tg)
 			continue
 		}
-		go t.relay(c, tg.backend)
+		go t.relay(c, l, tg.backend)
 	}
 }
 
@@ -165,7 +164,7 @@ func (t *tcpRelays) accept(l *tcpListener) {
 func (t *tcpRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
 	for {
 		if tg.backend != nil {
-			t.relay(c, tg.backend) // takes over the wg count
+			t.relay(c, l, tg.backend) // takes over the wg count
 			return
 		}
 		now := time.Now()
@@ -185,7 +184,7 @@ func (t *tcpRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
 		var next *tcpTarget
 		select {
 		case <-tg.replaced:
-			next = l.target.Load()
+			next = acquireTCP(l)
 		case <-timer.C:
 		case <-t.done:
 		}
@@ -200,19 +199,24 @@ func (t *tcpRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
 	}
 }
 
-// relay dials b and copies both directions, propagating half-closes
-// (CloseWrite) so protocols that shut down one direction keep working.
-func (t *tcpRelays) relay(client net.Conn, b *backend) {
+// relay dials b, already counted in its openConns by acquireTCP, and
+// copies both directions, propagating half-closes (CloseWrite) so protocols
+// that shut down one direction keep working. A backend that fails before
+// its first byte may be replaced by the listener's current one (SPEC R67).
+func (t *tcpRelays) relay(client net.Conn, l *tcpListener, b *backend) {
 	defer t.wg.Done()
-	b.openConns.Add(1)
-	defer b.openConns.Add(-1)
-	upstream, err := net.DialTimeout("tcp", b.addr, t.dialTimeout)
+	s := &tcpSession{t: t, l: l, client: client, b: b}
+	defer func() {
+		s.mu.Lock()
+		s.b.openConns.Add(-1)
+		s.mu.Unlock()
+	}()
+	upstream, err := s.dial()
 	if err != nil {
-		t.logger.Debug("tcp relay dial", "backend", b.addr, "error", err)
 		_ = client.Close()
 		return
 	}
-	rc := &relayConn{client: client, upstream: upstream}
+	s.rc = &relayConn{client: client, upstream: upstream}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -220,33 +224,22 @@ func (t *tcpRelays) relay(client net.Conn, b *backend) {
 		_ = upstream.Close()
 		return
 	}
-	t.conns[rc] = struct{}{}
+	t.conns[s.rc] = struct{}{}
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
-		delete(t.conns, rc)
+		delete(t.conns, s.rc)
+		up := s.rc.upstream
 		t.mu.Unlock()
 		_ = client.Close()
-		_ = upstream.Close()
+		_ = up.Close()
 	}()
 
 	done := make(chan struct{}, 2)
-	go pipe(upstream, client, done)
-	go pipe(client, upstream, done)
+	go s.clientToUpstream(done)
+	go s.upstreamToClient(done)
 	<-done
 	<-done
-}
-
-// pipe copies src to dst, then half-closes dst's write side (or closes dst
-// when it cannot half-close).
-func pipe(dst, src net.Conn, done chan<- struct{}) {
-	_, _ = io.Copy(dst, src)
-	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	} else {
-		_ = dst.Close()
-	}
-	done <- struct{}{}
 }
 
 // listenerStatus reports every bound and failed TCP listener.

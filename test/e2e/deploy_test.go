@@ -248,17 +248,17 @@ publish = %q
 	_, r := deployJSON(t, state, file)
 	require.Equal(t, 0, r.Code, r.String())
 
-	// Every new connect must be accepted (zero refused, the zero-downtime
-	// rule for TCP); the loop runs once more if it saw one refused. A broken
-	// exchange (connected, then cut) about once per 10 deploys is an open
-	// defect at retirement (closing note of this round): at most 2 per run.
+	// Every new connect is accepted and answered (zero refused, zero broken:
+	// the zero-downtime rule for TCP, with SPEC R67's failover for a
+	// connection the retired generation closes before its first byte). The
+	// loop runs once more if it saw a failure; the second run must be clean.
 	refused, broken := tcpRelayAcrossDeploys(t, state, file, manifest, publish, e1, e2)
-	if refused > 0 {
-		t.Logf("%d refused connects; running the deploy loop once more", refused)
+	if refused+broken > 0 {
+		t.Logf("%d refused connects, %d broken exchanges; running the deploy loop once more", refused, broken)
 		refused, broken = tcpRelayAcrossDeploys(t, state, file, manifest, publish, e1, e2)
 		require.Zero(t, refused, "refused connects in the second run")
+		require.Zero(t, broken, "broken exchanges in the second run")
 	}
-	require.LessOrEqual(t, broken, int64(2), "broken exchanges")
 }
 
 // tcpRelayAcrossDeploys deploys 10 times (2 with -short), alternating e2

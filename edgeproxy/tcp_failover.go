@@ -1,0 +1,216 @@
+package edgeproxy
+
+import (
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// tcpReplayLimit bounds what a relay records of the client's bytes
+	// before its backend's first byte (SPEC R67); beyond it the connection
+	// is committed to its backend.
+	tcpReplayLimit = 64 << 10
+	// tcpFailoverWindow is how long after its dial a backend connection may
+	// still be replaced when it ends without a byte (SPEC R67).
+	tcpFailoverWindow = 500 * time.Millisecond
+	// tcpMaxFailovers bounds the replacements of one connection.
+	tcpMaxFailovers = 2
+)
+
+// acquireTCP picks the listener's current target and counts the connection
+// on its backend before checking that the target is still current, so a
+// status read after the next swap sees the connection (the same
+// count-then-recheck as HTTP). It returns the target; a target without a
+// backend (held, SPEC R58) is returned uncounted.
+func acquireTCP(l *tcpListener) *tcpTarget {
+	for {
+		tg := l.target.Load()
+		if tg.backend == nil {
+			return tg
+		}
+		tg.backend.openConns.Add(1)
+		if l.target.Load() == tg {
+			return tg
+		}
+		tg.backend.openConns.Add(-1)
+	}
+}
+
+// tcpSession is one relayed connection while its backend may still be
+// replaced. Until the backend sends its first byte the client's bytes are
+// recorded in replay; a backend that is no longer the listener's target and
+// ends (EOF, reset) within tcpFailoverWindow of its dial without sending a
+// byte, while the client still waits (has not half-closed), is replaced by
+// the listener's current backend, which gets the recorded bytes (SPEC R67).
+// That is the retired generation closing its listener under a connection
+// the edge routed to it just before the switch.
+type tcpSession struct {
+	t      *tcpRelays
+	l      *tcpListener
+	rc     *relayConn
+	client net.Conn
+
+	mu        sync.Mutex
+	b         *backend // counted in openConns
+	dialed    time.Time
+	replay    []byte
+	clientEOF bool
+	failovers int
+	// committed is set once the backend sent a byte or the replay limit
+	// passed: the connection stays on its backend from then on.
+	committed atomic.Bool
+}
+
+// upstream returns the session's current backend connection.
+func (s *tcpSession) upstream() net.Conn {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	return s.rc.upstream
+}
+
+// clientToUpstream copies the client's bytes to the current backend,
+// recording them until the session is committed, then hands the rest to
+// io.Copy (splice), and half-closes the backend's write side at the end.
+func (s *tcpSession) clientToUpstream(done chan<- struct{}) {
+	defer func() { done <- struct{}{} }()
+	buf := make([]byte, 16<<10)
+	for !s.committed.Load() {
+		n, err := s.client.Read(buf)
+		if n > 0 {
+			s.mu.Lock()
+			if !s.committed.Load() {
+				if len(s.replay)+n > tcpReplayLimit {
+					s.committed.Store(true)
+					s.replay = nil
+				} else {
+					s.replay = append(s.replay, buf[:n]...)
+				}
+			}
+			s.mu.Unlock()
+			// A write to a backend that has just failed is harmless: the
+			// bytes are in replay for its replacement.
+			if _, werr := s.upstream().Write(buf[:n]); werr != nil && s.committed.Load() {
+				closeWrite(s.upstream())
+				return
+			}
+		}
+		if err != nil {
+			s.mu.Lock()
+			s.clientEOF = true
+			s.mu.Unlock()
+			closeWrite(s.upstream())
+			return
+		}
+	}
+	up := s.upstream()
+	_, _ = io.Copy(up, s.client)
+	closeWrite(up)
+}
+
+// upstreamToClient copies the backend's bytes to the client; a backend that
+// ends before its first byte is replaced when failover allows it.
+func (s *tcpSession) upstreamToClient(done chan<- struct{}) {
+	defer func() { done <- struct{}{} }()
+	var one [1]byte
+	for {
+		up := s.upstream()
+		n, err := up.Read(one[:])
+		if n > 0 {
+			s.committed.Store(true)
+			if _, err := s.client.Write(one[:n]); err != nil {
+				closeWrite(s.client)
+				return
+			}
+			_, _ = io.Copy(s.client, up)
+			break
+		}
+		if err != nil && !s.failover(up) {
+			// Ended for good: a failed write of the client's next bytes
+			// ends the other direction too.
+			s.committed.Store(true)
+			break
+		}
+	}
+	closeWrite(s.client)
+}
+
+// failover replaces failed, the session's backend connection, with one to
+// the listener's current backend when SPEC R67 allows it, and reports
+// whether it did.
+func (s *tcpSession) failover(failed net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.committed.Load() || s.clientEOF || s.failovers >= tcpMaxFailovers ||
+		time.Since(s.dialed) > tcpFailoverWindow {
+		return false
+	}
+	tg := acquireTCP(s.l)
+	if tg.backend == nil {
+		return false
+	}
+	if tg.backend == s.b {
+		tg.backend.openConns.Add(-1)
+		return false
+	}
+	next, err := net.DialTimeout("tcp", tg.backend.addr, s.t.dialTimeout)
+	if err == nil && len(s.replay) > 0 {
+		_, err = next.Write(s.replay)
+	}
+	if err != nil {
+		tg.backend.openConns.Add(-1)
+		if next != nil {
+			_ = next.Close()
+		}
+		return false
+	}
+	s.failovers++
+	s.t.logger.Debug("tcp relay failover", "listen", s.l.listen, "from", s.b.addr, "to", tg.backend.addr, "replayed", len(s.replay))
+	s.b.openConns.Add(-1)
+	s.b, s.dialed = tg.backend, time.Now()
+	s.t.mu.Lock()
+	s.rc.upstream = next
+	s.t.mu.Unlock()
+	_ = failed.Close()
+	return true
+}
+
+// closeWrite half-closes c's write side, or closes c when it cannot.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	} else {
+		_ = c.Close()
+	}
+}
+
+// dial connects the session to its backend; when that fails and the
+// listener has moved on to another backend, the connection goes there
+// instead (SPEC R67).
+func (s *tcpSession) dial() (net.Conn, error) {
+	up, err := net.DialTimeout("tcp", s.b.addr, s.t.dialTimeout)
+	if err == nil {
+		s.dialed = time.Now()
+		return up, nil
+	}
+	s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)
+	tg := acquireTCP(s.l)
+	if tg.backend == nil {
+		return nil, err
+	}
+	if tg.backend == s.b {
+		tg.backend.openConns.Add(-1)
+		return nil, err
+	}
+	s.b.openConns.Add(-1)
+	s.b = tg.backend
+	up, err = net.DialTimeout("tcp", s.b.addr, s.t.dialTimeout)
+	if err != nil {
+		s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)
+		return nil, err
+	}
+	s.dialed = time.Now()
+	return up, nil
+}

@@ -1,0 +1,153 @@
+package edgeproxy_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// closingTCP is a backend that accepts a connection, reports it on accepted,
+// and closes it without a byte once release is closed: a retired
+// generation closing its listener under a connection in flight. With
+// replyFirst it answers "old:hello\n" before it closes.
+func closingTCP(t *testing.T, replyFirst bool) (addr string, accepted <-chan struct{}, release chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	acc := make(chan struct{}, 16)
+	release = make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if replyFirst {
+				_, _ = io.WriteString(c, "old:hello\n")
+			}
+			acc <- struct{}{}
+			go func() {
+				<-release
+				_ = c.Close()
+			}()
+		}
+	}()
+	return ln.Addr().String(), acc, release
+}
+
+// dialRelay connects to listen and waits until the backend accepted the
+// relayed connection.
+func dialRelay(t *testing.T, listen string, accepted <-chan struct{}) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", listen)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	select {
+	case <-accepted:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the backend never saw the relayed connection")
+	}
+	return c
+}
+
+// R67: a connection relayed to a backend just before the switch, which the
+// retired backend then closes without a byte, goes to the new backend with
+// the bytes the client already sent; the client never sees the failure.
+func TestR67_TCPRetiredBackendClosingBeforeFirstByteFailsOver(t *testing.T) {
+	e := startEdge(t)
+	oldBE, accepted, release := closingTCP(t, false)
+	newBE := echoTCP(t, "new")
+	listen := freePort(t)
+	e.publish(t, tcpTable(1, tcpRoute(listen, oldBE)))
+
+	c := dialRelay(t, listen, accepted)
+	_, err := io.WriteString(c, "ping\n")
+	require.NoError(t, err)
+	e.publish(t, tcpTable(2, tcpRoute(listen, newBE)))
+	close(release)
+
+	require.NoError(t, c.SetDeadline(time.Now().Add(3*time.Second)))
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err, "the relay failed over instead of cutting the client")
+	assert.Equal(t, "new:ping\n", line, "the new backend got the replayed bytes")
+	assert.Equal(t, "new:more\n", roundTrip(t, c, r, "more"), "the connection stays on the new backend")
+	st := e.srv.Status()
+	assert.Equal(t, int64(1), openConns(st, newBE), "the connection is counted on its new backend")
+	assert.LessOrEqual(t, openConns(st, oldBE), int64(0), "and no longer on the old one")
+}
+
+// R67: the listener's current backend closing without a byte is the
+// backend's answer, not a failover case: the client sees the close.
+func TestR67_TCPCurrentBackendClosingIsNotRetried(t *testing.T) {
+	e := startEdge(t)
+	be, accepted, release := closingTCP(t, false)
+	listen := freePort(t)
+	e.publish(t, tcpTable(1, tcpRoute(listen, be)))
+
+	c := dialRelay(t, listen, accepted)
+	_, err := io.WriteString(c, "ping\n")
+	require.NoError(t, err)
+	close(release)
+	require.NoError(t, c.SetDeadline(time.Now().Add(3*time.Second)))
+	_, err = bufio.NewReader(c).ReadString('\n')
+	assert.ErrorIs(t, err, io.EOF)
+}
+
+// R67: once the backend sent a byte the connection is committed to it: its
+// close reaches the client, nothing is replayed elsewhere.
+func TestR67_TCPBackendThatAnsweredIsNeverReplaced(t *testing.T) {
+	e := startEdge(t)
+	oldBE, accepted, release := closingTCP(t, true)
+	newBE, newAccepted, _ := closingTCP(t, false)
+	listen := freePort(t)
+	e.publish(t, tcpTable(1, tcpRoute(listen, oldBE)))
+
+	c := dialRelay(t, listen, accepted)
+	require.NoError(t, c.SetDeadline(time.Now().Add(3*time.Second)))
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "old:hello\n", line)
+	e.publish(t, tcpTable(2, tcpRoute(listen, newBE)))
+	close(release)
+	_, err = r.ReadString('\n')
+	assert.ErrorIs(t, err, io.EOF, "the answered connection ends with its backend")
+	select {
+	case <-newAccepted:
+		t.Fatal("an answered connection was replayed to the new backend")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// R67: a client that half-closed has said all it will say; its bytes may
+// have been consumed by the old backend, so they are not replayed.
+func TestR67_TCPHalfClosedClientIsNotReplayed(t *testing.T) {
+	e := startEdge(t)
+	oldBE, accepted, release := closingTCP(t, false)
+	newBE, newAccepted, _ := closingTCP(t, false)
+	listen := freePort(t)
+	e.publish(t, tcpTable(1, tcpRoute(listen, oldBE)))
+
+	c := dialRelay(t, listen, accepted)
+	_, err := io.WriteString(c, "fire-and-forget\n")
+	require.NoError(t, err)
+	require.NoError(t, c.(*net.TCPConn).CloseWrite())
+	time.Sleep(50 * time.Millisecond) // the relay passes the half-close on
+	e.publish(t, tcpTable(2, tcpRoute(listen, newBE)))
+	close(release)
+	require.NoError(t, c.SetDeadline(time.Now().Add(3*time.Second)))
+	_, err = bufio.NewReader(c).ReadString('\n')
+	assert.ErrorIs(t, err, io.EOF)
+	select {
+	case <-newAccepted:
+		t.Fatal("a half-closed client's bytes were replayed")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
