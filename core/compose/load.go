@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 
@@ -219,10 +218,7 @@ func loadError(err error, ps *positions) error {
 		if at.File == "" {
 			at.File = file
 		}
-		p := Problem{File: at.File, Line: at.Line, Column: at.Column, Key: m[2], Message: m[3]}
-		if rest, ok := strings.CutPrefix(m[2], "services."); ok {
-			p.Service, _, _ = strings.Cut(rest, ".")
-		}
+		p := Problem{File: at.File, Line: at.Line, Column: at.Column, Service: serviceOf(m[2]), Key: m[2], Message: m[3]}
 		return &Error{Files: []string{file}, Problems: []Problem{p}}
 	}
 	return fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)

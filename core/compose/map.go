@@ -2,9 +2,9 @@ package compose
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
 )
@@ -57,11 +57,18 @@ func (m *mapper) refuseAt(keyPath, item, msg string) {
 	} else {
 		at = m.ps.locate(keyPath)
 	}
-	svc := ""
-	if rest, ok := strings.CutPrefix(keyPath, "services."); ok {
-		svc, _, _ = strings.Cut(rest, ".")
+	m.problems = append(m.problems, Problem{File: at.File, Line: at.Line, Column: at.Column, Service: serviceOf(keyPath), Key: keyPath, Message: msg})
+}
+
+// serviceOf returns the service a compose key path is under
+// ("services.web.ports[0]" -> "web"), or "" for a top-level key.
+func serviceOf(keyPath string) string {
+	rest, ok := strings.CutPrefix(keyPath, "services.")
+	if !ok {
+		return ""
 	}
-	m.problems = append(m.problems, Problem{File: at.File, Line: at.Line, Column: at.Column, Service: svc, Key: keyPath, Message: msg})
+	svc, _, _ := strings.Cut(rest, ".")
+	return svc
 }
 
 func (m *mapper) note(format string, args ...any) {
@@ -94,6 +101,15 @@ func (m *mapper) originOf(tomlKey string) string {
 	return "name"
 }
 
+// writtenKey returns keyPath when a compose file writes it, else parent:
+// an element a short form or extends brought in is reported at its list.
+func (m *mapper) writtenKey(keyPath, parent string) string {
+	if m.ps.has(keyPath) {
+		return keyPath
+	}
+	return parent
+}
+
 // modelService returns the user-written keys of service name.
 func (m *mapper) modelService(name string) map[string]any {
 	svcs, _ := m.model["services"].(map[string]any)
@@ -107,11 +123,7 @@ func (m *mapper) run() *doc {
 		m.from("name", "name")
 	}
 	m.topLevel(d)
-	names := make([]string, 0, len(m.p.Services))
-	for name := range m.p.Services {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(m.p.Services))
 	for _, name := range names {
 		svc := m.p.Services[name]
 		out := m.service(name, &svc)
@@ -122,16 +134,4 @@ func (m *mapper) run() *doc {
 		m.refuse("services", "no service to deploy (profiles select none, or the project declares none): enable one with --profile")
 	}
 	return d
-}
-
-// fmtDuration writes d as the manifest does: "1m" rather than "1m0s".
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -59,10 +59,7 @@ func (m *mapper) interfaces(name string, svc *types.ServiceConfig, out *service)
 		m.from(fmt.Sprintf("%s.http[%d]", base, len(out.HTTP)-1), r.origin)
 	}
 	for i, pc := range svc.Ports {
-		key := fmt.Sprintf("%s.ports[%d]", base, i)
-		if !m.ps.has(key) {
-			key = base + ".ports"
-		}
+		key := m.writtenKey(fmt.Sprintf("%s.ports[%d]", base, i), base+".ports")
 		proto := pc.Protocol
 		if proto == "" {
 			proto = "tcp"

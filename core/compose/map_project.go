@@ -1,7 +1,7 @@
 package compose
 
 import (
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -64,7 +64,7 @@ func (m *mapper) topLevel(d *doc) {
 			shared = append(shared, real)
 		}
 	}
-	sort.Strings(shared)
+	slices.Sort(shared)
 	d.Networks = shared
 	if len(shared) > 0 {
 		m.from("networks", "networks")

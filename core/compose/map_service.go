@@ -1,15 +1,19 @@
 package compose
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
-// serviceKeys says what happens to each compose service key. Keys not
-// listed are refused as not supported.
+// acceptedKeys are the compose service keys that are mapped (below) or
+// need no mapping. A key in none of acceptedKeys, containerKeys and
+// refusedReasons is refused as not supported.
 var acceptedKeys = map[string]bool{
 	// mapped below
 	"image": true, "build": true, "environment": true, "env_file": true, "stop_grace_period": true,
@@ -58,11 +62,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	base := "services." + name
 	out := &service{Env: map[string]string{}}
 	raw := m.modelService(name)
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(raw))
 	for _, k := range keys {
 		switch {
 		case strings.HasPrefix(k, "x-"), acceptedKeys[k], containerKeys[k]:
@@ -94,7 +94,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	m.refusals(name, svc, raw)
 	m.environment(name, svc, out)
 	if svc.StopGracePeriod != nil {
-		out.StopGrace = fmtDuration(time.Duration(*svc.StopGracePeriod))
+		out.StopGrace = manifest.FormatDuration(time.Duration(*svc.StopGracePeriod))
 		m.from(base+".stop_grace", base+".stop_grace_period")
 	}
 	m.deploy(name, svc, raw, out)

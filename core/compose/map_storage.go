@@ -13,10 +13,7 @@ import (
 func (m *mapper) volumes(name string, svc *types.ServiceConfig, out *service) {
 	base := "services." + name + ".volumes"
 	for i, v := range svc.Volumes {
-		key := fmt.Sprintf("%s[%d]", base, i)
-		if !m.ps.has(key) {
-			key = base
-		}
+		key := m.writtenKey(fmt.Sprintf("%s[%d]", base, i), base)
 		switch v.Type {
 		case types.VolumeTypeVolume:
 			if v.Source == "" {
@@ -57,10 +54,7 @@ func (m *mapper) volumes(name string, svc *types.ServiceConfig, out *service) {
 func (m *mapper) secretsOf(name string, svc *types.ServiceConfig, out *service) {
 	base := "services." + name + ".secrets"
 	for i, s := range svc.Secrets {
-		key := fmt.Sprintf("%s[%d]", base, i)
-		if !m.ps.has(key) {
-			key = base
-		}
+		key := m.writtenKey(fmt.Sprintf("%s[%d]", base, i), base)
 		target := s.Target
 		if target == "" {
 			target = s.Source
@@ -102,10 +96,7 @@ func (m *mapper) secretsOf(name string, svc *types.ServiceConfig, out *service) 
 // devices: HOST:CONTAINER with the same path and default permissions.
 func (m *mapper) devices(name string, svc *types.ServiceConfig, out *service) {
 	for i, d := range svc.Devices {
-		key := fmt.Sprintf("services.%s.devices[%d]", name, i)
-		if !m.ps.has(key) {
-			key = "services." + name + ".devices"
-		}
+		key := m.writtenKey(fmt.Sprintf("services.%s.devices[%d]", name, i), "services."+name+".devices")
 		if d.Target != "" && d.Target != d.Source || d.Permissions != "" && d.Permissions != "rwm" {
 			m.refuse(key, "device %s:%s:%s cannot be honoured: a device is mounted at its host path with rwm; write %s", d.Source, d.Target, d.Permissions, d.Source)
 			continue

@@ -2,7 +2,9 @@ package manifest
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -89,11 +91,7 @@ func (v *validator) app(raw rawApp) core.AppSpec {
 // source (names not located last, by name), so "already used by" problems
 // land on the later occurrence.
 func (v *validator) sourceOrder(prefix string, m map[string]rawService) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(m))
 	sort.SliceStable(names, func(i, j int) bool {
 		a, b := v.idx.lookup(prefix+"."+names[i]), v.idx.lookup(prefix+"."+names[j])
 		if (a.Line == 0) != (b.Line == 0) {
@@ -129,7 +127,7 @@ func (v *validator) networks(raw []string) []string {
 // env validates an env table; the result is never nil.
 func (v *validator) env(key string, raw map[string]any) map[string]string {
 	out := map[string]string{}
-	for _, name := range sortedKeys(raw) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		k := key + "." + name
 		val := raw[name]
 		if !envNameRE.MatchString(name) {
@@ -163,19 +161,20 @@ func (v *validator) duration(key string, raw *string, lo, hi time.Duration) core
 	}
 	d, err := time.ParseDuration(*raw)
 	if err != nil {
-		v.addf(key, "invalid duration %q: want a Go duration from %s to %s, such as \"30s\" or \"2m\"", *raw, fmtDuration(lo), fmtDuration(hi))
+		v.addf(key, "invalid duration %q: want a Go duration from %s to %s, such as \"30s\" or \"2m\"", *raw, FormatDuration(lo), FormatDuration(hi))
 		return 0
 	}
 	if d < lo || d > hi {
-		v.addf(key, "%s is out of range: want from %s to %s", *raw, fmtDuration(lo), fmtDuration(hi))
+		v.addf(key, "%s is out of range: want from %s to %s", *raw, FormatDuration(lo), FormatDuration(hi))
 		return 0
 	}
 	return core.Duration(d)
 }
 
-// fmtDuration prints whole minutes as "5m" rather than "5m0s" and whole
-// hours as "1h".
-func fmtDuration(d time.Duration) string {
+// FormatDuration writes d as the manifest does and as its messages quote
+// bounds: whole minutes as "5m" rather than "5m0s", whole hours as "1h"
+// rather than "1h0m0s"; anything else as time.Duration.String.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -204,22 +203,4 @@ func tomlType(v any) string {
 	default:
 		return "a date or time"
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func contains[T comparable](list []T, x T) bool {
-	for _, y := range list {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

@@ -2,11 +2,12 @@ package manifest
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,8 +93,7 @@ func NormalizeSignal(sig string) (string, bool) {
 		return "SIG" + s, true
 	}
 	if m := rtSignalRE.FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[2])
-		if n >= 1 && n <= 15 {
+		if n, err := strconv.Atoi(m[2]); err == nil && n >= 1 && n <= 15 {
 			return "SIG" + s, true
 		}
 	}
@@ -155,7 +155,7 @@ func (v *validator) containerKeys(key string, raw rawService, svc *core.ServiceS
 				svc.DependsOn = append(svc.DependsOn, d)
 			}
 		}
-		sort.Strings(svc.DependsOn)
+		slices.Sort(svc.DependsOn)
 	}
 
 	c := &svc.Container
@@ -229,9 +229,9 @@ func (v *validator) size(k string, raw any) (int64, bool) {
 // { nofile = { soft = 1024, hard = 65536 } } (-1: unlimited).
 func (v *validator) ulimits(k string, raw map[string]any) []core.Ulimit {
 	var out []core.Ulimit
-	for _, name := range sortedKeys(raw) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		kk := k + "." + name
-		if !contains(ulimitNames, name) {
+		if !slices.Contains(ulimitNames, name) {
 			v.addf(kk, "unknown ulimit %q: want one of %s", name, strings.Join(ulimitNames, ", "))
 			continue
 		}
@@ -241,7 +241,7 @@ func (v *validator) ulimits(k string, raw map[string]any) []core.Ulimit {
 			u.Soft, u.Hard = t, t
 		case map[string]any:
 			ok := true
-			for _, f := range sortedKeys(t) {
+			for _, f := range slices.Sorted(maps.Keys(t)) {
 				if f != "soft" && f != "hard" {
 					v.addf(kk+"."+f, "unknown key %q: want one of soft, hard", f)
 					ok = false
@@ -307,7 +307,7 @@ func (v *validator) capabilities(k string, raw []string) []string {
 // dotted names, so [sysctls] net.core.somaxconn = 1024 means
 // "net.core.somaxconn". keys maps each name to its canonical key.
 func flatten(prefix string, raw map[string]any, out map[string]any, keys map[string]string, at string) {
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		name := k
 		if prefix != "" {
 			name = prefix + "." + k
@@ -341,7 +341,7 @@ func (v *validator) sysctls(k string, raw map[string]any) map[string]string {
 	flat, keys := map[string]any{}, map[string]string{}
 	flatten("", raw, flat, keys, k)
 	var out map[string]string
-	for _, name := range sortedKeys(flat) {
+	for _, name := range slices.Sorted(maps.Keys(flat)) {
 		kk := keys[name]
 		val, ok := stringValue(flat[name])
 		ns := strings.HasPrefix(name, "net.") || strings.HasPrefix(name, "fs.mqueue.") || name == "kernel.sem" ||
@@ -403,7 +403,7 @@ func (v *validator) labels(k string, raw map[string]any) map[string]string {
 	flat, keys := map[string]any{}, map[string]string{}
 	flatten("", raw, flat, keys, k)
 	var out map[string]string
-	for _, name := range sortedKeys(flat) {
+	for _, name := range slices.Sorted(maps.Keys(flat)) {
 		kk := keys[name]
 		val, ok := stringValue(flat[name])
 		switch {
@@ -479,7 +479,7 @@ func (v *validator) logging(k string, raw *rawLogging) *core.Logging {
 			v.addf(k+".driver", `invalid log driver %q: want a Docker log driver name such as "json-file", "local", "journald", "syslog" or "none"`, *raw.Driver)
 		}
 	}
-	for _, name := range sortedKeys(raw.Options) {
+	for _, name := range slices.Sorted(maps.Keys(raw.Options)) {
 		val, ok := stringValue(raw.Options[name])
 		if !ok {
 			v.addf(k+".options."+name, "wrong type: want a string, got %s", tomlType(raw.Options[name]))

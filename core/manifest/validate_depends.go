@@ -1,7 +1,8 @@
 package manifest
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -20,13 +21,7 @@ func (v *validator) dependencies(services []core.ServiceSpec) {
 		kept := s.DependsOn[:0:0]
 		for _, d := range s.DependsOn {
 			if _, ok := byName[d]; !ok {
-				names := make([]string, 0, len(byName))
-				for n := range byName {
-					if n != s.Name {
-						names = append(names, n)
-					}
-				}
-				sort.Strings(names)
+				names := slices.DeleteFunc(slices.Sorted(maps.Keys(byName)), func(n string) bool { return n == s.Name })
 				if len(names) == 0 {
 					v.addf(v.dependsKey(s.Name, d), "unknown service %q: the app has no other service", d)
 				} else {

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,7 +54,7 @@ func (v *validator) readiness(svcKey string, raw *rawReadiness, svc *core.Servic
 	}
 	if known {
 		for _, field := range []string{"path", "port", "host", "pattern", "plugin", "config"} {
-			if set[field] && !contains(applies, field) {
+			if set[field] && !slices.Contains(applies, field) {
 				typ := fmt.Sprintf("type %q", r.Type)
 				if r.Type == "" {
 					typ = "an unset type (the implicit probe)"
@@ -132,7 +133,7 @@ func declaredPort(svc *core.ServiceSpec, p int) string {
 	for _, t := range svc.TCP {
 		ports = appendUnique(ports, t.Port)
 	}
-	if contains(ports, p) {
+	if slices.Contains(ports, p) {
 		return ""
 	}
 	for _, u := range svc.UDP {
@@ -194,7 +195,7 @@ func isOriginPath(p string) bool {
 }
 
 func appendUnique(list []int, x int) []int {
-	if x == 0 || contains(list, x) {
+	if x == 0 || slices.Contains(list, x) {
 		return list
 	}
 	return append(list, x)

@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -11,7 +13,7 @@ import (
 func (v *validator) secrets(svcKey string, raw map[string]any, env, appEnv map[string]string) []core.SecretRef {
 	var out []core.SecretRef
 	files := map[string]string{} // secret name delivered as a file -> key
-	for _, envKey := range sortedKeys(raw) {
+	for _, envKey := range slices.Sorted(maps.Keys(raw)) {
 		k := svcKey + ".secrets." + envKey
 		ref := core.SecretRef{Env: envKey, As: "env"}
 		nameKey := k
@@ -22,7 +24,7 @@ func (v *validator) secrets(svcKey string, raw map[string]any, env, appEnv map[s
 			ref.Name = t
 			nameGiven = true
 		case map[string]any:
-			for _, kk := range sortedKeys(t) {
+			for _, kk := range slices.Sorted(maps.Keys(t)) {
 				if kk != "name" && kk != "as" {
 					v.addf(k+"."+kk, "unknown key %q: want one of %s", kk, strings.Join(secretKeys, ", "))
 					ok = false
