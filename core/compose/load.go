@@ -159,9 +159,29 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	}
 	m := newMapper(project, model, ps, o)
 	doc := m.run()
+	m.secretComments(doc)
+	data, spec, err := m.validate(doc)
 	if len(m.problems) > 0 {
 		return nil, m.fail(files)
 	}
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	return &Result{
+		Files:    displayNames(files),
+		Manifest: data,
+		Spec:     spec,
+		Source:   hex.EncodeToString(sum[:]),
+		Secrets:  m.secrets,
+		Notes:    m.notes,
+	}, nil
+}
+
+// secretComments adds to doc, for each compose secret stored from a file or
+// variable, the command that stores it when the manifest is deployed
+// instead of the compose file.
+func (m *mapper) secretComments(doc *doc) {
 	for _, s := range m.secrets {
 		src, in := "variable "+s.Env, "printf %s \"$"+s.Env+"\" | "
 		if s.File != "" {
@@ -173,31 +193,27 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 		}
 		doc.comments = append(doc.comments, fmt.Sprintf("secret %s of %s: deploy -f on the compose file stores it from %s; with this manifest: %s", s.Name, s.Service, src, set))
 	}
+}
+
+// validate encodes doc and validates it as core/manifest validates a
+// hand-written manifest. It runs even when the mapping refused keys, so
+// every problem of the project comes back at once: a broken manifest rule
+// is recorded as a problem at the compose key it was mapped from (see
+// manifestProblems), and the error is then not nil.
+func (m *mapper) validate(doc *doc) ([]byte, core.AppSpec, error) {
 	data, err := doc.encode()
 	if err != nil {
-		return nil, fmt.Errorf("compose: encode manifest: %w", err)
+		return nil, core.AppSpec{}, fmt.Errorf("compose: encode manifest: %w", err)
 	}
 	spec, err := manifest.Parse("(converted from compose)", data)
 	if err != nil {
 		var merr *manifest.ManifestError
-		if !errors.As(err, &merr) {
-			return nil, err
+		if errors.As(err, &merr) {
+			m.manifestProblems(merr.Problems)
 		}
-		for _, p := range merr.Problems {
-			msg := manifestKeyRE.ReplaceAllStringFunc(p.Message, m.originOf)
-			m.refuseAt(m.originOf(p.Key), "", msg)
-		}
-		return nil, m.fail(files)
+		return nil, core.AppSpec{}, err
 	}
-	sum := sha256.Sum256(data)
-	return &Result{
-		Files:    displayNames(files),
-		Manifest: data,
-		Spec:     spec,
-		Source:   hex.EncodeToString(sum[:]),
-		Secrets:  m.secrets,
-		Notes:    m.notes,
-	}, nil
+	return data, spec, nil
 }
 
 // manifestKeyRE matches a manifest key a manifest message refers to

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
 // mapper converts one loaded project into a manifest doc, collecting every
@@ -71,6 +73,26 @@ func serviceOf(keyPath string) string {
 	return svc
 }
 
+// manifestProblems records the manifest rules the mapped project breaks,
+// each at the compose key it was mapped from, except where a refusal
+// already stands on that key or a parent of it: the manifest would only
+// repeat its consequence (an image missing after a refused build).
+func (m *mapper) manifestProblems(ps []manifest.Problem) {
+	refused := make([]string, len(m.problems))
+	for i, p := range m.problems {
+		refused[i] = p.Key
+	}
+	for _, p := range ps {
+		at := m.originOf(p.Key)
+		if slices.ContainsFunc(refused, func(k string) bool { return at == k || strings.HasPrefix(at, k+".") || strings.HasPrefix(at, k+"[") }) {
+			continue
+		}
+		m.refuseAt(at, "", manifestKeyRE.ReplaceAllStringFunc(p.Message, m.originOf))
+	}
+}
+
+// note records a line saying where a key is honoured differently from
+// docker compose.
 func (m *mapper) note(format string, args ...any) {
 	m.notes = append(m.notes, fmt.Sprintf(format, args...))
 }

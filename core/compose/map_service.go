@@ -74,14 +74,16 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	}
 
 	// image / build
+	imageFrom := base + ".image"
 	switch {
 	case svc.Image == "" && svc.Build != nil:
 		m.refuse(base+".build", "build without image: docker gordon deploys images and does not build them; build it (docker build -t NAME .) and set image: NAME")
+		imageFrom = base + ".build"
 	case svc.Image == "":
 		m.refuse(base, "image is required")
 	}
 	out.Image = svc.Image
-	m.from(base+".image", base+".image")
+	m.from(base+".image", imageFrom)
 	if m.jobs[name] {
 		out.Run = "once"
 		m.from(base+".run", base)
