@@ -3,6 +3,7 @@ package compose
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
@@ -27,11 +28,61 @@ func loadError(err error, ps *positions) error {
 		p := Problem{File: at.File, Line: at.Line, Column: at.Column, Service: serviceOf(m[2]), Key: m[2], Message: m[3]}
 		return &Error{Files: []string{file}, Problems: []Problem{p}}
 	}
-	if p, ok := consistencyProblem(msg, ps); ok {
-		return &Error{Files: ps.names(), Problems: []Problem{p}}
+	if problems := loaderProblems(msg, ps); len(problems) > 0 {
+		sortProblems(ps.names(), problems)
+		return &Error{Files: ps.names(), Problems: problems}
 	}
 	return fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
 }
+
+// loaderProblems returns the located Problems of a loader error that names
+// keys or entries without positions: a project check, every value that
+// does not decode (all of them, as the loader lists them), or a variable
+// that does not interpolate. nil for any other error.
+func loaderProblems(msg string, ps *positions) []Problem {
+	if p, ok := consistencyProblem(msg, ps); ok {
+		return []Problem{p}
+	}
+	var out []Problem
+	if strings.Contains(msg, "decoding failed") {
+		for _, m := range decodeErrorRE.FindAllStringSubmatch(msg, -1) {
+			text := m[2]
+			if v, ok := strings.CutPrefix(text, "invalid size: "); ok {
+				text = fmt.Sprintf(`invalid size %s: want a byte size such as "512m" or "2g" (units b, k, m, g)`, v)
+			}
+			out = append(out, keyProblem(ps, decodePathRE.ReplaceAllString(m[1], ".$1"), text))
+		}
+	}
+	if m := interpolateErrorRE.FindStringSubmatch(msg); m != nil {
+		out = append(out, keyProblem(ps, m[1], "cannot interpolate: "+m[2]))
+	}
+	if m := interpolateFormatRE.FindStringSubmatch(msg); m != nil {
+		out = append(out, keyProblem(ps, m[1], fmt.Sprintf("invalid interpolation format in %q: write ${VAR}, ${VAR:-default} or ${VAR:?message}, and a literal $ as $$", m[2])))
+	}
+	return out
+}
+
+// keyProblem is a Problem at the compose key path key.
+func keyProblem(ps *positions, key, msg string) Problem {
+	at := ps.locate(key)
+	if at.File == "" && len(ps.files) == 1 {
+		at.File = ps.files[0].file
+	}
+	return Problem{File: at.File, Line: at.Line, Column: at.Column, Service: serviceOf(key), Key: key, Message: msg}
+}
+
+// Loader errors that name a key path in other spellings.
+var (
+	// A value that does not decode, one per line:
+	// "'services[web].mem_limit' invalid size: 'lots'".
+	decodeErrorRE = regexp.MustCompile(`(?m)^'([^']+)' (.+)$`)
+	// "services[web]" -> "services.web" (indices stay "[0]").
+	decodePathRE = regexp.MustCompile(`\[([^\]0-9][^\]]*)\]`)
+	// "error while interpolating services.web.image: required variable TAG is missing a value"
+	interpolateErrorRE = regexp.MustCompile(`error while interpolating ([A-Za-z0-9_.\-\[\]]+): (.+)`)
+	// "invalid interpolation format for services.web.image.\nYou may need ...\nweb:${TAG"
+	interpolateFormatRE = regexp.MustCompile(`invalid interpolation format for ([A-Za-z0-9_.\-\[\]]+?)\.\s[^\n]*\n(.*)$`)
+)
 
 // compose-go's project checks name a service and an entry but no position.
 var (

@@ -208,3 +208,39 @@ func TestCompose_ProjectChecksAreLocated(t *testing.T) {
 		})
 	}
 }
+
+// TestCompose_LoaderErrorsAreLocated: values the loader cannot decode (all
+// of them in one error) and variables it cannot interpolate are refusals at
+// their compose file and line, not bare loader messages.
+func TestCompose_LoaderErrorsAreLocated(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string // "line key: message part"
+	}{
+		{"sizes that do not decode", webHead + "    mem_limit: lots\n    shm_size: huge\n  db:\n    image: db:1\n    deploy:\n      resources:\n        limits:\n          memory: much\n", []string{
+			`5 services.web.mem_limit: invalid size 'lots': want a byte size such as "512m"`,
+			`6 services.web.shm_size: invalid size 'huge'`,
+			`12 services.db.deploy.resources.limits.memory: invalid size 'much'`,
+		}},
+		{"required variable", "name: shop\nservices:\n  web:\n    image: ${TAG:?set TAG}\n", []string{
+			"4 services.web.image: cannot interpolate: required variable TAG is missing a value: set TAG",
+		}},
+		{"interpolation format", "name: shop\nservices:\n  web:\n    image: \"web:${TAG\"\n", []string{
+			`4 services.web.image: invalid interpolation format in "web:${TAG": write ${VAR}`,
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeProject(t, map[string]string{"compose.yaml": c.yaml})
+			_, err := load(t, dir, "compose.yaml")
+			require.ErrorIs(t, err, core.ErrInvalid)
+			var cerr *Error
+			require.True(t, errors.As(err, &cerr), "want *compose.Error, got %T: %v", err, err)
+			require.Len(t, cerr.Problems, len(c.want), "%v", err)
+			for i, p := range cerr.Problems {
+				assert.True(t, strings.HasSuffix(p.File, "compose.yaml"), "file: %s", p)
+				assert.Contains(t, fmt.Sprintf("%d %s: %s", p.Line, p.Key, p.Message), c.want[i])
+			}
+		})
+	}
+}
