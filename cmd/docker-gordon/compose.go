@@ -205,10 +205,10 @@ func storeSecretValues(ctx context.Context, env *cliEnv, app string, values []se
 // approve it.
 func bindNameFor(stateDir, hostPath string) (string, error) {
 	cfgPath := filepath.Join(stateDir, "config.toml")
-	suggest := filepath.Base(hostPath)
+	suggest := compose.BindSuggestion(hostPath)
 	data, err := os.ReadFile(cfgPath)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("host path %s is not approved for binds: the operator adds it under [binds] in %s, e.g. %s = %q", hostPath, cfgPath, suggest, hostPath)
+		return "", fmt.Errorf("host path %s is not approved for binds: the operator adds it under [binds] in %s, e.g. %s", hostPath, cfgPath, suggest)
 	}
 	if err != nil {
 		return "", err
@@ -226,7 +226,7 @@ func bindNameFor(stateDir, hostPath string) (string, error) {
 		}
 	}
 	if len(names) == 0 {
-		return "", fmt.Errorf("host path %s is not approved for binds: the operator adds it under [binds] in %s, e.g. %s = %q", hostPath, cfgPath, suggest, hostPath)
+		return "", fmt.Errorf("host path %s is not approved for binds: the operator adds it under [binds] in %s, e.g. %s", hostPath, cfgPath, suggest)
 	}
 	sort.Strings(names)
 	return names[0], nil

@@ -20,6 +20,8 @@ func TestBindNameFor_ApprovedPathsOnly(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `site = "/srv/site"`)
 	assert.Contains(t, err.Error(), filepath.Join(state, "config.toml"))
+	_, err = bindNameFor(state, "/srv/app.conf")
+	assert.ErrorContains(t, err, `e.g. "app.conf" = "/srv/app.conf"`, "a dotted name is quoted, so the line pastes as TOML")
 
 	require.NoError(t, os.WriteFile(filepath.Join(state, "config.toml"), []byte("[binds]\nweb = \"/srv/site/\"\nother = \"/srv/other\"\n"), 0o600))
 	name, err := bindNameFor(state, "/srv/site")

@@ -2,12 +2,15 @@ package compose
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
 // Readiness budget bounds (R35) for a healthcheck's docker readiness.
@@ -63,11 +66,7 @@ func (m *mapper) container(name string, svc *types.ServiceConfig, raw map[string
 		m.from(tk("sysctls"), base+".sysctls")
 	}
 	if len(svc.ExtraHosts) > 0 {
-		hosts := make([]string, 0, len(svc.ExtraHosts))
-		for h := range svc.ExtraHosts {
-			hosts = append(hosts, h)
-		}
-		sort.Strings(hosts)
+		hosts := slices.Sorted(maps.Keys(svc.ExtraHosts))
 		for _, h := range hosts {
 			for _, ip := range svc.ExtraHosts[h] {
 				out.ExtraHosts = append(out.ExtraHosts, h+"="+ip)
@@ -184,7 +183,7 @@ func (m *mapper) healthcheck(name string, svc *types.ServiceConfig, raw map[stri
 		if d == nil {
 			return ""
 		}
-		return fmtDuration(time.Duration(*d))
+		return manifest.FormatDuration(time.Duration(*d))
 	}
 	if !h.Disable {
 		h.Interval, h.Timeout, h.StartPeriod = dur(hc.Interval), dur(hc.Timeout), dur(hc.StartPeriod)
@@ -205,7 +204,7 @@ func (m *mapper) healthcheck(name string, svc *types.ServiceConfig, raw map[stri
 	budget := healthBudget(hc)
 	rd := &readiness{Type: "docker"}
 	if budget > defaultReadiness {
-		rd.Timeout = fmtDuration(budget)
+		rd.Timeout = manifest.FormatDuration(budget)
 	}
 	out.Readiness = rd
 	m.from("services."+name+".readiness", base)
@@ -241,18 +240,11 @@ func healthBudget(hc *types.HealthCheckConfig) time.Duration {
 // is its healthcheck).
 func (m *mapper) dependsOn(name string, svc *types.ServiceConfig, raw map[string]any, out *service) {
 	base := "services." + name + ".depends_on"
-	deps := make([]string, 0, len(svc.DependsOn))
-	for d := range svc.DependsOn {
-		deps = append(deps, d)
-	}
-	sort.Strings(deps)
+	deps := slices.Sorted(maps.Keys(svc.DependsOn))
 	draw, _ := raw["depends_on"].(map[string]any)
 	for _, d := range deps {
 		dep := svc.DependsOn[d]
-		key := base + "." + d
-		if !m.ps.has(key) {
-			key = base
-		}
+		key := m.writtenKey(base+"."+d, base)
 		if dm, ok := draw[d].(map[string]any); ok {
 			if r, ok := dm["restart"]; ok && r == true {
 				m.refuse(key+".restart", "restart: true is not supported yet: restarting %s does not restart %s; remove it", d, name)

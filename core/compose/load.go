@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 
@@ -160,35 +159,13 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	}
 	m := newMapper(project, model, ps, o)
 	doc := m.run()
+	m.secretComments(doc)
+	data, spec, err := m.validate(doc)
 	if len(m.problems) > 0 {
 		return nil, m.fail(files)
 	}
-	for _, s := range m.secrets {
-		src, in := "variable "+s.Env, "printf %s \"$"+s.Env+"\" | "
-		if s.File != "" {
-			src, in = displayName(s.File), ""
-		}
-		set := fmt.Sprintf("%sdocker gordon secrets set %s %s %s", in, doc.Name, s.Service, s.Name)
-		if s.File != "" {
-			set += " < " + src
-		}
-		doc.comments = append(doc.comments, fmt.Sprintf("secret %s of %s: deploy -f on the compose file stores it from %s; with this manifest: %s", s.Name, s.Service, src, set))
-	}
-	data, err := doc.encode()
 	if err != nil {
-		return nil, fmt.Errorf("compose: encode manifest: %w", err)
-	}
-	spec, err := manifest.Parse("(converted from compose)", data)
-	if err != nil {
-		var merr *manifest.ManifestError
-		if !errors.As(err, &merr) {
-			return nil, err
-		}
-		for _, p := range merr.Problems {
-			msg := manifestKeyRE.ReplaceAllStringFunc(p.Message, m.originOf)
-			m.refuseAt(m.originOf(p.Key), "", msg)
-		}
-		return nil, m.fail(files)
+		return nil, err
 	}
 	sum := sha256.Sum256(data)
 	return &Result{
@@ -201,32 +178,47 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	}, nil
 }
 
-// schemaErrorRE matches compose-go's schema errors: "validating FILE:
-// KEY.PATH message".
-var schemaErrorRE = regexp.MustCompile(`^validating (.+?): ([A-Za-z0-9_.\-]+) (.+)$`)
+// secretComments adds to doc, for each compose secret stored from a file or
+// variable, the command that stores it when the manifest is deployed
+// instead of the compose file.
+func (m *mapper) secretComments(doc *doc) {
+	for _, s := range m.secrets {
+		src, in := "variable "+s.Env, "printf %s \"$"+s.Env+"\" | "
+		if s.File != "" {
+			src, in = displayName(s.File), ""
+		}
+		set := fmt.Sprintf("%sdocker gordon secrets set %s %s %s", in, doc.Name, s.Service, s.Name)
+		if s.File != "" {
+			set += " < " + src
+		}
+		doc.comments = append(doc.comments, fmt.Sprintf("secret %s of %s: deploy -f on the compose file stores it from %s; with this manifest: %s", s.Name, s.Service, src, set))
+	}
+}
+
+// validate encodes doc and validates it as core/manifest validates a
+// hand-written manifest. It runs even when the mapping refused keys, so
+// every problem of the project comes back at once: a broken manifest rule
+// is recorded as a problem at the compose key it was mapped from (see
+// manifestProblems), and the error is then not nil.
+func (m *mapper) validate(doc *doc) ([]byte, core.AppSpec, error) {
+	data, err := doc.encode()
+	if err != nil {
+		return nil, core.AppSpec{}, fmt.Errorf("compose: encode manifest: %w", err)
+	}
+	spec, err := manifest.Parse("(converted from compose)", data)
+	if err != nil {
+		var merr *manifest.ManifestError
+		if errors.As(err, &merr) {
+			m.manifestProblems(merr.Problems)
+		}
+		return nil, core.AppSpec{}, err
+	}
+	return data, spec, nil
+}
 
 // manifestKeyRE matches a manifest key a manifest message refers to
 // ("already routed by services.api.http[0]").
 var manifestKeyRE = regexp.MustCompile(`services\.[a-z0-9-]+(?:\.[a-z_]+(?:\[[0-9]+\])?)*`)
-
-// loadError turns an error of compose-go's loader into a located Problem
-// when it names a key path, else wraps it in core.ErrInvalid.
-func loadError(err error, ps *positions) error {
-	msg := err.Error()
-	if m := schemaErrorRE.FindStringSubmatch(msg); m != nil {
-		at := ps.locate(m[2])
-		file := displayName(m[1])
-		if at.File == "" {
-			at.File = file
-		}
-		p := Problem{File: at.File, Line: at.Line, Column: at.Column, Key: m[2], Message: m[3]}
-		if rest, ok := strings.CutPrefix(m[2], "services."); ok {
-			p.Service, _, _ = strings.Cut(rest, ".")
-		}
-		return &Error{Files: []string{file}, Problems: []Problem{p}}
-	}
-	return fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
-}
 
 func absPath(p string) string {
 	if a, err := filepath.Abs(p); err == nil {

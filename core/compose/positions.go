@@ -167,3 +167,30 @@ func (ps *positions) has(path string) bool {
 	}
 	return false
 }
+
+// locateEntry locates the entry name of the sequence or mapping at list:
+// the key list.name (mapping form), else the element of the sequence equal
+// to name or starting with name+":" (short form "SOURCE:TARGET", last file
+// first), else list itself. It returns the key path it located.
+func (ps *positions) locateEntry(list, name string) (string, location) {
+	if key := list + "." + name; ps.has(key) {
+		return key, ps.locate(key)
+	}
+	for i := len(ps.files) - 1; i >= 0; i-- {
+		for _, it := range ps.files[i].items {
+			if it.list == list && (it.value == name || strings.HasPrefix(it.value, name+":")) {
+				return list, it.at
+			}
+		}
+	}
+	return list, ps.locate(list)
+}
+
+// names are the indexed files' display names, in merge order.
+func (ps *positions) names() []string {
+	out := make([]string, len(ps.files))
+	for i, f := range ps.files {
+		out[i] = f.file
+	}
+	return out
+}

@@ -143,3 +143,104 @@ func TestCompose_OverrideLocatesLastFile(t *testing.T) {
 	assert.True(t, strings.HasSuffix(p.File, "compose.override.yaml"), "%s", p)
 	assert.Equal(t, 3, p.Line)
 }
+
+// TestCompose_RefusalsAndManifestRulesAtOnce: a key the mapping refuses and
+// the manifest rules the mapped project breaks come back in one error, each
+// at its compose line; a manifest rule that only repeats a refusal (the
+// image a refused build leaves missing) is not reported twice.
+func TestCompose_RefusalsAndManifestRulesAtOnce(t *testing.T) {
+	dir := writeProject(t, map[string]string{"compose.yaml": webHead +
+		"    privileged: true\n    stop_grace_period: 10m\n    mem_limit: 1m\n" +
+		"  api:\n    build: .\n    stop_signal: SIGNOPE\n"})
+	_, err := load(t, dir, "compose.yaml")
+	var cerr *Error
+	require.True(t, errors.As(err, &cerr), "%v", err)
+	var keys []string
+	for _, p := range cerr.Problems {
+		keys = append(keys, fmt.Sprintf("%d %s", p.Line, p.Key))
+		assert.NotContains(t, p.Message, "required: the image reference", "a refused build is not also a missing image: %s", p)
+	}
+	assert.Equal(t, []string{
+		"5 services.web.privileged",
+		"6 services.web.stop_grace_period",
+		"7 services.web.mem_limit",
+		"9 services.api.build",
+		"10 services.api.stop_signal",
+	}, keys)
+}
+
+// TestCompose_ProjectChecksAreLocated: compose-go's project checks (a
+// depends_on cycle, a reference to an undefined service, network, volume
+// or secret) are refusals at the entry's file and line, saying what to do.
+func TestCompose_ProjectChecksAreLocated(t *testing.T) {
+	cases := []struct {
+		name, yaml, key string
+		line            int
+		want            string
+	}{
+		{"depends_on cycle, list form", "name: shop\nservices:\n  a:\n    image: a:1\n    depends_on: [b]\n  b:\n    image: b:1\n    depends_on: [a]\n",
+			"services.a.depends_on", 5, "dependency cycle: a -> b -> a; remove one of these depends_on entries"},
+		{"depends_on cycle, mapping form", "name: shop\nservices:\n  a:\n    image: a:1\n    depends_on:\n      b: { condition: service_started }\n  b:\n    image: b:1\n    depends_on:\n      a: { condition: service_started }\n",
+			"services.a.depends_on.b", 6, "dependency cycle: a -> b -> a"},
+		{"undefined service", "name: shop\nservices:\n  a:\n    image: a:1\n    depends_on:\n      - bb\n      - c\n  bb:\n    image: b:1\n",
+			"services.a.depends_on", 7, `depends on undefined service "c": declare c under services:, or remove it from depends_on`},
+		{"undefined network", "name: shop\nservices:\n  a:\n    image: a:1\n    networks: [front]\n",
+			"services.a.networks", 5, "refers to undefined network front: declare it under the top-level networks:, or remove it"},
+		{"undefined volume", "name: shop\nservices:\n  a:\n    image: a:1\n    volumes:\n      - data:/data\n",
+			"services.a.volumes", 6, "refers to undefined volume data: declare it under the top-level volumes:"},
+		{"undefined secret", "name: shop\nservices:\n  a:\n    image: a:1\n    secrets: [tok]\n",
+			"services.a.secrets", 5, "refers to undefined secret tok: declare it under the top-level secrets:"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeProject(t, map[string]string{"compose.yaml": c.yaml})
+			_, err := load(t, dir, "compose.yaml")
+			require.ErrorIs(t, err, core.ErrInvalid)
+			var cerr *Error
+			require.True(t, errors.As(err, &cerr), "want *compose.Error, got %T: %v", err, err)
+			require.Len(t, cerr.Problems, 1, "%v", err)
+			p := cerr.Problems[0]
+			assert.Equal(t, c.key, p.Key)
+			assert.Equal(t, "a", p.Service)
+			assert.Equal(t, c.line, p.Line, "%s", p)
+			assert.True(t, strings.HasSuffix(p.File, "compose.yaml"), "file: %s", p)
+			assert.Contains(t, p.Message, c.want)
+		})
+	}
+}
+
+// TestCompose_LoaderErrorsAreLocated: values the loader cannot decode (all
+// of them in one error) and variables it cannot interpolate are refusals at
+// their compose file and line, not bare loader messages.
+func TestCompose_LoaderErrorsAreLocated(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string // "line key: message part"
+	}{
+		{"sizes that do not decode", webHead + "    mem_limit: lots\n    shm_size: huge\n  db:\n    image: db:1\n    deploy:\n      resources:\n        limits:\n          memory: much\n", []string{
+			`5 services.web.mem_limit: invalid size 'lots': want a byte size such as "512m"`,
+			`6 services.web.shm_size: invalid size 'huge'`,
+			`12 services.db.deploy.resources.limits.memory: invalid size 'much'`,
+		}},
+		{"required variable", "name: shop\nservices:\n  web:\n    image: ${TAG:?set TAG}\n", []string{
+			"4 services.web.image: cannot interpolate: required variable TAG is missing a value: set TAG",
+		}},
+		{"interpolation format", "name: shop\nservices:\n  web:\n    image: \"web:${TAG\"\n", []string{
+			`4 services.web.image: invalid interpolation format in "web:${TAG": write ${VAR}`,
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeProject(t, map[string]string{"compose.yaml": c.yaml})
+			_, err := load(t, dir, "compose.yaml")
+			require.ErrorIs(t, err, core.ErrInvalid)
+			var cerr *Error
+			require.True(t, errors.As(err, &cerr), "want *compose.Error, got %T: %v", err, err)
+			require.Len(t, cerr.Problems, len(c.want), "%v", err)
+			for i, p := range cerr.Problems {
+				assert.True(t, strings.HasSuffix(p.File, "compose.yaml"), "file: %s", p)
+				assert.Contains(t, fmt.Sprintf("%d %s: %s", p.Line, p.Key, p.Message), c.want[i])
+			}
+		})
+	}
+}

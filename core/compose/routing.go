@@ -2,8 +2,9 @@ package compose
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,12 +48,7 @@ func containerPorts(svc *types.ServiceConfig) []int {
 			seen[n] = true
 		}
 	}
-	out := make([]int, 0, len(seen))
-	for p := range seen {
-		out = append(out, p)
-	}
-	sort.Ints(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // defaultPort is the single declared container port, or 0 with a reason.
@@ -78,11 +74,7 @@ func (m *mapper) xGordon(name string, svc *types.ServiceConfig, out *service) []
 		m.refuse(base, "x-gordon must be a mapping: { host: NAME, port: N, tls: auto, readiness: {...} }")
 		return nil
 	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(raw))
 	for _, k := range keys {
 		if !xGordonKeys[k] {
 			m.refuse(base+"."+k, "unknown x-gordon key %q: want host, port, tls or readiness", k)
@@ -251,11 +243,7 @@ func (m *mapper) traefik(name string, svc *types.ServiceConfig) []route {
 		m.refuseAt(p, item, fmt.Sprintf(format, args...))
 	}
 	svcPorts := map[string]int{}
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(labels))
 	for _, k := range keys {
 		if sm := traefikPortRE.FindStringSubmatch(k); sm != nil {
 			n, err := strconv.Atoi(labels[k])

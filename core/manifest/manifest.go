@@ -46,6 +46,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -128,7 +129,7 @@ func Normalize(s core.AppSpec) core.AppSpec {
 	}
 	if len(s.Networks) > 0 {
 		s.Networks = append([]string(nil), s.Networks...)
-		sort.Strings(s.Networks)
+		slices.Sort(s.Networks)
 	}
 	return s
 }

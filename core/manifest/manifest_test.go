@@ -1,8 +1,6 @@
 package manifest
 
 import (
-	"time"
-
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -241,12 +239,4 @@ func TestManifest_ExampleDemoParses(t *testing.T) {
 	for _, s := range spec.Services {
 		assert.NotEmpty(t, s.Image, s.Name)
 	}
-}
-
-// An [[http]] response_timeout is parsed into the interface's spec.
-func TestManifest_HTTPResponseTimeout(t *testing.T) {
-	spec, err := Parse("app.toml", []byte("name = \"blog\"\n[services.web]\nimage = \"blog:1\"\n[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\nresponse_timeout = \"90s\"\n"))
-	require.NoError(t, err)
-	require.Len(t, spec.Services[0].HTTP, 1)
-	assert.Equal(t, 90*time.Second, spec.Services[0].HTTP[0].ResponseTimeout.D())
 }

@@ -2,11 +2,12 @@ package manifest
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,15 +18,6 @@ import (
 // Raw container keys (compose's names). Values whose TOML type varies
 // (a size as a string or an integer, a ulimit as an integer or a table)
 // are decoded as any and checked here.
-type rawHealthcheck struct {
-	Test        any     `toml:"test"`
-	Interval    *string `toml:"interval"`
-	Timeout     *string `toml:"timeout"`
-	Retries     *int    `toml:"retries"`
-	StartPeriod *string `toml:"start_period"`
-	Disable     *bool   `toml:"disable"`
-}
-
 type rawResources struct {
 	Memory any    `toml:"memory"`
 	CPUs   any    `toml:"cpus"`
@@ -101,8 +93,7 @@ func NormalizeSignal(sig string) (string, bool) {
 		return "SIG" + s, true
 	}
 	if m := rtSignalRE.FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[2])
-		if n >= 1 && n <= 15 {
+		if n, err := strconv.Atoi(m[2]); err == nil && n >= 1 && n <= 15 {
 			return "SIG" + s, true
 		}
 	}
@@ -164,7 +155,7 @@ func (v *validator) containerKeys(key string, raw rawService, svc *core.ServiceS
 				svc.DependsOn = append(svc.DependsOn, d)
 			}
 		}
-		sort.Strings(svc.DependsOn)
+		slices.Sort(svc.DependsOn)
 	}
 
 	c := &svc.Container
@@ -212,73 +203,6 @@ func (v *validator) containerKeys(key string, raw rawService, svc *core.ServiceS
 	}
 }
 
-// healthcheck validates [services.<name>.healthcheck] (compose's meaning).
-func (v *validator) healthcheck(k string, raw *rawHealthcheck) *core.Healthcheck {
-	if raw == nil {
-		return nil
-	}
-	h := &core.Healthcheck{}
-	if raw.Disable != nil {
-		h.Disable = *raw.Disable
-	}
-	const testRule = `want a shell command string (run by /bin/sh in the container), or an array ["CMD", "/bin/check", "arg"], ["CMD-SHELL", "command"] or ["NONE"]`
-	switch t := raw.Test.(type) {
-	case nil:
-		if !h.Disable {
-			v.add(k+".test", "required: the check to run; "+testRule+"; or set disable = true")
-		}
-	case string:
-		if strings.TrimSpace(t) == "" {
-			v.add(k+".test", "must not be empty; "+testRule)
-		} else {
-			h.Test = []string{"CMD-SHELL", t}
-		}
-	case []any:
-		ok := len(t) > 0
-		for i, e := range t {
-			s, isStr := e.(string)
-			if !isStr || s == "" {
-				v.addf(fmt.Sprintf("%s.test[%d]", k, i), "must be a non-empty string, got %s", tomlType(e))
-				ok = false
-				continue
-			}
-			h.Test = append(h.Test, s)
-		}
-		switch {
-		case len(t) == 0:
-			v.add(k+".test", "must not be empty; "+testRule)
-		case ok && !healthTypeRE.MatchString(h.Test[0]):
-			v.addf(k+".test[0]", `invalid test kind %q: %s`, h.Test[0], testRule)
-			ok = false
-		case ok && h.Test[0] == "NONE" && len(h.Test) != 1:
-			v.add(k+".test", `["NONE"] takes no arguments`)
-			ok = false
-		case ok && h.Test[0] != "NONE" && len(h.Test) < 2:
-			v.addf(k+".test", `[%q] needs the command to run after it`, h.Test[0])
-			ok = false
-		}
-		if !ok {
-			h.Test = nil
-		}
-	default:
-		v.addf(k+".test", "wrong type: %s, got %s", testRule, tomlType(t))
-	}
-	if h.Disable && raw.Test != nil {
-		v.add(k+".disable", "disable = true turns the healthcheck off: remove test, or remove disable")
-	}
-	h.Interval = v.duration(k+".interval", raw.Interval, minHealthInterval, maxHealthInterval)
-	h.Timeout = v.duration(k+".timeout", raw.Timeout, minHealthInterval, maxHealthInterval)
-	h.StartPeriod = v.duration(k+".start_period", raw.StartPeriod, 0, maxHealthInterval)
-	if raw.Retries != nil {
-		if *raw.Retries < 1 || *raw.Retries > 100 {
-			v.addf(k+".retries", "invalid retries %d: want from 1 to 100 consecutive failures", *raw.Retries)
-		} else {
-			h.Retries = *raw.Retries
-		}
-	}
-	return h
-}
-
 // size validates a byte size given as a string or an integer (bytes).
 func (v *validator) size(k string, raw any) (int64, bool) {
 	const rule = `want a size such as "64m", "512m" or "2g" (units b, k, m, g, t; 1024-based) or an integer number of bytes`
@@ -301,54 +225,13 @@ func (v *validator) size(k string, raw any) (int64, bool) {
 	}
 }
 
-// tmpfs validates tmpfs = ["/run", "/tmp:size=64m"]: absolute clean paths,
-// Docker's tmpfs options, no path also taken by a volume or bind.
-func (v *validator) tmpfs(svcKey string, raw []string, svc *core.ServiceSpec) []core.TmpfsMount {
-	var out []core.TmpfsMount
-	seen := map[string]string{}
-	for _, m := range svc.Volumes {
-		seen[m.Path] = "a volume"
-	}
-	for _, m := range svc.Binds {
-		seen[m.Path] = "a bind"
-	}
-	for i, e := range raw {
-		k := fmt.Sprintf("%s.tmpfs[%d]", svcKey, i)
-		p, opts, _ := strings.Cut(e, ":")
-		if msg := checkMountPath(p); msg != "" {
-			v.addf(k, `invalid tmpfs %q: %s; want "path" or "path:options", e.g. "/tmp:size=64m,mode=1777"`, e, msg)
-			continue
-		}
-		bad := ""
-		if opts != "" || strings.Contains(e, ":") {
-			for _, o := range strings.Split(opts, ",") {
-				if !tmpfsOptRE.MatchString(o) {
-					bad = o
-					break
-				}
-			}
-		}
-		if bad != "" || (strings.Contains(e, ":") && opts == "") {
-			v.addf(k, `invalid tmpfs option %q in %q: want comma-separated options such as size=64m, mode=1777, uid=1000, gid=1000, noexec, nosuid, nodev, ro`, bad, e)
-			continue
-		}
-		if prev, dup := seen[p]; dup {
-			v.addf(k, "path %q is already mounted by %s: each container path takes one mount", p, prev)
-			continue
-		}
-		seen[p] = k
-		out = append(out, core.TmpfsMount{Path: p, Options: opts})
-	}
-	return out
-}
-
 // ulimits validates ulimits = { nofile = 65536 } or
 // { nofile = { soft = 1024, hard = 65536 } } (-1: unlimited).
 func (v *validator) ulimits(k string, raw map[string]any) []core.Ulimit {
 	var out []core.Ulimit
-	for _, name := range sortedKeys(raw) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		kk := k + "." + name
-		if !contains(ulimitNames, name) {
+		if !slices.Contains(ulimitNames, name) {
 			v.addf(kk, "unknown ulimit %q: want one of %s", name, strings.Join(ulimitNames, ", "))
 			continue
 		}
@@ -358,7 +241,7 @@ func (v *validator) ulimits(k string, raw map[string]any) []core.Ulimit {
 			u.Soft, u.Hard = t, t
 		case map[string]any:
 			ok := true
-			for _, f := range sortedKeys(t) {
+			for _, f := range slices.Sorted(maps.Keys(t)) {
 				if f != "soft" && f != "hard" {
 					v.addf(kk+"."+f, "unknown key %q: want one of soft, hard", f)
 					ok = false
@@ -424,7 +307,7 @@ func (v *validator) capabilities(k string, raw []string) []string {
 // dotted names, so [sysctls] net.core.somaxconn = 1024 means
 // "net.core.somaxconn". keys maps each name to its canonical key.
 func flatten(prefix string, raw map[string]any, out map[string]any, keys map[string]string, at string) {
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		name := k
 		if prefix != "" {
 			name = prefix + "." + k
@@ -458,7 +341,7 @@ func (v *validator) sysctls(k string, raw map[string]any) map[string]string {
 	flat, keys := map[string]any{}, map[string]string{}
 	flatten("", raw, flat, keys, k)
 	var out map[string]string
-	for _, name := range sortedKeys(flat) {
+	for _, name := range slices.Sorted(maps.Keys(flat)) {
 		kk := keys[name]
 		val, ok := stringValue(flat[name])
 		ns := strings.HasPrefix(name, "net.") || strings.HasPrefix(name, "fs.mqueue.") || name == "kernel.sem" ||
@@ -520,7 +403,7 @@ func (v *validator) labels(k string, raw map[string]any) map[string]string {
 	flat, keys := map[string]any{}, map[string]string{}
 	flatten("", raw, flat, keys, k)
 	var out map[string]string
-	for _, name := range sortedKeys(flat) {
+	for _, name := range slices.Sorted(maps.Keys(flat)) {
 		kk := keys[name]
 		val, ok := stringValue(flat[name])
 		switch {
@@ -596,7 +479,7 @@ func (v *validator) logging(k string, raw *rawLogging) *core.Logging {
 			v.addf(k+".driver", `invalid log driver %q: want a Docker log driver name such as "json-file", "local", "journald", "syslog" or "none"`, *raw.Driver)
 		}
 	}
-	for _, name := range sortedKeys(raw.Options) {
+	for _, name := range slices.Sorted(maps.Keys(raw.Options)) {
 		val, ok := stringValue(raw.Options[name])
 		if !ok {
 			v.addf(k+".options."+name, "wrong type: want a string, got %s", tomlType(raw.Options[name]))
@@ -611,51 +494,4 @@ func (v *validator) logging(k string, raw *rawLogging) *core.Logging {
 		v.add(k+".options", `log driver "none" takes no options`)
 	}
 	return l
-}
-
-// dependencies checks depends_on across the app: every name is a service of
-// the app, and there is no cycle (reported once, on the first service of the
-// cycle in name order, with the cycle spelled out).
-func (v *validator) dependencies(services []core.ServiceSpec) {
-	byName := map[string]*core.ServiceSpec{}
-	for i := range services {
-		byName[services[i].Name] = &services[i]
-	}
-	for i := range services {
-		s := &services[i]
-		kept := s.DependsOn[:0:0]
-		for _, d := range s.DependsOn {
-			if _, ok := byName[d]; !ok {
-				names := make([]string, 0, len(byName))
-				for n := range byName {
-					if n != s.Name {
-						names = append(names, n)
-					}
-				}
-				sort.Strings(names)
-				if len(names) == 0 {
-					v.addf(v.dependsKey(s.Name, d), "unknown service %q: the app has no other service", d)
-				} else {
-					v.addf(v.dependsKey(s.Name, d), "unknown service %q: want one of the app's services (%s)", d, strings.Join(names, ", "))
-				}
-				continue
-			}
-			kept = append(kept, d)
-		}
-		s.DependsOn = kept
-		if len(kept) == 0 {
-			s.DependsOn = nil
-		}
-	}
-	if cycle := core.DependencyCycle(services); cycle != nil {
-		v.addf(v.dependsKey(cycle[0], cycle[1]), "dependency cycle: %s; remove one of these depends_on entries", strings.Join(cycle, " -> "))
-	}
-}
-
-// dependsKey returns the canonical key of svc's depends_on entry naming dep.
-func (v *validator) dependsKey(svc, dep string) string {
-	if k, ok := v.depKeys[svc+"\x00"+dep]; ok {
-		return k
-	}
-	return "services." + svc + ".depends_on"
 }

@@ -1,0 +1,77 @@
+package compose
+
+import (
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+// deploy maps deploy: update_config.order → replace, replicas, limits.
+func (m *mapper) deploy(name string, svc *types.ServiceConfig, raw map[string]any, out *service) {
+	base := "services." + name + ".deploy"
+	dep, _ := raw["deploy"].(map[string]any)
+	for k, v := range dep {
+		switch k {
+		case "replicas", "update_config", "restart_policy":
+		case "mode":
+			if s, _ := v.(string); s != "replicated" {
+				m.refuse(base+".mode", "deploy.mode: %v cannot be honoured: a service runs one container on this engine; remove it", v)
+			}
+		case "resources":
+		case "rollback_config":
+			m.refuse(base+".rollback_config", "deploy.rollback_config cannot be honoured: a failed deploy keeps the old generation serving, with nothing to roll back; remove it (docker gordon rollback APP goes back to an earlier revision)")
+		default:
+			m.refuse(base+"."+k, "deploy.%s cannot be honoured (a swarm setting with no meaning on one engine); remove it", k)
+		}
+	}
+	if svc.Deploy == nil {
+		return
+	}
+	if r := svc.Deploy.Replicas; r != nil && *r != 1 {
+		m.refuse(base+".replicas", "deploy.replicas: %d cannot be honoured: a service runs one container until replicas exist; set 1 or remove it", *r)
+	}
+	if rp := svc.Deploy.RestartPolicy; rp != nil {
+		rpRaw, _ := dep["restart_policy"].(map[string]any)
+		for k := range rpRaw {
+			if k != "condition" {
+				m.refuse(base+".restart_policy."+k, "deploy.restart_policy.%s cannot be honoured: reconcile restarts a crashed container with its own crash-loop budget; remove it", k)
+			}
+		}
+		if rp.Condition == "none" {
+			m.refuse(base+".restart_policy.condition", "condition: none cannot be honoured: docker gordon keeps every service running; remove it")
+		}
+	}
+	uc := svc.Deploy.UpdateConfig
+	if uc == nil {
+		return
+	}
+	ucRaw, _ := dep["update_config"].(map[string]any)
+	for k := range ucRaw {
+		switch k {
+		case "order", "failure_action":
+		case "parallelism":
+			if p := uc.Parallelism; p != nil && *p > 1 {
+				m.refuse(base+".update_config.parallelism", "parallelism %d cannot be honoured: one container per service is replaced at a time; remove it", *p)
+			}
+		default:
+			m.refuse(base+".update_config."+k, "deploy.update_config.%s cannot be honoured: the new generation is switched to as soon as its readiness passes; remove it (a readiness timeout is x-gordon.readiness.timeout)", k)
+		}
+	}
+	switch uc.Order {
+	case "":
+	case "start-first":
+		out.Replace = "overlap"
+		m.from("services."+name+".replace", base+".update_config.order")
+	case "stop-first":
+		out.Replace = "sequential"
+		m.from("services."+name+".replace", base+".update_config.order")
+	default:
+		m.refuse(base+".update_config.order", "order %q: want start-first (overlap) or stop-first (sequential)", uc.Order)
+	}
+	switch uc.FailureAction {
+	case "", "rollback", "pause":
+		if uc.FailureAction == "rollback" {
+			m.note("%s: failure_action: rollback is the default: a new generation that fails readiness is removed and the old one keeps serving", name)
+		}
+	default:
+		m.refuse(base+".update_config.failure_action", "failure_action: %s cannot be honoured: a failed service stops the deploy and its old generation keeps serving; use rollback (the default) or remove it", uc.FailureAction)
+	}
+}

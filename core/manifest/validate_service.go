@@ -1,0 +1,149 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/distribution/reference"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// service validates one [services.<name>] table.
+func (v *validator) service(name string, raw rawService, appEnv map[string]string) core.ServiceSpec {
+	key := "services." + name
+	svc := core.ServiceSpec{Name: name}
+	if !dnsLabelRE.MatchString(name) {
+		v.addf(key, "invalid service name %q: %s", name, dnsLabelRule)
+	}
+	if raw.Image == nil {
+		v.add(key+".image", `required: the image reference, e.g. "registry.example/blog:1.4" or "name@sha256:<64 hex digits>"`)
+	} else if msg := checkImage(*raw.Image); msg != "" {
+		v.add(key+".image", msg)
+	} else {
+		svc.Image = *raw.Image
+	}
+	if raw.Command != nil {
+		for i, a := range *raw.Command {
+			if a == "" {
+				v.addf(fmt.Sprintf("%s.command[%d]", key, i), "argument must be a non-empty string")
+			}
+		}
+		svc.Command = append([]string{}, *raw.Command...)
+	}
+	svc.StopGrace = v.duration(key+".stop_grace", raw.StopGrace, minStopGrace, maxStopGrace)
+	svc.Env = v.env(key+".env", raw.Env)
+	svc.Secrets = v.secrets(key, raw.Secrets, svc.Env, appEnv)
+
+	for _, list := range []string{"http", "tcp", "udp", "volume", "bind"} {
+		if v.idx.tables[key+"."+list] {
+			v.addf(key+"."+list, "wrong type: want an array of tables, written [[%s.%s]], got a table", key, list)
+		}
+	}
+	tcpPorts := map[int]string{} // container port/tcp -> key of its first declaration
+	publicHTTP := map[int]bool{} // ports declared only by public HTTP interfaces so far
+	udpPorts := map[int]string{}
+	for i, h := range raw.HTTP {
+		svc.HTTP = append(svc.HTTP, v.http(fmt.Sprintf("%s.http[%d]", key, i), h, tcpPorts, publicHTTP))
+	}
+	svc.TCP = v.l4(key, "tcp", raw.TCP, tcpPorts)
+	svc.UDP = v.l4(key, "udp", raw.UDP, udpPorts)
+	svc.Healthcheck = v.healthcheck(key+".healthcheck", raw.Healthcheck)
+	svc.Readiness = v.readiness(key, raw.Readiness, &svc)
+
+	mounts := map[string]string{} // container path -> key of its first mount
+	for i, m := range raw.Volume {
+		k := fmt.Sprintf("%s.volume[%d]", key, i)
+		vm := v.mount(k, "volume", m, mounts)
+		svc.Volumes = append(svc.Volumes, core.VolumeMount{Name: vm.Name, Path: vm.Path, ReadOnly: vm.ReadOnly, Adopt: m.Adopt != nil && *m.Adopt})
+	}
+	for i, m := range raw.Bind {
+		k := fmt.Sprintf("%s.bind[%d]", key, i)
+		if m.Adopt != nil {
+			v.add(k+".adopt", "adopt applies to volumes only: a bind mounts an operator-approved host path")
+		}
+		svc.Binds = append(svc.Binds, v.mount(k, "bind", m, mounts))
+	}
+	svc.Devices = v.devices(key, raw.Devices)
+	v.containerKeys(key, raw, &svc)
+	svc.Replace = v.replace(key+".replace", raw.Replace, &svc)
+	svc.Run = v.run(key, raw.Run, &svc)
+	return svc
+}
+
+// run validates run = "once": a one-shot service runs to completion at
+// each deploy, so it serves nothing and has nothing to wait for.
+func (v *validator) run(key string, raw *string, svc *core.ServiceSpec) string {
+	if raw == nil {
+		return ""
+	}
+	if *raw != core.RunOnce {
+		v.addf(key+".run", `invalid run %q: want "once" (a one-shot run to completion at each deploy), or omit run for a service kept running`, *raw)
+		return ""
+	}
+	const why = "a one-shot service (run = \"once\") runs to completion and serves nothing"
+	for _, list := range []struct {
+		name string
+		n    int
+	}{{"http", len(svc.HTTP)}, {"tcp", len(svc.TCP)}, {"udp", len(svc.UDP)}} {
+		if list.n > 0 {
+			v.addf(key+"."+list.name, "%s: remove its %s interfaces", why, list.name)
+		}
+	}
+	if svc.Readiness.Type != "" && svc.Readiness.Type != core.ReadinessNone {
+		v.addf(key+".readiness", "%s: it is waited for until it exits (status 0); remove readiness", why)
+	}
+	if svc.Healthcheck.Enabled() {
+		v.addf(key+".healthcheck", "%s: remove healthcheck", why)
+	}
+	if svc.Replace != "" {
+		v.addf(key+".replace", "%s: it is never replaced; remove replace", why)
+	}
+	return *raw
+}
+
+// replace validates the declared replacement flow (SPEC R16): "overlap"
+// needs an overlap-eligible service, "sequential" is always allowed.
+func (v *validator) replace(key string, raw *string, svc *core.ServiceSpec) string {
+	if raw == nil {
+		return ""
+	}
+	switch *raw {
+	case core.ReplaceSequential:
+	case core.ReplaceOverlap:
+		if why := core.NotOverlapEligible(svc); why != "" {
+			v.addf(key, `replace = "overlap" cannot be honoured: the service is replaced sequentially (%s), so two generations never run at once; remove replace or use "sequential"`, why)
+		}
+	default:
+		v.addf(key, `invalid replace %q: want "overlap" (start the new generation before stopping the old; stateless services only) or "sequential" (stop the old one first)`, *raw)
+	}
+	return *raw
+}
+
+// checkImage returns "" for a plausible Docker image reference, else a
+// message.
+func checkImage(ref string) string {
+	const want = `want e.g. "nginx:1.27", "registry.example:5000/team/app:1.4" or "name@sha256:<64 hex digits>"`
+	if ref == "" {
+		return "must not be empty; " + want
+	}
+	if strings.ContainsFunc(ref, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Sprintf("invalid image reference %q: contains whitespace or control characters; %s", ref, want)
+	}
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		var why string
+		switch {
+		case errors.Is(err, reference.ErrNameContainsUppercase), strings.Contains(err.Error(), "must be lowercase"):
+			why = "repository name must be lowercase"
+		case errors.Is(err, reference.ErrNameTooLong):
+			why = fmt.Sprintf("name longer than %d characters", reference.NameTotalLengthMax)
+		case errors.Is(err, reference.ErrDigestInvalidFormat), errors.Is(err, reference.ErrReferenceInvalidFormat), errors.Is(err, reference.ErrNameEmpty):
+			why = "not of the form [registry[:port]/]name[:tag][@sha256:<64 hex digits>]"
+		default:
+			why = err.Error()
+		}
+		return fmt.Sprintf("invalid image reference %q: %s; %s", ref, why, want)
+	}
+	return ""
+}

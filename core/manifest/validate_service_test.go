@@ -1,0 +1,36 @@
+package manifest
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestManifest_ValidationService: a service's image, command, replace
+// (SPEC R16), run, stop_grace (R25), env and key types.
+func TestManifest_ValidationService(t *testing.T) {
+	checkRefusals(t, []refusalCase{
+		{"service name DNS label", "name = \"blog\"\n[services.Web]\nimage = \"blog:1\"\n", "services.Web", `invalid service name "Web": want a DNS label: 1-63 lowercase letters, digits or '-', not starting or ending with '-'`},
+		{"image required", "name = \"blog\"\n[services.web]\nstop_grace = \"5s\"\n", "services.web.image", `required: the image reference, e.g. "registry.example/blog:1.4" or "name@sha256:<64 hex digits>"`},
+		{"image no spaces", strings.Replace(base, `"blog:1"`, `"blog app:1"`, 1), "services.web.image", `invalid image reference "blog app:1": contains whitespace or control characters; want e.g. "nginx:1.27", "registry.example:5000/team/app:1.4" or "name@sha256:<64 hex digits>"`},
+		{"image lowercase repository", strings.Replace(base, `"blog:1"`, `"Blog:1"`, 1), "services.web.image", `invalid image reference "Blog:1": repository name must be lowercase; want e.g. "nginx:1.27", "registry.example:5000/team/app:1.4" or "name@sha256:<64 hex digits>"`},
+		{"image digest is 64 hex", strings.Replace(base, `"blog:1"`, `"blog@sha256:abc"`, 1), "services.web.image", `invalid image reference "blog@sha256:abc": not of the form [registry[:port]/]name[:tag][@sha256:<64 hex digits>]; want e.g. "nginx:1.27", "registry.example:5000/team/app:1.4" or "name@sha256:<64 hex digits>"`},
+		{"command arguments not empty", base + "command = [\"/app\", \"\"]\n", "services.web.command[1]", "argument must be a non-empty string"},
+		{"replace value", base + "replace = \"rolling\"\n", "services.web.replace", `invalid replace "rolling": want "overlap" (start the new generation before stopping the old; stateless services only) or "sequential" (stop the old one first)`},
+		{"replace overlap needs eligibility", base + "replace = \"overlap\"\n[[services.web.volume]]\nname = \"data\"\npath = \"/data\"\n", "services.web.replace", `replace = "overlap" cannot be honoured: the service is replaced sequentially (single-writer: volume data), so two generations never run at once; remove replace or use "sequential"`},
+		{"run value", base + "run = \"twice\"\n", "services.web.run", `invalid run "twice": want "once" (a one-shot run to completion at each deploy), or omit run for a service kept running`},
+		{"run once serves nothing", base + "run = \"once\"\n[[services.web.http]]\nport = 80\nhost = \"a.example\"\n", "services.web.http", `a one-shot service (run = "once") runs to completion and serves nothing: remove its http interfaces`},
+		{"run once has no readiness", base + "run = \"once\"\n[services.web.readiness]\ntype = \"log\"\npattern = \"x\"\n", "services.web.readiness", `a one-shot service (run = "once") runs to completion and serves nothing: it is waited for until it exits (status 0); remove readiness`},
+		{"stop_grace parses", base + "stop_grace = \"soon\"\n", "services.web.stop_grace", `invalid duration "soon": want a Go duration from 1s to 5m, such as "30s" or "2m"`},
+		{"stop_grace at least 1s", base + "stop_grace = \"500ms\"\n", "services.web.stop_grace", "500ms is out of range: want from 1s to 5m"},
+		{"stop_grace at most 5m", base + "stop_grace = \"5m1s\"\n", "services.web.stop_grace", "5m1s is out of range: want from 1s to 5m"},
+		{"service env name", base + "[services.web.env]\n\"9LIVES\" = \"x\"\n", "services.web.env.9LIVES", `invalid environment variable name "9LIVES": want a letter or '_' followed by letters, digits or '_'`},
+		{"env value is a string", base + "[services.web.env]\nDEBUG = true\n", "services.web.env.DEBUG", `value must be a string, got a boolean: quote it, e.g. DEBUG = "true"`},
+		{"env value not a table", base + "[services.web.env]\nX = { a = \"b\" }\n", "services.web.env.X", "value must be a string, got a table"},
+		{"unknown service key", base + "replicas = 2\n", "services.web.replicas", `unknown key "replicas": want one of image, entrypoint, command, stop_grace, stop_signal, env, secrets, http, tcp, udp, readiness, healthcheck, volume, bind, devices, depends_on, user, working_dir, init, read_only, shm_size, tmpfs, ulimits, cap_add, cap_drop, sysctls, extra_hosts, labels, resources, logging, replace, run`},
+		{"wrong type", base + "stop_grace = 30\n", "services.web.stop_grace", "wrong type: want a string, got an integer"},
+		{"wrong type in array", base + "http = [{ port = 80 }, { port = \"81\" }]\n", "services.web.http[1].port", "wrong type: want an integer, got a string"},
+		{"wrong type for a map", "name = \"blog\"\nenv = []\n[services.web]\nimage = \"blog:1\"\n", "env", "wrong type: want a table, got an array"},
+		{"interfaces are arrays of tables", base + "[services.web.tcp]\nport = 9000\npublish = \"0.0.0.0:9000\"\n", "services.web.tcp", "wrong type: want an array of tables, written [[services.web.tcp]], got a table"},
+		{"services is a table", "name = \"blog\"\n[[services]]\nimage = \"blog:1\"\n", "services", "wrong type: want a table, got an array of tables"},
+	})
+}
