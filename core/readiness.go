@@ -32,20 +32,6 @@ const (
 	attemptGrace = 250 * time.Millisecond
 )
 
-// ProbeDetailClosedAfterAccept is the text of the dedicated, matchable
-// not-ready verdict of a TCP attempt whose connection reached end-of-stream
-// right after accept (R32.6). Probe results cross the plugin wire as text,
-// so the TCP probe puts this text in ProbeResult.Detail (plugins/probe/tcp
-// exports the same text as ErrClosedAfterAccept); match it with
-// IsClosedAfterAccept.
-const ProbeDetailClosedAfterAccept = "connection closed right after accept"
-
-// IsClosedAfterAccept reports whether a probe detail (or error text) is the
-// R32.6 "connection closed right after accept" verdict.
-func IsClosedAfterAccept(detail string) bool {
-	return strings.Contains(detail, ProbeDetailClosedAfterAccept)
-}
-
 // DeployReadiness returns the deploy-time probe of s (SPEC R29) when only
 // the manifest is known: DeployReadinessFor(s, false).
 func DeployReadiness(s *ServiceSpec) Readiness { return DeployReadinessFor(s, false) }
