@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 	httpprobe "github.com/gordon-deploy/docker-gordon/plugins/probe/http"
 	tcpprobe "github.com/gordon-deploy/docker-gordon/plugins/probe/tcp"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker"
@@ -46,7 +47,7 @@ func runProbeHelperIfRequested() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), budget+5*time.Second)
 	defer cancel()
 	// R30: 500 ms between attempts (each HTTP attempt capped at 2 s, R31).
-	w := &core.ReadinessWaiter{Probes: helperProbes{}, HTTPInterval: 500 * time.Millisecond, TCPInterval: 500 * time.Millisecond}
+	w := &engine.ReadinessWaiter{Probes: helperProbes{}, HTTPInterval: 500 * time.Millisecond, TCPInterval: 500 * time.Millisecond}
 	target := core.ProbeTarget{Address: req.Address, Host: req.Host, StartedAt: time.Now()}
 	if target.Host == "" {
 		target.Host = req.Address

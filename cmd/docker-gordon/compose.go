@@ -17,6 +17,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/compose"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
@@ -295,7 +296,7 @@ func composeVolumeHint(err error) string {
 			}
 			return
 		}
-		var ive *core.ImageVolumeError
+		var ive *engine.ImageVolumeError
 		if !errors.As(e, &ive) {
 			return
 		}
