@@ -283,7 +283,7 @@ func printImageRefusal(env *cliEnv, in *appInput, err error) {
 	}
 }
 
-// composeVolumeHint returns, for every *core.ImageVolumeError in err
+// composeVolumeHint returns, for every *engine.ImageVolumeError in err
 // (joined errors included), the compose lines that map its paths to named
 // volumes; "" when there is none.
 func composeVolumeHint(err error) string {

@@ -15,7 +15,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
-// Harness is a core.Engine wired to the fakes, all logging to one Events.
+// Harness is an engine.Engine wired to the fakes, all logging to one Events.
 type Harness struct {
 	T       testing.TB
 	Events  *Events
@@ -33,7 +33,7 @@ type Harness struct {
 }
 
 // NewEngine returns a harness whose Engine has Store = MemStore, Runtime,
-// Traffic, Readiness = &core.ReadinessWaiter{Probes: ProbeSet} (the prober
+// Traffic, Readiness = &engine.ReadinessWaiter{Probes: ProbeSet} (the prober
 // answers ready unless scripted), Clock at T0, NewOpID "op-1", "op-2", …,
 // DrainPoll 1 ms and DrainTimeout 50 ms (tests stay fast), a test logger,
 // Progress recorded (Progress()), and OnEffect appending engine-internal
