@@ -1,4 +1,4 @@
-package routetable
+package edgestate
 
 import (
 	"os"
