@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -109,4 +110,18 @@ type InternalProbeResult struct {
 // (ErrNotFound), the helper cannot be built or run.
 type InternalProber interface {
 	ProbeInternal(ctx context.Context, p InternalProbe) (InternalProbeResult, error)
+}
+
+// ProbeDetailClosedAfterAccept is the text of the dedicated, matchable
+// not-ready verdict of a TCP attempt whose connection reached end-of-stream
+// right after accept (R32.6). Probe results cross the plugin wire as text,
+// so the TCP probe puts this text in ProbeResult.Detail (plugins/probe/tcp
+// exports the same text as ErrClosedAfterAccept); match it with
+// IsClosedAfterAccept.
+const ProbeDetailClosedAfterAccept = "connection closed right after accept"
+
+// IsClosedAfterAccept reports whether a probe detail (or error text) is the
+// R32.6 "connection closed right after accept" verdict.
+func IsClosedAfterAccept(detail string) bool {
+	return strings.Contains(detail, ProbeDetailClosedAfterAccept)
 }

@@ -2,8 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
@@ -29,48 +27,6 @@ type NetworkRemover interface {
 	RemoveNetwork(ctx context.Context, name string) error
 }
 
-// checkVolumeOwners is R13's volume ownership check for one service: every
-// volume it mounts must be absent, or carry this app's and incarnation's
-// owner labels, or be adopted explicitly by the manifest (volume.adopt).
-// incarnation "" (first deploy, no app record) accepts only absent or
-// adopted volumes. Errors wrap ErrConflict and name the owner.
-func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string, s *ServiceSpec) error {
-	vi, ok := e.Runtime.(VolumeInspector)
-	if !ok {
-		return nil
-	}
-	for _, v := range s.Volumes {
-		if v.Adopt {
-			continue
-		}
-		name := VolumeName(app, v.Name)
-		st, err := vi.InspectVolume(ctx, name)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if errors.Is(err, errors.ErrUnsupported) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("inspect volume %s: %w", name, deployErrClass(err, ErrUnavailable))
-		}
-		owner, inc := st.Labels[LabelApp], st.Labels[LabelIncarnation]
-		if st.Labels[LabelManaged] == "true" && owner == app && inc != "" && inc == incarnation {
-			continue
-		}
-		who := "no docker gordon owner"
-		switch {
-		case owner != "" && owner != app:
-			who = "app " + owner
-		case owner == app && inc != "":
-			who = "an earlier incarnation " + inc + " of app " + app
-		}
-		return fmt.Errorf("%w: volume %s already exists and belongs to %s (set adopt = true on volume %q to take it over, or remove it)",
-			ErrConflict, name, who, v.Name)
-	}
-	return nil
-}
-
 // TrafficRoutes is an optional Traffic extension: Routes returns the graph
 // the backend last applied. Rebuild uses it to keep serving the last good
 // routes of an app whose ACTIVE record cannot be read. Errors: the backend
@@ -84,15 +40,3 @@ type TrafficRoutes interface {
 // up here, so one value (a database password) serves several services. No
 // service can be named so (service names are DNS labels).
 const AppWideSecrets = "_app"
-
-// getSecret returns the service's secret name, else the app-wide one.
-// Errors: neither is set → the service-level not-found error.
-func (e *Engine) getSecret(ctx context.Context, app, service, name string) ([]byte, error) {
-	v, err := e.Store.GetSecret(ctx, app, service, name)
-	if errors.Is(err, ErrNotFound) {
-		if av, aerr := e.Store.GetSecret(ctx, app, AppWideSecrets, name); aerr == nil {
-			return av, nil
-		}
-	}
-	return v, err
-}

@@ -64,13 +64,14 @@ import (
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // File names inside <state>/edge.
 const (
-	RoutesFile = routetable.RoutesFile
-	StatusFile = routetable.StatusFile
+	RoutesFile = edgestate.RoutesFile
+	StatusFile = edgestate.StatusFile
 	// AppliedFile is the last table the edge applied, restored at start
 	// when routes.json is bad.
 	AppliedFile = "applied.json"
@@ -741,7 +742,7 @@ func (s *Server) statusLocked() routetable.Status {
 		RejectedGeneration: s.rejectedGen,
 		AdminAddr:          s.AdminAddr(),
 		Backends:           s.reg.status(),
-		StateID:            routetable.StateDirID(s.cfg.StateDir),
+		StateID:            edgestate.StateDirID(s.cfg.StateDir),
 	}
 	if snap := s.snap.Load(); snap != nil {
 		st.AppliedGeneration = snap.generation
@@ -775,7 +776,7 @@ func (s *Server) writeStatusLocked() {
 		s.logger.Error("encode status", "error", err)
 		return
 	}
-	if err := routetable.WriteFileAtomic(filepath.Join(s.cfg.StateDir, "edge", StatusFile), append(data, '\n')); err != nil {
+	if err := edgestate.WriteFileAtomic(filepath.Join(s.cfg.StateDir, "edge", StatusFile), append(data, '\n')); err != nil {
 		s.logger.Error("write status", "error", err)
 	}
 }
@@ -902,7 +903,7 @@ func (s *Server) poll(w *watcher, first bool) {
 	if s.Apply(t) == nil {
 		// Remember the last good table, so a restart while routes.json is
 		// bad still serves it.
-		if err := routetable.WriteFileAtomic(filepath.Join(filepath.Dir(w.path), AppliedFile), data); err != nil {
+		if err := edgestate.WriteFileAtomic(filepath.Join(filepath.Dir(w.path), AppliedFile), data); err != nil {
 			s.logger.Warn("save last good route table", "error", err)
 		}
 	}

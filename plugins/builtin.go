@@ -79,13 +79,8 @@ func Names() []string {
 // returns true once the host ends the plugin; it returns false at once when
 // the variable is unset (normal CLI mode). main calls it before cobra. An
 // unknown id or a failing factory is written to stderr (the host relays it)
-// and the process exits with status 1 before the handshake. When
-// GORDON_PROBE_HELPER is set the binary is the internal readiness helper
-// of a probe-helper container instead: it runs that probe and exits.
+// and the process exits with status 1 before the handshake.
 func ServeBuiltinIfRequested() bool {
-	if runProbeHelperIfRequested() {
-		return true
-	}
 	id, ok := sdk.RequestedPlugin()
 	if !ok {
 		return false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 const (
@@ -201,7 +202,7 @@ func (b *bench) deployLatency(ctx context.Context, s *section, state string) err
 		var svc, pre *core.Step
 		for j := range op.Steps {
 			switch {
-			case op.Steps[j].ID == core.StepPreflight:
+			case op.Steps[j].ID == engine.StepPreflight:
 				pre = &op.Steps[j]
 			case op.Steps[j].Service != "":
 				svc = &op.Steps[j]

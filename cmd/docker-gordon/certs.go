@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 // maxCertFile bounds a certificate or key file read by certs add.
@@ -186,7 +187,7 @@ func timeOrDash(t time.Time) string {
 // `status` (text only; `certs ls --format json` has the data): hosts come
 // from the services' "http://HOST -> :PORT" routes. Quiet when the edge
 // holds no certificate at all (no HTTPS).
-func renderCertStates(ctx context.Context, env *cliEnv, apps []core.AppStatus) {
+func renderCertStates(ctx context.Context, env *cliEnv, apps []engine.AppStatus) {
 	ctx, cancel := withTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cs, err := certStore(ctx, env)

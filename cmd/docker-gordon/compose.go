@@ -17,6 +17,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/compose"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
@@ -282,7 +283,7 @@ func printImageRefusal(env *cliEnv, in *appInput, err error) {
 	}
 }
 
-// composeVolumeHint returns, for every *core.ImageVolumeError in err
+// composeVolumeHint returns, for every *engine.ImageVolumeError in err
 // (joined errors included), the compose lines that map its paths to named
 // volumes; "" when there is none.
 func composeVolumeHint(err error) string {
@@ -295,7 +296,7 @@ func composeVolumeHint(err error) string {
 			}
 			return
 		}
-		var ive *core.ImageVolumeError
+		var ive *engine.ImageVolumeError
 		if !errors.As(e, &ive) {
 			return
 		}

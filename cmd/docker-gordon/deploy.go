@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 type deployOptions struct {
@@ -96,7 +97,7 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	if err != nil {
 		return err
 	}
-	req := core.DeployRequest{App: app, Services: o.services, OpKey: o.opKey, Pull: o.pull, DryRun: o.dryRun}
+	req := engine.DeployRequest{App: app, Services: o.services, OpKey: o.opKey, Pull: o.pull, DryRun: o.dryRun}
 
 	if o.dryRun {
 		if fromFile {
@@ -174,14 +175,14 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	return exitForOutcome(res.Outcome, derr)
 }
 
-func renderDeployResult(env *cliEnv, res *core.DeployResult) {
+func renderDeployResult(env *cliEnv, res *engine.DeployResult) {
 	w := env.dockerCli.Out()
 	if len(res.Services) > 0 {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "SERVICE\tRESULT\tFLOW\tCONTAINER\tBINDS")
 		for _, s := range res.Services {
 			flow := s.Flow
-			if flow == core.FlowSequential && s.Before == "" {
+			if flow == engine.FlowSequential && s.Before == "" {
 				// A first deployment runs the sequential flow (SPEC
 				// R19) with nothing to replace.
 				flow = "new"

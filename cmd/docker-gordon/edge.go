@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
@@ -73,7 +74,7 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 			view.Live, file = edgeLive(cmd.Context(), env.opts.stateDir)
 			view.StatusWrittenAt, view.Listeners = file.UpdatedAt, file.Listeners
 			routed := map[string]bool{}
-			if tbl, err := readEdgeFile[routetable.Table](env.opts.stateDir, routetable.RoutesFile); err == nil {
+			if tbl, err := readEdgeFile[routetable.Table](env.opts.stateDir, edgestate.RoutesFile); err == nil {
 				for _, rt := range tbl.HTTP {
 					for _, b := range rt.Backends {
 						routed[b.Addr] = true
@@ -196,7 +197,7 @@ func requireEdge(ctx context.Context, env *cliEnv, verb string) error {
 // admin address in its status.json (1 s), and returns that file (zero when
 // unreadable).
 func edgeLive(ctx context.Context, stateDir string) (bool, routetable.Status) {
-	st, err := readEdgeFile[routetable.Status](stateDir, routetable.StatusFile)
+	st, err := readEdgeFile[routetable.Status](stateDir, edgestate.StatusFile)
 	if err != nil || st.AdminAddr == "" {
 		return false, st
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
 )
 
@@ -602,7 +602,7 @@ func (f *edgeContainerFlags) remember(stateDir string) {
 	data, err := json.Marshal(last)
 	dir := filepath.Join(stateDir, "edge")
 	if err == nil && os.MkdirAll(dir, 0o700) == nil {
-		_ = routetable.WriteFileAtomic(filepath.Join(dir, edgeStartFile), append(data, '\n'))
+		_ = edgestate.WriteFileAtomic(filepath.Join(dir, edgeStartFile), append(data, '\n'))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 type logsOptions struct {
@@ -55,7 +56,7 @@ object {service, time, stream, text}.`,
 			if err != nil {
 				return err
 			}
-			eng := &core.Engine{Store: store, Runtime: rt, Logger: env.logger.Named("engine")}
+			eng := &engine.Engine{Store: store, Runtime: rt, Logger: env.logger.Named("engine")}
 			w := env.dockerCli.Out()
 			width := len(o.service)
 			return eng.Logs(ctx, args[0], o.service, opts, func(service string, l core.LogLine) error {

@@ -20,7 +20,12 @@ import (
 var version = "dev"
 
 func main() {
-	// Plugin mode first: nothing may be printed to stdout before
+	// The internal readiness helper of a probe-helper container (R30)
+	// runs its probe and exits.
+	if runProbeHelperIfRequested() {
+		return
+	}
+	// Plugin mode next: nothing may be printed to stdout before
 	// plugin.Serve writes its handshake line.
 	if plugins.ServeBuiltinIfRequested() {
 		return

@@ -43,7 +43,7 @@ func bindPolicy(stateDir, name string) (string, error) {
 	return p, nil
 }
 
-// checkPort is core.PortChecker: it binds addr for an instant, so a publish
+// checkPort is engine.PortChecker: it binds addr for an instant, so a publish
 // address another process holds fails preflight instead of leaving the edge
 // unable to listen (R13 port reservation re-check).
 func checkPort(_ context.Context, proto, addr string) error {

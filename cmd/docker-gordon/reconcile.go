@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 type reconcileOptions struct {
@@ -54,7 +54,7 @@ and exit; with --watch, repeat every --interval until stopped. A busy app
 				reps, perr := eng.Reconcile(ctx, args)
 				if isJSON(o.format) {
 					if reps == nil {
-						reps = []core.ReconcileReport{}
+						reps = []engine.ReconcileReport{}
 					}
 					_ = writeJSON(env.dockerCli.Out(), reps)
 				} else {
@@ -79,12 +79,12 @@ and exit; with --watch, repeat every --interval until stopped. A busy app
 	}
 	cmd.Flags().BoolVar(&o.boot, "boot", false, "first run the boot reconciliation: bring every running app back (start, verify, route) and keep stopped apps stopped")
 	cmd.Flags().BoolVar(&o.watch, "watch", false, "repeat the pass until stopped")
-	cmd.Flags().DurationVar(&o.interval, "interval", core.DefaultReconcileInterval, "time between passes with --watch")
+	cmd.Flags().DurationVar(&o.interval, "interval", engine.DefaultReconcileInterval, "time between passes with --watch")
 	addFormatFlag(cmd, &o.format)
 	return cmd
 }
 
-func renderReconcile(env *cliEnv, r core.ReconcileReport) {
+func renderReconcile(env *cliEnv, r engine.ReconcileReport) {
 	w := env.dockerCli.Out()
 	switch {
 	case r.Skipped:

@@ -35,7 +35,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
 )
 
@@ -198,7 +198,7 @@ func runnerImage(ctx context.Context, api client.APIClient) (sysimage.Image, err
 	img, err := sysimage.Build(ctx, api, "runner", bins, map[string]string{labelManaged: "true", labelRole: roleRunner})
 	if err == nil && key != "" {
 		if data, merr := json.Marshal(runnerImageCache{Key: key, Ref: img.Ref}); merr == nil && os.MkdirAll(filepath.Dir(cacheFile), 0o700) == nil {
-			_ = routetable.WriteFileAtomic(cacheFile, data)
+			_ = edgestate.WriteFileAtomic(cacheFile, data)
 		}
 	}
 	return img, err

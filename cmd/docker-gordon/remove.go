@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 func newRemoveCommand(env *cliEnv) *cobra.Command {
@@ -21,7 +21,7 @@ journal are kept for history.
 Exit status: 0 success, 1 failed (the app is then left as it was, stopped).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLifecycle(cmd, env, "remove", (*core.Engine).Remove, o, args[0])
+			return runLifecycle(cmd, env, "remove", (*engine.Engine).Remove, o, args[0])
 		},
 	}
 	addLifecycleFlags(cmd, &o, false)

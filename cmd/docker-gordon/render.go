@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 // Rendering lives only here (STYLE "What we take" 14): tables and JSON on
@@ -54,7 +54,7 @@ func newProgressRenderer(w io.Writer, tty bool) *progressRenderer {
 	return &progressRenderer{w: w, tty: tty, start: time.Now()}
 }
 
-func (p *progressRenderer) event(ev core.ProgressEvent) {
+func (p *progressRenderer) event(ev engine.ProgressEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ev.Elapsed = p.elapsed(ev)
@@ -126,7 +126,7 @@ func shortenIDs(s string) string {
 // elapsed is ev's time on its service's clock: never less than the time
 // since the service's first event (minus that event's own elapsed time).
 // Caller holds p.mu.
-func (p *progressRenderer) elapsed(ev core.ProgressEvent) time.Duration {
+func (p *progressRenderer) elapsed(ev engine.ProgressEvent) time.Duration {
 	if p.since == nil {
 		p.since = map[string]time.Time{}
 	}

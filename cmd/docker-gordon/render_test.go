@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 // The progress time column continues the service's clock through a
@@ -17,8 +17,8 @@ import (
 func TestProgress_TimeColumnDoesNotRestartAtRetire(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgressRenderer(&b, false)
-	p.event(core.ProgressEvent{App: "blog", Service: "web", Phase: "switch", Elapsed: 1500 * time.Millisecond})
-	p.event(core.ProgressEvent{App: "blog", Service: "web", Phase: "stop", Detail: "c-old"})
+	p.event(engine.ProgressEvent{App: "blog", Service: "web", Phase: "switch", Elapsed: 1500 * time.Millisecond})
+	p.event(engine.ProgressEvent{App: "blog", Service: "web", Phase: "stop", Detail: "c-old"})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	last := lines[len(lines)-1]
 	assert.Contains(t, last, "stop")

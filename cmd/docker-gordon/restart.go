@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 func newRestartCommand(env *cliEnv) *cobra.Command {
@@ -20,7 +20,7 @@ while it restarts.
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLifecycle(cmd, env, "restart", (*core.Engine).Restart, o, args[0])
+			return runLifecycle(cmd, env, "restart", (*engine.Engine).Restart, o, args[0])
 		},
 	}
 	addLifecycleFlags(cmd, &o, true)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 type rollbackOptions struct {
@@ -44,7 +44,7 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 			}
 			pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
 			eng.Progress = pr.event
-			res, rerr := eng.Rollback(ctx, core.RollbackRequest{App: args[0], ToRevision: o.to, OpKey: o.opKey, Pull: o.pull})
+			res, rerr := eng.Rollback(ctx, engine.RollbackRequest{App: args[0], ToRevision: o.to, OpKey: o.opKey, Pull: o.pull})
 			pr.finish()
 			if res == nil {
 				return rerr

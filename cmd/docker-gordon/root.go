@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/journal"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 )
@@ -38,7 +39,7 @@ type cliEnv struct {
 
 	store *journal.Store
 	host  *sdk.Host
-	eng   *core.Engine
+	eng   *engine.Engine
 
 	// target is the engine the verb acts on (remote.go).
 	target engineTarget
@@ -221,7 +222,7 @@ func (e *cliEnv) pluginEnv() []string {
 }
 
 // engine wires the core engine to the journal and the plugin backends.
-func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) {
+func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error) {
 	store, err := e.openStore()
 	if err != nil {
 		return nil, err
@@ -247,11 +248,11 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 	if trErr != nil {
 		return nil, trErr
 	}
-	e.eng = &core.Engine{
+	e.eng = &engine.Engine{
 		Store:       faultStore(store),
 		Runtime:     rt,
 		Traffic:     tr,
-		Readiness:   &core.ReadinessWaiter{Probes: hostProbes{host}},
+		Readiness:   &engine.ReadinessWaiter{Probes: hostProbes{host}},
 		Logger:      e.logger.Named("engine"),
 		NewOpID:     journal.NewOpID,
 		LockTimeout: e.opts.lockTimeout,

@@ -196,7 +196,7 @@ func watchControl(control io.Reader, silence time.Duration) {
 	}
 }
 
-// registryAuth is core.Engine.RegistryAuth: the X-Registry-Auth value for
+// registryAuth is engine.Engine.RegistryAuth: the X-Registry-Auth value for
 // pulling ref from the CLI's own credentials (docker login, credential
 // helpers, credsStore); in a runner, from what the CLI sent. "" when there
 // are none.

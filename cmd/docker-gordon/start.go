@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 func newStartCommand(env *cliEnv) *cobra.Command {
@@ -19,7 +19,7 @@ readiness before the edge routes it. A service that fails stays unrouted.
 Exit status: 0 success, 2 partial, 1 failed (any failed service).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLifecycle(cmd, env, "start", (*core.Engine).Start, o, args[0])
+			return runLifecycle(cmd, env, "start", (*engine.Engine).Start, o, args[0])
 		},
 	}
 	addLifecycleFlags(cmd, &o, false)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 func newStatusCommand(env *cliEnv) *cobra.Command {
@@ -29,7 +30,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 					return err
 				}
 			}
-			eng := &core.Engine{Store: store}
+			eng := &engine.Engine{Store: store}
 			// The runtime is optional for status: without an engine the
 			// state column says "unknown" instead of failing.
 			if host, herr := env.pluginHost(); herr == nil {
@@ -39,7 +40,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 					env.logger.Warn("runtime unavailable; container state unknown", "error", rerr)
 				}
 			}
-			var out []core.AppStatus
+			var out []engine.AppStatus
 			var unreadable []string
 			for _, app := range apps {
 				st, err := eng.Status(ctx, app)
@@ -52,8 +53,8 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 				if err != nil {
 					// One app's unreadable record is shown and makes the
 					// exit status 1; the other apps are still listed.
-					if st.State != core.AppStateUnreadable {
-						st.State, st.Problems = core.AppStateUnreadable, []string{err.Error()}
+					if st.State != engine.AppStateUnreadable {
+						st.State, st.Problems = engine.AppStateUnreadable, []string{err.Error()}
 					}
 					unreadable = append(unreadable, app)
 				}
@@ -67,7 +68,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 			}
 			if isJSON(format) {
 				if out == nil {
-					out = []core.AppStatus{}
+					out = []engine.AppStatus{}
 				}
 				if err := writeJSON(env.dockerCli.Out(), out); err != nil {
 					return err
@@ -97,7 +98,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 	return cmd
 }
 
-func renderStatus(env *cliEnv, st core.AppStatus) {
+func renderStatus(env *cliEnv, st engine.AppStatus) {
 	w := env.dockerCli.Out()
 	state := st.State
 	if state == "" {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 // lifecycleOptions are the flags of stop, start, restart and remove.
@@ -17,7 +17,7 @@ type lifecycleOptions struct {
 }
 
 // lifecycleVerb is one engine verb over a LifecycleRequest.
-type lifecycleVerb func(*core.Engine, context.Context, core.LifecycleRequest) (*core.OpResult, error)
+type lifecycleVerb func(*engine.Engine, context.Context, engine.LifecycleRequest) (*engine.OpResult, error)
 
 func newStopCommand(env *cliEnv) *cobra.Command {
 	var o lifecycleOptions
@@ -33,7 +33,7 @@ pinned revisions and digests: start rebuilds exactly what was serving.
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLifecycle(cmd, env, "stop", (*core.Engine).Stop, o, args[0])
+			return runLifecycle(cmd, env, "stop", (*engine.Engine).Stop, o, args[0])
 		},
 	}
 	addLifecycleFlags(cmd, &o, false)
@@ -66,7 +66,7 @@ func runLifecycle(cmd *cobra.Command, env *cliEnv, verb string, fn lifecycleVerb
 	}
 	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
 	eng.Progress = pr.event
-	res, verr := fn(eng, ctx, core.LifecycleRequest{App: app, Services: o.services, OpKey: o.opKey})
+	res, verr := fn(eng, ctx, engine.LifecycleRequest{App: app, Services: o.services, OpKey: o.opKey})
 	pr.finish()
 	if res == nil {
 		return verr
@@ -81,7 +81,7 @@ func runLifecycle(cmd *cobra.Command, env *cliEnv, verb string, fn lifecycleVerb
 	return exitForOutcome(res.Outcome, verr)
 }
 
-func renderOpResult(env *cliEnv, verb string, res *core.OpResult) {
+func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 	w := env.dockerCli.Out()
 	for _, s := range res.Services {
 		for _, l := range s.Diagnostics {
@@ -93,11 +93,11 @@ func renderOpResult(env *cliEnv, verb string, res *core.OpResult) {
 		fmt.Fprintln(tw, "SERVICE\tRESULT\tBEFORE\tAFTER\tBINDS\tERROR")
 		for _, s := range res.Services {
 			result := s.Result
-			if verb == "remove" && result == core.ResultDeployed {
+			if verb == "remove" && result == engine.ResultDeployed {
 				// SPEC R55 records a removed service's result as
 				// "deployed" (its step succeeded); the table says what
 				// happened to it.
-				result = core.ResultRemoved
+				result = engine.ResultRemoved
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(result), orDash(shortID(s.Before)), orDash(shortID(s.After)),
 				formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(s.Error))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 // reconcileOpts are the flags of `system start` for the reconcile loop.
@@ -142,7 +143,7 @@ engine after a reboot; no registry and no systemd are needed.`,
 		},
 	}
 	edgeFlags.register(start)
-	start.Flags().DurationVar(&interval, "interval", core.DefaultReconcileInterval, "time between reconcile passes")
+	start.Flags().DurationVar(&interval, "interval", engine.DefaultReconcileInterval, "time between reconcile passes")
 
 	stop := &cobra.Command{
 		Use:   "stop",

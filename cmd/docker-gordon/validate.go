@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 func newValidateCommand(env *cliEnv) *cobra.Command {
@@ -52,7 +53,7 @@ func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error
 		var rt core.Runtime
 		if rt, err = host.Runtime(ctx, "docker"); err == nil {
 			if _, err = rt.Info(ctx); err == nil {
-				return (&core.Engine{Runtime: rt}).CheckImages(ctx, spec)
+				return (&engine.Engine{Runtime: rt}).CheckImages(ctx, spec)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
@@ -274,7 +275,7 @@ func TestR61_GordonEdgeSIGHUPRereadsTableSIGTERMDrains(t *testing.T) {
 
 func readStatusFile(state string) routetable.Status {
 	var st routetable.Status
-	data, err := os.ReadFile(filepath.Join(state, "edge", routetable.StatusFile))
+	data, err := os.ReadFile(filepath.Join(state, "edge", edgestate.StatusFile))
 	if err == nil {
 		_ = json.Unmarshal(data, &st)
 	}

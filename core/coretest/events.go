@@ -1,6 +1,6 @@
 // Package coretest holds stateful fakes of the core backends (runtime,
 // probe, traffic, store) with one shared effect log, and a harness that
-// wires them into a core.Engine (STYLE "What we take" 10). Tests assert on
+// wires them into an engine.Engine (STYLE "What we take" 10). Tests assert on
 // resulting records and on the effect log, never on scripted call lists.
 package coretest
 

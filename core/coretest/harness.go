@@ -12,9 +12,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
-// Harness is a core.Engine wired to the fakes, all logging to one Events.
+// Harness is an engine.Engine wired to the fakes, all logging to one Events.
 type Harness struct {
 	T       testing.TB
 	Events  *Events
@@ -24,15 +25,15 @@ type Harness struct {
 	Prober  *Prober
 	Probes  *ProbeSet
 	Clock   *Clock
-	Engine  *core.Engine
+	Engine  *engine.Engine
 
 	mu       sync.Mutex
-	progress []core.ProgressEvent
+	progress []engine.ProgressEvent
 	opN      int
 }
 
 // NewEngine returns a harness whose Engine has Store = MemStore, Runtime,
-// Traffic, Readiness = &core.ReadinessWaiter{Probes: ProbeSet} (the prober
+// Traffic, Readiness = &engine.ReadinessWaiter{Probes: ProbeSet} (the prober
 // answers ready unless scripted), Clock at T0, NewOpID "op-1", "op-2", …,
 // DrainPoll 1 ms and DrainTimeout 50 ms (tests stay fast), a test logger,
 // Progress recorded (Progress()), and OnEffect appending engine-internal
@@ -47,11 +48,11 @@ func NewEngine(t testing.TB) *Harness {
 	h.Traffic = NewTraffic(ev)
 	h.Prober = NewProber(ev)
 	h.Probes = NewProbeSet(h.Prober)
-	h.Engine = &core.Engine{
+	h.Engine = &engine.Engine{
 		Store:        h.Store,
 		Runtime:      h.Runtime,
 		Traffic:      h.Traffic,
-		Readiness:    &core.ReadinessWaiter{Probes: h.Probes},
+		Readiness:    &engine.ReadinessWaiter{Probes: h.Probes},
 		Clock:        clock,
 		Logger:       hclog.NewNullLogger(),
 		NewOpID:      h.nextOpID,
@@ -62,7 +63,7 @@ func NewEngine(t testing.TB) *Harness {
 		OnEffect: func(kind, id, detail string) {
 			ev.AddDetail(kind, id, detail)
 		},
-		Progress: func(p core.ProgressEvent) {
+		Progress: func(p engine.ProgressEvent) {
 			h.mu.Lock()
 			h.progress = append(h.progress, p)
 			h.mu.Unlock()
@@ -99,10 +100,10 @@ func (h *Harness) nextOpID() string {
 }
 
 // Progress returns the progress events the engine emitted.
-func (h *Harness) Progress() []core.ProgressEvent {
+func (h *Harness) Progress() []engine.ProgressEvent {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]core.ProgressEvent(nil), h.progress...)
+	return append([]engine.ProgressEvent(nil), h.progress...)
 }
 
 // Withdrawals returns the "app/service" of every withdrawal attempt, in

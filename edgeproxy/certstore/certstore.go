@@ -10,7 +10,7 @@
 // <name> is the host with a leading "*" written as "wildcard_"
 // ("*.example.com" → "wildcard_.example.com"). Every file is written
 // atomically (temp file, fsync, rename). It imports only the standard
-// library and routetable.
+// library and edgeproxy/edgestate.
 package certstore
 
 import (
@@ -30,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 )
 
 // Directory and file names under <state>/edge.
@@ -385,7 +385,7 @@ func WriteState(stateDir string, infos []Info) error {
 	if err := os.MkdirAll(Root(stateDir), 0o700); err != nil {
 		return err
 	}
-	return routetable.WriteFileAtomic(filepath.Join(Root(stateDir), StateFile), append(data, '\n'))
+	return edgestate.WriteFileAtomic(filepath.Join(Root(stateDir), StateFile), append(data, '\n'))
 }
 
 // ReadState reads certs/state.json (empty when absent).

@@ -1,21 +1,13 @@
 // Package routetable holds the only types the engine and the edge proxy
 // share: the route table (edge/routes.json) and the edge status
-// (edge/status.json), ARCHITECTURE §5, and WriteFileAtomic, how both files
-// are written. It imports nothing of the project.
+// (edge/status.json), ARCHITECTURE §5. The files' names and how they are
+// written are in edgeproxy/edgestate. It imports nothing of the project.
 package routetable
 
 import "time"
 
 // Schema is the route table schema version this build reads and writes.
 const Schema = 1
-
-// File names inside <state>/edge.
-const (
-	// RoutesFile is the route table (Table) the engine writes.
-	RoutesFile = "routes.json"
-	// StatusFile is the edge's Status, written by the edge.
-	StatusFile = "status.json"
-)
 
 // Graph is the whole route graph computed from every app's ACTIVE record
 // (SPEC decision 11). Lists are sorted (HTTP by host, TCP/UDP by listen).

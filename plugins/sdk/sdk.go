@@ -1,8 +1,10 @@
 // Package sdk is the plugin SDK of docker gordon (ARCHITECTURE §1, §4): the
 // versioned protocol (proto/), the per-kind go-plugin glue (runtime/,
 // probe/, traffic/), the host-side launcher and discovery (Host), and the
-// Serve helpers plugin processes call. It never imports the engine or the
-// built-in implementations.
+// Serve helpers plugin processes call. It compiles against the contract in
+// package core only (errors, interfaces, spec and record types, the route
+// graph types of edgeproxy/routetable), never core/engine or the built-in
+// implementations; contract_test.go holds it.
 //
 // Errors crossing the wire keep their core class in both directions
 // (ErrNotFound↔NotFound, ErrConflict↔FailedPrecondition,

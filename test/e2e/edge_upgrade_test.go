@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
@@ -125,7 +126,7 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	data, err := json.Marshal(table)
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(filepath.Join(state, "edge"), 0o700))
-	require.NoError(t, routetable.WriteFileAtomic(filepath.Join(state, "edge", routetable.RoutesFile), data))
+	require.NoError(t, edgestate.WriteFileAtomic(filepath.Join(state, "edge", edgestate.RoutesFile), data))
 
 	r := gordonPath(t, state, binDir, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
 	require.Equal(t, 0, r.Code, "%s", r)

@@ -1,6 +1,6 @@
 // Package httpprobe is the built-in "http" readiness backend (SPEC R31):
 // one GET per Check against the target's loopback bind. The engine
-// (core.ReadinessWaiter) owns retries and the budget.
+// (core/engine's ReadinessWaiter) owns retries and the budget.
 package httpprobe
 
 import (

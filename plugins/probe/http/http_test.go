@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 	httpprobe "github.com/gordon-deploy/docker-gordon/plugins/probe/http"
 )
 
@@ -183,11 +184,11 @@ func TestR31_EmptyAddressIsInvalid(t *testing.T) {
 
 func TestR31_TimeoutErrorNamesURLAndLastAttempt(t *testing.T) {
 	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) })
-	w := &core.ReadinessWaiter{Probes: probeSet{httpprobe.New()}, HTTPInterval: 100 * time.Millisecond}
+	w := &engine.ReadinessWaiter{Probes: probeSet{httpprobe.New()}, HTTPInterval: 100 * time.Millisecond}
 	r := core.Readiness{Type: core.ReadinessHTTP, Path: "/healthz", Port: 8080, Timeout: core.Duration(450 * time.Millisecond)}
-	var progress []core.WaitResult
+	var progress []engine.WaitResult
 	start := time.Now()
-	res, err := w.Wait(context.Background(), probeReq(b.addr(), "/healthz", "").Target, r, func(wr core.WaitResult) { progress = append(progress, wr) })
+	res, err := w.Wait(context.Background(), probeReq(b.addr(), "/healthz", "").Target, r, func(wr engine.WaitResult) { progress = append(progress, wr) })
 	require.ErrorIs(t, err, core.ErrUnavailable)
 	assert.Less(t, time.Since(start), 2*time.Second)
 	url := "http://" + b.addr() + "/healthz"
@@ -214,7 +215,7 @@ func TestR31_WaiterReadyWhenBackendRecovers(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	w := &core.ReadinessWaiter{Probes: probeSet{httpprobe.New()}, HTTPInterval: 20 * time.Millisecond}
+	w := &engine.ReadinessWaiter{Probes: probeSet{httpprobe.New()}, HTTPInterval: 20 * time.Millisecond}
 	res, err := w.Wait(context.Background(), probeReq(b.addr(), "/", "").Target, core.Readiness{Type: core.ReadinessHTTP, Timeout: core.Duration(5 * time.Second)}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.Attempts)

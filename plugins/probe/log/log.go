@@ -1,6 +1,6 @@
 // Package logprobe is the built-in "log" readiness backend (SPEC R34): one
 // scan of the container's logs since its execution start per Check. The
-// engine (core.ReadinessWaiter) re-reads every 1 s until the budget.
+// engine (core/engine's ReadinessWaiter) re-reads every 1 s until the budget.
 package logprobe
 
 import (

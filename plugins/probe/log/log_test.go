@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 	logprobe "github.com/gordon-deploy/docker-gordon/plugins/probe/log"
 )
 
@@ -152,7 +153,7 @@ func TestR34_WaiterRereadsUntilPatternAppears(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 		rt.add("c-new", time.Now(), "ready to accept connections")
 	}()
-	w := &core.ReadinessWaiter{Probes: probeSet{logprobe.New(rt)}, LogInterval: 50 * time.Millisecond}
+	w := &engine.ReadinessWaiter{Probes: probeSet{logprobe.New(rt)}, LogInterval: 50 * time.Millisecond}
 	res, err := w.Wait(context.Background(), logReq("c-new", start, "ready to accept").Target,
 		core.Readiness{Type: core.ReadinessLog, Pattern: "ready to accept", Timeout: core.Duration(5 * time.Second)}, nil)
 	require.NoError(t, err)
@@ -163,7 +164,7 @@ func TestR34_WaiterRereadsUntilPatternAppears(t *testing.T) {
 func TestR34_WaiterTimesOutWithoutPattern(t *testing.T) {
 	rt := &logRuntime{}
 	rt.add("c-new", time.Now(), "booting")
-	w := &core.ReadinessWaiter{Probes: probeSet{logprobe.New(rt)}, LogInterval: 50 * time.Millisecond}
+	w := &engine.ReadinessWaiter{Probes: probeSet{logprobe.New(rt)}, LogInterval: 50 * time.Millisecond}
 	_, err := w.Wait(context.Background(), logReq("c-new", time.Now(), "ready").Target,
 		core.Readiness{Type: core.ReadinessLog, Pattern: "ready", Timeout: core.Duration(200 * time.Millisecond)}, nil)
 	require.ErrorIs(t, err, core.ErrUnavailable)

@@ -1,6 +1,6 @@
 // Package tcpprobe is the built-in "tcp" readiness backend (SPEC R32): one
 // connect-and-settle attempt per Check against the target's loopback bind.
-// The engine (core.ReadinessWaiter) owns retries and the budget (R33).
+// The engine (core/engine's ReadinessWaiter) owns retries and the budget (R33).
 package tcpprobe
 
 import (

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 	tcpprobe "github.com/gordon-deploy/docker-gordon/plugins/probe/tcp"
 )
 
@@ -184,7 +185,7 @@ func TestR32_EmptyAddressIsInvalid(t *testing.T) {
 
 func TestR33_WaiterOverRealSocketsReportsTimeout(t *testing.T) {
 	addr := serve(t, func(c *net.TCPConn) { c.Close() })
-	w := &core.ReadinessWaiter{Probes: probeSet{tcpprobe.New()}, TCPInterval: 50 * time.Millisecond}
+	w := &engine.ReadinessWaiter{Probes: probeSet{tcpprobe.New()}, TCPInterval: 50 * time.Millisecond}
 	target := req(addr).Target
 	start := time.Now()
 	res, err := w.Wait(context.Background(), target, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(400 * time.Millisecond)}, nil)
@@ -217,7 +218,7 @@ func TestR33_WaiterOverRealSocketsBecomesReady(t *testing.T) {
 			c.Close()
 		}
 	}()
-	w := &core.ReadinessWaiter{Probes: probeSet{tcpprobe.New()}, TCPInterval: 50 * time.Millisecond}
+	w := &engine.ReadinessWaiter{Probes: probeSet{tcpprobe.New()}, TCPInterval: 50 * time.Millisecond}
 	res, err := w.Wait(context.Background(), req(addr).Target, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(5 * time.Second)}, nil)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, res.Attempts, 2)

@@ -19,7 +19,7 @@ import (
 
 // EnvProbeHelper carries a HelperRequest (JSON) into the internal probe
 // helper container; the binary that sees it runs the probe and exits (see
-// plugins.ServeBuiltinIfRequested).
+// runProbeHelperIfRequested in cmd/docker-gordon).
 const EnvProbeHelper = "GORDON_PROBE_HELPER"
 
 // HelperRequest is what the helper probes: Address is "<container

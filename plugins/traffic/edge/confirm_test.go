@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 	"github.com/gordon-deploy/docker-gordon/plugins/traffic/edge"
 )
@@ -56,7 +57,7 @@ func fakeAdmin(t *testing.T, dir, stateID string) *httptest.Server {
 // but cannot write the file does not make Apply fail.
 func TestDecision11_ApplyConfirmedByEdgeThatCannotWriteStatus(t *testing.T) {
 	dir := t.TempDir()
-	fakeAdmin(t, dir, routetable.StateDirID(dir))
+	fakeAdmin(t, dir, edgestate.StateDirID(dir))
 	tr := edge.New(dir, edge.WithApplyTimeout(time.Second))
 	gen, err := tr.Apply(context.Background(), graphFor("blog.test", "127.0.0.1:9"))
 	require.NoError(t, err)

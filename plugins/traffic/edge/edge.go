@@ -20,13 +20,14 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // File names inside <state>/edge, shared with gordon-edge.
 const (
-	routesFile = routetable.RoutesFile
-	statusFile = routetable.StatusFile
+	routesFile = edgestate.RoutesFile
+	statusFile = edgestate.StatusFile
 	lockFile   = "lock"
 )
 
@@ -107,7 +108,7 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 	if err != nil {
 		return 0, fmt.Errorf("traffic/edge: encode route table generation %d: %w: %w", gen, core.ErrInvalid, err)
 	}
-	if err := routetable.WriteFileAtomic(filepath.Join(t.dir, routesFile), append(data, '\n')); err != nil {
+	if err := edgestate.WriteFileAtomic(filepath.Join(t.dir, routesFile), append(data, '\n')); err != nil {
 		return 0, fmt.Errorf("traffic/edge: write route table generation %d: %w: %w", gen, core.ErrUnavailable, err)
 	}
 	t.poke(ctx, st.AdminAddr)
@@ -210,7 +211,7 @@ func listenerErr(st routetable.Status, table routetable.Table) error {
 }
 
 // stateID is this backend's state directory identity.
-func (t *Traffic) stateID() string { return routetable.StateDirID(t.stateDir) }
+func (t *Traffic) stateID() string { return edgestate.StateDirID(t.stateDir) }
 
 // foreignEdge is the error for an edge that serves another state directory.
 func (t *Traffic) foreignEdge(st routetable.Status) error {
@@ -359,7 +360,7 @@ func (t *Traffic) AddCert(_ context.Context, host string, certPEM, keyPEM []byte
 	if err != nil {
 		return core.CertInfo{}, fmt.Errorf("traffic/edge: store certificate for %s: %w: %w", host, core.ErrUnavailable, err)
 	}
-	return info, nil
+	return core.CertInfo(info), nil
 }
 
 // RemoveCert implements core.CertStore (core.ErrNotFound when host has no
@@ -383,5 +384,9 @@ func (t *Traffic) ListCerts(context.Context) ([]core.CertInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("traffic/edge: list certificates: %w: %w", core.ErrUnavailable, err)
 	}
-	return out, nil
+	infos := make([]core.CertInfo, len(out))
+	for i, in := range out {
+		infos[i] = core.CertInfo(in)
+	}
+	return infos, nil
 }

@@ -1,0 +1,403 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// Pull policies (decision 15).
+const (
+	PullAlways  = "always"
+	PullMissing = "missing"
+	PullNever   = "never"
+)
+
+// DeployRequest is one deploy (SPEC R12).
+type DeployRequest struct {
+	// App is the app name (required).
+	App string
+	// Revision is the revision id to deploy; "" means DESIRED.
+	Revision string
+	// Services restricts the deploy to these services (--service, targeted
+	// deploy, decision 14): no dropped-service removal. Empty = full deploy.
+	Services []string
+	// OpKey is the caller's idempotency key (R6); "" generates an op id.
+	OpKey string
+	// Pull is always, missing (default when "") or never (decision 15).
+	Pull string
+	// DryRun only plans (Deploy returns the plan, no claim, no effect).
+	DryRun bool
+	// Spec, when set, is planned instead of a stored revision (PlanDeploy
+	// and DryRun only: `deploy -f FILE --dry-run` stores nothing). The plan
+	// names its revision "(unsaved)". Deploy without DryRun refuses it.
+	Spec *core.AppSpec
+
+	// lockWait is how long Deploy waited for the app lock; journaled as the
+	// preflight step's "lock" phase (issue 7).
+	lockWait time.Duration
+}
+
+// UnsavedRevision is the revision id a plan of DeployRequest.Spec shows.
+const UnsavedRevision = "(unsaved)"
+
+// DeployResult is the outcome of Deploy.
+type DeployResult struct {
+	// Op is the journaled operation as last saved (zero for a dry run).
+	Op core.Operation `json:"op"`
+	// Services holds one result per pinned (and dropped) service.
+	Services []ServiceResult `json:"services"`
+	// Outcome is success, partial or failed (R9); "" for a dry run.
+	Outcome string `json:"outcome,omitempty"`
+	// Warnings are the journal warnings (R10).
+	Warnings []core.Warning `json:"warnings,omitempty"`
+	// Plan is what the deploy decided (always set for a dry run).
+	Plan *Plan `json:"plan,omitempty"`
+	// Replayed is true when OpKey named an existing op (R6, R8): nothing ran.
+	Replayed bool `json:"replayed,omitempty"`
+}
+
+// SubmitRevision stores spec as a new immutable revision of its app and
+// points DESIRED at it (SPEC 1.1 "DESIRED / revision"). When DESIRED
+// already holds an identical spec with the same source sha256 it is
+// returned unchanged (so a repeated `deploy -f` with an op key replays).
+// It creates the app (fresh incarnation) when absent and holds the app
+// lock briefly. Errors: empty name wraps ErrInvalid; store errors as is.
+func (e *Engine) SubmitRevision(ctx context.Context, spec core.AppSpec, sourceSHA256 string) (core.Revision, error) {
+	app := spec.Name
+	if app == "" {
+		return core.Revision{}, fmt.Errorf("%w: app spec has no name", core.ErrInvalid)
+	}
+	lk, err := e.lock(ctx, app, "submit", "")
+	if err != nil {
+		return core.Revision{}, fmt.Errorf("app %s: %w", app, err)
+	}
+	defer lk.Unlock()
+	if _, err := e.Store.EnsureApp(ctx, app); err != nil {
+		return core.Revision{}, fmt.Errorf("app %s: %w", app, err)
+	}
+	if id, err := e.Store.LoadDesired(ctx, app); err == nil && id != "" {
+		if cur, err := e.Store.LoadRevision(ctx, app, id); err == nil && cur.SourceSHA256 == sourceSHA256 && dpSameJSON(cur.Spec, spec) {
+			return cur, nil
+		}
+	}
+	id, err := e.Store.NextRevisionID(ctx, app)
+	if err != nil {
+		return core.Revision{}, fmt.Errorf("app %s: new revision id: %w", app, err)
+	}
+	rev := core.Revision{ID: id, App: app, Spec: spec, SourceSHA256: sourceSHA256, CreatedAt: e.now()}
+	if err := e.Store.SaveRevision(ctx, rev); err != nil {
+		return core.Revision{}, fmt.Errorf("app %s: save revision %s: %w", app, id, err)
+	}
+	if err := e.Store.SaveDesired(ctx, app, id); err != nil {
+		return core.Revision{}, fmt.Errorf("app %s: save DESIRED %s: %w", app, id, err)
+	}
+	return rev, nil
+}
+
+func dpSameJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// Deploy runs both deploy phases synchronously (SPEC R12) under the app
+// lock: start phase (store self-recovery, interrupted-op reconciliation,
+// revision resolution, targeted checks, claim with `preflight` pending,
+// live mark) then execute phase (preflight R13, dropped services R56, one
+// service step per pinned service in name order R14–R22, outcome R9,
+// warnings R10). A DryRun only plans (see PlanDeploy).
+//
+// It returns the result (non-nil whenever an op was claimed or replayed)
+// and: nil on success; on a replayed key the R8 disposition; on a failed
+// service an error wrapping ErrConflict that names the service, the step
+// and the cause (R14.4); refusals (lock, R7, unknown revision or service,
+// invalid pull policy) before any claim. The op is journaled either way.
+func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (*DeployResult, error) {
+	if req.App == "" {
+		return nil, fmt.Errorf("%w: deploy: no app given", core.ErrInvalid)
+	}
+	switch req.Pull {
+	case "", PullAlways, PullMissing, PullNever:
+	default:
+		return nil, fmt.Errorf("%w: deploy %s: pull policy %q: want always, missing or never", core.ErrInvalid, req.App, req.Pull)
+	}
+	if req.Spec != nil && !req.DryRun {
+		return nil, fmt.Errorf("%w: deploy %s: an unsaved spec can only be planned (submit it with SubmitRevision first)", core.ErrInvalid, req.App)
+	}
+	if req.DryRun {
+		p, err := e.PlanDeploy(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &DeployResult{Plan: &p}, nil
+	}
+	lockStart := time.Now()
+	lk, err := e.lock(ctx, req.App, core.OpDeploy, "")
+	if err != nil {
+		return nil, fmt.Errorf("deploy %s: %w", req.App, err)
+	}
+	defer lk.Unlock()
+	req.lockWait = time.Since(lockStart)
+	op, claimed, err := e.startDeploy(ctx, req)
+	if !claimed {
+		if op.ID == "" {
+			return nil, err
+		}
+		return replayResult(op), err
+	}
+	res, err := e.executeDeploy(ctx, req, op.ID)
+	e.setLive(req.App, "")
+	if res == nil || !res.Op.Terminal() {
+		// R12: a claim owned but never executed to a terminal outcome is
+		// abandoned: reconcile it under the lock we still hold.
+		if rerr := e.reconcileLatest(context.WithoutCancel(ctx), req.App, ""); rerr != nil {
+			e.log().Warn("reconcile abandoned deploy", "app", req.App, "op", op.ID, "error", rerr)
+		}
+	}
+	return res, err
+}
+
+// startDeploy is R12's start phase; the caller holds the app lock. claimed
+// is false for a refusal (zero op) or a replay (stored op).
+func (e *Engine) startDeploy(ctx context.Context, req DeployRequest) (core.Operation, bool, error) {
+	app := req.App
+	if err := e.Store.Recover(ctx); err != nil {
+		return core.Operation{}, false, fmt.Errorf("deploy %s: store self-recovery: %w", app, err)
+	}
+	if err := e.reconcileLatest(ctx, app, e.liveOp(app)); err != nil {
+		return core.Operation{}, false, fmt.Errorf("deploy %s: reconcile interrupted operation: %w", app, err)
+	}
+	rev, err := e.resolveRevision(ctx, app, req.Revision)
+	if err != nil {
+		return core.Operation{}, false, err
+	}
+	if err := checkTargets(rev, req.Services); err != nil {
+		return core.Operation{}, false, err
+	}
+	pull := req.Pull
+	if pull == "" {
+		pull = PullMissing
+	}
+	now := e.now()
+	op := core.Operation{
+		ID:          e.newOpID(),
+		Kind:        core.OpDeploy,
+		App:         app,
+		Key:         req.OpKey,
+		Fingerprint: Fingerprint(core.OpDeploy, app, rev.ID, sortedJoin(req.Services), pull),
+		Revision:    rev.ID,
+		StartedAt:   now,
+		Steps:       []core.Step{{ID: StepPreflight, State: core.StepPending, StartedAt: now, UpdatedAt: now}},
+	}
+	stored, claimed, err := e.claimOp(ctx, op)
+	if err != nil || !claimed {
+		return stored, false, err
+	}
+	e.setLive(app, stored.ID)
+	return stored, true, nil
+}
+
+// replayResult is the stored projection of a replayed op (R8).
+func replayResult(op core.Operation) *DeployResult {
+	r := &DeployResult{Op: op, Outcome: op.Outcome, Warnings: op.Warnings, Replayed: true}
+	for _, s := range op.Steps {
+		if s.Service == "" {
+			continue
+		}
+		sr := ServiceResult{Service: s.Service, Before: s.Before, After: s.After, Error: s.Error, Diagnostics: s.Diagnostics}
+		switch {
+		case s.State == core.StepFailed:
+			sr.Result = ResultFailed
+		case s.State != core.StepSucceeded:
+			sr.Result = ""
+		case strings.HasSuffix(s.ID, ".remove"):
+			sr.Result = ResultRemoved
+		case strings.HasPrefix(s.Detail, "unchanged"):
+			sr.Result, sr.Flow = ResultUnchanged, FlowUnchanged
+		default:
+			sr.Result = ResultDeployed
+		}
+		r.Services = append(r.Services, sr)
+	}
+	return r
+}
+
+// liveOp returns the op of app that is live in this process ("" if none).
+func (e *Engine) liveOp(app string) string {
+	e.liveMu.Lock()
+	defer e.liveMu.Unlock()
+	return e.liveOps[app]
+}
+
+// setLive marks (op != "") or clears (op == "") app's live claim (R12).
+func (e *Engine) setLive(app, op string) {
+	e.liveMu.Lock()
+	defer e.liveMu.Unlock()
+	if op == "" {
+		delete(e.liveOps, app)
+		return
+	}
+	if e.liveOps == nil {
+		e.liveOps = map[string]string{}
+	}
+	e.liveOps[app] = op
+}
+
+// resolveRevision loads revision id, or DESIRED's revision when id is "".
+// Errors wrap ErrNotFound when the app has no such revision.
+func (e *Engine) resolveRevision(ctx context.Context, app, id string) (core.Revision, error) {
+	if id == "" {
+		d, err := e.Store.LoadDesired(ctx, app)
+		if err != nil {
+			return core.Revision{}, fmt.Errorf("app %s: load DESIRED: %w", app, err)
+		}
+		id = d
+	}
+	rev, err := e.Store.LoadRevision(ctx, app, id)
+	if err != nil {
+		return core.Revision{}, fmt.Errorf("app %s: load revision %s: %w", app, id, err)
+	}
+	if rev.App == "" {
+		rev.App = app
+	}
+	return rev, nil
+}
+
+// checkTargets is the targeted-deploy check (R12 [C]): every named service
+// must be declared by the revision (ErrInvalid otherwise).
+func checkTargets(rev core.Revision, services []string) error {
+	for _, s := range services {
+		if _, ok := rev.Spec.Service(s); !ok {
+			return fmt.Errorf("%w: app %s: revision %s declares no service %q", core.ErrInvalid, rev.App, rev.ID, s)
+		}
+	}
+	return nil
+}
+
+// loadActive loads ACTIVE(app); absent → an empty record.
+func (e *Engine) loadActive(ctx context.Context, app string) (core.Active, error) {
+	a, err := e.Store.LoadActive(ctx, app)
+	if errors.Is(err, core.ErrNotFound) {
+		return core.Active{App: app, Services: map[string]*core.ActiveService{}}, nil
+	}
+	if err != nil {
+		return core.Active{}, fmt.Errorf("app %s: load ACTIVE: %w", app, err)
+	}
+	if a.App == "" {
+		a.App = app
+	}
+	if a.Services == nil {
+		a.Services = map[string]*core.ActiveService{}
+	}
+	return a, nil
+}
+
+// observe gathers the planner's inputs for rev: markers, pending
+// withdrawals, the inspected ACTIVE containers, effective revisions' app
+// env and the desired env (with secret values) of every service.
+func (e *Engine) observe(ctx context.Context, rev core.Revision, active core.Active, resolved map[string]core.ImageRef) (PlanInput, error) {
+	app := rev.App
+	in := PlanInput{Revision: rev, Active: active, Resolved: resolved,
+		Observed: map[string]core.ContainerState{}, EffectiveEnv: map[string]map[string]string{}, DesiredEnv: map[string][]string{}}
+	markers, err := e.Store.LoadMarkers(ctx, app)
+	if err != nil {
+		return in, fmt.Errorf("app %s: load markers: %w", app, err)
+	}
+	in.Markers = markers
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return in, fmt.Errorf("app %s: load recovery: %w", app, err)
+	}
+	in.PendingWithdrawals = rec.PendingWithdrawals
+	for _, s := range rev.Spec.Services {
+		cur := active.Services[s.Name]
+		if cur == nil || cur.Container == "" {
+			continue
+		}
+		if st, err := e.Runtime.InspectContainer(ctx, cur.Container); err == nil {
+			in.Observed[cur.Container] = st
+		}
+		if _, ok := in.EffectiveEnv[cur.EffectiveRevision]; !ok && cur.EffectiveRevision != rev.ID {
+			if r, err := e.Store.LoadRevision(ctx, app, cur.EffectiveRevision); err == nil {
+				in.EffectiveEnv[cur.EffectiveRevision] = r.Spec.Env
+			}
+		}
+		env, _, err := e.secretEnv(ctx, app, &s)
+		if err != nil {
+			// Unknown secret values can never prove the env unchanged.
+			in.DesiredEnv[s.Name] = []string{"\x00unresolved secrets"}
+			continue
+		}
+		in.DesiredEnv[s.Name] = dpContainerEnv(rev.Spec.Env, s.Env, env)
+	}
+	return in, nil
+}
+
+// secretEnv loads the values of s's secrets: env secrets as a map, and the
+// list of every value (for log redaction). A missing secret wraps
+// ErrNotFound and names it.
+func (e *Engine) secretEnv(ctx context.Context, app string, s *core.ServiceSpec) (map[string]string, []string, error) {
+	env := map[string]string{}
+	var values []string
+	for _, ref := range s.Secrets {
+		v, err := e.getSecret(ctx, app, s.Name, ref.Name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("app %s: service %s: secret %q: %w", app, s.Name, ref.Name, err)
+		}
+		values = append(values, string(v))
+		if ref.As != "file" {
+			env[ref.Env] = string(v)
+		}
+	}
+	return env, values, nil
+}
+
+// ContainerName is decision 12's name, gordon-<app>-<service>-<8 of the op
+// id>, with one departure: the 8 characters are the op id's LAST 8, not its
+// first. Op ids are time-ordered UUIDs (R6) whose first 8 hex digits are the
+// high bits of a millisecond clock and stay the same for about 65 s, so two
+// deploys within a minute would clash by name; the tail is random.
+func ContainerName(app, service, opID string) string {
+	id := strings.TrimPrefix(opID, "op-")
+	if len(id) > 8 {
+		id = id[len(id)-8:]
+	}
+	return "gordon-" + app + "-" + service + "-" + id
+}
+
+// NetworkName is the app's private network, gordon-<app>.
+func NetworkName(app string) string { return "gordon-" + app }
+
+// VolumeName is the runtime name of a service volume, gordon-<app>-<volume>.
+func VolumeName(app, volume string) string { return "gordon-" + app + "-" + volume }
+
+// sortedServiceNames returns names in ascending order.
+func sortedServiceNames(names []string) []string {
+	out := append([]string(nil), names...)
+	sort.Strings(out)
+	return out
+}
+
+// phaseTimer records elapsed phase durations on a step.
+type phaseTimer struct {
+	step  *core.Step
+	start time.Time
+}
+
+func (p *phaseTimer) done(phase string, since time.Time) time.Duration {
+	d := time.Since(since)
+	if p.step != nil {
+		if p.step.Phases == nil {
+			p.step.Phases = map[string]core.Duration{}
+		}
+		p.step.Phases[phase] += core.Duration(d)
+	}
+	return d
+}

@@ -1,0 +1,384 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// deployRun is the state of one executing deploy (R12 execute phase).
+type deployRun struct {
+	e      *Engine
+	req    DeployRequest
+	op     *core.Operation
+	rev    core.Revision
+	app    string
+	info   core.AppInfo
+	pinned []*pinnedService
+	active core.Active
+	plan   Plan
+
+	results     []ServiceResult
+	appWarnings []core.Warning
+}
+
+// pinnedService is one service's preflight outcome (R13).
+type pinnedService struct {
+	spec    *core.ServiceSpec
+	img     core.ImageRef
+	env     []string // KEY=value (S28)
+	secrets []string // secret values, for redaction
+	files   map[string][]byte
+	binds   map[string]string // bind name → host path
+}
+
+// executeDeploy is R12's execute phase; the caller holds the app lock and
+// the op is live. It reloads the op, replays a terminal one, runs
+// preflight, dropped services and every service step, then finalizes.
+func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID string) (*DeployResult, error) {
+	app := req.App
+	op, err := e.Store.LoadOp(ctx, app, opID)
+	if err != nil {
+		return nil, fmt.Errorf("deploy %s: reload operation %s: %w", app, opID, err)
+	}
+	if op.App != app || op.ID != opID || op.Kind != core.OpDeploy {
+		return nil, fmt.Errorf("%w: deploy %s: operation %s is %s of app %s, not a deploy of %s", core.ErrConflict, app, opID, op.Kind, op.App, app)
+	}
+	if op.Terminal() {
+		return replayResult(op), replayError(op)
+	}
+	d := &deployRun{e: e, req: req, op: &op, app: app}
+	d.rev, err = e.resolveRevision(ctx, app, op.Revision)
+	if err != nil {
+		return d.failApp(ctx, StepError, err)
+	}
+	d.info, err = e.Store.LoadApp(ctx, app)
+	if err != nil {
+		return d.failApp(ctx, StepError, fmt.Errorf("app %s: %w", app, err))
+	}
+	if err := d.preflight(ctx); err != nil {
+		return d.result(), err
+	}
+	d.active, err = e.loadActive(ctx, app)
+	if err != nil {
+		return d.failApp(ctx, StepError, err)
+	}
+	resolved := map[string]core.ImageRef{}
+	for _, p := range d.pinned {
+		resolved[p.spec.Name] = p.img
+	}
+	in, err := e.observe(ctx, d.rev, d.active, resolved)
+	if err != nil {
+		return d.failApp(ctx, StepError, err)
+	}
+	for _, p := range d.pinned {
+		if len(p.files) == 0 {
+			in.DesiredEnv[p.spec.Name] = p.env
+		}
+	}
+	in.Services = req.Services
+	d.plan = in.Build()
+	for _, drop := range d.plan.Drops {
+		if err := d.dropService(ctx, drop); err != nil {
+			return d.result(), err
+		}
+	}
+	for _, ps := range d.plan.Services {
+		if err := d.runService(ctx, ps); err != nil {
+			return d.result(), err
+		}
+	}
+	d.finish(ctx)
+	return d.result(), nil
+}
+
+// result projects the run into a DeployResult.
+func (d *deployRun) result() *DeployResult {
+	p := d.plan
+	return &DeployResult{Op: *d.op, Services: d.results, Outcome: d.op.Outcome, Warnings: d.op.Warnings, Plan: &p}
+}
+
+// finish computes outcome and warnings and saves the terminal journal.
+func (d *deployRun) finish(ctx context.Context) {
+	d.op.Outcome = outcome(d.results, false)
+	d.op.Warnings = warnings(d.results, d.appWarnings)
+	d.op.FinishedAt = d.e.now()
+	d.save(ctx)
+}
+
+// save saves the journal; a failure is only logged (R14.8, R11).
+func (d *deployRun) save(ctx context.Context) {
+	// The journal is saved even when the caller cancelled (R11, S14).
+	if err := d.e.Store.SaveOp(context.WithoutCancel(ctx), *d.op); err != nil {
+		d.e.log().Error("save operation", "app", d.app, "op", d.op.ID, "error", err)
+	}
+}
+
+// failApp fails the op at app level (R11) and returns the error.
+func (d *deployRun) failApp(ctx context.Context, stepID string, err error) (*DeployResult, error) {
+	d.op.Warnings = warnings(d.results, d.appWarnings)
+	d.e.failOp(ctx, d.op, stepID, err.Error())
+	return d.result(), err
+}
+
+// step returns the journal step id (appending a pending one if absent).
+func (d *deployRun) step(id, service string) *core.Step {
+	if s := d.op.Step(id); s != nil {
+		return s
+	}
+	now := d.e.now()
+	d.op.Steps = append(d.op.Steps, core.Step{ID: id, State: core.StepPending, Service: service, StartedAt: now, UpdatedAt: now})
+	return &d.op.Steps[len(d.op.Steps)-1]
+}
+
+// preflight is SPEC R13. On failure the `preflight` step is failed, the
+// outcome failed, the journal saved and nothing running is touched (S23).
+// On success it saves one pending service.<name>.replace step per pinned
+// service (digest, image) before any mutation (R5.2).
+func (d *deployRun) preflight(ctx context.Context) error {
+	e, app := d.e, d.app
+	start := time.Now()
+	fail := func(service string, err error) error {
+		s := d.step(StepPreflight, "")
+		s.State, s.Error, s.UpdatedAt = core.StepFailed, err.Error(), e.now()
+		d.op.Outcome = core.OutcomeFailed
+		d.op.FinishedAt = e.now()
+		d.save(ctx)
+		e.progress(ProgressEvent{App: app, Service: service, Phase: "failed", Detail: "preflight: " + err.Error(), Elapsed: time.Since(start), Done: true})
+		where := ""
+		if service != "" {
+			where = " service " + service + ":"
+		}
+		return fmt.Errorf("deploy %s:%s step %s: %w", app, where, StepPreflight, classOf(ctx, err))
+	}
+	names := d.req.Services
+	if len(names) == 0 {
+		for _, s := range d.rev.Spec.Services {
+			names = append(names, s.Name)
+		}
+	}
+	names = sortedServiceNames(names)
+	if err := e.checkTraffic(ctx); err != nil {
+		return fail("", err)
+	}
+	owners, err := e.publishOwners(ctx)
+	if err != nil {
+		return fail("", err)
+	}
+	if service, err := d.preflightImageChecks(ctx, names); err != nil {
+		return fail(service, err)
+	}
+	labels := map[string]string{core.LabelManaged: "true", core.LabelApp: app, core.LabelIncarnation: d.info.Incarnation, core.LabelOp: d.op.ID}
+	if _, err := e.Runtime.EnsureNetwork(ctx, core.NetworkSpec{Name: NetworkName(app), Labels: labels}); err != nil {
+		return fail("", fmt.Errorf("ensure network %s: %w", NetworkName(app), err))
+	}
+	for _, name := range names {
+		spec, ok := d.rev.Spec.Service(name)
+		if !ok {
+			return fail(name, fmt.Errorf("%w: revision %s declares no service %q", core.ErrInvalid, d.rev.ID, name))
+		}
+		if e.Readiness != nil && e.Readiness.Probes != nil {
+			// Issue 6: a custom probe plugin must be found and accept its
+			// config before anything is touched.
+			if err := ValidatePluginReadiness(ctx, e.Readiness.Probes, app, []core.ServiceSpec{*spec}); err != nil {
+				return fail(name, err)
+			}
+		}
+		p := &pinnedService{spec: spec}
+		e.progress(ProgressEvent{App: app, Service: name, Phase: "resolve", Detail: spec.Image, Elapsed: time.Since(start)})
+		img, ok := e.takePin(spec.Image, d.req.Pull)
+		if !ok {
+			if img, err = e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start); err != nil {
+				return fail(name, err)
+			}
+		}
+		p.img = img
+		if err := checkPinnedImage(app, spec, img); err != nil {
+			return fail(name, err)
+		}
+		if err := e.checkSecretsSet(ctx, app, spec); err != nil {
+			return fail(name, err)
+		}
+		env, values, err := e.secretEnv(ctx, app, spec)
+		if err != nil {
+			return fail(name, err)
+		}
+		p.secrets = values
+		p.env = dpContainerEnv(d.rev.Spec.Env, spec.Env, env)
+		for _, ref := range spec.Secrets {
+			if ref.As == "file" {
+				v, _ := e.getSecret(ctx, app, name, ref.Name)
+				if p.files == nil {
+					p.files = map[string][]byte{}
+				}
+				fn := ref.Env
+				if fn == "" {
+					fn = ref.Name
+				}
+				p.files[fn] = v
+			}
+		}
+		if p.binds, err = e.resolveBinds(spec); err != nil {
+			return fail(name, fmt.Errorf("app %s: service %s: %w", app, name, err))
+		}
+		if err := e.checkPublish(ctx, app, spec, owners); err != nil {
+			return fail(name, err)
+		}
+		if err := e.checkVolumeOwners(ctx, app, d.info.Incarnation, spec); err != nil {
+			return fail(name, err)
+		}
+		for _, v := range spec.Volumes {
+			vl := map[string]string{core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: d.info.Incarnation}
+			if err := e.Runtime.EnsureVolume(ctx, core.VolumeSpec{Name: VolumeName(app, v.Name), Labels: vl}); err != nil {
+				return fail(name, fmt.Errorf("ensure volume %s: %w", VolumeName(app, v.Name), err))
+			}
+		}
+		d.pinned = append(d.pinned, p)
+	}
+	now := e.now()
+	pf := d.step(StepPreflight, "")
+	pf.State, pf.Error, pf.UpdatedAt = core.StepSucceeded, "", now
+	pf.Phases = map[string]core.Duration{"preflight": core.Duration(time.Since(start)), "lock": core.Duration(d.req.lockWait)}
+	if len(d.req.Services) == 0 {
+		active, err := e.loadActive(ctx, app)
+		if err != nil {
+			return fail("", err)
+		}
+		for _, name := range dpSortedKeys(active.Services) {
+			if _, ok := d.rev.Spec.Service(name); !ok {
+				s := d.step(ServiceStepID(name, "remove"), name)
+				s.Before = active.Services[name].Container
+			}
+		}
+	}
+	for _, p := range d.pinned {
+		s := d.step(ServiceStepID(p.spec.Name, "replace"), p.spec.Name)
+		s.Digest, s.Image = p.img.Digest, p.img.Ref
+	}
+	if err := e.Store.SaveOp(ctx, *d.op); err != nil {
+		_, ferr := d.failApp(ctx, StepError, fmt.Errorf("deploy %s: save pinned table: %w", app, err))
+		return ferr
+	}
+	return nil
+}
+
+// pinImage resolves (and per policy pulls) ref (R13, decision 15):
+// always → pull then resolve; missing → resolve, pull only on not-found,
+// resolve again; never → not found is a failure naming the image.
+func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, start time.Time) (core.ImageRef, error) {
+	if pull == "" {
+		pull = PullMissing
+	}
+	doPull := func() error {
+		e.progress(ProgressEvent{App: app, Service: service, Phase: "pull", Detail: ref, Elapsed: time.Since(start)})
+		pctx := ctx
+		if e.RegistryAuth != nil {
+			pctx = core.WithRegistryAuth(ctx, e.RegistryAuth(ref))
+		}
+		if err := e.Runtime.PullImage(pctx, ref); err != nil {
+			return fmt.Errorf("pull image %s: %w", ref, err)
+		}
+		return nil
+	}
+	if pull == PullAlways {
+		if err := doPull(); err != nil {
+			return core.ImageRef{}, err
+		}
+	}
+	img, err := e.Runtime.ResolveImage(ctx, ref)
+	if errors.Is(err, core.ErrNotFound) && pull == PullMissing {
+		if err := doPull(); err != nil {
+			return core.ImageRef{}, err
+		}
+		img, err = e.Runtime.ResolveImage(ctx, ref)
+	}
+	if err != nil {
+		if errors.Is(err, core.ErrNotFound) && pull == PullNever {
+			return core.ImageRef{}, fmt.Errorf("image %s is not present and --pull=never: %w", ref, err)
+		}
+		return core.ImageRef{}, fmt.Errorf("resolve image %s: %w", ref, err)
+	}
+	return img, nil
+}
+
+// resolveBinds looks every bind of s up in e.BindPolicy (R13, R18.1,
+// R19.1); nil policy refuses every bind. Errors wrap ErrInvalid unless the
+// policy's error has a class.
+func (e *Engine) resolveBinds(s *core.ServiceSpec) (map[string]string, error) {
+	if len(s.Binds) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, b := range s.Binds {
+		if e.BindPolicy == nil {
+			return nil, fmt.Errorf("%w: bind %q refused: no bind policy is configured (add it to <state>/config.toml)", core.ErrInvalid, b.Name)
+		}
+		hp, err := e.BindPolicy(b.Name)
+		if err != nil {
+			return nil, fmt.Errorf("bind %q refused by policy: %w", b.Name, deployErrClass(err, core.ErrInvalid))
+		}
+		if hp == "" {
+			return nil, fmt.Errorf("%w: bind %q: policy gives no host path", core.ErrInvalid, b.Name)
+		}
+		out[b.Name] = hp
+	}
+	return out, nil
+}
+
+// deployErrClass returns err when it wraps a core error class, else err
+// wrapped with class.
+func deployErrClass(err, class error) error {
+	for _, c := range []error{core.ErrNotFound, core.ErrConflict, core.ErrInvalid, core.ErrUnavailable, core.ErrPluginExited, core.ErrNotReady, core.ErrInterrupted} {
+		if errors.Is(err, c) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", class, err)
+}
+
+// preflightImageChecks is the image-config step of preflight, run before
+// anything changes: every named service whose image is already present is
+// checked for unmapped VOLUMEs and a "docker" readiness without a
+// healthcheck (CheckImages). It returns the first failing service's name
+// with the error. Images that preflight pulls later are checked by
+// checkPinnedImage; an image this command's checks already resolved
+// (SubmitChecked's pins) is checked as resolved, not resolved again.
+func (d *deployRun) preflightImageChecks(ctx context.Context, names []string) (string, error) {
+	for _, name := range names {
+		spec, ok := d.rev.Spec.Service(name)
+		if !ok {
+			continue
+		}
+		if img, ok := d.e.peekPin(spec.Image, d.req.Pull); ok {
+			if err := checkPinnedImage(d.app, spec, img); err != nil {
+				return name, err
+			}
+			continue
+		}
+		if err := d.e.CheckImages(ctx, core.AppSpec{Name: d.app, Services: []core.ServiceSpec{*spec}}); err != nil {
+			return name, err
+		}
+	}
+	return "", nil
+}
+
+// checkPinnedImage applies the image-config checks to a pinned image.
+func checkPinnedImage(app string, spec *core.ServiceSpec, img core.ImageRef) error {
+	if err := CheckImageVolumes(app, spec, img); err != nil {
+		return err
+	}
+	return checkDockerReadiness(app, spec, img)
+}
+
+// classOf is the class a failed step reports (STYLE error classes): an
+// interrupted command (ctx ended) is ErrInterrupted; otherwise err keeps
+// the class it carries, and an unclassified cause is a state conflict.
+func classOf(ctx context.Context, err error) error {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !errors.Is(err, core.ErrInterrupted) {
+		return fmt.Errorf("%w: %w", core.ErrInterrupted, err)
+	}
+	return deployErrClass(err, core.ErrConflict)
+}

@@ -1,0 +1,714 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// serviceRun is one service step in progress (R14).
+type serviceRun struct {
+	d      *deployRun
+	ps     PlannedService
+	pin    *pinnedService
+	step   *core.Step
+	res    ServiceResult
+	before string
+	// prev is ACTIVE's record of the predecessor, captured before anything
+	// is published (R14.1); nil on a first deployment.
+	prev      *core.ActiveService
+	predGrace time.Duration
+	start     time.Time
+	timer     phaseTimer
+	// candidate state (R17).
+	after     string
+	startedAt time.Time
+	binds     []core.BackendBind
+}
+
+func (d *deployRun) pinnedFor(name string) *pinnedService {
+	for _, p := range d.pinned {
+		if p.spec.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func (s *serviceRun) progress(phase, detail string, attempt int) {
+	done := phase == "done" || phase == "failed" || phase == "unchanged"
+	s.d.e.progress(ProgressEvent{App: s.d.app, Service: s.ps.Service, Phase: phase, Detail: detail, Attempt: attempt,
+		Elapsed: time.Since(s.start), Done: done})
+}
+
+// runService is SPEC R14 for one planned service. It returns an error only
+// when the service failed (the op is then saved with the failure, R14.4).
+func (d *deployRun) runService(ctx context.Context, ps PlannedService) error {
+	e := d.e
+	s := &serviceRun{d: d, ps: ps, pin: d.pinnedFor(ps.Service), start: time.Now()}
+	s.step = d.step(ServiceStepID(ps.Service, "replace"), ps.Service)
+	s.timer = phaseTimer{step: s.step}
+	spec := s.pin.spec
+	if cur := d.active.Services[ps.Service]; cur != nil && cur.Container != "" {
+		c := *cur
+		s.prev, s.before = &c, c.Container
+		s.predGrace = EffectiveGrace(c.Spec.StopGrace)
+	}
+	s.step.Before, s.step.Service = s.before, ps.Service
+	s.step.StartedAt = e.now()
+	s.step.UpdatedAt = s.step.StartedAt
+	s.res = ServiceResult{Service: ps.Service, Before: s.before, SingleWriter: spec.SingleWriter()}
+
+	switch ps.Action {
+	case ActionUnchanged:
+		return s.unchanged(ctx)
+	case ActionOverlap:
+		s.res.Flow = FlowOverlap
+		return s.overlap(ctx)
+	case ActionRunOnce:
+		return s.runOnce(ctx)
+	default:
+		s.res.Flow = FlowSequential
+		return s.sequential(ctx)
+	}
+}
+
+// fail is R14.4: step failed with an error naming the service, step id and
+// cause (ErrConflict), diagnostics copied, outcome and warnings recomputed,
+// journal saved; the error is returned.
+func (s *serviceRun) fail(ctx context.Context, cause error, diagnostics []string) error {
+	d := s.d
+	err := fmt.Errorf("deploy %s: service %s: step %s: %w", d.app, s.ps.Service, s.step.ID, classOf(ctx, cause))
+	s.res.Result = ResultFailed
+	s.res.Error = err.Error()
+	s.res.Diagnostics = diagnostics
+	if s.after != "" {
+		s.res.After = s.after
+		s.step.After = s.after
+	}
+	s.step.State, s.step.Error, s.step.Diagnostics, s.step.UpdatedAt = core.StepFailed, err.Error(), diagnostics, d.e.now()
+	d.results = append(d.results, s.res)
+	d.op.Outcome = outcome(d.results, false)
+	d.op.Warnings = warnings(d.results, d.appWarnings)
+	d.op.FinishedAt = d.e.now()
+	d.save(ctx)
+	s.progress("failed", cause.Error(), 0)
+	return err
+}
+
+// succeed is R14.8.
+func (s *serviceRun) succeed(ctx context.Context, detail string) error {
+	d := s.d
+	if s.res.Result == "" {
+		s.res.Result = ResultDeployed
+	}
+	s.step.State, s.step.Error, s.step.UpdatedAt = core.StepSucceeded, "", d.e.now()
+	s.step.After = s.res.After
+	if detail != "" {
+		s.step.Detail = detail
+	}
+	d.results = append(d.results, s.res)
+	d.save(ctx)
+	phase := "done"
+	if s.res.Result == ResultUnchanged {
+		phase = "unchanged"
+	}
+	s.progress(phase, s.res.After, 0)
+	return nil
+}
+
+func (s *serviceRun) warn(ws ...core.Warning) {
+	for _, w := range ws {
+		if w.Service == "" {
+			w.Service = s.ps.Service
+		}
+		s.res.Warnings = append(s.res.Warnings, w)
+	}
+}
+
+// unchanged is R15: keep the container, still publish and route
+// (activation metadata preserved), record no execution, retire nothing.
+func (s *serviceRun) unchanged(ctx context.Context) error {
+	s.res.Result, s.res.Flow = ResultUnchanged, FlowUnchanged
+	s.res.After = s.before
+	s.res.BackendBinds = dpCopyBinds(s.prev.BackendBinds)
+	s.res.UDPBackendBinds = dpCopyBinds(s.prev.UDPBackendBinds)
+	s.after = s.before
+	s.step.After = s.before
+	if err := s.publishAndRoute(ctx, true); err != nil {
+		return s.fail(ctx, err, nil)
+	}
+	return s.succeed(ctx, "unchanged: already running "+s.prev.Running())
+}
+
+// overlap is R18 followed by R14 steps 5–8 and R22.
+func (s *serviceRun) overlap(ctx context.Context) error {
+	e, app, name := s.d.e, s.d.app, s.ps.Service
+	// 1. Re-resolve binds and devices against current policy.
+	if _, err := e.resolveBinds(s.pin.spec); err != nil {
+		return s.fail(ctx, err, nil)
+	}
+	// 2. A pending withdrawal is retried before any candidate exists.
+	if pending, err := e.hasPendingWithdrawal(ctx, app, name); err != nil {
+		return s.fail(ctx, err, nil)
+	} else if pending {
+		if err := e.retryPendingWithdrawals(ctx, app, name); err != nil {
+			return s.fail(ctx, err, nil)
+		}
+	}
+	// 4. Candidate creation.
+	if err, diags := s.createCandidate(ctx); err != nil {
+		return s.fail(ctx, err, diags)
+	}
+	// 5. retirement-pending for Before, with the predecessor's grace.
+	m := core.Marker{App: app, Service: name, Container: s.before, Reason: core.MarkerRetirementPending,
+		Operation: s.d.op.ID, CreatedAt: e.now(), StopGrace: core.Duration(s.predGrace), StopSignal: s.prev.StopSignal}
+	if err := e.Store.SaveMarker(ctx, m); err != nil {
+		s.dropCandidate(ctx, s.after)
+		return s.fail(ctx, fmt.Errorf("save retirement-pending marker for %s: %w", s.before, err), nil)
+	}
+	// R14.5 publish and route.
+	if err := s.publishAndRoute(ctx, false); err != nil {
+		s.warn(core.Warning{Service: name, Leftover: s.before, Detail: "superseded container kept running: the new generation " +
+			s.after + " was not confirmed as published and routed (" + err.Error() + ")"})
+		return s.fail(ctx, err, nil)
+	}
+	// R14.6 verified execution.
+	s.recordExecution(ctx)
+	// R14.7 / R22 post-switch retirement, drain first (decision 16).
+	s.retireSuperseded(ctx)
+	return s.succeed(ctx, "")
+}
+
+// retireSuperseded is R22 with decision 16's drain: wait for zero in-flight
+// requests on the predecessor's backends, then retire it with its own grace
+// (clear-marker, retry-on-leak). Never a failure: warnings only.
+func (s *serviceRun) retireSuperseded(ctx context.Context) {
+	e, app, name := s.d.e, s.d.app, s.ps.Service
+	t := time.Now()
+	limit := e.drainLimit(s.predGrace)
+	for _, addr := range backendAddrs(s.prev) {
+		s.progress("drain", addr, 0)
+		if _, err := e.waitDrained(ctx, addr, limit); err != nil {
+			e.log().Warn("drain interrupted", "app", app, "service", name, "backend", addr, "error", err)
+			break
+		}
+	}
+	s.timer.done("drain", t)
+	t = time.Now()
+	s.progress("retire", s.before, 0)
+	r := e.retire(ctx, app, s.before, RetireOptions{Service: name, Grace: s.predGrace, ClearMarker: true, RetryOnLeak: true})
+	s.timer.done("retire", t)
+	s.warn(r.Warnings...)
+	if !r.Gone && len(r.Warnings) == 0 {
+		s.warn(core.Warning{Service: name, Leftover: s.before, Detail: "superseded container not confirmed gone"})
+	}
+}
+
+// backendAddrs lists the loopback addresses the edge routes to prev.
+func backendAddrs(prev *core.ActiveService) []string {
+	if prev == nil {
+		return nil
+	}
+	var out []string
+	for _, port := range dpSortedIntKeys(prev.BackendBinds) {
+		out = append(out, LoopbackAddr(prev.BackendBinds[port]))
+	}
+	return out
+}
+
+// sequential is R19 followed by R14 steps 5–8.
+func (s *serviceRun) sequential(ctx context.Context) error {
+	e, app, name := s.d.e, s.d.app, s.ps.Service
+	spec := s.pin.spec
+	// 1. Re-resolve binds and devices.
+	if _, err := e.resolveBinds(spec); err != nil {
+		return s.fail(ctx, err, nil)
+	}
+	if s.before != "" {
+		// 2. Withdraw and require confirmation. A single-writer service is
+		// held meanwhile (R58): the edge keeps its hosts and TCP ports and
+		// holds their traffic until the successor is routed (publishAndRoute
+		// writes a record without hold) or, on failure, endHold.
+		t := time.Now()
+		var hold time.Time
+		if spec.SingleWriter() {
+			hold = e.now().Add(holdBound(spec, s.predGrace))
+			defer func() {
+				if s.res.Result == ResultFailed {
+					e.endHold(context.WithoutCancel(ctx), app, name)
+				}
+			}()
+		}
+		if err := e.withdrawHold(ctx, app, name, hold); err != nil {
+			return s.fail(ctx, fmt.Errorf("withdraw %s: %w", s.before, err), nil)
+		}
+		s.timer.done("withdraw", t)
+		// 3. replacement-pending for a single-writer new spec.
+		if spec.SingleWriter() {
+			m := core.Marker{App: app, Service: name, Container: s.before, Reason: core.MarkerReplacementPending,
+				Operation: s.d.op.ID, CreatedAt: e.now(), StopGrace: core.Duration(s.predGrace), StopSignal: s.prev.StopSignal}
+			if err := e.Store.SaveMarker(ctx, m); err != nil {
+				return s.fail(ctx, fmt.Errorf("save replacement-pending marker for %s: %w", s.before, err), nil)
+			}
+		}
+		// 4. Retire Before with its grace, keeping its marker.
+		t = time.Now()
+		s.progress("retire", s.before, 0)
+		r := e.retire(ctx, app, s.before, RetireOptions{Service: name, Grace: s.predGrace})
+		s.timer.done("retire", t)
+		s.warn(r.Warnings...)
+		if !r.Gone {
+			return s.fail(ctx, fmt.Errorf("superseded container %s not confirmed gone: %w", s.before, r.Err(s.before)), nil)
+		}
+	}
+	// 5. Candidate creation.
+	if err, diags := s.createCandidate(ctx); err != nil {
+		return s.fail(ctx, err, diags)
+	}
+	if err := s.publishAndRoute(ctx, false); err != nil {
+		return s.fail(ctx, err, nil)
+	}
+	s.recordExecution(ctx)
+	return s.succeed(ctx, "")
+}
+
+// createCandidate is SPEC R17. On failure it returns the cause and the
+// diagnostics; the candidate (if created) is removed with its warnings
+// added to the result, and s.after stays the candidate ID.
+func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
+	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
+	spec := s.pin.spec
+	cname := ContainerName(app, name, d.op.ID)
+	cs := core.ContainerSpec{
+		Name:          cname,
+		Image:         s.pin.img.Ref,
+		Env:           s.pin.env,
+		Hostname:      name,
+		Network:       NetworkName(app),
+		Aliases:       []string{name},
+		ExtraNetworks: d.rev.Spec.Networks,
+		Ports:         spec.BackendPorts(),
+		Devices:       spec.Devices,
+		StopGrace:     EffectiveGrace(spec.StopGrace),
+		Labels:        map[string]string{},
+	}
+	applyContainerKeys(&cs, spec, s.pin.img)
+	if spec.Run == core.RunOnce {
+		cs.RestartPolicy = "" // runs to completion, never restarted
+	}
+	for k, v := range map[string]string{
+		core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: d.info.Incarnation,
+		core.LabelOp: d.op.ID, core.LabelRevision: d.rev.ID, core.LabelRole: "workload",
+	} {
+		cs.Labels[k] = v
+	}
+	for _, v := range spec.Volumes {
+		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountVolume, Source: VolumeName(app, v.Name), Target: v.Path, ReadOnly: v.ReadOnly})
+	}
+	for _, b := range spec.Binds {
+		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: s.pin.binds[b.Name], Target: b.Path, ReadOnly: b.ReadOnly})
+	}
+	for _, fn := range dpSortedKeys(s.pin.files) {
+		// Per-container copies are keyed by the container name: the ID is
+		// not known before creation (decision 13).
+		path, err := e.Store.WriteContainerSecret(ctx, app, cname, fn, s.pin.files[fn])
+		if err != nil {
+			return fmt.Errorf("write secret file %s: %w", fn, err), nil
+		}
+		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: path, Target: "/run/secrets/" + fn, ReadOnly: true})
+	}
+	// 1. Create.
+	t := time.Now()
+	s.progress("create", cname, 0)
+	id, err := e.Runtime.CreateContainer(ctx, cs)
+	s.timer.done("create", t)
+	if err != nil {
+		s.dropSecretFiles(ctx)
+		return fmt.Errorf("create container %s: %w", cname, err), nil
+	}
+	s.after = id
+	s.res.After = id
+	// 2. Persist After before start (R5.3, S32).
+	s.step.After, s.step.UpdatedAt = id, e.now()
+	if err := e.Store.SaveOp(ctx, *d.op); err != nil {
+		s.dropCandidate(ctx, id)
+		return fmt.Errorf("journal candidate %s: %w", id, err), nil
+	}
+	// 3. Start.
+	t = time.Now()
+	s.progress("start", id, 0)
+	if err := e.Runtime.StartContainer(ctx, id); err != nil {
+		s.timer.done("start", t)
+		s.dropCandidate(ctx, id)
+		return fmt.Errorf("start container %s: %w", id, err), nil
+	}
+	// 4. Observe the execution start time (unreadable → zero); a
+	// candidate that already exited fails here, with its log tail (a
+	// one-shot is expected to exit: runOnce waits for it).
+	if st, err := e.Runtime.InspectContainer(ctx, id); err == nil {
+		s.startedAt = st.StartedAt
+		if st.ID == "" {
+			st.ID = id
+		}
+		if xerr := exitOf(st); xerr != nil && spec.Run != core.RunOnce {
+			s.timer.done("start", t)
+			return s.candidateDied(ctx, id, xerr)
+		}
+	}
+	s.timer.done("start", t)
+	// 5. Binds and claims.
+	if ports := spec.BackendPorts(); len(ports) > 0 {
+		binds, err := e.Runtime.BackendBinds(ctx, id, ports)
+		if err != nil {
+			if xerr := e.candidateExit(ctx, id); xerr != nil {
+				return s.candidateDied(ctx, id, xerr)
+			}
+			s.dropCandidate(ctx, id)
+			return fmt.Errorf("read backend binds of %s: %w", id, err), nil
+		}
+		claims := make([]core.Claim, 0, len(binds))
+		for _, b := range binds {
+			claims = append(claims, core.Claim{Port: b.HostPort, Protocol: b.Protocol, Owner: core.ClaimOwnerBackend, App: app, Container: id})
+		}
+		if err := e.Store.RegisterClaims(ctx, claims); err != nil {
+			s.dropCandidate(ctx, id)
+			return fmt.Errorf("register backend claims of %s: %w", id, err), nil
+		}
+		s.binds = binds
+	}
+	s.res.BackendBinds, s.res.UDPBackendBinds = dpBindMaps(s.binds)
+	// 6. Readiness with the deploy-time probe.
+	t = time.Now()
+	err = s.ready(ctx)
+	s.timer.done("probe", t)
+	if err != nil {
+		diags := e.logTail(ctx, id, s.pin.secrets)
+		s.dropCandidate(ctx, id)
+		return fmt.Errorf("readiness of %s: %w", id, err), diags
+	}
+	// 7. Success.
+	s.res.StartedAt = s.startedAt
+	return nil, nil
+}
+
+// dropCandidate removes a failed candidate (R24) and its per-container
+// secret files; every problem becomes a warning on the result.
+func (s *serviceRun) dropCandidate(ctx context.Context, id string) {
+	s.warn(s.d.e.removeCandidate(ctx, s.d.app, s.ps.Service, id)...)
+	s.dropSecretFiles(ctx)
+}
+
+// dropSecretFiles deletes the candidate's file-secret copies, which are
+// keyed by the container name (decision 13).
+func (s *serviceRun) dropSecretFiles(ctx context.Context) {
+	if len(s.pin.files) == 0 {
+		return
+	}
+	cname := ContainerName(s.d.app, s.ps.Service, s.d.op.ID)
+	if err := s.d.e.Store.DeleteContainerSecrets(ctx, s.d.app, cname); err != nil {
+		s.warn(core.Warning{Service: s.ps.Service, Leftover: cname, Detail: "secret files cleanup failed: " + err.Error()})
+	}
+}
+
+// ready runs the deploy-time probe (R29) on the candidate's fresh binds.
+func (s *serviceRun) ready(ctx context.Context) error {
+	e := s.d.e
+	spec := s.pin.spec
+	if spec.Run == core.RunOnce {
+		return nil // a one-shot is waited for until it exits (runOnce)
+	}
+	r := DeployReadinessFor(spec, s.pin.img.HasHealthcheck)
+	if r.Type == "" || r.Type == core.ReadinessNone {
+		return nil
+	}
+	if e.Readiness == nil && r.Type != core.ReadinessDocker {
+		return fmt.Errorf("%w: no readiness backend for %s readiness", core.ErrUnavailable, r.Type)
+	}
+	target, err := ProbeTargetFor(s.d.app, spec, r, s.after, s.startedAt, s.binds)
+	if err != nil {
+		return err
+	}
+	s.progress("probe", target.Address, 0)
+	// The candidate is watched while it is probed: an exit ends the wait
+	// at once with its exit code instead of probing until the timeout.
+	wctx, stop, exited := e.watchCandidate(ctx, s.after)
+	_, err = e.waitReady(wctx, target, r, func(w WaitResult) {
+		s.progress("probe", w.LastDetail, w.Attempts)
+	})
+	stop()
+	if xerr := exited(); xerr != nil {
+		return xerr
+	}
+	if err != nil && ctx.Err() == nil {
+		if xerr := e.candidateExit(ctx, s.after); xerr != nil {
+			return xerr
+		}
+	}
+	return err
+}
+
+// candidateDied fails the candidate step for a candidate that stopped
+// running: the cause names its exit, the diagnostics are its log tail.
+func (s *serviceRun) candidateDied(ctx context.Context, id string, cause error) (error, []string) {
+	diags := s.d.e.logTail(ctx, id, s.pin.secrets)
+	s.dropCandidate(ctx, id)
+	return cause, diags
+}
+
+// logTail captures the candidate's last LogTailLines (default 50) lines
+// within 10 s, with every secret value of the service replaced by "****"
+// (R17.6). Errors only shorten the tail.
+func (e *Engine) logTail(ctx context.Context, id string, secrets []string) []string {
+	n := e.LogTailLines
+	if n <= 0 {
+		n = 50
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var lines []string
+	err := e.Runtime.Logs(lctx, id, core.LogOptions{Tail: n}, func(l core.LogLine) error {
+		lines = append(lines, dpRedact(l.Text, secrets))
+		return nil
+	})
+	if err != nil {
+		e.log().Debug("failure log tail", "container", id, "error", err)
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// dpRedact replaces every non-empty secret value in line with "****".
+func dpRedact(line string, secrets []string) string {
+	sorted := append([]string(nil), secrets...)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	for _, v := range sorted {
+		if v != "" {
+			line = strings.ReplaceAll(line, v, "****")
+		}
+	}
+	return line
+}
+
+// publishAndRoute is SPEC R21. (a) reload ACTIVE, write the service record
+// (activation kept when unchanged), dpConverged/networks, save; ownership;
+// for a sequential replacement clear Before's marker. (b) re-withdraw
+// pending withdrawals of the app, then rebuild.
+func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error {
+	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
+	spec := s.pin.spec
+	t := time.Now()
+	s.progress("switch", s.after, 0)
+	defer func() { s.timer.done("switch", t) }()
+	active, err := e.loadActive(ctx, app)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	rec := &core.ActiveService{
+		EffectiveRevision: d.rev.ID, ActivatedBy: d.op.ID, ActivatedAt: e.now(),
+		Image: s.pin.img.Ref, Digest: s.pin.img.Digest, Container: s.after, Spec: *spec,
+		StopSignal: EffectiveStopSignal(spec, s.pin.img),
+	}
+	if unchanged && s.prev != nil {
+		rec.StopSignal = s.prev.StopSignal
+		rec.ActivatedBy, rec.ActivatedAt = s.prev.ActivatedBy, s.prev.ActivatedAt
+		rec.Image, rec.Digest = s.prev.Image, s.prev.Digest
+		rec.BackendBinds, rec.UDPBackendBinds = dpCopyBinds(s.prev.BackendBinds), dpCopyBinds(s.prev.UDPBackendBinds)
+		if cur := active.Services[name]; cur != nil && cur.Container == s.after {
+			// Keep what ACTIVE holds now (binds may have been refreshed).
+			rec.BackendBinds, rec.UDPBackendBinds = dpCopyBinds(cur.BackendBinds), dpCopyBinds(cur.UDPBackendBinds)
+		}
+	} else {
+		rec.BackendBinds, rec.UDPBackendBinds = dpBindMaps(s.binds)
+	}
+	active.Services[name] = rec
+	active.Converged = dpConverged(active, d.rev)
+	if active.Converged {
+		active.ConvergedRevision = d.rev.ID
+		active.Networks = append([]string(nil), d.rev.Spec.Networks...)
+	}
+	if err := e.Store.SaveActive(ctx, active); err != nil {
+		return fmt.Errorf("publish ACTIVE: %w", err)
+	}
+	d.active = active
+	if err := s.saveOwnership(ctx); err != nil {
+		return fmt.Errorf("publish: record ownership: %w", err)
+	}
+	if !unchanged && s.res.Flow == FlowSequential && s.before != "" && s.before != s.after {
+		if err := e.Store.ClearMarker(ctx, app, name, s.before); err != nil {
+			s.warn(core.Warning{Service: name, Leftover: s.before, Detail: "clear recovery inhibition: " + err.Error()})
+		}
+	}
+	if err := e.retryPendingWithdrawals(ctx, app); err != nil {
+		return fmt.Errorf("route: %w", err)
+	}
+	if err := e.rebuild(ctx); err != nil {
+		return fmt.Errorf("route: %w", err)
+	}
+	return nil
+}
+
+// dpConverged reports whether every service rev declares is published at
+// rev (R21a).
+func dpConverged(a core.Active, rev core.Revision) bool {
+	for _, s := range rev.Spec.Services {
+		if s.Run == core.RunOnce {
+			continue // never published
+		}
+		cur := a.Services[s.Name]
+		if cur == nil || cur.EffectiveRevision != rev.ID || cur.Container == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// saveOwnership records what the incarnation owns (SPEC 1.2 [C]).
+func (s *serviceRun) saveOwnership(ctx context.Context) error {
+	d, e, app := s.d, s.d.e, s.d.app
+	spec := s.pin.spec
+	o, err := e.Store.LoadOwnership(ctx, app)
+	if errors.Is(err, core.ErrNotFound) {
+		o, err = core.Ownership{App: app, Incarnation: d.info.Incarnation}, nil
+	}
+	if err != nil {
+		return err
+	}
+	if o.Incarnation == "" {
+		o.Incarnation = d.info.Incarnation
+	}
+	o.Networks = dpAddUnique(o.Networks, NetworkName(app))
+	for _, v := range spec.Volumes {
+		o.Volumes = dpAddUnique(o.Volumes, VolumeName(app, v.Name))
+	}
+	for _, sec := range spec.Secrets {
+		o.Secrets = dpAddUnique(o.Secrets, spec.Name+"/"+sec.Name)
+	}
+	if s.pin.img.Digest != "" {
+		o.Images = dpAddUnique(o.Images, s.pin.img.Digest)
+	}
+	if o.SingleWriter == nil {
+		o.SingleWriter = map[string]bool{}
+	}
+	o.SingleWriter[spec.Name] = spec.SingleWriter()
+	return e.Store.SaveOwnership(ctx, o)
+}
+
+// recordExecution records the verified execution (R37): only after routing
+// accepted it, never for a zero start time. A failure is only logged.
+func (s *serviceRun) recordExecution(ctx context.Context) {
+	e, app := s.d.e, s.d.app
+	if s.after == "" || s.startedAt.IsZero() {
+		return
+	}
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err == nil {
+		if rec.Verified == nil {
+			rec.Verified = map[string]core.VerifiedExecution{}
+		}
+		rec.Verified[s.ps.Service] = core.VerifiedExecution{Container: s.after, StartedAt: s.startedAt}
+		err = e.Store.SaveRecovery(ctx, app, rec)
+	}
+	if err != nil {
+		e.log().Warn("record verified execution", "app", app, "service", s.ps.Service, "container", s.after, "error", err)
+	}
+}
+
+// dropService is R56 for a full deploy: withdraw, persist a `removed`
+// marker, retire (grace, clear-marker), delete from ACTIVE, save. Any
+// failure fails the deploy before anything new is published.
+func (d *deployRun) dropService(ctx context.Context, ps PlannedService) error {
+	e, app, name := d.e, d.app, ps.Service
+	s := &serviceRun{d: d, ps: ps, start: time.Now(), before: ps.Before}
+	s.step = d.step(ServiceStepID(name, "remove"), name)
+	s.step.Before = ps.Before
+	s.res = ServiceResult{Service: name, Before: ps.Before}
+	cur := d.active.Services[name]
+	grace := DefaultStopGrace
+	if cur != nil {
+		grace = EffectiveGrace(cur.Spec.StopGrace)
+	}
+	if err := e.withdraw(ctx, app, name); err != nil {
+		return s.fail(ctx, err, nil)
+	}
+	if ps.Before != "" {
+		m := core.Marker{App: app, Service: name, Container: ps.Before, Reason: core.MarkerRemoved, Operation: d.op.ID, CreatedAt: e.now()}
+		if err := e.Store.SaveMarker(ctx, m); err != nil {
+			return s.fail(ctx, fmt.Errorf("save removed marker for %s: %w", ps.Before, err), nil)
+		}
+		r := e.retire(ctx, app, ps.Before, RetireOptions{Service: name, Grace: grace, ClearMarker: true})
+		s.warn(r.Warnings...)
+		if !r.Gone {
+			return s.fail(ctx, fmt.Errorf("container %s not confirmed gone: %w", ps.Before, r.Err(ps.Before)), nil)
+		}
+	}
+	active, err := e.loadActive(ctx, app)
+	if err != nil {
+		return s.fail(ctx, err, nil)
+	}
+	delete(active.Services, name)
+	if err := e.Store.SaveActive(ctx, active); err != nil {
+		return s.fail(ctx, fmt.Errorf("save ACTIVE: %w", err), nil)
+	}
+	d.active = active
+	s.res.Result = ResultRemoved
+	s.step.State, s.step.UpdatedAt = core.StepSucceeded, e.now()
+	s.step.Detail = "removed: no longer declared"
+	d.results = append(d.results, s.res)
+	d.save(ctx)
+	s.progress("done", "removed", 0)
+	return nil
+}
+
+func dpBindMaps(binds []core.BackendBind) (tcp, udp map[int]int) {
+	for _, b := range binds {
+		if b.Protocol == "udp" {
+			if udp == nil {
+				udp = map[int]int{}
+			}
+			udp[b.ContainerPort] = b.HostPort
+			continue
+		}
+		if tcp == nil {
+			tcp = map[int]int{}
+		}
+		tcp[b.ContainerPort] = b.HostPort
+	}
+	return tcp, udp
+}
+
+func dpCopyBinds(m map[int]int) map[int]int {
+	if m == nil {
+		return nil
+	}
+	out := make(map[int]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func dpSortedIntKeys(m map[int]int) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func dpAddUnique(list []string, v string) []string {
+	for _, x := range list {
+		if x == v {
+			return list
+		}
+	}
+	return append(list, v)
+}

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// Engine is the deploy/lifecycle use-case layer (SPEC "Engine"). It drives
+// the backends only through the core interfaces and holds no state of its
+// own between calls: everything durable is in Store (decision 3).
+type Engine struct {
+	Store   core.Store
+	Runtime core.Runtime
+	Traffic core.Traffic
+	// Readiness runs deploy-time and declared probes (R29–R35).
+	Readiness *ReadinessWaiter
+	// Clock defaults to SystemClock.
+	Clock core.Clock
+	// Logger defaults to a null logger.
+	Logger hclog.Logger
+	// Progress, if set, receives live progress events (the CLI renders them).
+	Progress func(ProgressEvent)
+	// NewOpID generates op ids ("op-" + time-ordered UUID hex, R6).
+	NewOpID func() string
+	// Holder describes this process for lock records (pid, verb).
+	Holder core.LockHolder
+	// LockTimeout bounds waiting for an app lock (decision 2; default 60 s).
+	LockTimeout time.Duration
+	// DrainTimeout caps the drain wait before SIGTERM (decision 16; default
+	// min(stop grace, 30 s)). Zero means the default.
+	DrainTimeout time.Duration
+	// DrainPoll is the interval between in-flight checks (default 50 ms).
+	DrainPoll time.Duration
+	// HealthPollInterval is how often docker readiness reads the health
+	// status (zero: DefaultHealthPollInterval).
+	HealthPollInterval time.Duration
+	// PortCheck, if set, re-checks that publish addresses can be bound
+	// during preflight (R13 port reservation re-check).
+	PortCheck PortChecker
+	// CandidateWatch is how often a candidate is inspected while its
+	// readiness is awaited, so an exit fails the step at once (default
+	// DefaultCandidateWatch).
+	CandidateWatch time.Duration
+	// LogTailLines is the failure log tail length (default 50, R17.6).
+	LogTailLines int
+	// Secrets redaction: values to strip from log tails are loaded per deploy.
+
+	// OnEffect, if set, observes engine-internal effects that have no
+	// backend call of their own: kind "withdraw" with id "app/service" on
+	// every withdrawal attempt (SPEC §3 "Recording traffic"). Tests only.
+	OnEffect func(kind, id, detail string)
+
+	// BindPolicy resolves an operator-approved bind name to its host path
+	// (R13, <state>/config.toml). nil refuses every bind. Errors should wrap
+	// ErrInvalid (name not approved).
+	BindPolicy func(name string) (hostPath string, err error)
+
+	// RegistryAuth, if set, returns the X-Registry-Auth value for pulling
+	// ref ("" for an anonymous pull); pinImage passes it to
+	// Runtime.PullImage through WithRegistryAuth (R13, S26). nil: anonymous.
+	RegistryAuth func(ref string) string
+	// pins: image resolutions CheckDeployable made for this command's
+	// deploy (pull policy + ref → image), used once by its preflight.
+	pinMu sync.Mutex
+	pins  map[string]core.ImageRef
+
+	// unreadable: apps whose ACTIVE a rebuild could not read (app → error).
+	unreadMu   sync.Mutex
+	unreadable map[string]string
+
+	// liveOps marks claims live in this process (R12, R45): app → op id.
+	liveMu  sync.Mutex
+	liveOps map[string]string
+}
+
+// ProgressEvent is one line of live progress (issue 3 item 4): a phase of
+// one service with elapsed time.
+type ProgressEvent struct {
+	App     string
+	Service string
+	// Phase: resolve, pull, create, start, probe, switch, drain, retire,
+	// withdraw, stop, remove, done, failed, unchanged.
+	Phase   string
+	Detail  string
+	Attempt int
+	Elapsed time.Duration
+	Done    bool
+}
+
+func (e *Engine) now() time.Time {
+	if e.Clock == nil {
+		return core.SystemClock{}.Now()
+	}
+	return e.Clock.Now()
+}
+
+func (e *Engine) log() hclog.Logger {
+	if e.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return e.Logger
+}
+
+func (e *Engine) progress(ev ProgressEvent) {
+	if e.Progress != nil {
+		e.Progress(ev)
+	}
+}
+
+// lock takes the app lock bounded by LockTimeout (decision 2).
+func (e *Engine) lock(ctx context.Context, app, verb, op string) (core.AppLock, error) {
+	t := e.LockTimeout
+	if t <= 0 {
+		t = 60 * time.Second
+	}
+	lctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	h := e.Holder
+	h.Verb, h.Op, h.StartedAt = verb, op, e.now()
+	if lk, ok, err := e.Store.TryLock(lctx, app, h); err == nil && ok {
+		return lk, nil
+	}
+	// Busy: say who we are waiting for, then wait (decision 2).
+	detail := "waiting for the app lock"
+	if holder, err := e.Store.LockHolder(ctx, app); err == nil {
+		detail = fmt.Sprintf("waiting for the app lock held by pid %d (%s %s)", holder.PID, holder.Verb, holder.Op)
+	}
+	e.progress(ProgressEvent{App: app, Phase: "lock", Detail: detail})
+	return e.Store.Lock(lctx, app, h)
+}

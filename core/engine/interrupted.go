@@ -1,0 +1,294 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// Texts of interrupted-op reconciliation (R47 [C]).
+const (
+	// textPublishedKept is the error of a not-succeeded step whose candidate
+	// ACTIVE names.
+	textPublishedKept = "operation interrupted before traffic publication: published container %s kept; routing will be republished"
+	// textCandidateRemoved is the error of a step whose unpublished
+	// candidate was force-removed (S55 matches "unpublished candidate was removed").
+	textCandidateRemoved = "operation interrupted: unpublished candidate was removed (%s)"
+	// textCandidateStuck is the error of a step whose unpublished candidate
+	// could not be removed.
+	textCandidateStuck = "operation interrupted: unpublished candidate %s could not be removed: %s"
+)
+
+// reconcileInterrupted converges the app's latest operation after a crash or
+// an abandoned claim (SPEC R45–R48). Caller holds the app lock.
+//
+//   - R45: nothing to do when there is no op, or when the latest op is
+//     non-terminal and its id is liveOp (live in this process).
+//   - R46: a non-terminal op converges every step with an After; a terminal
+//     op only its failed steps with an After. ACTIVE and markers are loaded
+//     only when some step needs work.
+//   - R47: a candidate ACTIVE names (any service) is kept; else it is
+//     force-removed (R24). Then Before's marker is kept when the candidate is
+//     published and the marker is retirement-pending, else cleared. A step
+//     that fully converged gets its After cleared (the id stays in Detail).
+//   - R48: a non-terminal op is finalized (success when every step had
+//     succeeded, else failed); a terminal op is re-saved only if it changed.
+//
+// An unpublished candidate that is not confirmed gone fails closed: the
+// journal is saved unfinalized (a non-terminal op stays latest, so R7
+// refuses later mutations) and the error wraps ErrConflict and says what to
+// do. Other errors wrap the store's error. It never touches traffic (R45).
+func (e *Engine) reconcileInterrupted(ctx context.Context, app string, liveOp string) error {
+	op, err := e.Store.LatestOp(ctx, app)
+	if errors.Is(err, core.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("app %s: reconcile interrupted operation: load latest op: %w", app, err)
+	}
+	terminal := op.Terminal()
+	if !terminal && liveOp != "" && op.ID == liveOp {
+		return nil
+	}
+	var work []int
+	for i, s := range op.Steps {
+		if s.After == "" {
+			continue
+		}
+		if !terminal || s.State == core.StepFailed {
+			work = append(work, i)
+		}
+	}
+	changed := false
+	var stuck []string
+	if len(work) > 0 {
+		active, err := e.Store.LoadActive(ctx, app)
+		if errors.Is(err, core.ErrNotFound) {
+			active, err = core.Active{App: app}, nil
+		}
+		if err != nil {
+			return fmt.Errorf("app %s: reconcile interrupted operation %s: load ACTIVE: %w", app, op.ID, err)
+		}
+		published := map[string]bool{}
+		for _, s := range active.Services {
+			if s != nil && s.Container != "" {
+				published[s.Container] = true
+			}
+		}
+		var markers []core.Marker
+		markersLoaded := false
+		var markersErr error
+		markerReason := func(service, container string) (string, error) {
+			if !markersLoaded {
+				markers, markersErr = e.Store.LoadMarkers(ctx, app)
+				markersLoaded = true
+			}
+			if markersErr != nil {
+				return "", markersErr
+			}
+			for _, m := range markers {
+				if m.Service == service && m.Container == container {
+					return m.Reason, nil
+				}
+			}
+			return "", nil
+		}
+		now := e.now()
+		for _, i := range work {
+			st := &op.Steps[i]
+			cand := st.After
+			isPublished := published[cand]
+			converged := true
+			if isPublished {
+				if !terminal && st.State != core.StepSucceeded {
+					st.State = core.StepFailed
+					st.Error = fmt.Sprintf(textPublishedKept, cand)
+					st.Detail = reconcileDetail(st.Detail, "published container "+cand+" kept")
+					st.UpdatedAt = now
+					changed = true
+				}
+			} else {
+				r := e.retire(ctx, app, cand, RetireOptions{Service: st.Service, Force: true})
+				if len(r.Warnings) > 0 {
+					op.Warnings = reconcileWarnings(op.Warnings, r.Warnings)
+					changed = true
+				}
+				if !r.Gone {
+					detail := "container not confirmed gone"
+					if len(r.Warnings) > 0 {
+						detail = r.Warnings[0].Detail
+					}
+					if !terminal {
+						st.State = core.StepFailed
+						st.Error = fmt.Sprintf(textCandidateStuck, cand, detail)
+						st.UpdatedAt = now
+						changed = true
+					}
+					stuck = append(stuck, fmt.Sprintf("%s (%s)", cand, detail))
+					continue
+				}
+				if !terminal && st.State != core.StepFailed {
+					st.State = core.StepFailed
+					changed = true
+				}
+				if !terminal {
+					st.Error = fmt.Sprintf(textCandidateRemoved, cand)
+				}
+				d := reconcileDetail(st.Detail, "removed unpublished candidate "+cand)
+				if d != st.Detail {
+					st.Detail, st.UpdatedAt, changed = d, now, true
+				}
+				if !r.Settled {
+					converged = false // claims leaked: retried next time
+				}
+			}
+			if st.Service != "" && st.Before != "" && st.Before != cand {
+				reason, err := markerReason(st.Service, st.Before)
+				switch {
+				case err != nil:
+					op.Warnings = reconcileWarnings(op.Warnings, []core.Warning{{Service: st.Service, Leftover: st.Before,
+						Detail: "load recovery inhibition markers: " + err.Error()}})
+					converged, changed = false, true
+				case isPublished && reason == core.MarkerRetirementPending:
+					// R43 retires it once the successor is verified.
+				case reason == "":
+					// Nothing to clear.
+				default:
+					if err := e.Store.ClearMarker(ctx, app, st.Service, st.Before); err != nil {
+						op.Warnings = reconcileWarnings(op.Warnings, []core.Warning{{Service: st.Service, Leftover: st.Before,
+							Detail: "clear recovery inhibition: " + err.Error()}})
+						converged, changed = false, true
+					}
+				}
+			}
+			if converged && st.State != core.StepSucceeded {
+				st.After = ""
+				st.UpdatedAt = now
+				changed = true
+			}
+		}
+	}
+	if len(stuck) > 0 {
+		if changed {
+			if err := e.Store.SaveOp(ctx, op); err != nil {
+				e.log().Warn("save interrupted operation", "app", app, "op", op.ID, "error", err)
+			}
+		}
+		return fmt.Errorf("%w: app %s: interrupted operation %s left unpublished candidate(s) that could not be removed: %s; "+
+			"remove them (docker rm -f <id>) or fix the runtime, then retry", core.ErrConflict, app, op.ID, strings.Join(stuck, ", "))
+	}
+	if !terminal {
+		if err := e.clearStrandedReplacementMarkers(ctx, &op); err != nil {
+			// Fail closed like a stuck orphan: the op stays latest and
+			// unfinalized, so the next reconciliation retries the clear.
+			if serr := e.Store.SaveOp(ctx, op); serr != nil {
+				e.log().Warn("save interrupted operation", "app", app, "op", op.ID, "error", serr)
+			}
+			return fmt.Errorf("%w: app %s: interrupted operation %s: %w", core.ErrConflict, app, op.ID, err)
+		}
+		if len(op.Steps) == 0 {
+			// Nothing recorded that it finished: a crash right after the
+			// claim (remove and restart claim with no steps, R53, R55) may
+			// have done part of the work. Never call that a success.
+			op.Steps = append(op.Steps, core.Step{ID: StepError, State: core.StepFailed, UpdatedAt: e.now(),
+				Error: textInterruptedBeforeFirstStep})
+		}
+		op.Outcome = core.OutcomeSuccess
+		for _, s := range op.Steps {
+			if s.State != core.StepSucceeded {
+				op.Outcome = core.OutcomeFailed
+				break
+			}
+		}
+		op.FinishedAt = e.now()
+		changed = true
+	}
+	if changed {
+		if err := e.Store.SaveOp(ctx, op); err != nil {
+			return fmt.Errorf("app %s: reconcile interrupted operation %s: save: %w", app, op.ID, err)
+		}
+	}
+	return nil
+}
+
+// reconcileDetail appends note to detail ("; "-separated) unless already there.
+func reconcileDetail(detail, note string) string {
+	if strings.Contains(detail, note) {
+		return detail
+	}
+	if detail == "" {
+		return note
+	}
+	return detail + "; " + note
+}
+
+// reconcileWarnings appends the warnings of add not already in ws.
+func reconcileWarnings(ws, add []core.Warning) []core.Warning {
+	for _, w := range add {
+		dup := false
+		for _, x := range ws {
+			if x == w {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
+// textInterruptedBeforeFirstStep is the error of an op interrupted before
+// it journaled any step.
+const textInterruptedBeforeFirstStep = "operation interrupted before it journaled a step; its effects may be partial: run the verb again"
+
+// textInterruptedBeforeCandidate is the error of a step the crash cut off
+// before it created a candidate.
+const textInterruptedBeforeCandidate = "operation interrupted before a candidate was created; nothing of this step is left running"
+
+// clearStrandedReplacementMarkers finishes the steps of a non-terminal op
+// that never created a candidate (no After): such a step may have written a
+// replacement-pending marker for the old single-writer generation (R19.3)
+// and then been cut off before the old one was stopped or while it was
+// being retired. No candidate exists, so nothing can write beside the old
+// generation: the marker protects nothing (R26) and would only keep the
+// periodic pass and start from reviving or rebuilding the service. Markers
+// this op wrote for the step's service are cleared and every such pending
+// step is failed as interrupted. A load or clear failure is returned (the
+// step stays pending, so the next reconciliation retries).
+func (e *Engine) clearStrandedReplacementMarkers(ctx context.Context, op *core.Operation) error {
+	var markers []core.Marker
+	loaded := false
+	now := e.now()
+	for i := range op.Steps {
+		st := &op.Steps[i]
+		if st.State != core.StepPending || st.After != "" {
+			continue
+		}
+		if st.Service != "" {
+			if !loaded {
+				var err error
+				markers, err = e.Store.LoadMarkers(ctx, op.App)
+				loaded = true
+				if err != nil {
+					return fmt.Errorf("load recovery inhibition markers: %w", err)
+				}
+			}
+			for _, m := range markers {
+				if m.Service != st.Service || m.Reason != core.MarkerReplacementPending || m.Operation != op.ID {
+					continue
+				}
+				if err := e.Store.ClearMarker(ctx, op.App, m.Service, m.Container); err != nil {
+					return fmt.Errorf("service %s: clear replacement-pending marker of %s: %w", m.Service, m.Container, err)
+				}
+				st.Detail = reconcileDetail(st.Detail, "cleared replacement-pending marker of "+m.Container)
+			}
+		}
+		st.State, st.Error, st.UpdatedAt = core.StepFailed, textInterruptedBeforeCandidate, now
+	}
+	return nil
+}

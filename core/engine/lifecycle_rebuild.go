@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// rebuildMissing is SPEC R54, shared by start (R51.2) and restart (R53):
+// load the effective revision ACTIVE records for the service; validate (and
+// pull when absent) the pinned image; re-resolve binds; run the sequential
+// flow (R19) with Before = the recorded container and its grace — withdraw,
+// replacement-pending marker for a single-writer spec, retire Before (marker
+// kept), create the candidate (R17, journaled as After on the caller's step
+// i before it starts, deploy-time readiness) — and publish ACTIVE (R21a,
+// clearing Before's marker). No traffic rebuild and no execution recording:
+// the caller does both after its single rebuild.
+//
+// The returned result carries After (the candidate, also on failure when
+// one was created), binds, the verified start time, warnings and failure
+// diagnostics. The pinned digest never changes: the ACTIVE record keeps
+// its Digest and Image.
+func (r *lifecycleRun) rebuildMissing(ctx context.Context, name string, as *core.ActiveService, i int) (ServiceResult, error) {
+	e, app := r.e, r.app
+	out := ServiceResult{Service: name, Before: as.Container, Flow: FlowSequential, SingleWriter: as.Spec.SingleWriter()}
+	start := time.Now()
+	r.progress(name, "resolve", "rebuild from "+as.EffectiveRevision, false)
+	rev, err := e.resolveRevision(ctx, app, as.EffectiveRevision)
+	if err != nil {
+		return out, fmt.Errorf("rebuild: %w", err)
+	}
+	info, err := e.Store.LoadApp(ctx, app)
+	if err != nil {
+		return out, fmt.Errorf("rebuild: app %s: %w", app, err)
+	}
+	spec := as.Spec
+	spec.Name = name
+	img, err := e.pinImage(ctx, app, name, as.Image, PullMissing, start)
+	if err != nil {
+		return out, fmt.Errorf("rebuild: pinned image: %w", err)
+	}
+	img.Ref = as.Image
+	if as.Digest != "" {
+		img.Digest = as.Digest
+	}
+	env, values, err := e.secretEnv(ctx, app, &spec)
+	if err != nil {
+		return out, fmt.Errorf("rebuild: %w", err)
+	}
+	pin := &pinnedService{spec: &spec, img: img, env: dpContainerEnv(rev.Spec.Env, spec.Env, env), secrets: values}
+	for _, ref := range spec.Secrets {
+		if ref.As != "file" {
+			continue
+		}
+		v, err := e.getSecret(ctx, app, name, ref.Name)
+		if err != nil {
+			return out, fmt.Errorf("rebuild: secret %q: %w", ref.Name, err)
+		}
+		if pin.files == nil {
+			pin.files = map[string][]byte{}
+		}
+		fn := ref.Env
+		if fn == "" {
+			fn = ref.Name
+		}
+		pin.files[fn] = v
+	}
+	if pin.binds, err = e.resolveBinds(&spec); err != nil {
+		return out, fmt.Errorf("rebuild: %w", err)
+	}
+	labels := map[string]string{core.LabelManaged: "true", core.LabelApp: app, core.LabelIncarnation: info.Incarnation, core.LabelOp: r.op.ID}
+	if _, err := e.Runtime.EnsureNetwork(ctx, core.NetworkSpec{Name: NetworkName(app), Labels: labels}); err != nil {
+		return out, fmt.Errorf("rebuild: ensure network %s: %w", NetworkName(app), err)
+	}
+	for _, v := range spec.Volumes {
+		vl := map[string]string{core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: info.Incarnation}
+		if err := e.Runtime.EnsureVolume(ctx, core.VolumeSpec{Name: VolumeName(app, v.Name), Labels: vl}); err != nil {
+			return out, fmt.Errorf("rebuild: ensure volume %s: %w", VolumeName(app, v.Name), err)
+		}
+	}
+	active, err := e.loadActive(ctx, app)
+	if err != nil {
+		return out, fmt.Errorf("rebuild: %w", err)
+	}
+	// The deploy machinery runs on the caller's op and step (R54: "journaling
+	// the candidate on the caller's step").
+	d := &deployRun{e: e, op: r.op, rev: rev, app: app, info: info, pinned: []*pinnedService{pin}, active: active}
+	step := &r.op.Steps[i]
+	s := &serviceRun{d: d, ps: PlannedService{Service: name, Action: ActionSequential, Before: as.Container, Image: img},
+		pin: pin, step: step, res: out, before: as.Container, prev: as,
+		predGrace: EffectiveGrace(as.Spec.StopGrace), start: start, timer: phaseTimer{step: step}}
+	fail := func(err error) (ServiceResult, error) {
+		res := s.res
+		res.After = s.after
+		return res, fmt.Errorf("rebuild: %w", err)
+	}
+	before := as.Container
+	if before != "" {
+		// R19.2 withdraw and require confirmation.
+		if err := e.withdraw(ctx, app, name); err != nil {
+			return fail(fmt.Errorf("withdraw %s: %w", before, err))
+		}
+		// R19.3 replacement-pending for a single-writer spec.
+		if spec.SingleWriter() {
+			m := core.Marker{App: app, Service: name, Container: before, Reason: core.MarkerReplacementPending,
+				Operation: r.op.ID, CreatedAt: e.now(), StopGrace: core.Duration(s.predGrace)}
+			if err := e.Store.SaveMarker(ctx, m); err != nil {
+				return fail(fmt.Errorf("save replacement-pending marker for %s: %w", before, err))
+			}
+		}
+		// R19.4 retire Before with its grace, keeping its marker.
+		rr := e.retire(ctx, app, before, RetireOptions{Service: name, Grace: s.predGrace})
+		s.warn(rr.Warnings...)
+		if !rr.Gone {
+			return fail(fmt.Errorf("superseded container %s not confirmed gone: %w", before, rr.Err(before)))
+		}
+	}
+	// R19.5 / R17 candidate creation.
+	if err, diags := s.createCandidate(ctx); err != nil {
+		res, ferr := fail(err)
+		res.Diagnostics = diags
+		return res, ferr
+	}
+	// R21a publish ACTIVE (no route).
+	if err := r.publishRebuilt(ctx, s, as); err != nil {
+		return fail(err)
+	}
+	res := s.res
+	res.After, res.StartedAt = s.after, s.startedAt
+	res.BackendBinds, res.UDPBackendBinds = dpBindMaps(s.binds)
+	return res, nil
+}
+
+// publishRebuilt is R21a for a rebuilt generation: reload ACTIVE, write the
+// record (same revision, image and digest; activation by this op; fresh
+// binds), save, record ownership, clear the replaced container's marker.
+func (r *lifecycleRun) publishRebuilt(ctx context.Context, s *serviceRun, prev *core.ActiveService) error {
+	e, app, name := r.e, r.app, s.ps.Service
+	active, err := e.loadActive(ctx, app)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	rec := &core.ActiveService{
+		EffectiveRevision: prev.EffectiveRevision, ActivatedBy: r.op.ID, ActivatedAt: e.now(),
+		Image: prev.Image, Digest: prev.Digest, Container: s.after, Spec: prev.Spec,
+	}
+	rec.BackendBinds, rec.UDPBackendBinds = dpBindMaps(s.binds)
+	active.Services[name] = rec
+	if err := e.Store.SaveActive(ctx, active); err != nil {
+		return fmt.Errorf("publish ACTIVE: %w", err)
+	}
+	s.d.active = active
+	if err := s.saveOwnership(ctx); err != nil {
+		return fmt.Errorf("publish: record ownership: %w", err)
+	}
+	if s.before != "" && s.before != s.after {
+		if err := e.Store.ClearMarker(ctx, app, name, s.before); err != nil {
+			s.warn(core.Warning{Service: name, Leftover: s.before, Detail: "clear recovery inhibition: " + err.Error()})
+		}
+	}
+	return nil
+}

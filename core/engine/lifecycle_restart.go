@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// Restart restarts services in place (SPEC R49, R53). It needs ACTIVE
+// (else ErrConflict "never deployed"); each req.Services entry must be in
+// ACTIVE (else ErrConflict); empty means every ACTIVE service. It claims an
+// op without steps, then per selected service (name order, step
+// `service.<name>.restart`): no container → fail; re-resolve binds; a
+// blocking marker → withdraw, fail; withdraw (must succeed); restart the
+// exact container with its own stop grace. A container that is not found
+// is rebuilt (R54) from the revision and digest ACTIVE pins; a failed
+// rebuild fails the step with its diagnostics and clears the missing
+// container's marker. After an in-place restart: observe the start time,
+// re-read binds (claims registered), run the DEPLOY-time probe (R29), then
+// persist the binds into ACTIVE; any failure drops the binds and fails.
+// Then: outcome, save (a save failure is returned), one traffic rebuild
+// (rejection → R11 `traffic.publish`, error), record verified executions,
+// and an ErrConflict error naming the failed services if any. Never a
+// second container for an existing one; the pinned digest never changes.
+//
+// Other errors: empty app → ErrInvalid; unknown app → ErrNotFound;
+// lock/R7/R8 refusals → ErrConflict. The result is non-nil whenever an op
+// was claimed or replayed.
+func (e *Engine) Restart(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	fp := Fingerprint(core.OpRestart, req.App, sortedJoin(req.Services))
+	if res, ok, err := e.checkApp(ctx, core.OpRestart, req, fp); !ok {
+		return res, err
+	}
+	lk, err := e.lock(ctx, req.App, core.OpRestart, "")
+	if err != nil {
+		return nil, fmt.Errorf("restart %s: %w", req.App, err)
+	}
+	defer lk.Unlock()
+	active, err := e.activeOrNeverDeployed(ctx, core.OpRestart, req.App)
+	if err != nil {
+		return nil, err
+	}
+	selected := req.Services
+	if len(selected) == 0 {
+		selected = activeServiceNames(active)
+	}
+	for _, s := range selected {
+		if as := active.Services[s]; as == nil {
+			return nil, fmt.Errorf("%w: restart %s: service %q is not in ACTIVE (deploy it first)", core.ErrConflict, req.App, s)
+		}
+	}
+	selected = inOrder(activeServiceNames(active), selected)
+	r, replay, err := e.claimLifecycle(ctx, core.OpRestart, req, fp, nil)
+	if r == nil {
+		return replay, err
+	}
+	return r.restart(ctx, selected)
+}
+
+// restart is R53 after the claim.
+func (r *lifecycleRun) restart(ctx context.Context, selected []string) (*OpResult, error) {
+	e, app := r.e, r.app
+	for _, name := range selected {
+		active, err := e.Store.LoadActive(ctx, app)
+		if err != nil {
+			err = fmt.Errorf("restart %s: load ACTIVE: %w", app, err)
+			r.fail(ctx, StepError, err)
+			return r.result(), err
+		}
+		r.restartService(ctx, name, active.Services[name])
+	}
+	r.finalize()
+	if err := r.saveStrict(ctx); err != nil {
+		// The restarts happened but are not journaled: routes still follow
+		// ACTIVE, and the verb fails (reconcile records the rest).
+		if rerr := e.rebuild(ctx); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		res := r.result()
+		res.Outcome = core.OutcomeFailed
+		return res, fmt.Errorf("restart %s: the journal could not be saved: %w", app, err)
+	}
+	if err := e.rebuild(ctx); err != nil {
+		err = fmt.Errorf("restart %s: %w", app, err)
+		r.fail(ctx, StepTrafficPublish, err)
+		return r.result(), err
+	}
+	r.recordExecutions(ctx)
+	return r.result(), r.failedErr(core.OpRestart)
+}
+
+// restartService is R53's per-service part.
+func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core.ActiveService) {
+	e, app := r.e, r.app
+	id := ""
+	if as != nil {
+		id = as.Container
+	}
+	i := r.stepAt(ServiceStepID(name, "restart"), name, id)
+	r.save(ctx)
+	ss := r.newSvcStep(i, "restart", name, id, as)
+	fail := func(err error, diags []string, dropBinds bool) { ss.fail(ctx, err, diags, dropBinds) }
+	succeed := ss.succeed
+	if id == "" {
+		fail(errors.New("no container recorded in ACTIVE"), nil, false)
+		return
+	}
+	if _, err := e.resolveBinds(&as.Spec); err != nil {
+		fail(err, nil, false)
+		return
+	}
+	markers, err := e.Store.LoadMarkers(ctx, app)
+	if err != nil {
+		fail(fmt.Errorf("load markers: %w", err), nil, false)
+		return
+	}
+	if m, ok := blockingMarker(markers, id); ok {
+		werr := e.withdraw(ctx, app, name)
+		fail(errors.Join(fmt.Errorf("recovery inhibited for container %s (%s marker by op %s)", id, m.Reason, m.Operation), werr), nil, false)
+		return
+	}
+	if err := e.withdraw(ctx, app, name); err != nil {
+		fail(fmt.Errorf("withdraw: %w", err), nil, false)
+		return
+	}
+	r.progress(name, "restart", id, false)
+	err = e.Runtime.RestartContainer(ctx, id, EffectiveGrace(as.Spec.StopGrace))
+	if errors.Is(err, core.ErrNotFound) {
+		rb, rerr := r.rebuildMissing(ctx, name, as, i)
+		ss.res.Warnings = append(ss.res.Warnings, rb.Warnings...)
+		if rerr != nil {
+			if rb.After != "" {
+				r.op.Steps[i].After = rb.After
+			}
+			// R27/R53: the missing container's marker is cleared.
+			if cerr := e.Store.ClearMarker(ctx, app, name, id); cerr != nil {
+				ss.res.Warnings = append(ss.res.Warnings, core.Warning{Service: name, Leftover: id, Detail: "clear recovery inhibition: " + cerr.Error()})
+			}
+			fail(rerr, rb.Diagnostics, true)
+			return
+		}
+		ss.res.Flow = FlowSequential
+		succeed(rb.After, rb.BackendBinds, rb.UDPBackendBinds, rb.StartedAt)
+		return
+	}
+	if err != nil {
+		fail(fmt.Errorf("restart container %s: %w", id, err), nil, true)
+		return
+	}
+	st, err := e.Runtime.InspectContainer(ctx, id)
+	if err != nil {
+		fail(fmt.Errorf("inspect %s after restart: %w", id, err), nil, true)
+		return
+	}
+	tcp, udp, err := e.readBinds(ctx, app, id, &as.Spec)
+	if err != nil {
+		fail(err, nil, true)
+		return
+	}
+	if err := e.probeRunning(ctx, app, name, &as.Spec, DeployReadiness(&as.Spec), id, st.StartedAt, tcp, udp); err != nil {
+		_, secrets, _ := e.secretEnv(ctx, app, &as.Spec) // redaction only
+		fail(err, e.logTail(ctx, id, secrets), true)
+		return
+	}
+	if err := e.persistBinds(ctx, app, name, id, tcp, udp); err != nil {
+		fail(err, nil, true)
+		return
+	}
+	succeed(id, tcp, udp, st.StartedAt)
+}

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// Start starts an app (SPEC R49, R51, R52): under the app lock, after store
+// self-recovery and interrupted-op reconciliation, it claims an op with
+// `intent.running` pending and persists stopped=false. Then per ACTIVE
+// service (name order, step `service.<name>.start` journaled before any
+// runtime work): re-resolve binds; a blocking marker on the container
+// fails the step ("recovery inhibited for container <id>"); a running
+// container is verified (R52); a stopped one is started by its exact ID and
+// verified; a missing one (or one that will not start) is rebuilt from the
+// revision and digest pinned in ACTIVE (R54). A failed service has its
+// binds dropped from ACTIVE (withdraw-state), so it is never routed. After
+// the loop: outcome, save, one traffic rebuild (rejection → R11
+// `traffic.publish`, error), then the verified executions of all results
+// are recorded (R37). Never activates a pending DESIRED revision.
+//
+// Start returns NO error for failed services [C]: the outcome (partial or
+// failed) says so and Boot turns it into an app error (R57). Errors: empty
+// app or a service selection → ErrInvalid; unknown app → ErrNotFound;
+// never deployed → ErrConflict; lock/R7/R8 refusals → ErrConflict.
+func (e *Engine) Start(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	if err := refuseServices(core.OpStart, req); err != nil {
+		return nil, err
+	}
+	fp := Fingerprint(core.OpStart, req.App)
+	if res, ok, err := e.checkApp(ctx, core.OpStart, req, fp); !ok {
+		return res, err
+	}
+	lk, err := e.lock(ctx, req.App, core.OpStart, "")
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", req.App, err)
+	}
+	defer lk.Unlock()
+	return e.startLocked(ctx, req)
+}
+
+// startLocked is Start with the app lock held (Boot, R57).
+func (e *Engine) startLocked(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	if _, err := e.activeOrNeverDeployed(ctx, core.OpStart, req.App); err != nil {
+		return nil, err
+	}
+	fp := Fingerprint(core.OpStart, req.App)
+	r, replay, err := e.claimLifecycle(ctx, core.OpStart, req, fp, []core.Step{{ID: StepIntentRunning, State: core.StepPending}})
+	if r == nil {
+		return replay, err
+	}
+	return r.start(ctx)
+}
+
+// activeOrNeverDeployed loads ACTIVE; absent or without services is an
+// error wrapping ErrConflict ("never deployed").
+func (e *Engine) activeOrNeverDeployed(ctx context.Context, kind, app string) (core.Active, error) {
+	a, err := e.Store.LoadActive(ctx, app)
+	if errors.Is(err, core.ErrNotFound) || (err == nil && len(a.Services) == 0) {
+		return core.Active{}, fmt.Errorf("%w: %s %s: app was never deployed", core.ErrConflict, kind, app)
+	}
+	if err != nil {
+		return core.Active{}, fmt.Errorf("%s %s: load ACTIVE: %w", kind, app, err)
+	}
+	return a, nil
+}
+
+// start is R51 after the claim.
+func (r *lifecycleRun) start(ctx context.Context) (*OpResult, error) {
+	e, app := r.e, r.app
+	if err := e.setIntent(ctx, app, r.op.ID, false); err != nil {
+		r.fail(ctx, StepError, err)
+		return r.result(), err
+	}
+	r.setStep(0, core.StepSucceeded, "")
+	r.save(ctx)
+	active, err := e.Store.LoadActive(ctx, app)
+	if err != nil {
+		err = fmt.Errorf("start %s: load ACTIVE: %w", app, err)
+		r.fail(ctx, StepError, err)
+		return r.result(), err
+	}
+	for _, name := range activeServiceNames(active) {
+		r.startService(ctx, name, active.Services[name])
+	}
+	r.finalize()
+	r.save(ctx)
+	if err := e.rebuild(ctx); err != nil {
+		err = fmt.Errorf("start %s: %w", app, err)
+		r.fail(ctx, StepTrafficPublish, err)
+		return r.result(), err
+	}
+	r.recordExecutions(ctx)
+	return r.result(), nil
+}
+
+// startService is R51's per-service part.
+func (r *lifecycleRun) startService(ctx context.Context, name string, as *core.ActiveService) {
+	e, app := r.e, r.app
+	id := ""
+	if as != nil {
+		id = as.Container
+	}
+	i := r.stepAt(ServiceStepID(name, "start"), name, id)
+	r.save(ctx) // R5.1: the step is journaled before runtime work
+	ss := r.newSvcStep(i, "start", name, id, as)
+	fail := func(err error, diags []string) { ss.fail(ctx, err, diags, true) }
+	succeed := ss.succeed
+	if as == nil {
+		fail(fmt.Errorf("no ACTIVE record"), nil)
+		return
+	}
+	if id != "" {
+		// 1. Recorded container: policy, markers, then verify or start.
+		if _, err := e.resolveBinds(&as.Spec); err != nil {
+			fail(err, nil)
+			return
+		}
+		markers, err := e.Store.LoadMarkers(ctx, app)
+		if err != nil {
+			fail(fmt.Errorf("load markers: %w", err), nil)
+			return
+		}
+		if m, ok := blockingMarker(markers, id); ok {
+			fail(fmt.Errorf("recovery inhibited for container %s (%s marker by op %s)", id, m.Reason, m.Operation), nil)
+			return
+		}
+		st, ierr := e.Runtime.InspectContainer(ctx, id)
+		startable := ierr == nil
+		if ierr == nil && !st.Running() {
+			r.progress(name, "start", id, false)
+			if err := e.Runtime.StartContainer(ctx, id); err != nil {
+				e.log().Warn("start recorded container failed; rebuilding", "app", app, "service", name, "container", id, "error", err)
+				startable = false
+			}
+		} else if ierr != nil && !errors.Is(ierr, core.ErrNotFound) {
+			fail(fmt.Errorf("inspect %s: %w", id, ierr), nil)
+			return
+		}
+		if startable {
+			tcp, udp, t, err := r.verifyRunning(ctx, name, as)
+			if err != nil {
+				fail(err, nil)
+				return
+			}
+			succeed(id, tcp, udp, t)
+			return
+		}
+	}
+	// 2. Rebuild from the pinned revision (R54).
+	rb, err := r.rebuildMissing(ctx, name, as, i)
+	ss.res.Warnings = append(ss.res.Warnings, rb.Warnings...)
+	if err != nil {
+		if rb.After != "" {
+			r.op.Steps[i].After = rb.After
+		}
+		fail(err, rb.Diagnostics)
+		return
+	}
+	ss.res.Flow = FlowSequential
+	succeed(rb.After, rb.BackendBinds, rb.UDPBackendBinds, rb.StartedAt)
+}
+
+// verifyRunning is SPEC R52: withdraw (must succeed); observe the start
+// time; re-read binds and register claims; persist them into ACTIVE; run
+// the DECLARED readiness on the fresh binds. Routing happens once after
+// the caller's loop. The caller drops the binds on failure.
+func (r *lifecycleRun) verifyRunning(ctx context.Context, name string, as *core.ActiveService) (tcp, udp map[int]int, startedAt time.Time, err error) {
+	e, app, id := r.e, r.app, as.Container
+	if err := e.withdraw(ctx, app, name); err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("withdraw: %w", err)
+	}
+	st, err := e.Runtime.InspectContainer(ctx, id)
+	if err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("inspect %s: %w", id, err)
+	}
+	tcp, udp, err = e.readBinds(ctx, app, id, &as.Spec)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	if err := e.persistBinds(ctx, app, name, id, tcp, udp); err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	if err := e.probeRunning(ctx, app, name, &as.Spec, DeclaredReadiness(&as.Spec), id, st.StartedAt, tcp, udp); err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	return tcp, udp, st.StartedAt, nil
+}
+
+// persistBinds writes the service's binds into ACTIVE when it still names
+// container (else ErrConflict: ACTIVE changed under us).
+func (e *Engine) persistBinds(ctx context.Context, app, name, container string, tcp, udp map[int]int) error {
+	a, err := e.Store.LoadActive(ctx, app)
+	if err != nil {
+		return fmt.Errorf("persist binds: load ACTIVE: %w", err)
+	}
+	cur := a.Services[name]
+	if cur == nil || cur.Container != container {
+		return fmt.Errorf("%w: persist binds: ACTIVE no longer names %s", core.ErrConflict, container)
+	}
+	cur.BackendBinds, cur.UDPBackendBinds = tcp, udp
+	if err := e.Store.SaveActive(ctx, a); err != nil {
+		return fmt.Errorf("persist binds: save ACTIVE: %w", err)
+	}
+	return nil
+}
+
+// probeRunning runs readiness r (declared or deploy-time) on a running
+// container's fresh binds; type none succeeds at once.
+func (e *Engine) probeRunning(ctx context.Context, app, name string, spec *core.ServiceSpec, rd core.Readiness, id string, startedAt time.Time, tcp, udp map[int]int) error {
+	if rd.Type == "" || rd.Type == core.ReadinessNone {
+		return nil
+	}
+	target, err := ProbeTargetFor(app, spec, rd, id, startedAt, bindList(tcp, udp))
+	if err != nil {
+		return err
+	}
+	target.App, target.Service = app, name
+	e.progress(ProgressEvent{App: app, Service: name, Phase: "probe", Detail: target.Address})
+	if _, err := e.waitReady(ctx, target, rd, nil); err != nil {
+		return fmt.Errorf("readiness of %s: %w", id, err)
+	}
+	return nil
+}

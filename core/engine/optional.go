@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// checkVolumeOwners is R13's volume ownership check for one service: every
+// volume it mounts must be absent, or carry this app's and incarnation's
+// owner labels, or be adopted explicitly by the manifest (volume.adopt).
+// incarnation "" (first deploy, no app record) accepts only absent or
+// adopted volumes. Errors wrap ErrConflict and name the owner.
+func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string, s *core.ServiceSpec) error {
+	vi, ok := e.Runtime.(core.VolumeInspector)
+	if !ok {
+		return nil
+	}
+	for _, v := range s.Volumes {
+		if v.Adopt {
+			continue
+		}
+		name := VolumeName(app, v.Name)
+		st, err := vi.InspectVolume(ctx, name)
+		if errors.Is(err, core.ErrNotFound) {
+			continue
+		}
+		if errors.Is(err, errors.ErrUnsupported) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("inspect volume %s: %w", name, deployErrClass(err, core.ErrUnavailable))
+		}
+		owner, inc := st.Labels[core.LabelApp], st.Labels[core.LabelIncarnation]
+		if st.Labels[core.LabelManaged] == "true" && owner == app && inc != "" && inc == incarnation {
+			continue
+		}
+		who := "no docker gordon owner"
+		switch {
+		case owner != "" && owner != app:
+			who = "app " + owner
+		case owner == app && inc != "":
+			who = "an earlier incarnation " + inc + " of app " + app
+		}
+		return fmt.Errorf("%w: volume %s already exists and belongs to %s (set adopt = true on volume %q to take it over, or remove it)",
+			core.ErrConflict, name, who, v.Name)
+	}
+	return nil
+}
+
+// getSecret returns the service's secret name, else the app-wide one.
+// Errors: neither is set → the service-level not-found error.
+func (e *Engine) getSecret(ctx context.Context, app, service, name string) ([]byte, error) {
+	v, err := e.Store.GetSecret(ctx, app, service, name)
+	if errors.Is(err, core.ErrNotFound) {
+		if av, aerr := e.Store.GetSecret(ctx, app, core.AppWideSecrets, name); aerr == nil {
+			return av, nil
+		}
+	}
+	return v, err
+}

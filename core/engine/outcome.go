@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"sort"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// Per-service results (SPEC R9, decision 4).
+const (
+	ResultDeployed  = "deployed"
+	ResultUnchanged = "unchanged"
+	ResultFailed    = "failed"
+	ResultRemoved   = "removed"
+)
+
+// Flows a service step took (R14.2).
+const (
+	FlowOverlap    = "overlap"
+	FlowSequential = "sequential"
+	FlowUnchanged  = "unchanged"
+	// FlowRunOnce: a one-shot service ran to completion (ServiceSpec.Run).
+	FlowRunOnce = "run-once"
+)
+
+// ServiceResult is the outcome of one service in one operation (R14, R17.7).
+type ServiceResult struct {
+	Service string `json:"service"`
+	// Result is deployed, unchanged, failed or removed.
+	Result string `json:"result"`
+	// Before is the container ACTIVE named before the op ("" on a first
+	// deployment); After the container it names afterwards (the candidate
+	// for a failed replacement).
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+	// Flow is overlap, sequential or unchanged ("" for removals).
+	Flow     string         `json:"flow,omitempty"`
+	Warnings []core.Warning `json:"warnings,omitempty"`
+	// Error is the failure text (never contains logs, R17.6).
+	Error string `json:"error,omitempty"`
+	// Diagnostics is the redacted failure log tail (R17.6).
+	Diagnostics []string `json:"diagnostics,omitempty"`
+	// SingleWriter marks a service with volumes or binds (restart_unsafe).
+	SingleWriter bool `json:"single_writer,omitempty"`
+	// BackendBinds / UDPBackendBinds: container port → 127.0.0.1 host port.
+	BackendBinds    map[int]int `json:"backend_binds,omitempty"`
+	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
+	// StartedAt is the verified execution start time (zero if unknown).
+	StartedAt time.Time `json:"started_at,omitempty"`
+}
+
+// outcome computes SPEC R9 over per-service results: partial when at least
+// one deployed and one failed; success when some deployed (or, decision 4,
+// unchanged/removed) and none failed; else failed. appFailed (an app-level
+// failure step: pending.retire, traffic.publish, error) forces failed.
+func outcome(results []ServiceResult, appFailed bool) string {
+	if appFailed {
+		return core.OutcomeFailed
+	}
+	var ok, failed int
+	for _, r := range results {
+		switch r.Result {
+		case ResultDeployed, ResultUnchanged, ResultRemoved:
+			ok++
+		case ResultFailed:
+			failed++
+		}
+	}
+	switch {
+	case ok > 0 && failed > 0:
+		return core.OutcomePartial
+	case ok > 0:
+		return core.OutcomeSuccess
+	case failed == 0 && len(results) == 0:
+		// Nothing to do at all (e.g. an empty targeted set): not a failure.
+		return core.OutcomeSuccess
+	default:
+		return core.OutcomeFailed
+	}
+}
+
+// warnings computes SPEC R10: per-service cleanup warnings in service-name
+// order, then app-level warnings, each keeping service, leftover and detail.
+func warnings(results []ServiceResult, app []core.Warning) []core.Warning {
+	rs := append([]ServiceResult(nil), results...)
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Service < rs[j].Service })
+	var out []core.Warning
+	for _, r := range rs {
+		for _, w := range r.Warnings {
+			if w.Service == "" {
+				w.Service = r.Service
+			}
+			out = append(out, w)
+		}
+	}
+	return append(out, app...)
+}
