@@ -3,10 +3,8 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -56,23 +55,6 @@ func versionOf(body string) string {
 	return m[1]
 }
 
-// deployOp is the part of the journaled op `deploy --format json` prints.
-type deployOp struct {
-	ID      string `json:"id"`
-	Outcome string `json:"outcome"`
-	Steps   []struct {
-		ID, State, Before, After, Detail, Error string
-	} `json:"steps"`
-}
-
-func deployJSON(t testing.TB, state, file string, args ...string) (deployOp, result) {
-	t.Helper()
-	r := gordon(t, state, append([]string{"deploy", "-f", file, "--format", "json"}, args...)...)
-	var op deployOp
-	_ = json.Unmarshal([]byte(r.Stdout), &op)
-	return op, r
-}
-
 // Issue 3 acceptance: 16 keep-alive clients through the edge for 20
 // consecutive deploys alternating two image versions: 0 transport errors,
 // 0 non-2xx, no client goes back to an older generation, exactly one
@@ -80,15 +62,10 @@ func deployJSON(t testing.TB, state, file string, args ...string) (deployOp, res
 func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2eload"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2eload")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
 
-	writeFile(t, file, webManifest(app, v1, "load.test", ""))
-	op, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
+	op := a.MustDeploy(webManifest(app, v1, "load.test", ""))
 	require.Equal(t, "success", op.Outcome)
 
 	l := startLoad("http://"+edge.HTTPAddr+"/", "load.test", 16, instanceOf)
@@ -101,12 +78,12 @@ func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
 		if i%2 == 1 {
 			img = v1
 		}
-		writeFile(t, file, webManifest(app, img, "load.test", ""))
-		op, r := deployJSON(t, state, file)
+		fixture.WriteFile(t, file, webManifest(app, img, "load.test", ""))
+		op, r := fixture.DeployJSON(t, state, file)
 		require.Equal(t, 0, r.Code, "deploy %d: %s", i, r.String())
 		require.Equal(t, "success", op.Outcome)
-		require.Len(t, managed(t, app, "web"), 1, "deploy %d left more than one container", i)
-		code, body, err := edge.get("load.test", "/")
+		require.Len(t, fixture.Managed(t, app, "web"), 1, "deploy %d left more than one container", i)
+		code, body, err := edge.Get("load.test", "/")
 		require.NoError(t, err)
 		require.Equal(t, 200, code)
 		want := "v2"
@@ -128,14 +105,9 @@ func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
 func TestDecision16_InFlightRequestFinishesOnOldGeneration(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2eslow"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, "slow.test", ""))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
+	a := fixture.NewApp(t, "e2eslow")
+	app, edge := a.Name, a.Edge
+	a.MustDeploy(webManifest(app, v1, "slow.test", ""))
 
 	type res struct {
 		code int
@@ -144,18 +116,16 @@ func TestDecision16_InFlightRequestFinishesOnOldGeneration(t *testing.T) {
 	}
 	done := make(chan res, 1)
 	go func() {
-		c, b, err := edge.get("slow.test", "/slow?d=5s")
+		c, b, err := edge.Get("slow.test", "/slow?d=5s")
 		done <- res{c, b, err}
 	}()
 	time.Sleep(500 * time.Millisecond)
-	writeFile(t, file, webManifest(app, v2, "slow.test", ""))
-	_, r = deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
+	a.MustDeploy(webManifest(app, v2, "slow.test", ""))
 	got := <-done
 	require.NoError(t, got.err)
 	require.Equal(t, 200, got.code, got.body)
 	require.Equal(t, "v1", versionOf(got.body), "the slow request finished on the old generation")
-	_, body, err := edge.get("slow.test", "/")
+	_, body, err := edge.Get("slow.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, "v2", versionOf(body))
 }
@@ -165,22 +135,17 @@ func TestDecision16_InFlightRequestFinishesOnOldGeneration(t *testing.T) {
 // removed, and the old generation serves every request meanwhile.
 func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2enotready"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, "nr.test", ""))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	before := managed(t, app, "web")
+	a := fixture.NewApp(t, "e2enotready")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
+	a.MustDeploy(webManifest(app, v1, "nr.test", ""))
+	before := fixture.Managed(t, app, "web")
 	require.Len(t, before, 1)
 
 	l := startLoad("http://"+edge.HTTPAddr+"/", "nr.test", 8, instanceOf)
 	bad := strings.Replace(webManifest(app, v1, "nr.test", "[services.web.env]\nNEVER_READY = \"true\"\n"), `timeout = "20s"`, `timeout = "3s"`, 1)
-	writeFile(t, file, bad)
+	fixture.WriteFile(t, file, bad)
 	t0 := time.Now()
-	r = gordon(t, state, "deploy", "-f", file)
+	r := fixture.Gordon(t, state, "deploy", "-f", file)
 	elapsed := time.Since(t0)
 	st := l.Stop()
 	require.Equal(t, 1, r.Code, r.String())
@@ -190,7 +155,7 @@ func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
 	t.Logf("failed deploy took %s (readiness timeout 3s)", elapsed)
 	require.Less(t, elapsed, 3*time.Second+12*time.Second, "bounded by the readiness timeout plus a margin")
 	require.Contains(t, r.Stderr, "log lines", "the candidate's log tail is printed: %s", r.String())
-	require.Equal(t, before, managed(t, app, "web"), "candidate removed, old kept")
+	require.Equal(t, before, fixture.Managed(t, app, "web"), "candidate removed, old kept")
 	require.Zero(t, st.TransportErrors+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
 	t.Logf("load during failed deploy: %s", st)
 }
@@ -199,16 +164,11 @@ func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
 // unchanged and creates no container.
 func TestS25_UnchangedDeployCreatesNothing(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2eunchanged"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, "u.test", ""))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	ev := watchEvents(t, app)
-	op, r := deployJSON(t, state, file)
+	a := fixture.NewApp(t, "e2eunchanged")
+	state, app, file := a.State, a.Name, a.File
+	a.MustDeploy(webManifest(app, v1, "u.test", ""))
+	ev := fixture.WatchEvents(t, app)
+	op, r := fixture.DeployJSON(t, state, file)
 	events := ev.Stop()
 	require.Equal(t, 0, r.Code, r.String())
 	require.Equal(t, "success", op.Outcome)
@@ -228,11 +188,9 @@ func TestS25_UnchangedDeployCreatesNothing(t *testing.T) {
 func TestS2_TCPRelayAcrossDeploys(t *testing.T) {
 	e1 := testimages.Require(t, "v1", "tcpecho")["tcpecho"]
 	e2 := testimages.Require(t, "v2", "tcpecho")["tcpecho"]
-	state := t.TempDir()
-	app := "e2etcp"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	publish := freeAddr(t)
+	a := fixture.NewApp(t, "e2etcp")
+	state, app := a.State, a.Name
+	publish := fixture.FreeAddr(t)
 	manifest := func(img string) string {
 		return fmt.Sprintf(`name = %q
 [services.echo]
@@ -243,10 +201,8 @@ port = 9000
 publish = %q
 `, app, img, publish)
 	}
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, manifest(e1))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
+	file := a.File
+	a.MustDeploy(manifest(e1))
 
 	// Every new connect must be accepted (zero refused, the zero-downtime
 	// rule for TCP); the loop runs once more if it saw one refused. A broken
@@ -306,8 +262,8 @@ func tcpRelayAcrossDeploys(t *testing.T, state, file string, manifest func(strin
 		if i%2 == 1 {
 			img, want = e1, "v1"
 		}
-		writeFile(t, file, manifest(img))
-		_, r := deployJSON(t, state, file)
+		fixture.WriteFile(t, file, manifest(img))
+		_, r := fixture.DeployJSON(t, state, file)
 		require.Equal(t, 0, r.Code, r.String())
 		c, err := net.Dial("tcp", publish)
 		require.NoError(t, err)
@@ -333,10 +289,8 @@ func tcpRelayAcrossDeploys(t *testing.T, state, file string, manifest func(strin
 func TestS6_VolumeServiceSequentialAndDataSurvives(t *testing.T) {
 	k1 := testimages.Require(t, "v1", "kv")["kv"]
 	k2 := testimages.Require(t, "v2", "kv")["kv"]
-	state := t.TempDir()
-	app := "e2ekv"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
+	a := fixture.NewApp(t, "e2ekv")
+	state, app, edge := a.State, a.Name, a.Edge
 	manifest := func(img string) string {
 		return fmt.Sprintf(`name = %q
 [services.kv]
@@ -354,16 +308,14 @@ pattern = "ready"
 timeout = "20s"
 `, app, img)
 	}
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, manifest(k1))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	require.NoError(t, edge.put("kv.test", "/k/greeting", "hello"))
+	file := a.File
+	a.MustDeploy(manifest(k1))
+	require.NoError(t, edge.Put("kv.test", "/k/greeting", "hello"))
 
 	for i, img := range []string{k2, k1} {
-		ev := watchEvents(t, app)
-		writeFile(t, file, manifest(img))
-		_, r = deployJSON(t, state, file)
+		ev := fixture.WatchEvents(t, app)
+		fixture.WriteFile(t, file, manifest(img))
+		_, r := fixture.DeployJSON(t, state, file)
 		events := ev.Stop()
 		require.Equal(t, 0, r.Code, r.String())
 		destroyAt, startAt := -1, -1
@@ -377,7 +329,7 @@ timeout = "20s"
 		}
 		require.GreaterOrEqual(t, destroyAt, 0, "deploy %d: old container destroyed", i)
 		require.Greater(t, startAt, destroyAt, "deploy %d: old gone before new started", i)
-		code, body, err := edge.get("kv.test", "/k/greeting")
+		code, body, err := edge.Get("kv.test", "/k/greeting")
 		require.NoError(t, err)
 		require.Equal(t, 200, code, body)
 		require.Equal(t, "hello", strings.TrimSpace(body))
@@ -388,17 +340,14 @@ timeout = "20s"
 // runs waits for the lock, then names the holder when it times out.
 func TestDecision2_SecondDeployWaitsThenNamesHolder(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2elock"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2elock")
+	state, app, file := a.State, a.Name, a.File
 	slow := strings.Replace(webManifest(app, v1, "lock.test", "[services.web.env]\nNEVER_READY = \"true\"\n"), `timeout = "20s"`, `timeout = "8s"`, 1)
-	writeFile(t, file, slow)
-	first := make(chan result, 1)
-	go func() { first <- gordon(t, state, "deploy", "-f", file) }()
+	fixture.WriteFile(t, file, slow)
+	first := make(chan fixture.Result, 1)
+	go func() { first <- fixture.Gordon(t, state, "deploy", "-f", file) }()
 	time.Sleep(2 * time.Second)
-	second := gordon(t, state, "--lock-timeout", "2s", "deploy", app)
+	second := fixture.Gordon(t, state, "--lock-timeout", "2s", "deploy", app)
 	require.Equal(t, 1, second.Code, second.String())
 	require.GreaterOrEqual(t, second.Elapsed, 2*time.Second, "it waited for the lock")
 	require.Contains(t, second.Stderr, "locked by pid", second.String())

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,29 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 )
-
-// gordonPath runs `docker gordon ARGS` with binDir first on PATH (where
-// `edge start` finds the gordon-edge binary it puts into the image).
-func gordonPath(t testing.TB, stateDir, binDir string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", append([]string{"gordon"}, args...)...)
-	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig, "GORDON_STATE_DIR="+stateDir, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	t0 := time.Now()
-	err := cmd.Run()
-	r := result{Stdout: so.String(), Stderr: se.String(), Elapsed: time.Since(t0)}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.Code = ee.ExitCode()
-	} else if err != nil {
-		r.Code = -1
-		r.Stderr += "\n" + err.Error()
-	}
-	return r
-}
 
 // dockerInspect returns `docker inspect` of name (nil when absent).
 func dockerInspect(name string) map[string]any {
@@ -74,17 +51,17 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	// A second build of gordon-edge: another binary, another image.
 	bin2 := t.TempDir()
 	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.version=e2e-next", "-o", filepath.Join(bin2, "gordon-edge"), "./cmd/gordon-edge")
-	build.Dir = repoRoot
+	build.Dir = fixture.RepoRoot()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))
 
 	state := t.TempDir()
-	httpAddr, adminAddr := freeAddr(t), freeAddr(t)
+	httpAddr, adminAddr := fixture.FreeAddr(t), fixture.FreeAddr(t)
 	const drain = 4 * time.Second
 	var images []string // the edge images this test built
 	t.Cleanup(func() {
-		r := gordonPath(t, state, binDir, "edge", "stop")
+		r := fixture.GordonPath(t, state, fixture.BinDir(), "edge", "stop")
 		if r.Code != 0 {
 			t.Logf("edge stop: %s", r)
 		}
@@ -127,7 +104,7 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(state, "edge"), 0o700))
 	require.NoError(t, routetable.WriteFileAtomic(filepath.Join(state, "edge", routetable.RoutesFile), data))
 
-	r := gordonPath(t, state, binDir, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
+	r := fixture.GordonPath(t, state, fixture.BinDir(), "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
 	require.Equal(t, 0, r.Code, "%s", r)
 	first := dockerInspect("gordon-edge")
 	require.NotNil(t, first)
@@ -200,7 +177,7 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 
 	t0 := time.Now()
-	r = gordonPath(t, state, bin2, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
+	r = fixture.GordonPath(t, state, bin2, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
 	upgradeTook := time.Since(t0)
 	require.Equal(t, 0, r.Code, "%s", r)
 	assert.Contains(t, r.Stdout, "listeners handed over")
@@ -237,7 +214,7 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer busy.Close()
-	r = gordonPath(t, state, binDir, "edge", "start", "--http-addr", httpAddr, "--admin-addr", busy.Addr().String(), "--drain-timeout", drain.String())
+	r = fixture.GordonPath(t, state, fixture.BinDir(), "edge", "start", "--http-addr", httpAddr, "--admin-addr", busy.Addr().String(), "--drain-timeout", drain.String())
 	assert.NotEqual(t, 0, r.Code, "%s", r)
 	assert.Contains(t, r.Stderr, "keeps serving")
 	third := dockerInspect("gordon-edge")

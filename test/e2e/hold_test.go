@@ -2,11 +2,11 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -18,10 +18,8 @@ import (
 func TestR58_SequentialReplacementsUnderLoadLoseNothing(t *testing.T) {
 	k1 := testimages.Require(t, "v1", "kv")["kv"]
 	k2 := testimages.Require(t, "v2", "kv")["kv"]
-	state := t.TempDir()
-	app := "e2ehold"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
+	a := fixture.NewApp(t, "e2ehold")
+	state, app, edge := a.State, a.Name, a.Edge
 	manifest := func(img string) string {
 		return fmt.Sprintf(`name = %q
 [services.kv]
@@ -39,16 +37,14 @@ pattern = "ready"
 timeout = "20s"
 `, app, img)
 	}
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, manifest(k1))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	require.NoError(t, edge.put("hold.test", "/k/greeting", "hello"))
+	file := a.File
+	a.MustDeploy(manifest(k1))
+	require.NoError(t, edge.Put("hold.test", "/k/greeting", "hello"))
 
 	l := startLoad("http://"+edge.HTTPAddr+"/k/greeting", "hold.test", 8, nil)
 	for i, img := range []string{k2, k1, k2} {
-		writeFile(t, file, manifest(img))
-		op, r := deployJSON(t, state, file)
+		fixture.WriteFile(t, file, manifest(img))
+		op, r := fixture.DeployJSON(t, state, file)
 		require.Equal(t, 0, r.Code, "replacement %d: %s", i+1, r.String())
 		require.Equal(t, "success", op.Outcome)
 	}
