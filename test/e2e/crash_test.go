@@ -54,7 +54,7 @@ func TestR45_CrashAtEveryBoundaryOverlap(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	cur := checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", host, 8, instanceOf)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", host, 8, instanceOf)
 	defer l.Stop()
 
 	// Enumerate the boundaries of one clean overlap deploy.
@@ -81,7 +81,7 @@ func TestR45_CrashAtEveryBoundaryOverlap(t *testing.T) {
 			cur = checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 			_, failsAfter := l.Snapshot()
 			assert.Zero(t, failsAfter-failsBefore, "failed requests at this crash point: %d during the crashed deploy, %d during reconcile, %d during checks; first errors so far: %v",
-				failsCrash-failsBefore, failsRec-failsCrash, failsAfter-failsRec, l.firstErrsCopy())
+				failsCrash-failsBefore, failsRec-failsCrash, failsAfter-failsRec, l.Errors())
 		})
 		if !ok {
 			// Later boundaries start from whatever this one left; recover
@@ -91,8 +91,8 @@ func TestR45_CrashAtEveryBoundaryOverlap(t *testing.T) {
 	}
 	st := l.Stop()
 	t.Logf("load across %d crash points: %s", len(bounds), st)
-	require.Greater(t, st.Requests, int64(100))
-	require.Zero(t, st.TransportErrors+st.Non2xx, "failed requests across all crash points: %s %v", st, st.Errors)
+	require.Greater(t, st.Answered, int64(100))
+	require.Zero(t, st.Transport+st.Non2xx, "failed requests across all crash points: %s %v", st, st.Errors)
 	require.Zero(t, st.Regressions, "a client went back to an older generation: %v", st.Errors)
 }
 
@@ -104,13 +104,6 @@ func appStatusImage(t testing.TB, state, app string) string {
 		return rest[:strings.IndexByte(rest, '"')]
 	}
 	return ""
-}
-
-// firstErrsCopy returns the first recorded load errors.
-func (l *loader) firstErrsCopy() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.firstErrs...)
 }
 
 // kvManifest is a one-service volume app (single-writer: sequential flow).

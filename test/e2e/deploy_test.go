@@ -2,19 +2,17 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
+	"github.com/gordon-deploy/docker-gordon/test/loadgen"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -68,7 +66,7 @@ func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
 	op := a.MustDeploy(webManifest(app, v1, "load.test", ""))
 	require.Equal(t, "success", op.Outcome)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", "load.test", 16, instanceOf)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "load.test", 16, instanceOf)
 	deploys := 20
 	if testing.Short() {
 		deploys = 4
@@ -94,8 +92,8 @@ func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
 	}
 	st := l.Stop()
 	t.Logf("load over %d deploys: %s", deploys, st)
-	require.Greater(t, st.Requests, int64(100))
-	require.Zero(t, st.TransportErrors, "transport errors: %v", st.Errors)
+	require.Greater(t, st.Answered, int64(100))
+	require.Zero(t, st.Transport, "transport errors: %v", st.Errors)
 	require.Zero(t, st.Non2xx, "non-2xx: %v", st.Errors)
 	require.Zero(t, st.Regressions, "a client went back to an older generation: %v", st.Errors)
 }
@@ -141,7 +139,7 @@ func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
 	before := fixture.Managed(t, app, "web")
 	require.Len(t, before, 1)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", "nr.test", 8, instanceOf)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "nr.test", 8, instanceOf)
 	bad := strings.Replace(webManifest(app, v1, "nr.test", "[services.web.env]\nNEVER_READY = \"true\"\n"), `timeout = "20s"`, `timeout = "3s"`, 1)
 	fixture.WriteFile(t, file, bad)
 	t0 := time.Now()
@@ -156,7 +154,7 @@ func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
 	require.Less(t, elapsed, 3*time.Second+12*time.Second, "bounded by the readiness timeout plus a margin")
 	require.Contains(t, r.Stderr, "log lines", "the candidate's log tail is printed: %s", r.String())
 	require.Equal(t, before, fixture.Managed(t, app, "web"), "candidate removed, old kept")
-	require.Zero(t, st.TransportErrors+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
+	require.Zero(t, st.Transport+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
 	t.Logf("load during failed deploy: %s", st)
 }
 
@@ -224,29 +222,9 @@ publish = %q
 func tcpRelayAcrossDeploys(t *testing.T, state, file string, manifest func(string) string, publish, e1, e2 string) (refusedN, brokenN int64) {
 	t.Helper()
 	// Background dialers: every connect and exchange must succeed.
-	var refused, broken, dials atomic.Int64
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				c, err := net.DialTimeout("tcp", publish, 2*time.Second)
-				dials.Add(1)
-				if err != nil {
-					refused.Add(1)
-					continue
-				}
-				_, _ = fmt.Fprintln(c, "ping")
-				_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
-				if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
-					broken.Add(1)
-				}
-				c.Close()
-			}
-		}()
-	}
+	dialers, err := loadgen.StartTCP(loadgen.TCPConfig{Addr: publish, Dialers: 4})
+	require.NoError(t, err)
+	defer dialers.Stop()
 	deploys := 10
 	if testing.Short() {
 		deploys = 2
@@ -277,10 +255,9 @@ func tcpRelayAcrossDeploys(t *testing.T, state, file string, manifest func(strin
 		require.False(t, strings.HasPrefix(oldLine, want+":"), "old connection was on the old generation: %q", oldLine)
 		old.Close()
 	}
-	cancel()
-	wg.Wait()
-	t.Logf("tcp dials=%d refused=%d broken=%d over %d deploys", dials.Load(), refused.Load(), broken.Load(), deploys)
-	return refused.Load(), broken.Load()
+	st := dialers.Stop()
+	t.Logf("tcp dials=%d refused=%d broken=%d over %d deploys", st.Dials, st.Refused, st.Broken, deploys)
+	return st.Refused, st.Broken
 }
 
 // Issue 3 acceptance: the volume service is replaced sequentially (docker

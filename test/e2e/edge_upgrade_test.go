@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
+	"github.com/gordon-deploy/docker-gordon/test/loadgen"
 )
 
 // dockerInspect returns `docker inspect` of name (nil when absent).
@@ -125,39 +125,22 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return get(http.DefaultClient, "/") == nil }, 20*time.Second, 100*time.Millisecond)
 
-	// The load.
-	var okN, failN atomic.Int64
-	var firstErr atomic.Value
-	var gapMu sync.Mutex
-	var longestGap time.Duration
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 16 {
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: i%2 == 1}}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			last := time.Now()
-			for n := 0; n < 1_000_000; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := get(c, "/"); err != nil {
-					failN.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				okN.Add(1)
-				now := time.Now()
-				gapMu.Lock()
-				longestGap = max(longestGap, now.Sub(last))
-				gapMu.Unlock()
-				last = now
+	// The load: 16 clients, half keep-alive, half a new connection per
+	// request; anything but 200 fails.
+	l, err := loadgen.StartHTTP(loadgen.HTTPConfig{URL: "http://" + httpAddr + "/", Host: "app.test", Clients: 16,
+		NewClient: func(i int) *http.Client {
+			return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: i%2 == 1}}
+		},
+		Label: func(i int) string { return map[bool]string{false: "keep-alive", true: "new-connection"}[i%2 == 1] },
+		Check: func(_ int, resp *http.Response) error {
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %d", resp.StatusCode)
 			}
-		}()
-	}
+			return nil
+		},
+		MaxErrors: 1, Bounds: loadgen.Bounds{MaxRequests: 1_000_000}})
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Stop() })
 	req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/sse", nil)
 	req.Host = "app.test"
 	sse, err := http.DefaultClient.Do(req)
@@ -182,8 +165,7 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	require.Equal(t, 0, r.Code, "%s", r)
 	assert.Contains(t, r.Stdout, "listeners handed over")
 	time.Sleep(500 * time.Millisecond) // load on the new edge alone
-	close(stop)
-	wg.Wait()
+	load := l.Stop()
 
 	second := dockerInspect("gordon-edge")
 	require.NotNil(t, second, "the new edge is named gordon-edge")
@@ -203,9 +185,9 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	sseFor := time.Unix(0, sseLast.Load()).Sub(t0)
 	assert.Greater(t, sseFor, drain-time.Second, "the SSE stream continued until the drain bound")
 
-	t.Logf("edge upgrade: %d requests, %d failed, longest gap between a client's answers %v, upgrade took %v, SSE ran %v into it",
-		okN.Load()+failN.Load(), failN.Load(), longestGap.Round(time.Millisecond), upgradeTook.Round(time.Millisecond), sseFor.Round(time.Millisecond))
-	assert.Zero(t, failN.Load(), "failed requests (first: %v)", firstErr.Load())
+	t.Logf("edge upgrade: %d requests (answered per client kind %v), %d failed, longest gap between a client's answers %v, upgrade took %v, SSE ran %v into it",
+		load.Requests(), load.ByLabel, load.Failed(), load.LongestClientGap.Round(time.Millisecond), upgradeTook.Round(time.Millisecond), sseFor.Round(time.Millisecond))
+	assert.Zero(t, load.Failed(), "failed requests (first: %v)", load.Errors)
 	require.NoError(t, get(http.DefaultClient, "/"), "the new edge serves")
 
 	// An upgrade whose new edge cannot start (its admin address is taken)

@@ -32,7 +32,7 @@ func TestFault_StateDiskErrorsDuringDeployConverge(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	cur := checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", host, 8, instanceOf)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", host, 8, instanceOf)
 	defer l.Stop()
 	points := []string{
 		"SaveOp#2=ENOSPC",        // the candidate's ID, before it starts
@@ -72,11 +72,11 @@ func TestFault_StateDiskErrorsDuringDeployConverge(t *testing.T) {
 			cur = checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 			time.Sleep(200 * time.Millisecond)
 			_, failsAfter := l.Snapshot()
-			assert.Zero(t, failsAfter-failsBefore, "failed requests around %s: %v", p, l.firstErrsCopy())
+			assert.Zero(t, failsAfter-failsBefore, "failed requests around %s: %v", p, l.Errors())
 		})
 	}
 	st := l.Stop()
 	t.Logf("load across %d fault points: %s", len(points), st)
-	require.Zero(t, st.TransportErrors+st.Non2xx, "failed requests: %s %v", st, st.Errors)
+	require.Zero(t, st.Transport+st.Non2xx, "failed requests: %s %v", st, st.Errors)
 	_ = os.Remove(file)
 }

@@ -41,7 +41,7 @@ timeout = "20s"
 	a.MustDeploy(manifest(k1))
 	require.NoError(t, edge.Put("hold.test", "/k/greeting", "hello"))
 
-	l := startLoad("http://"+edge.HTTPAddr+"/k/greeting", "hold.test", 8, nil)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/k/greeting", "hold.test", 8, nil)
 	for i, img := range []string{k2, k1, k2} {
 		fixture.WriteFile(t, file, manifest(img))
 		op, r := fixture.DeployJSON(t, state, file)
@@ -50,7 +50,7 @@ timeout = "20s"
 	}
 	st := l.Stop()
 	t.Logf("3 sequential replacements under 8 keep-alive clients: %s (max = the longest wait)", st)
-	require.Greater(t, st.Requests, int64(100))
-	require.Zero(t, st.TransportErrors, "transport errors: %v", st.Errors)
+	require.Greater(t, st.Answered, int64(100))
+	require.Zero(t, st.Transport, "transport errors: %v", st.Errors)
 	require.Zero(t, st.Non2xx, "non-2xx: %v", st.Errors)
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -19,8 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
+	"github.com/gordon-deploy/docker-gordon/test/loadgen"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -139,75 +139,33 @@ func tlsClient(httpsAddr string, pool *x509.CertPool, mode string) *http.Client 
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// tlsLoad runs clients in each mode against url until stopped, counting
-// requests and failures (transport errors, non-2xx, a wrong protocol).
-type tlsLoad struct {
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	requests map[string]*atomic.Int64
-	failures atomic.Int64
-	mu       sync.Mutex
-	errs     []string
-}
-
-func startTLSLoad(httpsAddr string, pool *x509.CertPool, url string, perMode int) *tlsLoad {
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &tlsLoad{cancel: cancel, requests: map[string]*atomic.Int64{}}
-	for _, mode := range []string{"h1", "h1-new", "h2"} {
-		l.requests[mode] = new(atomic.Int64)
-		for i := 0; i < perMode; i++ {
-			l.wg.Add(1)
-			go func(mode string) {
-				defer l.wg.Done()
-				c := tlsClient(httpsAddr, pool, mode)
-				defer c.CloseIdleConnections()
-				wantProto := "HTTP/1.1"
-				if mode == "h2" {
-					wantProto = "HTTP/2.0"
-				}
-				for ctx.Err() == nil {
-					resp, err := c.Get(url)
-					if err != nil {
-						if ctx.Err() == nil {
-							l.fail(mode + ": " + err.Error())
-						}
-						continue
-					}
-					_, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					l.requests[mode].Add(1)
-					switch {
-					case err != nil:
-						l.fail(mode + ": read body: " + err.Error())
-					case resp.StatusCode != 200:
-						l.fail(fmt.Sprintf("%s: status %d", mode, resp.StatusCode))
-					case resp.Proto != wantProto:
-						l.fail(mode + ": protocol " + resp.Proto)
-					}
-				}
-			}(mode)
-		}
-	}
+// startTLSLoad runs perMode clients in each mode (tlsClient) against url
+// until stopped, counting requests per mode and failures (transport
+// errors, a status other than 200, a wrong protocol).
+func startTLSLoad(t *testing.T, httpsAddr string, pool *x509.CertPool, url string, perMode int) *loadgen.HTTPRun {
+	t.Helper()
+	modes := []string{"h1", "h1-new", "h2"}
+	mode := func(i int) string { return modes[i/perMode] }
+	l, err := loadgen.StartHTTP(loadgen.HTTPConfig{URL: url, Addr: httpsAddr, Clients: len(modes) * perMode,
+		NewClient: func(i int) *http.Client { return tlsClient(httpsAddr, pool, mode(i)) },
+		Label:     mode,
+		Check: func(i int, resp *http.Response) error {
+			wantProto := "HTTP/1.1"
+			if mode(i) == "h2" {
+				wantProto = "HTTP/2.0"
+			}
+			switch {
+			case resp.StatusCode != 200:
+				return fmt.Errorf("status %d", resp.StatusCode)
+			case resp.Proto != wantProto:
+				return errors.New("protocol " + resp.Proto)
+			}
+			return nil
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Stop() })
 	return l
-}
-
-func (l *tlsLoad) fail(s string) {
-	l.failures.Add(1)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.errs) < 10 {
-		l.errs = append(l.errs, s)
-	}
-}
-
-func (l *tlsLoad) stop() (map[string]int64, int64, []string) {
-	l.cancel()
-	l.wg.Wait()
-	out := map[string]int64{}
-	for m, n := range l.requests {
-		out[m] = n.Load()
-	}
-	return out, l.failures.Load(), l.errs
 }
 
 func httpsManifest(app, image, host, policy string) string {
@@ -308,7 +266,7 @@ func TestHTTPS_ACMECertificateAndZeroDowntimeDeploys(t *testing.T) {
 	rm = fixture.Gordon(t, state, "certs", "rm", "own.test")
 	require.Equal(t, 1, rm.Code, rm.String())
 
-	l := startTLSLoad(httpsAddr, pb.issuers, "https://secure.test/", 4)
+	l := startTLSLoad(t, httpsAddr, pb.issuers, "https://secure.test/", 4)
 	deploys := 6
 	if testing.Short() {
 		deploys = 2
@@ -323,7 +281,8 @@ func TestHTTPS_ACMECertificateAndZeroDowntimeDeploys(t *testing.T) {
 		require.Equal(t, 0, r.Code, "deploy %d: %s", i, r.String())
 		require.Equal(t, "success", op.Outcome)
 	}
-	reqs, failures, errs := l.stop()
+	load := l.Stop()
+	reqs, failures, errs := load.ByLabel, load.Failed(), load.Errors
 	t.Logf("HTTPS load over %d deploys: requests %v, failures %d", deploys, reqs, failures)
 	for mode, n := range reqs {
 		require.Greater(t, n, int64(20), "mode %s barely ran", mode)

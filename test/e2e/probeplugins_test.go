@@ -140,7 +140,7 @@ func TestIssue6_GRPCPluginReadinessSwitchesUnderLoad(t *testing.T) {
 	require.Equal(t, "success", op.Outcome)
 	requireNoPluginProcess(t, plugins)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", "grpc.test", 8, instanceOf)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "grpc.test", 8, instanceOf)
 	fixture.WriteFile(t, file, pluginManifest(app, v2, "grpc.test", "grpc", `service = ""`, "20s", "SERVING_AFTER=3s"))
 	op, r = fixture.DeployJSON(t, state, file, "--plugin-dir", plugins)
 	require.Equal(t, 0, r.Code, r.String())
@@ -161,8 +161,8 @@ func TestIssue6_GRPCPluginReadinessSwitchesUnderLoad(t *testing.T) {
 	require.GreaterOrEqual(t, probe, 1500*time.Millisecond, "readiness waited for the exec check (SERVING 2 s after start)")
 	st := l.Stop()
 	t.Logf("load over two plugin-probed deploys: %s", st)
-	require.Greater(t, st.Requests, int64(50))
-	require.Zero(t, st.TransportErrors+st.Non2xx, "0 failed requests: %v", st.Errors)
+	require.Greater(t, st.Answered, int64(50))
+	require.Zero(t, st.Transport+st.Non2xx, "0 failed requests: %v", st.Errors)
 	require.Zero(t, st.Regressions, "%v", st.Errors)
 	_, body, err = edge.Get("grpc.test", "/")
 	require.NoError(t, err)
@@ -205,7 +205,7 @@ func TestIssue6_MisbehavingProbePluginKeepsOldServing(t *testing.T) {
 		{"garbage", `probe/garbage.*(unexpected output on stdout|broke the handshake)`, 0},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			l := startLoad("http://"+edge.HTTPAddr+"/", "bad.test", 8, instanceOf)
+			l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "bad.test", 8, instanceOf)
 			fixture.WriteFile(t, file, pluginManifest(app, v1, "bad.test", tc.mode, "", timeout.String(), "ATTEMPT="+tc.mode))
 			r := fixture.Gordon(t, state, "deploy", "--plugin-dir", plugins, "-f", file, "--format", "json")
 			st := l.Stop()
@@ -224,8 +224,8 @@ func TestIssue6_MisbehavingProbePluginKeepsOldServing(t *testing.T) {
 			}
 			require.Less(t, r.Elapsed, bound, "bounded by the readiness timeout plus a margin")
 			require.Equal(t, before, fixture.Managed(t, app, "web"), "no candidate left; the old generation kept")
-			require.Zero(t, st.TransportErrors+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
-			require.Greater(t, st.Requests, int64(0))
+			require.Zero(t, st.Transport+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
+			require.Greater(t, st.Answered, int64(0))
 			requireNoPluginProcess(t, plugins)
 		})
 	}

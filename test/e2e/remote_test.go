@@ -299,7 +299,7 @@ secrets:
 	assert.Regexp(t, `probe\s+exec\s+/tmp/gordon-in/plugins/gordon-probe-exec\s+1\s+ok`, r.Stdout)
 
 	// Redeploys under load, then a Ctrl-C'd one and reconcile.
-	load := startLoad("http://"+httpAddr+"/", host, 4, instanceOf)
+	load := fixture.StartLoad(t, "http://"+httpAddr+"/", host, 4, instanceOf)
 	for _, img := range []string{v2, v1} {
 		fixture.WriteFile(t, file, webManifest(app, img, host, ""))
 		r = remote(t, e.Context, client, "deploy", "-f", file, "--copy-images")
@@ -361,8 +361,8 @@ secrets:
 	time.Sleep(500 * time.Millisecond)
 	stats := load.Stop()
 	t.Logf("load: %s", stats)
-	assert.Zero(t, stats.TransportErrors+stats.Non2xx, "no request lost: %s", stats)
-	assert.Positive(t, stats.Requests)
+	assert.Zero(t, stats.Transport+stats.Non2xx, "no request lost: %s", stats)
+	assert.Positive(t, stats.Answered)
 	require.Eventually(t, func() bool { return len(e.managed(t, app)) == 1 }, 20*time.Second, 200*time.Millisecond, "one container left")
 
 	// What the runner adds (reported, not asserted): the same unchanged
