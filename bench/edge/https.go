@@ -106,20 +106,20 @@ type httpsTarget struct {
 
 // tlsDialer dials addr with TLS 1.3 for bench.test; sessions are never
 // resumed (no cache), so each connection is a full handshake.
-func tlsDialer(addr string) func() (net.Conn, error) {
+func tlsDialer(addr string) dialer {
 	// X25519 only, as OpenSSL 3.0 clients (and nginx's side of it) speak:
 	// Go's default would add the X25519MLKEM768 hybrid, which costs both
 	// ends more and only the Go targets (direct, caddy, gordon-edge) would
 	// pay it.
 	cfg := &tls.Config{ServerName: "bench.test", InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"},
 		CurvePreferences: []tls.CurveID{tls.X25519}}
-	return func() (net.Conn, error) {
+	return dialer{addr, func() (net.Conn, error) {
 		c, err := tls.Dial("tcp", addr, cfg)
 		if err != nil {
 			return nil, err
 		}
 		return c, nil
-	}
+	}}
 }
 
 var (
