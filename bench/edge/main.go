@@ -1,5 +1,5 @@
 // Command edgebench compares gordon-edge with nginx and with no proxy at
-// all (issue 5): `make bench-edge` builds gordon-edge and runs
+// all: `make bench-edge` builds gordon-edge and runs
 //
 //	edgebench run -edge bin/gordon-edge [-d 10s] [-c 16] [-rounds 5] [-json FILE]
 //

@@ -247,7 +247,7 @@ func (b *bench) deployLatencyOnce(ctx context.Context, state, app, img string, i
 		ls.phases[k] = append(ls.phases[k], v)
 	}
 	// The lock wait is inside "CLI start, plugins, lock" (journaled on
-	// the preflight step since issue 7; not part of the sum).
+	// the preflight step; not part of the sum).
 	ls.phases["lock wait"] = append(ls.phases["lock wait"], pre.Phases["lock"].D())
 	cs := b.proxy.Between(r.Start, r.End)
 	ls.allCalls = append(ls.allCalls, cs...)

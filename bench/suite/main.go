@@ -1,4 +1,4 @@
-// Command suite is `make bench` (issue 7): every performance claim of
+// Command suite is `make bench`: every performance claim of
 // docker gordon measured side by side with a baseline from the same run on
 // this machine, written to bench/report.md and bench/report.json.
 //

@@ -65,7 +65,7 @@ volumes:
 	return dir
 }
 
-// Issue 18 acceptance against the real engine: a compose project deploys
+// Compose input against the real engine: a compose project deploys
 // (two files merged, .env interpolated), both hosts answer, db is created
 // before web, --dry-run shows web overlap and db sequential, a .env change
 // redeploys under load with zero failed requests, and convert's output

@@ -244,11 +244,11 @@ func TestR45_RandomKill9Deploys(t *testing.T) {
 	t.Logf("%d of %d deploys were killed before they finished", killed, deploys)
 }
 
-// TestIssue2_NoPluginOutlivesKilledCLI: a deploy waits on a candidate that
+// TestPluginLifetime_NoPluginOutlivesKilledCLI: a deploy waits on a candidate that
 // never becomes ready; killing the CLI (kill -9, then Ctrl-C) leaves no
 // backend plugin process behind within 3 s, and Ctrl-C makes the CLI exit
 // promptly.
-func TestIssue2_NoPluginOutlivesKilledCLI(t *testing.T) {
+func TestPluginLifetime_NoPluginOutlivesKilledCLI(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	a := fixture.NewApp(t, "e2enoorphan")
 	state, app, file := a.State, a.Name, a.File

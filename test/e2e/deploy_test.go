@@ -53,7 +53,7 @@ func versionOf(body string) string {
 	return m[1]
 }
 
-// Issue 3 acceptance: 16 keep-alive clients through the edge for 20
+// S1 (zero downtime under load): 16 keep-alive clients through the edge for 20
 // consecutive deploys alternating two image versions: 0 transport errors,
 // 0 non-2xx, no client goes back to an older generation, exactly one
 // container of the service after each deploy.
@@ -98,7 +98,7 @@ func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
 	require.Zero(t, st.Regressions, "a client went back to an older generation: %v", st.Errors)
 }
 
-// Issue 3 acceptance (decision 16): a 5 s request in flight at the switch
+// Decision 16 (drain before SIGTERM): a 5 s request in flight at the switch
 // completes with 200 from the old generation.
 func TestDecision16_InFlightRequestFinishesOnOldGeneration(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
@@ -128,7 +128,7 @@ func TestDecision16_InFlightRequestFinishesOnOldGeneration(t *testing.T) {
 	require.Equal(t, "v2", versionOf(body))
 }
 
-// Issue 3 acceptance: a candidate that never becomes ready fails the deploy
+// S11: a candidate that never becomes ready fails the deploy
 // within its readiness timeout plus a margin, prints the log tail, is
 // removed, and the old generation serves every request meanwhile.
 func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
@@ -158,7 +158,7 @@ func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
 	t.Logf("load during failed deploy: %s", st)
 }
 
-// Issue 3 acceptance: a deploy that changes nothing reports every service
+// S25 (R15): a deploy that changes nothing reports every service
 // unchanged and creates no container.
 func TestS25_UnchangedDeployCreatesNothing(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
@@ -180,7 +180,7 @@ func TestS25_UnchangedDeployCreatesNothing(t *testing.T) {
 	}
 }
 
-// Issue 3 acceptance: TCP service — a connection opened before the switch
+// S2: TCP service — a connection opened before the switch
 // keeps working until the old container stops; new connections reach the
 // new generation; no refused connect across the deploys.
 func TestS2_TCPRelayAcrossDeploys(t *testing.T) {
@@ -260,7 +260,7 @@ func tcpRelayAcrossDeploys(t *testing.T, state, file string, manifest func(strin
 	return st.Refused, st.Broken
 }
 
-// Issue 3 acceptance: the volume service is replaced sequentially (docker
+// S6: the volume service is replaced sequentially (docker
 // events show the old container destroyed before the new one starts) and
 // its data survives the deploy.
 func TestS6_VolumeServiceSequentialAndDataSurvives(t *testing.T) {
@@ -313,7 +313,7 @@ timeout = "20s"
 	}
 }
 
-// Decision 2 / issue 3 bad input: a second deploy of the same app while one
+// Decision 2 (locking): a second deploy of the same app while one
 // runs waits for the lock, then names the holder when it times out.
 func TestDecision2_SecondDeployWaitsThenNamesHolder(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]

@@ -14,7 +14,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
-// Issue 4 acceptance: stop, start, restart, remove of an app with a
+// Lifecycle verbs: stop, start, restart, remove of an app with a
 // stateless and a stateful service; each verb's exit status and effect
 // match SPEC (R50–R55); volumes survive remove; a re-deploy after remove
 // reuses them.

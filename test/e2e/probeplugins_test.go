@@ -19,7 +19,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
-// Issue 6: custom probe plugins, end to end. The example plugins
+// Custom probe plugins, end to end. The example plugins
 // (plugins/examples/{grpcprobe,execprobe}) and the misbehaving ones
 // (plugins/examples/badprobes/<mode>) are built once into a plugin
 // directory passed with --plugin-dir.
@@ -123,11 +123,11 @@ func pluginManifest(app, image, host, plugin, config, timeout string, env ...str
 	return b.String()
 }
 
-// Issue 6 acceptance: a deploy whose readiness is gordon-probe-grpc waits
+// A deploy whose readiness is gordon-probe-grpc waits
 // until the grpcd workload reports SERVING (3 s after start), then switches
 // with 0 failed requests under load; then the same with gordon-probe-exec
 // running `/grpcd -check` inside the candidate.
-func TestIssue6_GRPCPluginReadinessSwitchesUnderLoad(t *testing.T) {
+func TestProbePlugin_GRPCReadinessSwitchesUnderLoad(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "grpcd")["grpcd"]
 	v2 := testimages.Require(t, "v2", "grpcd")["grpcd"]
 	plugins := probePlugins(t)
@@ -171,13 +171,13 @@ func TestIssue6_GRPCPluginReadinessSwitchesUnderLoad(t *testing.T) {
 	requireNoPluginProcess(t, plugins)
 }
 
-// Issue 6 acceptance (robustness): a readiness plugin that is missing,
+// Robustness: a readiness plugin that is missing,
 // crashes, hangs, speaks the wrong protocol version or writes garbage to
 // stdout fails the deploy (exit 1) with an error naming the plugin and what
 // happened, bounded by the readiness timeout plus a margin; the old
 // generation serves every request through the edge meanwhile; no candidate
 // and no plugin process is left behind.
-func TestIssue6_MisbehavingProbePluginKeepsOldServing(t *testing.T) {
+func TestProbePlugin_MisbehavingPluginKeepsOldServing(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	plugins := probePlugins(t)
 	a := fixture.NewApp(t, "e2ebadprobe")
@@ -261,10 +261,10 @@ func probePhase(t *testing.T, stdout, id string) time.Duration {
 
 var docExampleRE = regexp.MustCompile("(?s)<!-- example:main.go -->\\s*```go\\n(.*?)```")
 
-// Issue 6 acceptance: a plugin built from docs/plugins.md alone, in a
+// A plugin built from docs/plugins.md alone, in a
 // temporary module outside the repository (replace → the checkout), is
 // found on the plugin path and gates a real deploy.
-func TestIssue6_PluginFromDocsWorks(t *testing.T) {
+func TestProbePlugin_PluginFromDocsWorks(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	doc, err := os.ReadFile(filepath.Join(fixture.RepoRoot(), "docs", "plugins.md"))
 	require.NoError(t, err)

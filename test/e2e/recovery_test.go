@@ -34,7 +34,7 @@ func appLifeStatus(t testing.TB, state, app string) lifeStatus {
 	return st
 }
 
-// Issue 4 acceptance (R41): a container removed behind our back is
+// R41: a container removed behind our back is
 // withdrawn from routing within one pass and reported; start rebuilds it
 // from the pinned digest.
 func TestR41_RemovedBehindOurBackWithdrawnThenRebuilt(t *testing.T) {
@@ -65,7 +65,7 @@ func TestR41_RemovedBehindOurBackWithdrawnThenRebuilt(t *testing.T) {
 	require.Equal(t, "v1", versionOf(body), "rebuilt from the pinned image")
 }
 
-// Issue 4 acceptance (R57): the Docker engine restarted mid-life;
+// R57: the Docker engine restarted mid-life;
 // `reconcile --boot` brings every running app back, verified and routed,
 // and leaves stopped apps stopped. It restarts dockerd, so it runs only in
 // CI (CI=true) or with GORDON_E2E_RESTART_ENGINE=1, and only when dockerd

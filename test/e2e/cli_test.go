@@ -10,9 +10,9 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 )
 
-// Issue 2 acceptance: `docker gordon version` works through the docker CLI
+// `docker gordon version` works through the docker CLI
 // and reports the engine it is pointed at.
-func TestFoundation_VersionThroughDockerCLI(t *testing.T) {
+func TestCLI_VersionThroughDockerCLI(t *testing.T) {
 	state := t.TempDir()
 	r := fixture.Gordon(t, state, "version", "--format", "json")
 	require.Equal(t, 0, r.Code, r.String())
@@ -35,9 +35,9 @@ func TestFoundation_VersionThroughDockerCLI(t *testing.T) {
 	require.Contains(t, help.Stdout, "deploy")
 }
 
-// Issue 2 acceptance: `plugins ls --format json` launches every built-in
+// `plugins ls --format json` launches every built-in
 // backend as a subprocess and each answers Describe.
-func TestFoundation_PluginsListAllBuiltinsOK(t *testing.T) {
+func TestCLI_PluginsListAllBuiltinsOK(t *testing.T) {
 	state := t.TempDir()
 	r := fixture.Gordon(t, state, "plugins", "ls", "--format", "json")
 	require.Equal(t, 0, r.Code, r.String())
@@ -59,7 +59,7 @@ func TestFoundation_PluginsListAllBuiltinsOK(t *testing.T) {
 }
 
 // Bad input: validate reports every problem with file:line:col and exits 1.
-func TestFoundation_ValidateReportsEveryProblem(t *testing.T) {
+func TestCLI_ValidateReportsEveryProblem(t *testing.T) {
 	state := t.TempDir()
 	path := t.TempDir() + "/bad.toml"
 	fixture.WriteFile(t, path, `name = "Bad_Name"
