@@ -106,25 +106,6 @@ func appStatusImage(t testing.TB, state, app string) string {
 	return ""
 }
 
-// kvManifest is a one-service volume app (single-writer: sequential flow).
-func kvManifest(app, image, host string) string {
-	return fmt.Sprintf(`name = %q
-[services.kv]
-image = %q
-stop_grace = "3s"
-[[services.kv.http]]
-port = 8080
-host = %q
-[[services.kv.volume]]
-name = "data"
-path = "/data"
-[services.kv.readiness]
-type = "log"
-pattern = "ready"
-timeout = "20s"
-`, app, image, host)
-}
-
 // TestR45_CrashAtEveryBoundarySequential is the same for a volume service
 // (sequential replacement, replacement-pending markers): after each crash
 // and one reconcile the invariants hold and the data written before the

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,43 +14,6 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/loadgen"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
-
-// webManifest is a one-service app: stateless HTTP behind host.
-func webManifest(app, image, host string, extra string) string {
-	return fmt.Sprintf(`name = %q
-[services.web]
-image = %q
-stop_grace = "10s"
-%s
-[[services.web.http]]
-port = 8080
-host = %q
-[services.web.readiness]
-type = "http"
-path = "/healthz"
-timeout = "20s"
-`, app, image, extra, host)
-}
-
-var instanceRE = regexp.MustCompile(`instance=(\S+)`)
-
-func instanceOf(body []byte) string {
-	m := instanceRE.FindSubmatch(body)
-	if m == nil {
-		return "?"
-	}
-	return string(m[1])
-}
-
-var versionRE = regexp.MustCompile(`version=(\S+)`)
-
-func versionOf(body string) string {
-	m := versionRE.FindStringSubmatch(body)
-	if m == nil {
-		return ""
-	}
-	return m[1]
-}
 
 // S1 (zero downtime under load): 16 keep-alive clients through the edge for 20
 // consecutive deploys alternating two image versions: 0 transport errors,
@@ -268,23 +230,7 @@ func TestS6_VolumeServiceSequentialAndDataSurvives(t *testing.T) {
 	k2 := testimages.Require(t, "v2", "kv")["kv"]
 	a := fixture.NewApp(t, "e2ekv")
 	state, app, edge := a.State, a.Name, a.Edge
-	manifest := func(img string) string {
-		return fmt.Sprintf(`name = %q
-[services.kv]
-image = %q
-stop_grace = "3s"
-[[services.kv.http]]
-port = 8080
-host = "kv.test"
-[[services.kv.volume]]
-name = "data"
-path = "/data"
-[services.kv.readiness]
-type = "log"
-pattern = "ready"
-timeout = "20s"
-`, app, img)
-	}
+	manifest := func(img string) string { return kvManifest(app, img, "kv.test") }
 	file := a.File
 	a.MustDeploy(manifest(k1))
 	require.NoError(t, edge.Put("kv.test", "/k/greeting", "hello"))

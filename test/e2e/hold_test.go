@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,23 +19,7 @@ func TestR58_SequentialReplacementsUnderLoadLoseNothing(t *testing.T) {
 	k2 := testimages.Require(t, "v2", "kv")["kv"]
 	a := fixture.NewApp(t, "e2ehold")
 	state, app, edge := a.State, a.Name, a.Edge
-	manifest := func(img string) string {
-		return fmt.Sprintf(`name = %q
-[services.kv]
-image = %q
-stop_grace = "3s"
-[[services.kv.http]]
-port = 8080
-host = "hold.test"
-[[services.kv.volume]]
-name = "data"
-path = "/data"
-[services.kv.readiness]
-type = "log"
-pattern = "ready"
-timeout = "20s"
-`, app, img)
-	}
+	manifest := func(img string) string { return kvManifest(app, img, "hold.test") }
 	file := a.File
 	a.MustDeploy(manifest(k1))
 	require.NoError(t, edge.Put("hold.test", "/k/greeting", "hello"))
