@@ -20,10 +20,10 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 )
 
-// Helpers for crash_test.go: run the plugin binary directly (standalone
-// mode, so the test owns the CLI's pid and sees its wait status), enumerate
-// the journal-write boundaries of the gordonfault build, read status and
-// ops as JSON, and check the post-recovery invariants (SPEC R45–R48).
+// Helpers for crash_test.go and fault_test.go (the plugin binary itself
+// runs through fixture.RunCLI and fixture.Command): enumerate the
+// journal-write boundaries of the gordonfault build, read status and ops
+// as JSON, and check the post-recovery invariants (SPEC R45–R48).
 
 // boundary is one successful mutating journal write of a deploy: Any is
 // "any#N" (its position among all writes), Method "SaveOp#k".
