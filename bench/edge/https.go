@@ -106,20 +106,20 @@ type httpsTarget struct {
 
 // tlsDialer dials addr with TLS 1.3 for bench.test; sessions are never
 // resumed (no cache), so each connection is a full handshake.
-func tlsDialer(addr string) func() (net.Conn, error) {
+func tlsDialer(addr string) dialer {
 	// X25519 only, as OpenSSL 3.0 clients (and nginx's side of it) speak:
 	// Go's default would add the X25519MLKEM768 hybrid, which costs both
 	// ends more and only the Go targets (direct, caddy, gordon-edge) would
 	// pay it.
 	cfg := &tls.Config{ServerName: "bench.test", InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"},
 		CurvePreferences: []tls.CurveID{tls.X25519}}
-	return func() (net.Conn, error) {
+	return dialer{addr, func() (net.Conn, error) {
 		c, err := tls.Dial("tcp", addr, cfg)
 		if err != nil {
 			return nil, err
 		}
 		return c, nil
-	}
+	}}
 }
 
 var (
@@ -242,24 +242,50 @@ func waitTLS(addr string) error {
 // and measures them in interleaved rounds.
 func runHTTPS(tmp, self, edgeBin, nginxBin, backendAddr string, conns, rounds int, d time.Duration,
 	start func(string, *exec.Cmd) error) ([]*httpsTarget, int64, error) {
-	certFile, keyFile, err := benchCert(filepath.Join(tmp, "tls"), "bench.test")
+	targets, err := startHTTPSTargets(tmp, self, edgeBin, nginxBin, backendAddr, start)
 	if err != nil {
 		return nil, 0, err
+	}
+	for _, t := range targets {
+		if err := waitTLS(t.addr); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", t.name, err)
+		}
+		if _, err := runLoadDial(tlsDialer(t.addr), "bench.test", conns, time.Second, false); err != nil {
+			return nil, 0, fmt.Errorf("%s warm-up: %w", t.name, err)
+		}
+	}
+	if err := measureHTTPS(targets, conns, rounds, d); err != nil {
+		return nil, 0, err
+	}
+	rss, err := rss100Hosts(tmp, edgeBin, backendAddr, start)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "edgebench: RSS with 100 hosts:", err)
+	}
+	return targets, rss, nil
+}
+
+// startHTTPSTargets starts direct (the backend over TLS), nginx (when
+// nginxBin is found), caddy (when installed) and gordon-edge, all with
+// one certificate for bench.test.
+func startHTTPSTargets(tmp, self, edgeBin, nginxBin, backendAddr string, start func(string, *exec.Cmd) error) ([]*httpsTarget, error) {
+	certFile, keyFile, err := benchCert(filepath.Join(tmp, "tls"), "bench.test")
+	if err != nil {
+		return nil, err
 	}
 	var targets []*httpsTarget
 	// direct: the backend itself over TLS.
 	be := exec.Command(self, "tls-backend", "-cert", certFile, "-key", keyFile)
 	out, err := be.StdoutPipe()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	be.Stderr = os.Stderr
 	if err := start("tls backend", be); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	addr, err := proc.ReadLine(out)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	targets = append(targets, &httpsTarget{name: "direct", addr: addr, pids: func() []int { return []int{be.Process.Pid} }})
 
@@ -267,16 +293,16 @@ func runHTTPS(tmp, self, edgeBin, nginxBin, backendAddr string, conns, rounds in
 		addr := freeAddr()
 		dir := filepath.Join(tmp, "nginx-tls")
 		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		conf := filepath.Join(dir, "nginx.conf")
 		if err := os.WriteFile(conf, []byte(nginxTLSConf(dir, addr, backendAddr, certFile, keyFile)), 0o644); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		cmd := exec.Command(path, "-p", dir, "-c", conf)
 		cmd.Stderr = os.Stderr
 		if err := start("nginx tls", cmd); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		master := cmd.Process.Pid
 		targets = append(targets, &httpsTarget{name: "nginx", addr: addr, pids: func() []int { return append([]int{master}, proc.Children(master)...) }})
@@ -285,13 +311,13 @@ func runHTTPS(tmp, self, edgeBin, nginxBin, backendAddr string, conns, rounds in
 		addr := freeAddr()
 		cf := filepath.Join(tmp, "Caddyfile")
 		if err := os.WriteFile(cf, []byte(caddyfile(addr, backendAddr, certFile, keyFile)), 0o644); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		cmd := exec.Command(path, "run", "--config", cf, "--adapter", "caddyfile")
 		cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_DATA_HOME="+filepath.Join(tmp, "caddy-xdg"), "XDG_CONFIG_HOME="+filepath.Join(tmp, "caddy-xdg"))
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 		if err := start("caddy", cmd); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		pid := cmd.Process.Pid
 		targets = append(targets, &httpsTarget{name: "caddy", addr: addr, pids: func() []int { return []int{pid} }})
@@ -303,70 +329,71 @@ func runHTTPS(tmp, self, edgeBin, nginxBin, backendAddr string, conns, rounds in
 	state := filepath.Join(tmp, "state-tls")
 	static := filepath.Join(state, "edge", "certs", "static", "bench.test")
 	if err := os.MkdirAll(static, 0o700); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	for _, f := range []string{certFile, keyFile} {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(static, filepath.Base(f)), b, 0o600); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
 	routes := fmt.Sprintf(`{"schema":1,"generation":1,"http":[{"host":"bench.test","app":"bench","service":"web","backends":[{"addr":%q,"container":"bench"}]}],"tcp":[],"udp":[]}`, backendAddr)
 	if err := os.WriteFile(filepath.Join(state, "edge", "routes.json"), []byte(routes), 0o644); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	eaddr := freeAddr()
 	cmd := exec.Command(edgeBin, "run", "--state-dir", state, "--http-addr", freeAddr(), "--https-addr", eaddr, "--acme=false", "--log-level", "warn")
 	cmd.Stderr = os.Stderr
 	if err := start("gordon-edge tls", cmd); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	epid := cmd.Process.Pid
 	targets = append(targets, &httpsTarget{name: "gordon-edge", addr: eaddr, pids: func() []int { return []int{epid} }})
 
-	for _, t := range targets {
-		if err := waitTLS(t.addr); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", t.name, err)
-		}
-		if _, err := runLoadDial(tlsDialer(t.addr), "bench.test", conns, time.Second, false); err != nil {
-			return nil, 0, fmt.Errorf("%s warm-up: %w", t.name, err)
-		}
-	}
+	return targets, nil
+}
+
+// measureHTTPS measures every target in interleaved rounds (see
+// interleave): keep-alive, new connections and, while h2load works for
+// the target, HTTP/2; it fills each target's merged figures.
+func measureHTTPS(targets []*httpsTarget, conns, rounds int, d time.Duration) error {
 	per := d / time.Duration(max(rounds, 1))
 	ka := make([][]loadResult, len(targets))
 	nc := make([][]loadResult, len(targets))
 	h2 := make([][]float64, len(targets))
-	for r := range max(rounds, 1) {
-		for k := range targets {
-			i := (r + k) % len(targets)
-			t := targets[i]
-			res, err := runLoadDial(tlsDialer(t.addr), "bench.test", conns, per, false)
+	err := interleave(len(targets), rounds, func(i int) error {
+		t := targets[i]
+		res, err := runLoadDial(tlsDialer(t.addr), "bench.test", conns, per, false)
+		if err != nil {
+			return fmt.Errorf("%s keep-alive: %w", t.name, err)
+		}
+		ka[i] = append(ka[i], res)
+		res, err = runLoadDial(tlsDialer(t.addr), "bench.test", conns, per, true)
+		if err != nil {
+			return fmt.Errorf("%s new connections: %w", t.name, err)
+		}
+		nc[i] = append(nc[i], res)
+		if t.h2Err == "" {
+			rps, err := h2load(t.addr, 4, max(per, time.Second))
 			if err != nil {
-				return nil, 0, fmt.Errorf("%s keep-alive: %w", t.name, err)
-			}
-			ka[i] = append(ka[i], res)
-			res, err = runLoadDial(tlsDialer(t.addr), "bench.test", conns, per, true)
-			if err != nil {
-				return nil, 0, fmt.Errorf("%s new connections: %w", t.name, err)
-			}
-			nc[i] = append(nc[i], res)
-			if t.h2Err == "" {
-				rps, err := h2load(t.addr, 4, max(per, time.Second))
-				if err != nil {
-					t.h2Err = err.Error()
-				} else {
-					h2[i] = append(h2[i], rps)
-				}
+				t.h2Err = err.Error()
+			} else {
+				h2[i] = append(h2[i], rps)
 			}
 		}
+		return nil
+	}, func(r int) {
 		fmt.Printf("  https round %d/%d:", r+1, max(rounds, 1))
 		for i, t := range targets {
 			fmt.Printf(" %s %.0f/%.0f", t.name, ka[i][r].RPS(), nc[i][r].RPS())
 		}
 		fmt.Println(" (keep-alive req/s / new conns/s)")
+	})
+	if err != nil {
+		return err
 	}
 	for i, t := range targets {
 		t.keepAlive, t.newConns = mergeResults(ka[i]), mergeResults(nc[i])
@@ -378,11 +405,7 @@ func runHTTPS(tmp, self, edgeBin, nginxBin, backendAddr string, conns, rounds in
 			t.h2RPS = sum / float64(len(h2[i]))
 		}
 	}
-	rss, err := rss100Hosts(tmp, edgeBin, backendAddr, start)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "edgebench: RSS with 100 hosts:", err)
-	}
-	return targets, rss, nil
+	return nil
 }
 
 // rss100Hosts starts a gordon-edge with 100 routed hosts, each with its

@@ -1,5 +1,5 @@
 // Command edgebench compares gordon-edge with nginx and with no proxy at
-// all (issue 5): `make bench-edge` builds gordon-edge and runs
+// all: `make bench-edge` builds gordon-edge and runs
 //
 //	edgebench run -edge bin/gordon-edge [-d 10s] [-c 16] [-rounds 5] [-json FILE]
 //
@@ -130,138 +130,19 @@ func runMain(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-	start := func(name string, cmd *exec.Cmd) error {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("start %s: %w", name, err)
-		}
-		cleanups = append(cleanups, func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				<-done
-			}
-		})
-		return nil
-	}
-
-	// Backend.
+	var procs procGroup
+	defer procs.stopAll()
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	be := exec.Command(self, "backend")
-	beOut, err := be.StdoutPipe()
+	targets, backendAddr, err := startTargets(tmp, self, *edgeBin, *nginxBin, procs.start)
 	if err != nil {
 		return err
 	}
-	be.Stderr = os.Stderr
-	if err := start("backend", be); err != nil {
-		return err
-	}
-	backendAddr, err := proc.ReadLine(beOut)
-	if err != nil {
-		return fmt.Errorf("backend address: %w", err)
-	}
-	targets := []*target{{name: "direct", addr: backendAddr, pids: func() []int { return []int{be.Process.Pid} }}}
-
-	// nginx.
-	if path, err := exec.LookPath(*nginxBin); *nginxBin != "" && err == nil {
-		addr := freeAddr()
-		dir := filepath.Join(tmp, "nginx")
-		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-			return err
-		}
-		conf := filepath.Join(dir, "nginx.conf")
-		if err := os.WriteFile(conf, []byte(nginxConf(dir, addr, backendAddr)), 0o644); err != nil {
-			return err
-		}
-		cmd := exec.Command(path, "-p", dir, "-c", conf)
-		cmd.Stderr = os.Stderr
-		if err := start("nginx", cmd); err != nil {
-			return err
-		}
-		if err := waitHTTP(addr, "bench.test"); err != nil {
-			return fmt.Errorf("nginx: %w", err)
-		}
-		master := cmd.Process.Pid
-		targets = append(targets, &target{name: "nginx", addr: addr, pids: func() []int { return append([]int{master}, proc.Children(master)...) }})
-	} else {
-		fmt.Fprintln(os.Stderr, "edgebench: nginx not found; skipping it")
-	}
-
-	// gordon-edge.
-	{
-		addr := freeAddr()
-		state := filepath.Join(tmp, "state")
-		if err := os.MkdirAll(filepath.Join(state, "edge"), 0o700); err != nil {
-			return err
-		}
-		routes := fmt.Sprintf(`{"schema":1,"generation":1,"http":[{"host":"bench.test","app":"bench","service":"web","backends":[{"addr":%q,"container":"bench"}]}],"tcp":[],"udp":[]}`, backendAddr)
-		if err := os.WriteFile(filepath.Join(state, "edge", "routes.json"), []byte(routes), 0o644); err != nil {
-			return err
-		}
-		cmd := exec.Command(*edgeBin, "run", "--state-dir", state, "--http-addr", addr, "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		if err := start("gordon-edge", cmd); err != nil {
-			return err
-		}
-		if err := waitHTTP(addr, "bench.test"); err != nil {
-			return fmt.Errorf("gordon-edge: %w", err)
-		}
-		pid := cmd.Process.Pid
-		targets = append(targets, &target{name: "gordon-edge", addr: addr, pids: func() []int { return []int{pid} }})
-	}
-
 	fmt.Printf("edgebench: %d keep-alive clients, %s per target, GOMAXPROCS of this machine %d CPUs\n", *conns, *d, numCPU())
-	// Warm up every target (connections, pools), then let it settle before
-	// its idle RSS.
-	for _, t := range targets {
-		if _, err := runLoad(t.addr, "bench.test", *conns, time.Second); err != nil {
-			return fmt.Errorf("%s warm-up: %w", t.name, err)
-		}
-		time.Sleep(500 * time.Millisecond)
-		t.idle = proc.RSSKiB(t.pids()...)
-	}
-	// Measure in interleaved rounds (each target d/rounds per round, the
-	// starting target rotating), so that a burst of load from elsewhere on
-	// the machine falls on every target alike instead of on one; each
-	// target's figures are over all its rounds.
-	per := *d / time.Duration(max(*rounds, 1))
-	runs := make([][]loadResult, len(targets))
-	for r := range max(*rounds, 1) {
-		for k := range targets {
-			i := (r + k) % len(targets)
-			t := targets[i]
-			stopPeak := proc.PeakRSS(t.pids, 200*time.Millisecond)
-			cpu0 := proc.CPUTime(t.pids()...)
-			res, err := runLoad(t.addr, "bench.test", *conns, per)
-			t.cpu += proc.CPUTime(t.pids()...) - cpu0
-			peak := stopPeak()
-			if err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
-			}
-			t.peak = max(t.peak, peak)
-			runs[i] = append(runs[i], res)
-		}
-		fmt.Printf("  round %d/%d:", r+1, max(*rounds, 1))
-		for i, t := range targets {
-			fmt.Printf(" %s %.0f req/s", t.name, runs[i][r].RPS())
-		}
-		fmt.Println()
-	}
-	for i, t := range targets {
-		t.res = mergeResults(runs[i])
+	if err := measureTargets(targets, *conns, *rounds, *d); err != nil {
+		return err
 	}
 	if *memConns > 0 {
 		for _, t := range targets[1:] { // proxies only
@@ -276,7 +157,7 @@ func runMain(args []string) error {
 	var hs []*httpsTarget
 	var rss100 int64
 	if *withHTTPS {
-		hs, rss100, err = runHTTPS(tmp, self, *edgeBin, *nginxBin, backendAddr, *conns, *rounds, *d, start)
+		hs, rss100, err = runHTTPS(tmp, self, *edgeBin, *nginxBin, backendAddr, *conns, *rounds, *d, procs.start)
 		if err != nil {
 			return fmt.Errorf("https: %w", err)
 		}
@@ -284,6 +165,170 @@ func runMain(args []string) error {
 	}
 	if *jsonOut != "" {
 		return writeJSON(*jsonOut, targets, *conns, *d, hs, rss100)
+	}
+	return nil
+}
+
+// procGroup starts child processes, each in its own process group, and
+// stops them in reverse order (SIGTERM to the group, SIGKILL after 5 s).
+type procGroup struct{ cleanups []func() }
+
+// start starts cmd and registers its stop.
+func (g *procGroup) start(name string, cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	g.cleanups = append(g.cleanups, func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	})
+	return nil
+}
+
+// stopAll stops every started process, the last started first.
+func (g *procGroup) stopAll() {
+	for i := len(g.cleanups) - 1; i >= 0; i-- {
+		g.cleanups[i]()
+	}
+}
+
+// startTargets starts the plain HTTP targets: the backend (direct), nginx
+// when nginxBin is found, and gordon-edge with a generated route table;
+// it returns them and the backend's address.
+func startTargets(tmp, self, edgeBin, nginxBin string, start func(string, *exec.Cmd) error) ([]*target, string, error) {
+	// Backend.
+	be := exec.Command(self, "backend")
+	beOut, err := be.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	be.Stderr = os.Stderr
+	if err := start("backend", be); err != nil {
+		return nil, "", err
+	}
+	backendAddr, err := proc.ReadLine(beOut)
+	if err != nil {
+		return nil, "", fmt.Errorf("backend address: %w", err)
+	}
+	targets := []*target{{name: "direct", addr: backendAddr, pids: func() []int { return []int{be.Process.Pid} }}}
+
+	// nginx.
+	if path, err := exec.LookPath(nginxBin); nginxBin != "" && err == nil {
+		addr := freeAddr()
+		dir := filepath.Join(tmp, "nginx")
+		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+			return nil, "", err
+		}
+		conf := filepath.Join(dir, "nginx.conf")
+		if err := os.WriteFile(conf, []byte(nginxConf(dir, addr, backendAddr)), 0o644); err != nil {
+			return nil, "", err
+		}
+		cmd := exec.Command(path, "-p", dir, "-c", conf)
+		cmd.Stderr = os.Stderr
+		if err := start("nginx", cmd); err != nil {
+			return nil, "", err
+		}
+		if err := waitHTTP(addr, "bench.test"); err != nil {
+			return nil, "", fmt.Errorf("nginx: %w", err)
+		}
+		master := cmd.Process.Pid
+		targets = append(targets, &target{name: "nginx", addr: addr, pids: func() []int { return append([]int{master}, proc.Children(master)...) }})
+	} else {
+		fmt.Fprintln(os.Stderr, "edgebench: nginx not found; skipping it")
+	}
+
+	// gordon-edge.
+	{
+		addr := freeAddr()
+		state := filepath.Join(tmp, "state")
+		if err := os.MkdirAll(filepath.Join(state, "edge"), 0o700); err != nil {
+			return nil, "", err
+		}
+		routes := fmt.Sprintf(`{"schema":1,"generation":1,"http":[{"host":"bench.test","app":"bench","service":"web","backends":[{"addr":%q,"container":"bench"}]}],"tcp":[],"udp":[]}`, backendAddr)
+		if err := os.WriteFile(filepath.Join(state, "edge", "routes.json"), []byte(routes), 0o644); err != nil {
+			return nil, "", err
+		}
+		cmd := exec.Command(edgeBin, "run", "--state-dir", state, "--http-addr", addr, "--log-level", "warn")
+		cmd.Stderr = os.Stderr
+		if err := start("gordon-edge", cmd); err != nil {
+			return nil, "", err
+		}
+		if err := waitHTTP(addr, "bench.test"); err != nil {
+			return nil, "", fmt.Errorf("gordon-edge: %w", err)
+		}
+		pid := cmd.Process.Pid
+		targets = append(targets, &target{name: "gordon-edge", addr: addr, pids: func() []int { return []int{pid} }})
+	}
+
+	return targets, backendAddr, nil
+}
+
+// measureTargets warms every target up (1 s, then its idle RSS) and
+// measures them in interleaved rounds (see interleave), filling each
+// target's merged result, CPU time and peak RSS.
+func measureTargets(targets []*target, conns, rounds int, d time.Duration) error {
+	// Warm up every target (connections, pools), then let it settle before
+	// its idle RSS.
+	for _, t := range targets {
+		if _, err := runLoad(t.addr, "bench.test", conns, time.Second); err != nil {
+			return fmt.Errorf("%s warm-up: %w", t.name, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		t.idle = proc.RSSKiB(t.pids()...)
+	}
+	// Measure in interleaved rounds (each target d/rounds per round, the
+	// starting target rotating), so that a burst of load from elsewhere on
+	// the machine falls on every target alike instead of on one; each
+	// target's figures are over all its rounds.
+	per := d / time.Duration(max(rounds, 1))
+	runs := make([][]loadResult, len(targets))
+	err := interleave(len(targets), rounds, func(i int) error {
+		t := targets[i]
+		stopPeak := proc.PeakRSS(t.pids, 200*time.Millisecond)
+		cpu0 := proc.CPUTime(t.pids()...)
+		res, err := runLoad(t.addr, "bench.test", conns, per)
+		t.cpu += proc.CPUTime(t.pids()...) - cpu0
+		peak := stopPeak()
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		t.peak = max(t.peak, peak)
+		runs[i] = append(runs[i], res)
+		return nil
+	}, func(r int) {
+		fmt.Printf("  round %d/%d:", r+1, max(rounds, 1))
+		for i, t := range targets {
+			fmt.Printf(" %s %.0f req/s", t.name, runs[i][r].RPS())
+		}
+		fmt.Println()
+	})
+	for i, t := range targets {
+		t.res = mergeResults(runs[i])
+	}
+	return err
+}
+
+// interleave runs each(i) for every target index i in max(rounds, 1)
+// rounds, the starting target rotating (round r runs r, r+1, ... mod n),
+// so that a burst of load from elsewhere on the machine falls on every
+// target alike instead of on one; after(r) ends round r (its progress
+// line). The first error stops it.
+func interleave(n, rounds int, each func(i int) error, after func(r int)) error {
+	for r := range max(rounds, 1) {
+		for k := range n {
+			if err := each((r + k) % n); err != nil {
+				return err
+			}
+		}
+		after(r)
 	}
 	return nil
 }

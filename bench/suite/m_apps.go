@@ -181,145 +181,178 @@ func (b *bench) deployLatency(ctx context.Context, s *section, state string) err
 	s.Method = fmt.Sprintf("`docker gordon deploy -f app.toml` of a one-service app whose container is ready at once (gordon-test/httpd, HTTP readiness on /healthz), alternating v1/v2 so every deploy replaces the container; median of %d deploys, engine reached through the counting proxy. Phases come from the journal: \"CLI start, plugins, lock\" is fork of `docker gordon` until the op's started_at (docker CLI and plugin start, runtime and traffic plugin launch, lock, store recovery); preflight, create, start, probe, switch, drain, retire are the journaled phase durations; \"exit\" is the rest (gaps between steps, rendering, plugin shutdown). Engine wait is the union of the time engine API requests were in flight (from the proxy); the engine overhead is the wall time minus the union of engine wait and the probe phase, i.e. the time docker gordon spends on its own (CLI and plugin start, journal writes, the edge switch, …); \"within phase\" splits it over the phase windows (preflight includes the short gap before the service step; the service phases are laid end to end from the step's start, so their windows are approximate).", latencyReps)
 	s.Baseline = "`docker run -d -p 127.0.0.1:PORT:8080` of the same image through the same proxy, until the first 200 from /healthz (median of 5); its own overhead is its wall time minus its engine wait. Phases: ratio = share of the deploy's wall time."
 	app := appName(1)
-	var totals, engineWait, overhead []time.Duration
-	var calls []int
-	phases := map[string][]time.Duration{}
-	ownTime := map[string][]time.Duration{}
-	var allCalls []apiCall
+	ls := latencySamples{phases: map[string][]time.Duration{}, ownTime: map[string][]time.Duration{}}
 	for i := range latencyReps {
 		img := b.v2
 		if i%2 == 1 {
 			img = b.v1
 		}
-		r, err := b.deployApp(ctx, state, app, img, true)
-		if err != nil {
+		if err := b.deployLatencyOnce(ctx, state, app, img, i, &ls); err != nil {
 			return err
 		}
-		var op core.Operation
-		if err := json.Unmarshal([]byte(r.Stdout), &op); err != nil {
-			return fmt.Errorf("deploy --format json: %w: %s", err, tail(r.Stdout, 300))
-		}
-		var svc, pre *core.Step
-		for j := range op.Steps {
-			switch {
-			case op.Steps[j].ID == engine.StepPreflight:
-				pre = &op.Steps[j]
-			case op.Steps[j].Service != "":
-				svc = &op.Steps[j]
-			}
-		}
-		if svc == nil || pre == nil {
-			return fmt.Errorf("deploy op %s has no preflight or service step", op.ID)
-		}
-		start, end := r.Start.Round(0), r.End.Round(0)
-		total := end.Sub(start)
-		got := map[string]time.Duration{
-			"CLI start, plugins, lock": op.StartedAt.Sub(start),
-			"preflight":                pre.Phases["preflight"].D(),
-		}
-		sum := got["CLI start, plugins, lock"] + got["preflight"]
-		for _, p := range phaseOrder {
-			got[p] = svc.Phases[p].D()
-			sum += got[p]
-		}
-		got["exit (gaps, render, plugin shutdown)"] = total - sum
-		for k, v := range got {
-			phases[k] = append(phases[k], v)
-		}
-		// The lock wait is inside "CLI start, plugins, lock" (journaled on
-		// the preflight step since issue 7; not part of the sum).
-		phases["lock wait"] = append(phases["lock wait"], pre.Phases["lock"].D())
-		cs := b.proxy.Between(r.Start, r.End)
-		allCalls = append(allCalls, cs...)
-		spans := waitSpans(cs)
-		probeStart := svc.StartedAt.Add(svc.Phases["create"].D() + svc.Phases["start"].D())
-		probe := interval{probeStart, probeStart.Add(svc.Phases["probe"].D())}
-		// Own time (neither engine nor probe) per phase window: the
-		// windows are [fork, started_at], the preflight step, the service
-		// step's phases laid end to end from its start, and the rest.
-		busy := append(spans, probe)
-		own := func(a, z time.Time) time.Duration {
-			if !z.After(a) {
-				return 0
-			}
-			return z.Sub(a) - unionLen(busy, a, z)
-		}
-		ownTime["CLI start, plugins, lock"] = append(ownTime["CLI start, plugins, lock"], own(start, op.StartedAt))
-		ownTime["preflight"] = append(ownTime["preflight"], own(op.StartedAt, svc.StartedAt))
-		at := svc.StartedAt
-		for _, p := range phaseOrder {
-			ownTime[p] = append(ownTime[p], own(at, at.Add(svc.Phases[p].D())))
-			at = at.Add(svc.Phases[p].D())
-		}
-		ownTime["exit"] = append(ownTime["exit"], own(at, end))
-		totals = append(totals, total)
-		engineWait = append(engineWait, unionLen(spans, start, end))
-		overhead = append(overhead, total-unionLen(append(spans, probe), start, end))
-		calls = append(calls, len(cs))
-		b.deploySwitch = append(b.deploySwitch, svc.Phases["switch"].D())
-		logf("   deploy %d/%d: %s (engine wait %s, overhead %s, %d API calls)", i+1, latencyReps, total.Round(time.Millisecond),
-			engineWait[i].Round(time.Millisecond), overhead[i].Round(time.Millisecond), len(cs))
 	}
+	bl, err := b.dockerRunBaseline(ctx)
+	if err != nil {
+		return err
+	}
+	reportDeployLatency(s, &ls, bl, b.deploySwitch, b.probePluginStart)
+	return nil
+}
 
-	// Baseline: docker run + first 200.
-	var bTotal, bWait, bOver []time.Duration
-	var bCalls []int
+// latencySamples are the deploy latency figures, one entry per deploy
+// (phases and ownTime by phase name).
+type latencySamples struct {
+	totals, engineWait, overhead []time.Duration
+	calls                        []int
+	phases, ownTime              map[string][]time.Duration
+	allCalls                     []apiCall
+}
+
+// deployLatencyOnce deploys img (deploy i) and adds its wall time, its
+// journaled phases, its engine wait and its own time per phase window to
+// ls (and its switch phase to b.deploySwitch).
+func (b *bench) deployLatencyOnce(ctx context.Context, state, app, img string, i int, ls *latencySamples) error {
+	r, err := b.deployApp(ctx, state, app, img, true)
+	if err != nil {
+		return err
+	}
+	var op core.Operation
+	if err := json.Unmarshal([]byte(r.Stdout), &op); err != nil {
+		return fmt.Errorf("deploy --format json: %w: %s", err, tail(r.Stdout, 300))
+	}
+	var svc, pre *core.Step
+	for j := range op.Steps {
+		switch {
+		case op.Steps[j].ID == engine.StepPreflight:
+			pre = &op.Steps[j]
+		case op.Steps[j].Service != "":
+			svc = &op.Steps[j]
+		}
+	}
+	if svc == nil || pre == nil {
+		return fmt.Errorf("deploy op %s has no preflight or service step", op.ID)
+	}
+	start, end := r.Start.Round(0), r.End.Round(0)
+	total := end.Sub(start)
+	got := map[string]time.Duration{
+		"CLI start, plugins, lock": op.StartedAt.Sub(start),
+		"preflight":                pre.Phases["preflight"].D(),
+	}
+	sum := got["CLI start, plugins, lock"] + got["preflight"]
+	for _, p := range phaseOrder {
+		got[p] = svc.Phases[p].D()
+		sum += got[p]
+	}
+	got["exit (gaps, render, plugin shutdown)"] = total - sum
+	for k, v := range got {
+		ls.phases[k] = append(ls.phases[k], v)
+	}
+	// The lock wait is inside "CLI start, plugins, lock" (journaled on
+	// the preflight step; not part of the sum).
+	ls.phases["lock wait"] = append(ls.phases["lock wait"], pre.Phases["lock"].D())
+	cs := b.proxy.Between(r.Start, r.End)
+	ls.allCalls = append(ls.allCalls, cs...)
+	spans := waitSpans(cs)
+	probeStart := svc.StartedAt.Add(svc.Phases["create"].D() + svc.Phases["start"].D())
+	probe := interval{probeStart, probeStart.Add(svc.Phases["probe"].D())}
+	// Own time (neither engine nor probe) per phase window: the
+	// windows are [fork, started_at], the preflight step, the service
+	// step's phases laid end to end from its start, and the rest.
+	busy := append(spans, probe)
+	own := func(a, z time.Time) time.Duration {
+		if !z.After(a) {
+			return 0
+		}
+		return z.Sub(a) - unionLen(busy, a, z)
+	}
+	ls.ownTime["CLI start, plugins, lock"] = append(ls.ownTime["CLI start, plugins, lock"], own(start, op.StartedAt))
+	ls.ownTime["preflight"] = append(ls.ownTime["preflight"], own(op.StartedAt, svc.StartedAt))
+	at := svc.StartedAt
+	for _, p := range phaseOrder {
+		ls.ownTime[p] = append(ls.ownTime[p], own(at, at.Add(svc.Phases[p].D())))
+		at = at.Add(svc.Phases[p].D())
+	}
+	ls.ownTime["exit"] = append(ls.ownTime["exit"], own(at, end))
+	ls.totals = append(ls.totals, total)
+	ls.engineWait = append(ls.engineWait, unionLen(spans, start, end))
+	ls.overhead = append(ls.overhead, total-unionLen(append(spans, probe), start, end))
+	ls.calls = append(ls.calls, len(cs))
+	b.deploySwitch = append(b.deploySwitch, svc.Phases["switch"].D())
+	logf("   deploy %d/%d: %s (engine wait %s, overhead %s, %d API calls)", i+1, latencyReps, total.Round(time.Millisecond),
+		ls.engineWait[i].Round(time.Millisecond), ls.overhead[i].Round(time.Millisecond), len(cs))
+	return nil
+}
+
+// runBaseline is the `docker run -d` + first 200 baseline, one entry per run.
+type runBaseline struct {
+	total, wait, over []time.Duration
+	calls             []int
+}
+
+// dockerRunBaseline runs the same image 5 times with `docker run -d`
+// through the counting proxy until its first 200 from /healthz.
+func (b *bench) dockerRunBaseline(ctx context.Context) (runBaseline, error) {
+	var bl runBaseline
 	for i := range 5 {
 		addr, err := freeAddr()
 		if err != nil {
-			return err
+			return bl, err
 		}
 		name := fmt.Sprintf("%s-%d", runBaseName, i)
 		env := []string{"DOCKER_HOST=" + b.proxy.Host(), "DOCKER_CONFIG=" + b.dockerConfig}
 		r := run(ctx, env, "docker", "run", "-d", "--name", name, "--label", benchLabel+"=1", "-p", addr+":8080", b.v1)
 		if err := r.err("docker run"); err != nil {
-			return err
+			return bl, err
 		}
 		ready, err := waitHTTP200(ctx, "http://"+addr+"/healthz", "", 20*time.Second)
 		if err != nil {
-			return err
+			return bl, err
 		}
 		cs := b.proxy.Between(r.Start, r.End)
 		start, end := r.Start.Round(0), r.End.Round(0)
 		w := unionLen(waitSpans(cs), start, end)
-		bTotal = append(bTotal, ready.Sub(r.Start))
-		bWait = append(bWait, w)
-		bOver = append(bOver, end.Sub(start)-w)
-		bCalls = append(bCalls, len(cs))
+		bl.total = append(bl.total, ready.Sub(r.Start))
+		bl.wait = append(bl.wait, w)
+		bl.over = append(bl.over, end.Sub(start)-w)
+		bl.calls = append(bl.calls, len(cs))
 		if err := b.removeContainer(ctx, name); err != nil {
-			return err
+			return bl, err
 		}
 	}
-	tot := median(totals)
-	s.add("deploy wall time", ms(tot), "ms", "`docker run -d` + first 200", ms(median(bTotal)), "")
+	return bl, nil
+}
+
+// reportDeployLatency adds the deploy latency rows, notes and extras to s.
+func reportDeployLatency(s *section, ls *latencySamples, bl runBaseline, deploySwitch []time.Duration, probePluginStart time.Duration) {
+	tot := median(ls.totals)
+	s.add("deploy wall time", ms(tot), "ms", "`docker run -d` + first 200", ms(median(bl.total)), "")
 	for _, p := range append(append([]string{"CLI start, plugins, lock", "preflight"}, phaseOrder...), "exit (gaps, render, plugin shutdown)") {
-		s.add("phase: "+p, ms(median(phases[p])), "ms", "deploy wall time", ms(tot), "")
+		s.add("phase: "+p, ms(median(ls.phases[p])), "ms", "deploy wall time", ms(tot), "")
 		if p == "CLI start, plugins, lock" {
-			s.add("phase: … of which the wait for the app lock (journaled)", ms(median(phases["lock wait"])), "ms", "deploy wall time", ms(tot), "")
+			s.add("phase: … of which the wait for the app lock (journaled)", ms(median(ls.phases["lock wait"])), "ms", "deploy wall time", ms(tot), "")
 		}
 	}
-	s.add("engine wait (API requests in flight)", ms(median(engineWait)), "ms", "`docker run`'s engine wait", ms(median(bWait)), "")
-	s.add("engine overhead: wall − engine wait − probe", ms(median(overhead)), "ms", "`docker run`'s own overhead", ms(median(bOver)), "")
+	s.add("engine wait (API requests in flight)", ms(median(ls.engineWait)), "ms", "`docker run`'s engine wait", ms(median(bl.wait)), "")
+	s.add("engine overhead: wall − engine wait − probe", ms(median(ls.overhead)), "ms", "`docker run`'s own overhead", ms(median(bl.over)), "")
 	for _, p := range append(append([]string{"CLI start, plugins, lock", "preflight"}, phaseOrder...), "exit") {
-		s.add("engine overhead within phase: "+p, ms(median(ownTime[p])), "ms", "engine overhead", ms(median(overhead)), "")
+		s.add("engine overhead within phase: "+p, ms(median(ls.ownTime[p])), "ms", "engine overhead", ms(median(ls.overhead)), "")
 	}
-	s.add("engine overhead vs the issue's target", ms(median(overhead)), "ms", "target", 150, "")
-	s.add("engine API calls per deploy", float64(medianInt(calls)), "calls", "`docker run -d`", float64(medianInt(bCalls)), "")
-	if o := median(overhead); o < 150*time.Millisecond {
+	s.add("engine overhead vs the issue's target", ms(median(ls.overhead)), "ms", "target", 150, "")
+	s.add("engine API calls per deploy", float64(medianInt(ls.calls)), "calls", "`docker run -d`", float64(medianInt(bl.calls)), "")
+	if o := median(ls.overhead); o < 150*time.Millisecond {
 		s.note("Engine overhead target (< 150 ms): PASS (%.0f ms).", ms(o))
 	} else {
-		s.note("Engine overhead target (< 150 ms): NOT MET (%.0f ms). It includes the edge switch (median %.0f ms: traffic/edge writes the table, asks gordon-edge to reload it and waits for status.json to confirm), docker CLI and plugin start (the probe/http plugin's own start, %.0f ms here, is inside the probe phase and so not even counted).", ms(o), ms(median(b.deploySwitch)), ms(b.probePluginStart))
+		s.note("Engine overhead target (< 150 ms): NOT MET (%.0f ms). It includes the edge switch (median %.0f ms: traffic/edge writes the table, asks gordon-edge to reload it and waits for status.json to confirm), docker CLI and plugin start (the probe/http plugin's own start, %.0f ms here, is inside the probe phase and so not even counted).", ms(o), ms(median(deploySwitch)), ms(probePluginStart))
 	}
-	s.extra("deploy_wall_ns", totals)
-	s.extra("phases_ns", phases)
-	s.extra("engine_wait_ns", engineWait)
-	s.extra("overhead_ns", overhead)
-	s.extra("overhead_by_phase_ns", ownTime)
-	s.extra("api_calls_per_deploy", calls)
-	s.extra("api_endpoints_all_deploys", endpointCounts(allCalls))
-	s.extra("baseline_docker_run_ready_ns", bTotal)
-	s.extra("baseline_docker_run_engine_wait_ns", bWait)
-	return nil
+	s.extra("deploy_wall_ns", ls.totals)
+	s.extra("phases_ns", ls.phases)
+	s.extra("engine_wait_ns", ls.engineWait)
+	s.extra("overhead_ns", ls.overhead)
+	s.extra("overhead_by_phase_ns", ls.ownTime)
+	s.extra("api_calls_per_deploy", ls.calls)
+	s.extra("api_endpoints_all_deploys", endpointCounts(ls.allCalls))
+	s.extra("baseline_docker_run_ready_ns", bl.total)
+	s.extra("baseline_docker_run_engine_wait_ns", bl.wait)
 }
 
 // watchMemory starts `docker gordon reconcile --watch`, waits for its

@@ -105,42 +105,16 @@ func (b *bench) measureEdge(ctx context.Context, s *section) error {
 
 // measureRouteSwitch times route table write → applied generation.
 func (b *bench) measureRouteSwitch(ctx context.Context, s *section) error {
-	var backends []string
-	for i := range 2 {
-		p, out, err := startProc(fmt.Sprintf("switch-backend-%d", i), nil, "", true, filepath.Join(b.bin, "edgebench"), "backend")
-		if err != nil {
-			return err
-		}
-		_ = p
-		addr, err := procfs.ReadLine(out)
-		if err != nil {
-			return fmt.Errorf("backend address: %w", err)
-		}
-		backends = append(backends, addr)
+	backends, err := b.switchBackends()
+	if err != nil {
+		return err
 	}
 	state := filepath.Join(b.tmp, "state-switch")
 	if err := os.MkdirAll(filepath.Join(state, "edge"), 0o700); err != nil {
 		return err
 	}
 	routes := filepath.Join(state, "edge", "routes.json")
-	write := func(gen int) error {
-		body := fmt.Sprintf(`{"schema":1,"generation":%d,"http":[{"host":"switch.test","app":"gbench-switch","service":"web","backends":[{"addr":%q,"container":"c%d"}]}],"tcp":[],"udp":[]}`, gen, backends[gen%2], gen%2)
-		tmp := routes + ".tmp"
-		f, err := os.Create(tmp)
-		if err != nil {
-			return err
-		}
-		if _, err := f.WriteString(body); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-		f.Close()
-		return os.Rename(tmp, routes)
-	}
+	write := func(gen int) error { return writeSwitchTable(routes, backends, gen) }
 	if err := write(1); err != nil {
 		return err
 	}
@@ -150,28 +124,7 @@ func (b *bench) measureRouteSwitch(ctx context.Context, s *section) error {
 	}
 	defer edge.Stop()
 	statusPath := filepath.Join(state, "edge", "status.json")
-	applied := func() int {
-		raw, err := os.ReadFile(statusPath)
-		if err != nil {
-			return 0
-		}
-		var st struct {
-			Applied int `json:"applied_generation"`
-		}
-		_ = json.Unmarshal(raw, &st)
-		return st.Applied
-	}
-	waitGen := func(gen int) (time.Duration, error) {
-		t0 := time.Now()
-		for time.Since(t0) < 5*time.Second {
-			if applied() >= gen {
-				return time.Since(t0), nil
-			}
-			time.Sleep(time.Millisecond)
-		}
-		return 0, fmt.Errorf("generation %d not applied within 5 s (status: %s)", gen, readShort(statusPath))
-	}
-	if _, err := waitGen(1); err != nil {
+	if _, err := waitGeneration(statusPath, 1); err != nil {
 		return err
 	}
 	var ds []time.Duration
@@ -182,7 +135,7 @@ func (b *bench) measureRouteSwitch(ctx context.Context, s *section) error {
 		if err := write(gen); err != nil {
 			return err
 		}
-		if _, err := waitGen(gen); err != nil {
+		if _, err := waitGeneration(statusPath, gen); err != nil {
 			return err
 		}
 		ds = append(ds, time.Since(t0))
@@ -191,9 +144,79 @@ func (b *bench) measureRouteSwitch(ctx context.Context, s *section) error {
 	s.add("route switch without reload (edge's poll only): table write → applied generation, median of 20", ms(median(ds)), "ms", "edge poll interval", poll, "")
 	s.add("route switch without reload: slowest of 20", ms(percentile(ds, 100)), "ms", "edge poll interval", poll, "")
 	s.extra("route_switch_ns", ds)
+	return measureApplySwitch(ctx, s, state, backends, poll)
+}
 
-	// What a deploy does: traffic/edge's Apply writes the table, pokes the
-	// edge (POST /reload) and waits for status.json to confirm.
+// switchBackends starts the two edgebench backends the route switch
+// alternates between and returns their addresses.
+func (b *bench) switchBackends() ([]string, error) {
+	var backends []string
+	for i := range 2 {
+		_, out, err := startProc(fmt.Sprintf("switch-backend-%d", i), nil, "", true, filepath.Join(b.bin, "edgebench"), "backend")
+		if err != nil {
+			return nil, err
+		}
+		addr, err := procfs.ReadLine(out)
+		if err != nil {
+			return nil, fmt.Errorf("backend address: %w", err)
+		}
+		backends = append(backends, addr)
+	}
+	return backends, nil
+}
+
+// writeSwitchTable writes generation gen of the route table (switch.test
+// to backends[gen%2]) to routes atomically (temp file, fsync, rename).
+func writeSwitchTable(routes string, backends []string, gen int) error {
+	body := fmt.Sprintf(`{"schema":1,"generation":%d,"http":[{"host":"switch.test","app":"gbench-switch","service":"web","backends":[{"addr":%q,"container":"c%d"}]}],"tcp":[],"udp":[]}`, gen, backends[gen%2], gen%2)
+	tmp := routes + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(body); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	return os.Rename(tmp, routes)
+}
+
+// appliedGeneration is the applied_generation of the edge's status.json
+// (0 when unreadable).
+func appliedGeneration(statusPath string) int {
+	raw, err := os.ReadFile(statusPath)
+	if err != nil {
+		return 0
+	}
+	var st struct {
+		Applied int `json:"applied_generation"`
+	}
+	_ = json.Unmarshal(raw, &st)
+	return st.Applied
+}
+
+// waitGeneration polls status.json every millisecond until the edge
+// applied gen (5 s bound) and returns how long that took.
+func waitGeneration(statusPath string, gen int) (time.Duration, error) {
+	t0 := time.Now()
+	for time.Since(t0) < 5*time.Second {
+		if appliedGeneration(statusPath) >= gen {
+			return time.Since(t0), nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return 0, fmt.Errorf("generation %d not applied within 5 s (status: %s)", gen, readShort(statusPath))
+}
+
+// measureApplySwitch is what a deploy does: traffic/edge's Apply writes
+// the table, pokes the edge (POST /reload) and waits for status.json to
+// confirm; 20 switches between backends.
+func measureApplySwitch(ctx context.Context, s *section, state string, backends []string, poll float64) error {
 	tr := trafficedge.New(state, trafficedge.WithApplyTimeout(5*time.Second))
 	var applies []time.Duration
 	for i := range 20 {

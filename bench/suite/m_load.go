@@ -69,7 +69,10 @@ func (b *bench) loadGordon(ctx context.Context, s *section) (loadStats, error) {
 	b.edgeIdleKiB = procfs.RSSKiB(edge.PID())
 
 	stopPeak := procfs.PeakRSS(func() []int { return []int{edge.PID()} }, 200*time.Millisecond)
-	l := startLoader(url, host, b.clients)
+	l, err := startLoader(url, host, b.clients)
+	if err != nil {
+		return loadStats{}, err
+	}
 	var walls []time.Duration
 	var derr error
 	for i := range b.deploys {
@@ -116,7 +119,10 @@ func (b *bench) loadNaive(ctx context.Context) (loadStats, error) {
 		return loadStats{}, err
 	}
 	time.Sleep(time.Second)
-	l := startLoader(url, "naive.test", b.clients)
+	l, err := startLoader(url, "naive.test", b.clients)
+	if err != nil {
+		return loadStats{}, err
+	}
 	var derr error
 	for i := range b.deploys {
 		img := b.v2

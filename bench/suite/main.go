@@ -1,4 +1,4 @@
-// Command suite is `make bench` (issue 7): every performance claim of
+// Command suite is `make bench`: every performance claim of
 // docker gordon measured side by side with a baseline from the same run on
 // this machine, written to bench/report.md and bench/report.json.
 //
@@ -85,20 +85,47 @@ func main() {
 
 func (b *bench) main(ctx context.Context, out string) (err error) {
 	start := time.Now()
-	for _, p := range []*string{&b.repo, &b.bin, &out} {
-		if *p, err = filepath.Abs(*p); err != nil {
-			return err
-		}
-	}
-	for _, f := range []string{"docker-gordon", "gordon-edge", "edgebench"} {
-		if _, err := os.Stat(filepath.Join(b.bin, f)); err != nil {
-			return fmt.Errorf("%s missing in %s (run `make build` and build bench/edge; `make bench` does both): %w", f, b.bin, err)
-		}
+	if out, err = b.checkPaths(out); err != nil {
+		return err
 	}
 	if b.cli, err = client.New(client.FromEnv); err != nil {
 		return err
 	}
 	defer b.cli.Close()
+	if err := b.makeTmp(ctx); err != nil {
+		return err
+	}
+	// Cleanup runs on every exit path, Ctrl-C included (ctx is cancelled
+	// first, which kills running commands).
+	defer b.cleanup()
+	if err := b.prepareEngine(ctx); err != nil {
+		return err
+	}
+	if err := b.runSteps(ctx); err != nil {
+		return err
+	}
+	return b.writeReport(out, start)
+}
+
+// checkPaths makes the repository, binary and output paths absolute and
+// checks that the binaries are built; it returns the absolute out.
+func (b *bench) checkPaths(out string) (_ string, err error) {
+	for _, p := range []*string{&b.repo, &b.bin, &out} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return "", err
+		}
+	}
+	for _, f := range []string{"docker-gordon", "gordon-edge", "edgebench"} {
+		if _, err := os.Stat(filepath.Join(b.bin, f)); err != nil {
+			return "", fmt.Errorf("%s missing in %s (run `make build` and build bench/edge; `make bench` does both): %w", f, b.bin, err)
+		}
+	}
+	return out, nil
+}
+
+// makeTmp checks that an engine answers and makes the run's temporary
+// directory with a DOCKER_CONFIG holding the plugin.
+func (b *bench) makeTmp(ctx context.Context) (err error) {
 	if err := testimages.Available(ctx); err != nil {
 		return fmt.Errorf("no Docker engine answers (%v); start one (`bash .ci/ensure-docker`)", err)
 	}
@@ -112,22 +139,28 @@ func (b *bench) main(ctx context.Context, out string) (err error) {
 	if err := os.Symlink(filepath.Join(b.bin, "docker-gordon"), filepath.Join(b.dockerConfig, "cli-plugins", "docker-gordon")); err != nil {
 		return err
 	}
+	return nil
+}
 
-	// Cleanup runs on every exit path, Ctrl-C included (ctx is cancelled
-	// first, which kills running commands).
-	defer func() {
-		logf("cleaning up")
-		cctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		stopAllProcs()
-		if b.proxy != nil {
-			b.proxy.Close()
-		}
-		b.cleanupEngine(cctx)
-		_ = os.RemoveAll(b.tmp)
-		logf("cleanup done")
-	}()
+// cleanup stops every process, closes the API proxy, removes what the run
+// created on the engine and its temporary directory (3 minutes bound).
+func (b *bench) cleanup() {
+	logf("cleaning up")
+	cctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	stopAllProcs()
+	if b.proxy != nil {
+		b.proxy.Close()
+	}
+	b.cleanupEngine(cctx)
+	_ = os.RemoveAll(b.tmp)
+	logf("cleanup done")
+}
 
+// prepareEngine starts the report (commit, machine), builds the test
+// images, starts the API proxy and the subnet pool, and removes leftovers
+// of an interrupted earlier run.
+func (b *bench) prepareEngine(ctx context.Context) (err error) {
 	b.rep = &report{Title: "docker gordon — performance report (`make bench`)", Date: nowDate(), Commit: commitOf(b.repo), Machine: describeMachine()}
 	logf("commit %s; %d CPUs; Docker %s (API %s)", b.rep.Commit, b.rep.Machine.CPUs, b.rep.Machine.DockerServer, b.rep.Machine.DockerAPI)
 
@@ -145,9 +178,14 @@ func (b *bench) main(ctx context.Context, out string) (err error) {
 		return err
 	}
 	b.cleanupEngine(ctx) // leftovers of an interrupted earlier run
+	return nil
+}
 
-	// Order: the quiet measurements first (no containers running), then
-	// the ones that fill the engine with apps.
+// runSteps runs the selected measurements, the quiet ones first (no
+// containers running), then the ones that fill the engine with apps; a
+// failed step records its error in its section and the next runs. Only
+// a cancelled ctx stops it (its error).
+func (b *bench) runSteps(ctx context.Context) error {
 	secCLI := &section{ID: "cli", Title: "3. CLI and plugins"}
 	secEdge := &section{ID: "edge", Title: "4. Edge: throughput, latency, route switch"}
 	secMem := &section{ID: "memory", Title: "6. Memory (VmRSS)"}
@@ -194,6 +232,12 @@ func (b *bench) main(ctx context.Context, out string) (err error) {
 		}
 		logf("   %s took %s", st.name, time.Since(t0).Round(time.Millisecond))
 	}
+	return nil
+}
+
+// writeReport writes report.md and report.json into out and fails when a
+// measurement failed.
+func (b *bench) writeReport(out string, start time.Time) error {
 	b.rep.Elapsed = time.Since(start).Round(time.Second).String()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err

@@ -28,11 +28,11 @@ import (
 
 // --- units (no engine) ---
 
-// TestIssue5Item5_ReconcileUnitRunsCLIDirectly: the reconcile container runs
+// TestSystemUnit_ReconcileUnitRunsCLIDirectly: the reconcile container runs
 // this binary as `docker-gordon gordon reconcile --watch --boot`, reaches the
 // engine through the socket mounted at /var/run/docker.sock, and gets
 // TMPDIR, GORDON_STATE_DIR and the state directory at the same path.
-func TestIssue5Item5_ReconcileUnitRunsCLIDirectly(t *testing.T) {
+func TestSystemUnit_ReconcileUnitRunsCLIDirectly(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "docker.sock")
 	l, err := net.Listen("unix", sock)
 	require.NoError(t, err)
@@ -66,9 +66,9 @@ func TestIssue5Item5_ReconcileUnitRunsCLIDirectly(t *testing.T) {
 	assert.Contains(t, tcp.Env, "DOCKER_HOST=tcp://127.0.0.1:2375")
 }
 
-// TestIssue5Item5_BootFlagOnlyWhenReconcileHasIt: --boot is passed only when
+// TestSystemUnit_BootFlagOnlyWhenReconcileHasIt: --boot is passed only when
 // this build's reconcile verb defines it.
-func TestIssue5Item5_BootFlagOnlyWhenReconcileHasIt(t *testing.T) {
+func TestSystemUnit_BootFlagOnlyWhenReconcileHasIt(t *testing.T) {
 	root := &cobra.Command{Use: "gordon"}
 	rc := &cobra.Command{Use: "reconcile", RunE: func(*cobra.Command, []string) error { return nil }}
 	root.AddCommand(rc)
@@ -78,10 +78,10 @@ func TestIssue5Item5_BootFlagOnlyWhenReconcileHasIt(t *testing.T) {
 	assert.False(t, reconcileHasBoot(&cobra.Command{Use: "gordon"}))
 }
 
-// TestIssue4Item4_ConfigHashFollowsImageAndFlags: a different binary (image
+// TestSystemContainer_ConfigHashFollowsImageAndFlags: a different binary (image
 // ID) or different flags change the hash that decides replacement; the
 // same unit gives the same hash (idempotent start).
-func TestIssue4Item4_ConfigHashFollowsImageAndFlags(t *testing.T) {
+func TestSystemContainer_ConfigHashFollowsImageAndFlags(t *testing.T) {
 	u := systemUnit{Kind: "edge", Cmd: []string{"run", "--http-addr", ":80"}, Binds: []string{"/s:/s"}, StopGrace: 35 * time.Second}
 	h := u.configHash("sha256:a")
 	assert.Equal(t, h, u.configHash("sha256:a"))
@@ -118,9 +118,9 @@ func buildBinaries(t *testing.T) binaries {
 	return b
 }
 
-// TestIssue4Item4_SystemContainers runs the engine-backed system container
+// TestSystemContainers_EdgeStartAndSystemStart runs the engine-backed system container
 // tests with one build of the binaries.
-func TestIssue4Item4_SystemContainers(t *testing.T) {
+func TestSystemContainers_EdgeStartAndSystemStart(t *testing.T) {
 	cli := engineClient(t)
 	bins := buildBinaries(t)
 	t.Run("EdgeStartRunsSystemContainer", func(t *testing.T) { testEdgeStartRunsSystemContainer(t, cli, bins) })
@@ -224,7 +224,7 @@ func requireGone(t *testing.T, cli *client.Client, name string) {
 	assert.True(t, cerrdefs.IsNotFound(err), "%s: %v", name, err)
 }
 
-// testEdgeStartRunsSystemContainer (issue 4 item 4): `edge start` runs
+// testEdgeStartRunsSystemContainer: `edge start` runs
 // gordon-edge as a Docker-managed container (host network, restart
 // unless-stopped, state directory at the same path) that serves HTTP;
 // a second start leaves it alone; status and logs show it; `edge stop`
@@ -343,7 +343,7 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	requireGone(t, cli, edgeContainerName)
 }
 
-// testSystemStartRunsEdgeAndReconcile (issue 5 item 5): `system start` runs the
+// testSystemStartRunsEdgeAndReconcile: `system start` runs the
 // edge and the reconcile loop (the CLI run directly in a FROM-scratch image,
 // engine socket mounted); the loop keeps running; `system status` shows
 // both; `system stop` removes both.

@@ -402,7 +402,7 @@ func TestArch1_ConcurrentCallsShareOneProcess(t *testing.T) {
 // Plugins listen inside a private 0700 directory of the host (the
 // protection AutoMTLS gave, without its key generation per start), and the
 // directory goes away with the host.
-func TestIssue2_PluginSocketsInPrivateDirectory(t *testing.T) {
+func TestHost_PluginSocketsInPrivateDirectory(t *testing.T) {
 	h, err := NewHost(HostConfig{PluginDirs: []string{testPluginDir}, StartTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	_, err = h.Describe(context.Background(), KindProbe, "fake")
@@ -432,7 +432,7 @@ func TestIssue2_PluginSocketsInPrivateDirectory(t *testing.T) {
 // Close kills plugins outright (they hold no state), and that deliberate
 // kill is not reported as an error: a command's output does not end with
 // "plugin process exited" lines.
-func TestIssue7_CloseKillsPluginsWithoutErrorLines(t *testing.T) {
+func TestHost_CloseKillsPluginsWithoutErrorLines(t *testing.T) {
 	var logs syncBuffer
 	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 	h, err := NewHost(HostConfig{PluginDirs: []string{testPluginDir}, StartTimeout: 5 * time.Second, Logger: logger})

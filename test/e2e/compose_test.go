@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -21,7 +22,7 @@ import (
 func composeProject(t *testing.T, httpd, kv string) string {
 	dir := filepath.Join(t.TempDir(), "shop")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	writeFile(t, filepath.Join(dir, "compose.yaml"), fmt.Sprintf(`name: e2ecompose
+	fixture.WriteFile(t, filepath.Join(dir, "compose.yaml"), fmt.Sprintf(`name: e2ecompose
 services:
   web:
     image: %s
@@ -59,33 +60,31 @@ services:
 volumes:
   data:
 `, httpd, httpd, kv))
-	writeFile(t, filepath.Join(dir, "compose.override.yaml"), "services:\n  web:\n    environment:\n      GREETING: ${GREETING:-unset}\n")
-	writeFile(t, filepath.Join(dir, ".env"), "GREETING=hi\nRELEASE=1\n")
+	fixture.WriteFile(t, filepath.Join(dir, "compose.override.yaml"), "services:\n  web:\n    environment:\n      GREETING: ${GREETING:-unset}\n")
+	fixture.WriteFile(t, filepath.Join(dir, ".env"), "GREETING=hi\nRELEASE=1\n")
 	return dir
 }
 
-// Issue 18 acceptance against the real engine: a compose project deploys
+// Compose input against the real engine: a compose project deploys
 // (two files merged, .env interpolated), both hosts answer, db is created
 // before web, --dry-run shows web overlap and db sequential, a .env change
 // redeploys under load with zero failed requests, and convert's output
 // validates and deploys to the same containers.
 func TestCompose_DeployDryRunEnvChangeConvert(t *testing.T) {
 	imgs := testimages.Require(t, "v1", "httpd", "kv")
-	state := t.TempDir()
-	app := "e2ecompose"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
+	a := fixture.NewApp(t, "e2ecompose")
+	state, app, edge := a.State, a.Name, a.Edge
 	dir := composeProject(t, imgs["httpd"], imgs["kv"])
 	files := []string{"-f", filepath.Join(dir, "compose.yaml"), "-f", filepath.Join(dir, "compose.override.yaml")}
 
-	r := gordon(t, state, append([]string{"validate"}, files...)...)
+	r := fixture.Gordon(t, state, append([]string{"validate"}, files...)...)
 	require.Equal(t, 0, r.Code, r.String())
 	require.Contains(t, r.Stdout, "ok (compose project, app e2ecompose, 3 service(s))")
 
 	// First deploy: db before web (depends_on), both hosts answer, the
 	// override merged over the base file with .env's value.
-	ev := watchEvents(t, app)
-	r = gordon(t, state, append([]string{"deploy", "--format", "json"}, files...)...)
+	ev := fixture.WatchEvents(t, app)
+	r = fixture.Gordon(t, state, append([]string{"deploy", "--format", "json"}, files...)...)
 	events := ev.Stop()
 	require.Equal(t, 0, r.Code, r.String())
 	created := map[string]int{}
@@ -98,54 +97,54 @@ func TestCompose_DeployDryRunEnvChangeConvert(t *testing.T) {
 	require.Contains(t, created, "db")
 	require.Contains(t, created, "web")
 	require.Less(t, created["db"], created["web"], "db is created before web: %v", created)
-	code, body, err := edge.get("shop.test", "/")
+	code, body, err := edge.Get("shop.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
 	require.True(t, strings.HasPrefix(body, "hi: version=v1"), "web answers with the override's greeting from .env: %q", body)
-	code, body, err = edge.get("admin.test", "/")
+	code, body, err = edge.Get("admin.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, "admin is routed by its Traefik label: %s", body)
 
 	// A .env change: the plan first, then the deploy under load.
-	writeFile(t, filepath.Join(dir, ".env"), "GREETING=hello\nRELEASE=2\n")
-	r = gordon(t, state, append([]string{"deploy", "--dry-run"}, files...)...)
+	fixture.WriteFile(t, filepath.Join(dir, ".env"), "GREETING=hello\nRELEASE=2\n")
+	r = fixture.Gordon(t, state, append([]string{"deploy", "--dry-run"}, files...)...)
 	require.Equal(t, 0, r.Code, r.String())
 	require.Contains(t, r.Stdout, "web: overlap (stateless: no volume, bind, device or UDP)")
 	require.Contains(t, r.Stdout, "db: sequential (single-writer: volume data)")
 	require.Contains(t, r.Stdout, "admin: unchanged")
 
-	webBefore := managed(t, app, "web")
-	l := startLoad("http://"+edge.HTTPAddr+"/", "shop.test", 8, instanceOf)
+	webBefore := fixture.Managed(t, app, "web")
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "shop.test", 8, instanceOf)
 	time.Sleep(300 * time.Millisecond)
-	r = gordon(t, state, append([]string{"deploy"}, files...)...)
+	r = fixture.Gordon(t, state, append([]string{"deploy"}, files...)...)
 	time.Sleep(300 * time.Millisecond)
 	st := l.Stop()
 	require.Equal(t, 0, r.Code, r.String())
 	t.Logf("load over the .env redeploy: %s", st)
-	require.Greater(t, st.Requests, int64(50))
-	require.Zero(t, st.TransportErrors, "transport errors: %v", st.Errors)
+	require.Greater(t, st.Answered, int64(50))
+	require.Zero(t, st.Transport, "transport errors: %v", st.Errors)
 	require.Zero(t, st.Non2xx, "non-2xx: %v", st.Errors)
 	require.Zero(t, st.Regressions, "a client went back to the old generation: %v", st.Errors)
-	code, body, err = edge.get("shop.test", "/")
+	code, body, err = edge.Get("shop.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	require.True(t, strings.HasPrefix(body, "hello: "), "the new .env value is served: %q", body)
-	require.NotEqual(t, webBefore, managed(t, app, "web"), "web was replaced")
+	require.NotEqual(t, webBefore, fixture.Managed(t, app, "web"), "web was replaced")
 
 	// convert prints the equivalent manifest: it validates, and deploying
 	// it changes no container.
 	toml := filepath.Join(t.TempDir(), "app.toml")
-	r = gordon(t, state, append([]string{"convert", "-o", toml}, files...)...)
+	r = fixture.Gordon(t, state, append([]string{"convert", "-o", toml}, files...)...)
 	require.Equal(t, 0, r.Code, r.String())
-	r = gordon(t, state, "validate", "-f", toml)
+	r = fixture.Gordon(t, state, "validate", "-f", toml)
 	require.Equal(t, 0, r.Code, r.String())
 	before := map[string][]string{}
 	for _, s := range []string{"web", "admin", "db"} {
-		before[s] = managed(t, app, s)
+		before[s] = fixture.Managed(t, app, s)
 	}
-	r = gordon(t, state, "deploy", "-f", toml, "--format", "json")
+	r = fixture.Gordon(t, state, "deploy", "-f", toml, "--format", "json")
 	require.Equal(t, 0, r.Code, r.String())
-	var op deployOp
+	var op fixture.DeployOp
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &op))
 	for _, s := range op.Steps {
 		if strings.HasPrefix(s.ID, "service.") {
@@ -153,7 +152,7 @@ func TestCompose_DeployDryRunEnvChangeConvert(t *testing.T) {
 		}
 	}
 	for s, ids := range before {
-		require.Equal(t, ids, managed(t, app, s), "service %s keeps its container", s)
+		require.Equal(t, ids, fixture.Managed(t, app, s), "service %s keeps its container", s)
 	}
 }
 
@@ -164,9 +163,9 @@ func TestCompose_RefusalChangesNothing(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	// Named app.yml and still recognised as compose by its content.
 	file := filepath.Join(dir, "app.yml")
-	writeFile(t, file, "name: e2ebad\nservices:\n  web:\n    image: nginx:1\n    network_mode: host\n    privileged: true\n")
+	fixture.WriteFile(t, file, "name: e2ebad\nservices:\n  web:\n    image: nginx:1\n    network_mode: host\n    privileged: true\n")
 	for _, verb := range []string{"validate", "deploy", "convert"} {
-		r := gordon(t, state, verb, "-f", file)
+		r := fixture.Gordon(t, state, verb, "-f", file)
 		require.Equal(t, 1, r.Code, r.String())
 		require.Contains(t, r.Stderr, "app.yml:5:5: services.web.network_mode: network_mode: host cannot be honoured")
 		require.Contains(t, r.Stderr, "app.yml:6:5: services.web.privileged:")
@@ -182,10 +181,8 @@ func TestCompose_RefusalChangesNothing(t *testing.T) {
 // serving.
 func TestCompose_OneShotRunsBeforeDependents(t *testing.T) {
 	imgs := testimages.Require(t, "v1", "httpd", "kv")
-	state := t.TempDir()
-	app := "e2econce"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
+	a := fixture.NewApp(t, "e2econce")
+	state, app, edge := a.State, a.Name, a.Edge
 	dir := filepath.Join(t.TempDir(), "once")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	file := filepath.Join(dir, "compose.yaml")
@@ -216,10 +213,10 @@ secrets:
   token: { file: ./token.txt }
 `, imgs["kv"], imgs["httpd"], path, greeting)
 	}
-	writeFile(t, filepath.Join(dir, "token.txt"), "s3cr3t-value")
-	writeFile(t, file, project("/healthz", "one"))
-	ev := watchEvents(t, app)
-	r := gordon(t, state, "deploy", "-f", file)
+	fixture.WriteFile(t, filepath.Join(dir, "token.txt"), "s3cr3t-value")
+	fixture.WriteFile(t, file, project("/healthz", "one"))
+	ev := fixture.WatchEvents(t, app)
+	r := fixture.Gordon(t, state, "deploy", "-f", file)
 	events := ev.Stop()
 	require.Equal(t, 0, r.Code, r.String())
 	order := map[string]int{}
@@ -236,32 +233,32 @@ secrets:
 	require.Contains(t, order, "migrate/die")
 	require.Less(t, order["db/start"], order["migrate/start"], "db runs before the one-shot: %v", order)
 	require.Less(t, order["migrate/destroy"], order["web/create"], "the one-shot completed and was removed before web: %v", order)
-	require.Empty(t, managed(t, app, "migrate"), "no one-shot container is left")
+	require.Empty(t, fixture.Managed(t, app, "migrate"), "no one-shot container is left")
 	require.NotContains(t, r.Stdout+r.Stderr, "s3cr3t-value", "a secret's value is never printed")
-	r = gordon(t, state, "secrets", "ls", app, "--format", "json")
+	r = fixture.Gordon(t, state, "secrets", "ls", app, "--format", "json")
 	require.Equal(t, 0, r.Code, r.String())
 	require.Contains(t, r.Stdout, `"name": "token"`, "the compose secret's file was stored in the app's secret store")
 	require.NotContains(t, r.Stdout, "s3cr3t-value")
-	r = gordonIn(t, state, "app-wide-value", "secrets", "set", app, "shared-token")
+	r = fixture.GordonIn(t, state, "app-wide-value", "secrets", "set", app, "shared-token")
 	require.Equal(t, 0, r.Code, r.String())
-	r = gordon(t, state, "secrets", "ls", app, "--format", "json")
+	r = fixture.Gordon(t, state, "secrets", "ls", app, "--format", "json")
 	require.Equal(t, 0, r.Code, r.String())
 	require.Contains(t, r.Stdout, `"app_wide": true,
     "name": "shared-token"`, "an app-wide secret is listed as such")
-	code, body, err := edge.get("once.test", "/")
+	code, body, err := edge.Get("once.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	require.True(t, strings.HasPrefix(body, "one: "), body)
-	webBefore := managed(t, app, "web")
+	webBefore := fixture.Managed(t, app, "web")
 
-	writeFile(t, file, project("/missing", "two"))
-	r = gordon(t, state, "deploy", "-f", file)
+	fixture.WriteFile(t, file, project("/missing", "two"))
+	r = fixture.Gordon(t, state, "deploy", "-f", file)
 	require.Equal(t, 2, r.Code, "partial (R9): db unchanged, the one-shot failed: %s", r.String())
 	require.Contains(t, r.Stderr, "exited with status 1")
 	require.Contains(t, r.Stderr, "404 Not Found", "the one-shot's last log lines are shown")
-	require.Equal(t, webBefore, managed(t, app, "web"), "web is untouched when its one-shot fails")
-	require.Empty(t, managed(t, app, "migrate"))
-	code, body, err = edge.get("once.test", "/")
+	require.Equal(t, webBefore, fixture.Managed(t, app, "web"), "web is untouched when its one-shot fails")
+	require.Empty(t, fixture.Managed(t, app, "migrate"))
+	code, body, err = edge.Get("once.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	require.True(t, strings.HasPrefix(body, "one: "), "the old generation keeps serving: %q", body)

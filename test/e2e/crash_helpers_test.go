@@ -3,79 +3,27 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 )
 
-// Helpers for crash_test.go: run the plugin binary directly (standalone
-// mode, so the test owns the CLI's pid and sees its wait status), enumerate
-// the journal-write boundaries of the gordonfault build, read status and
-// ops as JSON, and check the post-recovery invariants (SPEC R45–R48).
-
-// normalBin is the release build of the plugin; faultBin the -tags
-// gordonfault build (GORDON_FAULT / GORDON_FAULT_LOG, cmd/docker-gordon/fault_on.go).
-func normalBin() string { return filepath.Join(dockerConfig, "cli-plugins", "docker-gordon") }
-func faultBin() string  { return filepath.Join(dockerConfigFault, "cli-plugins", "docker-gordon") }
-
-// cliRun is one direct run of a plugin binary.
-type cliRun struct {
-	result
-	// Killed is true when the process died of SIGKILL.
-	Killed bool
-}
-
-// cliCommand builds `BIN gordon ARGS` (standalone mode) with the test's
-// state directory and extra environment.
-func cliCommand(ctx context.Context, bin, stateDir string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
-	cmd := exec.CommandContext(ctx, bin, append([]string{"gordon"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "GORDON_STATE_DIR="+stateDir, "DOCKER_CONFIG="+filepath.Dir(filepath.Dir(bin))), env...)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	return cmd, &so, &se
-}
-
-// finish turns a finished command into a cliRun.
-func finish(cmd *exec.Cmd, err error, so, se *bytes.Buffer, t0 time.Time) cliRun {
-	r := cliRun{result: result{Stdout: so.String(), Stderr: se.String(), Elapsed: time.Since(t0)}}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.Code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			r.Killed = true
-		}
-	case err != nil:
-		r.Code = -1
-		r.Stderr += "\n" + err.Error()
-	}
-	return r
-}
-
-// runCLI runs `BIN gordon ARGS` to completion (bounded by 2 minutes).
-func runCLI(t testing.TB, bin, stateDir string, env []string, args ...string) cliRun {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd, so, se := cliCommand(ctx, bin, stateDir, env, args...)
-	t0 := time.Now()
-	err := cmd.Run()
-	return finish(cmd, err, so, se, t0)
-}
+// Helpers for crash_test.go and fault_test.go (the plugin binary itself
+// runs through fixture.RunCLI and fixture.Command): enumerate the
+// journal-write boundaries of the gordonfault build, read status and ops
+// as JSON, and check the post-recovery invariants (SPEC R45–R48).
 
 // boundary is one successful mutating journal write of a deploy: Any is
 // "any#N" (its position among all writes), Method "SaveOp#k".
@@ -85,10 +33,10 @@ func (b boundary) String() string { return b.Any + "_" + b.Method }
 
 // enumerateBoundaries runs `deploy -f file` with the fault build and
 // GORDON_FAULT_LOG and returns every write boundary it passed, in order.
-func enumerateBoundaries(t testing.TB, stateDir, file string) ([]boundary, cliRun) {
+func enumerateBoundaries(t testing.TB, stateDir, file string) ([]boundary, fixture.Result) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "boundaries.log")
-	r := runCLI(t, faultBin(), stateDir, []string{"GORDON_FAULT_LOG=" + logPath}, "deploy", "-f", file)
+	r := fixture.RunCLI(t, fixture.FaultBin(), stateDir, []string{"GORDON_FAULT_LOG=" + logPath}, "deploy", "-f", file)
 	f, err := os.Open(logPath)
 	require.NoError(t, err, "no boundary log: %s", r.String())
 	defer f.Close()
@@ -111,10 +59,10 @@ func enumerateBoundaries(t testing.TB, stateDir, file string) ([]boundary, cliRu
 // and checks that the CLI died of SIGKILL right after boundary b: the last
 // boundary it logged is b (same position, same method), so a shifted count
 // is reported instead of silently testing another boundary.
-func crashAt(t testing.TB, stateDir, file string, b boundary) cliRun {
+func crashAt(t testing.TB, stateDir, file string, b boundary) fixture.Result {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "crash.log")
-	r := runCLI(t, faultBin(), stateDir, []string{"GORDON_FAULT=" + b.Any, "GORDON_FAULT_LOG=" + logPath}, "deploy", "-f", file)
+	r := fixture.RunCLI(t, fixture.FaultBin(), stateDir, []string{"GORDON_FAULT=" + b.Any, "GORDON_FAULT_LOG=" + logPath}, "deploy", "-f", file)
 	assert.True(t, r.Killed, "deploy killed at %s: %s", b, r.String())
 	raw, _ := os.ReadFile(logPath)
 	lines := strings.Fields(string(raw))
@@ -133,7 +81,7 @@ func crashAt(t testing.TB, stateDir, file string, b boundary) cliRun {
 // start adds journal writes that would shift every any#N.
 func resetLatestOp(t testing.TB, stateDir, file string) {
 	t.Helper()
-	r := runCLI(t, normalBin(), stateDir, nil, "deploy", "-f", file)
+	r := fixture.RunCLI(t, fixture.NormalBin(), stateDir, nil, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, "unchanged deploy after recovery: %s", r.String())
 }
 
@@ -158,7 +106,7 @@ type statusJSON struct {
 // appStatusJSON reads `status APP --format json` with the normal build.
 func appStatusJSON(t testing.TB, stateDir, app string) statusJSON {
 	t.Helper()
-	r := runCLI(t, normalBin(), stateDir, nil, "status", app, "--format", "json")
+	r := fixture.RunCLI(t, fixture.NormalBin(), stateDir, nil, "status", app, "--format", "json")
 	require.Equal(t, 0, r.Code, "status: %s", r.String())
 	var sts []statusJSON
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &sts), r.String())
@@ -179,7 +127,7 @@ type opJSON struct {
 // latestOpJSON is the last op of `ops APP --format json` (oldest first).
 func latestOpJSON(t testing.TB, stateDir, app string) opJSON {
 	t.Helper()
-	r := runCLI(t, normalBin(), stateDir, nil, "ops", app, "--format", "json")
+	r := fixture.RunCLI(t, fixture.NormalBin(), stateDir, nil, "ops", app, "--format", "json")
 	require.Equal(t, 0, r.Code, "ops: %s", r.String())
 	var ops []opJSON
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &ops), r.String())
@@ -200,7 +148,7 @@ type converged struct {
 // terminal; and the edge routes host to that container: GET path through
 // the edge answers 200 with the same identity (ident) as a GET straight to
 // the container's loopback bind of port 8080.
-func checkConverged(t testing.TB, stateDir, app, service string, edge *edgeProc, host, path string, ident func(string) string) converged {
+func checkConverged(t testing.TB, stateDir, app, service string, edge *fixture.Edge, host, path string, ident func(string) string) converged {
 	t.Helper()
 	st := appStatusJSON(t, stateDir, app)
 	require.Len(t, st.Services, 1, "ACTIVE has one service: %+v", st)
@@ -208,7 +156,7 @@ func checkConverged(t testing.TB, stateDir, app, service string, edge *edgeProc,
 	require.Equal(t, service, svc.Service)
 	require.NotEmpty(t, svc.Container, "ACTIVE names a container")
 	require.Equal(t, "running", svc.State, "ACTIVE's container %s runs", short(svc.Container))
-	require.ElementsMatch(t, []string{svc.Container}, managed(t, app, ""),
+	require.ElementsMatch(t, []string{svc.Container}, fixture.Managed(t, app, ""),
 		"exactly one container with the app's labels, the one ACTIVE names (%s)", short(svc.Container))
 	require.Empty(t, st.Markers, "no marker left: %s", st.Markers)
 	op := latestOpJSON(t, stateDir, app)
@@ -226,7 +174,7 @@ func checkConverged(t testing.TB, stateDir, app, service string, edge *edgeProc,
 	var got, body string
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		c, b, err := edge.get(host, path)
+		c, b, err := edge.Get(host, path)
 		body = fmt.Sprintf("%d %v %q", c, err, b)
 		if err == nil && c == 200 {
 			got = ident(b)

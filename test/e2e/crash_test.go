@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -45,23 +45,20 @@ func otherImage(cur, a, b string) string {
 func TestR45_CrashAtEveryBoundaryOverlap(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2ecrashov"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2ecrashov")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
 	host := "crashov.test"
 
-	writeFile(t, file, webManifest(app, v1, host, ""))
-	r := runCLI(t, normalBin(), state, nil, "deploy", "-f", file)
+	fixture.WriteFile(t, file, webManifest(app, v1, host, ""))
+	r := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
 	cur := checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", host, 8, instanceOf)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", host, 8, instanceOf)
 	defer l.Stop()
 
 	// Enumerate the boundaries of one clean overlap deploy.
-	writeFile(t, file, webManifest(app, otherImage(cur.Image, v1, v2), host, ""))
+	fixture.WriteFile(t, file, webManifest(app, otherImage(cur.Image, v1, v2), host, ""))
 	bounds, r := enumerateBoundaries(t, state, file)
 	require.Equal(t, 0, r.Code, r.String())
 	require.NotEmpty(t, bounds)
@@ -70,21 +67,21 @@ func TestR45_CrashAtEveryBoundaryOverlap(t *testing.T) {
 
 	for _, b := range bounds {
 		ok := t.Run(b.String(), func(t *testing.T) {
-			writeFile(t, file, webManifest(app, cur.Image, host, ""))
+			fixture.WriteFile(t, file, webManifest(app, cur.Image, host, ""))
 			resetLatestOp(t, state, file)
 			_, failsBefore := l.Snapshot()
-			writeFile(t, file, webManifest(app, otherImage(cur.Image, v1, v2), host, ""))
+			fixture.WriteFile(t, file, webManifest(app, otherImage(cur.Image, v1, v2), host, ""))
 			crashAt(t, state, file, b)
-			assert.Empty(t, waitNoPlugins(faultBin(), 3*time.Second), "plugins died with the killed CLI")
+			assert.Empty(t, waitNoPlugins(fixture.FaultBin(), 3*time.Second), "plugins died with the killed CLI")
 			_, failsCrash := l.Snapshot()
-			rec := runCLI(t, normalBin(), state, nil, "reconcile", app)
+			rec := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "reconcile", app)
 			require.Equal(t, 0, rec.Code, "reconcile after a crash at %s: %s", b, rec.String())
 			_, failsRec := l.Snapshot()
 			t.Logf("reconcile: %s", strings.TrimSpace(rec.Stdout))
 			cur = checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 			_, failsAfter := l.Snapshot()
 			assert.Zero(t, failsAfter-failsBefore, "failed requests at this crash point: %d during the crashed deploy, %d during reconcile, %d during checks; first errors so far: %v",
-				failsCrash-failsBefore, failsRec-failsCrash, failsAfter-failsRec, l.firstErrsCopy())
+				failsCrash-failsBefore, failsRec-failsCrash, failsAfter-failsRec, l.Errors())
 		})
 		if !ok {
 			// Later boundaries start from whatever this one left; recover
@@ -94,45 +91,19 @@ func TestR45_CrashAtEveryBoundaryOverlap(t *testing.T) {
 	}
 	st := l.Stop()
 	t.Logf("load across %d crash points: %s", len(bounds), st)
-	require.Greater(t, st.Requests, int64(100))
-	require.Zero(t, st.TransportErrors+st.Non2xx, "failed requests across all crash points: %s %v", st, st.Errors)
+	require.Greater(t, st.Answered, int64(100))
+	require.Zero(t, st.Transport+st.Non2xx, "failed requests across all crash points: %s %v", st, st.Errors)
 	require.Zero(t, st.Regressions, "a client went back to an older generation: %v", st.Errors)
 }
 
 // appStatusImage is ACTIVE's image of the app's only service ("" if none).
 func appStatusImage(t testing.TB, state, app string) string {
-	r := runCLI(t, normalBin(), state, nil, "status", app, "--format", "json")
+	r := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "status", app, "--format", "json")
 	if i := strings.Index(r.Stdout, `"image": "`); i >= 0 {
 		rest := r.Stdout[i+len(`"image": "`):]
 		return rest[:strings.IndexByte(rest, '"')]
 	}
 	return ""
-}
-
-// firstErrsCopy returns the first recorded load errors.
-func (l *loader) firstErrsCopy() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.firstErrs...)
-}
-
-// kvManifest is a one-service volume app (single-writer: sequential flow).
-func kvManifest(app, image, host string) string {
-	return fmt.Sprintf(`name = %q
-[services.kv]
-image = %q
-stop_grace = "3s"
-[[services.kv.http]]
-port = 8080
-host = %q
-[[services.kv.volume]]
-name = "data"
-path = "/data"
-[services.kv.readiness]
-type = "log"
-pattern = "ready"
-timeout = "20s"
-`, app, image, host)
 }
 
 // TestR45_CrashAtEveryBoundarySequential is the same for a volume service
@@ -145,20 +116,17 @@ timeout = "20s"
 func TestR45_CrashAtEveryBoundarySequential(t *testing.T) {
 	k1 := testimages.Require(t, "v1", "kv")["kv"]
 	k2 := testimages.Require(t, "v2", "kv")["kv"]
-	state := t.TempDir()
-	app := "e2ecrashkv"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2ecrashkv")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
 	host := "crashkv.test"
 
-	writeFile(t, file, kvManifest(app, k1, host))
-	r := runCLI(t, normalBin(), state, nil, "deploy", "-f", file)
+	fixture.WriteFile(t, file, kvManifest(app, k1, host))
+	r := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
 	cur := checkConverged(t, state, app, "kv", edge, host, "/version", kvIdent)
-	require.NoError(t, edge.put(host, "/k/greeting", "hello"))
+	require.NoError(t, edge.Put(host, "/k/greeting", "hello"))
 
-	writeFile(t, file, kvManifest(app, otherImage(cur.Image, k1, k2), host))
+	fixture.WriteFile(t, file, kvManifest(app, otherImage(cur.Image, k1, k2), host))
 	bounds, r := enumerateBoundaries(t, state, file)
 	require.Equal(t, 0, r.Code, r.String())
 	require.NotEmpty(t, bounds)
@@ -168,24 +136,24 @@ func TestR45_CrashAtEveryBoundarySequential(t *testing.T) {
 	var rebuilt []string
 	for _, b := range bounds {
 		ok := t.Run(b.String(), func(t *testing.T) {
-			writeFile(t, file, kvManifest(app, cur.Image, host))
+			fixture.WriteFile(t, file, kvManifest(app, cur.Image, host))
 			resetLatestOp(t, state, file)
-			writeFile(t, file, kvManifest(app, otherImage(cur.Image, k1, k2), host))
+			fixture.WriteFile(t, file, kvManifest(app, otherImage(cur.Image, k1, k2), host))
 			crashAt(t, state, file, b)
-			assert.Empty(t, waitNoPlugins(faultBin(), 3*time.Second), "plugins died with the killed CLI")
-			rec := runCLI(t, normalBin(), state, nil, "reconcile", app)
+			assert.Empty(t, waitNoPlugins(fixture.FaultBin(), 3*time.Second), "plugins died with the killed CLI")
+			rec := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "reconcile", app)
 			if st := appStatusJSON(t, state, app); len(st.Services) == 1 && st.Services[0].State == "missing" {
 				// The old writer was already removed and the unpublished
 				// candidate with it: the pass never creates (R39) and says
 				// so; start rebuilds from the pinned revision (R51).
-				sr := runCLI(t, normalBin(), state, nil, "start", app)
+				sr := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "start", app)
 				require.Equal(t, 0, sr.Code, "start after a crash at %s\nreconcile: %s\nstart: %s", b, rec.String(), sr.String())
 				rebuilt = append(rebuilt, b.String())
 			} else {
 				require.Equal(t, 0, rec.Code, "reconcile after a crash at %s: %s", b, rec.String())
 			}
 			cur = checkConverged(t, state, app, "kv", edge, host, "/version", kvIdent)
-			code, body, err := edge.get(host, "/k/greeting")
+			code, body, err := edge.Get(host, "/k/greeting")
 			require.NoError(t, err)
 			require.Equal(t, 200, code, body)
 			require.Equal(t, "hello", strings.TrimSpace(body), "data written before the crashes survives")
@@ -203,15 +171,12 @@ func TestR45_CrashAtEveryBoundarySequential(t *testing.T) {
 func TestR45_RandomKill9Deploys(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2ecrashrnd"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2ecrashrnd")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
 	host := "crashrnd.test"
 
-	writeFile(t, file, webManifest(app, v1, host, ""))
-	r := runCLI(t, normalBin(), state, nil, "deploy", "-f", file)
+	fixture.WriteFile(t, file, webManifest(app, v1, host, ""))
+	r := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
 	cur := checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 
@@ -226,10 +191,10 @@ func TestR45_RandomKill9Deploys(t *testing.T) {
 	for i := 0; i < deploys; i++ {
 		delay := time.Duration(rng.Int64N(int64(3 * time.Second)))
 		ok := t.Run(fmt.Sprintf("deploy%02d_kill_after_%s", i, delay.Round(time.Millisecond)), func(t *testing.T) {
-			writeFile(t, file, webManifest(app, otherImage(cur.Image, v1, v2), host, ""))
+			fixture.WriteFile(t, file, webManifest(app, otherImage(cur.Image, v1, v2), host, ""))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd, so, se := cliCommand(ctx, normalBin(), state, nil, "deploy", "-f", file)
+			cmd, so, se := fixture.Command(ctx, fixture.NormalBin(), state, nil, "deploy", "-f", file)
 			t0 := time.Now()
 			require.NoError(t, cmd.Start())
 			done := make(chan error, 1)
@@ -241,15 +206,15 @@ func TestR45_RandomKill9Deploys(t *testing.T) {
 				_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 				err = <-done
 			}
-			cr := finish(cmd, err, so, se, t0)
+			cr := fixture.Finish(err, so, se, t0)
 			t.Logf("deploy %s: killed=%v exit=%d after %s", otherImage(cur.Image, v1, v2), cr.Killed, cr.Code, cr.Elapsed.Round(time.Millisecond))
 			if cr.Killed {
 				killed++
 			} else {
 				require.Equal(t, 0, cr.Code, "a deploy that finished before the kill succeeded: %s", cr.String())
 			}
-			assert.Empty(t, waitNoPlugins(normalBin(), 3*time.Second), "plugins died with the killed CLI")
-			rec := runCLI(t, normalBin(), state, nil, "reconcile", app)
+			assert.Empty(t, waitNoPlugins(fixture.NormalBin(), 3*time.Second), "plugins died with the killed CLI")
+			rec := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "reconcile", app)
 			require.Equal(t, 0, rec.Code, "reconcile after kill -9 at %s: %s", delay, rec.String())
 			cur = checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 		})
@@ -260,34 +225,31 @@ func TestR45_RandomKill9Deploys(t *testing.T) {
 	t.Logf("%d of %d deploys were killed before they finished", killed, deploys)
 }
 
-// TestIssue2_NoPluginOutlivesKilledCLI: a deploy waits on a candidate that
+// TestPluginLifetime_NoPluginOutlivesKilledCLI: a deploy waits on a candidate that
 // never becomes ready; killing the CLI (kill -9, then Ctrl-C) leaves no
 // backend plugin process behind within 3 s, and Ctrl-C makes the CLI exit
 // promptly.
-func TestIssue2_NoPluginOutlivesKilledCLI(t *testing.T) {
+func TestPluginLifetime_NoPluginOutlivesKilledCLI(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2enoorphan"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2enoorphan")
+	state, app, file := a.State, a.Name, a.File
 	host := "noorphan.test"
-	writeFile(t, file, webManifest(app, v1, host, ""))
-	r := runCLI(t, normalBin(), state, nil, "deploy", "-f", file)
+	fixture.WriteFile(t, file, webManifest(app, v1, host, ""))
+	r := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
 
 	never := strings.Replace(webManifest(app, v1, host, "[services.web.env]\nNEVER_READY = \"true\"\n"), `timeout = "20s"`, `timeout = "60s"`, 1)
-	writeFile(t, file, never)
+	fixture.WriteFile(t, file, never)
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
 		name := map[syscall.Signal]string{syscall.SIGKILL: "kill-9", syscall.SIGINT: "ctrl-c"}[sig]
 		t.Run(name, func(t *testing.T) {
-			rec := runCLI(t, normalBin(), state, nil, "reconcile", app) // clear the previous round's candidate
+			rec := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "reconcile", app) // clear the previous round's candidate
 			require.Equal(t, 0, rec.Code, rec.String())
-			require.Empty(t, waitNoPlugins(normalBin(), 3*time.Second), "no plugin runs before the deploy")
+			require.Empty(t, waitNoPlugins(fixture.NormalBin(), 3*time.Second), "no plugin runs before the deploy")
 
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd, so, se := cliCommand(ctx, normalBin(), state, nil, "deploy", "-f", file)
+			cmd, so, se := fixture.Command(ctx, fixture.NormalBin(), state, nil, "deploy", "-f", file)
 			t0 := time.Now()
 			require.NoError(t, cmd.Start())
 			done := make(chan error, 1)
@@ -296,17 +258,17 @@ func TestIssue2_NoPluginOutlivesKilledCLI(t *testing.T) {
 			// Wait until the candidate exists and is being probed: by then
 			// the runtime, traffic and probe plugins have all been started.
 			deadline := time.Now().Add(30 * time.Second)
-			for len(managed(t, app, "web")) < 2 || len(pluginProcs(normalBin())) < 3 {
+			for len(fixture.Managed(t, app, "web")) < 2 || len(pluginProcs(fixture.NormalBin())) < 3 {
 				select {
 				case err := <-done:
-					t.Fatalf("deploy ended before being killed: %v\n%s", err, finish(cmd, err, so, se, t0).String())
+					t.Fatalf("deploy ended before being killed: %v\n%s", err, fixture.Finish(err, so, se, t0).String())
 				default:
 				}
-				require.True(t, time.Now().Before(deadline), "no candidate and 3 plugins within 30s; plugins %v", pluginProcs(normalBin()))
+				require.True(t, time.Now().Before(deadline), "no candidate and 3 plugins within 30s; plugins %v", pluginProcs(fixture.NormalBin()))
 				time.Sleep(100 * time.Millisecond)
 			}
 			time.Sleep(500 * time.Millisecond)
-			plugins := pluginProcs(normalBin())
+			plugins := pluginProcs(fixture.NormalBin())
 			t.Logf("plugin processes before %s: %v", sig, plugins)
 			require.GreaterOrEqual(t, len(plugins), 3)
 
@@ -321,7 +283,7 @@ func TestIssue2_NoPluginOutlivesKilledCLI(t *testing.T) {
 				t.Errorf("CLI still running 10s after %s", sig)
 			}
 			exited := time.Since(sent)
-			cr := finish(cmd, err, so, se, t0)
+			cr := fixture.Finish(err, so, se, t0)
 			t.Logf("CLI exited %s after %s: code %d killed %v", exited.Round(time.Millisecond), sig, cr.Code, cr.Killed)
 			if sig == syscall.SIGINT {
 				assert.Less(t, exited, 5*time.Second, "Ctrl-C ends the CLI promptly: %s", cr.String())
@@ -329,7 +291,7 @@ func TestIssue2_NoPluginOutlivesKilledCLI(t *testing.T) {
 			} else {
 				assert.True(t, cr.Killed, cr.String())
 			}
-			left := waitNoPlugins(normalBin(), 3*time.Second)
+			left := waitNoPlugins(fixture.NormalBin(), 3*time.Second)
 			for _, pid := range left {
 				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 				t.Logf("surviving plugin %d: %q", pid, cmdline)

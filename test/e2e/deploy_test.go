@@ -2,96 +2,33 @@ package e2e
 
 import (
 	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
+	"github.com/gordon-deploy/docker-gordon/test/loadgen"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
-// webManifest is a one-service app: stateless HTTP behind host.
-func webManifest(app, image, host string, extra string) string {
-	return fmt.Sprintf(`name = %q
-[services.web]
-image = %q
-stop_grace = "10s"
-%s
-[[services.web.http]]
-port = 8080
-host = %q
-[services.web.readiness]
-type = "http"
-path = "/healthz"
-timeout = "20s"
-`, app, image, extra, host)
-}
-
-var instanceRE = regexp.MustCompile(`instance=(\S+)`)
-
-func instanceOf(body []byte) string {
-	m := instanceRE.FindSubmatch(body)
-	if m == nil {
-		return "?"
-	}
-	return string(m[1])
-}
-
-var versionRE = regexp.MustCompile(`version=(\S+)`)
-
-func versionOf(body string) string {
-	m := versionRE.FindStringSubmatch(body)
-	if m == nil {
-		return ""
-	}
-	return m[1]
-}
-
-// deployOp is the part of the journaled op `deploy --format json` prints.
-type deployOp struct {
-	ID      string `json:"id"`
-	Outcome string `json:"outcome"`
-	Steps   []struct {
-		ID, State, Before, After, Detail, Error string
-	} `json:"steps"`
-}
-
-func deployJSON(t testing.TB, state, file string, args ...string) (deployOp, result) {
-	t.Helper()
-	r := gordon(t, state, append([]string{"deploy", "-f", file, "--format", "json"}, args...)...)
-	var op deployOp
-	_ = json.Unmarshal([]byte(r.Stdout), &op)
-	return op, r
-}
-
-// Issue 3 acceptance: 16 keep-alive clients through the edge for 20
+// S1 (zero downtime under load): 16 keep-alive clients through the edge for 20
 // consecutive deploys alternating two image versions: 0 transport errors,
 // 0 non-2xx, no client goes back to an older generation, exactly one
 // container of the service after each deploy.
 func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2eload"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2eload")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
 
-	writeFile(t, file, webManifest(app, v1, "load.test", ""))
-	op, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
+	op := a.MustDeploy(webManifest(app, v1, "load.test", ""))
 	require.Equal(t, "success", op.Outcome)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", "load.test", 16, instanceOf)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "load.test", 16, instanceOf)
 	deploys := 20
 	if testing.Short() {
 		deploys = 4
@@ -101,12 +38,12 @@ func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
 		if i%2 == 1 {
 			img = v1
 		}
-		writeFile(t, file, webManifest(app, img, "load.test", ""))
-		op, r := deployJSON(t, state, file)
+		fixture.WriteFile(t, file, webManifest(app, img, "load.test", ""))
+		op, r := fixture.DeployJSON(t, state, file)
 		require.Equal(t, 0, r.Code, "deploy %d: %s", i, r.String())
 		require.Equal(t, "success", op.Outcome)
-		require.Len(t, managed(t, app, "web"), 1, "deploy %d left more than one container", i)
-		code, body, err := edge.get("load.test", "/")
+		require.Len(t, fixture.Managed(t, app, "web"), 1, "deploy %d left more than one container", i)
+		code, body, err := edge.Get("load.test", "/")
 		require.NoError(t, err)
 		require.Equal(t, 200, code)
 		want := "v2"
@@ -117,25 +54,20 @@ func TestS1_ZeroDowntimeDeploysUnderLoad(t *testing.T) {
 	}
 	st := l.Stop()
 	t.Logf("load over %d deploys: %s", deploys, st)
-	require.Greater(t, st.Requests, int64(100))
-	require.Zero(t, st.TransportErrors, "transport errors: %v", st.Errors)
+	require.Greater(t, st.Answered, int64(100))
+	require.Zero(t, st.Transport, "transport errors: %v", st.Errors)
 	require.Zero(t, st.Non2xx, "non-2xx: %v", st.Errors)
 	require.Zero(t, st.Regressions, "a client went back to an older generation: %v", st.Errors)
 }
 
-// Issue 3 acceptance (decision 16): a 5 s request in flight at the switch
+// Decision 16 (drain before SIGTERM): a 5 s request in flight at the switch
 // completes with 200 from the old generation.
 func TestDecision16_InFlightRequestFinishesOnOldGeneration(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2eslow"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, "slow.test", ""))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
+	a := fixture.NewApp(t, "e2eslow")
+	app, edge := a.Name, a.Edge
+	a.MustDeploy(webManifest(app, v1, "slow.test", ""))
 
 	type res struct {
 		code int
@@ -144,43 +76,36 @@ func TestDecision16_InFlightRequestFinishesOnOldGeneration(t *testing.T) {
 	}
 	done := make(chan res, 1)
 	go func() {
-		c, b, err := edge.get("slow.test", "/slow?d=5s")
+		c, b, err := edge.Get("slow.test", "/slow?d=5s")
 		done <- res{c, b, err}
 	}()
 	time.Sleep(500 * time.Millisecond)
-	writeFile(t, file, webManifest(app, v2, "slow.test", ""))
-	_, r = deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
+	a.MustDeploy(webManifest(app, v2, "slow.test", ""))
 	got := <-done
 	require.NoError(t, got.err)
 	require.Equal(t, 200, got.code, got.body)
 	require.Equal(t, "v1", versionOf(got.body), "the slow request finished on the old generation")
-	_, body, err := edge.get("slow.test", "/")
+	_, body, err := edge.Get("slow.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, "v2", versionOf(body))
 }
 
-// Issue 3 acceptance: a candidate that never becomes ready fails the deploy
+// S11: a candidate that never becomes ready fails the deploy
 // within its readiness timeout plus a margin, prints the log tail, is
 // removed, and the old generation serves every request meanwhile.
 func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2enotready"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, "nr.test", ""))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	before := managed(t, app, "web")
+	a := fixture.NewApp(t, "e2enotready")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
+	a.MustDeploy(webManifest(app, v1, "nr.test", ""))
+	before := fixture.Managed(t, app, "web")
 	require.Len(t, before, 1)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", "nr.test", 8, instanceOf)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "nr.test", 8, instanceOf)
 	bad := strings.Replace(webManifest(app, v1, "nr.test", "[services.web.env]\nNEVER_READY = \"true\"\n"), `timeout = "20s"`, `timeout = "3s"`, 1)
-	writeFile(t, file, bad)
+	fixture.WriteFile(t, file, bad)
 	t0 := time.Now()
-	r = gordon(t, state, "deploy", "-f", file)
+	r := fixture.Gordon(t, state, "deploy", "-f", file)
 	elapsed := time.Since(t0)
 	st := l.Stop()
 	require.Equal(t, 1, r.Code, r.String())
@@ -190,25 +115,20 @@ func TestS11_NeverReadyCandidateKeepsOldServing(t *testing.T) {
 	t.Logf("failed deploy took %s (readiness timeout 3s)", elapsed)
 	require.Less(t, elapsed, 3*time.Second+12*time.Second, "bounded by the readiness timeout plus a margin")
 	require.Contains(t, r.Stderr, "log lines", "the candidate's log tail is printed: %s", r.String())
-	require.Equal(t, before, managed(t, app, "web"), "candidate removed, old kept")
-	require.Zero(t, st.TransportErrors+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
+	require.Equal(t, before, fixture.Managed(t, app, "web"), "candidate removed, old kept")
+	require.Zero(t, st.Transport+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
 	t.Logf("load during failed deploy: %s", st)
 }
 
-// Issue 3 acceptance: a deploy that changes nothing reports every service
+// S25 (R15): a deploy that changes nothing reports every service
 // unchanged and creates no container.
 func TestS25_UnchangedDeployCreatesNothing(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2eunchanged"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, "u.test", ""))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	ev := watchEvents(t, app)
-	op, r := deployJSON(t, state, file)
+	a := fixture.NewApp(t, "e2eunchanged")
+	state, app, file := a.State, a.Name, a.File
+	a.MustDeploy(webManifest(app, v1, "u.test", ""))
+	ev := fixture.WatchEvents(t, app)
+	op, r := fixture.DeployJSON(t, state, file)
 	events := ev.Stop()
 	require.Equal(t, 0, r.Code, r.String())
 	require.Equal(t, "success", op.Outcome)
@@ -222,17 +142,15 @@ func TestS25_UnchangedDeployCreatesNothing(t *testing.T) {
 	}
 }
 
-// Issue 3 acceptance: TCP service — a connection opened before the switch
+// S2: TCP service — a connection opened before the switch
 // keeps working until the old container stops; new connections reach the
 // new generation; no refused connect across the deploys.
 func TestS2_TCPRelayAcrossDeploys(t *testing.T) {
 	e1 := testimages.Require(t, "v1", "tcpecho")["tcpecho"]
 	e2 := testimages.Require(t, "v2", "tcpecho")["tcpecho"]
-	state := t.TempDir()
-	app := "e2etcp"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	publish := freeAddr(t)
+	a := fixture.NewApp(t, "e2etcp")
+	state, app := a.State, a.Name
+	publish := fixture.FreeAddr(t)
 	manifest := func(img string) string {
 		return fmt.Sprintf(`name = %q
 [services.echo]
@@ -243,10 +161,8 @@ port = 9000
 publish = %q
 `, app, img, publish)
 	}
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, manifest(e1))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
+	file := a.File
+	a.MustDeploy(manifest(e1))
 
 	// Every new connect is accepted and answered (zero refused, zero broken:
 	// the zero-downtime rule for TCP, with SPEC R67's failover for a
@@ -268,29 +184,9 @@ publish = %q
 func tcpRelayAcrossDeploys(t *testing.T, state, file string, manifest func(string) string, publish, e1, e2 string) (refusedN, brokenN int64) {
 	t.Helper()
 	// Background dialers: every connect and exchange must succeed.
-	var refused, broken, dials atomic.Int64
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				c, err := net.DialTimeout("tcp", publish, 2*time.Second)
-				dials.Add(1)
-				if err != nil {
-					refused.Add(1)
-					continue
-				}
-				_, _ = fmt.Fprintln(c, "ping")
-				_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
-				if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
-					broken.Add(1)
-				}
-				c.Close()
-			}
-		}()
-	}
+	dialers, err := loadgen.StartTCP(loadgen.TCPConfig{Addr: publish, Dialers: 4})
+	require.NoError(t, err)
+	defer dialers.Stop()
 	deploys := 10
 	if testing.Short() {
 		deploys = 2
@@ -306,8 +202,8 @@ func tcpRelayAcrossDeploys(t *testing.T, state, file string, manifest func(strin
 		if i%2 == 1 {
 			img, want = e1, "v1"
 		}
-		writeFile(t, file, manifest(img))
-		_, r := deployJSON(t, state, file)
+		fixture.WriteFile(t, file, manifest(img))
+		_, r := fixture.DeployJSON(t, state, file)
 		require.Equal(t, 0, r.Code, r.String())
 		c, err := net.Dial("tcp", publish)
 		require.NoError(t, err)
@@ -321,49 +217,28 @@ func tcpRelayAcrossDeploys(t *testing.T, state, file string, manifest func(strin
 		require.False(t, strings.HasPrefix(oldLine, want+":"), "old connection was on the old generation: %q", oldLine)
 		old.Close()
 	}
-	cancel()
-	wg.Wait()
-	t.Logf("tcp dials=%d refused=%d broken=%d over %d deploys", dials.Load(), refused.Load(), broken.Load(), deploys)
-	return refused.Load(), broken.Load()
+	st := dialers.Stop()
+	t.Logf("tcp dials=%d refused=%d broken=%d over %d deploys", st.Dials, st.Refused, st.Broken, deploys)
+	return st.Refused, st.Broken
 }
 
-// Issue 3 acceptance: the volume service is replaced sequentially (docker
+// S6: the volume service is replaced sequentially (docker
 // events show the old container destroyed before the new one starts) and
 // its data survives the deploy.
 func TestS6_VolumeServiceSequentialAndDataSurvives(t *testing.T) {
 	k1 := testimages.Require(t, "v1", "kv")["kv"]
 	k2 := testimages.Require(t, "v2", "kv")["kv"]
-	state := t.TempDir()
-	app := "e2ekv"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	manifest := func(img string) string {
-		return fmt.Sprintf(`name = %q
-[services.kv]
-image = %q
-stop_grace = "3s"
-[[services.kv.http]]
-port = 8080
-host = "kv.test"
-[[services.kv.volume]]
-name = "data"
-path = "/data"
-[services.kv.readiness]
-type = "log"
-pattern = "ready"
-timeout = "20s"
-`, app, img)
-	}
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, manifest(k1))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	require.NoError(t, edge.put("kv.test", "/k/greeting", "hello"))
+	a := fixture.NewApp(t, "e2ekv")
+	state, app, edge := a.State, a.Name, a.Edge
+	manifest := func(img string) string { return kvManifest(app, img, "kv.test") }
+	file := a.File
+	a.MustDeploy(manifest(k1))
+	require.NoError(t, edge.Put("kv.test", "/k/greeting", "hello"))
 
 	for i, img := range []string{k2, k1} {
-		ev := watchEvents(t, app)
-		writeFile(t, file, manifest(img))
-		_, r = deployJSON(t, state, file)
+		ev := fixture.WatchEvents(t, app)
+		fixture.WriteFile(t, file, manifest(img))
+		_, r := fixture.DeployJSON(t, state, file)
 		events := ev.Stop()
 		require.Equal(t, 0, r.Code, r.String())
 		destroyAt, startAt := -1, -1
@@ -377,28 +252,25 @@ timeout = "20s"
 		}
 		require.GreaterOrEqual(t, destroyAt, 0, "deploy %d: old container destroyed", i)
 		require.Greater(t, startAt, destroyAt, "deploy %d: old gone before new started", i)
-		code, body, err := edge.get("kv.test", "/k/greeting")
+		code, body, err := edge.Get("kv.test", "/k/greeting")
 		require.NoError(t, err)
 		require.Equal(t, 200, code, body)
 		require.Equal(t, "hello", strings.TrimSpace(body))
 	}
 }
 
-// Decision 2 / issue 3 bad input: a second deploy of the same app while one
+// Decision 2 (locking): a second deploy of the same app while one
 // runs waits for the lock, then names the holder when it times out.
 func TestDecision2_SecondDeployWaitsThenNamesHolder(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2elock"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2elock")
+	state, app, file := a.State, a.Name, a.File
 	slow := strings.Replace(webManifest(app, v1, "lock.test", "[services.web.env]\nNEVER_READY = \"true\"\n"), `timeout = "20s"`, `timeout = "8s"`, 1)
-	writeFile(t, file, slow)
-	first := make(chan result, 1)
-	go func() { first <- gordon(t, state, "deploy", "-f", file) }()
+	fixture.WriteFile(t, file, slow)
+	first := make(chan fixture.Result, 1)
+	go func() { first <- fixture.Gordon(t, state, "deploy", "-f", file) }()
 	time.Sleep(2 * time.Second)
-	second := gordon(t, state, "--lock-timeout", "2s", "deploy", app)
+	second := fixture.Gordon(t, state, "--lock-timeout", "2s", "deploy", app)
 	require.Equal(t, 1, second.Code, second.String())
 	require.GreaterOrEqual(t, second.Elapsed, 2*time.Second, "it waited for the lock")
 	require.Contains(t, second.Stderr, "locked by pid", second.String())

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,29 +20,9 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
+	"github.com/gordon-deploy/docker-gordon/test/loadgen"
 )
-
-// gordonPath runs `docker gordon ARGS` with binDir first on PATH (where
-// `edge start` finds the gordon-edge binary it puts into the image).
-func gordonPath(t testing.TB, stateDir, binDir string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", append([]string{"gordon"}, args...)...)
-	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig, "GORDON_STATE_DIR="+stateDir, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	t0 := time.Now()
-	err := cmd.Run()
-	r := result{Stdout: so.String(), Stderr: se.String(), Elapsed: time.Since(t0)}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.Code = ee.ExitCode()
-	} else if err != nil {
-		r.Code = -1
-		r.Stderr += "\n" + err.Error()
-	}
-	return r
-}
 
 // dockerInspect returns `docker inspect` of name (nil when absent).
 func dockerInspect(name string) map[string]any {
@@ -75,17 +52,17 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	// A second build of gordon-edge: another binary, another image.
 	bin2 := t.TempDir()
 	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.version=e2e-next", "-o", filepath.Join(bin2, "gordon-edge"), "./cmd/gordon-edge")
-	build.Dir = repoRoot
+	build.Dir = fixture.RepoRoot()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))
 
 	state := t.TempDir()
-	httpAddr, adminAddr := freeAddr(t), freeAddr(t)
+	httpAddr, adminAddr := fixture.FreeAddr(t), fixture.FreeAddr(t)
 	const drain = 4 * time.Second
 	var images []string // the edge images this test built
 	t.Cleanup(func() {
-		r := gordonPath(t, state, binDir, "edge", "stop")
+		r := fixture.GordonPath(t, state, fixture.BinDir(), "edge", "stop")
 		if r.Code != 0 {
 			t.Logf("edge stop: %s", r)
 		}
@@ -128,7 +105,7 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(state, "edge"), 0o700))
 	require.NoError(t, edgestate.WriteFileAtomic(filepath.Join(state, "edge", edgestate.RoutesFile), data))
 
-	r := gordonPath(t, state, binDir, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
+	r := fixture.GordonPath(t, state, fixture.BinDir(), "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
 	require.Equal(t, 0, r.Code, "%s", r)
 	first := dockerInspect("gordon-edge")
 	require.NotNil(t, first)
@@ -149,39 +126,22 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return get(http.DefaultClient, "/") == nil }, 20*time.Second, 100*time.Millisecond)
 
-	// The load.
-	var okN, failN atomic.Int64
-	var firstErr atomic.Value
-	var gapMu sync.Mutex
-	var longestGap time.Duration
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 16 {
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: i%2 == 1}}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			last := time.Now()
-			for n := 0; n < 1_000_000; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := get(c, "/"); err != nil {
-					failN.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				okN.Add(1)
-				now := time.Now()
-				gapMu.Lock()
-				longestGap = max(longestGap, now.Sub(last))
-				gapMu.Unlock()
-				last = now
+	// The load: 16 clients, half keep-alive, half a new connection per
+	// request; anything but 200 fails.
+	l, err := loadgen.StartHTTP(loadgen.HTTPConfig{URL: "http://" + httpAddr + "/", Host: "app.test", Clients: 16,
+		NewClient: func(i int) *http.Client {
+			return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: i%2 == 1}}
+		},
+		Label: func(i int) string { return map[bool]string{false: "keep-alive", true: "new-connection"}[i%2 == 1] },
+		Check: func(_ int, resp *http.Response) error {
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %d", resp.StatusCode)
 			}
-		}()
-	}
+			return nil
+		},
+		MaxErrors: 1, Bounds: loadgen.Bounds{MaxRequests: 1_000_000}})
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Stop() })
 	req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/sse", nil)
 	req.Host = "app.test"
 	sse, err := http.DefaultClient.Do(req)
@@ -201,13 +161,12 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 
 	t0 := time.Now()
-	r = gordonPath(t, state, bin2, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
+	r = fixture.GordonPath(t, state, bin2, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
 	upgradeTook := time.Since(t0)
 	require.Equal(t, 0, r.Code, "%s", r)
 	assert.Contains(t, r.Stdout, "listeners handed over")
 	time.Sleep(500 * time.Millisecond) // load on the new edge alone
-	close(stop)
-	wg.Wait()
+	load := l.Stop()
 
 	second := dockerInspect("gordon-edge")
 	require.NotNil(t, second, "the new edge is named gordon-edge")
@@ -227,9 +186,9 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	sseFor := time.Unix(0, sseLast.Load()).Sub(t0)
 	assert.Greater(t, sseFor, drain-time.Second, "the SSE stream continued until the drain bound")
 
-	t.Logf("edge upgrade: %d requests, %d failed, longest gap between a client's answers %v, upgrade took %v, SSE ran %v into it",
-		okN.Load()+failN.Load(), failN.Load(), longestGap.Round(time.Millisecond), upgradeTook.Round(time.Millisecond), sseFor.Round(time.Millisecond))
-	assert.Zero(t, failN.Load(), "failed requests (first: %v)", firstErr.Load())
+	t.Logf("edge upgrade: %d requests (answered per client kind %v), %d failed, longest gap between a client's answers %v, upgrade took %v, SSE ran %v into it",
+		load.Requests(), load.ByLabel, load.Failed(), load.LongestClientGap.Round(time.Millisecond), upgradeTook.Round(time.Millisecond), sseFor.Round(time.Millisecond))
+	assert.Zero(t, load.Failed(), "failed requests (first: %v)", load.Errors)
 	require.NoError(t, get(http.DefaultClient, "/"), "the new edge serves")
 
 	// An upgrade whose new edge cannot start (its admin address is taken)
@@ -238,7 +197,7 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer busy.Close()
-	r = gordonPath(t, state, binDir, "edge", "start", "--http-addr", httpAddr, "--admin-addr", busy.Addr().String(), "--drain-timeout", drain.String())
+	r = fixture.GordonPath(t, state, fixture.BinDir(), "edge", "start", "--http-addr", httpAddr, "--admin-addr", busy.Addr().String(), "--drain-timeout", drain.String())
 	assert.NotEqual(t, 0, r.Code, "%s", r)
 	assert.Contains(t, r.Stderr, "keeps serving")
 	third := dockerInspect("gordon-edge")

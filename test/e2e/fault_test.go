@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -23,18 +24,15 @@ import (
 func TestFault_StateDiskErrorsDuringDeployConverge(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2efault"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2efault")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
 	host := "fault.test"
-	writeFile(t, file, webManifest(app, v1, host, ""))
-	r := runCLI(t, normalBin(), state, nil, "deploy", "-f", file)
+	fixture.WriteFile(t, file, webManifest(app, v1, host, ""))
+	r := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
 	cur := checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", host, 8, instanceOf)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", host, 8, instanceOf)
 	defer l.Stop()
 	points := []string{
 		"SaveOp#2=ENOSPC",        // the candidate's ID, before it starts
@@ -53,8 +51,8 @@ func TestFault_StateDiskErrorsDuringDeployConverge(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 			_, failsBefore := l.Snapshot()
-			writeFile(t, file, webManifest(app, otherImage(cur.Image, v1, v2), host, ""))
-			r := runCLI(t, faultBin(), state, []string{"GORDON_FAULT_FAIL=" + p, "TMPDIR=" + tmp}, "deploy", "-f", file)
+			fixture.WriteFile(t, file, webManifest(app, otherImage(cur.Image, v1, v2), host, ""))
+			r := fixture.RunCLI(t, fixture.FaultBin(), state, []string{"GORDON_FAULT_FAIL=" + p, "TMPDIR=" + tmp}, "deploy", "-f", file)
 			op := latestOpJSON(t, state, app)
 			if r.Code == 0 {
 				assert.Equal(t, "success", op.Outcome, "exit 0 but the journal says %q: %s", op.Outcome, r.String())
@@ -64,21 +62,21 @@ func TestFault_StateDiskErrorsDuringDeployConverge(t *testing.T) {
 			t.Logf("%s: exit %d, op %s %q", p, r.Code, op.ID, op.Outcome)
 			left, _ := filepath.Glob(filepath.Join(tmp, "gordon-plugins-*"))
 			assert.Empty(t, left, "plugin socket directories left by the CLI")
-			rec := runCLI(t, normalBin(), state, nil, "reconcile", app)
+			rec := fixture.RunCLI(t, fixture.NormalBin(), state, nil, "reconcile", app)
 			require.Equal(t, 0, rec.Code, "reconcile after %s: %s", p, rec.String())
 			if r.Code != 0 {
 				// The deploy's retry finishes what the fault stopped.
-				r = runCLI(t, normalBin(), state, nil, "deploy", "-f", file)
+				r = fixture.RunCLI(t, fixture.NormalBin(), state, nil, "deploy", "-f", file)
 				require.Equal(t, 0, r.Code, "retry after %s: %s", p, r.String())
 			}
 			cur = checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
 			time.Sleep(200 * time.Millisecond)
 			_, failsAfter := l.Snapshot()
-			assert.Zero(t, failsAfter-failsBefore, "failed requests around %s: %v", p, l.firstErrsCopy())
+			assert.Zero(t, failsAfter-failsBefore, "failed requests around %s: %v", p, l.Errors())
 		})
 	}
 	st := l.Stop()
 	t.Logf("load across %d fault points: %s", len(points), st)
-	require.Zero(t, st.TransportErrors+st.Non2xx, "failed requests: %s %v", st, st.Errors)
+	require.Zero(t, st.Transport+st.Non2xx, "failed requests: %s %v", st, st.Errors)
 	_ = os.Remove(file)
 }

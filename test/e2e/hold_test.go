@@ -1,12 +1,11 @@
 package e2e
 
 import (
-	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -18,43 +17,23 @@ import (
 func TestR58_SequentialReplacementsUnderLoadLoseNothing(t *testing.T) {
 	k1 := testimages.Require(t, "v1", "kv")["kv"]
 	k2 := testimages.Require(t, "v2", "kv")["kv"]
-	state := t.TempDir()
-	app := "e2ehold"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	manifest := func(img string) string {
-		return fmt.Sprintf(`name = %q
-[services.kv]
-image = %q
-stop_grace = "3s"
-[[services.kv.http]]
-port = 8080
-host = "hold.test"
-[[services.kv.volume]]
-name = "data"
-path = "/data"
-[services.kv.readiness]
-type = "log"
-pattern = "ready"
-timeout = "20s"
-`, app, img)
-	}
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, manifest(k1))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	require.NoError(t, edge.put("hold.test", "/k/greeting", "hello"))
+	a := fixture.NewApp(t, "e2ehold")
+	state, app, edge := a.State, a.Name, a.Edge
+	manifest := func(img string) string { return kvManifest(app, img, "hold.test") }
+	file := a.File
+	a.MustDeploy(manifest(k1))
+	require.NoError(t, edge.Put("hold.test", "/k/greeting", "hello"))
 
-	l := startLoad("http://"+edge.HTTPAddr+"/k/greeting", "hold.test", 8, nil)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/k/greeting", "hold.test", 8, nil)
 	for i, img := range []string{k2, k1, k2} {
-		writeFile(t, file, manifest(img))
-		op, r := deployJSON(t, state, file)
+		fixture.WriteFile(t, file, manifest(img))
+		op, r := fixture.DeployJSON(t, state, file)
 		require.Equal(t, 0, r.Code, "replacement %d: %s", i+1, r.String())
 		require.Equal(t, "success", op.Outcome)
 	}
 	st := l.Stop()
 	t.Logf("3 sequential replacements under 8 keep-alive clients: %s (max = the longest wait)", st)
-	require.Greater(t, st.Requests, int64(100))
-	require.Zero(t, st.TransportErrors, "transport errors: %v", st.Errors)
+	require.Greater(t, st.Answered, int64(100))
+	require.Zero(t, st.Transport, "transport errors: %v", st.Errors)
 	require.Zero(t, st.Non2xx, "non-2xx: %v", st.Errors)
 }

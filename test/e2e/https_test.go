@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -19,14 +20,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/letsencrypt/challtestsrv"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
+	"github.com/gordon-deploy/docker-gordon/test/loadgen"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -62,11 +63,11 @@ func startDebianPebble(t *testing.T, httpPort, tlsPort int) *debianPebble {
 	require.NoError(t, err)
 	kDER, _ := x509.MarshalPKCS8PrivateKey(key)
 	root := filepath.Join(dir, "api-root.pem")
-	writeFile(t, root, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
-	writeFile(t, filepath.Join(dir, "cert.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER})))
-	writeFile(t, filepath.Join(dir, "key.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kDER})))
+	fixture.WriteFile(t, root, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
+	fixture.WriteFile(t, filepath.Join(dir, "cert.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER})))
+	fixture.WriteFile(t, filepath.Join(dir, "key.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kDER})))
 
-	dnsAddr := freeAddr(t)
+	dnsAddr := fixture.FreeAddr(t)
 	cs, err := challtestsrv.New(challtestsrv.Config{DNSAddrs: []string{dnsAddr}})
 	require.NoError(t, err)
 	cs.SetDefaultDNSIPv4("127.0.0.1")
@@ -74,14 +75,14 @@ func startDebianPebble(t *testing.T, httpPort, tlsPort int) *debianPebble {
 	go cs.Run()
 	t.Cleanup(cs.Shutdown)
 
-	listen, mgmt := freeAddr(t), freeAddr(t)
+	listen, mgmt := fixture.FreeAddr(t), fixture.FreeAddr(t)
 	cfg := map[string]any{"pebble": map[string]any{
 		"listenAddress": listen, "managementListenAddress": mgmt,
 		"certificate": filepath.Join(dir, "cert.pem"), "privateKey": filepath.Join(dir, "key.pem"),
 		"httpPort": httpPort, "tlsPort": tlsPort, "ocspResponderURL": "", "externalAccountBindingRequired": false,
 	}}
 	b, _ := json.Marshal(cfg)
-	writeFile(t, filepath.Join(dir, "pebble.json"), string(b))
+	fixture.WriteFile(t, filepath.Join(dir, "pebble.json"), string(b))
 	logf, err := os.Create(filepath.Join(dir, "pebble.log"))
 	require.NoError(t, err)
 	cmd := exec.Command(bin, "-config", filepath.Join(dir, "pebble.json"), "-dnsserver", dnsAddr)
@@ -93,7 +94,7 @@ func startDebianPebble(t *testing.T, httpPort, tlsPort int) *debianPebble {
 		_ = cmd.Wait()
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
-			t.Logf("pebble log:\n%s", lastLines(string(b), 30))
+			t.Logf("pebble log:\n%s", fixture.LastLines(string(b), 30))
 		}
 	})
 	apiPool := x509.NewCertPool()
@@ -117,45 +118,6 @@ func startDebianPebble(t *testing.T, httpPort, tlsPort int) *debianPebble {
 	return &debianPebble{dirURL: "https://" + listen + "/dir", apiRoot: root, issuers: issuers}
 }
 
-// httpsEdge is a foreground gordon-edge with HTTP and HTTPS listeners.
-func startHTTPSEdge(t *testing.T, stateDir, httpAddr, httpsAddr string, extra ...string) *edgeProc {
-	t.Helper()
-	logf, err := os.Create(filepath.Join(t.TempDir(), "edge.log"))
-	require.NoError(t, err)
-	args := append([]string{"run", "--state-dir", stateDir, "--http-addr", httpAddr, "--https-addr", httpsAddr, "--admin-addr", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(filepath.Join(binDir, "gordon-edge"), args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	e := &edgeProc{HTTPAddr: httpAddr, cmd: cmd}
-	e.stopFn = func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	}
-	t.Cleanup(func() {
-		e.stopOnce.Do(e.stopFn)
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("gordon-edge log:\n%s", lastLines(string(b), 40))
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", httpsAddr, 200*time.Millisecond); err == nil {
-			c.Close()
-			return e
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("gordon-edge did not listen on %s", httpsAddr)
-	return nil
-}
-
 // tlsClient reaches httpsAddr for any URL host, trusting pool. Modes:
 // "h1" keep-alive HTTP/1.1, "h1-new" a new TLS connection per request,
 // "h2" HTTP/2.
@@ -177,75 +139,33 @@ func tlsClient(httpsAddr string, pool *x509.CertPool, mode string) *http.Client 
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// tlsLoad runs clients in each mode against url until stopped, counting
-// requests and failures (transport errors, non-2xx, a wrong protocol).
-type tlsLoad struct {
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	requests map[string]*atomic.Int64
-	failures atomic.Int64
-	mu       sync.Mutex
-	errs     []string
-}
-
-func startTLSLoad(httpsAddr string, pool *x509.CertPool, url string, perMode int) *tlsLoad {
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &tlsLoad{cancel: cancel, requests: map[string]*atomic.Int64{}}
-	for _, mode := range []string{"h1", "h1-new", "h2"} {
-		l.requests[mode] = new(atomic.Int64)
-		for i := 0; i < perMode; i++ {
-			l.wg.Add(1)
-			go func(mode string) {
-				defer l.wg.Done()
-				c := tlsClient(httpsAddr, pool, mode)
-				defer c.CloseIdleConnections()
-				wantProto := "HTTP/1.1"
-				if mode == "h2" {
-					wantProto = "HTTP/2.0"
-				}
-				for ctx.Err() == nil {
-					resp, err := c.Get(url)
-					if err != nil {
-						if ctx.Err() == nil {
-							l.fail(mode + ": " + err.Error())
-						}
-						continue
-					}
-					_, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					l.requests[mode].Add(1)
-					switch {
-					case err != nil:
-						l.fail(mode + ": read body: " + err.Error())
-					case resp.StatusCode != 200:
-						l.fail(fmt.Sprintf("%s: status %d", mode, resp.StatusCode))
-					case resp.Proto != wantProto:
-						l.fail(mode + ": protocol " + resp.Proto)
-					}
-				}
-			}(mode)
-		}
-	}
+// startTLSLoad runs perMode clients in each mode (tlsClient) against url
+// until stopped, counting requests per mode and failures (transport
+// errors, a status other than 200, a wrong protocol).
+func startTLSLoad(t *testing.T, httpsAddr string, pool *x509.CertPool, url string, perMode int) *loadgen.HTTPRun {
+	t.Helper()
+	modes := []string{"h1", "h1-new", "h2"}
+	mode := func(i int) string { return modes[i/perMode] }
+	l, err := loadgen.StartHTTP(loadgen.HTTPConfig{URL: url, Addr: httpsAddr, Clients: len(modes) * perMode,
+		NewClient: func(i int) *http.Client { return tlsClient(httpsAddr, pool, mode(i)) },
+		Label:     mode,
+		Check: func(i int, resp *http.Response) error {
+			wantProto := "HTTP/1.1"
+			if mode(i) == "h2" {
+				wantProto = "HTTP/2.0"
+			}
+			switch {
+			case resp.StatusCode != 200:
+				return fmt.Errorf("status %d", resp.StatusCode)
+			case resp.Proto != wantProto:
+				return errors.New("protocol " + resp.Proto)
+			}
+			return nil
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Stop() })
 	return l
-}
-
-func (l *tlsLoad) fail(s string) {
-	l.failures.Add(1)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.errs) < 10 {
-		l.errs = append(l.errs, s)
-	}
-}
-
-func (l *tlsLoad) stop() (map[string]int64, int64, []string) {
-	l.cancel()
-	l.wg.Wait()
-	out := map[string]int64{}
-	for m, n := range l.requests {
-		out[m] = n.Load()
-	}
-	return out, l.failures.Load(), l.errs
 }
 
 func httpsManifest(app, image, host, policy string) string {
@@ -272,21 +192,17 @@ timeout = "20s"
 func TestHTTPS_ACMECertificateAndZeroDowntimeDeploys(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
-	httpAddr, httpsAddr := freeAddr(t), freeAddr(t)
+	httpAddr, httpsAddr := fixture.FreeAddr(t), fixture.FreeAddr(t)
 	port := func(a string) int {
 		_, p, _ := net.SplitHostPort(a)
 		n, _ := strconv.Atoi(p)
 		return n
 	}
 	pb := startDebianPebble(t, port(httpAddr), port(httpsAddr))
-	state := t.TempDir()
-	app := "e2ehttps"
-	cleanupApp(t, app)
-	startHTTPSEdge(t, state, httpAddr, httpsAddr, "--acme-ca", pb.dirURL, "--acme-ca-root", pb.apiRoot, "--acme-email", "ops@example.org")
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, httpsManifest(app, v1, "secure.test", "auto"))
-	op, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
+	a := fixture.NewApp(t, "e2ehttps", fixture.WithEdge(fixture.EdgeConfig{HTTPAddr: httpAddr, HTTPSAddr: httpsAddr,
+		Extra: []string{"--acme-ca", pb.dirURL, "--acme-ca-root", pb.apiRoot, "--acme-email", "ops@example.org"}}))
+	state, app, file := a.State, a.Name, a.File
+	op := a.MustDeploy(httpsManifest(app, v1, "secure.test", "auto"))
 	require.Equal(t, "success", op.Outcome)
 
 	var leaf *x509.Certificate
@@ -322,7 +238,7 @@ func TestHTTPS_ACMECertificateAndZeroDowntimeDeploys(t *testing.T) {
 			resp.Header.Get("Location") == fmt.Sprintf("https://secure.test:%d/p?q=1", port(httpsAddr))
 	}, 10*time.Second, 100*time.Millisecond, "plain HTTP redirected to HTTPS once the certificate is served")
 
-	ls := gordon(t, state, "certs", "ls", "--format", "json")
+	ls := fixture.Gordon(t, state, "certs", "ls", "--format", "json")
 	require.Equal(t, 0, ls.Code, ls.String())
 	var infos []struct{ Host, Source, State string }
 	require.NoError(t, json.Unmarshal([]byte(ls.Stdout), &infos), ls.Stdout)
@@ -333,24 +249,24 @@ func TestHTTPS_ACMECertificateAndZeroDowntimeDeploys(t *testing.T) {
 	// static and served; status shows each routed host's certificate.
 	keyDir := t.TempDir()
 	ownCert, ownKey := selfSignedFiles(t, keyDir, "own.test")
-	bad := gordon(t, state, "certs", "add", "other.test", "--cert", ownCert, "--key", ownKey)
+	bad := fixture.Gordon(t, state, "certs", "add", "other.test", "--cert", ownCert, "--key", ownKey)
 	require.Equal(t, 1, bad.Code, bad.String())
 	require.Contains(t, bad.Stderr, "does not cover other.test")
-	add := gordon(t, state, "certs", "add", "own.test", "--cert", ownCert, "--key", ownKey)
+	add := fixture.Gordon(t, state, "certs", "add", "own.test", "--cert", ownCert, "--key", ownKey)
 	require.Equal(t, 0, add.Code, add.String())
-	ls = gordon(t, state, "certs", "ls")
+	ls = fixture.Gordon(t, state, "certs", "ls")
 	require.Equal(t, 0, ls.Code, ls.String())
 	require.Regexp(t, `own\.test\s+static`, ls.Stdout)
 	require.NotContains(t, ls.Stdout, "other.test")
-	st := gordon(t, state, "status", app)
+	st := fixture.Gordon(t, state, "status", app)
 	require.Equal(t, 0, st.Code, st.String())
 	require.Regexp(t, `secure\.test\s+valid\s+acme`, st.Stdout)
-	rm := gordon(t, state, "certs", "rm", "own.test")
+	rm := fixture.Gordon(t, state, "certs", "rm", "own.test")
 	require.Equal(t, 0, rm.Code, rm.String())
-	rm = gordon(t, state, "certs", "rm", "own.test")
+	rm = fixture.Gordon(t, state, "certs", "rm", "own.test")
 	require.Equal(t, 1, rm.Code, rm.String())
 
-	l := startTLSLoad(httpsAddr, pb.issuers, "https://secure.test/", 4)
+	l := startTLSLoad(t, httpsAddr, pb.issuers, "https://secure.test/", 4)
 	deploys := 6
 	if testing.Short() {
 		deploys = 2
@@ -360,12 +276,13 @@ func TestHTTPS_ACMECertificateAndZeroDowntimeDeploys(t *testing.T) {
 		if i%2 == 1 {
 			img = v1
 		}
-		writeFile(t, file, httpsManifest(app, img, "secure.test", "auto"))
-		op, r := deployJSON(t, state, file)
+		fixture.WriteFile(t, file, httpsManifest(app, img, "secure.test", "auto"))
+		op, r := fixture.DeployJSON(t, state, file)
 		require.Equal(t, 0, r.Code, "deploy %d: %s", i, r.String())
 		require.Equal(t, "success", op.Outcome)
 	}
-	reqs, failures, errs := l.stop()
+	load := l.Stop()
+	reqs, failures, errs := load.ByLabel, load.Failed(), load.Errors
 	t.Logf("HTTPS load over %d deploys: requests %v, failures %d", deploys, reqs, failures)
 	for mode, n := range reqs {
 		require.Greater(t, n, int64(20), "mode %s barely ran", mode)
@@ -384,7 +301,7 @@ func selfSignedFiles(t *testing.T, dir, name string) (string, string) {
 	require.NoError(t, err)
 	kder, _ := x509.MarshalPKCS8PrivateKey(key)
 	c, k := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	writeFile(t, c, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	writeFile(t, k, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})))
+	fixture.WriteFile(t, c, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	fixture.WriteFile(t, k, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})))
 	return c, k
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -22,7 +23,7 @@ func TestR17_AppNetworkWhenDefaultPoolsAreUsedUp(t *testing.T) {
 	imgs := testimages.Require(t, "v1", "httpd")
 	state := t.TempDir()
 	app := "e2epool"
-	cleanupApp(t, app)
+	fixture.CleanupApp(t, app)
 	const filler = "dev.gordon.e2e-pool-filler"
 	t.Cleanup(func() {
 		out, _ := exec.Command("docker", "network", "ls", "-q", "--filter", "label="+filler).Output()
@@ -42,18 +43,18 @@ func TestR17_AppNetworkWhenDefaultPoolsAreUsedUp(t *testing.T) {
 	}
 	require.True(t, exhausted, "64 networks did not use up the default pools (custom default-address-pools?)")
 
-	edge := startEdge(t, state)
+	edge := fixture.StartEdge(t, state)
 	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, fmt.Sprintf(`name = %q
+	fixture.WriteFile(t, file, fmt.Sprintf(`name = %q
 [services.web]
 image = %q
 [[services.web.http]]
 port = 8080
 host = "pool.test"
 `, app, imgs["httpd"]))
-	r := gordon(t, state, "deploy", "-f", file)
+	r := fixture.Gordon(t, state, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
-	code, _, err := edge.get("pool.test", "/")
+	code, _, err := edge.Get("pool.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 

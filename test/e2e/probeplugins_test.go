@@ -15,10 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
-// Issue 6: custom probe plugins, end to end. The example plugins
+// Custom probe plugins, end to end. The example plugins
 // (plugins/examples/{grpcprobe,execprobe}) and the misbehaving ones
 // (plugins/examples/badprobes/<mode>) are built once into a plugin
 // directory passed with --plugin-dir.
@@ -34,8 +35,8 @@ var (
 func probePlugins(t testing.TB) string {
 	t.Helper()
 	probePluginsOnce.Do(func() {
-		dir := filepath.Join(binDir, "probe-plugins")
-		build := filepath.Join(binDir, "probe-plugins-build")
+		dir := filepath.Join(fixture.BinDir(), "probe-plugins")
+		build := filepath.Join(fixture.BinDir(), "probe-plugins-build")
 		for _, d := range []string{dir, build} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				probePluginsErr = err
@@ -52,7 +53,7 @@ func probePlugins(t testing.TB) string {
 			args = append(args, "./plugins/examples/badprobes/"+m)
 		}
 		cmd := exec.Command("go", args...)
-		cmd.Dir = repoRoot
+		cmd.Dir = fixture.RepoRoot()
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			probePluginsErr = fmt.Errorf("build probe plugins: %v\n%s", err, out)
@@ -122,40 +123,37 @@ func pluginManifest(app, image, host, plugin, config, timeout string, env ...str
 	return b.String()
 }
 
-// Issue 6 acceptance: a deploy whose readiness is gordon-probe-grpc waits
+// A deploy whose readiness is gordon-probe-grpc waits
 // until the grpcd workload reports SERVING (3 s after start), then switches
 // with 0 failed requests under load; then the same with gordon-probe-exec
 // running `/grpcd -check` inside the candidate.
-func TestIssue6_GRPCPluginReadinessSwitchesUnderLoad(t *testing.T) {
+func TestProbePlugin_GRPCReadinessSwitchesUnderLoad(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "grpcd")["grpcd"]
 	v2 := testimages.Require(t, "v2", "grpcd")["grpcd"]
 	plugins := probePlugins(t)
-	state := t.TempDir()
-	app := "e2egrpcprobe"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2egrpcprobe")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
 
-	writeFile(t, file, pluginManifest(app, v1, "grpc.test", "grpc", `service = ""`, "20s"))
-	op, r := deployJSON(t, state, file, "--plugin-dir", plugins)
+	fixture.WriteFile(t, file, pluginManifest(app, v1, "grpc.test", "grpc", `service = ""`, "20s"))
+	op, r := fixture.DeployJSON(t, state, file, "--plugin-dir", plugins)
 	require.Equal(t, 0, r.Code, r.String())
 	require.Equal(t, "success", op.Outcome)
 	requireNoPluginProcess(t, plugins)
 
-	l := startLoad("http://"+edge.HTTPAddr+"/", "grpc.test", 8, instanceOf)
-	writeFile(t, file, pluginManifest(app, v2, "grpc.test", "grpc", `service = ""`, "20s", "SERVING_AFTER=3s"))
-	op, r = deployJSON(t, state, file, "--plugin-dir", plugins)
+	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "grpc.test", 8, instanceOf)
+	fixture.WriteFile(t, file, pluginManifest(app, v2, "grpc.test", "grpc", `service = ""`, "20s", "SERVING_AFTER=3s"))
+	op, r = fixture.DeployJSON(t, state, file, "--plugin-dir", plugins)
 	require.Equal(t, 0, r.Code, r.String())
 	require.Equal(t, "success", op.Outcome)
 	probe := probePhase(t, r.Stdout, "service.web.replace")
 	t.Logf("grpc: deploy took %s, readiness phase %s", r.Elapsed.Round(time.Millisecond), probe.Round(time.Millisecond))
 	require.GreaterOrEqual(t, probe, 2*time.Second, "readiness waited for SERVING (3 s after start)")
-	_, body, err := edge.get("grpc.test", "/")
+	_, body, err := edge.Get("grpc.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, "v2", versionOf(body), "switched to the new generation")
 
-	writeFile(t, file, pluginManifest(app, v1, "grpc.test", "exec", `command = ["/grpcd", "-check"]`, "20s", "SERVING_AFTER=2s"))
-	op, r = deployJSON(t, state, file, "--plugin-dir", plugins)
+	fixture.WriteFile(t, file, pluginManifest(app, v1, "grpc.test", "exec", `command = ["/grpcd", "-check"]`, "20s", "SERVING_AFTER=2s"))
+	op, r = fixture.DeployJSON(t, state, file, "--plugin-dir", plugins)
 	require.Equal(t, 0, r.Code, r.String())
 	require.Equal(t, "success", op.Outcome)
 	probe = probePhase(t, r.Stdout, "service.web.replace")
@@ -163,34 +161,29 @@ func TestIssue6_GRPCPluginReadinessSwitchesUnderLoad(t *testing.T) {
 	require.GreaterOrEqual(t, probe, 1500*time.Millisecond, "readiness waited for the exec check (SERVING 2 s after start)")
 	st := l.Stop()
 	t.Logf("load over two plugin-probed deploys: %s", st)
-	require.Greater(t, st.Requests, int64(50))
-	require.Zero(t, st.TransportErrors+st.Non2xx, "0 failed requests: %v", st.Errors)
+	require.Greater(t, st.Answered, int64(50))
+	require.Zero(t, st.Transport+st.Non2xx, "0 failed requests: %v", st.Errors)
 	require.Zero(t, st.Regressions, "%v", st.Errors)
-	_, body, err = edge.get("grpc.test", "/")
+	_, body, err = edge.Get("grpc.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, "v1", versionOf(body))
-	require.Len(t, managed(t, app, "web"), 1, "the predecessor was retired")
+	require.Len(t, fixture.Managed(t, app, "web"), 1, "the predecessor was retired")
 	requireNoPluginProcess(t, plugins)
 }
 
-// Issue 6 acceptance (robustness): a readiness plugin that is missing,
+// Robustness: a readiness plugin that is missing,
 // crashes, hangs, speaks the wrong protocol version or writes garbage to
 // stdout fails the deploy (exit 1) with an error naming the plugin and what
 // happened, bounded by the readiness timeout plus a margin; the old
 // generation serves every request through the edge meanwhile; no candidate
 // and no plugin process is left behind.
-func TestIssue6_MisbehavingProbePluginKeepsOldServing(t *testing.T) {
+func TestProbePlugin_MisbehavingPluginKeepsOldServing(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	plugins := probePlugins(t)
-	state := t.TempDir()
-	app := "e2ebadprobe"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, "bad.test", ""))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	before := managed(t, app, "web")
+	a := fixture.NewApp(t, "e2ebadprobe")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
+	a.MustDeploy(webManifest(app, v1, "bad.test", ""))
+	before := fixture.Managed(t, app, "web")
 	require.Len(t, before, 1)
 
 	const timeout = 3 * time.Second
@@ -212,13 +205,13 @@ func TestIssue6_MisbehavingProbePluginKeepsOldServing(t *testing.T) {
 		{"garbage", `probe/garbage.*(unexpected output on stdout|broke the handshake)`, 0},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			l := startLoad("http://"+edge.HTTPAddr+"/", "bad.test", 8, instanceOf)
-			writeFile(t, file, pluginManifest(app, v1, "bad.test", tc.mode, "", timeout.String(), "ATTEMPT="+tc.mode))
-			r := gordon(t, state, "deploy", "--plugin-dir", plugins, "-f", file, "--format", "json")
+			l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "bad.test", 8, instanceOf)
+			fixture.WriteFile(t, file, pluginManifest(app, v1, "bad.test", tc.mode, "", timeout.String(), "ATTEMPT="+tc.mode))
+			r := fixture.Gordon(t, state, "deploy", "--plugin-dir", plugins, "-f", file, "--format", "json")
 			st := l.Stop()
 			probe := probePhase(t, r.Stdout, "service.web.replace")
 			t.Logf("%s: failed deploy took %s, readiness phase %s (timeout %s); load %s\n%s",
-				tc.mode, r.Elapsed.Round(time.Millisecond), probe.Round(time.Millisecond), timeout, st, lastLines(r.Stderr, 8))
+				tc.mode, r.Elapsed.Round(time.Millisecond), probe.Round(time.Millisecond), timeout, st, fixture.LastLines(r.Stderr, 8))
 			require.Equal(t, 1, r.Code, r.String())
 			require.Regexp(t, regexp.MustCompile(`(?s)`+tc.want), r.Stderr, "the error names the plugin and what happened")
 			// The margin covers the CLI and plugin starts, the candidate's
@@ -230,13 +223,13 @@ func TestIssue6_MisbehavingProbePluginKeepsOldServing(t *testing.T) {
 				require.Less(t, probe, timeout+2*time.Second, "readiness gave up within its timeout + 2 s")
 			}
 			require.Less(t, r.Elapsed, bound, "bounded by the readiness timeout plus a margin")
-			require.Equal(t, before, managed(t, app, "web"), "no candidate left; the old generation kept")
-			require.Zero(t, st.TransportErrors+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
-			require.Greater(t, st.Requests, int64(0))
+			require.Equal(t, before, fixture.Managed(t, app, "web"), "no candidate left; the old generation kept")
+			require.Zero(t, st.Transport+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
+			require.Greater(t, st.Answered, int64(0))
 			requireNoPluginProcess(t, plugins)
 		})
 	}
-	code, body, err := edge.get("bad.test", "/")
+	code, body, err := edge.Get("bad.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	require.Equal(t, "v1", versionOf(body))
@@ -268,23 +261,23 @@ func probePhase(t *testing.T, stdout, id string) time.Duration {
 
 var docExampleRE = regexp.MustCompile("(?s)<!-- example:main.go -->\\s*```go\\n(.*?)```")
 
-// Issue 6 acceptance: a plugin built from docs/plugins.md alone, in a
+// A plugin built from docs/plugins.md alone, in a
 // temporary module outside the repository (replace → the checkout), is
 // found on the plugin path and gates a real deploy.
-func TestIssue6_PluginFromDocsWorks(t *testing.T) {
+func TestProbePlugin_PluginFromDocsWorks(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "plugins.md"))
+	doc, err := os.ReadFile(filepath.Join(fixture.RepoRoot(), "docs", "plugins.md"))
 	require.NoError(t, err)
 	m := docExampleRE.FindSubmatch(doc)
 	require.NotNil(t, m, "docs/plugins.md has the marked complete example")
 
 	mod := t.TempDir()
-	writeFile(t, filepath.Join(mod, "main.go"), string(m[1]))
-	writeFile(t, filepath.Join(mod, "go.mod"), fmt.Sprintf(
-		"module example.com/bodymatch\n\ngo 1.26\n\nrequire github.com/gordon-deploy/docker-gordon v0.0.0\n\nreplace github.com/gordon-deploy/docker-gordon => %s\n", repoRoot))
-	sum, err := os.ReadFile(filepath.Join(repoRoot, "go.sum"))
+	fixture.WriteFile(t, filepath.Join(mod, "main.go"), string(m[1]))
+	fixture.WriteFile(t, filepath.Join(mod, "go.mod"), fmt.Sprintf(
+		"module example.com/bodymatch\n\ngo 1.26\n\nrequire github.com/gordon-deploy/docker-gordon v0.0.0\n\nreplace github.com/gordon-deploy/docker-gordon => %s\n", fixture.RepoRoot()))
+	sum, err := os.ReadFile(filepath.Join(fixture.RepoRoot(), "go.sum"))
 	require.NoError(t, err)
-	writeFile(t, filepath.Join(mod, "go.sum"), string(sum))
+	fixture.WriteFile(t, filepath.Join(mod, "go.sum"), string(sum))
 	plugins := t.TempDir()
 	cmd := exec.Command("go", "build", "-o", filepath.Join(plugins, "gordon-probe-bodymatch"), ".")
 	cmd.Dir = mod
@@ -294,28 +287,25 @@ func TestIssue6_PluginFromDocsWorks(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "build the docs example: %s", out)
 
-	state := t.TempDir()
-	app := "e2edocprobe"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, pluginManifest(app, v1, "doc.test", "bodymatch", "path = \"/healthz\"\ncontains = \"ok\"", "20s", "READY_AFTER=2s"))
-	op, r := deployJSON(t, state, file, "--plugin-dir", plugins)
+	a := fixture.NewApp(t, "e2edocprobe")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
+	fixture.WriteFile(t, file, pluginManifest(app, v1, "doc.test", "bodymatch", "path = \"/healthz\"\ncontains = \"ok\"", "20s", "READY_AFTER=2s"))
+	op, r := fixture.DeployJSON(t, state, file, "--plugin-dir", plugins)
 	require.Equal(t, 0, r.Code, r.String())
 	require.Equal(t, "success", op.Outcome)
 	require.GreaterOrEqual(t, probePhase(t, r.Stdout, "service.web.replace"), 1500*time.Millisecond,
 		"readiness waited for /healthz to contain ok (2 s after start)")
-	code, body, err := edge.get("doc.test", "/")
+	code, body, err := edge.Get("doc.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	require.Equal(t, "v1", versionOf(body))
 
 	// A config the plugin rejects fails the deploy and keeps the old one.
-	before := managed(t, app, "web")
-	writeFile(t, file, pluginManifest(app, v1, "doc.test", "bodymatch", "path = \"healthz\"", "5s", "X=1"))
-	r = gordon(t, state, "deploy", "--plugin-dir", plugins, "-f", file)
+	before := fixture.Managed(t, app, "web")
+	fixture.WriteFile(t, file, pluginManifest(app, v1, "doc.test", "bodymatch", "path = \"healthz\"", "5s", "X=1"))
+	r = fixture.Gordon(t, state, "deploy", "--plugin-dir", plugins, "-f", file)
 	require.Equal(t, 1, r.Code, r.String())
 	require.Contains(t, r.Stderr, "must start with /", r.String())
-	require.Equal(t, before, managed(t, app, "web"))
+	require.Equal(t, before, fixture.Managed(t, app, "web"))
 	requireNoPluginProcess(t, plugins)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -26,48 +27,45 @@ type lifeStatus []struct {
 
 func appLifeStatus(t testing.TB, state, app string) lifeStatus {
 	t.Helper()
-	r := gordon(t, state, "status", app, "--format", "json")
+	r := fixture.Gordon(t, state, "status", app, "--format", "json")
 	require.Equal(t, 0, r.Code, r.String())
 	var st lifeStatus
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st), r.String())
 	return st
 }
 
-// Issue 4 acceptance (R41): a container removed behind our back is
+// R41: a container removed behind our back is
 // withdrawn from routing within one pass and reported; start rebuilds it
 // from the pinned digest.
 func TestR41_RemovedBehindOurBackWithdrawnThenRebuilt(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2egone"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, "gone.test", ""))
-	r := gordon(t, state, "deploy", "-f", file)
+	a := fixture.NewApp(t, "e2egone")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
+	fixture.WriteFile(t, file, webManifest(app, v1, "gone.test", ""))
+	r := fixture.Gordon(t, state, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
 	old := appLifeStatus(t, state, app)[0].Services[0].Container
 
 	require.NoError(t, exec.Command("docker", "rm", "-f", old).Run())
-	r = gordon(t, state, "reconcile", app)
+	r = fixture.Gordon(t, state, "reconcile", app)
 	require.Equal(t, 1, r.Code, "the pass reports the gone container: %s", r.String())
 	require.Contains(t, r.Stdout+r.Stderr, old[:12])
-	code, _, err := edge.get("gone.test", "/")
+	code, _, err := edge.Get("gone.test", "/")
 	require.NoError(t, err)
 	require.NotEqual(t, 200, code, "withdrawn from routing")
 
-	r = gordon(t, state, "start", app)
+	r = fixture.Gordon(t, state, "start", app)
 	require.Equal(t, 0, r.Code, r.String())
 	st := appLifeStatus(t, state, app)
 	require.NotEqual(t, old, st[0].Services[0].Container, "rebuilt as a new container")
 	require.Equal(t, "running", st[0].Services[0].State)
-	code, body, err := edge.get("gone.test", "/")
+	code, body, err := edge.Get("gone.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
 	require.Equal(t, "v1", versionOf(body), "rebuilt from the pinned image")
 }
 
-// Issue 4 acceptance (R57): the Docker engine restarted mid-life;
+// R57: the Docker engine restarted mid-life;
 // `reconcile --boot` brings every running app back, verified and routed,
 // and leaves stopped apps stopped. It restarts dockerd, so it runs only in
 // CI (CI=true) or with GORDON_E2E_RESTART_ENGINE=1, and only when dockerd
@@ -81,23 +79,23 @@ func TestR57_EngineRestartBootBringsAppsBack(t *testing.T) {
 	}
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	state := t.TempDir()
-	edge := startEdge(t, state)
+	edge := fixture.StartEdge(t, state)
 	for _, app := range []string{"e2eboota", "e2ebootb"} {
-		cleanupApp(t, app)
+		fixture.CleanupApp(t, app)
 		file := filepath.Join(t.TempDir(), app+".toml")
-		writeFile(t, file, webManifest(app, v1, app+".test", ""))
-		r := gordon(t, state, "deploy", "-f", file)
+		fixture.WriteFile(t, file, webManifest(app, v1, app+".test", ""))
+		r := fixture.Gordon(t, state, "deploy", "-f", file)
 		require.Equal(t, 0, r.Code, r.String())
 	}
-	r := gordon(t, state, "stop", "e2ebootb")
+	r := fixture.Gordon(t, state, "stop", "e2ebootb")
 	require.Equal(t, 0, r.Code, r.String())
 
 	restartDockerd(t)
 
-	r = gordon(t, state, "reconcile", "--boot")
+	r = fixture.Gordon(t, state, "reconcile", "--boot")
 	require.Equal(t, 0, r.Code, r.String())
 	require.Equal(t, "running", appLifeStatus(t, state, "e2eboota")[0].Services[0].State)
-	code, _, err := edge.get("e2eboota.test", "/")
+	code, _, err := edge.Get("e2eboota.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, "the running app is back and routed")
 	stB := appLifeStatus(t, state, "e2ebootb")[0]
@@ -120,7 +118,7 @@ func restartDockerd(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	cmd := exec.Command(filepath.Join(repoRoot, ".ci", "ensure-docker"))
+	cmd := exec.Command(filepath.Join(fixture.RepoRoot(), ".ci", "ensure-docker"))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Run())
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -46,7 +47,7 @@ func startEngine2(t *testing.T) *engine2 {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "g2e-")
 	require.NoError(t, err)
-	e := &engine2{Dir: dir, Sock: filepath.Join(dir, "d.sock"), TCP: "tcp://" + freeAddr(t), StateDir: filepath.Join(dir, "state"),
+	e := &engine2{Dir: dir, Sock: filepath.Join(dir, "d.sock"), TCP: "tcp://" + fixture.FreeAddr(t), StateDir: filepath.Join(dir, "state"),
 		Context: "gordon-e2e-" + filepath.Base(dir)}
 	logf, err := os.Create(filepath.Join(dir, "dockerd.log"))
 	require.NoError(t, err)
@@ -76,17 +77,17 @@ func startEngine2(t *testing.T) *engine2 {
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("second engine did not answer on %s within 30s:\n%s", e.TCP, lastLines(string(b), 30))
+			t.Fatalf("second engine did not answer on %s within 30s:\n%s", e.TCP, fixture.LastLines(string(b), 30))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	out, err := exec.Command("docker", "--config", dockerConfig, "context", "create", e.Context, "--docker", "host="+e.TCP).CombinedOutput()
+	out, err := exec.Command("docker", "--config", fixture.DockerConfig(), "context", "create", e.Context, "--docker", "host="+e.TCP).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return e
 }
 
 func (e *engine2) stop(t *testing.T) {
-	_ = exec.Command("docker", "--config", dockerConfig, "context", "rm", "-f", e.Context).Run()
+	_ = exec.Command("docker", "--config", fixture.DockerConfig(), "context", "rm", "-f", e.Context).Run()
 	if ids, _ := e.docker("ps", "-aq"); ids != "" {
 		_, _ = e.docker(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
 	}
@@ -102,7 +103,7 @@ func (e *engine2) stop(t *testing.T) {
 	}
 	if t.Failed() {
 		b, _ := os.ReadFile(filepath.Join(e.Dir, "dockerd.log"))
-		t.Logf("second engine log:\n%s", lastLines(string(b), 20))
+		t.Logf("second engine log:\n%s", fixture.LastLines(string(b), 20))
 	}
 	// The daemon leaves its default network namespace mounted.
 	_ = syscall.Unmount(filepath.Join(e.Dir, "exec", "netns", "default"), syscall.MNT_DETACH)
@@ -127,21 +128,21 @@ func (e *engine2) managed(t testing.TB, app string) []string {
 // own state directory set (it must stay free of app state).
 func remoteCmd(ctx context.Context, dockerCtx, clientState string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	cmd := exec.CommandContext(ctx, "docker", append([]string{"--context", dockerCtx, "gordon"}, args...)...)
-	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig, "GORDON_STATE_DIR="+clientState, "PATH="+binDir+":"+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+fixture.DockerConfig(), "GORDON_STATE_DIR="+clientState, "PATH="+fixture.BinDir()+":"+os.Getenv("PATH"))
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd, &so, &se
 }
 
-func remote(t testing.TB, dockerCtx, clientState string, args ...string) result {
+func remote(t testing.TB, dockerCtx, clientState string, args ...string) fixture.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd, so, se := remoteCmd(ctx, dockerCtx, clientState, args...)
 	t0 := time.Now()
 	err := cmd.Run()
-	r := result{Stdout: so.String(), Stderr: se.String(), Elapsed: time.Since(t0)}
+	r := fixture.Result{Stdout: so.String(), Stderr: se.String(), Elapsed: time.Since(t0)}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -166,15 +167,15 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	e := startEngine2(t)
 	client := t.TempDir()
 	app, host := "e2eremote", "remote.test"
-	cleanupApp(t, app)
-	httpAddr, adminAddr := freeAddr(t), freeAddr(t)
+	fixture.CleanupApp(t, app)
+	httpAddr, adminAddr := fixture.FreeAddr(t), fixture.FreeAddr(t)
 
 	r := remote(t, e.Context, client, "--state-dir", client, "status")
 	require.Equal(t, 1, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "lives on that engine's machine")
 
 	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, host, ""))
+	fixture.WriteFile(t, file, webManifest(app, v1, host, ""))
 	r = remote(t, e.Context, client, "deploy", "-f", file)
 	require.Equal(t, 1, r.Code, r.String())
 	assert.Contains(t, r.Stderr, v1)
@@ -200,10 +201,10 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	t.Logf("first remote deploy with --copy-images: %s\n%s", time.Since(t0).Round(time.Millisecond), r.Stderr)
 	require.Len(t, e.managed(t, app), 1, "the app runs on the second engine")
-	assert.Empty(t, managed(t, app, ""), "and not on the local engine")
+	assert.Empty(t, fixture.Managed(t, app, ""), "and not on the local engine")
 
-	edge := &edgeProc{HTTPAddr: httpAddr}
-	code, body, err := edge.get(host, "/")
+	edge := &fixture.Edge{HTTPAddr: httpAddr}
+	code, body, err := edge.Get(host, "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
 	assert.Equal(t, "v1", versionOf(body))
@@ -221,7 +222,7 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st), r.Stdout)
 	require.Len(t, st, 1)
 	assert.Equal(t, app, st[0].App)
-	lr := gordon(t, client, "status", "--format", "json")
+	lr := fixture.Gordon(t, client, "status", "--format", "json")
 	require.Equal(t, 0, lr.Code, lr.String())
 	assert.NotContains(t, lr.Stdout, app, "the local engine's status does not show the remote app")
 
@@ -230,7 +231,7 @@ func TestRemote_DeployThroughContextWithCopyImages(t *testing.T) {
 	// the converted manifest there and stores the secret there.
 	cdir := t.TempDir()
 	capp := "e2eremotec"
-	writeFile(t, filepath.Join(cdir, "compose.yaml"), fmt.Sprintf(`name: %s
+	fixture.WriteFile(t, filepath.Join(cdir, "compose.yaml"), fmt.Sprintf(`name: %s
 services:
   web:
     image: %s
@@ -248,9 +249,9 @@ secrets:
   api_key:
     file: ./api_key.txt
 `, capp, v1))
-	writeFile(t, filepath.Join(cdir, "compose.override.yaml"), "services:\n  web:\n    environment:\n      GREETING: ${GREETING}\n")
-	writeFile(t, filepath.Join(cdir, "prod.env"), "GREETING=from-env-file\n")
-	writeFile(t, filepath.Join(cdir, "api_key.txt"), "compose-k3y")
+	fixture.WriteFile(t, filepath.Join(cdir, "compose.override.yaml"), "services:\n  web:\n    environment:\n      GREETING: ${GREETING}\n")
+	fixture.WriteFile(t, filepath.Join(cdir, "prod.env"), "GREETING=from-env-file\n")
+	fixture.WriteFile(t, filepath.Join(cdir, "api_key.txt"), "compose-k3y")
 	cargs := []string{"-f", filepath.Join(cdir, "compose.yaml"), "-f", filepath.Join(cdir, "compose.override.yaml"), "--env-file", filepath.Join(cdir, "prod.env")}
 	r = remote(t, e.Context, client, append([]string{"validate"}, cargs...)...)
 	require.Equal(t, 0, r.Code, r.String())
@@ -264,7 +265,7 @@ secrets:
 	assert.Contains(t, r.Stderr, "secret api_key of web stored from compose (11 bytes)")
 	assert.NotContains(t, r.Stderr+r.Stdout, "compose-k3y")
 	require.Len(t, e.managed(t, capp), 1, "the compose app runs on the second engine")
-	code, body, err = edge.get("remotec.test", "/")
+	code, body, err = edge.Get("remotec.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
 	assert.True(t, strings.HasPrefix(body, "from-env-file: version=v1"), "the override's value from the env file: %q", body)
@@ -298,13 +299,13 @@ secrets:
 	assert.Regexp(t, `probe\s+exec\s+/tmp/gordon-in/plugins/gordon-probe-exec\s+1\s+ok`, r.Stdout)
 
 	// Redeploys under load, then a Ctrl-C'd one and reconcile.
-	load := startLoad("http://"+httpAddr+"/", host, 4, instanceOf)
+	load := fixture.StartLoad(t, "http://"+httpAddr+"/", host, 4, instanceOf)
 	for _, img := range []string{v2, v1} {
-		writeFile(t, file, webManifest(app, img, host, ""))
+		fixture.WriteFile(t, file, webManifest(app, img, host, ""))
 		r = remote(t, e.Context, client, "deploy", "-f", file, "--copy-images")
 		require.Equal(t, 0, r.Code, r.String())
 	}
-	writeFile(t, file, webManifest(app, v2, host, "[services.web.env]\nREADY_AFTER = \"5s\"\n"))
+	fixture.WriteFile(t, file, webManifest(app, v2, host, "[services.web.env]\nREADY_AFTER = \"5s\"\n"))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd, so, se := remoteCmd(ctx, e.Context, client, "deploy", "-f", file)
@@ -328,7 +329,7 @@ secrets:
 
 	// A lost connection (the CLI killed outright): the runner's stdin
 	// closes, the remote verb stops and journals its end.
-	writeFile(t, file, webManifest(app, v1, host, "[services.web.env]\nREADY_AFTER = \"5s\"\n"))
+	fixture.WriteFile(t, file, webManifest(app, v1, host, "[services.web.env]\nREADY_AFTER = \"5s\"\n"))
 	cmd, _, _ = remoteCmd(ctx, e.Context, client, "deploy", "-f", file)
 	require.NoError(t, cmd.Start())
 	deadline = time.Now().Add(30 * time.Second)
@@ -360,20 +361,20 @@ secrets:
 	time.Sleep(500 * time.Millisecond)
 	stats := load.Stop()
 	t.Logf("load: %s", stats)
-	assert.Zero(t, stats.TransportErrors+stats.Non2xx, "no request lost: %s", stats)
-	assert.Positive(t, stats.Requests)
+	assert.Zero(t, stats.Transport+stats.Non2xx, "no request lost: %s", stats)
+	assert.Positive(t, stats.Answered)
 	require.Eventually(t, func() bool { return len(e.managed(t, app)) == 1 }, 20*time.Second, 200*time.Millisecond, "one container left")
 
 	// What the runner adds (reported, not asserted): the same unchanged
 	// deploy and status, through the context (runner) and through the
 	// engine's unix socket with the same state directory (local).
-	viaSocket := func(args ...string) result {
+	viaSocket := func(args ...string) fixture.Result {
 		cmd := exec.Command("docker", append([]string{"gordon", "--state-dir", e.StateDir}, args...)...)
-		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig, "DOCKER_HOST=unix://"+e.Sock, "PATH="+binDir+":"+os.Getenv("PATH"))
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+fixture.DockerConfig(), "DOCKER_HOST=unix://"+e.Sock, "PATH="+fixture.BinDir()+":"+os.Getenv("PATH"))
 		t0 := time.Now()
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
-		return result{Elapsed: time.Since(t0)}
+		return fixture.Result{Elapsed: time.Since(t0)}
 	}
 	for _, args := range [][]string{{"deploy", "-f", file}, {"status", app}} {
 		var rem, loc []time.Duration
@@ -400,11 +401,11 @@ func startRegistry(t *testing.T) registry {
 		t.Skip("docker-registry not installed (apt-get install docker-registry apache2-utils; .ci/run does)")
 	}
 	dir := t.TempDir()
-	r := registry{Addr: freeAddr(t), User: "deployer", Password: "pw-" + filepath.Base(dir)}
+	r := registry{Addr: fixture.FreeAddr(t), User: "deployer", Password: "pw-" + filepath.Base(dir)}
 	out, err := exec.Command("htpasswd", "-Bbn", r.User, r.Password).Output()
 	require.NoError(t, err)
-	writeFile(t, filepath.Join(dir, "htpasswd"), string(out))
-	writeFile(t, filepath.Join(dir, "config.yml"), fmt.Sprintf(`version: 0.1
+	fixture.WriteFile(t, filepath.Join(dir, "htpasswd"), string(out))
+	fixture.WriteFile(t, filepath.Join(dir, "config.yml"), fmt.Sprintf(`version: 0.1
 storage:
   filesystem:
     rootdirectory: %s/data
@@ -436,11 +437,11 @@ auth:
 // (logout at the end of the test).
 func (r registry) login(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command("docker", "--config", dockerConfig, "login", r.Addr, "-u", r.User, "--password-stdin")
+	cmd := exec.Command("docker", "--config", fixture.DockerConfig(), "login", r.Addr, "-u", r.User, "--password-stdin")
 	cmd.Stdin = strings.NewReader(r.Password)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	t.Cleanup(func() { _ = exec.Command("docker", "--config", dockerConfig, "logout", r.Addr).Run() })
+	t.Cleanup(func() { _ = exec.Command("docker", "--config", fixture.DockerConfig(), "logout", r.Addr).Run() })
 }
 
 // SPEC R13, S26: a private image deploys (here through a remote engine's
@@ -453,7 +454,7 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	e := startEngine2(t)
 	client := t.TempDir()
 	app, host := "e2eprivreg", "privreg.test"
-	cleanupApp(t, app)
+	fixture.CleanupApp(t, app)
 
 	// Push the test image to the registry (login in a private config).
 	private := reg.Addr + "/gordon/httpd:private"
@@ -468,11 +469,11 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	_ = exec.Command("docker", "rmi", private).Run() // the tag only; v1 keeps the image
 
-	httpAddr, adminAddr := freeAddr(t), freeAddr(t)
+	httpAddr, adminAddr := fixture.FreeAddr(t), fixture.FreeAddr(t)
 	r := remote(t, e.Context, client, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
 	require.Equal(t, 0, r.Code, r.String())
 	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, private, host, ""))
+	fixture.WriteFile(t, file, webManifest(app, private, host, ""))
 
 	r = remote(t, e.Context, client, "deploy", "-f", file)
 	require.Equal(t, 1, r.Code, r.String())
@@ -483,7 +484,7 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	reg.login(t)
 	r = remote(t, e.Context, client, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
-	code, body, err := (&edgeProc{HTTPAddr: httpAddr}).get(host, "/")
+	code, body, err := (&fixture.Edge{HTTPAddr: httpAddr}).Get(host, "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
 	assert.Equal(t, "v1", versionOf(body))
@@ -510,18 +511,18 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	// The same pull on the local engine (the runtime plugin resolves the
 	// CLI's credentials itself).
 	local := t.TempDir()
-	startEdge(t, local)
+	fixture.StartEdge(t, local)
 	lapp := app + "local"
-	cleanupApp(t, lapp)
-	writeFile(t, file, webManifest(lapp, private, "local."+host, ""))
+	fixture.CleanupApp(t, lapp)
+	fixture.WriteFile(t, file, webManifest(lapp, private, "local."+host, ""))
 	t.Cleanup(func() { _ = exec.Command("docker", "rmi", private).Run() })
 	require.Error(t, exec.Command("docker", "image", "inspect", private).Run(), "the local engine lacks the private image before the deploy")
-	lr := gordon(t, local, "deploy", "-f", file)
+	lr := fixture.Gordon(t, local, "deploy", "-f", file)
 	require.Equal(t, 0, lr.Code, lr.String())
 	// The pull happens in the checks before the revision is stored (R12),
 	// so it has no progress line of its own: the image is simply there.
 	require.NoError(t, exec.Command("docker", "image", "inspect", private).Run(), "the image was pulled with the CLI's credentials")
-	require.Len(t, managed(t, lapp, "web"), 1)
+	require.Len(t, fixture.Managed(t, lapp, "web"), 1)
 }
 
 // sshEndpoint is a test-owned sshd on a loopback port (its own config, host
@@ -550,7 +551,7 @@ func startSSHD(t *testing.T) sshEndpoint {
 		out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k)).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}
-	addr := freeAddr(t)
+	addr := fixture.FreeAddr(t)
 	_, port, _ := strings.Cut(addr, ":")
 	pub, err := os.ReadFile(filepath.Join(dir, "client.pub"))
 	require.NoError(t, err)
@@ -558,8 +559,8 @@ func startSSHD(t *testing.T) sshEndpoint {
 	hostPub, err := os.ReadFile(filepath.Join(dir, "host.pub"))
 	require.NoError(t, err)
 	hostKey := strings.Join(strings.Fields(string(hostPub))[:2], " ")
-	writeFile(t, filepath.Join(dir, "known_hosts"), fmt.Sprintf("[127.0.0.1]:%s %s\n", port, hostKey))
-	writeFile(t, filepath.Join(dir, "sshd_config"), fmt.Sprintf(`Port %s
+	fixture.WriteFile(t, filepath.Join(dir, "known_hosts"), fmt.Sprintf("[127.0.0.1]:%s %s\n", port, hostKey))
+	fixture.WriteFile(t, filepath.Join(dir, "sshd_config"), fmt.Sprintf(`Port %s
 ListenAddress 127.0.0.1
 HostKey %s/host
 AuthorizedKeysFile %s/authorized_keys
@@ -570,7 +571,7 @@ KbdInteractiveAuthentication no
 StrictModes no
 UsePAM no
 `, port, dir, dir, dir))
-	writeFile(t, filepath.Join(dir, "ssh_config"), fmt.Sprintf(`Host 127.0.0.1
+	fixture.WriteFile(t, filepath.Join(dir, "ssh_config"), fmt.Sprintf(`Host 127.0.0.1
   IdentityFile %s/client
   IdentitiesOnly yes
   UserKnownHostsFile %s/known_hosts
@@ -592,7 +593,7 @@ UsePAM no
 		_ = cmd.Wait()
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
-			t.Logf("sshd log:\n%s", lastLines(string(b), 20))
+			t.Logf("sshd log:\n%s", fixture.LastLines(string(b), 20))
 		}
 	})
 	require.Eventually(t, func() bool {
@@ -614,23 +615,25 @@ func TestRemote_SSHContextDeployAndStatus(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	ep := startSSHD(t)
 	server := t.TempDir()
-	edge := startEdge(t, server)
+	edge := fixture.StartEdge(t, server)
 	client := t.TempDir()
 	app, host := "e2eremotessh", "remotessh.test"
-	cleanupApp(t, app)
+	fixture.CleanupApp(t, app)
 	ctxName := "gordon-e2e-ssh-" + filepath.Base(server)
-	out, err := exec.Command("docker", "--config", dockerConfig, "context", "create", ctxName, "--docker", "host="+ep.Host).CombinedOutput()
+	out, err := exec.Command("docker", "--config", fixture.DockerConfig(), "context", "create", ctxName, "--docker", "host="+ep.Host).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	t.Cleanup(func() { _ = exec.Command("docker", "--config", dockerConfig, "context", "rm", "-f", ctxName).Run() })
+	t.Cleanup(func() {
+		_ = exec.Command("docker", "--config", fixture.DockerConfig(), "context", "rm", "-f", ctxName).Run()
+	})
 
-	run := func(args ...string) result {
+	run := func(args ...string) fixture.Result {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd, so, se := remoteCmd(ctx, ctxName, client, args...)
-		cmd.Env = append(cmd.Env, "PATH="+ep.PathDir+":"+binDir+":"+os.Getenv("PATH"), "GORDON_REMOTE_STATE_DIR="+server)
+		cmd.Env = append(cmd.Env, "PATH="+ep.PathDir+":"+fixture.BinDir()+":"+os.Getenv("PATH"), "GORDON_REMOTE_STATE_DIR="+server)
 		t0 := time.Now()
 		err := cmd.Run()
-		r := result{Stdout: so.String(), Stderr: se.String(), Elapsed: time.Since(t0)}
+		r := fixture.Result{Stdout: so.String(), Stderr: se.String(), Elapsed: time.Since(t0)}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			r.Code = ee.ExitCode()
@@ -640,13 +643,13 @@ func TestRemote_SSHContextDeployAndStatus(t *testing.T) {
 		return r
 	}
 	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, webManifest(app, v1, host, ""))
+	fixture.WriteFile(t, file, webManifest(app, v1, host, ""))
 	r := run("deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
 	first, _, _ := strings.Cut(r.Stderr, "\n")
 	assert.Equal(t, fmt.Sprintf("engine: context %s (%s, remote)", ctxName, ep.Host), first)
 	t.Logf("ssh deploy: %s", r.Elapsed.Round(time.Millisecond))
-	code, body, err := edge.get(host, "/")
+	code, body, err := edge.Get(host, "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
 
@@ -661,7 +664,7 @@ func TestRemote_SSHContextDeployAndStatus(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st), r.Stdout)
 	require.Len(t, st, 1)
 	require.Len(t, st[0].Services, 1)
-	assert.Equal(t, managed(t, app, "web"), []string{st[0].Services[0].Container})
+	assert.Equal(t, fixture.Managed(t, app, "web"), []string{st[0].Services[0].Container})
 	_, err = os.Stat(filepath.Join(server, "apps", app, "active.json"))
 	assert.NoError(t, err, "the journal is in the server's state directory")
 	_, err = os.Stat(filepath.Join(client, "apps"))

@@ -25,9 +25,9 @@ func request(container, config string) core.ProbeRequest {
 	}
 }
 
-// Issue 6 item 1: ValidateConfig requires command and rejects unknown keys
+// ValidateConfig requires command and rejects unknown keys
 // and wrong types with clear messages (through the wire).
-func TestIssue6_ExecValidateConfig(t *testing.T) {
+func TestExecProbe_ValidateConfig(t *testing.T) {
 	p := sdktest.ServeProbe(t, New())
 	ctx := context.Background()
 	for _, ok := range []string{`{"command":["/check"]}`, `{"command":["/check","-x"],"user":"1000"}`} {
@@ -62,13 +62,13 @@ func TestR32_3_ExecCallerCancelReturned(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-func TestIssue6_ExecInvalidConfigIsAnError(t *testing.T) {
+func TestExecProbe_InvalidConfigIsAnError(t *testing.T) {
 	_, err := New().Check(context.Background(), request("c-new", `{"command":[]}`))
 	require.ErrorIs(t, err, core.ErrInvalid)
 }
 
 // The capture keeps the first MaxDetail bytes and marks truncation.
-func TestIssue6_ExecOutputTruncated(t *testing.T) {
+func TestExecProbe_OutputTruncated(t *testing.T) {
 	c := &capped{max: 8}
 	_, _ = c.Write([]byte("0123456"))
 	_, _ = c.Write([]byte("789abc"))
@@ -93,10 +93,10 @@ func runGRPCD(t *testing.T, env ...string) string {
 	return id
 }
 
-// Issue 6: against a real container, exit 0 is ready and anything else is
+// Against a real container, exit 0 is ready and anything else is
 // not ready with the command's output in Detail; the workload becomes
 // SERVING after 2 s, so an early attempt fails and a later one passes.
-func TestIssue6_ExecReadyOnExitZero(t *testing.T) {
+func TestExecProbe_ReadyOnExitZero(t *testing.T) {
 	id := runGRPCD(t, "SERVING_AFTER=2s")
 	p := sdktest.ServeProbe(t, New())
 	ctx := context.Background()

@@ -53,8 +53,8 @@ func TestProbeSuite_GRPC(t *testing.T) {
 	sdktest.ProbeSuite(t, func(t *testing.T) core.Prober { return sdktest.ServeProbe(t, New()) })
 }
 
-// Issue 6: ready iff the health answer is SERVING; one attempt per Check.
-func TestIssue6_GRPCReadyOnlyWhenServing(t *testing.T) {
+// Ready iff the health answer is SERVING; one attempt per Check.
+func TestGRPCProbe_ReadyOnlyWhenServing(t *testing.T) {
 	addr, hs := healthServer(t)
 	p := sdktest.ServeProbe(t, New())
 	ctx := context.Background()
@@ -72,9 +72,9 @@ func TestIssue6_GRPCReadyOnlyWhenServing(t *testing.T) {
 	assert.Contains(t, res.Detail, "SERVING")
 }
 
-// Issue 6: config.service selects the health service; an unknown one is
+// config.service selects the health service; an unknown one is
 // not ready with the server's answer as detail.
-func TestIssue6_GRPCNamedService(t *testing.T) {
+func TestGRPCProbe_NamedService(t *testing.T) {
 	addr, hs := healthServer(t)
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus("blog.Posts", healthpb.HealthCheckResponse_SERVING)
@@ -124,9 +124,9 @@ func TestR32_3_GRPCCallerCancelReturned(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-// Issue 6 item 1: ValidateConfig rejects unknown keys and wrong types with
+// ValidateConfig rejects unknown keys and wrong types with
 // clear messages, and accepts the documented shapes.
-func TestIssue6_GRPCValidateConfig(t *testing.T) {
+func TestGRPCProbe_ValidateConfig(t *testing.T) {
 	p := sdktest.ServeProbe(t, New())
 	ctx := context.Background()
 	for _, ok := range []string{"", "null", "{}", `{"service":""}`, `{"service":"blog.Posts"}`} {
@@ -158,9 +158,9 @@ func TestR30_GRPCWithoutAddressIsInvalid(t *testing.T) {
 	require.ErrorIs(t, err, core.ErrInvalid)
 }
 
-// Issue 6: the built binary runs as a real go-plugin subprocess found on
+// The built binary runs as a real go-plugin subprocess found on
 // the plugin path, and Describe/Check cross the process boundary.
-func TestIssue6_GRPCAsSubprocess(t *testing.T) {
+func TestGRPCProbe_RunsAsSubprocess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the plugin binary")
 	}

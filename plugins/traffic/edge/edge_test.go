@@ -113,7 +113,7 @@ func TestDecision11_ApplyReturnsAppliedGeneration(t *testing.T) {
 	assert.Equal(t, uint64(2), tbl.Generation)
 }
 
-// Issue 7 (switch cost): Apply pokes the edge (POST /reload) right after
+// Switch cost: Apply pokes the edge (POST /reload) right after
 // writing the table, so the switch does not wait for the edge's next poll.
 func TestDecision11_ApplyDoesNotWaitForEdgePoll(t *testing.T) {
 	dir := t.TempDir()

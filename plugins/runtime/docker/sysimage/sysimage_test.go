@@ -69,7 +69,7 @@ func removeImage(t *testing.T, ref string) {
 	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", ref).Run() })
 }
 
-// TestBuild_FromScratchImageRunsBinaryWithTmp covers issue 4 item 4: the
+// TestBuild_FromScratchImageRunsBinaryWithTmp: the
 // image is built locally FROM scratch from a static binary (no registry),
 // the single binary is the entrypoint, /tmp exists with mode 1777, labels
 // are applied, and a second Build finds the tag and builds nothing.

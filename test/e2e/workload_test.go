@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -81,45 +82,40 @@ path = "/data"
 
 func TestImageVolume_UnmappedVolumeIsRefusedWithThePathAndNothingChanges(t *testing.T) {
 	img := testimages.Require(t, "", "voldb")["voldb"]
-	state := t.TempDir()
-	app := "e2eunmapped"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, voldbManifest(app, img, freeAddr(t), "1", false))
+	a := fixture.NewApp(t, "e2eunmapped")
+	state, app, file := a.State, a.Name, a.File
+	fixture.WriteFile(t, file, voldbManifest(app, img, fixture.FreeAddr(t), "1", false))
 	want := "[[services.db.volume]]\nname = \"data\"\npath = \"/data\"\n"
 
-	r := gordon(t, state, "validate", "-f", file)
+	r := fixture.Gordon(t, state, "validate", "-f", file)
 	require.Equal(t, 1, r.Code, r.String())
 	require.Contains(t, r.Stderr, "declares VOLUME /data")
 	require.Contains(t, r.Stderr, want, "the exact lines to add")
 
-	r = gordon(t, state, "deploy", "-f", file, "--dry-run")
+	r = fixture.Gordon(t, state, "deploy", "-f", file, "--dry-run")
 	require.Equal(t, 1, r.Code, r.String())
 	require.Contains(t, r.Stderr, "declares VOLUME /data")
 
-	r = gordon(t, state, "deploy", "-f", file)
+	r = fixture.Gordon(t, state, "deploy", "-f", file)
 	require.Equal(t, 1, r.Code, r.String())
 	require.Contains(t, r.Stderr, want)
-	require.Empty(t, managed(t, app, ""), "no container was created")
+	require.Empty(t, fixture.Managed(t, app, ""), "no container was created")
 	out, err := exec.Command("docker", "volume", "ls", "-q", "--filter", "label=dev.gordon.app="+app).Output()
 	require.NoError(t, err)
 	require.Empty(t, strings.TrimSpace(string(out)), "no volume was created")
 	out, err = exec.Command("docker", "network", "ls", "-q", "--filter", "label=dev.gordon.app="+app).Output()
 	require.NoError(t, err)
 	require.Empty(t, strings.TrimSpace(string(out)), "no network was created")
-	r = gordon(t, state, "status", app)
+	r = fixture.Gordon(t, state, "status", app)
 	require.NotEqual(t, 0, r.Code, "no revision was stored: %s", r.String())
 }
 
 func TestImageVolume_MappedVolumeNeverRunsTwoGenerationsAndKeepsItsData(t *testing.T) {
 	img := testimages.Require(t, "", "voldb")["voldb"]
-	state := t.TempDir()
-	app := "e2emapped"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	publish := freeAddr(t)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2emapped")
+	state, app := a.State, a.Name
+	publish := fixture.FreeAddr(t)
+	file := a.File
 
 	// Poll docker ps every 50 ms through every deploy.
 	var mu sync.Mutex
@@ -143,8 +139,8 @@ func TestImageVolume_MappedVolumeNeverRunsTwoGenerationsAndKeepsItsData(t *testi
 	}()
 	lastCount := 0
 	for i := 1; i <= 3; i++ {
-		writeFile(t, file, voldbManifest(app, img, publish, fmt.Sprint(i), true))
-		op, r := deployJSON(t, state, file)
+		fixture.WriteFile(t, file, voldbManifest(app, img, publish, fmt.Sprint(i), true))
+		op, r := fixture.DeployJSON(t, state, file)
 		require.Equal(t, 0, r.Code, "deploy %d: %s", i, r.String())
 		require.Equal(t, "success", op.Outcome)
 		// Implicit TCP readiness (R29): ready means accepting, at once.
@@ -162,7 +158,7 @@ func TestImageVolume_MappedVolumeNeverRunsTwoGenerationsAndKeepsItsData(t *testi
 	require.Greater(t, polls, 20)
 	require.Equal(t, 1, maxRunning, "two generations of a service with an image VOLUME never run together")
 
-	ids := managed(t, app, "db")
+	ids := fixture.Managed(t, app, "db")
 	require.Len(t, ids, 1)
 	ins := inspectJSON(t, ids[0])
 	for _, m := range field(ins, "Mounts").([]any) {
@@ -193,25 +189,22 @@ host = %q
 
 func TestStopSignal_EachGenerationIsStoppedWithItsOwnSignal(t *testing.T) {
 	img := testimages.Require(t, "", "sigd")["sigd"]
-	state := t.TempDir()
-	app := "e2esignal"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2esignal")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
 	deploy := func(signal, gen string) time.Duration {
 		t.Helper()
-		writeFile(t, file, sigdManifest(app, img, "signal.test", signal, gen))
-		op, r := deployJSON(t, state, file)
+		fixture.WriteFile(t, file, sigdManifest(app, img, "signal.test", signal, gen))
+		op, r := fixture.DeployJSON(t, state, file)
 		require.Equal(t, 0, r.Code, r.String())
 		require.Equal(t, "success", op.Outcome)
-		code, _, err := edge.get("signal.test", "/")
+		code, _, err := edge.Get("signal.test", "/")
 		require.NoError(t, err)
 		require.Equal(t, 200, code)
 		return r.Elapsed
 	}
 	// The app exits only on SIGINT.
 	deploy(`stop_signal = "SIGINT"`, "1")
-	ids := managed(t, app, "web")
+	ids := fixture.Managed(t, app, "web")
 	require.Len(t, ids, 1)
 	require.Equal(t, "SIGINT", field(inspectJSON(t, ids[0]), "Config", "StopSignal"))
 	// Generation 2 has no stop_signal (SIGTERM, ignored by the app); it
@@ -227,11 +220,8 @@ func TestStopSignal_EachGenerationIsStoppedWithItsOwnSignal(t *testing.T) {
 
 func TestHealthcheck_AlwaysUnhealthyImageFailsTheDeployAndTheOldGenerationKeepsServing(t *testing.T) {
 	img := testimages.Require(t, "", "sigd")["sigd"]
-	state := t.TempDir()
-	app := "e2eunhealthy"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2eunhealthy")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
 	manifest := func(env string) string {
 		return fmt.Sprintf(`name = %q
 [services.web]
@@ -245,40 +235,35 @@ port = 8080
 host = "unhealthy.test"
 `, app, img, env)
 	}
-	writeFile(t, file, manifest(""))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	before := managed(t, app, "web")
+	a.MustDeploy(manifest(""))
+	before := fixture.Managed(t, app, "web")
 	require.Len(t, before, 1)
 	require.Equal(t, "healthy", field(inspectJSON(t, before[0]), "State", "Health", "Status"), "implicit docker readiness waited for healthy")
-	_, body, err := edge.get("unhealthy.test", "/")
+	_, body, err := edge.Get("unhealthy.test", "/")
 	require.NoError(t, err)
 	oldInstance := instanceOf([]byte(body))
 
 	// The image's HEALTHCHECK now always fails.
-	writeFile(t, file, manifest(`HEALTH = "fail"`))
+	fixture.WriteFile(t, file, manifest(`HEALTH = "fail"`))
 	t0 := time.Now()
-	op, r := deployJSON(t, state, file)
+	op, r := fixture.DeployJSON(t, state, file)
 	require.Equal(t, 1, r.Code, r.String())
 	require.Equal(t, "failed", op.Outcome)
 	require.Less(t, time.Since(t0), 25*time.Second, "fails on unhealthy, not after the 30 s budget")
 	require.Contains(t, r.Stdout+r.Stderr, "became unhealthy")
 	require.Contains(t, r.Stdout+r.Stderr, "unhealthy on purpose", "the last health log output is in the report")
-	code, body, err := edge.get("unhealthy.test", "/")
+	code, body, err := edge.Get("unhealthy.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	require.Equal(t, oldInstance, instanceOf([]byte(body)), "the old generation keeps serving")
-	require.Equal(t, before, managed(t, app, "web"), "the failed candidate is gone")
+	require.Equal(t, before, fixture.Managed(t, app, "web"), "the failed candidate is gone")
 }
 
 func TestContainerKeys_AreVisibleInDockerInspect(t *testing.T) {
 	img := testimages.Require(t, "", "sigd")["sigd"]
-	state := t.TempDir()
-	app := "e2ekeys"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, fmt.Sprintf(`name = %q
+	a := fixture.NewApp(t, "e2ekeys")
+	state, app, edge, file := a.State, a.Name, a.Edge, a.File
+	fixture.WriteFile(t, file, fmt.Sprintf(`name = %q
 [services.web]
 image = %q
 entrypoint = ["/sigd"]
@@ -314,12 +299,12 @@ start_period = "1s"
 port = 8080
 host = "keys.test"
 `, app, img))
-	_, r := deployJSON(t, state, file)
+	_, r := fixture.DeployJSON(t, state, file)
 	require.Equal(t, 0, r.Code, r.String())
-	_, body, err := edge.get("keys.test", "/")
+	_, body, err := edge.Get("keys.test", "/")
 	require.NoError(t, err)
 	require.Contains(t, body, "args=serve,--flag", "command replaces CMD, entrypoint runs")
-	ids := managed(t, app, "web")
+	ids := fixture.Managed(t, app, "web")
 	require.Len(t, ids, 1)
 	ins := inspectJSON(t, ids[0])
 	cfg := func(k ...string) any { return field(ins, append([]string{"Config"}, k...)...) }
@@ -356,13 +341,10 @@ host = "keys.test"
 
 func TestDependsOn_DbIsCreatedAndReadyBeforeApi(t *testing.T) {
 	imgs := testimages.Require(t, "", "voldb", "sigd")
-	state := t.TempDir()
-	app := "e2edeps"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2edeps")
+	state, app, file := a.State, a.Name, a.File
 	// "api" sorts before "db": only depends_on puts db first.
-	writeFile(t, file, fmt.Sprintf(`name = %q
+	fixture.WriteFile(t, file, fmt.Sprintf(`name = %q
 [services.api]
 image = %q
 depends_on = ["db"]
@@ -379,9 +361,9 @@ publish = %q
 [[services.db.volume]]
 name = "pgdata"
 path = "/data"
-`, app, imgs["sigd"], imgs["voldb"], freeAddr(t)))
-	events := watchEvents(t, app)
-	_, r := deployJSON(t, state, file)
+`, app, imgs["sigd"], imgs["voldb"], fixture.FreeAddr(t)))
+	events := fixture.WatchEvents(t, app)
+	_, r := fixture.DeployJSON(t, state, file)
 	require.Equal(t, 0, r.Code, r.String())
 	time.Sleep(300 * time.Millisecond)
 	var order []string
@@ -395,17 +377,12 @@ path = "/data"
 
 func TestRestartPolicy_ACrashedGenerationComesBackWithoutReconcile(t *testing.T) {
 	img := testimages.Require(t, "", "sigd")["sigd"]
-	state := t.TempDir()
-	app := "e2ecrash"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, sigdManifest(app, img, "crash.test", `stop_signal = "SIGINT"`, "1"))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	ids := managed(t, app, "web")
+	a := fixture.NewApp(t, "e2ecrash")
+	state, app, edge := a.State, a.Name, a.Edge
+	a.MustDeploy(sigdManifest(app, img, "crash.test", `stop_signal = "SIGINT"`, "1"))
+	ids := fixture.Managed(t, app, "web")
 	require.Len(t, ids, 1)
-	_, _, _ = edge.get("crash.test", "/crash")
+	_, _, _ = edge.Get("crash.test", "/crash")
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		ins := inspectJSON(t, ids[0])
@@ -419,7 +396,7 @@ func TestRestartPolicy_ACrashedGenerationComesBackWithoutReconcile(t *testing.T)
 	require.Equal(t, true, field(ins, "State", "Running"))
 
 	// A stopped app's container stays stopped.
-	r = gordon(t, state, "stop", app)
+	r := fixture.Gordon(t, state, "stop", app)
 	require.Equal(t, 0, r.Code, r.String())
 	time.Sleep(1500 * time.Millisecond)
 	n, err := runningCount(app, "web")
@@ -441,24 +418,24 @@ func TestRestartPolicy_EngineRestartRevivesOnlyServingGenerations(t *testing.T) 
 	}
 	imgs := testimages.Require(t, "", "sigd", "voldb")
 	state := t.TempDir()
-	startEdge(t, state)
+	fixture.StartEdge(t, state)
 	serving, stopped := "e2erpserve", "e2erpstop"
-	cleanupApp(t, serving)
-	cleanupApp(t, stopped)
+	fixture.CleanupApp(t, serving)
+	fixture.CleanupApp(t, stopped)
 	file := filepath.Join(t.TempDir(), "serve.toml")
-	writeFile(t, file, sigdManifest(serving, imgs["sigd"], "rp.test", `stop_signal = "SIGINT"`, "1"))
-	r := gordon(t, state, "deploy", "-f", file)
+	fixture.WriteFile(t, file, sigdManifest(serving, imgs["sigd"], "rp.test", `stop_signal = "SIGINT"`, "1"))
+	r := fixture.Gordon(t, state, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
-	writeFile(t, file, sigdManifest(serving, imgs["sigd"], "rp.test", `stop_signal = "SIGINT"`, "2"))
-	r = gordon(t, state, "deploy", "-f", file)
+	fixture.WriteFile(t, file, sigdManifest(serving, imgs["sigd"], "rp.test", `stop_signal = "SIGINT"`, "2"))
+	r = fixture.Gordon(t, state, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
-	gen2 := managed(t, serving, "web")
+	gen2 := fixture.Managed(t, serving, "web")
 	require.Len(t, gen2, 1)
 	sfile := filepath.Join(t.TempDir(), "stop.toml")
-	writeFile(t, sfile, voldbManifest(stopped, imgs["voldb"], freeAddr(t), "1", true))
-	r = gordon(t, state, "deploy", "-f", sfile)
+	fixture.WriteFile(t, sfile, voldbManifest(stopped, imgs["voldb"], fixture.FreeAddr(t), "1", true))
+	r = fixture.Gordon(t, state, "deploy", "-f", sfile)
 	require.Equal(t, 0, r.Code, r.String())
-	r = gordon(t, state, "stop", stopped)
+	r = fixture.Gordon(t, state, "stop", stopped)
 	require.Equal(t, 0, r.Code, r.String())
 
 	restartDockerd(t)
@@ -469,7 +446,7 @@ func TestRestartPolicy_EngineRestartRevivesOnlyServingGenerations(t *testing.T) 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	require.Equal(t, gen2, managed(t, serving, "web"), "only the serving generation exists")
+	require.Equal(t, gen2, fixture.Managed(t, serving, "web"), "only the serving generation exists")
 	n, err := runningCount(serving, "web")
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the serving generation is back without any reconcile pass")
@@ -480,11 +457,8 @@ func TestRestartPolicy_EngineRestartRevivesOnlyServingGenerations(t *testing.T) 
 
 func TestInternalReadiness_AnInternalOnlyProbeDeploysThroughTheHelper(t *testing.T) {
 	img := testimages.Require(t, "", "httpd")["httpd"]
-	state := t.TempDir()
-	app := "e2einternal"
-	cleanupApp(t, app)
-	startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
+	a := fixture.NewApp(t, "e2einternal")
+	state, app, file := a.State, a.Name, a.File
 	manifest := func(env string) string {
 		return fmt.Sprintf(`name = %q
 [services.api]
@@ -502,21 +476,20 @@ port = 8080
 timeout = "8s"
 `, app, img, env)
 	}
-	writeFile(t, file, manifest(""))
-	op, r := deployJSON(t, state, file)
+	op, r := a.Deploy(manifest(""))
 	require.Equal(t, 0, r.Code, r.String())
 	require.Equal(t, "success", op.Outcome)
-	ids := managed(t, app, "api")
+	ids := fixture.Managed(t, app, "api")
 	require.Len(t, ids, 1, "the helper container is gone, only the service remains")
 	t.Logf("first deploy with an internal-only probe: %s", r.Elapsed)
 	require.Empty(t, field(inspectJSON(t, ids[0]), "HostConfig", "PortBindings"), "the internal port is never published")
 
 	// A never-ready candidate fails through the same helper; the old one stays.
-	writeFile(t, file, manifest(`NEVER_READY = "true"`))
-	_, r = deployJSON(t, state, file)
+	fixture.WriteFile(t, file, manifest(`NEVER_READY = "true"`))
+	_, r = fixture.DeployJSON(t, state, file)
 	require.Equal(t, 1, r.Code, r.String())
 	require.Contains(t, r.Stdout+r.Stderr, "HTTP readiness timeout after 8s")
-	require.Equal(t, ids, managed(t, app, "api"))
+	require.Equal(t, ids, fixture.Managed(t, app, "api"))
 	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=dev.gordon.role=probe-helper", "--filter", "label=dev.gordon.app="+app).Output()
 	require.NoError(t, err)
 	require.Empty(t, strings.TrimSpace(string(out)), "no helper container is left behind")
@@ -524,20 +497,15 @@ timeout = "8s"
 
 func TestR41_UnhealthyServingContainerIsRecoveredAndJournaled(t *testing.T) {
 	img := testimages.Require(t, "", "sigd")["sigd"]
-	state := t.TempDir()
-	app := "e2esick"
-	cleanupApp(t, app)
-	edge := startEdge(t, state)
-	file := filepath.Join(t.TempDir(), "app.toml")
-	writeFile(t, file, sigdManifest(app, img, "sick.test", `stop_signal = "SIGINT"`, "1"))
-	_, r := deployJSON(t, state, file)
-	require.Equal(t, 0, r.Code, r.String())
-	ids := managed(t, app, "web")
+	a := fixture.NewApp(t, "e2esick")
+	state, app, edge := a.State, a.Name, a.Edge
+	a.MustDeploy(sigdManifest(app, img, "sick.test", `stop_signal = "SIGINT"`, "1"))
+	ids := fixture.Managed(t, app, "web")
 	require.Len(t, ids, 1)
-	_, before, err := edge.get("sick.test", "/")
+	_, before, err := edge.Get("sick.test", "/")
 	require.NoError(t, err)
 
-	code, _, err := edge.get("sick.test", "/sick")
+	code, _, err := edge.Get("sick.test", "/sick")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	deadline := time.Now().Add(20 * time.Second)
@@ -546,17 +514,17 @@ func TestR41_UnhealthyServingContainerIsRecoveredAndJournaled(t *testing.T) {
 	}
 	require.Equal(t, "unhealthy", field(inspectJSON(t, ids[0]), "State", "Health", "Status"))
 
-	r = gordon(t, state, "reconcile", app)
+	r := fixture.Gordon(t, state, "reconcile", app)
 	require.Equal(t, 0, r.Code, r.String())
 	require.Contains(t, r.Stdout, "recovered web: unhealthy", r.String())
-	r = gordon(t, state, "status", app)
+	r = fixture.Gordon(t, state, "status", app)
 	require.Equal(t, 0, r.Code, r.String())
 	require.Contains(t, r.Stdout, "web: recovered "+short(ids[0]), r.String())
 	require.Contains(t, r.Stdout, "unhealthy: unhealthy: /healthz answered 503", r.String())
 
-	code, after, err := edge.get("sick.test", "/")
+	code, after, err := edge.Get("sick.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, "served again after the restart")
 	require.NotEqual(t, instanceOf([]byte(before)), instanceOf([]byte(after)), "a new execution of the same container")
-	require.Equal(t, ids, managed(t, app, "web"))
+	require.Equal(t, ids, fixture.Managed(t, app, "web"))
 }

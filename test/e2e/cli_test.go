@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 )
 
-// Issue 2 acceptance: `docker gordon version` works through the docker CLI
+// `docker gordon version` works through the docker CLI
 // and reports the engine it is pointed at.
-func TestFoundation_VersionThroughDockerCLI(t *testing.T) {
+func TestCLI_VersionThroughDockerCLI(t *testing.T) {
 	state := t.TempDir()
-	r := gordon(t, state, "version", "--format", "json")
+	r := fixture.Gordon(t, state, "version", "--format", "json")
 	require.Equal(t, 0, r.Code, r.String())
 	var v struct {
 		Version        string `json:"version"`
@@ -28,16 +30,16 @@ func TestFoundation_VersionThroughDockerCLI(t *testing.T) {
 	require.NotEmpty(t, v.Engine.Version, r.String())
 	require.NotEmpty(t, v.Engine.APIVersion, r.String())
 
-	help := gordon(t, state, "--help")
+	help := fixture.Gordon(t, state, "--help")
 	require.Equal(t, 0, help.Code, help.String())
 	require.Contains(t, help.Stdout, "deploy")
 }
 
-// Issue 2 acceptance: `plugins ls --format json` launches every built-in
+// `plugins ls --format json` launches every built-in
 // backend as a subprocess and each answers Describe.
-func TestFoundation_PluginsListAllBuiltinsOK(t *testing.T) {
+func TestCLI_PluginsListAllBuiltinsOK(t *testing.T) {
 	state := t.TempDir()
-	r := gordon(t, state, "plugins", "ls", "--format", "json")
+	r := fixture.Gordon(t, state, "plugins", "ls", "--format", "json")
 	require.Equal(t, 0, r.Code, r.String())
 	var rows []struct {
 		Kind, Name, Source, Status string
@@ -57,10 +59,10 @@ func TestFoundation_PluginsListAllBuiltinsOK(t *testing.T) {
 }
 
 // Bad input: validate reports every problem with file:line:col and exits 1.
-func TestFoundation_ValidateReportsEveryProblem(t *testing.T) {
+func TestCLI_ValidateReportsEveryProblem(t *testing.T) {
 	state := t.TempDir()
 	path := t.TempDir() + "/bad.toml"
-	writeFile(t, path, `name = "Bad_Name"
+	fixture.WriteFile(t, path, `name = "Bad_Name"
 [services.web]
 image = "x"
 stop_grace = "10m"
@@ -68,7 +70,7 @@ stop_grace = "10m"
 port = 70000
 host = "blog.example.com"
 `)
-	r := gordon(t, state, "validate", "-f", path)
+	r := fixture.Gordon(t, state, "validate", "-f", path)
 	require.Equal(t, 1, r.Code, r.String())
 	out := r.Stdout + r.Stderr
 	for _, key := range []string{"name", "stop_grace", "port"} {
