@@ -77,32 +77,6 @@ func TestIssue5_HostCacheStaleGenerationIsAMiss(t *testing.T) {
 	assert.Equal(t, "*.other.test", r.host)
 }
 
-// Issue 5 item 4: metrics children of a backend are dropped when the
-// registry evicts it.
-func TestIssue5_EvictedBackendSeriesForgotten(t *testing.T) {
-	m := newMetrics()
-	reg := newRegistry(time.Second, nil, nil)
-	reg.metrics = m
-	reg.get("127.0.0.1:1")
-	m.forRoute("app", "web", "127.0.0.1:1").byClass[2].Inc()
-	count := func() int {
-		mfs, err := m.reg.Gather()
-		require.NoError(t, err)
-		n := 0
-		for _, mf := range mfs {
-			if mf.GetName() == "gordon_edge_http_requests_total" {
-				n += len(mf.GetMetric())
-			}
-		}
-		return n
-	}
-	require.Positive(t, count())
-	now := time.Now()
-	reg.retain(map[string]struct{}{}, now)
-	reg.retain(map[string]struct{}{}, now.Add(backendIdleEviction))
-	assert.Zero(t, count())
-}
-
 // Issue 5 item 4: the host cache is cleared at each apply while requests
 // resolve wildcard and unknown hosts concurrently (run with -race); every
 // answer matches the snapshot the resolution ran on.
