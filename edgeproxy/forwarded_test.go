@@ -18,10 +18,10 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 )
 
-// Issue 5 (forwarded headers): from an untrusted peer the incoming chain is
+// From an untrusted peer the incoming chain is
 // replaced; from a trusted proxy it is kept and extended. X-Request-ID is
 // added when absent and kept when present.
-func TestIssue5_ForwardedChainTrustedOnlyFromTrustedProxies(t *testing.T) {
+func TestForwardedChainTrustedOnlyFromTrustedProxies(t *testing.T) {
 	type seen struct{ xff, xfp, xfh, fwd, rid string }
 	got := make(chan seen, 1)
 	be := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
@@ -62,9 +62,9 @@ func TestIssue5_ForwardedChainTrustedOnlyFromTrustedProxies(t *testing.T) {
 	assert.Equal(t, "req-42", s.rid)
 }
 
-// Issue 5: --trusted-proxies parsing (CIDRs and bare IPs; errors name the
+// --trusted-proxies parsing (CIDRs and bare IPs; errors name the
 // entry).
-func TestIssue5_ParseTrustedProxies(t *testing.T) {
+func TestParseTrustedProxies(t *testing.T) {
 	got, err := edgeproxy.ParseTrustedProxies(" 10.0.0.0/8, 192.168.1.7 ,::1,")
 	require.NoError(t, err)
 	assert.Equal(t, []netip.Prefix{
@@ -77,12 +77,12 @@ func TestIssue5_ParseTrustedProxies(t *testing.T) {
 	assert.Contains(t, err.Error(), `"nope"`)
 }
 
-// Issue 5 (forwarded headers, safe on the open internet): the other headers
+// The other headers
 // backends believe about the client (X-Real-Ip, X-Forwarded-Port, ...) are
 // removed from an untrusted peer and kept from a trusted proxy, on every
 // path: the event loop, the goroutine loop and net/http (a request with a
 // body); and a 204 goes out without a Content-Length (RFC 9110 §8.6).
-func TestIssue5_ClientClaimsOnlyFromTrustedProxies(t *testing.T) {
+func TestClientClaimsOnlyFromTrustedProxies(t *testing.T) {
 	got := make(chan string, 1)
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got <- r.Header.Get("X-Real-Ip") + "|" + r.Header.Get("X-Forwarded-Port") + "|" + r.Header.Get("True-Client-Ip") + "|" + r.Header.Get("X-Other")

@@ -20,9 +20,9 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 )
 
-// Issue 5 (HTTP): a WebSocket handshake passes through the edge (101 with
+// A WebSocket handshake passes through the edge (101 with
 // the backend's Sec-WebSocket-Accept) and frames flow both ways.
-func TestIssue5_WebSocketUpgradeThroughEdge(t *testing.T) {
+func TestWebSocketUpgradeThroughEdge(t *testing.T) {
 	e := startEdge(t)
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
@@ -74,9 +74,9 @@ func TestIssue5_WebSocketUpgradeThroughEdge(t *testing.T) {
 	assert.Equal(t, frame, got)
 }
 
-// Issue 5 (HTTP): server-sent events reach the client as the backend
+// Server-sent events reach the client as the backend
 // flushes them, not when the response ends.
-func TestIssue5_SSEFlushedAsSent(t *testing.T) {
+func TestSSEFlushedAsSent(t *testing.T) {
 	e := startEdge(t)
 	release := make(chan struct{})
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -117,10 +117,10 @@ func TestIssue5_SSEFlushedAsSent(t *testing.T) {
 	}
 }
 
-// Issue 5 (HTTP): a request body is streamed to the backend as the client
+// A request body is streamed to the backend as the client
 // sends it (the backend reads the first part before the client sent the
 // rest).
-func TestIssue5_RequestBodyStreamed(t *testing.T) {
+func TestRequestBodyStreamed(t *testing.T) {
 	e := startEdge(t)
 	firstSeen := make(chan struct{})
 	total := make(chan int, 1)
@@ -173,9 +173,9 @@ func TestIssue5_RequestBodyStreamed(t *testing.T) {
 	assert.Equal(t, 100005, <-total)
 }
 
-// Issue 5 (HTTP): a client that trickles its request headers (slowloris)
+// A client that trickles its request headers (slowloris)
 // is cut off after ReadHeaderTimeout.
-func TestIssue5_SlowlorisCutOffByReadHeaderTimeout(t *testing.T) {
+func TestSlowlorisCutOffByReadHeaderTimeout(t *testing.T) {
 	e := startEdge(t, func(c *edgeproxy.Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
 	a := nameBackend(t, "a")
 	e.publish(t, httpTable(1, route("app.test", addrOf(a))))
@@ -223,11 +223,11 @@ type zeroReader struct{}
 
 func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-// Issue 5 (HTTP): there is no write timeout: a large download (2 GiB of
+// There is no write timeout: a large download (2 GiB of
 // zeros streamed by the backend; 256 MiB under the race detector, which
 // makes copying ~10x slower) completes through the edge although it takes
 // far longer than the read header timeout.
-func TestIssue5_LargeDownloadCompletes(t *testing.T) {
+func TestLargeDownloadCompletes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 2 GiB")
 	}
@@ -256,10 +256,10 @@ func TestIssue5_LargeDownloadCompletes(t *testing.T) {
 	assert.Equal(t, size, n)
 }
 
-// Issue 5 (HTTP): a route's response header timeout answers 504 on both the
+// A route's response header timeout answers 504 on both the
 // fast path (GET) and the streaming path (POST with a body), and the page
 // says which error it is and which backend.
-func TestIssue5_RouteResponseHeaderTimeoutIs504(t *testing.T) {
+func TestRouteResponseHeaderTimeoutIs504(t *testing.T) {
 	e := startEdge(t)
 	release := make(chan struct{})
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -296,8 +296,8 @@ func TestIssue5_RouteResponseHeaderTimeoutIs504(t *testing.T) {
 	assert.Less(t, time.Since(start), 2*time.Second)
 }
 
-// Issue 5 (HTTP): per-route timeouts are validated (0..1 h).
-func TestIssue5_RouteTimeoutsValidated(t *testing.T) {
+// Per-route timeouts are validated (0..1 h).
+func TestRouteTimeoutsValidated(t *testing.T) {
 	rt := route("app.test", "127.0.0.1:8080")
 	rt.DialTimeoutMS = -1
 	tbl := httpTable(1, rt)
@@ -312,9 +312,9 @@ func TestIssue5_RouteTimeoutsValidated(t *testing.T) {
 	assert.Equal(t, int64(1500), got.HTTP[0].ResponseHeaderTimeoutMS)
 }
 
-// Issue 5 (HTTP): after a switch, the edge's idle keep-alive connections to
+// After a switch, the edge's idle keep-alive connections to
 // the backend it switched away from are closed.
-func TestIssue5_IdleConnsToRemovedBackendClosedAfterSwitch(t *testing.T) {
+func TestIdleConnsToRemovedBackendClosedAfterSwitch(t *testing.T) {
 	e := startEdge(t)
 	var open atomic.Int64
 	old := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 5 item 4: metrics children of a backend are dropped when the
+// Metrics children of a backend are dropped when the
 // registry evicts it.
-func TestIssue5_EvictedBackendSeriesForgotten(t *testing.T) {
+func TestEvictedBackendSeriesForgotten(t *testing.T) {
 	m := newMetrics()
 	reg := newRegistry(time.Second, nil, nil)
 	reg.metrics = m

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 5 item 4: /metrics on the admin address counts requests by route,
+// /metrics on the admin address counts requests by route,
 // backend and status class, edge-generated errors, unrouted requests, and
 // reports the applied generation and in-flight requests.
-func TestIssue5_MetricsEndpoint(t *testing.T) {
+func TestMetricsEndpointCountsByRouteBackendAndClass(t *testing.T) {
 	e := startEdge(t)
 	a := nameBackend(t, "a")
 	refused := freePort(t)
