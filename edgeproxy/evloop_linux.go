@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Event loops for the public listener (issue 5).
+// Event loops for the public listener.
 //
 // A goroutine per connection on Go's poller costs, per proxied request, a
 // read tried before every wait (one EAGAIN on the backend, one on the

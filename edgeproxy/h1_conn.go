@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// The edge's own HTTP/1.1 connection loop (issue 5).
+// The edge's own HTTP/1.1 connection loop.
 //
 // net/http's server costs a background read goroutine, a cancelable
 // context, a Request with a parsed URL and a Header map, and a

@@ -89,8 +89,8 @@ const (
 // client (its address, the original scheme or port) besides the
 // Forwarded / X-Forwarded-For/-Proto/-Host the edge sets: from a peer
 // outside the trusted proxies they are removed, so a client cannot claim
-// another address (issue 5: "an incoming chain is trusted only from
-// configured trusted proxy CIDRs").
+// another address (an incoming chain is trusted only from the configured
+// trusted proxy CIDRs).
 var clientClaimHeaders = []string{
 	"X-Real-Ip", "X-Forwarded-Port", "X-Forwarded-Ssl", "X-Forwarded-Scheme",
 	"X-Forwarded-Server", "X-Client-Ip", "True-Client-Ip", "X-Cluster-Client-Ip",
@@ -209,7 +209,8 @@ func asciiEqualFold(b []byte, s string) bool {
 }
 
 // parseRequest parses head into req and reports whether the loop serves it
-// (see the package comment at h1.go); false hands the request to net/http.
+// (see the comment at the top of h1_conn.go); false hands the request to
+// net/http.
 func parseRequest(head []byte, req *h1Request) bool {
 	*req = h1Request{headers: req.headers[:0], connNames: req.connNames[:0]}
 	line, rest, ok := cutLine(head)

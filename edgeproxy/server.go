@@ -17,8 +17,8 @@
 // Prometheus text format; POST /reload re-reads the table at once;
 // /debug/pprof/ with Config.Pprof).
 //
-// The HTTP hot path (issue 5): the public listener is served by the edge's
-// own HTTP/1.1 loop (h1.go), which proxies plain bodiless GET/HEAD requests
+// The HTTP hot path: the public listener is served by the edge's
+// own HTTP/1.1 loop (h1_conn.go), which proxies plain bodiless GET/HEAD requests
 // with no allocation per request over a per-backend keep-alive pool
 // (fastTransport) and hands every other connection, at a request boundary,
 // to a net/http server running ServeHTTP (ReverseProxy over the same
@@ -178,7 +178,7 @@ type Server struct {
 	reg     *registry
 	tcp     *tcpRelays
 	udp     *udpRelays
-	// h1 is the public HTTP/1.1 loop (h1.go); set by Run.
+	// h1 is the public HTTP/1.1 loop (h1_conn.go); set by Run.
 	h1 *h1Server
 	// tls is the HTTPS side (tls.go); nil without HTTPSAddr.
 	tls       *tlsEdge
