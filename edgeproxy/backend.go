@@ -113,7 +113,7 @@ func (r *registry) retain(referenced map[string]struct{}, now time.Time) {
 		if b.unreferencedSince == 0 {
 			// Just switched away from: close its idle keep-alive
 			// connections now, and connections of requests still in flight
-			// as they finish (issue 5), so the old container sees no
+			// as they finish, so the old container sees no
 			// lingering connection from the edge.
 			b.unreferencedSince = now.UnixNano()
 			b.transport.retired.Store(true)

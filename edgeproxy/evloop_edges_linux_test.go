@@ -40,7 +40,7 @@ func rawBackend(t *testing.T, serve func(c net.Conn)) string {
 
 // BUG A: pipelined requests that fill the 4 KiB client buffer exactly at a
 // request boundary: the bytes still in the socket are never read (ET).
-func TestIssue5_EventLoopPipelineExactly4KiB(t *testing.T) {
+func TestEventLoopPipelineExactly4KiB(t *testing.T) {
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.URL.Path) })
 	s := loopEdge(t, backend)
 	const fixed = len("GET / HTTP/1.1\r\nHost: app.test\r\n\r\n")
@@ -70,7 +70,7 @@ func TestIssue5_EventLoopPipelineExactly4KiB(t *testing.T) {
 // BUG B: a bare-LF response head whose body holds CRLFCRLF: the loop took
 // the body's CRLFCRLF as the end of the head and waited forever. Both
 // paths read the head by lines.
-func TestIssue5_EventLoopBareLFHeadWithCRLFCRLFInBody(t *testing.T) {
+func TestEventLoopBareLFHeadWithCRLFCRLFInBody(t *testing.T) {
 	for _, loops := range []int{1, -1} {
 		t.Run(fmt.Sprintf("event_loops=%d", loops), func(t *testing.T) { testBareLFHead(t, loops) })
 	}
@@ -102,7 +102,7 @@ func testBareLFHead(t *testing.T, loops int) {
 
 // BUG C: a response of exactly evMaxResponse bytes followed by stray bytes:
 // the connection is pooled with them unread; the next client gets them.
-func TestIssue5_EventLoopExact16KiBThenStrayBytesPooled(t *testing.T) {
+func TestEventLoopExact16KiBThenStrayBytesPooled(t *testing.T) {
 	var calls atomic.Int32
 	backend := rawBackend(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
@@ -140,7 +140,7 @@ func TestIssue5_EventLoopExact16KiBThenStrayBytesPooled(t *testing.T) {
 // A backend that speaks first (its answer arrives with the connect
 // completion, in the same edge-triggered event) is read, not left in the
 // socket with the client waiting forever.
-func TestIssue5_EventLoopBackendAnswersOnAccept(t *testing.T) {
+func TestEventLoopBackendAnswersOnAccept(t *testing.T) {
 	backend := rawBackend(t, func(c net.Conn) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nearly")
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -174,7 +174,7 @@ func TestIssue5_EventLoopBackendAnswersOnAccept(t *testing.T) {
 // A backend that closes every kept-alive connection after one answer: the
 // one retry dials instead of taking another pooled connection that is
 // just as dead, so no client sees a 502 (both paths).
-func TestIssue5_RetryAfterDeadPooledConnectionDials(t *testing.T) {
+func TestRetryAfterDeadPooledConnectionDials(t *testing.T) {
 	for _, loops := range []int{-1, 1} {
 		t.Run(fmt.Sprintf("event_loops=%d", loops), func(t *testing.T) {
 			backend := rawBackend(t, func(c net.Conn) {

@@ -125,7 +125,7 @@ func oddBackend(t *testing.T) (string, func()) {
 }
 
 // Every exit path: counts back to 0, no descriptor or goroutine left.
-func TestIssue5_EventLoopOddRequestsNoLeaks(t *testing.T) {
+func TestEventLoopOddRequestsLeaveNoCountsOrDescriptors(t *testing.T) {
 	runtime.GC()
 	fds0, g0 := countFDs(), runtime.NumGoroutine()
 	backend, stopBackend := oddBackend(t)
@@ -197,7 +197,7 @@ func TestIssue5_EventLoopOddRequestsNoLeaks(t *testing.T) {
 
 // Force shutdown (ShutdownTimeout expires) with one busy request in the
 // loop and one streaming from a goroutine.
-func TestIssue5_EventLoopForceShutdown(t *testing.T) {
+func TestEventLoopForcedShutdownLeavesNothingRunning(t *testing.T) {
 	var started atomic.Int32
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		started.Add(1)
@@ -243,7 +243,7 @@ func TestIssue5_EventLoopForceShutdown(t *testing.T) {
 }
 
 // Graceful: Run returned -> is the loop thread gone?
-func TestIssue5_EventLoopGoneWhenRunReturns(t *testing.T) {
+func TestEventLoopGoneWhenRunReturns(t *testing.T) {
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") })
 	e := startLoopEdgeCfg(t, Config{DialTimeout: time.Second, ShutdownTimeout: time.Second}, route(backend))
 	c, _ := net.Dial("tcp", e.s.HTTPAddr())

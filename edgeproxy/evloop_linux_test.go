@@ -71,7 +71,7 @@ func get(t *testing.T, c net.Conn, br *bufio.Reader, path string) (*http.Respons
 // The common case never leaves the loop: small Content-Length answers on
 // kept-alive connections, forwarded headers as the goroutine path writes
 // them, one backend connection reused.
-func TestIssue5_EventLoopServesSimpleRequestsWhole(t *testing.T) {
+func TestEventLoopServesSimpleRequestsWhole(t *testing.T) {
 	var lastFwd, lastID atomic.Value
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		lastFwd.Store(r.Header.Get("X-Forwarded-For") + "|" + r.Header.Get("X-Forwarded-Host") + "|" + r.Header.Get("Forwarded"))
@@ -101,7 +101,7 @@ func TestIssue5_EventLoopServesSimpleRequestsWhole(t *testing.T) {
 // requests it does not parse (a body, a head in pieces) leave it with
 // every byte read so far; the client gets each answer whole and the
 // connection keeps working.
-func TestIssue5_EventLoopHandsOverWhatItDoesNotServe(t *testing.T) {
+func TestEventLoopHandsOverWhatItDoesNotServe(t *testing.T) {
 	big := strings.Repeat("x", 200<<10)
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -160,7 +160,7 @@ func TestIssue5_EventLoopHandsOverWhatItDoesNotServe(t *testing.T) {
 }
 
 // Pipelined requests are answered in order, from the loop.
-func TestIssue5_EventLoopPipelining(t *testing.T) {
+func TestEventLoopAnswersPipelinedRequestsInOrder(t *testing.T) {
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.URL.Path) })
 	s := loopEdge(t, backend)
 	c, err := net.Dial("tcp", s.HTTPAddr())
@@ -184,7 +184,7 @@ func TestIssue5_EventLoopPipelining(t *testing.T) {
 // A route's response header timeout answers 504 from the loop's sweep; a
 // refused dial 503; a backend that closes kept-alive connections between
 // requests costs no error (retried once on a new connection).
-func TestIssue5_EventLoopBackendFailures(t *testing.T) {
+func TestEventLoopBackendFailuresAnsweredOrRetried(t *testing.T) {
 	t.Run("response header timeout", func(t *testing.T) {
 		release := make(chan struct{})
 		t.Cleanup(func() { close(release) })
@@ -242,7 +242,7 @@ func TestIssue5_EventLoopBackendFailures(t *testing.T) {
 // A client that leaves while its backend works is seen at once: the
 // backend's request is canceled (its connection closed) and the request
 // recorded as 499, not left in flight.
-func TestIssue5_EventLoopClientGoneClosesBackend(t *testing.T) {
+func TestEventLoopClientGoneClosesBackend(t *testing.T) {
 	gone := make(chan struct{})
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -273,7 +273,7 @@ func TestIssue5_EventLoopClientGoneClosesBackend(t *testing.T) {
 
 // An answer the client does not take in one write (its receive buffer is
 // full) is finished by a goroutine; the client gets every byte.
-func TestIssue5_EventLoopSlowClientGetsWholeAnswer(t *testing.T) {
+func TestEventLoopSlowClientGetsWholeAnswer(t *testing.T) {
 	body := strings.Repeat("y", 15<<10)
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) })
 	s := loopEdge(t, backend)
@@ -304,7 +304,7 @@ func TestIssue5_EventLoopSlowClientGetsWholeAnswer(t *testing.T) {
 
 // Shutdown: idle connections are closed, a request in progress is
 // answered (with Connection: close) before the edge stops.
-func TestIssue5_EventLoopShutdownDrains(t *testing.T) {
+func TestEventLoopShutdownClosesIdleAnswersInProgress(t *testing.T) {
 	started := make(chan struct{})
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		close(started)

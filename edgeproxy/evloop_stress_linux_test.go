@@ -21,7 +21,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
-func TestIssue5_EventLoopConcurrent200Mixed(t *testing.T) {
+func TestEventLoopAnswers200ConcurrentClientsMixedRequests(t *testing.T) {
 	body := func(p string, n int) string { return strings.Repeat(p[1:2], n) }
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
@@ -111,7 +111,7 @@ func btoi(b bool) int {
 }
 
 // Route switch: old backend's idle loop connections closed within ~250ms.
-func TestIssue5_EventLoopRouteSwitch(t *testing.T) {
+func TestEventLoopRouteSwitchClosesOldBackendConnections(t *testing.T) {
 	var aClosed atomic.Int32
 	mk := func(name string, closed *atomic.Int32) string {
 		return rawBackend(t, func(c net.Conn) {
@@ -167,7 +167,7 @@ func blackhole(t *testing.T) string {
 	return addr
 }
 
-func TestIssue5_EventLoopDialTimeoutBlackhole(t *testing.T) {
+func TestEventLoopRouteDialTimeoutIs504(t *testing.T) {
 	bh := blackhole(t)
 	e := startLoopEdgeCfg(t, Config{DialTimeout: 5 * time.Second, ShutdownTimeout: time.Second},
 		route(bh, func(rt *routetable.HTTPRoute) { rt.DialTimeoutMS = 300 }))
@@ -184,7 +184,7 @@ func TestIssue5_EventLoopDialTimeoutBlackhole(t *testing.T) {
 	assert.Zero(t, n)
 }
 
-func TestIssue5_EventLoopSegmentedBackendAndLoopStress(t *testing.T) {
+func TestEventLoopRelaysSegmentedBackendAnswersUnderLoad(t *testing.T) {
 	backend := rawBackend(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for {

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// fastTransport is the hot-path http.RoundTripper of one backend (issue 5):
+// fastTransport is the hot-path http.RoundTripper of one backend:
 // bodiless GET and HEAD requests that do not ask for an upgrade are written
 // and their response read synchronously in the calling goroutine over a pool
 // of kept-alive connections, without the reader and writer goroutines (and

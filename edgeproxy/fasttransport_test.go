@@ -31,9 +31,9 @@ func countingBackend(t *testing.T, h http.HandlerFunc, tune func(*http.Server)) 
 	return s, &conns
 }
 
-// Issue 5 (hot path): sequential GETs reuse one kept-alive backend
+// Sequential GETs reuse one kept-alive backend
 // connection; HEAD and chunked responses keep it reusable too.
-func TestIssue5_FastPathReusesBackendConnection(t *testing.T) {
+func TestFastPathReusesBackendConnection(t *testing.T) {
 	e := startEdge(t)
 	be, conns := countingBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/chunked" {
@@ -66,9 +66,9 @@ func TestIssue5_FastPathReusesBackendConnection(t *testing.T) {
 	assert.Equal(t, int64(1), conns.Load(), "one backend connection for all sequential requests")
 }
 
-// Issue 5 (hot path): a pooled connection the backend closed while idle is
+// A pooled connection the backend closed while idle is
 // not an error for the client: the GET is retried on a fresh connection.
-func TestIssue5_FastPathRetriesConnectionClosedWhileIdle(t *testing.T) {
+func TestFastPathRetriesConnectionClosedWhileIdle(t *testing.T) {
 	e := startEdge(t)
 	be, conns := countingBackend(t, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "hi")
@@ -83,10 +83,10 @@ func TestIssue5_FastPathRetriesConnectionClosedWhileIdle(t *testing.T) {
 	assert.GreaterOrEqual(t, conns.Load(), int64(2), "closed idle connections were replaced")
 }
 
-// Issue 5 (hot path): a client that goes away mid-response does not leave
+// A client that goes away mid-response does not leave
 // the backend connection in the pool half-read: the next request still gets
 // a complete, correct answer.
-func TestIssue5_FastPathClientAbortDoesNotPoisonPool(t *testing.T) {
+func TestFastPathClientAbortDoesNotPoisonPool(t *testing.T) {
 	e := startEdge(t)
 	big := make([]byte, 4<<20)
 	for i := range big {

@@ -37,8 +37,8 @@ func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// setForwarded sets the forwarded headers of the outgoing request (issue 5
-// item 3, STYLE "What we take" 13). ReverseProxy (Rewrite mode) has already
+// setForwarded sets the forwarded headers of the outgoing request (STYLE
+// "What we take" 13). ReverseProxy (Rewrite mode) has already
 // removed Forwarded and X-Forwarded-* from pr.Out. When the peer is in
 // trusted, the incoming chain is kept and extended: X-Forwarded-For and
 // Forwarded get the peer appended, X-Forwarded-Proto/-Host are kept when

@@ -12,7 +12,7 @@ import (
 // FuzzParseRequest checks the HTTP/1.1 loop's request parser against
 // net/http's: a head the loop accepts must be one net/http accepts too,
 // with the same method, target and host, so the loop never proxies what
-// net/http would have answered 400 (issue 5, bad input).
+// net/http would have answered 400.
 func FuzzParseRequest(f *testing.F) {
 	for _, s := range []string{
 		"GET / HTTP/1.1\r\nHost: app.test\r\n\r\n",
@@ -139,7 +139,7 @@ func FuzzParseResponse(f *testing.F) {
 
 // The loop hands a request to net/http exactly when it cannot serve it
 // whole on its own.
-func TestIssue5_ParseRequestServesOnlyPlainBodilessRequests(t *testing.T) {
+func TestParseRequestServesOnlyPlainBodilessRequests(t *testing.T) {
 	for head, want := range map[string]bool{
 		"GET / HTTP/1.1\r\nHost: a\r\n\r\n":                                 true,
 		"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n":                                true,
@@ -176,7 +176,7 @@ func TestIssue5_ParseRequestServesOnlyPlainBodilessRequests(t *testing.T) {
 // A backend response the loop cannot relay faithfully is a 502, never
 // passed on: control characters in the status or a header (response
 // splitting), conflicting lengths, codings other than chunked.
-func TestIssue5_ParseResponseRejectsWhatItCannotRelay(t *testing.T) {
+func TestParseResponseRejectsWhatItCannotRelay(t *testing.T) {
 	for head, want := range map[string]error{
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n":                               nil,
 		"HTTP/1.0 200 OK\nContent-Length: 2\n\n":                                     nil,
@@ -207,7 +207,7 @@ func TestIssue5_ParseResponseRejectsWhatItCannotRelay(t *testing.T) {
 	}
 }
 
-func TestIssue5_ChunkSizeAndTrailerRules(t *testing.T) {
+func TestChunkSizeAndTrailerRules(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "5": 5, "1a": 26, "FF": 255, "000000000000010": 16} {
 		n, ok := parseChunkSize([]byte(in))
 		if !ok || n != want {
@@ -226,7 +226,7 @@ func TestIssue5_ChunkSizeAndTrailerRules(t *testing.T) {
 
 // A connection that served one huge request does not keep its buffers
 // while idle (breaker finding: ~1 MB per idle connection).
-func TestIssue5_IdleConnectionShrinksBuffers(t *testing.T) {
+func TestIdleConnectionShrinksBuffers(t *testing.T) {
 	hc := &h1Conn{head: make([]byte, 0, 64<<10), rhead: make([]byte, 0, 1<<20)}
 	hc.req.headers = make([]h1Header, 16000)
 	hc.resp.headers = make([]h1Header, 5000)
@@ -243,7 +243,7 @@ func TestIssue5_IdleConnectionShrinksBuffers(t *testing.T) {
 }
 
 // headerKind knows every client claim header, in any case.
-func TestIssue5_HeaderKindClientClaims(t *testing.T) {
+func TestHeaderKindKnowsClientClaimsInAnyCase(t *testing.T) {
 	for _, k := range clientClaimHeaders {
 		for _, name := range []string{k, strings.ToLower(k), strings.ToUpper(k)} {
 			if got := headerKind([]byte(name)); got != hdrClientClaim {

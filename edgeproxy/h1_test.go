@@ -97,9 +97,9 @@ func bodyOf(t *testing.T, r *http.Response) string {
 	return string(b)
 }
 
-// Issue 5 (HTTP/1.1): pipelined requests are answered in order on one
+// Pipelined requests are answered in order on one
 // connection.
-func TestIssue5_PipelinedRequestsAnsweredInOrder(t *testing.T) {
+func TestPipelinedRequestsAnsweredInOrder(t *testing.T) {
 	e := startEdge(t)
 	be, _ := rawBackend(t, func(w io.Writer, req *http.Request) {
 		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(req.URL.Path))+"\r\n\r\n"+req.URL.Path)
@@ -115,10 +115,10 @@ func TestIssue5_PipelinedRequestsAnsweredInOrder(t *testing.T) {
 	assert.Equal(t, "/three", bodyOf(t, rs[2]))
 }
 
-// Issue 5 (HTTP/1.1): a connection that starts with bodiless GETs and then
+// A connection that starts with bodiless GETs and then
 // sends a request with a body keeps working: the body reaches the backend
 // whole, and later requests on the same connection are still proxied.
-func TestIssue5_BodyRequestAfterGETsOnOneConnection(t *testing.T) {
+func TestBodyRequestAfterGETsOnOneConnection(t *testing.T) {
 	e := startEdge(t)
 	echo := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -144,9 +144,9 @@ func nameBackendFunc(t *testing.T, h http.HandlerFunc) string {
 	return ln.Addr().String()
 }
 
-// Issue 5 (bad input): malformed requests get 400 without reaching a
+// Malformed requests get 400 without reaching a
 // backend.
-func TestIssue5_MalformedRequestIs400WithoutReachingBackend(t *testing.T) {
+func TestMalformedRequestIs400WithoutReachingBackend(t *testing.T) {
 	e := startEdge(t)
 	be, hits := rawBackend(t, func(w io.Writer, _ *http.Request) {
 		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
@@ -173,11 +173,11 @@ func TestIssue5_MalformedRequestIs400WithoutReachingBackend(t *testing.T) {
 	assert.Equal(t, "ok", body)
 }
 
-// Issue 5 (HTTP): chunked responses pass with their trailers, bodies the
+// Chunked responses pass with their trailers, bodies the
 // backend ends by closing are re-chunked, 1xx informational responses are
 // skipped, HEAD and 204 carry no body; the client connection stays usable
 // after each.
-func TestIssue5_ResponseFramingRelayed(t *testing.T) {
+func TestResponseFramingRelayed(t *testing.T) {
 	e := startEdge(t)
 	be, _ := rawBackend(t, func(w io.Writer, req *http.Request) {
 		switch req.URL.Path {
@@ -213,10 +213,10 @@ func TestIssue5_ResponseFramingRelayed(t *testing.T) {
 	assert.Equal(t, "hello world", bodyOf(t, rs[5]))
 }
 
-// Issue 5 (HTTP): hop-by-hop headers and the headers Connection names do
+// Hop-by-hop headers and the headers Connection names do
 // not reach the backend, an X-Request-ID is added when absent and kept when
 // present, and Connection: close from the client is honoured.
-func TestIssue5_HopHeadersDroppedRequestIDAddedConnectionClose(t *testing.T) {
+func TestHopHeadersDroppedRequestIDAddedConnectionClose(t *testing.T) {
 	e := startEdge(t)
 	seen := make(chan http.Header, 4)
 	be, _ := rawBackend(t, func(w io.Writer, req *http.Request) {
@@ -244,9 +244,9 @@ func TestIssue5_HopHeadersDroppedRequestIDAddedConnectionClose(t *testing.T) {
 	assert.True(t, rs[2].Close, "Connection: close answered with Connection: close")
 }
 
-// Issue 5 (operations): on shutdown a request in flight completes (told
+// On shutdown a request in flight completes (told
 // Connection: close) while idle keep-alive connections are closed at once.
-func TestIssue5_ShutdownFinishesInFlightClosesIdle(t *testing.T) {
+func TestShutdownFinishesInFlightClosesIdle(t *testing.T) {
 	e := startEdge(t)
 	release := make(chan struct{})
 	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
@@ -303,9 +303,9 @@ func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "reset")
 }
 
-// Issue 5 (HTTP): a request head of tens of KiB is still served; over
+// A request head of tens of KiB is still served; over
 // 64 KiB (maxRequestHead) it gets 431 on both paths, however large.
-func TestIssue5_LargeHeadsServedOrRejected(t *testing.T) {
+func TestLargeHeadsServedOrRejected(t *testing.T) {
 	e := startEdge(t)
 	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, strconv.Itoa(len(r.Header.Get("X-Big"))/10000))
@@ -391,11 +391,11 @@ func skipResponse(br *bufio.Reader) error {
 	return err
 }
 
-// Issue 5 (hard to knock over): a client that goes away while its backend
+// A client that goes away while its backend
 // is still working has the backend request canceled (checked every second
 // while waiting), so abandoned slow requests do not pile up on backends
 // and do not hold a drain.
-func TestIssue5_ClientGoneCancelsBackendRequest(t *testing.T) {
+func TestClientGoneCancelsBackendRequest(t *testing.T) {
 	e := startEdge(t)
 	canceled := make(chan time.Duration, 1)
 	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
@@ -430,10 +430,10 @@ func TestIssue5_ClientGoneCancelsBackendRequest(t *testing.T) {
 	}, 3*time.Second, 20*time.Millisecond, "no request left in flight")
 }
 
-// Issue 5 (HTTP): a backend that is slow to answer, or pauses mid-body for
+// A backend that is slow to answer, or pauses mid-body for
 // longer than the loop's client check interval, is waited for: the
 // response arrives whole.
-func TestIssue5_SlowAndPausingBackendsRelayedWhole(t *testing.T) {
+func TestSlowAndPausingBackendsRelayedWhole(t *testing.T) {
 	e := startEdge(t)
 	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -461,11 +461,11 @@ func TestIssue5_SlowAndPausingBackendsRelayedWhole(t *testing.T) {
 	}
 }
 
-// Issue 5 (breaker finding): a backend that writes bytes after its
+// A backend that writes bytes after its
 // response ended (here a whole unsolicited response 100 ms later) must not
 // have them read as the next client's answer: the pooled connection is
 // checked before reuse and dropped.
-func TestIssue5_UnsolicitedBackendBytesNeverReachAnotherClient(t *testing.T) {
+func TestUnsolicitedBackendBytesNeverReachAnotherClient(t *testing.T) {
 	e := startEdge(t)
 	be := serveConns(t, func(c net.Conn, br *bufio.Reader) {
 		for {
@@ -493,10 +493,10 @@ func TestIssue5_UnsolicitedBackendBytesNeverReachAnotherClient(t *testing.T) {
 	}
 }
 
-// Issue 5 (breaker findings): empty lines before a request do not let a
+// Empty lines before a request do not let a
 // trickling client escape the read header timeout, and a client that
 // leaves with unread bytes behind its request is still noticed.
-func TestIssue5_SlowlorisBehindEmptyLinesAndAbandonBehindExtraBytes(t *testing.T) {
+func TestSlowlorisBehindEmptyLinesAndAbandonBehindExtraBytes(t *testing.T) {
 	e := startEdge(t, func(c *edgeproxy.Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
 	canceled := make(chan struct{}, 1)
 	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
@@ -547,10 +547,10 @@ func isTimeoutErr(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// Issue 5 (breaker finding): chunk sizes are hex digits only, and chunk
+// Chunk sizes are hex digits only, and chunk
 // lines and trailers with control characters are not relayed: the client
 // gets a visibly incomplete body instead.
-func TestIssue5_MalformedChunkingNotRelayed(t *testing.T) {
+func TestMalformedChunkingNotRelayed(t *testing.T) {
 	e := startEdge(t)
 	be, _ := rawBackend(t, func(w io.Writer, req *http.Request) {
 		head := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"

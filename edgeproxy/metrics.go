@@ -11,7 +11,7 @@ import (
 )
 
 // metrics are the Prometheus series the admin endpoint serves on GET
-// /metrics (issue 5 item 4). Label children are resolved when a snapshot is
+// /metrics. Label children are resolved when a snapshot is
 // built (routeMetrics), so the request path does no label hashing: it
 // increments precomputed counters and observes a precomputed histogram.
 //

@@ -7,8 +7,7 @@ import (
 )
 
 // reusePortControl sets SO_REUSEPORT on a listening socket before bind, so a
-// new edge process can bind the public address while the old one drains
-// (issue 5 item 5).
+// new edge process can bind the public address while the old one drains.
 func reusePortControl(_, _ string, c syscall.RawConn) error {
 	var serr error
 	err := c.Control(func(fd uintptr) {

@@ -15,11 +15,11 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 )
 
-// Issue 5 item 5: graceful restart with SO_REUSEPORT: a second edge binds
+// Graceful restart with SO_REUSEPORT: a second edge binds
 // the same public address while the first still serves; the first is then
 // stopped and finishes its in-flight request with 200 while every new
 // connection is served by the second.
-func TestIssue5_GracefulRestartWithReusePort(t *testing.T) {
+func TestGracefulRestartWithReusePort(t *testing.T) {
 	addr := freePort(t)
 	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,8 +82,8 @@ func TestIssue5_GracefulRestartWithReusePort(t *testing.T) {
 	}
 }
 
-// Issue 5 item 5: without ReusePort a second edge cannot bind the address.
-func TestIssue5_WithoutReusePortSecondBindFails(t *testing.T) {
+// Without ReusePort a second edge cannot bind the address.
+func TestWithoutReusePortSecondBindFails(t *testing.T) {
 	addr := freePort(t)
 	startEdge(t, func(c *edgeproxy.Config) { c.HTTPAddr = addr })
 	srv := edgeproxy.New(edgeproxy.Config{StateDir: t.TempDir(), HTTPAddr: addr, ReusePort: true})

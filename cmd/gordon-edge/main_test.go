@@ -44,6 +44,39 @@ func TestGordonEdgeRunRequiresHTTPAddr(t *testing.T) {
 // routes.json, and on SIGTERM lets a request in flight finish with 200 before
 // it exits 0.
 func TestDecision16_GordonEdgeSIGTERMFinishesInFlight(t *testing.T) {
+	e := startEdgeBinary(t)
+	e.publish(t, 1, "app.test")
+
+	res := e.getAsync("app.test", "/slow")
+	<-e.started
+	require.NoError(t, e.proc.Process.Signal(syscall.SIGTERM))
+
+	r := <-res
+	require.NoError(t, r.err, e.logs.String())
+	assert.Equal(t, http.StatusOK, r.code)
+	assert.Equal(t, "finished", r.body)
+	e.requireExit0(t)
+}
+
+// edgeProc is a gordon-edge binary a test runs on its own state directory,
+// with one backend.
+type edgeProc struct {
+	state    string
+	httpAddr string
+	proc     *exec.Cmd
+	logs     *lockedBuffer
+	exited   chan error
+	backend  *httptest.Server
+	// started receives when a request to the backend's /slow arrives.
+	started chan struct{}
+}
+
+// startEdgeBinary builds gordon-edge (skipped with -short), runs it with a
+// 5 s shutdown timeout until the test ends, waits for status.json to show
+// its listeners, and starts the backend: it answers "finished", on /slow
+// after 700 ms.
+func startEdgeBinary(t *testing.T) *edgeProc {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -53,64 +86,82 @@ func TestDecision16_GordonEdgeSIGTERMFinishesInFlight(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))
 
-	state := t.TempDir()
-	proc := exec.Command(bin, "run", "--state-dir", state, "--http-addr", "127.0.0.1:0", "--shutdown-timeout", "5s")
-	logs := &lockedBuffer{}
-	proc.Stderr = logs
-	require.NoError(t, proc.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- proc.Wait() }()
-	t.Cleanup(func() { _ = proc.Process.Kill() })
+	e := &edgeProc{state: t.TempDir(), logs: &lockedBuffer{}, exited: make(chan error, 1), started: make(chan struct{}, 1)}
+	e.proc = exec.Command(bin, "run", "--state-dir", e.state, "--http-addr", "127.0.0.1:0", "--shutdown-timeout", "5s")
+	e.proc.Stderr = e.logs
+	require.NoError(t, e.proc.Start())
+	go func() { e.exited <- e.proc.Wait() }()
+	t.Cleanup(func() { _ = e.proc.Process.Kill() })
+	st := waitStatus(t, e.state, func(st routetable.Status) bool { return st.AdminAddr != "" && len(st.Listeners) > 0 })
+	e.httpAddr = st.Listeners[0].Addr
 
-	st := waitStatus(t, state, func(st routetable.Status) bool { return st.AdminAddr != "" && len(st.Listeners) > 0 })
-	httpAddr := st.Listeners[0].Addr
-
-	started := make(chan struct{})
-	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		close(started)
-		time.Sleep(700 * time.Millisecond)
+	e.backend = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			e.started <- struct{}{}
+			time.Sleep(700 * time.Millisecond)
+		}
 		_, _ = io.WriteString(w, "finished")
 	}))
-	t.Cleanup(be.Close)
-	table := routetable.Table{Schema: routetable.Schema, Generation: 1, Graph: routetable.Graph{HTTP: []routetable.HTTPRoute{{
-		Host: "app.test", App: "app", Service: "web",
-		Backends: []routetable.Backend{{Addr: be.Listener.Addr().String(), Container: "c1"}},
-	}}}}
-	data, err := json.Marshal(table)
+	t.Cleanup(e.backend.Close)
+	return e
+}
+
+// table is the route table of generation gen routing host to the backend.
+func (e *edgeProc) table(t *testing.T, gen uint64, host string) []byte {
+	t.Helper()
+	data, err := json.Marshal(routetable.Table{Schema: routetable.Schema, Generation: gen, Graph: routetable.Graph{HTTP: []routetable.HTTPRoute{{
+		Host: host, App: "app", Service: "web",
+		Backends: []routetable.Backend{{Addr: e.backend.Listener.Addr().String(), Container: "c1"}},
+	}}}})
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(state, "edge", "routes.json"), data, 0o600))
-	waitStatus(t, state, func(st routetable.Status) bool { return st.AppliedGeneration == 1 })
+	return data
+}
 
-	type result struct {
-		code int
-		body string
-		err  error
+// publish writes table(gen, host) as routes.json, waits until the edge
+// applied it and returns the file's path.
+func (e *edgeProc) publish(t *testing.T, gen uint64, host string) string {
+	t.Helper()
+	routes := filepath.Join(e.state, "edge", "routes.json")
+	require.NoError(t, os.WriteFile(routes, e.table(t, gen, host), 0o600))
+	waitStatus(t, e.state, func(st routetable.Status) bool { return st.AppliedGeneration == gen })
+	return routes
+}
+
+// get sends GET path for host to the edge and reads the whole answer.
+func (e *edgeProc) get(host, path string) (int, string, error) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+e.httpAddr+path, nil)
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
 	}
-	res := make(chan result, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/", nil)
-		req.Host = "app.test"
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			res <- result{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		res <- result{resp.StatusCode, string(b), err}
-	}()
-	<-started
-	require.NoError(t, proc.Process.Signal(syscall.SIGTERM))
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
 
-	r := <-res
-	require.NoError(t, r.err, logs.String())
-	assert.Equal(t, http.StatusOK, r.code)
-	assert.Equal(t, "finished", r.body)
+// getResult is the outcome of a get run in the background.
+type getResult struct {
+	code int
+	body string
+	err  error
+}
+
+// getAsync runs get in the background; its outcome arrives on the channel.
+func (e *edgeProc) getAsync(host, path string) <-chan getResult {
+	res := make(chan getResult, 1)
+	go func() { c, b, err := e.get(host, path); res <- getResult{c, b, err} }()
+	return res
+}
+
+// requireExit0 waits up to 5 s for the edge to exit, and expects exit 0.
+func (e *edgeProc) requireExit0(t *testing.T) {
+	t.Helper()
 	select {
-	case err := <-exited:
-		assert.NoError(t, err, logs.String())
+	case err := <-e.exited:
+		assert.NoError(t, err, e.logs.String())
 	case <-time.After(5 * time.Second):
-		t.Fatalf("gordon-edge did not exit after SIGTERM; logs:\n%s", logs.String())
+		t.Fatalf("gordon-edge did not exit after SIGTERM; logs:\n%s", e.logs.String())
 	}
 }
 
@@ -147,9 +198,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// Issue 5 item 3: a bad --trusted-proxies entry is refused before the edge
+// A bad --trusted-proxies entry is refused before the edge
 // binds anything, naming the entry.
-func TestIssue5_GordonEdgeRejectsBadTrustedProxies(t *testing.T) {
+func TestGordonEdgeRejectsBadTrustedProxies(t *testing.T) {
 	cmd := newRootCommand()
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
@@ -166,71 +217,16 @@ func TestIssue5_GordonEdgeRejectsBadTrustedProxies(t *testing.T) {
 // cannot see it (only the 2 s fallback re-read would): applying it within
 // a second proves the signal caused the read.
 func TestR61_GordonEdgeSIGHUPRereadsTableSIGTERMDrains(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "gordon-edge")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
-
-	state := t.TempDir()
-	proc := exec.Command(bin, "run", "--state-dir", state, "--http-addr", "127.0.0.1:0", "--shutdown-timeout", "5s")
-	logs := &lockedBuffer{}
-	proc.Stderr = logs
-	require.NoError(t, proc.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- proc.Wait() }()
-	t.Cleanup(func() { _ = proc.Process.Kill() })
-	st := waitStatus(t, state, func(st routetable.Status) bool { return st.AdminAddr != "" && len(st.Listeners) > 0 })
-	httpAddr := st.Listeners[0].Addr
-
-	started := make(chan struct{}, 1)
-	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" {
-			started <- struct{}{}
-			time.Sleep(700 * time.Millisecond)
-		}
-		_, _ = io.WriteString(w, "finished")
-	}))
-	t.Cleanup(be.Close)
-	tableFor := func(gen uint64, host string) []byte {
-		data, err := json.Marshal(routetable.Table{Schema: routetable.Schema, Generation: gen, Graph: routetable.Graph{HTTP: []routetable.HTTPRoute{{
-			Host: host, App: "app", Service: "web",
-			Backends: []routetable.Backend{{Addr: be.Listener.Addr().String(), Container: "c1"}},
-		}}}})
-		require.NoError(t, err)
-		return data
-	}
-	routes := filepath.Join(state, "edge", "routes.json")
-	require.NoError(t, os.WriteFile(routes, tableFor(1, "one.test"), 0o600))
-	waitStatus(t, state, func(st routetable.Status) bool { return st.AppliedGeneration == 1 })
+	e := startEdgeBinary(t)
+	routes := e.publish(t, 1, "one.test")
 	fi, err := os.Stat(routes)
 	require.NoError(t, err)
 
-	get := func(host, path string) (int, string, error) {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+path, nil)
-		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), err
-	}
-	type result struct {
-		code int
-		body string
-		err  error
-	}
-	res := make(chan result, 1)
-	go func() { c, b, err := get("one.test", "/slow"); res <- result{c, b, err} }()
-	<-started
+	res := e.getAsync("one.test", "/slow")
+	<-e.started
 
 	// Same size, same inode, same mtime: invisible to the stat poll.
-	next := tableFor(2, "two.test")
+	next := e.table(t, 2, "two.test")
 	require.Len(t, next, int(fi.Size()))
 	f, err := os.OpenFile(routes, os.O_WRONLY, 0)
 	require.NoError(t, err)
@@ -239,38 +235,33 @@ func TestR61_GordonEdgeSIGHUPRereadsTableSIGTERMDrains(t *testing.T) {
 	require.NoError(t, f.Close())
 	require.NoError(t, os.Chtimes(routes, fi.ModTime(), fi.ModTime()))
 	time.Sleep(200 * time.Millisecond) // more than one poll interval
-	require.NoError(t, proc.Process.Signal(syscall.SIGHUP))
+	require.NoError(t, e.proc.Process.Signal(syscall.SIGHUP))
 	deadline := time.Now().Add(time.Second)
 	for {
-		st := readStatusFile(state)
+		st := readStatusFile(e.state)
 		if st.AppliedGeneration == 2 {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "SIGHUP did not re-read the table within 1s (applied %d); logs:\n%s", st.AppliedGeneration, logs.String())
+		require.True(t, time.Now().Before(deadline), "SIGHUP did not re-read the table within 1s (applied %d); logs:\n%s", st.AppliedGeneration, e.logs.String())
 		time.Sleep(10 * time.Millisecond)
 	}
 	r := <-res
-	require.NoError(t, r.err, logs.String())
+	require.NoError(t, r.err, e.logs.String())
 	assert.Equal(t, http.StatusOK, r.code, "the request in flight at SIGHUP completes")
 	assert.Equal(t, "finished", r.body)
-	code, _, err := get("two.test", "/")
+	code, _, err := e.get("two.test", "/")
 	require.NoError(t, err, "the edge still serves after SIGHUP")
 	assert.Equal(t, http.StatusOK, code)
-	assert.Contains(t, logs.String(), "SIGHUP")
+	assert.Contains(t, e.logs.String(), "SIGHUP")
 
 	// SIGTERM drains: a request in flight finishes, then the edge exits 0.
-	go func() { c, b, err := get("two.test", "/slow"); res <- result{c, b, err} }()
-	<-started
-	require.NoError(t, proc.Process.Signal(syscall.SIGTERM))
+	res = e.getAsync("two.test", "/slow")
+	<-e.started
+	require.NoError(t, e.proc.Process.Signal(syscall.SIGTERM))
 	r = <-res
-	require.NoError(t, r.err, logs.String())
+	require.NoError(t, r.err, e.logs.String())
 	assert.Equal(t, http.StatusOK, r.code)
-	select {
-	case err := <-exited:
-		assert.NoError(t, err, logs.String())
-	case <-time.After(5 * time.Second):
-		t.Fatalf("gordon-edge did not exit after SIGTERM; logs:\n%s", logs.String())
-	}
+	e.requireExit0(t)
 }
 
 func readStatusFile(state string) routetable.Status {

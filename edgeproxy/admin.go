@@ -1,0 +1,37 @@
+package edgeproxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/pprof"
+)
+
+// adminHandler serves GET /status (live routetable.Status as JSON) and GET
+// /healthz ("ok").
+func (s *Server) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Status())
+	})
+	mux.Handle("GET /metrics", s.metrics.handler())
+	// POST /reload asks for the route table to be re-read now instead of at
+	// the next poll (traffic/edge calls it right after writing a table, so
+	// a switch does not wait up to PollInterval). 202: the request is
+	// queued; the outcome shows in status.json as for any apply.
+	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
+		s.Reload()
+		w.WriteHeader(http.StatusAccepted)
+	})
+	if s.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}

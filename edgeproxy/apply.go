@@ -1,0 +1,168 @@
+package edgeproxy
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+)
+
+// Reload asks Run to re-read the route table now instead of at the next
+// poll (SIGHUP, admin POST /reload); the outcome shows in status.json as
+// for any apply. It never blocks.
+func (s *Server) Reload() {
+	select {
+	case s.reload <- struct{}{}:
+	default: // one is queued already
+	}
+}
+
+// Apply validates t (LoadTable rules), swaps it in as the serving snapshot,
+// retargets the TCP and UDP relays and writes status.json (when StateDir is set).
+// A rejected table leaves the previous snapshot serving and is recorded as
+// the status error; the error wraps ErrInvalidTable. Run calls it for each
+// new routes.json; tests may call it directly (TCP/UDP listeners it binds
+// are closed when Run ends, so call it without Run only for HTTP-only
+// tables).
+func (s *Server) Apply(t routetable.Table) error {
+	t.HTTP = append([]routetable.HTTPRoute(nil), t.HTTP...)
+	if err := ValidateTable(&t); err != nil {
+		s.reject(err, t.Generation)
+		return err
+	}
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	snap, referenced := buildSnapshot(t, s.reg, s.metrics)
+	if s.tls != nil {
+		s.tls.annotate(snap)
+	}
+	s.tcp.update(t.TCP)
+	s.udp.update(t.UDP)
+	prev := s.snap.Swap(snap)
+	if prev != nil {
+		close(prev.replaced) // held requests re-route on snap
+	}
+	if s.hosts != nil {
+		s.hosts.Clear()
+	}
+	s.metrics.generation.Set(float64(t.Generation))
+	s.reg.retain(referenced, time.Now())
+	if s.h1 != nil {
+		// The event loops close their idle connections to backends the
+		// switch retired now, not at their next sweep.
+		for _, l := range s.h1.loops {
+			l.wakeup(false)
+		}
+	}
+	s.lastErr, s.rejectedGen = "", 0
+	s.logger.Info("route table applied", "generation", t.Generation, "http", len(t.HTTP), "tcp", len(t.TCP), "udp", len(t.UDP))
+	s.writeStatusLocked()
+	if s.tls != nil {
+		go s.tls.refresh(true) // new hosts get their certificates ordered
+	}
+	return nil
+}
+
+// retryListeners re-binds listeners that failed to bind for the current
+// snapshot (every fullRereadEvery from the watch loop) and rewrites
+// status.json when that changed anything.
+func (s *Server) retryListeners() {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	snap := s.snap.Load()
+	if snap == nil || s.tcp.failedCount()+s.udp.failedCount() == 0 {
+		return
+	}
+	before := s.tcp.listenerStatus()
+	beforeUDP := s.udp.listenerStatus()
+	s.tcp.update(snap.tcp)
+	s.udp.update(snap.udp)
+	if !sameListeners(before, s.tcp.listenerStatus()) || !sameListeners(beforeUDP, s.udp.listenerStatus()) {
+		s.writeStatusLocked()
+	}
+}
+
+func sameListeners(a, b []routetable.ListenerStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := make(map[routetable.ListenerStatus]bool, len(a))
+	for _, l := range a {
+		m[l] = true
+	}
+	for _, l := range b {
+		if !m[l] {
+			return false
+		}
+	}
+	return true
+}
+
+// reject records a rejected table and rewrites status.json.
+func (s *Server) reject(err error, generation uint64) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.lastErr, s.rejectedGen = err.Error(), generation
+	s.logger.Error("route table rejected; last good table keeps serving", "generation", generation, "error", err)
+	s.writeStatusLocked()
+}
+
+// Status returns the live status: applied generation, last error, listeners
+// and per-backend counters at the time of the call.
+func (s *Server) Status() routetable.Status {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	return s.statusLocked()
+}
+
+func (s *Server) statusLocked() routetable.Status {
+	st := routetable.Status{
+		PID:                os.Getpid(),
+		StartedAt:          s.startedAt,
+		UpdatedAt:          time.Now().UTC(),
+		Error:              s.lastErr,
+		RejectedGeneration: s.rejectedGen,
+		AdminAddr:          s.AdminAddr(),
+		Backends:           s.reg.status(),
+		StateID:            edgestate.StateDirID(s.cfg.StateDir),
+	}
+	if snap := s.snap.Load(); snap != nil {
+		st.AppliedGeneration = snap.generation
+	}
+	if a := s.HTTPAddr(); a != "" {
+		st.Listeners = append(st.Listeners, routetable.ListenerStatus{Addr: a, Proto: "http"})
+	}
+	if a := s.HTTPSAddr(); a != "" {
+		st.Listeners = append(st.Listeners, routetable.ListenerStatus{Addr: a, Proto: "https"})
+	}
+	st.Listeners = append(st.Listeners, s.tcp.listenerStatus()...)
+	st.Listeners = append(st.Listeners, s.udp.listenerStatus()...)
+	sort.SliceStable(st.Listeners, func(i, j int) bool {
+		if st.Listeners[i].Proto != st.Listeners[j].Proto {
+			return st.Listeners[i].Proto < st.Listeners[j].Proto
+		}
+		return st.Listeners[i].Addr < st.Listeners[j].Addr
+	})
+	return st
+}
+
+// writeStatusLocked writes status.json atomically (temp file, fsync,
+// rename, fsync of the directory). Failures are logged: the edge keeps
+// serving.
+func (s *Server) writeStatusLocked() {
+	if s.cfg.StateDir == "" {
+		return
+	}
+	data, err := json.MarshalIndent(s.statusLocked(), "", "  ")
+	if err != nil {
+		s.logger.Error("encode status", "error", err)
+		return
+	}
+	if err := edgestate.WriteFileAtomic(filepath.Join(s.cfg.StateDir, "edge", StatusFile), append(data, '\n')); err != nil {
+		s.logger.Error("write status", "error", err)
+	}
+}

@@ -1,0 +1,199 @@
+//go:build linux
+
+package edgeproxy
+
+import (
+	"bytes"
+	"cmp"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func (l *evLoop) addClient(fd int) {
+	c := &evClient{fd: fd, idleSince: l.now, serial: l.nextSerial(evTagClient)}
+	sa, err := unix.Getpeername(fd)
+	if err == nil {
+		c.hc.peerInfo(sockaddrAddr(sa), l.s.reg.trusted)
+	}
+	if err != nil || unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{
+		Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: c.serial,
+	}) != nil {
+		_ = unix.Close(fd)
+		l.h.wg.Done()
+		return
+	}
+	l.clients[int32(fd)] = c
+}
+
+func sockaddrAddr(sa unix.Sockaddr) net.Addr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]).To16(), Port: a.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
+	}
+	return &net.TCPAddr{}
+}
+
+// onClient handles events of a client connection.
+func (l *evLoop) onClient(c *evClient, ev uint32) {
+	if c.up != nil {
+		if ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			// Gone (or half-closed, which net/http also takes as gone)
+			// while its backend works: nobody reads an answer.
+			l.closeUp(c.up)
+			c.up = nil
+			doneH1(&c.ex, statusClientClosed, 0)
+			l.closeClient(c, 0)
+			return
+		}
+		c.readable = true
+		return
+	}
+	if ev&(unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		l.closeClient(c, 0)
+		return
+	}
+	if ev&unix.EPOLLRDHUP != 0 {
+		c.eof = true
+	}
+	l.readClient(c)
+}
+
+// readClient reads what the client sent and serves it.
+func (l *evLoop) readClient(c *evClient) {
+	if c.buf == nil {
+		c.buf = make([]byte, evClientBuf)
+	}
+	c.readable = false
+	for {
+		if c.n == len(c.buf) {
+			// Full, not drained: no new event will tell of what is
+			// still in the socket, so read again once there is room.
+			c.readable = true
+			break
+		}
+		m, err := rawRead(c.fd, c.buf[c.n:])
+		if err == unix.EAGAIN {
+			break
+		}
+		if err != nil {
+			l.closeClient(c, 0)
+			return
+		}
+		if m == 0 {
+			c.eof = true
+			break
+		}
+		space := len(c.buf) - c.n
+		c.n += m
+		if m < space {
+			break // drained: epoll reports the next bytes
+		}
+	}
+	l.serveClient(c)
+}
+
+// serveClient starts the exchange of the request at the start of c.buf,
+// or waits for one, or gives the connection up.
+func (l *evLoop) serveClient(c *evClient) {
+	if c.n == 0 {
+		if c.eof {
+			l.closeClient(c, 0)
+			return
+		}
+		c.idleSince = l.now
+		return
+	}
+	end := bytes.Index(c.buf[:c.n], crlfcrlf)
+	if end < 0 && c.buf[0] != '\r' && c.buf[0] != '\n' {
+		b := c.buf[:c.n]
+		switch {
+		case c.eof:
+			l.closeClient(c, 0) // a head cut by the client
+		case c.n == len(c.buf) || bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\n\r\n")):
+			// Larger than the loop takes, or ended by bare LFs: the
+			// goroutine reads it.
+			c.headSince = time.Time{}
+			l.giveUp(c, nil, b)
+		default:
+			// A head in pieces waits here, holding only its buffer, within
+			// the read header timeout from its first byte (sweep).
+			if c.headSince.IsZero() {
+				c.headSince = l.now
+				l.sweepBy(l.now.Add(l.h.readHeaderTimeout))
+			}
+		}
+		return
+	}
+	c.headSince = time.Time{}
+	if end < 0 {
+		l.giveUp(c, nil, c.buf[:c.n]) // leading empty lines
+		return
+	}
+	head := c.buf[:end+4]
+	if !parseRequest(head, &c.hc.req) {
+		l.giveUp(c, nil, c.buf[:c.n])
+		return
+	}
+	rt, i, b := l.s.pickH1(c.hc.req.host)
+	if rt == nil {
+		l.giveUp(c, nil, c.buf[:c.n]) // net/http answers 404
+		return
+	}
+	c.ex = h1Exchange{rt: rt, i: i, b: b, start: l.now}
+	c.headLen = len(head)
+	c.retried = false
+	if !b.transport.loopAddr.IsValid() {
+		l.giveUpExchange(c, nil)
+		return
+	}
+	l.startExchange(c)
+}
+
+// answered writes l.out (a whole answer) to c and goes on with c's next
+// request.
+func (l *evLoop) answered(c *evClient, keep bool) {
+	m, err := rawWrite(c.fd, l.out)
+	if err == unix.EAGAIN {
+		m, err = 0, nil
+	}
+	if err != nil {
+		l.closeClient(c, 0)
+		return
+	}
+	// The request is done: what follows its head is the next one.
+	c.n = copy(c.buf, c.buf[c.headLen:c.n])
+	c.headLen = 0
+	if m < len(l.out) {
+		// The client is not reading fast enough: a goroutine writes the
+		// rest under the send timeout.
+		l.giveUp(c, &h1Resume{out: append([]byte(nil), l.out[m:]...), keep: keep}, c.buf[:c.n])
+		return
+	}
+	if !keep {
+		l.closeClient(c, 0)
+		return
+	}
+	if c.readable {
+		l.readClient(c)
+		return
+	}
+	l.serveClient(c)
+}
+
+// closeClient closes c; code, when not 0, is recorded for an exchange in
+// progress (shutdown cut it).
+func (l *evLoop) closeClient(c *evClient, code int) {
+	if c.up != nil {
+		l.closeUp(c.up)
+		c.up = nil
+		doneH1(&c.ex, cmp.Or(code, statusClientClosed), 0)
+	}
+	delete(l.clients, int32(c.fd))
+	_ = unix.Close(c.fd)
+	c.fd = -1
+	l.h.wg.Done()
+}

@@ -1,0 +1,109 @@
+//go:build linux
+
+package edgeproxy
+
+import (
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// giveUpExchange hands c, with its exchange in progress, to a goroutine:
+// u (when not nil) is the backend connection the request was written to,
+// with what it answered so far replayed to the goroutine.
+func (l *evLoop) giveUpExchange(c *evClient, u *evUp) {
+	ex := c.ex
+	if u != nil {
+		c.up = nil
+		fc, err := l.release(u.fd, u.buf[:u.n])
+		delete(l.ups, int32(u.fd))
+		u.fd = -1
+		if err != nil {
+			ex.err = err
+		} else {
+			ex.sent, ex.reused = fc, u.reused
+			if !c.rhDeadline.IsZero() {
+				ex.rhLeft = c.rhDeadline.Sub(l.now)
+				if ex.rhLeft <= 0 {
+					_ = fc.c.Close()
+					ex.sent, ex.err = nil, errResponseHeaderTimeout
+				}
+			}
+		}
+	}
+	head := append([]byte(nil), c.buf[:c.headLen]...)
+	c.hc.head = head
+	l.giveUp(c, &h1Resume{ex: &ex}, c.buf[c.headLen:c.n])
+}
+
+// release takes fd out of the loop as a net.Conn (on Go's poller) that
+// replays prefix first.
+func (l *evLoop) release(fd int, prefix []byte) (*fastConn, error) {
+	_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, fd, nil)
+	f := os.NewFile(uintptr(fd), "")
+	nc, err := net.FileConn(f)
+	_ = f.Close()
+	if err != nil {
+		return nil, err
+	}
+	var conn net.Conn = nc
+	if len(prefix) > 0 {
+		conn = &replayConn{Conn: nc, prefix: append([]byte(nil), prefix...)}
+	}
+	return newFastConn(conn), nil
+}
+
+// giveUp hands client connection c to a goroutine (runConn), which
+// finishes res (nil: nothing in progress) and serves the connection from
+// then on, reading prefix first.
+func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
+	l.s.metrics.loopHandoffs.Inc()
+	delete(l.clients, int32(c.fd))
+	fc, err := l.release(c.fd, prefix)
+	c.fd = -1
+	if err != nil {
+		l.s.logger.Warn("event loop: cannot hand a connection over", "error", err)
+		if res != nil && res.ex != nil {
+			if res.ex.sent != nil {
+				_ = res.ex.sent.c.Close()
+			}
+			doneH1(res.ex, statusClientClosed, 0)
+		}
+		l.h.wg.Done()
+		return
+	}
+	if l.force.Load() {
+		// Shutdown ran out of time: h1Server.shutdown has made its last
+		// pass over h.conns; a connection registered now would be missed.
+		_ = fc.c.Close()
+		if res != nil && res.ex != nil {
+			if res.ex.sent != nil {
+				_ = res.ex.sent.c.Close()
+			}
+			doneH1(res.ex, statusClientClosed, 0)
+		}
+		l.h.wg.Done()
+		return
+	}
+	hc := &h1Conn{c: fc.c}
+	if res != nil && res.ex != nil {
+		hc.head = c.hc.head
+		if !parseRequest(hc.head, &hc.req) {
+			panic("edgeproxy: a request the loop parsed does not parse again")
+		}
+	}
+	if res != nil {
+		hc.state.Store(h1Active)
+	}
+	if c.eof && res == nil && len(prefix) == 0 {
+		_ = fc.c.Close()
+		l.h.wg.Done()
+		return
+	}
+	h := l.h
+	h.mu.Lock()
+	h.conns[hc] = struct{}{} // counted in h.wg since it was adopted
+	h.mu.Unlock()
+	go h.runConn(hc, res)
+}

@@ -1,0 +1,449 @@
+package edgeproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The edge's own HTTP/1.1 connection loop.
+//
+// net/http's server costs a background read goroutine, a cancelable
+// context, a Request with a parsed URL and a Header map, and a
+// ResponseWriter per request; on this hot path that was most of the gap to
+// nginx. h1Server accepts the public connections itself and serves, on the
+// connection's goroutine and without allocating per request, the requests
+// that make up nearly all of an app's traffic: HTTP/1.1 GET and HEAD with
+// no body and no upgrade, for a routed host, with well-formed headers. The
+// request is written straight onto a pooled backend connection
+// (fastTransport) and the response relayed as it comes (Content-Length
+// bodies copied, chunked bodies passed through chunk by chunk with their
+// trailers, bodies delimited by the backend closing re-chunked), flushed
+// whenever the backend has nothing more buffered, so server-sent events
+// pass as sent.
+//
+// Anything else (a body, an upgrade, Expect, HTTP/1.0, an unknown host, a
+// header it does not fully accept, heads over 64 KiB) is handed off, at a
+// request boundary, to the net/http server together with every byte read
+// so far; the connection then stays with net/http (ServeHTTP, ReverseProxy)
+// for the rest of its life, which answers malformed requests 400 and
+// oversized heads 431 without reaching a backend.
+//
+// On Linux, event loops (evloop_linux.go) take the connections first and
+// serve the simplest exchanges without a goroutine; a connection that
+// asks for more is handed to runConn here, with the exchange in progress
+// (h1Resume), and stays on its goroutine from then on.
+//
+// Timeouts match the net/http server's configuration: IdleTimeout between
+// requests, ReadHeaderTimeout from the first byte of a request to the end
+// of its head, no write timeout. A client that disconnects while its
+// backend works is noticed within upstreamTick (a non-blocking peek at the
+// client each time the backend read deadline passes), and the backend
+// connection is closed, as net/http cancels the request's context.
+
+// h1MaxHead bounds a request head served by the loop; a larger head goes to
+// net/http with what was read, which answers 431 (maxRequestHead).
+const h1MaxHead = maxRequestHead
+
+var crlfcrlf = []byte("\r\n\r\n")
+
+// h1MaxResponseHead bounds a backend's response head (502 beyond).
+const h1MaxResponseHead = 1 << 20
+
+// Connection states (h1Conn.state).
+const (
+	h1Idle int32 = iota
+	h1Active
+	h1Closed
+)
+
+var (
+	errHeadTooLarge = errors.New("head too large")
+	errBadResponse  = errors.New("malformed backend response")
+)
+
+// h1Server is the accept loop and connection registry of the public
+// listener.
+type h1Server struct {
+	s                 *Server
+	handoff           *handoffListener
+	idleTimeout       time.Duration
+	readHeaderTimeout time.Duration
+
+	// loops are the event loops that serve connections while their
+	// requests stay simple (evloop_linux.go); none: a goroutine per
+	// connection from the start.
+	loops []*evLoop
+	next  int
+
+	mu       sync.Mutex
+	conns    map[*h1Conn]struct{}
+	shutting atomic.Bool
+	// shutAt is when shutdown began (unix nano): idle connections get
+	// drainIdleGrace from then (or from going idle) to send a request.
+	shutAt atomic.Int64
+	wg     sync.WaitGroup
+}
+
+// drainIdleGrace is how long a drain leaves an idle client connection open
+// for a request already on its way (a keep-alive client's next request, a
+// new connection's first one): such a request is answered, with
+// Connection: close, instead of the connection being closed under it.
+const drainIdleGrace = 250 * time.Millisecond
+
+// h1Conn is one client connection served by the loop.
+type h1Conn struct {
+	c     net.Conn
+	state atomic.Int32
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	head  []byte
+	req   h1Request
+	// resp and rhead are the backend response of the current request.
+	resp  h1Response
+	rhead []byte
+	// writeUntil is the client write deadline armed (h1SendTimeout).
+	writeUntil time.Time
+	// up is the backend connection of the current request, rhDeadline the
+	// route's response header deadline (zero: none); wait is
+	// upstreamWait, bound once per connection.
+	up         *fastConn
+	rhDeadline time.Time
+	wait       func(error) error
+	// Per-connection forwarded values (the peer does not change).
+	peer    string
+	peerIP  netip.Addr
+	trusted bool
+	// fwdHost/fwd cache the Forwarded element for the last Host seen.
+	fwdHost string
+	fwd     string
+}
+
+var (
+	h1ReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	h1WriterPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+)
+
+func newH1Server(s *Server, addr net.Addr, idleTimeout time.Duration) *h1Server {
+	return &h1Server{
+		s:                 s,
+		handoff:           newHandoffListener(addr),
+		idleTimeout:       idleTimeout,
+		readHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		conns:             make(map[*h1Conn]struct{}),
+	}
+}
+
+// serve accepts connections on ln until it is closed (returns nil) or fails
+// for good.
+func (h *h1Server) serve(ln net.Listener) error {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || h.shutting.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		h.mu.Lock()
+		if h.shutting.Load() {
+			h.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		h.wg.Add(1)
+		if len(h.loops) > 0 {
+			// The event loop takes a duplicate of the descriptor; the
+			// accepted net.Conn is closed (the socket stays open).
+			l := h.loops[h.next%len(h.loops)]
+			h.next++
+			if l.adopt(c) {
+				h.mu.Unlock()
+				continue
+			}
+		}
+		hc := &h1Conn{c: c}
+		h.conns[hc] = struct{}{}
+		h.mu.Unlock()
+		go h.serveConn(hc)
+	}
+}
+
+// isTemporary reports accept errors worth retrying (EMFILE and the like).
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// forget drops hc from the registry (closed or handed off).
+func (h *h1Server) forget(hc *h1Conn) {
+	h.mu.Lock()
+	delete(h.conns, hc)
+	h.mu.Unlock()
+	h.wg.Done()
+}
+
+// shutdown stops serving: idle connections are closed at once, active ones
+// after the response they are writing (which says Connection: close); it
+// returns when none is left or ctx ends (then the rest are closed).
+func (h *h1Server) shutdown(ctx context.Context) error {
+	// Under mu: serve adds to wg under mu only while not shutting, so no
+	// Add can race the Wait below.
+	h.mu.Lock()
+	h.shutAt.Store(time.Now().UnixNano())
+	h.shutting.Store(true)
+	h.mu.Unlock()
+	for _, l := range h.loops {
+		l.wakeup(false) // closes its idle connections, then its others as they finish
+	}
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	defer func() {
+		// Each loop exits once its last connection is gone.
+		for _, l := range h.loops {
+			<-l.done
+		}
+	}()
+	graced := make(map[*h1Conn]bool)
+	for {
+		h.mu.Lock()
+		for hc := range h.conns {
+			// An idle connection gets drainIdleGrace to bring a request
+			// (its read wakes then and the connection ends); one that
+			// does is answered and closed after the response.
+			if !graced[hc] && hc.state.Load() == h1Idle {
+				graced[hc] = true
+				_ = hc.c.SetReadDeadline(time.Now().Add(drainIdleGrace))
+			}
+		}
+		h.mu.Unlock()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			for _, l := range h.loops {
+				l.wakeup(true)
+			}
+			h.mu.Lock()
+			for hc := range h.conns {
+				hc.state.Store(h1Closed)
+				_ = hc.c.Close()
+			}
+			h.mu.Unlock()
+			<-done
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func (h *h1Server) serveConn(hc *h1Conn) { h.runConn(hc, nil) }
+
+// h1Resume is the work in progress of a connection an event loop gives up
+// (evloop_linux.go): the rest of an answer to write, or an exchange to
+// finish.
+type h1Resume struct {
+	// out is the rest of an answer the loop could not write whole; keep
+	// reports whether the connection stays open after it.
+	out  []byte
+	keep bool
+	// ex is a request the loop picked a backend for (hc.req, parsed from
+	// hc.head) and could not finish.
+	ex *h1Exchange
+}
+
+// h1Exchange is a picked request (counted in flight on b and in
+// rt.metrics[i] since start) that a goroutine finishes: with err, the
+// error page; with sent, reading the response from the backend connection
+// the request was already written to (reused: it came from a pool); with
+// neither, the whole exchange. rhLeft is what is left of the route's
+// response header timeout (0: none).
+type h1Exchange struct {
+	rt     *httpRoute
+	i      int
+	b      *backend
+	start  time.Time
+	sent   *fastConn
+	reused bool
+	err    error
+	rhLeft time.Duration
+}
+
+// runConn serves hc until it closes or is handed to net/http, first
+// finishing res (nil: nothing in progress).
+func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
+	c := hc.c
+	hc.br = h1ReaderPool.Get().(*bufio.Reader)
+	hc.br.Reset(c)
+	hc.bw = h1WriterPool.Get().(*bufio.Writer)
+	hc.bw.Reset(hc) // Write: the send timeout, then c
+	hc.peerInfo(c.RemoteAddr(), h.s.reg.trusted)
+	hc.wait = hc.upstreamWait
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			_ = hc.bw.Flush() // responses held back for pipelined requests
+			_ = c.Close()
+		}
+		hc.br.Reset(nil)
+		h1ReaderPool.Put(hc.br)
+		hc.bw.Reset(nil)
+		h1WriterPool.Put(hc.bw)
+		h.forget(hc)
+	}()
+	// The read deadline is moved only when it must be: the idle deadline is
+	// re-armed once it has slipped by more than slack, and the read header
+	// deadline is armed only when a request's head did not arrive whole
+	// with its first byte (a trickling client). A steady keep-alive
+	// connection thus costs no deadline update per request.
+	var idleUntil time.Time // zero while the header deadline is armed
+	slack := min(time.Second, h.idleTimeout/10)
+	if res != nil {
+		keep := res.keep
+		if res.ex != nil {
+			keep = h.s.finishH1(hc, res.ex)
+		} else if _, err := hc.bw.Write(res.out); err != nil || !flushIdle(hc) {
+			keep = false
+		}
+		if !keep || h.shutting.Load() || !hc.state.CompareAndSwap(h1Active, h1Idle) {
+			return
+		}
+		hc.shrink()
+	}
+	for {
+		if hc.br.Buffered() == 0 {
+			if now := time.Now(); idleUntil.Sub(now) < h.idleTimeout-slack {
+				idleUntil = now.Add(h.idleTimeout)
+				_ = c.SetReadDeadline(idleUntil)
+			}
+			if _, err := hc.br.Peek(1); err != nil {
+				return
+			}
+		}
+		if !hc.state.CompareAndSwap(h1Idle, h1Active) {
+			return // closed by shutdown
+		}
+		if b, _ := hc.br.Peek(hc.br.Buffered()); !bytes.Contains(bytes.TrimLeft(b, "\r\n"), crlfcrlf) {
+			idleUntil = time.Time{}
+			_ = c.SetReadDeadline(time.Now().Add(h.readHeaderTimeout))
+		}
+		head, err := readHead(hc.br, hc.head[:0], h1MaxHead, nil)
+		hc.head = head
+		if err != nil && !errors.Is(err, errHeadTooLarge) {
+			return // timeout, EOF or reset: net/http closes silently too
+		}
+		if err == nil && parseRequest(head, &hc.req) {
+			if served, keep := h.s.serveH1(hc); served {
+				if !keep || h.shutting.Load() {
+					return
+				}
+				if !hc.state.CompareAndSwap(h1Active, h1Idle) {
+					return
+				}
+				hc.shrink()
+				continue
+			}
+		}
+		// Not for the loop: net/http takes the connection from here, with
+		// the bytes already read replayed first.
+		prefix := make([]byte, 0, len(head)+hc.br.Buffered())
+		prefix = append(prefix, head...)
+		if n := hc.br.Buffered(); n > 0 {
+			b, _ := hc.br.Peek(n)
+			prefix = append(prefix, b...)
+		}
+		if hc.bw.Flush() != nil {
+			return
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		_ = c.SetWriteDeadline(time.Time{})
+		if h.handoff.push(newTrackedConn(&replayConn{Conn: c, prefix: prefix})) {
+			handedOff = true
+		}
+		return
+	}
+}
+
+// h1SendTimeout bounds how long a write to a client may make no progress
+// (nginx's send_timeout): a client that stops reading its answer frees its
+// goroutine and backend connection after 1-2 minutes instead of never.
+// There is no bound on a whole response: long downloads and streams go on
+// as long as the client reads.
+const h1SendTimeout = 2 * time.Minute
+
+// Write writes p to the client under the send timeout. The deadline is
+// moved only once it is less than half of h1SendTimeout away, so a steady
+// connection does not update it per request: a write may thus be cut after
+// 1-2 minutes without progress.
+func (hc *h1Conn) Write(p []byte) (int, error) {
+	if now := time.Now(); hc.writeUntil.Sub(now) < h1SendTimeout/2 {
+		hc.writeUntil = now.Add(h1SendTimeout)
+		_ = hc.c.SetWriteDeadline(hc.writeUntil)
+	}
+	return hc.c.Write(p)
+}
+
+// shrink drops per-connection buffers a large request or response grew,
+// so an idle keep-alive connection holds a few KiB, not what its largest
+// request needed (up to 64 KiB of head and thousands of header slots).
+func (hc *h1Conn) shrink() {
+	const maxHead, maxHeaders = 8 << 10, 64
+	if cap(hc.head) > maxHead {
+		hc.head = nil
+	}
+	if cap(hc.rhead) > maxHead {
+		hc.rhead = nil
+	}
+	if cap(hc.req.headers) > maxHeaders {
+		hc.req.headers = nil
+	}
+	if cap(hc.req.connNames) > maxHeaders {
+		hc.req.connNames = nil
+	}
+	if cap(hc.resp.headers) > maxHeaders {
+		hc.resp.headers = nil
+	}
+	if cap(hc.resp.connNames) > maxHeaders {
+		hc.resp.connNames = nil
+	}
+	hc.req = h1Request{headers: hc.req.headers, connNames: hc.req.connNames}
+	hc.resp = h1Response{headers: hc.resp.headers, connNames: hc.resp.connNames}
+}
+
+// peerInfo records the client address and whether it is a trusted proxy.
+func (hc *h1Conn) peerInfo(addr net.Addr, trusted []netip.Prefix) {
+	if ap, err := netip.ParseAddrPort(addr.String()); err == nil {
+		hc.peerIP = ap.Addr().Unmap()
+		hc.peer = ap.Addr().String()
+	} else {
+		hc.peer = addr.String()
+		if i := strings.LastIndexByte(hc.peer, ':'); i >= 0 {
+			hc.peer = hc.peer[:i]
+		}
+	}
+	if hc.peerIP.IsValid() {
+		for _, p := range trusted {
+			if p.Contains(hc.peerIP) {
+				hc.trusted = true
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package edgeproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// routeH1 resolves a Host header on snap without allocating for the common
+// case (an exact, lowercase host).
+func (s *Server) routeH1(snap *snapshot, host []byte) *httpRoute {
+	h := host
+	if i := bytes.LastIndexByte(h, ':'); i >= 0 && h[0] != '[' {
+		h = h[:i]
+	}
+	if len(h) > 0 && h[len(h)-1] != '.' && bytesLower(h) {
+		if r, ok := snap.exact[string(h)]; ok {
+			return r
+		}
+		if len(snap.wildcards) == 0 {
+			return nil
+		}
+	}
+	return s.route(snap, string(host))
+}
+
+func bytesLower(b []byte) bool {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// serveH1 proxies hc.req. served is false when the host has no route (the
+// request then goes to net/http, which answers 404); keep reports whether
+// the connection can serve another request.
+func (s *Server) serveH1(hc *h1Conn) (served, keep bool) {
+	rt, i, b := s.pickH1(hc.req.host)
+	if rt == nil {
+		return false, false
+	}
+	return true, s.finishH1(hc, &h1Exchange{rt: rt, i: i, b: b, start: time.Now()})
+}
+
+// pickH1 picks the backend for a request to host and counts the request
+// in flight on it and in its route's metrics (doneH1 undoes both); rt is
+// nil when the host has no route.
+func (s *Server) pickH1(host []byte) (rt *httpRoute, i int, b *backend) {
+	for {
+		snap := s.snap.Load()
+		if snap == nil {
+			return nil, 0, nil
+		}
+		rt = s.routeH1(snap, host)
+		if rt == nil || len(rt.backends) == 0 || rt.slowPlain.Load() {
+			return nil, 0, nil // ServeHTTP answers (404, redirect, h2c)
+		}
+		i = rt.pick()
+		b = rt.backends[i]
+		b.inFlight.Add(1)
+		// As in ServeHTTP: counted while snap was still current, so a drain
+		// that saw 0 after the next swap can never miss this request.
+		if s.snap.Load() == snap {
+			break
+		}
+		b.inFlight.Add(-1)
+	}
+	rt.metrics[i].inFlight.Inc()
+	return rt, i, b
+}
+
+// finishH1 runs (or finishes) the exchange of hc.req picked as ex, answers
+// the client and reports whether the connection can serve another request.
+func (s *Server) finishH1(hc *h1Conn, ex *h1Exchange) bool {
+	var code, proxyErr int
+	var keep bool
+	if ex.err != nil {
+		code, proxyErr, keep = s.h1ProxyError(hc, ex.rt, ex.b, ex.err)
+	} else {
+		code, proxyErr, keep = s.exchangeH1(hc, ex)
+	}
+	// The backend exchange is over (its connection pooled or closed): the
+	// request leaves the drain's count before the answer's last bytes are
+	// flushed, so a client that has its whole answer never sees the
+	// request still in flight (as with net/http, which counts down before
+	// finishing the response).
+	doneH1(ex, code, proxyErr)
+	return keep && flushIdle(hc)
+}
+
+// doneH1 ends the count pickH1 began and records the request's status.
+func doneH1(ex *h1Exchange, code, proxyErr int) {
+	ex.b.inFlight.Add(-1)
+	rm := ex.rt.metrics[ex.i]
+	rm.observe(code, proxyErr, ex.start)
+	rm.inFlight.Dec()
+}
+
+// exchangeH1 sends the request to b and relays the response; it returns
+// the status relayed (or of the error page), the error class for the
+// metrics and whether the client connection stays open.
+func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, keep bool) {
+	rt, b := ex.rt, ex.b
+	t := b.transport
+	ctx := context.Background()
+	for attempt := 0; ; attempt++ {
+		var fc *fastConn
+		var reused bool
+		var err error
+		rh := rt.timeouts.responseHeader
+		if ex.sent != nil {
+			// Written by an event loop, which read what is replayed.
+			fc, reused, ex.sent = ex.sent, ex.reused, nil
+			if rh > 0 {
+				rh = max(ex.rhLeft, time.Millisecond)
+			}
+		} else {
+			if fc, reused, err = t.get(ctx, rt.timeouts.dial, attempt == 0); err != nil {
+				return s.h1ProxyError(hc, rt, b, err)
+			}
+			hc.writeOutgoing(fc.bw)
+			err = fc.bw.Flush()
+		}
+		resp := &hc.resp
+		resp.started = false
+		if err == nil {
+			hc.armUpstream(fc, rh)
+			err = readResponse(fc, resp, hc.req.head, hc.rhead, hc.wait)
+			hc.rhead = resp.head[:0]
+		}
+		if err != nil {
+			_ = fc.c.Close()
+			if errors.Is(err, errClientGone) {
+				// Nobody to answer; the backend sees its request canceled.
+				return statusClientClosed, 0, false
+			}
+			var ne net.Error
+			timedOut := errors.As(err, &ne) && ne.Timeout()
+			if reused && attempt == 0 && !timedOut && !resp.started {
+				continue // a kept-alive connection the backend had closed
+			}
+			return s.h1ProxyError(hc, rt, b, err)
+		}
+		hc.headDone()
+		keep = !hc.req.close && !s.h1.shutting.Load()
+		ok, upstreamOK := relayResponse(hc, fc, resp, keep, s.reg.bufferPool)
+		if upstreamOK && !resp.close {
+			t.put(fc)
+		} else {
+			_ = fc.c.Close()
+		}
+		return resp.code, 0, keep && ok
+	}
+}
+
+// h1ProxyError writes the 502/503/504 page for a failed exchange.
+func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) (int, int, bool) {
+	code, what := classifyProxyError(context.Background(), err)
+	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.host), "status", code, "error", err)
+	body := proxyErrorBody(code, what, rt)
+	keep := !hc.req.close && !s.h1.shutting.Load()
+	bw := hc.bw
+	bw.WriteString("HTTP/1.1 ")
+	bw.WriteString(strconv.Itoa(code))
+	bw.WriteByte(' ')
+	bw.WriteString(http.StatusText(code))
+	bw.WriteString("\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nContent-Length: ")
+	bw.WriteString(strconv.Itoa(len(body)))
+	if !keep {
+		bw.WriteString("\r\nConnection: close")
+	}
+	bw.WriteString("\r\n\r\n")
+	if !hc.req.head {
+		bw.WriteString(body)
+	}
+	if err := bw.Flush(); err != nil {
+		keep = false
+	}
+	return code, code, keep
+}
+
+// writeOutgoing writes the proxied request head: hop-by-hop headers and
+// the ones Connection names dropped, Te: trailers kept, the forwarded
+// headers replaced (or extended for a trusted peer, forwardedFor) and an
+// X-Request-Id added when absent.
+func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
+	req := &hc.req
+	bw.Write(req.method)
+	bw.WriteByte(' ')
+	bw.Write(req.uri)
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.Write(req.host)
+	bw.WriteString("\r\n")
+	for _, h := range req.headers {
+		switch h.kind {
+		case hdrHop, hdrConnection, hdrForwarded, hdrTrailer, hdrUnderscore:
+			continue
+		case hdrClientClaim:
+			if !hc.trusted {
+				continue
+			}
+		case hdrTE:
+			if req.teTrailer {
+				bw.WriteString("Te: trailers\r\n")
+			}
+			continue
+		}
+		if req.namedByConnection(h.name) {
+			continue
+		}
+		bw.Write(h.name)
+		bw.WriteString(": ")
+		bw.Write(h.value)
+		bw.WriteString("\r\n")
+	}
+	if hc.trusted {
+		f := hc.trustedForwarded()
+		if f.xff != "" {
+			writeHeader(bw, "X-Forwarded-For", f.xff)
+		}
+		writeHeader(bw, "Forwarded", f.fwd)
+		writeHeader(bw, "X-Forwarded-Proto", f.proto)
+		writeHeader(bw, "X-Forwarded-Host", f.host)
+	} else {
+		writeHeader(bw, "X-Forwarded-For", hc.peer)
+		if hc.fwd == "" || string(req.host) != hc.fwdHost {
+			hc.fwdHost = string(req.host)
+			hc.fwd = forwardedElement(hc.peerIP, hc.peer, hc.fwdHost, "http")
+		}
+		writeHeader(bw, "Forwarded", hc.fwd)
+		bw.WriteString("X-Forwarded-Proto: http\r\nX-Forwarded-Host: ")
+		bw.Write(req.host)
+		bw.WriteString("\r\n")
+	}
+	if !req.requestID {
+		writeRequestID(bw)
+	}
+	bw.WriteString("\r\n")
+}
+
+func writeHeader(bw *bufio.Writer, k, v string) {
+	bw.WriteString(k)
+	bw.WriteString(": ")
+	bw.WriteString(v)
+	bw.WriteString("\r\n")
+}
+
+// trustedForwarded extends the incoming chain of a trusted peer (the rules
+// of forwardedFor).
+func (hc *h1Conn) trustedForwarded() forwarded {
+	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.host), Header: http.Header{}}
+	for _, h := range hc.req.headers {
+		if h.kind == hdrForwarded {
+			in.Header.Add(string(h.name), string(h.value))
+		}
+	}
+	return forwardedFor(in, []netip.Prefix{netip.PrefixFrom(hc.peerIP, hc.peerIP.BitLen())})
+}
+
+func (r *h1Request) namedByConnection(name []byte) bool {
+	return namedBy(r.connNames, r.connSet, name)
+}
+
+// writeRequestID writes an X-Request-Id header of 32 random hex characters
+// (appendRequestID, into the writer).
+func writeRequestID(bw *bufio.Writer) {
+	if bw.Available() < 64 {
+		_ = bw.Flush()
+	}
+	// Appended into the writer's own buffer: no allocation.
+	buf := append(bw.AvailableBuffer(), "X-Request-Id: "...)
+	buf = appendRequestID(buf)
+	buf = append(buf, "\r\n"...)
+	_, _ = bw.Write(buf)
+}

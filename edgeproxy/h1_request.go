@@ -1,0 +1,380 @@
+package edgeproxy
+
+import (
+	"bufio"
+	"bytes"
+)
+
+// readHead appends a message head (start line and header lines, through the
+// empty line) from br to dst. It fails with errHeadTooLarge past limit
+// bytes, with the read error otherwise, unless wait (non-nil) turns that
+// error into nil: then it goes on reading where it stopped (bytes already
+// read are never lost; see h1Conn.upstreamWait).
+func readHead(br *bufio.Reader, dst []byte, limit int, wait func(error) error) ([]byte, error) {
+	lineStart := len(dst)
+	for {
+		frag, err := br.ReadSlice('\n')
+		dst = append(dst, frag...) // kept even when too large: a hand-off replays it
+		if len(dst) > limit {
+			return dst, errHeadTooLarge
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if wait != nil {
+				if err = wait(err); err == nil {
+					continue
+				}
+			}
+			return dst, err
+		}
+		line := dst[lineStart:]
+		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
+			if lineStart > 0 {
+				return dst, nil
+			}
+			// Empty lines before a start line are allowed (RFC 9112
+			// §2.2); drop them.
+			dst = dst[:0]
+		}
+		lineStart = len(dst)
+	}
+}
+
+// h1Header is one header line of a parsed head (slices into the head).
+type h1Header struct {
+	name, value []byte
+	kind        int // headerKind(name), from the parse
+}
+
+// h1Request is a request head the loop serves (slices into h1Conn.head).
+type h1Request struct {
+	method, uri, host []byte
+	headers           []h1Header
+	// connNames are the header names the Connection header lists; connSet
+	// holds them when there are many (linear header checks).
+	connNames [][]byte
+	connSet   namedSet
+	head      bool
+	close     bool
+	requestID bool
+	teTrailer bool
+}
+
+// Header kinds the loop treats specially.
+const (
+	hdrOther = iota
+	hdrHop
+	hdrForwarded
+	hdrHost
+	hdrConnection
+	hdrContentLength
+	hdrTransferEncoding
+	hdrUpgrade
+	hdrExpect
+	hdrRequestID
+	hdrTE
+	hdrTrailer
+	// hdrClientClaim: a header naming the client or the scheme that the
+	// edge does not set itself (clientClaimHeaders); dropped from an
+	// untrusted peer.
+	hdrClientClaim
+	// hdrUnderscore: a name with underscores that reads as one of the
+	// above with hyphens (underscoreAlias); never forwarded.
+	hdrUnderscore
+)
+
+// clientClaimHeaders are headers backends commonly believe about the
+// client (its address, the original scheme or port) besides the
+// Forwarded / X-Forwarded-For/-Proto/-Host the edge sets: from a peer
+// outside the trusted proxies they are removed, so a client cannot claim
+// another address (an incoming chain is trusted only from the configured
+// trusted proxy CIDRs).
+var clientClaimHeaders = []string{
+	"X-Real-Ip", "X-Forwarded-Port", "X-Forwarded-Ssl", "X-Forwarded-Scheme",
+	"X-Forwarded-Server", "X-Client-Ip", "True-Client-Ip", "X-Cluster-Client-Ip",
+	"Cf-Connecting-Ip", "Fastly-Client-Ip",
+}
+
+// headerKind classifies a header name (case-insensitive).
+func headerKind(name []byte) int {
+	switch len(name) {
+	case 2:
+		if asciiEqualFold(name, "te") {
+			return hdrTE
+		}
+	case 4:
+		if asciiEqualFold(name, "host") {
+			return hdrHost
+		}
+	case 6:
+		if asciiEqualFold(name, "expect") {
+			return hdrExpect
+		}
+	case 7:
+		if asciiEqualFold(name, "upgrade") {
+			return hdrUpgrade
+		}
+		if asciiEqualFold(name, "trailer") {
+			return hdrTrailer
+		}
+	case 9:
+		if asciiEqualFold(name, "forwarded") {
+			return hdrForwarded
+		}
+		if asciiEqualFold(name, "x-real-ip") {
+			return hdrClientClaim
+		}
+	case 11:
+		if asciiEqualFold(name, "x-client-ip") {
+			return hdrClientClaim
+		}
+	case 10:
+		if asciiEqualFold(name, "connection") {
+			return hdrConnection
+		}
+		if asciiEqualFold(name, "keep-alive") {
+			return hdrHop
+		}
+	case 12:
+		if asciiEqualFold(name, "x-request-id") {
+			return hdrRequestID
+		}
+	case 14:
+		if asciiEqualFold(name, "content-length") {
+			return hdrContentLength
+		}
+		if asciiEqualFold(name, "true-client-ip") {
+			return hdrClientClaim
+		}
+	case 15:
+		if asciiEqualFold(name, "x-forwarded-for") {
+			return hdrForwarded
+		}
+		if asciiEqualFold(name, "x-forwarded-ssl") {
+			return hdrClientClaim
+		}
+	case 16:
+		if asciiEqualFold(name, "x-forwarded-host") {
+			return hdrForwarded
+		}
+		if asciiEqualFold(name, "proxy-connection") {
+			return hdrHop
+		}
+		if asciiEqualFold(name, "x-forwarded-port") || asciiEqualFold(name, "cf-connecting-ip") ||
+			asciiEqualFold(name, "fastly-client-ip") {
+			return hdrClientClaim
+		}
+	case 17:
+		if asciiEqualFold(name, "transfer-encoding") {
+			return hdrTransferEncoding
+		}
+		if asciiEqualFold(name, "x-forwarded-proto") {
+			return hdrForwarded
+		}
+	case 18:
+		if asciiEqualFold(name, "proxy-authenticate") {
+			return hdrHop
+		}
+		if asciiEqualFold(name, "x-forwarded-scheme") || asciiEqualFold(name, "x-forwarded-server") {
+			return hdrClientClaim
+		}
+	case 19:
+		if asciiEqualFold(name, "proxy-authorization") {
+			return hdrHop
+		}
+		if asciiEqualFold(name, "x-cluster-client-ip") {
+			return hdrClientClaim
+		}
+	}
+	return hdrOther
+}
+
+// asciiEqualFold compares b with the lowercase ASCII string s.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseRequest parses head into req and reports whether the loop serves it
+// (see the comment at the top of h1_conn.go); false hands the request to
+// net/http.
+func parseRequest(head []byte, req *h1Request) bool {
+	*req = h1Request{headers: req.headers[:0], connNames: req.connNames[:0]}
+	line, rest, ok := cutLine(head)
+	if !ok {
+		return false
+	}
+	switch {
+	case bytes.HasPrefix(line, []byte("GET ")):
+		req.method, line = line[:3], line[4:]
+	case bytes.HasPrefix(line, []byte("HEAD ")):
+		req.method, line = line[:4], line[5:]
+		req.head = true
+	default:
+		return false
+	}
+	sp := bytes.IndexByte(line, ' ')
+	if sp <= 0 || string(line[sp+1:]) != "HTTP/1.1" {
+		return false
+	}
+	req.uri = line[:sp]
+	if !validRequestURI(req.uri) || bytes.HasPrefix(req.uri, acmeChallengePath) {
+		return false // ACME HTTP-01: ServeHTTP answers it before routing
+	}
+	hosts := 0
+	for {
+		line, rest, ok = cutLine(rest)
+		if !ok {
+			return false
+		}
+		if len(line) == 0 {
+			break
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !validToken(line[:colon]) {
+			return false // includes obsolete line folding (leading space)
+		}
+		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+		if !validFieldValue(value) {
+			return false
+		}
+		kind := headerKind(name)
+		if kind == hdrOther && underscoreAlias(name) {
+			kind = hdrUnderscore
+		}
+		switch kind {
+		case hdrHost:
+			hosts++
+			req.host = value
+			continue // written first, from req.host
+		case hdrContentLength:
+			if string(value) != "0" {
+				return false
+			}
+			continue // a bodiless request needs none
+		case hdrTransferEncoding, hdrUpgrade, hdrExpect:
+			return false
+		case hdrConnection:
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				tok = bytes.Trim(tok, " \t")
+				switch {
+				case asciiEqualFold(tok, "close"):
+					req.close = true
+				case asciiEqualFold(tok, "keep-alive"), len(tok) == 0:
+				default:
+					req.connNames = append(req.connNames, tok)
+				}
+			}
+		case hdrRequestID:
+			if len(value) == 0 {
+				continue // no id: one is added
+			}
+			req.requestID = true
+		case hdrTE:
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				if asciiEqualFold(bytes.Trim(tok, " \t"), "trailers") {
+					req.teTrailer = true
+				}
+			}
+		}
+		req.headers = append(req.headers, h1Header{name: name, value: value, kind: kind})
+	}
+	req.connSet = newNamedSet(req.connNames)
+	if req.requestID && req.namedByConnection([]byte("X-Request-Id")) {
+		req.requestID = false // dropped as hop-by-hop: one is added
+	}
+	return hosts == 1 && len(req.host) > 0 && validHost(req.host)
+}
+
+// cutLine splits off a CRLF-terminated line (bare LF: not for the loop).
+func cutLine(b []byte) (line, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 1 || b[i-1] != '\r' {
+		return nil, nil, false
+	}
+	return b[:i-1], b[i+1:], true
+}
+
+// tokenTable marks RFC 9110 tchar bytes.
+var tokenTable = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+func validToken(b []byte) bool {
+	for _, c := range b {
+		if !tokenTable[c] {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// validFieldValue rejects control characters other than HTAB (as
+// net/http's httpguts.ValidHeaderFieldValue).
+func validFieldValue(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validRequestURI accepts an origin-form target with no control
+// characters, spaces or broken percent escapes.
+func validRequestURI(b []byte) bool {
+	if len(b) == 0 || b[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+		if c == '%' && (i+2 >= len(b) || !ishex(b[i+1]) || !ishex(b[i+2])) {
+			return false
+		}
+	}
+	return true
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// validHost accepts the bytes net/http accepts in a Host header
+// (httpguts.ValidHostHeader), minus the rare ones (which go to net/http).
+func validHost(b []byte) bool {
+	for _, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-', c == '.', c == ':', c == '[', c == ']', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
