@@ -17,6 +17,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 )
 
 func newEdgeCommand(env *cliEnv) *cobra.Command {
@@ -57,7 +58,7 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var view edgeStatusView
-			cs, cerr := systemStatus(cmd.Context(), env.dockerCli.Client(), edgeContainerName)
+			cs, cerr := syscontainer.Inspect(cmd.Context(), env.dockerCli.Client(), syscontainer.EdgeName)
 			if cerr == nil && cs.State != "absent" {
 				view.Container = &cs
 			}
@@ -142,8 +143,8 @@ type edgeStatusView struct {
 	Listeners       []routetable.ListenerStatus `json:"listeners,omitempty"`
 	// RetiredBackends are the backends no route leads to any more (the
 	// edge keeps their counters a few minutes after a switch).
-	RetiredBackends []string               `json:"retired_backends,omitempty"`
-	Container       *systemContainerStatus `json:"container,omitempty"`
+	RetiredBackends []string             `json:"retired_backends,omitempty"`
+	Container       *syscontainer.Status `json:"container,omitempty"`
 }
 
 // readEdgeFile decodes <stateDir>/edge/name as T.

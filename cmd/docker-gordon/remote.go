@@ -36,6 +36,8 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
 )
 
@@ -152,7 +154,7 @@ func readServerPaths(ctx context.Context, api client.APIClient) (serverPaths, er
 	p := serverPaths{StateDir: defaultServerStateDir, Socket: defaultServerSocket}
 	info, err := api.Info(ctx, client.InfoOptions{})
 	if err != nil {
-		return p, fmt.Errorf("engine info: %w", classify(err))
+		return p, fmt.Errorf("engine info: %w", dockererr.Classify(err))
 	}
 	for _, l := range info.Info.Labels {
 		k, v, _ := strings.Cut(l, "=")
@@ -195,7 +197,7 @@ func runnerImage(ctx context.Context, api client.APIClient) (sysimage.Image, err
 			}
 		}
 	}
-	img, err := sysimage.Build(ctx, api, "runner", bins, map[string]string{labelManaged: "true", labelRole: roleRunner})
+	img, err := sysimage.Build(ctx, api, "runner", bins, map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: roleRunner})
 	if err == nil && key != "" {
 		if data, merr := json.Marshal(runnerImageCache{Key: key, Ref: img.Ref}); merr == nil && os.MkdirAll(filepath.Dir(cacheFile), 0o700) == nil {
 			_ = routetable.WriteFileAtomic(cacheFile, data)
@@ -339,7 +341,7 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 			AttachStdin:  true,
 			AttachStdout: true,
 			AttachStderr: true,
-			Labels:       map[string]string{labelManaged: "true", labelRole: roleRunner},
+			Labels:       map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: roleRunner},
 		},
 		HostConfig: &container.HostConfig{
 			// The edge and the apps' loopback binds are on the host
@@ -350,7 +352,7 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 		},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("create the runner container on %s: %w", e.target, classify(err))
+		return 0, fmt.Errorf("create the runner container on %s: %w", e.target, dockererr.Classify(err))
 	}
 	id := created.ID
 	e.logger.Debug("runner created", "id", shortID(id))
@@ -360,13 +362,13 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 	att, err := api.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		removeRunner()
-		return 0, fmt.Errorf("attach to the runner container: %w", classify(err))
+		return 0, fmt.Errorf("attach to the runner container: %w", dockererr.Classify(err))
 	}
 	defer att.Close()
 	wait := api.ContainerWait(bg, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		removeRunner()
-		return 0, fmt.Errorf("start the runner container: %w", classify(err))
+		return 0, fmt.Errorf("start the runner container: %w", dockererr.Classify(err))
 	}
 	e.logger.Debug("runner started")
 	if err := writeBundle(att.Conn, b); err != nil {
@@ -424,7 +426,7 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 			}
 		case err := <-wait.Error:
 			<-outDoneOrTimeout(outDone)
-			return 0, fmt.Errorf("wait for the runner container: %w", classify(err))
+			return 0, fmt.Errorf("wait for the runner container: %w", dockererr.Classify(err))
 		case res := <-wait.Result:
 			<-outDoneOrTimeout(outDone)
 			if res.Error != nil && res.Error.Message != "" {

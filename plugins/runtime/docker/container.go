@@ -156,7 +156,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 	for _, d := range c.Devices {
 		dm, err := parseDevice(d)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w: %v", what, core.ErrInvalid, err)
+			return "", fmt.Errorf("%s: %w: %w", what, core.ErrInvalid, err)
 		}
 		host.Devices = append(host.Devices, dm)
 	}
@@ -172,7 +172,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		for _, p := range c.Ports {
 			port, err := toPort(p)
 			if err != nil {
-				return "", fmt.Errorf("%s: %w: %v", what, core.ErrInvalid, err)
+				return "", fmt.Errorf("%s: %w: %w", what, core.ErrInvalid, err)
 			}
 			cfg.ExposedPorts[port] = struct{}{}
 			host.PortBindings[port] = []network.PortBinding{{HostIP: loopback, HostPort: ""}}
@@ -388,7 +388,7 @@ func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.Port
 	for _, p := range ports {
 		port, err := toPort(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w: %v", what, core.ErrInvalid, err)
+			return nil, fmt.Errorf("%s: %w: %w", what, core.ErrInvalid, err)
 		}
 		hostPort := 0
 		for _, b := range published[port] {
