@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/signal"
@@ -320,6 +321,45 @@ func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 // exit status still arrive here.
 func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image string, p serverPaths, args []string, b runnerBundle) (int, error) {
 	bg := context.WithoutCancel(ctx)
+	id, err := createRunner(ctx, e, api, image, p, args)
+	if err != nil {
+		return 0, err
+	}
+	e.logger.Debug("runner created", "id", shortID(id))
+	removeRunner := func() {
+		_, _ = api.ContainerRemove(bg, id, client.ContainerRemoveOptions{Force: true})
+	}
+	att, err := api.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		removeRunner()
+		return 0, fmt.Errorf("attach to the runner container: %w", dockererr.Classify(err))
+	}
+	defer att.Close()
+	wait := api.ContainerWait(bg, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		removeRunner()
+		return 0, fmt.Errorf("start the runner container: %w", dockererr.Classify(err))
+	}
+	e.logger.Debug("runner started")
+	if err := writeBundle(att.Conn, b); err != nil {
+		removeRunner()
+		return 0, fmt.Errorf("send the verb's input to the runner: %w", err)
+	}
+	stopHeartbeat := startHeartbeat(att.Conn)
+	defer stopHeartbeat()
+	outDone := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(e.dockerCli.Out(), e.dockerCli.Err(), att.Reader)
+		outDone <- err
+	}()
+	return awaitRunner(ctx, e, api, id, att, wait, outDone, stopHeartbeat)
+}
+
+// createRunner creates the runner container (not started): this binary
+// running args on the host network, the engine's socket and the server's
+// state directory mounted at their own paths, stdin open for the bundle;
+// removed by the engine once it exits.
+func createRunner(ctx context.Context, e *cliEnv, api client.APIClient, image string, p serverPaths, args []string) (string, error) {
 	env := []string{
 		runnerEnv + "=1",
 		runnerEngineEnv + "=" + e.target.String(),
@@ -352,29 +392,15 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 		},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("create the runner container on %s: %w", e.target, dockererr.Classify(err))
+		return "", fmt.Errorf("create the runner container on %s: %w", e.target, dockererr.Classify(err))
 	}
-	id := created.ID
-	e.logger.Debug("runner created", "id", shortID(id))
-	removeRunner := func() {
-		_, _ = api.ContainerRemove(bg, id, client.ContainerRemoveOptions{Force: true})
-	}
-	att, err := api.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
-	if err != nil {
-		removeRunner()
-		return 0, fmt.Errorf("attach to the runner container: %w", dockererr.Classify(err))
-	}
-	defer att.Close()
-	wait := api.ContainerWait(bg, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	if _, err := api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		removeRunner()
-		return 0, fmt.Errorf("start the runner container: %w", dockererr.Classify(err))
-	}
-	e.logger.Debug("runner started")
-	if err := writeBundle(att.Conn, b); err != nil {
-		removeRunner()
-		return 0, fmt.Errorf("send the verb's input to the runner: %w", err)
-	}
+	return created.ID, nil
+}
+
+// startHeartbeat writes one zero byte to the runner's stdin every
+// runnerHeartbeat, so the runner tells a live CLI from a lost one; the
+// returned function stops it (idempotent, waits for the writer).
+func startHeartbeat(conn io.Writer) func() {
 	hbStop, hbDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(hbDone)
@@ -385,19 +411,21 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 			case <-hbStop:
 				return
 			case <-tick.C:
-				if _, err := att.Conn.Write([]byte{0}); err != nil {
+				if _, err := conn.Write([]byte{0}); err != nil {
 					return
 				}
 			}
 		}
 	}()
-	stopHeartbeat := sync.OnceFunc(func() { close(hbStop); <-hbDone })
-	defer stopHeartbeat()
-	outDone := make(chan error, 1)
-	go func() {
-		_, err := stdcopy.StdCopy(e.dockerCli.Out(), e.dockerCli.Err(), att.Reader)
-		outDone <- err
-	}()
+	return sync.OnceFunc(func() { close(hbStop); <-hbDone })
+}
+
+// awaitRunner streams until the runner exits and returns its exit status.
+// When ctx ends (Ctrl-C) the runner's stdin is closed (SIGTERM to it, or a
+// kill when the close fails); further signals here do not end this process
+// while the remote verb winds down, a third one gives up waiting (130).
+func awaitRunner(ctx context.Context, e *cliEnv, api client.APIClient, id string, att client.ContainerAttachResult, wait client.ContainerWaitResult, outDone <-chan error, stopHeartbeat func()) (int, error) {
+	bg := context.WithoutCancel(ctx)
 	// While the remote verb winds down after Ctrl-C, further signals must
 	// not kill this process (its output and exit status are still to
 	// come); a third one gives up waiting.

@@ -104,6 +104,40 @@ state directory bind-mounted at the same path, so they come back with the
 engine after a reboot; no registry and no systemd are needed.`,
 	}
 
+	start := newSystemStartCommand(env)
+
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop and remove gordon-reconcile and gordon-edge",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := runStopSystem(cmd.Context(), env, syscontainer.ReconcileName, 30*time.Second); err != nil {
+				return err
+			}
+			return runStopSystem(cmd.Context(), env, syscontainer.EdgeName, 35*time.Second)
+		},
+	}
+
+	status := newSystemStatusCommand(env)
+
+	logs := newSystemLogsCommand(env, "logs edge|reconcile", "Show the logs of a system container",
+		func(arg string) (string, error) {
+			switch arg {
+			case "edge", syscontainer.EdgeName:
+				return syscontainer.EdgeName, nil
+			case "reconcile", syscontainer.ReconcileName:
+				return syscontainer.ReconcileName, nil
+			}
+			return "", fmt.Errorf("system container %q: want edge or reconcile: %w", arg, core.ErrInvalid)
+		}, cobra.ExactArgs(1))
+
+	cmd.AddCommand(start, stop, status, logs)
+	return cmd
+}
+
+// newSystemStartCommand is `system start`: build and run gordon-edge and
+// gordon-reconcile (idempotent), then say where the edge listens.
+func newSystemStartCommand(env *cliEnv) *cobra.Command {
 	var edgeFlags edgeContainerFlags
 	var interval time.Duration
 	start := &cobra.Command{
@@ -145,18 +179,12 @@ engine after a reboot; no registry and no systemd are needed.`,
 	edgeFlags.register(start)
 	start.Flags().DurationVar(&interval, "interval", core.DefaultReconcileInterval, "time between reconcile passes")
 
-	stop := &cobra.Command{
-		Use:   "stop",
-		Short: "Stop and remove gordon-reconcile and gordon-edge",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := runStopSystem(cmd.Context(), env, syscontainer.ReconcileName, 30*time.Second); err != nil {
-				return err
-			}
-			return runStopSystem(cmd.Context(), env, syscontainer.EdgeName, 35*time.Second)
-		},
-	}
+	return start
+}
 
+// newSystemStatusCommand is `system status [--format json]`: both system
+// containers and the edge's applied generation (or why it is unknown).
+func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 	var format string
 	status := &cobra.Command{
 		Use:   "status",
@@ -197,19 +225,7 @@ engine after a reboot; no registry and no systemd are needed.`,
 	}
 	addFormatFlag(status, &format)
 
-	logs := newSystemLogsCommand(env, "logs edge|reconcile", "Show the logs of a system container",
-		func(arg string) (string, error) {
-			switch arg {
-			case "edge", syscontainer.EdgeName:
-				return syscontainer.EdgeName, nil
-			case "reconcile", syscontainer.ReconcileName:
-				return syscontainer.ReconcileName, nil
-			}
-			return "", fmt.Errorf("system container %q: want edge or reconcile: %w", arg, core.ErrInvalid)
-		}, cobra.ExactArgs(1))
-
-	cmd.AddCommand(start, stop, status, logs)
-	return cmd
+	return status
 }
 
 // systemStatusView is `system status --format json`.
