@@ -27,6 +27,9 @@ import (
 // lock/R7/R8 refusals → ErrConflict. The result is non-nil whenever an op
 // was claimed or replayed.
 func (e *Engine) Restart(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	if err := e.RequireLiveTraffic(ctx, OpRestart); err != nil {
+		return nil, err
+	}
 	fp := Fingerprint(OpRestart, req.App, sortedJoin(req.Services))
 	if res, ok, err := e.checkApp(ctx, OpRestart, req, fp); !ok {
 		return res, err

@@ -47,6 +47,9 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*DeployResu
 	if app == "" {
 		return nil, fmt.Errorf("%w: rollback: no app given", ErrInvalid)
 	}
+	if err := e.RequireLiveTraffic(ctx, "rollback"); err != nil {
+		return nil, err
+	}
 	if _, err := e.Store.LoadApp(ctx, app); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, fmt.Errorf("%w: rollback: unknown app %q", ErrNotFound, app)

@@ -76,11 +76,6 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 		app = args[0]
 	}
 
-	if !o.dryRun {
-		if err := requireEdge(ctx, env, "deploy"); err != nil {
-			return err
-		}
-	}
 	eng, err := env.engine(ctx, "deploy")
 	if err != nil {
 		return err
@@ -167,6 +162,11 @@ func printDeployPlan(ctx context.Context, env *cliEnv, eng *core.Engine, req cor
 // stored before the checks, which require them set.
 func submitDeployFile(ctx context.Context, env *cliEnv, eng *core.Engine, o deployOptions, in *appInput) (string, error) {
 	spec, app := in.spec, in.spec.Name
+	// The engine's own checks refuse a deploy while the edge is down, but
+	// a compose project's secrets are stored before them: ask first.
+	if err := eng.RequireLiveTraffic(ctx, "deploy"); err != nil {
+		return "", err
+	}
 	// An image VOLUME the manifest does not map is refused before the
 	// revision is stored (preflight checks pulled images again).
 	if err := eng.CheckImages(ctx, spec); err != nil {

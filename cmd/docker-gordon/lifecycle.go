@@ -35,13 +35,6 @@ func addLifecycleFlags(cmd *cobra.Command, o *lifecycleOptions, services bool) {
 // result on stdout; the exit status follows the outcome (decision 5).
 func runLifecycle(cmd *cobra.Command, env *cliEnv, verb string, fn lifecycleVerb, o lifecycleOptions, app string) error {
 	ctx := cmd.Context()
-	if verb == "start" || verb == "restart" {
-		// They publish routes to new containers, as a deploy does; stop
-		// and remove only withdraw routes and go ahead without an edge.
-		if err := requireEdge(ctx, env, verb); err != nil {
-			return err
-		}
-	}
 	eng, err := env.engine(ctx, verb)
 	if err != nil {
 		return err
