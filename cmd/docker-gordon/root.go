@@ -231,7 +231,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*core.Engine, error) 
 		return nil, err
 	}
 	// The runtime and traffic backends start concurrently: each is a
-	// process start and handshake (issue 7: about 40-60 ms each).
+	// process start and handshake (about 40-60 ms each).
 	var tr core.Traffic
 	var trErr error
 	trDone := make(chan struct{})

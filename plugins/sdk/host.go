@@ -63,7 +63,7 @@ type HostConfig struct {
 // root) can reach them. That is the protection go-plugin's AutoMTLS gives
 // on one machine, without its cost: AutoMTLS generated two P-521 keys and
 // ran a TLS handshake per plugin start, which tripled the start time
-// (about 130-200 ms against 57-68 ms per start under load, issue 7).
+// (about 130-200 ms against 57-68 ms per start under load).
 type Host struct {
 	cfg HostConfig
 
@@ -235,8 +235,8 @@ func (h *Host) Close() {
 			defer wg.Done()
 			// Plugins hold no state of their own (the journal is the
 			// host's), so they are killed outright rather than asked to
-			// exit: the graceful path cost the CLI 20-40 ms at every exit
-			// (issue 7). Kill then reaps the process and its resources.
+			// exit: the graceful path cost the CLI 20-40 ms at every exit.
+			// Kill then reaps the process and its resources.
 			r.killed.Store(true)
 			r.kill()
 			r.client.Kill()

@@ -147,31 +147,7 @@ func runtimeLifecycle(t *testing.T, rt core.Runtime, img ImageForTests) {
 	}
 
 	if img.LogMarker != "" {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			found := false
-			err := rt.Logs(ctx, id, core.LogOptions{}, func(l core.LogLine) error {
-				if strings.Contains(l.Text, img.LogMarker) {
-					found = true
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatalf("Logs: %v", err)
-			}
-			if found {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("Logs: %q not seen within 20s", img.LogMarker)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		// A callback error ends Logs and is returned as is.
-		stop := errors.New("stop")
-		if err := rt.Logs(ctx, id, core.LogOptions{Follow: true}, func(core.LogLine) error { return stop }); !errors.Is(err, stop) {
-			t.Fatalf("Logs with a failing callback: %v, want the callback's error", err)
-		}
+		checkRuntimeLogs(ctx, t, rt, id, img.LogMarker)
 	}
 
 	cs, err := rt.ListManaged(ctx, labels)
@@ -194,6 +170,37 @@ func runtimeLifecycle(t *testing.T, rt core.Runtime, img ImageForTests) {
 	}
 	_, err = rt.InspectContainer(ctx, id)
 	assertIs(t, "InspectContainer after remove", err, core.ErrNotFound)
+}
+
+// checkRuntimeLogs: Logs delivers the container's output (marker within
+// 20 s), and a callback error ends Logs and is returned as is.
+func checkRuntimeLogs(ctx context.Context, t *testing.T, rt core.Runtime, id, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		found := false
+		err := rt.Logs(ctx, id, core.LogOptions{}, func(l core.LogLine) error {
+			if strings.Contains(l.Text, marker) {
+				found = true
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Logs: %v", err)
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Logs: %q not seen within 20s", marker)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A callback error ends Logs and is returned as is.
+	stop := errors.New("stop")
+	if err := rt.Logs(ctx, id, core.LogOptions{Follow: true}, func(core.LogLine) error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("Logs with a failing callback: %v, want the callback's error", err)
+	}
 }
 
 func assertIs(t *testing.T, what string, err, class error) {
