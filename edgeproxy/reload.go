@@ -54,8 +54,8 @@ func (s *Server) pollReload(w *watcher) {
 // (routetable.Status as JSON: applied_generation, or error and
 // rejected_generation for a rejected table, listeners, state_id). When the
 // read does not finish within reloadAnswerWait (or the caller gives up)
-// the answer is 202: queued, the outcome shows in status.json as for any
-// apply.
+// or this edge handed its listeners over, the answer is 202: queued, the
+// outcome shows in status.json as for any apply.
 func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 	done := s.reloaded.add()
 	s.Reload()
@@ -66,6 +66,9 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	case <-t.C:
+		w.WriteHeader(http.StatusAccepted)
+	case <-s.handedOver:
+		// The next edge serves now; this one reads no more tables.
 		w.WriteHeader(http.StatusAccepted)
 	case <-r.Context().Done():
 		w.WriteHeader(http.StatusAccepted)
