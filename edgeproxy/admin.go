@@ -15,14 +15,10 @@ func (s *Server) adminHandler() http.Handler {
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
 	mux.Handle("GET /metrics", s.metrics.handler())
-	// POST /reload asks for the route table to be re-read now instead of at
-	// the next poll (traffic/edge calls it right after writing a table, so
-	// a switch does not wait up to PollInterval). 202: the request is
-	// queued; the outcome shows in status.json as for any apply.
-	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
-		s.Reload()
-		w.WriteHeader(http.StatusAccepted)
-	})
+	// POST /reload re-reads the route table now instead of at the next
+	// poll (traffic/edge calls it right after writing a table) and answers
+	// with the outcome (serveReload, reload.go).
+	mux.HandleFunc("POST /reload", s.serveReload)
 	if s.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -217,8 +217,7 @@ func (s *Server) watchTable(ctx context.Context, w *watcher, errc <-chan error) 
 			s.poll(w, false)
 			s.tlsTick()
 		case <-s.reload:
-			w.force = true
-			s.poll(w, false)
+			s.pollReload(w)
 		}
 	}
 }

@@ -194,6 +194,7 @@ type Server struct {
 	ready     chan struct{}
 	// reload queues an immediate route table read (admin POST /reload).
 	reload    chan struct{}
+	reloaded  reloadWaiters // POST /reload callers awaiting the read (reload.go)
 	httpAddr  atomic.Pointer[string]
 	adminAddr atomic.Pointer[string]
 

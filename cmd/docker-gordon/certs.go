@@ -23,7 +23,7 @@ func newCertsCommand(env *cliEnv) *cobra.Command {
 		Long: `The edge serves HTTPS (gordon-edge --https-addr) with certificates it
 obtains itself (ACME) for every routed host whose interface has tls = "auto"
 or "always", and with certificates you add here, which take precedence.
-Certificates live in the state directory (edge/certs/, 0700, keys 0600);
+Certificates live in the edge's part of the state directory (0700, keys 0600);
 the traffic backend stores them and the edge picks them up within seconds.`,
 	}
 	cmd.AddCommand(newCertsAddCommand(env), newCertsRmCommand(env), newCertsLsCommand(env))

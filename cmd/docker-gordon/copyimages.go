@@ -14,6 +14,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
 )
 
 // localEngine is a client of this machine's engine (the default context's
@@ -51,11 +52,11 @@ func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) erro
 		}
 		have, herr := dst.ImageInspect(ctx, ref)
 		if herr != nil && !cerrdefs.IsNotFound(herr) {
-			return fmt.Errorf("image %s on %s: %w", ref, e.target, classify(herr))
+			return fmt.Errorf("image %s on %s: %w", ref, e.target, dockererr.Classify(herr))
 		}
 		local, lerr := src.ImageInspect(ctx, ref)
 		if lerr != nil && !cerrdefs.IsNotFound(lerr) {
-			return fmt.Errorf("image %s on the local engine: %w", ref, classify(lerr))
+			return fmt.Errorf("image %s on the local engine: %w", ref, dockererr.Classify(lerr))
 		}
 		switch {
 		case herr == nil && (lerr != nil || local.ID == have.ID):
@@ -76,7 +77,7 @@ func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) erro
 		if byID, err := dst.ImageInspect(ctx, local.ID); err == nil {
 			// The target has the image under another name: tag it.
 			if _, err := dst.ImageTag(ctx, client.ImageTagOptions{Source: byID.ID, Target: ref}); err != nil {
-				return fmt.Errorf("image %s: tag %s on %s: %w", ref, shortID(byID.ID), e.target, classify(err))
+				return fmt.Errorf("image %s: tag %s on %s: %w", ref, shortID(byID.ID), e.target, dockererr.Classify(err))
 			}
 			fmt.Fprintf(e.dockerCli.Err(), "image %s: already on %s by ID (%s), tagged\n", ref, e.target.Context, shortID(byID.ID))
 			continue
@@ -96,7 +97,7 @@ func copyImage(ctx context.Context, e *cliEnv, src, dst client.APIClient, ref, i
 	fmt.Fprintf(w, "image %s: copying %s (%s) to %s\n", ref, shortID(id), humanBytes(size), e.target.Context)
 	rc, err := src.ImageSave(ctx, []string{ref})
 	if err != nil {
-		return fmt.Errorf("copy image %s: save: %w", ref, classify(err))
+		return fmt.Errorf("copy image %s: save: %w", ref, dockererr.Classify(err))
 	}
 	defer rc.Close()
 	cr := &countingReader{r: rc}
@@ -116,7 +117,7 @@ func copyImage(ctx context.Context, e *cliEnv, src, dst client.APIClient, ref, i
 	}()
 	res, err := dst.ImageLoad(ctx, cr, client.ImageLoadWithQuiet(true))
 	if err != nil {
-		return fmt.Errorf("copy image %s: load on %s: %w", ref, e.target, classify(err))
+		return fmt.Errorf("copy image %s: load on %s: %w", ref, e.target, dockererr.Classify(err))
 	}
 	defer res.Close()
 	if err := drainJSONStream(res); err != nil {

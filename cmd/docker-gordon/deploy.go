@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -57,6 +58,69 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 }
 
 func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) error {
+	if err := checkDeployArgs(cmd, o, args); err != nil {
+		return err
+	}
+	fromFile := len(o.in.files) > 0
+	ctx := cmd.Context()
+	var spec core.AppSpec
+	var in *appInput
+	app := ""
+	if fromFile {
+		var err error
+		if in, err = loadInput(ctx, env, "deploy", o.in, ""); err != nil {
+			return err
+		}
+		spec = in.spec
+		app = spec.Name
+	} else {
+		app = args[0]
+	}
+
+	eng, err := env.engine(ctx, "deploy")
+	if err != nil {
+		return err
+	}
+	req := engine.DeployRequest{App: app, Services: o.services, OpKey: o.opKey, Pull: o.pull, DryRun: o.dryRun}
+
+	if o.dryRun {
+		if fromFile {
+			req.Spec = &spec
+		}
+		return printDeployPlan(ctx, env, eng, req, o.format, fromFile)
+	}
+
+	if fromFile {
+		if req.Revision, err = submitDeployFile(ctx, env, eng, o, in); err != nil {
+			return err
+		}
+	}
+
+	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
+	eng.Progress = pr.event
+	res, derr := eng.Deploy(ctx, req)
+	pr.finish()
+	if res == nil {
+		if !fromFile && errors.Is(derr, core.ErrNotFound) {
+			return fmt.Errorf("app %q has no stored revision: deploy a manifest first with docker gordon deploy -f FILE", app)
+		}
+		return derr
+	}
+	printCandidateDiagnostics(env, res)
+	if isJSON(o.format) {
+		if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
+			return err
+		}
+	} else {
+		renderDeployResult(env, res)
+	}
+	return exitForOutcome(res.Outcome, derr)
+}
+
+// checkDeployArgs refuses a deploy whose arguments do not say what to
+// deploy (neither or both of -f FILE and APP, a file given as APP) or
+// whose --pull is not always, missing or never.
+func checkDeployArgs(cmd *cobra.Command, o deployOptions, args []string) error {
 	fromFile := len(o.in.files) > 0
 	switch {
 	case !fromFile && len(args) == 0:
@@ -72,90 +136,69 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	default:
 		return fmt.Errorf("deploy: --pull %q: want always, missing or never", o.pull)
 	}
-	ctx := cmd.Context()
-	var spec core.AppSpec
-	var sha string
-	var in *appInput
-	app := ""
-	if fromFile {
-		var err error
-		if in, err = loadInput(ctx, env, "deploy", o.in, ""); err != nil {
-			return err
-		}
-		spec, sha = in.spec, in.sha
-		app = spec.Name
-	} else {
-		app = args[0]
-	}
+	return nil
+}
 
-	if !o.dryRun {
-		if err := requireEdge(ctx, env, "deploy"); err != nil {
-			return err
-		}
-	}
-	eng, err := env.engine(ctx, "deploy")
+// printDeployPlan is `deploy --dry-run`: the plan as text or JSON; nothing
+// is changed.
+func printDeployPlan(ctx context.Context, env *cliEnv, eng *engine.Engine, req engine.DeployRequest, format string, fromFile bool) error {
+	plan, err := eng.PlanDeploy(ctx, req)
 	if err != nil {
+		if !fromFile && errors.Is(err, core.ErrNotFound) {
+			return fmt.Errorf("app %q has no stored revision: deploy a manifest first with docker gordon deploy -f FILE (or plan one with deploy -f FILE --dry-run)", req.App)
+		}
 		return err
 	}
-	req := engine.DeployRequest{App: app, Services: o.services, OpKey: o.opKey, Pull: o.pull, DryRun: o.dryRun}
-
-	if o.dryRun {
-		if fromFile {
-			req.Spec = &spec
-		}
-		plan, err := eng.PlanDeploy(ctx, req)
-		if err != nil {
-			if !fromFile && errors.Is(err, core.ErrNotFound) {
-				return fmt.Errorf("app %q has no stored revision: deploy a manifest first with docker gordon deploy -f FILE (or plan one with deploy -f FILE --dry-run)", app)
-			}
-			return err
-		}
-		if isJSON(o.format) {
-			return writeJSON(env.dockerCli.Out(), plan)
-		}
-		fmt.Fprint(env.dockerCli.Out(), plan.String())
-		return nil
+	if isJSON(format) {
+		return writeJSON(env.dockerCli.Out(), plan)
 	}
+	fmt.Fprint(env.dockerCli.Out(), plan.String())
+	return nil
+}
 
-	if fromFile {
-		// An image VOLUME the manifest does not map is refused before the
-		// revision is stored (preflight checks pulled images again).
-		if err := eng.CheckImages(ctx, spec); err != nil {
-			printImageRefusal(env, in, err)
-			return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.in.files[0])}
-		}
-		switch {
-		case in.compose != nil:
-			if err := storeComposeSecrets(ctx, env, app, in.compose.Secrets); err != nil {
-				return err
-			}
-		case runnerSession != nil:
-			// A remote deploy of a compose project: the CLI sent the
-			// converted manifest and its secrets' values.
-			if err := storeSecretValues(ctx, env, app, runnerSession.secrets); err != nil {
-				return err
-			}
-		}
-		// Every check that can refuse runs before the revision is stored:
-		// a refused deploy leaves the state directory as it was.
-		rev, err := eng.SubmitChecked(ctx, spec, sha, o.pull)
-		if err != nil {
-			return err
-		}
-		req.Revision = rev.ID
-		fmt.Fprintf(env.dockerCli.Err(), "app %s: stored revision %s\n", app, rev.ID)
+// submitDeployFile runs every check that can refuse the manifest in, then
+// stores it as the app's new revision and returns its ID. An image VOLUME
+// the manifest does not map is refused first (exit 1, "nothing was
+// changed"); a compose project's secrets (or those a remote CLI sent) are
+// stored before the checks, which require them set.
+func submitDeployFile(ctx context.Context, env *cliEnv, eng *engine.Engine, o deployOptions, in *appInput) (string, error) {
+	spec, app := in.spec, in.spec.Name
+	// The engine's own checks refuse a deploy while the edge is down, but
+	// a compose project's secrets are stored before them: ask first.
+	if err := eng.RequireLiveTraffic(ctx, "deploy"); err != nil {
+		return "", err
 	}
+	// An image VOLUME the manifest does not map is refused before the
+	// revision is stored (preflight checks pulled images again).
+	if err := eng.CheckImages(ctx, spec); err != nil {
+		printImageRefusal(env, in, err)
+		return "", cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.in.files[0])}
+	}
+	switch {
+	case in.compose != nil:
+		if err := storeComposeSecrets(ctx, env, app, in.compose.Secrets); err != nil {
+			return "", err
+		}
+	case runnerSession != nil:
+		// A remote deploy of a compose project: the CLI sent the
+		// converted manifest and its secrets' values.
+		if err := storeSecretValues(ctx, env, app, runnerSession.secrets); err != nil {
+			return "", err
+		}
+	}
+	// Every check that can refuse runs before the revision is stored:
+	// a refused deploy leaves the state directory as it was.
+	rev, err := eng.SubmitChecked(ctx, spec, in.sha, o.pull)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(env.dockerCli.Err(), "app %s: stored revision %s\n", app, rev.ID)
+	return rev.ID, nil
+}
 
-	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
-	eng.Progress = pr.event
-	res, derr := eng.Deploy(ctx, req)
-	pr.finish()
-	if res == nil {
-		if !fromFile && errors.Is(derr, core.ErrNotFound) {
-			return fmt.Errorf("app %q has no stored revision: deploy a manifest first with docker gordon deploy -f FILE", app)
-		}
-		return derr
-	}
+// printCandidateDiagnostics writes, on stderr, the last log lines of each
+// candidate that failed.
+func printCandidateDiagnostics(env *cliEnv, res *engine.DeployResult) {
 	for _, s := range res.Services {
 		if len(s.Diagnostics) > 0 {
 			fmt.Fprintf(env.dockerCli.Err(), "--- %s: last %d log lines of candidate %s ---\n", s.Service, len(s.Diagnostics), shortID(s.After))
@@ -165,14 +208,6 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 			fmt.Fprintln(env.dockerCli.Err(), "---")
 		}
 	}
-	if isJSON(o.format) {
-		if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
-			return err
-		}
-	} else {
-		renderDeployResult(env, res)
-	}
-	return exitForOutcome(res.Outcome, derr)
 }
 
 func renderDeployResult(env *cliEnv, res *engine.DeployResult) {

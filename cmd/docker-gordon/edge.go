@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +15,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 )
 
 func newEdgeCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "edge", Short: "The edge proxy (gordon-edge) that routes public traffic to serving generations: run in the foreground, or start|stop|status|logs as a system container"}
+	cmd.AddCommand(newEdgeRunCommand(env), newEdgeStatusCommand(env))
+	cmd.AddCommand(newEdgeContainerCommands(env)...)
+	return cmd
+}
 
+// newEdgeRunCommand is `edge run`: gordon-edge in the foreground for this
+// state directory, until Ctrl-C.
+func newEdgeRunCommand(env *cliEnv) *cobra.Command {
 	var httpAddr, adminAddr string
 	var tlsFlags edgeTLSFlags
 	run := &cobra.Command{
@@ -50,7 +56,12 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 	run.Flags().StringVar(&httpAddr, "http-addr", ":80", "HTTP listen address")
 	run.Flags().StringVar(&adminAddr, "admin-addr", "", "admin (metrics, status) address; default loopback")
 	tlsFlags.register(run)
+	return run
+}
 
+// newEdgeStatusCommand is `edge status [--format json]`: the system
+// container, then what the traffic backend reports the edge serves.
+func newEdgeStatusCommand(env *cliEnv) *cobra.Command {
 	var format string
 	status := &cobra.Command{
 		Use:   "status",
@@ -58,7 +69,7 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var view edgeStatusView
-			cs, cerr := systemStatus(cmd.Context(), env.dockerCli.Client(), edgeContainerName)
+			cs, cerr := syscontainer.Inspect(cmd.Context(), env.dockerCli.Client(), syscontainer.EdgeName)
 			if cerr == nil && cs.State != "absent" {
 				view.Container = &cs
 			}
@@ -69,150 +80,83 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 				}
 				return fmt.Errorf("edge status: %w (is gordon-edge running? docker gordon edge start, or edge run)", err)
 			}
-			view.TrafficStatus = st
-			var file routetable.Status
-			view.Live, file = edgeLive(cmd.Context(), env.opts.stateDir)
-			view.StatusWrittenAt, view.Listeners = file.UpdatedAt, file.Listeners
-			routed := map[string]bool{}
-			if tbl, err := readEdgeFile[routetable.Table](env.opts.stateDir, edgestate.RoutesFile); err == nil {
-				for _, rt := range tbl.HTTP {
-					for _, b := range rt.Backends {
-						routed[b.Addr] = true
-					}
-				}
-				for _, rt := range append(tbl.TCP, tbl.UDP...) {
-					routed[rt.Backend] = true
-				}
-				for _, b := range st.Backends {
-					if !routed[b.Addr] {
-						view.RetiredBackends = append(view.RetiredBackends, b.Addr)
-					}
-				}
-			}
+			view.fill(st)
 			if isJSON(format) {
 				return writeJSON(env.dockerCli.Out(), view)
 			}
-			w := env.dockerCli.Out()
-			if view.Container != nil {
-				if err := renderSystemStatus(w, cs); err != nil {
-					return err
-				}
-			}
-			if !view.Live {
-				fmt.Fprintf(w, "edge: not running (no answer on its admin address); what follows is its last status.json, written %s\n",
-					view.StatusWrittenAt.Local().Format(time.RFC3339))
-			}
-			fmt.Fprintf(w, "applied generation: %d\n", st.AppliedGeneration)
-			for _, l := range view.Listeners {
-				fmt.Fprintf(w, "listening: %s %s", l.Proto, l.Addr)
-				if l.Error != "" {
-					fmt.Fprintf(w, " (not bound: %s)", l.Error)
-				}
-				fmt.Fprintln(w)
-			}
-			if st.Error != "" {
-				fmt.Fprintf(w, "last error: %s\n", st.Error)
-			}
-			tw := newTable(w)
-			fmt.Fprintln(tw, "BACKEND\tSTATE\tIN-FLIGHT")
-			for _, b := range st.Backends {
-				state := "routed"
-				if slices.Contains(view.RetiredBackends, b.Addr) {
-					state = "retired" // switched away from; kept a few minutes for its counts
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\n", b.Addr, state, b.InFlight)
-			}
-			return tw.Flush()
+			return renderEdgeStatus(env.dockerCli.Out(), view)
 		},
 	}
 	addFormatFlag(status, &format)
-	cmd.AddCommand(run, status)
-	cmd.AddCommand(newEdgeContainerCommands(env)...)
-	return cmd
+	return status
 }
 
-// edgeStatusView is `edge status --format json`: the traffic status fields
-// at the top level, plus the system container when there is one.
+// renderEdgeStatus writes `edge status` as text: the container, whether
+// the edge answers, the applied generation, listeners, the last error and
+// one line per backend.
+func renderEdgeStatus(w io.Writer, view edgeStatusView) error {
+	if view.Container != nil {
+		if err := renderSystemStatus(w, *view.Container); err != nil {
+			return err
+		}
+	}
+	if !view.Live {
+		fmt.Fprintf(w, "edge: not running (no answer on its admin address); what follows is its last written status, from %s\n",
+			view.StatusWrittenAt.Local().Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "applied generation: %d\n", view.AppliedGeneration)
+	for _, l := range view.Listeners {
+		fmt.Fprintf(w, "listening: %s %s", l.Proto, l.Addr)
+		if l.Error != "" {
+			fmt.Fprintf(w, " (not bound: %s)", l.Error)
+		}
+		fmt.Fprintln(w)
+	}
+	if view.Error != "" {
+		fmt.Fprintf(w, "last error: %s\n", view.Error)
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "BACKEND\tSTATE\tIN-FLIGHT")
+	for _, b := range view.Backends {
+		state := "routed"
+		if slices.Contains(view.RetiredBackends, b.Addr) {
+			state = "retired" // switched away from; kept a few minutes for its counts
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\n", b.Addr, state, b.InFlight)
+	}
+	return tw.Flush()
+}
+
+// edgeStatusView is `edge status --format json`: what the traffic backend
+// reports, plus the system container when there is one.
 type edgeStatusView struct {
-	core.TrafficStatus
-	// Live is false when the edge does not answer on the admin address
-	// its status.json names: the figures are then the file's, from
+	AppliedGeneration uint64                     `json:"applied_generation"`
+	Error             string                     `json:"error,omitempty"`
+	Backends          []routetable.BackendStatus `json:"backends,omitempty"`
+	// Live is false when the edge does not answer on its admin address:
+	// the figures are then its last written status, from
 	// StatusWrittenAt, not live counts.
 	Live            bool                        `json:"live"`
 	StatusWrittenAt time.Time                   `json:"status_written_at,omitzero"`
 	Listeners       []routetable.ListenerStatus `json:"listeners,omitempty"`
 	// RetiredBackends are the backends no route leads to any more (the
 	// edge keeps their counters a few minutes after a switch).
-	RetiredBackends []string               `json:"retired_backends,omitempty"`
-	Container       *systemContainerStatus `json:"container,omitempty"`
+	RetiredBackends []string             `json:"retired_backends,omitempty"`
+	Container       *syscontainer.Status `json:"container,omitempty"`
 }
 
-// readEdgeFile decodes <stateDir>/edge/name as T.
-func readEdgeFile[T any](stateDir, name string) (T, error) {
-	var v T
-	data, err := os.ReadFile(filepath.Join(stateDir, "edge", name))
-	if err != nil {
-		return v, err
-	}
-	return v, json.Unmarshal(data, &v)
+// fill copies the traffic status st into v.
+func (v *edgeStatusView) fill(st core.TrafficStatus) {
+	v.AppliedGeneration, v.Error, v.Backends = st.AppliedGeneration, st.Error, st.Backends
+	v.Live, v.StatusWrittenAt = !st.Stale, st.UpdatedAt
+	v.Listeners, v.RetiredBackends = st.Listeners, st.RetiredBackends
 }
 
-// edgeStartWait is how long requireEdge waits for an edge that is starting.
-const edgeStartWait = 3 * time.Second
-
-// requireEdge fails fast, before any change, when the edge of this state
-// directory is not running: a deploy would otherwise create and start its
-// candidates and fail only at the switch (the edge confirms every new
-// route table, SPEC R18).
-func requireEdge(ctx context.Context, env *cliEnv, verb string) error {
-	// An edge started a moment ago (edge start, edge run) gets up to
-	// edgeStartWait to write its status and answer.
-	deadline := time.Now().Add(edgeStartWait)
-	live, st := edgeLive(ctx, env.opts.stateDir)
-	written := st.UpdatedAt
-	// A status written seconds ago or none yet: maybe starting. An older
-	// one from an edge that does not answer: stopped, no need to wait.
-	starting := func() bool { return written.IsZero() || time.Since(written) < 2*edgeStartWait }
-	for !live && starting() && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
-		live, st = edgeLive(ctx, env.opts.stateDir)
-		written = st.UpdatedAt
-	}
-	if live {
-		return nil
-	}
-	why := "it has never run for state directory " + env.opts.stateDir
-	if !written.IsZero() {
-		why = "it does not answer on its admin address (last status " + written.Local().Format(time.RFC3339) + ")"
-	}
-	if runnerSession != nil {
-		// On a remote engine's machine: say how to start it from here.
-		return fmt.Errorf("%s: the edge proxy is not running on %s: %s; nothing was changed. Start the edge and the reconcile loop there with `docker --context %s gordon system start`, then retry",
-			verb, runnerSession.engine, why, runnerSession.context)
-	}
-	return fmt.Errorf("%s: the edge proxy is not running: %s; nothing was changed. Start it with `docker gordon edge start` (or `docker gordon edge run` in another terminal), then retry", verb, why)
-}
-
-// edgeLive reports whether the edge of stateDir answers GET /healthz on the
-// admin address in its status.json (1 s), and returns that file (zero when
-// unreadable).
-func edgeLive(ctx context.Context, stateDir string) (bool, routetable.Status) {
-	st, err := readEdgeFile[routetable.Status](stateDir, edgestate.StatusFile)
-	if err != nil || st.AdminAddr == "" {
-		return false, st
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+st.AdminAddr+"/healthz", nil)
-	if err != nil {
-		return false, st
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false, st
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK, st
+// edgeLive reports whether the traffic backend reports the edge answering
+// (Status succeeds and is not stale).
+func edgeLive(ctx context.Context, env *cliEnv) bool {
+	st, err := edgeTrafficStatus(ctx, env)
+	return err == nil && !st.Stale
 }
 
 // edgeTrafficStatus asks the traffic/edge plugin what the edge applied

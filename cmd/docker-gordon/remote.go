@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/signal"
@@ -35,7 +36,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
 )
 
@@ -152,7 +154,7 @@ func readServerPaths(ctx context.Context, api client.APIClient) (serverPaths, er
 	p := serverPaths{StateDir: defaultServerStateDir, Socket: defaultServerSocket}
 	info, err := api.Info(ctx, client.InfoOptions{})
 	if err != nil {
-		return p, fmt.Errorf("engine info: %w", classify(err))
+		return p, fmt.Errorf("engine info: %w", dockererr.Classify(err))
 	}
 	for _, l := range info.Info.Labels {
 		k, v, _ := strings.Cut(l, "=")
@@ -195,10 +197,10 @@ func runnerImage(ctx context.Context, api client.APIClient) (sysimage.Image, err
 			}
 		}
 	}
-	img, err := sysimage.Build(ctx, api, "runner", bins, map[string]string{labelManaged: "true", labelRole: roleRunner})
+	img, err := sysimage.Build(ctx, api, "runner", bins, map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: roleRunner})
 	if err == nil && key != "" {
 		if data, merr := json.Marshal(runnerImageCache{Key: key, Ref: img.Ref}); merr == nil && os.MkdirAll(filepath.Dir(cacheFile), 0o700) == nil {
-			_ = edgestate.WriteFileAtomic(cacheFile, data)
+			_ = writeFileAtomic(cacheFile, data)
 		}
 	}
 	return img, err
@@ -318,6 +320,45 @@ func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 // exit status still arrive here.
 func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image string, p serverPaths, args []string, b runnerBundle) (int, error) {
 	bg := context.WithoutCancel(ctx)
+	id, err := createRunner(ctx, e, api, image, p, args)
+	if err != nil {
+		return 0, err
+	}
+	e.logger.Debug("runner created", "id", shortID(id))
+	removeRunner := func() {
+		_, _ = api.ContainerRemove(bg, id, client.ContainerRemoveOptions{Force: true})
+	}
+	att, err := api.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		removeRunner()
+		return 0, fmt.Errorf("attach to the runner container: %w", dockererr.Classify(err))
+	}
+	defer att.Close()
+	wait := api.ContainerWait(bg, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		removeRunner()
+		return 0, fmt.Errorf("start the runner container: %w", dockererr.Classify(err))
+	}
+	e.logger.Debug("runner started")
+	if err := writeBundle(att.Conn, b); err != nil {
+		removeRunner()
+		return 0, fmt.Errorf("send the verb's input to the runner: %w", err)
+	}
+	stopHeartbeat := startHeartbeat(att.Conn)
+	defer stopHeartbeat()
+	outDone := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(e.dockerCli.Out(), e.dockerCli.Err(), att.Reader)
+		outDone <- err
+	}()
+	return awaitRunner(ctx, e, api, id, att, wait, outDone, stopHeartbeat)
+}
+
+// createRunner creates the runner container (not started): this binary
+// running args on the host network, the engine's socket and the server's
+// state directory mounted at their own paths, stdin open for the bundle;
+// removed by the engine once it exits.
+func createRunner(ctx context.Context, e *cliEnv, api client.APIClient, image string, p serverPaths, args []string) (string, error) {
 	env := []string{
 		runnerEnv + "=1",
 		runnerEngineEnv + "=" + e.target.String(),
@@ -339,7 +380,7 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 			AttachStdin:  true,
 			AttachStdout: true,
 			AttachStderr: true,
-			Labels:       map[string]string{labelManaged: "true", labelRole: roleRunner},
+			Labels:       map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: roleRunner},
 		},
 		HostConfig: &container.HostConfig{
 			// The edge and the apps' loopback binds are on the host
@@ -350,29 +391,15 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 		},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("create the runner container on %s: %w", e.target, classify(err))
+		return "", fmt.Errorf("create the runner container on %s: %w", e.target, dockererr.Classify(err))
 	}
-	id := created.ID
-	e.logger.Debug("runner created", "id", shortID(id))
-	removeRunner := func() {
-		_, _ = api.ContainerRemove(bg, id, client.ContainerRemoveOptions{Force: true})
-	}
-	att, err := api.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
-	if err != nil {
-		removeRunner()
-		return 0, fmt.Errorf("attach to the runner container: %w", classify(err))
-	}
-	defer att.Close()
-	wait := api.ContainerWait(bg, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	if _, err := api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		removeRunner()
-		return 0, fmt.Errorf("start the runner container: %w", classify(err))
-	}
-	e.logger.Debug("runner started")
-	if err := writeBundle(att.Conn, b); err != nil {
-		removeRunner()
-		return 0, fmt.Errorf("send the verb's input to the runner: %w", err)
-	}
+	return created.ID, nil
+}
+
+// startHeartbeat writes one zero byte to the runner's stdin every
+// runnerHeartbeat, so the runner tells a live CLI from a lost one; the
+// returned function stops it (idempotent, waits for the writer).
+func startHeartbeat(conn io.Writer) func() {
 	hbStop, hbDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(hbDone)
@@ -383,19 +410,21 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 			case <-hbStop:
 				return
 			case <-tick.C:
-				if _, err := att.Conn.Write([]byte{0}); err != nil {
+				if _, err := conn.Write([]byte{0}); err != nil {
 					return
 				}
 			}
 		}
 	}()
-	stopHeartbeat := sync.OnceFunc(func() { close(hbStop); <-hbDone })
-	defer stopHeartbeat()
-	outDone := make(chan error, 1)
-	go func() {
-		_, err := stdcopy.StdCopy(e.dockerCli.Out(), e.dockerCli.Err(), att.Reader)
-		outDone <- err
-	}()
+	return sync.OnceFunc(func() { close(hbStop); <-hbDone })
+}
+
+// awaitRunner streams until the runner exits and returns its exit status.
+// When ctx ends (Ctrl-C) the runner's stdin is closed (SIGTERM to it, or a
+// kill when the close fails); further signals here do not end this process
+// while the remote verb winds down, a third one gives up waiting (130).
+func awaitRunner(ctx context.Context, e *cliEnv, api client.APIClient, id string, att client.ContainerAttachResult, wait client.ContainerWaitResult, outDone <-chan error, stopHeartbeat func()) (int, error) {
+	bg := context.WithoutCancel(ctx)
 	// While the remote verb winds down after Ctrl-C, further signals must
 	// not kill this process (its output and exit status are still to
 	// come); a third one gives up waiting.
@@ -424,7 +453,7 @@ func runRunner(ctx context.Context, e *cliEnv, api client.APIClient, image strin
 			}
 		case err := <-wait.Error:
 			<-outDoneOrTimeout(outDone)
-			return 0, fmt.Errorf("wait for the runner container: %w", classify(err))
+			return 0, fmt.Errorf("wait for the runner container: %w", dockererr.Classify(err))
 		case res := <-wait.Result:
 			<-outDoneOrTimeout(outDone)
 			if res.Error != nil && res.Error.Message != "" {

@@ -35,9 +35,6 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 				return fmt.Errorf("rollback: --pull %q: want always, missing or never", o.pull)
 			}
 			ctx := cmd.Context()
-			if err := requireEdge(ctx, env, "rollback"); err != nil {
-				return err
-			}
 			eng, err := env.engine(ctx, "rollback")
 			if err != nil {
 				return err

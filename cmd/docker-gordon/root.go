@@ -262,8 +262,21 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		},
 		PortCheck:    checkPort,
 		RegistryAuth: e.registryAuth,
+		TrafficHint:  e.trafficHint(),
 	}
 	return e.eng, nil
+}
+
+// trafficHint tells the engine's refusal for a stopped edge which state
+// directory it serves and, on a remote engine's machine (a runner), how to
+// start it from the user's machine.
+func (e *cliEnv) trafficHint() engine.TrafficHint {
+	h := engine.TrafficHint{StateDir: e.opts.stateDir}
+	if runnerSession != nil {
+		h.Engine = runnerSession.engine
+		h.Start = fmt.Sprintf("Start the edge and the reconcile loop there with `docker --context %s gordon system start`", runnerSession.context)
+	}
+	return h
 }
 
 // usageArgs wraps a positional-argument rule so that its error names the

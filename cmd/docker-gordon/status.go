@@ -88,7 +88,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 				running = running || !st.Stopped
 			}
 			renderCertStates(ctx, env, out)
-			if live, _ := edgeLive(ctx, env.opts.stateDir); running && !live {
+			if running && !edgeLive(ctx, env) {
 				fmt.Fprintln(env.dockerCli.Err(), "warning: the edge proxy is not running, so no route above is served (docker gordon edge start; docker gordon edge status)")
 			}
 			return statusErr()

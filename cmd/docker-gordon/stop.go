@@ -1,23 +1,10 @@
 package main
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
-
-// lifecycleOptions are the flags of stop, start, restart and remove.
-type lifecycleOptions struct {
-	services []string
-	opKey    string
-	format   string
-}
-
-// lifecycleVerb is one engine verb over a LifecycleRequest.
-type lifecycleVerb func(*engine.Engine, context.Context, engine.LifecycleRequest) (*engine.OpResult, error)
 
 func newStopCommand(env *cliEnv) *cobra.Command {
 	var o lifecycleOptions
@@ -38,78 +25,4 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 	}
 	addLifecycleFlags(cmd, &o, false)
 	return cmd
-}
-
-func addLifecycleFlags(cmd *cobra.Command, o *lifecycleOptions, services bool) {
-	f := cmd.Flags()
-	if services {
-		f.StringArrayVar(&o.services, "service", nil, "act only on this service (repeatable)")
-	}
-	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
-	addFormatFlag(cmd, &o.format)
-}
-
-// runLifecycle runs one lifecycle verb with progress on stderr and the
-// result on stdout; the exit status follows the outcome (decision 5).
-func runLifecycle(cmd *cobra.Command, env *cliEnv, verb string, fn lifecycleVerb, o lifecycleOptions, app string) error {
-	ctx := cmd.Context()
-	if verb == "start" || verb == "restart" {
-		// They publish routes to new containers, as a deploy does; stop
-		// and remove only withdraw routes and go ahead without an edge.
-		if err := requireEdge(ctx, env, verb); err != nil {
-			return err
-		}
-	}
-	eng, err := env.engine(ctx, verb)
-	if err != nil {
-		return err
-	}
-	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
-	eng.Progress = pr.event
-	res, verr := fn(eng, ctx, engine.LifecycleRequest{App: app, Services: o.services, OpKey: o.opKey})
-	pr.finish()
-	if res == nil {
-		return verr
-	}
-	if isJSON(o.format) {
-		if err := writeJSON(env.dockerCli.Out(), res); err != nil {
-			return err
-		}
-	} else {
-		renderOpResult(env, verb, res)
-	}
-	return exitForOutcome(res.Outcome, verr)
-}
-
-func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
-	w := env.dockerCli.Out()
-	for _, s := range res.Services {
-		for _, l := range s.Diagnostics {
-			fmt.Fprintf(env.dockerCli.Err(), "%s | %s\n", s.Service, l)
-		}
-	}
-	if len(res.Services) > 0 {
-		tw := newTable(w)
-		fmt.Fprintln(tw, "SERVICE\tRESULT\tBEFORE\tAFTER\tBINDS\tERROR")
-		for _, s := range res.Services {
-			result := s.Result
-			if verb == "remove" && result == engine.ResultDeployed {
-				// SPEC R55 records a removed service's result as
-				// "deployed" (its step succeeded); the table says what
-				// happened to it.
-				result = engine.ResultRemoved
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(result), orDash(shortID(s.Before)), orDash(shortID(s.After)),
-				formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(s.Error))
-		}
-		tw.Flush()
-	}
-	for _, wa := range res.Warnings {
-		fmt.Fprintf(env.dockerCli.Err(), "warning: %s: %s (leftover %s)\n", orDash(wa.Service), wa.Detail, orDash(shortID(wa.Leftover)))
-	}
-	replayed := ""
-	if res.Replayed {
-		replayed = " (replayed)"
-	}
-	fmt.Fprintf(w, "%s %s: op %s: %s%s\n", verb, res.Op.App, res.Op.ID, orDash(res.Outcome), replayed)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 )
 
 // reconcileOpts are the flags of `system start` for the reconcile loop.
@@ -26,13 +27,13 @@ type reconcileUnitOpts struct {
 // dockerHost is the engine endpoint the CLI uses (DOCKER_HOST form); a unix
 // socket is mounted at /var/run/docker.sock, a tcp:// endpoint is used as is
 // (host network); anything else (ssh://, TLS) is core.ErrInvalid.
-func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (systemUnit, error) {
+func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (syscontainer.Unit, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return systemUnit{}, fmt.Errorf("find own executable: %w", err)
+		return syscontainer.Unit{}, fmt.Errorf("find own executable: %w", err)
 	}
 	if self, err = filepath.EvalSymlinks(self); err != nil {
-		return systemUnit{}, fmt.Errorf("own executable: %w", err)
+		return syscontainer.Unit{}, fmt.Errorf("own executable: %w", err)
 	}
 	env := []string{
 		"GORDON_STATE_DIR=" + stateDir,
@@ -50,17 +51,17 @@ func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (systemUnit
 		}
 		fi, err := os.Stat(sock)
 		if err != nil {
-			return systemUnit{}, fmt.Errorf("docker socket %s: %w: %w", sock, core.ErrUnavailable, err)
+			return syscontainer.Unit{}, fmt.Errorf("docker socket %s: %w: %w", sock, core.ErrUnavailable, err)
 		}
-		binds = append(binds, sock+":"+containerDockerSock)
-		env = append(env, "DOCKER_HOST=unix://"+containerDockerSock)
+		binds = append(binds, sock+":"+syscontainer.DockerSock)
+		env = append(env, "DOCKER_HOST=unix://"+syscontainer.DockerSock)
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() != 0 {
 			groups = append(groups, fmt.Sprint(st.Gid))
 		}
 	case strings.HasPrefix(dockerHost, "tcp://") && os.Getenv("DOCKER_TLS_VERIFY") == "":
 		env = append(env, "DOCKER_HOST="+dockerHost)
 	default:
-		return systemUnit{}, fmt.Errorf("engine endpoint %s: the reconcile container supports a local unix socket or plain tcp:// only: %w", dockerHost, core.ErrInvalid)
+		return syscontainer.Unit{}, fmt.Errorf("engine endpoint %s: the reconcile container supports a local unix socket or plain tcp:// only: %w", dockerHost, core.ErrInvalid)
 	}
 	cmd := []string{"gordon", "reconcile", "--watch"}
 	if o.interval > 0 {
@@ -69,9 +70,9 @@ func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (systemUnit
 	if o.boot {
 		cmd = append(cmd, "--boot")
 	}
-	return systemUnit{
+	return syscontainer.Unit{
 		Kind:       "reconcile",
-		Name:       reconcileContainerName,
+		Name:       syscontainer.ReconcileName,
 		Binaries:   map[string]string{"/docker-gordon": self},
 		Entrypoint: []string{"/docker-gordon"},
 		Cmd:        cmd,
@@ -104,6 +105,40 @@ state directory bind-mounted at the same path, so they come back with the
 engine after a reboot; no registry and no systemd are needed.`,
 	}
 
+	start := newSystemStartCommand(env)
+
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop and remove gordon-reconcile and gordon-edge",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := runStopSystem(cmd.Context(), env, syscontainer.ReconcileName, 30*time.Second); err != nil {
+				return err
+			}
+			return runStopSystem(cmd.Context(), env, syscontainer.EdgeName, 35*time.Second)
+		},
+	}
+
+	status := newSystemStatusCommand(env)
+
+	logs := newSystemLogsCommand(env, "logs edge|reconcile", "Show the logs of a system container",
+		func(arg string) (string, error) {
+			switch arg {
+			case "edge", syscontainer.EdgeName:
+				return syscontainer.EdgeName, nil
+			case "reconcile", syscontainer.ReconcileName:
+				return syscontainer.ReconcileName, nil
+			}
+			return "", fmt.Errorf("system container %q: want edge or reconcile: %w", arg, core.ErrInvalid)
+		}, cobra.ExactArgs(1))
+
+	cmd.AddCommand(start, stop, status, logs)
+	return cmd
+}
+
+// newSystemStartCommand is `system start`: build and run gordon-edge and
+// gordon-reconcile (idempotent), then say where the edge listens.
+func newSystemStartCommand(env *cliEnv) *cobra.Command {
 	var edgeFlags edgeContainerFlags
 	var interval time.Duration
 	start := &cobra.Command{
@@ -130,8 +165,8 @@ engine after a reboot; no registry and no systemd are needed.`,
 				return err
 			}
 			api := env.dockerCli.Client()
-			for _, u := range []systemUnit{eu, ru} {
-				r, err := ensureSystemContainer(cmd.Context(), api, u)
+			for _, u := range []syscontainer.Unit{eu, ru} {
+				r, err := syscontainer.Ensure(cmd.Context(), api, u)
 				if err != nil {
 					return err
 				}
@@ -145,18 +180,12 @@ engine after a reboot; no registry and no systemd are needed.`,
 	edgeFlags.register(start)
 	start.Flags().DurationVar(&interval, "interval", engine.DefaultReconcileInterval, "time between reconcile passes")
 
-	stop := &cobra.Command{
-		Use:   "stop",
-		Short: "Stop and remove gordon-reconcile and gordon-edge",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := runStopSystem(cmd.Context(), env, reconcileContainerName, 30*time.Second); err != nil {
-				return err
-			}
-			return runStopSystem(cmd.Context(), env, edgeContainerName, 35*time.Second)
-		},
-	}
+	return start
+}
 
+// newSystemStatusCommand is `system status [--format json]`: both system
+// containers and the edge's applied generation (or why it is unknown).
+func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 	var format string
 	status := &cobra.Command{
 		Use:   "status",
@@ -165,8 +194,8 @@ engine after a reboot; no registry and no systemd are needed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api := env.dockerCli.Client()
 			var view systemStatusView
-			for _, name := range []string{edgeContainerName, reconcileContainerName} {
-				st, err := systemStatus(cmd.Context(), api, name)
+			for _, name := range []string{syscontainer.EdgeName, syscontainer.ReconcileName} {
+				st, err := syscontainer.Inspect(cmd.Context(), api, name)
 				if err != nil {
 					return err
 				}
@@ -197,24 +226,12 @@ engine after a reboot; no registry and no systemd are needed.`,
 	}
 	addFormatFlag(status, &format)
 
-	logs := newSystemLogsCommand(env, "logs edge|reconcile", "Show the logs of a system container",
-		func(arg string) (string, error) {
-			switch arg {
-			case "edge", edgeContainerName:
-				return edgeContainerName, nil
-			case "reconcile", reconcileContainerName:
-				return reconcileContainerName, nil
-			}
-			return "", fmt.Errorf("system container %q: want edge or reconcile: %w", arg, core.ErrInvalid)
-		}, cobra.ExactArgs(1))
-
-	cmd.AddCommand(start, stop, status, logs)
-	return cmd
+	return status
 }
 
 // systemStatusView is `system status --format json`.
 type systemStatusView struct {
-	Containers            []systemContainerStatus `json:"containers"`
-	EdgeAppliedGeneration *uint64                 `json:"edge_applied_generation,omitempty"`
-	EdgeError             string                  `json:"edge_error,omitempty"`
+	Containers            []syscontainer.Status `json:"containers"`
+	EdgeAppliedGeneration *uint64               `json:"edge_applied_generation,omitempty"`
+	EdgeError             string                `json:"edge_error,omitempty"`
 }

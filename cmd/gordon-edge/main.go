@@ -157,7 +157,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 
 // tuneGC sets a soft memory limit of 256 MiB (unless GOMEMLIMIT is set),
 // so a burst cannot grow the heap without bound. GOGC stays at its default:
-// a higher value bought ~2 % throughput for twice the RSS (make bench-edge).
+// a higher value bought ~2 % throughput for twice the RSS in the edge benchmark.
 func tuneGC() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(256 << 20)

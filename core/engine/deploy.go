@@ -138,6 +138,9 @@ func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (*DeployResult, 
 		}
 		return &DeployResult{Plan: &p}, nil
 	}
+	if err := e.RequireLiveTraffic(ctx, "deploy"); err != nil {
+		return nil, err
+	}
 	lockStart := time.Now()
 	lk, err := e.lock(ctx, req.App, core.OpDeploy, "")
 	if err != nil {

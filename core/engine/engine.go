@@ -65,6 +65,9 @@ type Engine struct {
 	// ref ("" for an anonymous pull); pinImage passes it to
 	// Runtime.PullImage through WithRegistryAuth (R13, S26). nil: anonymous.
 	RegistryAuth func(ref string) string
+	// TrafficHint is what RequireLiveTraffic's refusal says about where
+	// the edge runs and how to start it.
+	TrafficHint TrafficHint
 	// pins: image resolutions CheckDeployable made for this command's
 	// deploy (pull policy + ref → image), used once by its preflight.
 	pinMu sync.Mutex

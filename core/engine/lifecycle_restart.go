@@ -29,6 +29,9 @@ import (
 // lock/R7/R8 refusals → ErrConflict. The result is non-nil whenever an op
 // was claimed or replayed.
 func (e *Engine) Restart(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	if err := e.RequireLiveTraffic(ctx, core.OpRestart); err != nil {
+		return nil, err
+	}
 	fp := Fingerprint(core.OpRestart, req.App, sortedJoin(req.Services))
 	if res, ok, err := e.checkApp(ctx, core.OpRestart, req, fp); !ok {
 		return res, err

@@ -49,6 +49,9 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*DeployResu
 	if app == "" {
 		return nil, fmt.Errorf("%w: rollback: no app given", core.ErrInvalid)
 	}
+	if err := e.RequireLiveTraffic(ctx, "rollback"); err != nil {
+		return nil, err
+	}
 	if _, err := e.Store.LoadApp(ctx, app); err != nil {
 		if errors.Is(err, core.ErrNotFound) {
 			return nil, fmt.Errorf("%w: rollback: unknown app %q", core.ErrNotFound, app)

@@ -28,6 +28,9 @@ import (
 // app or a service selection → ErrInvalid; unknown app → ErrNotFound;
 // never deployed → ErrConflict; lock/R7/R8 refusals → ErrConflict.
 func (e *Engine) Start(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	if err := e.RequireLiveTraffic(ctx, core.OpStart); err != nil {
+		return nil, err
+	}
 	if err := refuseServices(core.OpStart, req); err != nil {
 		return nil, err
 	}

@@ -471,7 +471,7 @@ func (h *Host) startError(f Found, err error) error {
 	if errors.Is(err, core.ErrPluginExited) || errors.Is(err, core.ErrUnavailable) {
 		return fmt.Errorf("plugin %s (%s): %w", id, f.Path, err)
 	}
-	return fmt.Errorf("plugin %s (%s): %w: %v", id, f.Path, core.ErrPluginExited, err)
+	return fmt.Errorf("plugin %s (%s): %w: %w", id, f.Path, core.ErrPluginExited, err)
 }
 
 // pluginEnv is the host environment, then HostConfig.Env, then TMPDIR (go-

@@ -123,7 +123,7 @@ func (p *Prober) docker() (*client.Client, error) {
 	}
 	cli, err := mk()
 	if err != nil {
-		return nil, fmt.Errorf("%w: exec probe: docker client from the environment (DOCKER_HOST): %v", core.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: exec probe: docker client from the environment (DOCKER_HOST): %w", core.ErrUnavailable, err)
 	}
 	p.cli = cli
 	return cli, nil
@@ -219,13 +219,13 @@ func (p *Prober) failed(ctx, actx context.Context, where, step, argv string, tim
 	case actx.Err() != nil:
 		return core.ProbeResult{Detail: fmt.Sprintf("%s: %s: no answer within %s", argv, step, timeout)}, nil
 	case cerrdefs.IsNotFound(err):
-		return core.ProbeResult{}, fmt.Errorf("%w: %s: %s: %v", core.ErrNotFound, where, step, err)
+		return core.ProbeResult{}, fmt.Errorf("%w: %s: %s: %w", core.ErrNotFound, where, step, err)
 	case cerrdefs.IsConflict(err) || cerrdefs.IsInvalidArgument(err) || isExecStartFailure(err):
 		// Container not running yet / restarting, or the program is missing:
 		// not ready, the engine retries.
 		return core.ProbeResult{Detail: fmt.Sprintf("%s: %s: %v", argv, step, err)}, nil
 	case client.IsErrConnectionFailed(err) || errors.Is(err, context.DeadlineExceeded):
-		return core.ProbeResult{}, fmt.Errorf("%w: %s: %s: %v", core.ErrUnavailable, where, step, err)
+		return core.ProbeResult{}, fmt.Errorf("%w: %s: %s: %w", core.ErrUnavailable, where, step, err)
 	}
 	return core.ProbeResult{Detail: fmt.Sprintf("%s: %s: %v", argv, step, err)}, nil
 }

@@ -112,7 +112,7 @@ func (p *Prober) Check(ctx context.Context, req core.ProbeRequest) (core.ProbeRe
 	defer cancel()
 	conn, err := grpc.NewClient("passthrough:///"+t.Address, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return core.ProbeResult{}, fmt.Errorf("%w: grpc probe: address %q: %v", core.ErrInvalid, t.Address, err)
+		return core.ProbeResult{}, fmt.Errorf("%w: grpc probe: address %q: %w", core.ErrInvalid, t.Address, err)
 	}
 	defer conn.Close()
 	r, err := healthpb.NewHealthClient(conn).Check(actx, &healthpb.HealthCheckRequest{Service: cfg.Service})

@@ -66,6 +66,45 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		return "", err
 	}
 	what := fmt.Sprintf("create container %q", c.Name)
+	cfg := containerConfig(c)
+	host, err := hostConfig(c, what)
+	if err != nil {
+		return "", err
+	}
+	netCfg, err := networkConfig(c, cfg, host, what)
+	if err != nil {
+		return "", err
+	}
+	extras, err := r.extraNetworks(ctx, c, what)
+	if err != nil {
+		return "", err
+	}
+
+	res, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:             c.Name,
+		Config:           cfg,
+		HostConfig:       host,
+		NetworkingConfig: netCfg,
+	})
+	if err != nil {
+		return "", r.classify(err, what)
+	}
+	for _, n := range extras {
+		{
+			if _, err := r.cli.NetworkConnect(ctx, n, client.NetworkConnectOptions{Container: res.ID}); err != nil {
+				_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true})
+				return "", r.classify(err, fmt.Sprintf("%s: connect network %q", what, n))
+			}
+		}
+	}
+	return res.ID, nil
+}
+
+// containerConfig is the engine's container config of c: image, env,
+// labels, hostname, stop grace and signal, entrypoint and command (an
+// explicit empty entrypoint clears the image's), healthcheck, user and
+// working directory.
+func containerConfig(c core.ContainerSpec) *container.Config {
 	stop := graceSeconds(c.StopGrace)
 	cfg := &container.Config{
 		Image:       c.Image,
@@ -101,8 +140,15 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		}
 		cfg.Healthcheck = hc
 	}
+	cfg.User, cfg.WorkingDir = c.Options.User, c.Options.WorkingDir
+	return cfg
+}
+
+// hostConfig is the engine's host config of c: options, resources,
+// logging, restart policy, mounts and devices. An unknown restart policy
+// or mount type, or a bad device, wraps core.ErrInvalid.
+func hostConfig(c core.ContainerSpec, what string) (*container.HostConfig, error) {
 	o := c.Options
-	cfg.User, cfg.WorkingDir = o.User, o.WorkingDir
 	host := &container.HostConfig{
 		ReadonlyRootfs: o.ReadOnly,
 		ShmSize:        o.ShmSize,
@@ -139,7 +185,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 	case "unless-stopped", "always", "on-failure":
 		host.RestartPolicy = container.RestartPolicy{Name: container.RestartPolicyMode(c.RestartPolicy)}
 	default:
-		return "", fmt.Errorf("%s: %w: unknown restart policy %q", what, core.ErrInvalid, c.RestartPolicy)
+		return nil, fmt.Errorf("%s: %w: unknown restart policy %q", what, core.ErrInvalid, c.RestartPolicy)
 	}
 	for _, m := range c.Mounts {
 		var t mount.Type
@@ -149,18 +195,25 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		case core.MountBind:
 			t = mount.TypeBind
 		default:
-			return "", fmt.Errorf("%s: %w: unknown mount type %q", what, core.ErrInvalid, m.Type)
+			return nil, fmt.Errorf("%s: %w: unknown mount type %q", what, core.ErrInvalid, m.Type)
 		}
 		host.Mounts = append(host.Mounts, mount.Mount{Type: t, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	for _, d := range c.Devices {
 		dm, err := parseDevice(d)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w: %v", what, core.ErrInvalid, err)
+			return nil, fmt.Errorf("%s: %w: %w", what, core.ErrInvalid, err)
 		}
 		host.Devices = append(host.Devices, dm)
 	}
 
+	return host, nil
+}
+
+// networkConfig sets the network of c on cfg and host: the host network,
+// or the app network (with c's aliases) and c's ports published on
+// loopback at ports the engine picks. A bad port wraps core.ErrInvalid.
+func networkConfig(c core.ContainerSpec, cfg *container.Config, host *container.HostConfig, what string) (*network.NetworkingConfig, error) {
 	var netCfg *network.NetworkingConfig
 	if c.HostNetwork {
 		host.NetworkMode = "host"
@@ -172,7 +225,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		for _, p := range c.Ports {
 			port, err := toPort(p)
 			if err != nil {
-				return "", fmt.Errorf("%s: %w: %v", what, core.ErrInvalid, err)
+				return nil, fmt.Errorf("%s: %w: %w", what, core.ErrInvalid, err)
 			}
 			cfg.ExposedPorts[port] = struct{}{}
 			host.PortBindings[port] = []network.PortBinding{{HostIP: loopback, HostPort: ""}}
@@ -185,6 +238,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		}
 	}
 
+	return netCfg, nil
+}
+
+// extraNetworks resolves c's extra networks to their IDs (none on the host
+// network); a missing one wraps core.ErrNotFound.
+func (r *Runtime) extraNetworks(ctx context.Context, c core.ContainerSpec, what string) ([]string, error) {
 	// A created container may be connected to a network that does not
 	// exist (the engine only fails at start), so check extras first.
 	var extras []string
@@ -195,33 +254,16 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 			}
 			id, err := r.findNetwork(ctx, n)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			if id == "" {
-				return "", fmt.Errorf("%s: network %q: %w", what, n, core.ErrNotFound)
+				return nil, fmt.Errorf("%s: network %q: %w", what, n, core.ErrNotFound)
 			}
 			extras = append(extras, id)
 		}
 	}
 
-	res, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:             c.Name,
-		Config:           cfg,
-		HostConfig:       host,
-		NetworkingConfig: netCfg,
-	})
-	if err != nil {
-		return "", r.classify(err, what)
-	}
-	for _, n := range extras {
-		{
-			if _, err := r.cli.NetworkConnect(ctx, n, client.NetworkConnectOptions{Container: res.ID}); err != nil {
-				_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true})
-				return "", r.classify(err, fmt.Sprintf("%s: connect network %q", what, n))
-			}
-		}
-	}
-	return res.ID, nil
+	return extras, nil
 }
 
 func toPort(p core.PortSpec) (network.Port, error) {
@@ -388,7 +430,7 @@ func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.Port
 	for _, p := range ports {
 		port, err := toPort(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w: %v", what, core.ErrInvalid, err)
+			return nil, fmt.Errorf("%s: %w: %w", what, core.ErrInvalid, err)
 		}
 		hostPort := 0
 		for _, b := range published[port] {

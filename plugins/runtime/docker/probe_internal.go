@@ -137,7 +137,7 @@ func (r *Runtime) ProbeInternal(ctx context.Context, p core.InternalProbe) (core
 func (r *Runtime) helperImage(ctx context.Context) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("%w: locate own executable: %v", core.ErrInvalid, err)
+		return "", fmt.Errorf("%w: locate own executable: %w", core.ErrInvalid, err)
 	}
 	img, err := sysimage.Build(ctx, r.cli, "probe-helper", map[string]string{"/gordon-probe": exe},
 		map[string]string{core.LabelManaged: "true", core.LabelRole: "probe-helper"})

@@ -19,7 +19,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -31,6 +30,7 @@ import (
 	"github.com/moby/moby/client/pkg/versions"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
 )
 
 var _ core.Runtime = (*Runtime)(nil)
@@ -75,7 +75,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	cli, err := client.New(ops...)
 	if err != nil {
-		return nil, fmt.Errorf("docker runtime: client: %w: %v", core.ErrInvalid, err)
+		return nil, fmt.Errorf("docker runtime: client: %w: %w", core.ErrInvalid, err)
 	}
 	return &Runtime{cli: cli, host: cli.DaemonHost()}, nil
 }
@@ -117,34 +117,19 @@ func (r *Runtime) connect(ctx context.Context) error {
 // call has been made).
 func (r *Runtime) APIVersion() string { return r.cli.ClientVersion() }
 
-// classify wraps err in exactly one core error class, with what as context.
-// The engine's own message is kept as text.
+// classify wraps err in exactly one core error class (dockererr.Class),
+// with what as context: "<what>: <class>: <engine error>", both the class
+// and the engine's error in the chain. An engine that cannot be reached at
+// all is named with its address and how to check it.
 func (r *Runtime) classify(err error, what string) error {
 	if err == nil {
 		return nil
 	}
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s: %w: %v", what, core.ErrUnavailable, err)
-	case client.IsErrConnectionFailed(err), isDialError(err):
-		return fmt.Errorf("%s: docker engine at %s unreachable (is the Docker engine running? `docker info`): %w: %v",
+	if dockererr.Unreachable(err) {
+		return fmt.Errorf("%s: docker engine at %s unreachable (is the Docker engine running? `docker info`): %w: %w",
 			what, r.host, core.ErrUnavailable, err)
-	case cerrdefs.IsNotFound(err):
-		return fmt.Errorf("%s: %w: %v", what, core.ErrNotFound, err)
-	case cerrdefs.IsConflict(err), cerrdefs.IsAlreadyExists(err), cerrdefs.IsFailedPrecondition(err):
-		return fmt.Errorf("%s: %w: %v", what, core.ErrConflict, err)
-	case cerrdefs.IsInvalidArgument(err):
-		return fmt.Errorf("%s: %w: %v", what, core.ErrInvalid, err)
-	default:
-		return fmt.Errorf("%s: %w: %v", what, core.ErrUnavailable, err)
 	}
-}
-
-func isDialError(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "connect: no such file or directory") ||
-		strings.Contains(s, "connect: connection refused") ||
-		strings.Contains(s, "connect: permission denied")
+	return fmt.Errorf("%s: %w: %w", what, dockererr.Class(err), err)
 }
 
 // Info describes the engine: Name "docker", the server version, the
@@ -227,7 +212,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string) error {
 		return err
 	}
 	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
-		return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrInvalid, err)
+		return fmt.Errorf("pull image %q: %w: %w", ref, core.ErrInvalid, err)
 	}
 	auth := core.RegistryAuthFrom(ctx)
 	resp, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: auth})
@@ -238,9 +223,9 @@ func (r *Runtime) PullImage(ctx context.Context, ref string) error {
 	if err := resp.Wait(ctx); err != nil {
 		err = authHint(err, ref, auth)
 		if cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "manifest unknown") {
-			return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrNotFound, err)
+			return fmt.Errorf("pull image %q: %w: %w", ref, core.ErrNotFound, err)
 		}
-		return fmt.Errorf("pull image %q: %w: %v", ref, core.ErrUnavailable, err)
+		return fmt.Errorf("pull image %q: %w: %w", ref, core.ErrUnavailable, err)
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ func readinessToProto(r core.Readiness) (*pb.Readiness, error) {
 	if r.Config != nil {
 		b, err := json.Marshal(r.Config)
 		if err != nil {
-			return nil, fmt.Errorf("%w: readiness config is not JSON: %v", core.ErrInvalid, err)
+			return nil, fmt.Errorf("%w: readiness config is not JSON: %w", core.ErrInvalid, err)
 		}
 		out.ConfigJson = b
 	}
@@ -90,7 +90,7 @@ func readinessFromProto(p *pb.Readiness) (core.Readiness, error) {
 	}
 	if len(p.GetConfigJson()) > 0 {
 		if err := json.Unmarshal(p.GetConfigJson(), &out.Config); err != nil {
-			return core.Readiness{}, fmt.Errorf("%w: readiness config: %v", core.ErrInvalid, err)
+			return core.Readiness{}, fmt.Errorf("%w: readiness config: %w", core.ErrInvalid, err)
 		}
 	}
 	return out, nil

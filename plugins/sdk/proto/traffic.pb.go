@@ -536,18 +536,88 @@ func (x *BackendStatus) GetOpenConns() int64 {
 	return 0
 }
 
+type ListenerStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Addr  string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`
+	// proto is "http", "https", "tcp" or "udp".
+	Proto string `protobuf:"bytes,2,opt,name=proto,proto3" json:"proto,omitempty"`
+	// error is why the listener could not bind ("" when it listens).
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListenerStatus) Reset() {
+	*x = ListenerStatus{}
+	mi := &file_traffic_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListenerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListenerStatus) ProtoMessage() {}
+
+func (x *ListenerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListenerStatus.ProtoReflect.Descriptor instead.
+func (*ListenerStatus) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListenerStatus) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *ListenerStatus) GetProto() string {
+	if x != nil {
+		return x.Proto
+	}
+	return ""
+}
+
+func (x *ListenerStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type TrafficStatus struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	AppliedGeneration uint64                 `protobuf:"varint,1,opt,name=applied_generation,json=appliedGeneration,proto3" json:"applied_generation,omitempty"`
 	Error             string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	Backends          []*BackendStatus       `protobuf:"bytes,3,rep,name=backends,proto3" json:"backends,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// stale: the edge did not answer itself; the figures are its last
+	// written status and the edge is taken as not running (false: live).
+	Stale bool `protobuf:"varint,4,opt,name=stale,proto3" json:"stale,omitempty"`
+	// updated_at_unix_ms: when the edge last wrote its status (0: unknown).
+	UpdatedAtUnixMs int64             `protobuf:"varint,5,opt,name=updated_at_unix_ms,json=updatedAtUnixMs,proto3" json:"updated_at_unix_ms,omitempty"`
+	Listeners       []*ListenerStatus `protobuf:"bytes,6,rep,name=listeners,proto3" json:"listeners,omitempty"`
+	// retired_backends: backends no route of the current table leads to.
+	RetiredBackends []string `protobuf:"bytes,7,rep,name=retired_backends,json=retiredBackends,proto3" json:"retired_backends,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TrafficStatus) Reset() {
 	*x = TrafficStatus{}
-	mi := &file_traffic_proto_msgTypes[8]
+	mi := &file_traffic_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +629,7 @@ func (x *TrafficStatus) String() string {
 func (*TrafficStatus) ProtoMessage() {}
 
 func (x *TrafficStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[8]
+	mi := &file_traffic_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +642,7 @@ func (x *TrafficStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrafficStatus.ProtoReflect.Descriptor instead.
 func (*TrafficStatus) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{8}
+	return file_traffic_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TrafficStatus) GetAppliedGeneration() uint64 {
@@ -596,6 +666,34 @@ func (x *TrafficStatus) GetBackends() []*BackendStatus {
 	return nil
 }
 
+func (x *TrafficStatus) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *TrafficStatus) GetUpdatedAtUnixMs() int64 {
+	if x != nil {
+		return x.UpdatedAtUnixMs
+	}
+	return 0
+}
+
+func (x *TrafficStatus) GetListeners() []*ListenerStatus {
+	if x != nil {
+		return x.Listeners
+	}
+	return nil
+}
+
+func (x *TrafficStatus) GetRetiredBackends() []string {
+	if x != nil {
+		return x.RetiredBackends
+	}
+	return nil
+}
+
 type AddCertRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
@@ -607,7 +705,7 @@ type AddCertRequest struct {
 
 func (x *AddCertRequest) Reset() {
 	*x = AddCertRequest{}
-	mi := &file_traffic_proto_msgTypes[9]
+	mi := &file_traffic_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +717,7 @@ func (x *AddCertRequest) String() string {
 func (*AddCertRequest) ProtoMessage() {}
 
 func (x *AddCertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[9]
+	mi := &file_traffic_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +730,7 @@ func (x *AddCertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCertRequest.ProtoReflect.Descriptor instead.
 func (*AddCertRequest) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{9}
+	return file_traffic_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AddCertRequest) GetHost() string {
@@ -665,7 +763,7 @@ type RemoveCertRequest struct {
 
 func (x *RemoveCertRequest) Reset() {
 	*x = RemoveCertRequest{}
-	mi := &file_traffic_proto_msgTypes[10]
+	mi := &file_traffic_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +775,7 @@ func (x *RemoveCertRequest) String() string {
 func (*RemoveCertRequest) ProtoMessage() {}
 
 func (x *RemoveCertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[10]
+	mi := &file_traffic_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +788,7 @@ func (x *RemoveCertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveCertRequest.ProtoReflect.Descriptor instead.
 func (*RemoveCertRequest) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{10}
+	return file_traffic_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RemoveCertRequest) GetHost() string {
@@ -719,7 +817,7 @@ type CertInfo struct {
 
 func (x *CertInfo) Reset() {
 	*x = CertInfo{}
-	mi := &file_traffic_proto_msgTypes[11]
+	mi := &file_traffic_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +829,7 @@ func (x *CertInfo) String() string {
 func (*CertInfo) ProtoMessage() {}
 
 func (x *CertInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[11]
+	mi := &file_traffic_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +842,7 @@ func (x *CertInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertInfo.ProtoReflect.Descriptor instead.
 func (*CertInfo) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{11}
+	return file_traffic_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CertInfo) GetHost() string {
@@ -805,7 +903,7 @@ type CertList struct {
 
 func (x *CertList) Reset() {
 	*x = CertList{}
-	mi := &file_traffic_proto_msgTypes[12]
+	mi := &file_traffic_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +915,7 @@ func (x *CertList) String() string {
 func (*CertList) ProtoMessage() {}
 
 func (x *CertList) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[12]
+	mi := &file_traffic_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +928,7 @@ func (x *CertList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertList.ProtoReflect.Descriptor instead.
 func (*CertList) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{12}
+	return file_traffic_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CertList) GetCerts() []*CertInfo {
@@ -884,11 +982,19 @@ const file_traffic_proto_rawDesc = "" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x1d\n" +
 	"\n" +
-	"open_conns\x18\x03 \x01(\x03R\topenConns\"\x91\x01\n" +
+	"open_conns\x18\x03 \x01(\x03R\topenConns\"P\n" +
+	"\x0eListenerStatus\x12\x12\n" +
+	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x14\n" +
+	"\x05proto\x18\x02 \x01(\tR\x05proto\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xbf\x02\n" +
 	"\rTrafficStatus\x12-\n" +
 	"\x12applied_generation\x18\x01 \x01(\x04R\x11appliedGeneration\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12;\n" +
-	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends\"X\n" +
+	"\bbackends\x18\x03 \x03(\v2\x1f.gordon.plugin.v1.BackendStatusR\bbackends\x12\x14\n" +
+	"\x05stale\x18\x04 \x01(\bR\x05stale\x12+\n" +
+	"\x12updated_at_unix_ms\x18\x05 \x01(\x03R\x0fupdatedAtUnixMs\x12>\n" +
+	"\tlisteners\x18\x06 \x03(\v2 .gordon.plugin.v1.ListenerStatusR\tlisteners\x12)\n" +
+	"\x10retired_backends\x18\a \x03(\tR\x0fretiredBackends\"X\n" +
 	"\x0eAddCertRequest\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x19\n" +
 	"\bcert_pem\x18\x02 \x01(\fR\acertPem\x12\x17\n" +
@@ -927,7 +1033,7 @@ func file_traffic_proto_rawDescGZIP() []byte {
 	return file_traffic_proto_rawDescData
 }
 
-var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_traffic_proto_goTypes = []any{
 	(*Backend)(nil),           // 0: gordon.plugin.v1.Backend
 	(*HTTPRoute)(nil),         // 1: gordon.plugin.v1.HTTPRoute
@@ -937,14 +1043,15 @@ var file_traffic_proto_goTypes = []any{
 	(*ApplyRequest)(nil),      // 5: gordon.plugin.v1.ApplyRequest
 	(*ApplyResponse)(nil),     // 6: gordon.plugin.v1.ApplyResponse
 	(*BackendStatus)(nil),     // 7: gordon.plugin.v1.BackendStatus
-	(*TrafficStatus)(nil),     // 8: gordon.plugin.v1.TrafficStatus
-	(*AddCertRequest)(nil),    // 9: gordon.plugin.v1.AddCertRequest
-	(*RemoveCertRequest)(nil), // 10: gordon.plugin.v1.RemoveCertRequest
-	(*CertInfo)(nil),          // 11: gordon.plugin.v1.CertInfo
-	(*CertList)(nil),          // 12: gordon.plugin.v1.CertList
-	(*DescribeRequest)(nil),   // 13: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),             // 14: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),  // 15: gordon.plugin.v1.DescribeResponse
+	(*ListenerStatus)(nil),    // 8: gordon.plugin.v1.ListenerStatus
+	(*TrafficStatus)(nil),     // 9: gordon.plugin.v1.TrafficStatus
+	(*AddCertRequest)(nil),    // 10: gordon.plugin.v1.AddCertRequest
+	(*RemoveCertRequest)(nil), // 11: gordon.plugin.v1.RemoveCertRequest
+	(*CertInfo)(nil),          // 12: gordon.plugin.v1.CertInfo
+	(*CertList)(nil),          // 13: gordon.plugin.v1.CertList
+	(*DescribeRequest)(nil),   // 14: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),             // 15: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),  // 16: gordon.plugin.v1.DescribeResponse
 }
 var file_traffic_proto_depIdxs = []int32{
 	0,  // 0: gordon.plugin.v1.HTTPRoute.backends:type_name -> gordon.plugin.v1.Backend
@@ -955,26 +1062,27 @@ var file_traffic_proto_depIdxs = []int32{
 	3,  // 5: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
 	4,  // 6: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
 	7,  // 7: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
-	11, // 8: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
-	13, // 9: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	5,  // 10: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
-	14, // 11: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
-	14, // 12: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
-	9,  // 13: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
-	10, // 14: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
-	14, // 15: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
-	15, // 16: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	6,  // 17: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
-	8,  // 18: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
-	4,  // 19: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
-	11, // 20: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
-	14, // 21: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
-	12, // 22: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	8,  // 8: gordon.plugin.v1.TrafficStatus.listeners:type_name -> gordon.plugin.v1.ListenerStatus
+	12, // 9: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
+	14, // 10: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	5,  // 11: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
+	15, // 12: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
+	15, // 13: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
+	10, // 14: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
+	11, // 15: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
+	15, // 16: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
+	16, // 17: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	6,  // 18: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
+	9,  // 19: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
+	4,  // 20: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
+	12, // 21: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
+	15, // 22: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
+	13, // 23: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
+	17, // [17:24] is the sub-list for method output_type
+	10, // [10:17] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_traffic_proto_init() }
@@ -989,7 +1097,7 @@ func file_traffic_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_traffic_proto_rawDesc), len(file_traffic_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -65,17 +65,29 @@ func graphFromProto(p *pb.Graph) routetable.Graph {
 }
 
 func statusToProto(s core.TrafficStatus) *pb.TrafficStatus {
-	out := &pb.TrafficStatus{AppliedGeneration: s.AppliedGeneration, Error: s.Error}
+	out := &pb.TrafficStatus{AppliedGeneration: s.AppliedGeneration, Error: s.Error, Stale: s.Stale, RetiredBackends: s.RetiredBackends}
+	if !s.UpdatedAt.IsZero() {
+		out.UpdatedAtUnixMs = s.UpdatedAt.UnixMilli()
+	}
 	for _, b := range s.Backends {
 		out.Backends = append(out.Backends, &pb.BackendStatus{Addr: b.Addr, InFlight: b.InFlight, OpenConns: b.OpenConns})
+	}
+	for _, l := range s.Listeners {
+		out.Listeners = append(out.Listeners, &pb.ListenerStatus{Addr: l.Addr, Proto: l.Proto, Error: l.Error})
 	}
 	return out
 }
 
 func statusFromProto(p *pb.TrafficStatus) core.TrafficStatus {
-	out := core.TrafficStatus{AppliedGeneration: p.GetAppliedGeneration(), Error: p.GetError()}
+	out := core.TrafficStatus{AppliedGeneration: p.GetAppliedGeneration(), Error: p.GetError(), Stale: p.GetStale(), RetiredBackends: p.GetRetiredBackends()}
+	if ms := p.GetUpdatedAtUnixMs(); ms != 0 {
+		out.UpdatedAt = time.UnixMilli(ms).UTC()
+	}
 	for _, b := range p.GetBackends() {
 		out.Backends = append(out.Backends, routetable.BackendStatus{Addr: b.GetAddr(), InFlight: b.GetInFlight(), OpenConns: b.GetOpenConns()})
+	}
+	for _, l := range p.GetListeners() {
+		out.Listeners = append(out.Listeners, routetable.ListenerStatus{Addr: l.GetAddr(), Proto: l.GetProto(), Error: l.GetError()})
 	}
 	return out
 }

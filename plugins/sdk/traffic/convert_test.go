@@ -2,9 +2,11 @@ package traffic
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
@@ -15,4 +17,22 @@ func TestGraphRoundTripKeepsResponseHeaderTimeout(t *testing.T) {
 	back := graphFromProto(graphToProto(g))
 	assert.Equal(t, int64(90000), back.HTTP[0].ResponseHeaderTimeoutMS)
 	assert.Equal(t, g.HTTP, back.HTTP)
+}
+
+// What the edge serves crosses the plugin protocol whole: liveness, when
+// the status was written, listeners with their bind errors, retired
+// backends.
+func TestStatusRoundTripKeepsLivenessAndListeners(t *testing.T) {
+	st := core.TrafficStatus{
+		AppliedGeneration: 9, Error: "bad table",
+		Backends:        []routetable.BackendStatus{{Addr: "127.0.0.1:30001", InFlight: 2, OpenConns: 3}},
+		Stale:           true,
+		UpdatedAt:       time.UnixMilli(1764590000123).UTC(),
+		Listeners:       []routetable.ListenerStatus{{Addr: ":80", Proto: "http"}, {Addr: ":5432", Proto: "tcp", Error: "address already in use"}},
+		RetiredBackends: []string{"127.0.0.1:30001"},
+	}
+	assert.Equal(t, st, statusFromProto(statusToProto(st)))
+	live := statusFromProto(statusToProto(core.TrafficStatus{AppliedGeneration: 1}))
+	assert.False(t, live.Stale, "a backend that says nothing is live")
+	assert.True(t, live.UpdatedAt.IsZero())
 }

@@ -1,8 +1,8 @@
 // Package edge is the traffic/edge backend: it implements core.Traffic by
 // publishing the route graph as gordon-edge's route table
-// (<state>/edge/routes.json) and waiting until the edge reports that
-// generation applied in <state>/edge/status.json (ARCHITECTURE §5, SPEC
-// decision 11).
+// (<state>/edge/routes.json) and waiting until the edge confirms that
+// generation: in its answer to POST /reload, else by polling its admin
+// status or <state>/edge/status.json (ARCHITECTURE §5, SPEC decision 11).
 package edge
 
 import (
@@ -55,12 +55,13 @@ type Option func(*Traffic)
 // (default 10 s).
 func WithApplyTimeout(d time.Duration) Option { return func(t *Traffic) { t.applyTimeout = d } }
 
-// WithPollInterval sets how often status.json is re-read while waiting
-// (default 5 ms: the edge applies within a few ms of POST /reload).
+// WithPollInterval sets how often the edge's status is re-read while
+// waiting for a generation when the edge did not answer POST /reload with
+// it (an old or restarting edge; default 5 ms).
 func WithPollInterval(d time.Duration) Option { return func(t *Traffic) { t.pollInterval = d } }
 
-// WithAdminTimeout bounds one GET of the edge admin endpoint in Status
-// (default 1 s).
+// WithAdminTimeout bounds one request to the edge admin endpoint (GET
+// /status, POST /reload; default 1 s).
 func WithAdminTimeout(d time.Duration) Option { return func(t *Traffic) { t.adminTimeout = d } }
 
 // New returns the edge traffic backend for the state directory stateDir.
@@ -111,38 +112,72 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 	if err := edgestate.WriteFileAtomic(filepath.Join(t.dir, routesFile), append(data, '\n')); err != nil {
 		return 0, fmt.Errorf("traffic/edge: write route table generation %d: %w: %w", gen, core.ErrUnavailable, err)
 	}
-	t.poke(ctx, st.AdminAddr)
-	return gen, t.waitApplied(ctx, gen, table, st.AdminAddr)
+	deadline := time.Now().Add(t.applyTimeout)
+	if live, ok := t.reload(ctx, st.AdminAddr); ok {
+		if done, err := t.confirmed(live, true, table); done {
+			return gen, err
+		}
+	}
+	return gen, t.waitApplied(ctx, deadline, table, st.AdminAddr)
 }
 
-// poke asks a running edge to read the new table now (POST /reload on
+// reload asks a running edge to read the new table now (POST /reload on
 // admin, the address status.json names; "" when none) instead of at its
-// next poll, which is up to 150 ms away. Best effort: on any failure the
-// edge's own poll still picks the table up and waitApplied is unchanged.
-func (t *Traffic) poke(ctx context.Context, admin string) {
+// next poll, which is up to 150 ms away, and returns the edge's status
+// after that read (ok). ok is false when the edge does not answer with
+// it within the admin timeout (an edge that only queues the read answers
+// 202, an old or crashed one nothing): waitApplied then polls.
+func (t *Traffic) reload(ctx context.Context, admin string) (routetable.Status, bool) {
 	if admin == "" {
-		return
+		return routetable.Status{}, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, t.adminTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+admin+"/reload", nil)
 	if err != nil {
-		return
+		return routetable.Status{}, false
 	}
-	if resp, err := t.client.Do(req); err == nil {
-		_ = resp.Body.Close()
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return routetable.Status{}, false
 	}
+	defer resp.Body.Close()
+	var st routetable.Status
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return routetable.Status{}, false
+	}
+	return st, true
 }
 
-// waitApplied waits until the edge confirms generation gen of table:
-// applied with every TCP/UDP listener the table asks for bound. The edge
-// itself answers (GET /status on its admin address, checked to serve this
-// state directory); status.json is only the fallback when the admin
-// address is unknown or does not answer, since an edge that cannot write
-// the file (a full disk) still applies and serves the table.
-func (t *Traffic) waitApplied(ctx context.Context, gen uint64, table routetable.Table, admin string) error {
-	deadline := time.NewTimer(t.applyTimeout)
-	defer deadline.Stop()
+// confirmed judges one status of the edge for table: done with nil when
+// the edge applied table's generation (or a later one) with every TCP/UDP
+// listener it asks for bound; done with an error when the edge rejected
+// that generation, cannot bind a listener of it, or (live) serves another
+// state directory; not done otherwise.
+func (t *Traffic) confirmed(st routetable.Status, live bool, table routetable.Table) (bool, error) {
+	gen := table.Generation
+	switch {
+	case live && st.StateID != "" && st.StateID != t.stateID():
+		return true, t.foreignEdge(st)
+	case st.AppliedGeneration >= gen:
+		return true, listenerErr(st, table)
+	case st.Error != "" && st.RejectedGeneration == gen:
+		return true, fmt.Errorf("traffic/edge: edge rejected generation %d: %w: %s", gen, core.ErrInvalid, st.Error)
+	}
+	return false, nil
+}
+
+// waitApplied is the fallback when the edge did not answer POST /reload
+// with the outcome: it polls until the edge confirms table (confirmed) or
+// deadline passes. The edge itself answers (GET /status on its admin
+// address, checked to serve this state directory); status.json is only
+// the fallback when the admin address is unknown or does not answer,
+// since an edge that cannot write the file (a full disk) still applies
+// and serves the table.
+func (t *Traffic) waitApplied(ctx context.Context, deadline time.Time, table routetable.Table, admin string) error {
+	gen := table.Generation
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	tick := time.NewTicker(t.pollInterval)
 	defer tick.Stop()
 	var last routetable.Status
@@ -150,23 +185,17 @@ func (t *Traffic) waitApplied(ctx context.Context, gen uint64, table routetable.
 		st, live, err := t.edgeStatus(ctx, admin)
 		if err == nil {
 			last = st
-			if live && st.StateID != "" && st.StateID != t.stateID() {
-				return t.foreignEdge(st)
+			if done, err := t.confirmed(st, live, table); done {
+				return err
 			}
 			if st.AdminAddr != "" {
 				admin = st.AdminAddr
-			}
-			if st.AppliedGeneration >= gen {
-				return listenerErr(st, table)
-			}
-			if st.Error != "" && st.RejectedGeneration == gen {
-				return fmt.Errorf("traffic/edge: edge rejected generation %d: %w: %s", gen, core.ErrInvalid, st.Error)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("traffic/edge: waiting for the edge to apply generation %d: %w: %w", gen, core.ErrUnavailable, ctx.Err())
-		case <-deadline.C:
+		case <-timer.C:
 			reason := "is gordon-edge running? docker gordon edge start"
 			if last.Error != "" {
 				reason = last.Error
@@ -219,25 +248,62 @@ func (t *Traffic) foreignEdge(st routetable.Status) error {
 		st.AdminAddr, st.PID, st.StateID, t.stateDir, t.stateID(), core.ErrConflict, t.stateDir)
 }
 
-// Status returns the edge's applied generation, last error and per-backend
-// counters. When status.json names an admin address, the live counters are
-// fetched from GET http://<admin>/status (bounded by the admin timeout);
-// if that fails the file's values are returned. A missing or unreadable
-// status.json is core.ErrUnavailable (the edge never ran here).
+// Status returns the edge's applied generation, last error, listeners and
+// per-backend counters. When status.json names an admin address, the live
+// figures are fetched from GET http://<admin>/status (bounded by the admin
+// timeout); if that fails the file's figures are returned with Stale set
+// (the edge is taken as not running). UpdatedAt is when the edge last
+// wrote status.json; RetiredBackends are the backends no route of the
+// last table written (routes.json) leads to. A missing or unreadable
+// status.json is core.ErrUnavailable (the edge never ran here); an edge
+// serving another state directory, core.ErrConflict.
 func (t *Traffic) Status(ctx context.Context) (core.TrafficStatus, error) {
-	st, err := t.readStatusFile()
+	file, err := t.readStatusFile()
 	if err != nil {
 		return core.TrafficStatus{}, fmt.Errorf("traffic/edge: %w (is gordon-edge running? docker gordon edge start)", err)
 	}
-	if st.AdminAddr != "" {
-		if live, err := t.fetchLive(ctx, st.AdminAddr); err == nil {
+	st, stale := file, true
+	if file.AdminAddr != "" {
+		if live, err := t.fetchLive(ctx, file.AdminAddr); err == nil {
 			if live.StateID != "" && live.StateID != t.stateID() {
 				return core.TrafficStatus{}, t.foreignEdge(live)
 			}
-			st = live
+			st, stale = live, false
 		}
 	}
-	return core.TrafficStatus{AppliedGeneration: st.AppliedGeneration, Error: st.Error, Backends: st.Backends}, nil
+	return core.TrafficStatus{
+		AppliedGeneration: st.AppliedGeneration, Error: st.Error, Backends: st.Backends,
+		Stale: stale, UpdatedAt: file.UpdatedAt, Listeners: st.Listeners, RetiredBackends: t.retired(st.Backends),
+	}, nil
+}
+
+// retired lists the backends of bs that no route of routes.json leads to
+// (nil when routes.json is unreadable).
+func (t *Traffic) retired(bs []routetable.BackendStatus) []string {
+	data, err := os.ReadFile(filepath.Join(t.dir, routesFile))
+	if err != nil {
+		return nil
+	}
+	var tbl routetable.Table
+	if json.Unmarshal(data, &tbl) != nil {
+		return nil
+	}
+	routed := map[string]bool{}
+	for _, rt := range tbl.HTTP {
+		for _, b := range rt.Backends {
+			routed[b.Addr] = true
+		}
+	}
+	for _, rt := range append(tbl.TCP, tbl.UDP...) {
+		routed[rt.Backend] = true
+	}
+	var out []string
+	for _, b := range bs {
+		if !routed[b.Addr] {
+			out = append(out, b.Addr)
+		}
+	}
+	return out
 }
 
 // Routes returns the route graph the edge last applied (edge/applied.json,

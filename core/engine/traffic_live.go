@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// TrafficStartWait is how long RequireLiveTraffic waits for an edge that
+// is starting (its status written a moment ago, or none yet).
+const TrafficStartWait = 3 * time.Second
+
+// TrafficHint is what a refusal for a stopped edge says about where the
+// edge runs and how to start it (RequireLiveTraffic).
+type TrafficHint struct {
+	// StateDir is the state directory the edge serves (named when it has
+	// never run).
+	StateDir string
+	// Engine, when set, is the engine whose machine the edge runs on, as
+	// the user named it ("context prod (ssh://…, remote)").
+	Engine string
+	// Start says how to start the edge; empty: "Start it with `docker
+	// gordon edge start` (or `docker gordon edge run` in another
+	// terminal)".
+	Start string
+}
+
+// TrafficDownError is the refusal of a verb that needs a live edge while
+// the edge does not run. It wraps ErrUnavailable.
+type TrafficDownError struct {
+	msg string
+}
+
+func (e *TrafficDownError) Error() string { return e.msg }
+
+// Unwrap returns ErrUnavailable.
+func (e *TrafficDownError) Unwrap() error { return core.ErrUnavailable }
+
+// RequireLiveTraffic is the one rule for verbs that publish routes to new
+// containers (deploy, rollback, start, restart; SPEC R18: the edge
+// confirms every new route table): it refuses, before anything is changed,
+// while the traffic backend reports the edge not running, instead of
+// creating candidates that would only fail at the switch. Stop and remove
+// only withdraw routes and go ahead without an edge.
+//
+// The edge is not running when Traffic.Status fails (other than with
+// ErrConflict, an edge serving another state directory, which
+// checkTraffic refuses with its own reason) or reports Stale. An edge
+// whose status was written within 2×TrafficStartWait (or never) may be
+// starting: it gets up to TrafficStartWait to answer. No Traffic backend
+// (validate) is no refusal.
+//
+// The error is a *TrafficDownError wrapping ErrUnavailable: "<verb>: the
+// edge proxy is not running[ on <engine>]: <why>; nothing was changed.
+// <how to start it>, then retry".
+func (e *Engine) RequireLiveTraffic(ctx context.Context, verb string) error {
+	if e.Traffic == nil {
+		return nil
+	}
+	deadline := time.Now().Add(TrafficStartWait)
+	live, written := e.trafficLive(ctx)
+	// A status written seconds ago or none yet: maybe starting. An older
+	// one from an edge that does not answer: stopped, no need to wait.
+	starting := func() bool { return written.IsZero() || time.Since(written) < 2*TrafficStartWait }
+	for !live && starting() && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+		live, written = e.trafficLive(ctx)
+	}
+	if live {
+		return nil
+	}
+	h := e.TrafficHint
+	why := "it has never run for state directory " + h.StateDir
+	if !written.IsZero() {
+		why = "it does not answer on its admin address (last status " + written.Local().Format(time.RFC3339) + ")"
+	}
+	on := ""
+	if h.Engine != "" {
+		on = " on " + h.Engine
+	}
+	start := h.Start
+	if start == "" {
+		start = "Start it with `docker gordon edge start` (or `docker gordon edge run` in another terminal)"
+	}
+	return &TrafficDownError{msg: fmt.Sprintf("%s: the edge proxy is not running%s: %s; nothing was changed. %s, then retry", verb, on, why, start)}
+}
+
+// trafficLive asks the traffic backend once (bounded by 5 s): live unless
+// Status failed (but for ErrConflict) or is Stale; written is when the
+// edge last wrote its status (zero when unknown).
+func (e *Engine) trafficLive(ctx context.Context) (live bool, written time.Time) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := e.Traffic.Status(ctx)
+	if err != nil {
+		return errors.Is(err, core.ErrConflict), time.Time{}
+	}
+	return !st.Stale, st.UpdatedAt
+}
