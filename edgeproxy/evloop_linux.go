@@ -108,7 +108,7 @@ type evLoop struct {
 	// may wait a few milliseconds without handing its P over (run).
 	rawWait bool
 	serial  int32
-	// done is closed when the loop has exited and closed everything.
+	// done is closed when run has returned and closed everything.
 	done chan struct{}
 }
 
@@ -184,7 +184,12 @@ func (h *h1Server) startLoops(n int) {
 	}
 	for _, l := range h.loops {
 		l.rawWait = runtime.GOMAXPROCS(0) > len(h.loops)
-		go l.run()
+		// done is closed once run has returned, so a Run that waited for
+		// it leaves no frame of the loop behind.
+		go func() {
+			l.run()
+			close(l.done)
+		}()
 	}
 }
 
@@ -345,7 +350,6 @@ func (l *evLoop) exit() {
 	_ = unix.Close(l.ep)
 	_ = unix.Close(l.wake)
 	runtime.UnlockOSThread()
-	close(l.done)
 }
 
 func (l *evLoop) takeInbox() {
