@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 
@@ -13,7 +14,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "ops APP [OP]",
-		Short: "Show an app's operation journal, or one operation with its steps",
+		Short: "Show an app's operation journal, or one operation (its ID or a unique prefix) with its steps",
 		Args:  usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -29,6 +30,17 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 			}
 			if len(args) == 2 {
 				op, err := store.LoadOp(ctx, app, args[1])
+				if errors.Is(err, core.ErrNotFound) {
+					ops, lerr := store.ListOps(ctx, app)
+					if lerr != nil {
+						return lerr
+					}
+					id, merr := matchOpID(app, ops, args[1])
+					if merr != nil {
+						return merr
+					}
+					op, err = store.LoadOp(ctx, app, id)
+				}
 				if err != nil {
 					return err
 				}
@@ -65,4 +77,24 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 	}
 	addFormatFlag(cmd, &format)
 	return cmd
+}
+
+// matchOpID resolves prefix (with or without the "op-" of every ID) to the
+// one operation of ops whose ID starts with it, as docker resolves short
+// container IDs. No match is
+// core.ErrNotFound, several are core.ErrInvalid; both name what to do.
+func matchOpID(app string, ops []core.Operation, prefix string) (string, error) {
+	var hits []string
+	for _, op := range ops {
+		if strings.HasPrefix(op.ID, prefix) || strings.HasPrefix(op.ID, "op-"+prefix) {
+			hits = append(hits, op.ID)
+		}
+	}
+	switch len(hits) {
+	case 1:
+		return hits[0], nil
+	case 0:
+		return "", fmt.Errorf("app %q has no operation %q (list them with: docker gordon ops %s): %w", app, prefix, app, core.ErrNotFound)
+	}
+	return "", fmt.Errorf("operation prefix %q of app %q is ambiguous: %s; give more of the ID: %w", prefix, app, strings.Join(hits, ", "), core.ErrInvalid)
 }
