@@ -116,15 +116,28 @@ func renderEdgeStatus(w io.Writer, view edgeStatusView) error {
 		fmt.Fprintf(w, "last error: %s\n", view.Error)
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "BACKEND\tSTATE\tIN-FLIGHT")
+	fmt.Fprintln(tw, "BACKEND\tSTATE\tIN-FLIGHT\tOPEN")
+	idle := 0
 	for _, b := range view.Backends {
 		state := "routed"
 		if slices.Contains(view.RetiredBackends, b.Addr) {
-			state = "retired" // switched away from; kept a few minutes for its counts
+			// Switched away from; the edge keeps it a few minutes for its
+			// counts. Only one still serving something is worth a line.
+			if b.InFlight == 0 && b.OpenConns == 0 {
+				idle++
+				continue
+			}
+			state = "retired"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\n", b.Addr, state, b.InFlight)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", b.Addr, state, b.InFlight, b.OpenConns)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if idle > 0 {
+		fmt.Fprintf(w, "%d retired backends idle (listed by --format json)\n", idle)
+	}
+	return nil
 }
 
 // edgeStatusView is `edge status --format json`: what the traffic backend
