@@ -31,10 +31,11 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
-// HTTPS at the edge (SPEC R62, R63). The HTTPS listener is served by
-// net/http (HTTP/2 and HTTP/1.1 by ALPN) running the same ServeHTTP as the
-// plain listener's slow path: same routing, drain accounting, upgrades,
-// streaming. Certificates come from the static store (certs add) first,
+// HTTPS at the edge (SPEC R62, R63). The edge handshakes HTTPS
+// connections itself (tls_accept.go): HTTP/1.1 is served by the edge's own
+// loop (h1.go) like plain HTTP, HTTP/2 by net/http running the same
+// ServeHTTP as the plain listener's slow path: same routing, drain
+// accounting, upgrades, streaming. Certificates come from the static store (certs add) first,
 // then from certmagic (ACME: exact routed hosts managed in the background,
 // names under a routed wildcard on demand). Both stores are files under
 // <state>/edge/certs (certstore), so a restarted edge serves what it has at
@@ -78,6 +79,12 @@ type tlsEdge struct {
 	logger   hclog.Logger
 	stateDir string
 	port     int // bound HTTPS port, for redirects
+
+	// ln is the HTTPS listener (serveAccept); conns feeds the net/http
+	// server the connections it serves (h2, and HTTP/1.1 ones the h1 loop
+	// hands off).
+	ln    net.Listener
+	conns *handoffListener
 
 	static   atomic.Pointer[staticSet]
 	fallback *tls.Certificate
@@ -155,7 +162,7 @@ func newTLSEdge(s *Server) (*tlsEdge, error) {
 	}, []string{"host"})
 	t.protoReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "gordon_edge", Name: "http_requests_by_protocol_total",
-		Help: "Requests handled by net/http, by protocol (HTTP/1.1, HTTP/2.0) and scheme.",
+		Help: "Requests by protocol (HTTP/1.1, HTTP/2.0) and scheme: every HTTPS request, and the plain HTTP requests handled by net/http.",
 	}, []string{"proto", "scheme"})
 	t.certEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "gordon_edge", Name: "tls_cert_events_total",
@@ -533,6 +540,7 @@ func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.
 			return nil, nil, fmt.Errorf("gordon-edge: listen https %s: %w", addr, err)
 		}
 	}
+	t.ln = ln
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
 		t.port = ta.Port
 		if t.issuer != nil {
@@ -540,8 +548,10 @@ func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.
 			t.odIssuer.AltTLSALPNPort = ta.Port
 		}
 	}
+	t.conns = newHandoffListener(ln.Addr())
 	srv := &http.Server{
-		Handler:           t.s,
+		Handler:           tlsHandler{t.s},
+		ConnContext:       tlsConnContext,
 		TLSConfig:         t.tlsConfig(),
 		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
@@ -565,9 +575,9 @@ func (h *handshakeErrLog) Write(p []byte) (int, error) {
 	return h.w.Write(p)
 }
 
-// serve runs srv on ln (TLS; h2 negotiated by ALPN).
+// serve runs the HTTPS listener ln (serveHTTPS, tls_accept.go).
 func (t *tlsEdge) serve(srv *http.Server, ln net.Listener) error {
-	return srv.ServeTLS(ln, "", "")
+	return t.serveHTTPS(srv, ln)
 }
 
 func (t *tlsEdge) close() {
@@ -650,6 +660,9 @@ func (s *Server) shutdownTLS(ctx context.Context, srv *http.Server) <-chan struc
 	if srv == nil {
 		close(done)
 		return done
+	}
+	if s.tls.ln != nil {
+		_ = s.tls.ln.Close() // the accept loop ends; its connections drain with the h1 loop's
 	}
 	go func() {
 		defer close(done)
