@@ -1,7 +1,6 @@
 package edgeproxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,8 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -528,57 +525,6 @@ func (t *tlsEdge) refresh(writeState bool) {
 // unmanageAfter is how long an exact host may be absent from the route
 // table before its certificate stops being managed.
 const unmanageAfter = 10 * time.Minute
-
-// listenHTTPS binds the HTTPS address and returns its server.
-func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.Server, error) {
-	ln := t.s.cfg.HTTPSListener
-	if ln == nil {
-		// Named "https" for the listener hand-over (SPEC R60): an upgraded
-		// edge takes this socket over like the plain HTTP one.
-		var err error
-		if ln, err = t.s.listenStream("https", addr, lc); err != nil {
-			return nil, nil, fmt.Errorf("gordon-edge: listen https %s: %w", addr, err)
-		}
-	}
-	t.ln = ln
-	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
-		t.port = ta.Port
-		if t.issuer != nil {
-			t.issuer.AltTLSALPNPort = ta.Port
-			t.odIssuer.AltTLSALPNPort = ta.Port
-		}
-	}
-	t.conns = newHandoffListener(ln.Addr())
-	srv := &http.Server{
-		Handler:           tlsHandler{t.s},
-		ConnContext:       tlsConnContext,
-		TLSConfig:         t.tlsConfig(),
-		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    maxRequestHead - 4096, // net/http allows 4 KiB over it
-		ErrorLog:          log.New(&handshakeErrLog{t: t, w: t.logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}, "", 0),
-	}
-	return ln, srv, nil
-}
-
-// handshakeErrLog counts net/http's "TLS handshake error" lines as the
-// handshake result "error" and passes every line on (debug level).
-type handshakeErrLog struct {
-	t *tlsEdge
-	w io.Writer
-}
-
-func (h *handshakeErrLog) Write(p []byte) (int, error) {
-	if bytes.Contains(p, []byte("TLS handshake error")) {
-		h.t.handshakes.WithLabelValues("error").Inc()
-	}
-	return h.w.Write(p)
-}
-
-// serve runs the HTTPS listener ln (serveHTTPS, tls_accept.go).
-func (t *tlsEdge) serve(srv *http.Server, ln net.Listener) error {
-	return t.serveHTTPS(srv, ln)
-}
 
 func (t *tlsEdge) close() {
 	t.cancel()

@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // The HTTPS listener (SPEC R62): the edge accepts and handshakes itself
@@ -171,4 +174,44 @@ func (h tlsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.s.ServeHTTP(w, r)
+}
+
+// listen binds the HTTPS address and returns its net/http server (served
+// on t.conns by serveHTTPS).
+func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.Server, error) {
+	ln := t.s.cfg.HTTPSListener
+	if ln == nil {
+		// Named "https" for the listener hand-over (SPEC R60): an upgraded
+		// edge takes this socket over like the plain HTTP one.
+		var err error
+		if ln, err = t.s.listenStream("https", addr, lc); err != nil {
+			return nil, nil, fmt.Errorf("gordon-edge: listen https %s: %w", addr, err)
+		}
+	}
+	t.ln = ln
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
+		t.port = ta.Port
+		if t.issuer != nil {
+			t.issuer.AltTLSALPNPort = ta.Port
+			t.odIssuer.AltTLSALPNPort = ta.Port
+		}
+	}
+	t.conns = newHandoffListener(ln.Addr())
+	srv := &http.Server{
+		Handler:     tlsHandler{t.s},
+		ConnContext: tlsConnContext,
+		// TLSConfig's ALPN list makes Serve set up HTTP/2 for the
+		// handshaken connections it is given.
+		TLSConfig:         t.tlsConfig(),
+		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    maxRequestHead - 4096, // net/http allows 4 KiB over it
+		ErrorLog:          t.logger.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+	}
+	return ln, srv, nil
+}
+
+// serve runs the HTTPS listener ln (serveHTTPS).
+func (t *tlsEdge) serve(srv *http.Server, ln net.Listener) error {
+	return t.serveHTTPS(srv, ln)
 }
