@@ -241,3 +241,61 @@ func adminGet(t *testing.T, e *edge, path string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// Drain over TLS (R62, decision 16): a request the loop serves over TLS
+// counts in flight on its backend, and an edge that stops while it runs
+// answers it (with Connection: close) before it exits.
+func TestHTTPSHTTP11InFlightCountedAndAnsweredThroughADrain(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		started <- struct{}{}
+		<-release
+		_, _ = io.WriteString(w, "slow")
+	}))
+	t.Cleanup(b.Close)
+	e, ca := tlsH1Edge(t, "drain.test", b)
+	c := dialRawTLS(t, e, ca, "drain.test", "http/1.1")
+	type answer struct {
+		resp *http.Response
+		body string
+	}
+	done := make(chan answer, 1)
+	go func() {
+		_, err := io.WriteString(c.c, "GET /slow HTTP/1.1\r\nHost: drain.test\r\n\r\n")
+		if err != nil {
+			done <- answer{}
+			return
+		}
+		resp, err := http.ReadResponse(c.br, nil)
+		if err != nil {
+			done <- answer{}
+			return
+		}
+		got, _ := io.ReadAll(resp.Body)
+		done <- answer{resp, string(got)}
+	}()
+	<-started
+	var inFlight int64
+	for _, bs := range e.srv.Status().Backends {
+		if bs.Addr == addrOf(b) {
+			inFlight = bs.InFlight
+		}
+	}
+	assert.Equal(t, int64(1), inFlight, "an HTTP/1.1 request over TLS counts in flight on its backend")
+	stopped := make(chan struct{})
+	go func() { e.stop(); close(stopped) }()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-stopped:
+		t.Fatal("the edge stopped with a request in flight")
+	default:
+	}
+	close(release)
+	a := <-done
+	require.NotNil(t, a.resp, "the in-flight request was answered")
+	assert.Equal(t, http.StatusOK, a.resp.StatusCode)
+	assert.Equal(t, "slow", a.body)
+	assert.True(t, a.resp.Close, "Connection: close during the drain")
+	<-stopped
+}
