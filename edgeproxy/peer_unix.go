@@ -58,7 +58,10 @@ func (fc *fastConn) usable() bool {
 // descriptor.
 func tcpUnder(c net.Conn) net.Conn {
 	if tc, ok := c.(*tls.Conn); ok {
-		return tc.NetConn()
+		c = tc.NetConn()
+	}
+	if cc, ok := c.(*coalesceConn); ok {
+		return cc.Conn
 	}
 	return c
 }

@@ -65,7 +65,7 @@ func (t *tlsEdge) serveAccept(ln net.Listener) error {
 		}
 		h.wg.Add(1)
 		h.mu.Unlock()
-		go t.handshakeAndServe(tls.Server(c, cfg))
+		go t.handshakeAndServe(tls.Server(newCoalesceConn(c), cfg))
 	}
 }
 
@@ -88,6 +88,9 @@ func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 	_ = tc.SetWriteDeadline(time.Time{})
 	switch tc.ConnectionState().NegotiatedProtocol {
 	case "h2":
+		if cc, ok := tc.NetConn().(*coalesceConn); ok {
+			cc.enable()
+		}
 		if !t.conns.push(tc) {
 			_ = tc.Close()
 		}

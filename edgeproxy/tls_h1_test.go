@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -298,4 +299,48 @@ func TestHTTPSHTTP11InFlightCountedAndAnsweredThroughADrain(t *testing.T) {
 	assert.Equal(t, "slow", a.body)
 	assert.True(t, a.resp.Close, "Connection: close during the drain")
 	<-stopped
+}
+
+// HTTP/2 with many streams on one connection (writes coalesced under
+// TLS): every stream gets its own answer whole, small and large.
+func TestHTTPSH2ConcurrentStreamsEachGetTheirOwnAnswer(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			_, _ = io.WriteString(w, big)
+			return
+		}
+		_, _ = io.WriteString(w, "answer to "+r.URL.Path)
+	}))
+	t.Cleanup(b.Close)
+	e, ca := tlsH1Edge(t, "many.test", b)
+	cl := httpsClient(e, ca.pool, true)
+	errs := make(chan error, 64)
+	for i := range 64 {
+		go func() {
+			path := fmt.Sprintf("/s%d", i)
+			if i%16 == 0 {
+				path = "/big"
+			}
+			resp, err := cl.Get("https://many.test" + path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			got, err := readAll(resp)
+			switch {
+			case err != nil:
+			case resp.ProtoMajor != 2:
+				err = fmt.Errorf("%s: %s", path, resp.Proto)
+			case path == "/big" && got != big:
+				err = fmt.Errorf("/big: %d bytes", len(got))
+			case path != "/big" && got != "answer to "+path:
+				err = fmt.Errorf("%s: got %q", path, got)
+			}
+			errs <- err
+		}()
+	}
+	for range 64 {
+		assert.NoError(t, <-errs)
+	}
 }
