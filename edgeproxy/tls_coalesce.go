@@ -14,9 +14,9 @@ import (
 // (handlers whose backend answered in the same wake-up), so the answers of
 // several streams share one write system call instead of one each (the
 // HTTP/2 server flushes whenever its write queue empties). A write error
-// is returned by the next Write; Close sends what is pending first
-// (closeFlushWait at most). Disabled (HTTP/1.1, the handshake), it is the
-// connection itself.
+// is returned by the next Write. Close never waits: with a write pending
+// the flusher closes the connection once it went out (closeFlushWait at
+// most). Disabled (HTTP/1.1, the handshake), it is the connection itself.
 type coalesceConn struct {
 	net.Conn
 	on atomic.Bool
@@ -26,7 +26,9 @@ type coalesceConn struct {
 	buf      []byte // pending, appended by Write
 	spare    []byte // the flusher's buffer, between flushes
 	flushing bool
-	err      error
+	// closeAfter: Close came while flushing; the flusher closes.
+	closeAfter bool
+	err        error
 }
 
 // coalesceMaxPending bounds the bytes a Write may leave pending: past it
@@ -34,7 +36,8 @@ type coalesceConn struct {
 // handlers as before).
 const coalesceMaxPending = 64 << 10
 
-// closeFlushWait bounds how long Close waits for pending bytes to go out.
+// closeFlushWait bounds how long pending bytes may take to go out after
+// Close.
 const closeFlushWait = time.Second
 
 func newCoalesceConn(c net.Conn) *coalesceConn {
@@ -53,8 +56,11 @@ func (c *coalesceConn) Write(p []byte) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(c.buf) >= coalesceMaxPending && c.err == nil {
+	for len(c.buf) >= coalesceMaxPending && c.err == nil && !c.closeAfter {
 		c.cond.Wait()
+	}
+	if c.closeAfter {
+		return 0, net.ErrClosed
 	}
 	if c.err != nil {
 		return 0, c.err
@@ -93,22 +99,33 @@ func (c *coalesceConn) flush() {
 		c.spare = nil
 	}
 	c.flushing = false
+	closeNow := c.closeAfter
+	if closeNow {
+		c.err = net.ErrClosed
+	}
 	c.cond.Broadcast()
 	c.mu.Unlock()
+	if closeNow {
+		_ = c.Conn.Close()
+	}
 }
 
-// Close sends what is pending (at most closeFlushWait; a blocked write
-// is cut by the close), then closes the connection.
+// Close closes the connection, or, while a write is pending, has the
+// flusher close it once the write is done (bounded by closeFlushWait).
+// Later writes fail.
 func (c *coalesceConn) Close() error {
-	if c.on.Load() {
-		deadline := time.Now().Add(closeFlushWait)
-		c.mu.Lock()
-		for c.flushing && c.err == nil && time.Now().Before(deadline) {
-			c.mu.Unlock()
-			time.Sleep(time.Millisecond)
-			c.mu.Lock()
-		}
-		c.mu.Unlock()
+	if !c.on.Load() {
+		return c.Conn.Close()
 	}
+	c.mu.Lock()
+	if c.flushing && c.err == nil {
+		c.closeAfter = true
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		return c.Conn.SetWriteDeadline(time.Now().Add(closeFlushWait))
+	}
+	c.err = net.ErrClosed
+	c.cond.Broadcast()
+	c.mu.Unlock()
 	return c.Conn.Close()
 }

@@ -75,3 +75,45 @@ func TestCoalesceConnDeliversInOrderFlushesOnCloseAndReportsErrors(t *testing.T)
 	_ = cc.Close()
 	_ = f.Close()
 }
+
+// Close never waits for a peer that does not read: it returns at once,
+// and the connection is closed within closeFlushWait.
+func TestCoalesceConnCloseDoesNotWaitForAPeerThatDoesNotRead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	peer := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			peer <- c
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	p := <-peer
+	defer p.Close() // never reads
+	cc := newCoalesceConn(c)
+	cc.enable()
+	chunk := bytes.Repeat([]byte("y"), 32<<10)
+	blocked := make(chan struct{})
+	go func() {
+		defer close(blocked)
+		for {
+			if _, err := cc.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // socket buffers full: the flusher is stuck
+	start := time.Now()
+	require.NoError(t, cc.Close())
+	assert.Less(t, time.Since(start), 100*time.Millisecond, "Close returned at once")
+	select {
+	case <-blocked: // the writer was released with an error
+	case <-time.After(closeFlushWait + 3*time.Second):
+		t.Fatal("a writer stayed blocked after Close")
+	}
+	_, err = cc.Write([]byte("late"))
+	assert.Error(t, err, "writes after Close fail")
+}
