@@ -374,7 +374,7 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 		}
 		_ = c.SetReadDeadline(time.Time{})
 		_ = c.SetWriteDeadline(time.Time{})
-		if h.handoff.push(newTrackedConn(&replayConn{Conn: c, prefix: prefix})) {
+		if h.handoffFor(hc).push(newTrackedConn(&replayConn{Conn: c, prefix: prefix})) {
 			handedOff = true
 		}
 		return

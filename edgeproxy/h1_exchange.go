@@ -43,7 +43,7 @@ func bytesLower(b []byte) bool {
 // request then goes to net/http, which answers 404); keep reports whether
 // the connection can serve another request.
 func (s *Server) serveH1(hc *h1Conn) (served, keep bool) {
-	rt, i, b := s.pickH1(hc.req.host)
+	rt, i, b := s.pickFor(hc)
 	if rt == nil {
 		return false, false
 	}
@@ -233,10 +233,12 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 		writeHeader(bw, "X-Forwarded-For", hc.peer)
 		if hc.fwd == "" || string(req.host) != hc.fwdHost {
 			hc.fwdHost = string(req.host)
-			hc.fwd = forwardedElement(hc.peerIP, hc.peer, hc.fwdHost, "http")
+			hc.fwd = forwardedElement(hc.peerIP, hc.peer, hc.fwdHost, hc.scheme())
 		}
 		writeHeader(bw, "Forwarded", hc.fwd)
-		bw.WriteString("X-Forwarded-Proto: http\r\nX-Forwarded-Host: ")
+		bw.WriteString("X-Forwarded-Proto: ")
+		bw.WriteString(hc.scheme())
+		bw.WriteString("\r\nX-Forwarded-Host: ")
 		bw.Write(req.host)
 		bw.WriteString("\r\n")
 	}
@@ -256,7 +258,7 @@ func writeHeader(bw *bufio.Writer, k, v string) {
 // trustedForwarded extends the incoming chain of a trusted peer (the rules
 // of forwardedFor).
 func (hc *h1Conn) trustedForwarded() forwarded {
-	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.host), Header: http.Header{}}
+	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.host), Header: http.Header{}, TLS: hc.tlsState()}
 	for _, h := range hc.req.headers {
 		if h.kind == hdrForwarded {
 			in.Header.Add(string(h.name), string(h.value))

@@ -12,6 +12,7 @@ import (
 // than EAGAIN: reset). Unread bytes hide a close here; Linux uses TCP_INFO.
 func peerClosed(c net.Conn) bool {
 	closed := false
+	c = tcpUnder(c)
 	var b [1]byte
 	rawControl(c, func(fd int) {
 		n, _, err := syscall.Recvfrom(fd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)

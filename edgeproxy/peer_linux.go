@@ -23,6 +23,7 @@ const (
 // even behind unread bytes the client sent before leaving.
 func peerClosed(c net.Conn) bool {
 	closed := false
+	c = tcpUnder(c)
 	rawControl(c, func(fd int) {
 		info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
 		if err != nil {

@@ -3,6 +3,7 @@
 package edgeproxy
 
 import (
+	"crypto/tls"
 	"net"
 	"syscall"
 )
@@ -49,4 +50,18 @@ func (fc *fastConn) usable() bool {
 		return false
 	}
 	return fc.clean
+}
+
+// tcpUnder is the connection under a TLS connection (c itself otherwise),
+// for peerClosed's queries of the socket's state: they consume nothing, so
+// the TLS stream is untouched. Nothing else may use a TLS connection's
+// descriptor.
+func tcpUnder(c net.Conn) net.Conn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if cc, ok := c.(*coalesceConn); ok {
+		return cc.Conn
+	}
+	return c
 }

@@ -1,7 +1,6 @@
 package edgeproxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,8 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -30,10 +27,11 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
-// HTTPS at the edge (SPEC R62, R63). The HTTPS listener is served by
-// net/http (HTTP/2 and HTTP/1.1 by ALPN) running the same ServeHTTP as the
-// plain listener's slow path: same routing, drain accounting, upgrades,
-// streaming. Certificates come from the static store (certs add) first,
+// HTTPS at the edge (SPEC R62, R63). The edge handshakes HTTPS
+// connections itself (tls_accept.go): HTTP/1.1 is served by the edge's own
+// loop (h1.go) like plain HTTP, HTTP/2 by net/http running the same
+// ServeHTTP as the plain listener's slow path: same routing, drain
+// accounting, upgrades, streaming. Certificates come from the static store (certs add) first,
 // then from certmagic (ACME: exact routed hosts managed in the background,
 // names under a routed wildcard on demand). Both stores are files under
 // <state>/edge/certs (certstore), so a restarted edge serves what it has at
@@ -77,6 +75,12 @@ type tlsEdge struct {
 	logger   hclog.Logger
 	stateDir string
 	port     int // bound HTTPS port, for redirects
+
+	// ln is the HTTPS listener (serveAccept); conns feeds the net/http
+	// server the connections it serves (h2, and HTTP/1.1 ones the h1 loop
+	// hands off).
+	ln    net.Listener
+	conns *handoffListener
 
 	static   atomic.Pointer[staticSet]
 	fallback *tls.Certificate
@@ -154,7 +158,7 @@ func newTLSEdge(s *Server) (*tlsEdge, error) {
 	}, []string{"host"})
 	t.protoReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "gordon_edge", Name: "http_requests_by_protocol_total",
-		Help: "Requests handled by net/http, by protocol (HTTP/1.1, HTTP/2.0) and scheme.",
+		Help: "Requests by protocol (HTTP/1.1, HTTP/2.0) and scheme: every HTTPS request, and the plain HTTP requests handled by net/http.",
 	}, []string{"proto", "scheme"})
 	t.certEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "gordon_edge", Name: "tls_cert_events_total",
@@ -407,54 +411,6 @@ func (t *tlsEdge) reloadStatic() {
 // table before its certificate stops being managed.
 const unmanageAfter = 10 * time.Minute
 
-// listenHTTPS binds the HTTPS address and returns its server.
-func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.Server, error) {
-	ln := t.s.cfg.HTTPSListener
-	if ln == nil {
-		// Named "https" for the listener hand-over (SPEC R60): an upgraded
-		// edge takes this socket over like the plain HTTP one.
-		var err error
-		if ln, err = t.s.listenStream("https", addr, lc); err != nil {
-			return nil, nil, fmt.Errorf("gordon-edge: listen https %s: %w", addr, err)
-		}
-	}
-	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
-		t.port = ta.Port
-		if t.issuer != nil {
-			t.issuer.AltTLSALPNPort = ta.Port
-			t.odIssuer.AltTLSALPNPort = ta.Port
-		}
-	}
-	srv := &http.Server{
-		Handler:           t.s,
-		TLSConfig:         t.tlsConfig(),
-		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    maxRequestHead - 4096, // net/http allows 4 KiB over it
-		ErrorLog:          log.New(&handshakeErrLog{t: t, w: t.logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}, "", 0),
-	}
-	return ln, srv, nil
-}
-
-// handshakeErrLog counts net/http's "TLS handshake error" lines as the
-// handshake result "error" and passes every line on (debug level).
-type handshakeErrLog struct {
-	t *tlsEdge
-	w io.Writer
-}
-
-func (h *handshakeErrLog) Write(p []byte) (int, error) {
-	if bytes.Contains(p, []byte("TLS handshake error")) {
-		h.t.handshakes.WithLabelValues("error").Inc()
-	}
-	return h.w.Write(p)
-}
-
-// serve runs srv on ln (TLS; h2 negotiated by ALPN).
-func (t *tlsEdge) serve(srv *http.Server, ln net.Listener) error {
-	return srv.ServeTLS(ln, "", "")
-}
-
 func (t *tlsEdge) close() {
 	t.cancel()
 	if t.cache != nil {
@@ -535,6 +491,9 @@ func (s *Server) shutdownTLS(ctx context.Context, srv *http.Server) <-chan struc
 	if srv == nil {
 		close(done)
 		return done
+	}
+	if s.tls.ln != nil {
+		_ = s.tls.ln.Close() // the accept loop ends; its connections drain with the h1 loop's
 	}
 	go func() {
 		defer close(done)

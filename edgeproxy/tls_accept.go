@@ -1,0 +1,220 @@
+package edgeproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// The HTTPS listener (SPEC R62): the edge accepts and handshakes itself
+// (tlsConfig: certificates, ALPN, TLS policy), then
+//   - a connection that negotiated h2 goes to the net/http server (its
+//     HTTP/2 server), through t.conns;
+//   - acme-tls/1 (a TLS-ALPN-01 validation) is closed once the handshake,
+//     which answered the challenge, is done;
+//   - anything else (http/1.1, or no ALPN) is served by the edge's own
+//     HTTP/1.1 loop (h1.go) over the *tls.Conn, with scheme https; what
+//     the loop does not serve itself (bodies, upgrades, the 503 page of a
+//     host without a certificate, h2c backends, unknown hosts) it hands,
+//     at a request boundary, to the same net/http server through t.conns,
+//     which sees the request as TLS (tlsHandler).
+//
+// The loop never touches a TLS connection's descriptor (no event loop
+// adoption, no splice: rawControl needs a syscall.Conn, which *tls.Conn is
+// not); peerClosed reads the TCP state of the socket underneath, which
+// consumes nothing.
+
+// tlsStateKey carries a handed-off TLS connection's state to tlsHandler.
+type tlsStateKey struct{}
+
+// serveAccept accepts on ln until it is closed (nil) or fails for good;
+// each connection is handshaken and dispatched on its own goroutine.
+func (t *tlsEdge) serveAccept(ln net.Listener) error {
+	h := t.s.h1
+	cfg := t.tlsConfig()
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || h.shutting.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		// Counted in the h1 server's drain from accept on: a connection
+		// mid-handshake when a drain begins is served, not dropped.
+		h.mu.Lock()
+		if h.shutting.Load() {
+			h.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		h.wg.Add(1)
+		h.mu.Unlock()
+		go t.handshakeAndServe(tls.Server(newCoalesceConn(c), cfg))
+	}
+}
+
+// handshakeAndServe handshakes tc (bounded by the read header timeout, as
+// net/http does) and hands it to the HTTP/2 server or the h1 loop.
+func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
+	h := t.s.h1
+	if to := t.s.cfg.ReadHeaderTimeout; to > 0 {
+		dl := time.Now().Add(to)
+		_ = tc.SetReadDeadline(dl)
+		_ = tc.SetWriteDeadline(dl)
+	}
+	if err := tc.HandshakeContext(t.ctx); err != nil {
+		t.handshakeFailed(tc, err)
+		_ = tc.Close()
+		h.wg.Done()
+		return
+	}
+	_ = tc.SetReadDeadline(time.Time{})
+	_ = tc.SetWriteDeadline(time.Time{})
+	switch tc.ConnectionState().NegotiatedProtocol {
+	case "h2":
+		if cc, ok := tc.NetConn().(*coalesceConn); ok {
+			cc.enable()
+		}
+		if !t.conns.push(tc) {
+			_ = tc.Close()
+		}
+		h.wg.Done()
+		return
+	case "acme-tls/1":
+		_ = tc.Close() // the handshake answered the challenge
+		h.wg.Done()
+		return
+	}
+	hc := &h1Conn{c: tc}
+	h.mu.Lock()
+	h.conns[hc] = struct{}{} // already in h.wg (serveAccept)
+	if h.shutting.Load() {
+		// Handshaken during a drain: a request on its way is answered
+		// (with Connection: close), as for an idle connection.
+		_ = tc.SetReadDeadline(time.Now().Add(drainIdleGrace))
+	}
+	h.mu.Unlock()
+	h.runConn(hc, nil)
+}
+
+// handshakeFailed counts a failed handshake (result "error") and logs it
+// at debug level; a client that spoke plain HTTP to the HTTPS port gets
+// net/http's 400 on the raw connection.
+func (t *tlsEdge) handshakeFailed(tc *tls.Conn, err error) {
+	t.handshakes.WithLabelValues("error").Inc()
+	reason := err.Error()
+	var re tls.RecordHeaderError
+	if errors.As(err, &re) && re.Conn != nil && recordLooksLikeHTTP(re.RecordHeader) {
+		_, _ = io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+		reason = "client sent an HTTP request to an HTTPS server"
+	}
+	t.logger.Debug("TLS handshake error", "remote", tc.RemoteAddr().String(), "error", reason)
+}
+
+// recordLooksLikeHTTP reports whether a TLS record header is the start of
+// a plain HTTP request (as net/http judges it).
+func recordLooksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return true
+	}
+	return false
+}
+
+// serveHTTPS runs the HTTPS listener: the accept loop on ln and the
+// net/http server (HTTP/2, and HTTP/1.1 connections the loop hands off)
+// on t.conns. It returns when ln is closed (nil) or fails for good.
+func (t *tlsEdge) serveHTTPS(srv *http.Server, ln net.Listener) error {
+	go func() {
+		if err := srv.Serve(t.conns); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.logger.Error("https server stopped", "error", err)
+		}
+	}()
+	return t.serveAccept(ln)
+}
+
+// tlsConnContext marks a handed-off TLS connection for ServeHTTP: its
+// framing tracker (guard.go) and its TLS state (tlsHandler).
+func tlsConnContext(ctx context.Context, c net.Conn) context.Context {
+	tc, ok := c.(*trackedConn)
+	if !ok {
+		return ctx // h2: net/http sees the *tls.Conn itself
+	}
+	ctx = context.WithValue(ctx, trackedConnKey{}, tc)
+	if tlc, ok := tc.replayConn.Conn.(*tls.Conn); ok {
+		st := tlc.ConnectionState()
+		ctx = context.WithValue(ctx, tlsStateKey{}, &st)
+	}
+	return ctx
+}
+
+// tlsHandler serves the HTTPS net/http server: requests of connections
+// the h1 loop handed off carry their TLS state (net/http sets r.TLS only
+// on a *tls.Conn it accepted itself), so the policy, the redirect logic
+// and the forwarded headers see HTTPS.
+type tlsHandler struct{ s *Server }
+
+func (h tlsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.TLS == nil {
+		if st, ok := r.Context().Value(tlsStateKey{}).(*tls.ConnectionState); ok {
+			r.TLS = st
+		}
+	}
+	h.s.ServeHTTP(w, r)
+}
+
+// listen binds the HTTPS address and returns its net/http server (served
+// on t.conns by serveHTTPS).
+func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.Server, error) {
+	ln := t.s.cfg.HTTPSListener
+	if ln == nil {
+		// Named "https" for the listener hand-over (SPEC R60): an upgraded
+		// edge takes this socket over like the plain HTTP one.
+		var err error
+		if ln, err = t.s.listenStream("https", addr, lc); err != nil {
+			return nil, nil, fmt.Errorf("gordon-edge: listen https %s: %w", addr, err)
+		}
+	}
+	t.ln = ln
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
+		t.port = ta.Port
+		if t.issuer != nil {
+			t.issuer.AltTLSALPNPort = ta.Port
+			t.odIssuer.AltTLSALPNPort = ta.Port
+		}
+	}
+	t.conns = newHandoffListener(ln.Addr())
+	srv := &http.Server{
+		Handler:     tlsHandler{t.s},
+		ConnContext: tlsConnContext,
+		// TLSConfig's ALPN list makes Serve set up HTTP/2 for the
+		// handshaken connections it is given.
+		TLSConfig:         t.tlsConfig(),
+		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    maxRequestHead - 4096, // net/http allows 4 KiB over it
+		ErrorLog:          t.logger.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+	}
+	return ln, srv, nil
+}
+
+// serve runs the HTTPS listener ln (serveHTTPS).
+func (t *tlsEdge) serve(srv *http.Server, ln net.Listener) error {
+	return t.serveHTTPS(srv, ln)
+}

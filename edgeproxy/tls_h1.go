@@ -1,0 +1,112 @@
+package edgeproxy
+
+import (
+	"bytes"
+	"crypto/tls"
+)
+
+// The h1 loop over TLS (tls_accept.go): what differs from a plain
+// connection is the scheme the forwarded headers name, the policy that
+// decides which requests the loop may serve, and the net/http server a
+// connection is handed to.
+
+// isTLS reports whether hc is an HTTPS connection.
+func (hc *h1Conn) isTLS() bool {
+	_, ok := hc.c.(*tls.Conn)
+	return ok
+}
+
+// scheme is hc's scheme for X-Forwarded-Proto and Forwarded.
+func (hc *h1Conn) scheme() string {
+	if hc.isTLS() {
+		return "https"
+	}
+	return "http"
+}
+
+// tlsState is the TLS state hc's requests have (nil on plain HTTP), for
+// the forwarded headers of a trusted peer (forwardedFor).
+func (hc *h1Conn) tlsState() *tls.ConnectionState {
+	if tc, ok := hc.c.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		return &st
+	}
+	return nil
+}
+
+// handoffFor is the listener of the net/http server that takes hc when the
+// loop does not serve its request: the HTTPS server for a TLS connection
+// (it knows the request is TLS), the plain one otherwise.
+func (h *h1Server) handoffFor(hc *h1Conn) *handoffListener {
+	if hc.isTLS() && h.s.tls != nil {
+		return h.s.tls.conns
+	}
+	return h.handoff
+}
+
+// pickFor picks the backend for hc's request as pickH1 does, under the
+// HTTPS policy for a TLS connection (pickTLS).
+func (s *Server) pickFor(hc *h1Conn) (rt *httpRoute, i int, b *backend) {
+	if hc.isTLS() && s.tls != nil {
+		return s.pickTLS(hc.req.host)
+	}
+	return s.pickH1(hc.req.host)
+}
+
+// pickTLS picks the backend for an HTTPS request to host and counts it in
+// flight (doneH1 undoes it) and by protocol; rt is nil when ServeHTTP must
+// answer: no route, a held route, an h2c backend, or a host whose TLS
+// policy answers 503 (no certificate yet, servePolicy).
+func (s *Server) pickTLS(host []byte) (rt *httpRoute, i int, b *backend) {
+	for {
+		snap := s.snap.Load()
+		if snap == nil {
+			return nil, 0, nil
+		}
+		rt = s.routeH1(snap, host)
+		if rt == nil || len(rt.backends) == 0 || rt.h2c || !s.tls.servesTLS(rt, host) {
+			return nil, 0, nil
+		}
+		i = rt.pick()
+		b = rt.backends[i]
+		b.inFlight.Add(1)
+		// As in pickH1: counted while snap was still current.
+		if s.snap.Load() == snap {
+			break
+		}
+		b.inFlight.Add(-1)
+	}
+	rt.metrics[i].inFlight.Inc()
+	s.tls.byProto[1][0].Inc()
+	return rt, i, b
+}
+
+// servesTLS reports whether an HTTPS request for host on rt is proxied
+// (servePolicy would not answer it with the 503 page): a never route, or
+// a host with a certificate being served. A name refresh has not seen yet
+// (on demand) goes to ServeHTTP, which also looks in certmagic's cache.
+func (t *tlsEdge) servesTLS(rt *httpRoute, host []byte) bool {
+	if rt.tls == tlsNever {
+		return true
+	}
+	h := host
+	if i := bytes.LastIndexByte(h, ':'); i >= 0 && h[0] != '[' {
+		h = h[:i]
+	}
+	if len(h) == 0 || h[len(h)-1] == '.' || !bytesLower(h) {
+		return false // unusual spelling: ServeHTTP normalizes it
+	}
+	have := *t.have.Load()
+	if _, ok := have[string(h)]; ok {
+		return true
+	}
+	if i := bytes.IndexByte(h, '.'); i > 0 {
+		var buf [256]byte
+		if len(h)-i+1 <= len(buf) {
+			w := append(append(buf[:0], '*'), h[i:]...)
+			_, ok := have[string(w)]
+			return ok
+		}
+	}
+	return false
+}

@@ -1,0 +1,53 @@
+package edgeproxy
+
+import (
+	"crypto/tls"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The h1 loop over TLS never reaches a TLS connection's descriptor (no
+// event loop adoption, no raw reads), while peerClosed still sees the
+// client leave (it queries the TCP state of the socket underneath).
+func TestTLSConnGetsNoRawDescriptorButPeerClosedSeesTheClientLeave(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	cert, err := selfSigned()
+	require.NoError(t, err)
+	accepted := make(chan *tls.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*cert}})
+		if tc.Handshake() == nil {
+			accepted <- tc
+		}
+	}()
+	client, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	require.NoError(t, err)
+	var server *tls.Conn
+	select {
+	case server = <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no handshake")
+	}
+	defer server.Close()
+
+	assert.False(t, rawControl(server, func(int) { t.Error("a TLS connection's descriptor was reached") }))
+	l := &evLoop{}
+	assert.False(t, l.adopt(server), "an event loop never adopts a TLS connection")
+	assert.Empty(t, l.inbox)
+	assert.True(t, (&h1Conn{c: server}).isTLS())
+	assert.Equal(t, "https", (&h1Conn{c: server}).scheme())
+
+	assert.False(t, peerClosed(server), "client still connected")
+	require.NoError(t, client.Close())
+	assert.Eventually(t, func() bool { return peerClosed(server) }, 5*time.Second, 10*time.Millisecond, "client's close seen under TLS")
+}
