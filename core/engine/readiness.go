@@ -348,21 +348,9 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 	if w == nil || w.Probes == nil {
 		return res, fmt.Errorf("%w: %s: no probe backends configured", core.ErrUnavailable, where)
 	}
-	var interval, attemptCap time.Duration
-	switch kind {
-	case core.ReadinessHTTP:
-		interval, attemptCap = orDefault(w.HTTPInterval, DefaultHTTPProbeInterval), HTTPAttemptCap
-	case core.ReadinessTCP:
-		interval = orDefault(w.TCPInterval, DefaultTCPProbeInterval)
-	case core.ReadinessLog:
-		interval = orDefault(w.LogInterval, DefaultLogProbeInterval)
-		if target.StartedAt.IsZero() {
-			return res, fmt.Errorf("%w: %s: log readiness: no start time: log probe fails closed", core.ErrInvalid, where)
-		}
-	case core.ReadinessPlugin:
-		interval, attemptCap = orDefault(w.PluginInterval, DefaultPluginProbeInterval), PluginAttemptCap
-	default:
-		return res, fmt.Errorf("%w: %s: unknown readiness type %q", core.ErrInvalid, where, kind)
+	interval, attemptCap, err := w.cadence(kind, target, where)
+	if err != nil {
+		return res, err
 	}
 	budget := orDefault(r.Timeout.D(), DefaultReadinessTimeout)
 	// Resolving the backend (a plugin start) counts against the budget: a
@@ -377,13 +365,9 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 		}
 		return res, fmt.Errorf("%s: %s readiness backend: %w", where, kind, err)
 	}
-	var config json.RawMessage
-	if len(r.Config) > 0 {
-		b, err := json.Marshal(r.Config)
-		if err != nil {
-			return res, fmt.Errorf("%w: %s: readiness config: %v", core.ErrInvalid, where, err)
-		}
-		config = b
+	config, err := readinessConfig(r, where)
+	if err != nil {
+		return res, err
 	}
 	timeoutErr := func() error {
 		return &ReadinessTimeoutError{
@@ -462,6 +446,41 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 		}
 		t.Stop()
 	}
+}
+
+// cadence returns the pause between attempts and the per-attempt cap (0:
+// none) of a readiness kind; a log probe of a target with no start time
+// and an unknown kind are ErrInvalid.
+func (w *ReadinessWaiter) cadence(kind string, target core.ProbeTarget, where string) (interval, attemptCap time.Duration, err error) {
+	switch kind {
+	case core.ReadinessHTTP:
+		interval, attemptCap = orDefault(w.HTTPInterval, DefaultHTTPProbeInterval), HTTPAttemptCap
+	case core.ReadinessTCP:
+		interval = orDefault(w.TCPInterval, DefaultTCPProbeInterval)
+	case core.ReadinessLog:
+		interval = orDefault(w.LogInterval, DefaultLogProbeInterval)
+		if target.StartedAt.IsZero() {
+			return 0, 0, fmt.Errorf("%w: %s: log readiness: no start time: log probe fails closed", core.ErrInvalid, where)
+		}
+	case core.ReadinessPlugin:
+		interval, attemptCap = orDefault(w.PluginInterval, DefaultPluginProbeInterval), PluginAttemptCap
+	default:
+		return 0, 0, fmt.Errorf("%w: %s: unknown readiness type %q", core.ErrInvalid, where, kind)
+	}
+	return interval, attemptCap, nil
+}
+
+// readinessConfig is r.Config as the JSON a prober receives (nil when
+// empty); a config that does not marshal is ErrInvalid.
+func readinessConfig(r core.Readiness, where string) (json.RawMessage, error) {
+	if len(r.Config) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(r.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: readiness config: %w", core.ErrInvalid, where, err)
+	}
+	return b, nil
 }
 
 // probeURL is the URL an HTTP probe of target requests (R31).
