@@ -285,43 +285,9 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
 	spec := s.pin.spec
 	cname := ContainerName(app, name, d.op.ID)
-	cs := core.ContainerSpec{
-		Name:          cname,
-		Image:         s.pin.img.Ref,
-		Env:           s.pin.env,
-		Hostname:      name,
-		Network:       NetworkName(app),
-		Aliases:       []string{name},
-		ExtraNetworks: d.rev.Spec.Networks,
-		Ports:         spec.BackendPorts(),
-		Devices:       spec.Devices,
-		StopGrace:     EffectiveGrace(spec.StopGrace),
-		Labels:        map[string]string{},
-	}
-	applyContainerKeys(&cs, spec, s.pin.img)
-	if spec.Run == core.RunOnce {
-		cs.RestartPolicy = "" // runs to completion, never restarted
-	}
-	for k, v := range map[string]string{
-		core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: d.info.Incarnation,
-		core.LabelOp: d.op.ID, core.LabelRevision: d.rev.ID, core.LabelRole: "workload",
-	} {
-		cs.Labels[k] = v
-	}
-	for _, v := range spec.Volumes {
-		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountVolume, Source: VolumeName(app, v.Name), Target: v.Path, ReadOnly: v.ReadOnly})
-	}
-	for _, b := range spec.Binds {
-		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: s.pin.binds[b.Name], Target: b.Path, ReadOnly: b.ReadOnly})
-	}
-	for _, fn := range dpSortedKeys(s.pin.files) {
-		// Per-container copies are keyed by the container name: the ID is
-		// not known before creation (decision 13).
-		path, err := e.Store.WriteContainerSecret(ctx, app, cname, fn, s.pin.files[fn])
-		if err != nil {
-			return fmt.Errorf("write secret file %s: %w", fn, err), nil
-		}
-		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: path, Target: "/run/secrets/" + fn, ReadOnly: true})
+	cs, err := s.candidateSpec(ctx, cname)
+	if err != nil {
+		return err, nil
 	}
 	// 1. Create.
 	t := time.Now()
@@ -372,11 +338,7 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 			s.dropCandidate(ctx, id)
 			return fmt.Errorf("read backend binds of %s: %w", id, err), nil
 		}
-		claims := make([]core.Claim, 0, len(binds))
-		for _, b := range binds {
-			claims = append(claims, core.Claim{Port: b.HostPort, Protocol: b.Protocol, Owner: core.ClaimOwnerBackend, App: app, Container: id})
-		}
-		if err := e.Store.RegisterClaims(ctx, claims); err != nil {
+		if err := e.registerBackendClaims(ctx, app, id, binds); err != nil {
 			s.dropCandidate(ctx, id)
 			return fmt.Errorf("register backend claims of %s: %w", id, err), nil
 		}
@@ -395,6 +357,54 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 	// 7. Success.
 	s.res.StartedAt = s.startedAt
 	return nil, nil
+}
+
+// candidateSpec is the container spec of the service's candidate named
+// cname (R17): pinned image and env, app network and alias, container keys,
+// gordon labels, volume, bind and secret-file mounts. Secret files are
+// written per container, keyed by cname.
+func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.ContainerSpec, error) {
+	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
+	spec := s.pin.spec
+	cs := core.ContainerSpec{
+		Name:          cname,
+		Image:         s.pin.img.Ref,
+		Env:           s.pin.env,
+		Hostname:      name,
+		Network:       NetworkName(app),
+		Aliases:       []string{name},
+		ExtraNetworks: d.rev.Spec.Networks,
+		Ports:         spec.BackendPorts(),
+		Devices:       spec.Devices,
+		StopGrace:     EffectiveGrace(spec.StopGrace),
+		Labels:        map[string]string{},
+	}
+	applyContainerKeys(&cs, spec, s.pin.img)
+	if spec.Run == core.RunOnce {
+		cs.RestartPolicy = "" // runs to completion, never restarted
+	}
+	for k, v := range map[string]string{
+		core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: d.info.Incarnation,
+		core.LabelOp: d.op.ID, core.LabelRevision: d.rev.ID, core.LabelRole: "workload",
+	} {
+		cs.Labels[k] = v
+	}
+	for _, v := range spec.Volumes {
+		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountVolume, Source: VolumeName(app, v.Name), Target: v.Path, ReadOnly: v.ReadOnly})
+	}
+	for _, b := range spec.Binds {
+		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: s.pin.binds[b.Name], Target: b.Path, ReadOnly: b.ReadOnly})
+	}
+	for _, fn := range dpSortedKeys(s.pin.files) {
+		// Per-container copies are keyed by the container name: the ID is
+		// not known before creation (decision 13).
+		path, err := e.Store.WriteContainerSecret(ctx, app, cname, fn, s.pin.files[fn])
+		if err != nil {
+			return core.ContainerSpec{}, fmt.Errorf("write secret file %s: %w", fn, err)
+		}
+		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: path, Target: "/run/secrets/" + fn, ReadOnly: true})
+	}
+	return cs, nil
 }
 
 // dropCandidate removes a failed candidate (R24) and its per-container

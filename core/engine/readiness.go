@@ -411,27 +411,11 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 			return res, ctx.Err()
 		}
 		live := budgetLive()
-		switch {
-		case cerr != nil && attemptEnded && !live && res.LastDetail != "":
-			// Cut by the end of the budget: no verdict; keep the last one.
-		case cerr != nil && attemptEnded:
-			res.LastDetail = fmt.Sprintf("attempt ended after %s: %v", attempt.Round(time.Millisecond), cerr)
-		case cerr != nil:
-			return res, fmt.Errorf("%s: %s readiness attempt %d: %w", where, kind, res.Attempts, cerr)
-		case pr.Ready && live:
-			res.LastDetail = pr.Detail
+		if done, err := judgeAttempt(&res, pr, cerr, attemptEnded, live, attempt); done {
+			if err != nil {
+				return res, fmt.Errorf("%s: %s readiness attempt %d: %w", where, kind, res.Attempts, err)
+			}
 			return res, nil
-		case pr.Ready:
-			// R33: a success observed after the budget ran out does not count.
-			res.LastDetail = "ready only after the budget had expired"
-			if pr.Detail != "" {
-				res.LastDetail += ": " + pr.Detail
-			}
-		default:
-			res.LastDetail = pr.Detail
-			if res.LastDetail == "" {
-				res.LastDetail = "not ready"
-			}
 		}
 		if progress != nil {
 			progress(res)
@@ -446,6 +430,37 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 		}
 		t.Stop()
 	}
+}
+
+// judgeAttempt records one attempt's verdict in res (R33). done is true
+// when waiting ends: ready within the budget (err nil) or a check error
+// that is not the attempt's own bound (err is that error, unwrapped). A
+// verdict cut by the end of the budget keeps the last detail; a success
+// after the budget does not count.
+func judgeAttempt(res *WaitResult, pr core.ProbeResult, cerr error, attemptEnded, live bool, attempt time.Duration) (done bool, err error) {
+	switch {
+	case cerr != nil && attemptEnded && !live && res.LastDetail != "":
+		// Cut by the end of the budget: no verdict; keep the last one.
+	case cerr != nil && attemptEnded:
+		res.LastDetail = fmt.Sprintf("attempt ended after %s: %v", attempt.Round(time.Millisecond), cerr)
+	case cerr != nil:
+		return true, cerr
+	case pr.Ready && live:
+		res.LastDetail = pr.Detail
+		return true, nil
+	case pr.Ready:
+		// R33: a success observed after the budget ran out does not count.
+		res.LastDetail = "ready only after the budget had expired"
+		if pr.Detail != "" {
+			res.LastDetail += ": " + pr.Detail
+		}
+	default:
+		res.LastDetail = pr.Detail
+		if res.LastDetail == "" {
+			res.LastDetail = "not ready"
+		}
+	}
+	return false, nil
 }
 
 // cadence returns the pause between attempts and the per-attempt cap (0:

@@ -360,22 +360,8 @@ func (e *Engine) readBinds(ctx context.Context, app, id string, spec *core.Servi
 	if err != nil {
 		return nil, nil, fmt.Errorf("read backend binds of %s: %w", id, err)
 	}
-	var claims []core.Claim
-	for _, b := range binds {
-		if b.Protocol == "udp" {
-			if udp == nil {
-				udp = map[int]int{}
-			}
-			udp[b.ContainerPort] = b.HostPort
-		} else {
-			if tcp == nil {
-				tcp = map[int]int{}
-			}
-			tcp[b.ContainerPort] = b.HostPort
-		}
-		claims = append(claims, core.Claim{Port: b.HostPort, Protocol: b.Protocol, Owner: core.ClaimOwnerBackend, App: app, Container: id})
-	}
-	if err := e.Store.RegisterClaims(ctx, claims); err != nil {
+	tcp, udp = dpBindMaps(binds)
+	if err := e.registerBackendClaims(ctx, app, id, binds); err != nil {
 		return nil, nil, fmt.Errorf("register claims of %s: %w", id, err)
 	}
 	return tcp, udp, nil
