@@ -359,6 +359,27 @@ func (e *Engine) secretEnv(ctx context.Context, app string, s *core.ServiceSpec)
 	return env, values, nil
 }
 
+// secretFiles maps the file name of each of s's file secrets (its Env,
+// else its Name) to its value; values are secretEnv's, one per s.Secrets
+// entry in order. Nil when s has no file secret.
+func secretFiles(s *core.ServiceSpec, values []string) map[string][]byte {
+	var files map[string][]byte
+	for i, ref := range s.Secrets {
+		if ref.As != "file" {
+			continue
+		}
+		if files == nil {
+			files = map[string][]byte{}
+		}
+		fn := ref.Env
+		if fn == "" {
+			fn = ref.Name
+		}
+		files[fn] = []byte(values[i])
+	}
+	return files
+}
+
 // ContainerName is decision 12's name, gordon-<app>-<service>-<8 of the op
 // id>, with one departure: the 8 characters are the op id's LAST 8, not its
 // first. Op ids are time-ordered UUIDs (R6) whose first 8 hex digits are the

@@ -242,19 +242,7 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 	}
 	p.secrets = values
 	p.env = dpContainerEnv(d.rev.Spec.Env, spec.Env, env)
-	for i, ref := range spec.Secrets {
-		if ref.As == "file" {
-			if p.files == nil {
-				p.files = map[string][]byte{}
-			}
-			fn := ref.Env
-			if fn == "" {
-				fn = ref.Name
-			}
-			// values[i] is this ref's value, read once by secretEnv.
-			p.files[fn] = []byte(values[i])
-		}
-	}
+	p.files = secretFiles(spec, values)
 	if p.binds, err = e.resolveBinds(spec); err != nil {
 		return nil, fmt.Errorf("app %s: service %s: %w", app, name, err)
 	}
