@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -338,72 +337,6 @@ func (e *Engine) observe(ctx context.Context, rev core.Revision, active core.Act
 		in.DesiredEnv[s.Name] = dpContainerEnv(rev.Spec.Env, s.Env, env)
 	}
 	return in, nil
-}
-
-// secretEnv loads the values of s's secrets: env secrets as a map, and the
-// list of every value (for log redaction). A missing secret wraps
-// ErrNotFound and names it.
-func (e *Engine) secretEnv(ctx context.Context, app string, s *core.ServiceSpec) (map[string]string, []string, error) {
-	env := map[string]string{}
-	var values []string
-	for _, ref := range s.Secrets {
-		v, err := e.getSecret(ctx, app, s.Name, ref.Name)
-		if err != nil {
-			return nil, nil, fmt.Errorf("app %s: service %s: secret %q: %w", app, s.Name, ref.Name, err)
-		}
-		values = append(values, string(v))
-		if ref.As != "file" {
-			env[ref.Env] = string(v)
-		}
-	}
-	return env, values, nil
-}
-
-// secretFiles maps the file name of each of s's file secrets (its Env,
-// else its Name) to its value; values are secretEnv's, one per s.Secrets
-// entry in order. Nil when s has no file secret.
-func secretFiles(s *core.ServiceSpec, values []string) map[string][]byte {
-	var files map[string][]byte
-	for i, ref := range s.Secrets {
-		if ref.As != "file" {
-			continue
-		}
-		if files == nil {
-			files = map[string][]byte{}
-		}
-		fn := ref.Env
-		if fn == "" {
-			fn = ref.Name
-		}
-		files[fn] = []byte(values[i])
-	}
-	return files
-}
-
-// ContainerName is decision 12's name, gordon-<app>-<service>-<8 of the op
-// id>, with one departure: the 8 characters are the op id's LAST 8, not its
-// first. Op ids are time-ordered UUIDs (R6) whose first 8 hex digits are the
-// high bits of a millisecond clock and stay the same for about 65 s, so two
-// deploys within a minute would clash by name; the tail is random.
-func ContainerName(app, service, opID string) string {
-	id := strings.TrimPrefix(opID, "op-")
-	if len(id) > 8 {
-		id = id[len(id)-8:]
-	}
-	return "gordon-" + app + "-" + service + "-" + id
-}
-
-// NetworkName is the app's private network, gordon-<app>.
-func NetworkName(app string) string { return "gordon-" + app }
-
-// VolumeName is the runtime name of a service volume, gordon-<app>-<volume>.
-func VolumeName(app, volume string) string { return "gordon-" + app + "-" + volume }
-
-// sortedServiceNames returns names in ascending order.
-func sortedServiceNames(names []string) []string {
-	out := append([]string(nil), names...)
-	sort.Strings(out)
-	return out
 }
 
 // phaseTimer records elapsed phase durations on a step.

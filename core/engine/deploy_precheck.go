@@ -85,21 +85,6 @@ func (e *Engine) SubmitChecked(ctx context.Context, spec core.AppSpec, sourceSHA
 	return e.SubmitRevision(ctx, spec, sourceSHA256)
 }
 
-// checkSecretsSet reports the first secret of s that is not set, as one
-// statement of what is missing and how to set it (wraps ErrNotFound).
-func (e *Engine) checkSecretsSet(ctx context.Context, app string, s *core.ServiceSpec) error {
-	for _, ref := range s.Secrets {
-		if _, err := e.getSecret(ctx, app, s.Name, ref.Name); err != nil {
-			if errors.Is(err, core.ErrNotFound) {
-				return fmt.Errorf("%w: secret %q is not set (set it with: docker gordon secrets set %s %s %s, or for every service: docker gordon secrets set %s %s)",
-					core.ErrNotFound, ref.Name, app, s.Name, ref.Name, app, ref.Name)
-			}
-			return fmt.Errorf("secret %q: %w", ref.Name, err)
-		}
-	}
-	return nil
-}
-
 // specServiceNames lists spec's services in name order.
 func specServiceNames(spec core.AppSpec) []string {
 	names := make([]string, 0, len(spec.Services))

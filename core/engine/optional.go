@@ -49,15 +49,3 @@ func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string,
 	}
 	return nil
 }
-
-// getSecret returns the service's secret name, else the app-wide one.
-// Errors: neither is set → the service-level not-found error.
-func (e *Engine) getSecret(ctx context.Context, app, service, name string) ([]byte, error) {
-	v, err := e.Store.GetSecret(ctx, app, service, name)
-	if errors.Is(err, core.ErrNotFound) {
-		if av, aerr := e.Store.GetSecret(ctx, app, core.AppWideSecrets, name); aerr == nil {
-			return av, nil
-		}
-	}
-	return v, err
-}

@@ -107,15 +107,3 @@ func (e *Engine) checkPublish(ctx context.Context, app string, spec *core.Servic
 	}
 	return nil
 }
-
-// registerBackendClaims registers a backend claim (owner
-// core.ClaimOwnerBackend) of app on each of container id's loopback binds,
-// so no other app publishes those host ports (R21). It returns the store's
-// error unwrapped; callers say which step failed.
-func (e *Engine) registerBackendClaims(ctx context.Context, app, id string, binds []core.BackendBind) error {
-	claims := make([]core.Claim, 0, len(binds))
-	for _, b := range binds {
-		claims = append(claims, core.Claim{Port: b.HostPort, Protocol: b.Protocol, Owner: core.ClaimOwnerBackend, App: app, Container: id})
-	}
-	return e.Store.RegisterClaims(ctx, claims)
-}
