@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,10 +41,16 @@ func TestR10_WarningsInServiceNameOrderThenAppLevel(t *testing.T) {
 	}, warnings(results, app))
 }
 
+// TestR6_NewOpIDIsTimeOrderedHex: "op-" + 32 hex digits, unique, sorted
+// in generation order; container names take the id's random tail.
 func TestR6_NewOpIDIsTimeOrderedHex(t *testing.T) {
-	a, b := NewOpID(), NewOpID()
-	assert.Regexp(t, `^op-[0-9a-f]{32}$`, a)
-	assert.NotEqual(t, a, b)
+	ids := make([]string, 500)
+	for i := range ids {
+		ids[i] = NewOpID()
+		require.Regexp(t, `^op-[0-9a-f]{32}$`, ids[i])
+	}
+	assert.True(t, slices.IsSorted(ids), "ids sort in generation order")
+	assert.Len(t, slices.Compact(slices.Clone(ids)), len(ids), "ids are unique")
 	assert.Equal(t, "gordon-blog-web-b4c5d6e7", ContainerName("blog", "web", "op-0190f3a2b4c5d6e7"), "the random tail, not the clock prefix")
 	assert.Equal(t, "gordon-blog-web-7", ContainerName("blog", "web", "op-7"))
 }

@@ -26,7 +26,8 @@ type Engine struct {
 	Logger hclog.Logger
 	// Progress, if set, receives live progress events (the CLI renders them).
 	Progress func(ProgressEvent)
-	// NewOpID generates op ids ("op-" + time-ordered UUID hex, R6).
+	// NewOpID, if set, replaces the package's NewOpID as the op id
+	// generator (R6); tests inject a deterministic one. nil: NewOpID.
 	NewOpID func() string
 	// Holder describes this process for lock records (pid, verb).
 	Holder core.LockHolder
