@@ -343,7 +343,7 @@ func (e *Engine) resolveBinds(s *core.ServiceSpec) (map[string]string, error) {
 		}
 		hp, err := e.BindPolicy(b.Name)
 		if err != nil {
-			return nil, fmt.Errorf("bind %q refused by policy: %w", b.Name, deployErrClass(err, core.ErrInvalid))
+			return nil, fmt.Errorf("bind %q refused by policy: %w", b.Name, core.WithClass(err, core.ErrInvalid))
 		}
 		if hp == "" {
 			return nil, fmt.Errorf("%w: bind %q: policy gives no host path", core.ErrInvalid, b.Name)
@@ -351,17 +351,6 @@ func (e *Engine) resolveBinds(s *core.ServiceSpec) (map[string]string, error) {
 		out[b.Name] = hp
 	}
 	return out, nil
-}
-
-// deployErrClass returns err when it wraps a core error class, else err
-// wrapped with class.
-func deployErrClass(err, class error) error {
-	for _, c := range []error{core.ErrNotFound, core.ErrConflict, core.ErrInvalid, core.ErrUnavailable, core.ErrPluginExited, core.ErrNotReady, core.ErrInterrupted} {
-		if errors.Is(err, c) {
-			return err
-		}
-	}
-	return fmt.Errorf("%w: %w", class, err)
 }
 
 // preflightImageChecks is the image-config step of preflight, run before
@@ -405,5 +394,5 @@ func classOf(ctx context.Context, err error) error {
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !errors.Is(err, core.ErrInterrupted) {
 		return fmt.Errorf("%w: %w", core.ErrInterrupted, err)
 	}
-	return deployErrClass(err, core.ErrConflict)
+	return core.WithClass(err, core.ErrConflict)
 }

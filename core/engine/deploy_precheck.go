@@ -28,7 +28,7 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 		return fmt.Errorf("%w: app spec has no name", core.ErrInvalid)
 	}
 	if _, err := e.Runtime.Info(ctx); err != nil {
-		return fmt.Errorf("deploy %s: container engine: %w", app, deployErrClass(err, core.ErrUnavailable))
+		return fmt.Errorf("deploy %s: container engine: %w", app, core.WithClass(err, core.ErrUnavailable))
 	}
 	if err := e.checkTraffic(ctx); err != nil {
 		return fmt.Errorf("deploy %s: %w", app, err)
@@ -56,7 +56,7 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 		}
 		img, err := e.pinImage(ctx, app, name, s.Image, pull, start)
 		if err != nil {
-			return refuse(deployErrClass(err, core.ErrUnavailable))
+			return refuse(core.WithClass(err, core.ErrUnavailable))
 		}
 		e.rememberPin(s.Image, pull, img)
 		if err := e.checkSecretsSet(ctx, app, s); err != nil {

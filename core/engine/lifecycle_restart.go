@@ -160,7 +160,12 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		return
 	}
 	if err := e.probeRunning(ctx, app, name, &as.Spec, DeployReadiness(&as.Spec), id, st.StartedAt, tcp, udp); err != nil {
-		_, secrets, _ := e.secretEnv(ctx, app, &as.Spec) // redaction only
+		// The values only redact the log tail; the probe failure is the
+		// step's error, so an unreadable secret is logged, not reported.
+		_, secrets, serr := e.secretEnv(ctx, app, &as.Spec)
+		if serr != nil {
+			e.log().Warn("load secrets to redact diagnostics", "app", app, "service", name, "error", serr)
+		}
 		fail(err, e.logTail(ctx, id, secrets), true)
 		return
 	}

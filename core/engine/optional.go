@@ -31,7 +31,7 @@ func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string,
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("inspect volume %s: %w", name, deployErrClass(err, core.ErrUnavailable))
+			return fmt.Errorf("inspect volume %s: %w", name, core.WithClass(err, core.ErrUnavailable))
 		}
 		owner, inc := st.Labels[core.LabelApp], st.Labels[core.LabelIncarnation]
 		if st.Labels[core.LabelManaged] == "true" && owner == app && inc != "" && inc == incarnation {

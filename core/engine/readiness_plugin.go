@@ -108,7 +108,7 @@ func ValidatePluginReadiness(ctx context.Context, probes core.ProbeSet, app stri
 		if len(r.Config) > 0 {
 			b, err := json.Marshal(r.Config)
 			if err != nil {
-				return fmt.Errorf("%w: app %s service %s: readiness config: %v", core.ErrInvalid, app, s.Name, err)
+				return fmt.Errorf("%w: app %s service %s: readiness config: %w", core.ErrInvalid, app, s.Name, err)
 			}
 			config = b
 		}

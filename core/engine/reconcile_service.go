@@ -244,7 +244,10 @@ func (e *Engine) resetCrashLoopIfStable(ctx context.Context, app, name, id strin
 		return
 	}
 	delete(rec.CrashLoop, name)
-	_ = e.Store.SaveRecovery(ctx, app, rec)
+	if err := e.Store.SaveRecovery(ctx, app, rec); err != nil {
+		// The reset is retried by the next pass; nothing else depends on it.
+		e.log().Warn("reset crash-loop counter", "app", app, "service", name, "error", err)
+	}
 }
 
 // recordRecovery journals why the pass recovers a serving container (the

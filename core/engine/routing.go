@@ -217,21 +217,10 @@ func (e *Engine) rebuild(ctx context.Context) error {
 	e.noteUnreadable(actives, unreadable)
 	gen, err := e.Traffic.Apply(ctx, g)
 	if err != nil {
-		return fmt.Errorf("rebuild traffic: %w", classifyErr(err, core.ErrUnavailable))
+		return fmt.Errorf("rebuild traffic: %w", core.WithClass(err, core.ErrUnavailable))
 	}
 	e.log().Debug("traffic applied", "generation", gen, "http", len(g.HTTP), "tcp", len(g.TCP), "udp", len(g.UDP))
 	return nil
-}
-
-// classifyErr returns err unchanged when it wraps one of the core error
-// classes, else err wrapped with class.
-func classifyErr(err error, class error) error {
-	for _, c := range []error{core.ErrNotFound, core.ErrConflict, core.ErrInvalid, core.ErrUnavailable, core.ErrPluginExited} {
-		if errors.Is(err, c) {
-			return err
-		}
-	}
-	return fmt.Errorf("%w: %w", class, err)
 }
 
 // withdrawState drops the service's TCP and UDP backend binds from ACTIVE

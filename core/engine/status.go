@@ -124,6 +124,8 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// Status is read-only and best effort: an unreadable recovery record
+	// only hides crash-loop details (the zero record), it fails nothing.
 	recovery, _ := e.Store.LoadRecovery(ctx, app)
 	for _, n := range names {
 		a := active.Services[n]
