@@ -126,18 +126,23 @@ func (o *Operation) Step(id string) *Step {
 
 // Step is one journaled step of an operation.
 type Step struct {
-	ID          string    `json:"id"`
-	State       string    `json:"state"`
-	Service     string    `json:"service,omitempty"`
-	Before      string    `json:"before,omitempty"`
-	After       string    `json:"after,omitempty"`
-	Error       string    `json:"error,omitempty"`
-	Detail      string    `json:"detail,omitempty"`
-	Diagnostics []string  `json:"diagnostics,omitempty"`
-	Digest      string    `json:"digest,omitempty"`
-	Image       string    `json:"image,omitempty"`
-	StartedAt   time.Time `json:"started_at,omitempty"`
-	UpdatedAt   time.Time `json:"updated_at,omitempty"`
+	ID          string   `json:"id"`
+	State       string   `json:"state"`
+	Service     string   `json:"service,omitempty"`
+	Before      string   `json:"before,omitempty"`
+	After       string   `json:"after,omitempty"`
+	Error       string   `json:"error,omitempty"`
+	Detail      string   `json:"detail,omitempty"`
+	Diagnostics []string `json:"diagnostics,omitempty"`
+	Digest      string   `json:"digest,omitempty"`
+	Image       string   `json:"image,omitempty"`
+	// Result is the service result a succeeded deploy step reached
+	// ("deployed", "unchanged", "removed"), so a replay (R8) reports it
+	// without reading Detail. Empty on other steps and in journals written
+	// before the field existed (readers then derive it from ID and Detail).
+	Result    string    `json:"result,omitempty"`
+	StartedAt time.Time `json:"started_at,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// Phases records elapsed time per phase (create, start, probe, switch,
 	// drain, retire) for progress reports and benchmarks.
 	Phases map[string]Duration `json:"phases,omitempty"`

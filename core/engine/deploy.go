@@ -216,6 +216,12 @@ func replayResult(op core.Operation) *DeployResult {
 			sr.Result = ResultFailed
 		case s.State != core.StepSucceeded:
 			sr.Result = ""
+		case s.Result != "":
+			sr.Result = s.Result
+			if sr.Result == ResultUnchanged {
+				sr.Flow = FlowUnchanged
+			}
+		// Journals written before Step.Result: derive it from ID and Detail.
 		case strings.HasSuffix(s.ID, ".remove"):
 			sr.Result = ResultRemoved
 		case strings.HasPrefix(s.Detail, "unchanged"):

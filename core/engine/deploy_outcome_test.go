@@ -111,3 +111,41 @@ func TestR8_ReplayOfUnfinishedOpSaysNotTerminal(t *testing.T) {
 	assert.False(t, claimed)
 	assert.Equal(t, "op-1", got.ID)
 }
+
+// TestR8_ReplayResultReadsStoredResult: a replay reports the result each
+// succeeded step stored, and a journal written before Step.Result existed
+// still replays with the result derived from the step's id and detail.
+func TestR8_ReplayResultReadsStoredResult(t *testing.T) {
+	stored := core.Operation{ID: "op-1", Outcome: core.OutcomeSuccess, Steps: []core.Step{
+		{ID: StepPreflight, State: core.StepSucceeded},
+		{ID: ServiceStepID("web", "replace"), Service: "web", State: core.StepSucceeded, Result: string(ResultUnchanged)},
+		{ID: ServiceStepID("api", "replace"), Service: "api", State: core.StepSucceeded, Result: string(ResultDeployed), Detail: "unchanged-looking note"},
+		{ID: ServiceStepID("old", "remove"), Service: "old", State: core.StepSucceeded, Result: string(ResultRemoved)},
+	}}
+	old := core.Operation{ID: "op-2", Outcome: core.OutcomeFailed, Steps: []core.Step{
+		{ID: ServiceStepID("web", "replace"), Service: "web", State: core.StepSucceeded, Detail: "unchanged: already running c-1"},
+		{ID: ServiceStepID("api", "replace"), Service: "api", State: core.StepSucceeded},
+		{ID: ServiceStepID("old", "remove"), Service: "old", State: core.StepSucceeded},
+		{ID: ServiceStepID("db", "replace"), Service: "db", State: core.StepFailed, Error: "boom"},
+		{ID: ServiceStepID("q", "replace"), Service: "q", State: core.StepPending},
+	}}
+	type got struct {
+		Service string
+		Result  string
+		Flow    string
+	}
+	project := func(op core.Operation) []got {
+		var out []got
+		for _, s := range replayResult(op).Services {
+			out = append(out, got{s.Service, string(s.Result), string(s.Flow)})
+		}
+		return out
+	}
+	assert.Equal(t, []got{
+		{"web", "unchanged", "unchanged"}, {"api", "deployed", ""}, {"old", "removed", ""},
+	}, project(stored))
+	assert.Equal(t, []got{
+		{"web", "unchanged", "unchanged"}, {"api", "deployed", ""}, {"old", "removed", ""}, {"db", "failed", ""}, {"q", "", ""},
+	}, project(old))
+	assert.True(t, replayResult(old).Replayed)
+}

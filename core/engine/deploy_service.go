@@ -106,7 +106,7 @@ func (s *serviceRun) succeed(ctx context.Context, detail string) error {
 		s.res.Result = ResultDeployed
 	}
 	s.step.State, s.step.Error, s.step.UpdatedAt = core.StepSucceeded, "", d.e.now()
-	s.step.After = s.res.After
+	s.step.After, s.step.Result = s.res.After, string(s.res.Result)
 	if detail != "" {
 		s.step.Detail = detail
 	}
@@ -438,7 +438,7 @@ func (d *deployRun) dropService(ctx context.Context, ps PlannedService) error {
 	}
 	d.active = active
 	s.res.Result = ResultRemoved
-	s.step.State, s.step.UpdatedAt = core.StepSucceeded, e.now()
+	s.step.State, s.step.UpdatedAt, s.step.Result = core.StepSucceeded, e.now(), string(ResultRemoved)
 	s.step.Detail = "removed: no longer declared"
 	d.results = append(d.results, s.res)
 	d.save(ctx)
