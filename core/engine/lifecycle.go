@@ -248,6 +248,22 @@ func blockingMarker(markers []core.Marker, container string) (core.Marker, bool)
 	return core.Marker{}, false
 }
 
+// lifecyclePreamble is the start stop, start, restart and remove share
+// (R7, R8, R12): an app is named and known (checkApp; an unknown app with
+// the request's key stored replays that op), then the app lock is taken.
+// ok is false when res and err answer the call; else the caller holds lk
+// and must Unlock it. A lock error names the verb and app.
+func (e *Engine) lifecyclePreamble(ctx context.Context, kind string, req LifecycleRequest, fp string) (lk core.AppLock, res *OpResult, ok bool, err error) {
+	if res, ok, err := e.checkApp(ctx, kind, req, fp); !ok {
+		return nil, res, false, err
+	}
+	lk, err = e.lock(ctx, req.App, kind, "")
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("%s %s: %w", kind, req.App, err)
+	}
+	return lk, nil, true, nil
+}
+
 // refuseServices refuses a service selection for whole-app verbs.
 func refuseServices(kind string, req LifecycleRequest) error {
 	if len(req.Services) > 0 {

@@ -40,12 +40,9 @@ func (e *Engine) Remove(ctx context.Context, req LifecycleRequest) (*OpResult, e
 		return nil, err
 	}
 	fp := Fingerprint(core.OpRemove, req.App)
-	if res, ok, err := e.checkApp(ctx, core.OpRemove, req, fp); !ok {
+	lk, res, ok, err := e.lifecyclePreamble(ctx, core.OpRemove, req, fp)
+	if !ok {
 		return res, err
-	}
-	lk, err := e.lock(ctx, req.App, core.OpRemove, "")
-	if err != nil {
-		return nil, fmt.Errorf("remove %s: %w", req.App, err)
 	}
 	defer lk.Unlock()
 	r, replay, err := e.claimLifecycle(ctx, core.OpRemove, req, fp, nil)

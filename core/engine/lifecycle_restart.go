@@ -30,12 +30,9 @@ import (
 // was claimed or replayed.
 func (e *Engine) Restart(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
 	fp := Fingerprint(core.OpRestart, req.App, sortedJoin(req.Services))
-	if res, ok, err := e.checkApp(ctx, core.OpRestart, req, fp); !ok {
+	lk, res, ok, err := e.lifecyclePreamble(ctx, core.OpRestart, req, fp)
+	if !ok {
 		return res, err
-	}
-	lk, err := e.lock(ctx, req.App, core.OpRestart, "")
-	if err != nil {
-		return nil, fmt.Errorf("restart %s: %w", req.App, err)
 	}
 	defer lk.Unlock()
 	active, err := e.activeOrNeverDeployed(ctx, core.OpRestart, req.App)

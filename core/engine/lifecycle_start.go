@@ -32,12 +32,9 @@ func (e *Engine) Start(ctx context.Context, req LifecycleRequest) (*OpResult, er
 		return nil, err
 	}
 	fp := Fingerprint(core.OpStart, req.App)
-	if res, ok, err := e.checkApp(ctx, core.OpStart, req, fp); !ok {
+	lk, res, ok, err := e.lifecyclePreamble(ctx, core.OpStart, req, fp)
+	if !ok {
 		return res, err
-	}
-	lk, err := e.lock(ctx, req.App, core.OpStart, "")
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", req.App, err)
 	}
 	defer lk.Unlock()
 	return e.startLocked(ctx, req)

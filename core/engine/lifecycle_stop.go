@@ -30,12 +30,9 @@ func (e *Engine) Stop(ctx context.Context, req LifecycleRequest) (*OpResult, err
 		return nil, err
 	}
 	fp := Fingerprint(core.OpStop, req.App)
-	if res, ok, err := e.checkApp(ctx, core.OpStop, req, fp); !ok {
+	lk, res, ok, err := e.lifecyclePreamble(ctx, core.OpStop, req, fp)
+	if !ok {
 		return res, err
-	}
-	lk, err := e.lock(ctx, req.App, core.OpStop, "")
-	if err != nil {
-		return nil, fmt.Errorf("stop %s: %w", req.App, err)
 	}
 	defer lk.Unlock()
 	r, replay, err := e.claimLifecycle(ctx, core.OpStop, req, fp, []core.Step{{ID: StepIntentStopped, State: core.StepPending}})
