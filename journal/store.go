@@ -36,7 +36,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 

@@ -12,17 +12,17 @@ import (
 // stepsDetail is the journal-save event detail.
 func stepsDetail(op core.Operation) string {
 	type st struct {
-		ID    string `json:"id"`
-		State string `json:"state"`
-		After string `json:"after,omitempty"`
+		ID    string         `json:"id"`
+		State core.StepState `json:"state"`
+		After string         `json:"after,omitempty"`
 	}
 	var ss []st
 	for _, s := range op.Steps {
 		ss = append(ss, st{s.ID, s.State, s.After})
 	}
 	b, _ := json.Marshal(struct {
-		Steps   []st   `json:"steps"`
-		Outcome string `json:"outcome,omitempty"`
+		Steps   []st         `json:"steps"`
+		Outcome core.Outcome `json:"outcome,omitempty"`
 	}{ss, op.Outcome})
 	return string(b)
 }

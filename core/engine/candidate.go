@@ -23,7 +23,7 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 	}
 	// 1. Create.
 	t := time.Now()
-	s.progress("create", cname, 0)
+	s.progress(PhaseCreate, cname, 0)
 	id, err := e.Runtime.CreateContainer(ctx, cs)
 	s.timer.done("create", t)
 	if err != nil {
@@ -40,7 +40,7 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 	}
 	// 3. Start.
 	t = time.Now()
-	s.progress("start", id, 0)
+	s.progress(PhaseStart, id, 0)
 	if err := e.Runtime.StartContainer(ctx, id); err != nil {
 		s.timer.done("start", t)
 		s.dropCandidate(ctx, id)
@@ -176,12 +176,12 @@ func (s *serviceRun) ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.progress("probe", target.Address, 0)
+	s.progress(PhaseProbe, target.Address, 0)
 	// The candidate is watched while it is probed: an exit ends the wait
 	// at once with its exit code instead of probing until the timeout.
 	wctx, stop, exited := e.watchCandidate(ctx, s.after)
 	_, err = e.waitReady(wctx, target, r, func(w WaitResult) {
-		s.progress("probe", w.LastDetail, w.Attempts)
+		s.progress(PhaseProbe, w.LastDetail, w.Attempts)
 	})
 	stop()
 	if xerr := exited(); xerr != nil {

@@ -53,7 +53,7 @@ type DeployResult struct {
 	// Services holds one result per pinned (and dropped) service.
 	Services []ServiceResult `json:"services"`
 	// Outcome is success, partial or failed (R9); "" for a dry run.
-	Outcome string `json:"outcome,omitempty"`
+	Outcome core.Outcome `json:"outcome,omitempty"`
 	// Warnings are the journal warnings (R10).
 	Warnings []core.Warning `json:"warnings,omitempty"`
 	// Plan is what the deploy decided (always set for a dry run).
@@ -217,7 +217,7 @@ func replayResult(op core.Operation) *DeployResult {
 		case s.State != core.StepSucceeded:
 			sr.Result = ""
 		case s.Result != "":
-			sr.Result = s.Result
+			sr.Result = Result(s.Result)
 			if sr.Result == ResultUnchanged {
 				sr.Flow = FlowUnchanged
 			}

@@ -183,7 +183,7 @@ func (d *deployRun) failPreflight(ctx context.Context, service string, err error
 	d.op.Outcome = core.OutcomeFailed
 	d.op.FinishedAt = e.now()
 	d.save(ctx)
-	e.progress(ProgressEvent{App: app, Service: service, Phase: "failed", Detail: "preflight: " + err.Error(), Elapsed: time.Since(start), Done: true})
+	e.progress(ProgressEvent{App: app, Service: service, Phase: PhaseFailed, Detail: "preflight: " + err.Error(), Elapsed: time.Since(start), Done: true})
 	where := ""
 	if service != "" {
 		where = " service " + service + ":"
@@ -221,7 +221,7 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 		}
 	}
 	p := &pinnedService{spec: spec}
-	e.progress(ProgressEvent{App: app, Service: name, Phase: "resolve", Detail: spec.Image, Elapsed: time.Since(start)})
+	e.progress(ProgressEvent{App: app, Service: name, Phase: PhaseResolve, Detail: spec.Image, Elapsed: time.Since(start)})
 	img, ok := e.takePin(spec.Image, d.req.Pull)
 	if !ok {
 		var err error
@@ -298,7 +298,7 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 		pull = PullMissing
 	}
 	doPull := func() error {
-		e.progress(ProgressEvent{App: app, Service: service, Phase: "pull", Detail: ref, Elapsed: time.Since(start)})
+		e.progress(ProgressEvent{App: app, Service: service, Phase: PhasePull, Detail: ref, Elapsed: time.Since(start)})
 		pctx := ctx
 		if e.RegistryAuth != nil {
 			pctx = core.WithRegistryAuth(ctx, e.RegistryAuth(ref))

@@ -12,7 +12,7 @@ import (
 )
 
 func TestR9_Outcome(t *testing.T) {
-	r := func(results ...string) []ServiceResult {
+	r := func(results ...Result) []ServiceResult {
 		var out []ServiceResult
 		for i, x := range results {
 			out = append(out, ServiceResult{Service: string(rune('a' + i)), Result: x})

@@ -38,7 +38,7 @@ func (d *deployRun) pinnedFor(name string) *pinnedService {
 	return nil
 }
 
-func (s *serviceRun) progress(phase, detail string, attempt int) {
+func (s *serviceRun) progress(phase Phase, detail string, attempt int) {
 	done := phase == "done" || phase == "failed" || phase == "unchanged"
 	s.d.e.progress(ProgressEvent{App: s.d.app, Service: s.ps.Service, Phase: phase, Detail: detail, Attempt: attempt,
 		Elapsed: time.Since(s.start), Done: done})
@@ -95,7 +95,7 @@ func (s *serviceRun) fail(ctx context.Context, cause error, diagnostics []string
 	d.op.Warnings = warnings(d.results, d.appWarnings)
 	d.op.FinishedAt = d.e.now()
 	d.save(ctx)
-	s.progress("failed", cause.Error(), 0)
+	s.progress(PhaseFailed, cause.Error(), 0)
 	return err
 }
 
@@ -112,9 +112,9 @@ func (s *serviceRun) succeed(ctx context.Context, detail string) error {
 	}
 	d.results = append(d.results, s.res)
 	d.save(ctx)
-	phase := "done"
+	phase := PhaseDone
 	if s.res.Result == ResultUnchanged {
-		phase = "unchanged"
+		phase = PhaseUnchanged
 	}
 	s.progress(phase, s.res.After, 0)
 	return nil
@@ -191,7 +191,7 @@ func (s *serviceRun) retireSuperseded(ctx context.Context) {
 	t := time.Now()
 	limit := e.drainLimit(s.predGrace)
 	for _, addr := range backendAddrs(s.prev) {
-		s.progress("drain", addr, 0)
+		s.progress(PhaseDrain, addr, 0)
 		if _, err := e.waitDrained(ctx, addr, limit); err != nil {
 			e.log().Warn("drain interrupted", "app", app, "service", name, "backend", addr, "error", err)
 			break
@@ -199,7 +199,7 @@ func (s *serviceRun) retireSuperseded(ctx context.Context) {
 	}
 	s.timer.done("drain", t)
 	t = time.Now()
-	s.progress("retire", s.before, 0)
+	s.progress(PhaseRetire, s.before, 0)
 	r := e.retire(ctx, app, s.before, RetireOptions{Service: name, Grace: s.predGrace, ClearMarker: true, RetryOnLeak: true})
 	s.timer.done("retire", t)
 	s.warn(r.Warnings...)
@@ -257,7 +257,7 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		}
 		// 4. Retire Before with its grace, keeping its marker.
 		t = time.Now()
-		s.progress("retire", s.before, 0)
+		s.progress(PhaseRetire, s.before, 0)
 		r := e.retire(ctx, app, s.before, RetireOptions{Service: name, Grace: s.predGrace})
 		s.timer.done("retire", t)
 		s.warn(r.Warnings...)
@@ -284,7 +284,7 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
 	spec := s.pin.spec
 	t := time.Now()
-	s.progress("switch", s.after, 0)
+	s.progress(PhaseSwitch, s.after, 0)
 	defer func() { s.timer.done("switch", t) }()
 	active, err := e.loadActive(ctx, app)
 	if err != nil {
@@ -442,7 +442,7 @@ func (d *deployRun) dropService(ctx context.Context, ps PlannedService) error {
 	s.step.Detail = "removed: no longer declared"
 	d.results = append(d.results, s.res)
 	d.save(ctx)
-	s.progress("done", "removed", 0)
+	s.progress(PhaseDone, "removed", 0)
 	return nil
 }
 

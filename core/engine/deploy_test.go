@@ -292,7 +292,7 @@ func TestDecision16_DrainBeforeStopAndProgress(t *testing.T) {
 	var phases []string
 	for _, p := range h.Progress() {
 		if p.Service == "web" {
-			phases = append(phases, p.Phase)
+			phases = append(phases, string(p.Phase))
 		}
 	}
 	drain, stop := indexOf(phases, "drain"), indexOf(phases, "stop")

@@ -32,7 +32,7 @@ type OpResult struct {
 	// retirement-pending marker produced a warning or a failure, decision 7).
 	Services []ServiceResult `json:"services"`
 	// Outcome is success, partial or failed (R9).
-	Outcome string `json:"outcome"`
+	Outcome core.Outcome `json:"outcome"`
 	// Warnings are the journal warnings (R10).
 	Warnings []core.Warning `json:"warnings,omitempty"`
 	// Replayed is true when OpKey named an existing op (R6, R8): nothing ran.
@@ -51,7 +51,7 @@ type lifecycleRun struct {
 }
 
 // progress reports a phase of service with the time since the op started.
-func (r *lifecycleRun) progress(service, phase, detail string, done bool) {
+func (r *lifecycleRun) progress(service string, phase Phase, detail string, done bool) {
 	r.e.progress(ProgressEvent{App: r.app, Service: service, Phase: phase, Detail: detail, Elapsed: time.Since(r.started), Done: done})
 }
 
@@ -143,7 +143,7 @@ func (r *lifecycleRun) stepAt(id, service, before string) int {
 }
 
 // setStep sets step i's state and error.
-func (r *lifecycleRun) setStep(i int, state, errText string) {
+func (r *lifecycleRun) setStep(i int, state core.StepState, errText string) {
 	s := &r.op.Steps[i]
 	s.State, s.Error, s.UpdatedAt = state, errText, r.e.now()
 }
@@ -312,7 +312,7 @@ func (s *svcStep) fail(ctx context.Context, err error, diags []string, dropBinds
 		}
 	}
 	r.results = append(r.results, s.res)
-	r.progress(s.name, "failed", err.Error(), true)
+	r.progress(s.name, PhaseFailed, err.Error(), true)
 }
 
 // succeed journals the step succeeded with after as the serving container.
@@ -322,5 +322,5 @@ func (s *svcStep) succeed(after string, tcp, udp map[int]int, startedAt time.Tim
 	r.op.Steps[s.i].After = after
 	r.setStep(s.i, core.StepSucceeded, "")
 	r.results = append(r.results, s.res)
-	r.progress(s.name, "done", after, true)
+	r.progress(s.name, PhaseDone, after, true)
 }

@@ -26,7 +26,7 @@ func (r *lifecycleRun) rebuildMissing(ctx context.Context, name string, as *core
 	e, app := r.e, r.app
 	out := ServiceResult{Service: name, Before: as.Container, Flow: FlowSequential, SingleWriter: as.Spec.SingleWriter()}
 	start := time.Now()
-	r.progress(name, "resolve", "rebuild from "+as.EffectiveRevision, false)
+	r.progress(name, PhaseResolve, "rebuild from "+as.EffectiveRevision, false)
 	rev, err := e.resolveRevision(ctx, app, as.EffectiveRevision)
 	if err != nil {
 		return out, fmt.Errorf("rebuild: %w", err)

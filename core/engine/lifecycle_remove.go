@@ -131,7 +131,7 @@ func (r *lifecycleRun) removeService(ctx context.Context, name string, as *core.
 		res.Result, res.Error = ResultFailed, err.Error()
 		r.setStep(i, core.StepFailed, err.Error())
 		r.results = append(r.results, res)
-		r.progress(name, "failed", err.Error(), true)
+		r.progress(name, PhaseFailed, err.Error(), true)
 		return err
 	}
 	if id != "" {
@@ -158,7 +158,7 @@ func (r *lifecycleRun) removeService(ctx context.Context, name string, as *core.
 	res.Result = ResultDeployed
 	r.setStep(i, core.StepSucceeded, "")
 	r.results = append(r.results, res)
-	r.progress(name, "done", "removed "+id, true)
+	r.progress(name, PhaseDone, "removed "+id, true)
 	return nil
 }
 

@@ -122,7 +122,7 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		fail(fmt.Errorf("withdraw: %w", err), nil, false)
 		return
 	}
-	r.progress(name, "restart", id, false)
+	r.progress(name, PhaseRestart, id, false)
 	err = e.Runtime.RestartContainer(ctx, id, EffectiveGrace(as.Spec.StopGrace))
 	if errors.Is(err, core.ErrNotFound) {
 		rb, rerr := r.rebuildMissing(ctx, name, as, i)

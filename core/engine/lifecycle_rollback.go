@@ -95,7 +95,7 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*DeployResu
 		}
 		spec.Services[i].Image = p.Ref
 	}
-	e.progress(ProgressEvent{App: app, Phase: "resolve", Detail: "rollback to " + target.ID})
+	e.progress(ProgressEvent{App: app, Phase: PhaseResolve, Detail: "rollback to " + target.ID})
 	rev, err := e.SubmitRevision(ctx, spec, target.SourceSHA256)
 	if err != nil {
 		return nil, fmt.Errorf("rollback %s to %s: %w", app, target.ID, err)

@@ -96,7 +96,7 @@ func (r *lifecycleRun) stopService(ctx context.Context, name string, as *core.Ac
 		res.Result, res.Error = ResultFailed, err.Error()
 		r.setStep(i, core.StepFailed, err.Error())
 		r.results = append(r.results, res)
-		r.progress(name, "failed", err.Error(), true)
+		r.progress(name, PhaseFailed, err.Error(), true)
 	}
 	if err := e.withdraw(ctx, app, name); err != nil {
 		failWith(fmt.Errorf("%w: stop %s: service %s: withdraw: %w", core.ErrConflict, app, name, err))
@@ -114,7 +114,7 @@ func (r *lifecycleRun) stopService(ctx context.Context, name string, as *core.Ac
 	r.op.Steps[i].After = id
 	r.setStep(i, core.StepSucceeded, "")
 	r.results = append(r.results, res)
-	r.progress(name, "done", "stopped "+id, true)
+	r.progress(name, PhaseDone, "stopped "+id, true)
 }
 
 // retirePredecessors is R50's "pending predecessors": retire every

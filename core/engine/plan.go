@@ -11,14 +11,18 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
+// Action is what a plan decides for one service (R14.2, R56); it marshals
+// as its string.
+type Action string
+
 // Plan actions (R14.2, R56).
 const (
-	ActionUnchanged  = "unchanged"
-	ActionOverlap    = "overlap"
-	ActionSequential = "sequential"
-	ActionRemove     = "remove"
+	ActionUnchanged  Action = "unchanged"
+	ActionOverlap    Action = "overlap"
+	ActionSequential Action = "sequential"
+	ActionRemove     Action = "remove"
 	// ActionRunOnce: a one-shot service runs to completion (ServiceSpec.Run).
-	ActionRunOnce = "run-once"
+	ActionRunOnce Action = "run-once"
 )
 
 // Plan is what a deploy will do, computed by the pure function BuildPlan
@@ -41,7 +45,7 @@ type Plan struct {
 type PlannedService struct {
 	Service string `json:"service"`
 	// Action is unchanged, overlap, sequential or remove.
-	Action string `json:"action"`
+	Action Action `json:"action"`
 	// Reason says why the flow was chosen (e.g. "single-writer: volume data").
 	Reason string `json:"reason"`
 	// Change says why the service is not unchanged ("" when unchanged or

@@ -270,7 +270,7 @@ func (e *Engine) withdraw(ctx context.Context, app, service string) error {
 // the graph as held routes. endHold ends it.
 func (e *Engine) withdrawHold(ctx context.Context, app, service string, hold time.Time) error {
 	e.effect("withdraw", app+"/"+service, "")
-	e.progress(ProgressEvent{App: app, Service: service, Phase: "withdraw"})
+	e.progress(ProgressEvent{App: app, Service: service, Phase: PhaseWithdraw})
 	err := e.withdrawStateHold(ctx, app, service, hold)
 	if err == nil {
 		if err = e.rebuild(ctx); err != nil {

@@ -44,10 +44,10 @@ const (
 
 // OpSummary is an operation without its steps.
 type OpSummary struct {
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"`
-	Outcome   string    `json:"outcome"`
-	StartedAt time.Time `json:"started_at"`
+	ID        string       `json:"id"`
+	Kind      string       `json:"kind"`
+	Outcome   core.Outcome `json:"outcome"`
+	StartedAt time.Time    `json:"started_at"`
 }
 
 // ServiceStatus is one service's serving generation as ACTIVE records it,
