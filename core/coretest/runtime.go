@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -407,7 +408,7 @@ func (r *Runtime) EnsureVolume(ctx context.Context, v core.VolumeSpec) error {
 	r.mu.Lock()
 	if _, ok := r.volumes[v.Name]; !ok {
 		// Like Docker: an existing volume keeps the labels it was created with.
-		r.volumes[v.Name] = copyLabels(v.Labels)
+		r.volumes[v.Name] = maps.Clone(v.Labels)
 	}
 	r.mu.Unlock()
 	r.ev.Add("ensure-volume", v.Name)
@@ -423,7 +424,7 @@ var (
 func (r *Runtime) AddVolume(name string, labels map[string]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.volumes[name] = copyLabels(labels)
+	r.volumes[name] = maps.Clone(labels)
 }
 
 // InspectVolume implements core.VolumeInspector (no event; absent →
@@ -438,7 +439,7 @@ func (r *Runtime) InspectVolume(ctx context.Context, name string) (core.VolumeSt
 	if !ok {
 		return core.VolumeState{}, fmt.Errorf("volume %s: %w", name, core.ErrNotFound)
 	}
-	return core.VolumeState{Name: name, Labels: copyLabels(l)}, nil
+	return core.VolumeState{Name: name, Labels: maps.Clone(l)}, nil
 }
 
 // RemoveNetwork implements core.NetworkRemover (event remove-network; an

@@ -3,6 +3,7 @@ package coretest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -37,7 +38,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec core.ContainerSpec) 
 	}
 	c := &fakeContainer{
 		state: core.ContainerState{ID: id, Name: spec.Name, Image: spec.Image, Status: core.StatusCreated,
-			Env: append([]string(nil), spec.Env...), Labels: copyLabels(spec.Labels)},
+			Env: append([]string(nil), spec.Env...), Labels: maps.Clone(spec.Labels)},
 		spec: spec, tcp: map[int]int{}, udp: map[int]int{},
 	}
 	tcpScripted, udpScripted := false, false
@@ -192,7 +193,7 @@ func (r *Runtime) InspectContainer(ctx context.Context, id string) (core.Contain
 		}
 		st = c.state
 		st.Env = append([]string(nil), st.Env...)
-		st.Labels = copyLabels(st.Labels)
+		st.Labels = maps.Clone(st.Labels)
 	}
 	r.mu.Unlock()
 	r.ev.Add("inspect", id)
@@ -296,17 +297,6 @@ func (r *Runtime) ListManaged(ctx context.Context, labels map[string]string) ([]
 
 func copyPorts(m map[int]int) map[int]int {
 	out := make(map[int]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func copyLabels(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[k] = v
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
@@ -23,26 +22,6 @@ func dpBindMaps(binds []core.BackendBind) (tcp, udp map[int]int) {
 		tcp[b.ContainerPort] = b.HostPort
 	}
 	return tcp, udp
-}
-
-func dpCopyBinds(m map[int]int) map[int]int {
-	if m == nil {
-		return nil
-	}
-	out := make(map[int]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func dpSortedIntKeys(m map[int]int) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // readBinds reads the container's loopback binds for the spec's backend
@@ -72,18 +51,6 @@ func bindList(tcp, udp map[int]int) []core.BackendBind {
 		out = append(out, core.BackendBind{ContainerPort: c, HostPort: h, Protocol: "udp"})
 	}
 	return out
-}
-
-func sameBinds(a, b map[int]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // registerBackendClaims registers a backend claim (owner

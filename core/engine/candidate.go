@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -127,7 +129,7 @@ func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.Cont
 	for _, b := range spec.Binds {
 		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: s.pin.binds[b.Name], Target: b.Path, ReadOnly: b.ReadOnly})
 	}
-	for _, fn := range dpSortedKeys(s.pin.files) {
+	for _, fn := range slices.Sorted(maps.Keys(s.pin.files)) {
 		// Per-container copies are keyed by the container name: the ID is
 		// not known before creation (decision 13).
 		path, err := e.Store.WriteContainerSecret(ctx, app, cname, fn, s.pin.files[fn])

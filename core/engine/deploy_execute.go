@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -276,7 +278,7 @@ func (d *deployRun) journalPinned(ctx context.Context, start time.Time) error {
 		if err != nil {
 			return err
 		}
-		for _, name := range dpSortedKeys(active.Services) {
+		for _, name := range slices.Sorted(maps.Keys(active.Services)) {
 			if _, ok := d.rev.Spec.Service(name); !ok {
 				s := d.step(ServiceStepID(name, "remove"), name)
 				s.Before = active.Services[name].Container

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -134,8 +136,8 @@ func (s *serviceRun) warn(ws ...core.Warning) {
 func (s *serviceRun) unchanged(ctx context.Context) error {
 	s.res.Result, s.res.Flow = ResultUnchanged, FlowUnchanged
 	s.res.After = s.before
-	s.res.BackendBinds = dpCopyBinds(s.prev.BackendBinds)
-	s.res.UDPBackendBinds = dpCopyBinds(s.prev.UDPBackendBinds)
+	s.res.BackendBinds = maps.Clone(s.prev.BackendBinds)
+	s.res.UDPBackendBinds = maps.Clone(s.prev.UDPBackendBinds)
 	s.after = s.before
 	s.step.After = s.before
 	if err := s.publishAndRoute(ctx, true); err != nil {
@@ -214,7 +216,7 @@ func backendAddrs(prev *core.ActiveService) []string {
 		return nil
 	}
 	var out []string
-	for _, port := range dpSortedIntKeys(prev.BackendBinds) {
+	for _, port := range slices.Sorted(maps.Keys(prev.BackendBinds)) {
 		out = append(out, LoopbackAddr(prev.BackendBinds[port]))
 	}
 	return out
@@ -299,10 +301,10 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 		rec.StopSignal = s.prev.StopSignal
 		rec.ActivatedBy, rec.ActivatedAt = s.prev.ActivatedBy, s.prev.ActivatedAt
 		rec.Image, rec.Digest = s.prev.Image, s.prev.Digest
-		rec.BackendBinds, rec.UDPBackendBinds = dpCopyBinds(s.prev.BackendBinds), dpCopyBinds(s.prev.UDPBackendBinds)
+		rec.BackendBinds, rec.UDPBackendBinds = maps.Clone(s.prev.BackendBinds), maps.Clone(s.prev.UDPBackendBinds)
 		if cur := active.Services[name]; cur != nil && cur.Container == s.after {
 			// Keep what ACTIVE holds now (binds may have been refreshed).
-			rec.BackendBinds, rec.UDPBackendBinds = dpCopyBinds(cur.BackendBinds), dpCopyBinds(cur.UDPBackendBinds)
+			rec.BackendBinds, rec.UDPBackendBinds = maps.Clone(cur.BackendBinds), maps.Clone(cur.UDPBackendBinds)
 		}
 	} else {
 		rec.BackendBinds, rec.UDPBackendBinds = dpBindMaps(s.binds)
@@ -446,11 +448,10 @@ func (d *deployRun) dropService(ctx context.Context, ps PlannedService) error {
 	return nil
 }
 
+// dpAddUnique appends v to list unless it is already there.
 func dpAddUnique(list []string, v string) []string {
-	for _, x := range list {
-		if x == v {
-			return list
-		}
+	if slices.Contains(list, v) {
+		return list
 	}
 	return append(list, v)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -310,14 +311,7 @@ func reconcileDetail(detail, note string) string {
 // reconcileWarnings appends the warnings of add not already in ws.
 func reconcileWarnings(ws, add []core.Warning) []core.Warning {
 	for _, w := range add {
-		dup := false
-		for _, x := range ws {
-			if x == w {
-				dup = true
-				break
-			}
-		}
-		if !dup {
+		if !slices.Contains(ws, w) {
 			ws = append(ws, w)
 		}
 	}

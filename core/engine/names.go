@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -26,7 +26,5 @@ func VolumeName(app, volume string) string { return "gordon-" + app + "-" + volu
 
 // sortedServiceNames returns names in ascending order.
 func sortedServiceNames(names []string) []string {
-	out := append([]string(nil), names...)
-	sort.Strings(out)
-	return out
+	return slices.Sorted(slices.Values(names))
 }

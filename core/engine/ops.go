@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -29,9 +29,7 @@ func Fingerprint(kind string, parts ...string) string {
 
 // sortedJoin is the fingerprint part of a service selection.
 func sortedJoin(names []string) string {
-	s := append([]string(nil), names...)
-	sort.Strings(s)
-	return strings.Join(s, ",")
+	return strings.Join(slices.Sorted(slices.Values(names)), ",")
 }
 
 // claimOp claims op for its app (R6, R7, R8). The caller holds the app lock

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -148,7 +150,7 @@ func (in PlanInput) Build() Plan {
 	}
 	sort.SliceStable(p.Services, func(i, j int) bool { return rank[p.Services[i].Service] < rank[p.Services[j].Service] })
 	if !p.Targeted {
-		for _, name := range dpSortedKeys(in.Active.Services) {
+		for _, name := range slices.Sorted(maps.Keys(in.Active.Services)) {
 			if _, ok := in.Revision.Spec.Service(name); ok {
 				continue
 			}
@@ -225,7 +227,7 @@ func (in PlanInput) changed(s *core.ServiceSpec, cur *core.ActiveService) string
 	}
 	if cur.EffectiveRevision != in.Revision.ID {
 		env, ok := in.EffectiveEnv[cur.EffectiveRevision]
-		if !ok || !dpSameEnv(env, in.Revision.Spec.Env) {
+		if !ok || !maps.Equal(env, in.Revision.Spec.Env) {
 			return "app env"
 		}
 	}
@@ -276,7 +278,7 @@ func dpContainerEnv(app, svc map[string]string, secrets map[string]string) []str
 		m[k] = v
 	}
 	out := make([]string, 0, len(m))
-	for _, k := range dpSortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, k+"="+m[k])
 	}
 	return out
@@ -288,33 +290,9 @@ func dpSameSpec(a, b *core.ServiceSpec) bool {
 	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
-func dpSameEnv(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
+// dpSameStrings reports whether a and b hold the same strings, in any order.
 func dpSameStrings(a, b []string) bool {
-	x := append([]string(nil), a...)
-	y := append([]string(nil), b...)
-	sort.Strings(x)
-	sort.Strings(y)
-	return strings.Join(x, "\x00") == strings.Join(y, "\x00")
-}
-
-func dpSortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
 // PlanDeploy observes and plans req without any effect (deploy --dry-run):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -159,7 +160,7 @@ func (e *Engine) verifyAndRoute(ctx context.Context, app, name string, as *core.
 	if cur == nil || cur.Container != id || cur.EffectiveRevision != as.EffectiveRevision {
 		return time.Time{}, fmt.Errorf("%w: ACTIVE changed during verification", core.ErrConflict)
 	}
-	changed := !sameBinds(cur.BackendBinds, tcp) || !sameBinds(cur.UDPBackendBinds, udp)
+	changed := !maps.Equal(cur.BackendBinds, tcp) || !maps.Equal(cur.UDPBackendBinds, udp)
 	if changed {
 		cur.BackendBinds, cur.UDPBackendBinds = tcp, udp
 		if err := e.Store.SaveActive(ctx, active); err != nil {
