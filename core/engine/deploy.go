@@ -39,7 +39,7 @@ type DeployRequest struct {
 	Spec *core.AppSpec
 
 	// lockWait is how long Deploy waited for the app lock; journaled as the
-	// preflight step's "lock" phase (issue 7).
+	// preflight step's "lock" phase, so deploy latency splits by phase.
 	lockWait time.Duration
 }
 
