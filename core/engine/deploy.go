@@ -234,27 +234,6 @@ func replayResult(op core.Operation) *DeployResult {
 	return r
 }
 
-// liveOp returns the op of app that is live in this process ("" if none).
-func (e *Engine) liveOp(app string) string {
-	e.liveMu.Lock()
-	defer e.liveMu.Unlock()
-	return e.liveOps[app]
-}
-
-// setLive marks (op != "") or clears (op == "") app's live claim (R12).
-func (e *Engine) setLive(app, op string) {
-	e.liveMu.Lock()
-	defer e.liveMu.Unlock()
-	if op == "" {
-		delete(e.liveOps, app)
-		return
-	}
-	if e.liveOps == nil {
-		e.liveOps = map[string]string{}
-	}
-	e.liveOps[app] = op
-}
-
 // resolveRevision loads revision id, or DESIRED's revision when id is "".
 // Errors wrap ErrNotFound when the app has no such revision.
 func (e *Engine) resolveRevision(ctx context.Context, app, id string) (core.Revision, error) {
@@ -302,62 +281,4 @@ func (e *Engine) loadActive(ctx context.Context, app string) (core.Active, error
 		a.Services = map[string]*core.ActiveService{}
 	}
 	return a, nil
-}
-
-// observe gathers the planner's inputs for rev: markers, pending
-// withdrawals, the inspected ACTIVE containers, effective revisions' app
-// env and the desired env (with secret values) of every service.
-func (e *Engine) observe(ctx context.Context, rev core.Revision, active core.Active, resolved map[string]core.ImageRef) (PlanInput, error) {
-	app := rev.App
-	in := PlanInput{Revision: rev, Active: active, Resolved: resolved,
-		Observed: map[string]core.ContainerState{}, EffectiveEnv: map[string]map[string]string{}, DesiredEnv: map[string][]string{}}
-	markers, err := e.Store.LoadMarkers(ctx, app)
-	if err != nil {
-		return in, fmt.Errorf("app %s: load markers: %w", app, err)
-	}
-	in.Markers = markers
-	rec, err := e.Store.LoadRecovery(ctx, app)
-	if err != nil {
-		return in, fmt.Errorf("app %s: load recovery: %w", app, err)
-	}
-	in.PendingWithdrawals = rec.PendingWithdrawals
-	for _, s := range rev.Spec.Services {
-		cur := active.Services[s.Name]
-		if cur == nil || cur.Container == "" {
-			continue
-		}
-		if st, err := e.Runtime.InspectContainer(ctx, cur.Container); err == nil {
-			in.Observed[cur.Container] = st
-		}
-		if _, ok := in.EffectiveEnv[cur.EffectiveRevision]; !ok && cur.EffectiveRevision != rev.ID {
-			if r, err := e.Store.LoadRevision(ctx, app, cur.EffectiveRevision); err == nil {
-				in.EffectiveEnv[cur.EffectiveRevision] = r.Spec.Env
-			}
-		}
-		env, _, err := e.secretEnv(ctx, app, &s)
-		if err != nil {
-			// Unknown secret values can never prove the env unchanged.
-			in.DesiredEnv[s.Name] = []string{"\x00unresolved secrets"}
-			continue
-		}
-		in.DesiredEnv[s.Name] = dpContainerEnv(rev.Spec.Env, s.Env, env)
-	}
-	return in, nil
-}
-
-// phaseTimer records elapsed phase durations on a step.
-type phaseTimer struct {
-	step  *core.Step
-	start time.Time
-}
-
-func (p *phaseTimer) done(phase string, since time.Time) time.Duration {
-	d := time.Since(since)
-	if p.step != nil {
-		if p.step.Phases == nil {
-			p.step.Phases = map[string]core.Duration{}
-		}
-		p.step.Phases[phase] += core.Duration(d)
-	}
-	return d
 }

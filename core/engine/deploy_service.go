@@ -455,3 +455,20 @@ func dpAddUnique(list []string, v string) []string {
 	}
 	return append(list, v)
 }
+
+// phaseTimer records elapsed phase durations on a step.
+type phaseTimer struct {
+	step  *core.Step
+	start time.Time
+}
+
+func (p *phaseTimer) done(phase string, since time.Time) time.Duration {
+	d := time.Since(since)
+	if p.step != nil {
+		if p.step.Phases == nil {
+			p.step.Phases = map[string]core.Duration{}
+		}
+		p.step.Phases[phase] += core.Duration(d)
+	}
+	return d
+}

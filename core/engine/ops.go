@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
@@ -137,4 +136,25 @@ func NewOpID() string {
 		u = uuid.New()
 	}
 	return "op-" + hex.EncodeToString(u[:])
+}
+
+// liveOp returns the op of app that is live in this process ("" if none).
+func (e *Engine) liveOp(app string) string {
+	e.liveMu.Lock()
+	defer e.liveMu.Unlock()
+	return e.liveOps[app]
+}
+
+// setLive marks (op != "") or clears (op == "") app's live claim (R12).
+func (e *Engine) setLive(app, op string) {
+	e.liveMu.Lock()
+	defer e.liveMu.Unlock()
+	if op == "" {
+		delete(e.liveOps, app)
+		return
+	}
+	if e.liveOps == nil {
+		e.liveOps = map[string]string{}
+	}
+	e.liveOps[app] = op
 }

@@ -396,3 +396,44 @@ func specFields(s *core.ServiceSpec) map[string]json.RawMessage {
 	}
 	return out
 }
+
+// observe gathers the planner's inputs for rev: markers, pending
+// withdrawals, the inspected ACTIVE containers, effective revisions' app
+// env and the desired env (with secret values) of every service.
+func (e *Engine) observe(ctx context.Context, rev core.Revision, active core.Active, resolved map[string]core.ImageRef) (PlanInput, error) {
+	app := rev.App
+	in := PlanInput{Revision: rev, Active: active, Resolved: resolved,
+		Observed: map[string]core.ContainerState{}, EffectiveEnv: map[string]map[string]string{}, DesiredEnv: map[string][]string{}}
+	markers, err := e.Store.LoadMarkers(ctx, app)
+	if err != nil {
+		return in, fmt.Errorf("app %s: load markers: %w", app, err)
+	}
+	in.Markers = markers
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return in, fmt.Errorf("app %s: load recovery: %w", app, err)
+	}
+	in.PendingWithdrawals = rec.PendingWithdrawals
+	for _, s := range rev.Spec.Services {
+		cur := active.Services[s.Name]
+		if cur == nil || cur.Container == "" {
+			continue
+		}
+		if st, err := e.Runtime.InspectContainer(ctx, cur.Container); err == nil {
+			in.Observed[cur.Container] = st
+		}
+		if _, ok := in.EffectiveEnv[cur.EffectiveRevision]; !ok && cur.EffectiveRevision != rev.ID {
+			if r, err := e.Store.LoadRevision(ctx, app, cur.EffectiveRevision); err == nil {
+				in.EffectiveEnv[cur.EffectiveRevision] = r.Spec.Env
+			}
+		}
+		env, _, err := e.secretEnv(ctx, app, &s)
+		if err != nil {
+			// Unknown secret values can never prove the env unchanged.
+			in.DesiredEnv[s.Name] = []string{"\x00unresolved secrets"}
+			continue
+		}
+		in.DesiredEnv[s.Name] = dpContainerEnv(rev.Spec.Env, s.Env, env)
+	}
+	return in, nil
+}
