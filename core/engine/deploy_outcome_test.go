@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -148,4 +149,24 @@ func TestR8_ReplayResultReadsStoredResult(t *testing.T) {
 		{"web", "unchanged", "unchanged"}, {"api", "deployed", ""}, {"old", "removed", ""}, {"db", "failed", ""}, {"q", "", ""},
 	}, project(old))
 	assert.True(t, replayResult(old).Replayed)
+}
+
+// TestR9_TypedVocabulariesMarshalAsTheirText: the named string types of
+// results, flows, actions, outcomes and step states keep the wire text
+// (--format json, journal records) of the strings they replaced.
+func TestR9_TypedVocabulariesMarshalAsTheirText(t *testing.T) {
+	b, err := json.Marshal(ServiceResult{Service: "web", Result: ResultDeployed, Flow: FlowOverlap})
+	require.NoError(t, err)
+	assert.Equal(t, `{"service":"web","result":"deployed","flow":"overlap","started_at":"0001-01-01T00:00:00Z"}`, string(b))
+	b, err = json.Marshal(PlannedService{Service: "web", Action: ActionSequential})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"action":"sequential"`)
+	b, err = json.Marshal(core.Operation{ID: "op-1", Outcome: core.OutcomePartial, Steps: []core.Step{{ID: "preflight", State: core.StepSucceeded}}})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"outcome":"partial"`)
+	assert.Contains(t, string(b), `"state":"succeeded"`)
+	var back core.Operation
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, core.OutcomePartial, back.Outcome)
+	assert.Equal(t, core.StepSucceeded, back.Steps[0].State)
 }
