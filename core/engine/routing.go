@@ -209,6 +209,8 @@ func (e *Engine) rebuild(ctx context.Context) error {
 	if len(unreadable) > 0 {
 		kept, kerr := e.keptRoutes(ctx, unreadable)
 		if kerr != nil {
+			// The unreadable record is context (%v): the error's class is
+			// that of the kept-routes failure, which decided the outcome.
 			return fmt.Errorf("rebuild traffic: ACTIVE of %s unreadable (%v) and its last routes unknown: %w",
 				unreadableNames(unreadable), firstErr(unreadable), kerr)
 		}
