@@ -1,6 +1,9 @@
 package core
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // The closed set of error classes (STYLE "What we take" 4). Every error that
 // crosses a package or process boundary wraps exactly one of these with %w,
@@ -28,3 +31,28 @@ var (
 	// ErrPluginExited: a backend plugin process exited or broke its protocol.
 	ErrPluginExited = errors.New("plugin exited")
 )
+
+// classes is the closed set above, in the order ClassOf asks.
+var classes = []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable, ErrPluginExited, ErrNotReady, ErrInterrupted}
+
+// ClassOf returns the first error class err wraps (errors.Is), in the order
+// ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable, ErrPluginExited,
+// ErrNotReady, ErrInterrupted; nil when err carries none (or is nil).
+func ClassOf(err error) error {
+	for _, c := range classes {
+		if errors.Is(err, c) {
+			return c
+		}
+	}
+	return nil
+}
+
+// WithClass returns err unchanged when it already wraps an error class,
+// else err wrapped with class, as "<class>: <err>" (both stay matchable
+// with errors.Is). nil stays nil.
+func WithClass(err, class error) error {
+	if err == nil || ClassOf(err) != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", class, err)
+}

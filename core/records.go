@@ -78,18 +78,24 @@ const (
 	OpRemove  = "remove"
 )
 
+// Outcome is how an operation ended (R9); it marshals as its string.
+type Outcome string
+
 // Outcomes (R9); empty while the op is not terminal.
 const (
-	OutcomeSuccess = "success"
-	OutcomeFailed  = "failed"
-	OutcomePartial = "partial"
+	OutcomeSuccess Outcome = "success"
+	OutcomeFailed  Outcome = "failed"
+	OutcomePartial Outcome = "partial"
 )
+
+// StepState is the state of one journal step; it marshals as its string.
+type StepState string
 
 // Step states.
 const (
-	StepPending   = "pending"
-	StepSucceeded = "succeeded"
-	StepFailed    = "failed"
+	StepPending   StepState = "pending"
+	StepSucceeded StepState = "succeeded"
+	StepFailed    StepState = "failed"
 )
 
 // Operation is the journal of one mutation (SPEC 1.1, 1.2).
@@ -107,7 +113,7 @@ type Operation struct {
 	FinishedAt  time.Time `json:"finished_at,omitempty"`
 	Steps       []Step    `json:"steps"`
 	// Outcome is success, failed or partial once terminal; "" before.
-	Outcome  string    `json:"outcome,omitempty"`
+	Outcome  Outcome   `json:"outcome,omitempty"`
 	Warnings []Warning `json:"warnings,omitempty"`
 }
 
@@ -127,7 +133,7 @@ func (o *Operation) Step(id string) *Step {
 // Step is one journaled step of an operation.
 type Step struct {
 	ID          string    `json:"id"`
-	State       string    `json:"state"`
+	State       StepState `json:"state"`
 	Service     string    `json:"service,omitempty"`
 	Before      string    `json:"before,omitempty"`
 	After       string    `json:"after,omitempty"`
@@ -136,8 +142,13 @@ type Step struct {
 	Diagnostics []string  `json:"diagnostics,omitempty"`
 	Digest      string    `json:"digest,omitempty"`
 	Image       string    `json:"image,omitempty"`
-	StartedAt   time.Time `json:"started_at,omitempty"`
-	UpdatedAt   time.Time `json:"updated_at,omitempty"`
+	// Result is the service result a succeeded deploy step reached
+	// ("deployed", "unchanged", "removed"), so a replay (R8) reports it
+	// without reading Detail. Empty on other steps and in journals written
+	// before the field existed (readers then derive it from ID and Detail).
+	Result    string    `json:"result,omitempty"`
+	StartedAt time.Time `json:"started_at,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// Phases records elapsed time per phase (create, start, probe, switch,
 	// drain, retire) for progress reports and benchmarks.
 	Phases map[string]Duration `json:"phases,omitempty"`

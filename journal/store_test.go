@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -128,24 +127,6 @@ func TestR57_NewerSchemaRefusedNotRewritten(t *testing.T) {
 	var ce *CorruptError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, vp, ce.Path)
-}
-
-// TestR6_NewOpIDTimeOrdered: "op-" + 32 hex digits, unique, sorted in
-// generation order.
-func TestR6_NewOpIDTimeOrdered(t *testing.T) {
-	ids := make([]string, 500)
-	for i := range ids {
-		ids[i] = NewOpID()
-		require.Regexp(t, `^op-[0-9a-f]{32}$`, ids[i])
-	}
-	sorted := append([]string(nil), ids...)
-	sort.Strings(sorted)
-	assert.Equal(t, ids, sorted)
-	seen := map[string]bool{}
-	for _, id := range ids {
-		require.False(t, seen[id], "duplicate %s", id)
-		seen[id] = true
-	}
 }
 
 // TestR6_ClaimOpDuplicateIDIsConflict: an id is claimed once; a keyed

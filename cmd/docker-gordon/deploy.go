@@ -234,7 +234,7 @@ func renderDeployResult(env *cliEnv, res *engine.DeployResult) {
 
 // exitForOutcome maps an outcome to the exit status (SPEC decision 5):
 // 0 success, 2 partial, 1 failed.
-func exitForOutcome(outcome string, err error) error {
+func exitForOutcome(outcome core.Outcome, err error) error {
 	switch outcome {
 	case core.OutcomeSuccess:
 		return nil

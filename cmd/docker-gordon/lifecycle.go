@@ -74,7 +74,7 @@ func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 				// happened to it.
 				result = engine.ResultRemoved
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(result), orDash(shortID(s.Before)), orDash(shortID(s.After)),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(string(result)), orDash(shortID(s.Before)), orDash(shortID(s.After)),
 				formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(s.Error))
 		}
 		tw.Flush()
@@ -86,5 +86,5 @@ func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 	if res.Replayed {
 		replayed = " (replayed)"
 	}
-	fmt.Fprintf(w, "%s %s: op %s: %s%s\n", verb, res.Op.App, res.Op.ID, orDash(res.Outcome), replayed)
+	fmt.Fprintf(w, "%s %s: op %s: %s%s\n", verb, res.Op.App, res.Op.ID, orDash(string(res.Outcome)), replayed)
 }

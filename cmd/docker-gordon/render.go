@@ -64,7 +64,7 @@ func (p *progressRenderer) event(ev engine.ProgressEvent) {
 	}
 	if ev.Attempt > 0 {
 		line += fmt.Sprintf("  attempt %d", ev.Attempt)
-		if ev.Phase == "probe" && !ev.Done {
+		if ev.Phase == engine.PhaseProbe && !ev.Done {
 			// Reported only for attempts that were not ready: normal
 			// while the candidate starts, not an error.
 			line += ": not ready yet, retrying;"
@@ -73,7 +73,7 @@ func (p *progressRenderer) event(ev engine.ProgressEvent) {
 	if ev.Detail != "" {
 		line += "  " + shortenIDs(ev.Detail)
 	}
-	key := ev.Service + "/" + ev.Phase
+	key := ev.Service + "/" + string(ev.Phase)
 	if p.tty {
 		if key == p.lastKey && !ev.Done {
 			fmt.Fprintf(p.w, "\r\033[K%s", line)
@@ -92,7 +92,7 @@ func (p *progressRenderer) event(ev engine.ProgressEvent) {
 	}
 	// In logs, a long readiness wait prints its first attempts and then
 	// every tenth, not one line a second.
-	if ev.Phase == "probe" && ev.Attempt > 3 && ev.Attempt%10 != 0 {
+	if ev.Phase == engine.PhaseProbe && ev.Attempt > 3 && ev.Attempt%10 != 0 {
 		return
 	}
 	fmt.Fprintln(p.w, line)

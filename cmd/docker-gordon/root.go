@@ -254,7 +254,6 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		Traffic:     tr,
 		Readiness:   &engine.ReadinessWaiter{Probes: hostProbes{host}},
 		Logger:      e.logger.Named("engine"),
-		NewOpID:     journal.NewOpID,
 		LockTimeout: e.opts.lockTimeout,
 		Holder:      core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
 		BindPolicy: func(name string) (string, error) {

@@ -109,7 +109,7 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 	}
 	fmt.Fprintf(w, "app %s (%s, desired %s", st.App, state, orDash(st.Desired))
 	if st.LastOp != nil {
-		fmt.Fprintf(w, ", last op %s %s %s", st.LastOp.ID, st.LastOp.Kind, orDash(st.LastOp.Outcome))
+		fmt.Fprintf(w, ", last op %s %s %s", st.LastOp.ID, st.LastOp.Kind, orDash(string(st.LastOp.Outcome)))
 	}
 	fmt.Fprintln(w, ")")
 	for _, p := range st.Problems {

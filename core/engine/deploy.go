@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -40,7 +39,7 @@ type DeployRequest struct {
 	Spec *core.AppSpec
 
 	// lockWait is how long Deploy waited for the app lock; journaled as the
-	// preflight step's "lock" phase (issue 7).
+	// preflight step's "lock" phase, so deploy latency splits by phase.
 	lockWait time.Duration
 }
 
@@ -54,7 +53,7 @@ type DeployResult struct {
 	// Services holds one result per pinned (and dropped) service.
 	Services []ServiceResult `json:"services"`
 	// Outcome is success, partial or failed (R9); "" for a dry run.
-	Outcome string `json:"outcome,omitempty"`
+	Outcome core.Outcome `json:"outcome,omitempty"`
 	// Warnings are the journal warnings (R10).
 	Warnings []core.Warning `json:"warnings,omitempty"`
 	// Plan is what the deploy decided (always set for a dry run).
@@ -220,6 +219,12 @@ func replayResult(op core.Operation) *DeployResult {
 			sr.Result = ResultFailed
 		case s.State != core.StepSucceeded:
 			sr.Result = ""
+		case s.Result != "":
+			sr.Result = Result(s.Result)
+			if sr.Result == ResultUnchanged {
+				sr.Flow = FlowUnchanged
+			}
+		// Journals written before Step.Result: derive it from ID and Detail.
 		case strings.HasSuffix(s.ID, ".remove"):
 			sr.Result = ResultRemoved
 		case strings.HasPrefix(s.Detail, "unchanged"):
@@ -230,27 +235,6 @@ func replayResult(op core.Operation) *DeployResult {
 		r.Services = append(r.Services, sr)
 	}
 	return r
-}
-
-// liveOp returns the op of app that is live in this process ("" if none).
-func (e *Engine) liveOp(app string) string {
-	e.liveMu.Lock()
-	defer e.liveMu.Unlock()
-	return e.liveOps[app]
-}
-
-// setLive marks (op != "") or clears (op == "") app's live claim (R12).
-func (e *Engine) setLive(app, op string) {
-	e.liveMu.Lock()
-	defer e.liveMu.Unlock()
-	if op == "" {
-		delete(e.liveOps, app)
-		return
-	}
-	if e.liveOps == nil {
-		e.liveOps = map[string]string{}
-	}
-	e.liveOps[app] = op
 }
 
 // resolveRevision loads revision id, or DESIRED's revision when id is "".
@@ -300,107 +284,4 @@ func (e *Engine) loadActive(ctx context.Context, app string) (core.Active, error
 		a.Services = map[string]*core.ActiveService{}
 	}
 	return a, nil
-}
-
-// observe gathers the planner's inputs for rev: markers, pending
-// withdrawals, the inspected ACTIVE containers, effective revisions' app
-// env and the desired env (with secret values) of every service.
-func (e *Engine) observe(ctx context.Context, rev core.Revision, active core.Active, resolved map[string]core.ImageRef) (PlanInput, error) {
-	app := rev.App
-	in := PlanInput{Revision: rev, Active: active, Resolved: resolved,
-		Observed: map[string]core.ContainerState{}, EffectiveEnv: map[string]map[string]string{}, DesiredEnv: map[string][]string{}}
-	markers, err := e.Store.LoadMarkers(ctx, app)
-	if err != nil {
-		return in, fmt.Errorf("app %s: load markers: %w", app, err)
-	}
-	in.Markers = markers
-	rec, err := e.Store.LoadRecovery(ctx, app)
-	if err != nil {
-		return in, fmt.Errorf("app %s: load recovery: %w", app, err)
-	}
-	in.PendingWithdrawals = rec.PendingWithdrawals
-	for _, s := range rev.Spec.Services {
-		cur := active.Services[s.Name]
-		if cur == nil || cur.Container == "" {
-			continue
-		}
-		if st, err := e.Runtime.InspectContainer(ctx, cur.Container); err == nil {
-			in.Observed[cur.Container] = st
-		}
-		if _, ok := in.EffectiveEnv[cur.EffectiveRevision]; !ok && cur.EffectiveRevision != rev.ID {
-			if r, err := e.Store.LoadRevision(ctx, app, cur.EffectiveRevision); err == nil {
-				in.EffectiveEnv[cur.EffectiveRevision] = r.Spec.Env
-			}
-		}
-		env, _, err := e.secretEnv(ctx, app, &s)
-		if err != nil {
-			// Unknown secret values can never prove the env unchanged.
-			in.DesiredEnv[s.Name] = []string{"\x00unresolved secrets"}
-			continue
-		}
-		in.DesiredEnv[s.Name] = dpContainerEnv(rev.Spec.Env, s.Env, env)
-	}
-	return in, nil
-}
-
-// secretEnv loads the values of s's secrets: env secrets as a map, and the
-// list of every value (for log redaction). A missing secret wraps
-// ErrNotFound and names it.
-func (e *Engine) secretEnv(ctx context.Context, app string, s *core.ServiceSpec) (map[string]string, []string, error) {
-	env := map[string]string{}
-	var values []string
-	for _, ref := range s.Secrets {
-		v, err := e.getSecret(ctx, app, s.Name, ref.Name)
-		if err != nil {
-			return nil, nil, fmt.Errorf("app %s: service %s: secret %q: %w", app, s.Name, ref.Name, err)
-		}
-		values = append(values, string(v))
-		if ref.As != "file" {
-			env[ref.Env] = string(v)
-		}
-	}
-	return env, values, nil
-}
-
-// ContainerName is decision 12's name, gordon-<app>-<service>-<8 of the op
-// id>, with one departure: the 8 characters are the op id's LAST 8, not its
-// first. Op ids are time-ordered UUIDs (R6) whose first 8 hex digits are the
-// high bits of a millisecond clock and stay the same for about 65 s, so two
-// deploys within a minute would clash by name; the tail is random.
-func ContainerName(app, service, opID string) string {
-	id := strings.TrimPrefix(opID, "op-")
-	if len(id) > 8 {
-		id = id[len(id)-8:]
-	}
-	return "gordon-" + app + "-" + service + "-" + id
-}
-
-// NetworkName is the app's private network, gordon-<app>.
-func NetworkName(app string) string { return "gordon-" + app }
-
-// VolumeName is the runtime name of a service volume, gordon-<app>-<volume>.
-func VolumeName(app, volume string) string { return "gordon-" + app + "-" + volume }
-
-// sortedServiceNames returns names in ascending order.
-func sortedServiceNames(names []string) []string {
-	out := append([]string(nil), names...)
-	sort.Strings(out)
-	return out
-}
-
-// phaseTimer records elapsed phase durations on a step.
-type phaseTimer struct {
-	step  *core.Step
-	start time.Time
-}
-
-func (p *phaseTimer) done(phase string, since time.Time) time.Duration {
-	d := time.Since(since)
-	if p.step != nil {
-		if p.step.Phases == nil {
-			p.step.Phases = map[string]core.Duration{}
-		}
-		p.step.Phases[phase] += core.Duration(d)
-	}
-	return d
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -141,26 +143,8 @@ func (d *deployRun) step(id, service string) *core.Step {
 func (d *deployRun) preflight(ctx context.Context) error {
 	e, app := d.e, d.app
 	start := time.Now()
-	fail := func(service string, err error) error {
-		s := d.step(StepPreflight, "")
-		s.State, s.Error, s.UpdatedAt = core.StepFailed, err.Error(), e.now()
-		d.op.Outcome = core.OutcomeFailed
-		d.op.FinishedAt = e.now()
-		d.save(ctx)
-		e.progress(ProgressEvent{App: app, Service: service, Phase: "failed", Detail: "preflight: " + err.Error(), Elapsed: time.Since(start), Done: true})
-		where := ""
-		if service != "" {
-			where = " service " + service + ":"
-		}
-		return fmt.Errorf("deploy %s:%s step %s: %w", app, where, StepPreflight, classOf(ctx, err))
-	}
-	names := d.req.Services
-	if len(names) == 0 {
-		for _, s := range d.rev.Spec.Services {
-			names = append(names, s.Name)
-		}
-	}
-	names = sortedServiceNames(names)
+	fail := func(service string, err error) error { return d.failPreflight(ctx, service, err, start) }
+	names := d.preflightNames()
 	if err := e.checkTraffic(ctx); err != nil {
 		return fail("", err)
 	}
@@ -176,68 +160,115 @@ func (d *deployRun) preflight(ctx context.Context) error {
 		return fail("", fmt.Errorf("ensure network %s: %w", NetworkName(app), err))
 	}
 	for _, name := range names {
-		spec, ok := d.rev.Spec.Service(name)
-		if !ok {
-			return fail(name, fmt.Errorf("%w: revision %s declares no service %q", core.ErrInvalid, d.rev.ID, name))
-		}
-		if e.Readiness != nil && e.Readiness.Probes != nil {
-			// Issue 6: a custom probe plugin must be found and accept its
-			// config before anything is touched.
-			if err := ValidatePluginReadiness(ctx, e.Readiness.Probes, app, []core.ServiceSpec{*spec}); err != nil {
-				return fail(name, err)
-			}
-		}
-		p := &pinnedService{spec: spec}
-		e.progress(ProgressEvent{App: app, Service: name, Phase: "resolve", Detail: spec.Image, Elapsed: time.Since(start)})
-		img, ok := e.takePin(spec.Image, d.req.Pull)
-		if !ok {
-			if img, err = e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start); err != nil {
-				return fail(name, err)
-			}
-		}
-		p.img = img
-		if err := checkPinnedImage(app, spec, img); err != nil {
-			return fail(name, err)
-		}
-		if err := e.checkSecretsSet(ctx, app, spec); err != nil {
-			return fail(name, err)
-		}
-		env, values, err := e.secretEnv(ctx, app, spec)
+		p, err := d.pinService(ctx, name, owners, start)
 		if err != nil {
 			return fail(name, err)
 		}
-		p.secrets = values
-		p.env = dpContainerEnv(d.rev.Spec.Env, spec.Env, env)
-		for _, ref := range spec.Secrets {
-			if ref.As == "file" {
-				v, _ := e.getSecret(ctx, app, name, ref.Name)
-				if p.files == nil {
-					p.files = map[string][]byte{}
-				}
-				fn := ref.Env
-				if fn == "" {
-					fn = ref.Name
-				}
-				p.files[fn] = v
-			}
-		}
-		if p.binds, err = e.resolveBinds(spec); err != nil {
-			return fail(name, fmt.Errorf("app %s: service %s: %w", app, name, err))
-		}
-		if err := e.checkPublish(ctx, app, spec, owners); err != nil {
-			return fail(name, err)
-		}
-		if err := e.checkVolumeOwners(ctx, app, d.info.Incarnation, spec); err != nil {
-			return fail(name, err)
-		}
-		for _, v := range spec.Volumes {
-			vl := map[string]string{core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: d.info.Incarnation}
-			if err := e.Runtime.EnsureVolume(ctx, core.VolumeSpec{Name: VolumeName(app, v.Name), Labels: vl}); err != nil {
-				return fail(name, fmt.Errorf("ensure volume %s: %w", VolumeName(app, v.Name), err))
-			}
-		}
 		d.pinned = append(d.pinned, p)
 	}
+	if err := d.journalPinned(ctx, start); err != nil {
+		return fail("", err)
+	}
+	if err := e.Store.SaveOp(ctx, *d.op); err != nil {
+		_, ferr := d.failApp(ctx, StepError, fmt.Errorf("deploy %s: save pinned table: %w", app, err))
+		return ferr
+	}
+	return nil
+}
+
+// failPreflight fails the `preflight` step and the op with err, saves the
+// journal, reports the failure as progress and returns err classed (R13).
+func (d *deployRun) failPreflight(ctx context.Context, service string, err error, start time.Time) error {
+	e, app := d.e, d.app
+	s := d.step(StepPreflight, "")
+	s.State, s.Error, s.UpdatedAt = core.StepFailed, err.Error(), e.now()
+	d.op.Outcome = core.OutcomeFailed
+	d.op.FinishedAt = e.now()
+	d.save(ctx)
+	e.progress(ProgressEvent{App: app, Service: service, Phase: PhaseFailed, Detail: "preflight: " + err.Error(), Elapsed: time.Since(start), Done: true})
+	where := ""
+	if service != "" {
+		where = " service " + service + ":"
+	}
+	return fmt.Errorf("deploy %s:%s step %s: %w", app, where, StepPreflight, classOf(ctx, err))
+}
+
+// preflightNames is the sorted set of services the deploy touches: the
+// requested ones, else every service of the revision.
+func (d *deployRun) preflightNames() []string {
+	names := d.req.Services
+	if len(names) == 0 {
+		for _, s := range d.rev.Spec.Services {
+			names = append(names, s.Name)
+		}
+	}
+	return sortedServiceNames(names)
+}
+
+// pinService runs R13's per-service checks and pins the service: plugin
+// readiness accepted, image resolved (per pull policy) and checked, secrets
+// set and read, binds resolved, published ports and volumes owned by no
+// other app, volumes ensured. Nothing running is touched.
+func (d *deployRun) pinService(ctx context.Context, name string, owners map[string]string, start time.Time) (*pinnedService, error) {
+	e, app := d.e, d.app
+	spec, ok := d.rev.Spec.Service(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: revision %s declares no service %q", core.ErrInvalid, d.rev.ID, name)
+	}
+	if e.Readiness != nil && e.Readiness.Probes != nil {
+		// A custom probe plugin must be found and accept its config before
+		// anything is touched (R13).
+		if err := ValidatePluginReadiness(ctx, e.Readiness.Probes, app, []core.ServiceSpec{*spec}); err != nil {
+			return nil, err
+		}
+	}
+	p := &pinnedService{spec: spec}
+	e.progress(ProgressEvent{App: app, Service: name, Phase: PhaseResolve, Detail: spec.Image, Elapsed: time.Since(start)})
+	img, ok := e.takePin(spec.Image, d.req.Pull)
+	if !ok {
+		var err error
+		if img, err = e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start); err != nil {
+			return nil, err
+		}
+	}
+	p.img = img
+	if err := checkPinnedImage(app, spec, img); err != nil {
+		return nil, err
+	}
+	if err := e.checkSecretsSet(ctx, app, spec); err != nil {
+		return nil, err
+	}
+	env, values, err := e.secretEnv(ctx, app, spec)
+	if err != nil {
+		return nil, err
+	}
+	p.secrets = values
+	p.env = dpContainerEnv(d.rev.Spec.Env, spec.Env, env)
+	p.files = secretFiles(spec, values)
+	if p.binds, err = e.resolveBinds(spec); err != nil {
+		return nil, fmt.Errorf("app %s: service %s: %w", app, name, err)
+	}
+	if err := e.checkPublish(ctx, app, spec, owners); err != nil {
+		return nil, err
+	}
+	if err := e.checkVolumeOwners(ctx, app, d.info.Incarnation, spec); err != nil {
+		return nil, err
+	}
+	for _, v := range spec.Volumes {
+		vl := map[string]string{core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: d.info.Incarnation}
+		if err := e.Runtime.EnsureVolume(ctx, core.VolumeSpec{Name: VolumeName(app, v.Name), Labels: vl}); err != nil {
+			return nil, fmt.Errorf("ensure volume %s: %w", VolumeName(app, v.Name), err)
+		}
+	}
+	return p, nil
+}
+
+// journalPinned marks `preflight` succeeded and adds the pending steps the
+// deploy will run: a service.<name>.remove step per ACTIVE service the
+// revision dropped (full deploys only) and a service.<name>.replace step
+// with the pinned digest and image per pinned service (R5.2).
+func (d *deployRun) journalPinned(ctx context.Context, start time.Time) error {
+	e, app := d.e, d.app
 	now := e.now()
 	pf := d.step(StepPreflight, "")
 	pf.State, pf.Error, pf.UpdatedAt = core.StepSucceeded, "", now
@@ -245,9 +276,9 @@ func (d *deployRun) preflight(ctx context.Context) error {
 	if len(d.req.Services) == 0 {
 		active, err := e.loadActive(ctx, app)
 		if err != nil {
-			return fail("", err)
+			return err
 		}
-		for _, name := range dpSortedKeys(active.Services) {
+		for _, name := range slices.Sorted(maps.Keys(active.Services)) {
 			if _, ok := d.rev.Spec.Service(name); !ok {
 				s := d.step(ServiceStepID(name, "remove"), name)
 				s.Before = active.Services[name].Container
@@ -257,10 +288,6 @@ func (d *deployRun) preflight(ctx context.Context) error {
 	for _, p := range d.pinned {
 		s := d.step(ServiceStepID(p.spec.Name, "replace"), p.spec.Name)
 		s.Digest, s.Image = p.img.Digest, p.img.Ref
-	}
-	if err := e.Store.SaveOp(ctx, *d.op); err != nil {
-		_, ferr := d.failApp(ctx, StepError, fmt.Errorf("deploy %s: save pinned table: %w", app, err))
-		return ferr
 	}
 	return nil
 }
@@ -273,7 +300,7 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 		pull = PullMissing
 	}
 	doPull := func() error {
-		e.progress(ProgressEvent{App: app, Service: service, Phase: "pull", Detail: ref, Elapsed: time.Since(start)})
+		e.progress(ProgressEvent{App: app, Service: service, Phase: PhasePull, Detail: ref, Elapsed: time.Since(start)})
 		pctx := ctx
 		if e.RegistryAuth != nil {
 			pctx = core.WithRegistryAuth(ctx, e.RegistryAuth(ref))
@@ -318,7 +345,7 @@ func (e *Engine) resolveBinds(s *core.ServiceSpec) (map[string]string, error) {
 		}
 		hp, err := e.BindPolicy(b.Name)
 		if err != nil {
-			return nil, fmt.Errorf("bind %q refused by policy: %w", b.Name, deployErrClass(err, core.ErrInvalid))
+			return nil, fmt.Errorf("bind %q refused by policy: %w", b.Name, core.WithClass(err, core.ErrInvalid))
 		}
 		if hp == "" {
 			return nil, fmt.Errorf("%w: bind %q: policy gives no host path", core.ErrInvalid, b.Name)
@@ -326,17 +353,6 @@ func (e *Engine) resolveBinds(s *core.ServiceSpec) (map[string]string, error) {
 		out[b.Name] = hp
 	}
 	return out, nil
-}
-
-// deployErrClass returns err when it wraps a core error class, else err
-// wrapped with class.
-func deployErrClass(err, class error) error {
-	for _, c := range []error{core.ErrNotFound, core.ErrConflict, core.ErrInvalid, core.ErrUnavailable, core.ErrPluginExited, core.ErrNotReady, core.ErrInterrupted} {
-		if errors.Is(err, c) {
-			return err
-		}
-	}
-	return fmt.Errorf("%w: %w", class, err)
 }
 
 // preflightImageChecks is the image-config step of preflight, run before
@@ -380,5 +396,5 @@ func classOf(ctx context.Context, err error) error {
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !errors.Is(err, core.ErrInterrupted) {
 		return fmt.Errorf("%w: %w", core.ErrInterrupted, err)
 	}
-	return deployErrClass(err, core.ErrConflict)
+	return core.WithClass(err, core.ErrConflict)
 }

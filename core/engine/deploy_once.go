@@ -35,7 +35,7 @@ func (s *serviceRun) runOnce(ctx context.Context) error {
 	}
 	id := s.after
 	started := time.Now()
-	s.progress("run", id, 0)
+	s.progress(PhaseRun, id, 0)
 	st, err := s.waitExit(ctx, id)
 	took := time.Since(started).Round(time.Millisecond)
 	var diags []string

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,7 +13,7 @@ import (
 )
 
 func TestR9_Outcome(t *testing.T) {
-	r := func(results ...string) []ServiceResult {
+	r := func(results ...Result) []ServiceResult {
 		var out []ServiceResult
 		for i, x := range results {
 			out = append(out, ServiceResult{Service: string(rune('a' + i)), Result: x})
@@ -40,10 +42,16 @@ func TestR10_WarningsInServiceNameOrderThenAppLevel(t *testing.T) {
 	}, warnings(results, app))
 }
 
+// TestR6_NewOpIDIsTimeOrderedHex: "op-" + 32 hex digits, unique, sorted
+// in generation order; container names take the id's random tail.
 func TestR6_NewOpIDIsTimeOrderedHex(t *testing.T) {
-	a, b := NewOpID(), NewOpID()
-	assert.Regexp(t, `^op-[0-9a-f]{32}$`, a)
-	assert.NotEqual(t, a, b)
+	ids := make([]string, 500)
+	for i := range ids {
+		ids[i] = NewOpID()
+		require.Regexp(t, `^op-[0-9a-f]{32}$`, ids[i])
+	}
+	assert.True(t, slices.IsSorted(ids), "ids sort in generation order")
+	assert.Len(t, slices.Compact(slices.Clone(ids)), len(ids), "ids are unique")
 	assert.Equal(t, "gordon-blog-web-b4c5d6e7", ContainerName("blog", "web", "op-0190f3a2b4c5d6e7"), "the random tail, not the clock prefix")
 	assert.Equal(t, "gordon-blog-web-7", ContainerName("blog", "web", "op-7"))
 }
@@ -103,4 +111,62 @@ func TestR8_ReplayOfUnfinishedOpSaysNotTerminal(t *testing.T) {
 	assert.Contains(t, err.Error(), "has not reached a terminal outcome")
 	assert.False(t, claimed)
 	assert.Equal(t, "op-1", got.ID)
+}
+
+// TestR8_ReplayResultReadsStoredResult: a replay reports the result each
+// succeeded step stored, and a journal written before Step.Result existed
+// still replays with the result derived from the step's id and detail.
+func TestR8_ReplayResultReadsStoredResult(t *testing.T) {
+	stored := core.Operation{ID: "op-1", Outcome: core.OutcomeSuccess, Steps: []core.Step{
+		{ID: StepPreflight, State: core.StepSucceeded},
+		{ID: ServiceStepID("web", "replace"), Service: "web", State: core.StepSucceeded, Result: string(ResultUnchanged)},
+		{ID: ServiceStepID("api", "replace"), Service: "api", State: core.StepSucceeded, Result: string(ResultDeployed), Detail: "unchanged-looking note"},
+		{ID: ServiceStepID("old", "remove"), Service: "old", State: core.StepSucceeded, Result: string(ResultRemoved)},
+	}}
+	old := core.Operation{ID: "op-2", Outcome: core.OutcomeFailed, Steps: []core.Step{
+		{ID: ServiceStepID("web", "replace"), Service: "web", State: core.StepSucceeded, Detail: "unchanged: already running c-1"},
+		{ID: ServiceStepID("api", "replace"), Service: "api", State: core.StepSucceeded},
+		{ID: ServiceStepID("old", "remove"), Service: "old", State: core.StepSucceeded},
+		{ID: ServiceStepID("db", "replace"), Service: "db", State: core.StepFailed, Error: "boom"},
+		{ID: ServiceStepID("q", "replace"), Service: "q", State: core.StepPending},
+	}}
+	type got struct {
+		Service string
+		Result  string
+		Flow    string
+	}
+	project := func(op core.Operation) []got {
+		var out []got
+		for _, s := range replayResult(op).Services {
+			out = append(out, got{s.Service, string(s.Result), string(s.Flow)})
+		}
+		return out
+	}
+	assert.Equal(t, []got{
+		{"web", "unchanged", "unchanged"}, {"api", "deployed", ""}, {"old", "removed", ""},
+	}, project(stored))
+	assert.Equal(t, []got{
+		{"web", "unchanged", "unchanged"}, {"api", "deployed", ""}, {"old", "removed", ""}, {"db", "failed", ""}, {"q", "", ""},
+	}, project(old))
+	assert.True(t, replayResult(old).Replayed)
+}
+
+// TestR9_TypedVocabulariesMarshalAsTheirText: the named string types of
+// results, flows, actions, outcomes and step states keep the wire text
+// (--format json, journal records) of the strings they replaced.
+func TestR9_TypedVocabulariesMarshalAsTheirText(t *testing.T) {
+	b, err := json.Marshal(ServiceResult{Service: "web", Result: ResultDeployed, Flow: FlowOverlap})
+	require.NoError(t, err)
+	assert.Equal(t, `{"service":"web","result":"deployed","flow":"overlap","started_at":"0001-01-01T00:00:00Z"}`, string(b))
+	b, err = json.Marshal(PlannedService{Service: "web", Action: ActionSequential})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"action":"sequential"`)
+	b, err = json.Marshal(core.Operation{ID: "op-1", Outcome: core.OutcomePartial, Steps: []core.Step{{ID: "preflight", State: core.StepSucceeded}}})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"outcome":"partial"`)
+	assert.Contains(t, string(b), `"state":"succeeded"`)
+	var back core.Operation
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, core.OutcomePartial, back.Outcome)
+	assert.Equal(t, core.StepSucceeded, back.Steps[0].State)
 }

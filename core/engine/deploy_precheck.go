@@ -28,7 +28,7 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 		return fmt.Errorf("%w: app spec has no name", core.ErrInvalid)
 	}
 	if _, err := e.Runtime.Info(ctx); err != nil {
-		return fmt.Errorf("deploy %s: container engine: %w", app, deployErrClass(err, core.ErrUnavailable))
+		return fmt.Errorf("deploy %s: container engine: %w", app, core.WithClass(err, core.ErrUnavailable))
 	}
 	if err := e.checkTraffic(ctx); err != nil {
 		return fmt.Errorf("deploy %s: %w", app, err)
@@ -56,7 +56,7 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 		}
 		img, err := e.pinImage(ctx, app, name, s.Image, pull, start)
 		if err != nil {
-			return refuse(deployErrClass(err, core.ErrUnavailable))
+			return refuse(core.WithClass(err, core.ErrUnavailable))
 		}
 		e.rememberPin(s.Image, pull, img)
 		if err := e.checkSecretsSet(ctx, app, s); err != nil {
@@ -83,21 +83,6 @@ func (e *Engine) SubmitChecked(ctx context.Context, spec core.AppSpec, sourceSHA
 		return core.Revision{}, err
 	}
 	return e.SubmitRevision(ctx, spec, sourceSHA256)
-}
-
-// checkSecretsSet reports the first secret of s that is not set, as one
-// statement of what is missing and how to set it (wraps ErrNotFound).
-func (e *Engine) checkSecretsSet(ctx context.Context, app string, s *core.ServiceSpec) error {
-	for _, ref := range s.Secrets {
-		if _, err := e.getSecret(ctx, app, s.Name, ref.Name); err != nil {
-			if errors.Is(err, core.ErrNotFound) {
-				return fmt.Errorf("%w: secret %q is not set (set it with: docker gordon secrets set %s %s %s, or for every service: docker gordon secrets set %s %s)",
-					core.ErrNotFound, ref.Name, app, s.Name, ref.Name, app, ref.Name)
-			}
-			return fmt.Errorf("secret %q: %w", ref.Name, err)
-		}
-	}
-	return nil
 }
 
 // specServiceNames lists spec's services in name order.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -40,7 +40,7 @@ func (d *deployRun) pinnedFor(name string) *pinnedService {
 	return nil
 }
 
-func (s *serviceRun) progress(phase, detail string, attempt int) {
+func (s *serviceRun) progress(phase Phase, detail string, attempt int) {
 	done := phase == "done" || phase == "failed" || phase == "unchanged"
 	s.d.e.progress(ProgressEvent{App: s.d.app, Service: s.ps.Service, Phase: phase, Detail: detail, Attempt: attempt,
 		Elapsed: time.Since(s.start), Done: done})
@@ -97,7 +97,7 @@ func (s *serviceRun) fail(ctx context.Context, cause error, diagnostics []string
 	d.op.Warnings = warnings(d.results, d.appWarnings)
 	d.op.FinishedAt = d.e.now()
 	d.save(ctx)
-	s.progress("failed", cause.Error(), 0)
+	s.progress(PhaseFailed, cause.Error(), 0)
 	return err
 }
 
@@ -108,15 +108,15 @@ func (s *serviceRun) succeed(ctx context.Context, detail string) error {
 		s.res.Result = ResultDeployed
 	}
 	s.step.State, s.step.Error, s.step.UpdatedAt = core.StepSucceeded, "", d.e.now()
-	s.step.After = s.res.After
+	s.step.After, s.step.Result = s.res.After, string(s.res.Result)
 	if detail != "" {
 		s.step.Detail = detail
 	}
 	d.results = append(d.results, s.res)
 	d.save(ctx)
-	phase := "done"
+	phase := PhaseDone
 	if s.res.Result == ResultUnchanged {
-		phase = "unchanged"
+		phase = PhaseUnchanged
 	}
 	s.progress(phase, s.res.After, 0)
 	return nil
@@ -136,8 +136,8 @@ func (s *serviceRun) warn(ws ...core.Warning) {
 func (s *serviceRun) unchanged(ctx context.Context) error {
 	s.res.Result, s.res.Flow = ResultUnchanged, FlowUnchanged
 	s.res.After = s.before
-	s.res.BackendBinds = dpCopyBinds(s.prev.BackendBinds)
-	s.res.UDPBackendBinds = dpCopyBinds(s.prev.UDPBackendBinds)
+	s.res.BackendBinds = maps.Clone(s.prev.BackendBinds)
+	s.res.UDPBackendBinds = maps.Clone(s.prev.UDPBackendBinds)
 	s.after = s.before
 	s.step.After = s.before
 	if err := s.publishAndRoute(ctx, true); err != nil {
@@ -193,7 +193,7 @@ func (s *serviceRun) retireSuperseded(ctx context.Context) {
 	t := time.Now()
 	limit := e.drainLimit(s.predGrace)
 	for _, addr := range backendAddrs(s.prev) {
-		s.progress("drain", addr, 0)
+		s.progress(PhaseDrain, addr, 0)
 		if _, err := e.waitDrained(ctx, addr, limit); err != nil {
 			e.log().Warn("drain interrupted", "app", app, "service", name, "backend", addr, "error", err)
 			break
@@ -201,7 +201,7 @@ func (s *serviceRun) retireSuperseded(ctx context.Context) {
 	}
 	s.timer.done("drain", t)
 	t = time.Now()
-	s.progress("retire", s.before, 0)
+	s.progress(PhaseRetire, s.before, 0)
 	r := e.retire(ctx, app, s.before, RetireOptions{Service: name, Grace: s.predGrace, ClearMarker: true, RetryOnLeak: true})
 	s.timer.done("retire", t)
 	s.warn(r.Warnings...)
@@ -216,7 +216,7 @@ func backendAddrs(prev *core.ActiveService) []string {
 		return nil
 	}
 	var out []string
-	for _, port := range dpSortedIntKeys(prev.BackendBinds) {
+	for _, port := range slices.Sorted(maps.Keys(prev.BackendBinds)) {
 		out = append(out, LoopbackAddr(prev.BackendBinds[port]))
 	}
 	return out
@@ -259,7 +259,7 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		}
 		// 4. Retire Before with its grace, keeping its marker.
 		t = time.Now()
-		s.progress("retire", s.before, 0)
+		s.progress(PhaseRetire, s.before, 0)
 		r := e.retire(ctx, app, s.before, RetireOptions{Service: name, Grace: s.predGrace})
 		s.timer.done("retire", t)
 		s.warn(r.Warnings...)
@@ -278,225 +278,6 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 	return s.succeed(ctx, "")
 }
 
-// createCandidate is SPEC R17. On failure it returns the cause and the
-// diagnostics; the candidate (if created) is removed with its warnings
-// added to the result, and s.after stays the candidate ID.
-func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
-	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
-	spec := s.pin.spec
-	cname := ContainerName(app, name, d.op.ID)
-	cs := core.ContainerSpec{
-		Name:          cname,
-		Image:         s.pin.img.Ref,
-		Env:           s.pin.env,
-		Hostname:      name,
-		Network:       NetworkName(app),
-		Aliases:       []string{name},
-		ExtraNetworks: d.rev.Spec.Networks,
-		Ports:         spec.BackendPorts(),
-		Devices:       spec.Devices,
-		StopGrace:     EffectiveGrace(spec.StopGrace),
-		Labels:        map[string]string{},
-	}
-	applyContainerKeys(&cs, spec, s.pin.img)
-	if spec.Run == core.RunOnce {
-		cs.RestartPolicy = "" // runs to completion, never restarted
-	}
-	for k, v := range map[string]string{
-		core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: d.info.Incarnation,
-		core.LabelOp: d.op.ID, core.LabelRevision: d.rev.ID, core.LabelRole: "workload",
-	} {
-		cs.Labels[k] = v
-	}
-	for _, v := range spec.Volumes {
-		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountVolume, Source: VolumeName(app, v.Name), Target: v.Path, ReadOnly: v.ReadOnly})
-	}
-	for _, b := range spec.Binds {
-		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: s.pin.binds[b.Name], Target: b.Path, ReadOnly: b.ReadOnly})
-	}
-	for _, fn := range dpSortedKeys(s.pin.files) {
-		// Per-container copies are keyed by the container name: the ID is
-		// not known before creation (decision 13).
-		path, err := e.Store.WriteContainerSecret(ctx, app, cname, fn, s.pin.files[fn])
-		if err != nil {
-			return fmt.Errorf("write secret file %s: %w", fn, err), nil
-		}
-		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: path, Target: "/run/secrets/" + fn, ReadOnly: true})
-	}
-	// 1. Create.
-	t := time.Now()
-	s.progress("create", cname, 0)
-	id, err := e.Runtime.CreateContainer(ctx, cs)
-	s.timer.done("create", t)
-	if err != nil {
-		s.dropSecretFiles(ctx)
-		return fmt.Errorf("create container %s: %w", cname, err), nil
-	}
-	s.after = id
-	s.res.After = id
-	// 2. Persist After before start (R5.3, S32).
-	s.step.After, s.step.UpdatedAt = id, e.now()
-	if err := e.Store.SaveOp(ctx, *d.op); err != nil {
-		s.dropCandidate(ctx, id)
-		return fmt.Errorf("journal candidate %s: %w", id, err), nil
-	}
-	// 3. Start.
-	t = time.Now()
-	s.progress("start", id, 0)
-	if err := e.Runtime.StartContainer(ctx, id); err != nil {
-		s.timer.done("start", t)
-		s.dropCandidate(ctx, id)
-		return fmt.Errorf("start container %s: %w", id, err), nil
-	}
-	// 4. Observe the execution start time (unreadable → zero); a
-	// candidate that already exited fails here, with its log tail (a
-	// one-shot is expected to exit: runOnce waits for it).
-	if st, err := e.Runtime.InspectContainer(ctx, id); err == nil {
-		s.startedAt = st.StartedAt
-		if st.ID == "" {
-			st.ID = id
-		}
-		if xerr := exitOf(st); xerr != nil && spec.Run != core.RunOnce {
-			s.timer.done("start", t)
-			return s.candidateDied(ctx, id, xerr)
-		}
-	}
-	s.timer.done("start", t)
-	// 5. Binds and claims.
-	if ports := spec.BackendPorts(); len(ports) > 0 {
-		binds, err := e.Runtime.BackendBinds(ctx, id, ports)
-		if err != nil {
-			if xerr := e.candidateExit(ctx, id); xerr != nil {
-				return s.candidateDied(ctx, id, xerr)
-			}
-			s.dropCandidate(ctx, id)
-			return fmt.Errorf("read backend binds of %s: %w", id, err), nil
-		}
-		claims := make([]core.Claim, 0, len(binds))
-		for _, b := range binds {
-			claims = append(claims, core.Claim{Port: b.HostPort, Protocol: b.Protocol, Owner: core.ClaimOwnerBackend, App: app, Container: id})
-		}
-		if err := e.Store.RegisterClaims(ctx, claims); err != nil {
-			s.dropCandidate(ctx, id)
-			return fmt.Errorf("register backend claims of %s: %w", id, err), nil
-		}
-		s.binds = binds
-	}
-	s.res.BackendBinds, s.res.UDPBackendBinds = dpBindMaps(s.binds)
-	// 6. Readiness with the deploy-time probe.
-	t = time.Now()
-	err = s.ready(ctx)
-	s.timer.done("probe", t)
-	if err != nil {
-		diags := e.logTail(ctx, id, s.pin.secrets)
-		s.dropCandidate(ctx, id)
-		return fmt.Errorf("readiness of %s: %w", id, err), diags
-	}
-	// 7. Success.
-	s.res.StartedAt = s.startedAt
-	return nil, nil
-}
-
-// dropCandidate removes a failed candidate (R24) and its per-container
-// secret files; every problem becomes a warning on the result.
-func (s *serviceRun) dropCandidate(ctx context.Context, id string) {
-	s.warn(s.d.e.removeCandidate(ctx, s.d.app, s.ps.Service, id)...)
-	s.dropSecretFiles(ctx)
-}
-
-// dropSecretFiles deletes the candidate's file-secret copies, which are
-// keyed by the container name (decision 13).
-func (s *serviceRun) dropSecretFiles(ctx context.Context) {
-	if len(s.pin.files) == 0 {
-		return
-	}
-	cname := ContainerName(s.d.app, s.ps.Service, s.d.op.ID)
-	if err := s.d.e.Store.DeleteContainerSecrets(ctx, s.d.app, cname); err != nil {
-		s.warn(core.Warning{Service: s.ps.Service, Leftover: cname, Detail: "secret files cleanup failed: " + err.Error()})
-	}
-}
-
-// ready runs the deploy-time probe (R29) on the candidate's fresh binds.
-func (s *serviceRun) ready(ctx context.Context) error {
-	e := s.d.e
-	spec := s.pin.spec
-	if spec.Run == core.RunOnce {
-		return nil // a one-shot is waited for until it exits (runOnce)
-	}
-	r := DeployReadinessFor(spec, s.pin.img.HasHealthcheck)
-	if r.Type == "" || r.Type == core.ReadinessNone {
-		return nil
-	}
-	if e.Readiness == nil && r.Type != core.ReadinessDocker {
-		return fmt.Errorf("%w: no readiness backend for %s readiness", core.ErrUnavailable, r.Type)
-	}
-	target, err := ProbeTargetFor(s.d.app, spec, r, s.after, s.startedAt, s.binds)
-	if err != nil {
-		return err
-	}
-	s.progress("probe", target.Address, 0)
-	// The candidate is watched while it is probed: an exit ends the wait
-	// at once with its exit code instead of probing until the timeout.
-	wctx, stop, exited := e.watchCandidate(ctx, s.after)
-	_, err = e.waitReady(wctx, target, r, func(w WaitResult) {
-		s.progress("probe", w.LastDetail, w.Attempts)
-	})
-	stop()
-	if xerr := exited(); xerr != nil {
-		return xerr
-	}
-	if err != nil && ctx.Err() == nil {
-		if xerr := e.candidateExit(ctx, s.after); xerr != nil {
-			return xerr
-		}
-	}
-	return err
-}
-
-// candidateDied fails the candidate step for a candidate that stopped
-// running: the cause names its exit, the diagnostics are its log tail.
-func (s *serviceRun) candidateDied(ctx context.Context, id string, cause error) (error, []string) {
-	diags := s.d.e.logTail(ctx, id, s.pin.secrets)
-	s.dropCandidate(ctx, id)
-	return cause, diags
-}
-
-// logTail captures the candidate's last LogTailLines (default 50) lines
-// within 10 s, with every secret value of the service replaced by "****"
-// (R17.6). Errors only shorten the tail.
-func (e *Engine) logTail(ctx context.Context, id string, secrets []string) []string {
-	n := e.LogTailLines
-	if n <= 0 {
-		n = 50
-	}
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	var lines []string
-	err := e.Runtime.Logs(lctx, id, core.LogOptions{Tail: n}, func(l core.LogLine) error {
-		lines = append(lines, dpRedact(l.Text, secrets))
-		return nil
-	})
-	if err != nil {
-		e.log().Debug("failure log tail", "container", id, "error", err)
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
-}
-
-// dpRedact replaces every non-empty secret value in line with "****".
-func dpRedact(line string, secrets []string) string {
-	sorted := append([]string(nil), secrets...)
-	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
-	for _, v := range sorted {
-		if v != "" {
-			line = strings.ReplaceAll(line, v, "****")
-		}
-	}
-	return line
-}
-
 // publishAndRoute is SPEC R21. (a) reload ACTIVE, write the service record
 // (activation kept when unchanged), dpConverged/networks, save; ownership;
 // for a sequential replacement clear Before's marker. (b) re-withdraw
@@ -505,7 +286,7 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
 	spec := s.pin.spec
 	t := time.Now()
-	s.progress("switch", s.after, 0)
+	s.progress(PhaseSwitch, s.after, 0)
 	defer func() { s.timer.done("switch", t) }()
 	active, err := e.loadActive(ctx, app)
 	if err != nil {
@@ -520,10 +301,10 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 		rec.StopSignal = s.prev.StopSignal
 		rec.ActivatedBy, rec.ActivatedAt = s.prev.ActivatedBy, s.prev.ActivatedAt
 		rec.Image, rec.Digest = s.prev.Image, s.prev.Digest
-		rec.BackendBinds, rec.UDPBackendBinds = dpCopyBinds(s.prev.BackendBinds), dpCopyBinds(s.prev.UDPBackendBinds)
+		rec.BackendBinds, rec.UDPBackendBinds = maps.Clone(s.prev.BackendBinds), maps.Clone(s.prev.UDPBackendBinds)
 		if cur := active.Services[name]; cur != nil && cur.Container == s.after {
 			// Keep what ACTIVE holds now (binds may have been refreshed).
-			rec.BackendBinds, rec.UDPBackendBinds = dpCopyBinds(cur.BackendBinds), dpCopyBinds(cur.UDPBackendBinds)
+			rec.BackendBinds, rec.UDPBackendBinds = maps.Clone(cur.BackendBinds), maps.Clone(cur.UDPBackendBinds)
 		}
 	} else {
 		rec.BackendBinds, rec.UDPBackendBinds = dpBindMaps(s.binds)
@@ -659,56 +440,35 @@ func (d *deployRun) dropService(ctx context.Context, ps PlannedService) error {
 	}
 	d.active = active
 	s.res.Result = ResultRemoved
-	s.step.State, s.step.UpdatedAt = core.StepSucceeded, e.now()
+	s.step.State, s.step.UpdatedAt, s.step.Result = core.StepSucceeded, e.now(), string(ResultRemoved)
 	s.step.Detail = "removed: no longer declared"
 	d.results = append(d.results, s.res)
 	d.save(ctx)
-	s.progress("done", "removed", 0)
+	s.progress(PhaseDone, "removed", 0)
 	return nil
 }
 
-func dpBindMaps(binds []core.BackendBind) (tcp, udp map[int]int) {
-	for _, b := range binds {
-		if b.Protocol == "udp" {
-			if udp == nil {
-				udp = map[int]int{}
-			}
-			udp[b.ContainerPort] = b.HostPort
-			continue
-		}
-		if tcp == nil {
-			tcp = map[int]int{}
-		}
-		tcp[b.ContainerPort] = b.HostPort
-	}
-	return tcp, udp
-}
-
-func dpCopyBinds(m map[int]int) map[int]int {
-	if m == nil {
-		return nil
-	}
-	out := make(map[int]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func dpSortedIntKeys(m map[int]int) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
-}
-
+// dpAddUnique appends v to list unless it is already there.
 func dpAddUnique(list []string, v string) []string {
-	for _, x := range list {
-		if x == v {
-			return list
-		}
+	if slices.Contains(list, v) {
+		return list
 	}
 	return append(list, v)
+}
+
+// phaseTimer records elapsed phase durations on a step.
+type phaseTimer struct {
+	step  *core.Step
+	start time.Time
+}
+
+func (p *phaseTimer) done(phase string, since time.Time) time.Duration {
+	d := time.Since(since)
+	if p.step != nil {
+		if p.step.Phases == nil {
+			p.step.Phases = map[string]core.Duration{}
+		}
+		p.step.Phases[phase] += core.Duration(d)
+	}
+	return d
 }

@@ -292,7 +292,7 @@ func TestDecision16_DrainBeforeStopAndProgress(t *testing.T) {
 	var phases []string
 	for _, p := range h.Progress() {
 		if p.Service == "web" {
-			phases = append(phases, p.Phase)
+			phases = append(phases, string(p.Phase))
 		}
 	}
 	drain, stop := indexOf(phases, "drain"), indexOf(phases, "stop")
@@ -305,8 +305,8 @@ func TestDecision16_DrainBeforeStopAndProgress(t *testing.T) {
 	for _, p := range []string{"create", "start", "probe", "switch", "drain", "retire"} {
 		assert.Contains(t, st.Phases, p)
 	}
-	// The wait for the app lock is journaled too (issue 7: deploy latency
-	// split by phase), on the preflight step.
+	// The wait for the app lock is journaled too (deploy latency splits by
+	// phase), on the preflight step.
 	assert.Contains(t, depLastOp(t, h).Step(engine.StepPreflight).Phases, "lock")
 }
 

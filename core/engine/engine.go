@@ -26,7 +26,8 @@ type Engine struct {
 	Logger hclog.Logger
 	// Progress, if set, receives live progress events (the CLI renders them).
 	Progress func(ProgressEvent)
-	// NewOpID generates op ids ("op-" + time-ordered UUID hex, R6).
+	// NewOpID, if set, replaces the package's NewOpID as the op id
+	// generator (R6); tests inject a deterministic one. nil: NewOpID.
 	NewOpID func() string
 	// Holder describes this process for lock records (pid, verb).
 	Holder core.LockHolder
@@ -82,14 +83,38 @@ type Engine struct {
 	liveOps map[string]string
 }
 
-// ProgressEvent is one line of live progress (issue 3 item 4): a phase of
-// one service with elapsed time.
+// Phase is the step of long work a ProgressEvent reports (stderr
+// progress); it prints as its string.
+type Phase string
+
+// Progress phases.
+const (
+	PhaseLock      Phase = "lock"
+	PhaseResolve   Phase = "resolve"
+	PhasePull      Phase = "pull"
+	PhaseCreate    Phase = "create"
+	PhaseStart     Phase = "start"
+	PhaseRun       Phase = "run"
+	PhaseProbe     Phase = "probe"
+	PhaseSwitch    Phase = "switch"
+	PhaseDrain     Phase = "drain"
+	PhaseRetire    Phase = "retire"
+	PhaseWithdraw  Phase = "withdraw"
+	PhaseStop      Phase = "stop"
+	PhaseRestart   Phase = "restart"
+	PhaseRemove    Phase = "remove"
+	PhaseDone      Phase = "done"
+	PhaseFailed    Phase = "failed"
+	PhaseUnchanged Phase = "unchanged"
+)
+
+// ProgressEvent is one line of live progress: a phase of one service (or
+// of the app, Service "") with elapsed time.
 type ProgressEvent struct {
 	App     string
 	Service string
-	// Phase: resolve, pull, create, start, probe, switch, drain, retire,
-	// withdraw, stop, remove, done, failed, unchanged.
-	Phase   string
+	// Phase is one of the Phase constants.
+	Phase   Phase
 	Detail  string
 	Attempt int
 	Elapsed time.Duration
@@ -134,6 +159,6 @@ func (e *Engine) lock(ctx context.Context, app, verb, op string) (core.AppLock, 
 	if holder, err := e.Store.LockHolder(ctx, app); err == nil {
 		detail = fmt.Sprintf("waiting for the app lock held by pid %d (%s %s)", holder.PID, holder.Verb, holder.Op)
 	}
-	e.progress(ProgressEvent{App: app, Phase: "lock", Detail: detail})
+	e.progress(ProgressEvent{App: app, Phase: PhaseLock, Detail: detail})
 	return e.Store.Lock(lctx, app, h)
 }

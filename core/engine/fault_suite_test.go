@@ -47,7 +47,7 @@ type faultVerb struct {
 	setup func(t *testing.T, h *coretest.Harness)
 	// run runs the verb and returns the outcome it reported ("" when it
 	// refused before an op) and its error.
-	run func(h *coretest.Harness) (string, error)
+	run func(h *coretest.Harness) (core.Outcome, error)
 }
 
 func faultVerbs() []faultVerb {
@@ -69,8 +69,8 @@ func faultVerbs() []faultVerb {
 			require.NoError(t, err)
 		}
 	}
-	lc := func(f func(*engine.Engine, context.Context, engine.LifecycleRequest) (*engine.OpResult, error)) func(h *coretest.Harness) (string, error) {
-		return func(h *coretest.Harness) (string, error) {
+	lc := func(f func(*engine.Engine, context.Context, engine.LifecycleRequest) (*engine.OpResult, error)) func(h *coretest.Harness) (core.Outcome, error) {
+		return func(h *coretest.Harness) (core.Outcome, error) {
 			res, err := f(h.Engine, h.Ctx(), engine.LifecycleRequest{App: "blog"})
 			if res == nil {
 				return "", err
@@ -83,7 +83,7 @@ func faultVerbs() []faultVerb {
 		_, err := h.Engine.Stop(h.Ctx(), engine.LifecycleRequest{App: "blog"})
 		require.NoError(t, err)
 	}
-	doDeploy := func(h *coretest.Harness) (string, error) {
+	doDeploy := func(h *coretest.Harness) (core.Outcome, error) {
 		res, err := h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog"})
 		if res == nil {
 			return "", err
@@ -158,7 +158,7 @@ func disarm(h *coretest.Harness) {
 // and an error comes with a non-success outcome. A verb whose final
 // journal save failed may leave its op non-terminal (R14.8: that failure
 // is logged; reconcile finishes the record).
-func checkHonest(t *testing.T, h *coretest.Harness, v faultVerb, outcome string, verr error, finalSaveFailed bool) {
+func checkHonest(t *testing.T, h *coretest.Harness, v faultVerb, outcome core.Outcome, verr error, finalSaveFailed bool) {
 	t.Helper()
 	if verr != nil {
 		assert.NotEqual(t, core.OutcomeSuccess, outcome, "%s failed (%v) but reported success", v.name, verr)

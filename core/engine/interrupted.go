@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
@@ -53,164 +55,245 @@ func (e *Engine) reconcileInterrupted(ctx context.Context, app string, liveOp st
 	if !terminal && liveOp != "" && op.ID == liveOp {
 		return nil
 	}
-	var work []int
-	for i, s := range op.Steps {
-		if s.After == "" {
-			continue
+	r := &interruptedRun{e: e, app: app, op: &op, terminal: terminal}
+	if work := r.workSteps(); len(work) > 0 {
+		if err := r.loadPublished(ctx); err != nil {
+			return err
 		}
-		if !terminal || s.State == core.StepFailed {
-			work = append(work, i)
-		}
-	}
-	changed := false
-	var stuck []string
-	if len(work) > 0 {
-		active, err := e.Store.LoadActive(ctx, app)
-		if errors.Is(err, core.ErrNotFound) {
-			active, err = core.Active{App: app}, nil
-		}
-		if err != nil {
-			return fmt.Errorf("app %s: reconcile interrupted operation %s: load ACTIVE: %w", app, op.ID, err)
-		}
-		published := map[string]bool{}
-		for _, s := range active.Services {
-			if s != nil && s.Container != "" {
-				published[s.Container] = true
-			}
-		}
-		var markers []core.Marker
-		markersLoaded := false
-		var markersErr error
-		markerReason := func(service, container string) (string, error) {
-			if !markersLoaded {
-				markers, markersErr = e.Store.LoadMarkers(ctx, app)
-				markersLoaded = true
-			}
-			if markersErr != nil {
-				return "", markersErr
-			}
-			for _, m := range markers {
-				if m.Service == service && m.Container == container {
-					return m.Reason, nil
-				}
-			}
-			return "", nil
-		}
-		now := e.now()
+		r.now = e.now()
 		for _, i := range work {
-			st := &op.Steps[i]
-			cand := st.After
-			isPublished := published[cand]
-			converged := true
-			if isPublished {
-				if !terminal && st.State != core.StepSucceeded {
-					st.State = core.StepFailed
-					st.Error = fmt.Sprintf(textPublishedKept, cand)
-					st.Detail = reconcileDetail(st.Detail, "published container "+cand+" kept")
-					st.UpdatedAt = now
-					changed = true
-				}
-			} else {
-				r := e.retire(ctx, app, cand, RetireOptions{Service: st.Service, Force: true})
-				if len(r.Warnings) > 0 {
-					op.Warnings = reconcileWarnings(op.Warnings, r.Warnings)
-					changed = true
-				}
-				if !r.Gone {
-					detail := "container not confirmed gone"
-					if len(r.Warnings) > 0 {
-						detail = r.Warnings[0].Detail
-					}
-					if !terminal {
-						st.State = core.StepFailed
-						st.Error = fmt.Sprintf(textCandidateStuck, cand, detail)
-						st.UpdatedAt = now
-						changed = true
-					}
-					stuck = append(stuck, fmt.Sprintf("%s (%s)", cand, detail))
-					continue
-				}
-				if !terminal && st.State != core.StepFailed {
-					st.State = core.StepFailed
-					changed = true
-				}
-				if !terminal {
-					st.Error = fmt.Sprintf(textCandidateRemoved, cand)
-				}
-				d := reconcileDetail(st.Detail, "removed unpublished candidate "+cand)
-				if d != st.Detail {
-					st.Detail, st.UpdatedAt, changed = d, now, true
-				}
-				if !r.Settled {
-					converged = false // claims leaked: retried next time
-				}
-			}
-			if st.Service != "" && st.Before != "" && st.Before != cand {
-				reason, err := markerReason(st.Service, st.Before)
-				switch {
-				case err != nil:
-					op.Warnings = reconcileWarnings(op.Warnings, []core.Warning{{Service: st.Service, Leftover: st.Before,
-						Detail: "load recovery inhibition markers: " + err.Error()}})
-					converged, changed = false, true
-				case isPublished && reason == core.MarkerRetirementPending:
-					// R43 retires it once the successor is verified.
-				case reason == "":
-					// Nothing to clear.
-				default:
-					if err := e.Store.ClearMarker(ctx, app, st.Service, st.Before); err != nil {
-						op.Warnings = reconcileWarnings(op.Warnings, []core.Warning{{Service: st.Service, Leftover: st.Before,
-							Detail: "clear recovery inhibition: " + err.Error()}})
-						converged, changed = false, true
-					}
-				}
-			}
-			if converged && st.State != core.StepSucceeded {
-				st.After = ""
-				st.UpdatedAt = now
-				changed = true
-			}
+			r.convergeStep(ctx, &op.Steps[i])
 		}
 	}
-	if len(stuck) > 0 {
-		if changed {
+	if len(r.stuck) > 0 {
+		if r.changed {
 			if err := e.Store.SaveOp(ctx, op); err != nil {
 				e.log().Warn("save interrupted operation", "app", app, "op", op.ID, "error", err)
 			}
 		}
 		return fmt.Errorf("%w: app %s: interrupted operation %s left unpublished candidate(s) that could not be removed: %s; "+
-			"remove them (docker rm -f <id>) or fix the runtime, then retry", core.ErrConflict, app, op.ID, strings.Join(stuck, ", "))
+			"remove them (docker rm -f <id>) or fix the runtime, then retry", core.ErrConflict, app, op.ID, strings.Join(r.stuck, ", "))
 	}
 	if !terminal {
-		if err := e.clearStrandedReplacementMarkers(ctx, &op); err != nil {
-			// Fail closed like a stuck orphan: the op stays latest and
-			// unfinalized, so the next reconciliation retries the clear.
-			if serr := e.Store.SaveOp(ctx, op); serr != nil {
-				e.log().Warn("save interrupted operation", "app", app, "op", op.ID, "error", serr)
-			}
-			return fmt.Errorf("%w: app %s: interrupted operation %s: %w", core.ErrConflict, app, op.ID, err)
+		if err := r.finalize(ctx); err != nil {
+			return err
 		}
-		if len(op.Steps) == 0 {
-			// Nothing recorded that it finished: a crash right after the
-			// claim (remove and restart claim with no steps, R53, R55) may
-			// have done part of the work. Never call that a success.
-			op.Steps = append(op.Steps, core.Step{ID: StepError, State: core.StepFailed, UpdatedAt: e.now(),
-				Error: textInterruptedBeforeFirstStep})
-		}
-		op.Outcome = core.OutcomeSuccess
-		for _, s := range op.Steps {
-			if s.State != core.StepSucceeded {
-				op.Outcome = core.OutcomeFailed
-				break
-			}
-		}
-		op.FinishedAt = e.now()
-		changed = true
 	}
-	if changed {
+	if r.changed {
 		if err := e.Store.SaveOp(ctx, op); err != nil {
 			return fmt.Errorf("app %s: reconcile interrupted operation %s: save: %w", app, op.ID, err)
 		}
 	}
+	return nil
+}
+
+// interruptedRun is the state of one reconcileInterrupted pass over the
+// latest op: what ACTIVE publishes, the lazily loaded markers, whether the
+// op changed and which candidates could not be removed.
+type interruptedRun struct {
+	e        *Engine
+	app      string
+	op       *core.Operation
+	terminal bool
+	now      time.Time
+
+	published     map[string]bool
+	markers       []core.Marker
+	markersLoaded bool
+	markersErr    error
+
+	changed bool
+	stuck   []string
+}
+
+// workSteps returns the indexes of the steps R46 converges: every step with
+// an After of a non-terminal op, only the failed ones of a terminal op.
+func (r *interruptedRun) workSteps() []int {
+	var work []int
+	for i, s := range r.op.Steps {
+		if s.After == "" {
+			continue
+		}
+		if !r.terminal || s.State == core.StepFailed {
+			work = append(work, i)
+		}
+	}
+	return work
+}
+
+// loadPublished loads ACTIVE (none is an empty one) and records the
+// containers it names.
+func (r *interruptedRun) loadPublished(ctx context.Context) error {
+	active, err := r.e.Store.LoadActive(ctx, r.app)
+	if errors.Is(err, core.ErrNotFound) {
+		active, err = core.Active{App: r.app}, nil
+	}
+	if err != nil {
+		return fmt.Errorf("app %s: reconcile interrupted operation %s: load ACTIVE: %w", r.app, r.op.ID, err)
+	}
+	r.published = map[string]bool{}
+	for _, s := range active.Services {
+		if s != nil && s.Container != "" {
+			r.published[s.Container] = true
+		}
+	}
+	return nil
+}
+
+// markerReason returns the reason of the marker of (service, container), ""
+// when there is none; markers are loaded once, on first use.
+func (r *interruptedRun) markerReason(ctx context.Context, service, container string) (string, error) {
+	if !r.markersLoaded {
+		r.markers, r.markersErr = r.e.Store.LoadMarkers(ctx, r.app)
+		r.markersLoaded = true
+	}
+	if r.markersErr != nil {
+		return "", r.markersErr
+	}
+	for _, m := range r.markers {
+		if m.Service == service && m.Container == container {
+			return m.Reason, nil
+		}
+	}
+	return "", nil
+}
+
+// convergeStep applies R47 to one step with an After: keep a published
+// candidate, else force-remove it; then settle Before's marker; a step that
+// fully converged gets its After cleared.
+func (r *interruptedRun) convergeStep(ctx context.Context, st *core.Step) {
+	cand := st.After
+	isPublished := r.published[cand]
+	converged := true
+	if isPublished {
+		r.keepPublished(st)
+	} else {
+		var ok bool
+		if converged, ok = r.removeCandidate(ctx, st); !ok {
+			return
+		}
+	}
+	if !r.settleBeforeMarker(ctx, st, isPublished) {
+		converged = false
+	}
+	if converged && st.State != core.StepSucceeded {
+		st.After = ""
+		st.UpdatedAt = r.now
+		r.changed = true
+	}
+}
+
+// keepPublished fails a not-succeeded step of a non-terminal op whose
+// candidate ACTIVE names, keeping the candidate.
+func (r *interruptedRun) keepPublished(st *core.Step) {
+	if r.terminal || st.State == core.StepSucceeded {
+		return
+	}
+	cand := st.After
+	st.State = core.StepFailed
+	st.Error = fmt.Sprintf(textPublishedKept, cand)
+	st.Detail = reconcileDetail(st.Detail, "published container "+cand+" kept")
+	st.UpdatedAt = r.now
+	r.changed = true
+}
+
+// removeCandidate force-removes the step's unpublished candidate (R24). ok
+// is false when it is not confirmed gone (recorded in stuck); converged is
+// false when claims leaked (retried next time).
+func (r *interruptedRun) removeCandidate(ctx context.Context, st *core.Step) (converged, ok bool) {
+	cand := st.After
+	res := r.e.retire(ctx, r.app, cand, RetireOptions{Service: st.Service, Force: true})
+	if len(res.Warnings) > 0 {
+		r.op.Warnings = reconcileWarnings(r.op.Warnings, res.Warnings)
+		r.changed = true
+	}
+	if !res.Gone {
+		detail := "container not confirmed gone"
+		if len(res.Warnings) > 0 {
+			detail = res.Warnings[0].Detail
+		}
+		if !r.terminal {
+			st.State = core.StepFailed
+			st.Error = fmt.Sprintf(textCandidateStuck, cand, detail)
+			st.UpdatedAt = r.now
+			r.changed = true
+		}
+		r.stuck = append(r.stuck, fmt.Sprintf("%s (%s)", cand, detail))
+		return false, false
+	}
+	if !r.terminal && st.State != core.StepFailed {
+		st.State = core.StepFailed
+		r.changed = true
+	}
+	if !r.terminal {
+		st.Error = fmt.Sprintf(textCandidateRemoved, cand)
+	}
+	d := reconcileDetail(st.Detail, "removed unpublished candidate "+cand)
+	if d != st.Detail {
+		st.Detail, st.UpdatedAt, r.changed = d, r.now, true
+	}
+	return res.Settled, true
+}
+
+// settleBeforeMarker keeps Before's marker when the candidate is published
+// and the marker is retirement-pending (R43 retires it once the successor
+// is verified), else clears it. It reports false when a load or clear
+// failed (recorded as a warning).
+func (r *interruptedRun) settleBeforeMarker(ctx context.Context, st *core.Step, isPublished bool) bool {
+	if st.Service == "" || st.Before == "" || st.Before == st.After {
+		return true
+	}
+	reason, err := r.markerReason(ctx, st.Service, st.Before)
+	switch {
+	case err != nil:
+		r.op.Warnings = reconcileWarnings(r.op.Warnings, []core.Warning{{Service: st.Service, Leftover: st.Before,
+			Detail: "load recovery inhibition markers: " + err.Error()}})
+		r.changed = true
+		return false
+	case isPublished && reason == core.MarkerRetirementPending:
+		// R43 retires it once the successor is verified.
+	case reason == "":
+		// Nothing to clear.
+	default:
+		if err := r.e.Store.ClearMarker(ctx, r.app, st.Service, st.Before); err != nil {
+			r.op.Warnings = reconcileWarnings(r.op.Warnings, []core.Warning{{Service: st.Service, Leftover: st.Before,
+				Detail: "clear recovery inhibition: " + err.Error()}})
+			r.changed = true
+			return false
+		}
+	}
+	return true
+}
+
+// finalize ends a non-terminal op (R48): stranded replacement markers
+// cleared, success when every step succeeded, else failed. A failed clear
+// fails closed: the op is saved unfinalized and the error wraps ErrConflict.
+func (r *interruptedRun) finalize(ctx context.Context) error {
+	e, op := r.e, r.op
+	if err := e.clearStrandedReplacementMarkers(ctx, op); err != nil {
+		// Fail closed like a stuck orphan: the op stays latest and
+		// unfinalized, so the next reconciliation retries the clear.
+		if serr := e.Store.SaveOp(ctx, *op); serr != nil {
+			e.log().Warn("save interrupted operation", "app", r.app, "op", op.ID, "error", serr)
+		}
+		return fmt.Errorf("%w: app %s: interrupted operation %s: %w", core.ErrConflict, r.app, op.ID, err)
+	}
+	if len(op.Steps) == 0 {
+		// Nothing recorded that it finished: a crash right after the
+		// claim (remove and restart claim with no steps, R53, R55) may
+		// have done part of the work. Never call that a success.
+		op.Steps = append(op.Steps, core.Step{ID: StepError, State: core.StepFailed, UpdatedAt: e.now(),
+			Error: textInterruptedBeforeFirstStep})
+	}
+	op.Outcome = core.OutcomeSuccess
+	for _, s := range op.Steps {
+		if s.State != core.StepSucceeded {
+			op.Outcome = core.OutcomeFailed
+			break
+		}
+	}
+	op.FinishedAt = e.now()
+	r.changed = true
 	return nil
 }
 
@@ -228,14 +311,7 @@ func reconcileDetail(detail, note string) string {
 // reconcileWarnings appends the warnings of add not already in ws.
 func reconcileWarnings(ws, add []core.Warning) []core.Warning {
 	for _, w := range add {
-		dup := false
-		for _, x := range ws {
-			if x == w {
-				dup = true
-				break
-			}
-		}
-		if !dup {
+		if !slices.Contains(ws, w) {
 			ws = append(ws, w)
 		}
 	}

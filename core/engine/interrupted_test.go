@@ -13,7 +13,7 @@ import (
 
 // interruptedDeploy is a non-terminal deploy op: preflight succeeded, the
 // web step in state with Before/After.
-func interruptedDeploy(state, before, after string) core.Operation {
+func interruptedDeploy(state core.StepState, before, after string) core.Operation {
 	return core.Operation{ID: "op-1", Kind: core.OpDeploy, App: "blog", Revision: "rev-1", StartedAt: coretest.T0,
 		Steps: []core.Step{
 			{ID: "preflight", State: core.StepSucceeded},

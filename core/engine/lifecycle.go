@@ -32,7 +32,7 @@ type OpResult struct {
 	// retirement-pending marker produced a warning or a failure, decision 7).
 	Services []ServiceResult `json:"services"`
 	// Outcome is success, partial or failed (R9).
-	Outcome string `json:"outcome"`
+	Outcome core.Outcome `json:"outcome"`
 	// Warnings are the journal warnings (R10).
 	Warnings []core.Warning `json:"warnings,omitempty"`
 	// Replayed is true when OpKey named an existing op (R6, R8): nothing ran.
@@ -51,7 +51,7 @@ type lifecycleRun struct {
 }
 
 // progress reports a phase of service with the time since the op started.
-func (r *lifecycleRun) progress(service, phase, detail string, done bool) {
+func (r *lifecycleRun) progress(service string, phase Phase, detail string, done bool) {
 	r.e.progress(ProgressEvent{App: r.app, Service: service, Phase: phase, Detail: detail, Elapsed: time.Since(r.started), Done: done})
 }
 
@@ -143,7 +143,7 @@ func (r *lifecycleRun) stepAt(id, service, before string) int {
 }
 
 // setStep sets step i's state and error.
-func (r *lifecycleRun) setStep(i int, state, errText string) {
+func (r *lifecycleRun) setStep(i int, state core.StepState, errText string) {
 	s := &r.op.Steps[i]
 	s.State, s.Error, s.UpdatedAt = state, errText, r.e.now()
 }
@@ -248,6 +248,22 @@ func blockingMarker(markers []core.Marker, container string) (core.Marker, bool)
 	return core.Marker{}, false
 }
 
+// lifecyclePreamble is the start stop, start, restart and remove share
+// (R7, R8, R12): an app is named and known (checkApp; an unknown app with
+// the request's key stored replays that op), then the app lock is taken.
+// ok is false when res and err answer the call; else the caller holds lk
+// and must Unlock it. A lock error names the verb and app.
+func (e *Engine) lifecyclePreamble(ctx context.Context, kind string, req LifecycleRequest, fp string) (lk core.AppLock, res *OpResult, ok bool, err error) {
+	if res, ok, err := e.checkApp(ctx, kind, req, fp); !ok {
+		return nil, res, false, err
+	}
+	lk, err = e.lock(ctx, req.App, kind, "")
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("%s %s: %w", kind, req.App, err)
+	}
+	return lk, nil, true, nil
+}
+
 // refuseServices refuses a service selection for whole-app verbs.
 func refuseServices(kind string, req LifecycleRequest) error {
 	if len(req.Services) > 0 {
@@ -296,7 +312,7 @@ func (s *svcStep) fail(ctx context.Context, err error, diags []string, dropBinds
 		}
 	}
 	r.results = append(r.results, s.res)
-	r.progress(s.name, "failed", err.Error(), true)
+	r.progress(s.name, PhaseFailed, err.Error(), true)
 }
 
 // succeed journals the step succeeded with after as the serving container.
@@ -306,5 +322,5 @@ func (s *svcStep) succeed(after string, tcp, udp map[int]int, startedAt time.Tim
 	r.op.Steps[s.i].After = after
 	r.setStep(s.i, core.StepSucceeded, "")
 	r.results = append(r.results, s.res)
-	r.progress(s.name, "done", after, true)
+	r.progress(s.name, PhaseDone, after, true)
 }

@@ -26,7 +26,7 @@ func (r *lifecycleRun) rebuildMissing(ctx context.Context, name string, as *core
 	e, app := r.e, r.app
 	out := ServiceResult{Service: name, Before: as.Container, Flow: FlowSequential, SingleWriter: as.Spec.SingleWriter()}
 	start := time.Now()
-	r.progress(name, "resolve", "rebuild from "+as.EffectiveRevision, false)
+	r.progress(name, PhaseResolve, "rebuild from "+as.EffectiveRevision, false)
 	rev, err := e.resolveRevision(ctx, app, as.EffectiveRevision)
 	if err != nil {
 		return out, fmt.Errorf("rebuild: %w", err)
@@ -35,41 +35,11 @@ func (r *lifecycleRun) rebuildMissing(ctx context.Context, name string, as *core
 	if err != nil {
 		return out, fmt.Errorf("rebuild: app %s: %w", app, err)
 	}
-	spec := as.Spec
-	spec.Name = name
-	img, err := e.pinImage(ctx, app, name, as.Image, PullMissing, start)
+	pin, err := r.rebuildPin(ctx, name, as, rev, start)
 	if err != nil {
-		return out, fmt.Errorf("rebuild: pinned image: %w", err)
+		return out, err
 	}
-	img.Ref = as.Image
-	if as.Digest != "" {
-		img.Digest = as.Digest
-	}
-	env, values, err := e.secretEnv(ctx, app, &spec)
-	if err != nil {
-		return out, fmt.Errorf("rebuild: %w", err)
-	}
-	pin := &pinnedService{spec: &spec, img: img, env: dpContainerEnv(rev.Spec.Env, spec.Env, env), secrets: values}
-	for _, ref := range spec.Secrets {
-		if ref.As != "file" {
-			continue
-		}
-		v, err := e.getSecret(ctx, app, name, ref.Name)
-		if err != nil {
-			return out, fmt.Errorf("rebuild: secret %q: %w", ref.Name, err)
-		}
-		if pin.files == nil {
-			pin.files = map[string][]byte{}
-		}
-		fn := ref.Env
-		if fn == "" {
-			fn = ref.Name
-		}
-		pin.files[fn] = v
-	}
-	if pin.binds, err = e.resolveBinds(&spec); err != nil {
-		return out, fmt.Errorf("rebuild: %w", err)
-	}
+	spec, img := *pin.spec, pin.img
 	labels := map[string]string{core.LabelManaged: "true", core.LabelApp: app, core.LabelIncarnation: info.Incarnation, core.LabelOp: r.op.ID}
 	if _, err := e.Runtime.EnsureNetwork(ctx, core.NetworkSpec{Name: NetworkName(app), Labels: labels}); err != nil {
 		return out, fmt.Errorf("rebuild: ensure network %s: %w", NetworkName(app), err)
@@ -96,26 +66,8 @@ func (r *lifecycleRun) rebuildMissing(ctx context.Context, name string, as *core
 		res.After = s.after
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
-	before := as.Container
-	if before != "" {
-		// R19.2 withdraw and require confirmation.
-		if err := e.withdraw(ctx, app, name); err != nil {
-			return fail(fmt.Errorf("withdraw %s: %w", before, err))
-		}
-		// R19.3 replacement-pending for a single-writer spec.
-		if spec.SingleWriter() {
-			m := core.Marker{App: app, Service: name, Container: before, Reason: core.MarkerReplacementPending,
-				Operation: r.op.ID, CreatedAt: e.now(), StopGrace: core.Duration(s.predGrace)}
-			if err := e.Store.SaveMarker(ctx, m); err != nil {
-				return fail(fmt.Errorf("save replacement-pending marker for %s: %w", before, err))
-			}
-		}
-		// R19.4 retire Before with its grace, keeping its marker.
-		rr := e.retire(ctx, app, before, RetireOptions{Service: name, Grace: s.predGrace})
-		s.warn(rr.Warnings...)
-		if !rr.Gone {
-			return fail(fmt.Errorf("superseded container %s not confirmed gone: %w", before, rr.Err(before)))
-		}
+	if err := r.retireRebuilt(ctx, s, spec.SingleWriter()); err != nil {
+		return fail(err)
 	}
 	// R19.5 / R17 candidate creation.
 	if err, diags := s.createCandidate(ctx); err != nil {
@@ -131,6 +83,63 @@ func (r *lifecycleRun) rebuildMissing(ctx context.Context, name string, as *core
 	res.After, res.StartedAt = s.after, s.startedAt
 	res.BackendBinds, res.UDPBackendBinds = dpBindMaps(s.binds)
 	return res, nil
+}
+
+// rebuildPin pins the service as ACTIVE records it (R54): its spec, the
+// recorded image (pulled when absent) with the recorded digest, env and
+// secrets as of now, secret files and binds re-resolved.
+func (r *lifecycleRun) rebuildPin(ctx context.Context, name string, as *core.ActiveService, rev core.Revision, start time.Time) (*pinnedService, error) {
+	e, app := r.e, r.app
+	spec := as.Spec
+	spec.Name = name
+	img, err := e.pinImage(ctx, app, name, as.Image, PullMissing, start)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: pinned image: %w", err)
+	}
+	img.Ref = as.Image
+	if as.Digest != "" {
+		img.Digest = as.Digest
+	}
+	env, values, err := e.secretEnv(ctx, app, &spec)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
+	pin := &pinnedService{spec: &spec, img: img, env: dpContainerEnv(rev.Spec.Env, spec.Env, env), secrets: values,
+		files: secretFiles(&spec, values)}
+	if pin.binds, err = e.resolveBinds(&spec); err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
+	return pin, nil
+}
+
+// retireRebuilt runs R19.2–R19.4 on the recorded container s.before (none:
+// nothing to do): withdraw it and require confirmation, save a
+// replacement-pending marker when singleWriter, retire it with its grace
+// keeping the marker. The error says which step failed.
+func (r *lifecycleRun) retireRebuilt(ctx context.Context, s *serviceRun, singleWriter bool) error {
+	e, app, name, before := r.e, r.app, s.ps.Service, s.before
+	if before == "" {
+		return nil
+	}
+	// R19.2 withdraw and require confirmation.
+	if err := e.withdraw(ctx, app, name); err != nil {
+		return fmt.Errorf("withdraw %s: %w", before, err)
+	}
+	// R19.3 replacement-pending for a single-writer spec.
+	if singleWriter {
+		m := core.Marker{App: app, Service: name, Container: before, Reason: core.MarkerReplacementPending,
+			Operation: r.op.ID, CreatedAt: e.now(), StopGrace: core.Duration(s.predGrace)}
+		if err := e.Store.SaveMarker(ctx, m); err != nil {
+			return fmt.Errorf("save replacement-pending marker for %s: %w", before, err)
+		}
+	}
+	// R19.4 retire Before with its grace, keeping its marker.
+	rr := e.retire(ctx, app, before, RetireOptions{Service: name, Grace: s.predGrace})
+	s.warn(rr.Warnings...)
+	if !rr.Gone {
+		return fmt.Errorf("superseded container %s not confirmed gone: %w", before, rr.Err(before))
+	}
+	return nil
 }
 
 // publishRebuilt is R21a for a rebuilt generation: reload ACTIVE, write the

@@ -40,12 +40,9 @@ func (e *Engine) Remove(ctx context.Context, req LifecycleRequest) (*OpResult, e
 		return nil, err
 	}
 	fp := Fingerprint(core.OpRemove, req.App)
-	if res, ok, err := e.checkApp(ctx, core.OpRemove, req, fp); !ok {
+	lk, res, ok, err := e.lifecyclePreamble(ctx, core.OpRemove, req, fp)
+	if !ok {
 		return res, err
-	}
-	lk, err := e.lock(ctx, req.App, core.OpRemove, "")
-	if err != nil {
-		return nil, fmt.Errorf("remove %s: %w", req.App, err)
 	}
 	defer lk.Unlock()
 	r, replay, err := e.claimLifecycle(ctx, core.OpRemove, req, fp, nil)
@@ -134,7 +131,7 @@ func (r *lifecycleRun) removeService(ctx context.Context, name string, as *core.
 		res.Result, res.Error = ResultFailed, err.Error()
 		r.setStep(i, core.StepFailed, err.Error())
 		r.results = append(r.results, res)
-		r.progress(name, "failed", err.Error(), true)
+		r.progress(name, PhaseFailed, err.Error(), true)
 		return err
 	}
 	if id != "" {
@@ -161,7 +158,7 @@ func (r *lifecycleRun) removeService(ctx context.Context, name string, as *core.
 	res.Result = ResultDeployed
 	r.setStep(i, core.StepSucceeded, "")
 	r.results = append(r.results, res)
-	r.progress(name, "done", "removed "+id, true)
+	r.progress(name, PhaseDone, "removed "+id, true)
 	return nil
 }
 

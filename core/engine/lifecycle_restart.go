@@ -33,12 +33,9 @@ func (e *Engine) Restart(ctx context.Context, req LifecycleRequest) (*OpResult, 
 		return nil, err
 	}
 	fp := Fingerprint(core.OpRestart, req.App, sortedJoin(req.Services))
-	if res, ok, err := e.checkApp(ctx, core.OpRestart, req, fp); !ok {
+	lk, res, ok, err := e.lifecyclePreamble(ctx, core.OpRestart, req, fp)
+	if !ok {
 		return res, err
-	}
-	lk, err := e.lock(ctx, req.App, core.OpRestart, "")
-	if err != nil {
-		return nil, fmt.Errorf("restart %s: %w", req.App, err)
 	}
 	defer lk.Unlock()
 	active, err := e.activeOrNeverDeployed(ctx, core.OpRestart, req.App)
@@ -128,7 +125,7 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		fail(fmt.Errorf("withdraw: %w", err), nil, false)
 		return
 	}
-	r.progress(name, "restart", id, false)
+	r.progress(name, PhaseRestart, id, false)
 	err = e.Runtime.RestartContainer(ctx, id, EffectiveGrace(as.Spec.StopGrace))
 	if errors.Is(err, core.ErrNotFound) {
 		rb, rerr := r.rebuildMissing(ctx, name, as, i)
@@ -163,7 +160,12 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		return
 	}
 	if err := e.probeRunning(ctx, app, name, &as.Spec, DeployReadiness(&as.Spec), id, st.StartedAt, tcp, udp); err != nil {
-		_, secrets, _ := e.secretEnv(ctx, app, &as.Spec) // redaction only
+		// The values only redact the log tail; the probe failure is the
+		// step's error, so an unreadable secret is logged, not reported.
+		_, secrets, serr := e.secretEnv(ctx, app, &as.Spec)
+		if serr != nil {
+			e.log().Warn("load secrets to redact diagnostics", "app", app, "service", name, "error", serr)
+		}
 		fail(err, e.logTail(ctx, id, secrets), true)
 		return
 	}

@@ -35,12 +35,9 @@ func (e *Engine) Start(ctx context.Context, req LifecycleRequest) (*OpResult, er
 		return nil, err
 	}
 	fp := Fingerprint(core.OpStart, req.App)
-	if res, ok, err := e.checkApp(ctx, core.OpStart, req, fp); !ok {
+	lk, res, ok, err := e.lifecyclePreamble(ctx, core.OpStart, req, fp)
+	if !ok {
 		return res, err
-	}
-	lk, err := e.lock(ctx, req.App, core.OpStart, "")
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", req.App, err)
 	}
 	defer lk.Unlock()
 	return e.startLocked(ctx, req)
@@ -135,7 +132,7 @@ func (r *lifecycleRun) startService(ctx context.Context, name string, as *core.A
 		st, ierr := e.Runtime.InspectContainer(ctx, id)
 		startable := ierr == nil
 		if ierr == nil && !st.Running() {
-			r.progress(name, "start", id, false)
+			r.progress(name, PhaseStart, id, false)
 			if err := e.Runtime.StartContainer(ctx, id); err != nil {
 				e.log().Warn("start recorded container failed; rebuilding", "app", app, "service", name, "container", id, "error", err)
 				startable = false
@@ -223,7 +220,7 @@ func (e *Engine) probeRunning(ctx context.Context, app, name string, spec *core.
 		return err
 	}
 	target.App, target.Service = app, name
-	e.progress(ProgressEvent{App: app, Service: name, Phase: "probe", Detail: target.Address})
+	e.progress(ProgressEvent{App: app, Service: name, Phase: PhaseProbe, Detail: target.Address})
 	if _, err := e.waitReady(ctx, target, rd, nil); err != nil {
 		return fmt.Errorf("readiness of %s: %w", id, err)
 	}

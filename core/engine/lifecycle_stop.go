@@ -30,12 +30,9 @@ func (e *Engine) Stop(ctx context.Context, req LifecycleRequest) (*OpResult, err
 		return nil, err
 	}
 	fp := Fingerprint(core.OpStop, req.App)
-	if res, ok, err := e.checkApp(ctx, core.OpStop, req, fp); !ok {
+	lk, res, ok, err := e.lifecyclePreamble(ctx, core.OpStop, req, fp)
+	if !ok {
 		return res, err
-	}
-	lk, err := e.lock(ctx, req.App, core.OpStop, "")
-	if err != nil {
-		return nil, fmt.Errorf("stop %s: %w", req.App, err)
 	}
 	defer lk.Unlock()
 	r, replay, err := e.claimLifecycle(ctx, core.OpStop, req, fp, []core.Step{{ID: StepIntentStopped, State: core.StepPending}})
@@ -99,7 +96,7 @@ func (r *lifecycleRun) stopService(ctx context.Context, name string, as *core.Ac
 		res.Result, res.Error = ResultFailed, err.Error()
 		r.setStep(i, core.StepFailed, err.Error())
 		r.results = append(r.results, res)
-		r.progress(name, "failed", err.Error(), true)
+		r.progress(name, PhaseFailed, err.Error(), true)
 	}
 	if err := e.withdraw(ctx, app, name); err != nil {
 		failWith(fmt.Errorf("%w: stop %s: service %s: withdraw: %w", core.ErrConflict, app, name, err))
@@ -117,7 +114,7 @@ func (r *lifecycleRun) stopService(ctx context.Context, name string, as *core.Ac
 	r.op.Steps[i].After = id
 	r.setStep(i, core.StepSucceeded, "")
 	r.results = append(r.results, res)
-	r.progress(name, "done", "stopped "+id, true)
+	r.progress(name, PhaseDone, "stopped "+id, true)
 }
 
 // retirePredecessors is R50's "pending predecessors": retire every

@@ -31,7 +31,7 @@ func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string,
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("inspect volume %s: %w", name, deployErrClass(err, core.ErrUnavailable))
+			return fmt.Errorf("inspect volume %s: %w", name, core.WithClass(err, core.ErrUnavailable))
 		}
 		owner, inc := st.Labels[core.LabelApp], st.Labels[core.LabelIncarnation]
 		if st.Labels[core.LabelManaged] == "true" && owner == app && inc != "" && inc == incarnation {
@@ -48,16 +48,4 @@ func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string,
 			core.ErrConflict, name, who, v.Name)
 	}
 	return nil
-}
-
-// getSecret returns the service's secret name, else the app-wide one.
-// Errors: neither is set → the service-level not-found error.
-func (e *Engine) getSecret(ctx context.Context, app, service, name string) ([]byte, error) {
-	v, err := e.Store.GetSecret(ctx, app, service, name)
-	if errors.Is(err, core.ErrNotFound) {
-		if av, aerr := e.Store.GetSecret(ctx, app, core.AppWideSecrets, name); aerr == nil {
-			return av, nil
-		}
-	}
-	return v, err
 }

@@ -7,35 +7,43 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
+// Result is what an operation did to one service (SPEC R9, decision 4);
+// it marshals as its string.
+type Result string
+
 // Per-service results (SPEC R9, decision 4).
 const (
-	ResultDeployed  = "deployed"
-	ResultUnchanged = "unchanged"
-	ResultFailed    = "failed"
-	ResultRemoved   = "removed"
+	ResultDeployed  Result = "deployed"
+	ResultUnchanged Result = "unchanged"
+	ResultFailed    Result = "failed"
+	ResultRemoved   Result = "removed"
 )
+
+// Flow is the replacement flow a service step took (R14.2); it marshals as
+// its string.
+type Flow string
 
 // Flows a service step took (R14.2).
 const (
-	FlowOverlap    = "overlap"
-	FlowSequential = "sequential"
-	FlowUnchanged  = "unchanged"
+	FlowOverlap    Flow = "overlap"
+	FlowSequential Flow = "sequential"
+	FlowUnchanged  Flow = "unchanged"
 	// FlowRunOnce: a one-shot service ran to completion (ServiceSpec.Run).
-	FlowRunOnce = "run-once"
+	FlowRunOnce Flow = "run-once"
 )
 
 // ServiceResult is the outcome of one service in one operation (R14, R17.7).
 type ServiceResult struct {
 	Service string `json:"service"`
 	// Result is deployed, unchanged, failed or removed.
-	Result string `json:"result"`
+	Result Result `json:"result"`
 	// Before is the container ACTIVE named before the op ("" on a first
 	// deployment); After the container it names afterwards (the candidate
 	// for a failed replacement).
 	Before string `json:"before,omitempty"`
 	After  string `json:"after,omitempty"`
 	// Flow is overlap, sequential or unchanged ("" for removals).
-	Flow     string         `json:"flow,omitempty"`
+	Flow     Flow           `json:"flow,omitempty"`
 	Warnings []core.Warning `json:"warnings,omitempty"`
 	// Error is the failure text (never contains logs, R17.6).
 	Error string `json:"error,omitempty"`
@@ -54,7 +62,7 @@ type ServiceResult struct {
 // one deployed and one failed; success when some deployed (or, decision 4,
 // unchanged/removed) and none failed; else failed. appFailed (an app-level
 // failure step: pending.retire, traffic.publish, error) forces failed.
-func outcome(results []ServiceResult, appFailed bool) string {
+func outcome(results []ServiceResult, appFailed bool) core.Outcome {
 	if appFailed {
 		return core.OutcomeFailed
 	}

@@ -5,20 +5,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
+// Action is what a plan decides for one service (R14.2, R56); it marshals
+// as its string.
+type Action string
+
 // Plan actions (R14.2, R56).
 const (
-	ActionUnchanged  = "unchanged"
-	ActionOverlap    = "overlap"
-	ActionSequential = "sequential"
-	ActionRemove     = "remove"
+	ActionUnchanged  Action = "unchanged"
+	ActionOverlap    Action = "overlap"
+	ActionSequential Action = "sequential"
+	ActionRemove     Action = "remove"
 	// ActionRunOnce: a one-shot service runs to completion (ServiceSpec.Run).
-	ActionRunOnce = "run-once"
+	ActionRunOnce Action = "run-once"
 )
 
 // Plan is what a deploy will do, computed by the pure function BuildPlan
@@ -41,7 +47,7 @@ type Plan struct {
 type PlannedService struct {
 	Service string `json:"service"`
 	// Action is unchanged, overlap, sequential or remove.
-	Action string `json:"action"`
+	Action Action `json:"action"`
 	// Reason says why the flow was chosen (e.g. "single-writer: volume data").
 	Reason string `json:"reason"`
 	// Change says why the service is not unchanged ("" when unchanged or
@@ -144,7 +150,7 @@ func (in PlanInput) Build() Plan {
 	}
 	sort.SliceStable(p.Services, func(i, j int) bool { return rank[p.Services[i].Service] < rank[p.Services[j].Service] })
 	if !p.Targeted {
-		for _, name := range dpSortedKeys(in.Active.Services) {
+		for _, name := range slices.Sorted(maps.Keys(in.Active.Services)) {
 			if _, ok := in.Revision.Spec.Service(name); ok {
 				continue
 			}
@@ -221,7 +227,7 @@ func (in PlanInput) changed(s *core.ServiceSpec, cur *core.ActiveService) string
 	}
 	if cur.EffectiveRevision != in.Revision.ID {
 		env, ok := in.EffectiveEnv[cur.EffectiveRevision]
-		if !ok || !dpSameEnv(env, in.Revision.Spec.Env) {
+		if !ok || !maps.Equal(env, in.Revision.Spec.Env) {
 			return "app env"
 		}
 	}
@@ -272,7 +278,7 @@ func dpContainerEnv(app, svc map[string]string, secrets map[string]string) []str
 		m[k] = v
 	}
 	out := make([]string, 0, len(m))
-	for _, k := range dpSortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, k+"="+m[k])
 	}
 	return out
@@ -284,33 +290,9 @@ func dpSameSpec(a, b *core.ServiceSpec) bool {
 	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
-func dpSameEnv(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
+// dpSameStrings reports whether a and b hold the same strings, in any order.
 func dpSameStrings(a, b []string) bool {
-	x := append([]string(nil), a...)
-	y := append([]string(nil), b...)
-	sort.Strings(x)
-	sort.Strings(y)
-	return strings.Join(x, "\x00") == strings.Join(y, "\x00")
-}
-
-func dpSortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
 // PlanDeploy observes and plans req without any effect (deploy --dry-run):
@@ -413,4 +395,45 @@ func specFields(s *core.ServiceSpec) map[string]json.RawMessage {
 		}
 	}
 	return out
+}
+
+// observe gathers the planner's inputs for rev: markers, pending
+// withdrawals, the inspected ACTIVE containers, effective revisions' app
+// env and the desired env (with secret values) of every service.
+func (e *Engine) observe(ctx context.Context, rev core.Revision, active core.Active, resolved map[string]core.ImageRef) (PlanInput, error) {
+	app := rev.App
+	in := PlanInput{Revision: rev, Active: active, Resolved: resolved,
+		Observed: map[string]core.ContainerState{}, EffectiveEnv: map[string]map[string]string{}, DesiredEnv: map[string][]string{}}
+	markers, err := e.Store.LoadMarkers(ctx, app)
+	if err != nil {
+		return in, fmt.Errorf("app %s: load markers: %w", app, err)
+	}
+	in.Markers = markers
+	rec, err := e.Store.LoadRecovery(ctx, app)
+	if err != nil {
+		return in, fmt.Errorf("app %s: load recovery: %w", app, err)
+	}
+	in.PendingWithdrawals = rec.PendingWithdrawals
+	for _, s := range rev.Spec.Services {
+		cur := active.Services[s.Name]
+		if cur == nil || cur.Container == "" {
+			continue
+		}
+		if st, err := e.Runtime.InspectContainer(ctx, cur.Container); err == nil {
+			in.Observed[cur.Container] = st
+		}
+		if _, ok := in.EffectiveEnv[cur.EffectiveRevision]; !ok && cur.EffectiveRevision != rev.ID {
+			if r, err := e.Store.LoadRevision(ctx, app, cur.EffectiveRevision); err == nil {
+				in.EffectiveEnv[cur.EffectiveRevision] = r.Spec.Env
+			}
+		}
+		env, _, err := e.secretEnv(ctx, app, &s)
+		if err != nil {
+			// Unknown secret values can never prove the env unchanged.
+			in.DesiredEnv[s.Name] = []string{"\x00unresolved secrets"}
+			continue
+		}
+		in.DesiredEnv[s.Name] = dpContainerEnv(rev.Spec.Env, s.Env, env)
+	}
+	return in, nil
 }

@@ -348,21 +348,9 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 	if w == nil || w.Probes == nil {
 		return res, fmt.Errorf("%w: %s: no probe backends configured", core.ErrUnavailable, where)
 	}
-	var interval, attemptCap time.Duration
-	switch kind {
-	case core.ReadinessHTTP:
-		interval, attemptCap = orDefault(w.HTTPInterval, DefaultHTTPProbeInterval), HTTPAttemptCap
-	case core.ReadinessTCP:
-		interval = orDefault(w.TCPInterval, DefaultTCPProbeInterval)
-	case core.ReadinessLog:
-		interval = orDefault(w.LogInterval, DefaultLogProbeInterval)
-		if target.StartedAt.IsZero() {
-			return res, fmt.Errorf("%w: %s: log readiness: no start time: log probe fails closed", core.ErrInvalid, where)
-		}
-	case core.ReadinessPlugin:
-		interval, attemptCap = orDefault(w.PluginInterval, DefaultPluginProbeInterval), PluginAttemptCap
-	default:
-		return res, fmt.Errorf("%w: %s: unknown readiness type %q", core.ErrInvalid, where, kind)
+	interval, attemptCap, err := w.cadence(kind, target, where)
+	if err != nil {
+		return res, err
 	}
 	budget := orDefault(r.Timeout.D(), DefaultReadinessTimeout)
 	// Resolving the backend (a plugin start) counts against the budget: a
@@ -377,13 +365,9 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 		}
 		return res, fmt.Errorf("%s: %s readiness backend: %w", where, kind, err)
 	}
-	var config json.RawMessage
-	if len(r.Config) > 0 {
-		b, err := json.Marshal(r.Config)
-		if err != nil {
-			return res, fmt.Errorf("%w: %s: readiness config: %v", core.ErrInvalid, where, err)
-		}
-		config = b
+	config, err := readinessConfig(r, where)
+	if err != nil {
+		return res, err
 	}
 	timeoutErr := func() error {
 		return &ReadinessTimeoutError{
@@ -427,27 +411,11 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 			return res, ctx.Err()
 		}
 		live := budgetLive()
-		switch {
-		case cerr != nil && attemptEnded && !live && res.LastDetail != "":
-			// Cut by the end of the budget: no verdict; keep the last one.
-		case cerr != nil && attemptEnded:
-			res.LastDetail = fmt.Sprintf("attempt ended after %s: %v", attempt.Round(time.Millisecond), cerr)
-		case cerr != nil:
-			return res, fmt.Errorf("%s: %s readiness attempt %d: %w", where, kind, res.Attempts, cerr)
-		case pr.Ready && live:
-			res.LastDetail = pr.Detail
+		if done, err := judgeAttempt(&res, pr, cerr, attemptEnded, live, attempt); done {
+			if err != nil {
+				return res, fmt.Errorf("%s: %s readiness attempt %d: %w", where, kind, res.Attempts, err)
+			}
 			return res, nil
-		case pr.Ready:
-			// R33: a success observed after the budget ran out does not count.
-			res.LastDetail = "ready only after the budget had expired"
-			if pr.Detail != "" {
-				res.LastDetail += ": " + pr.Detail
-			}
-		default:
-			res.LastDetail = pr.Detail
-			if res.LastDetail == "" {
-				res.LastDetail = "not ready"
-			}
 		}
 		if progress != nil {
 			progress(res)
@@ -462,6 +430,72 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 		}
 		t.Stop()
 	}
+}
+
+// judgeAttempt records one attempt's verdict in res (R33). done is true
+// when waiting ends: ready within the budget (err nil) or a check error
+// that is not the attempt's own bound (err is that error, unwrapped). A
+// verdict cut by the end of the budget keeps the last detail; a success
+// after the budget does not count.
+func judgeAttempt(res *WaitResult, pr core.ProbeResult, cerr error, attemptEnded, live bool, attempt time.Duration) (done bool, err error) {
+	switch {
+	case cerr != nil && attemptEnded && !live && res.LastDetail != "":
+		// Cut by the end of the budget: no verdict; keep the last one.
+	case cerr != nil && attemptEnded:
+		res.LastDetail = fmt.Sprintf("attempt ended after %s: %v", attempt.Round(time.Millisecond), cerr)
+	case cerr != nil:
+		return true, cerr
+	case pr.Ready && live:
+		res.LastDetail = pr.Detail
+		return true, nil
+	case pr.Ready:
+		// R33: a success observed after the budget ran out does not count.
+		res.LastDetail = "ready only after the budget had expired"
+		if pr.Detail != "" {
+			res.LastDetail += ": " + pr.Detail
+		}
+	default:
+		res.LastDetail = pr.Detail
+		if res.LastDetail == "" {
+			res.LastDetail = "not ready"
+		}
+	}
+	return false, nil
+}
+
+// cadence returns the pause between attempts and the per-attempt cap (0:
+// none) of a readiness kind; a log probe of a target with no start time
+// and an unknown kind are ErrInvalid.
+func (w *ReadinessWaiter) cadence(kind string, target core.ProbeTarget, where string) (interval, attemptCap time.Duration, err error) {
+	switch kind {
+	case core.ReadinessHTTP:
+		interval, attemptCap = orDefault(w.HTTPInterval, DefaultHTTPProbeInterval), HTTPAttemptCap
+	case core.ReadinessTCP:
+		interval = orDefault(w.TCPInterval, DefaultTCPProbeInterval)
+	case core.ReadinessLog:
+		interval = orDefault(w.LogInterval, DefaultLogProbeInterval)
+		if target.StartedAt.IsZero() {
+			return 0, 0, fmt.Errorf("%w: %s: log readiness: no start time: log probe fails closed", core.ErrInvalid, where)
+		}
+	case core.ReadinessPlugin:
+		interval, attemptCap = orDefault(w.PluginInterval, DefaultPluginProbeInterval), PluginAttemptCap
+	default:
+		return 0, 0, fmt.Errorf("%w: %s: unknown readiness type %q", core.ErrInvalid, where, kind)
+	}
+	return interval, attemptCap, nil
+}
+
+// readinessConfig is r.Config as the JSON a prober receives (nil when
+// empty); a config that does not marshal is ErrInvalid.
+func readinessConfig(r core.Readiness, where string) (json.RawMessage, error) {
+	if len(r.Config) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(r.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: readiness config: %w", core.ErrInvalid, where, err)
+	}
+	return b, nil
 }
 
 // probeURL is the URL an HTTP probe of target requests (R31).

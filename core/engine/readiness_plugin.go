@@ -11,7 +11,7 @@ import (
 )
 
 // PluginReadinessProblem is one problem of a service's custom readiness
-// plugin found before deploying (issue 6 item 1): the plugin is missing,
+// plugin found before deploying (R13, R29): the plugin is missing,
 // or its ValidateConfig rejected the config.
 type PluginReadinessProblem struct {
 	// Service is the service name.
@@ -58,7 +58,7 @@ func (e *PluginReadinessError) Unwrap() []error {
 }
 
 // ValidatePluginReadiness checks, before any workload mutation (R13
-// preflight; issue 6 item 1), every service in services whose deploy-time
+// preflight), every service in services whose deploy-time
 // readiness (R29, DeployReadiness) is type "plugin": the plugin must be
 // found through probes (Prober(ctx, "plugin", name)) and its ValidateConfig
 // must accept readiness.config (sent as JSON; absent = nil). Services of
@@ -108,7 +108,7 @@ func ValidatePluginReadiness(ctx context.Context, probes core.ProbeSet, app stri
 		if len(r.Config) > 0 {
 			b, err := json.Marshal(r.Config)
 			if err != nil {
-				return fmt.Errorf("%w: app %s service %s: readiness config: %v", core.ErrInvalid, app, s.Name, err)
+				return fmt.Errorf("%w: app %s service %s: readiness config: %w", core.ErrInvalid, app, s.Name, err)
 			}
 			config = b
 		}

@@ -63,9 +63,9 @@ func rpService(name, plugin string, config map[string]any) core.ServiceSpec {
 	}
 }
 
-// Issue 6 item 1: accepted configs pass; non-plugin services resolve no
+// R13 preflight: accepted configs pass; non-plugin services resolve no
 // plugin at all.
-func TestIssue6_PluginReadinessAccepted(t *testing.T) {
+func TestR13_PluginReadinessAccepted(t *testing.T) {
 	p := &rpCfgProbe{}
 	set := &rpPluginSet{plugins: map[string]core.Prober{"grpc": p}}
 	services := []core.ServiceSpec{
@@ -78,10 +78,10 @@ func TestIssue6_PluginReadinessAccepted(t *testing.T) {
 	assert.Equal(t, []string{`{"service":"x"}`, ""}, p.seen, "config sent as JSON; absent config sent as nil")
 }
 
-// Issue 6 item 1: every missing plugin and every config message is
+// R13 preflight: every missing plugin and every config message is
 // reported at once, with the manifest key; the error is ErrInvalid (and
 // ErrNotFound for the missing plugin).
-func TestIssue6_PluginReadinessProblemsListed(t *testing.T) {
+func TestR13_PluginReadinessProblemsListed(t *testing.T) {
 	set := &rpPluginSet{plugins: map[string]core.Prober{"grpc": &rpCfgProbe{}}}
 	services := []core.ServiceSpec{
 		rpService("api", "grpc", map[string]any{"bad": 1}),
@@ -101,8 +101,8 @@ func TestIssue6_PluginReadinessProblemsListed(t *testing.T) {
 	assert.Contains(t, err.Error(), `services.api.readiness.config: plugin grpc: unknown config key "bad"`)
 }
 
-// Issue 6 item 1: only config messages → ErrInvalid but not ErrNotFound.
-func TestIssue6_PluginReadinessConfigOnlyIsInvalid(t *testing.T) {
+// R13 preflight: only config messages → ErrInvalid but not ErrNotFound.
+func TestR13_PluginReadinessConfigOnlyIsInvalid(t *testing.T) {
 	set := &rpPluginSet{plugins: map[string]core.Prober{"grpc": &rpCfgProbe{}}}
 	err := engine.ValidatePluginReadiness(context.Background(), set, "blog",
 		[]core.ServiceSpec{rpService("api", "grpc", map[string]any{"bad": true})})
@@ -110,9 +110,9 @@ func TestIssue6_PluginReadinessConfigOnlyIsInvalid(t *testing.T) {
 	assert.NotErrorIs(t, err, core.ErrNotFound)
 }
 
-// Issue 6 item 4: a plugin that exists but cannot start keeps its class and
+// R13 preflight: a plugin that exists but cannot start keeps its class and
 // is named with the service.
-func TestIssue6_PluginReadinessBrokenPluginKeepsClass(t *testing.T) {
+func TestR13_PluginReadinessBrokenPluginKeepsClass(t *testing.T) {
 	set := &rpPluginSet{err: map[string]error{"crash": fmt.Errorf("plugin probe/crash exited: %w", core.ErrPluginExited)}}
 	err := engine.ValidatePluginReadiness(context.Background(), set, "blog",
 		[]core.ServiceSpec{rpService("api", "crash", nil)})

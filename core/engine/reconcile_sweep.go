@@ -51,7 +51,11 @@ func (e *Engine) sweepLeftovers(ctx context.Context, app string) error {
 			errs = append(errs, fmt.Errorf("sweep: release claims of gone %s: %w", m.Container, err))
 			continue
 		}
-		_ = e.Store.DeleteContainerSecrets(ctx, app, m.Container)
+		if err := e.Store.DeleteContainerSecrets(ctx, app, m.Container); err != nil {
+			// Secret copies of a gone container serve nothing; the marker
+			// is still cleared so the service is not held back by them.
+			e.log().Warn("sweep: delete secret files of gone container", "app", app, "container", m.Container, "error", err)
+		}
 		if err := e.Store.ClearMarker(ctx, app, m.Service, m.Container); err != nil {
 			errs = append(errs, fmt.Errorf("sweep: clear %s marker of gone %s: %w", m.Reason, m.Container, err))
 		}

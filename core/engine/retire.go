@@ -116,13 +116,13 @@ func (e *Engine) retire(ctx context.Context, app, container string, o RetireOpti
 		if grace <= 0 {
 			grace = DefaultStopGrace
 		}
-		e.progress(ProgressEvent{App: app, Service: o.Service, Phase: "stop", Detail: container})
+		e.progress(ProgressEvent{App: app, Service: o.Service, Phase: PhaseStop, Detail: container})
 		if err := e.Runtime.StopContainer(ctx, container, grace); err != nil && !errors.Is(err, core.ErrNotFound) {
 			warn(fmt.Errorf("stop: %w", err))
 			return r
 		}
 	}
-	e.progress(ProgressEvent{App: app, Service: o.Service, Phase: "remove", Detail: container})
+	e.progress(ProgressEvent{App: app, Service: o.Service, Phase: PhaseRemove, Detail: container})
 	if err := e.Runtime.RemoveContainer(ctx, container, o.Force); err != nil && !errors.Is(err, core.ErrNotFound) {
 		warn(fmt.Errorf("remove: %w", err))
 		return r

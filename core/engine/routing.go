@@ -209,6 +209,8 @@ func (e *Engine) rebuild(ctx context.Context) error {
 	if len(unreadable) > 0 {
 		kept, kerr := e.keptRoutes(ctx, unreadable)
 		if kerr != nil {
+			// The unreadable record is context (%v): the error's class is
+			// that of the kept-routes failure, which decided the outcome.
 			return fmt.Errorf("rebuild traffic: ACTIVE of %s unreadable (%v) and its last routes unknown: %w",
 				unreadableNames(unreadable), firstErr(unreadable), kerr)
 		}
@@ -217,21 +219,10 @@ func (e *Engine) rebuild(ctx context.Context) error {
 	e.noteUnreadable(actives, unreadable)
 	gen, err := e.Traffic.Apply(ctx, g)
 	if err != nil {
-		return fmt.Errorf("rebuild traffic: %w", classifyErr(err, core.ErrUnavailable))
+		return fmt.Errorf("rebuild traffic: %w", core.WithClass(err, core.ErrUnavailable))
 	}
 	e.log().Debug("traffic applied", "generation", gen, "http", len(g.HTTP), "tcp", len(g.TCP), "udp", len(g.UDP))
 	return nil
-}
-
-// classifyErr returns err unchanged when it wraps one of the core error
-// classes, else err wrapped with class.
-func classifyErr(err error, class error) error {
-	for _, c := range []error{core.ErrNotFound, core.ErrConflict, core.ErrInvalid, core.ErrUnavailable, core.ErrPluginExited} {
-		if errors.Is(err, c) {
-			return err
-		}
-	}
-	return fmt.Errorf("%w: %w", class, err)
 }
 
 // withdrawState drops the service's TCP and UDP backend binds from ACTIVE
@@ -281,7 +272,7 @@ func (e *Engine) withdraw(ctx context.Context, app, service string) error {
 // the graph as held routes. endHold ends it.
 func (e *Engine) withdrawHold(ctx context.Context, app, service string, hold time.Time) error {
 	e.effect("withdraw", app+"/"+service, "")
-	e.progress(ProgressEvent{App: app, Service: service, Phase: "withdraw"})
+	e.progress(ProgressEvent{App: app, Service: service, Phase: PhaseWithdraw})
 	err := e.withdrawStateHold(ctx, app, service, hold)
 	if err == nil {
 		if err = e.rebuild(ctx); err != nil {

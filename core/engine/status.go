@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -44,10 +45,10 @@ const (
 
 // OpSummary is an operation without its steps.
 type OpSummary struct {
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"`
-	Outcome   string    `json:"outcome"`
-	StartedAt time.Time `json:"started_at"`
+	ID        string       `json:"id"`
+	Kind      string       `json:"kind"`
+	Outcome   core.Outcome `json:"outcome"`
+	StartedAt time.Time    `json:"started_at"`
 }
 
 // ServiceStatus is one service's serving generation as ACTIVE records it,
@@ -119,11 +120,9 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 		return st, err
 	}
 	defer func() { st.State, st.Problems = appState(st) }()
-	names := make([]string, 0, len(active.Services))
-	for n := range active.Services {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(active.Services))
+	// Status is read-only and best effort: an unreadable recovery record
+	// only hides crash-loop details (the zero record), it fails nothing.
 	recovery, _ := e.Store.LoadRecovery(ctx, app)
 	for _, n := range names {
 		a := active.Services[n]
