@@ -403,7 +403,7 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 		}
 		actx, acancel := context.WithTimeout(bctx, attempt+grace)
 		pr, cerr := prober.Check(actx, core.ProbeRequest{Target: target, Readiness: r, Config: config, AttemptTimeout: attempt})
-		attemptEnded := actx.Err() != nil
+		attemptEnded := actx.Err() != nil || endedAtDeadline(actx, cerr)
 		acancel()
 		res.Attempts++
 		res.Elapsed = time.Since(start)
@@ -430,6 +430,20 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 		}
 		t.Stop()
 	}
+}
+
+// attemptDeadlineSlack is how close to its attempt's deadline a check
+// error counts as the attempt's own bound: a plugin gets the deadline over
+// gRPC and its side may end the call (RST_STREAM CANCEL) a moment before
+// the engine's context fires.
+const attemptDeadlineSlack = 100 * time.Millisecond
+
+// endedAtDeadline reports whether cerr came back within
+// attemptDeadlineSlack of actx's deadline (R33: the attempt's bound, not a
+// backend failure).
+func endedAtDeadline(actx context.Context, cerr error) bool {
+	dl, ok := actx.Deadline()
+	return cerr != nil && ok && time.Until(dl) < attemptDeadlineSlack
 }
 
 // judgeAttempt records one attempt's verdict in res (R33). done is true

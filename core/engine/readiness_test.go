@@ -443,3 +443,22 @@ func TestR31_PluginTimeoutErrorNamesPlugin(t *testing.T) {
 	assert.Contains(t, err.Error(), "plugin pg readiness timeout after 100ms")
 	assert.Contains(t, err.Error(), "replica lag 12s")
 }
+
+// R33: a plugin whose side of the propagated deadline ends the call a
+// moment before the engine's context fires (gRPC's RST_STREAM CANCEL) has
+// hit its attempt's bound: the wait ends in the readiness timeout, not in
+// the transport's error.
+func TestR33_CheckErrorAtTheAttemptDeadlineIsTheTimeout(t *testing.T) {
+	fp := &fakeProber{CheckFn: func(ctx context.Context, _ int, _ core.ProbeRequest) (core.ProbeResult, error) {
+		dl, ok := ctx.Deadline()
+		require.True(t, ok)
+		time.Sleep(time.Until(dl) - 20*time.Millisecond)
+		return core.ProbeResult{}, errors.New("rpc error: code = Canceled desc = stream terminated by RST_STREAM with error code: CANCEL")
+	}}
+	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, PluginInterval: 20 * time.Millisecond}
+	_, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: core.ReadinessPlugin, Plugin: "hang", Timeout: core.Duration(300 * time.Millisecond)}, nil)
+	require.ErrorIs(t, err, core.ErrUnavailable)
+	var te *engine.ReadinessTimeoutError
+	require.ErrorAs(t, err, &te, "the attempt's bound, not a backend failure: %v", err)
+	assert.Contains(t, err.Error(), "plugin hang readiness timeout after 300ms")
+}
