@@ -204,13 +204,9 @@ func ProbeTargetFor(app string, s *core.ServiceSpec, r core.Readiness, container
 // internalOnlyPort reports whether port is an internal HTTP port of s and
 // no public HTTP or TCP interface (R30: never published to probe it).
 func internalOnlyPort(s *core.ServiceSpec, port int) bool {
-	internal := false
 	for _, h := range s.HTTP {
-		if h.Port == port {
-			if h.Public() {
-				return false
-			}
-			internal = true
+		if h.Port == port && h.Public() {
+			return false
 		}
 	}
 	for _, t := range s.TCP {
@@ -218,7 +214,9 @@ func internalOnlyPort(s *core.ServiceSpec, port int) bool {
 			return false
 		}
 	}
-	return internal
+	// An internal HTTP port, or a port no interface declares (tcp
+	// readiness of an internal-only service, which the manifest allows).
+	return true
 }
 
 // probeHost is decision 9's Host header.

@@ -122,6 +122,14 @@ func TestR30_ProbeTargetFor(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "health.internal", tg.Host)
 	})
+	t.Run("tcp readiness of an undeclared port is internal (R30)", func(t *testing.T) {
+		s := core.ServiceSpec{Name: "cache", Readiness: core.Readiness{Type: core.ReadinessTCP, Port: 6379}}
+		tg, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)
+		require.NoError(t, err)
+		assert.True(t, tg.Internal, "probed from the helper on the app network")
+		assert.Empty(t, tg.Address)
+		assert.Equal(t, 6379, tg.Port)
+	})
 	t.Run("wildcard host becomes a matching name", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "web", HTTP: []core.HTTPInterface{pubHTTP(8080, "*.example.com")}}
 		tg, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)

@@ -67,7 +67,7 @@ func (v *validator) readiness(svcKey string, raw *rawReadiness, svc *core.Servic
 
 	if set["port"] {
 		if p := v.port(k+".port", raw.Port); p != 0 {
-			if msg := declaredPort(svc, p); msg != "" {
+			if msg := declaredPort(svc, p); msg != "" && !internalTCPPort(svc, r.Type, p) {
 				v.add(k+".port", msg)
 			} else {
 				r.Port = p
@@ -121,6 +121,32 @@ func (v *validator) readiness(svcKey string, raw *rawReadiness, svc *core.Servic
 		}
 	}
 	return r
+}
+
+// internalTCPPort reports whether p may be probed by tcp readiness as an
+// internal-only port (R30): no interface of svc declares it, so nothing is
+// published and the probe connects from a helper container on the app
+// network (a redis or postgres only the app's other services reach).
+func internalTCPPort(svc *core.ServiceSpec, typ string, p int) bool {
+	if typ != core.ReadinessTCP {
+		return false
+	}
+	for _, h := range svc.HTTP {
+		if h.Port == p {
+			return false
+		}
+	}
+	for _, t := range svc.TCP {
+		if t.Port == p {
+			return false
+		}
+	}
+	for _, u := range svc.UDP {
+		if u.Port == p {
+			return false
+		}
+	}
+	return true
 }
 
 // declaredPort returns "" when p is one of svc's HTTP or TCP ports, else a
@@ -177,6 +203,10 @@ func (v *validator) implicitPort(k, typ string, svc *core.ServiceSpec, httpFirst
 		}
 		if len(internal) > 0 {
 			v.addf(k+".port", "readiness type %q has no published port to probe: set port to the internal HTTP port to check (%s; probed from a helper container on the app network)", typ, portList(internal))
+			return
+		}
+		if typ == core.ReadinessTCP {
+			v.addf(k+".port", "readiness type %q needs a port: set port to the port to probe (an internal-only port is probed from a helper container on the app network), or declare a [[%s.tcp]] or public [[%s.http]] interface", typ, parentKey(k), parentKey(k))
 			return
 		}
 		v.addf(k+".port", "readiness type %q needs a port: declare a [[%s.tcp]] or public [[%s.http]] interface, or use type \"log\"", typ, parentKey(k), parentKey(k))

@@ -2,6 +2,11 @@ package manifest
 
 import (
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core"
 )
 
 // TestManifest_ValidationReadiness: readiness types and the keys each
@@ -14,8 +19,8 @@ func TestManifest_ValidationReadiness(t *testing.T) {
 		{"readiness http path no spaces", base + "[[services.web.http]]\nport = 80\nhost = \"b.example\"\n[services.web.readiness]\ntype = \"http\"\npath = \"/a b\"\n", "services.web.readiness.path", `invalid path "/a b": want an origin-form path starting with "/", e.g. "/healthz" (no spaces, no '#')`},
 		{"readiness port declared", base + "[[services.web.http]]\nport = 80\nhost = \"b.example\"\n[services.web.readiness]\ntype = \"http\"\nport = 81\n", "services.web.readiness.port", "port 81 is not declared by this service: want one of 80"},
 		{"readiness port not udp", base + "[[services.web.udp]]\nport = 53\npublish = \"0.0.0.0:53\"\n[[services.web.tcp]]\nport = 54\npublish = \"0.0.0.0:54\"\n[services.web.readiness]\ntype = \"tcp\"\nport = 53\n", "services.web.readiness.port", "port 53 is declared only as UDP; readiness probes connect over TCP: want one of 54"},
-		{"readiness port without interfaces", base + "[services.web.readiness]\ntype = \"tcp\"\nport = 9000\n", "services.web.readiness.port", "port 9000 is not declared: this service declares no HTTP or TCP port to probe"},
-		{"readiness tcp needs a port", base + "[services.web.readiness]\ntype = \"tcp\"\n", "services.web.readiness.port", `readiness type "tcp" needs a port: declare a [[services.web.tcp]] or public [[services.web.http]] interface, or use type "log"`},
+		{"readiness port without interfaces", base + "[services.web.readiness]\ntype = \"http\"\nport = 9000\n", "services.web.readiness.port", "port 9000 is not declared: this service declares no HTTP or TCP port to probe"},
+		{"readiness tcp needs a port", base + "[services.web.readiness]\ntype = \"tcp\"\n", "services.web.readiness.port", `readiness type "tcp" needs a port: set port to the port to probe (an internal-only port is probed from a helper container on the app network), or declare a [[services.web.tcp]] or public [[services.web.http]] interface`},
 		{"readiness tcp internal-only port", base + "[[services.web.http]]\nport = 8080\n[services.web.readiness]\ntype = \"tcp\"\n", "services.web.readiness.port", `readiness type "tcp" has no published port to probe: set port to the internal HTTP port to check (8080; probed from a helper container on the app network)`},
 		{"readiness port ambiguous", base + "[[services.web.tcp]]\nport = 1\npublish = \"0.0.0.0:1\"\n[[services.web.tcp]]\nport = 2\npublish = \"0.0.0.0:2\"\n[services.web.readiness]\ntype = \"tcp\"\n", "services.web.readiness.port", `readiness type "tcp" cannot choose between ports 1, 2: set port to the one to probe`},
 		{"readiness log pattern", base + "[services.web.readiness]\ntype = \"log\"\n", "services.web.readiness.pattern", `required for type "log": the text the probe waits for in the container's logs`},
@@ -30,4 +35,17 @@ func TestManifest_ValidationReadiness(t *testing.T) {
 		{"readiness timeout at most 10m", base + "[services.web.readiness]\ntimeout = \"11m\"\n", "services.web.readiness.timeout", "11m is out of range: want from 1s to 10m"},
 		{"readiness unknown key", base + "[services.web.readiness]\nretries = 3\n", "services.web.readiness.retries", `unknown key "retries": want one of type, path, port, host, pattern, plugin, config, timeout`},
 	})
+}
+
+// R30: tcp readiness of a port no interface declares is an internal-only
+// probe (a redis only the app's other services reach): the port is kept,
+// nothing is published, and the engine probes it from a helper container.
+func TestManifest_TCPReadinessOfAnUndeclaredPortIsInternal(t *testing.T) {
+	spec, err := Parse("app.toml", []byte(base+"[services.web.readiness]\ntype = \"tcp\"\nport = 6379\n"))
+	require.NoError(t, err)
+	require.Len(t, spec.Services, 1)
+	svc := spec.Services[0]
+	assert.Equal(t, 6379, svc.Readiness.Port)
+	assert.Equal(t, core.ReadinessTCP, svc.Readiness.Type)
+	assert.Empty(t, svc.TCP, "no interface is declared or published for it")
 }
