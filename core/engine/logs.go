@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -17,7 +18,8 @@ import (
 // or fn returns an error (returned as is).
 //
 // Errors: unknown app → ErrNotFound; never deployed → ErrConflict; service
-// not in ACTIVE (or without a container) → ErrConflict; runtime errors
+// not in ACTIVE → ErrNotFound naming the app's services; a service
+// without a container → ErrConflict; runtime errors
 // wrapped with app/service/container.
 func (e *Engine) Logs(ctx context.Context, app, service string, opts core.LogOptions, fn func(service string, line core.LogLine) error) error {
 	if _, err := e.Store.LoadApp(ctx, app); err != nil {
@@ -33,7 +35,10 @@ func (e *Engine) Logs(ctx context.Context, app, service string, opts core.LogOpt
 	names := activeServiceNames(active)
 	if service != "" {
 		as := active.Services[service]
-		if as == nil || as.Container == "" {
+		if as == nil {
+			return fmt.Errorf("%w: logs %s: app %s has no service %q (its services: %s)", core.ErrNotFound, app, app, service, strings.Join(names, ", "))
+		}
+		if as.Container == "" {
 			return fmt.Errorf("%w: logs %s: service %q has no ACTIVE container", core.ErrConflict, app, service)
 		}
 		names = []string{service}
