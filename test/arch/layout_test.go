@@ -1,10 +1,6 @@
-// Package arch holds tests of the tree's shape rather than its behaviour:
-// the size limits of files and functions and which packages may know the
-// edge's files.
 package arch
 
 import (
-	"bufio"
 	"bytes"
 	"go/ast"
 	"go/parser"
@@ -51,7 +47,7 @@ func goFiles(t *testing.T, root string) []string {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") || generated(p) {
+		if !strings.HasSuffix(p, ".go") || generated(t, p) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, p)
@@ -65,27 +61,6 @@ func goFiles(t *testing.T, root string) []string {
 		t.Fatalf("found only %d Go files under %s: wrong root?", len(out), root)
 	}
 	return out
-}
-
-// generated reports whether p carries the standard "Code generated ... DO
-// NOT EDIT." header before its package clause.
-func generated(p string) bool {
-	f, err := os.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "package ") {
-			return false
-		}
-		if strings.HasPrefix(line, "// Code generated ") && strings.HasSuffix(line, " DO NOT EDIT.") {
-			return true
-		}
-	}
-	return false
 }
 
 func TestLayout_NoGoFileOver700Lines(t *testing.T) {

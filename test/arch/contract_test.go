@@ -1,4 +1,8 @@
-package sdk_test
+// Package arch holds tests of the tree's shape rather than its behaviour:
+// what the plugin side compiles against (the contract, never the engine),
+// the size limits of files and functions, and which packages may know the
+// edge's files.
+package arch
 
 import (
 	"bufio"
