@@ -366,3 +366,27 @@ func TestDryRun_UnsavedSpecIsPlannedAndNothingStored(t *testing.T) {
 	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Spec: &spec})
 	assert.ErrorIs(t, err, core.ErrInvalid)
 }
+
+// A dry run says what the deploy would meet at preflight but the plan does
+// not stop at: an image the engine does not have (pulled first, or refused
+// with --pull=never) and a secret that is not set; nothing is changed.
+func TestDryRun_WarnsOfMissingImageAndUnsetSecret(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	web := depNewWeb(0)
+	web.Secrets = []core.SecretRef{{Env: "DB_PASSWORD", Name: "db-password"}}
+	spec := coretest.BlogApp(web)
+	h.Runtime.Fail(coretest.MResolve, web.Image, fmt.Errorf("%w: no such image", core.ErrNotFound), 0)
+
+	p, err := h.Engine.PlanDeploy(h.Ctx(), engine.DeployRequest{App: "blog", Spec: &spec, DryRun: true})
+	require.NoError(t, err)
+	require.Len(t, p.Warnings, 2, "%v", p.Warnings)
+	assert.Contains(t, p.Warnings[0], "image "+web.Image+" is not on the engine: the deploy pulls it first")
+	assert.Contains(t, p.Warnings[1], `secret "db-password" is not set`)
+	assert.Contains(t, p.Warnings[1], "the deploy is refused unless it is set first")
+	assert.Contains(t, p.String(), "warning: service web: image ")
+
+	p, err = h.Engine.PlanDeploy(h.Ctx(), engine.DeployRequest{App: "blog", Spec: &spec, DryRun: true, Pull: engine.PullNever})
+	require.NoError(t, err)
+	assert.Contains(t, p.Warnings[0], "--pull=never: the deploy would be refused")
+	assert.Equal(t, 0, h.Runtime.Calls(coretest.MPull), "a plan pulls nothing")
+}

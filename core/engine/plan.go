@@ -41,6 +41,11 @@ type Plan struct {
 	// Drops are ACTIVE services the revision no longer declares (R56), in
 	// ascending name order; empty for a targeted deploy.
 	Drops []PlannedService `json:"drops,omitempty"`
+	// Warnings are what the deploy would meet at preflight that a plan
+	// does not stop at: an image not on the engine (pulled, or refused
+	// with --pull=never), a secret not set (refused). One line each, in
+	// service order.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PlannedService is the decision for one service.
@@ -91,6 +96,9 @@ func (p Plan) String() string {
 	}
 	for _, s := range p.Drops {
 		line(s)
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
 	}
 	return b.String()
 }
@@ -321,6 +329,7 @@ func (e *Engine) PlanDeploy(ctx context.Context, req DeployRequest) (Plan, error
 	}
 	resolved := map[string]core.ImageRef{}
 	var imageErrs []error
+	var warnings []string
 	for i, s := range rev.Spec.Services {
 		if img, err := e.Runtime.ResolveImage(ctx, s.Image); err == nil {
 			resolved[s.Name] = img
@@ -329,6 +338,11 @@ func (e *Engine) PlanDeploy(ctx context.Context, req DeployRequest) (Plan, error
 			}
 		} else if !errors.Is(err, core.ErrNotFound) {
 			return Plan{}, fmt.Errorf("app %s: service %s: resolve image %s: %w", rev.App, s.Name, s.Image, err)
+		} else {
+			warnings = append(warnings, missingImageWarning(s.Name, s.Image, req.Pull))
+		}
+		if err := e.checkSecretsSet(ctx, rev.App, &rev.Spec.Services[i]); err != nil {
+			warnings = append(warnings, fmt.Sprintf("service %s: %v; the deploy is refused unless it is set first or a compose file provides it", s.Name, err))
 		}
 	}
 	if len(imageErrs) > 0 {
@@ -344,7 +358,18 @@ func (e *Engine) PlanDeploy(ctx context.Context, req DeployRequest) (Plan, error
 		return Plan{}, err
 	}
 	in.Services = req.Services
-	return in.Build(), nil
+	plan := in.Build()
+	plan.Warnings = warnings
+	return plan, nil
+}
+
+// missingImageWarning is the plan's line for an image the engine does not
+// have: the deploy pulls it, unless pull is PullNever (refused).
+func missingImageWarning(service, image, pull string) string {
+	if pull == PullNever {
+		return fmt.Sprintf("service %s: image %s is not on the engine and --pull=never: the deploy would be refused", service, image)
+	}
+	return fmt.Sprintf("service %s: image %s is not on the engine: the deploy pulls it first (or --copy-images copies it), and fails if it cannot", service, image)
 }
 
 // SpecChanges lists the manifest keys whose value differs between two
