@@ -36,6 +36,9 @@ import (
 // ErrNotFound (a replayed key of a removed app still replays); lock/R7/R8
 // refusals and aborts → ErrConflict or the store's class.
 func (e *Engine) Remove(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	if err := e.RequireLiveTraffic(ctx, core.OpRemove); err != nil {
+		return nil, err
+	}
 	if err := refuseServices(core.OpRemove, req); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,9 @@ import (
 // → ErrConflict listing them. The result is non-nil whenever an op was
 // claimed or replayed.
 func (e *Engine) Stop(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
+	if err := e.RequireLiveTraffic(ctx, core.OpStop); err != nil {
+		return nil, err
+	}
 	if err := refuseServices(core.OpStop, req); err != nil {
 		return nil, err
 	}

@@ -39,12 +39,13 @@ func (e *TrafficDownError) Error() string { return e.msg }
 // Unwrap returns ErrUnavailable.
 func (e *TrafficDownError) Unwrap() error { return core.ErrUnavailable }
 
-// RequireLiveTraffic is the one rule for verbs that publish routes to new
-// containers (deploy, rollback, start, restart; SPEC R18: the edge
-// confirms every new route table): it refuses, before anything is changed,
-// while the traffic backend reports the edge not running, instead of
-// creating candidates that would only fail at the switch. Stop and remove
-// only withdraw routes and go ahead without an edge.
+// RequireLiveTraffic is the one rule for verbs that change routes (deploy,
+// rollback, start, restart publish routes to new containers; stop and
+// remove withdraw them; SPEC R18: the edge confirms every new route table
+// before containers start serving or stop): it refuses, before anything is
+// changed, while the traffic backend reports the edge not running, instead
+// of creating candidates that would only fail at the switch, or marking an
+// app stopped whose withdrawal can never be confirmed.
 //
 // The edge is not running when Traffic.Status fails (other than with
 // ErrConflict, an edge serving another state directory, which

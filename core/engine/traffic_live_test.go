@@ -23,8 +23,8 @@ func staleEdge(written time.Time) func(context.Context) (core.TrafficStatus, err
 	}
 }
 
-// SPEC R18: a verb that publishes routes to new containers refuses while
-// the edge does not answer, before it changes anything, naming how to
+// SPEC R18: a verb that changes routes (publishes routes to new
+// containers, or withdraws them) refuses while the edge does not answer, before it changes anything, naming how to
 // start the edge; the refusal is ErrUnavailable.
 func TestR18_PublishingVerbsRefuseWhileTheEdgeIsDown(t *testing.T) {
 	h := coretest.NewEngine(t)
@@ -51,6 +51,17 @@ func TestR18_PublishingVerbsRefuseWhileTheEdgeIsDown(t *testing.T) {
 		},
 		"restart": func() error {
 			_, err := h.Engine.Restart(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+			return err
+		},
+		// Stop and remove withdraw routes, which the edge must confirm
+		// before containers stop: without it they would mark the app
+		// stopped and leave it out of service.
+		"stop": func() error {
+			_, err := h.Engine.Stop(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+			return err
+		},
+		"remove": func() error {
+			_, err := h.Engine.Remove(h.Ctx(), engine.LifecycleRequest{App: "blog"})
 			return err
 		},
 	}
