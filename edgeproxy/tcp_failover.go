@@ -43,9 +43,10 @@ func acquireTCP(l *tcpListener) *tcpTarget {
 // tcpSession is one relayed connection while its backend may still be
 // replaced. Until the backend sends its first byte the client's bytes are
 // recorded in replay; a backend that is no longer the listener's target and
-// ends (EOF, reset) within tcpFailoverWindow of its dial without sending a
-// byte, while the client still waits (has not half-closed), is replaced by
-// the listener's current backend, which gets the recorded bytes (SPEC R67).
+// ends within tcpFailoverWindow of its dial without sending a byte (reset,
+// or EOF before the client sent any), while the client still waits (has
+// not half-closed), is replaced by the listener's current backend, which
+// gets the recorded bytes (SPEC R67).
 // That is the retired generation closing its listener under a connection
 // the edge routed to it just before the switch.
 type tcpSession struct {
