@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/netip"
@@ -83,9 +84,12 @@ type h1Server struct {
 	loops []*evLoop
 	next  int
 
-	mu       sync.Mutex
-	conns    map[*h1Conn]struct{}
-	shutting atomic.Bool
+	mu    sync.Mutex
+	conns map[*h1Conn]struct{}
+	// handshaking are the HTTPS connections accepted and not yet
+	// handshaken (tls_accept.go), in wg already.
+	handshaking map[*tls.Conn]struct{}
+	shutting    atomic.Bool
 	// shutAt is when shutdown began (unix nano): idle connections get
 	// drainIdleGrace from then (or from going idle) to send a request.
 	shutAt atomic.Int64
@@ -138,6 +142,7 @@ func newH1Server(s *Server, addr net.Addr, idleTimeout time.Duration) *h1Server 
 		idleTimeout:       idleTimeout,
 		readHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		conns:             make(map[*h1Conn]struct{}),
+		handshaking:       make(map[*tls.Conn]struct{}),
 	}
 }
 
@@ -222,8 +227,17 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 		}
 	}()
 	graced := make(map[*h1Conn]bool)
+	hsGraced := make(map[*tls.Conn]bool)
 	for {
 		h.mu.Lock()
+		for tc := range h.handshaking {
+			if !hsGraced[tc] {
+				hsGraced[tc] = true
+				dl := time.Now().Add(drainHandshakeGrace)
+				_ = tc.SetReadDeadline(dl)
+				_ = tc.SetWriteDeadline(dl)
+			}
+		}
 		for hc := range h.conns {
 			// An idle connection gets drainIdleGrace to bring a request
 			// (its read wakes then and the connection ends); one that
@@ -245,6 +259,9 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 			for hc := range h.conns {
 				hc.state.Store(h1Closed)
 				_ = hc.c.Close()
+			}
+			for tc := range h.handshaking {
+				_ = tc.NetConn().Close()
 			}
 			h.mu.Unlock()
 			<-done

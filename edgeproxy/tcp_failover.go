@@ -1,6 +1,7 @@
 package edgeproxy
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -42,9 +43,10 @@ func acquireTCP(l *tcpListener) *tcpTarget {
 // tcpSession is one relayed connection while its backend may still be
 // replaced. Until the backend sends its first byte the client's bytes are
 // recorded in replay; a backend that is no longer the listener's target and
-// ends (EOF, reset) within tcpFailoverWindow of its dial without sending a
-// byte, while the client still waits (has not half-closed), is replaced by
-// the listener's current backend, which gets the recorded bytes (SPEC R67).
+// ends within tcpFailoverWindow of its dial without sending a byte (reset,
+// or EOF before the client sent any), while the client still waits (has
+// not half-closed), is replaced by the listener's current backend, which
+// gets the recorded bytes (SPEC R67).
 // That is the retired generation closing its listener under a connection
 // the edge routed to it just before the switch.
 type tcpSession struct {
@@ -89,10 +91,14 @@ func (s *tcpSession) clientToUpstream(done chan<- struct{}) {
 					s.replay = append(s.replay, buf[:n]...)
 				}
 			}
+			// The backend these bytes are for is the one current when
+			// they were recorded: a failover after this point replays
+			// them, one before it is the upstream read here.
+			up := s.upstream()
 			s.mu.Unlock()
 			// A write to a backend that has just failed is harmless: the
 			// bytes are in replay for its replacement.
-			if _, werr := s.upstream().Write(buf[:n]); werr != nil && s.committed.Load() {
+			if _, werr := up.Write(buf[:n]); werr != nil && s.committed.Load() {
 				closeWrite(s.upstream())
 				return
 			}
@@ -127,7 +133,7 @@ func (s *tcpSession) upstreamToClient(done chan<- struct{}) {
 			_, _ = io.Copy(s.client, up)
 			break
 		}
-		if err != nil && !s.failover(up) {
+		if err != nil && !s.failover(up, err) {
 			// Ended for good: a failed write of the client's next bytes
 			// ends the other direction too.
 			s.committed.Store(true)
@@ -137,14 +143,19 @@ func (s *tcpSession) upstreamToClient(done chan<- struct{}) {
 	closeWrite(s.client)
 }
 
-// failover replaces failed, the session's backend connection, with one to
-// the listener's current backend when SPEC R67 allows it, and reports
-// whether it did.
-func (s *tcpSession) failover(failed net.Conn) bool {
+// failover replaces failed, the session's backend connection, which
+// ended with readErr, with one to the listener's current backend when SPEC
+// R67 allows it, and reports whether it did. An orderly close (EOF) after
+// the client sent bytes is not replayed: a backend closing with unread
+// bytes resets the connection, so an EOF means it read them (a push-only
+// protocol's retired backend that processed them and drained); a client
+// that half-closed is not replayed even when its FIN is still unread.
+func (s *tcpSession) failover(failed net.Conn, readErr error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.committed.Load() || s.clientEOF || s.failovers >= tcpMaxFailovers ||
-		time.Since(s.dialed) > tcpFailoverWindow {
+		time.Since(s.dialed) > tcpFailoverWindow ||
+		errors.Is(readErr, io.EOF) && len(s.replay) > 0 || peerClosed(s.client) {
 		return false
 	}
 	tg := acquireTCP(s.l)
@@ -168,11 +179,19 @@ func (s *tcpSession) failover(failed net.Conn) bool {
 	}
 	s.failovers++
 	s.t.logger.Debug("tcp relay failover", "listen", s.l.listen, "from", s.b.addr, "to", tg.backend.addr, "replayed", len(s.replay))
-	s.b.openConns.Add(-1)
-	s.b, s.dialed = tg.backend, time.Now()
 	s.t.mu.Lock()
+	if s.t.closed {
+		// The relays closed (shutdown) while this dialed: close cut
+		// the connections it knew of, so this one ends too.
+		s.t.mu.Unlock()
+		tg.backend.openConns.Add(-1)
+		_ = next.Close()
+		return false
+	}
 	s.rc.upstream = next
 	s.t.mu.Unlock()
+	s.b.openConns.Add(-1)
+	s.b, s.dialed = tg.backend, time.Now()
 	_ = failed.Close()
 	return true
 }

@@ -151,3 +151,73 @@ func TestR67_TCPHalfClosedClientIsNotReplayed(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// sinkTCP is a push-only backend (a metrics or log sink): it reads lines,
+// sends them on got, never answers, and closes after reading what
+// arrived once release is closed (an orderly close: nothing unread).
+func sinkTCP(t *testing.T, release <-chan struct{}) (addr string, got <-chan string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	lines := make(chan string, 64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				go func() {
+					<-release
+					_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+				}()
+				r := bufio.NewReader(c)
+				for {
+					l, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					lines <- l
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), lines
+}
+
+// A retired backend of a push-only protocol that read the client's bytes
+// and closed in order (FIN, nothing unread) processed them: they are not
+// replayed to the new backend (SPEC R67 replays only what the backend
+// cannot have consumed); the client sees the close.
+func TestR67_TCPOrderlyCloseAfterReadingIsNotReplayed(t *testing.T) {
+	e := startEdge(t)
+	release := make(chan struct{})
+	oldBE, oldGot := sinkTCP(t, release)
+	newBE, newGot := sinkTCP(t, make(chan struct{}))
+	listen := freePort(t)
+	e.publish(t, tcpTable(1, tcpRoute(listen, oldBE)))
+	c, err := net.Dial("tcp", listen)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = io.WriteString(c, "metric.a 1\nmetric.b 2\n")
+	require.NoError(t, err)
+	for range 2 {
+		select {
+		case <-oldGot:
+		case <-time.After(3 * time.Second):
+			t.Fatal("the old backend never got the lines")
+		}
+	}
+	e.publish(t, tcpTable(2, tcpRoute(listen, newBE)))
+	close(release)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(3*time.Second)))
+	_, err = c.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "the client sees the retired backend's close")
+	select {
+	case l := <-newGot:
+		t.Fatalf("the new backend got %q again", l)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

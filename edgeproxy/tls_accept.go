@@ -64,13 +64,23 @@ func (t *tlsEdge) serveAccept(ln net.Listener) error {
 			continue
 		}
 		h.wg.Add(1)
+		tc := tls.Server(newCoalesceConn(c), cfg)
+		h.handshaking[tc] = struct{}{} // a drain bounds it (h1Server.shutdown)
 		h.mu.Unlock()
-		go t.handshakeAndServe(tls.Server(newCoalesceConn(c), cfg))
+		go t.handshakeAndServe(tc)
 	}
 }
 
+// drainHandshakeGrace bounds, from the start of a drain, a handshake in
+// progress (a ClientHello on its way and the round trip after it); a
+// client that sends nothing frees the drain then, as an idle connection
+// does after drainIdleGrace.
+const drainHandshakeGrace = time.Second
+
 // handshakeAndServe handshakes tc (bounded by the read header timeout, as
-// net/http does) and hands it to the HTTP/2 server or the h1 loop.
+// net/http does, and by drainHandshakeGrace once a drain began; not by the
+// TLS edge's context, which ends before the h1 drain does) and hands it to
+// the HTTP/2 server or the h1 loop.
 func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 	h := t.s.h1
 	if to := t.s.cfg.ReadHeaderTimeout; to > 0 {
@@ -78,7 +88,11 @@ func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 		_ = tc.SetReadDeadline(dl)
 		_ = tc.SetWriteDeadline(dl)
 	}
-	if err := tc.HandshakeContext(t.ctx); err != nil {
+	err := tc.HandshakeContext(context.Background())
+	h.mu.Lock()
+	delete(h.handshaking, tc)
+	h.mu.Unlock()
+	if err != nil {
 		t.handshakeFailed(tc, err)
 		_ = tc.Close()
 		h.wg.Done()

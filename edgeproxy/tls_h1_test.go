@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -342,5 +343,55 @@ func TestHTTPSH2ConcurrentStreamsEachGetTheirOwnAnswer(t *testing.T) {
 	}
 	for range 64 {
 		assert.NoError(t, <-errs)
+	}
+}
+
+// A connection accepted before a drain whose handshake comes after the
+// drain began is handshaken and its request answered (with Connection:
+// close), as a plain connection's request on its way is; one that never
+// sends a ClientHello frees the drain after drainHandshakeGrace, well
+// within the shutdown timeout.
+func TestHTTPSHandshakeUnderWayAtDrainIsServed(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	started := make(chan struct{}, 1)
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			started <- struct{}{}
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(b.Close)
+	t.Cleanup(unblock) // before b.Close on a failure
+	e, ca := tlsH1Edge(t, "hsdrain.test", b)
+	slow := dialRawTLS(t, e, ca, "hsdrain.test", "http/1.1")
+	go func() { _, _ = slow.c.Write([]byte("GET /slow HTTP/1.1\r\nHost: hsdrain.test\r\n\r\n")) }()
+	<-started // the drain lasts while /slow is in flight
+	raw, err := net.Dial("tcp", e.srv.HTTPSAddr())
+	require.NoError(t, err)
+	t.Cleanup(func() { raw.Close() })
+	silent, err := net.Dial("tcp", e.srv.HTTPSAddr())
+	require.NoError(t, err)
+	t.Cleanup(func() { silent.Close() })
+	time.Sleep(50 * time.Millisecond) // both accepted
+	stopped := make(chan struct{})
+	go func() { e.stop(); close(stopped) }()
+	time.Sleep(20 * time.Millisecond)
+	tc := tls.Client(raw, &tls.Config{ServerName: "hsdrain.test", RootCAs: ca.pool, NextProtos: []string{"http/1.1"}})
+	require.NoError(t, tc.SetDeadline(time.Now().Add(3*time.Second)))
+	require.NoError(t, tc.Handshake(), "the handshake under way at the drain completes")
+	_, err = io.WriteString(tc, "GET /b HTTP/1.1\r\nHost: hsdrain.test\r\n\r\n")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	require.NoError(t, err, "its request is answered")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.True(t, resp.Close, "Connection: close during the drain")
+	unblock()
+	select {
+	case <-stopped:
+	case <-time.After(1500 * time.Millisecond):
+		t.Fatal("a client that never sent a ClientHello held the drain")
 	}
 }
