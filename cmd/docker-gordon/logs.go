@@ -59,7 +59,7 @@ object {service, time, stream, text}.`,
 			eng := &engine.Engine{Store: store, Runtime: rt, Logger: env.logger.Named("engine")}
 			w := env.dockerCli.Out()
 			width := len(o.service)
-			return eng.Logs(ctx, args[0], o.service, opts, func(service string, l core.LogLine) error {
+			err = eng.Logs(ctx, args[0], o.service, opts, func(service string, l core.LogLine) error {
 				if isJSON(o.format) {
 					return writeJSONLine(w, struct {
 						Service string    `json:"service"`
@@ -74,6 +74,11 @@ object {service, time, stream, text}.`,
 				_, err := fmt.Fprintf(w, "%-*s | %s\n", width, service, l.Text)
 				return err
 			})
+			if err != nil && o.follow && ctx.Err() != nil {
+				// Ctrl-C (or SIGTERM) is how a follow ends: not an error.
+				return nil
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

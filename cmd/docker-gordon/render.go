@@ -19,8 +19,30 @@ import (
 // stdout, progress on stderr.
 
 func addFormatFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVar(p, "format", "", `output format: "" (table) or "json"`)
+	cmd.Flags().Var(formatValue{p}, "format", `output format: "table" (default) or "json"`)
 }
+
+// formatValue is --format: "", "table" or "json" (any case); anything else
+// is a usage error instead of a silent table.
+type formatValue struct{ p *string }
+
+func (f formatValue) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f formatValue) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "", "table", "json":
+		*f.p = s
+		return nil
+	}
+	return fmt.Errorf(`want "table" or "json"`)
+}
+
+func (f formatValue) Type() string { return "string" }
 
 func isJSON(format string) bool { return strings.EqualFold(format, "json") }
 

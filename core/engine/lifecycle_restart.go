@@ -4,30 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// Restart restarts services in place (SPEC R49, R53). It needs ACTIVE
-// (else ErrConflict "never deployed"); each req.Services entry must be in
-// ACTIVE (else ErrConflict); empty means every ACTIVE service. It claims an
-// op without steps, then per selected service (name order, step
-// `service.<name>.restart`): no container → fail; re-resolve binds; a
-// blocking marker → withdraw, fail; withdraw (must succeed); restart the
-// exact container with its own stop grace. A container that is not found
-// is rebuilt (R54) from the revision and digest ACTIVE pins; a failed
-// rebuild fails the step with its diagnostics and clears the missing
-// container's marker. After an in-place restart: observe the start time,
-// re-read binds (claims registered), run the DEPLOY-time probe (R29), then
-// persist the binds into ACTIVE; any failure drops the binds and fails.
-// Then: outcome, save (a save failure is returned), one traffic rebuild
-// (rejection → R11 `traffic.publish`, error), record verified executions,
-// and an ErrConflict error naming the failed services if any. Never a
-// second container for an existing one; the pinned digest never changes.
-//
-// Other errors: empty app → ErrInvalid; unknown app → ErrNotFound;
-// lock/R7/R8 refusals → ErrConflict. The result is non-nil whenever an op
-// was claimed or replayed.
+// Restart restarts services in place (SPEC R49, R53). It needs ACTIVE (else
+// ErrConflict "never deployed"); each req.Services entry must be in ACTIVE
+// (else ErrNotFound naming the app's services, as logs); empty means every
+// ACTIVE service. It claims an op without steps, then per selected service
+// (name order, step `service.<name>.restart`): no container → fail;
+// re-resolve binds; a blocking marker → withdraw, fail; withdraw (must
+// succeed); restart the exact container with its own stop grace. A
+// container that is not found is rebuilt (R54) from the revision and digest
+// ACTIVE pins; a failed rebuild fails the step with its diagnostics and
+// clears the missing container's marker. After an in-place restart: observe
+// the start time, re-read binds (claims registered), run the DEPLOY-time
+// probe (R29), then persist the binds into ACTIVE; any failure drops the
+// binds and fails. Then: outcome, save (a save failure is returned), one
+// traffic rebuild (rejection → R11 `traffic.publish`, error), record
+// verified executions, and an ErrConflict error naming the failed services
+// if any. Never a second container for an existing one; the pinned digest
+// never changes. Other errors: empty app → ErrInvalid; unknown app →
+// ErrNotFound; lock/R7/R8 refusals → ErrConflict. The result is non-nil
+// whenever an op was claimed or replayed.
 func (e *Engine) Restart(ctx context.Context, req LifecycleRequest) (*OpResult, error) {
 	if err := e.RequireLiveTraffic(ctx, core.OpRestart); err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func (e *Engine) Restart(ctx context.Context, req LifecycleRequest) (*OpResult, 
 	}
 	for _, s := range selected {
 		if as := active.Services[s]; as == nil {
-			return nil, fmt.Errorf("%w: restart %s: service %q is not in ACTIVE (deploy it first)", core.ErrConflict, req.App, s)
+			return nil, fmt.Errorf("%w: restart %s: app %s has no service %q (its services: %s)", core.ErrNotFound, req.App, req.App, s, strings.Join(activeServiceNames(active), ", "))
 		}
 	}
 	selected = inOrder(activeServiceNames(active), selected)

@@ -326,13 +326,13 @@ func TestS52_RebuiltGenerationWithRejectedTrafficIsRestored(t *testing.T) {
 	assert.Equal(t, []int{18082}, h.LastRoute("blog", "web"))
 }
 
-// TestR53_RestartRefusals: never deployed and a service not in ACTIVE are
-// conflicts; nothing is claimed.
+// TestR53_RestartRefusals: never deployed is a conflict, a service not in
+// ACTIVE is not found and names the app's services; nothing is claimed.
 func TestR53_RestartRefusals(t *testing.T) {
 	h := lcSeed(t, "c-1", 17000, 0)
 	_, err := h.Engine.Restart(h.Ctx(), engine.LifecycleRequest{App: "blog", Services: []string{"api"}})
-	assert.ErrorIs(t, err, core.ErrConflict)
-	assert.Contains(t, err.Error(), "api")
+	assert.ErrorIs(t, err, core.ErrNotFound)
+	assert.Contains(t, err.Error(), `no service "api" (its services: web)`)
 	_, err = h.Store.EnsureApp(context.Background(), "fresh")
 	require.NoError(t, err)
 	_, err = h.Engine.Restart(h.Ctx(), engine.LifecycleRequest{App: "fresh"})
