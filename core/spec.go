@@ -235,7 +235,8 @@ func NotOverlapEligible(s *ServiceSpec) string {
 // BackendPorts lists the container ports the runtime must publish on
 // loopback: every public HTTP port, every TCP port (as "tcp") and every UDP
 // port (as "udp"), deduplicated, in declaration order. Internal HTTP ports
-// are never published (R30).
+// and a tcp readiness port no interface declares are never published: R30's
+// helper probes them from the app network.
 func (s *ServiceSpec) BackendPorts() []PortSpec {
 	var out []PortSpec
 	seen := map[PortSpec]bool{}
@@ -255,19 +256,6 @@ func (s *ServiceSpec) BackendPorts() []PortSpec {
 	}
 	for _, u := range s.UDP {
 		add(PortSpec{Port: u.Port, Protocol: "udp"})
-	}
-	if s.Readiness.Port != 0 && !seen[PortSpec{Port: s.Readiness.Port, Protocol: "tcp"}] {
-		// A declared readiness port on a non-internal interface is probed on
-		// loopback too; internal-only ports are handled by R30's helper.
-		internal := false
-		for _, h := range s.HTTP {
-			if h.Port == s.Readiness.Port && !h.Public() {
-				internal = true
-			}
-		}
-		if !internal {
-			add(PortSpec{Port: s.Readiness.Port, Protocol: "tcp"})
-		}
 	}
 	return out
 }

@@ -470,3 +470,12 @@ func TestR33_CheckErrorAtTheAttemptDeadlineIsTheTimeout(t *testing.T) {
 	require.ErrorAs(t, err, &te, "the attempt's bound, not a backend failure: %v", err)
 	assert.Contains(t, err.Error(), "plugin hang readiness timeout after 300ms")
 }
+
+// R30: a tcp readiness port no interface declares is internal: the runtime
+// publishes only the interfaces' ports, so the probe runs from the helper.
+func TestR30_InternalTCPReadinessPortIsNotPublished(t *testing.T) {
+	s := core.ServiceSpec{Name: "cache", Readiness: core.Readiness{Type: core.ReadinessTCP, Port: 6379}}
+	assert.Empty(t, s.BackendPorts())
+	s.HTTP = []core.HTTPInterface{pubHTTP(8080, "blog.example.com")}
+	assert.Equal(t, []core.PortSpec{{Port: 8080, Protocol: "tcp"}}, s.BackendPorts())
+}
