@@ -93,7 +93,11 @@ func (s *Server) finishH1(hc *h1Conn, ex *h1Exchange) bool {
 	// request still in flight (as with net/http, which counts down before
 	// finishing the response).
 	doneH1(ex, code, proxyErr)
-	return keep && flushIdle(hc)
+	if !keep {
+		_ = hc.bw.Flush() // an error page (h1ProxyError) is still buffered
+		return false
+	}
+	return flushIdle(hc)
 }
 
 // doneH1 ends the count pickH1 began and records the request's status.
@@ -181,9 +185,8 @@ func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) 
 	if !hc.req.head {
 		bw.WriteString(body)
 	}
-	if err := bw.Flush(); err != nil {
-		keep = false
-	}
+	// Left buffered: finishH1 flushes it after the request has left the
+	// drain's count, so a client holding its 5xx never sees it in flight.
 	return code, code, keep
 }
 
