@@ -146,25 +146,37 @@ func newH1Server(s *Server, addr net.Addr, idleTimeout time.Duration) *h1Server 
 	}
 }
 
-// serve accepts connections on ln until it is closed (returns nil) or fails
-// for good.
-func (h *h1Server) serve(ln net.Listener) error {
+// accept returns ln's next connection, sleeping through timeouts and
+// temporary errors (5 ms doubling to 1 s); a nil connection ends the accept
+// loop: nil error when ln was closed or the server is shutting down, else
+// the error that ends it for good.
+func (h *h1Server) accept(ln net.Listener) (net.Conn, error) {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) || h.shutting.Load() {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
-			}
+		if err == nil {
+			return c, nil
+		}
+		if errors.Is(err, net.ErrClosed) || h.shutting.Load() {
+			return nil, nil
+		}
+		var ne net.Error
+		if !(errors.As(err, &ne) && ne.Timeout() || isTemporary(err)) {
+			return nil, err
+		}
+		backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+		time.Sleep(backoff)
+	}
+}
+
+// serve accepts connections on ln until it is closed (returns nil) or fails
+// for good.
+func (h *h1Server) serve(ln net.Listener) error {
+	for {
+		c, err := h.accept(ln)
+		if c == nil {
 			return err
 		}
-		backoff = 0
 		h.mu.Lock()
 		if h.shutting.Load() {
 			h.mu.Unlock()

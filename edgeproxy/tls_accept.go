@@ -39,22 +39,11 @@ type tlsStateKey struct{}
 func (t *tlsEdge) serveAccept(ln net.Listener) error {
 	h := t.s.h1
 	cfg := t.tlsConfig()
-	var backoff time.Duration
 	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) || h.shutting.Load() {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
-			}
+		c, err := h.accept(ln)
+		if c == nil {
 			return err
 		}
-		backoff = 0
 		// Counted in the h1 server's drain from accept on: a connection
 		// mid-handshake when a drain begins is served, not dropped.
 		h.mu.Lock()
