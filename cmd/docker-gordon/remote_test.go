@@ -119,23 +119,6 @@ func TestRemote_BundleRoundTripAndBound(t *testing.T) {
 	assert.ErrorIs(t, err, core.ErrInvalid)
 }
 
-// Only a static Linux executable for the engine's architecture is sent as
-// a custom plugin.
-func TestRemote_PluginMustBeStaticLinuxExecutable(t *testing.T) {
-	assert.Equal(t, "not an ELF executable", staticLinuxExecutable([]byte("#!/bin/sh\necho hi\n"), "x86_64"))
-	if data, err := os.ReadFile("/bin/ls"); err == nil {
-		assert.Contains(t, staticLinuxExecutable(data, "x86_64"), "dynamically linked")
-	}
-	self, err := os.Executable()
-	require.NoError(t, err)
-	data, err := os.ReadFile(self)
-	require.NoError(t, err)
-	if staticLinuxExecutable(data, "x86_64") != "" {
-		t.Skip("this test binary is not static (CGO_ENABLED=0 go test checks the architecture case)")
-	}
-	assert.Contains(t, staticLinuxExecutable(data, "aarch64"), "built for EM_X86_64")
-}
-
 // The runner stops (SIGTERM to itself) when the CLI's stdin ends or falls
 // silent, and not while heartbeats arrive.
 func TestRemote_RunnerStopsWhenTheCLIGoesAwayOrSilent(t *testing.T) {

@@ -8,9 +8,7 @@ package main
 // verb as it interrupts a local one (SPEC R45–R48 converge the rest).
 
 import (
-	"bytes"
 	"context"
-	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -30,6 +28,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
 )
 
 // Runner environment (set by runRunner on the runner container).
@@ -447,7 +446,7 @@ func bundlePlugins(e *cliEnv, b *runnerBundle, dirs []string, arch string) (int,
 			if err != nil {
 				return n, fmt.Errorf("plugin %s: %w", full, err)
 			}
-			if why := staticLinuxExecutable(data, arch); why != "" {
+			if why := sysimage.StaticLinuxExecutable(data, arch); why != "" {
 				fmt.Fprintf(e.dockerCli.Err(), "warning: plugin %s is not sent to the engine: %s (only static Linux executables run in the runner)\n", full, why)
 				continue
 			}
@@ -456,29 +455,6 @@ func bundlePlugins(e *cliEnv, b *runnerBundle, dirs []string, arch string) (int,
 		}
 	}
 	return n, nil
-}
-
-// staticLinuxExecutable returns "" for a statically linked Linux ELF
-// executable for arch (the engine's, "x86_64" or "aarch64"), else why not.
-func staticLinuxExecutable(data []byte, arch string) string {
-	f, err := elf.NewFile(bytes.NewReader(data))
-	if err != nil {
-		return "not an ELF executable"
-	}
-	defer f.Close()
-	if f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX {
-		return "not a Linux executable"
-	}
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return "dynamically linked (build it with CGO_ENABLED=0)"
-		}
-	}
-	want := map[string]elf.Machine{"x86_64": elf.EM_X86_64, "amd64": elf.EM_X86_64, "aarch64": elf.EM_AARCH64, "arm64": elf.EM_AARCH64}
-	if m, ok := want[arch]; ok && f.Machine != m {
-		return fmt.Sprintf("built for %s, the engine runs %s", f.Machine, arch)
-	}
-	return ""
 }
 
 // errNoCopyWithoutFile is deploy --copy-images without a manifest.

@@ -14,8 +14,10 @@ package sysimage
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -79,6 +81,11 @@ func Build(ctx context.Context, cli Client, name string, binaries map[string]str
 	for _, p := range paths {
 		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" || p == "/tmp" || strings.HasPrefix(p, "/tmp/") {
 			return Image{}, fmt.Errorf("system image %s: bad image path %q (absolute, clean, not under /tmp): %w", name, p, core.ErrInvalid)
+		}
+	}
+	for _, p := range paths {
+		if err := checkStatic(binaries[p]); err != nil {
+			return Image{}, fmt.Errorf("system image %s: %w", name, err)
 		}
 	}
 	df := dockerfile(name, paths)
@@ -281,4 +288,45 @@ func DrainBuild(r io.Reader) error {
 			return fmt.Errorf("%s\n%s", m.Error.Message, strings.Join(tail, "\n"))
 		}
 	}
+}
+
+// checkStatic refuses an executable that cannot run in a FROM-scratch
+// image (StaticLinuxExecutable; the container would only fail with "exec
+// …: no such file or directory"). Files that are not ELF are left to the
+// engine. Errors wrap core.ErrInvalid.
+func checkStatic(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("read binary %s: %w: %w", file, core.ErrInvalid, err)
+	}
+	if !bytes.HasPrefix(data, []byte(elf.ELFMAG)) {
+		return nil // not ELF
+	}
+	if why := StaticLinuxExecutable(data, ""); why != "" {
+		return fmt.Errorf("%s cannot run in a FROM-scratch image: %s, as make build and install.sh do: %w", file, why, core.ErrInvalid)
+	}
+	return nil
+}
+
+// StaticLinuxExecutable returns "" for a statically linked Linux ELF
+// executable for arch (the engine's, "x86_64" or "aarch64"), else why not.
+func StaticLinuxExecutable(data []byte, arch string) string {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return "not an ELF executable"
+	}
+	defer f.Close()
+	if f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX {
+		return "not a Linux executable"
+	}
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return "dynamically linked (build it with CGO_ENABLED=0)"
+		}
+	}
+	want := map[string]elf.Machine{"x86_64": elf.EM_X86_64, "amd64": elf.EM_X86_64, "aarch64": elf.EM_AARCH64, "arm64": elf.EM_AARCH64}
+	if m, ok := want[arch]; ok && f.Machine != m {
+		return fmt.Sprintf("built for %s, the engine runs %s", f.Machine, arch)
+	}
+	return ""
 }
