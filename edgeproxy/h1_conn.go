@@ -89,7 +89,10 @@ type h1Server struct {
 	// handshaking are the HTTPS connections accepted and not yet
 	// handshaken (tls_accept.go), in wg already.
 	handshaking map[*tls.Conn]struct{}
-	shutting    atomic.Bool
+	// h2conns are the HTTPS connections served by the edge's HTTP/2
+	// server (h2_conn.go), in wg until their last handler returns.
+	h2conns  map[*h2Conn]struct{}
+	shutting atomic.Bool
 	// shutAt is when shutdown began (unix nano): idle connections get
 	// drainIdleGrace from then (or from going idle) to send a request.
 	shutAt atomic.Int64
@@ -143,6 +146,7 @@ func newH1Server(s *Server, addr net.Addr, idleTimeout time.Duration) *h1Server 
 		readHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		conns:             make(map[*h1Conn]struct{}),
 		handshaking:       make(map[*tls.Conn]struct{}),
+		h2conns:           make(map[*h2Conn]struct{}),
 	}
 }
 
@@ -215,6 +219,14 @@ func (h *h1Server) forget(hc *h1Conn) {
 	h.wg.Done()
 }
 
+// forgetH2 unregisters a closed HTTP/2 connection (its drain count ends
+// once its handlers have returned, h2Conn.close).
+func (h *h1Server) forgetH2(c *h2Conn) {
+	h.mu.Lock()
+	delete(h.h2conns, c)
+	h.mu.Unlock()
+}
+
 // shutdown stops serving: idle connections are closed at once, active ones
 // after the response they are writing (which says Connection: close); it
 // returns when none is left or ctx ends (then the rest are closed).
@@ -242,6 +254,9 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 	hsGraced := make(map[*tls.Conn]bool)
 	for {
 		h.mu.Lock()
+		for c := range h.h2conns {
+			c.drain(drainIdleGrace) // once per connection
+		}
 		for tc := range h.handshaking {
 			if !hsGraced[tc] {
 				hsGraced[tc] = true
@@ -274,6 +289,9 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 			}
 			for tc := range h.handshaking {
 				_ = tc.NetConn().Close()
+			}
+			for c := range h.h2conns {
+				_ = c.tc.NetConn().Close()
 			}
 			h.mu.Unlock()
 			<-done

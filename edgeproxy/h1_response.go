@@ -460,6 +460,12 @@ func validTrailer(line []byte) bool {
 // stripped; at most the reader's 4 KiB), waiting through upstreamWait
 // without losing a partial line. The line is valid until the next read.
 func (hc *h1Conn) upstreamLine(fc *fastConn) ([]byte, error) {
+	return upstreamLine(fc, hc.wait)
+}
+
+// upstreamLine reads one line of a chunked body from fc as the method
+// does, read errors going through wait.
+func upstreamLine(fc *fastConn, wait func(error) error) ([]byte, error) {
 	for {
 		buf, _ := fc.br.Peek(fc.br.Buffered())
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
@@ -474,7 +480,7 @@ func (hc *h1Conn) upstreamLine(fc *fastConn) ([]byte, error) {
 			return nil, errBadResponse
 		}
 		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
-			if err = hc.wait(err); err != nil {
+			if err = wait(err); err != nil {
 				return nil, err
 			}
 		}

@@ -60,8 +60,5 @@ func tcpUnder(c net.Conn) net.Conn {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if cc, ok := c.(*coalesceConn); ok {
-		return cc.Conn
-	}
 	return c
 }

@@ -15,18 +15,18 @@ import (
 
 // The HTTPS listener (SPEC R62): the edge accepts and handshakes itself
 // (tlsConfig: certificates, ALPN, TLS policy), then
-//   - a connection that negotiated h2 goes to the net/http server (its
-//     HTTP/2 server), through t.conns;
+//   - a connection that negotiated h2 is served by the edge's own HTTP/2
+//     server (h2_conn.go);
 //   - acme-tls/1 (a TLS-ALPN-01 validation) is closed once the handshake,
 //     which answered the challenge, is done;
 //   - anything else (http/1.1, or no ALPN) is served by the edge's own
-//     HTTP/1.1 loop (h1.go) over the *tls.Conn, with scheme https; what
-//     the loop does not serve itself (bodies, upgrades, the 503 page of a
-//     host without a certificate, h2c backends, unknown hosts) it hands,
-//     at a request boundary, to the same net/http server through t.conns,
-//     which sees the request as TLS (tlsHandler).
+//     HTTP/1.1 loop (h1_conn.go) over the *tls.Conn, with scheme https;
+//     what the loop does not serve itself (bodies, upgrades, the 503 page
+//     of a host without a certificate, h2c backends, unknown hosts) it
+//     hands, at a request boundary, to the net/http server through
+//     t.conns, which sees the request as TLS (tlsHandler).
 //
-// The loop never touches a TLS connection's descriptor (no event loop
+// The loops never touch a TLS connection's descriptor (no event loop
 // adoption, no splice: rawControl needs a syscall.Conn, which *tls.Conn is
 // not); peerClosed reads the TCP state of the socket underneath, which
 // consumes nothing.
@@ -53,7 +53,7 @@ func (t *tlsEdge) serveAccept(ln net.Listener) error {
 			continue
 		}
 		h.wg.Add(1)
-		tc := tls.Server(newCoalesceConn(c), cfg)
+		tc := tls.Server(c, cfg)
 		h.handshaking[tc] = struct{}{} // a drain bounds it (h1Server.shutdown)
 		h.mu.Unlock()
 		go t.handshakeAndServe(tc)
@@ -91,13 +91,13 @@ func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 	_ = tc.SetWriteDeadline(time.Time{})
 	switch tc.ConnectionState().NegotiatedProtocol {
 	case "h2":
-		if cc, ok := tc.NetConn().(*coalesceConn); ok {
-			cc.enable()
-		}
-		if !t.conns.push(tc) {
-			_ = tc.Close()
-		}
-		h.wg.Done()
+		// Served by the edge's HTTP/2 server (h2_conn.go), in the drain's
+		// count (wg) until its last handler returns.
+		c := t.s.newH2Conn(tc)
+		h.mu.Lock()
+		h.h2conns[c] = struct{}{}
+		h.mu.Unlock()
+		c.serve()
 		return
 	case "acme-tls/1":
 		_ = tc.Close() // the handshake answered the challenge

@@ -48,37 +48,60 @@ func (h *h1Server) handoffFor(hc *h1Conn) *handoffListener {
 // HTTPS policy for a TLS connection (pickTLS).
 func (s *Server) pickFor(hc *h1Conn) (rt *httpRoute, i int, b *backend) {
 	if hc.isTLS() && s.tls != nil {
-		return s.pickTLS(hc.req.host)
+		return s.pickTLS(hc.req.host, protoH1)
 	}
 	return s.pickH1(hc.req.host)
 }
 
+// Protocols of the request counters (tlsEdge.byProto).
+const (
+	protoH1 = 0
+	protoH2 = 1
+)
+
 // pickTLS picks the backend for an HTTPS request to host and counts it in
-// flight (doneH1 undoes it) and by protocol; rt is nil when ServeHTTP must
+// flight (doneH1 undoes it) and by protocol (protoH1, protoH2); rt is nil when ServeHTTP must
 // answer: no route, a held route, an h2c backend, or a host whose TLS
 // policy answers 503 (no certificate yet, servePolicy).
-func (s *Server) pickTLS(host []byte) (rt *httpRoute, i int, b *backend) {
+func (s *Server) pickTLS(host []byte, proto int) (rt *httpRoute, i int, b *backend) {
 	for {
 		snap := s.snap.Load()
 		if snap == nil {
 			return nil, 0, nil
 		}
-		rt = s.routeH1(snap, host)
-		if rt == nil || len(rt.backends) == 0 || rt.h2c || !s.tls.servesTLS(rt, host) {
+		if rt = s.tlsRoute(snap, host); rt == nil {
 			return nil, 0, nil
 		}
-		i = rt.pick()
-		b = rt.backends[i]
-		b.inFlight.Add(1)
-		// As in pickH1: counted while snap was still current.
-		if s.snap.Load() == snap {
-			break
+		if i, b, ok := s.countTLS(snap, rt, proto); ok {
+			return rt, i, b
 		}
+	}
+}
+
+// tlsRoute is the route of an HTTPS request to host on snap that the
+// loops serve themselves (nil: ServeHTTP answers, see pickTLS).
+func (s *Server) tlsRoute(snap *snapshot, host []byte) *httpRoute {
+	rt := s.routeH1(snap, host)
+	if rt == nil || len(rt.backends) == 0 || rt.h2c || !s.tls.servesTLS(rt, host) {
+		return nil
+	}
+	return rt
+}
+
+// countTLS picks a backend of rt and counts the request on it, in flight
+// and by protocol; false when snap stopped being current meanwhile (the
+// count is undone: route again on the new snapshot, as in pickH1).
+func (s *Server) countTLS(snap *snapshot, rt *httpRoute, proto int) (int, *backend, bool) {
+	i := rt.pick()
+	b := rt.backends[i]
+	b.inFlight.Add(1)
+	if s.snap.Load() != snap {
 		b.inFlight.Add(-1)
+		return 0, nil, false
 	}
 	rt.metrics[i].inFlight.Inc()
-	s.tls.byProto[1][0].Inc()
-	return rt, i, b
+	s.tls.byProto[1][proto].Inc()
+	return i, b, true
 }
 
 // servesTLS reports whether an HTTPS request for host on rt is proxied

@@ -302,8 +302,8 @@ func TestHTTPSHTTP11InFlightCountedAndAnsweredThroughADrain(t *testing.T) {
 	<-stopped
 }
 
-// HTTP/2 with many streams on one connection (writes coalesced under
-// TLS): every stream gets its own answer whole, small and large.
+// HTTP/2 with many streams on one connection (their frames share TLS
+// writes, h2Conn.flushLoop): every stream gets its own answer whole, small and large.
 func TestHTTPSH2ConcurrentStreamsEachGetTheirOwnAnswer(t *testing.T) {
 	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,563 @@
+package edgeproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// The HTTP/2 fast path: a GET or HEAD without a body, for a host the h1
+// loop would serve over TLS (pickTLS), from a peer that is not a trusted
+// proxy, is written straight onto a pooled backend connection as
+// HTTP/1.1 (writeOutgoing's rules: hop-by-hop fields dropped, the
+// forwarded headers replaced, an X-Request-Id added) and the response is
+// relayed as HEADERS and DATA frames as it comes (parseResponse's
+// framing; chunked bodies chunk by chunk, their trailers as trailers), a
+// frame queued whenever the backend has nothing more buffered, so
+// server-sent events pass as sent. No http.Request, no ReverseProxy.
+// Everything else takes Server.ServeHTTP (h2_stream.go).
+
+// h2FastCandidate reports whether f may take the fast path (before the
+// route is known); method, path and authority are its pseudo-headers.
+func (st *h2Stream) h2FastCandidate(f *http2.MetaHeadersFrame) (method, path, authority string, ok bool) {
+	if !f.StreamEnded() || f.Truncated || st.c.trusted {
+		return "", "", "", false
+	}
+	method = f.PseudoValue("method")
+	if method != http.MethodGet && method != http.MethodHead {
+		return "", "", "", false
+	}
+	path, authority = f.PseudoValue("path"), f.PseudoValue("authority")
+	if f.PseudoValue("scheme") == "" || !validOriginPath(path) || !validAuthority(authority) {
+		return "", "", "", false
+	}
+	for _, hf := range f.RegularFields() {
+		switch {
+		case h2ConnHeaders[hf.Name], hf.Name == "te" && hf.Value != "trailers",
+			hf.Name == "host", hf.Name == "expect", hf.Name == "content-length":
+			return "", "", "", false
+		}
+	}
+	return method, path, authority, true
+}
+
+// validOriginPath accepts an origin-form request target with no byte a
+// request line cannot carry.
+func validOriginPath(p string) bool {
+	if len(p) == 0 || p[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validAuthority accepts a host[:port] of the characters host names and
+// IP literals use.
+func validAuthority(a string) bool {
+	if a == "" {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '.', c == '-', c == ':', c == '[', c == ']', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// serveFast serves f on the fast path when it qualifies and its host is
+// served there; false leaves it to ServeHTTP.
+func (st *h2Stream) serveFast(f *http2.MetaHeadersFrame) bool {
+	method, path, authority, ok := st.h2FastCandidate(f)
+	if !ok {
+		return false
+	}
+	rt, i, b := st.c.pickFast(authority)
+	if rt == nil {
+		return false
+	}
+	ex := h1Exchange{rt: rt, i: i, b: b, start: time.Now()}
+	code, proxyErr := st.exchangeFast(&ex, method, path, authority, f.RegularFields())
+	doneH1(&ex, code, proxyErr)
+	return true
+}
+
+// isReset reports whether the stream was reset (by the client, or with
+// its connection).
+func (st *h2Stream) isReset() bool {
+	st.c.wmu.Lock()
+	defer st.c.wmu.Unlock()
+	return st.reset
+}
+
+// h2Route is a connection's last fast-path routing decision: the route
+// (nil: not served on the fast path) of auth on snap with the
+// certificates of have.
+type h2Route struct {
+	auth string
+	snap *snapshot
+	have *map[string]struct{}
+	rt   *httpRoute
+}
+
+// pickFast is pickTLS for an HTTP/2 request to authority, the routing
+// decision cached per connection while the snapshot and the certificates
+// served stay the same (a connection's streams nearly always name one
+// host).
+func (c *h2Conn) pickFast(authority string) (rt *httpRoute, i int, b *backend) {
+	s := c.s
+	for {
+		snap := s.snap.Load()
+		if snap == nil {
+			return nil, 0, nil
+		}
+		have := s.tls.have.Load()
+		if rc := c.route.Load(); rc != nil && rc.snap == snap && rc.have == have && rc.auth == authority {
+			rt = rc.rt
+		} else {
+			rt = s.tlsRoute(snap, []byte(authority))
+			c.route.Store(&h2Route{auth: authority, snap: snap, have: have, rt: rt})
+		}
+		if rt == nil {
+			return nil, 0, nil
+		}
+		if i, b, ok := s.countTLS(snap, rt, protoH2); ok {
+			return rt, i, b
+		}
+	}
+}
+
+// h2Wait judges a backend read error of a fast-path exchange, as
+// upstreamWait does for the h1 loop: the route's response header deadline
+// is a 504, a stream the client reset ends the exchange (errClientGone),
+// a client check re-arms and reads on.
+type h2Wait struct {
+	st         *h2Stream
+	fc         *fastConn
+	rhDeadline time.Time
+}
+
+func (w *h2Wait) wait(err error) error {
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		return err
+	}
+	now := time.Now()
+	if !w.rhDeadline.IsZero() && !now.Before(w.rhDeadline) {
+		return errResponseHeaderTimeout
+	}
+	if w.st.isReset() {
+		return errClientGone
+	}
+	next := now.Add(upstreamTick)
+	if !w.rhDeadline.IsZero() {
+		next = earliest(next, w.rhDeadline)
+	}
+	w.fc.setWatch(next)
+	return nil
+}
+
+// arm sets the read deadline of an exchange (armUpstream's rules).
+func (w *h2Wait) arm(responseHeader time.Duration) {
+	now := time.Now()
+	w.rhDeadline = time.Time{}
+	if responseHeader > 0 {
+		w.rhDeadline = now.Add(responseHeader)
+		if responseHeader <= 2*upstreamTick {
+			w.fc.setWatch(earliest(now.Add(upstreamTick), w.rhDeadline))
+			return
+		}
+	}
+	if w.fc.watchUntil.Sub(now) < upstreamTick/2 {
+		w.fc.setWatch(now.Add(upstreamTick))
+	}
+}
+
+// exchangeFast sends the request to ex.b and relays the answer; it returns
+// the status relayed (or of the error page) and the error class for the
+// metrics. A kept-alive connection the backend had closed is retried once
+// on a new one, as exchangeH1 does.
+func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string, fields []hpack.HeaderField) (code, proxyErr int) {
+	rt, b := ex.rt, ex.b
+	t := b.transport
+	head := method == http.MethodHead
+	for attempt := 0; ; attempt++ {
+		fc, reused, err := t.get(st.c.ctx, rt.timeouts.dial, attempt == 0)
+		if err != nil {
+			return st.fastError(rt, b, err, head)
+		}
+		st.c.writeUpstreamHead(fc.bw, method, path, authority, fields)
+		err = fc.bw.Flush()
+		sc := st.scratch
+		resp := &sc.resp
+		resp.started = false
+		w := h2Wait{st: st, fc: fc}
+		if err == nil {
+			w.arm(rt.timeouts.responseHeader)
+			err = readResponse(fc, resp, head, sc.head[:0], w.wait)
+			sc.head = resp.head[:0]
+		}
+		if err != nil {
+			_ = fc.c.Close()
+			if errors.Is(err, errClientGone) {
+				return statusClientClosed, 0
+			}
+			var ne net.Error
+			timedOut := errors.As(err, &ne) && ne.Timeout()
+			if reused && attempt == 0 && !timedOut && !resp.started {
+				continue
+			}
+			return st.fastError(rt, b, err, head)
+		}
+		w.rhDeadline = time.Time{}
+		clientOK, upstreamOK := st.relayFast(fc, resp, w.wait)
+		if !clientOK {
+			st.c.wmu.Lock()
+			st.resetLocked(http2.ErrCodeInternal, true)
+			st.c.wmu.Unlock()
+		}
+		if upstreamOK && !resp.close {
+			t.put(fc)
+		} else {
+			_ = fc.c.Close()
+		}
+		return resp.code, 0
+	}
+}
+
+// writeUpstreamHead writes the HTTP/1.1 request head of an HTTP/2 request
+// (writeOutgoing's rules for an untrusted peer; cookie fields joined, RFC
+// 9113 §8.2.3).
+func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority string, fields []hpack.HeaderField) {
+	bw.WriteString(method)
+	bw.WriteByte(' ')
+	bw.WriteString(path)
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.WriteString(authority)
+	bw.WriteString("\r\n")
+	requestID, cookies := false, 0
+	for _, hf := range fields {
+		name := []byte(hf.Name)
+		kind := headerKind(name)
+		if kind == hdrOther && underscoreAlias(name) {
+			continue
+		}
+		switch kind {
+		case hdrHop, hdrConnection, hdrForwarded, hdrTrailer, hdrClientClaim, hdrUpgrade:
+			continue
+		case hdrTE:
+			bw.WriteString("Te: trailers\r\n")
+			continue
+		case hdrRequestID:
+			requestID = true
+		}
+		if hf.Name == "cookie" {
+			if cookies == 0 {
+				bw.WriteString("Cookie: ")
+			} else {
+				bw.WriteString("; ")
+			}
+			cookies++
+			bw.WriteString(hf.Value)
+			continue
+		}
+		if cookies > 0 {
+			bw.WriteString("\r\n")
+			cookies = -1 << 30 // a later cookie field starts its own line
+		}
+		writeHeader(bw, hf.Name, hf.Value)
+	}
+	if cookies > 0 {
+		bw.WriteString("\r\n")
+	}
+	writeHeader(bw, "X-Forwarded-For", c.peer)
+	fwd := c.fwd.Load()
+	if fwd == nil || fwd.host != authority {
+		fwd = &h2Forwarded{host: authority, elem: forwardedElement(c.peerIP, c.peer, authority, "https")}
+		c.fwd.Store(fwd)
+	}
+	writeHeader(bw, "Forwarded", fwd.elem)
+	bw.WriteString("X-Forwarded-Proto: https\r\nX-Forwarded-Host: ")
+	bw.WriteString(authority)
+	bw.WriteString("\r\n")
+	if !requestID {
+		writeRequestID(bw)
+	}
+	bw.WriteString("\r\n")
+}
+
+// relayFast relays resp and its body from fc as frames. clientOK is false
+// when the answer could not be relayed whole (the stream is then reset);
+// upstreamOK is false when fc cannot be reused.
+func (st *h2Stream) relayFast(fc *fastConn, resp *h1Response, wait func(error) error) (clientOK, upstreamOK bool) {
+	c := st.c
+	switch {
+	case resp.noBody:
+		c.wmu.Lock()
+		_ = st.writeRespHeadLocked(resp, true)
+		c.kickLocked()
+		c.wmu.Unlock()
+		return true, true
+	case !resp.chunked && !resp.untilClose && resp.length <= h2MaxFrameSize && int64(fc.br.Buffered()) >= resp.length:
+		// The whole body is here: HEADERS and DATA with END_STREAM, queued
+		// together.
+		body, _ := fc.br.Peek(int(resp.length))
+		c.wmu.Lock()
+		err := st.writeRespHeadLocked(resp, len(body) == 0)
+		if err == nil && len(body) > 0 {
+			err = st.writeDataLocked(body, true)
+		}
+		c.kickLocked()
+		c.wmu.Unlock()
+		_, _ = fc.br.Discard(len(body))
+		return err == nil, true
+	}
+	c.wmu.Lock()
+	err := st.writeRespHeadLocked(resp, false)
+	c.kickLocked()
+	c.wmu.Unlock()
+	if err != nil {
+		return false, false
+	}
+	switch {
+	case resp.chunked:
+		return st.relayChunkedFast(fc, wait)
+	case resp.untilClose:
+		return st.relayBodyFast(fc, -1, wait), false
+	default:
+		ok := st.relayBodyFast(fc, resp.length, wait)
+		return ok, ok
+	}
+}
+
+// relayBodyFast relays n body bytes (n < 0: until the backend closes) as
+// DATA frames, the last with END_STREAM.
+func (st *h2Stream) relayBodyFast(fc *fastConn, n int64, wait func(error) error) bool {
+	c := st.c
+	for n != 0 {
+		if _, err := fc.br.Peek(1); err != nil {
+			if n < 0 && errors.Is(err, io.EOF) {
+				return st.endStream(nil)
+			}
+			if wait(err) != nil {
+				return false
+			}
+			continue
+		}
+		avail := fc.br.Buffered()
+		m := min(avail, h2MaxFrameSize)
+		if n > 0 {
+			m = int(min(int64(m), n))
+		}
+		b, _ := fc.br.Peek(m)
+		last := n > 0 && int64(m) == n
+		c.wmu.Lock()
+		err := st.writeDataLocked(b, last)
+		if last || avail == m {
+			c.kickLocked()
+		}
+		c.wmu.Unlock()
+		_, _ = fc.br.Discard(m)
+		if err != nil {
+			return false
+		}
+		if n > 0 {
+			n -= int64(m)
+		}
+	}
+	return true
+}
+
+// relayChunkedFast relays a chunked body as DATA frames and its trailer
+// section as trailers (relayChunked's checks).
+func (st *h2Stream) relayChunkedFast(fc *fastConn, wait func(error) error) (clientOK, upstreamOK bool) {
+	for {
+		line, err := upstreamLine(fc, wait)
+		if err != nil {
+			return false, false
+		}
+		size := line
+		if i := bytes.IndexByte(size, ';'); i >= 0 {
+			size = size[:i]
+		}
+		n, ok := parseChunkSize(bytes.TrimRight(size, " \t"))
+		if !ok || !validFieldValue(line) {
+			return false, false
+		}
+		if n == 0 {
+			var trailers []hpack.HeaderField
+			for {
+				line, err := upstreamLine(fc, wait)
+				if err != nil || len(line) > 0 && !validTrailer(line) {
+					return false, false
+				}
+				if len(line) == 0 {
+					return st.endStream(trailers), true
+				}
+				colon := bytes.IndexByte(line, ':')
+				lk := string(bytes.ToLower(line[:colon]))
+				if !h2ConnHeaders[lk] {
+					trailers = append(trailers, hpack.HeaderField{Name: lk, Value: string(bytes.Trim(line[colon+1:], " \t"))})
+				}
+			}
+		}
+		if !st.relayBodyChunk(fc, n, wait) {
+			return false, false
+		}
+		crlf, err := upstreamLine(fc, wait)
+		if err != nil || len(crlf) != 0 {
+			return false, false
+		}
+	}
+}
+
+// relayBodyChunk relays one chunk's n bytes as DATA frames.
+func (st *h2Stream) relayBodyChunk(fc *fastConn, n int64, wait func(error) error) bool {
+	c := st.c
+	for n > 0 {
+		if _, err := fc.br.Peek(1); err != nil {
+			if wait(err) != nil {
+				return false
+			}
+			continue
+		}
+		avail := fc.br.Buffered()
+		m := int(min(int64(min(avail, h2MaxFrameSize)), n))
+		b, _ := fc.br.Peek(m)
+		c.wmu.Lock()
+		err := st.writeDataLocked(b, false)
+		if avail == m {
+			c.kickLocked()
+		}
+		c.wmu.Unlock()
+		_, _ = fc.br.Discard(m)
+		if err != nil {
+			return false
+		}
+		n -= int64(m)
+	}
+	return true
+}
+
+// endStream ends the answer: trailers with END_STREAM, or an empty DATA
+// frame with it.
+func (st *h2Stream) endStream(trailers []hpack.HeaderField) bool {
+	c := st.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var err error
+	if len(trailers) > 0 {
+		err = st.writeFieldsLocked(0, trailers, true)
+	} else {
+		err = st.writeDataLocked(nil, true)
+	}
+	c.kickLocked()
+	return err == nil
+}
+
+// writeRespHeadLocked queues resp's head as HEADERS (writeResponseHead's
+// field rules; Content-Length kept for a sized body).
+func (st *h2Stream) writeRespHeadLocked(resp *h1Response, end bool) error {
+	c := st.c
+	fields := c.fieldBuf[:0]
+	for _, h := range resp.headers {
+		k := h.kind
+		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) {
+			continue
+		}
+		fields = append(fields, hpack.HeaderField{Name: c.lowerName(h.name), Value: string(h.value)})
+	}
+	if resp.length >= 0 && !resp.untilClose && resp.code != http.StatusNoContent {
+		fields = append(fields, hpack.HeaderField{Name: "content-length", Value: strconv.FormatInt(resp.length, 10)})
+	}
+	c.fieldBuf = fields[:0]
+	return st.writeFieldsLocked(resp.code, fields, end)
+}
+
+// writeFieldsLocked queues a HEADERS block of fields (with :status when
+// code is not 0) and its CONTINUATIONs.
+func (st *h2Stream) writeFieldsLocked(code int, fields []hpack.HeaderField, end bool) error {
+	c := st.c
+	if st.reset || st.ended || c.werr != nil {
+		return errH2StreamClosed
+	}
+	c.hbuf.b = c.hbuf.b[:0]
+	if code != 0 {
+		_ = c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusString(code)})
+	}
+	for _, f := range fields {
+		_ = c.henc.WriteField(f)
+	}
+	st.writeBlockLocked(end)
+	return nil
+}
+
+// h2Forwarded is a connection's Forwarded element for one authority.
+type h2Forwarded struct{ host, elem string }
+
+// lowerName is name lower-cased as a string, interned per connection for
+// the names it has seen (at most h2MaxInterned); under c.wmu.
+func (c *h2Conn) lowerName(name []byte) string {
+	var buf [64]byte
+	if len(name) > len(buf) {
+		return string(bytes.ToLower(name))
+	}
+	lb := buf[:len(name)]
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		lb[i] = ch
+	}
+	if s, ok := c.names[string(lb)]; ok {
+		return s
+	}
+	s := string(lb)
+	if len(c.names) < h2MaxInterned {
+		c.names[s] = s
+	}
+	return s
+}
+
+// h2MaxInterned bounds a connection's interned header names.
+const h2MaxInterned = 256
+
+// fastError queues the 502/503/504 page of a failed exchange
+// (h1ProxyError's page).
+func (st *h2Stream) fastError(rt *httpRoute, b *backend, err error, head bool) (int, int) {
+	code, what := classifyProxyError(context.Background(), err)
+	st.c.s.logger.Debug("proxy error", "backend", b.addr, "status", code, "error", err)
+	body := proxyErrorBody(code, what, rt)
+	fields := []hpack.HeaderField{
+		{Name: "content-type", Value: "text/plain; charset=utf-8"},
+		{Name: "x-content-type-options", Value: "nosniff"},
+		{Name: "cache-control", Value: "no-store"},
+		{Name: "content-length", Value: strconv.Itoa(len(body))},
+	}
+	c := st.c
+	c.wmu.Lock()
+	werr := st.writeFieldsLocked(code, fields, head)
+	if werr == nil && !head {
+		_ = st.writeDataLocked([]byte(body), true)
+	}
+	c.kickLocked()
+	c.wmu.Unlock()
+	return code, code
+}
