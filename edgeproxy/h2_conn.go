@@ -48,6 +48,7 @@ const (
 	h2StreamWindow  = 1 << 20
 	h2ConnWindow    = 1 << 20
 	h2MaxBuffered   = 256 << 10
+	h2MaxOutput     = 4 * h2MaxBuffered
 	h2MaxFrameSize  = 16 << 10
 	h2GoAwayLinger  = time.Second
 	h2MaxStreamID   = 1<<31 - 1
@@ -179,7 +180,13 @@ func (c *h2Conn) serve() {
 			c.readFailed(err)
 			return
 		}
-		if err := c.dispatch(f); err != nil {
+		err = c.dispatch(f)
+		if err == nil && c.outOverBound() {
+			// Control answers (PING and SETTINGS acks, resets) piling up
+			// unread: a client that sends and never reads.
+			err = http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
+		}
+		if err != nil {
 			if errors.Is(err, errH2Done) {
 				c.closeWrite()
 			} else {
@@ -263,8 +270,17 @@ func (c *h2Conn) connError(err error) error {
 	c.kickLocked()
 	c.wmu.Unlock()
 	c.s.logger.Debug("http2: connection error", "remote", c.remote, "code", code.String())
-	c.flushNow()
+	c.linger()
 	return err
+}
+
+// linger sends what is buffered (the GOAWAY), half-closes and discards
+// what the client still sends for up to h2GoAwayLinger: closing with
+// unread bytes would reset the connection, and the client could lose the
+// GOAWAY that says why.
+func (c *h2Conn) linger() {
+	c.closeWrite()
+	_, _ = io.Copy(io.Discard, c.tc.NetConn())
 }
 
 // dispatch handles one frame read; a returned error is a connection
@@ -398,6 +414,14 @@ func (c *h2Conn) streamError(id uint32, code http2.ErrCode) {
 	_ = c.fr.WriteRSTStream(id, code)
 	c.kickLocked()
 	c.wmu.Unlock()
+}
+
+// outOverBound reports whether the output buffer passed h2MaxOutput (DATA
+// alone stays within h2MaxBuffered: writers wait for room).
+func (c *h2Conn) outOverBound() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return len(c.out.b) > h2MaxOutput
 }
 
 // kickLocked queues a flush of the output buffer (under wmu); none once

@@ -199,6 +199,9 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 	t := b.transport
 	head := method == http.MethodHead
 	for attempt := 0; ; attempt++ {
+		if st.isReset() {
+			return statusClientClosed, 0 // reset before it was sent
+		}
 		fc, reused, err := t.get(st.c.ctx, rt.timeouts.dial, attempt == 0)
 		if err != nil {
 			return st.fastError(rt, b, err, head)

@@ -525,3 +525,39 @@ func TestR62_H2PingIsAnswered(t *testing.T) {
 		}
 	}
 }
+
+// R62 (HTTP/2 abuse): a client that floods PINGs and never reads makes
+// the answers it does not collect pile up; past the output bound the
+// connection ends with GOAWAY ENHANCE_YOUR_CALM instead of growing the
+// edge's memory.
+func TestR62_H2PingFloodWithoutReadingEndsTheConnection(t *testing.T) {
+	e, _ := tlsH1Edge(t, "flood2.test", headerEcho(t))
+	r := dialRawH2(t, e, "flood2.test")
+	const pings = 500_000
+	go func() {
+		bw := bufio.NewWriterSize(r.c, 64<<10)
+		fr := http2.NewFramer(bw, nil)
+		for i := 0; i < pings; i++ {
+			if fr.WritePing(false, [8]byte{byte(i)}) != nil {
+				return
+			}
+		}
+		_ = bw.Flush()
+	}()
+	time.Sleep(2 * time.Second) // the flood goes in unread
+	acks, calm := 0, false
+	for {
+		f, err := r.fr.ReadFrame()
+		if err != nil {
+			break
+		}
+		switch f := f.(type) {
+		case *http2.PingFrame:
+			acks++
+		case *http2.GoAwayFrame:
+			calm = f.ErrCode == http2.ErrCodeEnhanceYourCalm
+		}
+	}
+	assert.True(t, calm, "GOAWAY ENHANCE_YOUR_CALM (after %d acks)", acks)
+	assert.Less(t, acks, pings, "the flood was cut short")
+}
