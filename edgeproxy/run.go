@@ -249,17 +249,19 @@ func (s *Server) shutdownRun(r *runSet, handedOver bool) {
 	} else {
 		close(tcpDrained)
 	}
+	s.closeTLSListener()
+	// The loops drain first: until they are done they may still hand a
+	// request (a body, an upgrade, HTTP/1.0) to net/http, which serves it
+	// on a connection it keeps alive meanwhile. Then net/http's servers
+	// drain (their idle connections close, their requests are answered).
+	// All of it within the one ShutdownTimeout.
+	if err := s.h1.shutdown(sctx); err != nil {
+		s.logger.Warn("http shutdown incomplete", "error", err)
+	}
 	httpsDone := s.shutdownTLS(sctx, r.httpsSrv)
-	// Both servers drain at once: the loop's connections and the ones
-	// handed to net/http share the one ShutdownTimeout.
-	h1Done := make(chan error, 1)
-	go func() { h1Done <- s.h1.shutdown(sctx) }()
 	if err := r.httpSrv.Shutdown(sctx); err != nil {
 		s.logger.Warn("http shutdown incomplete", "error", err)
 		_ = r.httpSrv.Close()
-	}
-	if err := <-h1Done; err != nil {
-		s.logger.Warn("http shutdown incomplete", "error", err)
 	}
 	<-httpsDone
 	_ = r.adminSrv.Close()

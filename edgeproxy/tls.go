@@ -484,16 +484,22 @@ func (s *Server) tlsTick() {
 	}
 }
 
-// shutdownTLS drains the HTTPS server (in the background, sharing ctx with
-// the plain listener's drain); the returned channel closes when done.
+// closeTLSListener closes the HTTPS listener (none: nothing): the accept
+// loop ends; its connections drain with the h1 loop's.
+func (s *Server) closeTLSListener() {
+	if s.tls != nil && s.tls.ln != nil {
+		_ = s.tls.ln.Close()
+	}
+}
+
+// shutdownTLS drains the net/http HTTPS server, which serves what the h1
+// loop handed it (in the background, sharing ctx with the plain server's
+// drain); the returned channel closes when done.
 func (s *Server) shutdownTLS(ctx context.Context, srv *http.Server) <-chan struct{} {
 	done := make(chan struct{})
 	if srv == nil {
 		close(done)
 		return done
-	}
-	if s.tls.ln != nil {
-		_ = s.tls.ln.Close() // the accept loop ends; its connections drain with the h1 loop's
 	}
 	go func() {
 		defer close(done)
