@@ -235,6 +235,8 @@ func TestR62_H2ForwardedHeadersSameOnBothPaths(t *testing.T) {
 		return keep
 	}
 	assert.Equal(t, norm(seen["GET"]), norm(seen["POST"]))
+	metrics := adminGet(t, e, "/metrics")
+	assert.Regexp(t, `gordon_edge_http_requests_by_protocol_total\{proto="HTTP/2.0",scheme="https"\} ([2-9]|\d{2,})`, metrics, "both paths count HTTP/2 requests")
 }
 
 // R62 (HTTP/2): a chunked answer streams (an event reaches the client
