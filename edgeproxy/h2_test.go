@@ -244,10 +244,11 @@ func TestR62_H2ForwardedHeadersSameOnBothPaths(t *testing.T) {
 // trailers; a HEAD keeps its Content-Length and has no body; a 204 has
 // neither; a body delimited by the backend closing arrives whole.
 func TestR62_H2BodyFramingsRelayed(t *testing.T) {
-	next := make(chan struct{})
+	next := make(chan struct{}, 1)
 	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/sse":
+			_, _ = io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Trailer", "X-Sum")
 			_, _ = io.WriteString(w, "data: one\n\n")
@@ -277,22 +278,30 @@ func TestR62_H2BodyFramingsRelayed(t *testing.T) {
 	e, ca := tlsH1Edge(t, "frame2.test", b)
 	cl := httpsClient(e, ca.pool, true)
 
-	resp, err := cl.Get("https://frame2.test/sse")
-	require.NoError(t, err)
-	require.Equal(t, 2, resp.ProtoMajor)
-	br := bufio.NewReader(resp.Body)
-	line, err := br.ReadString('\n')
-	require.NoError(t, err)
-	assert.Equal(t, "data: one\n", line, "the first event arrives before the backend writes the second")
-	close(next)
-	rest, err := io.ReadAll(br)
-	require.NoError(t, err)
-	assert.Equal(t, "\ndata: two\n\n", string(rest))
-	assert.Equal(t, "2", resp.Trailer.Get("X-Sum"), "the chunked trailer arrives as an HTTP/2 trailer")
-	resp.Body.Close()
+	// GET takes the fast path, POST ServeHTTP: both stream and relay the
+	// trailer.
+	for _, method := range []string{"GET", "POST"} {
+		req, _ := http.NewRequest(method, "https://frame2.test/sse", strings.NewReader("x"))
+		if method == "GET" {
+			req.Body = nil
+		}
+		resp, err := cl.Do(req)
+		require.NoError(t, err)
+		require.Equal(t, 2, resp.ProtoMajor)
+		br := bufio.NewReader(resp.Body)
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		assert.Equal(t, "data: one\n", line, "%s: the first event arrives before the backend writes the second", method)
+		next <- struct{}{}
+		rest, err := io.ReadAll(br)
+		require.NoError(t, err)
+		assert.Equal(t, "\ndata: two\n\n", string(rest))
+		assert.Equal(t, "2", resp.Trailer.Get("X-Sum"), "%s: the chunked trailer arrives as an HTTP/2 trailer", method)
+		resp.Body.Close()
+	}
 
 	req, _ := http.NewRequest(http.MethodHead, "https://frame2.test/sized", nil)
-	resp, err = cl.Do(req)
+	resp, err := cl.Do(req)
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), resp.ContentLength)
 	got, _ := readAll(resp)
