@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -117,6 +118,13 @@ type h2Out struct{ b []byte }
 
 func (o *h2Out) Write(p []byte) (int, error) { o.b = append(o.b, p...); return len(p), nil }
 
+// h2HTTPServer is the http.ServerContextKey value of the streams'
+// contexts: ReverseProxy panics with http.ErrAbortHandler on a body it
+// could not relay whole only under a server (shouldPanicOnCopyError), and
+// the stream is then reset; without it a backend that cut its answer short
+// would end the stream as if the answer were whole.
+var h2HTTPServer = &http.Server{}
+
 // h2Preface is the client connection preface (RFC 9113 §3.4).
 const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -136,7 +144,7 @@ func (s *Server) newH2Conn(tc *tls.Conn) *h2Conn {
 	var pi h1Conn
 	pi.peerInfo(tc.RemoteAddr(), s.reg.trusted)
 	c.peer, c.peerIP, c.trusted = pi.peer, pi.peerIP, pi.trusted
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.ctx, c.cancel = context.WithCancel(context.WithValue(context.Background(), http.ServerContextKey, h2HTTPServer))
 	c.wcond.L = &c.wmu
 	c.br = bufio.NewReaderSize(tc, 32<<10)
 	c.fr = http2.NewFramer(&c.out, c.br)
