@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
 )
@@ -65,4 +66,45 @@ func TestR62_H2TruncatedChunkedAnswerIsReset(t *testing.T) {
 		assert.True(t, a.wasReset, "%s (%d): a cut answer is reset, got status %q body %q ended %v", method, i, a.status, a.body.String(), a.ended)
 		assert.False(t, a.ended, "%s: END_STREAM on a cut answer", method)
 	}
+}
+
+// R62 (HTTP/2 → HTTP/1.1, RFC 9113 §8.3.1 and §8.2.1): a :path with a
+// space or a control byte, a :method that is not a token, and an
+// :authority that is no valid Host never reach the backend (before, a
+// :path "/a?x HTTP/1.1" went out as the request line "POST /a?x
+// HTTP/1.1 HTTP/1.1", and an :authority "host:443 x" was routed to host
+// and relayed as an empty Host with X-Forwarded-Host "host:443 x").
+func TestR62_H2RequestLineAndAuthorityValidated(t *testing.T) {
+	addr, hits := rawBackend(t, func(w io.Writer, req *http.Request) {
+		_, _ = io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	e := h2EdgeTo(t, "line2.test", addr)
+	cases := []struct {
+		method, path, auth string
+		status             string // "" : the stream is reset (malformed)
+	}{
+		{"GET", "/a?x HTTP/1.1", "line2.test", ""},
+		{"POST", "/a?x HTTP/1.1", "line2.test", ""},
+		{"POST", "/a\tb", "line2.test", ""},
+		{"GET /x", "/", "line2.test", ""},
+		{"PO(ST", "/", "line2.test", ""},
+		{"POST", "/", "line2.test:443 x", "400"},
+		{"GET", "/", "line2.test:443 x", "400"},
+		{"POST", "/", "line2.test/x", "400"},
+	}
+	for _, tc := range cases {
+		r := dialRawH2(t, e, "line2.test")
+		r.request(1, true, tc.method, tc.path, tc.auth)
+		a := r.readAnswer(1)
+		if tc.status == "" {
+			assert.True(t, a.wasReset, "%q %q %q: reset, got %s %q", tc.method, tc.path, tc.auth, a.status, a.body.String())
+			assert.Equal(t, http2.ErrCodeProtocol, a.reset, "%q %q", tc.method, tc.path)
+		} else {
+			assert.Equal(t, tc.status, a.status, "%q %q %q: %s", tc.method, tc.path, tc.auth, a.body.String())
+		}
+	}
+	assert.Zero(t, hits.Load(), "a malformed request reached the backend")
+	r := dialRawH2(t, e, "line2.test")
+	r.request(1, true, "POST", "/ok?a=b", "line2.test:443")
+	assert.Equal(t, "200", r.readAnswer(1).status, "a valid request still passes")
 }

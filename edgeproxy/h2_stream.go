@@ -122,7 +122,7 @@ func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, co
 	if method == "CONNECT" {
 		return nil, http.StatusMethodNotAllowed, true
 	}
-	if method == "" || path == "" || scheme == "" {
+	if !validMethod(method) || !validRequestPath(path) || scheme == "" {
 		return nil, 0, false
 	}
 	h := make(http.Header, len(f.Fields))
@@ -144,6 +144,9 @@ func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, co
 	if authority == "" {
 		authority = h.Get("Host")
 	}
+	if !httpguts.ValidHostHeader(authority) {
+		return nil, http.StatusBadRequest, true
+	}
 	u, err := url.ParseRequestURI(path)
 	if err != nil {
 		return nil, http.StatusBadRequest, true
@@ -163,6 +166,28 @@ func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, co
 		req.Trailer = st.trailer
 	}
 	return req.WithContext(st.ctx), 0, true
+}
+
+// validMethod accepts a :method that is a token (RFC 9110 §9.1).
+func validMethod(m string) bool {
+	for i := 0; i < len(m); i++ {
+		if !httpguts.IsTokenRune(rune(m[i])) {
+			return false
+		}
+	}
+	return m != ""
+}
+
+// validRequestPath accepts a :path an HTTP/1.1 request line can carry: no
+// space or control byte (RFC 9113 §8.3.1; the backend request is
+// HTTP/1.1).
+func validRequestPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return p != ""
 }
 
 // prepare reads, on the read loop before the stream's handler starts, what
