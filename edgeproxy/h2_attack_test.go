@@ -5,12 +5,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
 )
@@ -107,4 +109,31 @@ func TestR62_H2RequestLineAndAuthorityValidated(t *testing.T) {
 	r := dialRawH2(t, e, "line2.test")
 	r.request(1, true, "POST", "/ok?a=b", "line2.test:443")
 	assert.Equal(t, "200", r.readAnswer(1).status, "a valid request still passes")
+}
+
+// R62 (HTTP/2 request trailers): a client's trailers arrive on the read
+// loop while the stream's handler (ReverseProxy cloning the request)
+// reads the request's Trailer map; the read loop must not write that map
+// (-race saw onTrailers' write against Header.Clone; without the race
+// detector such a pair is the unrecoverable "concurrent map read and map
+// write", which ends the edge).
+func TestR62_H2RequestTrailersDoNotRaceTheHandler(t *testing.T) {
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(w, "body="+string(body))
+	}))
+	t.Cleanup(b.Close)
+	e, _ := tlsH1Edge(t, "trail2.test", b)
+	r := dialRawH2(t, e, "trail2.test")
+	for i := range 30 {
+		id := uint32(2*i + 1)
+		r.request(id, false, "POST", "/", "trail2.test", "trailer", "x-t")
+		require.NoError(t, r.fr.WriteData(id, false, []byte("abc")))
+		r.hbuf.Reset()
+		require.NoError(t, r.enc.WriteField(hpack.HeaderField{Name: "x-t", Value: "v"}))
+		require.NoError(t, r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: r.hbuf.Bytes(), EndStream: true, EndHeaders: true}))
+		a := r.readAnswer(id)
+		require.Equal(t, "200", a.status)
+		assert.Equal(t, "body=abc", a.body.String())
+	}
 }

@@ -51,7 +51,14 @@ type h2Stream struct {
 	got        int64
 	deadline   time.Time
 	dlTimer    *time.Timer
-	trailer    http.Header // the request's declared trailers
+	// trailer is the set of the request's declared trailers (read only
+	// once prepare made it); gotTrailer the trailers received, copied into
+	// reqTrailer (the request's Trailer) by the handler's goroutines only,
+	// as the body reaches its end: the read loop never writes a map a
+	// handler reads.
+	trailer    http.Header
+	gotTrailer http.Header
+	reqTrailer http.Header
 
 	w h2Response
 }
@@ -163,7 +170,11 @@ func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, co
 	if !f.StreamEnded() {
 		req.ContentLength = st.declared
 		req.Body = &h2Body{st: st}
-		req.Trailer = st.trailer
+		st.bmu.Lock()
+		st.reqTrailer = st.trailer.Clone()
+		st.copyTrailersLocked()
+		req.Trailer = st.reqTrailer
+		st.bmu.Unlock()
 	}
 	return req.WithContext(st.ctx), 0, true
 }
@@ -235,12 +246,24 @@ func (st *h2Stream) onTrailers(f *http2.MetaHeadersFrame) {
 	for _, hf := range f.RegularFields() {
 		k := textproto.CanonicalMIMEHeaderKey(hf.Name)
 		if _, declared := st.trailer[k]; declared {
-			st.trailer[k] = append(st.trailer[k], hf.Value)
+			if st.gotTrailer == nil {
+				st.gotTrailer = http.Header{}
+			}
+			st.gotTrailer[k] = append(st.gotTrailer[k], hf.Value)
 		}
 	}
 	st.eof = true
 	st.bcond.Broadcast()
 	st.bmu.Unlock()
+}
+
+// copyTrailersLocked moves the trailers received into the request's
+// Trailer (under bmu, on a handler's goroutine).
+func (st *h2Stream) copyTrailersLocked() {
+	for k, vs := range st.gotTrailer {
+		st.reqTrailer[k] = vs
+	}
+	st.gotTrailer = nil
 }
 
 // onData takes a DATA frame: its bytes are counted against the windows
@@ -556,6 +579,8 @@ func (b *h2Body) Read(p []byte) (int, error) {
 		err = io.EOF
 		if st.bodyClosed && !st.eof {
 			err = http.ErrBodyReadAfterClose
+		} else {
+			st.copyTrailersLocked()
 		}
 	}
 	st.bmu.Unlock()
