@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
 )
 
@@ -21,10 +24,11 @@ import (
 
 // h2EdgeTo runs an edge with a static certificate for host routed to the
 // backend at addr (tlsH1Edge for a raw backend).
-func h2EdgeTo(t *testing.T, host, addr string) *edge {
+func h2EdgeTo(t *testing.T, host, addr string, tune ...func(*edgeproxy.Config)) *edge {
 	t.Helper()
 	ca := newTestCA(t)
-	e := startTLSEdge(t, "")
+	tune = append([]func(*edgeproxy.Config){func(c *edgeproxy.Config) { c.HTTPSAddr, c.ACME.Disabled = "127.0.0.1:0", true }}, tune...)
+	e := startEdge(t, tune...)
 	c, k := ca.valid(t, host)
 	_, err := certstore.AddStatic(e.stateDir, host, c, k, time.Now())
 	require.NoError(t, err)
@@ -136,4 +140,43 @@ func TestR62_H2RequestTrailersDoNotRaceTheHandler(t *testing.T) {
 		require.Equal(t, "200", a.status)
 		assert.Equal(t, "body=abc", a.body.String())
 	}
+}
+
+// R62 (HTTP/2 flow control abuse): a client that opens streams with a
+// window of 0 and never widens it held each stream's handler, and its
+// backend connection, until the connection ended (the idle timeout does
+// not run while streams are open); past the stall bound (h1SendTimeout in
+// production) such a stream is reset with CANCEL, on the fast path and
+// through ServeHTTP, and the connection goes on serving.
+func TestR62_H2StreamStalledOnAZeroWindowIsReset(t *testing.T) {
+	t.Cleanup(edgeproxy.SetH2StallTimeout(300 * time.Millisecond))
+	big := strings.Repeat("w", 100_000)
+	var open atomic.Int64
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		open.Add(1)
+		defer open.Add(-1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, big)
+	}))
+	t.Cleanup(b.Close)
+	e, _ := tlsH1Edge(t, "stall2.test", b)
+	r := dialRawH2(t, e, "stall2.test", http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	r.request(1, true, "GET", "/", "stall2.test")
+	r.request(3, false, "POST", "/", "stall2.test")
+	require.NoError(t, r.fr.WriteData(3, true, []byte("x")))
+	start := time.Now()
+	for _, id := range []uint32{1, 3} {
+		a := r.readAnswer(id)
+		assert.True(t, a.wasReset, "stream %d: reset once stalled", id)
+		assert.Equal(t, http2.ErrCodeCancel, a.reset, "stream %d", id)
+		assert.Zero(t, a.body.Len(), "stream %d: nothing beyond the window", id)
+	}
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.Eventually(t, func() bool { return open.Load() == 0 }, 5*time.Second, 10*time.Millisecond,
+		"the backend requests of the stalled streams end")
+	require.NoError(t, r.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20}))
+	r.request(5, true, "GET", "/", "stall2.test")
+	a := r.readAnswer(5)
+	assert.Equal(t, "200", a.status)
+	assert.Equal(t, len(big), a.body.Len(), "a stream the client lets through is not cut by the stall bound")
 }
