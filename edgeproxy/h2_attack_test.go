@@ -2,6 +2,7 @@ package edgeproxy_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -179,4 +180,34 @@ func TestR62_H2StreamStalledOnAZeroWindowIsReset(t *testing.T) {
 	a := r.readAnswer(5)
 	assert.Equal(t, "200", a.status)
 	assert.Equal(t, len(big), a.body.Len(), "a stream the client lets through is not cut by the stall bound")
+}
+
+// R62 (HTTP/2 fast path, hostile backend): the trailer section of a
+// chunked answer is relayed as one HEADERS block, so it is gathered
+// first; a backend that sends trailer lines without end made the edge
+// gather them all (memory without bound, then one giant header block).
+// Past h1MaxResponseHead the stream is reset and the backend connection
+// dropped.
+func TestR62_H2EndlessChunkedTrailersAreCut(t *testing.T) {
+	addr := serveConns(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		bw := bufio.NewWriterSize(c, 64<<10)
+		_, _ = io.WriteString(bw, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n2\r\nok\r\n0\r\n")
+		for i := 0; i < 200_000; i++ {
+			if _, err := fmt.Fprintf(bw, "X-T%d: %0100d\r\n", i, i); err != nil {
+				return
+			}
+		}
+		_, _ = io.WriteString(bw, "\r\n")
+		_ = bw.Flush()
+	})
+	e := h2EdgeTo(t, "trl2.test", addr)
+	r := dialRawH2(t, e, "trl2.test")
+	r.request(1, true, "GET", "/", "trl2.test")
+	a := r.readAnswer(1)
+	assert.Equal(t, "200", a.status)
+	assert.True(t, a.wasReset, "endless trailers end in a reset (got %d trailer fields)", len(a.trailer))
+	assert.Empty(t, a.trailer)
 }
