@@ -152,6 +152,14 @@ func (s *Server) newH2Conn(tc *tls.Conn) *h2Conn {
 	c.fr.MaxHeaderListSize = maxRequestHead
 	c.fr.SetMaxReadFrameSize(h2MaxFrameSize)
 	c.henc = hpack.NewEncoder(&c.hbuf)
+	// The server preface, queued before the connection is registered (a
+	// drain's GOAWAY must not come first); serve sends it.
+	_ = c.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: h2MaxStreams},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: maxRequestHead},
+	)
+	_ = c.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
 	return c
 }
 
@@ -160,13 +168,7 @@ func (c *h2Conn) serve() {
 	defer c.close()
 	go c.flushLoop()
 	c.wmu.Lock()
-	_ = c.fr.WriteSettings(
-		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: h2MaxStreams},
-		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
-		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: maxRequestHead},
-	)
-	_ = c.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
-	c.kickLocked()
+	c.kickLocked() // the server preface (newH2Conn)
 	c.wmu.Unlock()
 	if to := c.s.cfg.ReadHeaderTimeout; to > 0 {
 		_ = c.tc.SetReadDeadline(time.Now().Add(to))
