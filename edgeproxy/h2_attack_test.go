@@ -217,3 +217,37 @@ func TestR62_H2EndlessChunkedTrailersAreCut(t *testing.T) {
 	assert.True(t, a.wasReset, "endless trailers end in a reset (got %d trailer fields)", len(a.trailer))
 	assert.Empty(t, a.trailer)
 }
+
+// R62 (HTTP/2 request framing): a content-length is 1*DIGIT (RFC 9110
+// §8.6), as on the HTTP/1.1 paths: "+5" made a request malformed for
+// neither (ParseInt takes a sign) and reached the backend; several, a
+// list or a negative one are malformed too; the backend sees none of
+// them.
+func TestR62_H2RequestContentLengthChecked(t *testing.T) {
+	addr, hits := rawBackend(t, func(w io.Writer, req *http.Request) {
+		_, _ = io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	e := h2EdgeTo(t, "cl2.test", addr)
+	cases := []struct {
+		cl   []string
+		data string
+	}{
+		{[]string{"+5"}, "01234"},
+		{[]string{"5, 5"}, "01234"},
+		{[]string{"5", "5"}, "01234"},
+		{[]string{"-5"}, "01234"},
+	}
+	for _, tc := range cases {
+		var kv []string
+		for _, v := range tc.cl {
+			kv = append(kv, "content-length", v)
+		}
+		r := dialRawH2(t, e, "cl2.test")
+		r.request(1, false, "POST", "/", "cl2.test", kv...)
+		require.NoError(t, r.fr.WriteData(1, true, []byte(tc.data)))
+		a := r.readAnswer(1)
+		assert.True(t, a.wasReset, "content-length %q with %d bytes: reset, got %q", tc.cl, len(tc.data), a.status)
+		assert.Equal(t, http2.ErrCodeProtocol, a.reset, "content-length %q", tc.cl)
+	}
+	assert.Zero(t, hits.Load(), "a request with a bad content-length reached the backend")
+}

@@ -208,8 +208,10 @@ func (st *h2Stream) prepare(f *http2.MetaHeadersFrame) {
 	for _, hf := range f.RegularFields() {
 		switch hf.Name {
 		case "content-length":
-			n, err := strconv.ParseInt(hf.Value, 10, 64)
-			if err != nil || n < 0 || st.declared >= 0 || f.StreamEnded() && n > 0 {
+			// 1*DIGIT (RFC 9110 §8.6): no sign.
+			u, err := strconv.ParseUint(hf.Value, 10, 63)
+			n := int64(u)
+			if err != nil || st.declared >= 0 || f.StreamEnded() && n > 0 {
 				st.malformed = true
 			}
 			st.declared = n
