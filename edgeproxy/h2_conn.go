@@ -340,10 +340,14 @@ func (c *h2Conn) dispatch(f http2.Frame) error {
 	return nil // PRIORITY and unknown frame types are ignored
 }
 
-// onSettings applies the client's settings and acknowledges them.
+// onSettings applies the client's settings and acknowledges them. The
+// streams' send windows move once per frame, by the last
+// SETTINGS_INITIAL_WINDOW_SIZE it carries: a frame of thousands of them
+// cost a pass over every stream each.
 func (c *h2Conn) onSettings(f *http2.SettingsFrame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	window := c.peerWindow
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
@@ -352,28 +356,38 @@ func (c *h2Conn) onSettings(f *http2.SettingsFrame) error {
 		case http2.SettingMaxFrameSize:
 			c.peerMaxRead = s.Val
 		case http2.SettingInitialWindowSize:
-			delta := int32(s.Val) - c.peerWindow
-			c.peerWindow = int32(s.Val)
-			c.mu.Lock()
-			for _, st := range c.streams {
-				if int64(st.sendWindow)+int64(delta) > h2MaxStreamID {
-					c.mu.Unlock()
-					return http2.ConnectionError(http2.ErrCodeFlowControl)
-				}
-				st.sendWindow += delta
-			}
-			c.mu.Unlock()
-			c.wcond.Broadcast()
+			window = int32(s.Val)
 		case http2.SettingHeaderTableSize:
 			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
 		}
 		return nil
 	})
+	if err == nil && window != c.peerWindow {
+		err = c.setPeerWindowLocked(window)
+	}
 	if err != nil {
 		return err
 	}
 	_ = c.fr.WriteSettingsAck()
 	c.kickLocked()
+	return nil
+}
+
+// setPeerWindowLocked applies a new SETTINGS_INITIAL_WINDOW_SIZE to the
+// open streams' send windows (under wmu); a window past 2³¹−1 is a
+// connection error.
+func (c *h2Conn) setPeerWindowLocked(window int32) error {
+	delta := window - c.peerWindow
+	c.peerWindow = window
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.streams {
+		if int64(st.sendWindow)+int64(delta) > h2MaxStreamID {
+			return http2.ConnectionError(http2.ErrCodeFlowControl)
+		}
+		st.sendWindow += delta
+	}
+	c.wcond.Broadcast()
 	return nil
 }
 
