@@ -495,7 +495,9 @@ func (c *h2Conn) flushOnce() {
 	if cap(buf) <= 4*h2MaxBuffered {
 		c.spare = buf[:0]
 	}
-	c.wcond.Broadcast()
+	if len(buf) > 0 || err != nil {
+		c.wcond.Broadcast() // room in the buffer, or the connection failed
+	}
 	c.wmu.Unlock()
 }
 

@@ -278,7 +278,12 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 				st.resetLocked(http2.ErrCodeCancel, true)
 				return errH2StreamClosed
 			}
-			c.kickLocked()
+			if len(c.out.b) > 0 {
+				// What is queued goes out (the client widens the window
+				// once it has read it); no empty flush, whose wake-up
+				// would bring this writer straight back here.
+				c.kickLocked()
+			}
 			c.wcond.Wait()
 			continue
 		}
