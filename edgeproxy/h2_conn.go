@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -117,6 +118,13 @@ type h2Out struct{ b []byte }
 
 func (o *h2Out) Write(p []byte) (int, error) { o.b = append(o.b, p...); return len(p), nil }
 
+// h2HTTPServer is the http.ServerContextKey value of the streams'
+// contexts: ReverseProxy panics with http.ErrAbortHandler on a body it
+// could not relay whole only under a server (shouldPanicOnCopyError), and
+// the stream is then reset; without it a backend that cut its answer short
+// would end the stream as if the answer were whole.
+var h2HTTPServer = &http.Server{}
+
 // h2Preface is the client connection preface (RFC 9113 §3.4).
 const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -136,7 +144,7 @@ func (s *Server) newH2Conn(tc *tls.Conn) *h2Conn {
 	var pi h1Conn
 	pi.peerInfo(tc.RemoteAddr(), s.reg.trusted)
 	c.peer, c.peerIP, c.trusted = pi.peer, pi.peerIP, pi.trusted
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.ctx, c.cancel = context.WithCancel(context.WithValue(context.Background(), http.ServerContextKey, h2HTTPServer))
 	c.wcond.L = &c.wmu
 	c.br = bufio.NewReaderSize(tc, 32<<10)
 	c.fr = http2.NewFramer(&c.out, c.br)
@@ -144,6 +152,14 @@ func (s *Server) newH2Conn(tc *tls.Conn) *h2Conn {
 	c.fr.MaxHeaderListSize = maxRequestHead
 	c.fr.SetMaxReadFrameSize(h2MaxFrameSize)
 	c.henc = hpack.NewEncoder(&c.hbuf)
+	// The server preface, queued before the connection is registered (a
+	// drain's GOAWAY must not come first); serve sends it.
+	_ = c.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: h2MaxStreams},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: maxRequestHead},
+	)
+	_ = c.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
 	return c
 }
 
@@ -152,13 +168,7 @@ func (c *h2Conn) serve() {
 	defer c.close()
 	go c.flushLoop()
 	c.wmu.Lock()
-	_ = c.fr.WriteSettings(
-		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: h2MaxStreams},
-		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
-		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: maxRequestHead},
-	)
-	_ = c.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
-	c.kickLocked()
+	c.kickLocked() // the server preface (newH2Conn)
 	c.wmu.Unlock()
 	if to := c.s.cfg.ReadHeaderTimeout; to > 0 {
 		_ = c.tc.SetReadDeadline(time.Now().Add(to))
@@ -330,10 +340,14 @@ func (c *h2Conn) dispatch(f http2.Frame) error {
 	return nil // PRIORITY and unknown frame types are ignored
 }
 
-// onSettings applies the client's settings and acknowledges them.
+// onSettings applies the client's settings and acknowledges them. The
+// streams' send windows move once per frame, by the last
+// SETTINGS_INITIAL_WINDOW_SIZE it carries: a frame of thousands of them
+// cost a pass over every stream each.
 func (c *h2Conn) onSettings(f *http2.SettingsFrame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	window := c.peerWindow
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
@@ -342,28 +356,38 @@ func (c *h2Conn) onSettings(f *http2.SettingsFrame) error {
 		case http2.SettingMaxFrameSize:
 			c.peerMaxRead = s.Val
 		case http2.SettingInitialWindowSize:
-			delta := int32(s.Val) - c.peerWindow
-			c.peerWindow = int32(s.Val)
-			c.mu.Lock()
-			for _, st := range c.streams {
-				if int64(st.sendWindow)+int64(delta) > h2MaxStreamID {
-					c.mu.Unlock()
-					return http2.ConnectionError(http2.ErrCodeFlowControl)
-				}
-				st.sendWindow += delta
-			}
-			c.mu.Unlock()
-			c.wcond.Broadcast()
+			window = int32(s.Val)
 		case http2.SettingHeaderTableSize:
 			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
 		}
 		return nil
 	})
+	if err == nil && window != c.peerWindow {
+		err = c.setPeerWindowLocked(window)
+	}
 	if err != nil {
 		return err
 	}
 	_ = c.fr.WriteSettingsAck()
 	c.kickLocked()
+	return nil
+}
+
+// setPeerWindowLocked applies a new SETTINGS_INITIAL_WINDOW_SIZE to the
+// open streams' send windows (under wmu); a window past 2³¹−1 is a
+// connection error.
+func (c *h2Conn) setPeerWindowLocked(window int32) error {
+	delta := window - c.peerWindow
+	c.peerWindow = window
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.streams {
+		if int64(st.sendWindow)+int64(delta) > h2MaxStreamID {
+			return http2.ConnectionError(http2.ErrCodeFlowControl)
+		}
+		st.sendWindow += delta
+	}
+	c.wcond.Broadcast()
 	return nil
 }
 
@@ -471,7 +495,9 @@ func (c *h2Conn) flushOnce() {
 	if cap(buf) <= 4*h2MaxBuffered {
 		c.spare = buf[:0]
 	}
-	c.wcond.Broadcast()
+	if len(buf) > 0 || err != nil {
+		c.wcond.Broadcast() // room in the buffer, or the connection failed
+	}
 	c.wmu.Unlock()
 }
 

@@ -389,7 +389,8 @@ func (st *h2Stream) relayBodyFast(fc *fastConn, n int64, wait func(error) error)
 }
 
 // relayChunkedFast relays a chunked body as DATA frames and its trailer
-// section as trailers (relayChunked's checks).
+// section, of at most h1MaxResponseHead bytes, as trailers (relayChunked's
+// checks).
 func (st *h2Stream) relayChunkedFast(fc *fastConn, wait func(error) error) (clientOK, upstreamOK bool) {
 	for {
 		line, err := upstreamLine(fc, wait)
@@ -405,10 +406,12 @@ func (st *h2Stream) relayChunkedFast(fc *fastConn, wait func(error) error) (clie
 			return false, false
 		}
 		if n == 0 {
+			// The trailer section is gathered for one HEADERS block:
+			// bounded as a response head is.
 			var trailers []hpack.HeaderField
-			for {
+			for size := 0; ; {
 				line, err := upstreamLine(fc, wait)
-				if err != nil || len(line) > 0 && !validTrailer(line) {
+				if size += len(line) + 2; err != nil || size > h1MaxResponseHead || len(line) > 0 && !validTrailer(line) {
 					return false, false
 				}
 				if len(line) == 0 {

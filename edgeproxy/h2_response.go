@@ -233,11 +233,26 @@ func (st *h2Stream) writeBlockLocked(end bool) {
 	}
 }
 
+// h2StallTimeout bounds how long a stream waits for the client to widen a
+// window it exhausted (h1SendTimeout, the bound of an HTTP/1.1 write the
+// client does not read): past it the stream is reset, so a client that
+// never grants window does not hold a handler and its backend connection
+// forever.
+var h2StallTimeout = h1SendTimeout
+
 // writeDataLocked queues p as DATA frames within the client's windows and
 // the output bound, waiting (c.wcond) for room; end sets END_STREAM on the
-// last frame (an empty frame when p is empty).
+// last frame (an empty frame when p is empty). A wait for window longer
+// than h2StallTimeout resets the stream.
 func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 	c := st.c
+	var stalled time.Time
+	var wake *time.Timer
+	defer func() {
+		if wake != nil {
+			wake.Stop()
+		}
+	}()
 	for {
 		if st.reset || st.ended || c.werr != nil {
 			return errH2StreamClosed
@@ -256,10 +271,23 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 		}
 		n := min(int32(len(p)), st.sendWindow, c.sendWindow, int32(min(c.peerMaxRead, h2MaxFrameSize)))
 		if n <= 0 {
-			c.kickLocked()
+			if stalled.IsZero() {
+				stalled = time.Now()
+				wake = st.armStallWake(wake)
+			} else if time.Since(stalled) >= h2StallTimeout {
+				st.resetLocked(http2.ErrCodeCancel, true)
+				return errH2StreamClosed
+			}
+			if len(c.out.b) > 0 {
+				// What is queued goes out (the client widens the window
+				// once it has read it); no empty flush, whose wake-up
+				// would bring this writer straight back here.
+				c.kickLocked()
+			}
 			c.wcond.Wait()
 			continue
 		}
+		stalled = time.Time{}
 		last := end && int(n) == len(p)
 		_ = c.fr.WriteData(st.id, last, p[:n])
 		st.sendWindow -= n
@@ -270,6 +298,21 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 			return nil
 		}
 	}
+}
+
+// armStallWake (re)arms t to wake the connection's writers once
+// h2StallTimeout has passed.
+func (st *h2Stream) armStallWake(t *time.Timer) *time.Timer {
+	c := st.c
+	if t != nil {
+		t.Reset(h2StallTimeout)
+		return t
+	}
+	return time.AfterFunc(h2StallTimeout, func() {
+		c.wmu.Lock()
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
+	})
 }
 
 func containsString(list []string, s string) bool {

@@ -51,7 +51,14 @@ type h2Stream struct {
 	got        int64
 	deadline   time.Time
 	dlTimer    *time.Timer
-	trailer    http.Header // the request's declared trailers
+	// trailer is the set of the request's declared trailers (read only
+	// once prepare made it); gotTrailer the trailers received, copied into
+	// reqTrailer (the request's Trailer) by the handler's goroutines only,
+	// as the body reaches its end: the read loop never writes a map a
+	// handler reads.
+	trailer    http.Header
+	gotTrailer http.Header
+	reqTrailer http.Header
 
 	w h2Response
 }
@@ -122,7 +129,7 @@ func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, co
 	if method == "CONNECT" {
 		return nil, http.StatusMethodNotAllowed, true
 	}
-	if method == "" || path == "" || scheme == "" {
+	if !validMethod(method) || !validRequestPath(path) || scheme == "" {
 		return nil, 0, false
 	}
 	h := make(http.Header, len(f.Fields))
@@ -144,6 +151,9 @@ func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, co
 	if authority == "" {
 		authority = h.Get("Host")
 	}
+	if !httpguts.ValidHostHeader(authority) {
+		return nil, http.StatusBadRequest, true
+	}
 	u, err := url.ParseRequestURI(path)
 	if err != nil {
 		return nil, http.StatusBadRequest, true
@@ -160,9 +170,35 @@ func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, co
 	if !f.StreamEnded() {
 		req.ContentLength = st.declared
 		req.Body = &h2Body{st: st}
-		req.Trailer = st.trailer
+		st.bmu.Lock()
+		st.reqTrailer = st.trailer.Clone()
+		st.copyTrailersLocked()
+		req.Trailer = st.reqTrailer
+		st.bmu.Unlock()
 	}
 	return req.WithContext(st.ctx), 0, true
+}
+
+// validMethod accepts a :method that is a token (RFC 9110 §9.1).
+func validMethod(m string) bool {
+	for i := 0; i < len(m); i++ {
+		if !httpguts.IsTokenRune(rune(m[i])) {
+			return false
+		}
+	}
+	return m != ""
+}
+
+// validRequestPath accepts a :path an HTTP/1.1 request line can carry: no
+// space or control byte (RFC 9113 §8.3.1; the backend request is
+// HTTP/1.1).
+func validRequestPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return p != ""
 }
 
 // prepare reads, on the read loop before the stream's handler starts, what
@@ -172,8 +208,10 @@ func (st *h2Stream) prepare(f *http2.MetaHeadersFrame) {
 	for _, hf := range f.RegularFields() {
 		switch hf.Name {
 		case "content-length":
-			n, err := strconv.ParseInt(hf.Value, 10, 64)
-			if err != nil || n < 0 || st.declared >= 0 || f.StreamEnded() && n > 0 {
+			// 1*DIGIT (RFC 9110 §8.6): no sign.
+			u, err := strconv.ParseUint(hf.Value, 10, 63)
+			n := int64(u)
+			if err != nil || st.declared >= 0 || f.StreamEnded() && n > 0 {
 				st.malformed = true
 			}
 			st.declared = n
@@ -210,12 +248,24 @@ func (st *h2Stream) onTrailers(f *http2.MetaHeadersFrame) {
 	for _, hf := range f.RegularFields() {
 		k := textproto.CanonicalMIMEHeaderKey(hf.Name)
 		if _, declared := st.trailer[k]; declared {
-			st.trailer[k] = append(st.trailer[k], hf.Value)
+			if st.gotTrailer == nil {
+				st.gotTrailer = http.Header{}
+			}
+			st.gotTrailer[k] = append(st.gotTrailer[k], hf.Value)
 		}
 	}
 	st.eof = true
 	st.bcond.Broadcast()
 	st.bmu.Unlock()
+}
+
+// copyTrailersLocked moves the trailers received into the request's
+// Trailer (under bmu, on a handler's goroutine).
+func (st *h2Stream) copyTrailersLocked() {
+	for k, vs := range st.gotTrailer {
+		st.reqTrailer[k] = vs
+	}
+	st.gotTrailer = nil
 }
 
 // onData takes a DATA frame: its bytes are counted against the windows
@@ -531,6 +581,8 @@ func (b *h2Body) Read(p []byte) (int, error) {
 		err = io.EOF
 		if st.bodyClosed && !st.eof {
 			err = http.ErrBodyReadAfterClose
+		} else {
+			st.copyTrailersLocked()
 		}
 	}
 	st.bmu.Unlock()
