@@ -76,7 +76,8 @@ func TestR62_H2TruncatedChunkedAnswerIsReset(t *testing.T) {
 }
 
 // R62 (HTTP/2 → HTTP/1.1, RFC 9113 §8.3.1 and §8.2.1): a :path with a
-// space or a control byte, a :method that is not a token, and an
+// space or a control byte or not an absolute path (absolute-form, "*"
+// other than for OPTIONS), a :method that is not a token, and an
 // :authority that is no valid Host never reach the backend (before, a
 // :path "/a?x HTTP/1.1" went out as the request line "POST /a?x
 // HTTP/1.1 HTTP/1.1", and an :authority "host:443 x" was routed to host
@@ -95,6 +96,9 @@ func TestR62_H2RequestLineAndAuthorityValidated(t *testing.T) {
 		{"POST", "/a\tb", "line2.test", ""},
 		{"GET /x", "/", "line2.test", ""},
 		{"PO(ST", "/", "line2.test", ""},
+		{"POST", "*", "line2.test", ""},
+		{"POST", "http://evil.test/x", "line2.test", ""},
+		{"POST", "x", "line2.test", ""},
 		{"POST", "/", "line2.test:443 x", "400"},
 		{"GET", "/", "line2.test:443 x", "400"},
 		{"POST", "/", "line2.test/x", "400"},
@@ -114,6 +118,8 @@ func TestR62_H2RequestLineAndAuthorityValidated(t *testing.T) {
 	r := dialRawH2(t, e, "line2.test")
 	r.request(1, true, "POST", "/ok?a=b", "line2.test:443")
 	assert.Equal(t, "200", r.readAnswer(1).status, "a valid request still passes")
+	r.request(3, true, "OPTIONS", "*", "line2.test")
+	assert.Equal(t, "200", r.readAnswer(3).status, "OPTIONS * passes")
 }
 
 // R62 (HTTP/2 request trailers): a client's trailers arrive on the read

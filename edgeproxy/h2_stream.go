@@ -129,7 +129,7 @@ func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, co
 	if method == "CONNECT" {
 		return nil, http.StatusMethodNotAllowed, true
 	}
-	if !validMethod(method) || !validRequestPath(path) || scheme == "" {
+	if !validMethod(method) || !validRequestPath(method, path) || scheme == "" {
 		return nil, 0, false
 	}
 	h := make(http.Header, len(f.Fields))
@@ -189,16 +189,14 @@ func validMethod(m string) bool {
 	return m != ""
 }
 
-// validRequestPath accepts a :path an HTTP/1.1 request line can carry: no
-// space or control byte (RFC 9113 §8.3.1; the backend request is
-// HTTP/1.1).
-func validRequestPath(p string) bool {
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; c <= ' ' || c == 0x7f {
-			return false
-		}
+// validRequestPath accepts a :path of RFC 9113 §8.3.1 that an HTTP/1.1
+// request line can carry (the backend request is HTTP/1.1): an absolute
+// path (and query), or "*" for OPTIONS; no space or control byte.
+func validRequestPath(method, p string) bool {
+	if p == "*" {
+		return method == http.MethodOptions
 	}
-	return p != ""
+	return validOriginPath(p)
 }
 
 // prepare reads, on the read loop before the stream's handler starts, what
