@@ -72,7 +72,19 @@ func TestR60_DrainAnswersARequestTheLoopHandsOff(t *testing.T) {
 
 			stopped := make(chan struct{})
 			go func() { e.stop(); close(stopped) }()
-			time.Sleep(50 * time.Millisecond) // the drain has begun, within drainIdleGrace
+			// The drain has begun once the listener refuses (it closes first);
+			// the request then goes at once, well within drainIdleGrace.
+			addr := e.srv.HTTPAddr()
+			if scheme == "https" {
+				addr = e.srv.HTTPSAddr()
+			}
+			require.Eventually(t, func() bool {
+				c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+				if err == nil {
+					c.Close()
+				}
+				return err != nil
+			}, 5*time.Second, time.Millisecond, "the listener closes when the drain begins")
 			_, err = io.WriteString(c, "POST /late HTTP/1.1\r\nHost: handoff.test\r\nContent-Length: 4\r\n\r\nbody")
 			require.NoError(t, err)
 			resp, err = http.ReadResponse(br, nil)
