@@ -411,11 +411,17 @@ func (t *tlsEdge) reloadStatic() {
 // table before its certificate stops being managed.
 const unmanageAfter = 10 * time.Minute
 
+// close stops the certificate work: the ACME context, certmagic's cache
+// and, once a refresh under way has finished, every later refresh.
 func (t *tlsEdge) close() {
 	t.cancel()
 	if t.cache != nil {
 		t.cache.Stop()
 	}
+	// A refresh under way (they run in the background) finishes before
+	// close returns; later ones return at once (ctx).
+	t.refreshMu.Lock()
+	t.refreshMu.Unlock() //nolint:staticcheck // a barrier, nothing to guard
 }
 
 // selfSigned makes the fallback certificate (ECDSA P-256, one day).

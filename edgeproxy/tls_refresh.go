@@ -18,6 +18,9 @@ import (
 func (t *tlsEdge) refresh(writeState bool) {
 	t.refreshMu.Lock()
 	defer t.refreshMu.Unlock()
+	if t.ctx.Err() != nil {
+		return // closed: nothing more is written under the state directory
+	}
 	t.reloadStatic()
 	snap := t.s.snap.Load()
 	have, infos := t.staticInfos()
