@@ -482,6 +482,11 @@ func (st *h2Stream) endStream(trailers []hpack.HeaderField) bool {
 // field rules; Content-Length kept for a sized body).
 func (st *h2Stream) writeRespHeadLocked(resp *h1Response, end bool) error {
 	c := st.c
+	// Room first: the wait lets other streams run, and they use
+	// c.fieldBuf too.
+	if err := st.waitRoomLocked(); err != nil {
+		return err
+	}
 	fields := c.fieldBuf[:0]
 	for _, h := range resp.headers {
 		k := h.kind
@@ -501,8 +506,8 @@ func (st *h2Stream) writeRespHeadLocked(resp *h1Response, end bool) error {
 // code is not 0) and its CONTINUATIONs.
 func (st *h2Stream) writeFieldsLocked(code int, fields []hpack.HeaderField, end bool) error {
 	c := st.c
-	if st.reset || st.ended || c.werr != nil {
-		return errH2StreamClosed
+	if err := st.waitRoomLocked(); err != nil {
+		return err
 	}
 	c.hbuf.b = c.hbuf.b[:0]
 	if code != 0 {

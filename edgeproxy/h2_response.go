@@ -188,8 +188,8 @@ func (w *h2Response) trailerFields() http.Header {
 // of h HTTP/2 allows, less the declared trailers.
 func (st *h2Stream) writeHeadersLocked(code int, h http.Header, skip []string, end bool) error {
 	c := st.c
-	if st.reset || st.ended || c.werr != nil {
-		return errH2StreamClosed
+	if err := st.waitRoomLocked(); err != nil {
+		return err
 	}
 	c.hbuf.b = c.hbuf.b[:0]
 	if code != 0 {
@@ -239,6 +239,23 @@ func (st *h2Stream) writeBlockLocked(end bool) {
 // never grants window does not hold a handler and its backend connection
 // forever.
 var h2StallTimeout = h1SendTimeout
+
+// waitRoomLocked waits (c.wcond) while the output buffer is at its bound
+// (h2MaxBuffered), so that heads, like DATA, do not pile up for a client
+// that does not read; it fails once the stream cannot be written.
+func (st *h2Stream) waitRoomLocked() error {
+	c := st.c
+	for {
+		if st.reset || st.ended || c.werr != nil {
+			return errH2StreamClosed
+		}
+		if len(c.out.b) < h2MaxBuffered {
+			return nil
+		}
+		c.kickLocked()
+		c.wcond.Wait()
+	}
+}
 
 // writeDataLocked queues p as DATA frames within the client's windows and
 // the output bound, waiting (c.wcond) for room; end sets END_STREAM on the
