@@ -365,16 +365,8 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 		if fc.br.Buffered() == 0 && bw.Flush() != nil {
 			return false, false
 		}
-		line, err := hc.upstreamLine(fc)
-		if err != nil {
-			return false, false
-		}
-		size := line
-		if i := bytes.IndexByte(size, ';'); i >= 0 {
-			size = size[:i]
-		}
-		n, ok := parseChunkSize(bytes.TrimRight(size, " \t"))
-		if !ok || !validFieldValue(line) {
+		line, n, ok := readChunkSize(fc, hc.wait)
+		if !ok {
 			return false, false // cut: the client sees an incomplete body
 		}
 		bw.Write(line)
@@ -417,6 +409,25 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 		}
 		bw.WriteString("\r\n")
 	}
+}
+
+// readChunkSize reads a chunk-size line from fc (extensions kept in line,
+// valid until the next read) and parses its size; ok is false for a
+// malformed line or a failed read.
+func readChunkSize(fc *fastConn, wait func(error) error) (line []byte, n int64, ok bool) {
+	line, err := upstreamLine(fc, wait)
+	if err != nil {
+		return nil, 0, false
+	}
+	size := line
+	if i := bytes.IndexByte(size, ';'); i >= 0 {
+		size = size[:i]
+	}
+	n, ok = parseChunkSize(bytes.TrimRight(size, " \t"))
+	if !ok || !validFieldValue(line) {
+		return nil, 0, false
+	}
+	return line, n, true
 }
 
 // writeInt writes n in base without allocating (formatted into the

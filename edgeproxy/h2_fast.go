@@ -393,16 +393,8 @@ func (st *h2Stream) relayBodyFast(fc *fastConn, n int64, wait func(error) error)
 // checks).
 func (st *h2Stream) relayChunkedFast(fc *fastConn, wait func(error) error) (clientOK, upstreamOK bool) {
 	for {
-		line, err := upstreamLine(fc, wait)
-		if err != nil {
-			return false, false
-		}
-		size := line
-		if i := bytes.IndexByte(size, ';'); i >= 0 {
-			size = size[:i]
-		}
-		n, ok := parseChunkSize(bytes.TrimRight(size, " \t"))
-		if !ok || !validFieldValue(line) {
+		_, n, ok := readChunkSize(fc, wait)
+		if !ok {
 			return false, false
 		}
 		if n == 0 {
@@ -506,12 +498,8 @@ func (st *h2Stream) writeRespHeadLocked(resp *h1Response, end bool) error {
 // code is not 0) and its CONTINUATIONs.
 func (st *h2Stream) writeFieldsLocked(code int, fields []hpack.HeaderField, end bool) error {
 	c := st.c
-	if err := st.waitRoomLocked(); err != nil {
+	if err := st.beginBlockLocked(code); err != nil {
 		return err
-	}
-	c.hbuf.b = c.hbuf.b[:0]
-	if code != 0 {
-		_ = c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusString(code)})
 	}
 	for _, f := range fields {
 		_ = c.henc.WriteField(f)

@@ -188,12 +188,8 @@ func (w *h2Response) trailerFields() http.Header {
 // of h HTTP/2 allows, less the declared trailers.
 func (st *h2Stream) writeHeadersLocked(code int, h http.Header, skip []string, end bool) error {
 	c := st.c
-	if err := st.waitRoomLocked(); err != nil {
+	if err := st.beginBlockLocked(code); err != nil {
 		return err
-	}
-	c.hbuf.b = c.hbuf.b[:0]
-	if code != 0 {
-		_ = c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusString(code)})
 	}
 	for k, vs := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) || containsString(skip, k) {
@@ -210,6 +206,20 @@ func (st *h2Stream) writeHeadersLocked(code int, h http.Header, skip []string, e
 		}
 	}
 	st.writeBlockLocked(end)
+	return nil
+}
+
+// beginBlockLocked starts a header block in c.hbuf, with :status when
+// code is not 0 (trailers), once the output buffer has room.
+func (st *h2Stream) beginBlockLocked(code int) error {
+	if err := st.waitRoomLocked(); err != nil {
+		return err
+	}
+	c := st.c
+	c.hbuf.b = c.hbuf.b[:0]
+	if code != 0 {
+		_ = c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusString(code)})
+	}
 	return nil
 }
 
