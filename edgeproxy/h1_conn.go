@@ -369,14 +369,23 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 		} else if _, err := hc.bw.Write(res.out); err != nil || !flushIdle(hc) {
 			keep = false
 		}
-		if !keep || h.shutting.Load() || !hc.state.CompareAndSwap(h1Active, h1Idle) {
+		if !keep || !hc.state.CompareAndSwap(h1Active, h1Idle) {
 			return
 		}
 		hc.shrink()
 	}
 	for {
 		if hc.br.Buffered() == 0 {
-			if now := time.Now(); idleUntil.Sub(now) < h.idleTimeout-slack {
+			now := time.Now()
+			switch {
+			case h.shutting.Load():
+				// Idle during a drain (the answer before it was sent
+				// keep-alive): drainIdleGrace for a request already on its
+				// way, as h1Server.shutdown gives idle connections; that
+				// request is answered with Connection: close.
+				idleUntil = time.Time{}
+				_ = c.SetReadDeadline(now.Add(drainIdleGrace))
+			case idleUntil.Sub(now) < h.idleTimeout-slack:
 				idleUntil = now.Add(h.idleTimeout)
 				_ = c.SetReadDeadline(idleUntil)
 			}
@@ -398,7 +407,7 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 		}
 		if err == nil && parseRequest(head, &hc.req) {
 			if served, keep := h.s.serveH1(hc); served {
-				if !keep || h.shutting.Load() {
+				if !keep {
 					return
 				}
 				if !hc.state.CompareAndSwap(h1Active, h1Idle) {
