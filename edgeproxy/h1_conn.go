@@ -376,19 +376,7 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 	}
 	for {
 		if hc.br.Buffered() == 0 {
-			now := time.Now()
-			switch {
-			case h.shutting.Load():
-				// Idle during a drain (the answer before it was sent
-				// keep-alive): drainIdleGrace for a request already on its
-				// way, as h1Server.shutdown gives idle connections; that
-				// request is answered with Connection: close.
-				idleUntil = time.Time{}
-				_ = c.SetReadDeadline(now.Add(drainIdleGrace))
-			case idleUntil.Sub(now) < h.idleTimeout-slack:
-				idleUntil = now.Add(h.idleTimeout)
-				_ = c.SetReadDeadline(idleUntil)
-			}
+			idleUntil = h.armIdleRead(c, idleUntil, slack)
 			if _, err := hc.br.Peek(1); err != nil {
 				return
 			}
@@ -435,6 +423,26 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 		}
 		return
 	}
+}
+
+// armIdleRead sets c's read deadline for the wait between requests and
+// returns the idle deadline armed (zero: none). The idle timeout is moved
+// only once it has slipped by more than slack. During a drain an idle
+// connection (its last answer went out keep-alive before the drain began)
+// gets drainIdleGrace for a request already on its way, as
+// h1Server.shutdown gives the connections idle when it begins; that
+// request is answered with Connection: close.
+func (h *h1Server) armIdleRead(c net.Conn, idleUntil time.Time, slack time.Duration) time.Time {
+	now := time.Now()
+	switch {
+	case h.shutting.Load():
+		_ = c.SetReadDeadline(now.Add(drainIdleGrace))
+		return time.Time{}
+	case idleUntil.Sub(now) < h.idleTimeout-slack:
+		idleUntil = now.Add(h.idleTimeout)
+		_ = c.SetReadDeadline(idleUntil)
+	}
+	return idleUntil
 }
 
 // h1SendTimeout bounds how long a write to a client may make no progress

@@ -136,8 +136,16 @@ func FromGRPC(ctx context.Context, o Origin, op string, err error) error {
 	if !ok {
 		return fmt.Errorf("%s: %s: %w", o.label(), op, err)
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil && (st.Code() == codes.Canceled || st.Code() == codes.DeadlineExceeded) {
-		return ctxErr
+	if st.Code() == codes.Canceled || st.Code() == codes.DeadlineExceeded {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		// The plugin's side of the propagated deadline can end the call
+		// (RST_STREAM CANCEL) a moment before the caller's own timer
+		// marks ctx done: past its deadline, ctx has ended all the same.
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return context.DeadlineExceeded
+		}
 	}
 	class, hasClass := "", false
 	for _, d := range st.Details() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"google.golang.org/grpc/codes"
@@ -65,4 +66,30 @@ func TestR32_3_EndedContextIsReturnedAsIs(t *testing.T) {
 	cancel()
 	err := FromGRPC(ctx, Origin{}, "check", status.Error(codes.Canceled, "context canceled"))
 	assert.Equal(t, context.Canceled, err)
+}
+
+// pastDeadline is a context whose deadline has passed while its own timer
+// has not yet marked it done (Err is nil): the moment the plugin's side of
+// a propagated deadline can end a call first.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// R32.3: a call the plugin's side ended (RST_STREAM CANCEL, or its own
+// deadline) after the caller's deadline passed is the caller's
+// context.DeadlineExceeded, even before the caller's timer fires; before
+// the deadline it stays the plugin's error.
+func TestR32_3_CallEndedAfterTheCallersDeadlineIsItsDeadline(t *testing.T) {
+	for _, code := range []codes.Code{codes.Canceled, codes.DeadlineExceeded} {
+		err := status.Error(code, "stream terminated by RST_STREAM with error code: CANCEL")
+		got := FromGRPC(pastDeadline{context.Background()}, Origin{Name: "p"}, "check", err)
+		assert.Equal(t, context.DeadlineExceeded, got, "%v", code)
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		got = FromGRPC(ctx, Origin{Name: "p"}, "check", err)
+		cancel()
+		assert.NotEqual(t, context.DeadlineExceeded, got, "%v: before the deadline it is the plugin's", code)
+		var re *RemoteError
+		assert.True(t, errors.As(got, &re), "%v: %v", code, got)
+	}
 }
