@@ -118,12 +118,10 @@ type h1Conn struct {
 	rhead []byte
 	// writeUntil is the client write deadline armed (h1SendTimeout).
 	writeUntil time.Time
-	// up is the backend connection of the current request, rhDeadline the
-	// route's response header deadline (zero: none); wait is
-	// upstreamWait, bound once per connection.
-	up         *fastConn
-	rhDeadline time.Time
-	wait       func(error) error
+	// upstreamWatch bounds the current request's backend reads (gone:
+	// peerClosed); wait is its upstreamWait, bound once per connection.
+	upstreamWatch
+	wait func(error) error
 	// Per-connection forwarded values (the peer does not change).
 	peer    string
 	peerIP  netip.Addr
@@ -342,6 +340,7 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 	hc.bw = h1WriterPool.Get().(*bufio.Writer)
 	hc.bw.Reset(hc) // Write: the send timeout, then c
 	hc.peerInfo(c.RemoteAddr(), h.s.reg.trusted)
+	hc.gone = func() bool { return peerClosed(c) }
 	hc.wait = hc.upstreamWait
 	handedOff := false
 	defer func() {

@@ -41,21 +41,30 @@ const statusClientClosed = 499
 // errClientGone ends an exchange whose client closed its connection.
 var errClientGone = errors.New("client closed the connection")
 
+// upstreamWatch bounds the reads of one backend exchange (the h1 loop's
+// and the HTTP/2 fast path's): the route's response header deadline, and
+// a client check every upstreamTick (gone reports a client that left).
+type upstreamWatch struct {
+	up         *fastConn
+	rhDeadline time.Time
+	gone       func() bool
+}
+
 // armUpstream sets fc's read deadline for an exchange: the route's response
 // header deadline or the next client check, whichever is first. For a
 // timeout over 2 s the deadline is moved only when it is near, so most
 // requests do not touch it.
-func (hc *h1Conn) armUpstream(fc *fastConn, responseHeader time.Duration) {
-	hc.up = fc
+func (w *upstreamWatch) armUpstream(fc *fastConn, responseHeader time.Duration) {
+	w.up = fc
 	now := time.Now()
-	hc.rhDeadline = time.Time{}
+	w.rhDeadline = time.Time{}
 	if responseHeader > 0 {
-		hc.rhDeadline = now.Add(responseHeader)
+		w.rhDeadline = now.Add(responseHeader)
 		if responseHeader <= 2*upstreamTick {
 			// Short: its own deadline. A longer one (the 60 s default) is
 			// checked at the client checks, at most upstreamTick late, so
 			// it costs no deadline update per request either.
-			fc.setWatch(earliest(now.Add(upstreamTick), hc.rhDeadline))
+			fc.setWatch(earliest(now.Add(upstreamTick), w.rhDeadline))
 			return
 		}
 	}
@@ -67,32 +76,32 @@ func (hc *h1Conn) armUpstream(fc *fastConn, responseHeader time.Duration) {
 // headDone lifts the route's response header deadline once the head came
 // (a deadline armed for it only makes upstreamWait check the client and
 // re-arm the next check).
-func (hc *h1Conn) headDone() {
-	hc.rhDeadline = time.Time{}
+func (w *upstreamWatch) headDone() {
+	w.rhDeadline = time.Time{}
 }
 
 // upstreamWait judges an error from reading the backend: a deadline that
 // is only a client check returns nil (read on) while the client is still
-// connected, errClientGone when it is not; the route's response header
+// there, errClientGone when it is not; the route's response header
 // deadline returns errResponseHeaderTimeout (504); any other error is
 // returned as is.
-func (hc *h1Conn) upstreamWait(err error) error {
+func (w *upstreamWatch) upstreamWait(err error) error {
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		return err
 	}
 	now := time.Now()
-	if !hc.rhDeadline.IsZero() && !now.Before(hc.rhDeadline) {
+	if !w.rhDeadline.IsZero() && !now.Before(w.rhDeadline) {
 		return errResponseHeaderTimeout
 	}
-	if peerClosed(hc.c) {
+	if w.gone() {
 		return errClientGone
 	}
 	next := now.Add(upstreamTick)
-	if !hc.rhDeadline.IsZero() {
-		next = earliest(next, hc.rhDeadline)
+	if !w.rhDeadline.IsZero() {
+		next = earliest(next, w.rhDeadline)
 	}
-	hc.up.setWatch(next)
+	w.up.setWatch(next)
 	return nil
 }
 

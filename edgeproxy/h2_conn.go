@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
@@ -501,9 +500,6 @@ func (c *h2Conn) flushOnce() {
 	c.wmu.Unlock()
 }
 
-// flushNow sends what is buffered from the calling goroutine.
-func (c *h2Conn) flushNow() { c.flushOnce() }
-
 // armIdle starts (or restarts) the idle timer: IdleTimeout with no stream
 // open ends the connection with a GOAWAY.
 func (c *h2Conn) armIdle() {
@@ -572,7 +568,7 @@ func (c *h2Conn) finalGoAway() {
 // half-close; the read loop ends on the client's close or after
 // h2GoAwayLinger, so a request in flight to us is not met with a reset.
 func (c *h2Conn) closeWrite() {
-	c.flushNow()
+	c.flushOnce()
 	_ = c.tc.SetWriteDeadline(time.Now().Add(h2GoAwayLinger))
 	_ = c.tc.CloseWrite()
 	_ = c.tc.SetReadDeadline(time.Now().Add(h2GoAwayLinger))
@@ -591,7 +587,7 @@ func (c *h2Conn) close() {
 		streams = append(streams, st)
 	}
 	c.mu.Unlock()
-	c.flushNow()
+	c.flushOnce()
 	c.wmu.Lock()
 	for _, st := range streams {
 		st.resetLocked(http2.ErrCodeCancel, false)
@@ -623,6 +619,3 @@ var (
 // yieldToRunnable lets the goroutines that are runnable (handlers about
 // to add their frames) run before a flush.
 func yieldToRunnable() { runtime.Gosched() }
-
-// String names the connection in logs.
-func (c *h2Conn) String() string { return fmt.Sprintf("h2 %s", c.remote) }

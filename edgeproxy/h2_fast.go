@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -144,52 +145,6 @@ func (c *h2Conn) pickFast(authority string) (rt *httpRoute, i int, b *backend) {
 	}
 }
 
-// h2Wait judges a backend read error of a fast-path exchange, as
-// upstreamWait does for the h1 loop: the route's response header deadline
-// is a 504, a stream the client reset ends the exchange (errClientGone),
-// a client check re-arms and reads on.
-type h2Wait struct {
-	st         *h2Stream
-	fc         *fastConn
-	rhDeadline time.Time
-}
-
-func (w *h2Wait) wait(err error) error {
-	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() {
-		return err
-	}
-	now := time.Now()
-	if !w.rhDeadline.IsZero() && !now.Before(w.rhDeadline) {
-		return errResponseHeaderTimeout
-	}
-	if w.st.isReset() {
-		return errClientGone
-	}
-	next := now.Add(upstreamTick)
-	if !w.rhDeadline.IsZero() {
-		next = earliest(next, w.rhDeadline)
-	}
-	w.fc.setWatch(next)
-	return nil
-}
-
-// arm sets the read deadline of an exchange (armUpstream's rules).
-func (w *h2Wait) arm(responseHeader time.Duration) {
-	now := time.Now()
-	w.rhDeadline = time.Time{}
-	if responseHeader > 0 {
-		w.rhDeadline = now.Add(responseHeader)
-		if responseHeader <= 2*upstreamTick {
-			w.fc.setWatch(earliest(now.Add(upstreamTick), w.rhDeadline))
-			return
-		}
-	}
-	if w.fc.watchUntil.Sub(now) < upstreamTick/2 {
-		w.fc.setWatch(now.Add(upstreamTick))
-	}
-}
-
 // exchangeFast sends the request to ex.b and relays the answer; it returns
 // the status relayed (or of the error page) and the error class for the
 // metrics. A kept-alive connection the backend had closed is retried once
@@ -211,10 +166,10 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 		sc := st.scratch
 		resp := &sc.resp
 		resp.started = false
-		w := h2Wait{st: st, fc: fc}
+		w := upstreamWatch{gone: st.isReset}
 		if err == nil {
-			w.arm(rt.timeouts.responseHeader)
-			err = readResponse(fc, resp, head, sc.head[:0], w.wait)
+			w.armUpstream(fc, rt.timeouts.responseHeader)
+			err = readResponse(fc, resp, head, sc.head[:0], w.upstreamWait)
 			sc.head = resp.head[:0]
 		}
 		if err != nil {
@@ -229,8 +184,8 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 			}
 			return st.fastError(rt, b, err, head)
 		}
-		w.rhDeadline = time.Time{}
-		clientOK, upstreamOK := st.relayFast(fc, resp, w.wait)
+		w.headDone()
+		clientOK, upstreamOK := st.relayFast(fc, resp, w.upstreamWait)
 		if !clientOK {
 			st.c.wmu.Lock()
 			st.resetLocked(http2.ErrCodeInternal, true)
@@ -485,7 +440,7 @@ func (st *h2Stream) writeRespHeadLocked(resp *h1Response, end bool) error {
 		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) {
 			continue
 		}
-		fields = append(fields, hpack.HeaderField{Name: c.lowerName(h.name), Value: string(h.value)})
+		fields = append(fields, hpack.HeaderField{Name: lowerName(c, h.name), Value: string(h.value)})
 	}
 	if resp.length >= 0 && !resp.untilClose && resp.code != http.StatusNoContent {
 		fields = append(fields, hpack.HeaderField{Name: "content-length", Value: strconv.FormatInt(resp.length, 10)})
@@ -512,14 +467,17 @@ func (st *h2Stream) writeFieldsLocked(code int, fields []hpack.HeaderField, end 
 type h2Forwarded struct{ host, elem string }
 
 // lowerName is name lower-cased as a string, interned per connection for
-// the names it has seen (at most h2MaxInterned); under c.wmu.
-func (c *h2Conn) lowerName(name []byte) string {
+// the names it has seen (at most h2MaxInterned); under c.wmu. Both
+// paths use it: the fast path with the backend's bytes, ServeHTTP's
+// writer with canonical header keys.
+func lowerName[T string | []byte](c *h2Conn, name T) string {
 	var buf [64]byte
 	if len(name) > len(buf) {
-		return string(bytes.ToLower(name))
+		return strings.ToLower(string(name))
 	}
 	lb := buf[:len(name)]
-	for i, ch := range name {
+	for i := range len(name) {
+		ch := name[i]
 		if 'A' <= ch && ch <= 'Z' {
 			ch += 'a' - 'A'
 		}

@@ -3,6 +3,7 @@ package edgeproxy
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -192,10 +193,10 @@ func (st *h2Stream) writeHeadersLocked(code int, h http.Header, skip []string, e
 		return err
 	}
 	for k, vs := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) || containsString(skip, k) {
+		if strings.HasPrefix(k, http.TrailerPrefix) || slices.Contains(skip, k) {
 			continue
 		}
-		lk := lowerHeaderKey(k)
+		lk := lowerName(c, k)
 		if h2ConnHeaders[lk] || !httpguts.ValidHeaderFieldName(lk) {
 			continue
 		}
@@ -342,15 +343,6 @@ func (st *h2Stream) armStallWake(t *time.Timer) *time.Timer {
 	})
 }
 
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // statusStrings are the :status values of the codes 100–599.
 var statusStrings = func() (s [600]string) {
 	for i := 100; i < len(s); i++ {
@@ -364,29 +356,4 @@ func statusString(code int) string {
 		return statusStrings[code]
 	}
 	return strconv.Itoa(code)
-}
-
-// commonLowerKeys spares the lower-casing of the header names most
-// answers carry.
-var commonLowerKeys = func() map[string]string {
-	m := map[string]string{}
-	for _, k := range []string{
-		"Accept-Ranges", "Age", "Cache-Control", "Content-Disposition", "Content-Encoding",
-		"Content-Language", "Content-Length", "Content-Location", "Content-Range", "Content-Type",
-		"Cookie", "Date", "Etag", "Expires", "Last-Modified", "Link", "Location", "Retry-After",
-		"Server", "Set-Cookie", "Strict-Transport-Security", "Trailer", "Vary", "Via",
-		"Www-Authenticate", "X-Content-Type-Options", "X-Frame-Options", "X-Request-Id",
-		"Access-Control-Allow-Origin", "Alt-Svc", "Grpc-Status", "Grpc-Message", "Grpc-Encoding",
-		"Grpc-Accept-Encoding",
-	} {
-		m[k] = strings.ToLower(k)
-	}
-	return m
-}()
-
-func lowerHeaderKey(k string) string {
-	if v, ok := commonLowerKeys[k]; ok {
-		return v
-	}
-	return strings.ToLower(k)
 }
