@@ -210,7 +210,7 @@ func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority str
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(authority)
 	bw.WriteString("\r\n")
-	requestID, cookies := false, 0
+	requestID, cookies := false, false
 	for _, hf := range fields {
 		name := []byte(hf.Name)
 		kind := headerKind(name)
@@ -227,23 +227,15 @@ func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority str
 			requestID = true
 		}
 		if hf.Name == "cookie" {
-			if cookies == 0 {
-				bw.WriteString("Cookie: ")
-			} else {
-				bw.WriteString("; ")
+			// Every cookie field, adjacent or not, joins the first one's
+			// line (RFC 9113 §8.2.3).
+			if !cookies {
+				cookies = true
+				writeCookieLine(bw, fields)
 			}
-			cookies++
-			bw.WriteString(hf.Value)
 			continue
 		}
-		if cookies > 0 {
-			bw.WriteString("\r\n")
-			cookies = -1 << 30 // a later cookie field starts its own line
-		}
 		writeHeader(bw, hf.Name, hf.Value)
-	}
-	if cookies > 0 {
-		bw.WriteString("\r\n")
 	}
 	writeHeader(bw, "X-Forwarded-For", c.peer)
 	fwd := c.fwd.Load()
@@ -257,6 +249,24 @@ func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority str
 	bw.WriteString("\r\n")
 	if !requestID {
 		writeRequestID(bw)
+	}
+	bw.WriteString("\r\n")
+}
+
+// writeCookieLine writes one Cookie line of the values of every cookie
+// field of fields, joined with "; ".
+func writeCookieLine(bw *bufio.Writer, fields []hpack.HeaderField) {
+	bw.WriteString("Cookie: ")
+	sep := false
+	for _, hf := range fields {
+		if hf.Name != "cookie" {
+			continue
+		}
+		if sep {
+			bw.WriteString("; ")
+		}
+		sep = true
+		bw.WriteString(hf.Value)
 	}
 	bw.WriteString("\r\n")
 }
