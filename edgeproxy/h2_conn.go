@@ -319,7 +319,14 @@ func (c *h2Conn) dispatch(f http2.Frame) error {
 		c.kickLocked()
 		c.wmu.Unlock()
 	case *http2.RSTStreamFrame:
+		if c.isIdle(f.StreamID) {
+			return http2.ConnectionError(http2.ErrCodeProtocol) // RFC 9113 §6.4
+		}
 		c.onReset(f.StreamID, f.ErrCode)
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			c.streamError(f.StreamID, http2.ErrCodeProtocol) // RFC 9113 §5.3.1
+		}
 	case *http2.GoAwayFrame:
 		c.mu.Lock()
 		c.goAway = true
@@ -336,7 +343,15 @@ func (c *h2Conn) dispatch(f http2.Frame) error {
 		// lone one is a protocol error.
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
-	return nil // PRIORITY and unknown frame types are ignored
+	return nil // unknown frame types are ignored
+}
+
+// isIdle reports whether stream id is idle (RFC 9113 §5.1): a stream the
+// client has not opened yet, or an even one (the edge opens none).
+func (c *h2Conn) isIdle(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return id%2 == 0 || id > c.maxID
 }
 
 // onSettings applies the client's settings and acknowledges them. The
@@ -404,7 +419,11 @@ func (c *h2Conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	}
 	c.mu.Lock()
 	st := c.streams[f.StreamID]
+	idle := f.StreamID%2 == 0 || f.StreamID > c.maxID
 	c.mu.Unlock()
+	if idle {
+		return http2.ConnectionError(http2.ErrCodeProtocol) // RFC 9113 §6.9
+	}
 	if st == nil {
 		return nil // a closed stream
 	}
@@ -427,6 +446,7 @@ func (c *h2Conn) onReset(id uint32, code http2.ErrCode) {
 		return
 	}
 	c.wmu.Lock()
+	st.peerReset = true
 	st.resetLocked(code, false)
 	c.wmu.Unlock()
 }

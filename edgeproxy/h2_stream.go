@@ -35,6 +35,9 @@ type h2Stream struct {
 	sendWindow int32
 	reset      bool
 	ended      bool
+	// peerReset: the client reset the stream; its later frames are a
+	// stream error STREAM_CLOSED (RFC 9113 §5.1).
+	peerReset bool
 
 	// Under bmu: the request body as received and not yet read.
 	bmu        sync.Mutex
@@ -69,6 +72,14 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	id := f.StreamID
 	if id%2 == 0 {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
+	}
+	if f.HasPriority() && f.Priority.StreamDep == id {
+		// A stream that depends on itself (RFC 9113 §5.3.1).
+		c.mu.Lock()
+		c.maxID = max(c.maxID, id)
+		c.mu.Unlock()
+		c.streamError(id, http2.ErrCodeProtocol)
+		return nil
 	}
 	c.mu.Lock()
 	if st := c.streams[id]; st != nil {
@@ -227,9 +238,21 @@ func (st *h2Stream) prepare(f *http2.MetaHeadersFrame) {
 	}
 }
 
+// peerClosed reports whether the client reset st.
+func (st *h2Stream) peerClosed() bool {
+	st.c.wmu.Lock()
+	defer st.c.wmu.Unlock()
+	return st.peerReset
+}
+
 // onTrailers takes the trailers of a request body (HEADERS with
-// END_STREAM after DATA); only declared trailers are kept.
+// END_STREAM after DATA); only declared trailers are kept. HEADERS on a
+// stream the client reset is a stream error STREAM_CLOSED.
 func (st *h2Stream) onTrailers(f *http2.MetaHeadersFrame) {
+	if st.peerClosed() {
+		st.c.streamError(st.id, http2.ErrCodeStreamClosed)
+		return
+	}
 	st.bmu.Lock()
 	if st.eof {
 		st.bmu.Unlock()
@@ -284,8 +307,11 @@ func (c *h2Conn) onData(f *http2.DataFrame) error {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	data := f.Data()
-	if st == nil {
-		c.credit(nil, n, 0) // a closed stream: refunded at once
+	if st == nil || st.peerClosed() {
+		// A closed stream, or one the client reset: refunded at once, and
+		// a stream error STREAM_CLOSED (RFC 9113 §5.1).
+		c.credit(nil, n, 0)
+		c.streamError(id, http2.ErrCodeStreamClosed)
 		return nil
 	}
 	keep, code := st.takeData(data, f.StreamEnded())
