@@ -43,8 +43,30 @@ import (
 // with the last stream actually taken; the streams taken are served, the
 // connection is closed once they are done.
 
+// Abuse bounds (SPEC R62): at most h2MaxStreams streams open at once;
+// h2StreamBudget streams per connection, refused and reset ones included,
+// then GOAWAY (a client that goes on opening streams past h2MaxStreams
+// more is cut with ENHANCE_YOUR_CALM); a header list over h2MaxHeaderList
+// bytes (RFC 9113 §6.5.2 size) is answered 431 on its stream, one over
+// h2HeaderDecodeBound ends the connection (GOAWAY ENHANCE_YOUR_CALM, or the
+// framer's COMPRESSION_ERROR or PROTOCOL_ERROR when it stops first), as does
+// header decoding past h2DecodeAllowance + h2DecodeRatio × the bytes the
+// client sent (an HPACK bomb); at most h2MaxStalledPerConn streams of a
+// connection, and h2MaxStalled of the whole edge, wait for send window
+// at once, holding their backend connections: a stream that would wait
+// beyond either is reset (CANCEL).
 const (
-	h2MaxStreams    = 250
+	h2MaxStreams        = 128
+	h2StreamBudget      = 1000
+	h2MaxHeaderList     = maxRequestHead
+	h2HeaderDecodeBound = 4 * maxRequestHead
+	h2DecodeAllowance   = 1 << 20
+	h2DecodeRatio       = 64
+	h2MaxStalledPerConn = 16
+	h2MaxStalled        = 256
+)
+
+const (
 	h2StreamWindow  = 1 << 20
 	h2ConnWindow    = 1 << 20
 	h2MaxBuffered   = 256 << 10
@@ -71,6 +93,13 @@ type h2Conn struct {
 	route   atomic.Pointer[h2Route] // pickFast's cache
 	br      *bufio.Reader
 	fr      *http2.Framer
+	// Read loop only: the bytes read from the client, the header list
+	// bytes decoded, the streams opened and those ignored after the
+	// final GOAWAY (the abuse bounds).
+	wire    h2WireCount
+	decoded int64
+	opened  int
+	ignored int
 	ctx     context.Context
 	// handlers counts the stream handlers running (close waits for them).
 	handlers sync.WaitGroup
@@ -95,6 +124,7 @@ type h2Conn struct {
 	peerMaxRead uint32 // SETTINGS_MAX_FRAME_SIZE of the client
 	peerWindow  int32  // SETTINGS_INITIAL_WINDOW_SIZE of the client
 	sendWindow  int32  // the connection's send window
+	stalled     int    // streams waiting for send window (h2MaxStalledPerConn)
 
 	// mu guards the stream registry and the drain state.
 	mu        sync.Mutex
@@ -110,6 +140,18 @@ type h2Conn struct {
 	// what handlers read since the last WINDOW_UPDATE (under mu).
 	recvWindow  int32
 	recvUnacked int32
+}
+
+// h2WireCount counts the bytes read from r.
+type h2WireCount struct {
+	r io.Reader
+	n int64
+}
+
+func (w *h2WireCount) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	w.n += int64(n)
+	return n, err
 }
 
 // h2Out is an append-only byte buffer (the framer's io.Writer).
@@ -145,10 +187,11 @@ func (s *Server) newH2Conn(tc *tls.Conn) *h2Conn {
 	c.peer, c.peerIP, c.trusted = pi.peer, pi.peerIP, pi.trusted
 	c.ctx, c.cancel = context.WithCancel(context.WithValue(context.Background(), http.ServerContextKey, h2HTTPServer))
 	c.wcond.L = &c.wmu
-	c.br = bufio.NewReaderSize(tc, 32<<10)
+	c.wire.r = tc
+	c.br = bufio.NewReaderSize(&c.wire, 32<<10)
 	c.fr = http2.NewFramer(&c.out, c.br)
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = maxRequestHead
+	c.fr.MaxHeaderListSize = h2HeaderDecodeBound
 	c.fr.SetMaxReadFrameSize(h2MaxFrameSize)
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	// The server preface, queued before the connection is registered (a
@@ -156,7 +199,7 @@ func (s *Server) newH2Conn(tc *tls.Conn) *h2Conn {
 	_ = c.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: h2MaxStreams},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
-		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: maxRequestHead},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: h2MaxHeaderList},
 	)
 	_ = c.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
 	return c

@@ -30,7 +30,7 @@ import (
 // h2FastCandidate reports whether f may take the fast path (before the
 // route is known); method, path and authority are its pseudo-headers.
 func (st *h2Stream) h2FastCandidate(f *http2.MetaHeadersFrame) (method, path, authority string, ok bool) {
-	if !f.StreamEnded() || f.Truncated || st.c.trusted {
+	if !f.StreamEnded() || f.Truncated || st.oversized || st.c.trusted {
 		return "", "", "", false
 	}
 	method = f.PseudoValue("method")
@@ -185,19 +185,67 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 			return st.fastError(rt, b, err, head)
 		}
 		w.headDone()
+		if body, ok := st.smallBody(fc, resp); ok {
+			// The whole answer is here: the backend connection goes back
+			// before the client's window is waited for.
+			releaseFast(t, fc, true, resp)
+			if !st.writeSmall(resp, body) {
+				st.c.wmu.Lock()
+				st.resetLocked(http2.ErrCodeInternal, true)
+				st.c.wmu.Unlock()
+			}
+			return resp.code, 0
+		}
+		st.c.wmu.Lock()
+		st.holdsBackend = true
+		st.c.wmu.Unlock()
 		clientOK, upstreamOK := st.relayFast(fc, resp, w.upstreamWait)
 		if !clientOK {
 			st.c.wmu.Lock()
 			st.resetLocked(http2.ErrCodeInternal, true)
 			st.c.wmu.Unlock()
 		}
-		if upstreamOK && !resp.close {
-			t.put(fc)
-		} else {
-			_ = fc.c.Close()
-		}
+		releaseFast(t, fc, upstreamOK, resp)
 		return resp.code, 0
 	}
+}
+
+// releaseFast puts fc back in t's pool, or closes it when it cannot be
+// reused (upstreamOK false, or the backend said close).
+func releaseFast(t *fastTransport, fc *fastConn, upstreamOK bool, resp *h1Response) {
+	if upstreamOK && !resp.close {
+		t.put(fc)
+	} else {
+		_ = fc.c.Close()
+	}
+}
+
+// smallBody takes resp's body off fc when it is sized, at most a frame
+// and already read whole (into the worker's scratch buffer); ok is false
+// otherwise (nothing taken).
+func (st *h2Stream) smallBody(fc *fastConn, resp *h1Response) (body []byte, ok bool) {
+	if resp.noBody || resp.chunked || resp.untilClose || resp.length > h2MaxFrameSize || int64(fc.br.Buffered()) < resp.length {
+		return nil, false
+	}
+	b, _ := fc.br.Peek(int(resp.length))
+	sc := st.scratch
+	sc.body = append(sc.body[:0], b...)
+	_, _ = fc.br.Discard(len(b))
+	return sc.body, true
+}
+
+// writeSmall queues resp's head and its whole body: HEADERS and DATA with
+// END_STREAM, together.
+func (st *h2Stream) writeSmall(resp *h1Response, body []byte) bool {
+	c := st.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	err := st.writeRespHeadLocked(resp, len(body) == 0)
+	if err == nil && len(body) > 0 {
+		err = st.writeDataLocked(body, true)
+	}
+	c.kickLocked()
+	return err == nil
 }
 
 // writeUpstreamHead writes the HTTP/1.1 request head of an HTTP/2 request
@@ -283,19 +331,6 @@ func (st *h2Stream) relayFast(fc *fastConn, resp *h1Response, wait func(error) e
 		c.kickLocked()
 		c.wmu.Unlock()
 		return true, true
-	case !resp.chunked && !resp.untilClose && resp.length <= h2MaxFrameSize && int64(fc.br.Buffered()) >= resp.length:
-		// The whole body is here: HEADERS and DATA with END_STREAM, queued
-		// together.
-		body, _ := fc.br.Peek(int(resp.length))
-		c.wmu.Lock()
-		err := st.writeRespHeadLocked(resp, len(body) == 0)
-		if err == nil && len(body) > 0 {
-			err = st.writeDataLocked(body, true)
-		}
-		c.kickLocked()
-		c.wmu.Unlock()
-		_, _ = fc.br.Discard(len(body))
-		return err == nil, true
 	}
 	c.wmu.Lock()
 	err := st.writeRespHeadLocked(resp, false)

@@ -280,6 +280,7 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 		if wake != nil {
 			wake.Stop()
 		}
+		st.releaseStallLocked()
 	}()
 	for {
 		if st.reset || st.ended || c.werr != nil {
@@ -300,6 +301,10 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 		n := min(int32(len(p)), st.sendWindow, c.sendWindow, int32(min(c.peerMaxRead, h2MaxFrameSize)))
 		if n <= 0 {
 			if stalled.IsZero() {
+				if !st.takeStallLocked() {
+					st.resetLocked(http2.ErrCodeCancel, true)
+					return errH2StreamClosed
+				}
 				stalled = time.Now()
 				wake = st.armStallWake(wake)
 			} else if time.Since(stalled) >= h2StallTimeout {
@@ -316,6 +321,7 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 			continue
 		}
 		stalled = time.Time{}
+		st.releaseStallLocked()
 		last := end && int(n) == len(p)
 		_ = c.fr.WriteData(st.id, last, p[:n])
 		st.sendWindow -= n
@@ -325,6 +331,36 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 			st.ended = true
 			return nil
 		}
+	}
+}
+
+// takeStallLocked takes a place among the streams waiting for window
+// (h2MaxStalledPerConn of the connection, h2MaxStalled of the edge) for
+// a stream that holds a backend connection; false when none is left
+// (under c.wmu).
+func (st *h2Stream) takeStallLocked() bool {
+	c := st.c
+	if st.stallSlot || !st.holdsBackend {
+		return true
+	}
+	if c.stalled >= h2MaxStalledPerConn {
+		return false
+	}
+	if c.s.h2Stalled.Add(1) > h2MaxStalled {
+		c.s.h2Stalled.Add(-1)
+		return false
+	}
+	c.stalled++
+	st.stallSlot = true
+	return true
+}
+
+// releaseStallLocked gives the stream's stall place back (under c.wmu).
+func (st *h2Stream) releaseStallLocked() {
+	if st.stallSlot {
+		st.stallSlot = false
+		st.c.stalled--
+		st.c.s.h2Stalled.Add(-1)
 	}
 }
 

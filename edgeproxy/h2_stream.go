@@ -38,6 +38,15 @@ type h2Stream struct {
 	// peerReset: the client reset the stream; its later frames are a
 	// stream error STREAM_CLOSED (RFC 9113 §5.1).
 	peerReset bool
+	// oversized: the header list is over h2MaxHeaderList (431).
+	oversized bool
+	// stallSlot: the stream holds one of the stall places
+	// (h2MaxStalledPerConn, h2MaxStalled); under c.wmu.
+	stallSlot bool
+	// holdsBackend: the stream relays from a backend connection it holds
+	// (the fast path's streamed answers; ServeHTTP's always count), so its
+	// waits for window take a stall place; under c.wmu.
+	holdsBackend bool
 
 	// Under bmu: the request body as received and not yet read.
 	bmu        sync.Mutex
@@ -73,6 +82,12 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if id%2 == 0 {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
+	size := headerListSize(f)
+	c.decoded += size
+	if f.Truncated || c.decoded > h2DecodeAllowance+h2DecodeRatio*c.wire.n {
+		// Past the decode bound, or an HPACK bomb.
+		return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
+	}
 	if f.HasPriority() && f.Priority.StreamDep == id {
 		// A stream that depends on itself (RFC 9113 §5.3.1).
 		c.mu.Lock()
@@ -92,18 +107,26 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return http2.ConnectionError(http2.ErrCodeStreamClosed)
 	}
 	c.maxID = id
+	c.opened++
 	if c.goAway {
 		// After the final GOAWAY: not taken (the client retries it on a
-		// new connection).
+		// new connection); a client that goes on is cut.
 		c.mu.Unlock()
+		if c.ignored++; c.ignored > h2MaxStreams {
+			return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
+		}
 		return nil
 	}
 	if c.active >= h2MaxStreams {
 		c.mu.Unlock()
 		c.streamError(id, http2.ErrCodeRefusedStream)
+		if c.opened >= h2StreamBudget {
+			c.finalGoAway()
+		}
 		return nil
 	}
-	st := &h2Stream{c: c, id: id, recvWindow: h2StreamWindow, declared: -1, eof: f.StreamEnded()}
+	budgetSpent := c.opened >= h2StreamBudget
+	st := &h2Stream{c: c, id: id, recvWindow: h2StreamWindow, declared: -1, eof: f.StreamEnded(), oversized: size > h2MaxHeaderList}
 	st.bcond.L = &st.bmu
 	st.w.st = st
 	c.streams[id] = st
@@ -115,7 +138,20 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.wmu.Unlock()
 	st.prepare(f)
 	h2Go(h2Task{st: st, f: f})
+	if budgetSpent {
+		c.finalGoAway()
+	}
 	return nil
+}
+
+// headerListSize is the size of f's header list (RFC 9113 §6.5.2: each
+// field's name and value lengths plus 32).
+func headerListSize(f *http2.MetaHeadersFrame) int64 {
+	var n int64
+	for _, hf := range f.Fields {
+		n += int64(hf.Size())
+	}
+	return n
 }
 
 // h2ConnHeaders are the connection-specific header fields HTTP/2 forbids
@@ -130,7 +166,7 @@ var h2ConnHeaders = map[string]bool{
 // answers itself (431 for a head over the bound, 405 for CONNECT, 400 for
 // a bad path), 0 when the request is served.
 func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, code int, ok bool) {
-	if f.Truncated {
+	if f.Truncated || st.oversized {
 		return nil, http.StatusRequestHeaderFieldsTooLarge, true
 	}
 	method := f.PseudoValue("method")
@@ -437,6 +473,7 @@ type h2Task struct {
 // backend response head and its parsed form.
 type h2Scratch struct {
 	head []byte
+	body []byte // a small answer's body (smallBody)
 	resp h1Response
 }
 
@@ -499,6 +536,7 @@ func (st *h2Stream) run(f *http2.MetaHeadersFrame) {
 func (st *h2Stream) serveSlow(f *http2.MetaHeadersFrame) {
 	// The handler's context; under wmu, where resetLocked cancels it.
 	st.c.wmu.Lock()
+	st.holdsBackend = true
 	st.ctx, st.cancel = context.WithCancel(st.c.ctx)
 	if st.reset {
 		st.cancel()

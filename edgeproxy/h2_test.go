@@ -57,7 +57,7 @@ func dialRawH2(t *testing.T, e *edge, host string, settings ...http2.Setting) *r
 	require.True(t, ok, "the edge's first frame is SETTINGS, got %v", f)
 	v, ok := sf.Value(http2.SettingMaxConcurrentStreams)
 	require.True(t, ok)
-	assert.Equal(t, uint32(250), v)
+	assert.Equal(t, uint32(128), v)
 	require.NoError(t, r.fr.WriteSettingsAck())
 	return r
 }
@@ -439,7 +439,7 @@ func TestR62_H2StreamLimitAndClientResets(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	e, _ := tlsH1Edge(t, "lim2.test", b)
 	r := dialRawH2(t, e, "lim2.test")
-	for i := range 260 {
+	for i := range 140 {
 		r.request(uint32(2*i+1), true, "GET", "/slow", "lim2.test")
 	}
 	refused := 0
@@ -449,16 +449,16 @@ func TestR62_H2StreamLimitAndClientResets(t *testing.T) {
 		require.NoError(t, err)
 		if rs, ok := f.(*http2.RSTStreamFrame); ok {
 			assert.Equal(t, http2.ErrCodeRefusedStream, rs.ErrCode)
-			assert.Greater(t, rs.StreamID, uint32(2*250-1), "a stream within the limit was refused")
+			assert.Greater(t, rs.StreamID, uint32(2*128-1), "a stream within the limit was refused")
 			refused++
 		}
 	}
-	require.Eventually(t, func() bool { return started.Load() == 250 }, 10*time.Second, 10*time.Millisecond)
-	for i := range 250 {
+	require.Eventually(t, func() bool { return started.Load() == 128 }, 10*time.Second, 10*time.Millisecond)
+	for i := range 128 {
 		require.NoError(t, r.fr.WriteRSTStream(uint32(2*i+1), http2.ErrCodeCancel))
 	}
-	require.Eventually(t, func() bool { return canceled.Load() == 250 }, 10*time.Second, 10*time.Millisecond,
-		"reset streams end on the backend (%d of 250)", canceled.Load())
+	require.Eventually(t, func() bool { return canceled.Load() == 128 }, 10*time.Second, 10*time.Millisecond,
+		"reset streams end on the backend (%d of 128)", canceled.Load())
 	require.Eventually(t, func() bool {
 		for _, bs := range e.srv.Status().Backends {
 			if bs.Addr == addrOf(b) && bs.InFlight != 0 {
@@ -468,8 +468,8 @@ func TestR62_H2StreamLimitAndClientResets(t *testing.T) {
 		return true
 	}, 5*time.Second, 10*time.Millisecond, "reset streams leave the in-flight count")
 	require.NoError(t, r.c.SetDeadline(time.Now().Add(10*time.Second)))
-	r.request(601, true, "GET", "/ok", "lim2.test")
-	a := r.readAnswer(601)
+	r.request(301, true, "GET", "/ok", "lim2.test")
+	a := r.readAnswer(301)
 	assert.Equal(t, "200", a.status)
 	assert.Equal(t, "ok", a.body.String())
 }

@@ -180,6 +180,9 @@ type Server struct {
 	udp     *udpRelays
 	// h1 is the public HTTP/1.1 loop (h1_conn.go); set by Run.
 	h1 *h1Server
+	// h2Stalled counts the HTTP/2 streams of every connection waiting for
+	// send window (h2MaxStalled).
+	h2Stalled atomic.Int64
 	// tls is the HTTPS side (tls.go); nil without HTTPSAddr.
 	tls       *tlsEdge
 	httpsAddr atomic.Pointer[string]
