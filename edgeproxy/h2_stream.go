@@ -125,6 +125,14 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		}
 		return nil
 	}
+	if h2Malformed(f) {
+		c.mu.Unlock()
+		c.streamError(id, http2.ErrCodeProtocol)
+		if c.opened >= h2StreamBudget {
+			c.finalGoAway()
+		}
+		return nil
+	}
 	budgetSpent := c.opened >= h2StreamBudget
 	st := &h2Stream{c: c, id: id, recvWindow: h2StreamWindow, declared: -1, eof: f.StreamEnded(), oversized: size > h2MaxHeaderList}
 	st.bcond.L = &st.bmu
@@ -143,6 +151,36 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	}
 	return nil
 }
+
+// h2Malformed reports whether f is a malformed request (RFC 9113 §8.1.1)
+// by the rules the framer leaves to the server: a field value with
+// leading or trailing whitespace (§8.2.1); more than one host field, or
+// one that differs from :authority (§8.3.1); :protocol, as extended
+// CONNECT is not offered (RFC 8441 §4); a :scheme other than http or
+// https; a :path with a fragment.
+func h2Malformed(f *http2.MetaHeadersFrame) bool {
+	hosts, host := 0, ""
+	for _, hf := range f.Fields {
+		if v := hf.Value; v != "" && (isFieldSpace(v[0]) || isFieldSpace(v[len(v)-1])) {
+			return true
+		}
+		if hf.Name == "host" {
+			hosts++
+			host = hf.Value
+		}
+	}
+	auth := f.PseudoValue("authority")
+	if hosts > 1 || hosts == 1 && auth != "" && !strings.EqualFold(auth, host) {
+		return true
+	}
+	if f.PseudoValue("protocol") != "" || strings.IndexByte(f.PseudoValue("path"), '#') >= 0 {
+		return true
+	}
+	scheme := f.PseudoValue("scheme")
+	return f.PseudoValue("method") != http.MethodConnect && scheme != "https" && scheme != "http"
+}
+
+func isFieldSpace(b byte) bool { return b == ' ' || b == '\t' }
 
 // headerListSize is the size of f's header list (RFC 9113 §6.5.2: each
 // field's name and value lengths plus 32).
