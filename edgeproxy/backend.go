@@ -68,7 +68,13 @@ type registry struct {
 	defaultTM routeTimeouts
 	// h2c are the cleartext HTTP/2 transports of h2c routes (h2.go).
 	h2c h2cPool
+	// idleTimeout closes kept-alive backend connections idle this long
+	// (Config.BackendIdleTimeout; set before the first snapshot).
+	idleTimeout time.Duration
 }
+
+// defaultBackendIdleTimeout is Config.BackendIdleTimeout's default.
+const defaultBackendIdleTimeout = 90 * time.Second
 
 func newRegistry(dialTimeout time.Duration, trusted []netip.Prefix, logger hclog.Logger) *registry {
 	if logger == nil {
@@ -81,6 +87,22 @@ func newRegistry(dialTimeout time.Duration, trusted []netip.Prefix, logger hclog
 		logger:      logger,
 		errorLog:    logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		trusted:     trusted,
+		idleTimeout: defaultBackendIdleTimeout,
+	}
+}
+
+// sweepIdle closes every backend's pooled connections idle for
+// idleTimeout or longer at now (the request path only checks the one it
+// takes; the event loops sweep their own pools).
+func (r *registry) sweepIdle(now time.Time) {
+	r.mu.Lock()
+	ts := make([]*fastTransport, 0, len(r.backends))
+	for _, b := range r.backends {
+		ts = append(ts, b.transport)
+	}
+	r.mu.Unlock()
+	for _, t := range ts {
+		t.sweepIdle(now)
 	}
 }
 
@@ -171,7 +193,7 @@ func (r *registry) newBackend(addr string) *backend {
 		},
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       r.idleTimeout,
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     false,
 		DisableCompression:    true,
@@ -179,6 +201,7 @@ func (r *registry) newBackend(addr string) *backend {
 		MaxResponseHeaderBytes: h1MaxResponseHead,
 	}
 	b := &backend{addr: addr, transport: newFastTransport(addr, r.dialTimeout, tr)}
+	b.transport.idleTimeout = r.idleTimeout
 	b.proxy = r.newProxy(b, r.defaultTM)
 	return b
 }

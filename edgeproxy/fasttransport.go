@@ -345,6 +345,29 @@ func (t *fastTransport) put(fc *fastConn) {
 	t.mu.Unlock()
 }
 
+// sweepIdle closes the pooled connections idle for t.idleTimeout or
+// longer at now (the oldest are first in the pool).
+func (t *fastTransport) sweepIdle(now time.Time) {
+	t.mu.Lock()
+	n := 0
+	for n < len(t.idle) && now.Sub(t.idle[n].idleSince) >= t.idleTimeout {
+		n++
+	}
+	if n == 0 {
+		t.mu.Unlock()
+		return
+	}
+	expired := make([]*fastConn, n)
+	copy(expired, t.idle[:n])
+	rest := copy(t.idle, t.idle[n:])
+	clear(t.idle[rest:])
+	t.idle = t.idle[:rest]
+	t.mu.Unlock()
+	for _, fc := range expired {
+		_ = fc.c.Close()
+	}
+}
+
 // CloseIdleConnections closes every idle connection of both paths.
 func (t *fastTransport) CloseIdleConnections() {
 	t.closes.Add(1)

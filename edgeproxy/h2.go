@@ -17,7 +17,7 @@ type h2cPool struct {
 	m  map[string]*http.Transport
 }
 
-func (p *h2cPool) get(addr string, dialTimeout time.Duration) *http.Transport {
+func (p *h2cPool) get(addr string, dialTimeout, idleTimeout time.Duration) *http.Transport {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if tr := p.m[addr]; tr != nil {
@@ -33,7 +33,7 @@ func (p *h2cPool) get(addr string, dialTimeout time.Duration) *http.Transport {
 		Proxy:              nil,
 		DialContext:        dialer.DialContext,
 		Protocols:          protos,
-		IdleConnTimeout:    90 * time.Second,
+		IdleConnTimeout:    idleTimeout,
 		DisableCompression: true,
 	}
 	p.m[addr] = tr
@@ -54,6 +54,6 @@ func (p *h2cPool) forget(addr string) {
 // route's timeouts other than the dial timeout do not apply).
 func (r *registry) h2cProxyFor(b *backend) *httputil.ReverseProxy {
 	p := r.newProxy(b, routeTimeouts{})
-	p.Transport = r.h2c.get(b.addr, r.dialTimeout)
+	p.Transport = r.h2c.get(b.addr, r.dialTimeout, r.idleTimeout)
 	return p
 }

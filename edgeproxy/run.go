@@ -216,6 +216,7 @@ func (s *Server) watchTable(ctx context.Context, w *watcher, errc <-chan error) 
 		case <-tick.C:
 			s.poll(w, false)
 			s.tlsTick()
+			s.reg.sweepIdle(time.Now())
 		case <-s.reload:
 			s.pollReload(w)
 		}

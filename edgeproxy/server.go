@@ -130,6 +130,10 @@ type Config struct {
 	// (default 60 s): a client that stops sending its body gets 408 and
 	// the connection closes, and the backend connection is closed.
 	BodyTimeout time.Duration
+	// BackendIdleTimeout closes a kept-alive backend connection idle for
+	// this long (default 90 s); idle connections are swept every
+	// PollInterval, not only when a request looks for one.
+	BackendIdleTimeout time.Duration
 	// UDPIdleTimeout expires a UDP client session after this long without a
 	// datagram in either direction (default 30 s).
 	UDPIdleTimeout time.Duration
@@ -235,6 +239,9 @@ func New(cfg Config) *Server {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = 60 * time.Second
 	}
+	if cfg.BackendIdleTimeout <= 0 {
+		cfg.BackendIdleTimeout = defaultBackendIdleTimeout
+	}
 	if cfg.UDPIdleTimeout <= 0 {
 		cfg.UDPIdleTimeout = 30 * time.Second
 	}
@@ -254,6 +261,7 @@ func New(cfg Config) *Server {
 	s.metrics = newMetrics()
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
 	s.reg.defaultTM = routeTimeouts{responseHeader: cfg.ResponseTimeout}
+	s.reg.idleTimeout = cfg.BackendIdleTimeout
 	s.reg.metrics = s.metrics
 	hosts, err := ristretto.NewCache(&ristretto.Config[string, hostEntry]{
 		NumCounters:        10 * hostCacheEntries,
