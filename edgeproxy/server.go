@@ -87,6 +87,11 @@ type Config struct {
 	// replaced; HTTPSAddr must still be non-empty). Certificates need no
 	// hand-over: both stores are files the new edge loads at start.
 	HTTPSListener net.Listener
+	// DefaultCertHost names the host whose certificate a TLS client that
+	// sends no server name (SNI: clients by IP address, health checkers)
+	// is served; "" serves the only certificate being served when there
+	// is exactly one, and fails such a handshake otherwise.
+	DefaultCertHost string
 	// ACME configures certificate issuance for HTTPSAddr.
 	ACME ACMEConfig
 	// AdminAddr is the loopback admin listen address (GET /status,

@@ -206,6 +206,9 @@ func (t *tlsEdge) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 	if t.cm != nil && len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == "acme-tls/1" {
 		return t.cm.GetCertificate(hello)
 	}
+	if name == "" {
+		return t.defaultCertificate(hello)
+	}
 	if c := t.staticFor(name); c != nil {
 		t.hsOK.Inc()
 		return c, nil
@@ -227,6 +230,40 @@ func (t *tlsEdge) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 	}
 	t.handshakes.WithLabelValues("fallback").Inc()
 	return t.fallback, nil
+}
+
+// defaultCertificate serves a handshake without a server name (SNI):
+// the certificate of Config.DefaultCertHost, else the only one served
+// (static, or ACME's for an exact host); none fails the handshake.
+func (t *tlsEdge) defaultCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	name := normalizeHost(t.s.cfg.DefaultCertHost)
+	if name == "" {
+		if have := *t.have.Load(); len(have) == 1 {
+			for n := range have {
+				name = n
+			}
+		}
+	}
+	if name != "" {
+		if c := t.static.Load().certs[name]; c != nil {
+			t.hsOK.Inc()
+			return c, nil
+		}
+		if c := t.staticFor(name); c != nil {
+			t.hsOK.Inc()
+			return c, nil
+		}
+		if t.cm != nil && !strings.HasPrefix(name, "*.") {
+			h := *hello
+			h.ServerName = name
+			if c, err := t.cm.GetCertificate(&h); err == nil && c != nil {
+				t.hsOK.Inc()
+				return c, nil
+			}
+		}
+	}
+	t.handshakes.WithLabelValues("no_certificate").Inc()
+	return nil, errors.New("gordon-edge: no server name (SNI) and no default certificate: name one with --default-cert HOST")
 }
 
 // staticFor returns the static certificate covering name, or nil.

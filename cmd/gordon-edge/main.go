@@ -65,6 +65,7 @@ type runOptions struct {
 	acmeEmail       string
 	acmeCA          string
 	acmeCARoot      string
+	defaultCert     string
 }
 
 func newRunCommand() *cobra.Command {
@@ -93,6 +94,7 @@ func newRunCommand() *cobra.Command {
 	f.BoolVar(&opts.acme, "acme", true, "obtain certificates with ACME for routed hosts (false: only certificates added with docker gordon certs add)")
 	f.StringVar(&opts.acmeEmail, "acme-email", "", "ACME account contact email")
 	f.StringVar(&opts.acmeCA, "acme-ca", "", "ACME directory URL (default Let's Encrypt production)")
+	f.StringVar(&opts.defaultCert, "default-cert", "", "host whose certificate a TLS client that sends no server name (SNI) gets (default: the only certificate served, when there is one)")
 	f.StringVar(&opts.acmeCARoot, "acme-ca-root", "", "PEM file of the root to trust for the ACME server (private CAs, tests)")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
@@ -140,6 +142,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		ReusePort:         opts.reusePort,
 		EventLoops:        opts.eventLoops,
 		NoHandover:        opts.noHandover,
+		DefaultCertHost:   opts.defaultCert,
 	})
 	go func() {
 		for {
