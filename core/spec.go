@@ -125,6 +125,9 @@ type HTTPInterface struct {
 	// Protocol is how the edge speaks to the backend: "" or ProtocolHTTP1
 	// (HTTP/1.1), ProtocolH2C (cleartext HTTP/2, trailers included).
 	Protocol string `json:"protocol,omitempty"`
+	// HSTS is the Strict-Transport-Security value the edge sends on the
+	// interface's HTTPS answers (R62; "": none).
+	HSTS string `json:"hsts,omitempty"`
 }
 
 // HTTPS policies of a public HTTP interface (R62).

@@ -263,7 +263,7 @@ func (l *evLoop) readUp(u *evUp, hup bool) {
 	keep := !c.hc.req.close && !l.h.shutting.Load()
 	l.out = l.out[:0]
 	l.bw.Reset((*evSink)(l))
-	writeResponseHead(l.bw, resp, keep)
+	writeResponseHead(l.bw, resp, keep, "") // plain HTTP: no HSTS
 	_ = l.bw.Flush()
 	if !resp.noBody {
 		l.out = append(l.out, buf[headLen:total]...)

@@ -155,7 +155,11 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 		}
 		hc.headDone()
 		keep = !hc.req.close && !s.h1.shutting.Load()
-		ok, upstreamOK := relayResponse(hc, fc, resp, keep, s.reg.bufferPool)
+		hsts := ""
+		if hc.isTLS() {
+			hsts = rt.hsts
+		}
+		ok, upstreamOK := relayResponse(hc, fc, resp, keep, s.reg.bufferPool, hsts)
 		if upstreamOK && !resp.close {
 			t.put(fc)
 		} else {

@@ -271,8 +271,8 @@ func cutLineLax(b []byte) (line, rest []byte, ok bool) {
 func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool interface {
 	Get() []byte
 	Put([]byte)
-}) (ok, upstreamOK bool) {
-	writeResponseHead(hc.bw, resp, keep)
+}, hsts string) (ok, upstreamOK bool) {
+	writeResponseHead(hc.bw, resp, keep, hsts)
 	switch {
 	case resp.noBody:
 		return true, true
@@ -287,14 +287,16 @@ func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool i
 
 // writeResponseHead writes the head of resp as relayed to the client:
 // hop-by-hop headers dropped, the body framing rewritten, "Connection:
-// close" unless keep.
-func writeResponseHead(bw *bufio.Writer, resp *h1Response, keep bool) {
+// close" unless keep; a Strict-Transport-Security field of value hsts in
+// place of the backend's ("": the backend's as it is).
+func writeResponseHead(bw *bufio.Writer, resp *h1Response, keep bool, hsts string) {
 	bw.WriteString("HTTP/1.1 ")
 	bw.Write(resp.status)
 	bw.WriteString("\r\n")
 	for _, h := range resp.headers {
 		k := h.kind
-		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) {
+		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) ||
+			hsts != "" && isHSTS(h.name) {
 			continue
 		}
 		bw.Write(h.name)
@@ -311,10 +313,33 @@ func writeResponseHead(bw *bufio.Writer, resp *h1Response, keep bool) {
 	case resp.chunked && !resp.noBody, resp.untilClose:
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
+	if hsts != "" {
+		bw.WriteString("Strict-Transport-Security: ")
+		bw.WriteString(hsts)
+		bw.WriteString("\r\n")
+	}
 	if !keep {
 		bw.WriteString("Connection: close\r\n")
 	}
 	bw.WriteString("\r\n")
+}
+
+// isHSTS reports whether a header name is Strict-Transport-Security.
+func isHSTS[T string | []byte](name T) bool {
+	const sts = "strict-transport-security"
+	if len(name) != len(sts) {
+		return false
+	}
+	for i := range len(sts) {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != sts[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *h1Response) namedByConnection(name []byte) bool {

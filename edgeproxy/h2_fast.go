@@ -94,6 +94,7 @@ func (st *h2Stream) serveFast(f *http2.MetaHeadersFrame) bool {
 	if rt == nil {
 		return false
 	}
+	st.hsts = rt.hsts
 	ex := h1Exchange{rt: rt, i: i, b: b, start: time.Now()}
 	code, proxyErr := st.exchangeFast(&ex, method, path, authority, f.RegularFields())
 	doneH1(&ex, code, proxyErr)
@@ -482,10 +483,14 @@ func (st *h2Stream) writeRespHeadLocked(resp *h1Response, end bool) error {
 	fields := c.fieldBuf[:0]
 	for _, h := range resp.headers {
 		k := h.kind
-		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) {
+		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) ||
+			st.hsts != "" && isHSTS(h.name) {
 			continue
 		}
 		fields = append(fields, hpack.HeaderField{Name: lowerName(c, h.name), Value: string(h.value)})
+	}
+	if st.hsts != "" {
+		fields = append(fields, hpack.HeaderField{Name: "strict-transport-security", Value: st.hsts})
 	}
 	if resp.length >= 0 && !resp.untilClose && resp.code != http.StatusNoContent {
 		fields = append(fields, hpack.HeaderField{Name: "content-length", Value: strconv.FormatInt(resp.length, 10)})

@@ -47,6 +47,8 @@ type h2Stream struct {
 	// (the fast path's streamed answers; ServeHTTP's always count), so its
 	// waits for window take a stall place; under c.wmu.
 	holdsBackend bool
+	// hsts is the route's Strict-Transport-Security value (fast path).
+	hsts string
 
 	// Under bmu: the request body as received and not yet read.
 	bmu        sync.Mutex

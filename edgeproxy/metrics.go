@@ -153,6 +153,9 @@ type statusWriter struct {
 	// guard its request body's guard (nil: no body).
 	rt    *httpRoute
 	guard *bodyGuard
+	// hsts is the Strict-Transport-Security value set on the final
+	// answer in place of the backend's ("": none; HTTPS only).
+	hsts string
 	// left is what remains of a declared Content-Length body, counted
 	// when sized; whole once it is written whole.
 	left         int64
@@ -164,6 +167,9 @@ var statusWriterPool = sync.Pool{New: func() any { return new(statusWriter) }}
 func (w *statusWriter) WriteHeader(code int) {
 	if w.code == 0 && code >= 200 || code == http.StatusSwitchingProtocols {
 		w.code = code
+		if w.hsts != "" && code >= 200 {
+			w.Header().Set("Strict-Transport-Security", w.hsts)
+		}
 		if cl := w.Header()["Content-Length"]; len(cl) == 1 && code >= 200 {
 			if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n >= 0 {
 				w.left, w.sized, w.whole = n, true, n == 0

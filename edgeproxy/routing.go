@@ -83,6 +83,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := statusWriterPool.Get().(*statusWriter)
 	*sw = statusWriter{ResponseWriter: w, rt: rt}
+	if r.TLS != nil {
+		sw.hsts = rt.hsts
+	}
 	if !upgrade && r.Body != nil && r.Body != http.NoBody {
 		sw.guard = &bodyGuard{rc: r.Body, ctl: http.NewResponseController(w), timeout: s.cfg.BodyTimeout}
 		r.Body = sw.guard

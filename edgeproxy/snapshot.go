@@ -53,6 +53,9 @@ type httpRoute struct {
 	// whether backends speak cleartext HTTP/2 (h2.go).
 	tls string
 	h2c bool
+	// hsts is the Strict-Transport-Security value of the route's HTTPS
+	// answers ("": none).
+	hsts string
 	// slowPlain sends this host's plain HTTP requests to ServeHTTP instead
 	// of the event loop (redirects, h2c); set by tlsEdge.annotate.
 	slowPlain atomic.Bool
@@ -81,7 +84,7 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 	for _, hr := range t.HTTP {
 		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64),
 			hold: hr.Hold, stopped: hr.Stopped, held: new(atomic.Int64),
-			tls: hr.TLS, h2c: hr.Protocol == "h2c"}
+			tls: hr.TLS, h2c: hr.Protocol == "h2c", hsts: hr.HSTS}
 		if r.tls == "" {
 			r.tls = tlsAuto
 		}

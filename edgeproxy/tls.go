@@ -567,5 +567,8 @@ func validateRouteTLS(r *routetable.HTTPRoute) error {
 	default:
 		return fmt.Errorf("route table: http host %q: protocol %q: want http1 or h2c: %w", r.Host, r.Protocol, ErrInvalidTable)
 	}
+	if r.HSTS != "" && (!routetable.ValidHSTS(r.HSTS) || r.TLS == tlsNever) {
+		return fmt.Errorf("route table: http host %q: hsts %q: want a Strict-Transport-Security value (max-age=SECONDS[; includeSubDomains][; preload]) on a host served over HTTPS: %w", r.Host, r.HSTS, ErrInvalidTable)
+	}
 	return nil
 }

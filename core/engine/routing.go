@@ -66,7 +66,7 @@ func BuildGraph(actives []core.Active) routetable.Graph {
 					continue
 				}
 				g.HTTP = append(g.HTTP, routetable.HTTPRoute{
-					Host: h.Host, App: a.App, Service: name, TLS: h.TLS, Protocol: h.Protocol,
+					Host: h.Host, App: a.App, Service: name, TLS: h.TLS, Protocol: h.Protocol, HSTS: h.HSTS,
 					Backends:                []routetable.Backend{{Addr: LoopbackAddr(hp), Container: s.Container}},
 					ResponseHeaderTimeoutMS: h.ResponseTimeout.D().Milliseconds(),
 				})

@@ -188,6 +188,7 @@ type rawHTTP struct {
 	ResponseTimeout *string `toml:"response_timeout"`
 	TLS             *string `toml:"tls"`
 	Protocol        *string `toml:"protocol"`
+	HSTS            *string `toml:"hsts"`
 }
 
 type rawL4 struct {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // published is one edge listen address already taken.
@@ -121,6 +122,18 @@ func (v *validator) httpTLS(k string, h rawHTTP, out *core.HTTPInterface) {
 		}
 		if out.Visibility == core.VisibilityInternal {
 			v.add(k+".protocol", `protocol applies to a public interface: set host, or remove protocol`)
+		}
+	}
+	if h.HSTS != nil {
+		switch {
+		case !routetable.ValidHSTS(*h.HSTS):
+			v.addf(k+".hsts", `invalid hsts %q: want "max-age=SECONDS", optionally followed by "; includeSubDomains" and "; preload"`, *h.HSTS)
+		case out.Visibility == core.VisibilityInternal:
+			v.add(k+".hsts", `hsts applies to a public interface: set host, or remove hsts`)
+		case out.TLS == core.TLSNever:
+			v.add(k+".hsts", `hsts needs HTTPS: remove hsts, or set tls to "auto" or "always"`)
+		default:
+			out.HSTS = *h.HSTS
 		}
 	}
 }

@@ -53,6 +53,10 @@ type HTTPRoute struct {
 	// Protocol is the backend protocol: "" or "http1" (HTTP/1.1), "h2c"
 	// (cleartext HTTP/2).
 	Protocol string `json:"protocol,omitempty"`
+	// HSTS is the Strict-Transport-Security value the edge sends on this
+	// host's HTTPS answers, in place of the backend's (RFC 6797; "":
+	// none), e.g. "max-age=31536000; includeSubDomains".
+	HSTS string `json:"hsts,omitempty"`
 }
 
 // Hold bounds how long the edge holds requests and connections for a
