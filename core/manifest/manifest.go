@@ -220,7 +220,7 @@ type rawMount struct {
 var (
 	appKeys       = []string{"name", "env", "services", "networks"}
 	serviceKeys   = []string{"image", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run"}
-	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol"}
+	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol", "hsts"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
 	mountKeys     = []string{"name", "path", "readonly", "adopt"}

@@ -31,7 +31,10 @@ func TestManifest_ValidationHTTP(t *testing.T) {
 		{"tls values", base + "[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\ntls = \"on\"\n", "services.web.http[0].tls", `invalid tls "on": want "auto" (certificate obtained, HTTP redirected once served), "always" (HTTP always redirected) or "never" (plain HTTP only)`},
 		{"tls needs public", base + "[[services.web.http]]\nport = 80\ntls = \"always\"\n", "services.web.http[0].tls", `tls applies to a public interface: set host, or remove tls`},
 		{"protocol values", base + "[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\nprotocol = \"h2\"\n", "services.web.http[0].protocol", `invalid protocol "h2": want "http1" (default) or "h2c" (cleartext HTTP/2 to the backend, e.g. gRPC)`},
-		{"unknown http key", base + "[[services.web.http]]\nport = 80\npath = \"/\"\n", "services.web.http[0].path", `unknown key "path": want one of port, host, visibility, response_timeout, tls, protocol`},
+		{"unknown http key", base + "[[services.web.http]]\nport = 80\npath = \"/\"\n", "services.web.http[0].path", `unknown key "path": want one of port, host, visibility, response_timeout, tls, protocol, hsts`},
+		{"hsts values", base + "[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\nhsts = \"1 year\"\n", "services.web.http[0].hsts", `invalid hsts "1 year": want "max-age=SECONDS", optionally followed by "; includeSubDomains" and "; preload"`},
+		{"hsts needs public", base + "[[services.web.http]]\nport = 80\nhsts = \"max-age=60\"\n", "services.web.http[0].hsts", `hsts applies to a public interface: set host, or remove hsts`},
+		{"hsts needs https", base + "[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\ntls = \"never\"\nhsts = \"max-age=60\"\n", "services.web.http[0].hsts", `hsts needs HTTPS: remove hsts, or set tls to "auto" or "always"`},
 	})
 }
 
@@ -49,6 +52,14 @@ func TestManifest_ValidationTCPUDP(t *testing.T) {
 		{"publish wildcard covers", base + "[[services.web.udp]]\nport = 53\npublish = \"[::]:53\"\n[[services.web.udp]]\nport = 54\npublish = \"10.0.0.1:53\"\n", "services.web.udp[1].publish", `publish "10.0.0.1:53" (udp) overlaps "[::]:53" of services.web.udp[0].publish: an edge listen address serves one interface`},
 		{"udp ports unique per service", base + "[[services.web.udp]]\nport = 53\npublish = \"0.0.0.0:53\"\n[[services.web.udp]]\nport = 53\npublish = \"0.0.0.0:54\"\n", "services.web.udp[1].port", "port 53/udp is already declared by services.web.udp[0]"},
 	})
+}
+
+// TestManifest_HTTPHSTS: an [[http]] hsts value is carried into the
+// interface's spec as written.
+func TestManifest_HTTPHSTS(t *testing.T) {
+	spec, err := Parse("app.toml", []byte("name = \"blog\"\n[services.web]\nimage = \"blog:1\"\n[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\nhsts = \"max-age=31536000; includeSubDomains\"\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "max-age=31536000; includeSubDomains", spec.Services[0].HTTP[0].HSTS)
 }
 
 // TestManifest_HTTPResponseTimeout: an [[http]] response_timeout is parsed
