@@ -44,6 +44,9 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	}
 	st, err := e.Runtime.InspectContainer(ctx, id)
 	if errors.Is(err, core.ErrNotFound) {
+		if rec, lerr := e.Store.LoadRecovery(ctx, app); lerr == nil && rec.Rebuild[name] == id {
+			return e.rebuildInterrupted(ctx, app, name, as, rep)
+		}
 		rerr := e.Store.ReleaseClaims(ctx, app, id)
 		werr := e.withdraw(ctx, app, name)
 		return time.Time{}, false, errors.Join(fmt.Errorf("%w: container %s is gone; traffic withdrawn, nothing rebuilt (docker gordon start %s rebuilds it)", core.ErrNotFound, id, app), rerr, werr)
