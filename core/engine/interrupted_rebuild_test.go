@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -180,4 +181,92 @@ func TestR55_RemoveRemovesContainersNoRecordOwns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
 	assert.Empty(t, h.Runtime.Containers())
+}
+
+// TestR5_KilledSequentialDeployJournalsBeforeAndIsRolledBack: a real
+// sequential deploy "killed" (its goroutine ends) right after the runtime
+// created the candidate: the journal on disk already names the replaced
+// generation as Before (pinned table, R5.2) but not the candidate; the old
+// container is gone. One reconcile pass removes the unjournaled candidate
+// and rebuilds the old generation.
+func TestR5_KilledSequentialDeployJournalsBeforeAndIsRolledBack(t *testing.T) {
+	h := coretest.NewEngine(t)
+	spec := core.ServiceSpec{Name: "db", Image: "registry.example/pg:16", TCP: []core.L4Interface{{Port: 5432, Publish: "0.0.0.0:15432"}},
+		Volumes:   []core.VolumeMount{{Name: "data", Path: "/var/lib/postgresql/data"}},
+		Readiness: core.Readiness{Type: core.ReadinessTCP, Port: 5432, Timeout: core.Duration(time.Second)}}
+	h.SeedServing("blog", coretest.BlogApp(spec), map[string]string{"db": "c-old"}, map[string]map[int]int{"db": {5432: 17000}})
+	next := spec
+	next.Image = "registry.example/pg:17"
+	app := coretest.BlogApp(next)
+	app.Name = "blog"
+	rev, err := h.Engine.SubmitRevision(h.Ctx(), app, "sha-17")
+	require.NoError(t, err)
+	h.Runtime.NextIDs = []string{"c-new", "c-rebuilt"}
+	h.Runtime.NextBinds = []map[int]int{{5432: 18081}, {5432: 18082}}
+
+	var journaled core.Operation
+	h.Engine.AfterCreate = func(id string) {
+		latest, err := h.Store.LatestOp(h.Ctx(), "blog")
+		if err == nil {
+			journaled = latest
+		}
+		runtime.Goexit() // the kill: nothing after the create runs
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: rev.ID})
+	}()
+	<-done
+	h.Engine.AfterCreate = nil
+	h.Engine.ExpForgetLive("blog")
+
+	st := journaled.Step(engine.ServiceStepID("db", "replace"))
+	require.NotNil(t, st, "the pinned table is journaled: %+v", journaled)
+	assert.Equal(t, "c-old", st.Before, "the replaced generation is journaled before it is touched")
+	assert.Empty(t, st.After, "the kill came before the candidate was journaled")
+	assert.False(t, h.Runtime.Exists("c-old"), "the sequential flow removed the old generation")
+	require.True(t, h.Runtime.Exists("c-new"))
+
+	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c-rebuilt"}, h.Runtime.Containers(), "the unjournaled candidate is removed, one generation runs")
+	db := lcActive(t, h, "blog").Services["db"]
+	assert.Equal(t, "c-rebuilt", db.Container)
+	assert.Equal(t, "registry.example/pg:16", db.Spec.Image, "rolled back to the pinned revision")
+	assert.Equal(t, []int{18082}, h.LastRoute("blog", "db"))
+	assert.Empty(t, h.Store.Markers("blog"))
+}
+
+// TestR58_PassHoldsASingleWriterWhileItVerifiesAFreshExecution: the pass
+// withdraws a fresh execution before verifying it (R41.4); for a
+// single-writer service that withdrawal holds the host (R58) instead of
+// dropping its route, and the verified container is then routed with no
+// hold left.
+func TestR58_PassHoldsASingleWriterWhileItVerifiesAFreshExecution(t *testing.T) {
+	h := coretest.NewEngine(t)
+	kv := coretest.WebSpec(0)
+	kv.Volumes = []core.VolumeMount{{Name: "data", Path: "/data"}}
+	h.SeedServing("blog", coretest.BlogApp(kv), map[string]string{"web": "c-1"}, map[string]map[int]int{"web": {8080: 17000}})
+
+	_, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	held, routed := false, false
+	for _, g := range h.Traffic.Graphs() {
+		for _, r := range g.HTTP {
+			if r.App != "blog" {
+				continue
+			}
+			if r.Hold != nil && len(r.Backends) == 0 {
+				held = true
+			}
+			if held && r.Hold == nil && len(r.Backends) == 1 {
+				routed = true
+			}
+			assert.False(t, r.Hold == nil && len(r.Backends) == 0, "the host is never left without route or hold")
+		}
+	}
+	assert.True(t, held, "held while verified")
+	assert.True(t, routed, "routed once verified")
+	assert.Nil(t, lcActive(t, h, "blog").Services["web"].HoldUntil, "no hold left after the pass")
 }

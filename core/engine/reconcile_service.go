@@ -68,7 +68,14 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	lost := !seen || v.Container != id // no record of this container at all (a restart has one)
 	keepRouting := (overlapping || (lost && st.Running() && e.switchedBySuccess(ctx, app, name, as, st.StartedAt))) && fresh && st.Running()
 	if (fresh && !keepRouting) || (!st.Running() && !transitional) { // R41.4
-		if err := e.withdraw(ctx, app, name); err != nil {
+		// A single-writer service is between generations until this pass
+		// routes it: its requests are held, not refused (R58); the hold
+		// ends with the route, or after the pass (endHolds).
+		var hold time.Time
+		if as.Spec.SingleWriter() {
+			hold = e.now().Add(holdBound(&as.Spec, 0))
+		}
+		if err := e.withdrawHold(ctx, app, name, hold); err != nil {
 			return time.Time{}, false, err
 		}
 		fresh = true

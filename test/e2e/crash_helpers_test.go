@@ -31,13 +31,6 @@ type boundary struct{ Any, Method string }
 
 func (b boundary) String() string { return b.Any + "_" + b.Method }
 
-// enumerateBoundaries runs `deploy -f file` with the fault build and
-// GORDON_FAULT_LOG and returns every write boundary it passed, in order.
-func enumerateBoundaries(t testing.TB, stateDir, file string) ([]boundary, fixture.Result) {
-	t.Helper()
-	return enumerateVerb(t, stateDir, "deploy", "-f", file)
-}
-
 // enumerateVerb runs `docker gordon ARGS` with the fault build and
 // GORDON_FAULT_LOG and returns every write boundary it passed, in order.
 func enumerateVerb(t testing.TB, stateDir string, args ...string) ([]boundary, fixture.Result) {
@@ -62,16 +55,11 @@ func enumerateVerb(t testing.TB, stateDir string, args ...string) ([]boundary, f
 	return out, r
 }
 
-// crashAt runs `deploy -f file` with the fault build and GORDON_FAULT=b.Any
-// and checks that the CLI died of SIGKILL right after boundary b: the last
-// boundary it logged is b (same position, same method), so a shifted count
-// is reported instead of silently testing another boundary.
-func crashAt(t testing.TB, stateDir, file string, b boundary) fixture.Result {
-	t.Helper()
-	return crashVerbAt(t, stateDir, b, "deploy", "-f", file)
-}
-
-// crashVerbAt is crashAt for `docker gordon ARGS`.
+// crashVerbAt runs `docker gordon ARGS` with the fault build and
+// GORDON_FAULT=b.Any and checks that the CLI died of SIGKILL right after
+// boundary b: the last boundary it logged is b (same position, same
+// method), so a shifted count is reported instead of silently testing
+// another boundary.
 func crashVerbAt(t testing.TB, stateDir string, b boundary, args ...string) fixture.Result {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "crash.log")
