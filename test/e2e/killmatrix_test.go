@@ -23,7 +23,8 @@ import (
 // behind the edge under load. Four flows — an overlap deploy of web, a
 // sequential deploy of kv, a restart of the app and a remove — are each
 // killed with kill -9 right after every one of their journal boundaries in
-// turn (the gordonfault build; a candidate's creation counts as one). After
+// turn, from the op's claim on (the gordonfault build; a candidate's
+// creation counts as one). After
 // each kill one `docker gordon reconcile` must leave:
 //   - exactly one generation per service, running, the one ACTIVE names,
 //     answering through the edge as it answers on its own bind;
@@ -145,7 +146,13 @@ func (m *kmRun) flow(name string, withLoad bool, prepare func() []string, after 
 	require.Equal(t, 0, r.Code, "clean %s: %s", name, r.String())
 	require.NotEmpty(t, bounds)
 	after(t)
-	t.Logf("%s: %d boundaries: %v", name, len(bounds), bounds)
+	// The revision store's writes come before the op is claimed: a kill
+	// there is a kill before the verb (what status shows then is
+	// TestStatus_FullDiskBeforeTheClaimIsNotShownAsDeployed's).
+	bounds = slices.DeleteFunc(bounds, func(b boundary) bool {
+		return strings.HasPrefix(b.Method, "SaveRevision#") || strings.HasPrefix(b.Method, "SaveDesired#")
+	})
+	t.Logf("%s: %d journal boundaries: %v", name, len(bounds), bounds)
 	for _, b := range bounds {
 		row := kmRow{flow: name, boundary: b.String()}
 		row.pass = t.Run(name+"/"+b.String(), func(t *testing.T) {
