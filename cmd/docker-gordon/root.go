@@ -248,8 +248,10 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 	if trErr != nil {
 		return nil, trErr
 	}
+	fs := faultStore(store)
 	e.eng = &engine.Engine{
-		Store:       faultStore(store),
+		Store:       fs,
+		AfterCreate: faultAfterCreate(fs),
 		Runtime:     rt,
 		Traffic:     tr,
 		Readiness:   &engine.ReadinessWaiter{Probes: hostProbes{host}},

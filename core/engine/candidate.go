@@ -32,6 +32,9 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 		s.dropSecretFiles(ctx)
 		return fmt.Errorf("create container %s: %w", cname, err), nil
 	}
+	if e.AfterCreate != nil {
+		e.AfterCreate(id)
+	}
 	s.after = id
 	s.res.After = id
 	// 2. Persist After before start (R5.3, S32).
