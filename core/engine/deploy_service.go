@@ -29,6 +29,9 @@ type serviceRun struct {
 	after     string
 	startedAt time.Time
 	binds     []core.BackendBind
+	// deferredPolicy: the candidate was created without its restart
+	// policy, which it gets once ready (R59).
+	deferredPolicy bool
 }
 
 func (d *deployRun) pinnedFor(name string) *pinnedService {

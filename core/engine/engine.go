@@ -77,6 +77,8 @@ type Engine struct {
 	// deploy (pull policy + ref → image), used once by its preflight.
 	pinMu sync.Mutex
 	pins  map[string]core.ImageRef
+	// ulimitChecks remembers checkUlimits results by image and limits.
+	ulimitChecks map[string]error
 
 	// unreadable: apps whose ACTIVE a rebuild could not read (app → error).
 	unreadMu   sync.Mutex

@@ -118,6 +118,7 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	if started || fresh {
 		e.resetCrashLoopIfStable(ctx, app, name, id, t)
 	}
+	e.ensureRestartPolicy(ctx, app, name, st)
 	return t, true, nil
 }
 
