@@ -31,6 +31,9 @@ type ServiceSpec struct {
 	Name string `json:"name"`
 	// Image is the reference as written in the manifest (tag or digest).
 	Image string `json:"image"`
+	// Build, when set, says how the CLI builds the image before the
+	// revision is stored (R12); it is never journaled (see BuildSpec).
+	Build *BuildSpec `json:"-"`
 	// Entrypoint replaces the image's ENTRYPOINT (argv, no shell), as
 	// compose's entrypoint: nil keeps the image's; an empty, non-nil slice
 	// clears it.
