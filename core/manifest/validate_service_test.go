@@ -57,3 +57,24 @@ func TestManifest_Build(t *testing.T) {
 		t.Fatalf("build not mapped: image %q, build %+v", spec.Services[0].Image, b)
 	}
 }
+
+// TestManifest_WithBuiltImages: the manifest a build leaves names the built
+// image and has no build table (no build argument goes further), and it
+// still validates.
+func TestManifest_WithBuiltImages(t *testing.T) {
+	in := "name = \"blog\"\n[services.web.build]\ncontext = \"web\"\nargs = { TOKEN = \"s3cret\" }\n[services.db]\nimage = \"postgres:16\"\n"
+	out, err := WithBuiltImages([]byte(in), map[string]string{"web": "gordon/blog-web:0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "s3cret") || strings.Contains(string(out), "build") {
+		t.Fatalf("build left in the manifest:\n%s", out)
+	}
+	spec, err := Parse("app.toml", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Services[1].Image != "gordon/blog-web:0123456789abcdef" || spec.Services[1].Build != nil || spec.Services[0].Image != "postgres:16" {
+		t.Fatalf("services: %+v", spec.Services)
+	}
+}
