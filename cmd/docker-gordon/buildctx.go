@@ -15,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
@@ -74,7 +75,7 @@ func readBuildContext(b *core.BuildSpec) (*buildContext, error) {
 			return err
 		}
 		if excluded && !keep[rel] {
-			if d.IsDir() && !pm.Exclusions() {
+			if d.IsDir() && !pm.Exclusions() && !strings.HasPrefix(dockerfile, rel+"/") {
 				return filepath.SkipDir
 			}
 			return nil
