@@ -86,6 +86,51 @@ func opDigests(t *testing.T, stdout string) map[string]string {
 
 var builtTagRE = regexp.MustCompile(`gordon/e2ebuild-web:[0-9a-f]{16}`)
 
+// Issue 28 through a remote context (a second engine): the build runs
+// there (the context travels with the build API call), the image is not
+// on this machine's engine, the app serves from there, an unchanged
+// context builds nothing, and the server's journal names the image, not
+// the build.
+func TestIssue28_BuildThroughRemoteContext(t *testing.T) {
+	e := startEngine2(t)
+	client := t.TempDir()
+	app, host := "e2ebuildr", "buildr.test"
+	fixture.CleanupApp(t, app)
+	removeBuiltImages(t, app)
+	httpAddr, adminAddr := fixture.FreeAddr(t), fixture.FreeAddr(t)
+	r := remote(t, e.Context, client, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
+	require.Equal(t, 0, r.Code, r.String())
+
+	file, _ := buildProject(t, app, host)
+	r = remote(t, e.Context, client, "deploy", "-f", file)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "build web: Step 1/4 : FROM scratch\n")
+	tag := regexp.MustCompile(`gordon/` + app + `-web:[0-9a-f]{16}`).FindString(r.Stderr)
+	require.NotEmpty(t, tag, r.Stderr)
+	_, err := e.docker("image", "inspect", tag)
+	require.NoError(t, err, "built on the second engine")
+	require.Error(t, exec.Command("docker", "image", "inspect", tag).Run(), "and not on this machine's")
+	require.Len(t, e.managed(t, app), 1)
+	edge := &fixture.Edge{HTTPAddr: httpAddr}
+	code, body, err := edge.Get(host, "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+	assert.Equal(t, "v1", versionOf(body))
+
+	before := e.managed(t, app)
+	r = remote(t, e.Context, client, "deploy", "-f", file)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "build web: unchanged context and settings: "+tag)
+	assert.Equal(t, before, e.managed(t, app), "no new generation")
+
+	revs, _ := filepath.Glob(filepath.Join(e.StateDir, "apps", app, "*"))
+	require.NotEmpty(t, revs)
+	out, _ := exec.Command("grep", "-rl", "context", filepath.Join(e.StateDir, "apps", app)).Output()
+	assert.Empty(t, strings.TrimSpace(string(out)), "no build context in the server's journal")
+	out, _ = exec.Command("grep", "-rl", tag, filepath.Join(e.StateDir, "apps", app)).Output()
+	assert.NotEmpty(t, strings.TrimSpace(string(out)), "the journal names the built image")
+}
+
 // Issue 28 (SPEC R12): a compose project whose web service has build:
 // ./web deploys, built on the engine (one progress line per step, the op
 // JSON gives the image ID); an unchanged context builds nothing and
