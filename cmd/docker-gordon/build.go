@@ -86,6 +86,16 @@ func resolveBuilds(ctx context.Context, api client.APIClient, spec *core.AppSpec
 	return out, nil
 }
 
+// hasBuilds reports whether a service of spec has a build.
+func hasBuilds(spec core.AppSpec) bool {
+	for _, s := range spec.Services {
+		if s.Build != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // buildOne builds service s unless its tag exists (and mode allows), then
 // tags the image with s.Image when set. bi gets the image ID.
 func buildOne(ctx context.Context, api client.APIClient, bc *buildContext, s core.ServiceSpec, bi *builtImage, mode buildMode, progress, errw io.Writer) error {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/docker/cli/cli"
+	"github.com/moby/moby/client"
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -107,7 +108,7 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 
 	if o.dryRun {
 		if fromFile {
-			if _, err := resolveBuilds(ctx, env.dockerCli.Client(), &in.spec, buildPlan, nil, env.dockerCli.Err()); err != nil {
+			if _, err := resolveBuilds(ctx, nil, &in.spec, buildPlan, nil, nil); err != nil {
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %v; nothing was changed", err)}
 			}
 			spec = in.spec
@@ -313,11 +314,18 @@ func formatBinds(tcp, udp map[int]int) string {
 // digest. A failed build is a refusal (exit 1) that says nothing was
 // changed.
 func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInput) ([]builtImage, error) {
+	if !hasBuilds(in.spec) {
+		return nil, nil
+	}
 	var progress io.Writer = env.dockerCli.Err()
 	if o.quiet {
 		progress = nil
 	}
-	built, err := resolveBuilds(ctx, env.dockerCli.Client(), &in.spec, o.buildMode(), progress, env.dockerCli.Err())
+	var api client.APIClient
+	if o.buildMode() != buildPlan {
+		api = env.dockerCli.Client() // a dry run talks to no engine
+	}
+	built, err := resolveBuilds(ctx, api, &in.spec, o.buildMode(), progress, env.dockerCli.Err())
 	if err != nil {
 		return nil, cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %v; nothing was changed", err)}
 	}
