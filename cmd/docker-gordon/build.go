@@ -11,6 +11,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -52,6 +53,21 @@ type builtImage struct {
 // naming the service and the failing step; its last output lines are
 // written to errw. spec is changed only when every build succeeded.
 func resolveBuilds(ctx context.Context, api client.APIClient, spec *core.AppSpec, mode buildMode, progress, errw io.Writer) ([]builtImage, error) {
+	return (&builder{api: api, mode: mode, progress: progress, errw: errw}).resolve(ctx, spec)
+}
+
+// builder runs the builds of one deploy. auths are the client's registry
+// credentials by registry host, which the engine uses to pull base images
+// (FROM), as docker build sends them.
+type builder struct {
+	api            client.APIClient
+	auths          map[string]registry.AuthConfig
+	mode           buildMode
+	progress, errw io.Writer
+}
+
+// resolve is resolveBuilds.
+func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImage, error) {
 	var out []builtImage
 	images := map[string]string{}
 	for _, s := range spec.Services {
@@ -67,8 +83,8 @@ func resolveBuilds(ctx context.Context, api client.APIClient, spec *core.AppSpec
 			return nil, fmt.Errorf("service %s: %w", s.Name, err)
 		}
 		bi := builtImage{Service: s.Name, Tag: builtTag(spec.Name, s.Name, h)}
-		if mode != buildPlan {
-			if err := buildOne(ctx, api, bc, s, &bi, mode, progress, errw); err != nil {
+		if bd.mode != buildPlan {
+			if err := bd.buildOne(ctx, bc, s, &bi); err != nil {
 				return nil, err
 			}
 		}
@@ -98,7 +114,8 @@ func hasBuilds(spec core.AppSpec) bool {
 
 // buildOne builds service s unless its tag exists (and mode allows), then
 // tags the image with s.Image when set. bi gets the image ID.
-func buildOne(ctx context.Context, api client.APIClient, bc *buildContext, s core.ServiceSpec, bi *builtImage, mode buildMode, progress, errw io.Writer) error {
+func (bd *builder) buildOne(ctx context.Context, bc *buildContext, s core.ServiceSpec, bi *builtImage) error {
+	api, mode, progress := bd.api, bd.mode, bd.progress
 	have, err := api.ImageInspect(ctx, bi.Tag)
 	switch {
 	case err != nil && !cerrdefs.IsNotFound(err):
@@ -111,7 +128,7 @@ func buildOne(ctx context.Context, api client.APIClient, bc *buildContext, s cor
 			fmt.Fprintf(progress, "build %s: unchanged context and settings: %s (%s)\n", s.Name, bi.Tag, shortID(bi.ID))
 		}
 	default:
-		id, err := runBuild(ctx, api, bc, s, bi.Tag, progress, errw)
+		id, err := bd.runBuild(ctx, bc, s, bi.Tag)
 		if err != nil {
 			return err
 		}
@@ -127,7 +144,8 @@ func buildOne(ctx context.Context, api client.APIClient, bc *buildContext, s cor
 
 // runBuild streams the context to the engine's build API and follows its
 // output; it returns the built image's ID.
-func runBuild(ctx context.Context, api client.APIClient, bc *buildContext, s core.ServiceSpec, tag string, progress, errw io.Writer) (string, error) {
+func (bd *builder) runBuild(ctx context.Context, bc *buildContext, s core.ServiceSpec, tag string) (string, error) {
+	api, progress, errw := bd.api, bd.progress, bd.errw
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(bc.writeTar(pw)) }()
 	defer pr.Close()
@@ -137,7 +155,7 @@ func runBuild(ctx context.Context, api client.APIClient, bc *buildContext, s cor
 	}
 	res, err := api.ImageBuild(ctx, pr, client.ImageBuildOptions{
 		Tags: []string{tag}, Dockerfile: bc.dockerfile, BuildArgs: args, Target: s.Build.Target,
-		Labels: s.Build.Labels, Remove: true, ForceRemove: true, Version: build.BuilderV1,
+		Labels: s.Build.Labels, Remove: true, ForceRemove: true, Version: build.BuilderV1, AuthConfigs: bd.auths,
 	})
 	if err != nil {
 		return "", fmt.Errorf("service %s: build: %w", s.Name, dockererr.Classify(err))

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/docker/cli/cli"
-	"github.com/moby/moby/client"
+	"github.com/moby/moby/api/types/registry"
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -321,13 +321,30 @@ func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInpu
 	if o.quiet {
 		progress = nil
 	}
-	var api client.APIClient
-	if o.buildMode() != buildPlan {
-		api = env.dockerCli.Client() // a dry run talks to no engine
+	bd := &builder{mode: o.buildMode(), progress: progress, errw: env.dockerCli.Err()}
+	if bd.mode != buildPlan { // a dry run talks to no engine
+		bd.api, bd.auths = env.dockerCli.Client(), buildAuths(env)
 	}
-	built, err := resolveBuilds(ctx, api, &in.spec, o.buildMode(), progress, env.dockerCli.Err())
+	built, err := bd.resolve(ctx, &in.spec)
 	if err != nil {
 		return nil, cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %v; nothing was changed", err)}
 	}
 	return built, nil
+}
+
+// buildAuths returns the client's registry credentials (docker login,
+// credential helpers) by registry host, for the builds' base image pulls;
+// none when they cannot be read.
+func buildAuths(env *cliEnv) map[string]registry.AuthConfig {
+	all, err := env.dockerCli.ConfigFile().GetAllCredentials()
+	if err != nil {
+		env.logger.Warn("registry credentials unavailable", "error", err)
+		return nil
+	}
+	out := make(map[string]registry.AuthConfig, len(all))
+	for host, ac := range all {
+		out[host] = registry.AuthConfig{Username: ac.Username, Password: ac.Password, Auth: ac.Auth, ServerAddress: ac.ServerAddress,
+			IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken}
+	}
+	return out
 }
