@@ -60,6 +60,11 @@ passes readiness, traffic switches to it, and only then is the old one
 drained and stopped with its own stop grace. Services with a volume, bind,
 device or UDP interface are replaced sequentially.
 
+A service with a build (compose build:, [services.X.build]) is built first on
+the engine that runs the app and tagged gordon/<app>-<service>:<hash>; an
+unchanged context and settings build and deploy nothing new. A failed build
+changes nothing.
+
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
