@@ -14,6 +14,10 @@ type AppSpec struct {
 	Services []ServiceSpec `json:"services"`
 	// Networks are shared networks every service joins (optional).
 	Networks []string `json:"networks,omitempty"`
+	// Registry ("host[:port]/prefix"), when set, is where the CLI pushes
+	// the images it builds; it is not journaled (the revision names the
+	// pushed image by digest).
+	Registry string `json:"-"`
 }
 
 // Service returns the service named name and true, or false when absent.

@@ -60,8 +60,11 @@ func resolveBuilds(ctx context.Context, api client.APIClient, spec *core.AppSpec
 // credentials by registry host, which the engine uses to pull base images
 // (FROM), as docker build sends them.
 type builder struct {
-	api            client.APIClient
-	auths          map[string]registry.AuthConfig
+	api   client.APIClient
+	auths map[string]registry.AuthConfig
+	// pushAuth returns the encoded credentials for pushing ref (nil:
+	// none).
+	pushAuth       func(ref string) string
 	mode           buildMode
 	progress, errw io.Writer
 }
@@ -82,14 +85,21 @@ func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImag
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", s.Name, err)
 		}
-		bi := builtImage{Service: s.Name, Tag: builtTag(spec.Name, s.Name, h)}
+		bi := builtImage{Service: s.Name, Tag: builtTag(cmpOr(spec.Registry, "gordon"), spec.Name, s.Name, h)}
 		if bd.mode != buildPlan {
 			if err := bd.buildOne(ctx, bc, s, &bi); err != nil {
 				return nil, err
 			}
 		}
 		images[s.Name] = bi.Tag
-		if s.Image != "" {
+		switch {
+		case spec.Registry != "" && bd.mode != buildPlan:
+			dg, err := bd.push(ctx, s.Name, bi.Tag)
+			if err != nil {
+				return nil, err
+			}
+			images[s.Name] = bi.Tag + "@" + dg
+		case spec.Registry == "" && s.Image != "":
 			images[s.Name] = s.Image
 		}
 		out = append(out, bi)
@@ -100,6 +110,51 @@ func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImag
 		}
 	}
 	return out, nil
+}
+
+// push pushes ref (a tag under the manifest's registry) with the
+// client's credentials and returns the digest the registry gave it.
+func (bd *builder) push(ctx context.Context, service, ref string) (string, error) {
+	auth := ""
+	if bd.pushAuth != nil {
+		auth = bd.pushAuth(ref)
+	}
+	res, err := bd.api.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: auth})
+	if err != nil {
+		return "", fmt.Errorf("service %s: push %s: %w", service, ref, dockererr.Classify(err))
+	}
+	defer res.Close()
+	dec := json.NewDecoder(res)
+	digest := ""
+	for {
+		var m jsonstream.Message
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return "", fmt.Errorf("service %s: push %s: %w", service, ref, err)
+		}
+		if m.Error != nil {
+			return "", fmt.Errorf("service %s: push %s: %s (docker login to the registry?)", service, ref, m.Error.Message)
+		}
+		var aux struct{ Digest string }
+		if m.Aux != nil && json.Unmarshal(*m.Aux, &aux) == nil && aux.Digest != "" {
+			digest = aux.Digest
+		}
+	}
+	if digest == "" {
+		return "", fmt.Errorf("service %s: push %s: the registry reported no digest", service, ref)
+	}
+	if bd.progress != nil {
+		fmt.Fprintf(bd.progress, "build %s: pushed %s@%s\n", service, ref, digest)
+	}
+	return digest, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // hasBuilds reports whether a service of spec has a build.

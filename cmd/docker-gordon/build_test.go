@@ -113,7 +113,8 @@ func TestBuild_MissingContextOrDockerfile(t *testing.T) {
 
 // TestBuild_Tag: gordon/<app>-<service>:<16 hex digits of the hash>.
 func TestBuild_Tag(t *testing.T) {
-	assert.Equal(t, "gordon/shop-web:0123456789abcdef", builtTag("shop", "web", "0123456789abcdef0123"))
+	assert.Equal(t, "gordon/shop-web:0123456789abcdef", builtTag("gordon", "shop", "web", "0123456789abcdef0123"))
+	assert.Equal(t, "127.0.0.1:5000/team/shop-web:0123456789abcdef", builtTag("127.0.0.1:5000/team", "shop", "web", "0123456789abcdef0123"))
 }
 
 // TestBuild_FollowerNamesTheFailingStep: each step is one progress line;

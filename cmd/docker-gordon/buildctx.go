@@ -212,8 +212,9 @@ func copyFile(w io.Writer, p string) error {
 	return err
 }
 
-// builtTag is the tag of a service's build: gordon/<app>-<service>:<first
-// 16 hex digits of the build hash>.
-func builtTag(app, service, hash string) string {
-	return path.Join("gordon", app+"-"+service) + ":" + hash[:16]
+// builtTag is the tag of a service's build: <prefix>/<app>-<service>:<first
+// 16 hex digits of the build hash>, prefix "gordon" or the manifest's
+// registry.
+func builtTag(prefix, app, service, hash string) string {
+	return path.Join(prefix, app+"-"+service) + ":" + hash[:16]
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/docker/cli/cli"
+	"github.com/docker/cli/cli/command"
 	"github.com/moby/moby/api/types/registry"
 	"github.com/spf13/cobra"
 
@@ -329,6 +330,10 @@ func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInpu
 	bd := &builder{mode: o.buildMode(), progress: progress, errw: env.dockerCli.Err()}
 	if bd.mode != buildPlan { // a dry run talks to no engine
 		bd.api, bd.auths = env.dockerCli.Client(), buildAuths(env)
+		bd.pushAuth = func(ref string) string {
+			tok, _ := command.RetrieveAuthTokenFromImage(env.dockerCli.ConfigFile(), ref)
+			return tok
+		}
 	}
 	built, err := bd.resolve(ctx, &in.spec)
 	if err != nil {

@@ -149,6 +149,7 @@ type rawApp struct {
 	Env      map[string]any        `toml:"env"`
 	Services map[string]rawService `toml:"services"`
 	Networks []string              `toml:"networks"`
+	Registry *string               `toml:"registry"`
 }
 
 type rawService struct {
@@ -226,7 +227,7 @@ type rawMount struct {
 
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
-	appKeys       = []string{"name", "env", "services", "networks"}
+	appKeys       = []string{"name", "env", "services", "networks", "registry"}
 	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run"}
 	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol"}
 	l4Keys        = []string{"port", "publish"}

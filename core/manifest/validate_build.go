@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/distribution/reference"
+
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
@@ -80,6 +82,27 @@ func (v *validator) build(key string, raw *rawBuild, image *string) *core.BuildS
 		v.addf(key, "a built image is tagged with image, and %q is a digest: give a tag (name:tag) or remove image", *image)
 	}
 	return b
+}
+
+// registry validates registry = "host[:port]/prefix": a registry host
+// (with a '.' or a port, or localhost) and a repository path prefix.
+func (v *validator) registry(raw *string) string {
+	if raw == nil {
+		return ""
+	}
+	const want = `want "host[:port]/prefix", e.g. "registry.example.com/shop" or "127.0.0.1:5000/team"`
+	r := *raw
+	host, prefix, ok := strings.Cut(r, "/")
+	if !ok || prefix == "" || strings.HasSuffix(prefix, "/") || !(strings.ContainsAny(host, ".:") || host == "localhost") {
+		v.addf("registry", "invalid registry %q: %s", r, want)
+		return ""
+	}
+	named, err := reference.ParseNormalizedNamed(r + "/x")
+	if err != nil || reference.Domain(named) != host {
+		v.addf("registry", "invalid registry %q: %s", r, want)
+		return ""
+	}
+	return r
 }
 
 // resolveBuildContexts makes each relative build context absolute against

@@ -78,3 +78,18 @@ func TestManifest_WithBuiltImages(t *testing.T) {
 		t.Fatalf("services: %+v", spec.Services)
 	}
 }
+
+// TestManifest_Registry: registry = "host[:port]/prefix" names a registry
+// host and a repository prefix (issue 28: built images are pushed there).
+func TestManifest_Registry(t *testing.T) {
+	const want = `want "host[:port]/prefix", e.g. "registry.example.com/shop" or "127.0.0.1:5000/team"`
+	for _, bad := range []string{"shop", "registry.example.com", "registry.example.com/", "team/shop", "Registry.example.com/Shop"} {
+		checkRefusals(t, []refusalCase{{"registry " + bad, "name = \"blog\"\nregistry = \"" + bad + "\"\n[services.web]\nimage = \"blog:1\"\n", "registry", `invalid registry "` + bad + `": ` + want}})
+	}
+	for _, good := range []string{"registry.example.com/shop", "127.0.0.1:5000/team/sub", "localhost/x"} {
+		spec, err := Parse("app.toml", []byte("name = \"blog\"\nregistry = \""+good+"\"\n[services.web]\nimage = \"blog:1\"\n"))
+		if err != nil || spec.Registry != good {
+			t.Fatalf("registry %q: %v, %q", good, err, spec.Registry)
+		}
+	}
+}
