@@ -310,6 +310,9 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		}
 	}
 
+	if err := shipFlagFiles(cmd, verb, b, drop, &extra); err != nil {
+		return rc, err
+	}
 	var images []string
 	pulls := false
 	switch verb {
@@ -337,6 +340,36 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 	}
 	rc.args = runnerArgs(cmd, args, drop, extra)
 	return rc, nil
+}
+
+// clientFileFlags are the flags that name a file of the client's machine
+// (edge start / system start --acme-ca-root, certs add --cert and --key):
+// a remote verb reads the file here and the runner gets its copy, like the
+// other inputs.
+var clientFileFlags = []string{"acme-ca-root", "cert", "key"}
+
+// shipFlagFiles reads the file of each clientFileFlags flag given to cmd
+// (at most maxCertFile bytes), adds it to b under flagfiles/<flag>/ and
+// gives the runner the flag with that copy's path instead. An unreadable
+// file is refused here (ErrInvalid naming the flag), before the engine is
+// touched.
+func shipFlagFiles(cmd *cobra.Command, verb string, b *runnerBundle, drop map[string]bool, extra *[]string) error {
+	for _, name := range clientFileFlags {
+		fl := cmd.Flags().Lookup(name)
+		if fl == nil || !fl.Changed || fl.Value.String() == "" {
+			continue
+		}
+		path := fl.Value.String()
+		data, err := readCertFile(name, path)
+		if err != nil {
+			return fmt.Errorf("%s: %w; nothing was changed", verb, err)
+		}
+		rel := "flagfiles/" + name + "/" + filepath.Base(path)
+		b.Files = append(b.Files, runnerFile{Path: rel, Mode: 0o600, Data: data})
+		drop[name] = true
+		*extra = append(*extra, "--"+name+"="+runnerInputDir+"/"+rel)
+	}
+	return nil
 }
 
 // inputFlagNames are the flags of addInputFlags: the client consumes them
