@@ -47,6 +47,8 @@ type appInput struct {
 	sha  string
 	// compose is set for a compose project.
 	compose *compose.Result
+	// builds are the builds deploy ran (or found done) for spec.
+	builds []builtImage
 }
 
 // loadInput reads the -f files: a compose project when the first file is

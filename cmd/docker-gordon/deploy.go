@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -143,7 +144,11 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	}
 	printCandidateDiagnostics(env, res)
 	if isJSON(o.format) {
-		if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
+		var builds []builtImage
+		if in != nil {
+			builds = in.builds
+		}
+		if err := writeDeployJSON(env.dockerCli.Out(), res.Op, builds); err != nil {
 			return err
 		}
 	} else {
@@ -339,6 +344,7 @@ func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInpu
 	if err != nil {
 		return nil, cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %v; nothing was changed", err)}
 	}
+	in.builds = built
 	return built, nil
 }
 
@@ -357,4 +363,22 @@ func buildAuths(env *cliEnv) map[string]registry.AuthConfig {
 			IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken}
 	}
 	return out
+}
+
+// writeDeployJSON writes the op as JSON; with builds, the object has one
+// more key, "builds": [{service, tag, id (the image ID), built}].
+func writeDeployJSON(w io.Writer, op core.Operation, builds []builtImage) error {
+	if len(builds) == 0 {
+		return writeJSON(w, op)
+	}
+	data, err := json.Marshal(op)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	m["builds"] = builds
+	return writeJSON(w, m)
 }

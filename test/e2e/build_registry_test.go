@@ -23,13 +23,15 @@ func TestIssue28_BuildPushesToTheManifestRegistry(t *testing.T) {
 	rg := startRegistry(t)
 	rg.login(t)
 	reg := rg.Addr
-	a := fixture.NewApp(t, "e2ebuildreg")
+	// Registered before NewApp, so it runs after the app's containers
+	// are removed (an image in use would only be untagged).
 	t.Cleanup(func() {
 		out, _ := exec.Command("docker", "image", "ls", "-q", "--filter", "reference="+reg+"/e2e/*").Output()
 		for _, id := range strings.Fields(string(out)) {
 			_ = exec.Command("docker", "image", "rm", "-f", id).Run()
 		}
 	})
+	a := fixture.NewApp(t, "e2ebuildreg")
 	_, web := buildProject(t, a.Name, "buildreg.test")
 	a.File = filepath.Join(filepath.Dir(web), "app.toml")
 	m := strings.Replace(webManifest(a.Name, "unused", "buildreg.test", "[services.web.build]\ncontext = \"web\"\n"), "image = \"unused\"\n", "", 1)

@@ -56,8 +56,9 @@ func writeWebDockerfile(t *testing.T, web, version, extra string) {
 	fixture.WriteFile(t, filepath.Join(web, "Dockerfile"), "FROM scratch\nCOPY httpd /httpd\n"+extra+"ENV VERSION="+version+"\nENTRYPOINT [\"/httpd\"]\n")
 }
 
-// removeBuiltImages removes the images the test's builds tagged
-// gordon/<app>-*.
+// removeBuiltImages removes, at the end of the test, the images its
+// builds tagged gordon/<app>-*; register it before the app's cleanup (an
+// image a container still uses is not removed).
 func removeBuiltImages(t *testing.T, app string) {
 	t.Cleanup(func() {
 		out, _ := exec.Command("docker", "image", "ls", "-q", "--filter", "reference=gordon/"+app+"-*").Output()
@@ -139,9 +140,9 @@ func TestIssue28_BuildThroughRemoteContext(t *testing.T) {
 // failing step with the old generation still serving; --no-build refuses
 // an image that is not built.
 func TestIssue28_BuildOnDeploy(t *testing.T) {
+	removeBuiltImages(t, "e2ebuild") // before NewApp: runs after the containers are removed
 	a := fixture.NewApp(t, "e2ebuild")
 	state, app, edge := a.State, a.Name, a.Edge
-	removeBuiltImages(t, app)
 	file, web := buildProject(t, app, "build.test")
 
 	r := fixture.Gordon(t, state, "deploy", "-f", file, "--format", "json")
@@ -153,7 +154,18 @@ func TestIssue28_BuildOnDeploy(t *testing.T) {
 	id1 := opDigests(t, r.Stdout)["web"]
 	out, err := exec.Command("docker", "image", "inspect", "-f", "{{.Id}}", tag).Output()
 	require.NoError(t, err)
-	require.Equal(t, strings.TrimSpace(string(out)), id1, "the op JSON gives the built image's ID")
+	require.Equal(t, strings.TrimSpace(string(out)), id1, "the op's step pins the built image by its ID")
+	var withBuilds struct {
+		Builds []struct {
+			Service, Tag, ID string
+			Built            bool
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &withBuilds))
+	require.Len(t, withBuilds.Builds, 1, r.Stdout)
+	assert.Equal(t, id1, withBuilds.Builds[0].ID, "the JSON output gives the image ID")
+	assert.Equal(t, tag, withBuilds.Builds[0].Tag)
+	assert.True(t, withBuilds.Builds[0].Built)
 	code, body, err := edge.Get("build.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
