@@ -90,6 +90,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newDeployCommand(env),
 		newStatusCommand(env),
 		newOpsCommand(env),
+		newRevisionsCommand(env),
 		newEdgeCommand(env),
 		newReconcileCommand(env),
 		newSystemCommand(env),

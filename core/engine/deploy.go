@@ -37,6 +37,10 @@ type DeployRequest struct {
 	// and DryRun only: `deploy -f FILE --dry-run` stores nothing). The plan
 	// names its revision "(unsaved)". Deploy without DryRun refuses it.
 	Spec *core.AppSpec
+	// Verb is journaled as Operation.Verb ("" = deploy; Rollback sets
+	// "rollback"), and RollbackTo as Operation.RollbackTo.
+	Verb       string
+	RollbackTo string
 
 	// lockWait is how long Deploy waited for the app lock; journaled as the
 	// preflight step's "lock" phase, so deploy latency splits by phase.
@@ -191,6 +195,8 @@ func (e *Engine) startDeploy(ctx context.Context, req DeployRequest) (core.Opera
 	op := core.Operation{
 		ID:          e.newOpID(),
 		Kind:        core.OpDeploy,
+		Verb:        req.Verb,
+		RollbackTo:  req.RollbackTo,
 		App:         app,
 		Key:         req.OpKey,
 		Fingerprint: Fingerprint(core.OpDeploy, app, rev.ID, sortedJoin(req.Services), pull),
