@@ -256,6 +256,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		Readiness:   &engine.ReadinessWaiter{Probes: hostProbes{host}},
 		Logger:      e.logger.Named("engine"),
 		LockTimeout: e.opts.lockTimeout,
+		LockWait:    func(msg string) { fmt.Fprintln(e.dockerCli.Err(), msg) },
 		Holder:      core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
 		BindPolicy: func(name string) (string, error) {
 			return bindPolicy(e.opts.stateDir, name)
