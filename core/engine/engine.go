@@ -162,7 +162,7 @@ func (e *Engine) lock(ctx context.Context, app, verb, op string) (core.AppLock, 
 		return lk, nil
 	}
 	holder, herr := e.Store.LockHolder(ctx, app)
-	msg := lockWaitText(app, verb, holder, herr, t)
+	msg := LockWaitText(app, verb, holder, herr, t)
 	if e.LockWait != nil {
 		e.LockWait(msg)
 	} else {
@@ -171,12 +171,12 @@ func (e *Engine) lock(ctx context.Context, app, verb, op string) (core.AppLock, 
 	return e.Store.Lock(lctx, app, h)
 }
 
-// lockWaitText is the lock-wait notice: "app blog: deploy waits for the
+// LockWaitText is the lock-wait notice: "app blog: deploy waits for the
 // app lock, held by pid 4242 (deploy, op op-…, since …, host h); giving up
 // after 1m0s (--lock-timeout)". A holder whose record cannot be read, or
 // names no process running here (another PID namespace, e.g. a remote
 // runner), is said to be another process.
-func lockWaitText(app, verb string, h core.LockHolder, herr error, timeout time.Duration) string {
+func LockWaitText(app, verb string, h core.LockHolder, herr error, timeout time.Duration) string {
 	who := "another process (its lock record names no process running here)"
 	if herr == nil {
 		d := h.Verb
