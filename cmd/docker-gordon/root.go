@@ -91,6 +91,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newStatusCommand(env),
 		newOpsCommand(env),
 		newRevisionsCommand(env),
+		newExecCommand(env),
 		newEdgeCommand(env),
 		newReconcileCommand(env),
 		newSystemCommand(env),
