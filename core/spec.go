@@ -14,6 +14,15 @@ type AppSpec struct {
 	Services []ServiceSpec `json:"services"`
 	// Networks are shared networks every service joins (optional).
 	Networks []string `json:"networks,omitempty"`
+	// Notify is where operation outcomes are sent (optional, [notify]).
+	Notify *NotifySpec `json:"notify,omitempty"`
+}
+
+// NotifySpec is the manifest's [notify] table.
+type NotifySpec struct {
+	// Webhook is an http(s) URL without user info; one JSON document per
+	// operation outcome is POSTed to it (engine.Notification).
+	Webhook string `json:"webhook"`
 }
 
 // Service returns the service named name and true, or false when absent.

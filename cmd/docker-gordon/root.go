@@ -251,14 +251,15 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		return nil, trErr
 	}
 	e.eng = &engine.Engine{
-		Store:       faultStore(store),
-		Runtime:     rt,
-		Traffic:     tr,
-		Readiness:   &engine.ReadinessWaiter{Probes: hostProbes{host}},
-		Logger:      e.logger.Named("engine"),
-		LockTimeout: e.opts.lockTimeout,
-		LockWait:    func(msg string) { fmt.Fprintln(e.dockerCli.Err(), msg) },
-		Holder:      core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
+		Store:        faultStore(store),
+		Runtime:      rt,
+		Traffic:      tr,
+		Readiness:    &engine.ReadinessWaiter{Probes: hostProbes{host}},
+		Logger:       e.logger.Named("engine"),
+		LockTimeout:  e.opts.lockTimeout,
+		LockWait:     func(msg string) { fmt.Fprintln(e.dockerCli.Err(), msg) },
+		NotifyFailed: func(msg string) { fmt.Fprintln(e.dockerCli.Err(), "warning: "+msg) },
+		Holder:       core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
 		BindPolicy: func(name string) (string, error) {
 			return bindPolicy(e.opts.stateDir, name)
 		},

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -85,6 +86,14 @@ type Engine struct {
 	// liveOps marks claims live in this process (R12, R45): app → op id.
 	liveMu  sync.Mutex
 	liveOps map[string]string
+
+	// NotifyClient, if set, sends [notify] webhooks (tests); nil: an
+	// http.Client bounded by NotifyTimeout.
+	NotifyClient *http.Client
+	// NotifyFailed, if set, receives a one-line notice when a webhook was
+	// not delivered (the CLI prints it on stderr as a warning).
+	NotifyFailed func(msg string)
+	notifyState
 }
 
 // Phase is the step of long work a ProgressEvent reports (stderr

@@ -34,6 +34,8 @@
 //   - replace: "sequential", or "overlap" on an overlap-eligible service.
 //   - run: "once" (a one-shot: no interfaces, readiness, healthcheck or
 //     replace).
+//   - [notify]: webhook, an absolute http or https URL with a host and no
+//     user info (credentials would be stored in every revision).
 package manifest
 
 import (
@@ -141,6 +143,11 @@ type rawApp struct {
 	Env      map[string]any        `toml:"env"`
 	Services map[string]rawService `toml:"services"`
 	Networks []string              `toml:"networks"`
+	Notify   *rawNotify            `toml:"notify"`
+}
+
+type rawNotify struct {
+	Webhook *string `toml:"webhook"`
 }
 
 type rawService struct {
@@ -217,7 +224,8 @@ type rawMount struct {
 
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
-	appKeys       = []string{"name", "env", "services", "networks"}
+	appKeys       = []string{"name", "env", "services", "networks", "notify"}
+	notifyKeys    = []string{"webhook"}
 	serviceKeys   = []string{"image", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run"}
 	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol"}
 	l4Keys        = []string{"port", "publish"}
@@ -379,6 +387,8 @@ func allowedKeys(parent string) []string {
 	switch {
 	case len(parts) == 0:
 		return appKeys
+	case len(parts) == 1 && parts[0] == "notify":
+		return notifyKeys
 	case len(parts) == 2 && parts[0] == "services":
 		return serviceKeys
 	case len(parts) == 3 && parts[0] == "services":
