@@ -56,6 +56,10 @@ func TestNotify_WebhookGetsSuccessFailureAndRollbackDocuments(t *testing.T) {
 	}
 	a := fixture.NewApp(t, "e2enotify")
 	manifest := func(version string, neverReady bool) string {
+		timeout := "60s"
+		if neverReady {
+			timeout = "8s"
+		}
 		return fmt.Sprintf(`name = %q
 [notify]
 webhook = %q
@@ -71,8 +75,8 @@ host = "notify.test"
 [services.web.readiness]
 type = "http"
 path = "/healthz"
-timeout = "3s"
-`, a.Name, srv.URL, imgs["httpd"], version, neverReady)
+timeout = %q
+`, a.Name, srv.URL, imgs["httpd"], version, neverReady, timeout)
 	}
 	ok := a.MustDeploy(manifest("one", false))
 	d := got()
