@@ -216,7 +216,7 @@ README lists them; edge run picks a free loopback port unless given one.`,
 			if err != nil {
 				return err
 			}
-			if err := withEdgeTLS(&u, flags.tls, env.opts.stateDir); err != nil {
+			if err := withEdgeTLS(&u, &flags.tls, env.opts.stateDir); err != nil {
 				return err
 			}
 			if err := ensureStateDir(env.opts.stateDir); err != nil {

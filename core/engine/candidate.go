@@ -32,6 +32,9 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 		s.dropSecretFiles(ctx)
 		return fmt.Errorf("create container %s: %w", cname, err), nil
 	}
+	if e.AfterCreate != nil {
+		e.AfterCreate(id)
+	}
 	s.after = id
 	s.res.After = id
 	// 2. Persist After before start (R5.3, S32).
@@ -88,7 +91,15 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 		s.dropCandidate(ctx, id)
 		return fmt.Errorf("readiness of %s: %w", id, err), diags
 	}
-	// 7. Success.
+	// 7. Success: a ready candidate gets its restart policy (R59).
+	if s.deferredPolicy {
+		w, err := e.grantRestartPolicy(ctx, name, id)
+		s.warn(w...)
+		if err != nil {
+			s.dropCandidate(ctx, id)
+			return err, nil
+		}
+	}
 	s.res.StartedAt = s.startedAt
 	return nil, nil
 }
@@ -117,6 +128,7 @@ func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.Cont
 	if spec.Run == core.RunOnce {
 		cs.RestartPolicy = "" // runs to completion, never restarted
 	}
+	s.deferredPolicy = e.deferRestartPolicy(&cs)
 	for k, v := range map[string]string{
 		core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: d.info.Incarnation,
 		core.LabelOp: d.op.ID, core.LabelRevision: d.rev.ID, core.LabelRole: "workload",

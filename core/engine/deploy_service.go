@@ -29,6 +29,9 @@ type serviceRun struct {
 	after     string
 	startedAt time.Time
 	binds     []core.BackendBind
+	// deferredPolicy: the candidate was created without its restart
+	// policy, which it gets once ready (R59).
+	deferredPolicy bool
 }
 
 func (d *deployRun) pinnedFor(name string) *pinnedService {
@@ -458,8 +461,7 @@ func dpAddUnique(list []string, v string) []string {
 
 // phaseTimer records elapsed phase durations on a step.
 type phaseTimer struct {
-	step  *core.Step
-	start time.Time
+	step *core.Step
 }
 
 func (p *phaseTimer) done(phase string, since time.Time) time.Duration {
