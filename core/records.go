@@ -76,6 +76,8 @@ const (
 	OpStart   = "start"
 	OpRestart = "restart"
 	OpRemove  = "remove"
+	// VerbRollback is Operation.Verb of a deploy a rollback started.
+	VerbRollback = "rollback"
 )
 
 // Outcome is how an operation ended (R9); it marshals as its string.
@@ -102,7 +104,14 @@ const (
 type Operation struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
-	App  string `json:"app"`
+	// Verb is the verb that started the op when it is not Kind itself:
+	// "rollback" for a deploy a rollback started (Kind stays "deploy", so
+	// every deploy rule applies). "" means Kind.
+	Verb string `json:"verb,omitempty"`
+	// RollbackTo is, for a rollback, the revision rolled back to; Revision
+	// is the new revision that copies it with pinned images.
+	RollbackTo string `json:"rollback_to,omitempty"`
+	App        string `json:"app"`
 	// Key is the caller's idempotency key (--op-key); empty when generated.
 	Key string `json:"key,omitempty"`
 	// Fingerprint identifies the request (R6): same key + different
@@ -115,6 +124,14 @@ type Operation struct {
 	// Outcome is success, failed or partial once terminal; "" before.
 	Outcome  Outcome   `json:"outcome,omitempty"`
 	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// VerbOrKind is Verb when set, else Kind: what the user asked for.
+func (o Operation) VerbOrKind() string {
+	if o.Verb != "" {
+		return o.Verb
+	}
+	return o.Kind
 }
 
 // Terminal reports whether the outcome is set (SPEC 1.1).

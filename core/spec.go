@@ -18,6 +18,15 @@ type AppSpec struct {
 	// the images it builds; it is not journaled (the revision names the
 	// pushed image by digest).
 	Registry string `json:"-"`
+	// Notify is where operation outcomes are sent (optional, [notify]).
+	Notify *NotifySpec `json:"notify,omitempty"`
+}
+
+// NotifySpec is the manifest's [notify] table.
+type NotifySpec struct {
+	// Webhook is an http(s) URL without user info; one JSON document per
+	// operation outcome is POSTed to it (engine.Notification).
+	Webhook string `json:"webhook"`
 }
 
 // Service returns the service named name and true, or false when absent.

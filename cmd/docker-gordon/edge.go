@@ -54,7 +54,7 @@ func newEdgeRunCommand(env *cliEnv) *cobra.Command {
 		},
 	}
 	run.Flags().StringVar(&httpAddr, "http-addr", ":80", "HTTP listen address")
-	run.Flags().StringVar(&adminAddr, "admin-addr", "", "admin (metrics, status) address; default loopback")
+	run.Flags().StringVar(&adminAddr, "admin-addr", "", "admin address (GET /metrics, edge status); default a free loopback port")
 	tlsFlags.register(run)
 	return run
 }

@@ -123,7 +123,7 @@ type edgeStartAddrs struct {
 
 func (f *edgeContainerFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.httpAddr, "http-addr", ":80", "public HTTP listen address of the edge (host network); default: the last start's, else :80")
-	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (status, in-flight counts); default: the last start's")
+	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (GET /metrics, edge status); default: the last start's")
 	cmd.Flags().DurationVar(&f.drain, "drain-timeout", defaultEdgeDrain, "how long a stopping or upgraded edge lets in-flight requests and streams (SSE, WebSocket, TCP relays) run before it cuts them; default: the last start's")
 	f.tls.register(cmd)
 }
@@ -200,7 +200,15 @@ reboot. Idempotent: a running container with the same binary and flags is
 left alone; a different binary or flags replace it without a gap: the new
 edge starts beside the old one (as gordon-edge-next), takes its listening
 sockets over, the old one drains its in-flight requests and streams
-(--drain-timeout) and exits, and the new one is renamed gordon-edge.`,
+(--drain-timeout) and exits, and the new one is renamed gordon-edge.
+
+Metrics: GET http://<admin-addr>/metrics (Prometheus text; --admin-addr,
+default 127.0.0.1:9180; keep it on loopback): gordon_edge_http_requests_total
+{app,service,backend,code}, gordon_edge_http_request_duration_seconds,
+gordon_edge_http_in_flight_requests, gordon_edge_http_proxy_errors_total
+{app,service,backend,status}, gordon_edge_http_unrouted_requests_total,
+gordon_edge_held, gordon_edge_applied_generation and the TLS series. The
+README lists them; edge run picks a free loopback port unless given one.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			remembered := flags.resolve(cmd, env.opts.stateDir)

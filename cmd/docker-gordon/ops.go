@@ -48,7 +48,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 					return writeJSON(env.dockerCli.Out(), op)
 				}
 				w := env.dockerCli.Out()
-				fmt.Fprintf(w, "op %s %s app %s revision %s started %s outcome %s\n", op.ID, op.Kind, op.App, orDash(op.Revision), op.StartedAt.Format("2006-01-02T15:04:05Z07:00"), orDash(string(op.Outcome)))
+				fmt.Fprintf(w, "op %s %s app %s revision %s started %s outcome %s\n", op.ID, op.VerbOrKind(), op.App, opRevision(op), op.StartedAt.Format("2006-01-02T15:04:05Z07:00"), orDash(string(op.Outcome)))
 				tw := newTable(w)
 				fmt.Fprintln(tw, "STEP\tSTATE\tBEFORE\tAFTER\tDETAIL\tERROR")
 				for _, s := range op.Steps {
@@ -70,13 +70,22 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 			tw := newTable(env.dockerCli.Out())
 			fmt.Fprintln(tw, "OP\tKIND\tREVISION\tSTARTED\tOUTCOME\tSTEPS")
 			for _, op := range ops {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.ID, op.Kind, orDash(op.Revision), op.StartedAt.Format("2006-01-02 15:04:05"), orDash(string(op.Outcome)), len(op.Steps))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.ID, op.VerbOrKind(), opRevision(op), op.StartedAt.Format("2006-01-02 15:04:05"), orDash(string(op.Outcome)), len(op.Steps))
 			}
 			return tw.Flush()
 		},
 	}
 	addFormatFlag(cmd, &format)
 	return cmd
+}
+
+// opRevision is op's revision for the ops tables: a rollback's new
+// revision with the one it returns to ("rev-5 (= rev-2)"), "-" for none.
+func opRevision(op core.Operation) string {
+	if op.RollbackTo != "" {
+		return fmt.Sprintf("%s (= %s)", orDash(op.Revision), op.RollbackTo)
+	}
+	return orDash(op.Revision)
 }
 
 // matchOpID resolves prefix (with or without the "op-" of every ID) to the

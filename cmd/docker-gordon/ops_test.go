@@ -25,3 +25,13 @@ func TestOps_OperationIDPrefixResolvesToTheOneMatch(t *testing.T) {
 	assert.ErrorIs(t, err, core.ErrNotFound)
 	assert.Contains(t, err.Error(), "docker gordon ops web")
 }
+
+// ops names a rollback a rollback, with the revision it returns to.
+func TestOps_RollbackShownAsRollbackOfItsTarget(t *testing.T) {
+	op := core.Operation{Kind: core.OpDeploy, Verb: core.VerbRollback, Revision: "rev-5", RollbackTo: "rev-2"}
+	assert.Equal(t, "rollback", op.VerbOrKind())
+	assert.Equal(t, "rev-5 (= rev-2)", opRevision(op))
+	plain := core.Operation{Kind: core.OpDeploy, Revision: "rev-4"}
+	assert.Equal(t, "deploy", plain.VerbOrKind())
+	assert.Equal(t, "rev-4", opRevision(plain))
+}

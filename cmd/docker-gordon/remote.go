@@ -135,6 +135,10 @@ func (e *cliEnv) routeEngine(cmd *cobra.Command) error {
 		return fmt.Errorf("--state-dir applies to a local engine only: the state of %s lives on that engine's machine (in %s there, or the path its engine label %s names); nothing was changed",
 			t, defaultServerStateDir, engineLabelStateDir)
 	}
+	if cmd.Annotations[annotationRemoteSelf] == "true" {
+		// A verb marked remote-self (exec) reaches the engine itself.
+		return nil
+	}
 	cmd.Run = nil
 	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runRemote(cmd, e, args) }
 	return nil

@@ -92,6 +92,8 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newDeployCommand(env),
 		newStatusCommand(env),
 		newOpsCommand(env),
+		newRevisionsCommand(env),
+		newExecCommand(env),
 		newEdgeCommand(env),
 		newReconcileCommand(env),
 		newSystemCommand(env),
@@ -305,14 +307,16 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 	}
 	fs := faultStore(store)
 	e.eng = &engine.Engine{
-		Store:       fs,
-		AfterCreate: faultAfterCreate(fs),
-		Runtime:     rt,
-		Traffic:     tr,
-		Readiness:   &engine.ReadinessWaiter{Probes: hostProbes{host}},
-		Logger:      e.logger.Named("engine"),
-		LockTimeout: e.opts.lockTimeout,
-		Holder:      core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
+		Store:        fs,
+		AfterCreate:  faultAfterCreate(fs),
+		Runtime:      rt,
+		Traffic:      tr,
+		Readiness:    &engine.ReadinessWaiter{Probes: hostProbes{host}},
+		Logger:       e.logger.Named("engine"),
+		LockTimeout:  e.opts.lockTimeout,
+		LockWait:     func(msg string) { fmt.Fprintln(e.dockerCli.Err(), msg) },
+		NotifyFailed: func(msg string) { fmt.Fprintln(e.dockerCli.Err(), "warning: "+msg) },
+		Holder:       core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
 		BindPolicy: func(name string) (string, error) {
 			return bindPolicy(e.opts.stateDir, name)
 		},

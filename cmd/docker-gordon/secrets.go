@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 // maxSecretSize bounds a secret read from stdin.
@@ -108,15 +109,26 @@ func newSecretsRmCommand(env *cliEnv) *cobra.Command {
 }
 
 // withSecretsLock runs fn holding the app lock (writers of one app hold
-// it, decision 2), bounded by 60 s.
+// it, decision 2), bounded by --lock-timeout; a busy lock is said at once
+// on stderr, naming its holder.
 func withSecretsLock(ctx context.Context, env *cliEnv, app string, fn func(core.Store) error) error {
 	store, err := env.openStore()
 	if err != nil {
 		return err
 	}
-	lctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	timeout := env.opts.lockTimeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	lk, err := store.Lock(lctx, app, core.LockHolder{PID: os.Getpid(), Verb: "secrets", StartedAt: time.Now().UTC(), Host: hostname()})
+	holder := core.LockHolder{PID: os.Getpid(), Verb: "secrets", StartedAt: time.Now().UTC(), Host: hostname()}
+	lk, ok, err := store.TryLock(lctx, app, holder)
+	if err == nil && !ok {
+		h, herr := store.LockHolder(ctx, app)
+		fmt.Fprintln(env.dockerCli.Err(), engine.LockWaitText(app, "secrets", h, herr, timeout))
+		lk, err = store.Lock(lctx, app, holder)
+	}
 	if err != nil {
 		return fmt.Errorf("app %s: %w", app, err)
 	}

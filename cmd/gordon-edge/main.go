@@ -81,7 +81,7 @@ func newRunCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.stateDir, "state-dir", defaultStateDir(), "gordon state directory (env GORDON_STATE_DIR)")
 	f.StringVar(&opts.httpAddr, "http-addr", "", "public HTTP listen address, e.g. :80 (required)")
-	f.StringVar(&opts.adminAddr, "admin-addr", "127.0.0.1:0", "loopback admin address (GET /status, /healthz)")
+	f.StringVar(&opts.adminAddr, "admin-addr", "127.0.0.1:0", "loopback admin address (GET /metrics, /status, /healthz)")
 	f.StringVar(&opts.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	f.DurationVar(&opts.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on shutdown")
 	f.StringVar(&opts.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or IPs of proxies in front of the edge whose Forwarded/X-Forwarded-* headers are kept (default: none, the chain is replaced)")

@@ -37,6 +37,10 @@ type DeployRequest struct {
 	// and DryRun only: `deploy -f FILE --dry-run` stores nothing). The plan
 	// names its revision "(unsaved)". Deploy without DryRun refuses it.
 	Spec *core.AppSpec
+	// Verb is journaled as Operation.Verb ("" = deploy; Rollback sets
+	// "rollback"), and RollbackTo as Operation.RollbackTo.
+	Verb       string
+	RollbackTo string
 
 	// lockWait is how long Deploy waited for the app lock; journaled as the
 	// preflight step's "lock" phase, so deploy latency splits by phase.
@@ -118,7 +122,7 @@ func dpSameJSON(a, b any) bool {
 // service an error wrapping ErrConflict that names the service, the step
 // and the cause (R14.4); refusals (lock, R7, unknown revision or service,
 // invalid pull policy) before any claim. The op is journaled either way.
-func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (*DeployResult, error) {
+func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (res *DeployResult, err error) {
 	if req.App == "" {
 		return nil, fmt.Errorf("%w: deploy: no app given", core.ErrInvalid)
 	}
@@ -145,6 +149,14 @@ func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (*DeployResult, 
 	if err != nil {
 		return nil, fmt.Errorf("deploy %s: %w", req.App, err)
 	}
+	// Deferred before the unlock, so it runs after it: the outcome is
+	// journaled and the lock free when the webhook is called.
+	var notifyID string
+	defer func() {
+		if notifyID != "" {
+			e.notifyDeploy(ctx, req.App, notifyID, res, err)
+		}
+	}()
 	defer lk.Unlock()
 	req.lockWait = time.Since(lockStart)
 	op, claimed, err := e.startDeploy(ctx, req)
@@ -154,7 +166,8 @@ func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (*DeployResult, 
 		}
 		return replayResult(op), err
 	}
-	res, err := e.executeDeploy(ctx, req, op.ID)
+	notifyID = op.ID
+	res, err = e.executeDeploy(ctx, req, op.ID)
 	e.setLive(req.App, "")
 	if res == nil || !res.Op.Terminal() {
 		// R12: a claim owned but never executed to a terminal outcome is
@@ -191,6 +204,8 @@ func (e *Engine) startDeploy(ctx context.Context, req DeployRequest) (core.Opera
 	op := core.Operation{
 		ID:          e.newOpID(),
 		Kind:        core.OpDeploy,
+		Verb:        req.Verb,
+		RollbackTo:  req.RollbackTo,
 		App:         app,
 		Key:         req.OpKey,
 		Fingerprint: Fingerprint(core.OpDeploy, app, rev.ID, sortedJoin(req.Services), pull),

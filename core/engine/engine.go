@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -33,6 +34,10 @@ type Engine struct {
 	Holder core.LockHolder
 	// LockTimeout bounds waiting for an app lock (decision 2; default 60 s).
 	LockTimeout time.Duration
+	// LockWait, if set, receives the one-line notice that a verb waits for
+	// an app lock another process holds, naming the holder, before the
+	// wait (the CLI prints it on stderr). nil: a PhaseLock progress event.
+	LockWait func(msg string)
 	// DrainTimeout caps the drain wait before SIGTERM (decision 16; default
 	// min(stop grace, 30 s)). Zero means the default.
 	DrainTimeout time.Duration
@@ -87,6 +92,14 @@ type Engine struct {
 	// liveOps marks claims live in this process (R12, R45): app → op id.
 	liveMu  sync.Mutex
 	liveOps map[string]string
+
+	// NotifyClient, if set, sends [notify] webhooks (tests); nil: an
+	// http.Client bounded by NotifyTimeout.
+	NotifyClient *http.Client
+	// NotifyFailed, if set, receives a one-line notice when a webhook was
+	// not delivered (the CLI prints it on stderr as a warning).
+	NotifyFailed func(msg string)
+	notifyState
 }
 
 // Phase is the step of long work a ProgressEvent reports (stderr
@@ -147,7 +160,10 @@ func (e *Engine) progress(ev ProgressEvent) {
 	}
 }
 
-// lock takes the app lock bounded by LockTimeout (decision 2).
+// lock takes the app lock bounded by LockTimeout (decision 2). When the
+// lock is busy it says so at once, before waiting: through LockWait when
+// set, else as a PhaseLock progress event, naming the holder from the lock
+// record (pid, verb, op, since, host) and how long it waits.
 func (e *Engine) lock(ctx context.Context, app, verb, op string) (core.AppLock, error) {
 	t := e.LockTimeout
 	if t <= 0 {
@@ -160,11 +176,38 @@ func (e *Engine) lock(ctx context.Context, app, verb, op string) (core.AppLock, 
 	if lk, ok, err := e.Store.TryLock(lctx, app, h); err == nil && ok {
 		return lk, nil
 	}
-	// Busy: say who we are waiting for, then wait (decision 2).
-	detail := "waiting for the app lock"
-	if holder, err := e.Store.LockHolder(ctx, app); err == nil {
-		detail = fmt.Sprintf("waiting for the app lock held by pid %d (%s %s)", holder.PID, holder.Verb, holder.Op)
+	holder, herr := e.Store.LockHolder(ctx, app)
+	msg := LockWaitText(app, verb, holder, herr, t)
+	if e.LockWait != nil {
+		e.LockWait(msg)
+	} else {
+		e.progress(ProgressEvent{App: app, Phase: PhaseLock, Detail: msg})
 	}
-	e.progress(ProgressEvent{App: app, Phase: PhaseLock, Detail: detail})
 	return e.Store.Lock(lctx, app, h)
+}
+
+// LockWaitText is the lock-wait notice: "app blog: deploy waits for the
+// app lock, held by pid 4242 (deploy, op op-…, since …, host h); giving up
+// after 1m0s (--lock-timeout)". A holder whose record cannot be read, or
+// names no process running here (another PID namespace, e.g. a remote
+// runner), is said to be another process.
+func LockWaitText(app, verb string, h core.LockHolder, herr error, timeout time.Duration) string {
+	who := "another process (its lock record names no process running here)"
+	if herr == nil {
+		d := h.Verb
+		if d == "" {
+			d = "unknown verb"
+		}
+		if h.Op != "" {
+			d += ", op " + h.Op
+		}
+		if !h.StartedAt.IsZero() {
+			d += ", since " + h.StartedAt.UTC().Format(time.RFC3339)
+		}
+		if h.Host != "" {
+			d += ", host " + h.Host
+		}
+		who = fmt.Sprintf("pid %d (%s)", h.PID, d)
+	}
+	return fmt.Sprintf("app %s: %s waits for the app lock, held by %s; giving up after %s (--lock-timeout)", app, verb, who, timeout)
 }

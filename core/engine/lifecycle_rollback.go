@@ -66,7 +66,7 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*DeployResu
 		// not recomputed, since the rollback itself moved ACTIVE.
 		for _, op := range ops {
 			if op.Key == req.OpKey {
-				return e.Deploy(ctx, DeployRequest{App: app, Revision: op.Revision, OpKey: req.OpKey, Pull: req.Pull})
+				return e.Deploy(ctx, DeployRequest{App: app, Revision: op.Revision, OpKey: req.OpKey, Pull: req.Pull, Verb: core.VerbRollback, RollbackTo: op.RollbackTo})
 			}
 		}
 	}
@@ -103,7 +103,7 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*DeployResu
 	if err != nil {
 		return nil, fmt.Errorf("rollback %s to %s: %w", app, target.ID, err)
 	}
-	return e.Deploy(ctx, DeployRequest{App: app, Revision: rev.ID, OpKey: req.OpKey, Pull: req.Pull})
+	return e.Deploy(ctx, DeployRequest{App: app, Revision: rev.ID, OpKey: req.OpKey, Pull: req.Pull, Verb: core.VerbRollback, RollbackTo: target.ID})
 }
 
 // currentRevision is the revision ACTIVE serves: the converged revision,

@@ -54,7 +54,11 @@ func (e *Engine) Reconcile(ctx context.Context, apps []string) ([]ReconcileRepor
 	var reports []ReconcileReport
 	var errs []error
 	for _, app := range apps {
+		started := e.now()
 		rep, err := e.reconcileApp(ctx, app)
+		if !rep.Skipped && ctx.Err() == nil {
+			e.notifyRecoveryFailure(ctx, app, started, err)
+		}
 		reports = append(reports, rep)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))

@@ -38,6 +38,8 @@
 //   - replace: "sequential", or "overlap" on an overlap-eligible service.
 //   - run: "once" (a one-shot: no interfaces, readiness, healthcheck or
 //     replace).
+//   - [notify]: webhook, an absolute http or https URL with a host and no
+//     user info (credentials would be stored in every revision).
 package manifest
 
 import (
@@ -150,6 +152,11 @@ type rawApp struct {
 	Services map[string]rawService `toml:"services"`
 	Networks []string              `toml:"networks"`
 	Registry *string               `toml:"registry"`
+	Notify   *rawNotify            `toml:"notify"`
+}
+
+type rawNotify struct {
+	Webhook *string `toml:"webhook"`
 }
 
 type rawService struct {
@@ -228,8 +235,9 @@ type rawMount struct {
 
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
-	appKeys       = []string{"name", "env", "services", "networks", "registry"}
+	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
 	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run"}
+	notifyKeys    = []string{"webhook"}
 	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol", "hsts"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
@@ -391,6 +399,8 @@ func allowedKeys(parent string) []string {
 	switch {
 	case len(parts) == 0:
 		return appKeys
+	case len(parts) == 1 && parts[0] == "notify":
+		return notifyKeys
 	case len(parts) == 2 && parts[0] == "services":
 		return serviceKeys
 	case len(parts) == 3 && parts[0] == "services":

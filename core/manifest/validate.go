@@ -78,6 +78,7 @@ func (v *validator) app(raw rawApp) core.AppSpec {
 	spec.Env = v.env("env", raw.Env)
 	spec.Networks = v.networks(raw.Networks)
 	spec.Registry = v.registry(raw.Registry)
+	spec.Notify = v.notify(raw.Notify)
 	if len(raw.Services) == 0 {
 		v.add("services", "at least one service is required: add a [services.<name>] table with an image")
 	}
