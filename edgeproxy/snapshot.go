@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // snapshot is one applied route table, immutable once built (STYLE "What we

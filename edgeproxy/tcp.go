@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // tcpRelays owns the TCP listeners of the current route table. A listener

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // sweepLeftovers is the last part of a reconcile pass (SPEC R43, R5(9)):

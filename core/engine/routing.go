@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // DefaultDrainPoll is the interval between in-flight checks while draining

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
 )
 

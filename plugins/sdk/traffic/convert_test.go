@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // A route's response header timeout crosses the plugin protocol.
