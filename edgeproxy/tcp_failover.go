@@ -24,19 +24,21 @@ const (
 // acquireTCP picks the listener's current target and counts the connection
 // on its backend before checking that the target is still current, so a
 // status read after the next swap sees the connection (the same
-// count-then-recheck as HTTP). It returns the target; a target without a
-// backend (held, SPEC R58) is returned uncounted.
-func acquireTCP(l *tcpListener) *tcpTarget {
+// count-then-recheck as HTTP). It returns the target and the backend it
+// picked for the connection (round-robin over the route's instances); a
+// target without a backend (held, SPEC R58) is returned with nil.
+func acquireTCP(l *tcpListener) (*tcpTarget, *backend) {
 	for {
 		tg := l.target.Load()
-		if tg.backend == nil {
-			return tg
+		b := tg.pick()
+		if b == nil {
+			return tg, nil
 		}
-		tg.backend.openConns.Add(1)
+		b.openConns.Add(1)
 		if l.target.Load() == tg {
-			return tg
+			return tg, b
 		}
-		tg.backend.openConns.Add(-1)
+		b.openConns.Add(-1)
 	}
 }
 
@@ -158,40 +160,40 @@ func (s *tcpSession) failover(failed net.Conn, readErr error) bool {
 		errors.Is(readErr, io.EOF) && len(s.replay) > 0 || peerClosed(s.client) {
 		return false
 	}
-	tg := acquireTCP(s.l)
-	if tg.backend == nil {
+	_, nb := acquireTCP(s.l)
+	if nb == nil {
 		return false
 	}
-	if tg.backend == s.b {
-		tg.backend.openConns.Add(-1)
+	if nb == s.b {
+		nb.openConns.Add(-1)
 		return false
 	}
-	next, err := net.DialTimeout("tcp", tg.backend.addr, s.t.dialTimeout)
+	next, err := net.DialTimeout("tcp", nb.addr, s.t.dialTimeout)
 	if err == nil && len(s.replay) > 0 {
 		_, err = next.Write(s.replay)
 	}
 	if err != nil {
-		tg.backend.openConns.Add(-1)
+		nb.openConns.Add(-1)
 		if next != nil {
 			_ = next.Close()
 		}
 		return false
 	}
 	s.failovers++
-	s.t.logger.Debug("tcp relay failover", "listen", s.l.listen, "from", s.b.addr, "to", tg.backend.addr, "replayed", len(s.replay))
+	s.t.logger.Debug("tcp relay failover", "listen", s.l.listen, "from", s.b.addr, "to", nb.addr, "replayed", len(s.replay))
 	s.t.mu.Lock()
 	if s.t.closed {
 		// The relays closed (shutdown) while this dialed: close cut
 		// the connections it knew of, so this one ends too.
 		s.t.mu.Unlock()
-		tg.backend.openConns.Add(-1)
+		nb.openConns.Add(-1)
 		_ = next.Close()
 		return false
 	}
 	s.rc.upstream = next
 	s.t.mu.Unlock()
 	s.b.openConns.Add(-1)
-	s.b, s.dialed = tg.backend, time.Now()
+	s.b, s.dialed = nb, time.Now()
 	_ = failed.Close()
 	return true
 }
@@ -215,16 +217,16 @@ func (s *tcpSession) dial() (net.Conn, error) {
 		return up, nil
 	}
 	s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)
-	tg := acquireTCP(s.l)
-	if tg.backend == nil {
+	_, nb := acquireTCP(s.l)
+	if nb == nil {
 		return nil, err
 	}
-	if tg.backend == s.b {
-		tg.backend.openConns.Add(-1)
+	if nb == s.b {
+		nb.openConns.Add(-1)
 		return nil, err
 	}
 	s.b.openConns.Add(-1)
-	s.b = tg.backend
+	s.b = nb
 	up, err = net.DialTimeout("tcp", s.b.addr, s.t.dialTimeout)
 	if err != nil {
 		s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)

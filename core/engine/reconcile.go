@@ -186,8 +186,8 @@ func (e *Engine) retirePending(ctx context.Context, app string, stopped bool, pe
 	}
 	named := map[string]bool{}
 	for _, s := range active.Services {
-		if s != nil && s.Container != "" {
-			named[s.Container] = true
+		for _, in := range s.Instances() {
+			named[in.Container] = true
 		}
 	}
 	var errs []error

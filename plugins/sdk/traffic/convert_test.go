@@ -36,3 +36,11 @@ func TestStatusRoundTripKeepsLivenessAndListeners(t *testing.T) {
 	assert.False(t, live.Stale, "a backend that says nothing is live")
 	assert.True(t, live.UpdatedAt.IsZero())
 }
+
+// A TCP route's instances cross the plugin protocol.
+func TestReplicas_GraphRoundTripKeepsL4Instances(t *testing.T) {
+	bs := []routetable.Backend{{Addr: "127.0.0.1:30001", Container: "c1"}, {Addr: "127.0.0.1:30002", Container: "c2"}}
+	g := routetable.Graph{TCP: []routetable.L4Route{{Listen: "0.0.0.0:9000", App: "blog", Service: "db", Backend: bs[0].Addr, Container: "c1", Backends: bs}}}
+	back := graphFromProto(graphToProto(g))
+	assert.Equal(t, g.TCP, back.TCP)
+}
