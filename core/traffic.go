@@ -19,7 +19,7 @@ type Traffic interface {
 	// answered (TrafficStatus.Stale). An edge that never ran for this state
 	// directory is an error wrapping ErrUnavailable; one that serves
 	// another state directory, ErrConflict. A verb that publishes routes
-	// to new containers refuses while Status fails or is Stale (SPEC R18,
+	// to new containers refuses while Status fails or is Stale (SPEC R68,
 	// Engine.RequireLiveTraffic).
 	Status(ctx context.Context) (TrafficStatus, error)
 }

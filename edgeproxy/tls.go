@@ -421,7 +421,8 @@ func (t *tlsEdge) close() {
 	// A refresh under way (they run in the background) finishes before
 	// close returns; later ones return at once (ctx).
 	t.refreshMu.Lock()
-	t.refreshMu.Unlock() //nolint:staticcheck // a barrier, nothing to guard
+	//lint:ignore SA2001 a barrier, nothing to guard
+	t.refreshMu.Unlock()
 }
 
 // selfSigned makes the fallback certificate (ECDSA P-256, one day).

@@ -41,7 +41,7 @@ func (e *TrafficDownError) Unwrap() error { return core.ErrUnavailable }
 
 // RequireLiveTraffic is the one rule for verbs that change routes (deploy,
 // rollback, start, restart publish routes to new containers; stop and
-// remove withdraw them; SPEC R18: the edge confirms every new route table
+// remove withdraw them; SPEC R68: the edge confirms every new route table
 // before containers start serving or stop): it refuses, before anything is
 // changed, while the traffic backend reports the edge not running, instead
 // of creating candidates that would only fail at the switch, or marking an

@@ -23,10 +23,10 @@ func staleEdge(written time.Time) func(context.Context) (core.TrafficStatus, err
 	}
 }
 
-// SPEC R18: a verb that changes routes (publishes routes to new
+// SPEC R68: a verb that changes routes (publishes routes to new
 // containers, or withdraws them) refuses while the edge does not answer, before it changes anything, naming how to
 // start the edge; the refusal is ErrUnavailable.
-func TestR18_PublishingVerbsRefuseWhileTheEdgeIsDown(t *testing.T) {
+func TestR68_PublishingVerbsRefuseWhileTheEdgeIsDown(t *testing.T) {
 	h := coretest.NewEngine(t)
 	written := time.Now().Add(-time.Minute)
 	h.Engine.TrafficHint = engine.TrafficHint{StateDir: "/srv/state"}
@@ -86,7 +86,7 @@ func TestR18_PublishingVerbsRefuseWhileTheEdgeIsDown(t *testing.T) {
 
 // On a remote engine's machine the refusal names that engine and how to
 // start the edge from the user's machine.
-func TestR18_RefusalOnARemoteEngineNamesItAndHowToStartTheEdge(t *testing.T) {
+func TestR68_RefusalOnARemoteEngineNamesItAndHowToStartTheEdge(t *testing.T) {
 	h := coretest.NewEngine(t)
 	written := time.Now().Add(-time.Hour)
 	h.Engine.TrafficHint = engine.TrafficHint{StateDir: "/var/lib/docker-gordon", Engine: "context prod (ssh://prod, remote)",
@@ -101,7 +101,7 @@ func TestR18_RefusalOnARemoteEngineNamesItAndHowToStartTheEdge(t *testing.T) {
 // An edge that never ran (no status at all) may be starting: it gets
 // TrafficStartWait, then the refusal says it never ran for the state
 // directory.
-func TestR18_EdgeThatNeverRanIsWaitedForThenNamed(t *testing.T) {
+func TestR68_EdgeThatNeverRanIsWaitedForThenNamed(t *testing.T) {
 	h := coretest.NewEngine(t)
 	h.Engine.TrafficHint = engine.TrafficHint{StateDir: "/srv/state"}
 	var calls atomic.Int32
@@ -118,7 +118,7 @@ func TestR18_EdgeThatNeverRanIsWaitedForThenNamed(t *testing.T) {
 }
 
 // An edge that comes up while the verb waits lets it go ahead.
-func TestR18_StartingEdgeIsWaitedFor(t *testing.T) {
+func TestR68_StartingEdgeIsWaitedFor(t *testing.T) {
 	h := coretest.NewEngine(t)
 	var calls atomic.Int32
 	h.Traffic.StatusFn = func(context.Context) (core.TrafficStatus, error) {
@@ -134,7 +134,7 @@ func TestR18_StartingEdgeIsWaitedFor(t *testing.T) {
 // A live edge, an edge of another state directory (refused by its own
 // check, with its own reason) and no traffic backend at all (validate) are
 // no refusal of this rule.
-func TestR18_LiveForeignOrNoBackendIsNoRefusal(t *testing.T) {
+func TestR68_LiveForeignOrNoBackendIsNoRefusal(t *testing.T) {
 	h := coretest.NewEngine(t)
 	assert.NoError(t, h.Engine.RequireLiveTraffic(h.Ctx(), "deploy"), "the fake edge answers")
 

@@ -164,7 +164,7 @@ func checkImage(ref string) string {
 		case errors.Is(err, reference.ErrNameContainsUppercase), strings.Contains(err.Error(), "must be lowercase"):
 			why = "repository name must be lowercase"
 		case errors.Is(err, reference.ErrNameTooLong):
-			why = fmt.Sprintf("name longer than %d characters", reference.NameTotalLengthMax)
+			why = fmt.Sprintf("name longer than %d characters", reference.RepositoryNameTotalLengthMax)
 		case errors.Is(err, reference.ErrDigestInvalidFormat), errors.Is(err, reference.ErrReferenceInvalidFormat), errors.Is(err, reference.ErrNameEmpty):
 			why = "not of the form [registry[:port]/]name[:tag][@sha256:<64 hex digits>]"
 		default:

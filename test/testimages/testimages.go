@@ -183,9 +183,10 @@ func compile(ctx context.Context, dir string, names []string) error {
 	if err != nil {
 		return err
 	}
+	// go test and go run put their own toolchain first on PATH.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return fmt.Errorf("build test workloads: the go command is not on PATH: %w", err)
 	}
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", dir + string(filepath.Separator)}
 	for _, n := range names {
