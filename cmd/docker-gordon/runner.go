@@ -364,7 +364,7 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		extra = append(extra, "--file="+runnerInputDir+"/"+file.Path)
 		images = specImages(in.spec)
 		rc.images, rc.copyImages, rc.shipImages = images, copyImages, !dryRun
-	case "start", "restart", "rollback", "reconcile":
+	case "start", "restart", "rollback", "scale", "reconcile":
 		pulls = true
 	case "secrets set":
 		in := e.dockerCli.In()

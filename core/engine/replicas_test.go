@@ -214,3 +214,55 @@ func TestR21_GraphRoutesEveryInstance(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:19000", g.TCP[0].Backend)
 	assert.True(t, slices.ContainsFunc(g.TCP[0].L4Backends(), func(b routetable.Backend) bool { return b.Addr == "127.0.0.1:19001" && b.Container == "c-2" }))
 }
+
+// scale: the serving revision is stored again with the new count and
+// deployed: 1 → 3 → 2 instances, each a whole new set switched to at once,
+// the app's other services untouched.
+func TestScale_ChangesTheInstanceCountByADeploy(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	lcDeployV15(t, h)
+	one := repInstances(t, h)[0].Container
+
+	res, err := h.Engine.Scale(h.Ctx(), engine.ScaleRequest{App: "blog", Replicas: map[string]int{"web": 3}})
+	require.NoError(t, err)
+	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+	assert.Equal(t, core.OpDeploy, res.Op.Kind, "journaled as a deploy")
+	ins := repInstances(t, h)
+	require.Len(t, ins, 3)
+	assert.False(t, h.Runtime.Exists(one))
+	assert.Len(t, repRouted(t, h), 3)
+	a, _ := h.Store.Active("blog")
+	assert.Equal(t, coretest.DigestFor("registry.example/blog:1.5"), a.Services["web"].Digest, "the pinned digest is kept")
+
+	_, err = h.Engine.Scale(h.Ctx(), engine.ScaleRequest{App: "blog", Replicas: map[string]int{"web": 2}})
+	require.NoError(t, err)
+	assert.Len(t, repInstances(t, h), 2)
+	assert.Len(t, repRouted(t, h), 2)
+}
+
+// scale refuses more than one instance of a single-writer service, an
+// unknown service and a count out of range, and changes nothing.
+func TestScale_RefusalsChangeNothing(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	db := coretest.WebSpec(0)
+	db.Image = "registry.example/blog:1.5"
+	db.Volumes = []core.VolumeMount{{Name: "data", Path: "/data"}}
+	_, err := depDeploy(t, h, engine.DeployRequest{}, db)
+	require.NoError(t, err)
+	before, _ := h.Store.Active("blog")
+	revs, err := h.Store.ListRevisions(h.Ctx(), "blog")
+	require.NoError(t, err)
+
+	for req, want := range map[string]error{"web=3": core.ErrInvalid, "api=2": core.ErrNotFound, "web=0": core.ErrInvalid} {
+		name, n := req[:3], int(req[4]-'0')
+		_, err := h.Engine.Scale(h.Ctx(), engine.ScaleRequest{App: "blog", Replicas: map[string]int{name: n}})
+		require.ErrorIs(t, err, want, req)
+	}
+	_, err = h.Engine.Scale(h.Ctx(), engine.ScaleRequest{App: "blog", Replicas: map[string]int{"web": 3}})
+	assert.ErrorContains(t, err, "web runs one instance (single-writer: volume data)")
+	after, _ := h.Store.Active("blog")
+	assert.Equal(t, before, after)
+	again, err := h.Store.ListRevisions(h.Ctx(), "blog")
+	require.NoError(t, err)
+	assert.Len(t, again, len(revs), "no revision stored")
+}
