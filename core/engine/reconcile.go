@@ -154,6 +154,9 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 			verified[name] = t
 			rep.Verified = append(rep.Verified, name)
 		}
+		if err := e.refreshReplicas(ctx, app, name); err != nil {
+			errs = append(errs, fmt.Errorf("service %s: %w", name, err))
+		}
 	}
 	if intent.Stopped {
 		if err := e.rebuild(ctx); err != nil {

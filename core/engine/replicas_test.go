@@ -266,3 +266,41 @@ func TestScale_RefusalsChangeNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, again, len(revs), "no revision stored")
 }
+
+// The periodic pass follows a replica the engine moved: new loopback
+// binds are probed, persisted and routed; a replica that is gone leaves
+// ACTIVE and the routes; one that exited is withdrawn and started again.
+func TestR41_PeriodicPassRefreshesReplicas(t *testing.T) {
+	h := repSeedSet(t, "c-old", "c-moved", "c-gone", "c-exited")
+	h.Runtime.SetBinds("c-moved", map[int]int{8080: 17555})
+	require.NoError(t, h.Runtime.RemoveContainer(h.Ctx(), "c-gone", true))
+	require.NoError(t, h.Runtime.StopContainer(h.Ctx(), "c-exited", time.Second))
+
+	_, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+
+	ins := repInstances(t, h)
+	assert.Equal(t, []string{"c-exited", "c-moved", "c-old"}, repIDs(ins))
+	for _, in := range ins {
+		switch in.Container {
+		case "c-moved":
+			assert.Equal(t, map[int]int{8080: 17555}, in.BackendBinds)
+		case "c-exited":
+			assert.Empty(t, in.BackendBinds, "withdrawn until it runs again")
+		}
+	}
+	assert.True(t, h.Runtime.Running("c-exited"), "started again")
+	assert.Equal(t, []string{"c-moved", "c-old"}, repRouted(t, h))
+	var addrs []string
+	for _, r := range h.Traffic.Last().HTTP {
+		for _, b := range r.Backends {
+			addrs = append(addrs, b.Addr)
+		}
+	}
+	assert.Contains(t, addrs, "127.0.0.1:17555")
+
+	// The next pass reads the restarted replica's binds and routes it.
+	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c-exited", "c-moved", "c-old"}, repRouted(t, h))
+}
