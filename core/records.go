@@ -278,6 +278,12 @@ type Recovery struct {
 	// Events maps service → the last recovery the periodic pass made of its
 	// serving container (why and what it did); status shows it.
 	Events map[string]RecoveryEvent `json:"events,omitempty"`
+	// Rebuild maps service → the container ACTIVE names that an
+	// interrupted replacement removed without publishing a successor
+	// (SPEC R47). The periodic pass rebuilds that service from ACTIVE's
+	// pinned revision (R41.3) and drops the entry; an entry whose
+	// container ACTIVE no longer names is stale and pruned.
+	Rebuild map[string]string `json:"rebuild,omitempty"`
 }
 
 // RecoveryEvent is one recovery of a serving container by the periodic

@@ -179,9 +179,13 @@ type ContainerState struct {
 	ExitCode  int    `json:"exit_code,omitempty"`
 	// OOMKilled is true when the engine reports the last exit as a kill by
 	// the kernel's out-of-memory handler.
-	OOMKilled bool              `json:"oom_killed,omitempty"`
-	Env       []string          `json:"env,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	// RestartPolicy is the engine's restart policy of the container: "no"
+	// (none), "unless-stopped", "always" or "on-failure"; "" when the
+	// runtime does not report it.
+	RestartPolicy string            `json:"restart_policy,omitempty"`
+	Env           []string          `json:"env,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
 }
 
 // Running reports Status == running.

@@ -27,6 +27,17 @@ type NetworkRemover interface {
 	RemoveNetwork(ctx context.Context, name string) error
 }
 
+// RestartPolicySetter is an optional Runtime extension (SPEC R59): the
+// engine creates a workload without a restart policy, so a candidate that
+// exits while it is probed stays exited and fails at once, and sets the
+// policy with SetRestartPolicy once the candidate is ready, before ACTIVE
+// names it. policy is a ContainerSpec.RestartPolicy value; a missing
+// container wraps ErrNotFound; a runtime (plugin) without the operation
+// returns an error wrapping errors.ErrUnsupported.
+type RestartPolicySetter interface {
+	SetRestartPolicy(ctx context.Context, id, policy string) error
+}
+
 // TrafficRoutes is an optional Traffic extension: Routes returns the graph
 // the backend last applied. Rebuild uses it to keep serving the last good
 // routes of an app whose ACTIVE record cannot be read. Errors: the backend

@@ -14,6 +14,10 @@ type AppSpec struct {
 	Services []ServiceSpec `json:"services"`
 	// Networks are shared networks every service joins (optional).
 	Networks []string `json:"networks,omitempty"`
+	// Registry ("host[:port]/prefix"), when set, is where the CLI pushes
+	// the images it builds; it is not journaled (the revision names the
+	// pushed image by digest).
+	Registry string `json:"-"`
 }
 
 // Service returns the service named name and true, or false when absent.
@@ -31,6 +35,9 @@ type ServiceSpec struct {
 	Name string `json:"name"`
 	// Image is the reference as written in the manifest (tag or digest).
 	Image string `json:"image"`
+	// Build, when set, says how the CLI builds the image before the
+	// revision is stored (R12); it is never journaled (see BuildSpec).
+	Build *BuildSpec `json:"-"`
 	// Entrypoint replaces the image's ENTRYPOINT (argv, no shell), as
 	// compose's entrypoint: nil keeps the image's; an empty, non-nil slice
 	// clears it.

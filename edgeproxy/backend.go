@@ -40,7 +40,8 @@ type backend struct {
 	addr      string
 	proxy     *httputil.ReverseProxy
 	transport *fastTransport
-	// inFlight counts HTTP requests being proxied to addr.
+	// inFlight counts HTTP requests being proxied to addr and relayed TCP
+	// connections awaiting its first byte (at most tcpAnswerWait).
 	inFlight atomic.Int64
 	// openConns counts relayed TCP connections (and live UDP sessions).
 	openConns atomic.Int64

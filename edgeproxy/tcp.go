@@ -216,14 +216,20 @@ func (t *tcpRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
 	}
 }
 
-// relay dials b, already counted in its openConns by acquireTCP, and
-// copies both directions, propagating half-closes (CloseWrite) so protocols
-// that shut down one direction keep working. A backend that fails before
-// its first byte may be replaced by the listener's current one (SPEC R67).
+// relay dials b, already counted by acquireTCP (open, and in flight until
+// the backend's first byte or tcpAnswerWait: decision 16's drain waits for
+// an exchange the old generation has not answered yet), and copies both
+// directions, propagating half-closes (CloseWrite) so protocols that shut
+// down one direction keep working. A backend that fails before its first
+// byte may be replaced by the listener's current one (SPEC R67).
 func (t *tcpRelays) relay(client net.Conn, l *tcpListener, b *backend) {
 	defer t.wg.Done()
 	s := &tcpSession{t: t, l: l, client: client, b: b}
+	s.awaiting.Store(b)
+	s.answered = time.AfterFunc(tcpAnswerWait, s.settle)
 	defer func() {
+		s.answered.Stop()
+		s.settle()
 		s.mu.Lock()
 		s.b.openConns.Add(-1)
 		s.mu.Unlock()

@@ -19,14 +19,21 @@ const (
 	tcpFailoverWindow = 500 * time.Millisecond
 	// tcpMaxFailovers bounds the replacements of one connection.
 	tcpMaxFailovers = 2
+	// tcpAnswerWait bounds how long a relayed connection counts as in
+	// flight on its backend while the backend has not sent its first byte
+	// (decision 16's drain waits for it): a protocol whose server never
+	// speaks first nor answers stops holding the drain after it.
+	tcpAnswerWait = 2 * time.Second
 )
 
-// acquireTCP picks the listener's current target and counts the connection
-// on its backend before checking that the target is still current, so a
-// status read after the next swap sees the connection (the same
-// count-then-recheck as HTTP). It returns the target and the backend it
-// picked for the connection (round-robin over the route's instances); a
-// target without a backend (held, SPEC R58) is returned with nil.
+// acquireTCP picks the listener's current target and a backend of it for
+// one connection (round-robin over the route's instances), and counts the
+// connection on that backend, as open and as in flight (awaiting the
+// backend's first byte), before checking that the target is still current,
+// so a status read after the next swap sees the connection (the same
+// count-then-recheck as HTTP). A target without a backend (held, SPEC R58)
+// is returned with nil, uncounted. releaseTCP undoes the counts of a
+// backend acquired but not used.
 func acquireTCP(l *tcpListener) (*tcpTarget, *backend) {
 	for {
 		tg := l.target.Load()
@@ -35,11 +42,18 @@ func acquireTCP(l *tcpListener) (*tcpTarget, *backend) {
 			return tg, nil
 		}
 		b.openConns.Add(1)
+		b.inFlight.Add(1)
 		if l.target.Load() == tg {
 			return tg, b
 		}
-		b.openConns.Add(-1)
+		releaseTCP(b)
 	}
+}
+
+// releaseTCP undoes acquireTCP's counts on b.
+func releaseTCP(b *backend) {
+	b.inFlight.Add(-1)
+	b.openConns.Add(-1)
 }
 
 // tcpSession is one relayed connection while its backend may still be
@@ -57,8 +71,13 @@ type tcpSession struct {
 	rc     *relayConn
 	client net.Conn
 
-	mu        sync.Mutex
-	b         *backend // counted in openConns
+	mu sync.Mutex
+	b  *backend // counted in openConns
+	// awaiting is the backend on which the connection counts as in flight
+	// (acquireTCP) until the backend's first byte, the session's end or
+	// tcpAnswerWait (settle); nil once settled.
+	awaiting  atomic.Pointer[backend]
+	answered  *time.Timer
 	dialed    time.Time
 	replay    []byte
 	clientEOF bool
@@ -66,6 +85,28 @@ type tcpSession struct {
 	// committed is set once the backend sent a byte or the replay limit
 	// passed: the connection stays on its backend from then on.
 	committed atomic.Bool
+}
+
+// settle ends the connection's in-flight count (idempotent): the backend
+// answered, the session ended, or tcpAnswerWait passed.
+func (s *tcpSession) settle() {
+	if b := s.awaiting.Swap(nil); b != nil {
+		b.inFlight.Add(-1)
+	}
+}
+
+// moveTo makes nb, acquired by acquireTCP, the session's backend in place
+// of s.b: the counts move with it, except that a session already settled
+// does not count as in flight again. Call with s.mu held or before the
+// copy goroutines start.
+func (s *tcpSession) moveTo(nb *backend) {
+	s.b.openConns.Add(-1)
+	s.b = nb
+	if old := s.awaiting.Load(); old != nil && s.awaiting.CompareAndSwap(old, nb) {
+		old.inFlight.Add(-1)
+		return
+	}
+	nb.inFlight.Add(-1)
 }
 
 // upstream returns the session's current backend connection.
@@ -128,6 +169,7 @@ func (s *tcpSession) upstreamToClient(done chan<- struct{}) {
 		n, err := up.Read(one[:])
 		if n > 0 {
 			s.committed.Store(true)
+			s.settle()
 			if _, err := s.client.Write(one[:n]); err != nil {
 				closeWrite(s.client)
 				return
@@ -165,7 +207,7 @@ func (s *tcpSession) failover(failed net.Conn, readErr error) bool {
 		return false
 	}
 	if nb == s.b {
-		nb.openConns.Add(-1)
+		releaseTCP(nb)
 		return false
 	}
 	next, err := net.DialTimeout("tcp", nb.addr, s.t.dialTimeout)
@@ -173,7 +215,7 @@ func (s *tcpSession) failover(failed net.Conn, readErr error) bool {
 		_, err = next.Write(s.replay)
 	}
 	if err != nil {
-		nb.openConns.Add(-1)
+		releaseTCP(nb)
 		if next != nil {
 			_ = next.Close()
 		}
@@ -186,14 +228,14 @@ func (s *tcpSession) failover(failed net.Conn, readErr error) bool {
 		// The relays closed (shutdown) while this dialed: close cut
 		// the connections it knew of, so this one ends too.
 		s.t.mu.Unlock()
-		nb.openConns.Add(-1)
+		releaseTCP(nb)
 		_ = next.Close()
 		return false
 	}
 	s.rc.upstream = next
 	s.t.mu.Unlock()
-	s.b.openConns.Add(-1)
-	s.b, s.dialed = nb, time.Now()
+	s.moveTo(nb)
+	s.dialed = time.Now()
 	_ = failed.Close()
 	return true
 }
@@ -222,11 +264,10 @@ func (s *tcpSession) dial() (net.Conn, error) {
 		return nil, err
 	}
 	if nb == s.b {
-		nb.openConns.Add(-1)
+		releaseTCP(nb)
 		return nil, err
 	}
-	s.b.openConns.Add(-1)
-	s.b = nb
+	s.moveTo(nb)
 	up, err = net.DialTimeout("tcp", s.b.addr, s.t.dialTimeout)
 	if err != nil {
 		s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // closingTCP is a backend that accepts a connection, reports it on accepted,
@@ -220,4 +222,113 @@ func TestR67_TCPOrderlyCloseAfterReadingIsNotReplayed(t *testing.T) {
 		t.Fatalf("the new backend got %q again", l)
 	case <-time.After(100 * time.Millisecond):
 	}
+}
+
+// answeringTCP is a backend that reads a line, reports it on got, and
+// answers "old:<line>\n" only once answer is closed.
+func answeringTCP(t *testing.T) (addr string, got <-chan string, answer chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	lines := make(chan string, 16)
+	answer = make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				line, err := bufio.NewReader(c).ReadString('\n')
+				if err != nil {
+					return
+				}
+				lines <- line
+				<-answer
+				_, _ = io.WriteString(c, "old:"+line)
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), lines, answer
+}
+
+// waitLive polls the edge's live status (Server.Status, what the admin
+// endpoint answers) until ok holds or d passes.
+func (e *edge) waitLive(t *testing.T, d time.Duration, ok func(routetable.Status) bool) routetable.Status {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		st := e.srv.Status()
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the live status never matched; last: %+v", st.Backends)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func backendInFlight(st routetable.Status, addr string) int64 {
+	for _, b := range st.Backends {
+		if b.Addr == addr {
+			return b.InFlight
+		}
+	}
+	return -1
+}
+
+// Decision 16: a relayed TCP exchange that the old generation has not
+// answered yet counts as in flight on its backend after the switch, so
+// the engine's drain waits for it before the stop signal (through a
+// published port, a container that closes its listener under a connection
+// it has not accepted looks to the edge like an orderly close after the
+// client's bytes, which R67 does not replay). Once the backend sent its
+// first byte the connection no longer counts, though it stays open.
+func TestDecision16_UnansweredTCPExchangeIsInFlightUntilTheBackendAnswers(t *testing.T) {
+	e := startEdge(t)
+	oldBE, got, answer := answeringTCP(t)
+	newBE := echoTCP(t, "new")
+	listen := freePort(t)
+	e.publish(t, tcpTable(1, tcpRoute(listen, oldBE)))
+
+	c, err := net.Dial("tcp", listen)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, "ping\n")
+	require.NoError(t, err)
+	select {
+	case <-got:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the old backend never got the relayed bytes")
+	}
+	e.publish(t, tcpTable(2, tcpRoute(listen, newBE)))
+	e.waitLive(t, 3*time.Second, func(st routetable.Status) bool { return backendInFlight(st, oldBE) == 1 })
+
+	close(answer)
+	require.NoError(t, c.SetDeadline(time.Now().Add(3*time.Second)))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "old:ping\n", line)
+	st := e.waitLive(t, 3*time.Second, func(st routetable.Status) bool { return backendInFlight(st, oldBE) == 0 })
+	assert.Equal(t, int64(1), openConns(st, oldBE), "the answered connection stays open on its backend")
+}
+
+// Decision 16: a relayed TCP connection on which neither side speaks counts
+// as in flight for at most tcpAnswerWait (2 s), so it does not hold a drain
+// to its bound.
+func TestDecision16_SilentTCPConnectionStopsCountingInFlight(t *testing.T) {
+	e := startEdge(t)
+	be, _, _ := answeringTCP(t)
+	listen := freePort(t)
+	e.publish(t, tcpTable(1, tcpRoute(listen, be)))
+	c, err := net.Dial("tcp", listen)
+	require.NoError(t, err)
+	defer c.Close()
+	e.waitLive(t, 3*time.Second, func(st routetable.Status) bool { return backendInFlight(st, be) == 1 })
+	st := e.waitLive(t, 5*time.Second, func(st routetable.Status) bool { return backendInFlight(st, be) == 0 })
+	assert.Equal(t, int64(1), openConns(st, be))
 }

@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -327,5 +326,3 @@ func (b *bench) deployApp(ctx context.Context, state, app, image string, viaProx
 func noKeepAliveClient() *http.Client {
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 }
-
-var errSkip = errors.New("skipped")

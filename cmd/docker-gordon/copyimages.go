@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +28,9 @@ func localEngine() (*client.Client, error) {
 // names, before anything changes there. An image the target has (by
 // reference) is fine. One it lacks that this machine's engine has is sent
 // (ImageSave → ImageLoad, streamed, with progress and size) when copy is
-// set, else refused naming the image and --copy-images. One neither has is
+// set; without copy the target pulls it first with the client's registry
+// credentials (SPEC R13), and only when that pull fails is it refused,
+// naming the image, the pull's error and --copy-images. One neither has is
 // left to the remote deploy's pull. An image the target already has by ID
 // is never sent again.
 func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) error {
@@ -71,8 +74,11 @@ func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) erro
 		case lerr != nil:
 			continue // on neither engine: the remote deploy's pull decides
 		case !copy:
-			return fmt.Errorf("image %s is not on %s but is on this machine's engine: pass --copy-images to send it (or push it to a registry the server can pull from); nothing was changed: %w",
-				ref, e.target, core.ErrNotFound)
+			if err := pullOnTarget(ctx, e, dst, ref, local.ID); err != nil {
+				return fmt.Errorf("image %s is not on %s, which could not pull it (%w)%s; it is on this machine's engine: pass --copy-images to send it (or push it to a registry the server can pull from); nothing was changed",
+					ref, e.target, err, loginHint(ref, err))
+			}
+			continue
 		}
 		if byID, err := dst.ImageInspect(ctx, local.ID); err == nil {
 			// The target has the image under another name: tag it.
@@ -87,6 +93,51 @@ func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) erro
 		}
 	}
 	return nil
+}
+
+// pullOnTarget pulls ref on the target engine dst with the client's
+// registry credentials for it (none: anonymously) and waits for the pull.
+// A pulled image whose ID is not localID (this machine's copy) is deployed
+// all the same, with a warning. The error is the engine's, classified
+// (core.ErrNotFound, ErrUnavailable, …).
+func pullOnTarget(ctx context.Context, e *cliEnv, dst client.APIClient, ref, localID string) error {
+	w := e.dockerCli.Err()
+	fmt.Fprintf(w, "image %s: not on %s; pulling it there\n", ref, e.target.Context)
+	resp, err := dst.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: e.registryAuth(ref)})
+	if err != nil {
+		return dockererr.Classify(err)
+	}
+	defer resp.Close()
+	if err := resp.Wait(ctx); err != nil {
+		if cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "manifest unknown") {
+			return fmt.Errorf("%w: %w", core.ErrNotFound, err)
+		}
+		return fmt.Errorf("%w: %w", core.ErrUnavailable, err)
+	}
+	have, err := dst.ImageInspect(ctx, ref)
+	if err != nil {
+		return dockererr.Classify(err)
+	}
+	if have.ID != localID {
+		fmt.Fprintf(w, "warning: image %s pulled on %s (%s) is not this machine's (%s); the pulled one is deployed (--copy-images sends this one)\n",
+			ref, e.target.Context, shortID(have.ID), shortID(localID))
+		return nil
+	}
+	fmt.Fprintf(w, "image %s: pulled on %s (%s)\n", ref, e.target.Context, shortID(have.ID))
+	return nil
+}
+
+// loginHint is what to add to a failed pull of ref that a registry refused
+// for want of (valid) credentials: "; docker login <registry> first"; "" for
+// any other failure.
+func loginHint(ref string, err error) string {
+	s := strings.ToLower(err.Error())
+	for _, k := range []string{"unauthorized", "authentication required", "no basic auth credentials", "denied"} {
+		if strings.Contains(s, k) {
+			return "; if the registry needs a login: docker login " + registryHost(ref) + ", then retry"
+		}
+	}
+	return ""
 }
 
 // copyImage streams ImageSave of ref on src into ImageLoad on dst, printing

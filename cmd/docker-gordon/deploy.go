@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
 	"github.com/docker/cli/cli"
+	"github.com/docker/cli/cli/command"
+	"github.com/moby/moby/api/types/registry"
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -23,6 +26,24 @@ type deployOptions struct {
 	format   string
 	// copyImages is consumed before a remote run (remote.go, copyimages.go).
 	copyImages bool
+	// build, noBuild: deploy --build, --no-build (build.go); consumed
+	// before a remote run.
+	build, noBuild bool
+	// quiet drops the progress lines (builds and deploy steps).
+	quiet bool
+}
+
+// buildMode returns the build mode the flags select.
+func (o deployOptions) buildMode() buildMode {
+	switch {
+	case o.dryRun:
+		return buildPlan
+	case o.build:
+		return buildAlways
+	case o.noBuild:
+		return buildNever
+	}
+	return buildMissing
 }
 
 func newDeployCommand(env *cliEnv) *cobra.Command {
@@ -40,6 +61,11 @@ passes readiness, traffic switches to it, and only then is the old one
 drained and stopped with its own stop grace. Services with a volume, bind,
 device or UDP interface are replaced sequentially.
 
+A service with a build (compose build:, [services.X.build]) is built first on
+the engine that runs the app and tagged gordon/<app>-<service>:<hash>; an
+unchanged context and settings build and deploy nothing new. A failed build
+changes nothing.
+
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,6 +78,9 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan (unchanged, overlap or sequential, and why) and change nothing")
 	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
 	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
+	f.BoolVar(&o.build, "build", false, "build every service with a build section even when its context and settings are unchanged")
+	f.BoolVar(&o.noBuild, "no-build", false, "build nothing: refuse when a service's built image is missing")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr (builds and deploy steps)")
 	f.BoolVar(&o.copyImages, "copy-images", false, "remote engine: first send each image the manifest names from this machine's engine (skipped when the engine has it)")
 	addFormatFlag(cmd, &o.format)
 	return cmd
@@ -85,6 +114,10 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 
 	if o.dryRun {
 		if fromFile {
+			if _, err := resolveBuilds(ctx, nil, &in.spec, buildPlan, nil, nil); err != nil {
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %v; nothing was changed", err)}
+			}
+			spec = in.spec
 			req.Spec = &spec
 		}
 		return printDeployPlan(ctx, env, eng, req, o.format, fromFile)
@@ -97,7 +130,9 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	}
 
 	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
-	eng.Progress = pr.event
+	if !o.quiet {
+		eng.Progress = pr.event
+	}
 	res, derr := eng.Deploy(ctx, req)
 	pr.finish()
 	if res == nil {
@@ -127,6 +162,8 @@ func checkDeployArgs(cmd *cobra.Command, o deployOptions, args []string) error {
 		return errors.New("deploy: give -f FILE (a manifest) or APP (deploy its latest revision)")
 	case fromFile && len(args) > 0:
 		return errors.New("deploy: give either -f FILE or APP, not both")
+	case o.build && o.noBuild:
+		return errors.New("deploy: give --build (rebuild) or --no-build (never build), not both")
 	}
 	if hint := fileArgHint(cmd, args); hint != "" {
 		return fmt.Errorf("deploy: %q is not an app name%s", args[0], hint)
@@ -156,18 +193,23 @@ func printDeployPlan(ctx context.Context, env *cliEnv, eng *engine.Engine, req e
 	return nil
 }
 
-// submitDeployFile runs every check that can refuse the manifest in, then
-// stores it as the app's new revision and returns its ID. An image VOLUME
+// submitDeployFile runs every check that can refuse the manifest in (the
+// builds of its services first), then stores it as the app's new revision
+// and returns its ID. An image VOLUME
 // the manifest does not map is refused first (exit 1, "nothing was
 // changed"); a compose project's secrets (or those a remote CLI sent) are
 // stored before the checks, which require them set.
 func submitDeployFile(ctx context.Context, env *cliEnv, eng *engine.Engine, o deployOptions, in *appInput) (string, error) {
-	spec, app := in.spec, in.spec.Name
 	// The engine's own checks refuse a deploy while the edge is down, but
 	// a compose project's secrets are stored before them: ask first.
 	if err := eng.RequireLiveTraffic(ctx, "deploy"); err != nil {
 		return "", err
 	}
+	// Builds are checks too (SPEC R12): a failed one changes nothing.
+	if _, err := deployBuilds(ctx, env, o, in); err != nil {
+		return "", err
+	}
+	spec, app := in.spec, in.spec.Name
 	// An image VOLUME the manifest does not map is refused before the
 	// revision is stored (preflight checks pulled images again).
 	if err := eng.CheckImages(ctx, spec); err != nil {
@@ -271,4 +313,48 @@ func formatBinds(tcp, udp map[int]int) string {
 		return "-"
 	}
 	return strings.Join(parts, ",")
+}
+
+// deployBuilds runs the builds of in's services on the engine (build.go);
+// the op's steps (--format json) carry each built image's ID as its
+// digest. A failed build is a refusal (exit 1) that says nothing was
+// changed.
+func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInput) ([]builtImage, error) {
+	if !hasBuilds(in.spec) {
+		return nil, nil
+	}
+	var progress io.Writer = env.dockerCli.Err()
+	if o.quiet {
+		progress = nil
+	}
+	bd := &builder{mode: o.buildMode(), progress: progress, errw: env.dockerCli.Err()}
+	if bd.mode != buildPlan { // a dry run talks to no engine
+		bd.api, bd.auths = env.dockerCli.Client(), buildAuths(env)
+		bd.pushAuth = func(ref string) string {
+			tok, _ := command.RetrieveAuthTokenFromImage(env.dockerCli.ConfigFile(), ref)
+			return tok
+		}
+	}
+	built, err := bd.resolve(ctx, &in.spec)
+	if err != nil {
+		return nil, cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %v; nothing was changed", err)}
+	}
+	return built, nil
+}
+
+// buildAuths returns the client's registry credentials (docker login,
+// credential helpers) by registry host, for the builds' base image pulls;
+// none when they cannot be read.
+func buildAuths(env *cliEnv) map[string]registry.AuthConfig {
+	all, err := env.dockerCli.ConfigFile().GetAllCredentials()
+	if err != nil {
+		env.logger.Warn("registry credentials unavailable", "error", err)
+		return nil
+	}
+	out := make(map[string]registry.AuthConfig, len(all))
+	for host, ac := range all {
+		out[host] = registry.AuthConfig{Username: ac.Username, Password: ac.Password, Auth: ac.Auth, ServerAddress: ac.ServerAddress,
+			IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken}
+	}
+	return out
 }

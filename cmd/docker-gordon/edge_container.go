@@ -208,7 +208,7 @@ sockets over, the old one drains its in-flight requests and streams
 			if err != nil {
 				return err
 			}
-			if err := withEdgeTLS(&u, flags.tls, env.opts.stateDir); err != nil {
+			if err := withEdgeTLS(&u, &flags.tls, env.opts.stateDir); err != nil {
 				return err
 			}
 			if err := ensureStateDir(env.opts.stateDir); err != nil {

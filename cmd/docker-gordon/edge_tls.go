@@ -39,11 +39,17 @@ func (f *edgeTLSFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.acmeEmail, "acme-email", "", "ACME account contact email")
 	fl.StringVar(&f.acmeCA, "acme-ca", "", "ACME directory URL (default Let's Encrypt production; a staging URL works the same)")
 	fl.StringVar(&f.acmeCARoot, "acme-ca-root", "", "PEM file of the root to trust for the ACME server (private CAs, tests)")
-	fl.BoolVar(&f.noACME, "no-acme", false, "obtain no certificates: serve only those added with docker gordon certs add")
+	fl.BoolVar(&f.noACME, "no-acme", false, "obtain no certificates: serve only those added with docker gordon certs add (remembered; a later start with an --acme-* flag, or --no-acme=false, obtains them again)")
 }
 
+// acmeFlags are the flags that configure ACME: giving one turns a
+// remembered --no-acme off.
+var acmeFlags = []string{"acme-email", "acme-ca", "acme-ca-root"}
+
 // resolve fills the flags not given from the last start; it reports
-// whether any came from there.
+// whether any came from there. A flag given now wins over a remembered
+// one: an --acme-* flag given without --no-acme means ACME, whatever the
+// last start remembered.
 func (f *edgeTLSFlags) resolve(cmd *cobra.Command, last edgeStartTLS) bool {
 	used := false
 	take := func(name string, dst *string, v string) {
@@ -55,7 +61,11 @@ func (f *edgeTLSFlags) resolve(cmd *cobra.Command, last edgeStartTLS) bool {
 	take("acme-email", &f.acmeEmail, last.ACMEEmail)
 	take("acme-ca", &f.acmeCA, last.ACMECA)
 	take("acme-ca-root", &f.acmeCARoot, last.ACMECARoot)
-	if !cmd.Flags().Changed("no-acme") && last.NoACME && !f.noACME {
+	acmeGiven := false
+	for _, name := range acmeFlags {
+		acmeGiven = acmeGiven || cmd.Flags().Changed(name)
+	}
+	if !cmd.Flags().Changed("no-acme") && !acmeGiven && last.NoACME && !f.noACME {
 		f.noACME, used = true, true
 	}
 	return used
@@ -67,7 +77,8 @@ func (f *edgeTLSFlags) remembered() edgeStartTLS {
 
 // args returns gordon-edge's HTTPS flags. With container set the CA root
 // is copied into <state>/edge (the only host path the edge container
-// sees) and that copy is passed.
+// sees), that copy is passed and f remembers it (the file the flag named
+// may be gone at the next start: a remote runner's input).
 func (f *edgeTLSFlags) args(stateDir string, container bool) ([]string, error) {
 	if f.httpsAddr == "" {
 		return nil, nil
@@ -96,6 +107,7 @@ func (f *edgeTLSFlags) args(stateDir string, container bool) ([]string, error) {
 			if err := os.WriteFile(root, b, 0o644); err != nil {
 				return nil, fmt.Errorf("--acme-ca-root: copy into the state directory: %w", err)
 			}
+			f.acmeCARoot = root
 		}
 		out = append(out, "--acme-ca-root", root)
 	}
@@ -110,7 +122,7 @@ func ensureCertsDir(stateDir string) error {
 
 // withEdgeTLS appends the HTTPS flags to the edge unit's command (the unit's
 // hash covers them, so changing them replaces the container).
-func withEdgeTLS(u *syscontainer.Unit, f edgeTLSFlags, stateDir string) error {
+func withEdgeTLS(u *syscontainer.Unit, f *edgeTLSFlags, stateDir string) error {
 	args, err := f.args(stateDir, true)
 	if err != nil {
 		return err

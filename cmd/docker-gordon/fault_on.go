@@ -32,6 +32,10 @@ import (
 //	                           (before a possible kill), so a clean run
 //	                           enumerates every boundary
 //
+// The runtime's creation of a candidate, between its create call and the
+// journal save of its ID (R17.1–R17.2), is a boundary too, logged and
+// killed at as "CreateContainer#<k>" (the engine's AfterCreate hook).
+//
 // The kill is a real kill -9 of the CLI (no deferred code, no cleanup);
 // plugin subprocesses die with it through Pdeathsig. A failed write is not
 // a boundary and is not counted. The mutating methods are SaveOp, ClaimOp,
@@ -222,6 +226,17 @@ func (f *faultingStore) SaveRevision(ctx context.Context, rev core.Revision) err
 		return err
 	}
 	return f.after("SaveRevision", f.Store.SaveRevision(ctx, rev))
+}
+
+// faultAfterCreate returns the engine's AfterCreate hook for s: with the
+// crash hook installed (s from faultStore), every candidate creation is the
+// boundary "CreateContainer"; otherwise nil.
+func faultAfterCreate(s core.Store) func(string) {
+	f, ok := s.(*faultingStore)
+	if !ok {
+		return nil
+	}
+	return func(string) { f.passed("CreateContainer") }
 }
 
 var _ core.Store = (*faultingStore)(nil)

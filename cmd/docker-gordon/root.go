@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docker/cli/cli"
 	"github.com/docker/cli/cli-plugins/plugin"
 	"github.com/docker/cli/cli/command"
 	"github.com/hashicorp/go-hclog"
@@ -103,6 +105,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newSecretsCommand(env),
 		newCertsCommand(env),
 	)
+	interruptedExits(cmd)
 	return cmd
 }
 
@@ -128,16 +131,68 @@ func (e *cliEnv) setup(cmd *cobra.Command) error {
 
 	// Socket directories of CLIs killed without clean-up (kill -9) go now.
 	sdk.SweepStaleSocketDirs()
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	cmd.SetContext(ctx)
+	cmd.SetContext(e.interruptible(cmd.Context()))
+	return nil
+}
+
+// interruptible returns a context derived from parent (which the docker
+// CLI's plugin socket ends) that the first SIGINT or SIGTERM cancels. The
+// plugins stay up: the verb cleans up through them with contexts of its own
+// (a candidate being probed is removed) and the plugins end with the
+// command (close). A second signal ends the process at once (the default
+// action is back); the plugins then die with it (Pdeathsig).
+func (e *cliEnv) interruptible(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
-		stop()
-		if e.host != nil {
-			e.host.Close()
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs)
+			fmt.Fprintf(e.dockerCli.Err(), "%s: cleaning up (send it again to quit at once)\n", signalName(s))
+			cancel()
+		case <-ctx.Done():
+			signal.Stop(sigs)
 		}
 	}()
-	return nil
+	return ctx
+}
+
+func signalName(s os.Signal) string {
+	if s == os.Interrupt {
+		return "interrupted"
+	}
+	return "terminated"
+}
+
+// exitInterrupted is the exit status of an interrupted verb (SPEC decision
+// 5): a verb that failed after its context was cancelled (Ctrl-C, SIGTERM,
+// the docker CLI's socket, a remote runner's end of stdin).
+const exitInterrupted = 130
+
+// interruptedExits wraps the RunE of c and of every command under it: an
+// error returned once the command's context is done becomes exit status
+// 130 with the same message. A verb that finished anyway keeps its result.
+func interruptedExits(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		interruptedExits(sub)
+	}
+	run := c.RunE
+	if run == nil {
+		return
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		err := run(cmd, args)
+		if err == nil || cmd.Context().Err() == nil {
+			return err
+		}
+		msg := err.Error()
+		var se cli.StatusError
+		if errors.As(err, &se) {
+			msg = se.Status
+		}
+		return cli.StatusError{StatusCode: exitInterrupted, Status: msg}
+	}
 }
 
 // close kills plugin subprocesses (removing their socket directory) and
@@ -249,8 +304,10 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 	if trErr != nil {
 		return nil, trErr
 	}
+	fs := faultStore(store)
 	e.eng = &engine.Engine{
-		Store:       faultStore(store),
+		Store:       fs,
+		AfterCreate: faultAfterCreate(fs),
 		Runtime:     rt,
 		Traffic:     tr,
 		Readiness:   &engine.ReadinessWaiter{Probes: hostProbes{host}},

@@ -28,6 +28,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
 )
 
@@ -284,8 +285,8 @@ const runnerManifestDir = "manifest"
 // the runner gets --file=<its path> once. Input problems are reported here,
 // as locally, before the engine is touched. Also: custom plugins of
 // --plugin-dir (static Linux executables only), the value of secrets set,
-// registry credentials for the images the input names. Nothing here talks
-// to the engine.
+// registry credentials for the images the input names. Only the builds of
+// a deploy -f talk to the engine (remoteBuilds).
 func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []string, p serverPaths) (remoteCall, error) {
 	var rc remoteCall
 	b := &rc.bundle
@@ -309,61 +310,18 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		}
 	}
 
+	if err := shipFlagFiles(cmd, verb, b, drop, &extra); err != nil {
+		return rc, err
+	}
 	var images []string
 	pulls := false
 	switch verb {
 	case "deploy":
 		pulls = true
-		o, err := inputOptionsFromFlags(f)
-		if err != nil {
+		var err error
+		if images, err = prepareDeployInput(ctx, e, f, &rc, drop, &extra); err != nil {
 			return rc, err
 		}
-		copyImages, err := f.GetBool("copy-images")
-		if err != nil {
-			return rc, err
-		}
-		dryRun, err := f.GetBool("dry-run")
-		if err != nil {
-			return rc, err
-		}
-		drop["copy-images"] = true
-		if copyImages && len(o.files) == 0 {
-			return rc, errNoCopyWithoutFile
-		}
-		if len(o.files) == 0 {
-			break
-		}
-		for _, name := range inputFlagNames {
-			drop[name] = true
-		}
-		in, err := loadInput(ctx, e, "deploy", o, "")
-		if err != nil {
-			return rc, err
-		}
-		var file runnerFile
-		if in.compose != nil {
-			file = runnerFile{Path: runnerManifestDir + "/" + in.spec.Name + ".toml", Mode: 0o600, Data: in.compose.Manifest}
-			if !dryRun {
-				// A dry run stores nothing, so it reads no secret.
-				for _, s := range in.compose.Secrets {
-					v, err := s.Value()
-					if err != nil {
-						return rc, fmt.Errorf("deploy: %w; nothing was changed", err)
-					}
-					b.Secrets = append(b.Secrets, secretValue{Service: s.Service, Name: s.Name, Value: v})
-				}
-			}
-		} else {
-			data, err := os.ReadFile(o.files[0])
-			if err != nil {
-				return rc, fmt.Errorf("deploy: %w", err)
-			}
-			file = runnerFile{Path: runnerManifestDir + "/" + filepath.Base(o.files[0]), Mode: 0o600, Data: data}
-		}
-		b.Files = append(b.Files, file)
-		extra = append(extra, "--file="+runnerInputDir+"/"+file.Path)
-		images = specImages(in.spec)
-		rc.images, rc.copyImages, rc.shipImages = images, copyImages, !dryRun
 	case "start", "restart", "rollback", "scale", "reconcile":
 		pulls = true
 	case "secrets set":
@@ -382,6 +340,36 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 	}
 	rc.args = runnerArgs(cmd, args, drop, extra)
 	return rc, nil
+}
+
+// clientFileFlags are the flags that name a file of the client's machine
+// (edge start / system start --acme-ca-root, certs add --cert and --key):
+// a remote verb reads the file here and the runner gets its copy, like the
+// other inputs.
+var clientFileFlags = []string{"acme-ca-root", "cert", "key"}
+
+// shipFlagFiles reads the file of each clientFileFlags flag given to cmd
+// (at most maxCertFile bytes), adds it to b under flagfiles/<flag>/ and
+// gives the runner the flag with that copy's path instead. An unreadable
+// file is refused here (ErrInvalid naming the flag), before the engine is
+// touched.
+func shipFlagFiles(cmd *cobra.Command, verb string, b *runnerBundle, drop map[string]bool, extra *[]string) error {
+	for _, name := range clientFileFlags {
+		fl := cmd.Flags().Lookup(name)
+		if fl == nil || !fl.Changed || fl.Value.String() == "" {
+			continue
+		}
+		path := fl.Value.String()
+		data, err := readCertFile(name, path)
+		if err != nil {
+			return fmt.Errorf("%s: %w; nothing was changed", verb, err)
+		}
+		rel := "flagfiles/" + name + "/" + filepath.Base(path)
+		b.Files = append(b.Files, runnerFile{Path: rel, Mode: 0o600, Data: data})
+		drop[name] = true
+		*extra = append(*extra, "--"+name+"="+runnerInputDir+"/"+rel)
+	}
+	return nil
 }
 
 // inputFlagNames are the flags of addInputFlags: the client consumes them
@@ -459,3 +447,105 @@ func bundlePlugins(e *cliEnv, b *runnerBundle, dirs []string, arch string) (int,
 
 // errNoCopyWithoutFile is deploy --copy-images without a manifest.
 var errNoCopyWithoutFile = errors.New("deploy --copy-images needs -f FILE: the images to copy are the ones the manifest or compose project names; nothing was changed")
+
+// prepareDeployInput is prepareBundle's part for deploy: with -f, the
+// input loaded here, its services built on the target engine (build.go,
+// remoteBuilds), and one TOML manifest naming the built images (no build
+// tables) added to the bundle. It returns the images the manifest names.
+func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *remoteCall, drop map[string]bool, extra *[]string) ([]string, error) {
+	b := &rc.bundle
+	o, err := inputOptionsFromFlags(f)
+	if err != nil {
+		return nil, err
+	}
+	copyImages, err := f.GetBool("copy-images")
+	if err != nil {
+		return nil, err
+	}
+	dryRun, err := f.GetBool("dry-run")
+	if err != nil {
+		return nil, err
+	}
+	drop["copy-images"] = true
+	if copyImages && len(o.files) == 0 {
+		return nil, errNoCopyWithoutFile
+	}
+	if len(o.files) == 0 {
+		return nil, nil
+	}
+	for _, name := range inputFlagNames {
+		drop[name] = true
+	}
+	in, err := loadInput(ctx, e, "deploy", o, "")
+	if err != nil {
+		return nil, err
+	}
+	built, err := remoteBuilds(ctx, e, f, in, dryRun, drop)
+	if err != nil {
+		return nil, err
+	}
+	var file runnerFile
+	if in.compose != nil {
+		file = runnerFile{Path: runnerManifestDir + "/" + in.spec.Name + ".toml", Mode: 0o600, Data: in.compose.Manifest}
+		if !dryRun {
+			// A dry run stores nothing, so it reads no secret.
+			for _, s := range in.compose.Secrets {
+				v, err := s.Value()
+				if err != nil {
+					return nil, fmt.Errorf("deploy: %w; nothing was changed", err)
+				}
+				b.Secrets = append(b.Secrets, secretValue{Service: s.Service, Name: s.Name, Value: v})
+			}
+		}
+	} else {
+		data, err := os.ReadFile(o.files[0])
+		if err != nil {
+			return nil, fmt.Errorf("deploy: %w", err)
+		}
+		file = runnerFile{Path: runnerManifestDir + "/" + filepath.Base(o.files[0]), Mode: 0o600, Data: data}
+	}
+	if file.Data, err = manifest.WithBuiltImages(file.Data, built); err != nil {
+		return nil, fmt.Errorf("deploy: %w", err)
+	}
+	b.Files = append(b.Files, file)
+	*extra = append(*extra, "--file="+runnerInputDir+"/"+file.Path)
+	images := specImages(in.spec)
+	rc.images, rc.copyImages, rc.shipImages = images, copyImages, !dryRun
+	return images, nil
+}
+
+// remoteBuilds runs the builds of in's services through the Docker
+// context's API client, so the context travels to the target engine and
+// the image is built where it runs (a dry run only computes the tags). It
+// drops --build and --no-build from the runner's command line (the runner
+// gets a manifest that names images only) and returns service → image.
+func remoteBuilds(ctx context.Context, e *cliEnv, f *pflag.FlagSet, in *appInput, dryRun bool, drop map[string]bool) (map[string]string, error) {
+	drop["build"], drop["no-build"] = true, true
+	o := deployOptions{dryRun: dryRun}
+	var err error
+	for _, fl := range []struct {
+		name string
+		dst  *bool
+	}{{"build", &o.build}, {"no-build", &o.noBuild}, {"quiet", &o.quiet}} {
+		if err == nil {
+			*fl.dst, err = f.GetBool(fl.name)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the build flags: %w", err)
+	}
+	if o.build && o.noBuild {
+		return nil, errors.New("deploy: give --build (rebuild) or --no-build (never build), not both")
+	}
+	done, err := deployBuilds(ctx, e, o, in)
+	if err != nil {
+		return nil, err
+	}
+	built := map[string]string{}
+	for _, bi := range done {
+		if s, ok := in.spec.Service(bi.Service); ok {
+			built[bi.Service] = s.Image
+		}
+	}
+	return built, nil
+}

@@ -110,12 +110,22 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 		}
 	}
 	fmt.Fprintf(w, "app %s (%s, desired %s", st.App, state, orDash(st.Desired))
+	if st.DesiredUnclaimed {
+		fmt.Fprint(w, " never deployed")
+	}
 	if st.LastOp != nil {
-		fmt.Fprintf(w, ", last op %s %s %s", st.LastOp.ID, st.LastOp.Kind, orDash(string(st.LastOp.Outcome)))
+		fmt.Fprintf(w, ", last op %s %s", st.LastOp.ID, st.LastOp.Kind)
+		if st.LastOp.Revision != "" {
+			fmt.Fprintf(w, " %s", st.LastOp.Revision)
+		}
+		fmt.Fprintf(w, " %s", orDash(string(st.LastOp.Outcome)))
 	}
 	fmt.Fprintln(w, ")")
 	for _, p := range st.Problems {
 		fmt.Fprintf(w, "  %s: %s\n", state, p)
+	}
+	if st.DesiredUnclaimed {
+		fmt.Fprintf(w, "  note: revision %s was stored but no operation deployed it (its deploy stopped before the operation was journaled, e.g. a full state disk); run `docker gordon deploy %s` to deploy it\n", st.Desired, st.App)
 	}
 	if len(st.Services) == 0 {
 		return

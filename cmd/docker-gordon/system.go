@@ -151,7 +151,7 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := withEdgeTLS(&eu, edgeFlags.tls, env.opts.stateDir); err != nil {
+			if err := withEdgeTLS(&eu, &edgeFlags.tls, env.opts.stateDir); err != nil {
 				return err
 			}
 			ru, err := reconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, reconcileUnitOpts{

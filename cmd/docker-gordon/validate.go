@@ -23,6 +23,11 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A built service is checked under its build's tag (its
+			// context must be readable); nothing is built.
+			if _, err := resolveBuilds(cmd.Context(), nil, &res.spec, buildPlan, nil, nil); err != nil {
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %v", err)}
+			}
 			if ierr := checkLocalImages(cmd.Context(), env, res.spec); ierr != nil {
 				printImageRefusal(env, res, ierr)
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", in.files[0])}

@@ -19,7 +19,8 @@ type doc struct {
 }
 
 type service struct {
-	Image       string               `toml:"image"`
+	Image       string               `toml:"image,omitempty"`
+	Build       *build               `toml:"build,omitempty"`
 	Entrypoint  *[]string            `toml:"entrypoint,omitempty"`
 	Command     *[]string            `toml:"command,omitempty"`
 	StopGrace   string               `toml:"stop_grace,omitempty"`

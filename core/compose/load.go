@@ -167,6 +167,7 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	absBuildContexts(&spec, project.WorkingDir)
 	sum := sha256.Sum256(data)
 	return &Result{
 		Files:    displayNames(files),

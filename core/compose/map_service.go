@@ -73,24 +73,18 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 		}
 	}
 
-	// image / build
-	imageFrom := base + ".image"
-	switch {
-	case svc.Image == "" && svc.Build != nil:
-		m.refuse(base+".build", "build without image: docker gordon deploys images and does not build them; build it (docker build -t NAME .) and set image: NAME")
-		imageFrom = base + ".build"
-	case svc.Image == "":
-		m.refuse(base, "image is required")
+	// image / build: a service with build is built before its revision
+	// is stored, and tagged with image when it names one.
+	if svc.Image == "" && svc.Build == nil {
+		m.refuse(base, "image is required (or build)")
 	}
 	out.Image = svc.Image
-	m.from(base+".image", imageFrom)
+	out.Build = m.buildOf(name, svc, raw)
+	m.from(base+".image", base+".image")
 	if m.jobs[name] {
 		out.Run = "once"
 		m.from(base+".run", base)
 		m.note("%s: a one-shot (another service waits for it to complete): each deploy runs it to completion first, then removes it", name)
-	}
-	if svc.Build != nil && svc.Image != "" {
-		m.note("%s: build is not run: docker gordon deploys the image %s as it exists locally (or pulls it)", name, svc.Image)
 	}
 
 	m.refusals(name, svc, raw)

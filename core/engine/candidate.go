@@ -121,6 +121,7 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 	if err != nil {
 		return fail(err, false)
 	}
+	deferred := e.deferRestartPolicy(&cs)
 	// 1. Create.
 	t := time.Now()
 	progress(PhaseCreate, r.name)
@@ -129,6 +130,9 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 	if err != nil {
 		r.warnings = append(r.warnings, s.dropSecretFilesOf(ctx, r.name)...)
 		return fail(fmt.Errorf("create container %s: %w", what, err), false)
+	}
+	if e.AfterCreate != nil {
+		e.AfterCreate(id)
 	}
 	r.id = id
 	// 2. Persist the ID before start (R5.3, S32).
@@ -186,6 +190,14 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 			return fail(fmt.Errorf("readiness of %s (instance %d of %d): %w", id, i+1, n, err), true)
 		}
 		return fail(fmt.Errorf("readiness of %s: %w", id, err), true)
+	}
+	// 7. Success: a ready candidate gets its restart policy (R59).
+	if deferred {
+		w, err := e.grantRestartPolicy(ctx, s.ps.Service, id)
+		r.warnings = append(r.warnings, w...)
+		if err != nil {
+			return fail(err, true)
+		}
 	}
 	return r
 }

@@ -104,8 +104,11 @@ func TestContainerKeys_ReachTheRuntimeWithDefaults(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog"})
 	require.NoError(t, err)
-	require.Len(t, h.Runtime.Created(), 1)
-	cs := h.Runtime.Created()[0]
+	created := h.Runtime.Created()
+	require.Len(t, created, 2, "the ulimit check container (R13), then the workload")
+	assert.Equal(t, "check", created[0].Labels[core.LabelRole])
+	assert.Len(t, h.Runtime.Containers(), 1, "the check container is removed")
+	cs := created[1]
 	assert.Equal(t, []string{"/entry"}, cs.Entrypoint)
 	assert.Equal(t, []string{"postgres", "-c", "fsync=off"}, cs.Cmd)
 	assert.Equal(t, "SIGQUIT", cs.StopSignal)

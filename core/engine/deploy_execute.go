@@ -266,18 +266,19 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 // journalPinned marks `preflight` succeeded and adds the pending steps the
 // deploy will run: a service.<name>.remove step per ACTIVE service the
 // revision dropped (full deploys only) and a service.<name>.replace step
-// with the pinned digest and image per pinned service (R5.2).
+// with the pinned digest and image and, as Before, the container ACTIVE
+// names for it, per pinned service (R5.2).
 func (d *deployRun) journalPinned(ctx context.Context, start time.Time) error {
 	e, app := d.e, d.app
 	now := e.now()
 	pf := d.step(StepPreflight, "")
 	pf.State, pf.Error, pf.UpdatedAt = core.StepSucceeded, "", now
 	pf.Phases = map[string]core.Duration{"preflight": core.Duration(time.Since(start)), "lock": core.Duration(d.req.lockWait)}
+	active, err := e.loadActive(ctx, app)
+	if err != nil {
+		return err
+	}
 	if len(d.req.Services) == 0 {
-		active, err := e.loadActive(ctx, app)
-		if err != nil {
-			return err
-		}
 		for _, name := range slices.Sorted(maps.Keys(active.Services)) {
 			if _, ok := d.rev.Spec.Service(name); !ok {
 				s := d.step(ServiceStepID(name, "remove"), name)
@@ -288,6 +289,12 @@ func (d *deployRun) journalPinned(ctx context.Context, start time.Time) error {
 	for _, p := range d.pinned {
 		s := d.step(ServiceStepID(p.spec.Name, "replace"), p.spec.Name)
 		s.Digest, s.Image = p.img.Digest, p.img.Ref
+		// Before is journaled with the pinned table: a crash after the
+		// sequential flow removed it still names the generation the step
+		// replaces, so reconciliation can roll it back (R47).
+		if cur := active.Services[p.spec.Name]; cur != nil {
+			s.Before = cur.Container
+		}
 	}
 	return nil
 }

@@ -13,7 +13,8 @@ import (
 // anything of it is stored (SPEC R12 "a refusal changes nothing"): the
 // engine answers (Info), each service's image resolves (pulling per the
 // pull policy, "" = missing), its secrets are set, its binds are approved,
-// a custom readiness plugin accepts its config, no public host or publish
+// a custom readiness plugin accepts its config, the engine can grant its
+// ulimits (checkUlimits), no public host or publish
 // address is routed to another app (or is unbindable), the traffic backend
 // serves this state directory (checkTraffic), and no volume it
 // would mount is owned by another app or incarnation (R13). It reads the
@@ -21,7 +22,7 @@ import (
 //
 // Errors: the first refusal, naming the service, wrapping its class:
 // ErrUnavailable (engine), ErrNotFound (image, secret), ErrInvalid (bind,
-// readiness config), ErrConflict (host, port, volume owner).
+// readiness config, ulimits), ErrConflict (host, port, volume owner).
 func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull string) error {
 	app := spec.Name
 	if app == "" {
@@ -59,6 +60,9 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 			return refuse(core.WithClass(err, core.ErrUnavailable))
 		}
 		e.rememberPin(s.Image, pull, img)
+		if err := e.checkUlimits(ctx, app, s, img); err != nil {
+			return refuse(err)
+		}
 		if err := e.checkSecretsSet(ctx, app, s); err != nil {
 			return refuse(err)
 		}

@@ -500,8 +500,7 @@ func dpAddUnique(list []string, v string) []string {
 
 // phaseTimer records elapsed phase durations on a step.
 type phaseTimer struct {
-	step  *core.Step
-	start time.Time
+	step *core.Step
 }
 
 func (p *phaseTimer) done(phase string, since time.Time) time.Duration {

@@ -53,10 +53,12 @@ func (e *Engine) candidateExit(ctx context.Context, id string) error {
 	return exitOf(st)
 }
 
-// exitOf is candidateExit for a state already inspected.
+// exitOf is candidateExit for a state already inspected. A candidate the
+// engine is restarting exited too: that is what a runtime without
+// core.RestartPolicySetter shows, whose candidates carry their policy.
 func exitOf(st core.ContainerState) error {
 	switch st.Status {
-	case core.StatusExited, core.StatusDead:
+	case core.StatusExited, core.StatusDead, core.StatusRestarting:
 		return &CandidateExitError{Container: st.ID, Status: st.Status, ExitCode: st.ExitCode, OOMKilled: st.OOMKilled}
 	}
 	return nil
@@ -108,4 +110,53 @@ func (e *Engine) watchCandidate(ctx context.Context, id string) (wctx context.Co
 		return nil
 	}
 	return wctx, func() { end(); cancel(nil) }, exited
+}
+
+// deferRestartPolicy leaves the candidate spec cs without its restart
+// policy when the runtime can set it later (core.RestartPolicySetter), so
+// an exit while the candidate is probed stays an exit the engine does not
+// undo (R59). It reports whether the policy was deferred.
+func (e *Engine) deferRestartPolicy(cs *core.ContainerSpec) bool {
+	if _, ok := e.Runtime.(core.RestartPolicySetter); !ok || cs.RestartPolicy == "" {
+		return false
+	}
+	cs.RestartPolicy = ""
+	return true
+}
+
+// grantRestartPolicy gives a ready candidate whose policy was deferred the
+// workload restart policy, before ACTIVE can name it (R59), so every
+// serving generation has it even when the command dies right after the
+// switch. A runtime plugin without the operation leaves the generation
+// without a policy: a warning says so (the periodic pass still restarts
+// it); any other failure is returned and fails the candidate.
+func (e *Engine) grantRestartPolicy(ctx context.Context, service, id string) ([]core.Warning, error) {
+	rs, ok := e.Runtime.(core.RestartPolicySetter)
+	if !ok {
+		return nil, nil
+	}
+	err := rs.SetRestartPolicy(ctx, id, WorkloadRestartPolicy)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return []core.Warning{{Service: service, Leftover: id, Detail: "the runtime cannot set a restart policy after creation: " +
+			"the engine does not restart this generation after a crash (the reconcile pass does)"}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("set restart policy %s of %s: %w", WorkloadRestartPolicy, shortID(id), err)
+	}
+	return nil, nil
+}
+
+// ensureRestartPolicy gives a verified serving container that reports no
+// restart policy ("no") the workload policy (R59): a command that died
+// between creating a candidate and granting it never lets a serving
+// generation stay without one. A runtime that reports no policy ("") is
+// left alone; a failure is only logged (the next pass retries).
+func (e *Engine) ensureRestartPolicy(ctx context.Context, app, service string, st core.ContainerState) {
+	rs, ok := e.Runtime.(core.RestartPolicySetter)
+	if !ok || st.RestartPolicy != "no" || st.ID == "" {
+		return
+	}
+	if err := rs.SetRestartPolicy(ctx, st.ID, WorkloadRestartPolicy); err != nil {
+		e.log().Warn("set restart policy of a serving container", "app", app, "service", service, "container", st.ID, "error", err)
+	}
 }

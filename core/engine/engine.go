@@ -56,6 +56,10 @@ type Engine struct {
 	// backend call of their own: kind "withdraw" with id "app/service" on
 	// every withdrawal attempt (SPEC §3 "Recording traffic"). Tests only.
 	OnEffect func(kind, id, detail string)
+	// AfterCreate, if set, is called with a candidate's container ID right
+	// after the runtime created it and before the ID is journaled (R17.2):
+	// the crash tests' kill point between the two. Tests only.
+	AfterCreate func(container string)
 
 	// BindPolicy resolves an operator-approved bind name to its host path
 	// (R13, <state>/config.toml). nil refuses every bind. Errors should wrap
@@ -73,6 +77,8 @@ type Engine struct {
 	// deploy (pull policy + ref → image), used once by its preflight.
 	pinMu sync.Mutex
 	pins  map[string]core.ImageRef
+	// ulimitChecks remembers checkUlimits results by image and limits.
+	ulimitChecks map[string]error
 
 	// unreadable: apps whose ACTIVE a rebuild could not read (app → error).
 	unreadMu   sync.Mutex

@@ -87,9 +87,11 @@ func CheckImageVolumes(app string, spec *core.ServiceSpec, img core.ImageRef) er
 
 // CheckImages resolves every service's image that is present on the
 // engine (never pulls) and refuses the spec when one declares an unmapped
-// VOLUME (CheckImageVolumes). Images not present are skipped: preflight
-// checks them again once pulled. It changes nothing; `deploy`, `deploy
-// --dry-run` and `validate` call it before anything is stored.
+// VOLUME (CheckImageVolumes), readiness "docker" without a healthcheck, or
+// ulimits the engine cannot grant (checkUlimits: a short-lived check
+// container, removed at once). Images not present are skipped: preflight
+// checks them again once pulled. It changes nothing of any app; `deploy`,
+// `deploy --dry-run` and `validate` call it before anything is stored.
 func (e *Engine) CheckImages(ctx context.Context, spec core.AppSpec) error {
 	var errs []error
 	for i := range spec.Services {
@@ -106,6 +108,9 @@ func (e *Engine) CheckImages(ctx context.Context, spec core.AppSpec) error {
 		}
 		if err := checkDockerReadiness(spec.Name, s, img); err != nil {
 			errs = append(errs, err)
+		}
+		if err := e.checkUlimits(ctx, spec.Name, s, img); err != nil {
+			errs = append(errs, fmt.Errorf("app %s service %s: %w", spec.Name, s.Name, err))
 		}
 	}
 	return errors.Join(errs...)

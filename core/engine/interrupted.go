@@ -55,15 +55,17 @@ func (e *Engine) reconcileInterrupted(ctx context.Context, app string, liveOp st
 	if !terminal && liveOp != "" && op.ID == liveOp {
 		return nil
 	}
-	r := &interruptedRun{e: e, app: app, op: &op, terminal: terminal}
+	r := &interruptedRun{e: e, app: app, op: &op, terminal: terminal, now: e.now()}
 	if work := r.workSteps(); len(work) > 0 {
 		if err := r.loadPublished(ctx); err != nil {
 			return err
 		}
-		r.now = e.now()
 		for _, i := range work {
 			r.convergeStep(ctx, &op.Steps[i])
 		}
+	}
+	if err := r.removeUnjournaled(ctx); err != nil {
+		return err
 	}
 	if len(r.stuck) > 0 {
 		if r.changed {
@@ -73,6 +75,14 @@ func (e *Engine) reconcileInterrupted(ctx context.Context, app string, liveOp st
 		}
 		return fmt.Errorf("%w: app %s: interrupted operation %s left unpublished candidate(s) that could not be removed: %s; "+
 			"remove them (docker rm -f <id>) or fix the runtime, then retry", core.ErrConflict, app, op.ID, strings.Join(r.stuck, ", "))
+	}
+	if err := r.recordRebuilds(ctx); err != nil {
+		if r.changed {
+			if serr := e.Store.SaveOp(ctx, op); serr != nil {
+				e.log().Warn("save interrupted operation", "app", app, "op", op.ID, "error", serr)
+			}
+		}
+		return fmt.Errorf("%w: app %s: interrupted operation %s: record the generation to rebuild: %w", core.ErrConflict, app, op.ID, err)
 	}
 	if !terminal {
 		if err := r.finalize(ctx); err != nil {
@@ -383,7 +393,11 @@ func (e *Engine) clearStrandedReplacementMarkers(ctx context.Context, op *core.O
 				st.Detail = reconcileDetail(st.Detail, "cleared replacement-pending marker of "+m.Container)
 			}
 		}
-		st.State, st.Error, st.UpdatedAt = core.StepFailed, textInterruptedBeforeCandidate, now
+		errText := textInterruptedBeforeCandidate
+		if strings.Contains(st.Detail, noteUnjournaled) {
+			errText = textInterruptedUnjournaled
+		}
+		st.State, st.Error, st.UpdatedAt = core.StepFailed, errText, now
 	}
 	return nil
 }

@@ -143,8 +143,10 @@ func (r *lifecycleRun) retireRebuilt(ctx context.Context, s *serviceRun, singleW
 }
 
 // publishRebuilt is R21a for a rebuilt generation: reload ACTIVE, write the
-// record (same revision, image and digest; activation by this op; fresh
-// binds), save, record ownership, clear the replaced container's marker.
+// record (same revision, image, digest and stop signal; activation by this
+// op; fresh binds), save, record ownership, and in the sequential flow
+// clear the replaced container's marker (an overlap's retirement-pending
+// marker is cleared by the retirement, R22).
 func (r *lifecycleRun) publishRebuilt(ctx context.Context, s *serviceRun, prev *core.ActiveService) error {
 	e, app, name := r.e, r.app, s.ps.Service
 	active, err := e.loadActive(ctx, app)
@@ -153,7 +155,7 @@ func (r *lifecycleRun) publishRebuilt(ctx context.Context, s *serviceRun, prev *
 	}
 	rec := &core.ActiveService{
 		EffectiveRevision: prev.EffectiveRevision, ActivatedBy: r.op.ID, ActivatedAt: e.now(),
-		Image: prev.Image, Digest: prev.Digest, Container: s.after, Spec: prev.Spec,
+		Image: prev.Image, Digest: prev.Digest, Container: s.after, Spec: prev.Spec, StopSignal: prev.StopSignal,
 	}
 	rec.BackendBinds, rec.UDPBackendBinds = dpBindMaps(s.binds)
 	active.Services[name] = rec
@@ -164,7 +166,7 @@ func (r *lifecycleRun) publishRebuilt(ctx context.Context, s *serviceRun, prev *
 	if err := s.saveOwnership(ctx); err != nil {
 		return fmt.Errorf("publish: record ownership: %w", err)
 	}
-	if s.before != "" && s.before != s.after {
+	if s.res.Flow == FlowSequential && s.before != "" && s.before != s.after {
 		if err := e.Store.ClearMarker(ctx, app, name, s.before); err != nil {
 			s.warn(core.Warning{Service: name, Leftover: s.before, Detail: "clear recovery inhibition: " + err.Error()})
 		}

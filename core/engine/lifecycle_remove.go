@@ -99,6 +99,12 @@ func (r *lifecycleRun) remove(ctx context.Context) (*OpResult, error) {
 			errs = append(errs, fmt.Errorf("superseded container %s (service %s) not retired: %w", m.Container, m.Service, rr.Err(m.Container)))
 		}
 	}
+	// Every container labelled for the app that no record owns goes too
+	// (a candidate a crash left unjournaled): the incarnation ends only
+	// once none is left (R5.10).
+	if _, err := e.removeUnowned(ctx, app); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return abort(fmt.Errorf("remove %s: %w", app, errors.Join(errs...)))
 	}

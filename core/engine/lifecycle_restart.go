@@ -5,17 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// Restart restarts services in place (SPEC R49, R53). It needs ACTIVE (else
+// Restart restarts services (SPEC R49, R53). It needs ACTIVE (else
 // ErrConflict "never deployed"); each req.Services entry must be in ACTIVE
 // (else ErrNotFound naming the app's services, as logs); empty means every
 // ACTIVE service. It claims an op without steps, then per selected service
 // (name order, step `service.<name>.restart`): no container → fail;
-// re-resolve binds; a blocking marker → withdraw, fail; withdraw (must
-// succeed); restart the exact container with its own stop grace. A
+// re-resolve binds; a blocking marker → withdraw, fail. An overlap-eligible
+// service (R16 canOverlap of its spec with itself) is replaced by an
+// overlap of the same spec (restartOverlap): it keeps answering. Any other
+// service restarts in place: withdraw (must succeed; a single-writer
+// service is held, R58, until it is routed again or the step fails);
+// restart the exact container with its own stop grace. A
 // container that is not found is rebuilt (R54) from the revision and digest
 // ACTIVE pins; a failed rebuild fails the step with its diagnostics and
 // clears the missing container's marker. After an in-place restart: observe
@@ -24,7 +29,7 @@ import (
 // binds and fails. Then: outcome, save (a save failure is returned), one
 // traffic rebuild (rejection → R11 `traffic.publish`, error), record
 // verified executions, and an ErrConflict error naming the failed services
-// if any. Never a second container for an existing one; the pinned digest
+// if any. In place, never a second container for an existing one; the pinned digest
 // never changes. Other errors: empty app → ErrInvalid; unknown app →
 // ErrNotFound; lock/R7/R8 refusals → ErrConflict. The result is non-nil
 // whenever an op was claimed or replayed.
@@ -121,7 +126,24 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		fail(errors.Join(fmt.Errorf("recovery inhibited for container %s (%s marker by op %s)", id, m.Reason, m.Operation), werr), nil, false)
 		return
 	}
-	if err := e.withdraw(ctx, app, name); err != nil {
+	if core.CanOverlap(&as.Spec, &as.Spec) {
+		r.restartOverlapStep(ctx, ss, as)
+		return
+	}
+	// In place. A single-writer service is held meanwhile (R58): its hosts
+	// and TCP ports keep their routes and hold their traffic until the
+	// restarted container is routed (persistBinds ends the hold) or, on
+	// failure, endHold.
+	var hold time.Time
+	if as.Spec.SingleWriter() {
+		hold = e.now().Add(holdBound(&as.Spec, EffectiveGrace(as.Spec.StopGrace)))
+		defer func() {
+			if ss.res.Result == ResultFailed {
+				e.endHold(context.WithoutCancel(ctx), app, name)
+			}
+		}()
+	}
+	if err := e.withdrawHold(ctx, app, name, hold); err != nil {
 		fail(fmt.Errorf("withdraw: %w", err), nil, false)
 		return
 	}
@@ -174,4 +196,20 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		return
 	}
 	succeed(id, tcp, udp, st.StartedAt)
+}
+
+// restartOverlapStep runs restartOverlap on step ss and journals its end.
+func (r *lifecycleRun) restartOverlapStep(ctx context.Context, ss *svcStep, as *core.ActiveService) {
+	r.progress(ss.name, PhaseRestart, ss.id, false)
+	res, err := r.restartOverlap(ctx, ss.name, as, ss.i)
+	ss.res.Warnings = append(ss.res.Warnings, res.Warnings...)
+	ss.res.Flow = FlowOverlap
+	if err != nil {
+		if res.After != "" {
+			r.op.Steps[ss.i].After = res.After
+		}
+		ss.fail(ctx, err, res.Diagnostics, false)
+		return
+	}
+	ss.succeed(res.After, res.BackendBinds, res.UDPBackendBinds, res.StartedAt)
 }

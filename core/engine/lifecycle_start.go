@@ -202,7 +202,7 @@ func (e *Engine) persistBinds(ctx context.Context, app, name, container string, 
 	if cur == nil || cur.Container != container {
 		return fmt.Errorf("%w: persist binds: ACTIVE no longer names %s", core.ErrConflict, container)
 	}
-	cur.BackendBinds, cur.UDPBackendBinds = tcp, udp
+	cur.BackendBinds, cur.UDPBackendBinds, cur.HoldUntil = tcp, udp, nil
 	if err := e.Store.SaveActive(ctx, a); err != nil {
 		return fmt.Errorf("persist binds: save ACTIVE: %w", err)
 	}

@@ -184,7 +184,7 @@ func TestR51_StartRefusesBlockingMarker(t *testing.T) {
 // TestS67_InPlaceRestart: withdraw, restart, re-read binds + claims, ready,
 // publish, route.
 func TestS67_InPlaceRestart(t *testing.T) {
-	h := lcSeed(t, "c-1", 32770, 0)
+	h := lcSeedInPlace(t, "c-1", 32770, 0)
 	h.Runtime.SetBinds("c-1", map[int]int{8080: 32771})
 	h.Runtime.StartTime = coretest.T0.Add(time.Hour)
 	res, err := h.Engine.Restart(h.Ctx(), engine.LifecycleRequest{App: "blog"})
@@ -214,7 +214,7 @@ func TestS67_InPlaceRestart(t *testing.T) {
 
 // TestS68_RestartReadinessFailure: withdrawn, binds cleared, error.
 func TestS68_RestartReadinessFailure(t *testing.T) {
-	h := lcSeed(t, "c-1", 32770, 0)
+	h := lcSeedInPlace(t, "c-1", 32770, 0)
 	h.Prober.Script("c-1", core.ProbeResult{}, errors.New("connection refused"))
 	h.Runtime.LogsFor("c-1", "panic: boom")
 	res, err := h.Engine.Restart(h.Ctx(), engine.LifecycleRequest{App: "blog"})
@@ -301,7 +301,7 @@ func TestS71_FailedRebuildClearsMissingContainersMarker(t *testing.T) {
 // TestS52_RebuiltGenerationWithRejectedTrafficIsRestored: the rebuilt
 // generation is published but its route rejected; the next pass routes it.
 func TestS52_RebuiltGenerationWithRejectedTrafficIsRestored(t *testing.T) {
-	h := lcSeed(t, "c-old", 17000, 0)
+	h := lcSeedInPlace(t, "c-old", 17000, 0)
 	h.Runtime.Delete("c-old")
 	h.Runtime.NextIDs = []string{"c-rebuilt"}
 	h.Runtime.NextBinds = []map[int]int{{8080: 18082}}

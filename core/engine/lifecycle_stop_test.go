@@ -25,6 +25,17 @@ func lcSeed(t *testing.T, container string, port int, grace time.Duration) *core
 	return h
 }
 
+// lcSeedInPlace is lcSeed with a web service that declares the sequential
+// flow (replace = "sequential"): restart restarts it in place (R53).
+func lcSeedInPlace(t *testing.T, container string, port int, grace time.Duration) *coretest.Harness {
+	t.Helper()
+	h := coretest.NewEngine(t)
+	spec := coretest.WebSpec(grace)
+	spec.Replace = core.ReplaceSequential
+	h.SeedServing("blog", coretest.BlogApp(spec), map[string]string{"web": container}, map[string]map[int]int{"web": {8080: port}})
+	return h
+}
+
 // lcSeedPredecessor seeds SPEC §3.7's "ACTIVE → c-new, marker for c-old":
 // c-new serves on 18081; c-old still runs (17000) with a
 // retirement-pending marker without grace.
@@ -176,7 +187,7 @@ func TestS63_StopWithoutGraceUsesDefault(t *testing.T) {
 // with G; restart restarts with G.
 func TestS64_DeclaredGraceUsedByStopRemoveRestart(t *testing.T) {
 	const g = 45 * time.Second
-	h := lcSeed(t, "c-1", 17000, g)
+	h := lcSeedInPlace(t, "c-1", 17000, g)
 	_, err := h.Engine.Restart(h.Ctx(), engine.LifecycleRequest{App: "blog"})
 	require.NoError(t, err)
 	rs := h.Events.Find("restart", "c-1")

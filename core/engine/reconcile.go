@@ -90,14 +90,16 @@ func (e *Engine) reconcileApp(ctx context.Context, app string) (ReconcileReport,
 		rep.Errors = append(rep.Errors, err.Error())
 		return rep, err
 	}
-	// No flow of the app runs (its lock is ours): a hold left by a crash
-	// ends here (R58), before the pass publishes the real state.
-	if err := e.endHolds(actx, app); err != nil {
-		rep.Errors = append(rep.Errors, err.Error())
-	}
 	err = e.pass(actx, app, &rep)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
+	}
+	// No flow of the app runs (its lock is ours): a hold left by a crash
+	// ends here (R58), once the pass has published the real state: a
+	// service the pass rebuilt or verified is routed by then (its requests
+	// were held, not refused); one it could not recover answers 503.
+	if herr := e.endHolds(actx, app); herr != nil {
+		rep.Errors = append(rep.Errors, herr.Error())
 	}
 	return rep, err
 }
@@ -110,7 +112,8 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 	}
 	active, err := e.Store.LoadActive(ctx, app)
 	if errors.Is(err, core.ErrNotFound) || (err == nil && len(active.Services) == 0) {
-		return e.pruneRecovery(ctx, app, core.Active{})
+		_, uerr := e.removeUnowned(ctx, app)
+		return errors.Join(e.pruneRecovery(ctx, app, core.Active{}), uerr)
 	}
 	if err != nil {
 		return err
@@ -171,6 +174,9 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 		}
 	}
 	if err := e.sweepLeftovers(ctx, app); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := e.removeUnowned(ctx, app); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -251,6 +257,12 @@ func (e *Engine) pruneRecovery(ctx context.Context, app string, active core.Acti
 	for s, c := range rec.CrashLoop {
 		if as := active.Services[s]; as == nil || as.Container != c.Container {
 			delete(rec.CrashLoop, s)
+			changed = true
+		}
+	}
+	for s, c := range rec.Rebuild {
+		if as := active.Services[s]; as == nil || as.Container != c {
+			delete(rec.Rebuild, s)
 			changed = true
 		}
 	}

@@ -44,9 +44,7 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	}
 	st, err := e.Runtime.InspectContainer(ctx, id)
 	if errors.Is(err, core.ErrNotFound) {
-		rerr := e.Store.ReleaseClaims(ctx, app, id)
-		werr := e.withdraw(ctx, app, name)
-		return time.Time{}, false, errors.Join(fmt.Errorf("%w: container %s is gone; traffic withdrawn, nothing rebuilt (docker gordon start %s rebuilds it)", core.ErrNotFound, id, app), rerr, werr)
+		return e.recoverGone(ctx, app, name, as, rep)
 	}
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("inspect %s: %w", id, err)
@@ -65,7 +63,7 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	lost := !seen || v.Container != id // no record of this container at all (a restart has one)
 	keepRouting := (overlapping || (lost && st.Running() && e.switchedBySuccess(ctx, app, name, as, st.StartedAt))) && fresh && st.Running()
 	if (fresh && !keepRouting) || (!st.Running() && !transitional) { // R41.4
-		if err := e.withdraw(ctx, app, name); err != nil {
+		if err := e.withdrawForRecovery(ctx, app, name, as); err != nil {
 			return time.Time{}, false, err
 		}
 		fresh = true
@@ -120,7 +118,34 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	if started || fresh {
 		e.resetCrashLoopIfStable(ctx, app, name, id, t)
 	}
+	e.ensureRestartPolicy(ctx, app, name, st)
 	return t, true, nil
+}
+
+// recoverGone is R41.3's not-found case: a container an interrupted
+// replacement removed (the recovery record's Rebuild set names it) is
+// rebuilt (rebuildInterrupted); any other is only released and withdrawn,
+// and the error says nothing was rebuilt.
+func (e *Engine) recoverGone(ctx context.Context, app, name string, as *core.ActiveService, rep *ReconcileReport) (time.Time, bool, error) {
+	id := as.Container
+	if rec, err := e.Store.LoadRecovery(ctx, app); err == nil && rec.Rebuild[name] == id {
+		return e.rebuildInterrupted(ctx, app, name, as, rep)
+	}
+	rerr := e.Store.ReleaseClaims(ctx, app, id)
+	werr := e.withdraw(ctx, app, name)
+	return time.Time{}, false, errors.Join(fmt.Errorf("%w: container %s is gone; traffic withdrawn, nothing rebuilt (docker gordon start %s rebuilds it)", core.ErrNotFound, id, app), rerr, werr)
+}
+
+// withdrawForRecovery is R41.4's withdrawal. A single-writer service is
+// between generations until the pass routes it: its requests are held,
+// not refused (R58), for at most its readiness timeout (MaxHold cap); the
+// hold ends with the route, or after the pass (endHolds).
+func (e *Engine) withdrawForRecovery(ctx context.Context, app, name string, as *core.ActiveService) error {
+	var hold time.Time
+	if as.Spec.SingleWriter() {
+		hold = e.now().Add(holdBound(&as.Spec, 0))
+	}
+	return e.withdrawHold(ctx, app, name, hold)
 }
 
 // verifyAndRoute is R41.7: read binds; declared readiness when the

@@ -242,7 +242,9 @@ func TestS50_RestartAfterDeployIsFresh(t *testing.T) {
 
 func TestS51_RestartedGenerationNotWithdrawn(t *testing.T) {
 	h := coretest.NewEngine(t)
-	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-old"}, map[string]map[int]int{"web": {8080: 17000}})
+	spec := coretest.WebSpec(0)
+	spec.Replace = core.ReplaceSequential // restarted in place (R53)
+	h.SeedServing("blog", coretest.BlogApp(spec), map[string]string{"web": "c-old"}, map[string]map[int]int{"web": {8080: 17000}})
 	h.Runtime.StartTime = coretest.T0.Add(time.Hour)
 	h.Runtime.SetBinds("c-old", map[int]int{8080: 17002})
 	_, err := h.Engine.Restart(h.Ctx(), engine.LifecycleRequest{App: "blog"})

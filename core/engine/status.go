@@ -17,8 +17,13 @@ type AppStatus struct {
 	Incarnation string `json:"incarnation,omitempty"`
 	Stopped     bool   `json:"stopped"`
 	// Desired is the latest revision id (DESIRED).
-	Desired  string          `json:"desired,omitempty"`
-	Services []ServiceStatus `json:"services"`
+	Desired string `json:"desired,omitempty"`
+	// DesiredUnclaimed is true when no operation ever claimed Desired and
+	// no service runs it: the revision was stored but its deploy stopped
+	// before the claim (a full state disk, a crash), so nothing ran for it.
+	// LastOp is then about an earlier revision.
+	DesiredUnclaimed bool            `json:"desired_unclaimed,omitempty"`
+	Services         []ServiceStatus `json:"services"`
 	// Markers are every recovery inhibition marker of the app.
 	Markers []core.Marker `json:"markers,omitempty"`
 	// LastOp is the latest operation's id, kind and outcome ("" = running).
@@ -45,8 +50,10 @@ const (
 
 // OpSummary is an operation without its steps.
 type OpSummary struct {
-	ID        string       `json:"id"`
-	Kind      string       `json:"kind"`
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Revision is the revision a deploy claimed ("" for other kinds).
+	Revision  string       `json:"revision,omitempty"`
 	Outcome   core.Outcome `json:"outcome"`
 	StartedAt time.Time    `json:"started_at"`
 }
@@ -121,14 +128,18 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 	}
 	st.Markers = markers
 	if op, err := e.Store.LatestOp(ctx, app); err == nil {
-		st.LastOp = &OpSummary{ID: op.ID, Kind: op.Kind, Outcome: op.Outcome, StartedAt: op.StartedAt}
+		st.LastOp = &OpSummary{ID: op.ID, Kind: op.Kind, Revision: op.Revision, Outcome: op.Outcome, StartedAt: op.StartedAt}
 	} else if !errors.Is(err, core.ErrNotFound) {
 		return st, err
 	}
 	active, err := e.Store.LoadActive(ctx, app)
 	if errors.Is(err, core.ErrNotFound) {
 		st.State = AppStateNotDeployed
+		st.DesiredUnclaimed = e.desiredUnclaimed(ctx, app, st.Desired, st.LastOp, core.Active{})
 		return st, nil
+	}
+	if err == nil {
+		st.DesiredUnclaimed = e.desiredUnclaimed(ctx, app, st.Desired, st.LastOp, active)
 	}
 	if err != nil {
 		st.State, st.Problems = AppStateUnreadable, []string{err.Error()}
@@ -251,4 +262,29 @@ func appState(st AppStatus) (string, []string) {
 		return AppStateUnknown, nil
 	}
 	return AppStateRunning, nil
+}
+
+// desiredUnclaimed reports whether DESIRED names a revision that no
+// operation claimed and no ACTIVE service runs (status never presents an
+// earlier op as the deploy of the desired revision). Best effort: an
+// unreadable journal counts as claimed.
+func (e *Engine) desiredUnclaimed(ctx context.Context, app, desired string, last *OpSummary, active core.Active) bool {
+	if desired == "" || (last != nil && last.Revision == desired) {
+		return false
+	}
+	for _, s := range active.Services {
+		if s != nil && s.EffectiveRevision == desired {
+			return false
+		}
+	}
+	ops, err := e.Store.ListOps(ctx, app)
+	if err != nil {
+		return false
+	}
+	for _, op := range ops {
+		if op.Revision == desired {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,4 +70,41 @@ func TestStatus_StoppedAppServicesReadStopped(t *testing.T) {
 	assert.Equal(t, engine.AppStateStopped, st.Services[0].State)
 	assert.Equal(t, engine.AppStateStopped, st.State)
 	assert.Empty(t, st.Problems)
+}
+
+// TestStatus_NeverClaimsAnOperationThatDidNotRun: the state disk fills up
+// between storing revision rev-1 (DESIRED) and claiming its deploy: the
+// deploy fails, no op is journaled, rev-0 keeps serving, and status says
+// rev-1 was never deployed and that the last op was rev-0's deploy, never
+// that rev-1's deploy succeeded. Once an op claims rev-1, the flag goes.
+func TestStatus_NeverClaimsAnOperationThatDidNotRun(t *testing.T) {
+	h := seedWeb(t, 0)
+	h.SeedOp(core.Operation{ID: "op-seed", Kind: core.OpDeploy, App: "blog", Revision: "rev-0", StartedAt: coretest.T0,
+		FinishedAt: coretest.T0, Outcome: core.OutcomeSuccess,
+		Steps: []core.Step{{ID: engine.StepPreflight, State: core.StepSucceeded}}})
+	spec := coretest.BlogApp(coretest.WebSpec(0))
+	spec.Name = "blog"
+	spec.Env = map[string]string{"NEW": "1"}
+	rev, err := h.Engine.SubmitRevision(h.Ctx(), spec, "sha-new")
+	require.NoError(t, err)
+	h.Store.FailNext("ClaimOp", &os.PathError{Op: "write", Path: "ops", Err: syscall.ENOSPC})
+	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: rev.ID})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, syscall.ENOSPC)
+
+	st, err := h.Engine.Status(h.Ctx(), "blog")
+	require.NoError(t, err)
+	assert.Equal(t, rev.ID, st.Desired)
+	assert.True(t, st.DesiredUnclaimed, "the desired revision was never deployed")
+	require.NotNil(t, st.LastOp)
+	assert.Equal(t, "op-seed", st.LastOp.ID)
+	assert.Equal(t, "rev-0", st.LastOp.Revision, "the last op is shown with the revision it deployed")
+	assert.Equal(t, "rev-0", st.Services[0].Revision)
+
+	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: rev.ID})
+	require.NoError(t, err)
+	st, err = h.Engine.Status(h.Ctx(), "blog")
+	require.NoError(t, err)
+	assert.False(t, st.DesiredUnclaimed)
+	assert.Equal(t, rev.ID, st.LastOp.Revision)
 }

@@ -8,7 +8,11 @@
 // Rules, each reported with what would be valid:
 //   - name: required DNS label; service names likewise; at least one service.
 //   - image: required Docker reference (name[:tag][@sha256:<64 hex>],
-//     optionally registry[:port]/path); command: non-empty argv if given.
+//     optionally registry[:port]/path) unless build is set; command:
+//     non-empty argv if given.
+//   - build: context required (relative to the manifest's directory);
+//     dockerfile relative to the context, inside it; args string values;
+//     with image also set, image is a tag (the build is tagged with it).
 //   - stop_grace 1s..5m (R25); readiness.timeout 1s..10m (R35).
 //   - env: names [A-Za-z_][A-Za-z0-9_]*, string values.
 //   - secrets: ENV = "name" or { name, as = "env"|"file" }; names
@@ -45,6 +49,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -81,6 +86,9 @@ func Load(path string) (core.AppSpec, string, error) {
 	}
 	sum := sha256.Sum256(data)
 	spec, err := Parse(path, data)
+	if err == nil {
+		resolveBuildContexts(&spec, filepath.Dir(path))
+	}
 	return spec, hex.EncodeToString(sum[:]), err
 }
 
@@ -141,10 +149,12 @@ type rawApp struct {
 	Env      map[string]any        `toml:"env"`
 	Services map[string]rawService `toml:"services"`
 	Networks []string              `toml:"networks"`
+	Registry *string               `toml:"registry"`
 }
 
 type rawService struct {
 	Image     *string        `toml:"image"`
+	Build     *rawBuild      `toml:"build"`
 	Command   *[]string      `toml:"command"`
 	StopGrace *string        `toml:"stop_grace"`
 	Env       map[string]any `toml:"env"`
@@ -218,13 +228,14 @@ type rawMount struct {
 
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
-	appKeys       = []string{"name", "env", "services", "networks"}
-	serviceKeys   = []string{"image", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas"}
+	appKeys       = []string{"name", "env", "services", "networks", "registry"}
+	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas"}
 	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
 	mountKeys     = []string{"name", "path", "readonly", "adopt"}
 	secretKeys    = []string{"name", "as"}
+	buildKeys     = []string{"context", "dockerfile", "args", "target", "labels"}
 )
 
 // decode runs go-toml's strict decoder. Unknown keys become problems and
@@ -398,6 +409,8 @@ func allowedKeys(parent string) []string {
 			return resourcesKeys
 		case "logging":
 			return loggingKeys
+		case "build":
+			return buildKeys
 		}
 	case len(parts) == 4 && parts[0] == "services" && parts[2] == "secrets":
 		return secretKeys

@@ -77,6 +77,7 @@ func (v *validator) app(raw rawApp) core.AppSpec {
 	}
 	spec.Env = v.env("env", raw.Env)
 	spec.Networks = v.networks(raw.Networks)
+	spec.Registry = v.registry(raw.Registry)
 	if len(raw.Services) == 0 {
 		v.add("services", "at least one service is required: add a [services.<name>] table with an image")
 	}

@@ -17,12 +17,18 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	if !dnsLabelRE.MatchString(name) {
 		v.addf(key, "invalid service name %q: %s", name, dnsLabelRule)
 	}
-	if raw.Image == nil {
-		v.add(key+".image", `required: the image reference, e.g. "registry.example/blog:1.4" or "name@sha256:<64 hex digits>"`)
-	} else if msg := checkImage(*raw.Image); msg != "" {
-		v.add(key+".image", msg)
-	} else {
-		svc.Image = *raw.Image
+	svc.Build = v.build(key+".build", raw.Build, raw.Image)
+	switch {
+	case raw.Image == nil && raw.Build == nil:
+		v.add(key+".image", `required: the image reference, e.g. "registry.example/blog:1.4" or "name@sha256:<64 hex digits>", or a [build] table`)
+	case raw.Image == nil:
+		// Built: the CLI sets Image to the build's tag before storing.
+	default:
+		if msg := checkImage(*raw.Image); msg != "" {
+			v.add(key+".image", msg)
+		} else {
+			svc.Image = *raw.Image
+		}
 	}
 	if raw.Command != nil {
 		for i, a := range *raw.Command {

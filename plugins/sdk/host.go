@@ -382,10 +382,15 @@ func (h *Host) start(ctx context.Context, f Found) (*running, error) {
 		return nil, fmt.Errorf("%w: plugin kind %q", core.ErrInvalid, f.Kind)
 	}
 
-	// procCtx kills the process when cancelled: used when the caller's ctx
-	// ends mid-start (go-plugin's Kill would wait for the start timeout).
+	// procCtx kills the process group when cancelled: used when the
+	// caller's ctx ends mid-start (go-plugin's Kill would wait for the
+	// start timeout) and by Close. The whole group goes, because go-plugin
+	// waits for the plugin's stdout and stderr to close before it reaps
+	// the plugin: a child that inherited them (a script's sleep) would
+	// hold every Kill, and so the command's exit, until it ended.
 	procCtx, kill := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(procCtx, f.Path)
+	cmd.Cancel = func() error { return killProcessGroup(cmd.Process) }
 	sockDir, err := h.socketDir()
 	if err != nil {
 		kill()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -446,4 +447,61 @@ func TestHost_CloseKillsPluginsWithoutErrorLines(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Second)
 	waitGone(t, pid, 2*time.Second)
 	assert.NotContains(t, logs.String(), "[ERROR]", "a deliberate kill is no error")
+}
+
+// A plugin that never handshakes and whose child holds its stdout open (a
+// script running sleep): a start the caller's context ends, and Close, kill
+// the plugin's whole process group, so neither the script nor its child is
+// left and Close does not wait for the child.
+func TestArch1_StalledScriptPluginAndItsChildAreKilled(t *testing.T) {
+	dir := t.TempDir()
+	marker := fmt.Sprintf("%d.25", 3000+os.Getpid()%1000)
+	script := "#!/bin/sh\nsleep " + marker + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gordon-probe-stallsh"), []byte(script), 0o755))
+	h := newTestHost(t, HostConfig{PluginDirs: []string{dir}, StartTimeout: 30 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := h.Probe(ctx, "stallsh")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	closed := make(chan struct{})
+	go func() { h.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waiting 10 s after the start was given up")
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		left := pidsWithArg(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("processes of the stalled plugin left: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pidsWithArg lists the processes one of whose arguments is arg.
+func pidsWithArg(arg string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if slices.Contains(strings.Split(string(b), "\x00"), arg) && !processGone(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

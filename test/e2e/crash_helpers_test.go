@@ -31,12 +31,12 @@ type boundary struct{ Any, Method string }
 
 func (b boundary) String() string { return b.Any + "_" + b.Method }
 
-// enumerateBoundaries runs `deploy -f file` with the fault build and
+// enumerateVerb runs `docker gordon ARGS` with the fault build and
 // GORDON_FAULT_LOG and returns every write boundary it passed, in order.
-func enumerateBoundaries(t testing.TB, stateDir, file string) ([]boundary, fixture.Result) {
+func enumerateVerb(t testing.TB, stateDir string, args ...string) ([]boundary, fixture.Result) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "boundaries.log")
-	r := fixture.RunCLI(t, fixture.FaultBin(), stateDir, []string{"GORDON_FAULT_LOG=" + logPath}, "deploy", "-f", file)
+	r := fixture.RunCLI(t, fixture.FaultBin(), stateDir, []string{"GORDON_FAULT_LOG=" + logPath}, args...)
 	f, err := os.Open(logPath)
 	require.NoError(t, err, "no boundary log: %s", r.String())
 	defer f.Close()
@@ -55,15 +55,16 @@ func enumerateBoundaries(t testing.TB, stateDir, file string) ([]boundary, fixtu
 	return out, r
 }
 
-// crashAt runs `deploy -f file` with the fault build and GORDON_FAULT=b.Any
-// and checks that the CLI died of SIGKILL right after boundary b: the last
-// boundary it logged is b (same position, same method), so a shifted count
-// is reported instead of silently testing another boundary.
-func crashAt(t testing.TB, stateDir, file string, b boundary) fixture.Result {
+// crashVerbAt runs `docker gordon ARGS` with the fault build and
+// GORDON_FAULT=b.Any and checks that the CLI died of SIGKILL right after
+// boundary b: the last boundary it logged is b (same position, same
+// method), so a shifted count is reported instead of silently testing
+// another boundary.
+func crashVerbAt(t testing.TB, stateDir string, b boundary, args ...string) fixture.Result {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "crash.log")
-	r := fixture.RunCLI(t, fixture.FaultBin(), stateDir, []string{"GORDON_FAULT=" + b.Any, "GORDON_FAULT_LOG=" + logPath}, "deploy", "-f", file)
-	assert.True(t, r.Killed, "deploy killed at %s: %s", b, r.String())
+	r := fixture.RunCLI(t, fixture.FaultBin(), stateDir, []string{"GORDON_FAULT=" + b.Any, "GORDON_FAULT_LOG=" + logPath}, args...)
+	assert.True(t, r.Killed, "%s killed at %s: %s", args[0], b, r.String())
 	raw, _ := os.ReadFile(logPath)
 	lines := strings.Fields(string(raw))
 	var last boundary

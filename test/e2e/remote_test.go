@@ -447,7 +447,9 @@ func (r registry) login(t *testing.T) {
 // SPEC R13, S26: a private image deploys (here through a remote engine's
 // runner) with the CLI's own registry credentials, fails with a message
 // that says to log in without them, and neither the password nor the
-// encoded credentials are written anywhere in the server's state.
+// encoded credentials are written anywhere in the server's state. The
+// image is also on this machine's engine: the server pulls it all the same
+// (--copy-images is only suggested when that pull fails).
 func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	reg := startRegistry(t)
@@ -467,7 +469,7 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	out, err = exec.Command("docker", "--config", pushCfg, "push", private).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	_ = exec.Command("docker", "rmi", private).Run() // the tag only; v1 keeps the image
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", private).Run() })
 
 	httpAddr, adminAddr := fixture.FreeAddr(t), fixture.FreeAddr(t)
 	r := remote(t, e.Context, client, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
@@ -479,11 +481,13 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	require.Equal(t, 1, r.Code, r.String())
 	t.Logf("deploy without a login:\n%s", r.Stderr)
 	assert.Contains(t, r.Stderr, "docker login "+reg.Addr, "without a login the error says to log in")
+	assert.Contains(t, r.Stderr, "--copy-images", "the pull failed: sending this machine's copy is the other way")
 	assert.Empty(t, e.managed(t, app))
 
 	reg.login(t)
 	r = remote(t, e.Context, client, "deploy", "-f", file)
 	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "pulled on "+e.Context, "the server pulled the image the client's engine also has")
 	code, body, err := (&fixture.Edge{HTTPAddr: httpAddr}).Get(host, "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
@@ -515,7 +519,7 @@ func TestRemote_PrivateRegistryPullWithDockerLogin(t *testing.T) {
 	lapp := app + "local"
 	fixture.CleanupApp(t, lapp)
 	fixture.WriteFile(t, file, webManifest(lapp, private, "local."+host, ""))
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", private).Run() })
+	_ = exec.Command("docker", "rmi", private).Run() // the tag only; v1 keeps the image
 	require.Error(t, exec.Command("docker", "image", "inspect", private).Run(), "the local engine lacks the private image before the deploy")
 	lr := fixture.Gordon(t, local, "deploy", "-f", file)
 	require.Equal(t, 0, lr.Code, lr.String())

@@ -177,6 +177,18 @@ func workloadsDir() (string, error) {
 	return dir, nil
 }
 
+// Compile builds static Linux binaries of the named workloads into
+// dir/<name> (for a test that builds its own image from them). Errors: an
+// unknown name or a failed compile.
+func Compile(ctx context.Context, dir string, names ...string) error {
+	for _, n := range names {
+		if !slices.Contains(Names, n) {
+			return fmt.Errorf("testimages: unknown workload %q (known: %s)", n, strings.Join(Names, ", "))
+		}
+	}
+	return compile(ctx, dir, names)
+}
+
 // compile builds static linux binaries of names into dir/<name>.
 func compile(ctx context.Context, dir string, names []string) error {
 	src, err := workloadsDir()

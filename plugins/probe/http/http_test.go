@@ -22,10 +22,9 @@ import (
 // backend is an httptest server that records the requests it saw.
 type backend struct {
 	*httptest.Server
-	mu    sync.Mutex
-	seen  []*http.Request
-	hits  map[string]int
-	delay time.Duration
+	mu   sync.Mutex
+	seen []*http.Request
+	hits map[string]int
 }
 
 func newBackend(t *testing.T, h func(w http.ResponseWriter, r *http.Request)) *backend {

@@ -179,14 +179,11 @@ func hostConfig(c core.ContainerSpec, what string) (*container.HostConfig, error
 	if l := o.Logging; l != nil {
 		host.LogConfig = container.LogConfig{Type: l.Driver, Config: l.Options}
 	}
-	switch c.RestartPolicy {
-	case "", "no":
-		host.RestartPolicy = container.RestartPolicy{Name: container.RestartPolicyDisabled}
-	case "unless-stopped", "always", "on-failure":
-		host.RestartPolicy = container.RestartPolicy{Name: container.RestartPolicyMode(c.RestartPolicy)}
-	default:
-		return nil, fmt.Errorf("%s: %w: unknown restart policy %q", what, core.ErrInvalid, c.RestartPolicy)
+	rp, err := restartPolicy(c.RestartPolicy)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	host.RestartPolicy = rp
 	for _, m := range c.Mounts {
 		var t mount.Type
 		switch m.Type {
@@ -378,6 +375,12 @@ func stateOf(c container.InspectResponse) core.ContainerState {
 		st.Labels = c.Config.Labels
 		if hc := c.Config.Healthcheck; hc != nil && len(hc.Test) > 0 && hc.Test[0] != "NONE" {
 			st.HasHealthcheck = true
+		}
+	}
+	if c.HostConfig != nil {
+		st.RestartPolicy = string(c.HostConfig.RestartPolicy.Name)
+		if st.RestartPolicy == "" {
+			st.RestartPolicy = string(container.RestartPolicyDisabled)
 		}
 	}
 	if s := c.State; s != nil {

@@ -5,14 +5,16 @@ import (
 	"fmt"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
 var (
-	_ core.VolumeInspector = (*Runtime)(nil)
-	_ core.NetworkRemover  = (*Runtime)(nil)
+	_ core.VolumeInspector     = (*Runtime)(nil)
+	_ core.NetworkRemover      = (*Runtime)(nil)
+	_ core.RestartPolicySetter = (*Runtime)(nil)
 )
 
 // InspectVolume returns the named volume's labels (SPEC R13 owner check);
@@ -43,4 +45,33 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 		return r.classify(err, fmt.Sprintf("remove network %q", name))
 	}
 	return nil
+}
+
+// SetRestartPolicy sets the restart policy of container id (SPEC R59) with
+// the engine's container update; policy is "" or "no" (none),
+// "unless-stopped", "always" or "on-failure" (else core.ErrInvalid). A
+// missing container wraps core.ErrNotFound.
+func (r *Runtime) SetRestartPolicy(ctx context.Context, id, policy string) error {
+	rp, err := restartPolicy(policy)
+	if err != nil {
+		return err
+	}
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	if _, err := r.cli.ContainerUpdate(ctx, id, client.ContainerUpdateOptions{RestartPolicy: &rp}); err != nil {
+		return r.classify(err, fmt.Sprintf("set restart policy of container %s", short(id)))
+	}
+	return nil
+}
+
+// restartPolicy is the engine's form of a ContainerSpec.RestartPolicy.
+func restartPolicy(policy string) (container.RestartPolicy, error) {
+	switch policy {
+	case "", "no":
+		return container.RestartPolicy{Name: container.RestartPolicyDisabled}, nil
+	case "unless-stopped", "always", "on-failure":
+		return container.RestartPolicy{Name: container.RestartPolicyMode(policy)}, nil
+	}
+	return container.RestartPolicy{}, fmt.Errorf("%w: unknown restart policy %q", core.ErrInvalid, policy)
 }

@@ -1434,7 +1434,10 @@ type ContainerState struct {
 	Labels         map[string]string      `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	HealthLog      string                 `protobuf:"bytes,11,opt,name=health_log,json=healthLog,proto3" json:"health_log,omitempty"`
 	// oom_killed: the last exit was a kill by the out-of-memory handler.
-	OomKilled     bool `protobuf:"varint,12,opt,name=oom_killed,json=oomKilled,proto3" json:"oom_killed,omitempty"`
+	OomKilled bool `protobuf:"varint,12,opt,name=oom_killed,json=oomKilled,proto3" json:"oom_killed,omitempty"`
+	// restart_policy: the engine's restart policy ("no", "unless-stopped",
+	// ...); "" when the runtime does not report it.
+	RestartPolicy string `protobuf:"bytes,13,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1551,6 +1554,13 @@ func (x *ContainerState) GetOomKilled() bool {
 		return x.OomKilled
 	}
 	return false
+}
+
+func (x *ContainerState) GetRestartPolicy() string {
+	if x != nil {
+		return x.RestartPolicy
+	}
+	return ""
 }
 
 type BackendBindsRequest struct {
@@ -2069,6 +2079,59 @@ func (x *InternalProbeResponse) GetDetail() string {
 	return ""
 }
 
+type RestartPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// policy: "no", "unless-stopped", "always" or "on-failure".
+	Policy        string `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartPolicyRequest) Reset() {
+	*x = RestartPolicyRequest{}
+	mi := &file_runtime_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartPolicyRequest) ProtoMessage() {}
+
+func (x *RestartPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartPolicyRequest.ProtoReflect.Descriptor instead.
+func (*RestartPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RestartPolicyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RestartPolicyRequest) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
+}
+
 var File_runtime_proto protoreflect.FileDescriptor
 
 const file_runtime_proto_rawDesc = "" +
@@ -2210,7 +2273,7 @@ const file_runtime_proto_rawDesc = "" +
 	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\">\n" +
 	"\x16RemoveContainerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05force\x18\x02 \x01(\bR\x05force\"\xcc\x03\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\xf3\x03\n" +
 	"\x0eContainerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2227,7 +2290,8 @@ const file_runtime_proto_rawDesc = "" +
 	"\n" +
 	"health_log\x18\v \x01(\tR\thealthLog\x12\x1d\n" +
 	"\n" +
-	"oom_killed\x18\f \x01(\bR\toomKilled\x1a9\n" +
+	"oom_killed\x18\f \x01(\bR\toomKilled\x12%\n" +
+	"\x0erestart_policy\x18\r \x01(\tR\rrestartPolicy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +
@@ -2268,7 +2332,10 @@ const file_runtime_proto_rawDesc = "" +
 	"\x15InternalProbeResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\x05R\battempts\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail2\xdc\v\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\">\n" +
+	"\x14RestartPolicyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06policy\x18\x02 \x01(\tR\x06policy2\xb1\f\n" +
 	"\aRuntime\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12>\n" +
 	"\x04Info\x12\x17.gordon.plugin.v1.Empty\x1a\x1d.gordon.plugin.v1.RuntimeInfo\x12Q\n" +
@@ -2287,7 +2354,8 @@ const file_runtime_proto_rawDesc = "" +
 	"\vListManaged\x12$.gordon.plugin.v1.ListManagedRequest\x1a%.gordon.plugin.v1.ListManagedResponse\x12`\n" +
 	"\rProbeInternal\x12&.gordon.plugin.v1.InternalProbeRequest\x1a'.gordon.plugin.v1.InternalProbeResponse\x12O\n" +
 	"\rInspectVolume\x12\x1f.gordon.plugin.v1.VolumeRequest\x1a\x1d.gordon.plugin.v1.VolumeState\x12J\n" +
-	"\rRemoveNetwork\x12 .gordon.plugin.v1.NetworkRequest\x1a\x17.gordon.plugin.v1.EmptyB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\rRemoveNetwork\x12 .gordon.plugin.v1.NetworkRequest\x1a\x17.gordon.plugin.v1.Empty\x12S\n" +
+	"\x10SetRestartPolicy\x12&.gordon.plugin.v1.RestartPolicyRequest\x1a\x17.gordon.plugin.v1.EmptyB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_runtime_proto_rawDescOnce sync.Once
@@ -2301,7 +2369,7 @@ func file_runtime_proto_rawDescGZIP() []byte {
 	return file_runtime_proto_rawDescData
 }
 
-var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_runtime_proto_goTypes = []any{
 	(*VolumeRequest)(nil),           // 0: gordon.plugin.v1.VolumeRequest
 	(*VolumeState)(nil),             // 1: gordon.plugin.v1.VolumeState
@@ -2333,50 +2401,51 @@ var file_runtime_proto_goTypes = []any{
 	(*ListManagedResponse)(nil),     // 27: gordon.plugin.v1.ListManagedResponse
 	(*InternalProbeRequest)(nil),    // 28: gordon.plugin.v1.InternalProbeRequest
 	(*InternalProbeResponse)(nil),   // 29: gordon.plugin.v1.InternalProbeResponse
-	nil,                             // 30: gordon.plugin.v1.VolumeState.LabelsEntry
-	nil,                             // 31: gordon.plugin.v1.NetworkSpec.LabelsEntry
-	nil,                             // 32: gordon.plugin.v1.VolumeSpec.LabelsEntry
-	nil,                             // 33: gordon.plugin.v1.ContainerSpec.LabelsEntry
-	nil,                             // 34: gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	nil,                             // 35: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	nil,                             // 36: gordon.plugin.v1.ContainerState.LabelsEntry
-	nil,                             // 37: gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	(*PortSpec)(nil),                // 38: gordon.plugin.v1.PortSpec
-	(*durationpb.Duration)(nil),     // 39: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 40: google.protobuf.Timestamp
-	(*DescribeRequest)(nil),         // 41: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),                   // 42: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),        // 43: gordon.plugin.v1.DescribeResponse
+	(*RestartPolicyRequest)(nil),    // 30: gordon.plugin.v1.RestartPolicyRequest
+	nil,                             // 31: gordon.plugin.v1.VolumeState.LabelsEntry
+	nil,                             // 32: gordon.plugin.v1.NetworkSpec.LabelsEntry
+	nil,                             // 33: gordon.plugin.v1.VolumeSpec.LabelsEntry
+	nil,                             // 34: gordon.plugin.v1.ContainerSpec.LabelsEntry
+	nil,                             // 35: gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	nil,                             // 36: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	nil,                             // 37: gordon.plugin.v1.ContainerState.LabelsEntry
+	nil,                             // 38: gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	(*PortSpec)(nil),                // 39: gordon.plugin.v1.PortSpec
+	(*durationpb.Duration)(nil),     // 40: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 41: google.protobuf.Timestamp
+	(*DescribeRequest)(nil),         // 42: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),                   // 43: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),        // 44: gordon.plugin.v1.DescribeResponse
 }
 var file_runtime_proto_depIdxs = []int32{
-	30, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
-	31, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
-	32, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
-	33, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
-	38, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
+	31, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
+	32, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
+	33, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
+	34, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
+	39, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
 	10, // 5: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
-	39, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
+	40, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
 	12, // 7: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
 	15, // 8: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
-	39, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
-	39, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
-	39, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
+	40, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
+	40, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
+	40, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
 	13, // 12: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
 	14, // 13: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
-	34, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	35, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	39, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
-	40, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
-	36, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
-	38, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
+	35, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	36, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	40, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
+	41, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
+	37, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
+	39, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
 	22, // 20: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
-	40, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	40, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	37, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	41, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	41, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	38, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
 	20, // 24: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
-	39, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
-	41, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	42, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
+	40, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
+	42, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	43, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
 	4,  // 28: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
 	5,  // 29: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
 	7,  // 30: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
@@ -2393,26 +2462,28 @@ var file_runtime_proto_depIdxs = []int32{
 	28, // 41: gordon.plugin.v1.Runtime.ProbeInternal:input_type -> gordon.plugin.v1.InternalProbeRequest
 	0,  // 42: gordon.plugin.v1.Runtime.InspectVolume:input_type -> gordon.plugin.v1.VolumeRequest
 	2,  // 43: gordon.plugin.v1.Runtime.RemoveNetwork:input_type -> gordon.plugin.v1.NetworkRequest
-	43, // 44: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	3,  // 45: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
-	6,  // 46: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
-	42, // 47: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
-	8,  // 48: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
-	42, // 49: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
-	16, // 50: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
-	42, // 51: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
-	42, // 52: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
-	42, // 53: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
-	42, // 54: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
-	20, // 55: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
-	23, // 56: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
-	25, // 57: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
-	27, // 58: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
-	29, // 59: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
-	1,  // 60: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
-	42, // 61: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
-	44, // [44:62] is the sub-list for method output_type
-	26, // [26:44] is the sub-list for method input_type
+	30, // 44: gordon.plugin.v1.Runtime.SetRestartPolicy:input_type -> gordon.plugin.v1.RestartPolicyRequest
+	44, // 45: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	3,  // 46: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
+	6,  // 47: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
+	43, // 48: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
+	8,  // 49: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
+	43, // 50: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
+	16, // 51: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
+	43, // 52: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
+	43, // 53: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
+	43, // 54: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
+	43, // 55: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
+	20, // 56: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
+	23, // 57: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
+	25, // 58: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
+	27, // 59: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
+	29, // 60: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
+	1,  // 61: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
+	43, // 62: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
+	43, // 63: gordon.plugin.v1.Runtime.SetRestartPolicy:output_type -> gordon.plugin.v1.Empty
+	45, // [45:64] is the sub-list for method output_type
+	26, // [26:45] is the sub-list for method input_type
 	26, // [26:26] is the sub-list for extension type_name
 	26, // [26:26] is the sub-list for extension extendee
 	0,  // [0:26] is the sub-list for field type_name
@@ -2430,7 +2501,7 @@ func file_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_proto_rawDesc), len(file_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

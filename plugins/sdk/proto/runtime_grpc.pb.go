@@ -39,6 +39,7 @@ const (
 	Runtime_ProbeInternal_FullMethodName    = "/gordon.plugin.v1.Runtime/ProbeInternal"
 	Runtime_InspectVolume_FullMethodName    = "/gordon.plugin.v1.Runtime/InspectVolume"
 	Runtime_RemoveNetwork_FullMethodName    = "/gordon.plugin.v1.Runtime/RemoveNetwork"
+	Runtime_SetRestartPolicy_FullMethodName = "/gordon.plugin.v1.Runtime/SetRestartPolicy"
 )
 
 // RuntimeClient is the client API for Runtime service.
@@ -70,6 +71,10 @@ type RuntimeClient interface {
 	// RemoveNetwork removes a network (absent is success): SPEC R55's network
 	// reclaim. Optional: UNIMPLEMENTED leaves networks in place.
 	RemoveNetwork(ctx context.Context, in *NetworkRequest, opts ...grpc.CallOption) (*Empty, error)
+	// SetRestartPolicy sets an existing container's restart policy (SPEC
+	// R59: a candidate gets it once it is ready). Optional: UNIMPLEMENTED
+	// makes the engine create workloads with their policy.
+	SetRestartPolicy(ctx context.Context, in *RestartPolicyRequest, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type runtimeClient struct {
@@ -269,6 +274,16 @@ func (c *runtimeClient) RemoveNetwork(ctx context.Context, in *NetworkRequest, o
 	return out, nil
 }
 
+func (c *runtimeClient) SetRestartPolicy(ctx context.Context, in *RestartPolicyRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Runtime_SetRestartPolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RuntimeServer is the server API for Runtime service.
 // All implementations must embed UnimplementedRuntimeServer
 // for forward compatibility.
@@ -298,6 +313,10 @@ type RuntimeServer interface {
 	// RemoveNetwork removes a network (absent is success): SPEC R55's network
 	// reclaim. Optional: UNIMPLEMENTED leaves networks in place.
 	RemoveNetwork(context.Context, *NetworkRequest) (*Empty, error)
+	// SetRestartPolicy sets an existing container's restart policy (SPEC
+	// R59: a candidate gets it once it is ready). Optional: UNIMPLEMENTED
+	// makes the engine create workloads with their policy.
+	SetRestartPolicy(context.Context, *RestartPolicyRequest) (*Empty, error)
 	mustEmbedUnimplementedRuntimeServer()
 }
 
@@ -361,6 +380,9 @@ func (UnimplementedRuntimeServer) InspectVolume(context.Context, *VolumeRequest)
 }
 func (UnimplementedRuntimeServer) RemoveNetwork(context.Context, *NetworkRequest) (*Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveNetwork not implemented")
+}
+func (UnimplementedRuntimeServer) SetRestartPolicy(context.Context, *RestartPolicyRequest) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetRestartPolicy not implemented")
 }
 func (UnimplementedRuntimeServer) mustEmbedUnimplementedRuntimeServer() {}
 func (UnimplementedRuntimeServer) testEmbeddedByValue()                 {}
@@ -700,6 +722,24 @@ func _Runtime_RemoveNetwork_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Runtime_SetRestartPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestartPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServer).SetRestartPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runtime_SetRestartPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServer).SetRestartPolicy(ctx, req.(*RestartPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Runtime_ServiceDesc is the grpc.ServiceDesc for Runtime service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -774,6 +814,10 @@ var Runtime_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveNetwork",
 			Handler:    _Runtime_RemoveNetwork_Handler,
+		},
+		{
+			MethodName: "SetRestartPolicy",
+			Handler:    _Runtime_SetRestartPolicy_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -103,8 +103,9 @@ func stateToProto(s core.ContainerState) *pb.ContainerState {
 	return &pb.ContainerState{
 		Id: s.ID, Name: s.Name, Image: s.Image, Status: s.Status, StartedAt: wire.TimeToProto(s.StartedAt),
 		Health: s.Health, HasHealthcheck: s.HasHealthcheck, ExitCode: int32(s.ExitCode), Env: s.Env, Labels: s.Labels,
-		HealthLog: s.HealthLog,
-		OomKilled: s.OOMKilled,
+		HealthLog:     s.HealthLog,
+		OomKilled:     s.OOMKilled,
+		RestartPolicy: s.RestartPolicy,
 	}
 }
 
@@ -112,8 +113,9 @@ func stateFromProto(p *pb.ContainerState) core.ContainerState {
 	return core.ContainerState{
 		ID: p.GetId(), Name: p.GetName(), Image: p.GetImage(), Status: p.GetStatus(), StartedAt: wire.TimeFromProto(p.GetStartedAt()),
 		Health: p.GetHealth(), HasHealthcheck: p.GetHasHealthcheck(), ExitCode: int(p.GetExitCode()), Env: p.GetEnv(), Labels: p.GetLabels(),
-		HealthLog: p.GetHealthLog(),
-		OOMKilled: p.GetOomKilled(),
+		HealthLog:     p.GetHealthLog(),
+		OOMKilled:     p.GetOomKilled(),
+		RestartPolicy: p.GetRestartPolicy(),
 	}
 }
 

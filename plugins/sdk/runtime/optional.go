@@ -14,13 +14,14 @@ import (
 )
 
 // The optional runtime extensions (core.VolumeInspector,
-// core.NetworkRemover) over gRPC. A plugin that does not implement one
+// core.NetworkRemover, core.RestartPolicySetter) over gRPC. A plugin that does not implement one
 // answers UNIMPLEMENTED, which the client reports as an error wrapping
 // errors.ErrUnsupported (the engine then skips the check or the reclaim).
 
 var (
-	_ core.VolumeInspector = (*RuntimeClient)(nil)
-	_ core.NetworkRemover  = (*RuntimeClient)(nil)
+	_ core.VolumeInspector     = (*RuntimeClient)(nil)
+	_ core.NetworkRemover      = (*RuntimeClient)(nil)
+	_ core.RestartPolicySetter = (*RuntimeClient)(nil)
 )
 
 func unsupported(err error, op string) error {
@@ -74,4 +75,25 @@ func (s *RuntimeGRPCServer) RemoveNetwork(ctx context.Context, r *pb.NetworkRequ
 		return nil, status.Error(codes.Unimplemented, "runtime has no network removal")
 	}
 	return &pb.Empty{}, wire.ToGRPC(nr.RemoveNetwork(ctx, r.GetName()))
+}
+
+// SetRestartPolicy implements core.RestartPolicySetter.
+func (c *RuntimeClient) SetRestartPolicy(ctx context.Context, id, policy string) error {
+	_, err := c.rpc.SetRestartPolicy(ctx, &pb.RestartPolicyRequest{Id: id, Policy: policy})
+	if err != nil {
+		if u := unsupported(err, "set restart policy"); u != nil {
+			return u
+		}
+		return c.err(ctx, "set restart policy", err)
+	}
+	return nil
+}
+
+// SetRestartPolicy serves core.RestartPolicySetter when impl has it.
+func (s *RuntimeGRPCServer) SetRestartPolicy(ctx context.Context, r *pb.RestartPolicyRequest) (*pb.Empty, error) {
+	rs, ok := s.impl.(core.RestartPolicySetter)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "runtime cannot set a restart policy")
+	}
+	return &pb.Empty{}, wire.ToGRPC(rs.SetRestartPolicy(ctx, r.GetId(), r.GetPolicy()))
 }

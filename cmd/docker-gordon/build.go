@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/api/types/registry"
+	"github.com/moby/moby/client"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
+)
+
+// buildMode says whether deploy builds: when the tag is missing (""),
+// always ("always", deploy --build), never ("never", deploy --no-build:
+// a missing image is refused) or not at all ("plan", a dry run: the tags
+// are computed, nothing is built).
+type buildMode string
+
+const (
+	buildMissing buildMode = ""
+	buildAlways  buildMode = "always"
+	buildNever   buildMode = "never"
+	buildPlan    buildMode = "plan"
+)
+
+// buildTailLines is how many of a failed build's last output lines are
+// shown.
+const buildTailLines = 10
+
+// builtImage is one service's build result.
+type builtImage struct {
+	Service string `json:"service"`
+	Tag     string `json:"tag"`
+	ID      string `json:"id,omitempty"`
+	Built   bool   `json:"built"`
+}
+
+// resolveBuilds builds, on the engine api talks to, each service of spec
+// that has a build, and replaces its build with the resulting image: the
+// service's image when it names one (tagged with it, as compose does),
+// else gordon/<app>-<service>:<hash>. A build whose tag exists is not run
+// again (unless mode is buildAlways), so an unchanged context and
+// unchanged settings deploy nothing new. Progress goes to progress (nil:
+// none), one line per Dockerfile step. A failed build returns an error
+// naming the service and the failing step; its last output lines are
+// written to errw. spec is changed only when every build succeeded.
+func resolveBuilds(ctx context.Context, api client.APIClient, spec *core.AppSpec, mode buildMode, progress, errw io.Writer) ([]builtImage, error) {
+	return (&builder{api: api, mode: mode, progress: progress, errw: errw}).resolve(ctx, spec)
+}
+
+// builder runs the builds of one deploy. auths are the client's registry
+// credentials by registry host, which the engine uses to pull base images
+// (FROM), as docker build sends them.
+type builder struct {
+	api   client.APIClient
+	auths map[string]registry.AuthConfig
+	// pushAuth returns the encoded credentials for pushing ref (nil:
+	// none).
+	pushAuth       func(ref string) string
+	mode           buildMode
+	progress, errw io.Writer
+}
+
+// resolve is resolveBuilds.
+func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImage, error) {
+	var out []builtImage
+	images := map[string]string{}
+	for _, s := range spec.Services {
+		if s.Build == nil {
+			continue
+		}
+		bc, err := readBuildContext(s.Build)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: %w", s.Name, err)
+		}
+		h, err := buildHash(bc, s.Build)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: %w", s.Name, err)
+		}
+		bi := builtImage{Service: s.Name, Tag: builtTag(cmpOr(spec.Registry, "gordon"), spec.Name, s.Name, h)}
+		if bd.mode != buildPlan {
+			if err := bd.buildOne(ctx, bc, s, &bi); err != nil {
+				return nil, err
+			}
+		}
+		images[s.Name] = bi.Tag
+		switch {
+		case spec.Registry != "" && bd.mode != buildPlan:
+			dg, err := bd.push(ctx, s.Name, bi.Tag)
+			if err != nil {
+				return nil, err
+			}
+			images[s.Name] = bi.Tag + "@" + dg
+		case spec.Registry == "" && s.Image != "":
+			images[s.Name] = s.Image
+		}
+		out = append(out, bi)
+	}
+	for i := range spec.Services {
+		if ref, ok := images[spec.Services[i].Name]; ok {
+			spec.Services[i].Image, spec.Services[i].Build = ref, nil
+		}
+	}
+	return out, nil
+}
+
+// push pushes ref (a tag under the manifest's registry) with the
+// client's credentials and returns the digest the registry gave it.
+func (bd *builder) push(ctx context.Context, service, ref string) (string, error) {
+	auth := ""
+	if bd.pushAuth != nil {
+		auth = bd.pushAuth(ref)
+	}
+	res, err := bd.api.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: auth})
+	if err != nil {
+		return "", fmt.Errorf("service %s: push %s: %w", service, ref, dockererr.Classify(err))
+	}
+	defer res.Close()
+	dec := json.NewDecoder(res)
+	digest := ""
+	for {
+		var m jsonstream.Message
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return "", fmt.Errorf("service %s: push %s: %w", service, ref, err)
+		}
+		if m.Error != nil {
+			return "", fmt.Errorf("service %s: push %s: %s (docker login to the registry?)", service, ref, m.Error.Message)
+		}
+		var aux struct{ Digest string }
+		if m.Aux != nil && json.Unmarshal(*m.Aux, &aux) == nil && aux.Digest != "" {
+			digest = aux.Digest
+		}
+	}
+	if digest == "" {
+		return "", fmt.Errorf("service %s: push %s: the registry reported no digest", service, ref)
+	}
+	if bd.progress != nil {
+		fmt.Fprintf(bd.progress, "build %s: pushed %s@%s\n", service, ref, digest)
+	}
+	return digest, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// hasBuilds reports whether a service of spec has a build.
+func hasBuilds(spec core.AppSpec) bool {
+	for _, s := range spec.Services {
+		if s.Build != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// buildOne builds service s unless its tag exists (and mode allows), then
+// tags the image with s.Image when set. bi gets the image ID.
+func (bd *builder) buildOne(ctx context.Context, bc *buildContext, s core.ServiceSpec, bi *builtImage) error {
+	api, mode, progress := bd.api, bd.mode, bd.progress
+	have, err := api.ImageInspect(ctx, bi.Tag)
+	switch {
+	case err != nil && !cerrdefs.IsNotFound(err):
+		return fmt.Errorf("service %s: image %s: %w", s.Name, bi.Tag, dockererr.Classify(err))
+	case err != nil && mode == buildNever:
+		return fmt.Errorf("service %s: image %s is not built and --no-build was given: deploy without --no-build to build it", s.Name, bi.Tag)
+	case err == nil && mode != buildAlways:
+		bi.ID = have.ID
+		if progress != nil {
+			fmt.Fprintf(progress, "build %s: unchanged context and settings: %s (%s)\n", s.Name, bi.Tag, shortID(bi.ID))
+		}
+	default:
+		id, err := bd.runBuild(ctx, bc, s, bi.Tag)
+		if err != nil {
+			return err
+		}
+		bi.ID, bi.Built = id, true
+	}
+	if s.Image != "" {
+		if _, err := api.ImageTag(ctx, client.ImageTagOptions{Source: bi.ID, Target: s.Image}); err != nil {
+			return fmt.Errorf("service %s: tag %s as %s: %w", s.Name, shortID(bi.ID), s.Image, dockererr.Classify(err))
+		}
+	}
+	return nil
+}
+
+// runBuild streams the context to the engine's build API and follows its
+// output; it returns the built image's ID.
+func (bd *builder) runBuild(ctx context.Context, bc *buildContext, s core.ServiceSpec, tag string) (string, error) {
+	api, progress, errw := bd.api, bd.progress, bd.errw
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(bc.writeTar(pw)) }()
+	defer pr.Close()
+	args := map[string]*string{}
+	for k, v := range s.Build.Args {
+		args[k] = &v
+	}
+	res, err := api.ImageBuild(ctx, pr, client.ImageBuildOptions{
+		Tags: []string{tag}, Dockerfile: bc.dockerfile, BuildArgs: args, Target: s.Build.Target,
+		Labels: s.Build.Labels, Remove: true, ForceRemove: true, Version: build.BuilderV1, AuthConfigs: bd.auths,
+	})
+	if err != nil {
+		return "", fmt.Errorf("service %s: build: %w", s.Name, dockererr.Classify(err))
+	}
+	defer res.Body.Close()
+	f := &buildFollower{service: s.Name, progress: progress}
+	if err := f.follow(res.Body); err != nil {
+		if len(f.tail) > 0 {
+			fmt.Fprintf(errw, "--- %s: last %d build output lines ---\n%s\n---\n", s.Name, len(f.tail), strings.Join(f.tail, "\n"))
+		}
+		return "", err
+	}
+	have, err := api.ImageInspect(ctx, tag)
+	if err != nil {
+		return "", fmt.Errorf("service %s: built image %s: %w", s.Name, tag, dockererr.Classify(err))
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "build %s: built %s (%s)\n", s.Name, tag, shortID(have.ID))
+	}
+	return have.ID, nil
+}
+
+// buildFollower reads a classic build's JSON message stream: each
+// "Step N/M : …" line goes to progress, the last output lines are kept
+// for an error.
+type buildFollower struct {
+	service  string
+	progress io.Writer
+	step     string
+	tail     []string
+}
+
+func (f *buildFollower) follow(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for {
+		var m jsonstream.Message
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("service %s: build output: %w", f.service, err)
+		}
+		for line := range strings.SplitSeq(strings.TrimRight(m.Stream, "\n"), "\n") {
+			f.line(line)
+		}
+		if m.Error != nil {
+			at := "before its first step"
+			if f.step != "" {
+				at = "at " + f.step
+			}
+			return fmt.Errorf("service %s: build failed %s: %s", f.service, at, strings.TrimSpace(m.Error.Message))
+		}
+	}
+}
+
+func (f *buildFollower) line(line string) {
+	line = strings.TrimRight(line, "\r")
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	if strings.HasPrefix(line, "Step ") {
+		f.step = line
+		if f.progress != nil {
+			fmt.Fprintf(f.progress, "build %s: %s\n", f.service, line)
+		}
+	}
+	f.tail = append(f.tail, line)
+	if len(f.tail) > buildTailLines {
+		f.tail = f.tail[1:]
+	}
+}

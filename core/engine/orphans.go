@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// ownedContainers is the set of containers some record of app owns: the
+// ones ACTIVE names, the ones a marker names (any reason), and the Before
+// and After of every step of the latest op while it is not terminal.
+func (e *Engine) ownedContainers(ctx context.Context, app string) (map[string]bool, error) {
+	owned := map[string]bool{}
+	active, err := e.Store.LoadActive(ctx, app)
+	if err != nil && !errors.Is(err, core.ErrNotFound) {
+		return nil, fmt.Errorf("load ACTIVE: %w", err)
+	}
+	for _, s := range active.Services {
+		if s != nil && s.Container != "" {
+			owned[s.Container] = true
+		}
+	}
+	markers, err := e.Store.LoadMarkers(ctx, app)
+	if err != nil {
+		return nil, fmt.Errorf("load markers: %w", err)
+	}
+	for _, m := range markers {
+		owned[m.Container] = true
+	}
+	op, err := e.Store.LatestOp(ctx, app)
+	if err != nil && !errors.Is(err, core.ErrNotFound) {
+		return nil, fmt.Errorf("load latest op: %w", err)
+	}
+	if err == nil && !op.Terminal() {
+		for _, s := range op.Steps {
+			owned[s.Before], owned[s.After] = true, true
+		}
+	}
+	delete(owned, "")
+	return owned, nil
+}
+
+// removeUnowned force-removes (R24) every workload container labelled for
+// app that no record owns (ownedContainers): a candidate a crash left
+// between its creation and its journal entry, or one a finalized journal
+// no longer names. Callers hold the app lock, so no flow of the app is
+// creating a container meanwhile. It returns the removed IDs; an error
+// names every container not confirmed gone.
+func (e *Engine) removeUnowned(ctx context.Context, app string) ([]string, error) {
+	owned, err := e.ownedContainers(ctx, app)
+	if err != nil {
+		return nil, fmt.Errorf("app %s: unowned containers: %w", app, err)
+	}
+	cs, err := e.Runtime.ListManaged(ctx, map[string]string{core.LabelApp: app, core.LabelRole: "workload"})
+	if err != nil {
+		return nil, fmt.Errorf("app %s: list containers: %w", app, err)
+	}
+	var removed []string
+	var errs []error
+	for _, c := range cs {
+		if c.ID == "" || owned[c.ID] {
+			continue
+		}
+		svc := c.Labels[core.LabelService]
+		e.log().Warn("removing container no record owns", "app", app, "service", svc, "container", c.ID, "status", c.Status)
+		res := e.retire(ctx, app, c.ID, RetireOptions{Service: svc, Force: true})
+		if !res.Gone {
+			errs = append(errs, fmt.Errorf("app %s: container %s (service %s) no record owns could not be removed: %w", app, c.ID, svc, res.Err(c.ID)))
+			continue
+		}
+		removed = append(removed, c.ID)
+	}
+	return removed, errors.Join(errs...)
+}
