@@ -98,7 +98,7 @@ func (s *serviceRun) instanceName(i int) string {
 // instance is removed before it returns. Only the primary reports progress
 // and phase times.
 func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRun) {
-	d, e := s.d, s.d.e
+	e := s.d.e
 	spec := s.pin.spec
 	r = instanceRun{index: i, name: s.instanceName(i)}
 	what := r.name
@@ -108,7 +108,12 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 	progress, done := func(Phase, string) {}, func(string, time.Time) {}
 	if i == 0 {
 		progress = func(p Phase, detail string) { s.progress(p, detail, 0) }
-		done = func(phase string, t time.Time) { s.timer.done(phase, t) }
+		done = func(phase string, t time.Time) {
+			// Phases are on the step the replicas' journal saves encode.
+			s.journalMu.Lock()
+			defer s.journalMu.Unlock()
+			s.timer.done(phase, t)
+		}
 	}
 	fail := func(err error, drop bool) instanceRun {
 		r.err = err
@@ -162,19 +167,8 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 	}
 	done("start", t)
 	// 5. Binds and claims.
-	if ports := spec.BackendPorts(); len(ports) > 0 {
-		binds, err := e.Runtime.BackendBinds(ctx, id, ports)
-		if err != nil {
-			if xerr := e.candidateExit(ctx, id); xerr != nil {
-				r.diags = e.logTail(ctx, id, s.pin.secrets)
-				return fail(xerr, true)
-			}
-			return fail(fmt.Errorf("read backend binds of %s: %w", id, err), true)
-		}
-		if err := e.registerBackendClaims(ctx, d.app, id, binds); err != nil {
-			return fail(fmt.Errorf("register backend claims of %s: %w", id, err), true)
-		}
-		r.binds = binds
+	if err := s.instanceBinds(ctx, &r); err != nil {
+		return fail(err, true)
 	}
 	// 6. Readiness with the deploy-time probe.
 	t = time.Now()
@@ -200,6 +194,30 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 		}
 	}
 	return r
+}
+
+// instanceBinds is R17.5 for one instance: read its binds for the spec's
+// backend ports and register its claims. An instance that exited meanwhile
+// fails with its exit, its log tail in r.diags.
+func (s *serviceRun) instanceBinds(ctx context.Context, r *instanceRun) error {
+	e := s.d.e
+	ports := s.pin.spec.BackendPorts()
+	if len(ports) == 0 {
+		return nil
+	}
+	binds, err := e.Runtime.BackendBinds(ctx, r.id, ports)
+	if err != nil {
+		if xerr := e.candidateExit(ctx, r.id); xerr != nil {
+			r.diags = e.logTail(ctx, r.id, s.pin.secrets)
+			return xerr
+		}
+		return fmt.Errorf("read backend binds of %s: %w", r.id, err)
+	}
+	if err := e.registerBackendClaims(ctx, s.d.app, r.id, binds); err != nil {
+		return fmt.Errorf("register backend claims of %s: %w", r.id, err)
+	}
+	r.binds = binds
+	return nil
 }
 
 // journalInstance persists instance i's container ID on the step before
