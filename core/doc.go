@@ -5,5 +5,6 @@
 // registry-auth context and the depends_on graph. Backend plugins and the
 // plugin SDK compile against this package only; the engine that drives the
 // backends is core/engine. It imports no project package but
-// edgeproxy/routetable (the route graph the Traffic interface carries).
+// core/routetable (the route graph the Traffic interface carries, which the
+// edge proxy reads); nothing in core imports the edge.
 package core

@@ -60,6 +60,55 @@ type ActiveService struct {
 	// hosts and connections to its published TCP ports until then. A
 	// record with binds is routed normally whatever HoldUntil says.
 	HoldUntil *time.Time `json:"hold_until,omitempty"`
+	// Replicas are the generation's other instances when the spec asks for
+	// more than one (ServiceSpec.Replicas): the primary instance is
+	// Container with BackendBinds and UDPBackendBinds above, every replica
+	// is an Instance of the same revision, digest and spec. A record
+	// written before replicas existed has none and reads as one instance.
+	Replicas []Instance `json:"replicas,omitempty"`
+}
+
+// Instance is one running container of a generation and the loopback
+// binds the edge reaches it at (empty while it is withdrawn).
+type Instance struct {
+	Container string `json:"container"`
+	// BackendBinds maps TCP container port → 127.0.0.1 host port.
+	BackendBinds map[int]int `json:"backend_binds,omitempty"`
+	// UDPBackendBinds maps UDP container port → 127.0.0.1 host port.
+	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
+}
+
+// Instances returns every instance of the generation, the primary
+// (Container) first, then the replicas in their recorded order; none when
+// the record names no container.
+func (a *ActiveService) Instances() []Instance {
+	if a == nil || a.Container == "" {
+		return nil
+	}
+	out := make([]Instance, 0, 1+len(a.Replicas))
+	out = append(out, Instance{Container: a.Container, BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds})
+	return append(out, a.Replicas...)
+}
+
+// Names reports whether id is one of the generation's instances.
+func (a *ActiveService) Names(id string) bool {
+	for _, in := range a.Instances() {
+		if id != "" && in.Container == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ReplicaIDs lists the containers of the replicas (not the primary).
+func (a *ActiveService) ReplicaIDs() []string {
+	var out []string
+	if a != nil {
+		for _, r := range a.Replicas {
+			out = append(out, r.Container)
+		}
+	}
+	return out
 }
 
 // Intent is the durable stopped flag (SPEC 1.1).
@@ -159,6 +208,11 @@ type Step struct {
 	Diagnostics []string  `json:"diagnostics,omitempty"`
 	Digest      string    `json:"digest,omitempty"`
 	Image       string    `json:"image,omitempty"`
+	// Replicas are the containers a deploy step created beside After for a
+	// service with more than one instance, each persisted before it is
+	// started (R5.3); interrupted-op reconciliation converges each one as
+	// it converges After.
+	Replicas []string `json:"replicas,omitempty"`
 	// Result is the service result a succeeded deploy step reached
 	// ("deployed", "unchanged", "removed"), so a replay (R8) reports it
 	// without reading Detail. Empty on other steps and in journals written

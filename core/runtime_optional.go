@@ -3,7 +3,7 @@ package core
 import (
 	"context"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // VolumeState is what the engine reports about an existing volume.

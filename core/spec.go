@@ -98,7 +98,25 @@ type ServiceSpec struct {
 	// deploy runs it to completion before the services that depend on it,
 	// and it is never published, routed or restarted).
 	Run string `json:"run,omitempty"`
+	// Replicas is how many instances of the service's generation run at
+	// once (manifest replicas, compose deploy.replicas or scale): 0 and 1
+	// both mean one. More than one needs an overlap-eligible service that
+	// is not a one-shot (a single-writer service runs one instance); the
+	// edge balances the service's routes over them.
+	Replicas int `json:"replicas,omitempty"`
 }
+
+// Instances is the number of instances the service runs (Replicas, at
+// least 1).
+func (s *ServiceSpec) Instances() int {
+	if s.Replicas < 1 {
+		return 1
+	}
+	return s.Replicas
+}
+
+// MaxReplicas bounds ServiceSpec.Replicas.
+const MaxReplicas = 100
 
 // RunOnce marks a one-shot service (ServiceSpec.Run).
 const RunOnce = "once"

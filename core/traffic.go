@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // Traffic is the routing backend (ARCHITECTURE §4, SPEC decision 11). It

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // Reload asks Run to re-read the route table now instead of at the next

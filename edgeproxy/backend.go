@@ -22,7 +22,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // backendIdleEviction is how long a backend that no snapshot references and

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // edge is a running in-process gordon-edge for one test.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // holdRetryAfter is the Retry-After (seconds) of a 503 for a held or

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // Decision 11 / ARCHITECTURE §5: HTTP routing by Host — exact first, then the

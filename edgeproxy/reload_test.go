@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // postReload is admin POST /reload; it returns the status code and the

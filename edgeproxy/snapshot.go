@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // snapshot is one applied route table, immutable once built (STYLE "What we
@@ -118,11 +118,10 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 	sort.SliceStable(s.wildcards, func(i, j int) bool { return len(s.wildcards[i].suffix) > len(s.wildcards[j].suffix) })
 	for _, l4 := range [][]routetable.L4Route{t.TCP, t.UDP} {
 		for _, r := range l4 {
-			if r.Backend == "" {
-				continue // held
+			for _, b := range r.L4Backends() { // none while held
+				reg.get(b.Addr)
+				referenced[b.Addr] = struct{}{}
 			}
-			reg.get(r.Backend)
-			referenced[r.Backend] = struct{}{}
 		}
 	}
 	return s, referenced

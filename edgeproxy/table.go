@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // ErrInvalidTable is wrapped by every route table rejection. The edge does
@@ -111,6 +111,14 @@ func ValidateTable(t *routetable.Table) error {
 			}
 			if err := validateAddr(r.Backend, true); err != nil {
 				return fmt.Errorf("route table: %s listen %q (app %q, service %q, container %q): backend %q: %w", proto, r.Listen, r.App, r.Service, r.Container, r.Backend, err)
+			}
+			if len(r.Backends) > 0 && (r.Backends[0].Addr != r.Backend || proto == "udp" && len(r.Backends) > 1) {
+				return fmt.Errorf("route table: %s listen %q (app %q, service %q): backends must start with backend %q, and a UDP route has one: %w", proto, r.Listen, r.App, r.Service, r.Backend, ErrInvalidTable)
+			}
+			for _, b := range r.Backends {
+				if err := validateAddr(b.Addr, true); err != nil {
+					return fmt.Errorf("route table: %s listen %q (app %q, service %q, container %q): backend %q: %w", proto, r.Listen, r.App, r.Service, b.Container, b.Addr, err)
+				}
 			}
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // A restart with routes.json missing serves the last applied table

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 const goodTable = `{"schema":1,"generation":3,

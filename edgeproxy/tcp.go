@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // tcpRelays owns the TCP listeners of the current route table. A listener
@@ -47,11 +47,25 @@ type tcpListener struct {
 // tcpTarget is where a listener's new connections go: backend, or, while
 // backend is nil, held until the next target (SPEC R58).
 type tcpTarget struct {
-	backend *backend
-	hold    *routetable.Hold
+	// backends are the route's instances; new connections go round-robin.
+	backends []*backend
+	next     atomic.Uint64
+	hold     *routetable.Hold
 	// replaced is closed when the listener gets its next target.
 	replaced chan struct{}
 	held     atomic.Int64
+}
+
+// pick returns the backend for one new connection, round-robin over the
+// route's instances; nil while held.
+func (tg *tcpTarget) pick() *backend {
+	switch len(tg.backends) {
+	case 0:
+		return nil
+	case 1:
+		return tg.backends[0]
+	}
+	return tg.backends[(tg.next.Add(1)-1)%uint64(len(tg.backends))]
 }
 
 // retarget makes tg the listener's target and wakes the connections held
@@ -107,7 +121,9 @@ func (t *tcpRelays) update(routes []routetable.L4Route) {
 	for listen, r := range want {
 		tg := &tcpTarget{hold: r.Hold, replaced: make(chan struct{})}
 		if r.Hold == nil {
-			tg.backend = t.reg.get(r.Backend)
+			for _, b := range r.L4Backends() {
+				tg.backends = append(tg.backends, t.reg.get(b.Addr))
+			}
 		}
 		if l, ok := t.listeners[listen]; ok {
 			l.retarget(tg)
@@ -147,13 +163,13 @@ func (t *tcpRelays) accept(l *tcpListener) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		tg := acquireTCP(l) // read once: this connection stays on its backend
+		tg, b := acquireTCP(l) // read once: this connection stays on its backend
 		t.wg.Add(1)
-		if tg.backend == nil {
+		if b == nil {
 			go t.holdConn(c, l, tg)
 			continue
 		}
-		go t.relay(c, l, tg.backend)
+		go t.relay(c, l, b)
 	}
 }
 
@@ -162,9 +178,10 @@ func (t *tcpRelays) accept(l *tcpListener) {
 // first target that has one, or closed when the hold's Until passes, the
 // queue is full, a target without hold arrives, or the relays close.
 func (t *tcpRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
+	var b *backend
 	for {
-		if tg.backend != nil {
-			t.relay(c, l, tg.backend) // takes over the wg count
+		if b != nil {
+			t.relay(c, l, b) // takes over the wg count
 			return
 		}
 		now := time.Now()
@@ -184,7 +201,7 @@ func (t *tcpRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
 		var next *tcpTarget
 		select {
 		case <-tg.replaced:
-			next = acquireTCP(l)
+			next, b = acquireTCP(l)
 		case <-timer.C:
 		case <-t.done:
 		}

@@ -26,25 +26,27 @@ const (
 	tcpAnswerWait = 2 * time.Second
 )
 
-// acquireTCP picks the listener's current target and counts the connection
-// on its backend, as open and as in flight (awaiting the backend's first
-// byte), before checking that the target is still current, so a status
-// read after the next swap sees the connection (the same count-then-recheck
-// as HTTP). It returns the target; a target without a backend (held, SPEC
-// R58) is returned uncounted. releaseTCP undoes the counts of a backend
-// acquired but not used.
-func acquireTCP(l *tcpListener) *tcpTarget {
+// acquireTCP picks the listener's current target and a backend of it for
+// one connection (round-robin over the route's instances), and counts the
+// connection on that backend, as open and as in flight (awaiting the
+// backend's first byte), before checking that the target is still current,
+// so a status read after the next swap sees the connection (the same
+// count-then-recheck as HTTP). A target without a backend (held, SPEC R58)
+// is returned with nil, uncounted. releaseTCP undoes the counts of a
+// backend acquired but not used.
+func acquireTCP(l *tcpListener) (*tcpTarget, *backend) {
 	for {
 		tg := l.target.Load()
-		if tg.backend == nil {
-			return tg
+		b := tg.pick()
+		if b == nil {
+			return tg, nil
 		}
-		tg.backend.openConns.Add(1)
-		tg.backend.inFlight.Add(1)
+		b.openConns.Add(1)
+		b.inFlight.Add(1)
 		if l.target.Load() == tg {
-			return tg
+			return tg, b
 		}
-		releaseTCP(tg.backend)
+		releaseTCP(b)
 	}
 }
 
@@ -200,39 +202,39 @@ func (s *tcpSession) failover(failed net.Conn, readErr error) bool {
 		errors.Is(readErr, io.EOF) && len(s.replay) > 0 || peerClosed(s.client) {
 		return false
 	}
-	tg := acquireTCP(s.l)
-	if tg.backend == nil {
+	_, nb := acquireTCP(s.l)
+	if nb == nil {
 		return false
 	}
-	if tg.backend == s.b {
-		releaseTCP(tg.backend)
+	if nb == s.b {
+		releaseTCP(nb)
 		return false
 	}
-	next, err := net.DialTimeout("tcp", tg.backend.addr, s.t.dialTimeout)
+	next, err := net.DialTimeout("tcp", nb.addr, s.t.dialTimeout)
 	if err == nil && len(s.replay) > 0 {
 		_, err = next.Write(s.replay)
 	}
 	if err != nil {
-		releaseTCP(tg.backend)
+		releaseTCP(nb)
 		if next != nil {
 			_ = next.Close()
 		}
 		return false
 	}
 	s.failovers++
-	s.t.logger.Debug("tcp relay failover", "listen", s.l.listen, "from", s.b.addr, "to", tg.backend.addr, "replayed", len(s.replay))
+	s.t.logger.Debug("tcp relay failover", "listen", s.l.listen, "from", s.b.addr, "to", nb.addr, "replayed", len(s.replay))
 	s.t.mu.Lock()
 	if s.t.closed {
 		// The relays closed (shutdown) while this dialed: close cut
 		// the connections it knew of, so this one ends too.
 		s.t.mu.Unlock()
-		releaseTCP(tg.backend)
+		releaseTCP(nb)
 		_ = next.Close()
 		return false
 	}
 	s.rc.upstream = next
 	s.t.mu.Unlock()
-	s.moveTo(tg.backend)
+	s.moveTo(nb)
 	s.dialed = time.Now()
 	_ = failed.Close()
 	return true
@@ -257,15 +259,15 @@ func (s *tcpSession) dial() (net.Conn, error) {
 		return up, nil
 	}
 	s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)
-	tg := acquireTCP(s.l)
-	if tg.backend == nil {
+	_, nb := acquireTCP(s.l)
+	if nb == nil {
 		return nil, err
 	}
-	if tg.backend == s.b {
-		releaseTCP(tg.backend)
+	if nb == s.b {
+		releaseTCP(nb)
 		return nil, err
 	}
-	s.moveTo(tg.backend)
+	s.moveTo(nb)
 	up, err = net.DialTimeout("tcp", s.b.addr, s.t.dialTimeout)
 	if err != nil {
 		s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)

@@ -23,8 +23,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // HTTPS at the edge (SPEC R62, R63). The edge handshakes HTTPS

@@ -26,9 +26,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // testCA is a throwaway CA that signs leaf certificates for tests.

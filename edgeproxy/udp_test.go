@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // echoUDP is a UDP backend that answers every datagram with name + ":" + it.

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	procfs "github.com/gordon-deploy/docker-gordon/bench/internal/proc"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	trafficedge "github.com/gordon-deploy/docker-gordon/plugins/traffic/edge"
 	"os"
 	"os/exec"

@@ -322,7 +322,7 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		if images, err = prepareDeployInput(ctx, e, f, &rc, drop, &extra); err != nil {
 			return rc, err
 		}
-	case "start", "restart", "rollback", "reconcile":
+	case "start", "restart", "rollback", "scale", "reconcile":
 		pulls = true
 	case "secrets set":
 		in := e.dockerCli.In()

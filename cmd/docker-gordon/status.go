@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -144,10 +146,33 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 			s.Revision, state, formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(strings.Join(s.Routes, ", ")), orDash(strings.Join(flags, ",")))
 	}
 	tw.Flush()
+	printInstances(w, st.Services)
 	for _, s := range st.Services {
 		if r := s.LastRecovery; r != nil {
 			fmt.Fprintf(w, "%s: recovered %s at %s: %s (%s)\n", s.Service, shortID(r.Container), r.At.UTC().Format(time.RFC3339), r.Reason, r.Action)
 		}
+	}
+}
+
+// printInstances prints, for the services that run more than one
+// instance, one row per instance: container, state (health), binds.
+func printInstances(w io.Writer, services []engine.ServiceStatus) {
+	var tw *tabwriter.Writer
+	for _, s := range services {
+		for _, in := range s.Instances {
+			if tw == nil {
+				tw = newTable(w)
+				fmt.Fprintln(tw, "SERVICE\tINSTANCE\tSTATE\tBINDS")
+			}
+			state := in.State
+			if in.Health != "" {
+				state += " (" + in.Health + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Service, shortID(in.Container), state, formatBinds(in.BackendBinds, in.UDPBackendBinds))
+		}
+	}
+	if tw != nil {
+		tw.Flush()
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 func TestGordonEdgeVersion(t *testing.T) {

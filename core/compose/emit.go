@@ -27,6 +27,7 @@ type service struct {
 	StopSignal  string               `toml:"stop_signal,omitempty"`
 	Replace     string               `toml:"replace,omitempty"`
 	Run         string               `toml:"run,omitempty"`
+	Replicas    int                  `toml:"replicas,omitempty"`
 	DependsOn   []string             `toml:"depends_on,omitempty"`
 	User        string               `toml:"user,omitempty"`
 	WorkingDir  string               `toml:"working_dir,omitempty"`

@@ -4,7 +4,9 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
-// deploy maps deploy: update_config.order → replace, replicas, limits.
+// deploy maps deploy: update_config.order → replace, replicas → replicas
+// (the manifest refuses more than one instance of a single-writer
+// service), limits.
 func (m *mapper) deploy(name string, svc *types.ServiceConfig, raw map[string]any, out *service) {
 	base := "services." + name + ".deploy"
 	dep, _ := raw["deploy"].(map[string]any)
@@ -26,7 +28,8 @@ func (m *mapper) deploy(name string, svc *types.ServiceConfig, raw map[string]an
 		return
 	}
 	if r := svc.Deploy.Replicas; r != nil && *r != 1 {
-		m.refuse(base+".replicas", "deploy.replicas: %d cannot be honoured: a service runs one container until replicas exist; set 1 or remove it", *r)
+		out.Replicas = *r
+		m.from("services."+name+".replicas", base+".replicas")
 	}
 	if rp := svc.Deploy.RestartPolicy; rp != nil {
 		rpRaw, _ := dep["restart_policy"].(map[string]any)
@@ -49,7 +52,7 @@ func (m *mapper) deploy(name string, svc *types.ServiceConfig, raw map[string]an
 		case "order", "failure_action":
 		case "parallelism":
 			if p := uc.Parallelism; p != nil && *p > 1 {
-				m.refuse(base+".update_config.parallelism", "parallelism %d cannot be honoured: one container per service is replaced at a time; remove it", *p)
+				m.refuse(base+".update_config.parallelism", "parallelism %d cannot be honoured: a service's instances are replaced as one set (all new instances ready, then one switch); remove it", *p)
 			}
 		default:
 			m.refuse(base+".update_config."+k, "deploy.update_config.%s cannot be honoured: the new generation is switched to as soon as its readiness passes; remove it (a readiness timeout is x-gordon.readiness.timeout)", k)

@@ -94,6 +94,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 		m.from(base+".stop_grace", base+".stop_grace_period")
 	}
 	m.deploy(name, svc, raw, out)
+	m.scale(name, svc, out)
 	m.volumes(name, svc, out)
 	m.secretsOf(name, svc, out)
 	m.devices(name, svc, out)
@@ -142,9 +143,6 @@ func (m *mapper) refusals(name string, svc *types.ServiceConfig, raw map[string]
 		m.refuse(base+".pull_policy", "pull_policy: always is chosen per deploy in docker gordon: remove it and run deploy --pull always")
 	default:
 		m.refuse(base+".pull_policy", "pull_policy: %s cannot be honoured: docker gordon pulls missing images (deploy --pull always|missing|never); remove it", svc.PullPolicy)
-	}
-	if svc.Scale != nil && *svc.Scale != 1 {
-		m.refuse(base+".scale", "scale: %d cannot be honoured: a service runs one container (replicas are not supported yet); remove it", *svc.Scale)
 	}
 	switch {
 	case m.jobs[name]:
@@ -209,4 +207,14 @@ func (m *mapper) environment(name string, svc *types.ServiceConfig, out *service
 		out.Env[k] = *v
 		m.from("services."+name+".env."+k, "services."+name+".environment")
 	}
+}
+
+// scale maps scale: N to replicas as deploy.replicas (compose-go refuses
+// the two when they disagree), keeping scale as the key errors point at.
+func (m *mapper) scale(name string, svc *types.ServiceConfig, out *service) {
+	if svc.Scale == nil || *svc.Scale == 1 {
+		return
+	}
+	out.Replicas = *svc.Scale
+	m.from("services."+name+".replicas", "services."+name+".scale")
 }

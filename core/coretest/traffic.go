@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // Traffic is a recording fake core.Traffic (SPEC §3 "Recording traffic"):

@@ -2,106 +2,252 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// createCandidate is SPEC R17. On failure it returns the cause and the
-// diagnostics; the candidate (if created) is removed with its warnings
-// added to the result, and s.after stays the candidate ID.
+// createCandidate is SPEC R17 for every instance of the service's new
+// generation (ServiceSpec.Instances; a one-shot has one): the instances are
+// created, started and probed in parallel, the first (the primary, whose
+// ID is the step's After) in this goroutine, the replicas beside it (their
+// IDs journaled as the step's Replicas). The first failure cancels the
+// others; every instance created is then removed, its warnings added to
+// the result, and the cause and diagnostics of that failure are returned.
+// s.after stays the primary's ID.
 func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
-	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
-	spec := s.pin.spec
-	cname := ContainerName(app, name, d.op.ID)
-	cs, err := s.candidateSpec(ctx, cname)
-	if err != nil {
-		return err, nil
+	n := s.pin.spec.Instances()
+	if s.pin.spec.Run == core.RunOnce {
+		n = 1
 	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var mu sync.Mutex
+	var first *instanceRun
+	runs := make([]instanceRun, n)
+	run := func(i int) {
+		r := s.createInstance(cctx, i, n)
+		mu.Lock()
+		defer mu.Unlock()
+		runs[i] = r
+		if r.err != nil && first == nil {
+			first = &runs[i]
+			cancel(r.err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() { run(i) })
+	}
+	run(0)
+	wg.Wait()
+	for _, r := range runs {
+		s.warn(r.warnings...)
+	}
+	p := runs[0]
+	s.after, s.res.After = p.id, p.id
+	if first != nil {
+		for _, r := range runs {
+			if r.id != "" && r.err == nil {
+				s.dropInstance(ctx, r)
+			}
+		}
+		return first.err, first.diags
+	}
+	s.startedAt, s.binds = p.startedAt, p.binds
+	s.replicas = runs[1:]
+	s.res.BackendBinds, s.res.UDPBackendBinds = dpBindMaps(s.binds)
+	s.res.StartedAt = s.startedAt
+	return nil, nil
+}
+
+// instanceRun is one instance of a candidate generation being created
+// (R17): its container, binds and start time, or the failure that removed
+// it (err, diags) with the warnings of that removal.
+type instanceRun struct {
+	index     int
+	id, name  string
+	startedAt time.Time
+	binds     []core.BackendBind
+	warnings  []core.Warning
+	err       error
+	diags     []string
+}
+
+// instanceName is the container name of instance i of the candidate: the
+// primary's is ContainerName, replica i's has "-<i+1>" appended.
+func (s *serviceRun) instanceName(i int) string {
+	name := ContainerName(s.d.app, s.ps.Service, s.d.op.ID)
+	if i > 0 {
+		name += "-" + strconv.Itoa(i+1)
+	}
+	return name
+}
+
+// createInstance is R17 steps 1–6 for instance i of n: create, journal the
+// ID (After for the primary, Replicas for the others) before start, start,
+// observe the start time, read binds and register claims, probe. A failed
+// instance is removed before it returns. Only the primary reports progress
+// and phase times.
+func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRun) {
+	e := s.d.e
+	spec := s.pin.spec
+	r = instanceRun{index: i, name: s.instanceName(i)}
+	what := r.name
+	if n > 1 {
+		what = fmt.Sprintf("%s (instance %d of %d)", r.name, i+1, n)
+	}
+	progress, done := func(Phase, string) {}, func(string, time.Time) {}
+	if i == 0 {
+		progress = func(p Phase, detail string) { s.progress(p, detail, 0) }
+		done = func(phase string, t time.Time) {
+			// Phases are on the step the replicas' journal saves encode.
+			s.journalMu.Lock()
+			defer s.journalMu.Unlock()
+			s.timer.done(phase, t)
+		}
+	}
+	fail := func(err error, drop bool) instanceRun {
+		r.err = err
+		if drop {
+			r.warnings = append(r.warnings, s.removeInstance(ctx, r)...)
+		}
+		return r
+	}
+	cs, err := s.candidateSpec(ctx, r.name)
+	if err != nil {
+		return fail(err, false)
+	}
+	deferred := e.deferRestartPolicy(&cs)
 	// 1. Create.
 	t := time.Now()
-	s.progress(PhaseCreate, cname, 0)
+	progress(PhaseCreate, r.name)
 	id, err := e.Runtime.CreateContainer(ctx, cs)
-	s.timer.done("create", t)
+	done("create", t)
 	if err != nil {
-		s.dropSecretFiles(ctx)
-		return fmt.Errorf("create container %s: %w", cname, err), nil
+		r.warnings = append(r.warnings, s.dropSecretFilesOf(ctx, r.name)...)
+		return fail(fmt.Errorf("create container %s: %w", what, err), false)
 	}
 	if e.AfterCreate != nil {
 		e.AfterCreate(id)
 	}
-	s.after = id
-	s.res.After = id
-	// 2. Persist After before start (R5.3, S32).
-	s.step.After, s.step.UpdatedAt = id, e.now()
-	if err := e.Store.SaveOp(ctx, *d.op); err != nil {
-		s.dropCandidate(ctx, id)
-		return fmt.Errorf("journal candidate %s: %w", id, err), nil
+	r.id = id
+	// 2. Persist the ID before start (R5.3, S32).
+	if err := s.journalInstance(ctx, i, id); err != nil {
+		return fail(fmt.Errorf("journal candidate %s: %w", id, err), true)
 	}
 	// 3. Start.
 	t = time.Now()
-	s.progress(PhaseStart, id, 0)
+	progress(PhaseStart, id)
 	if err := e.Runtime.StartContainer(ctx, id); err != nil {
-		s.timer.done("start", t)
-		s.dropCandidate(ctx, id)
-		return fmt.Errorf("start container %s: %w", id, err), nil
+		done("start", t)
+		return fail(fmt.Errorf("start container %s: %w", what, err), true)
 	}
 	// 4. Observe the execution start time (unreadable → zero); a
 	// candidate that already exited fails here, with its log tail (a
 	// one-shot is expected to exit: runOnce waits for it).
 	if st, err := e.Runtime.InspectContainer(ctx, id); err == nil {
-		s.startedAt = st.StartedAt
+		r.startedAt = st.StartedAt
 		if st.ID == "" {
 			st.ID = id
 		}
 		if xerr := exitOf(st); xerr != nil && spec.Run != core.RunOnce {
-			s.timer.done("start", t)
-			return s.candidateDied(ctx, id, xerr)
+			done("start", t)
+			r.diags = e.logTail(ctx, id, s.pin.secrets)
+			return fail(xerr, true)
 		}
 	}
-	s.timer.done("start", t)
+	done("start", t)
 	// 5. Binds and claims.
-	if ports := spec.BackendPorts(); len(ports) > 0 {
-		binds, err := e.Runtime.BackendBinds(ctx, id, ports)
-		if err != nil {
-			if xerr := e.candidateExit(ctx, id); xerr != nil {
-				return s.candidateDied(ctx, id, xerr)
-			}
-			s.dropCandidate(ctx, id)
-			return fmt.Errorf("read backend binds of %s: %w", id, err), nil
-		}
-		if err := e.registerBackendClaims(ctx, app, id, binds); err != nil {
-			s.dropCandidate(ctx, id)
-			return fmt.Errorf("register backend claims of %s: %w", id, err), nil
-		}
-		s.binds = binds
+	if err := s.instanceBinds(ctx, &r); err != nil {
+		return fail(err, true)
 	}
-	s.res.BackendBinds, s.res.UDPBackendBinds = dpBindMaps(s.binds)
 	// 6. Readiness with the deploy-time probe.
 	t = time.Now()
-	err = s.ready(ctx)
-	s.timer.done("probe", t)
+	err = s.readyOf(ctx, id, r.startedAt, r.binds, i == 0)
+	done("probe", t)
 	if err != nil {
-		diags := e.logTail(ctx, id, s.pin.secrets)
-		s.dropCandidate(ctx, id)
-		return fmt.Errorf("readiness of %s: %w", id, err), diags
+		if ctx.Err() != nil && context.Cause(ctx) != nil && !errors.Is(context.Cause(ctx), ctx.Err()) {
+			// Another instance failed first: this one is only removed.
+			return fail(context.Cause(ctx), true)
+		}
+		r.diags = e.logTail(ctx, id, s.pin.secrets)
+		if n > 1 {
+			return fail(fmt.Errorf("readiness of %s (instance %d of %d): %w", id, i+1, n, err), true)
+		}
+		return fail(fmt.Errorf("readiness of %s: %w", id, err), true)
 	}
 	// 7. Success: a ready candidate gets its restart policy (R59).
-	if s.deferredPolicy {
-		w, err := e.grantRestartPolicy(ctx, name, id)
-		s.warn(w...)
+	if deferred {
+		w, err := e.grantRestartPolicy(ctx, s.ps.Service, id)
+		r.warnings = append(r.warnings, w...)
 		if err != nil {
-			s.dropCandidate(ctx, id)
-			return err, nil
+			return fail(err, true)
 		}
 	}
-	s.res.StartedAt = s.startedAt
-	return nil, nil
+	return r
+}
+
+// instanceBinds is R17.5 for one instance: read its binds for the spec's
+// backend ports and register its claims. An instance that exited meanwhile
+// fails with its exit, its log tail in r.diags.
+func (s *serviceRun) instanceBinds(ctx context.Context, r *instanceRun) error {
+	e := s.d.e
+	ports := s.pin.spec.BackendPorts()
+	if len(ports) == 0 {
+		return nil
+	}
+	binds, err := e.Runtime.BackendBinds(ctx, r.id, ports)
+	if err != nil {
+		if xerr := e.candidateExit(ctx, r.id); xerr != nil {
+			r.diags = e.logTail(ctx, r.id, s.pin.secrets)
+			return xerr
+		}
+		return fmt.Errorf("read backend binds of %s: %w", r.id, err)
+	}
+	if err := e.registerBackendClaims(ctx, s.d.app, r.id, binds); err != nil {
+		return fmt.Errorf("register backend claims of %s: %w", r.id, err)
+	}
+	r.binds = binds
+	return nil
+}
+
+// journalInstance persists instance i's container ID on the step before
+// the container is started (R5.3): the primary's as After, a replica's
+// appended to Replicas. Saves are serialized; a cancelled deploy still
+// saves.
+func (s *serviceRun) journalInstance(ctx context.Context, i int, id string) error {
+	s.journalMu.Lock()
+	defer s.journalMu.Unlock()
+	e := s.d.e
+	if i == 0 {
+		s.step.After = id
+	} else {
+		s.step.Replicas = append(s.step.Replicas, id)
+	}
+	s.step.UpdatedAt = e.now()
+	return e.Store.SaveOp(context.WithoutCancel(ctx), *s.d.op)
+}
+
+// removeInstance removes a created instance of a failed candidate (R24)
+// with its per-container secret files and returns the warnings.
+func (s *serviceRun) removeInstance(ctx context.Context, r instanceRun) []core.Warning {
+	ws := s.d.e.removeCandidate(ctx, s.d.app, s.ps.Service, r.id)
+	return append(ws, s.dropSecretFilesOf(ctx, r.name)...)
+}
+
+// dropInstance removes an instance that was ready when another instance
+// of its candidate failed; its warnings go on the result.
+func (s *serviceRun) dropInstance(ctx context.Context, r instanceRun) {
+	s.warn(s.removeInstance(ctx, r)...)
 }
 
 // candidateSpec is the container spec of the service's candidate named
@@ -128,7 +274,6 @@ func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.Cont
 	if spec.Run == core.RunOnce {
 		cs.RestartPolicy = "" // runs to completion, never restarted
 	}
-	s.deferredPolicy = e.deferRestartPolicy(&cs)
 	for k, v := range map[string]string{
 		core.LabelManaged: "true", core.LabelApp: app, core.LabelService: name, core.LabelIncarnation: d.info.Incarnation,
 		core.LabelOp: d.op.ID, core.LabelRevision: d.rev.ID, core.LabelRole: "workload",
@@ -153,27 +298,36 @@ func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.Cont
 	return cs, nil
 }
 
-// dropCandidate removes a failed candidate (R24) and its per-container
-// secret files; every problem becomes a warning on the result.
+// dropCandidate removes a failed candidate's primary (R24) and its
+// per-container secret files; every problem becomes a warning on the
+// result.
 func (s *serviceRun) dropCandidate(ctx context.Context, id string) {
 	s.warn(s.d.e.removeCandidate(ctx, s.d.app, s.ps.Service, id)...)
 	s.dropSecretFiles(ctx)
 }
 
-// dropSecretFiles deletes the candidate's file-secret copies, which are
+// dropSecretFiles deletes the primary's file-secret copies, which are
 // keyed by the container name (decision 13).
 func (s *serviceRun) dropSecretFiles(ctx context.Context) {
-	if len(s.pin.files) == 0 {
-		return
-	}
-	cname := ContainerName(s.d.app, s.ps.Service, s.d.op.ID)
-	if err := s.d.e.Store.DeleteContainerSecrets(ctx, s.d.app, cname); err != nil {
-		s.warn(core.Warning{Service: s.ps.Service, Leftover: cname, Detail: "secret files cleanup failed: " + err.Error()})
-	}
+	s.warn(s.dropSecretFilesOf(ctx, s.instanceName(0))...)
 }
 
-// ready runs the deploy-time probe (R29) on the candidate's fresh binds.
-func (s *serviceRun) ready(ctx context.Context) error {
+// dropSecretFilesOf deletes the file-secret copies of the container named
+// cname and returns a warning when that fails.
+func (s *serviceRun) dropSecretFilesOf(ctx context.Context, cname string) []core.Warning {
+	if len(s.pin.files) == 0 {
+		return nil
+	}
+	if err := s.d.e.Store.DeleteContainerSecrets(ctx, s.d.app, cname); err != nil {
+		return []core.Warning{{Service: s.ps.Service, Leftover: cname, Detail: "secret files cleanup failed: " + err.Error()}}
+	}
+	return nil
+}
+
+// readyOf runs the deploy-time probe (R29) on one instance (container id,
+// its execution start time and fresh binds); report says whether its
+// attempts go to progress.
+func (s *serviceRun) readyOf(ctx context.Context, id string, startedAt time.Time, binds []core.BackendBind, report bool) error {
 	e := s.d.e
 	spec := s.pin.spec
 	if spec.Run == core.RunOnce {
@@ -186,35 +340,29 @@ func (s *serviceRun) ready(ctx context.Context) error {
 	if e.Readiness == nil && r.Type != core.ReadinessDocker {
 		return fmt.Errorf("%w: no readiness backend for %s readiness", core.ErrUnavailable, r.Type)
 	}
-	target, err := ProbeTargetFor(s.d.app, spec, r, s.after, s.startedAt, s.binds)
+	target, err := ProbeTargetFor(s.d.app, spec, r, id, startedAt, binds)
 	if err != nil {
 		return err
 	}
-	s.progress(PhaseProbe, target.Address, 0)
+	progress := func(WaitResult) {}
+	if report {
+		s.progress(PhaseProbe, target.Address, 0)
+		progress = func(w WaitResult) { s.progress(PhaseProbe, w.LastDetail, w.Attempts) }
+	}
 	// The candidate is watched while it is probed: an exit ends the wait
 	// at once with its exit code instead of probing until the timeout.
-	wctx, stop, exited := e.watchCandidate(ctx, s.after)
-	_, err = e.waitReady(wctx, target, r, func(w WaitResult) {
-		s.progress(PhaseProbe, w.LastDetail, w.Attempts)
-	})
+	wctx, stop, exited := e.watchCandidate(ctx, id)
+	_, err = e.waitReady(wctx, target, r, progress)
 	stop()
 	if xerr := exited(); xerr != nil {
 		return xerr
 	}
 	if err != nil && ctx.Err() == nil {
-		if xerr := e.candidateExit(ctx, s.after); xerr != nil {
+		if xerr := e.candidateExit(ctx, id); xerr != nil {
 			return xerr
 		}
 	}
 	return err
-}
-
-// candidateDied fails the candidate step for a candidate that stopped
-// running: the cause names its exit, the diagnostics are its log tail.
-func (s *serviceRun) candidateDied(ctx context.Context, id string, cause error) (error, []string) {
-	diags := s.d.e.logTail(ctx, id, s.pin.secrets)
-	s.dropCandidate(ctx, id)
-	return cause, diags
 }
 
 // logTail captures the candidate's last LogTailLines (default 50) lines

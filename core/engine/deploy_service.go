@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -29,9 +30,12 @@ type serviceRun struct {
 	after     string
 	startedAt time.Time
 	binds     []core.BackendBind
-	// deferredPolicy: the candidate was created without its restart
-	// policy, which it gets once ready (R59).
-	deferredPolicy bool
+	// replicas are the candidate's other instances (ServiceSpec.Replicas)
+	// once every instance is ready.
+	replicas []instanceRun
+	// journalMu serializes the journal saves of instances created in
+	// parallel.
+	journalMu sync.Mutex
 }
 
 func (d *deployRun) pinnedFor(name string) *pinnedService {
@@ -169,11 +173,18 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 		return s.fail(ctx, err, diags)
 	}
 	// 5. retirement-pending for Before, with the predecessor's grace.
-	m := core.Marker{App: app, Service: name, Container: s.before, Reason: core.MarkerRetirementPending,
-		Operation: s.d.op.ID, CreatedAt: e.now(), StopGrace: core.Duration(s.predGrace), StopSignal: s.prev.StopSignal}
-	if err := e.Store.SaveMarker(ctx, m); err != nil {
-		s.dropCandidate(ctx, s.after)
-		return s.fail(ctx, fmt.Errorf("save retirement-pending marker for %s: %w", s.before, err), nil)
+	// Every instance of the predecessor gets one: each is retired on its
+	// own once the successor is verified (R43).
+	for _, old := range s.prev.Instances() {
+		m := core.Marker{App: app, Service: name, Container: old.Container, Reason: core.MarkerRetirementPending,
+			Operation: s.d.op.ID, CreatedAt: e.now(), StopGrace: core.Duration(s.predGrace), StopSignal: s.prev.StopSignal}
+		if err := e.Store.SaveMarker(ctx, m); err != nil {
+			s.dropCandidate(ctx, s.after)
+			for _, r := range s.replicas {
+				s.dropInstance(ctx, r)
+			}
+			return s.fail(ctx, fmt.Errorf("save retirement-pending marker for %s: %w", old.Container, err), nil)
+		}
 	}
 	// R14.5 publish and route.
 	if err := s.publishAndRoute(ctx, false); err != nil {
@@ -204,23 +215,25 @@ func (s *serviceRun) retireSuperseded(ctx context.Context) {
 	}
 	s.timer.done("drain", t)
 	t = time.Now()
-	s.progress(PhaseRetire, s.before, 0)
-	r := e.retire(ctx, app, s.before, RetireOptions{Service: name, Grace: s.predGrace, ClearMarker: true, RetryOnLeak: true})
-	s.timer.done("retire", t)
-	s.warn(r.Warnings...)
-	if !r.Gone && len(r.Warnings) == 0 {
-		s.warn(core.Warning{Service: name, Leftover: s.before, Detail: "superseded container not confirmed gone"})
+	for _, old := range s.prev.Instances() {
+		s.progress(PhaseRetire, old.Container, 0)
+		r := e.retire(ctx, app, old.Container, RetireOptions{Service: name, Grace: s.predGrace, ClearMarker: true, RetryOnLeak: true})
+		s.warn(r.Warnings...)
+		if !r.Gone && len(r.Warnings) == 0 {
+			s.warn(core.Warning{Service: name, Leftover: old.Container, Detail: "superseded container not confirmed gone"})
+		}
 	}
+	s.timer.done("retire", t)
 }
 
-// backendAddrs lists the loopback addresses the edge routes to prev.
+// backendAddrs lists the loopback addresses the edge routes to prev's
+// instances.
 func backendAddrs(prev *core.ActiveService) []string {
-	if prev == nil {
-		return nil
-	}
 	var out []string
-	for _, port := range slices.Sorted(maps.Keys(prev.BackendBinds)) {
-		out = append(out, LoopbackAddr(prev.BackendBinds[port]))
+	for _, in := range prev.Instances() {
+		for _, port := range slices.Sorted(maps.Keys(in.BackendBinds)) {
+			out = append(out, LoopbackAddr(in.BackendBinds[port]))
+		}
 	}
 	return out
 }
@@ -269,6 +282,14 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		if !r.Gone {
 			return s.fail(ctx, fmt.Errorf("superseded container %s not confirmed gone: %w", s.before, r.Err(s.before)), nil)
 		}
+		// The predecessor's replicas go the same way (stateless: no marker).
+		for _, id := range s.prev.ReplicaIDs() {
+			r := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: s.predGrace})
+			s.warn(r.Warnings...)
+			if !r.Gone {
+				return s.fail(ctx, fmt.Errorf("superseded container %s not confirmed gone: %w", id, r.Err(id)), nil)
+			}
+		}
 	}
 	// 5. Candidate creation.
 	if err, diags := s.createCandidate(ctx); err != nil {
@@ -305,12 +326,19 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 		rec.ActivatedBy, rec.ActivatedAt = s.prev.ActivatedBy, s.prev.ActivatedAt
 		rec.Image, rec.Digest = s.prev.Image, s.prev.Digest
 		rec.BackendBinds, rec.UDPBackendBinds = maps.Clone(s.prev.BackendBinds), maps.Clone(s.prev.UDPBackendBinds)
+		rec.Replicas = cloneInstances(s.prev.Replicas)
 		if cur := active.Services[name]; cur != nil && cur.Container == s.after {
 			// Keep what ACTIVE holds now (binds may have been refreshed).
 			rec.BackendBinds, rec.UDPBackendBinds = maps.Clone(cur.BackendBinds), maps.Clone(cur.UDPBackendBinds)
+			rec.Replicas = cloneInstances(cur.Replicas)
 		}
 	} else {
 		rec.BackendBinds, rec.UDPBackendBinds = dpBindMaps(s.binds)
+		for _, r := range s.replicas {
+			in := core.Instance{Container: r.id}
+			in.BackendBinds, in.UDPBackendBinds = dpBindMaps(r.binds)
+			rec.Replicas = append(rec.Replicas, in)
+		}
 	}
 	active.Services[name] = rec
 	active.Converged = dpConverged(active, d.rev)
@@ -337,6 +365,15 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 		return fmt.Errorf("route: %w", err)
 	}
 	return nil
+}
+
+// cloneInstances returns a deep copy of ins (nil for none).
+func cloneInstances(ins []core.Instance) []core.Instance {
+	var out []core.Instance
+	for _, in := range ins {
+		out = append(out, core.Instance{Container: in.Container, BackendBinds: maps.Clone(in.BackendBinds), UDPBackendBinds: maps.Clone(in.UDPBackendBinds)})
+	}
+	return out
 }
 
 // dpConverged reports whether every service rev declares is published at
@@ -427,10 +464,12 @@ func (d *deployRun) dropService(ctx context.Context, ps PlannedService) error {
 		if err := e.Store.SaveMarker(ctx, m); err != nil {
 			return s.fail(ctx, fmt.Errorf("save removed marker for %s: %w", ps.Before, err), nil)
 		}
-		r := e.retire(ctx, app, ps.Before, RetireOptions{Service: name, Grace: grace, ClearMarker: true})
-		s.warn(r.Warnings...)
-		if !r.Gone {
-			return s.fail(ctx, fmt.Errorf("container %s not confirmed gone: %w", ps.Before, r.Err(ps.Before)), nil)
+		for _, id := range append(cur.ReplicaIDs(), ps.Before) {
+			r := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: grace, ClearMarker: true})
+			s.warn(r.Warnings...)
+			if !r.Gone {
+				return s.fail(ctx, fmt.Errorf("container %s not confirmed gone: %w", id, r.Err(id)), nil)
+			}
 		}
 	}
 	active, err := e.loadActive(ctx, app)

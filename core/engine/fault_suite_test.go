@@ -17,7 +17,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/coretest"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // The fault-injection suite: what the crash suite does for kill -9, for

@@ -11,7 +11,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/coretest"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 func volumeWeb(spec core.ServiceSpec) core.ServiceSpec {

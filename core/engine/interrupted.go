@@ -121,7 +121,7 @@ type interruptedRun struct {
 func (r *interruptedRun) workSteps() []int {
 	var work []int
 	for i, s := range r.op.Steps {
-		if s.After == "" {
+		if s.After == "" && len(s.Replicas) == 0 {
 			continue
 		}
 		if !r.terminal || s.State == core.StepFailed {
@@ -143,8 +143,8 @@ func (r *interruptedRun) loadPublished(ctx context.Context) error {
 	}
 	r.published = map[string]bool{}
 	for _, s := range active.Services {
-		if s != nil && s.Container != "" {
-			r.published[s.Container] = true
+		for _, in := range s.Instances() {
+			r.published[in.Container] = true
 		}
 	}
 	return nil
@@ -173,13 +173,17 @@ func (r *interruptedRun) markerReason(ctx context.Context, service, container st
 // fully converged gets its After cleared.
 func (r *interruptedRun) convergeStep(ctx context.Context, st *core.Step) {
 	cand := st.After
-	isPublished := r.published[cand]
+	isPublished := cand != "" && r.published[cand]
 	converged := true
-	if isPublished {
+	if !r.convergeReplicas(ctx, st) {
+		return
+	}
+	switch {
+	case isPublished:
 		r.keepPublished(st)
-	} else {
+	case cand != "":
 		var ok bool
-		if converged, ok = r.removeCandidate(ctx, st); !ok {
+		if converged, ok = r.removeCandidate(ctx, st, cand); !ok {
 			return
 		}
 	}
@@ -187,10 +191,26 @@ func (r *interruptedRun) convergeStep(ctx context.Context, st *core.Step) {
 		converged = false
 	}
 	if converged && st.State != core.StepSucceeded {
-		st.After = ""
+		st.After, st.Replicas = "", nil
 		st.UpdatedAt = r.now
 		r.changed = true
 	}
+}
+
+// convergeReplicas applies R47 to the step's replica candidates: a replica
+// ACTIVE names is kept, any other is force-removed. It reports false when
+// one is not confirmed gone (recorded in stuck).
+func (r *interruptedRun) convergeReplicas(ctx context.Context, st *core.Step) bool {
+	ok := true
+	for _, id := range st.Replicas {
+		if r.published[id] {
+			continue
+		}
+		if _, gone := r.removeCandidate(ctx, st, id); !gone {
+			ok = false
+		}
+	}
+	return ok
 }
 
 // keepPublished fails a not-succeeded step of a non-terminal op whose
@@ -210,8 +230,7 @@ func (r *interruptedRun) keepPublished(st *core.Step) {
 // removeCandidate force-removes the step's unpublished candidate (R24). ok
 // is false when it is not confirmed gone (recorded in stuck); converged is
 // false when claims leaked (retried next time).
-func (r *interruptedRun) removeCandidate(ctx context.Context, st *core.Step) (converged, ok bool) {
-	cand := st.After
+func (r *interruptedRun) removeCandidate(ctx context.Context, st *core.Step, cand string) (converged, ok bool) {
 	res := r.e.retire(ctx, r.app, cand, RetireOptions{Service: st.Service, Force: true})
 	if len(res.Warnings) > 0 {
 		r.op.Warnings = reconcileWarnings(r.op.Warnings, res.Warnings)

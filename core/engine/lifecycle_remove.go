@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
@@ -149,19 +150,24 @@ func (r *lifecycleRun) removeService(ctx context.Context, name string, as *core.
 		if err := e.withdraw(ctx, app, name); err != nil {
 			return failWith(fmt.Errorf("remove %s: service %s: withdraw: %w", app, name, err))
 		}
-		m := core.Marker{App: app, Service: name, Container: id, Reason: core.MarkerRemoved, Operation: r.op.ID, CreatedAt: e.now()}
-		if err := e.Store.SaveMarker(ctx, m); err != nil {
-			return failWith(fmt.Errorf("remove %s: service %s: save removed marker for %s: %w", app, name, id, err))
-		}
-		rr := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: EffectiveGrace(grace), ClearMarker: true, RetryOnLeak: true})
-		res.Warnings = append(res.Warnings, rr.Warnings...)
-		if !rr.Gone {
-			return failWith(fmt.Errorf("remove %s: service %s: container %s not confirmed gone: %w", app, name, id, rr.Err(id)))
-		}
-		if !rr.Settled {
-			// Its claims are still registered: abort (ACTIVE and the
-			// marker stay) so a repeated remove releases them.
-			return failWith(fmt.Errorf("remove %s: service %s: container %s removed but its port claims were not released (run remove again): %w", app, name, id, rr.Err(id)))
+		// Replicas first, the primary last: every instance is removed the
+		// same way.
+		for _, inst := range slices.Backward(as.Instances()) {
+			id := inst.Container
+			m := core.Marker{App: app, Service: name, Container: id, Reason: core.MarkerRemoved, Operation: r.op.ID, CreatedAt: e.now()}
+			if err := e.Store.SaveMarker(ctx, m); err != nil {
+				return failWith(fmt.Errorf("remove %s: service %s: save removed marker for %s: %w", app, name, id, err))
+			}
+			rr := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: EffectiveGrace(grace), ClearMarker: true, RetryOnLeak: true})
+			res.Warnings = append(res.Warnings, rr.Warnings...)
+			if !rr.Gone {
+				return failWith(fmt.Errorf("remove %s: service %s: container %s not confirmed gone: %w", app, name, id, rr.Err(id)))
+			}
+			if !rr.Settled {
+				// Its claims are still registered: abort (ACTIVE and the
+				// marker stay) so a repeated remove releases them.
+				return failWith(fmt.Errorf("remove %s: service %s: container %s removed but its port claims were not released (run remove again): %w", app, name, id, rr.Err(id)))
+			}
 		}
 	}
 	res.Result = ResultDeployed

@@ -83,27 +83,34 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*DeployResu
 	if err != nil {
 		return nil, err
 	}
-	pins := pinnedImages(target.ID, ops, active)
-	spec := target.Spec
-	spec.Services = append([]core.ServiceSpec(nil), target.Spec.Services...)
-	for i := range spec.Services {
-		p, ok := pins[spec.Services[i].Name]
-		if !ok {
-			continue
-		}
-		// A reference that still resolves to the pinned digest is kept as
-		// written, so an unchanged service stays unchanged (R15).
-		if cur, err := e.Runtime.ResolveImage(ctx, spec.Services[i].Image); err == nil && p.Digest != "" && cur.Digest == p.Digest {
-			continue
-		}
-		spec.Services[i].Image = p.Ref
-	}
+	spec := e.pinnedSpec(ctx, target, ops, active)
 	e.progress(ProgressEvent{App: app, Phase: PhaseResolve, Detail: "rollback to " + target.ID})
 	rev, err := e.SubmitRevision(ctx, spec, target.SourceSHA256)
 	if err != nil {
 		return nil, fmt.Errorf("rollback %s to %s: %w", app, target.ID, err)
 	}
 	return e.Deploy(ctx, DeployRequest{App: app, Revision: rev.ID, OpKey: req.OpKey, Pull: req.Pull, Verb: core.VerbRollback, RollbackTo: target.ID})
+}
+
+// pinnedSpec returns a copy of rev's spec whose images are pinned to the
+// runtime images rev last ran with (pinnedImages); a reference that still
+// resolves to the pinned digest is kept as written, so an unchanged
+// service stays unchanged (R15).
+func (e *Engine) pinnedSpec(ctx context.Context, rev core.Revision, ops []core.Operation, active core.Active) core.AppSpec {
+	pins := pinnedImages(rev.ID, ops, active)
+	spec := rev.Spec
+	spec.Services = append([]core.ServiceSpec(nil), rev.Spec.Services...)
+	for i := range spec.Services {
+		p, ok := pins[spec.Services[i].Name]
+		if !ok {
+			continue
+		}
+		if cur, err := e.Runtime.ResolveImage(ctx, spec.Services[i].Image); err == nil && p.Digest != "" && cur.Digest == p.Digest {
+			continue
+		}
+		spec.Services[i].Image = p.Ref
+	}
+	return spec
 }
 
 // currentRevision is the revision ACTIVE serves: the converged revision,

@@ -66,8 +66,8 @@ func (r *lifecycleRun) stop(ctx context.Context) (*OpResult, error) {
 	named := map[string]bool{}
 	for _, name := range activeServiceNamesReverse(active) {
 		as := active.Services[name]
-		if as != nil && as.Container != "" {
-			named[as.Container] = true
+		for _, in := range as.Instances() {
+			named[in.Container] = true
 		}
 		r.stopService(ctx, name, as)
 	}
@@ -106,6 +106,10 @@ func (r *lifecycleRun) stopService(ctx context.Context, name string, as *core.Ac
 		return
 	}
 	if id != "" {
+		if err := r.stopReplicas(ctx, name, as, &res); err != nil {
+			failWith(err)
+			return
+		}
 		rr := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: EffectiveGrace(grace), ClearMarker: true})
 		res.Warnings = append(res.Warnings, rr.Warnings...)
 		if !rr.Gone {
@@ -118,6 +122,35 @@ func (r *lifecycleRun) stopService(ctx context.Context, name string, as *core.Ac
 	r.setStep(i, core.StepSucceeded, "")
 	r.results = append(r.results, res)
 	r.progress(name, PhaseDone, "stopped "+id, true)
+}
+
+// stopReplicas retires the replicas of a stopped service (its grace,
+// clear-marker) and drops them from ACTIVE: start brings the primary back
+// (R51), and the next deploy or scale creates the missing instances (the
+// plan sees fewer instances than the spec asks for).
+func (r *lifecycleRun) stopReplicas(ctx context.Context, name string, as *core.ActiveService, res *ServiceResult) error {
+	e, app := r.e, r.app
+	if len(as.Replicas) == 0 {
+		return nil
+	}
+	for _, id := range as.ReplicaIDs() {
+		rr := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: EffectiveGrace(as.Spec.StopGrace), ClearMarker: true})
+		res.Warnings = append(res.Warnings, rr.Warnings...)
+		if !rr.Gone {
+			return fmt.Errorf("stop %s: service %s: replica %s not stopped: %w", app, name, id, rr.Err(id))
+		}
+	}
+	a, err := e.Store.LoadActive(ctx, app)
+	if err != nil {
+		return fmt.Errorf("stop %s: service %s: load ACTIVE: %w", app, name, err)
+	}
+	if cur := a.Services[name]; cur != nil {
+		cur.Replicas = nil
+		if err := e.Store.SaveActive(ctx, a); err != nil {
+			return fmt.Errorf("stop %s: service %s: save ACTIVE: %w", app, name, err)
+		}
+	}
+	return nil
 }
 
 // retirePredecessors is R50's "pending predecessors": retire every

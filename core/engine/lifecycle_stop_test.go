@@ -12,7 +12,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/coretest"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // lcSeed seeds app "blog" with web → container (binds {8080:port}) and the

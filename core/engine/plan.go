@@ -221,13 +221,18 @@ func (in PlanInput) changed(s *core.ServiceSpec, cur *core.ActiveService) string
 		}
 		return "service spec"
 	}
-	for _, p := range s.BackendPorts() {
-		m := cur.BackendBinds
-		if p.Protocol == "udp" {
-			m = cur.UDPBackendBinds
-		}
-		if m[p.Port] == 0 {
-			return fmt.Sprintf("no recorded bind for %d/%s", p.Port, p.Protocol)
+	if n := len(cur.Instances()); n != s.Instances() {
+		return fmt.Sprintf("%d of %d instances running", n, s.Instances())
+	}
+	for _, in := range cur.Instances() {
+		for _, p := range s.BackendPorts() {
+			m := in.BackendBinds
+			if p.Protocol == "udp" {
+				m = in.UDPBackendBinds
+			}
+			if m[p.Port] == 0 {
+				return fmt.Sprintf("no recorded bind for %d/%s", p.Port, p.Protocol)
+			}
 		}
 	}
 	if in.PendingWithdrawals[s.Name] {
@@ -250,6 +255,11 @@ func (in PlanInput) changed(s *core.ServiceSpec, cur *core.ActiveService) string
 	st, ok := in.Observed[cur.Container]
 	if !ok || !st.Running() {
 		return "container not running"
+	}
+	for _, id := range cur.ReplicaIDs() {
+		if st, ok := in.Observed[id]; !ok || !st.Running() {
+			return "replica " + id + " not running"
+		}
 	}
 	for _, sec := range s.Secrets {
 		if sec.As == "file" {
@@ -444,8 +454,10 @@ func (e *Engine) observe(ctx context.Context, rev core.Revision, active core.Act
 		if cur == nil || cur.Container == "" {
 			continue
 		}
-		if st, err := e.Runtime.InspectContainer(ctx, cur.Container); err == nil {
-			in.Observed[cur.Container] = st
+		for _, inst := range cur.Instances() {
+			if st, err := e.Runtime.InspectContainer(ctx, inst.Container); err == nil {
+				in.Observed[inst.Container] = st
+			}
 		}
 		if _, ok := in.EffectiveEnv[cur.EffectiveRevision]; !ok && cur.EffectiveRevision != rev.ID {
 			if r, err := e.Store.LoadRevision(ctx, app, cur.EffectiveRevision); err == nil {

@@ -161,6 +161,9 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 			verified[name] = t
 			rep.Verified = append(rep.Verified, name)
 		}
+		if err := e.refreshReplicas(ctx, app, name); err != nil {
+			errs = append(errs, fmt.Errorf("service %s: %w", name, err))
+		}
 	}
 	if intent.Stopped {
 		if err := e.rebuild(ctx); err != nil {
@@ -196,8 +199,8 @@ func (e *Engine) retirePending(ctx context.Context, app string, stopped bool, pe
 	}
 	named := map[string]bool{}
 	for _, s := range active.Services {
-		if s != nil && s.Container != "" {
-			named[s.Container] = true
+		for _, in := range s.Instances() {
+			named[in.Container] = true
 		}
 	}
 	var errs []error

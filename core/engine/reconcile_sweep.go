@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // sweepLeftovers is the last part of a reconcile pass (SPEC R43, R5(9)):
@@ -26,8 +26,8 @@ func (e *Engine) sweepLeftovers(ctx context.Context, app string) error {
 	}
 	named := map[string]bool{}
 	for _, s := range active.Services {
-		if s != nil && s.Container != "" {
-			named[s.Container] = true
+		for _, in := range s.Instances() {
+			named[in.Container] = true
 		}
 	}
 	gone := func(id string) bool {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // DefaultDrainPoll is the interval between in-flight checks while draining
@@ -23,10 +23,12 @@ const MaxDrainTimeout = 30 * time.Second
 // app (SPEC decision 11, 1.1 "rebuild"). It is pure. For every service with
 // a container:
 //   - each public HTTP interface with a host becomes an HTTPRoute{Host, App,
-//     Service, Backends: [{Addr: "127.0.0.1:<BackendBinds[port]>", Container}],
+//     Service, Backends: one {Addr: "127.0.0.1:<BackendBinds[port]>",
+//     Container} per instance (ActiveService.Instances, primary first),
 //     ResponseHeaderTimeoutMS: its response_timeout (0: the edge's default)};
 //   - each TCP interface with Publish becomes an L4Route{Listen: Publish,
-//     Backend: "127.0.0.1:<BackendBinds[port]>"};
+//     Backend: the first instance's "127.0.0.1:<BackendBinds[port]>",
+//     Backends: every instance when there are more than one};
 //   - each UDP interface with Publish likewise from UDPBackendBinds.
 //
 // An interface whose port has no recorded bind is skipped (never routed:
@@ -57,39 +59,61 @@ func BuildGraph(actives []core.Active) routetable.Graph {
 			if s == nil || s.Container == "" {
 				continue
 			}
-			for _, h := range s.Spec.HTTP {
-				if !h.Public() || h.Host == "" {
-					continue
-				}
-				hp, ok := s.BackendBinds[h.Port]
-				if !ok || hp == 0 {
-					continue
-				}
-				g.HTTP = append(g.HTTP, routetable.HTTPRoute{
-					Host: h.Host, App: a.App, Service: name, TLS: h.TLS, Protocol: h.Protocol, HSTS: h.HSTS,
-					Backends:                []routetable.Backend{{Addr: LoopbackAddr(hp), Container: s.Container}},
-					ResponseHeaderTimeoutMS: h.ResponseTimeout.D().Milliseconds(),
-				})
-			}
-			for _, t := range s.Spec.TCP {
-				hp, ok := s.BackendBinds[t.Port]
-				if t.Publish == "" || !ok || hp == 0 {
-					continue
-				}
-				g.TCP = append(g.TCP, routetable.L4Route{Listen: t.Publish, App: a.App, Service: name,
-					Backend: LoopbackAddr(hp), Container: s.Container})
-			}
-			for _, u := range s.Spec.UDP {
-				hp, ok := s.UDPBackendBinds[u.Port]
-				if u.Publish == "" || !ok || hp == 0 {
-					continue
-				}
-				g.UDP = append(g.UDP, routetable.L4Route{Listen: u.Publish, App: a.App, Service: name,
-					Backend: LoopbackAddr(hp), Container: s.Container})
-			}
+			routeService(&g, a.App, name, s)
 		}
 	}
 	return sortGraph(g)
+}
+
+// routeService adds the routes of one service with a container to g: each
+// public HTTP host and each published TCP or UDP port with the instances
+// that have a bind for its port (none: the interface is skipped).
+func routeService(g *routetable.Graph, app, name string, s *core.ActiveService) {
+	instances := s.Instances()
+	backends := func(port int, udp bool) []routetable.Backend {
+		var out []routetable.Backend
+		for _, in := range instances {
+			binds := in.BackendBinds
+			if udp {
+				binds = in.UDPBackendBinds
+			}
+			if hp := binds[port]; hp != 0 {
+				out = append(out, routetable.Backend{Addr: LoopbackAddr(hp), Container: in.Container})
+			}
+		}
+		return out
+	}
+	for _, h := range s.Spec.HTTP {
+		if !h.Public() || h.Host == "" {
+			continue
+		}
+		bs := backends(h.Port, false)
+		if len(bs) == 0 {
+			continue
+		}
+		g.HTTP = append(g.HTTP, routetable.HTTPRoute{
+			Host: h.Host, App: app, Service: name, TLS: h.TLS, Protocol: h.Protocol, HSTS: h.HSTS,
+			Backends:                bs,
+			ResponseHeaderTimeoutMS: h.ResponseTimeout.D().Milliseconds(),
+		})
+	}
+	l4 := func(ifs []core.L4Interface, udp bool) []routetable.L4Route {
+		var out []routetable.L4Route
+		for _, t := range ifs {
+			bs := backends(t.Port, udp)
+			if t.Publish == "" || len(bs) == 0 {
+				continue
+			}
+			r := routetable.L4Route{Listen: t.Publish, App: app, Service: name, Backend: bs[0].Addr, Container: bs[0].Container}
+			if len(bs) > 1 {
+				r.Backends = bs
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	g.TCP = append(g.TCP, l4(s.Spec.TCP, false)...)
+	g.UDP = append(g.UDP, l4(s.Spec.UDP, true)...)
 }
 
 // sortGraph orders g's routes the one way every published graph is
@@ -243,10 +267,13 @@ func (e *Engine) withdrawStateHold(ctx context.Context, app, service string, hol
 		return fmt.Errorf("app %s service %s: withdraw: load ACTIVE: %w", app, service, err)
 	}
 	s := a.Services[service]
-	if s == nil || (len(s.BackendBinds) == 0 && len(s.UDPBackendBinds) == 0 && hold.IsZero()) {
+	if s == nil || (!hasBinds(s) && hold.IsZero()) {
 		return nil
 	}
 	s.BackendBinds, s.UDPBackendBinds = nil, nil
+	for i := range s.Replicas {
+		s.Replicas[i].BackendBinds, s.Replicas[i].UDPBackendBinds = nil, nil
+	}
 	if !hold.IsZero() {
 		h := hold.UTC()
 		s.HoldUntil = &h
@@ -255,6 +282,16 @@ func (e *Engine) withdrawStateHold(ctx context.Context, app, service string, hol
 		return fmt.Errorf("app %s service %s: withdraw: save ACTIVE: %w", app, service, err)
 	}
 	return nil
+}
+
+// hasBinds reports whether any instance of s has a bind recorded.
+func hasBinds(s *core.ActiveService) bool {
+	for _, in := range s.Instances() {
+		if len(in.BackendBinds) > 0 || len(in.UDPBackendBinds) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // withdraw removes a service from routing (SPEC 1.1 "withdraw", decision

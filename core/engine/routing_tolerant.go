@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // loadActivesTolerant loads the ACTIVE record of every app (apps without one

@@ -83,6 +83,21 @@ type ServiceStatus struct {
 	// LastRecovery is the periodic pass's last recovery of this service's
 	// serving container (why it was withdrawn and restarted), if any.
 	LastRecovery *core.RecoveryEvent `json:"last_recovery,omitempty"`
+	// Instances lists every instance of the generation (the primary, which
+	// the fields above describe, first) when the service runs more than
+	// one; empty for one instance.
+	Instances []InstanceStatus `json:"instances,omitempty"`
+}
+
+// InstanceStatus is one instance of a service's generation: its container,
+// the runtime's view of it, and the loopback binds the edge reaches it at.
+type InstanceStatus struct {
+	Container       string      `json:"container"`
+	State           string      `json:"state"`
+	Health          string      `json:"health,omitempty"`
+	StartedAt       time.Time   `json:"started_at,omitempty"`
+	BackendBinds    map[int]int `json:"backend_binds,omitempty"`
+	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
 }
 
 // Status reads one app's state (no lock: readers never need one). A nil
@@ -174,6 +189,9 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 				ss.State, ss.StartedAt, ss.Health = cs.Status, cs.StartedAt, cs.Health
 			}
 		}
+		if len(a.Replicas) > 0 {
+			ss.Instances = e.instanceStatuses(ctx, a, ss)
+		}
 		if ev, ok := recovery.Events[n]; ok {
 			ev := ev
 			ss.LastRecovery = &ev
@@ -181,6 +199,28 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 		st.Services = append(st.Services, ss)
 	}
 	return st, nil
+}
+
+// instanceStatuses lists a's instances: the primary as ss describes it,
+// each replica as the runtime reports it ("missing" when gone, "unknown"
+// without a runtime or when it cannot be asked).
+func (e *Engine) instanceStatuses(ctx context.Context, a *core.ActiveService, ss ServiceStatus) []InstanceStatus {
+	out := []InstanceStatus{{Container: a.Container, State: ss.State, Health: ss.Health, StartedAt: ss.StartedAt,
+		BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds}}
+	for _, r := range a.Replicas {
+		is := InstanceStatus{Container: r.Container, State: "unknown", BackendBinds: r.BackendBinds, UDPBackendBinds: r.UDPBackendBinds}
+		if e.Runtime != nil {
+			cs, err := e.Runtime.InspectContainer(ctx, r.Container)
+			switch {
+			case errors.Is(err, core.ErrNotFound):
+				is.State = "missing"
+			case err == nil:
+				is.State, is.Health, is.StartedAt = cs.Status, cs.Health, cs.StartedAt
+			}
+		}
+		out = append(out, is)
+	}
+	return out
 }
 
 // appState derives AppStatus.State and Problems from the services' real
@@ -206,6 +246,11 @@ func appState(st AppStatus) (string, []string) {
 			unknown++
 		default:
 			problems = append(problems, fmt.Sprintf("service %s: container %s is %s", s.Service, shortID(s.Container), s.State))
+		}
+		for _, in := range s.Instances {
+			if in.Container != s.Container && in.State != core.StatusRunning && in.State != "unknown" {
+				problems = append(problems, fmt.Sprintf("service %s: instance %s is %s", s.Service, shortID(in.Container), in.State))
+			}
 		}
 	}
 	switch {

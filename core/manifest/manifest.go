@@ -195,6 +195,7 @@ type rawService struct {
 	Logging     *rawLogging     `toml:"logging"`
 	Replace     *string         `toml:"replace"`
 	Run         *string         `toml:"run"`
+	Replicas    *int            `toml:"replicas"`
 }
 
 type rawHTTP struct {
@@ -236,7 +237,7 @@ type rawMount struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
-	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run"}
+	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas"}
 	notifyKeys    = []string{"webhook"}
 	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol", "hsts"}
 	l4Keys        = []string{"port", "publish"}

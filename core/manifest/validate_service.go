@@ -75,7 +75,34 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	v.containerKeys(key, raw, &svc)
 	svc.Replace = v.replace(key+".replace", raw.Replace, &svc)
 	svc.Run = v.run(key, raw.Run, &svc)
+	svc.Replicas = v.replicas(key+".replicas", raw.Replicas, &svc)
 	return svc
+}
+
+// replicas validates replicas = N (1..core.MaxReplicas): more than one
+// instance needs a stateless service that keeps running, since two
+// instances of a single-writer service would write its state at once.
+func (v *validator) replicas(key string, raw *int, svc *core.ServiceSpec) int {
+	if raw == nil {
+		return 0
+	}
+	n := *raw
+	if n < 1 || n > core.MaxReplicas {
+		v.addf(key, "replicas = %d: want 1..%d instances", n, core.MaxReplicas)
+		return 0
+	}
+	if n == 1 {
+		return 0
+	}
+	if svc.Run == core.RunOnce {
+		v.addf(key, "replicas = %d: a one-shot service (run = \"once\") runs one instance to completion; remove replicas", n)
+		return 0
+	}
+	if why := core.NotOverlapEligible(svc); why != "" {
+		v.addf(key, "replicas = %d: the service runs one instance (%s): two instances would share state or an exclusive resource, and a UDP session must stay on one instance; remove replicas, or move the state out of the service", n, why)
+		return 0
+	}
+	return n
 }
 
 // run validates run = "once": a one-shot service runs to completion at

@@ -3,7 +3,7 @@
 // probe/, traffic/), the host-side launcher and discovery (Host), and the
 // Serve helpers plugin processes call. It compiles against the contract in
 // package core only (errors, interfaces, spec and record types, the route
-// graph types of edgeproxy/routetable), never core/engine or the built-in
+// graph types of core/routetable), never core/engine or the built-in
 // implementations; contract_test.go holds it.
 //
 // Errors crossing the wire keep their core class in both directions

@@ -251,7 +251,10 @@ type L4Route struct {
 	Backend   string                 `protobuf:"bytes,4,opt,name=backend,proto3" json:"backend,omitempty"`
 	Container string                 `protobuf:"bytes,5,opt,name=container,proto3" json:"container,omitempty"`
 	// hold: the service is between generations (TCP, SPEC R58), no backend.
-	Hold          *Hold `protobuf:"bytes,10,opt,name=hold,proto3" json:"hold,omitempty"`
+	Hold *Hold `protobuf:"bytes,10,opt,name=hold,proto3" json:"hold,omitempty"`
+	// backends: every instance when the service runs more than one (the
+	// first is backend and container); new TCP connections go round-robin.
+	Backends      []*Backend `protobuf:"bytes,11,rep,name=backends,proto3" json:"backends,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -324,6 +327,13 @@ func (x *L4Route) GetContainer() string {
 func (x *L4Route) GetHold() *Hold {
 	if x != nil {
 		return x.Hold
+	}
+	return nil
+}
+
+func (x *L4Route) GetBackends() []*Backend {
+	if x != nil {
+		return x.Backends
 	}
 	return nil
 }
@@ -959,7 +969,7 @@ const file_traffic_proto_rawDesc = "" +
 	"\bprotocol\x18\r \x01(\tR\bprotocol\"@\n" +
 	"\x04Hold\x12\"\n" +
 	"\runtil_unix_ms\x18\x01 \x01(\x03R\vuntilUnixMs\x12\x14\n" +
-	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xb1\x01\n" +
+	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xe8\x01\n" +
 	"\aL4Route\x12\x16\n" +
 	"\x06listen\x18\x01 \x01(\tR\x06listen\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
@@ -967,7 +977,8 @@ const file_traffic_proto_rawDesc = "" +
 	"\abackend\x18\x04 \x01(\tR\abackend\x12\x1c\n" +
 	"\tcontainer\x18\x05 \x01(\tR\tcontainer\x12*\n" +
 	"\x04hold\x18\n" +
-	" \x01(\v2\x16.gordon.plugin.v1.HoldR\x04hold\"\x92\x01\n" +
+	" \x01(\v2\x16.gordon.plugin.v1.HoldR\x04hold\x125\n" +
+	"\bbackends\x18\v \x03(\v2\x19.gordon.plugin.v1.BackendR\bbackends\"\x92\x01\n" +
 	"\x05Graph\x12/\n" +
 	"\x04http\x18\x01 \x03(\v2\x1b.gordon.plugin.v1.HTTPRouteR\x04http\x12+\n" +
 	"\x03tcp\x18\x02 \x03(\v2\x19.gordon.plugin.v1.L4RouteR\x03tcp\x12+\n" +
@@ -1057,32 +1068,33 @@ var file_traffic_proto_depIdxs = []int32{
 	0,  // 0: gordon.plugin.v1.HTTPRoute.backends:type_name -> gordon.plugin.v1.Backend
 	2,  // 1: gordon.plugin.v1.HTTPRoute.hold:type_name -> gordon.plugin.v1.Hold
 	2,  // 2: gordon.plugin.v1.L4Route.hold:type_name -> gordon.plugin.v1.Hold
-	1,  // 3: gordon.plugin.v1.Graph.http:type_name -> gordon.plugin.v1.HTTPRoute
-	3,  // 4: gordon.plugin.v1.Graph.tcp:type_name -> gordon.plugin.v1.L4Route
-	3,  // 5: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
-	4,  // 6: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
-	7,  // 7: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
-	8,  // 8: gordon.plugin.v1.TrafficStatus.listeners:type_name -> gordon.plugin.v1.ListenerStatus
-	12, // 9: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
-	14, // 10: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	5,  // 11: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
-	15, // 12: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
-	15, // 13: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
-	10, // 14: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
-	11, // 15: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
-	15, // 16: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
-	16, // 17: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	6,  // 18: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
-	9,  // 19: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
-	4,  // 20: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
-	12, // 21: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
-	15, // 22: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
-	13, // 23: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
-	17, // [17:24] is the sub-list for method output_type
-	10, // [10:17] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	0,  // 3: gordon.plugin.v1.L4Route.backends:type_name -> gordon.plugin.v1.Backend
+	1,  // 4: gordon.plugin.v1.Graph.http:type_name -> gordon.plugin.v1.HTTPRoute
+	3,  // 5: gordon.plugin.v1.Graph.tcp:type_name -> gordon.plugin.v1.L4Route
+	3,  // 6: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
+	4,  // 7: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
+	7,  // 8: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
+	8,  // 9: gordon.plugin.v1.TrafficStatus.listeners:type_name -> gordon.plugin.v1.ListenerStatus
+	12, // 10: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
+	14, // 11: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	5,  // 12: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
+	15, // 13: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
+	15, // 14: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
+	10, // 15: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
+	11, // 16: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
+	15, // 17: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
+	16, // 18: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	6,  // 19: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
+	9,  // 20: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
+	4,  // 21: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
+	12, // 22: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
+	15, // 23: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
+	13, // 24: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_traffic_proto_init() }

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
 )
 
@@ -13,7 +13,11 @@ import (
 func l4ToProto(rs []routetable.L4Route) []*pb.L4Route {
 	var out []*pb.L4Route
 	for _, r := range rs {
-		out = append(out, &pb.L4Route{Listen: r.Listen, App: r.App, Service: r.Service, Backend: r.Backend, Container: r.Container, Hold: holdToProto(r.Hold)})
+		pr := &pb.L4Route{Listen: r.Listen, App: r.App, Service: r.Service, Backend: r.Backend, Container: r.Container, Hold: holdToProto(r.Hold)}
+		for _, b := range r.Backends {
+			pr.Backends = append(pr.Backends, &pb.Backend{Addr: b.Addr, Container: b.Container})
+		}
+		out = append(out, pr)
 	}
 	return out
 }
@@ -21,7 +25,11 @@ func l4ToProto(rs []routetable.L4Route) []*pb.L4Route {
 func l4FromProto(rs []*pb.L4Route) []routetable.L4Route {
 	var out []routetable.L4Route
 	for _, r := range rs {
-		out = append(out, routetable.L4Route{Listen: r.GetListen(), App: r.GetApp(), Service: r.GetService(), Backend: r.GetBackend(), Container: r.GetContainer(), Hold: holdFromProto(r.GetHold())})
+		lr := routetable.L4Route{Listen: r.GetListen(), App: r.GetApp(), Service: r.GetService(), Backend: r.GetBackend(), Container: r.GetContainer(), Hold: holdFromProto(r.GetHold())}
+		for _, b := range r.GetBackends() {
+			lr.Backends = append(lr.Backends, routetable.Backend{Addr: b.GetAddr(), Container: b.GetContainer()})
+		}
+		out = append(out, lr)
 	}
 	return out
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // A route's response header timeout crosses the plugin protocol.
@@ -35,4 +35,12 @@ func TestStatusRoundTripKeepsLivenessAndListeners(t *testing.T) {
 	live := statusFromProto(statusToProto(core.TrafficStatus{AppliedGeneration: 1}))
 	assert.False(t, live.Stale, "a backend that says nothing is live")
 	assert.True(t, live.UpdatedAt.IsZero())
+}
+
+// A TCP route's instances cross the plugin protocol.
+func TestReplicas_GraphRoundTripKeepsL4Instances(t *testing.T) {
+	bs := []routetable.Backend{{Addr: "127.0.0.1:30001", Container: "c1"}, {Addr: "127.0.0.1:30002", Container: "c2"}}
+	g := routetable.Graph{TCP: []routetable.L4Route{{Listen: "0.0.0.0:9000", App: "blog", Service: "db", Backend: bs[0].Addr, Container: "c1", Backends: bs}}}
+	back := graphFromProto(graphToProto(g))
+	assert.Equal(t, g.TCP, back.TCP)
 }

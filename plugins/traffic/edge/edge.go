@@ -19,9 +19,9 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
 )
 
 // File names inside <state>/edge, shared with gordon-edge.

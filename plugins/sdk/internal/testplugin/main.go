@@ -23,7 +23,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk/internal/wire"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk/probe"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk/runtime"

@@ -25,7 +25,8 @@ type Table struct {
 }
 
 // HTTPRoute routes requests for Host ("example.com" or "*.example.com") to
-// Backends (the serving generation; more than one only transiently).
+// Backends: every instance of the serving generation (ActiveService
+// Instances), requests spread over them.
 type HTTPRoute struct {
 	Host     string    `json:"host"`
 	App      string    `json:"app"`
@@ -76,6 +77,18 @@ const DefaultHoldQueue = 1024
 // Holding reports whether h holds at t (set and Until not passed).
 func (h *Hold) Holding(t time.Time) bool { return h != nil && t.Before(h.Until) }
 
+// L4Backends returns the route's instances: Backends when set, else the
+// single Backend with Container (none while held).
+func (r L4Route) L4Backends() []Backend {
+	if len(r.Backends) > 0 {
+		return r.Backends
+	}
+	if r.Backend == "" {
+		return nil
+	}
+	return []Backend{{Addr: r.Backend, Container: r.Container}}
+}
+
 // Backend is one upstream: a loopback address and the container behind it.
 type Backend struct {
 	// Addr is "127.0.0.1:<host port>".
@@ -91,6 +104,10 @@ type L4Route struct {
 	Service   string `json:"service"`
 	Backend   string `json:"backend"`
 	Container string `json:"container,omitempty"`
+	// Backends, when the service runs more than one instance, lists every
+	// instance (the first is Backend and Container): a TCP relay spreads
+	// new connections over them; a UDP route has one instance.
+	Backends []Backend `json:"backends,omitempty"`
 	// Hold, when set, says the service is between generations (TCP only,
 	// SPEC R58): Backend is empty, the listener stays bound and new
 	// connections are accepted and held until a table gives the listen a

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core/engine"
+)
+
+type scaleOptions struct {
+	pull   string
+	opKey  string
+	format string
+}
+
+func newScaleCommand(env *cliEnv) *cobra.Command {
+	var o scaleOptions
+	cmd := &cobra.Command{
+		Use:   "scale APP SERVICE=N [SERVICE=N...]",
+		Short: "Run N instances of a service, without dropping a request",
+		Long: `Change how many instances services run. The serving revision is stored
+again with the new counts (images pinned to the digests it runs) and
+deployed: a scaled service gets a whole new set of N instances, created and
+probed in parallel, switched to at once, then the old set drains and stops.
+Other services stay unchanged. A service with a volume, bind, device or UDP
+interface runs one instance.
+
+Exit status: 0 success, 2 partial, 1 failed.`,
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if err := cobra.MinimumNArgs(2)(cmd, args); err != nil {
+				return err
+			}
+			_, err := parseScaleArgs(args[1:])
+			return err
+		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			counts, err := parseScaleArgs(args[1:])
+			if err != nil {
+				return err
+			}
+			switch o.pull {
+			case "always", "missing", "never":
+			default:
+				return fmt.Errorf("scale: --pull %q: want always, missing or never", o.pull)
+			}
+			ctx := cmd.Context()
+			eng, err := env.engine(ctx, "scale")
+			if err != nil {
+				return err
+			}
+			pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
+			eng.Progress = pr.event
+			res, rerr := eng.Scale(ctx, engine.ScaleRequest{App: args[0], Replicas: counts, OpKey: o.opKey, Pull: o.pull})
+			pr.finish()
+			if res == nil {
+				return rerr
+			}
+			if isJSON(o.format) {
+				if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
+					return err
+				}
+			} else {
+				renderDeployResult(env, res)
+			}
+			return exitForOutcome(res.Outcome, rerr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
+	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
+	addFormatFlag(cmd, &o.format)
+	return cmd
+}
+
+// parseScaleArgs reads SERVICE=N arguments into service → N.
+func parseScaleArgs(args []string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, a := range args {
+		name, num, ok := strings.Cut(a, "=")
+		n, err := strconv.Atoi(num)
+		if !ok || name == "" || err != nil {
+			return nil, fmt.Errorf("%q: want SERVICE=N, e.g. web=3", a)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("service %s given twice", name)
+		}
+		out[name] = n
+	}
+	return out, nil
+}

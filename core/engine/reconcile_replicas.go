@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// refreshReplicas is the periodic pass's recovery of a service's replicas
+// (the instances beside the primary, which R41 recovers). Each replica is
+// inspected:
+//   - gone → dropped from ACTIVE, its claims released;
+//   - running → its binds are re-read; when they differ from ACTIVE's (the
+//     engine restarted it on new loopback ports) or it had none, the
+//     declared readiness is checked on the new binds before they are
+//     persisted;
+//   - transitional (restarting, starting) → binds dropped until it runs;
+//   - exited, dead, created → binds dropped and the exact container
+//     started again (its binds are read by a later pass).
+//
+// Traffic is rebuilt once when ACTIVE changed. Errors are joined; a
+// replica that fails readiness stays withdrawn.
+func (e *Engine) refreshReplicas(ctx context.Context, app, name string) error {
+	active, err := e.Store.LoadActive(ctx, app)
+	if err != nil {
+		return err
+	}
+	as := active.Services[name]
+	if as == nil || len(as.Replicas) == 0 {
+		return nil
+	}
+	var errs []error
+	changed := false
+	kept := as.Replicas[:0]
+	for _, r := range as.Replicas {
+		next, keep, err := e.refreshReplica(ctx, app, name, as, r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("replica %s: %w", r.Container, err))
+		}
+		if !keep || !maps.Equal(next.BackendBinds, r.BackendBinds) || !maps.Equal(next.UDPBackendBinds, r.UDPBackendBinds) {
+			changed = true
+		}
+		if keep {
+			kept = append(kept, next)
+		}
+	}
+	if !changed {
+		return errors.Join(errs...)
+	}
+	as.Replicas = kept
+	if len(kept) == 0 {
+		as.Replicas = nil
+	}
+	if err := e.Store.SaveActive(ctx, active); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if err := e.rebuild(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// refreshReplica returns replica r as ACTIVE should record it now, and
+// whether it stays in ACTIVE (see refreshReplicas).
+func (e *Engine) refreshReplica(ctx context.Context, app, name string, as *core.ActiveService, r core.Instance) (core.Instance, bool, error) {
+	st, err := e.Runtime.InspectContainer(ctx, r.Container)
+	if errors.Is(err, core.ErrNotFound) {
+		if err := e.Store.ReleaseClaims(ctx, app, r.Container); err != nil {
+			return r, true, fmt.Errorf("release claims of a gone replica: %w", err)
+		}
+		return r, false, nil
+	}
+	if err != nil {
+		return r, true, err
+	}
+	withdrawn := core.Instance{Container: r.Container}
+	switch {
+	case st.Running():
+	case st.Status == core.StatusRestarting || st.Status == "starting":
+		return withdrawn, true, nil
+	default:
+		if err := e.Runtime.StartContainer(ctx, r.Container); err != nil {
+			return withdrawn, true, fmt.Errorf("start: %w", err)
+		}
+		return withdrawn, true, nil
+	}
+	tcp, udp, err := e.readBinds(ctx, app, r.Container, &as.Spec)
+	if err != nil {
+		return withdrawn, true, err
+	}
+	next := core.Instance{Container: r.Container, BackendBinds: tcp, UDPBackendBinds: udp}
+	if maps.Equal(tcp, r.BackendBinds) && maps.Equal(udp, r.UDPBackendBinds) && (len(tcp)+len(udp) > 0 || len(as.Spec.BackendPorts()) == 0) {
+		return r, true, nil
+	}
+	if rd := DeclaredReadiness(&as.Spec); rd.Type != "" && rd.Type != core.ReadinessNone {
+		target, err := ProbeTargetFor(app, &as.Spec, rd, r.Container, st.StartedAt, bindList(tcp, udp))
+		if err != nil {
+			return withdrawn, true, err
+		}
+		target.App, target.Service = app, name
+		pctx, cancel := context.WithTimeout(ctx, replicaProbeBound)
+		defer cancel()
+		if _, err := e.waitReady(pctx, target, rd, nil); err != nil {
+			return withdrawn, true, fmt.Errorf("readiness: %w", err)
+		}
+	}
+	return next, true, nil
+}
+
+// replicaProbeBound bounds the readiness check of a replica whose binds
+// changed, so one slow replica does not hold the pass.
+const replicaProbeBound = 30 * time.Second
