@@ -29,9 +29,11 @@ import (
 
 // HTTPS at the edge (SPEC R62, R63). The edge handshakes HTTPS
 // connections itself (tls_accept.go): HTTP/1.1 is served by the edge's own
-// loop (h1.go) like plain HTTP, HTTP/2 by net/http running the same
-// ServeHTTP as the plain listener's slow path: same routing, drain
-// accounting, upgrades, streaming. Certificates come from the static store (certs add) first,
+// loop (h1.go) like plain HTTP, HTTP/2 by the edge's own HTTP/2 server
+// (h2_conn.go: x/net's framer and HPACK; a GET or HEAD without a body goes
+// straight to a pooled backend connection, h2_fast.go, everything else
+// through the same ServeHTTP as the plain listener's slow path): same
+// routing, drain accounting, upgrades, streaming. Certificates come from the static store (certs add) first,
 // then from certmagic (ACME: exact routed hosts managed in the background,
 // names under a routed wildcard on demand). Both stores are files under
 // <state>/edge/certs (certstore), so a restarted edge serves what it has at
