@@ -114,7 +114,11 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 		fmt.Fprint(w, " never deployed")
 	}
 	if st.LastOp != nil {
-		fmt.Fprintf(w, ", last op %s %s", st.LastOp.ID, st.LastOp.Kind)
+		verb := st.LastOp.Kind
+		if st.LastOp.Verb != "" {
+			verb = st.LastOp.Verb
+		}
+		fmt.Fprintf(w, ", last op %s %s", st.LastOp.ID, verb)
 		if st.LastOp.Revision != "" {
 			fmt.Fprintf(w, " %s", st.LastOp.Revision)
 		}

@@ -52,6 +52,9 @@ const (
 type OpSummary struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
+	// Verb is the verb that ran the op when it differs from Kind
+	// ("rollback" for a rollback's deploy); "" otherwise.
+	Verb string `json:"verb,omitempty"`
 	// Revision is the revision a deploy claimed ("" for other kinds).
 	Revision  string       `json:"revision,omitempty"`
 	Outcome   core.Outcome `json:"outcome"`
@@ -128,7 +131,7 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 	}
 	st.Markers = markers
 	if op, err := e.Store.LatestOp(ctx, app); err == nil {
-		st.LastOp = &OpSummary{ID: op.ID, Kind: op.Kind, Revision: op.Revision, Outcome: op.Outcome, StartedAt: op.StartedAt}
+		st.LastOp = &OpSummary{ID: op.ID, Kind: op.Kind, Verb: op.Verb, Revision: op.Revision, Outcome: op.Outcome, StartedAt: op.StartedAt}
 	} else if !errors.Is(err, core.ErrNotFound) {
 		return st, err
 	}
