@@ -338,6 +338,26 @@ type LockHolder struct {
 	Host      string    `json:"host,omitempty"`
 }
 
+// Describe says what holds the lock, for humans: "deploy, op op-…, since
+// 2026-01-02T03:04:05Z, host h" (the parts it knows; "unknown verb" when the
+// record names none).
+func (h LockHolder) Describe() string {
+	d := h.Verb
+	if d == "" {
+		d = "unknown verb"
+	}
+	if h.Op != "" {
+		d += ", op " + h.Op
+	}
+	if !h.StartedAt.IsZero() {
+		d += ", since " + h.StartedAt.UTC().Format(time.RFC3339)
+	}
+	if h.Host != "" {
+		d += ", host " + h.Host
+	}
+	return d
+}
+
 // Running describes the generation for humans: "<image> (<digest>)". A local
 // image (decision 15) is pinned by its ID, so the manifest reference is shown
 // in place of the ID-as-reference.

@@ -157,27 +157,10 @@ func (s *Store) busyError(dir, what string, cause error) error {
 		return fmt.Errorf("%w: %s is locked by another process (holder unknown: %v); gave up: %v", core.ErrConflict, what, err, cause)
 	case !pidAlive(h.PID):
 		return fmt.Errorf("%w: %s is locked; its holder record names pid %d (%s), which is not running here (a process in another PID namespace may hold it); gave up: %v",
-			core.ErrConflict, what, h.PID, describeHolder(h), cause)
+			core.ErrConflict, what, h.PID, h.Describe(), cause)
 	default:
-		return fmt.Errorf("%w: %s is locked by pid %d (%s); gave up: %v", core.ErrConflict, what, h.PID, describeHolder(h), cause)
+		return fmt.Errorf("%w: %s is locked by pid %d (%s); gave up: %v", core.ErrConflict, what, h.PID, h.Describe(), cause)
 	}
-}
-
-func describeHolder(h core.LockHolder) string {
-	d := h.Verb
-	if d == "" {
-		d = "unknown verb"
-	}
-	if h.Op != "" {
-		d += ", op " + h.Op
-	}
-	if !h.StartedAt.IsZero() {
-		d += ", since " + h.StartedAt.UTC().Format(time.RFC3339)
-	}
-	if h.Host != "" {
-		d += ", host " + h.Host
-	}
-	return d
 }
 
 // pidAlive reports whether a process with pid exists (signal 0: EPERM still

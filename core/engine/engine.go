@@ -194,20 +194,7 @@ func (e *Engine) lock(ctx context.Context, app, verb, op string) (core.AppLock, 
 func LockWaitText(app, verb string, h core.LockHolder, herr error, timeout time.Duration) string {
 	who := "another process (its lock record names no process running here)"
 	if herr == nil {
-		d := h.Verb
-		if d == "" {
-			d = "unknown verb"
-		}
-		if h.Op != "" {
-			d += ", op " + h.Op
-		}
-		if !h.StartedAt.IsZero() {
-			d += ", since " + h.StartedAt.UTC().Format(time.RFC3339)
-		}
-		if h.Host != "" {
-			d += ", host " + h.Host
-		}
-		who = fmt.Sprintf("pid %d (%s)", h.PID, d)
+		who = fmt.Sprintf("pid %d (%s)", h.PID, h.Describe())
 	}
 	return fmt.Sprintf("app %s: %s waits for the app lock, held by %s; giving up after %s (--lock-timeout)", app, verb, who, timeout)
 }
