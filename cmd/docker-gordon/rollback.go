@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -29,31 +30,9 @@ deployed like any revision (overlap or sequential, readiness, journal).
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch o.pull {
-			case "always", "missing", "never":
-			default:
-				return fmt.Errorf("rollback: --pull %q: want always, missing or never", o.pull)
-			}
-			ctx := cmd.Context()
-			eng, err := env.engine(ctx, "rollback")
-			if err != nil {
-				return err
-			}
-			pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
-			eng.Progress = pr.event
-			res, rerr := eng.Rollback(ctx, engine.RollbackRequest{App: args[0], ToRevision: o.to, OpKey: o.opKey, Pull: o.pull})
-			pr.finish()
-			if res == nil {
-				return rerr
-			}
-			if isJSON(o.format) {
-				if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
-					return err
-				}
-			} else {
-				renderDeployResult(env, res)
-			}
-			return exitForOutcome(res.Outcome, rerr)
+			return runPinnedDeploy(cmd, env, "rollback", o.pull, o.format, func(ctx context.Context, eng *engine.Engine) (*engine.DeployResult, error) {
+				return eng.Rollback(ctx, engine.RollbackRequest{App: args[0], ToRevision: o.to, OpKey: o.opKey, Pull: o.pull})
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -62,4 +41,36 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
 	addFormatFlag(cmd, &o.format)
 	return cmd
+}
+
+// runPinnedDeploy runs a verb that stores a revision pinned to digests and
+// deploys it (rollback, scale): the --pull check, the engine, progress on
+// stderr, the result as a table or --format json, the exit status of its
+// outcome (decision 5).
+func runPinnedDeploy(cmd *cobra.Command, env *cliEnv, verb, pull, format string, run func(context.Context, *engine.Engine) (*engine.DeployResult, error)) error {
+	switch pull {
+	case "always", "missing", "never":
+	default:
+		return fmt.Errorf("%s: --pull %q: want always, missing or never", verb, pull)
+	}
+	ctx := cmd.Context()
+	eng, err := env.engine(ctx, verb)
+	if err != nil {
+		return err
+	}
+	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
+	eng.Progress = pr.event
+	res, rerr := run(ctx, eng)
+	pr.finish()
+	if res == nil {
+		return rerr
+	}
+	if isJSON(format) {
+		if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
+			return err
+		}
+	} else {
+		renderDeployResult(env, res)
+	}
+	return exitForOutcome(res.Outcome, rerr)
 }

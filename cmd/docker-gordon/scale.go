@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -41,31 +42,9 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 			if err != nil {
 				return err
 			}
-			switch o.pull {
-			case "always", "missing", "never":
-			default:
-				return fmt.Errorf("scale: --pull %q: want always, missing or never", o.pull)
-			}
-			ctx := cmd.Context()
-			eng, err := env.engine(ctx, "scale")
-			if err != nil {
-				return err
-			}
-			pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
-			eng.Progress = pr.event
-			res, rerr := eng.Scale(ctx, engine.ScaleRequest{App: args[0], Replicas: counts, OpKey: o.opKey, Pull: o.pull})
-			pr.finish()
-			if res == nil {
-				return rerr
-			}
-			if isJSON(o.format) {
-				if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
-					return err
-				}
-			} else {
-				renderDeployResult(env, res)
-			}
-			return exitForOutcome(res.Outcome, rerr)
+			return runPinnedDeploy(cmd, env, "scale", o.pull, o.format, func(ctx context.Context, eng *engine.Engine) (*engine.DeployResult, error) {
+				return eng.Scale(ctx, engine.ScaleRequest{App: args[0], Replicas: counts, OpKey: o.opKey, Pull: o.pull})
+			})
 		},
 	}
 	f := cmd.Flags()
