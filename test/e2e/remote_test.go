@@ -322,7 +322,7 @@ secrets:
 	t.Logf("Ctrl-C'd remote deploy: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "an interrupted deploy does not report success")
-	assert.Equal(t, 1, ee.ExitCode(), "the remote verb's exit status comes back")
+	assert.Equal(t, 130, ee.ExitCode(), "the remote verb's exit status comes back: interrupted (decision 5)")
 	assert.Contains(t, so.String(), ": failed", "and so does its result")
 	r = remote(t, e.Context, client, "reconcile", app)
 	require.Equal(t, 0, r.Code, r.String())
