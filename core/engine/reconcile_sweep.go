@@ -112,7 +112,7 @@ func normGraph(g routetable.Graph) routetable.Graph {
 
 // switchedBySuccess reports whether ACTIVE's container of service was
 // activated by a deploy whose step for the service succeeded with that
-// container as After (the engine probed it ready and switched to it), and
+// container as After, or by a restart's overlap whose step names it as After (the engine probed it ready and switched to it), and
 // the container's current execution began before that deploy finished
 // (not a later restart, whose binds may have moved).
 func (e *Engine) switchedBySuccess(ctx context.Context, app, service string, as *core.ActiveService, startedAt time.Time) bool {
@@ -120,9 +120,20 @@ func (e *Engine) switchedBySuccess(ctx context.Context, app, service string, as 
 		return false
 	}
 	op, err := e.Store.LoadOp(ctx, app, as.ActivatedBy)
-	if err != nil || op.Kind != core.OpDeploy || op.FinishedAt.IsZero() || startedAt.After(op.FinishedAt) {
+	if err != nil || op.FinishedAt.IsZero() || startedAt.After(op.FinishedAt) {
 		return false
 	}
-	st := op.Step(ServiceStepID(service, "replace"))
-	return st != nil && st.State == core.StepSucceeded && st.After == as.Container
+	switch op.Kind {
+	case core.OpDeploy:
+		st := op.Step(ServiceStepID(service, "replace"))
+		return st != nil && st.State == core.StepSucceeded && st.After == as.Container
+	case core.OpRestart:
+		// A restart's overlap (R53) has ACTIVE name its candidate only
+		// after readiness and the switch, so a restart op that activated
+		// its step's After switched to it, even when a crash cut the op
+		// short before the step was journaled as succeeded.
+		st := op.Step(ServiceStepID(service, "restart"))
+		return st != nil && st.After != "" && st.After == as.Container
+	}
+	return false
 }
