@@ -138,3 +138,34 @@ func TestR58_FailedInPlaceRestartEndsTheHold(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, a.Services["web"].HoldUntil)
 }
+
+// Found by the kill matrix: a restart's overlap killed after it switched to
+// its candidate and retired the old container, before the step and the
+// verified execution were journaled. The pass keeps routing the candidate
+// (ACTIVE names it only after readiness and the switch) while it verifies
+// it: no withdrawal, the host never without a route.
+func TestR41_RestartOverlapCutShortAfterTheSwitchIsNotWithdrawn(t *testing.T) {
+	h := lcSeed(t, "c-1", 17000, 7*time.Second)
+	h.Runtime.NextIDs = []string{"c-2"}
+	h.Runtime.NextBinds = []map[int]int{{8080: 18082}}
+	_, err := h.Engine.Restart(h.Ctx(), engine.LifecycleRequest{App: "blog", Services: []string{"web"}})
+	require.NoError(t, err)
+	// What the crash left: the step not succeeded, no verified execution.
+	op, err := h.Store.LatestOp(h.Ctx(), "blog")
+	require.NoError(t, err)
+	for i := range op.Steps {
+		if op.Steps[i].ID == engine.ServiceStepID("web", "restart") {
+			op.Steps[i].State = core.StepFailed
+		}
+	}
+	require.NoError(t, h.Store.SaveOp(h.Ctx(), op))
+	rec, err := h.Store.LoadRecovery(h.Ctx(), "blog")
+	require.NoError(t, err)
+	delete(rec.Verified, "web")
+	require.NoError(t, h.Store.SaveRecovery(h.Ctx(), "blog", rec))
+
+	h.Reset()
+	require.NoError(t, pass(h))
+	assert.Empty(t, h.Withdrawals(), "the candidate the restart switched to keeps its route while the pass verifies it")
+	assert.Equal(t, []int{18082}, h.LastRoute("blog", "web"))
+}

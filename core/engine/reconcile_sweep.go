@@ -128,12 +128,13 @@ func (e *Engine) switchedBySuccess(ctx context.Context, app, service string, as 
 		st := op.Step(ServiceStepID(service, "replace"))
 		return st != nil && st.State == core.StepSucceeded && st.After == as.Container
 	case core.OpRestart:
-		// A restart's overlap (R53) has ACTIVE name its candidate only
-		// after readiness and the switch, so a restart op that activated
-		// its step's After switched to it, even when a crash cut the op
-		// short before the step was journaled as succeeded.
-		st := op.Step(ServiceStepID(service, "restart"))
-		return st != nil && st.After != "" && st.After == as.Container
+		// A restart activates a record only for a container it probed
+		// ready and switched to (its overlap, R53, or a rebuild, R54), so
+		// a restart op that activated ACTIVE's record for a service it
+		// restarted switched to that container, even when a crash cut the
+		// op short before its step was journaled as succeeded (and
+		// interrupted-op recovery left the step without its After).
+		return op.Step(ServiceStepID(service, "restart")) != nil
 	}
 	return false
 }
