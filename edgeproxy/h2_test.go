@@ -545,7 +545,9 @@ func TestR62_H2PingFloodWithoutReadingEndsTheConnection(t *testing.T) {
 	e, _ := tlsH1Edge(t, "flood2.test", headerEcho(t))
 	r := dialRawH2(t, e, "flood2.test")
 	const pings = 500_000
+	flooded := make(chan struct{})
 	go func() {
+		defer close(flooded)
 		bw := bufio.NewWriterSize(r.c, 64<<10)
 		fr := http2.NewFramer(bw, nil)
 		for i := 0; i < pings; i++ {
@@ -555,7 +557,13 @@ func TestR62_H2PingFloodWithoutReadingEndsTheConnection(t *testing.T) {
 		}
 		_ = bw.Flush()
 	}()
-	time.Sleep(2 * time.Second) // the flood goes in unread
+	// The whole flood goes in unread (or the edge ends the connection
+	// while it does) before the client reads anything.
+	select {
+	case <-flooded:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the flood neither went in nor ended the connection within 60 s (the edge stopped reading?)")
+	}
 	acks, calm := 0, false
 	for {
 		f, err := r.fr.ReadFrame()
