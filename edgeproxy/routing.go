@@ -48,6 +48,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			s.metrics.unrouted.Inc()
 			writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
+			if a := s.metrics.access; a != nil {
+				a.logServeHTTP(r, nil, http.StatusNotFound, 0, time.Now(), r.Header.Get("X-Request-Id"))
+			}
 			return
 		}
 		if len(rt.backends) == 0 {
@@ -81,6 +84,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := rt.metrics[i]
 	rm.inFlight.Inc()
 	start := time.Now()
+	reqID := ""
+	if rm.access != nil {
+		reqID = ensureRequestID(r)
+	}
 	sw := statusWriterPool.Get().(*statusWriter)
 	*sw = statusWriter{ResponseWriter: w, rt: rt}
 	if r.TLS != nil {
@@ -100,6 +107,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		rm.observe(code, sw.proxyErr, start)
 		rm.inFlight.Dec()
+		if rm.access != nil {
+			rm.access.logServeHTTP(r, rm, code, sw.written, start, reqID)
+		}
 		*sw = statusWriter{}
 		statusWriterPool.Put(sw)
 	}()
