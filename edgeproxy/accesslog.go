@@ -362,8 +362,11 @@ func (a *accessLog) logExchange(ex *h1Exchange, rm *routeMetrics, code int) {
 
 // ensureRequestID returns r's X-Request-Id, first setting a generated one
 // when it has none, so the id the backend gets (setForwarded keeps it) is
-// the one logged.
-func ensureRequestID(r *http.Request) string {
+// the one logged; "" without an access log (a nil a).
+func (a *accessLog) ensureRequestID(r *http.Request) string {
+	if a == nil {
+		return ""
+	}
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		return id
 	}
@@ -373,4 +376,14 @@ func ensureRequestID(r *http.Request) string {
 	}
 	r.Header.Set("X-Request-Id", id)
 	return id
+}
+
+// answerUnrouted answers 404 for a Host no route matches, counts it and
+// logs it.
+func (s *Server) answerUnrouted(w http.ResponseWriter, r *http.Request) {
+	s.metrics.unrouted.Inc()
+	writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
+	if a := s.metrics.access; a != nil {
+		a.logServeHTTP(r, nil, http.StatusNotFound, 0, time.Now(), r.Header.Get("X-Request-Id"))
+	}
 }

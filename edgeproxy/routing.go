@@ -46,11 +46,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeUnavailable(w, "gordon-edge: "+stripPort(r.Host)+" has no serving generation (its replacement did not complete)\n")
 				return
 			}
-			s.metrics.unrouted.Inc()
-			writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
-			if a := s.metrics.access; a != nil {
-				a.logServeHTTP(r, nil, http.StatusNotFound, 0, time.Now(), r.Header.Get("X-Request-Id"))
-			}
+			s.answerUnrouted(w, r)
 			return
 		}
 		if len(rt.backends) == 0 {
@@ -84,10 +80,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := rt.metrics[i]
 	rm.inFlight.Inc()
 	start := time.Now()
-	reqID := ""
-	if rm.access != nil {
-		reqID = ensureRequestID(r)
-	}
+	reqID := rm.access.ensureRequestID(r)
 	sw := statusWriterPool.Get().(*statusWriter)
 	*sw = statusWriter{ResponseWriter: w, rt: rt}
 	if r.TLS != nil {
