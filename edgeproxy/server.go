@@ -161,6 +161,9 @@ type Config struct {
 	// flushed every 500 ms and when Run returns; the writer stays the
 	// caller's to close. OpenAccessLog opens "stdout" or a rotated file.
 	AccessLog io.Writer
+	// AccessLogName names AccessLog's destination in status.json
+	// ("stdout" or the file's path), so the CLI can read it.
+	AccessLogName string
 	// NoHandover turns the listener hand-over off (SPEC R60): Run neither
 	// takes the listeners of an edge already serving StateDir nor offers
 	// its own on <state>/edge/handover.sock.

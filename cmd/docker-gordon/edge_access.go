@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 )
@@ -103,9 +104,19 @@ func withEdgeAccessLog(u *syscontainer.Unit, f *edgeAccessFlags, stateDir string
 	return nil
 }
 
-// lastAccessDest is the access log destination of the last edge start
-// (start.json): stdout unless one was given.
+// lastAccessDest is the access log destination of the edge serving
+// stateDir (its status.json names it: "stdout", a file, or none: off),
+// else of the last edge start (start.json): stdout unless one was given.
 func lastAccessDest(stateDir string) string {
+	if data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeproxy.StatusFile)); err == nil {
+		var st routetable.Status
+		if json.Unmarshal(data, &st) == nil && st.PID != 0 {
+			if st.AccessLog == "" {
+				return edgeproxy.AccessLogOff
+			}
+			return st.AccessLog
+		}
+	}
 	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
 	if err != nil {
 		return edgeproxy.AccessLogStdout

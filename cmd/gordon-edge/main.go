@@ -162,6 +162,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		NoHandover:        opts.noHandover,
 		DefaultCertHost:   opts.defaultCert,
 		AccessLog:         accessOut,
+		AccessLogName:     opts.accessLog,
 	})
 	go func() {
 		for {
