@@ -25,7 +25,7 @@ func TestAccessLineIsValidJSONForHostileValues(t *testing.T) {
 		status: 502, start: time.Now().Add(-1500 * time.Microsecond), bytesOut: 42, rm: rm,
 		client: "2001:db8::1", requestIDS: "id\t1", protocol: "HTTP/1.1",
 	}
-	line := appendAccessLine(nil, &e, time.Now())
+	line := appendAccessLine(nil, &e, time.Now(), &timeCache{})
 	require.True(t, strings.HasSuffix(string(line), "}\n"))
 	assert.Equal(t, 1, strings.Count(string(line), "\n"), "one line")
 	var got map[string]any
@@ -142,4 +142,20 @@ func BenchmarkAccessLogLine(b *testing.B) {
 			a.write(&e)
 		}
 	})
+}
+
+// The time field is RFC 3339 UTC with milliseconds, right across second
+// boundaries (the cached second is reformatted) and for any zone.
+func TestAccessLogTimeFieldAcrossSeconds(t *testing.T) {
+	var tc timeCache
+	zone := time.FixedZone("X", 5*3600)
+	for _, ts := range []time.Time{
+		time.Date(2026, 12, 2, 8, 0, 59, 999_900_000, time.UTC),
+		time.Date(2026, 12, 2, 8, 1, 0, 7_000_000, time.UTC),
+		time.Date(2026, 12, 2, 13, 1, 0, 120_000_000, zone),
+		time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC),
+	} {
+		got := string(tc.append(nil, ts))
+		assert.Equal(t, ts.UTC().Format("2006-01-02T15:04:05.000Z"), got)
+	}
 }
