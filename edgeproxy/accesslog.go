@@ -2,6 +2,7 @@ package edgeproxy
 
 import (
 	"bufio"
+	"cmp"
 	"io"
 	"net/http"
 	"net/netip"
@@ -106,11 +107,13 @@ type accessEntry struct {
 	status                int
 	start                 time.Time
 	bytesOut              int64
-	rm                    *routeMetrics // nil: unknown host
-	client                string
-	requestID             []byte
-	requestIDS            string
-	protocol              string
+	rm                    *routeMetrics // nil: not proxied
+	// rt is the route when rm is nil (nil: unknown host).
+	rt         *httpRoute
+	client     string
+	requestID  []byte
+	requestIDS string
+	protocol   string
 }
 
 // appendEither appends b as a JSON string, or s when b is nil.
@@ -157,6 +160,8 @@ func appendAccessLine(b []byte, e *accessEntry, now time.Time, tc *timeCache) []
 	var app, service, instance string
 	if e.rm != nil {
 		app, service, instance = e.rm.app, e.rm.service, e.rm.instance
+	} else if e.rt != nil {
+		app, service = e.rt.app, e.rt.service
 	}
 	b = append(b, `,"app":`...)
 	b = appendJSONString(b, app)
@@ -294,9 +299,10 @@ func protoName(r *http.Request) string {
 	return "HTTP/1.1"
 }
 
-// logServeHTTP writes the line of a request ServeHTTP answered (rm nil:
-// no route).
-func (a *accessLog) logServeHTTP(r *http.Request, rm *routeMetrics, status int, bytesOut int64, start time.Time, requestID string) {
+// logServeHTTP writes the line of a request ServeHTTP answered: proxied
+// to rm's backend, or answered by the edge (rm nil) for route rt (nil: no
+// route).
+func (a *accessLog) logServeHTTP(r *http.Request, rm *routeMetrics, rt *httpRoute, status int, bytesOut int64, start time.Time, requestID string) {
 	peer := r.RemoteAddr
 	if ap, err := netip.ParseAddrPort(peer); err == nil {
 		peer = ap.Addr().Unmap().String()
@@ -309,7 +315,7 @@ func (a *accessLog) logServeHTTP(r *http.Request, rm *routeMetrics, status int, 
 	}
 	e := accessEntry{
 		hostS: r.Host, methodS: r.Method, pathS: r.RequestURI,
-		status: status, start: start, bytesOut: bytesOut, rm: rm,
+		status: status, start: start, bytesOut: bytesOut, rm: rm, rt: rt,
 		client: client, requestIDS: requestID, protocol: protoName(r),
 	}
 	if e.pathS == "" && r.URL != nil {
@@ -409,12 +415,78 @@ func (a *accessLog) ensureRequestID(r *http.Request) string {
 	return id
 }
 
-// answerUnrouted answers 404 for a Host no route matches, counts it and
-// logs it.
+// answerUnrouted answers 404 for a Host no route matches and counts it.
 func (s *Server) answerUnrouted(w http.ResponseWriter, r *http.Request) {
 	s.metrics.unrouted.Inc()
 	writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
-	if a := s.metrics.access; a != nil {
-		a.logServeHTTP(r, nil, http.StatusNotFound, 0, time.Now(), r.Header.Get("X-Request-Id"))
+}
+
+// accessWriter is ServeHTTP's writer while the access log is on: it
+// records what the edge answered itself when the request was not proxied
+// (unknown host, stopped or held service, HTTPS redirect, a smuggling
+// 400), so that those requests get their line too; rt is the route found
+// (nil: none) and logged whether the proxied path wrote the line itself.
+type accessWriter struct {
+	http.ResponseWriter
+	code    int
+	written int64
+	rt      *httpRoute
+	logged  bool
+}
+
+var accessWriterPool = sync.Pool{New: func() any { return new(accessWriter) }}
+
+func (w *accessWriter) WriteHeader(code int) {
+	if w.code == 0 && code >= 200 {
+		w.code = code
 	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *accessWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.written += int64(n)
+	return n, err
+}
+
+// Flush passes a flush on (streamed answers).
+func (w *accessWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the server's writer (hijack).
+func (w *accessWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// noteRoute records rt as the request's route on w when w is an
+// accessWriter.
+func noteRoute(w http.ResponseWriter, rt *httpRoute) {
+	if aw, ok := w.(*accessWriter); ok {
+		aw.rt = rt
+	}
+}
+
+// noteLogged records on w (an accessWriter) that the line is written.
+func noteLogged(w http.ResponseWriter) {
+	if aw, ok := w.(*accessWriter); ok {
+		aw.logged = true
+	}
+}
+
+// serveHTTPLogged is serveHTTP with the line of a request the edge
+// answered itself.
+func (s *Server) serveHTTPLogged(w http.ResponseWriter, r *http.Request) {
+	aw := accessWriterPool.Get().(*accessWriter)
+	*aw = accessWriter{ResponseWriter: w}
+	start := time.Now()
+	s.serveHTTP(aw, r)
+	if !aw.logged {
+		s.metrics.access.logServeHTTP(r, nil, aw.rt, cmp.Or(aw.code, http.StatusOK), aw.written, start, r.Header.Get("X-Request-Id"))
+	}
+	*aw = accessWriter{}
+	accessWriterPool.Put(aw)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
 )
@@ -267,4 +268,52 @@ func TestAccessLogFlushedAtShutdownAndOneLinePerPipelinedRequest(t *testing.T) {
 	text := buf.String()
 	assert.Equal(t, n, strings.Count(text, "\n"), text)
 	assert.Equal(t, n, strings.Count(text, `"path":"/p"`), text)
+}
+
+// Issue 27 item 5: a request the edge answers itself gets its line too:
+// a stopped service's 503 names the app and service (no instance).
+func TestAccessLogLineForAnswersOfTheEdgeItself(t *testing.T) {
+	buf := &syncBuffer{}
+	e := startEdge(t, func(c *edgeproxy.Config) { c.AccessLog = buf })
+	stopped := routetable.HTTPRoute{Host: "stopped.test", App: "app", Service: "web", Stopped: true}
+	e.publish(t, httpTable(1, stopped))
+	code, _ := e.get(t, "stopped.test", "/s")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	l := waitAccess(t, buf, 1)[0]
+	assert.Equal(t, 503, l.Status)
+	assert.Equal(t, "stopped.test", l.Host)
+	assert.Equal(t, "/s", l.Path)
+	assert.Equal(t, "app", l.App)
+	assert.Equal(t, "web", l.Service)
+	assert.Empty(t, l.Instance)
+	assert.Positive(t, l.BytesOut, "the 503 page's body")
+}
+
+// Issue 27 item 5: with the access log on, an upgrade still tunnels
+// (the log's writer lets the proxy hijack the connection), and its line
+// (101) is written when the tunnel ends.
+func TestAccessLogUpgradeTunnelsAndIsLogged(t *testing.T) {
+	b := tlsH1Backend(t)
+	buf := &syncBuffer{}
+	e := startEdge(t, func(c *edgeproxy.Config) { c.AccessLog = buf })
+	e.publish(t, httpTable(1, route("up.test", addrOf(b))))
+	c, err := net.Dial("tcp", e.srv.HTTPAddr())
+	require.NoError(t, err)
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: up.test\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	_, err = io.WriteString(c, "hi\n")
+	require.NoError(t, err)
+	line, err := br.ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "echo http hi\n", line)
+	c.Close()
+	l := waitAccess(t, buf, 1)[0]
+	assert.Equal(t, 101, l.Status)
+	assert.Equal(t, "/ws", l.Path)
+	assert.Equal(t, "app", l.App)
 }
