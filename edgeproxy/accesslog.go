@@ -14,9 +14,9 @@ import (
 	"unicode/utf8"
 )
 
-// Access log (issue 27 item 5): one JSON object per line for every request
-// the edge routes to an app (and every 404 for an unknown host), written to
-// AccessLogConfig.Out. A line is encoded by appending into a pooled buffer
+// Access log (issue 27 item 5): one JSON object per line for every HTTP
+// request, proxied or answered by the edge itself (unknown host, stopped
+// or held service, redirect), written to Config.AccessLog. A line is encoded by appending into a pooled buffer
 // (no reflection, no per-field allocation), copied into one buffered writer
 // under a mutex, and the writer is flushed every accessLogFlushEvery and on
 // Close. Fields, in this order:
