@@ -130,6 +130,11 @@ func (a *accessLog) write(e *accessEntry) {
 	now := time.Now()
 	b := appendAccessLine((*bp)[:0], e, now, &a.times)
 	a.mu.Lock()
+	if a.bw.Available() < len(b) {
+		// Whole lines per write: a file shared with the edge of a
+		// hand-over (O_APPEND) or rotated never holds half a line.
+		_ = a.bw.Flush()
+	}
 	_, _ = a.bw.Write(b)
 	a.mu.Unlock()
 	if cap(b) <= 16<<10 {

@@ -159,3 +159,34 @@ func TestAccessLogTimeFieldAcrossSeconds(t *testing.T) {
 		assert.Equal(t, ts.UTC().Format("2006-01-02T15:04:05.000Z"), got)
 	}
 }
+
+// chunkRecorder records each Write it gets.
+type chunkRecorder struct{ chunks [][]byte }
+
+func (c *chunkRecorder) Write(p []byte) (int, error) {
+	c.chunks = append(c.chunks, append([]byte(nil), p...))
+	return len(p), nil
+}
+
+// Every write the access log makes to its output holds whole lines, also
+// when its buffer fills (an O_APPEND file shared by the two edges of a
+// hand-over, or rotated, never gets half a line).
+func TestAccessLogWritesWholeLines(t *testing.T) {
+	rec := &chunkRecorder{}
+	a := newAccessLog(rec, nil)
+	rm := &routeMetrics{app: "app", service: "web", instance: "i"}
+	path := []byte("/" + strings.Repeat("p", 700))
+	e := accessEntry{host: []byte("h.test"), method: []byte("GET"), path: path, status: 200, start: time.Now(), rm: rm, protocol: "HTTP/1.1"}
+	for range 300 { // ~240 KiB: several buffer fills
+		a.write(&e)
+	}
+	require.NoError(t, a.Close())
+	require.Greater(t, len(rec.chunks), 2)
+	lines := 0
+	for _, c := range rec.chunks {
+		assert.Equal(t, byte('\n'), c[len(c)-1], "a write ends with a whole line")
+		assert.True(t, strings.HasPrefix(string(c), `{"time":`), "a write starts with a line")
+		lines += strings.Count(string(c), "\n")
+	}
+	assert.Equal(t, 300, lines)
+}
