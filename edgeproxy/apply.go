@@ -130,6 +130,9 @@ func (s *Server) statusLocked() routetable.Status {
 		Backends:           s.reg.status(),
 		StateID:            edgestate.StateDirID(s.cfg.StateDir),
 	}
+	if s.cfg.AccessLog != nil {
+		st.AccessLog = s.cfg.AccessLogName
+	}
 	if snap := s.snap.Load(); snap != nil {
 		st.AppliedGeneration = snap.generation
 	}

@@ -143,7 +143,7 @@ func (l *evLoop) serveClient(c *evClient) {
 		l.giveUp(c, nil, c.buf[:c.n]) // net/http answers 404
 		return
 	}
-	c.ex = h1Exchange{rt: rt, i: i, b: b, start: l.now}
+	c.ex = h1Exchange{rt: rt, i: i, b: b, start: l.now, acc: exchangeAccess{hc: &c.hc}}
 	c.headLen = len(head)
 	c.retried = false
 	if !b.transport.loopAddr.IsValid() {

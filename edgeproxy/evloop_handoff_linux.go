@@ -92,6 +92,7 @@ func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
 		if !parseRequest(hc.head, &hc.req) {
 			panic("edgeproxy: a request the loop parsed does not parse again")
 		}
+		hc.req.genID = c.hc.req.genID // sent by the loop: the access log names it
 	}
 	if res != nil {
 		hc.state.Store(h1Active)

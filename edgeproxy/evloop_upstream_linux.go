@@ -267,6 +267,7 @@ func (l *evLoop) readUp(u *evUp, hup bool) {
 	_ = l.bw.Flush()
 	if !resp.noBody {
 		l.out = append(l.out, buf[headLen:total]...)
+		c.ex.acc.bytesOut = int64(total - headLen)
 	}
 	// Out of the drain's count before the client has its answer (as the
 	// goroutine path does).

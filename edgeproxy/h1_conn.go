@@ -129,6 +129,10 @@ type h1Conn struct {
 	// fwdHost/fwd cache the Forwarded element for the last Host seen.
 	fwdHost string
 	fwd     string
+	// sent counts the bytes written to c; bodyMark is sent plus what was
+	// buffered once the current answer's head was written (-1: none), so
+	// the access log counts the body bytes.
+	sent, bodyMark int64
 }
 
 var (
@@ -329,6 +333,8 @@ type h1Exchange struct {
 	reused bool
 	err    error
 	rhLeft time.Duration
+	// acc is what the access log takes from the request (accesslog.go).
+	acc exchangeAccess
 }
 
 // runConn serves hc until it closes or is handed to net/http, first
@@ -460,7 +466,9 @@ func (hc *h1Conn) Write(p []byte) (int, error) {
 		hc.writeUntil = now.Add(h1SendTimeout)
 		_ = hc.c.SetWriteDeadline(hc.writeUntil)
 	}
-	return hc.c.Write(p)
+	n, err := hc.c.Write(p)
+	hc.sent += int64(n)
+	return n, err
 }
 
 // shrink drops per-connection buffers a large request or response grew,

@@ -82,10 +82,15 @@ func (s *Server) pickH1(host []byte) (rt *httpRoute, i int, b *backend) {
 func (s *Server) finishH1(hc *h1Conn, ex *h1Exchange) bool {
 	var code, proxyErr int
 	var keep bool
+	ex.acc = exchangeAccess{hc: hc}
+	hc.bodyMark = -1
 	if ex.err != nil {
 		code, proxyErr, keep = s.h1ProxyError(hc, ex.rt, ex.b, ex.err)
 	} else {
 		code, proxyErr, keep = s.exchangeH1(hc, ex)
+	}
+	if hc.bodyMark >= 0 {
+		ex.acc.bytesOut = hc.sent + int64(hc.bw.Buffered()) - hc.bodyMark
 	}
 	// The backend exchange is over (its connection pooled or closed): the
 	// request leaves the drain's count before the answer's last bytes are
@@ -106,6 +111,9 @@ func doneH1(ex *h1Exchange, code, proxyErr int) {
 	rm := ex.rt.metrics[ex.i]
 	rm.observe(code, proxyErr, ex.start)
 	rm.inFlight.Dec()
+	if rm.access != nil {
+		rm.access.logExchange(ex, rm, code)
+	}
 }
 
 // exchangeH1 sends the request to b and relays the response; it returns
@@ -186,6 +194,7 @@ func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) 
 		bw.WriteString("\r\nConnection: close")
 	}
 	bw.WriteString("\r\n\r\n")
+	hc.markBody()
 	if !hc.req.head {
 		bw.WriteString(body)
 	}
@@ -250,7 +259,7 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 		bw.WriteString("\r\n")
 	}
 	if !req.requestID {
-		writeRequestID(bw)
+		writeRequestID(bw, &req.genID)
 	}
 	bw.WriteString("\r\n")
 }
@@ -279,14 +288,15 @@ func (r *h1Request) namedByConnection(name []byte) bool {
 }
 
 // writeRequestID writes an X-Request-Id header of 32 random hex characters
-// (appendRequestID, into the writer).
-func writeRequestID(bw *bufio.Writer) {
+// (appendRequestID, into the writer) and keeps a copy in id.
+func writeRequestID(bw *bufio.Writer, id *requestIDBuf) {
 	if bw.Available() < 64 {
 		_ = bw.Flush()
 	}
 	// Appended into the writer's own buffer: no allocation.
 	buf := append(bw.AvailableBuffer(), "X-Request-Id: "...)
 	buf = appendRequestID(buf)
+	id.n = uint8(copy(id.b[:], buf[len("X-Request-Id: "):]))
 	buf = append(buf, "\r\n"...)
 	_, _ = bw.Write(buf)
 }

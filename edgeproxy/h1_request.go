@@ -60,6 +60,9 @@ type h1Request struct {
 	close     bool
 	requestID bool
 	teTrailer bool
+	// genID is the X-Request-Id the edge generated for this request (when
+	// it had none), for the access log.
+	genID requestIDBuf
 }
 
 // Header kinds the loop treats specially.

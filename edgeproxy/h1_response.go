@@ -273,6 +273,7 @@ func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool i
 	Put([]byte)
 }, hsts string) (ok, upstreamOK bool) {
 	writeResponseHead(hc.bw, resp, keep, hsts)
+	hc.markBody()
 	switch {
 	case resp.noBody:
 		return true, true

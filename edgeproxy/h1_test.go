@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -328,14 +329,17 @@ func TestLargeHeadsServedOrRejected(t *testing.T) {
 // trip with client, edge and backend in this one process: the event loop
 // keeps a P while it waits briefly (evRawWait), which here takes it from
 // the client and the backend; `make bench-edge` measures the separate
-// processes.
+// processes. Each runs with the access log off and on (a file in a temp
+// directory), side by side: the ratio is the access log's cost.
 func BenchmarkH1Proxy(b *testing.B) {
 	for _, loops := range []int{1, -1} {
-		b.Run(fmt.Sprintf("event_loops=%d", loops), func(b *testing.B) { benchmarkH1Proxy(b, loops) })
+		for _, access := range []string{"off", "file"} {
+			b.Run(fmt.Sprintf("event_loops=%d/access_log=%s", loops, access), func(b *testing.B) { benchmarkH1Proxy(b, loops, access == "file") })
+		}
 	}
 }
 
-func benchmarkH1Proxy(b *testing.B, loops int) {
+func benchmarkH1Proxy(b *testing.B, loops int, access bool) {
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, world\n")
 	backend := serveConns(b, func(c net.Conn, br *bufio.Reader) {
 		for skipHead(br) == nil {
@@ -345,7 +349,14 @@ func benchmarkH1Proxy(b *testing.B, loops int) {
 		}
 	})
 	dir := b.TempDir()
-	srv := edgeproxy.New(edgeproxy.Config{StateDir: dir, HTTPAddr: "127.0.0.1:0", EventLoops: loops})
+	cfg := edgeproxy.Config{StateDir: dir, HTTPAddr: "127.0.0.1:0", EventLoops: loops}
+	if access {
+		w, err := edgeproxy.OpenAccessLog(filepath.Join(dir, "access.log"), 0, 0)
+		require.NoError(b, err)
+		defer w.Close()
+		cfg.AccessLog = w
+	}
+	srv := edgeproxy.New(cfg)
 	tbl := httpTable(1, route("app.test", backend))
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())

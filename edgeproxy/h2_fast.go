@@ -95,8 +95,11 @@ func (st *h2Stream) serveFast(f *http2.MetaHeadersFrame) bool {
 		return false
 	}
 	st.hsts = rt.hsts
-	ex := h1Exchange{rt: rt, i: i, b: b, start: time.Now()}
+	ex := h1Exchange{rt: rt, i: i, b: b, start: time.Now(),
+		acc: exchangeAccess{st: st, method: method, path: path, authority: authority}}
+	st.bodyOut = 0
 	code, proxyErr := st.exchangeFast(&ex, method, path, authority, f.RegularFields())
+	ex.acc.bytesOut = st.bodyOut
 	doneH1(&ex, code, proxyErr)
 	return true
 }
@@ -162,7 +165,7 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 		if err != nil {
 			return st.fastError(rt, b, err, head)
 		}
-		st.c.writeUpstreamHead(fc.bw, method, path, authority, fields)
+		st.c.writeUpstreamHead(fc.bw, method, path, authority, fields, &ex.acc.genID)
 		err = fc.bw.Flush()
 		sc := st.scratch
 		resp := &sc.resp
@@ -252,7 +255,7 @@ func (st *h2Stream) writeSmall(resp *h1Response, body []byte) bool {
 // writeUpstreamHead writes the HTTP/1.1 request head of an HTTP/2 request
 // (writeOutgoing's rules for an untrusted peer; cookie fields joined, RFC
 // 9113 §8.2.3).
-func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority string, fields []hpack.HeaderField) {
+func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority string, fields []hpack.HeaderField, id *requestIDBuf) {
 	bw.WriteString(method)
 	bw.WriteByte(' ')
 	bw.WriteString(path)
@@ -274,6 +277,7 @@ func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority str
 			continue
 		case hdrRequestID:
 			requestID = true
+			id.given = hf.Value
 		}
 		if hf.Name == "cookie" {
 			// Every cookie field, adjacent or not, joins the first one's
@@ -297,7 +301,7 @@ func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority str
 	bw.WriteString(authority)
 	bw.WriteString("\r\n")
 	if !requestID {
-		writeRequestID(bw)
+		writeRequestID(bw, id)
 	}
 	bw.WriteString("\r\n")
 }

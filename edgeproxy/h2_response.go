@@ -324,6 +324,7 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 		st.releaseStallLocked()
 		last := end && int(n) == len(p)
 		_ = c.fr.WriteData(st.id, last, p[:n])
+		st.bodyOut += int64(n)
 		st.sendWindow -= n
 		c.sendWindow -= n
 		p = p[n:]

@@ -40,6 +40,9 @@ type h2Stream struct {
 	peerReset bool
 	// oversized: the header list is over h2MaxHeaderList (431).
 	oversized bool
+	// bodyOut counts the DATA payload bytes written (the access log's
+	// bytes_out on the fast path).
+	bodyOut int64
 	// stallSlot: the stream holds one of the stall places
 	// (h2MaxStalledPerConn, h2MaxStalled); under c.wmu.
 	stallSlot bool

@@ -39,6 +39,8 @@ type metrics struct {
 	generation   prometheus.Gauge
 	loopRequests prometheus.Counter
 	loopHandoffs prometheus.Counter
+	// access is the access log every routeMetrics writes to (nil: off).
+	access *accessLog
 }
 
 func newMetrics() *metrics {
@@ -100,6 +102,10 @@ type routeMetrics struct {
 	duration prometheus.Observer
 	inFlight prometheus.Gauge
 	errs     map[int]prometheus.Counter
+	// app, service and instance (the container) name the pair in the
+	// access log, written to access (nil: off).
+	app, service, instance string
+	access                 *accessLog
 }
 
 var classLabels = [6]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
@@ -111,6 +117,7 @@ func (m *metrics) forRoute(app, service, backend string) *routeMetrics {
 		duration: m.duration.WithLabelValues(app, service, backend),
 		inFlight: m.inFlight.WithLabelValues(app, service, backend),
 		errs:     make(map[int]prometheus.Counter, 3),
+		app:      app, service: service, access: m.access,
 	}
 	for i, c := range classLabels {
 		rm.byClass[i] = m.requests.WithLabelValues(app, service, backend, c)
@@ -149,6 +156,8 @@ type statusWriter struct {
 	http.ResponseWriter
 	code     int
 	proxyErr int
+	// written counts the body bytes written (the access log's bytes_out).
+	written int64
 	// rt is the request's route (error pages name its app and service);
 	// guard its request body's guard (nil: no body).
 	rt    *httpRoute
@@ -184,6 +193,7 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 		w.code = http.StatusOK
 	}
 	n, err := w.ResponseWriter.Write(p)
+	w.written += int64(n)
 	if w.sized {
 		w.left -= int64(n)
 		w.whole = w.left <= 0

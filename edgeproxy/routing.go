@@ -12,8 +12,18 @@ import (
 // snapshot, counting it in flight on that backend until it ends (upgraded
 // connections count as open connections instead, decision 16). The
 // snapshot is read once, so a request finishes on the backend it started
-// on. Unknown hosts get 404 "gordon-edge: no route for host X".
+// on. Unknown hosts get 404 "gordon-edge: no route for host X". With an
+// access log every request gets its line (logServeHTTP).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.metrics.access == nil {
+		s.serveHTTP(w, r)
+		return
+	}
+	s.serveHTTPLogged(w, r)
+}
+
+// serveHTTP is ServeHTTP's routing and proxying.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if tc := connTracked(r.Context()); tc != nil {
 		if why := tc.smuggling(r); why != "" {
 			// RFC 9112 §6.1 (both framings) and §5.2 (line folding): a
@@ -46,11 +56,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeUnavailable(w, "gordon-edge: "+stripPort(r.Host)+" has no serving generation (its replacement did not complete)\n")
 				return
 			}
-			s.metrics.unrouted.Inc()
-			writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
+			s.answerUnrouted(w, r)
 			return
 		}
 		if len(rt.backends) == 0 {
+			noteRoute(w, rt)
 			// Held or stopped (SPEC R58): the event loop and the h1 loop
 			// hand such requests here.
 			if !s.holdHTTP(w, r, snap, rt) {
@@ -81,6 +91,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := rt.metrics[i]
 	rm.inFlight.Inc()
 	start := time.Now()
+	reqID := rm.access.ensureRequestID(r)
 	sw := statusWriterPool.Get().(*statusWriter)
 	*sw = statusWriter{ResponseWriter: w, rt: rt}
 	if r.TLS != nil {
@@ -100,6 +111,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		rm.observe(code, sw.proxyErr, start)
 		rm.inFlight.Dec()
+		if rm.access != nil {
+			rm.access.logServeHTTP(r, rm, nil, code, sw.written, start, reqID)
+			noteLogged(w)
+		}
 		*sw = statusWriter{}
 		statusWriterPool.Put(sw)
 	}()

@@ -270,6 +270,9 @@ func (s *Server) shutdownRun(r *runSet, handedOver bool) {
 	s.tcp.close()
 	s.udp.close()
 	s.reg.closeIdle()
+	if a := s.metrics.access; a != nil {
+		_ = a.Close()
+	}
 	s.logger.Info("gordon-edge stopped")
 }
 

@@ -44,6 +44,7 @@
 package edgeproxy
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -155,6 +156,14 @@ type Config struct {
 	// environment's GORDON_EDGE_EVENT_LOOPS if set, else one per four
 	// CPUs, at least one; negative: none, a goroutine per connection.
 	EventLoops int
+	// AccessLog receives the access log, one JSON line per HTTP request
+	// (fields: accesslog.go; nil: no access log). Lines are buffered and
+	// flushed every 500 ms and when Run returns; the writer stays the
+	// caller's to close. OpenAccessLog opens "stdout" or a rotated file.
+	AccessLog io.Writer
+	// AccessLogName names AccessLog's destination in status.json
+	// ("stdout" or the file's path), so the CLI can read it.
+	AccessLogName string
 	// NoHandover turns the listener hand-over off (SPEC R60): Run neither
 	// takes the listeners of an edge already serving StateDir nor offers
 	// its own on <state>/edge/handover.sock.
@@ -264,6 +273,9 @@ func New(cfg Config) *Server {
 		handedOver: make(chan struct{}),
 	}
 	s.metrics = newMetrics()
+	if cfg.AccessLog != nil {
+		s.metrics.access = newAccessLog(cfg.AccessLog, cfg.TrustedProxies)
+	}
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
 	s.reg.defaultTM = routeTimeouts{responseHeader: cfg.ResponseTimeout}
 	s.reg.idleTimeout = cfg.BackendIdleTimeout

@@ -105,7 +105,9 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 			} else {
 				r.proxies = append(r.proxies, reg.proxyFor(be, tm))
 			}
-			r.metrics = append(r.metrics, m.forRoute(hr.App, hr.Service, b.Addr))
+			rm := m.forRoute(hr.App, hr.Service, b.Addr)
+			rm.instance = b.Container
+			r.metrics = append(r.metrics, rm)
 			referenced[b.Addr] = struct{}{}
 		}
 		if suffix, ok := strings.CutPrefix(hr.Host, "*"); ok {

@@ -146,6 +146,9 @@ func runMain(args []string) error {
 	}
 	if *memConns > 0 {
 		for _, t := range targets[1:] { // proxies only
+			if t.name == edgeNoAccessLog {
+				continue // the access log does not change memory per connection
+			}
 			m, err := measureConnMemory(t, "bench.test", *memConns)
 			if err != nil {
 				return fmt.Errorf("%s memory per connection: %w", t.name, err)
@@ -245,30 +248,47 @@ func startTargets(tmp, self, edgeBin, nginxBin string, start func(string, *exec.
 		fmt.Fprintln(os.Stderr, "edgebench: nginx not found; skipping it")
 	}
 
-	// gordon-edge.
-	{
-		addr := freeAddr()
-		state := filepath.Join(tmp, "state")
-		if err := os.MkdirAll(filepath.Join(state, "edge"), 0o700); err != nil {
+	// gordon-edge as deployed (its access log on, here to a file), and
+	// with the access log off: the access log's cost side by side.
+	for _, access := range []string{filepath.Join(tmp, "edge-access.log"), "off"} {
+		name, state := "gordon-edge", filepath.Join(tmp, "state")
+		if access == "off" {
+			name, state = edgeNoAccessLog, filepath.Join(tmp, "state-no-access-log")
+		}
+		t, err := startEdgeTarget(state, edgeBin, backendAddr, name, access, start)
+		if err != nil {
 			return nil, "", err
 		}
-		routes := fmt.Sprintf(`{"schema":1,"generation":1,"http":[{"host":"bench.test","app":"bench","service":"web","backends":[{"addr":%q,"container":"bench"}]}],"tcp":[],"udp":[]}`, backendAddr)
-		if err := os.WriteFile(filepath.Join(state, "edge", "routes.json"), []byte(routes), 0o644); err != nil {
-			return nil, "", err
-		}
-		cmd := exec.Command(edgeBin, "run", "--state-dir", state, "--http-addr", addr, "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		if err := start("gordon-edge", cmd); err != nil {
-			return nil, "", err
-		}
-		if err := waitHTTP(addr, "bench.test"); err != nil {
-			return nil, "", fmt.Errorf("gordon-edge: %w", err)
-		}
-		pid := cmd.Process.Pid
-		targets = append(targets, &target{name: "gordon-edge", addr: addr, pids: func() []int { return []int{pid} }})
+		targets = append(targets, t)
 	}
 
 	return targets, backendAddr, nil
+}
+
+// edgeNoAccessLog names the gordon-edge target run with --access-log off.
+const edgeNoAccessLog = "gordon-edge (access log off)"
+
+// startEdgeTarget starts a gordon-edge named name with a generated route
+// table to backendAddr and --access-log access, in state directory state.
+func startEdgeTarget(state, edgeBin, backendAddr, name, access string, start func(string, *exec.Cmd) error) (*target, error) {
+	addr := freeAddr()
+	if err := os.MkdirAll(filepath.Join(state, "edge"), 0o700); err != nil {
+		return nil, err
+	}
+	routes := fmt.Sprintf(`{"schema":1,"generation":1,"http":[{"host":"bench.test","app":"bench","service":"web","backends":[{"addr":%q,"container":"bench"}]}],"tcp":[],"udp":[]}`, backendAddr)
+	if err := os.WriteFile(filepath.Join(state, "edge", "routes.json"), []byte(routes), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(edgeBin, "run", "--state-dir", state, "--http-addr", addr, "--log-level", "warn", "--access-log", access)
+	cmd.Stderr = os.Stderr
+	if err := start(name, cmd); err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(addr, "bench.test"); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	pid := cmd.Process.Pid
+	return &target{name: name, addr: addr, pids: func() []int { return []int{pid} }}, nil
 }
 
 // measureTargets warms every target up (1 s, then its idle RSS) and
@@ -383,9 +403,33 @@ func writeJSON(path string, targets []*target, conns int, d time.Duration, hs []
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
+// printAccessLogCost compares gordon-edge (access log to a file) with
+// gordon-edge (access log off) of the same run: throughput and CPU per
+// request (issue 27: the goal is under 5 % of throughput).
+func printAccessLogCost(w io.Writer, targets []*target) {
+	var on, off *target
+	for _, t := range targets {
+		switch t.name {
+		case "gordon-edge":
+			on = t
+		case edgeNoAccessLog:
+			off = t
+		}
+	}
+	if on == nil || off == nil || off.res.RPS() == 0 {
+		return
+	}
+	cost := 100 * (1 - on.res.RPS()/off.res.RPS())
+	fmt.Fprintf(w, "access log cost: %.1f %% of throughput (%.0f req/s with it to a file, %.0f req/s off; goal < 5 %%)", cost, on.res.RPS(), off.res.RPS())
+	if a, b := on.cpuPerRequest(), off.cpuPerRequest(); a > 0 && b > 0 {
+		fmt.Fprintf(w, ", cpu/req %.1fµs vs %.1fµs", float64(a)/1e3, float64(b)/1e3)
+	}
+	fmt.Fprintln(w)
+}
+
 func printTable(w io.Writer, targets []*target) {
 	direct := targets[0].res
-	fmt.Fprintf(w, "\n%-12s %10s %7s %9s %7s %9s %7s %8s %10s %10s %8s\n",
+	fmt.Fprintf(w, "\n%-28s %10s %7s %9s %7s %9s %7s %8s %10s %10s %8s\n",
 		"target", "req/s", "x", "p50", "x", "p99", "x", "errors", "rss idle", "rss load", "cpu/req")
 	for _, t := range targets {
 		r := t.res
@@ -393,7 +437,7 @@ func printTable(w io.Writer, targets []*target) {
 		if d := t.cpuPerRequest(); d > 0 {
 			cpu = fmt.Sprintf("%.1fµs", float64(d)/1e3)
 		}
-		fmt.Fprintf(w, "%-12s %10.0f %7.2f %9s %7.2f %9s %7.2f %8d %9.1fM %9.1fM %8s\n",
+		fmt.Fprintf(w, "%-28s %10.0f %7.2f %9s %7.2f %9s %7.2f %8d %9.1fM %9.1fM %8s\n",
 			t.name, r.RPS(), r.RPS()/direct.RPS(),
 			r.P50.Round(time.Microsecond), float64(r.P50)/float64(direct.P50),
 			r.P99.Round(time.Microsecond), float64(r.P99)/float64(direct.P99),
@@ -401,6 +445,7 @@ func printTable(w io.Writer, targets []*target) {
 	}
 	fmt.Fprintln(w, "(x = ratio to direct; RSS is VmRSS, nginx summed over master and workers; direct RSS and cpu are the backend's;")
 	fmt.Fprintln(w, " cpu/req = user+system CPU time of the target's processes per request under load)")
+	printAccessLogCost(w, targets)
 	for _, t := range targets {
 		if t.mem != nil {
 			fmt.Fprintf(w, "memory per connection, %-12s idle keep-alive %6.1f KiB   partial head %6.1f KiB\n", t.name+":", t.mem.idleKiB, t.mem.partialKiB)

@@ -91,6 +91,7 @@ func (b *bench) measureEdge(ctx context.Context, s *section) error {
 		s.note("nginx was not found, so it was skipped (`make bench` installs Debian's nginx-light with apt-get when it can)")
 	}
 	b.edgeHTTPS(s, eb)
+	noteAccessLogCost(s, eb)
 	for _, t := range eb.Targets {
 		if t.Name == "gordon-edge" {
 			for _, n := range eb.Targets {
@@ -101,6 +102,24 @@ func (b *bench) measureEdge(ctx context.Context, s *section) error {
 		}
 	}
 	return nil
+}
+
+// noteAccessLogCost adds the access log's cost: gordon-edge (its access
+// log to a file, as deployed) against gordon-edge with --access-log off in
+// the same run (issue 27: goal under 5 % of throughput).
+func noteAccessLogCost(s *section, eb edgebenchJSON) {
+	var on, off float64
+	for _, t := range eb.Targets {
+		switch t.Name {
+		case "gordon-edge":
+			on = t.RPS
+		case "gordon-edge (access log off)":
+			off = t.RPS
+		}
+	}
+	if on > 0 && off > 0 {
+		s.add("gordon-edge: access log cost (throughput lost)", 100*(1-on/off), "%", "target (5 %)", 5, "")
+	}
 }
 
 // measureRouteSwitch times route table write → applied generation.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 )
 
@@ -29,7 +30,7 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 // newEdgeRunCommand is `edge run`: gordon-edge in the foreground for this
 // state directory, until Ctrl-C.
 func newEdgeRunCommand(env *cliEnv) *cobra.Command {
-	var httpAddr, adminAddr string
+	var httpAddr, adminAddr, accessLog string
 	var tlsFlags edgeTLSFlags
 	run := &cobra.Command{
 		Use:   "run",
@@ -49,12 +50,16 @@ func newEdgeRunCommand(env *cliEnv) *cobra.Command {
 				return err
 			}
 			args = append(args, tlsArgs...)
+			if accessLog != edgeproxy.AccessLogStdout {
+				args = append(args, "--access-log", accessLog)
+			}
 			env.close()
 			return runChild(cmd.Context(), bin, args[1:])
 		},
 	}
 	run.Flags().StringVar(&httpAddr, "http-addr", ":80", "HTTP listen address")
 	run.Flags().StringVar(&adminAddr, "admin-addr", "", "admin address (GET /metrics, edge status); default a free loopback port")
+	run.Flags().StringVar(&accessLog, "access-log", edgeproxy.AccessLogStdout, "access log, one JSON line per HTTP request: off, stdout or a file (rotated by size)")
 	tlsFlags.register(run)
 	return run
 }

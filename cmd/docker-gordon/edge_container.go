@@ -106,6 +106,7 @@ type edgeContainerFlags struct {
 	httpAddr, adminAddr string
 	drain               time.Duration
 	tls                 edgeTLSFlags
+	access              edgeAccessFlags
 }
 
 // edgeStartFile (in <state>/edge) remembers the addresses of the last
@@ -119,6 +120,7 @@ type edgeStartAddrs struct {
 	// Drain is --drain-timeout in seconds (0: the default).
 	Drain float64 `json:"drain_seconds,omitempty"`
 	edgeStartTLS
+	edgeStartAccess
 }
 
 func (f *edgeContainerFlags) register(cmd *cobra.Command) {
@@ -126,6 +128,7 @@ func (f *edgeContainerFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (GET /metrics, edge status); default: the last start's")
 	cmd.Flags().DurationVar(&f.drain, "drain-timeout", defaultEdgeDrain, "how long a stopping or upgraded edge lets in-flight requests and streams (SSE, WebSocket, TCP relays) run before it cuts them; default: the last start's")
 	f.tls.register(cmd)
+	f.access.register(cmd)
 }
 
 // resolve fills the addresses not given on the command line from the last
@@ -152,12 +155,13 @@ func (f *edgeContainerFlags) resolve(cmd *cobra.Command, stateDir string) bool {
 	if f.tls.resolve(cmd, last.edgeStartTLS) {
 		used = true
 	}
+	f.access.resolve(cmd, last.edgeStartAccess)
 	return used
 }
 
 // remember records the addresses of a successful start (best effort).
 func (f *edgeContainerFlags) remember(stateDir string) {
-	last := edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr, edgeStartTLS: f.tls.remembered()}
+	last := edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr, edgeStartTLS: f.tls.remembered(), edgeStartAccess: f.access.remembered()}
 	if f.drain != defaultEdgeDrain {
 		last.Drain = f.drain.Seconds()
 	}
@@ -208,7 +212,14 @@ default 127.0.0.1:9180; keep it on loopback): gordon_edge_http_requests_total
 gordon_edge_http_in_flight_requests, gordon_edge_http_proxy_errors_total
 {app,service,backend,status}, gordon_edge_http_unrouted_requests_total,
 gordon_edge_held, gordon_edge_applied_generation and the TLS series. The
-README lists them; edge run picks a free loopback port unless given one.`,
+README lists them; edge run picks a free loopback port unless given one.
+
+Access log: one JSON line per HTTP request (time, host, method, path,
+status, duration_ms, bytes_out, app, service, instance, client, request_id,
+protocol), on by default on the edge's stdout: edge logs --access shows
+them, docker gordon logs APP --access one app's. --access-log off turns it
+off; --access-log FILE (under the state directory) writes a file rotated at
+--access-log-max-size bytes, keeping --access-log-keep old files.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			remembered := flags.resolve(cmd, env.opts.stateDir)
@@ -217,6 +228,9 @@ README lists them; edge run picks a free loopback port unless given one.`,
 				return err
 			}
 			if err := withEdgeTLS(&u, &flags.tls, env.opts.stateDir); err != nil {
+				return err
+			}
+			if err := withEdgeAccessLog(&u, &flags.access, env.opts.stateDir); err != nil {
 				return err
 			}
 			if err := ensureStateDir(env.opts.stateDir); err != nil {
@@ -243,8 +257,7 @@ README lists them; edge run picks a free loopback port unless given one.`,
 		},
 	}
 
-	logs := newSystemLogsCommand(env, "logs", "Show the logs of the gordon-edge system container", func(string) (string, error) { return syscontainer.EdgeName, nil }, cobra.NoArgs)
-	return []*cobra.Command{start, stop, logs}
+	return []*cobra.Command{start, stop, newEdgeLogsCommand(env)}
 }
 
 func runStopSystem(ctx context.Context, env *cliEnv, name string, grace time.Duration) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,17 +20,21 @@ type logsOptions struct {
 	tail    int
 	since   string
 	format  string
+	access  bool
 }
 
 func newLogsCommand(env *cliEnv) *cobra.Command {
 	var o logsOptions
 	cmd := &cobra.Command{
-		Use:   "logs APP [--service S] [-f] [--tail N] [--since T]",
+		Use:   "logs APP [--service S] [-f] [--tail N] [--since T] [--access]",
 		Short: "Show the logs of an app's serving containers",
 		Long: `Show the logs of the containers ACTIVE names (every service, or only
 --service), each line prefixed with its service. --since takes an RFC 3339
 time or a duration ago (e.g. 10m). With --format json each line is one JSON
-object {service, time, stream, text}.`,
+object {service, time, stream, text}. With --access show the app's lines of
+the edge's access log instead (one JSON line per HTTP request; --service
+and --tail apply, --tail counting the edge's lines before the app's are
+picked).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := core.LogOptions{Tail: o.tail, Follow: o.follow}
@@ -44,6 +49,13 @@ object {service, time, stream, text}.`,
 				opts.Since = t
 			}
 			ctx := cmd.Context()
+			if o.access {
+				tail := "all"
+				if o.tail > 0 {
+					tail = strconv.Itoa(o.tail)
+				}
+				return quietEnd(ctx, o.follow, showAccessLog(ctx, env, args[0], o.service, o.follow, tail, env.dockerCli.Out()))
+			}
 			store, err := env.openStore()
 			if err != nil {
 				return err
@@ -86,6 +98,7 @@ object {service, time, stream, text}.`,
 	f.BoolVarP(&o.follow, "follow", "f", false, "follow new lines until interrupted")
 	f.IntVar(&o.tail, "tail", 0, "only the last N lines of each container (0 = all)")
 	f.StringVar(&o.since, "since", "", "only lines since an RFC 3339 time or a duration ago (e.g. 10m)")
+	f.BoolVar(&o.access, "access", false, "show the app's requests from the edge's access log (JSON lines) instead of its containers' logs")
 	addFormatFlag(cmd, &o.format)
 	return cmd
 }

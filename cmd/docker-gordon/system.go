@@ -154,6 +154,9 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 			if err := withEdgeTLS(&eu, &edgeFlags.tls, env.opts.stateDir); err != nil {
 				return err
 			}
+			if err := withEdgeAccessLog(&eu, &edgeFlags.access, env.opts.stateDir); err != nil {
+				return err
+			}
 			ru, err := reconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, reconcileUnitOpts{
 				interval: interval,
 				boot:     reconcileHasBoot(cmd.Root()),

@@ -283,6 +283,15 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	r = dockerGordon(t, bins, state, "edge", "logs", "--tail", "20")
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out+r.err, "serving")
+	assert.NotContains(t, r.out, "unknown.invalid", "edge logs shows the edge's own log, not its access log")
+
+	// The 404 above is in its access log (the container's stdout; flushed
+	// within 500 ms), which holds nothing else.
+	require.Eventually(t, func() bool {
+		r = dockerGordon(t, bins, state, "edge", "logs", "--access")
+		return r.code == 0 && strings.Contains(r.out, `"host":"unknown.invalid"`) && strings.Contains(r.out, `"status":404`)
+	}, 10*time.Second, 200*time.Millisecond, "edge logs --access never showed the 404")
+	assert.NotContains(t, r.out, "serving", "edge logs --access shows access lines only")
 
 	// Different flags replace the container.
 	httpAddr2 := freePort(t)

@@ -2,10 +2,12 @@
 // §5): `gordon-edge run --state-dir DIR --http-addr ADDR [--admin-addr
 // ADDR] [--https-addr ADDR [--acme-email E] [--acme-ca URL]
 // [--acme-ca-root FILE] [--acme=false]] [--trusted-proxies CIDRS]
-// [--read-header-timeout D] [--reuse-port] [--pprof] [--no-handover]`
+// [--read-header-timeout D] [--reuse-port] [--pprof] [--no-handover]
+// [--access-log off|stdout|FILE [--access-log-max-size N] [--access-log-keep N]]`
 // serves in the foreground until SIGTERM or SIGINT, then drains (in-flight
 // requests finish within --shutdown-timeout) and stops; SIGHUP re-reads the
-// route table. A second edge started on the same state directory takes the
+// route table. Every HTTP request is logged as one JSON line on stdout
+// (the default --access-log; hclog lines go to stderr). A second edge started on the same state directory takes the
 // listeners over from the running one through <state>/edge/handover.sock,
 // which then drains and exits (SPEC R60); `gordon-edge version` prints the
 // version.
@@ -14,6 +16,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -66,6 +69,9 @@ type runOptions struct {
 	acmeCA          string
 	acmeCARoot      string
 	defaultCert     string
+	accessLog       string
+	accessLogMax    int64
+	accessLogKeep   int
 }
 
 func newRunCommand() *cobra.Command {
@@ -96,6 +102,9 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&opts.acmeCA, "acme-ca", "", "ACME directory URL (default Let's Encrypt production)")
 	f.StringVar(&opts.defaultCert, "default-cert", "", "host whose certificate a TLS client that sends no server name (SNI) gets (default: the only certificate served, when there is one)")
 	f.StringVar(&opts.acmeCARoot, "acme-ca-root", "", "PEM file of the root to trust for the ACME server (private CAs, tests)")
+	f.StringVar(&opts.accessLog, "access-log", edgeproxy.AccessLogStdout, "access log, one JSON line per HTTP request (time, host, method, path, status, duration_ms, bytes_out, app, service, instance, client, request_id, protocol): off, stdout, or a file path rotated by size")
+	f.Int64Var(&opts.accessLogMax, "access-log-max-size", edgeproxy.DefaultAccessLogMaxSize, "size in bytes at which an --access-log file is rotated (FILE becomes FILE.1)")
+	f.IntVar(&opts.accessLogKeep, "access-log-keep", edgeproxy.DefaultAccessLogKeep, "rotated --access-log files kept (FILE.1 .. FILE.N)")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
 }
@@ -115,6 +124,15 @@ func runEdge(ctx context.Context, opts runOptions) error {
 			return fmt.Errorf("--acme-ca-root: %w", err)
 		}
 		acme.CARootPEM = b
+	}
+	accessLog, err := edgeproxy.OpenAccessLog(opts.accessLog, opts.accessLogMax, opts.accessLogKeep)
+	if err != nil {
+		return fmt.Errorf("--access-log: %w", err)
+	}
+	var accessOut io.Writer
+	if accessLog != nil {
+		defer accessLog.Close()
+		accessOut = accessLog
 	}
 	tuneGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
@@ -143,6 +161,8 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		EventLoops:        opts.eventLoops,
 		NoHandover:        opts.noHandover,
 		DefaultCertHost:   opts.defaultCert,
+		AccessLog:         accessOut,
+		AccessLogName:     opts.accessLog,
 	})
 	go func() {
 		for {

@@ -135,6 +135,9 @@ type Status struct {
 	// publisher working on another directory (a copy) must not take this
 	// edge's answers as confirmation of its tables.
 	StateID string `json:"state_id,omitempty"`
+	// AccessLog is where the edge writes its access log: "stdout", a file
+	// path, or "" (none).
+	AccessLog string `json:"access_log,omitempty"`
 }
 
 // ListenerStatus reports one listener (HTTP, TCP or UDP).

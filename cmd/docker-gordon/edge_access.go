@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+)
+
+// edgeAccessFlags are the access log flags of `edge start` and `system
+// start` (gordon-edge --access-log).
+type edgeAccessFlags struct {
+	dest    string
+	maxSize int64
+	keep    int
+}
+
+// edgeStartAccess is what start.json remembers of them (empty: stdout,
+// the default).
+type edgeStartAccess struct {
+	AccessLog     string `json:"access_log,omitempty"`
+	AccessLogMax  int64  `json:"access_log_max_size,omitempty"`
+	AccessLogKeep *int   `json:"access_log_keep,omitempty"`
+}
+
+func (f *edgeAccessFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.dest, "access-log", edgeproxy.AccessLogStdout, "the edge's access log, one JSON line per HTTP request: off, stdout (read with edge logs --access), or a file under the state directory, rotated by size; default: the last start's")
+	cmd.Flags().Int64Var(&f.maxSize, "access-log-max-size", edgeproxy.DefaultAccessLogMaxSize, "size in bytes at which an --access-log file is rotated (FILE becomes FILE.1)")
+	cmd.Flags().IntVar(&f.keep, "access-log-keep", edgeproxy.DefaultAccessLogKeep, "rotated --access-log files kept (FILE.1 .. FILE.N)")
+}
+
+// resolve takes the flags not given from the last start.
+func (f *edgeAccessFlags) resolve(cmd *cobra.Command, last edgeStartAccess) {
+	if !cmd.Flags().Changed("access-log") && last.AccessLog != "" {
+		f.dest = last.AccessLog
+	}
+	if !cmd.Flags().Changed("access-log-max-size") && last.AccessLogMax > 0 {
+		f.maxSize = last.AccessLogMax
+	}
+	if !cmd.Flags().Changed("access-log-keep") && last.AccessLogKeep != nil {
+		f.keep = *last.AccessLogKeep
+	}
+}
+
+func (f *edgeAccessFlags) remembered() edgeStartAccess {
+	r := edgeStartAccess{}
+	if f.dest != edgeproxy.AccessLogStdout {
+		r.AccessLog = f.dest
+	}
+	if f.maxSize != edgeproxy.DefaultAccessLogMaxSize {
+		r.AccessLogMax = f.maxSize
+	}
+	if f.keep != edgeproxy.DefaultAccessLogKeep {
+		keep := f.keep
+		r.AccessLogKeep = &keep
+	}
+	return r
+}
+
+// withEdgeAccessLog adds the access log flags to the edge unit (none for
+// the default, stdout, so an edge started before keeps its flags). A file
+// must be an absolute path under the state directory, the only host path
+// the edge container sees.
+func withEdgeAccessLog(u *syscontainer.Unit, f *edgeAccessFlags, stateDir string) error {
+	switch f.dest {
+	case edgeproxy.AccessLogStdout:
+	case edgeproxy.AccessLogOff:
+		u.Cmd = append(u.Cmd, "--access-log", edgeproxy.AccessLogOff)
+	default:
+		p := filepath.Clean(f.dest)
+		rel, err := filepath.Rel(stateDir, p)
+		if !filepath.IsAbs(p) || err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			return fmt.Errorf("--access-log %q: want off, stdout or an absolute file path under the state directory %s (the edge container sees only that): %w", f.dest, stateDir, core.ErrInvalid)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return fmt.Errorf("--access-log: %w", err)
+		}
+		f.dest = p
+		u.Cmd = append(u.Cmd, "--access-log", p)
+	}
+	if f.maxSize <= 0 || f.keep < 0 {
+		return fmt.Errorf("--access-log-max-size must be positive and --access-log-keep 0 or more: %w", core.ErrInvalid)
+	}
+	if f.maxSize != edgeproxy.DefaultAccessLogMaxSize {
+		u.Cmd = append(u.Cmd, "--access-log-max-size", strconv.FormatInt(f.maxSize, 10))
+	}
+	if f.keep != edgeproxy.DefaultAccessLogKeep {
+		u.Cmd = append(u.Cmd, "--access-log-keep", strconv.Itoa(f.keep))
+	}
+	return nil
+}
+
+// lastAccessDest is the access log destination of the edge serving
+// stateDir (its status.json names it: "stdout", a file, or none: off),
+// else of the last edge start (start.json): stdout unless one was given.
+func lastAccessDest(stateDir string) string {
+	if data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeproxy.StatusFile)); err == nil {
+		var st routetable.Status
+		if json.Unmarshal(data, &st) == nil && st.PID != 0 {
+			if st.AccessLog == "" {
+				return edgeproxy.AccessLogOff
+			}
+			return st.AccessLog
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
+	if err != nil {
+		return edgeproxy.AccessLogStdout
+	}
+	var last edgeStartAddrs
+	if json.Unmarshal(data, &last) != nil || last.AccessLog == "" {
+		return edgeproxy.AccessLogStdout
+	}
+	return last.AccessLog
+}
+
+// accessFilter passes the access log lines of app (every app when "") and
+// service (every service when "") to w, dropping anything else; it is an
+// io.Writer that takes arbitrary chunks.
+type accessFilter struct {
+	w            io.Writer
+	app, service string
+	partial      []byte
+}
+
+func (f *accessFilter) Write(p []byte) (int, error) {
+	n := len(p)
+	f.partial = append(f.partial, p...)
+	for {
+		i := bytes.IndexByte(f.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := f.partial[:i+1]
+		if f.keep(line) {
+			if _, err := f.w.Write(line); err != nil {
+				return 0, err
+			}
+		}
+		f.partial = f.partial[i+1:]
+	}
+	f.partial = append([]byte(nil), f.partial...)
+	return n, nil
+}
+
+func (f *accessFilter) keep(line []byte) bool {
+	var l struct {
+		App     string `json:"app"`
+		Service string `json:"service"`
+		Method  string `json:"method"`
+		Status  int    `json:"status"`
+	}
+	if json.Unmarshal(line, &l) != nil || l.Method == "" || l.Status == 0 {
+		return false
+	}
+	return (f.app == "" || l.App == f.app) && (f.service == "" || l.Service == f.service)
+}
+
+// showAccessLog writes the edge's access log lines of app/service ("":
+// all) to out: from the edge container's stdout, or from the file the
+// last `edge start` named (its rotated files are not read); tail is
+// docker's --tail ("all" or a number of lines), follow waits for new
+// lines until ctx ends.
+func showAccessLog(ctx context.Context, env *cliEnv, app, service string, follow bool, tail string, out io.Writer) error {
+	filter := &accessFilter{w: out, app: app, service: service}
+	dest := lastAccessDest(env.opts.stateDir)
+	switch dest {
+	case edgeproxy.AccessLogOff:
+		return fmt.Errorf("the edge's access log is off (edge start --access-log off); start it with --access-log stdout or a file: %w", core.ErrInvalid)
+	case edgeproxy.AccessLogStdout:
+		return syscontainer.StreamLogs(ctx, env.dockerCli.Client(), syscontainer.EdgeName, follow, tail, filter, nil)
+	}
+	return tailFile(ctx, dest, follow, tail, filter)
+}
+
+// tailFile writes the last tail lines of path ("all": every line) to w,
+// then, with follow, what is appended (polled every 250 ms; a rotation
+// reopens the file) until ctx ends.
+func tailFile(ctx context.Context, path string, follow bool, tail string, w io.Writer) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("access log %s: %w", path, err)
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("access log %s: %w", path, err)
+	}
+	if n, err := strconv.Atoi(tail); err == nil {
+		lines := bytes.SplitAfter(data, []byte("\n"))
+		if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+			lines = lines[:len(lines)-1]
+		}
+		data = bytes.Join(lines[max(len(lines)-n, 0):], nil)
+	}
+	if _, err := w.Write(data); err != nil || !follow {
+		return err
+	}
+	r := bufio.NewReader(f)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			return err
+		}
+		if st, err := os.Stat(path); err == nil {
+			if cur, err := f.Stat(); err == nil && !os.SameFile(st, cur) {
+				nf, err := os.Open(path)
+				if err == nil {
+					_ = f.Close()
+					f = nf
+					r.Reset(f)
+				}
+			}
+		}
+	}
+}
+
+// newEdgeLogsCommand is `edge logs [-f] [--tail N] [--access [--app A]]`:
+// the edge's own log (its stderr), or with --access its access log.
+func newEdgeLogsCommand(env *cliEnv) *cobra.Command {
+	var follow, access bool
+	var tail string
+	cmd := &cobra.Command{
+		Use:   "logs [-f] [--tail N] [--access]",
+		Short: "Show the logs of the gordon-edge system container (--access: its access log)",
+		Long: `Show the edge's own log (route tables applied, errors). With --access show
+its access log instead: one JSON line per HTTP request, from the edge
+container's output or from the file edge start --access-log named.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tail != "all" {
+				if n, err := strconv.Atoi(tail); err != nil || n < 0 {
+					return fmt.Errorf("--tail %q: a number of lines or \"all\": %w", tail, core.ErrInvalid)
+				}
+			}
+			out := env.dockerCli.Out()
+			if access {
+				return quietEnd(cmd.Context(), follow, showAccessLog(cmd.Context(), env, "", "", follow, tail, out))
+			}
+			return syscontainer.StreamLogs(cmd.Context(), env.dockerCli.Client(), syscontainer.EdgeName, follow, tail, nil, out)
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log output")
+	cmd.Flags().StringVar(&tail, "tail", "all", "number of lines to show from the end of the logs")
+	cmd.Flags().BoolVar(&access, "access", false, "show the access log (one JSON line per HTTP request) instead of the edge's own log")
+	return cmd
+}
+
+// quietEnd drops the error of a follow that ended because ctx did
+// (Ctrl-C is how a follow ends).
+func quietEnd(ctx context.Context, follow bool, err error) error {
+	if err != nil && follow && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

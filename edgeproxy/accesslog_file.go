@@ -1,0 +1,130 @@
+package edgeproxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+)
+
+// Access log destinations (gordon-edge --access-log).
+const (
+	AccessLogOff    = "off"
+	AccessLogStdout = "stdout"
+	// DefaultAccessLogMaxSize is the size at which an access log file is
+	// rotated (--access-log-max-size), DefaultAccessLogKeep how many
+	// rotated files are kept (--access-log-keep).
+	DefaultAccessLogMaxSize = 100 << 20
+	DefaultAccessLogKeep    = 5
+)
+
+// OpenAccessLog opens the access log destination dest: "off" (nil, no
+// access log), "stdout", or a file path, appended to and rotated once it
+// would grow past maxSize bytes (PATH becomes PATH.1, PATH.1 becomes
+// PATH.2, ... up to PATH.<keep>; older ones are removed; keep 0 keeps
+// none). maxSize <= 0 takes DefaultAccessLogMaxSize, keep < 0
+// DefaultAccessLogKeep. The caller closes what it returns (stdout is not
+// closed). Errors say which file could not be opened.
+func OpenAccessLog(dest string, maxSize int64, keep int) (io.WriteCloser, error) {
+	switch dest {
+	case AccessLogOff:
+		return nil, nil
+	case AccessLogStdout, "":
+		return nopWriteCloser{os.Stdout}, nil
+	}
+	if maxSize <= 0 {
+		maxSize = DefaultAccessLogMaxSize
+	}
+	if keep < 0 {
+		keep = DefaultAccessLogKeep
+	}
+	r := &rotatingFile{path: dest, maxSize: maxSize, keep: keep}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// rotatingFile is an append-only file rotated by size (OpenAccessLog).
+// Writes come whole from the access log's buffer (lines are not split
+// across a rotation unless a single write exceeds maxSize).
+type rotatingFile struct {
+	mu      sync.Mutex
+	path    string
+	maxSize int64
+	keep    int
+	f       *os.File
+	size    int64
+}
+
+func (r *rotatingFile) open() error {
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("access log: open %s: %w (check the directory exists and is writable, or use --access-log stdout)", r.path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("access log: stat %s: %w", r.path, err)
+	}
+	r.f, r.size = f, st.Size()
+	return nil
+}
+
+// Write appends p, first rotating when p would take the file past
+// maxSize (a non-empty file only).
+func (r *rotatingFile) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return 0, errors.New("access log: file closed")
+	}
+	if r.size > 0 && r.size+int64(len(p)) > r.maxSize {
+		if err := r.rotate(); err != nil {
+			return 0, err
+		}
+	}
+	n, err := r.f.Write(p)
+	r.size += int64(n)
+	return n, err
+}
+
+// rotate closes the file, shifts PATH.i to PATH.i+1 (dropping PATH.keep),
+// renames PATH to PATH.1 and opens a new PATH.
+func (r *rotatingFile) rotate() error {
+	_ = r.f.Close()
+	r.f = nil
+	if r.keep == 0 {
+		_ = os.Remove(r.path)
+	} else {
+		_ = os.Remove(r.path + "." + strconv.Itoa(r.keep))
+		for i := r.keep - 1; i >= 1; i-- {
+			_ = os.Rename(r.path+"."+strconv.Itoa(i), r.path+"."+strconv.Itoa(i+1))
+		}
+		if err := os.Rename(r.path, r.path+".1"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if oerr := r.open(); oerr != nil {
+				return oerr
+			}
+			return fmt.Errorf("access log: rotate %s: %w", r.path, err)
+		}
+	}
+	return r.open()
+}
+
+// Close closes the file.
+func (r *rotatingFile) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}
