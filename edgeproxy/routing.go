@@ -50,6 +50,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
 			return
 		}
+		if rt.guard != nil && !s.admit(w, r, rt) {
+			return
+		}
 		if len(rt.backends) == 0 {
 			// Held or stopped (SPEC R58): the event loop and the h1 loop
 			// hand such requests here.
@@ -78,6 +81,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		counter.Add(-1)
 	}
 	defer counter.Add(-1)
+	if rt.guard != nil && rt.guard.users != nil {
+		r.Header.Del("Authorization") // the backend never sees the password (R69)
+	}
 	rm := rt.metrics[i]
 	rm.inFlight.Inc()
 	start := time.Now()
