@@ -66,3 +66,29 @@ func TestR69_AuthCacheIsBounded(t *testing.T) {
 	assert.Len(t, a.ok, authCacheEntries)
 	assert.Contains(t, a.ok, a.cacheKey("alice", "s3cret", g.users["alice"]))
 }
+
+// BenchmarkR69_Verify compares a bcrypt check at cost 10 (a first
+// request) with a cached one (the next requests of a client).
+func BenchmarkR69_Verify(b *testing.B) {
+	h, err := bcrypt.GenerateFromPassword([]byte("s3cret"), 10)
+	require.NoError(b, err)
+	g := newRouteGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{"alice:" + string(h)}})
+	b.Run("bcrypt", func(b *testing.B) {
+		a := newAuthVerifier()
+		for b.Loop() {
+			clear(a.ok)
+			if a.verify(context.Background(), g, "alice", "s3cret") != authOK {
+				b.Fatal("not verified")
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		a := newAuthVerifier()
+		require.Equal(b, authOK, a.verify(context.Background(), g, "alice", "s3cret"))
+		for b.Loop() {
+			if a.verify(context.Background(), g, "alice", "s3cret") != authOK {
+				b.Fatal("not verified")
+			}
+		}
+	})
+}
