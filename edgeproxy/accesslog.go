@@ -284,15 +284,6 @@ func clientAfterTrusted(peer string, peerTrusted bool, xff string, trusted []net
 	return last
 }
 
-func prefixesContain(ps []netip.Prefix, ip netip.Addr) bool {
-	for _, p := range ps {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
 // protoName is the protocol field of a net/http request.
 func protoName(r *http.Request) string {
 	switch {

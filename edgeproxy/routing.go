@@ -59,6 +59,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			s.answerUnrouted(w, r)
 			return
 		}
+		if rt.guard != nil && !s.admit(w, r, rt) {
+			return
+		}
 		if len(rt.backends) == 0 {
 			noteRoute(w, rt)
 			// Held or stopped (SPEC R58): the event loop and the h1 loop
@@ -88,6 +91,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		counter.Add(-1)
 	}
 	defer counter.Add(-1)
+	if rt.guard != nil && rt.guard.users != nil {
+		r.Header.Del("Authorization") // the backend never sees the password (R69)
+	}
 	rm := rt.metrics[i]
 	rm.inFlight.Inc()
 	start := time.Now()

@@ -196,6 +196,8 @@ type Server struct {
 	reg     *registry
 	tcp     *tcpRelays
 	udp     *udpRelays
+	// auth checks basic-auth passwords (auth.go, SPEC R69).
+	auth *authVerifier
 	// h1 is the public HTTP/1.1 loop (h1_conn.go); set by Run.
 	h1 *h1Server
 	// h2Stalled counts the HTTP/2 streams of every connection waiting for
@@ -276,6 +278,7 @@ func New(cfg Config) *Server {
 	if cfg.AccessLog != nil {
 		s.metrics.access = newAccessLog(cfg.AccessLog, cfg.TrustedProxies)
 	}
+	s.auth = newAuthVerifier()
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
 	s.reg.defaultTM = routeTimeouts{responseHeader: cfg.ResponseTimeout}
 	s.reg.idleTimeout = cfg.BackendIdleTimeout

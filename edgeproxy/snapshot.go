@@ -59,6 +59,9 @@ type httpRoute struct {
 	// slowPlain sends this host's plain HTTP requests to ServeHTTP instead
 	// of the event loop (redirects, h2c); set by tlsEdge.annotate.
 	slowPlain atomic.Bool
+	// guard is the route's allow and basic_auth rules (auth.go; nil:
+	// none); a guarded route is served by ServeHTTP only.
+	guard *routeGuard
 }
 
 // pick returns the index of the backend for one request (into backends,
@@ -84,7 +87,7 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 	for _, hr := range t.HTTP {
 		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64),
 			hold: hr.Hold, stopped: hr.Stopped, held: new(atomic.Int64),
-			tls: hr.TLS, h2c: hr.Protocol == "h2c", hsts: hr.HSTS}
+			tls: hr.TLS, h2c: hr.Protocol == "h2c", hsts: hr.HSTS, guard: newRouteGuard(hr)}
 		if r.tls == "" {
 			r.tls = tlsAuto
 		}

@@ -90,7 +90,7 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&opts.adminAddr, "admin-addr", "127.0.0.1:0", "loopback admin address (GET /metrics, /status, /healthz)")
 	f.StringVar(&opts.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	f.DurationVar(&opts.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on shutdown")
-	f.StringVar(&opts.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or IPs of proxies in front of the edge whose Forwarded/X-Forwarded-* headers are kept (default: none, the chain is replaced)")
+	f.StringVar(&opts.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or IPs of proxies in front of the edge whose Forwarded/X-Forwarded-* headers are kept, and past which an interface's allow list takes the client address from X-Forwarded-For (default: none, the chain is replaced)")
 	f.DurationVar(&opts.readHeader, "read-header-timeout", 10*time.Second, "how long a client may take to send request headers (slowloris guard)")
 	f.BoolVar(&opts.pprof, "pprof", false, "serve net/http/pprof on the admin address")
 	f.IntVar(&opts.eventLoops, "event-loops", 0, "event loop threads serving simple HTTP requests (Linux): 0 picks one per four CPUs, -1 serves every connection from a goroutine")

@@ -81,9 +81,11 @@ type secretRef struct {
 }
 
 type httpIface struct {
-	Port int    `toml:"port"`
-	Host string `toml:"host,omitempty"`
-	TLS  string `toml:"tls,omitempty"`
+	Port      int      `toml:"port"`
+	Host      string   `toml:"host,omitempty"`
+	TLS       string   `toml:"tls,omitempty"`
+	BasicAuth []string `toml:"basic_auth,omitempty"`
+	Allow     []string `toml:"allow,omitempty"`
 }
 
 type l4Iface struct {

@@ -55,7 +55,7 @@ func (m *mapper) interfaces(name string, svc *types.ServiceConfig, out *service)
 		if _, ok := routed[r.port]; !ok {
 			routed[r.port] = r.host
 		}
-		out.HTTP = append(out.HTTP, httpIface{Port: r.port, Host: r.host, TLS: r.tls})
+		out.HTTP = append(out.HTTP, httpIface{Port: r.port, Host: r.host, TLS: r.tls, BasicAuth: r.access.basicAuth, Allow: r.access.allow})
 		m.from(fmt.Sprintf("%s.http[%d]", base, len(out.HTTP)-1), r.origin)
 	}
 	for i, pc := range svc.Ports {

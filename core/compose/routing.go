@@ -17,6 +17,8 @@ type route struct {
 	port   int
 	tls    string // "" (the manifest's default, auto), auto, always or never
 	origin string // compose key path
+	// access are the router's Traefik auth middlewares (middlewares.go).
+	access access
 }
 
 // xGordonKeys are the keys of a service's x-gordon extension.
@@ -224,7 +226,8 @@ var (
 
 // traefik reads Traefik v2/v3 router labels: rule=Host(`a`) [|| Host(`b`)],
 // the router's service port (loadbalancer.server.port), and refuses what
-// the edge cannot do in their place (middlewares, non-Host rules).
+// the edge cannot do in their place (non-Host rules, middlewares other
+// than basic auth and IP allowlists, which routerAccess maps).
 func (m *mapper) traefik(name string, svc *types.ServiceConfig) []route {
 	labels := svc.Labels
 	if v, ok := labels["traefik.enable"]; ok && strings.EqualFold(v, "false") {
@@ -256,10 +259,6 @@ func (m *mapper) traefik(name string, svc *types.ServiceConfig) []route {
 	}
 	var rs []route
 	for _, k := range keys {
-		if strings.HasPrefix(k, "traefik.http.routers.") && strings.HasSuffix(k, ".middlewares") {
-			refuseLabel(k, "Traefik middlewares (%s) cannot be honoured: the edge would serve the route without them (no auth, headers or redirects); remove the router's middlewares, or keep Traefik in front", labels[k])
-			continue
-		}
 		if strings.HasPrefix(k, "traefik.tcp.") || strings.HasPrefix(k, "traefik.udp.") {
 			refuseLabel(k, "Traefik TCP/UDP routers cannot be honoured: publish the port with ports: \"HOST:CONTAINER\" instead")
 			continue
@@ -289,9 +288,15 @@ func (m *mapper) traefik(name string, svc *types.ServiceConfig) []route {
 				continue
 			}
 		}
+		var acc access
+		if mwKey := "traefik.http.routers." + router + ".middlewares"; labels[mwKey] != "" {
+			// A refusal fails the whole load; the route is still kept so
+			// that it causes no second problem (its port unpublished).
+			acc, _ = m.routerAccess(name, labels[mwKey], func(format string, args ...any) { refuseLabel(mwKey, format, args...) })
+		}
 		p, _ := labelKey(k)
 		for _, h := range hosts {
-			rs = append(rs, route{host: h, port: port, origin: p})
+			rs = append(rs, route{host: h, port: port, origin: p, access: acc})
 		}
 	}
 	return rs

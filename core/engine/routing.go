@@ -93,6 +93,7 @@ func routeService(g *routetable.Graph, app, name string, s *core.ActiveService) 
 		}
 		g.HTTP = append(g.HTTP, routetable.HTTPRoute{
 			Host: h.Host, App: app, Service: name, TLS: h.TLS, Protocol: h.Protocol, HSTS: h.HSTS,
+			BasicAuth: h.BasicAuth, Allow: h.Allow,
 			Backends:                bs,
 			ResponseHeaderTimeoutMS: h.ResponseTimeout.D().Milliseconds(),
 		})

@@ -207,6 +207,9 @@ type rawHTTP struct {
 	TLS             *string `toml:"tls"`
 	Protocol        *string `toml:"protocol"`
 	HSTS            *string `toml:"hsts"`
+	// BasicAuth are htpasswd bcrypt lines; Allow are CIDRs or IPs.
+	BasicAuth *[]string `toml:"basic_auth"`
+	Allow     *[]string `toml:"allow"`
 }
 
 type rawL4 struct {
@@ -239,7 +242,7 @@ var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
 	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas"}
 	notifyKeys    = []string{"webhook"}
-	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol", "hsts"}
+	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol", "hsts", "basic_auth", "allow"}
 	l4Keys        = []string{"port", "publish"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
 	mountKeys     = []string{"name", "path", "readonly", "adopt"}

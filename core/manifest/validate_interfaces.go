@@ -95,6 +95,7 @@ func (v *validator) http(k string, h rawHTTP, tcpPorts map[int]string, publicHTT
 		}
 	}
 	v.httpTLS(k, h, &out)
+	v.httpAccess(k, h, &out)
 	return out
 }
 

@@ -58,6 +58,15 @@ type HTTPRoute struct {
 	// host's HTTPS answers, in place of the backend's (RFC 6797; "":
 	// none), e.g. "max-age=31536000; includeSubDomains".
 	HSTS string `json:"hsts,omitempty"`
+	// BasicAuth, when set, are htpasswd bcrypt lines "user:$2y$..."
+	// (ParseBasicAuth): a request without the credentials of one of them
+	// gets 401 with WWW-Authenticate. The edge removes the Authorization
+	// header of a request it lets through.
+	BasicAuth []string `json:"basic_auth,omitempty"`
+	// Allow, when set, are CIDRs or IPs (ParseAllow): a request whose
+	// client address (the peer, or the address a trusted proxy forwarded)
+	// is in none of them gets 403. It is checked before BasicAuth.
+	Allow []string `json:"allow,omitempty"`
 }
 
 // Hold bounds how long the edge holds requests and connections for a

@@ -90,7 +90,13 @@ type HTTPRoute struct {
 	// tls is the HTTPS policy: "" or "auto", "always", "never".
 	Tls string `protobuf:"bytes,12,opt,name=tls,proto3" json:"tls,omitempty"`
 	// protocol is the backend protocol: "" or "http1", "h2c".
-	Protocol      string `protobuf:"bytes,13,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Protocol string `protobuf:"bytes,13,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// hsts is the Strict-Transport-Security value of the host's HTTPS answers ("": none).
+	Hsts string `protobuf:"bytes,14,opt,name=hsts,proto3" json:"hsts,omitempty"`
+	// basic_auth are htpasswd bcrypt lines "user:$2y$..." (SPEC R69; none: no basic auth).
+	BasicAuth []string `protobuf:"bytes,15,rep,name=basic_auth,json=basicAuth,proto3" json:"basic_auth,omitempty"`
+	// allow are the client CIDRs let in (SPEC R69; none: every client).
+	Allow         []string `protobuf:"bytes,16,rep,name=allow,proto3" json:"allow,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -186,6 +192,27 @@ func (x *HTTPRoute) GetProtocol() string {
 		return x.Protocol
 	}
 	return ""
+}
+
+func (x *HTTPRoute) GetHsts() string {
+	if x != nil {
+		return x.Hsts
+	}
+	return ""
+}
+
+func (x *HTTPRoute) GetBasicAuth() []string {
+	if x != nil {
+		return x.BasicAuth
+	}
+	return nil
+}
+
+func (x *HTTPRoute) GetAllow() []string {
+	if x != nil {
+		return x.Allow
+	}
+	return nil
 }
 
 // Hold bounds how long the edge holds a service's traffic (SPEC R58).
@@ -955,7 +982,7 @@ const file_traffic_proto_rawDesc = "" +
 	"\rtraffic.proto\x12\x10gordon.plugin.v1\x1a\fcommon.proto\";\n" +
 	"\aBackend\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1c\n" +
-	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xb3\x02\n" +
+	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xfc\x02\n" +
 	"\tHTTPRoute\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
@@ -966,7 +993,11 @@ const file_traffic_proto_rawDesc = "" +
 	" \x01(\v2\x16.gordon.plugin.v1.HoldR\x04hold\x12\x18\n" +
 	"\astopped\x18\v \x01(\bR\astopped\x12\x10\n" +
 	"\x03tls\x18\f \x01(\tR\x03tls\x12\x1a\n" +
-	"\bprotocol\x18\r \x01(\tR\bprotocol\"@\n" +
+	"\bprotocol\x18\r \x01(\tR\bprotocol\x12\x12\n" +
+	"\x04hsts\x18\x0e \x01(\tR\x04hsts\x12\x1d\n" +
+	"\n" +
+	"basic_auth\x18\x0f \x03(\tR\tbasicAuth\x12\x14\n" +
+	"\x05allow\x18\x10 \x03(\tR\x05allow\"@\n" +
 	"\x04Hold\x12\"\n" +
 	"\runtil_unix_ms\x18\x01 \x01(\x03R\vuntilUnixMs\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xe8\x01\n" +

@@ -1,0 +1,290 @@
+package edgeproxy
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// routeGuard is a route's access rules (SPEC R69), built once per
+// snapshot: the client must be in allow (403 otherwise), then present the
+// credentials of one of users (401 otherwise). A route with a guard is
+// always served by ServeHTTP (the event loop, the HTTP/1.1 loop and the
+// HTTP/2 fast path hand its requests there).
+type routeGuard struct {
+	// restrict says allow is in force (allow may not be empty then).
+	restrict bool
+	allow    []netip.Prefix
+	// users maps a user name to its bcrypt hash; nil: no basic auth.
+	users map[string][]byte
+	// decoy is compared for an unknown user, so the answer's timing does
+	// not tell which users exist.
+	decoy []byte
+	// challenge is the WWW-Authenticate value of a 401.
+	challenge string
+}
+
+// newRouteGuard builds the guard of a validated route; nil when the route
+// has neither allow nor basic_auth.
+func newRouteGuard(hr routetable.HTTPRoute) *routeGuard {
+	if len(hr.Allow) == 0 && len(hr.BasicAuth) == 0 {
+		return nil
+	}
+	g := &routeGuard{restrict: len(hr.Allow) > 0}
+	for _, e := range hr.Allow {
+		if p, err := routetable.ParseAllow(e); err == nil {
+			g.allow = append(g.allow, p)
+		}
+	}
+	if len(hr.BasicAuth) > 0 {
+		g.users = make(map[string][]byte, len(hr.BasicAuth))
+		for _, e := range hr.BasicAuth {
+			if u, h, err := routetable.ParseBasicAuth(e); err == nil {
+				g.users[u] = []byte(h)
+				if g.decoy == nil {
+					g.decoy = []byte(h)
+				}
+			}
+		}
+		realm := strings.ReplaceAll(strings.ReplaceAll(hr.Host, `\`, ``), `"`, ``)
+		g.challenge = `Basic realm="` + realm + `", charset="UTF-8"`
+	}
+	return g
+}
+
+// validateRouteAccess checks a route's allow and basic_auth entries (the
+// rules of routetable.ParseAllow and ParseBasicAuth; users distinct).
+// Errors wrap ErrInvalidTable and never carry a hash.
+func validateRouteAccess(r *routetable.HTTPRoute) error {
+	users := make(map[string]struct{}, len(r.BasicAuth))
+	for i, e := range r.BasicAuth {
+		u, _, err := routetable.ParseBasicAuth(e)
+		if err != nil {
+			return fmt.Errorf("route table: http host %q (app %q, service %q): basic_auth entry %d: %v: %w", r.Host, r.App, r.Service, i, err, ErrInvalidTable)
+		}
+		if _, dup := users[u]; dup {
+			return fmt.Errorf("route table: http host %q (app %q, service %q): basic_auth lists user %q twice: %w", r.Host, r.App, r.Service, u, ErrInvalidTable)
+		}
+		users[u] = struct{}{}
+	}
+	for i, e := range r.Allow {
+		if _, err := routetable.ParseAllow(e); err != nil {
+			return fmt.Errorf("route table: http host %q (app %q, service %q): allow entry %d: %v: %w", r.Host, r.App, r.Service, i, err, ErrInvalidTable)
+		}
+	}
+	return nil
+}
+
+// admit applies rt's guard to r (SPEC R69) and reports whether the request
+// goes on. A client outside allow gets 403; then, with basic auth, a
+// request without valid credentials gets 401 with WWW-Authenticate, and
+// one arriving while every password check slot stays busy for
+// authSlotWait gets 429 with Retry-After. ServeHTTP removes the
+// Authorization header of an admitted request on a route with basic auth
+// (the backend never sees the password). Credentials are never logged or
+// echoed.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, rt *httpRoute) bool {
+	g := rt.guard
+	if g.restrict {
+		ip := clientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), s.cfg.TrustedProxies)
+		if !prefixesContain(g.allow, ip) {
+			who := "your address"
+			if ip.IsValid() {
+				who += " " + ip.String()
+			}
+			writeEdgeError(w, http.StatusForbidden, "gordon-edge: 403 Forbidden: "+who+" is not allowed on "+stripPort(r.Host)+"\n")
+			return false
+		}
+	}
+	if g.users == nil {
+		return true
+	}
+	if user, pass, ok := r.BasicAuth(); ok {
+		switch s.auth.verify(r.Context(), g, user, pass) {
+		case authOK:
+			return true
+		case authBusy:
+			w.Header().Set("Retry-After", "1")
+			writeEdgeError(w, http.StatusTooManyRequests, "gordon-edge: 429 Too Many Requests: too many password checks at once; retry in a second\n")
+			return false
+		}
+	}
+	w.Header().Set("WWW-Authenticate", g.challenge)
+	writeEdgeError(w, http.StatusUnauthorized, "gordon-edge: 401 Unauthorized: "+stripPort(r.Host)+" needs a valid user name and password\n")
+	return false
+}
+
+// clientAddr is the client address of a request from remoteAddr ("IP:port")
+// with the X-Forwarded-For values xff: the peer when it is not a trusted
+// proxy; otherwise the right-most X-Forwarded-For address that is not a
+// trusted proxy (the left-most when all are; the peer when there is no
+// X-Forwarded-For). The zero Addr when an address needed does not parse.
+func clientAddr(remoteAddr string, xff []string, trusted []netip.Prefix) netip.Addr {
+	peer := parseHop(remoteAddr)
+	if !peer.IsValid() || !prefixesContain(trusted, peer) {
+		return peer
+	}
+	client := peer
+	for i := len(xff) - 1; i >= 0; i-- {
+		hops := strings.Split(xff[i], ",")
+		for j := len(hops) - 1; j >= 0; j-- {
+			a := parseHop(hops[j])
+			if !a.IsValid() || !prefixesContain(trusted, a) {
+				return a
+			}
+			client = a
+		}
+	}
+	return client
+}
+
+// parseHop parses an address as peers and X-Forwarded-For write it: "IP",
+// "IP:port", "[IPv6]:port" (unmapped; zero when it does not parse).
+func parseHop(s string) netip.Addr {
+	s = strings.TrimSpace(s)
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap()
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap()
+}
+
+// prefixesContain reports whether a is valid and in one of ps.
+func prefixesContain(ps []netip.Prefix, a netip.Addr) bool {
+	if !a.IsValid() {
+		return false
+	}
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// Password check outcomes.
+const (
+	authDenied = iota
+	authOK
+	authBusy
+)
+
+// Bounds of the password checks (SPEC R69).
+const (
+	// authCacheEntries bounds the verified-credentials cache.
+	authCacheEntries = 4096
+	// authSlotWait is how long a check waits for a free slot before the
+	// request gets 429.
+	authSlotWait = time.Second
+)
+
+// authVerifier checks basic-auth passwords against bcrypt hashes. A
+// successful check is remembered (bounded; keyed by an HMAC, with a
+// per-process random key, of user, password and hash, so a changed hash
+// misses and the cache holds no password), so a client sending the same
+// credentials again costs a hash, not a bcrypt. At most cap(slots) bcrypt
+// comparisons run at once (half the CPUs, at least one).
+type authVerifier struct {
+	key   [32]byte
+	mu    sync.Mutex
+	ok    map[[32]byte]struct{}
+	slots chan struct{}
+	wait  time.Duration
+}
+
+// newAuthVerifier returns a verifier with an empty cache.
+func newAuthVerifier() *authVerifier {
+	a := &authVerifier{
+		ok:    make(map[[32]byte]struct{}),
+		slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
+		wait:  authSlotWait,
+	}
+	_, _ = rand.Read(a.key[:])
+	return a
+}
+
+// verify checks user's password on g: authOK, authDenied (unknown user or
+// wrong password) or authBusy (no check slot within a.wait, or ctx ended).
+func (a *authVerifier) verify(ctx context.Context, g *routeGuard, user, pass string) int {
+	hash, known := g.users[user]
+	if !known {
+		hash = g.decoy
+	}
+	k := a.cacheKey(user, pass, hash)
+	if known {
+		a.mu.Lock()
+		_, hit := a.ok[k]
+		a.mu.Unlock()
+		if hit {
+			return authOK
+		}
+	}
+	if !a.acquire(ctx) {
+		return authBusy
+	}
+	err := bcrypt.CompareHashAndPassword(hash, []byte(pass))
+	<-a.slots
+	if err != nil || !known {
+		return authDenied
+	}
+	a.mu.Lock()
+	if len(a.ok) >= authCacheEntries {
+		for old := range a.ok { // evict one arbitrary entry
+			delete(a.ok, old)
+			break
+		}
+	}
+	a.ok[k] = struct{}{}
+	a.mu.Unlock()
+	return authOK
+}
+
+// acquire takes a check slot, waiting at most a.wait.
+func (a *authVerifier) acquire(ctx context.Context) bool {
+	select {
+	case a.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(a.wait)
+	defer t.Stop()
+	select {
+	case a.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// cacheKey is HMAC-SHA256(a.key, len(user) user len(pass) pass hash).
+func (a *authVerifier) cacheKey(user, pass string, hash []byte) [32]byte {
+	m := hmac.New(sha256.New, a.key[:])
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(user)))
+	m.Write(n[:])
+	m.Write([]byte(user))
+	binary.BigEndian.PutUint64(n[:], uint64(len(pass)))
+	m.Write(n[:])
+	m.Write([]byte(pass))
+	m.Write(hash)
+	var k [32]byte
+	m.Sum(k[:0])
+	return k
+}
