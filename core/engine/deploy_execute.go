@@ -25,6 +25,8 @@ type deployRun struct {
 
 	results     []ServiceResult
 	appWarnings []core.Warning
+	// hookFailures are the after_switch hooks that failed (R69).
+	hookFailures []string
 }
 
 // pinnedService is one service's preflight outcome (R13).
@@ -94,6 +96,10 @@ func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID stri
 		}
 	}
 	d.finish(ctx)
+	if err := d.afterSwitchOutcome(); err != nil {
+		d.save(ctx)
+		return d.result(), err
+	}
 	return d.result(), nil
 }
 
@@ -221,6 +227,9 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 		if err := ValidatePluginReadiness(ctx, e.Readiness.Probes, app, []core.ServiceSpec{*spec}); err != nil {
 			return nil, err
 		}
+	}
+	if err := e.checkHookRuntime(spec); err != nil {
+		return nil, err
 	}
 	p := &pinnedService{spec: spec}
 	e.progress(ProgressEvent{App: app, Service: name, Phase: PhaseResolve, Detail: spec.Image, Elapsed: time.Since(start)})

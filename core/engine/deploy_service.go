@@ -168,9 +168,12 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 			return s.fail(ctx, err, nil)
 		}
 	}
-	// 4. Candidate creation.
+	// 4. Candidate creation, then the before_switch hook (R69).
 	if err, diags := s.createCandidate(ctx); err != nil {
 		return s.fail(ctx, err, diags)
+	}
+	if err, diags := s.beforeSwitch(ctx); err != nil {
+		return s.failCandidate(ctx, err, diags)
 	}
 	// 5. retirement-pending for Before, with the predecessor's grace.
 	// Every instance of the predecessor gets one: each is retired on its
@@ -192,8 +195,9 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 			s.after + " was not confirmed as published and routed (" + err.Error() + ")"})
 		return s.fail(ctx, err, nil)
 	}
-	// R14.6 verified execution.
+	// R14.6 verified execution, then the after_switch hook (R69).
 	s.recordExecution(ctx)
+	s.afterSwitch(ctx)
 	// R14.7 / R22 post-switch retirement, drain first (decision 16).
 	s.retireSuperseded(ctx)
 	return s.succeed(ctx, "")
@@ -291,14 +295,19 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 			}
 		}
 	}
-	// 5. Candidate creation.
+	// 5. Candidate creation, then the before_switch hook (R69) before the
+	// hold is released to it.
 	if err, diags := s.createCandidate(ctx); err != nil {
 		return s.fail(ctx, err, diags)
+	}
+	if err, diags := s.beforeSwitch(ctx); err != nil {
+		return s.failCandidate(ctx, err, diags)
 	}
 	if err := s.publishAndRoute(ctx, false); err != nil {
 		return s.fail(ctx, err, nil)
 	}
 	s.recordExecution(ctx)
+	s.afterSwitch(ctx)
 	return s.succeed(ctx, "")
 }
 
