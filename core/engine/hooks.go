@@ -71,14 +71,15 @@ func (s *serviceRun) beforeSwitch(ctx context.Context) (error, []string) {
 }
 
 // failCandidate removes the ready candidate (every instance) whose
-// before_switch hook failed (R24) and fails the step with the hook's cause
-// and output tail.
-func (s *serviceRun) failCandidate(ctx context.Context, err error, diags []string) error {
+// before_switch hook failed (R24) and fails the step with the hook's
+// cause. The hook's output tail stays on the hook step (the service
+// result's diagnostics are the candidate's own log lines, R17.6).
+func (s *serviceRun) failCandidate(ctx context.Context, err error, _ []string) error {
 	s.dropCandidate(ctx, s.after)
 	for _, r := range s.replicas {
 		s.dropInstance(ctx, r)
 	}
-	return s.fail(ctx, err, diags)
+	return s.fail(ctx, err, nil)
 }
 
 // afterSwitch is R69's after_switch: run once, in the new primary, after

@@ -135,7 +135,7 @@ func TestR69_BeforeSwitchFailureKeepsOldServing(t *testing.T) {
 	assert.Equal(t, []string{"migrating", "error: relation exists"}, st.Diagnostics)
 	assert.Equal(t, core.StepFailed, op.Step("service.web.replace").State)
 	require.Len(t, res.Services, 1)
-	assert.Equal(t, []string{"migrating", "error: relation exists"}, res.Services[0].Diagnostics)
+	assert.Equal(t, engine.ResultFailed, res.Services[0].Result)
 }
 
 // TestR69_AfterSwitchFailureIsReported: an after_switch hook that fails
