@@ -221,7 +221,9 @@ func (s *serviceRun) retireSuperseded(ctx context.Context) {
 	t = time.Now()
 	for _, old := range s.prev.Instances() {
 		s.progress(PhaseRetire, old.Container, 0)
-		r := e.retire(ctx, app, old.Container, RetireOptions{Service: name, Grace: s.predGrace, ClearMarker: true, RetryOnLeak: true})
+		o := preStopOf(app, s.prev)
+		o.Service, o.Grace, o.ClearMarker, o.RetryOnLeak = name, s.predGrace, true, true
+		r := e.retire(ctx, app, old.Container, o)
 		s.warn(r.Warnings...)
 		if !r.Gone && len(r.Warnings) == 0 {
 			s.warn(core.Warning{Service: name, Leftover: old.Container, Detail: "superseded container not confirmed gone"})
@@ -280,7 +282,9 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		// 4. Retire Before with its grace, keeping its marker.
 		t = time.Now()
 		s.progress(PhaseRetire, s.before, 0)
-		r := e.retire(ctx, app, s.before, RetireOptions{Service: name, Grace: s.predGrace})
+		o := preStopOf(app, s.prev)
+		o.Service, o.Grace = name, s.predGrace
+		r := e.retire(ctx, app, s.before, o)
 		s.timer.done("retire", t)
 		s.warn(r.Warnings...)
 		if !r.Gone {
@@ -288,7 +292,7 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		}
 		// The predecessor's replicas go the same way (stateless: no marker).
 		for _, id := range s.prev.ReplicaIDs() {
-			r := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: s.predGrace})
+			r := e.retire(ctx, app, id, o)
 			s.warn(r.Warnings...)
 			if !r.Gone {
 				return s.fail(ctx, fmt.Errorf("superseded container %s not confirmed gone: %w", id, r.Err(id)), nil)

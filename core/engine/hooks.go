@@ -115,22 +115,14 @@ func (d *deployRun) afterSwitchOutcome() error {
 	return fmt.Errorf("%w: deploy %s: %s", core.ErrConflict, d.app, strings.Join(d.hookFailures, "; "))
 }
 
-// hookEnv is the environment a hook gets: its own env, then the R69
-// variables (which win).
-func (s *serviceRun) hookEnv(cmd core.HookCommand) []string {
+// hookEnv is the R69 environment of the run's hooks: the revision being
+// deployed and the one the service ran before ("" on a first deploy).
+func (s *serviceRun) hookEnv() []string {
 	prev := ""
 	if s.prev != nil {
 		prev = s.prev.EffectiveRevision
 	}
-	var env []string
-	for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
-		env = append(env, k+"="+cmd.Env[k])
-	}
-	return append(env,
-		EnvHookApp+"="+s.d.app,
-		EnvHookService+"="+s.ps.Service,
-		EnvHookRevision+"="+s.d.rev.ID,
-		EnvHookPreviousRevision+"="+prev)
+	return hookEnvFor(s.d.app, s.ps.Service, s.d.rev.ID, prev)
 }
 
 // addStep appends a pending journal step and re-points s.step, which the
@@ -156,47 +148,10 @@ func (s *serviceRun) runHook(ctx context.Context, name string, cmd core.HookComm
 	st.Detail = fmt.Sprintf("%s: running in %s", name, shortID(id))
 	st.StartedAt, st.UpdatedAt = e.now(), e.now()
 	d.save(ctx)
-	execer, ok := e.Runtime.(core.ContainerExecer)
-	if !ok {
-		return s.endHook(ctx, stepID, name, id, 0, 0, s.checkErr(), nil)
-	}
-	s.progress(PhaseHook, name+": "+strings.Join(cmd.Command, " "), 0)
-	var mu sync.Mutex
-	var tail []string
-	out := func(line string) {
-		line = dpRedact(line, s.pin.secrets)
-		mu.Lock()
-		tail = append(tail, line)
-		if len(tail) > hookTailLines {
-			tail = tail[len(tail)-hookTailLines:]
-		}
-		mu.Unlock()
-		s.progress(PhaseHook, name+": "+line, 0)
-	}
-	timeout := cmd.EffectiveTimeout()
-	hctx, cancel := context.WithTimeout(ctx, timeout)
 	t := time.Now()
-	code, err := execer.ExecContainer(hctx, id, core.ExecSpec{Cmd: cmd.Command, Env: s.hookEnv(cmd), User: cmd.User,
-		WorkingDir: cmd.WorkingDir, Privileged: cmd.Privileged}, out)
-	cancel()
-	took := time.Since(t)
-	switch {
-	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		err = fmt.Errorf("%w: %s hook %q did not exit within its timeout %s; make it faster or raise [services.%s.hooks] timeout",
-			core.ErrConflict, name, strings.Join(cmd.Command, " "), timeout, s.ps.Service)
-	case err != nil:
-		err = fmt.Errorf("%s hook %q: %w", name, strings.Join(cmd.Command, " "), err)
-	case code != 0:
-		err = fmt.Errorf("%w: %s hook %q exited with status %d", core.ErrConflict, name, strings.Join(cmd.Command, " "), code)
-	}
-	mu.Lock()
-	diags := append([]string(nil), tail...)
-	mu.Unlock()
-	return s.endHook(ctx, stepID, name, id, code, took, err, diags)
+	err, diags := e.execHook(ctx, d.app, s.ps.Service, name, id, cmd, s.hookEnv(), s.pin.secrets)
+	return s.endHook(ctx, stepID, name, id, exitStatus(err), time.Since(t), err, diags)
 }
-
-// checkErr is checkHookRuntime for the run's service.
-func (s *serviceRun) checkErr() error { return s.d.e.checkHookRuntime(s.pin.spec) }
 
 // endHook journals a hook's end on its step: Detail "<name> in <id>: exit
 // <code> after <duration>" (or the failure), Phases["hook"] the duration,
@@ -219,4 +174,122 @@ func (s *serviceRun) endHook(ctx context.Context, stepID, name, id string, code 
 	s.d.save(ctx)
 	s.progress(PhaseHook, name+": "+result, 0)
 	return err, diags
+}
+
+// hookEnvFor is the R69 environment of a hook of app's service: the
+// revision the container runs and the one before it ("" when unknown).
+func hookEnvFor(app, service, rev, prev string) []string {
+	return []string{EnvHookApp + "=" + app, EnvHookService + "=" + service, EnvHookRevision + "=" + rev, EnvHookPreviousRevision + "=" + prev}
+}
+
+// withEnv is cmd's own env (sorted) followed by base.
+func withEnv(cmd core.HookCommand, base []string) []string {
+	var env []string
+	for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
+		env = append(env, k+"="+cmd.Env[k])
+	}
+	return append(env, base...)
+}
+
+// execHook runs cmd in container id within its timeout and returns the
+// failure (nil on exit 0) and the last hookTailLines output lines, each
+// redacted; every line also goes to progress as "<name>: <line>".
+func (e *Engine) execHook(ctx context.Context, app, service, name, id string, cmd core.HookCommand, env, secrets []string) (error, []string) {
+	ex, ok := e.Runtime.(core.ContainerExecer)
+	if !ok {
+		return fmt.Errorf("%w: %s hook: the container runtime cannot exec commands in containers", core.ErrUnavailable, name), nil
+	}
+	argv := strings.Join(cmd.Command, " ")
+	report := func(detail string) {
+		e.progress(ProgressEvent{App: app, Service: service, Phase: PhaseHook, Detail: name + ": " + detail})
+	}
+	report(argv + " in " + shortID(id))
+	var mu sync.Mutex
+	var tail []string
+	timeout := cmd.EffectiveTimeout()
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	code, err := ex.ExecContainer(hctx, id, core.ExecSpec{Cmd: cmd.Command, Env: withEnv(cmd, env), User: cmd.User,
+		WorkingDir: cmd.WorkingDir, Privileged: cmd.Privileged}, func(line string) {
+		line = dpRedact(line, secrets)
+		mu.Lock()
+		tail = append(tail, line)
+		if len(tail) > hookTailLines {
+			tail = tail[len(tail)-hookTailLines:]
+		}
+		mu.Unlock()
+		report(line)
+	})
+	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		err = fmt.Errorf("%w: %s hook %q in %s did not exit within its timeout %s; make it faster or raise [services.%s.hooks] timeout",
+			core.ErrConflict, name, argv, shortID(id), timeout, service)
+	case err != nil:
+		err = fmt.Errorf("%s hook %q in %s: %w", name, argv, shortID(id), err)
+	case code != 0:
+		err = &hookExit{name: name, argv: argv, id: shortID(id), code: code}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return err, append([]string(nil), tail...)
+}
+
+// postStart runs the service's post_start hooks (compose post_start, R69)
+// in one just-started instance, in order; the first failure is returned
+// (naming the instance) with that hook's output tail.
+func (s *serviceRun) postStart(ctx context.Context, id, what string) (error, []string) {
+	h := s.hooksOf()
+	if h == nil {
+		return nil, nil
+	}
+	env := s.hookEnv()
+	for _, cmd := range h.PostStart {
+		if err, diags := s.d.e.execHook(ctx, s.d.app, s.ps.Service, core.HookPostStart, id, cmd, env, s.pin.secrets); err != nil {
+			return fmt.Errorf("start container %s: %w", what, err), diags
+		}
+	}
+	return nil, nil
+}
+
+// preStop runs o.PreStop in container before its stop signal (compose
+// pre_stop, R69), best effort: a failure or timeout is a warning and the
+// stop goes on.
+func (e *Engine) preStop(ctx context.Context, app, container string, o RetireOptions) []core.Warning {
+	var ws []core.Warning
+	for _, cmd := range o.PreStop {
+		if err, _ := e.execHook(ctx, app, o.Service, core.HookPreStop, container, cmd, o.HookEnv, nil); err != nil {
+			ws = append(ws, core.Warning{Service: o.Service, Detail: "pre_stop hook failed (stopped anyway): " + err.Error()})
+		}
+	}
+	return ws
+}
+
+// preStopOf is the retire options' pre_stop part for a generation of
+// app's service running spec at revision rev.
+func preStopOf(app string, a *core.ActiveService) RetireOptions {
+	if a == nil || a.Spec.Hooks.Empty() || len(a.Spec.Hooks.PreStop) == 0 {
+		return RetireOptions{}
+	}
+	return RetireOptions{PreStop: a.Spec.Hooks.PreStop, HookEnv: hookEnvFor(app, a.Spec.Name, a.EffectiveRevision, "")}
+}
+
+// hookExit is a hook that ran and exited non-zero (wraps ErrConflict).
+type hookExit struct {
+	name, argv, id string
+	code           int
+}
+
+func (h *hookExit) Error() string {
+	return fmt.Sprintf("%s: %s hook %q in %s exited with status %d", core.ErrConflict, h.name, h.argv, h.id, h.code)
+}
+
+func (h *hookExit) Unwrap() error { return core.ErrConflict }
+
+// exitStatus is the exit code err reports (0 when none).
+func exitStatus(err error) int {
+	var x *hookExit
+	if errors.As(err, &x) {
+		return x.code
+	}
+	return 0
 }

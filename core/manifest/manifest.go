@@ -39,7 +39,9 @@
 //   - run: "once" (a one-shot: no interfaces, readiness, healthcheck or
 //     replace).
 //   - [hooks]: before_switch and after_switch are non-empty argv arrays
-//     (no shell); timeout 1s..1h (default 5m); not on a one-shot (R69).
+//     (no shell); timeout 1s..1h (default 5m); [[post_start]] and
+//     [[pre_stop]] (compose's lifecycle hooks) take command, user,
+//     working_dir and env; not on a one-shot (R69).
 //   - [notify]: webhook, an absolute http or https URL with a host and no
 //     user info (credentials would be stored in every revision).
 package manifest
@@ -202,9 +204,20 @@ type rawService struct {
 }
 
 type rawHooks struct {
-	BeforeSwitch *[]string `toml:"before_switch"`
-	AfterSwitch  *[]string `toml:"after_switch"`
-	Timeout      *string   `toml:"timeout"`
+	BeforeSwitch *[]string          `toml:"before_switch"`
+	AfterSwitch  *[]string          `toml:"after_switch"`
+	Timeout      *string            `toml:"timeout"`
+	PostStart    []rawLifecycleHook `toml:"post_start"`
+	PreStop      []rawLifecycleHook `toml:"pre_stop"`
+}
+
+// rawLifecycleHook is one [[hooks.post_start]] or [[hooks.pre_stop]]
+// entry: compose's lifecycle hook keys.
+type rawLifecycleHook struct {
+	Command    *[]string      `toml:"command"`
+	User       *string        `toml:"user"`
+	WorkingDir *string        `toml:"working_dir"`
+	Env        map[string]any `toml:"env"`
 }
 
 type rawHTTP struct {
@@ -247,7 +260,8 @@ type rawMount struct {
 var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
 	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "hooks"}
-	hooksKeys     = []string{"before_switch", "after_switch", "timeout"}
+	hooksKeys     = []string{"before_switch", "after_switch", "timeout", "post_start", "pre_stop"}
+	lifecycleKeys = []string{"command", "user", "working_dir", "env"}
 	notifyKeys    = []string{"webhook"}
 	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol", "hsts"}
 	l4Keys        = []string{"port", "publish"}
@@ -437,6 +451,8 @@ func allowedKeys(parent string) []string {
 		}
 	case len(parts) == 4 && parts[0] == "services" && parts[2] == "secrets":
 		return secretKeys
+	case len(parts) == 4 && parts[0] == "services" && parts[2] == "hooks":
+		return lifecycleKeys
 	}
 	return nil
 }

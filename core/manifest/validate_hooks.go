@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -30,14 +31,48 @@ func (v *validator) hooks(key string, raw *rawHooks, svc *core.ServiceSpec) *cor
 	h := &core.Hooks{
 		BeforeSwitch: v.hookArgv(key+"."+core.HookBeforeSwitch, raw.BeforeSwitch, timeout),
 		AfterSwitch:  v.hookArgv(key+"."+core.HookAfterSwitch, raw.AfterSwitch, timeout),
+		PostStart:    v.lifecycleHooks(key+"."+core.HookPostStart, raw.PostStart, timeout),
+		PreStop:      v.lifecycleHooks(key+"."+core.HookPreStop, raw.PreStop, timeout),
 	}
 	if h.Empty() {
-		if raw.BeforeSwitch == nil && raw.AfterSwitch == nil {
+		if raw.BeforeSwitch == nil && raw.AfterSwitch == nil && raw.PostStart == nil && raw.PreStop == nil {
 			v.add(key, `[hooks] declares no hook: add before_switch = ["cmd", "arg"] or after_switch = [...], or remove the table`)
 		}
 		return nil
 	}
 	return h
+}
+
+// lifecycleHooks validates [[hooks.post_start]] / [[hooks.pre_stop]]
+// entries: a command (required argv), optional user, working_dir (an
+// absolute path) and env; each gets the table's timeout.
+func (v *validator) lifecycleHooks(key string, raw []rawLifecycleHook, timeout core.Duration) []core.HookCommand {
+	var out []core.HookCommand
+	for i, r := range raw {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		if r.Command == nil {
+			v.add(k+".command", `required: the program and its arguments, e.g. ["/app", "warm-cache"]`)
+			continue
+		}
+		c := v.hookArgv(k+".command", r.Command, timeout)
+		if c == nil {
+			continue
+		}
+		if r.User != nil {
+			c.User = *r.User
+		}
+		if r.WorkingDir != nil {
+			if !strings.HasPrefix(*r.WorkingDir, "/") {
+				v.addf(k+".working_dir", "working_dir %q: want an absolute path in the container", *r.WorkingDir)
+			}
+			c.WorkingDir = *r.WorkingDir
+		}
+		if env := v.env(k+".env", r.Env); len(env) > 0 {
+			c.Env = env
+		}
+		out = append(out, *c)
+	}
+	return out
 }
 
 // hookArgv validates one hook's argv; nil when absent or invalid.

@@ -46,7 +46,7 @@ func TestR69_ManifestHookRefusals(t *testing.T) {
 		{"no hook", base + "[services.web.hooks]\ntimeout = \"1m\"\n", "services.web.hooks",
 			`[hooks] declares no hook: add before_switch = ["cmd", "arg"] or after_switch = [...], or remove the table`},
 		{"unknown key", base + "[services.web.hooks]\nafter_switch = [\"a\"]\npre_deploy = [\"b\"]\n", "services.web.hooks.pre_deploy",
-			`unknown key "pre_deploy": want one of before_switch, after_switch, timeout`},
+			`unknown key "pre_deploy": want one of before_switch, after_switch, timeout, post_start, pre_stop`},
 		{"one-shot", `name = "blog"
 
 [services.migrate]
@@ -56,5 +56,33 @@ run = "once"
 [services.migrate.hooks]
 before_switch = ["x"]
 `, "services.migrate.hooks", `a one-shot service (run = "once") is never switched to, so hooks never run; put the command in the one-shot's command, or the hooks on the service that serves`},
+	})
+}
+
+// TestR69_ManifestLifecycleHooks: [[hooks.post_start]] and
+// [[hooks.pre_stop]] take compose's keys; each needs a command.
+func TestR69_ManifestLifecycleHooks(t *testing.T) {
+	spec, err := Parse("app.toml", []byte(base+`[[services.web.hooks.post_start]]
+command = ["/app", "warm"]
+user = "1000"
+working_dir = "/srv"
+env = { MODE = "warm" }
+
+[[services.web.hooks.pre_stop]]
+command = ["/app", "flush"]
+`))
+	require.NoError(t, err)
+	h := spec.Services[0].Hooks
+	require.NotNil(t, h)
+	assert.Equal(t, []core.HookCommand{{Command: []string{"/app", "warm"}, User: "1000", WorkingDir: "/srv", Env: map[string]string{"MODE": "warm"}}}, h.PostStart)
+	assert.Equal(t, []core.HookCommand{{Command: []string{"/app", "flush"}}}, h.PreStop)
+
+	checkRefusals(t, []refusalCase{
+		{"no command", base + "[[services.web.hooks.pre_stop]]\nuser = \"1000\"\n", "services.web.hooks.pre_stop[0].command",
+			`required: the program and its arguments, e.g. ["/app", "warm-cache"]`},
+		{"relative working_dir", base + "[[services.web.hooks.post_start]]\ncommand = [\"a\"]\nworking_dir = \"srv\"\n", "services.web.hooks.post_start[0].working_dir",
+			`working_dir "srv": want an absolute path in the container`},
+		{"unknown key", base + "[[services.web.hooks.post_start]]\ncommand = [\"a\"]\nprivileged = true\n", "services.web.hooks.post_start[0].privileged",
+			`unknown key "privileged": want one of command, user, working_dir, env`},
 	})
 }

@@ -72,7 +72,7 @@ func TestR69_HooksRunAroundTheSwitchAndAreJournaled(t *testing.T) {
 	// before_switch fails: nothing switches, the candidate is gone.
 	op, r := a.Deploy(hooksManifest(a.Name, imgs["httpd"], "two", hookFail, hookOK))
 	require.Equal(t, 1, r.Code, r.String())
-	assert.Contains(t, r.Stderr, `before_switch hook "/httpd -get http://127.0.0.1:1/" exited with status 1`)
+	assert.Regexp(t, `before_switch hook "/httpd -get http://127\.0\.0\.1:1/" in [0-9a-f]{12} exited with status 1`, r.Stderr)
 	assert.Regexp(t, `web\s+hook\s+\S+\s+before_switch: .*connection refused`, r.Stderr, "the hook's output is in the progress")
 	st := stepOf(op, "service.web.hook.before_switch")
 	assert.Equal(t, "failed", st.State)
