@@ -166,19 +166,8 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 		}
 	}
 	done("start", t)
-	// 4b. post_start hooks (compose post_start, R69): a failure fails the
-	// start, with the hook's output as diagnostics.
-	t = time.Now()
-	if err, diags := s.postStart(ctx, id, what); err != nil {
-		done(core.HookPostStart, t)
-		r.diags = diags
-		return fail(err, true)
-	}
-	if hs := s.hooksOf(); hs != nil && len(hs.PostStart) > 0 {
-		done(core.HookPostStart, t)
-	}
-	// 5. Binds and claims.
-	if err := s.instanceBinds(ctx, &r); err != nil {
+	// 5. post_start hooks (R69), then binds and claims.
+	if err := s.afterStart(ctx, &r, what, done); err != nil {
 		return fail(err, true)
 	}
 	// 6. Readiness with the deploy-time probe.

@@ -293,3 +293,20 @@ func exitStatus(err error) int {
 	}
 	return 0
 }
+
+// afterStart is R17.5 preceded by R69's post_start: the service's
+// post_start hooks run in the started instance (their time is the step's
+// post_start phase, through done; a failure's output tail becomes r.diags),
+// then its binds are read and its claims registered.
+func (s *serviceRun) afterStart(ctx context.Context, r *instanceRun, what string, done func(string, time.Time)) error {
+	if h := s.hooksOf(); h != nil && len(h.PostStart) > 0 {
+		t := time.Now()
+		err, diags := s.postStart(ctx, r.id, what)
+		done(core.HookPostStart, t)
+		if err != nil {
+			r.diags = diags
+			return err
+		}
+	}
+	return s.instanceBinds(ctx, r)
+}
