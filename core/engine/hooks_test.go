@@ -354,3 +354,45 @@ func TestR69_PreStopRunsBeforeTheStopSignalBestEffort(t *testing.T) {
 	require.Len(t, res.Services[0].Warnings, 1)
 	assert.Contains(t, res.Services[0].Warnings[0].Detail, `pre_stop hook failed (stopped anyway): state conflict: pre_stop hook "fail" in c-old exited with status 3`)
 }
+
+// TestR69_CrashDuringAfterSwitchConverges: a crash while after_switch runs
+// leaves the switch done (ACTIVE names the new generation) and the old one
+// running under its retirement-pending marker; reconciliation keeps the
+// new generation serving, retires the old one and fails the op (the hook's
+// outcome is unknown).
+func TestR69_CrashDuringAfterSwitchConverges(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	h.Runtime.NextIDs = []string{"c-new"}
+	h.Runtime.NextBinds = []map[int]int{{8080: 18080}}
+	var crashed core.Operation
+	var markers []core.Marker
+	h.Runtime.SetExec(func(ctx context.Context, _ string, _ core.ExecSpec, _ func(string)) (int, error) {
+		op, err := h.Store.LatestOp(ctx, "blog")
+		if err != nil {
+			return -1, err
+		}
+		crashed, markers = op, h.Store.Markers("blog")
+		return -1, errors.New("the CLI died here")
+	})
+	_, err := depDeploy(t, h, engine.DeployRequest{}, hookWeb(nil, []string{"bin/warm"}, 0))
+	require.Error(t, err)
+
+	require.False(t, crashed.Terminal())
+	assert.Equal(t, core.StepPending, crashed.Step(engine.HookStepID("web", core.HookAfterSwitch)).State)
+	require.Len(t, markers, 1)
+	assert.Equal(t, core.MarkerRetirementPending, markers[0].Reason)
+	require.NoError(t, h.Store.SaveOp(h.Ctx(), crashed))
+	h.Runtime.AddContainer("c-old", core.ContainerState{}, map[int]int{8080: 17000})
+	require.NoError(t, h.Store.SaveMarker(h.Ctx(), markers[0]))
+
+	h.Reset()
+	require.NoError(t, pass(h))
+	a, _ := h.Store.Active("blog")
+	assert.Equal(t, "c-new", a.Services["web"].Container)
+	assert.Equal(t, []int{18080}, h.LastRoute("blog", "web"))
+	assert.False(t, slices.Contains(h.Runtime.Containers(), "c-old"), "the superseded generation is retired")
+	assert.Empty(t, h.Store.Markers("blog"))
+	op := depLastOp(t, h)
+	assert.True(t, op.Terminal())
+	assert.Equal(t, core.OutcomeFailed, op.Outcome)
+}
