@@ -36,7 +36,12 @@ func HookStepID(service, name string) string { return ServiceStepID(service, "ho
 
 // IsHookStep reports whether a journal step id is a hook's (HookStepID):
 // it records a command's run, not a service result.
-func IsHookStep(id string) bool { return strings.Contains(id, ".hook.") }
+// Service names are DNS labels (no dots), so a service named "hook" is not
+// mistaken for one.
+func IsHookStep(id string) bool {
+	parts := strings.Split(id, ".")
+	return len(parts) == 4 && parts[0] == "service" && parts[2] == "hook"
+}
 
 // hooksOf returns the service's hooks (nil when it declares none).
 func (s *serviceRun) hooksOf() *core.Hooks {

@@ -396,3 +396,12 @@ func TestR69_CrashDuringAfterSwitchConverges(t *testing.T) {
 	assert.True(t, op.Terminal())
 	assert.Equal(t, core.OutcomeFailed, op.Outcome)
 }
+
+// TestR69_HookStepIDs: a hook step is told apart from a service step, also
+// for a service named "hook".
+func TestR69_HookStepIDs(t *testing.T) {
+	assert.Equal(t, "service.web.hook.before_switch", engine.HookStepID("web", core.HookBeforeSwitch))
+	assert.True(t, engine.IsHookStep(engine.HookStepID("hook", core.HookAfterSwitch)))
+	assert.False(t, engine.IsHookStep(engine.ServiceStepID("hook", "replace")))
+	assert.False(t, engine.IsHookStep(engine.StepPreflight))
+}
