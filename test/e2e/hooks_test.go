@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -99,4 +100,53 @@ func TestR69_HooksRunAroundTheSwitchAndAreJournaled(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Regexp(t, `(?m)^service\.web\.hook\.before_switch\s+succeeded\s+.*exit 0 after`, r.Stdout)
 	assert.Regexp(t, `(?m)^service\.web\.hook\.after_switch\s+failed\s+.*exit 1 after`, r.Stdout)
+}
+
+// TestR69_ComposePostStartAndPreStop (real engine): compose's post_start
+// runs in the new container before its readiness (a failing one fails the
+// deploy and the old generation keeps serving); pre_stop runs before the
+// stop signal and, when it fails, `stop` warns and stops anyway.
+func TestR69_ComposePostStartAndPreStop(t *testing.T) {
+	imgs := testimages.Require(t, "v1", "httpd")
+	a := fixture.NewApp(t, "e2ehookscompose")
+	compose := func(version, postStart, preStop string) string {
+		return fmt.Sprintf(`name: %s
+services:
+  web:
+    image: %s
+    environment: { VERSION: %s }
+    stop_grace_period: 2s
+    post_start:
+      - command: %s
+    pre_stop:
+      - command: %s
+    x-gordon:
+      host: hookscompose.test
+      port: 8080
+      readiness: { type: http, path: /healthz, timeout: 30s }
+`, a.Name, imgs["httpd"], version, postStart, preStop)
+	}
+	file := filepath.Join(t.TempDir(), "compose.yaml")
+	deploy := func(doc string) fixture.Result {
+		fixture.WriteFile(t, file, doc)
+		return a.Gordon("deploy", "-f", file)
+	}
+	r := deploy(compose("one", hookOK, hookFail))
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Regexp(t, `web\s+hook\s+\S+\s+post_start: `, r.Stderr)
+	_, body, err := a.Edge.Get("hookscompose.test", "/")
+	require.NoError(t, err)
+	require.Contains(t, body, "version=one")
+
+	r = deploy(compose("two", hookFail, hookFail))
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Regexp(t, `post_start hook "/httpd -get http://127\.0\.0\.1:1/" in [0-9a-f]{12} exited with status 1`, r.Stderr)
+	_, body, err = a.Edge.Get("hookscompose.test", "/")
+	require.NoError(t, err)
+	assert.Contains(t, body, "version=one", "the old generation keeps serving")
+
+	r = a.Gordon("stop", a.Name)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "pre_stop hook failed (stopped anyway)")
+	assert.Empty(t, fixture.Running(a.Name, "web"))
 }
