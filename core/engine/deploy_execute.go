@@ -96,11 +96,7 @@ func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID stri
 		}
 	}
 	d.finish(ctx)
-	if err := d.afterSwitchOutcome(); err != nil {
-		d.save(ctx)
-		return d.result(), err
-	}
-	return d.result(), nil
+	return d.result(), d.afterSwitchErr()
 }
 
 // result projects the run into a DeployResult.
@@ -111,7 +107,7 @@ func (d *deployRun) result() *DeployResult {
 
 // finish computes outcome and warnings and saves the terminal journal.
 func (d *deployRun) finish(ctx context.Context) {
-	d.op.Outcome = outcome(d.results, false)
+	d.op.Outcome = afterSwitchOutcome(outcome(d.results, false), d.hookFailures)
 	d.op.Warnings = warnings(d.results, d.appWarnings)
 	d.op.FinishedAt = d.e.now()
 	d.save(ctx)

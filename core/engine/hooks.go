@@ -107,15 +107,20 @@ func (s *serviceRun) afterSwitch(ctx context.Context) {
 	s.warn(core.Warning{Service: s.ps.Service, Detail: "after_switch hook failed: " + err.Error()})
 }
 
-// afterSwitchOutcome makes a successful deploy partial when an
-// after_switch hook failed, and returns the error that says so (nil when
-// none failed).
-func (d *deployRun) afterSwitchOutcome() error {
+// afterSwitchOutcome is a finished deploy's outcome: success becomes
+// partial when an after_switch hook failed.
+func afterSwitchOutcome(o core.Outcome, failures []string) core.Outcome {
+	if len(failures) > 0 && o == core.OutcomeSuccess {
+		return core.OutcomePartial
+	}
+	return o
+}
+
+// afterSwitchErr is the error a deploy returns when after_switch hooks
+// failed (ErrConflict, naming each), nil when none did.
+func (d *deployRun) afterSwitchErr() error {
 	if len(d.hookFailures) == 0 {
 		return nil
-	}
-	if d.op.Outcome == core.OutcomeSuccess {
-		d.op.Outcome = core.OutcomePartial
 	}
 	return fmt.Errorf("%w: deploy %s: %s", core.ErrConflict, d.app, strings.Join(d.hookFailures, "; "))
 }
