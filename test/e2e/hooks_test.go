@@ -131,7 +131,9 @@ services:
 		fixture.WriteFile(t, file, doc)
 		return a.Gordon("deploy", "-f", file)
 	}
-	r := deploy(compose("one", hookOK, hookFail))
+	// post_start runs before the program may listen: its succeeding
+	// command needs no server (flag's -h exits 0).
+	r := deploy(compose("one", `["/httpd", "-h"]`, hookFail))
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Regexp(t, `web\s+hook\s+\S+\s+post_start: `, r.Stderr)
 	_, body, err := a.Edge.Get("hookscompose.test", "/")
