@@ -104,6 +104,9 @@ type ServiceSpec struct {
 	// is not a one-shot (a single-writer service runs one instance); the
 	// edge balances the service's routes over them.
 	Replicas int `json:"replicas,omitempty"`
+	// Hooks are the commands run in the service's containers around the
+	// switch, after start and before stop (SPEC R69); nil runs none.
+	Hooks *Hooks `json:"hooks,omitempty"`
 }
 
 // Instances is the number of instances the service runs (Replicas, at

@@ -67,6 +67,14 @@ the engine that runs the app and tagged gordon/<app>-<service>:<hash>; an
 unchanged context and settings build and deploy nothing new. A failed build
 changes nothing.
 
+Hooks ([services.X.hooks]) run with docker exec, once per deploy, in the
+first instance: before_switch in the ready new container before traffic
+switches to it (a failure removes it, the old one keeps serving, exit 1);
+after_switch in the new container after the switch (a failure is reported,
+exit 2). Each runs with GORDON_APP, GORDON_SERVICE, GORDON_REVISION and
+GORDON_PREVIOUS_REVISION, within its timeout (default 5m); its output is
+shown here and ` + "`docker gordon ops APP OP`" + ` shows its exit status and duration.
+
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -25,3 +25,19 @@ func TestProgress_TimeColumnDoesNotRestartAtRetire(t *testing.T) {
 	assert.NotContains(t, last, " 0.0s", last)
 	assert.Contains(t, last, "1.5s")
 }
+
+// TestR69_HookOutputLinesKeepTheirOwnLineOnATerminal: on a terminal the
+// renderer redraws a phase's line in place, but each hook output line
+// stays visible on its own line, prefixed with the service and hook.
+func TestR69_HookOutputLinesKeepTheirOwnLineOnATerminal(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgressRenderer(&b, true)
+	for _, l := range []string{"before_switch: bin/migrate", "before_switch: migrating 1", "before_switch: migrating 2"} {
+		p.event(engine.ProgressEvent{App: "blog", Service: "web", Phase: engine.PhaseHook, Detail: l})
+	}
+	p.finish()
+	assert.NotContains(t, b.String(), "\r")
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	assert.Len(t, lines, 3)
+	assert.Regexp(t, `^web\s+hook\s+\S+\s+before_switch: migrating 2$`, lines[2])
+}

@@ -53,6 +53,7 @@ type service struct {
 	Volume      []mount              `toml:"volume,omitempty"`
 	Bind        []mount              `toml:"bind,omitempty"`
 	Devices     []string             `toml:"devices,omitempty"`
+	Hooks       *hooks               `toml:"hooks,omitempty"`
 }
 
 type healthcheck struct {

@@ -20,7 +20,7 @@ var acceptedKeys = map[string]bool{
 	"ports": true, "expose": true, "volumes": true, "secrets": true, "labels": true, "deploy": true,
 	"networks": true, "restart": true, "container_name": true, "devices": true, "privileged": true,
 	"hostname": true, "pull_policy": true, "scale": true, "network_mode": true, "pid": true, "ipc": true,
-	"links": true, "external_links": true,
+	"links": true, "external_links": true, "post_start": true, "pre_stop": true,
 	// resolved by the loader, or not a property of the running container
 	"profiles": true, "extends": true, "develop": true, "attach": true, "label_file": true,
 }
@@ -49,8 +49,6 @@ var refusedReasons = map[string]string{
 	"stdin_open":     "not supported: services run detached with no stdin",
 	"tty":            "not supported: services run detached with no terminal",
 	"gpus":           "not supported yet: GPU requests",
-	"post_start":     "not supported: lifecycle hooks; run the command in the entrypoint",
-	"pre_stop":       "not supported: lifecycle hooks; handle the stop signal in the program",
 	"cgroup_parent":  "not supported: containers use the engine's cgroup parent",
 	"group_add":      "not supported yet: supplementary groups",
 	"oom_score_adj":  "not supported yet: oom_score_adj",
@@ -101,6 +99,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	m.networks(name, svc)
 	m.interfaces(name, svc, out) // before container: x-gordon readiness wins over the healthcheck's
 	m.container(name, svc, raw, out)
+	m.lifecycleHooks(name, svc, out)
 	if len(out.Env) == 0 {
 		out.Env = nil
 	}

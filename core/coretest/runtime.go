@@ -97,6 +97,8 @@ type Runtime struct {
 	pendingLogs map[string][]core.LogLine
 	networks    map[string]bool
 	volumes     map[string]map[string]string // name → labels
+	exec        ExecFunc
+	execs       []ExecCall
 }
 
 var _ core.Runtime = (*Runtime)(nil)

@@ -166,8 +166,8 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 		}
 	}
 	done("start", t)
-	// 5. Binds and claims.
-	if err := s.instanceBinds(ctx, &r); err != nil {
+	// 5. post_start hooks (R69), then binds and claims.
+	if err := s.afterStart(ctx, &r, what, done); err != nil {
 		return fail(err, true)
 	}
 	// 6. Readiness with the deploy-time probe.

@@ -225,7 +225,7 @@ func (e *Engine) startDeploy(ctx context.Context, req DeployRequest) (core.Opera
 func replayResult(op core.Operation) *DeployResult {
 	r := &DeployResult{Op: op, Outcome: op.Outcome, Warnings: op.Warnings, Replayed: true}
 	for _, s := range op.Steps {
-		if s.Service == "" {
+		if s.Service == "" || IsHookStep(s.ID) {
 			continue
 		}
 		sr := ServiceResult{Service: s.Service, Before: s.Before, After: s.After, Error: s.Error, Diagnostics: s.Diagnostics}

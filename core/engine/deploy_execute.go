@@ -25,6 +25,8 @@ type deployRun struct {
 
 	results     []ServiceResult
 	appWarnings []core.Warning
+	// hookFailures are the after_switch hooks that failed (R69).
+	hookFailures []string
 }
 
 // pinnedService is one service's preflight outcome (R13).
@@ -94,7 +96,7 @@ func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID stri
 		}
 	}
 	d.finish(ctx)
-	return d.result(), nil
+	return d.result(), d.afterSwitchErr()
 }
 
 // result projects the run into a DeployResult.
@@ -105,7 +107,7 @@ func (d *deployRun) result() *DeployResult {
 
 // finish computes outcome and warnings and saves the terminal journal.
 func (d *deployRun) finish(ctx context.Context) {
-	d.op.Outcome = outcome(d.results, false)
+	d.op.Outcome = afterSwitchOutcome(outcome(d.results, false), d.hookFailures)
 	d.op.Warnings = warnings(d.results, d.appWarnings)
 	d.op.FinishedAt = d.e.now()
 	d.save(ctx)
@@ -221,6 +223,9 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 		if err := ValidatePluginReadiness(ctx, e.Readiness.Probes, app, []core.ServiceSpec{*spec}); err != nil {
 			return nil, err
 		}
+	}
+	if err := e.checkHookRuntime(spec); err != nil {
+		return nil, err
 	}
 	p := &pinnedService{spec: spec}
 	e.progress(ProgressEvent{App: app, Service: name, Phase: PhaseResolve, Detail: spec.Image, Elapsed: time.Since(start)})

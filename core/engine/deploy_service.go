@@ -168,9 +168,12 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 			return s.fail(ctx, err, nil)
 		}
 	}
-	// 4. Candidate creation.
+	// 4. Candidate creation, then the before_switch hook (R69).
 	if err, diags := s.createCandidate(ctx); err != nil {
 		return s.fail(ctx, err, diags)
+	}
+	if err, diags := s.beforeSwitch(ctx); err != nil {
+		return s.failCandidate(ctx, err, diags)
 	}
 	// 5. retirement-pending for Before, with the predecessor's grace.
 	// Every instance of the predecessor gets one: each is retired on its
@@ -192,8 +195,9 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 			s.after + " was not confirmed as published and routed (" + err.Error() + ")"})
 		return s.fail(ctx, err, nil)
 	}
-	// R14.6 verified execution.
+	// R14.6 verified execution, then the after_switch hook (R69).
 	s.recordExecution(ctx)
+	s.afterSwitch(ctx)
 	// R14.7 / R22 post-switch retirement, drain first (decision 16).
 	s.retireSuperseded(ctx)
 	return s.succeed(ctx, "")
@@ -217,7 +221,9 @@ func (s *serviceRun) retireSuperseded(ctx context.Context) {
 	t = time.Now()
 	for _, old := range s.prev.Instances() {
 		s.progress(PhaseRetire, old.Container, 0)
-		r := e.retire(ctx, app, old.Container, RetireOptions{Service: name, Grace: s.predGrace, ClearMarker: true, RetryOnLeak: true})
+		o := preStopOf(app, s.prev)
+		o.Service, o.Grace, o.ClearMarker, o.RetryOnLeak = name, s.predGrace, true, true
+		r := e.retire(ctx, app, old.Container, o)
 		s.warn(r.Warnings...)
 		if !r.Gone && len(r.Warnings) == 0 {
 			s.warn(core.Warning{Service: name, Leftover: old.Container, Detail: "superseded container not confirmed gone"})
@@ -276,7 +282,9 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		// 4. Retire Before with its grace, keeping its marker.
 		t = time.Now()
 		s.progress(PhaseRetire, s.before, 0)
-		r := e.retire(ctx, app, s.before, RetireOptions{Service: name, Grace: s.predGrace})
+		o := preStopOf(app, s.prev)
+		o.Service, o.Grace = name, s.predGrace
+		r := e.retire(ctx, app, s.before, o)
 		s.timer.done("retire", t)
 		s.warn(r.Warnings...)
 		if !r.Gone {
@@ -284,21 +292,26 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		}
 		// The predecessor's replicas go the same way (stateless: no marker).
 		for _, id := range s.prev.ReplicaIDs() {
-			r := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: s.predGrace})
+			r := e.retire(ctx, app, id, o)
 			s.warn(r.Warnings...)
 			if !r.Gone {
 				return s.fail(ctx, fmt.Errorf("superseded container %s not confirmed gone: %w", id, r.Err(id)), nil)
 			}
 		}
 	}
-	// 5. Candidate creation.
+	// 5. Candidate creation, then the before_switch hook (R69) before the
+	// hold is released to it.
 	if err, diags := s.createCandidate(ctx); err != nil {
 		return s.fail(ctx, err, diags)
+	}
+	if err, diags := s.beforeSwitch(ctx); err != nil {
+		return s.failCandidate(ctx, err, diags)
 	}
 	if err := s.publishAndRoute(ctx, false); err != nil {
 		return s.fail(ctx, err, nil)
 	}
 	s.recordExecution(ctx)
+	s.afterSwitch(ctx)
 	return s.succeed(ctx, "")
 }
 

@@ -119,7 +119,7 @@ func (e *Engine) claimLifecycle(ctx context.Context, kind string, req LifecycleR
 func projectOp(op core.Operation) *OpResult {
 	r := &OpResult{Op: op, Outcome: op.Outcome, Warnings: op.Warnings, Replayed: true}
 	for _, s := range op.Steps {
-		if s.Service == "" {
+		if s.Service == "" || IsHookStep(s.ID) {
 			continue
 		}
 		sr := ServiceResult{Service: s.Service, Before: s.Before, After: s.After, Error: s.Error, Diagnostics: s.Diagnostics}

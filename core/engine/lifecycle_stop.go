@@ -110,7 +110,9 @@ func (r *lifecycleRun) stopService(ctx context.Context, name string, as *core.Ac
 			failWith(err)
 			return
 		}
-		rr := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: EffectiveGrace(grace), ClearMarker: true})
+		o := preStopOf(app, as)
+		o.Service, o.Grace, o.ClearMarker = name, EffectiveGrace(grace), true
+		rr := e.retire(ctx, app, id, o)
 		res.Warnings = append(res.Warnings, rr.Warnings...)
 		if !rr.Gone {
 			failWith(fmt.Errorf("stop %s: service %s: container %s not stopped: %w", app, name, id, rr.Err(id)))
@@ -134,7 +136,9 @@ func (r *lifecycleRun) stopReplicas(ctx context.Context, name string, as *core.A
 		return nil
 	}
 	for _, id := range as.ReplicaIDs() {
-		rr := e.retire(ctx, app, id, RetireOptions{Service: name, Grace: EffectiveGrace(as.Spec.StopGrace), ClearMarker: true})
+		o := preStopOf(app, as)
+		o.Service, o.Grace, o.ClearMarker = name, EffectiveGrace(as.Spec.StopGrace), true
+		rr := e.retire(ctx, app, id, o)
 		res.Warnings = append(res.Warnings, rr.Warnings...)
 		if !rr.Gone {
 			return fmt.Errorf("stop %s: service %s: replica %s not stopped: %w", app, name, id, rr.Err(id))

@@ -38,6 +38,12 @@ type RetireOptions struct {
 	// a later pass retries the release (R22, R43). Stop, remove and
 	// dropped-service removal leave it false.
 	RetryOnLeak bool
+	// PreStop are the service's pre_stop hooks (compose pre_stop, R69),
+	// run in the container before its stop signal, best effort (a failure
+	// is a warning); HookEnv is their GORDON_* environment. Ignored with
+	// Force.
+	PreStop []core.HookCommand
+	HookEnv []string
 }
 
 // RetireResult reports one retirement (SPEC R23).
@@ -116,6 +122,7 @@ func (e *Engine) retire(ctx context.Context, app, container string, o RetireOpti
 		if grace <= 0 {
 			grace = DefaultStopGrace
 		}
+		r.Warnings = append(r.Warnings, e.preStop(ctx, app, container, o)...)
 		e.progress(ProgressEvent{App: app, Service: o.Service, Phase: PhaseStop, Detail: container})
 		if err := e.Runtime.StopContainer(ctx, container, grace); err != nil && !errors.Is(err, core.ErrNotFound) {
 			warn(fmt.Errorf("stop: %w", err))

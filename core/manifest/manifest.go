@@ -38,6 +38,10 @@
 //   - replace: "sequential", or "overlap" on an overlap-eligible service.
 //   - run: "once" (a one-shot: no interfaces, readiness, healthcheck or
 //     replace).
+//   - [hooks]: before_switch and after_switch are non-empty argv arrays
+//     (no shell); timeout 1s..1h (default 5m); [[post_start]] and
+//     [[pre_stop]] (compose's lifecycle hooks) take command, user,
+//     working_dir and env; not on a one-shot (R69).
 //   - [notify]: webhook, an absolute http or https URL with a host and no
 //     user info (credentials would be stored in every revision).
 package manifest
@@ -196,6 +200,24 @@ type rawService struct {
 	Replace     *string         `toml:"replace"`
 	Run         *string         `toml:"run"`
 	Replicas    *int            `toml:"replicas"`
+	Hooks       *rawHooks       `toml:"hooks"`
+}
+
+type rawHooks struct {
+	BeforeSwitch *[]string          `toml:"before_switch"`
+	AfterSwitch  *[]string          `toml:"after_switch"`
+	Timeout      *string            `toml:"timeout"`
+	PostStart    []rawLifecycleHook `toml:"post_start"`
+	PreStop      []rawLifecycleHook `toml:"pre_stop"`
+}
+
+// rawLifecycleHook is one [[hooks.post_start]] or [[hooks.pre_stop]]
+// entry: compose's lifecycle hook keys.
+type rawLifecycleHook struct {
+	Command    *[]string      `toml:"command"`
+	User       *string        `toml:"user"`
+	WorkingDir *string        `toml:"working_dir"`
+	Env        map[string]any `toml:"env"`
 }
 
 type rawHTTP struct {
@@ -240,7 +262,9 @@ type rawMount struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
-	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas"}
+	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "hooks"}
+	hooksKeys     = []string{"before_switch", "after_switch", "timeout", "post_start", "pre_stop"}
+	lifecycleKeys = []string{"command", "user", "working_dir", "env"}
 	notifyKeys    = []string{"webhook"}
 	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol", "hsts", "basic_auth", "allow"}
 	l4Keys        = []string{"port", "publish"}
@@ -425,9 +449,13 @@ func allowedKeys(parent string) []string {
 			return loggingKeys
 		case "build":
 			return buildKeys
+		case "hooks":
+			return hooksKeys
 		}
 	case len(parts) == 4 && parts[0] == "services" && parts[2] == "secrets":
 		return secretKeys
+	case len(parts) == 4 && parts[0] == "services" && parts[2] == "hooks":
+		return lifecycleKeys
 	}
 	return nil
 }

@@ -76,6 +76,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Replace = v.replace(key+".replace", raw.Replace, &svc)
 	svc.Run = v.run(key, raw.Run, &svc)
 	svc.Replicas = v.replicas(key+".replicas", raw.Replicas, &svc)
+	svc.Hooks = v.hooks(key+".hooks", raw.Hooks, &svc)
 	return svc
 }
 

@@ -2132,6 +2132,152 @@ func (x *RestartPolicyRequest) GetPolicy() string {
 	return ""
 }
 
+type ExecRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Cmd           []string               `protobuf:"bytes,2,rep,name=cmd,proto3" json:"cmd,omitempty"`
+	Env           []string               `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty"`
+	User          string                 `protobuf:"bytes,4,opt,name=user,proto3" json:"user,omitempty"`
+	WorkingDir    string                 `protobuf:"bytes,5,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
+	Privileged    bool                   `protobuf:"varint,6,opt,name=privileged,proto3" json:"privileged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecRequest) Reset() {
+	*x = ExecRequest{}
+	mi := &file_runtime_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecRequest) ProtoMessage() {}
+
+func (x *ExecRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
+func (*ExecRequest) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ExecRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExecRequest) GetCmd() []string {
+	if x != nil {
+		return x.Cmd
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetEnv() []string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ExecRequest) GetWorkingDir() string {
+	if x != nil {
+		return x.WorkingDir
+	}
+	return ""
+}
+
+func (x *ExecRequest) GetPrivileged() bool {
+	if x != nil {
+		return x.Privileged
+	}
+	return false
+}
+
+type ExecEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// line is one output line (stdout or stderr, no newline).
+	Line string `protobuf:"bytes,1,opt,name=line,proto3" json:"line,omitempty"`
+	// exited is set on the last message, with the command's exit code.
+	Exited        bool  `protobuf:"varint,2,opt,name=exited,proto3" json:"exited,omitempty"`
+	ExitCode      int32 `protobuf:"varint,3,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecEvent) Reset() {
+	*x = ExecEvent{}
+	mi := &file_runtime_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecEvent) ProtoMessage() {}
+
+func (x *ExecEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecEvent.ProtoReflect.Descriptor instead.
+func (*ExecEvent) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ExecEvent) GetLine() string {
+	if x != nil {
+		return x.Line
+	}
+	return ""
+}
+
+func (x *ExecEvent) GetExited() bool {
+	if x != nil {
+		return x.Exited
+	}
+	return false
+}
+
+func (x *ExecEvent) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
 var File_runtime_proto protoreflect.FileDescriptor
 
 const file_runtime_proto_rawDesc = "" +
@@ -2335,7 +2481,21 @@ const file_runtime_proto_rawDesc = "" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\">\n" +
 	"\x14RestartPolicyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06policy\x18\x02 \x01(\tR\x06policy2\xb1\f\n" +
+	"\x06policy\x18\x02 \x01(\tR\x06policy\"\x96\x01\n" +
+	"\vExecRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03cmd\x18\x02 \x03(\tR\x03cmd\x12\x10\n" +
+	"\x03env\x18\x03 \x03(\tR\x03env\x12\x12\n" +
+	"\x04user\x18\x04 \x01(\tR\x04user\x12\x1f\n" +
+	"\vworking_dir\x18\x05 \x01(\tR\n" +
+	"workingDir\x12\x1e\n" +
+	"\n" +
+	"privileged\x18\x06 \x01(\bR\n" +
+	"privileged\"T\n" +
+	"\tExecEvent\x12\x12\n" +
+	"\x04line\x18\x01 \x01(\tR\x04line\x12\x16\n" +
+	"\x06exited\x18\x02 \x01(\bR\x06exited\x12\x1b\n" +
+	"\texit_code\x18\x03 \x01(\x05R\bexitCode2\x80\r\n" +
 	"\aRuntime\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12>\n" +
 	"\x04Info\x12\x17.gordon.plugin.v1.Empty\x1a\x1d.gordon.plugin.v1.RuntimeInfo\x12Q\n" +
@@ -2355,7 +2515,8 @@ const file_runtime_proto_rawDesc = "" +
 	"\rProbeInternal\x12&.gordon.plugin.v1.InternalProbeRequest\x1a'.gordon.plugin.v1.InternalProbeResponse\x12O\n" +
 	"\rInspectVolume\x12\x1f.gordon.plugin.v1.VolumeRequest\x1a\x1d.gordon.plugin.v1.VolumeState\x12J\n" +
 	"\rRemoveNetwork\x12 .gordon.plugin.v1.NetworkRequest\x1a\x17.gordon.plugin.v1.Empty\x12S\n" +
-	"\x10SetRestartPolicy\x12&.gordon.plugin.v1.RestartPolicyRequest\x1a\x17.gordon.plugin.v1.EmptyB@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\x10SetRestartPolicy\x12&.gordon.plugin.v1.RestartPolicyRequest\x1a\x17.gordon.plugin.v1.Empty\x12M\n" +
+	"\rExecContainer\x12\x1d.gordon.plugin.v1.ExecRequest\x1a\x1b.gordon.plugin.v1.ExecEvent0\x01B@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_runtime_proto_rawDescOnce sync.Once
@@ -2369,7 +2530,7 @@ func file_runtime_proto_rawDescGZIP() []byte {
 	return file_runtime_proto_rawDescData
 }
 
-var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_runtime_proto_goTypes = []any{
 	(*VolumeRequest)(nil),           // 0: gordon.plugin.v1.VolumeRequest
 	(*VolumeState)(nil),             // 1: gordon.plugin.v1.VolumeState
@@ -2402,50 +2563,52 @@ var file_runtime_proto_goTypes = []any{
 	(*InternalProbeRequest)(nil),    // 28: gordon.plugin.v1.InternalProbeRequest
 	(*InternalProbeResponse)(nil),   // 29: gordon.plugin.v1.InternalProbeResponse
 	(*RestartPolicyRequest)(nil),    // 30: gordon.plugin.v1.RestartPolicyRequest
-	nil,                             // 31: gordon.plugin.v1.VolumeState.LabelsEntry
-	nil,                             // 32: gordon.plugin.v1.NetworkSpec.LabelsEntry
-	nil,                             // 33: gordon.plugin.v1.VolumeSpec.LabelsEntry
-	nil,                             // 34: gordon.plugin.v1.ContainerSpec.LabelsEntry
-	nil,                             // 35: gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	nil,                             // 36: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	nil,                             // 37: gordon.plugin.v1.ContainerState.LabelsEntry
-	nil,                             // 38: gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	(*PortSpec)(nil),                // 39: gordon.plugin.v1.PortSpec
-	(*durationpb.Duration)(nil),     // 40: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 41: google.protobuf.Timestamp
-	(*DescribeRequest)(nil),         // 42: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),                   // 43: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),        // 44: gordon.plugin.v1.DescribeResponse
+	(*ExecRequest)(nil),             // 31: gordon.plugin.v1.ExecRequest
+	(*ExecEvent)(nil),               // 32: gordon.plugin.v1.ExecEvent
+	nil,                             // 33: gordon.plugin.v1.VolumeState.LabelsEntry
+	nil,                             // 34: gordon.plugin.v1.NetworkSpec.LabelsEntry
+	nil,                             // 35: gordon.plugin.v1.VolumeSpec.LabelsEntry
+	nil,                             // 36: gordon.plugin.v1.ContainerSpec.LabelsEntry
+	nil,                             // 37: gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	nil,                             // 38: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	nil,                             // 39: gordon.plugin.v1.ContainerState.LabelsEntry
+	nil,                             // 40: gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	(*PortSpec)(nil),                // 41: gordon.plugin.v1.PortSpec
+	(*durationpb.Duration)(nil),     // 42: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 43: google.protobuf.Timestamp
+	(*DescribeRequest)(nil),         // 44: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),                   // 45: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),        // 46: gordon.plugin.v1.DescribeResponse
 }
 var file_runtime_proto_depIdxs = []int32{
-	31, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
-	32, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
-	33, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
-	34, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
-	39, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
+	33, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
+	34, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
+	35, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
+	36, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
+	41, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
 	10, // 5: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
-	40, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
+	42, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
 	12, // 7: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
 	15, // 8: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
-	40, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
-	40, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
-	40, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
+	42, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
+	42, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
+	42, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
 	13, // 12: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
 	14, // 13: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
-	35, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	36, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	40, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
-	41, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
-	37, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
-	39, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
+	37, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	38, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	42, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
+	43, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
+	39, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
+	41, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
 	22, // 20: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
-	41, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	41, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	38, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	43, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	43, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	40, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
 	20, // 24: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
-	40, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
-	42, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	43, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
+	42, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
+	44, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	45, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
 	4,  // 28: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
 	5,  // 29: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
 	7,  // 30: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
@@ -2463,27 +2626,29 @@ var file_runtime_proto_depIdxs = []int32{
 	0,  // 42: gordon.plugin.v1.Runtime.InspectVolume:input_type -> gordon.plugin.v1.VolumeRequest
 	2,  // 43: gordon.plugin.v1.Runtime.RemoveNetwork:input_type -> gordon.plugin.v1.NetworkRequest
 	30, // 44: gordon.plugin.v1.Runtime.SetRestartPolicy:input_type -> gordon.plugin.v1.RestartPolicyRequest
-	44, // 45: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	3,  // 46: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
-	6,  // 47: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
-	43, // 48: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
-	8,  // 49: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
-	43, // 50: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
-	16, // 51: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
-	43, // 52: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
-	43, // 53: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
-	43, // 54: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
-	43, // 55: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
-	20, // 56: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
-	23, // 57: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
-	25, // 58: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
-	27, // 59: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
-	29, // 60: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
-	1,  // 61: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
-	43, // 62: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
-	43, // 63: gordon.plugin.v1.Runtime.SetRestartPolicy:output_type -> gordon.plugin.v1.Empty
-	45, // [45:64] is the sub-list for method output_type
-	26, // [26:45] is the sub-list for method input_type
+	31, // 45: gordon.plugin.v1.Runtime.ExecContainer:input_type -> gordon.plugin.v1.ExecRequest
+	46, // 46: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	3,  // 47: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
+	6,  // 48: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
+	45, // 49: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
+	8,  // 50: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
+	45, // 51: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
+	16, // 52: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
+	45, // 53: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
+	45, // 54: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
+	45, // 55: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
+	45, // 56: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
+	20, // 57: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
+	23, // 58: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
+	25, // 59: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
+	27, // 60: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
+	29, // 61: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
+	1,  // 62: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
+	45, // 63: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
+	45, // 64: gordon.plugin.v1.Runtime.SetRestartPolicy:output_type -> gordon.plugin.v1.Empty
+	32, // 65: gordon.plugin.v1.Runtime.ExecContainer:output_type -> gordon.plugin.v1.ExecEvent
+	46, // [46:66] is the sub-list for method output_type
+	26, // [26:46] is the sub-list for method input_type
 	26, // [26:26] is the sub-list for extension type_name
 	26, // [26:26] is the sub-list for extension extendee
 	0,  // [0:26] is the sub-list for field type_name
@@ -2501,7 +2666,7 @@ func file_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_proto_rawDesc), len(file_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,6 +40,7 @@ const (
 	Runtime_InspectVolume_FullMethodName    = "/gordon.plugin.v1.Runtime/InspectVolume"
 	Runtime_RemoveNetwork_FullMethodName    = "/gordon.plugin.v1.Runtime/RemoveNetwork"
 	Runtime_SetRestartPolicy_FullMethodName = "/gordon.plugin.v1.Runtime/SetRestartPolicy"
+	Runtime_ExecContainer_FullMethodName    = "/gordon.plugin.v1.Runtime/ExecContainer"
 )
 
 // RuntimeClient is the client API for Runtime service.
@@ -75,6 +76,11 @@ type RuntimeClient interface {
 	// R59: a candidate gets it once it is ready). Optional: UNIMPLEMENTED
 	// makes the engine create workloads with their policy.
 	SetRestartPolicy(ctx context.Context, in *RestartPolicyRequest, opts ...grpc.CallOption) (*Empty, error)
+	// ExecContainer runs a command in a running container (core.ContainerExecer,
+	// SPEC R69 hooks): one message per output line, then a last message with
+	// exited set and the exit code. Optional: Unimplemented means the runtime
+	// cannot run hooks.
+	ExecContainer(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecEvent], error)
 }
 
 type runtimeClient struct {
@@ -284,6 +290,25 @@ func (c *runtimeClient) SetRestartPolicy(ctx context.Context, in *RestartPolicyR
 	return out, nil
 }
 
+func (c *runtimeClient) ExecContainer(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Runtime_ServiceDesc.Streams[1], Runtime_ExecContainer_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecRequest, ExecEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runtime_ExecContainerClient = grpc.ServerStreamingClient[ExecEvent]
+
 // RuntimeServer is the server API for Runtime service.
 // All implementations must embed UnimplementedRuntimeServer
 // for forward compatibility.
@@ -317,6 +342,11 @@ type RuntimeServer interface {
 	// R59: a candidate gets it once it is ready). Optional: UNIMPLEMENTED
 	// makes the engine create workloads with their policy.
 	SetRestartPolicy(context.Context, *RestartPolicyRequest) (*Empty, error)
+	// ExecContainer runs a command in a running container (core.ContainerExecer,
+	// SPEC R69 hooks): one message per output line, then a last message with
+	// exited set and the exit code. Optional: Unimplemented means the runtime
+	// cannot run hooks.
+	ExecContainer(*ExecRequest, grpc.ServerStreamingServer[ExecEvent]) error
 	mustEmbedUnimplementedRuntimeServer()
 }
 
@@ -383,6 +413,9 @@ func (UnimplementedRuntimeServer) RemoveNetwork(context.Context, *NetworkRequest
 }
 func (UnimplementedRuntimeServer) SetRestartPolicy(context.Context, *RestartPolicyRequest) (*Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetRestartPolicy not implemented")
+}
+func (UnimplementedRuntimeServer) ExecContainer(*ExecRequest, grpc.ServerStreamingServer[ExecEvent]) error {
+	return status.Error(codes.Unimplemented, "method ExecContainer not implemented")
 }
 func (UnimplementedRuntimeServer) mustEmbedUnimplementedRuntimeServer() {}
 func (UnimplementedRuntimeServer) testEmbeddedByValue()                 {}
@@ -740,6 +773,17 @@ func _Runtime_SetRestartPolicy_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Runtime_ExecContainer_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExecRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RuntimeServer).ExecContainer(m, &grpc.GenericServerStream[ExecRequest, ExecEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runtime_ExecContainerServer = grpc.ServerStreamingServer[ExecEvent]
+
 // Runtime_ServiceDesc is the grpc.ServiceDesc for Runtime service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -824,6 +868,11 @@ var Runtime_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Logs",
 			Handler:       _Runtime_Logs_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ExecContainer",
+			Handler:       _Runtime_ExecContainer_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// PhaseHook is the progress phase of a hook run (SPEC R69): its Detail is
+// "<hook>: <argv>" when it starts, then "<hook>: <line>" per output line and
+// "<hook>: <result>" when it ends.
+const PhaseHook Phase = "hook"
+
+// hookTailLines is how many of a hook's last output lines a failed hook
+// step keeps as diagnostics (secret values redacted).
+const hookTailLines = 20
+
+// Hook environment variables (SPEC R69).
+const (
+	EnvHookApp              = "GORDON_APP"
+	EnvHookService          = "GORDON_SERVICE"
+	EnvHookRevision         = "GORDON_REVISION"
+	EnvHookPreviousRevision = "GORDON_PREVIOUS_REVISION"
+)
+
+// HookStepID is the journal step id of hook name of service:
+// "service.<service>.hook.<name>".
+func HookStepID(service, name string) string { return ServiceStepID(service, "hook."+name) }
+
+// IsHookStep reports whether a journal step id is a hook's (HookStepID):
+// it records a command's run, not a service result.
+// Service names are DNS labels (no dots), so a service named "hook" is not
+// mistaken for one.
+func IsHookStep(id string) bool {
+	parts := strings.Split(id, ".")
+	return len(parts) == 4 && parts[0] == "service" && parts[2] == "hook"
+}
+
+// hooksOf returns the service's hooks (nil when it declares none).
+func (s *serviceRun) hooksOf() *core.Hooks {
+	if s.pin == nil || s.pin.spec == nil || s.pin.spec.Hooks.Empty() {
+		return nil
+	}
+	return s.pin.spec.Hooks
+}
+
+// checkHookRuntime refuses hooks the runtime cannot run: a service that
+// declares any needs a core.ContainerExecer runtime (ErrUnavailable).
+func (e *Engine) checkHookRuntime(spec *core.ServiceSpec) error {
+	if spec.Hooks.Empty() {
+		return nil
+	}
+	if _, ok := e.Runtime.(core.ContainerExecer); !ok {
+		return fmt.Errorf("%w: service %s declares hooks, but the container runtime cannot exec commands in containers; remove [services.%s.hooks] or use the docker runtime", core.ErrUnavailable, spec.Name, spec.Name)
+	}
+	return nil
+}
+
+// beforeSwitch is R69's before_switch: run once, in the candidate's ready
+// primary, before anything routes to it. A failure is returned with the
+// hook's output tail; the caller removes the candidate and fails the step
+// (R24), so the old generation (overlap) keeps serving.
+func (s *serviceRun) beforeSwitch(ctx context.Context) (error, []string) {
+	h := s.hooksOf()
+	if h == nil || h.BeforeSwitch == nil {
+		return nil, nil
+	}
+	return s.runHook(ctx, core.HookBeforeSwitch, *h.BeforeSwitch, s.after)
+}
+
+// failCandidate removes the ready candidate (every instance) whose
+// before_switch hook failed (R24) and fails the step with the hook's
+// cause. The hook's output tail stays on the hook step (the service
+// result's diagnostics are the candidate's own log lines, R17.6).
+func (s *serviceRun) failCandidate(ctx context.Context, err error, _ []string) error {
+	s.dropCandidate(ctx, s.after)
+	for _, r := range s.replicas {
+		s.dropInstance(ctx, r)
+	}
+	return s.fail(ctx, err, nil)
+}
+
+// afterSwitch is R69's after_switch: run once, in the new primary, after
+// the switch. A failure never undoes the switch: it is journaled on its
+// step, becomes a warning and makes the deploy's outcome partial (see
+// afterSwitchOutcome); it is the point an automatic rollback (monitor)
+// would start from.
+func (s *serviceRun) afterSwitch(ctx context.Context) {
+	h := s.hooksOf()
+	if h == nil || h.AfterSwitch == nil {
+		return
+	}
+	err, _ := s.runHook(ctx, core.HookAfterSwitch, *h.AfterSwitch, s.after)
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("service %s: after_switch hook failed: %v (the new generation %s serves; fix the hook's cause by hand or roll back with: docker gordon rollback %s)",
+		s.ps.Service, err, shortID(s.after), s.d.app)
+	s.d.hookFailures = append(s.d.hookFailures, msg)
+	s.warn(core.Warning{Service: s.ps.Service, Detail: "after_switch hook failed: " + err.Error()})
+}
+
+// afterSwitchOutcome is a finished deploy's outcome: success becomes
+// partial when an after_switch hook failed.
+func afterSwitchOutcome(o core.Outcome, failures []string) core.Outcome {
+	if len(failures) > 0 && o == core.OutcomeSuccess {
+		return core.OutcomePartial
+	}
+	return o
+}
+
+// afterSwitchErr is the error a deploy returns when after_switch hooks
+// failed (ErrConflict, naming each), nil when none did.
+func (d *deployRun) afterSwitchErr() error {
+	if len(d.hookFailures) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: deploy %s: %s", core.ErrConflict, d.app, strings.Join(d.hookFailures, "; "))
+}
+
+// hookEnv is the R69 environment of the run's hooks: the revision being
+// deployed and the one the service ran before ("" on a first deploy).
+func (s *serviceRun) hookEnv() []string {
+	prev := ""
+	if s.prev != nil {
+		prev = s.prev.EffectiveRevision
+	}
+	return hookEnvFor(s.d.app, s.ps.Service, s.d.rev.ID, prev)
+}
+
+// addStep appends a pending journal step and re-points s.step, which the
+// append may have moved.
+func (s *serviceRun) addStep(id string) *core.Step {
+	cur := s.step.ID
+	st := s.d.step(id, s.ps.Service)
+	s.step = s.d.op.Step(cur)
+	s.timer.step = s.step
+	return st
+}
+
+// runHook runs one hook command in container id (R69): journaled as step
+// service.<svc>.hook.<name> (pending while it runs, so a crash leaves it
+// unfinished and reconciliation fails the op), bounded by the command's
+// timeout, its output lines sent to progress. It returns nil when the
+// command exited 0, else the cause and the redacted output tail.
+func (s *serviceRun) runHook(ctx context.Context, name string, cmd core.HookCommand, id string) (error, []string) {
+	d, e := s.d, s.d.e
+	stepID := HookStepID(s.ps.Service, name)
+	st := s.addStep(stepID)
+	st.Before = ""
+	st.Detail = fmt.Sprintf("%s: running in %s", name, shortID(id))
+	st.StartedAt, st.UpdatedAt = e.now(), e.now()
+	d.save(ctx)
+	t := time.Now()
+	err, diags := e.execHook(ctx, d.app, s.ps.Service, name, id, cmd, s.hookEnv(), s.pin.secrets)
+	return s.endHook(ctx, stepID, name, id, exitStatus(err), time.Since(t), err, diags)
+}
+
+// endHook journals a hook's end on its step: Detail "<name> in <id>: exit
+// <code> after <duration>" (or the failure), Phases["hook"] the duration,
+// the output tail as diagnostics of a failure; it reports progress and
+// returns err with diags.
+func (s *serviceRun) endHook(ctx context.Context, stepID, name, id string, code int, took time.Duration, err error, diags []string) (error, []string) {
+	st := s.d.op.Step(stepID)
+	st.UpdatedAt = s.d.e.now()
+	st.Phases = map[string]core.Duration{"hook": core.Duration(took)}
+	result := fmt.Sprintf("exit %d after %s", code, took.Round(time.Millisecond))
+	if err != nil && code == 0 {
+		result = "failed after " + took.Round(time.Millisecond).String()
+	}
+	st.Detail = fmt.Sprintf("%s in %s: %s", name, shortID(id), result)
+	if err != nil {
+		st.State, st.Error, st.Diagnostics = core.StepFailed, err.Error(), diags
+	} else {
+		st.State = core.StepSucceeded
+	}
+	s.d.save(ctx)
+	s.progress(PhaseHook, name+": "+result, 0)
+	return err, diags
+}
+
+// hookEnvFor is the R69 environment of a hook of app's service: the
+// revision the container runs and the one before it ("" when unknown).
+func hookEnvFor(app, service, rev, prev string) []string {
+	return []string{EnvHookApp + "=" + app, EnvHookService + "=" + service, EnvHookRevision + "=" + rev, EnvHookPreviousRevision + "=" + prev}
+}
+
+// withEnv is cmd's own env (sorted) followed by base.
+func withEnv(cmd core.HookCommand, base []string) []string {
+	var env []string
+	for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
+		env = append(env, k+"="+cmd.Env[k])
+	}
+	return append(env, base...)
+}
+
+// execHook runs cmd in container id within its timeout and returns the
+// failure (nil on exit 0) and the last hookTailLines output lines, each
+// redacted; every line also goes to progress as "<name>: <line>".
+func (e *Engine) execHook(ctx context.Context, app, service, name, id string, cmd core.HookCommand, env, secrets []string) (error, []string) {
+	ex, ok := e.Runtime.(core.ContainerExecer)
+	if !ok {
+		return fmt.Errorf("%w: %s hook: the container runtime cannot exec commands in containers", core.ErrUnavailable, name), nil
+	}
+	argv := strings.Join(cmd.Command, " ")
+	report := func(detail string) {
+		e.progress(ProgressEvent{App: app, Service: service, Phase: PhaseHook, Detail: name + ": " + detail})
+	}
+	report(argv + " in " + shortID(id))
+	var mu sync.Mutex
+	var tail []string
+	timeout := cmd.EffectiveTimeout()
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	code, err := ex.ExecContainer(hctx, id, core.ExecSpec{Cmd: cmd.Command, Env: withEnv(cmd, env), User: cmd.User,
+		WorkingDir: cmd.WorkingDir, Privileged: cmd.Privileged}, func(line string) {
+		line = dpRedact(line, secrets)
+		mu.Lock()
+		tail = append(tail, line)
+		if len(tail) > hookTailLines {
+			tail = tail[len(tail)-hookTailLines:]
+		}
+		mu.Unlock()
+		report(line)
+	})
+	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		err = fmt.Errorf("%w: %s hook %q in %s did not exit within its timeout %s; make it faster or raise [services.%s.hooks] timeout",
+			core.ErrConflict, name, argv, shortID(id), timeout, service)
+	case err != nil:
+		err = fmt.Errorf("%s hook %q in %s: %w", name, argv, shortID(id), err)
+	case code != 0:
+		err = &hookExit{name: name, argv: argv, id: shortID(id), code: code}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return err, append([]string(nil), tail...)
+}
+
+// postStart runs the service's post_start hooks (compose post_start, R69)
+// in one just-started instance, in order; the first failure is returned
+// (naming the instance) with that hook's output tail.
+func (s *serviceRun) postStart(ctx context.Context, id, what string) (error, []string) {
+	h := s.hooksOf()
+	if h == nil {
+		return nil, nil
+	}
+	env := s.hookEnv()
+	for _, cmd := range h.PostStart {
+		if err, diags := s.d.e.execHook(ctx, s.d.app, s.ps.Service, core.HookPostStart, id, cmd, env, s.pin.secrets); err != nil {
+			return fmt.Errorf("start container %s: %w", what, err), diags
+		}
+	}
+	return nil, nil
+}
+
+// preStop runs o.PreStop in container before its stop signal (compose
+// pre_stop, R69), best effort: a failure or timeout is a warning and the
+// stop goes on.
+func (e *Engine) preStop(ctx context.Context, app, container string, o RetireOptions) []core.Warning {
+	var ws []core.Warning
+	for _, cmd := range o.PreStop {
+		if err, _ := e.execHook(ctx, app, o.Service, core.HookPreStop, container, cmd, o.HookEnv, nil); err != nil {
+			ws = append(ws, core.Warning{Service: o.Service, Detail: "pre_stop hook failed (stopped anyway): " + err.Error()})
+		}
+	}
+	return ws
+}
+
+// preStopOf is the retire options' pre_stop part for a generation of
+// app's service running spec at revision rev.
+func preStopOf(app string, a *core.ActiveService) RetireOptions {
+	if a == nil || a.Spec.Hooks.Empty() || len(a.Spec.Hooks.PreStop) == 0 {
+		return RetireOptions{}
+	}
+	return RetireOptions{PreStop: a.Spec.Hooks.PreStop, HookEnv: hookEnvFor(app, a.Spec.Name, a.EffectiveRevision, "")}
+}
+
+// hookExit is a hook that ran and exited non-zero (wraps ErrConflict).
+type hookExit struct {
+	name, argv, id string
+	code           int
+}
+
+func (h *hookExit) Error() string {
+	return fmt.Sprintf("%s: %s hook %q in %s exited with status %d", core.ErrConflict, h.name, h.argv, h.id, h.code)
+}
+
+func (h *hookExit) Unwrap() error { return core.ErrConflict }
+
+// exitStatus is the exit code err reports (0 when none).
+func exitStatus(err error) int {
+	var x *hookExit
+	if errors.As(err, &x) {
+		return x.code
+	}
+	return 0
+}
+
+// afterStart is R17.5 preceded by R69's post_start: the service's
+// post_start hooks run in the started instance (their time is the step's
+// post_start phase, through done; a failure's output tail becomes r.diags),
+// then its binds are read and its claims registered.
+func (s *serviceRun) afterStart(ctx context.Context, r *instanceRun, what string, done func(string, time.Time)) error {
+	if h := s.hooksOf(); h != nil && len(h.PostStart) > 0 {
+		t := time.Now()
+		err, diags := s.postStart(ctx, r.id, what)
+		done(core.HookPostStart, t)
+		if err != nil {
+			r.diags = diags
+			return err
+		}
+	}
+	return s.instanceBinds(ctx, r)
+}

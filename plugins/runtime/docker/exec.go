@@ -1,0 +1,122 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+var _ core.ContainerExecer = (*Runtime)(nil)
+
+// execInspectEvery is how often ExecContainer asks for the exit code once
+// the command's output has ended.
+const execInspectEvery = 50 * time.Millisecond
+
+// maxExecLine bounds one output line passed on (longer lines are split).
+const maxExecLine = 4096
+
+// ExecContainer implements core.ContainerExecer (SPEC R69 hooks) with the
+// engine's exec API: create, attach stdout and stderr (no terminal, no
+// stdin), pass each output line to output, then read the exit code. When
+// ctx ends first it returns ctx's error; the engine has no way to stop an
+// exec, so the command may go on running in the container. A missing
+// container wraps core.ErrNotFound, a stopped one core.ErrConflict.
+func (r *Runtime) ExecContainer(ctx context.Context, id string, x core.ExecSpec, output func(string)) (int, error) {
+	if len(x.Cmd) == 0 {
+		return -1, fmt.Errorf("%w: exec in container %s: no command", core.ErrInvalid, short(id))
+	}
+	if err := r.connect(ctx); err != nil {
+		return -1, err
+	}
+	what := fmt.Sprintf("exec %q in container %s", strings.Join(x.Cmd, " "), short(id))
+	created, err := r.cli.ExecCreate(ctx, id, client.ExecCreateOptions{
+		Cmd: x.Cmd, Env: x.Env, User: x.User, WorkingDir: x.WorkingDir, Privileged: x.Privileged,
+		AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return -1, r.classify(ctxErr(ctx, err), what)
+	}
+	att, err := r.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return -1, r.classify(ctxErr(ctx, err), what)
+	}
+	lw := &execLines{fn: output}
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(lw, lw, att.Reader)
+		copied <- err
+	}()
+	select {
+	case <-copied:
+	case <-ctx.Done():
+		att.Close()
+		<-copied
+		lw.flush()
+		return -1, ctx.Err()
+	}
+	att.Close()
+	lw.flush()
+	for {
+		ins, err := r.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+		if err != nil {
+			return -1, r.classify(ctxErr(ctx, err), what)
+		}
+		if !ins.Running {
+			return ins.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-time.After(execInspectEvery):
+		}
+	}
+}
+
+// ctxErr prefers ctx's error when ctx has ended (an engine call cut short
+// by the caller's deadline is that deadline, not an engine failure).
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// execLines passes every complete line written to it to fn (without the
+// newline or a trailing carriage return); flush passes what remains.
+type execLines struct {
+	fn  func(string)
+	buf bytes.Buffer
+}
+
+func (w *execLines) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	for {
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 {
+			if w.buf.Len() > maxExecLine {
+				w.emit(w.buf.Next(maxExecLine))
+			}
+			return len(p), nil
+		}
+		w.emit(w.buf.Next(i + 1)[:i])
+	}
+}
+
+func (w *execLines) flush() {
+	if w.buf.Len() > 0 {
+		w.emit(w.buf.Next(w.buf.Len()))
+	}
+}
+
+func (w *execLines) emit(line []byte) {
+	if w.fn != nil {
+		w.fn(strings.TrimSuffix(string(line), "\r"))
+	}
+}
