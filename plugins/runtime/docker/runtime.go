@@ -57,6 +57,10 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	connected bool
+	// containerIPs: backends are reached at container IPs (SPEC R18), set
+	// by connect; loopbackWhy says why not when false.
+	containerIPs bool
+	loopbackWhy  string
 }
 
 // New returns a Runtime for opts. It does not contact the engine; the first
@@ -108,6 +112,9 @@ func (r *Runtime) connect(ctx context.Context) error {
 				r.host, ping.APIVersion, client.MinAPIVersion, core.ErrUnavailable)
 		}
 		return r.classify(err, "connect to docker engine")
+	}
+	if err := r.detectAddressing(ctx); err != nil {
+		return err
 	}
 	r.connected = true
 	return nil
