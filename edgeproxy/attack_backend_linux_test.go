@@ -68,9 +68,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // A backend that sends informational (1xx) answers without end: the
-// client gets a final answer (502 once the informational heads pass the
-// response head limit, or 504 at the response timeout) with at most about
-// that limit of informational bytes before it, on every path.
+// client gets a 502 once the informational heads pass the response head
+// limit (1 MiB), with at most about that limit of informational bytes
+// before it, on every path.
 func TestBackend1xxFloodEndsInAFinalAnswer(t *testing.T) {
 	bothPaths(t, func(t *testing.T, loops int) {
 		backend := rawBackend(t, func(c net.Conn) {
@@ -78,21 +78,23 @@ func TestBackend1xxFloodEndsInAFinalAnswer(t *testing.T) {
 			if _, err := http.ReadRequest(br); err != nil {
 				return
 			}
-			_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			_ = c.SetWriteDeadline(time.Now().Add(60 * time.Second))
 			for {
 				if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 					return
 				}
 			}
 		})
-		s := hostileEdge(t, loops, Config{ResponseTimeout: 5 * time.Second}, backend)
+		// The response timeout is far beyond the time the 1 MiB bound takes
+		// even under the race detector on a loaded machine, so the 502 can
+		// only come from the byte bound (a timeout answers 504).
+		s := hostileEdge(t, loops, Config{ResponseTimeout: 50 * time.Second}, backend)
 		for _, req := range []string{getApp, postApp, "GET / HTTP/1.0\r\nHost: app.test\r\n\r\n"} {
-			start := time.Now()
 			c, err := net.Dial("tcp", s.HTTPAddr())
 			if !assert.NoError(t, err) {
 				return
 			}
-			_ = c.SetDeadline(time.Now().Add(8 * time.Second))
+			_ = c.SetDeadline(time.Now().Add(55 * time.Second))
 			_, _ = io.WriteString(c, req)
 			cr := &countingReader{r: c}
 			br := bufio.NewReader(cr)
@@ -107,7 +109,6 @@ func TestBackend1xxFloodEndsInAFinalAnswer(t *testing.T) {
 			c.Close()
 			assert.Equal(t, http.StatusBadGateway, code, "%q", req)
 			assert.Less(t, cr.n, int64(1<<20)+(64<<10), "%q: bytes the client got", req)
-			assert.Less(t, time.Since(start), 4*time.Second, "%q", req)
 		}
 	})
 }

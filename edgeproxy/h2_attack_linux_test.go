@@ -48,7 +48,7 @@ func TestR62_H2StalledStreamsDoNotSpin(t *testing.T) {
 		before := cpuTime(t)
 		time.Sleep(500 * time.Millisecond)
 		used := cpuTime(t) - before
-		assert.Less(t, used, base+150*time.Millisecond, "%d streams waiting for window, 500 ms (idle: %v)", streams, base)
+		assert.Less(t, used, base+250*time.Millisecond, "%d streams waiting for window, 500 ms (idle: %v); a spinning writer takes about a core, 500 ms", streams, base)
 
 		r.c.Close()
 	}

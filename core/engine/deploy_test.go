@@ -389,4 +389,12 @@ func TestDryRun_WarnsOfMissingImageAndUnsetSecret(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, p.Warnings[0], "--pull=never: the deploy would be refused")
 	assert.Equal(t, 0, h.Runtime.Calls(coretest.MPull), "a plan pulls nothing")
+
+	// R12: a service with a build section has its image built by the
+	// deploy, not pulled.
+	spec.Services[0].Build = &core.BuildSpec{Context: "."}
+	p, err = h.Engine.PlanDeploy(h.Ctx(), engine.DeployRequest{App: "blog", Spec: &spec, DryRun: true})
+	require.NoError(t, err)
+	assert.Contains(t, p.Warnings[0], "is not on the engine yet: the deploy builds it first")
+	assert.NotContains(t, p.Warnings[0], "pulls")
 }

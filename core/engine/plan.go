@@ -349,7 +349,7 @@ func (e *Engine) PlanDeploy(ctx context.Context, req DeployRequest) (Plan, error
 		} else if !errors.Is(err, core.ErrNotFound) {
 			return Plan{}, fmt.Errorf("app %s: service %s: resolve image %s: %w", rev.App, s.Name, s.Image, err)
 		} else {
-			warnings = append(warnings, missingImageWarning(s.Name, s.Image, req.Pull))
+			warnings = append(warnings, missingImageWarning(&rev.Spec.Services[i], req.Pull))
 		}
 		if err := e.checkSecretsSet(ctx, rev.App, &rev.Spec.Services[i]); err != nil {
 			warnings = append(warnings, fmt.Sprintf("service %s: %v; the deploy is refused unless it is set first or a compose file provides it", s.Name, err))
@@ -374,12 +374,16 @@ func (e *Engine) PlanDeploy(ctx context.Context, req DeployRequest) (Plan, error
 }
 
 // missingImageWarning is the plan's line for an image the engine does not
-// have: the deploy pulls it, unless pull is PullNever (refused).
-func missingImageWarning(service, image, pull string) string {
-	if pull == PullNever {
-		return fmt.Sprintf("service %s: image %s is not on the engine and --pull=never: the deploy would be refused", service, image)
+// have: the deploy builds it (a service with a build section, R12), or
+// pulls it, unless pull is PullNever (refused).
+func missingImageWarning(s *core.ServiceSpec, pull string) string {
+	switch {
+	case s.Build != nil:
+		return fmt.Sprintf("service %s: image %s is not on the engine yet: the deploy builds it first (a dry run builds nothing)", s.Name, s.Image)
+	case pull == PullNever:
+		return fmt.Sprintf("service %s: image %s is not on the engine and --pull=never: the deploy would be refused", s.Name, s.Image)
 	}
-	return fmt.Sprintf("service %s: image %s is not on the engine: the deploy pulls it first (or --copy-images copies it), and fails if it cannot", service, image)
+	return fmt.Sprintf("service %s: image %s is not on the engine: the deploy pulls it first (or --copy-images copies it), and fails if it cannot", s.Name, s.Image)
 }
 
 // SpecChanges lists the manifest keys whose value differs between two
