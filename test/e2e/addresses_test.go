@@ -115,3 +115,76 @@ func TestR41_RevivedByRestartPolicyRoutedAtItsAddressWithin2sNeverToAnotherApp(t
 	assert.Equal(t, 200, code, body)
 	assert.Equal(t, instB, instanceOf([]byte(body)), "the other app is untouched")
 }
+
+// R18 against the real engine: two apps behind one edge, with the watcher.
+// `docker restart` of both apps' containers at once (their addresses are
+// given out again) under a client per host: no request for one app's host
+// is ever answered by the other app, and both answer again within 10 s.
+func TestR18_TwoAppsAcrossRestartsOfTheirContainersNeverAnswerForEachOther(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	a := fixture.NewApp(t, "e2eaddra")
+	appB := "e2eaddrb"
+	fixture.CleanupApp(t, appB)
+	a.MustDeploy(webManifest(a.Name, v1, "a.test", `env = { VERSION = "app-a" }`))
+	fileB := a.File + ".b.toml"
+	fixture.WriteFile(t, fileB, webManifest(appB, v1, "b.test", `env = { VERSION = "app-b" }`))
+	r := a.Gordon("deploy", "-f", fileB)
+	require.Equal(t, 0, r.Code, r.String())
+	idA := appStatusJSON(t, a.State, a.Name).Services[0].Container
+	idB := appStatusJSON(t, a.State, appB).Services[0].Container
+
+	ctx, cancel := context.WithCancel(context.Background())
+	watch, wso, wse := fixture.Command(ctx, fixture.NormalBin(), a.State, nil, "reconcile", "--watch", "--interval", "1h")
+	require.NoError(t, watch.Start())
+	t.Cleanup(func() {
+		cancel()
+		_ = watch.Wait()
+		t.Logf("watcher stdout:\n%s\nstderr:\n%s", fixture.LastLines(wso.String(), 20), fixture.LastLines(wse.String(), 20))
+	})
+	require.Eventually(t, func() bool { return strings.Contains(wso.String(), appB) }, 60*time.Second, 100*time.Millisecond, "the watcher's first pass")
+
+	type tally struct{ ok, wrong, failed int }
+	results := make(chan tally, 2)
+	stop := make(chan struct{})
+	poll := func(host, want string) {
+		var n tally
+		for {
+			select {
+			case <-stop:
+				results <- n
+				return
+			default:
+			}
+			code, body, err := a.Edge.Get(host, "/")
+			switch v := versionOf(body); {
+			case err != nil || code != 200:
+				n.failed++
+			case v == want:
+				n.ok++
+			default:
+				n.wrong++
+				t.Errorf("%s answered by %q: %q", host, v, body)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	go poll("a.test", "app-a")
+	go poll("b.test", "app-b")
+
+	restarted := time.Now()
+	out, err := exec.Command("docker", "restart", "-t", "1", idA, idB).CombinedOutput()
+	require.NoError(t, err, string(out))
+	serving := func(host, want string) bool {
+		code, body, err := a.Edge.Get(host, "/")
+		return err == nil && code == 200 && versionOf(body) == want
+	}
+	require.Eventually(t, func() bool { return serving("a.test", "app-a") && serving("b.test", "app-b") },
+		10*time.Second, 50*time.Millisecond, "both apps answer again within 10 s of the restart")
+	back := time.Since(restarted)
+	time.Sleep(500 * time.Millisecond) // keep polling the settled routes a little
+	close(stop)
+	ta, tb := <-results, <-results
+	t.Logf("both answering %s after `docker restart` began; polls %+v and %+v; A at %s, B at %s", back, ta, tb,
+		containerIP(t, idA, "gordon-"+a.Name), containerIP(t, idB, "gordon-"+appB))
+	assert.Zero(t, ta.wrong+tb.wrong, "no request reached the other app")
+}
