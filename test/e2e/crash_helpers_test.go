@@ -150,7 +150,7 @@ type converged struct {
 // running container ACTIVE names; no marker is left; the latest op is
 // terminal; and the edge routes host to that container: GET path through
 // the edge answers 200 with the same identity (ident) as a GET straight to
-// the container's loopback bind of port 8080.
+// the container at the address status reports for port 8080.
 func checkConverged(t testing.TB, stateDir, app, service string, edge *fixture.Edge, host, path string, ident func(string) string) converged {
 	t.Helper()
 	st := appStatusJSON(t, stateDir, app)
