@@ -41,14 +41,17 @@ func reachesContainerIPs(host, goos, operatingSystem, env string) (bool, string)
 }
 
 // detectAddressing runs reachesContainerIPs once against the engine's /info
-// and caches the decision on r. Called by connect with r.mu held.
-func (r *Runtime) detectAddressing(ctx context.Context) error {
+// and caches the decision on r (an unreadable /info means loopback).
+// Called by connect with r.mu held.
+func (r *Runtime) detectAddressing(ctx context.Context) {
 	info, err := r.cli.Info(ctx, client.InfoOptions{})
 	if err != nil {
-		return r.classify(err, "docker info")
+		// Without /info the engine might be Docker Desktop: loopback is
+		// the answer that works everywhere.
+		r.containerIPs, r.loopbackWhy = false, "docker info failed: "+err.Error()
+		return
 	}
 	r.containerIPs, r.loopbackWhy = reachesContainerIPs(r.host, goruntime.GOOS, info.Info.OperatingSystem, os.Getenv(EnvLoopbackBackends))
-	return nil
 }
 
 // usesContainerIPs reports the cached decision of detectAddressing.
@@ -62,9 +65,10 @@ func (r *Runtime) usesContainerIPs() bool {
 // primary network (HostConfig.NetworkMode, the ContainerSpec.Network it was
 // created with), or ok=false when it has no user-defined primary network
 // (then the caller falls back to loopback publications). A running
-// container without an address there wraps core.ErrConflict.
+// container without an address there, or a port it does not expose, wraps
+// core.ErrConflict.
 func addressBinds(c container.InspectResponse, ports []core.PortSpec, what string) ([]core.BackendBind, bool, error) {
-	if c.HostConfig == nil || c.NetworkSettings == nil {
+	if c.HostConfig == nil || c.NetworkSettings == nil || c.Config == nil {
 		return nil, false, nil
 	}
 	netName := string(c.HostConfig.NetworkMode)
@@ -94,6 +98,9 @@ func addressBinds(c container.InspectResponse, ports []core.PortSpec, what strin
 		port, err := toPort(p)
 		if err != nil {
 			return nil, true, fmt.Errorf("%s: %w: %w", what, core.ErrInvalid, err)
+		}
+		if _, exposed := c.Config.ExposedPorts[port]; !exposed {
+			return nil, true, fmt.Errorf("%s: %w: port %s is not exposed by the container", what, core.ErrConflict, port)
 		}
 		out = append(out, core.BackendBind{ContainerPort: p.Port, HostPort: p.Port, Protocol: string(port.Proto()), IP: ip, Network: netName})
 	}

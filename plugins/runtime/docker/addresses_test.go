@@ -64,7 +64,9 @@ func TestR18_ContainerOnItsNetworkIsReachedAtItsAddressNotAPublishedPort(t *test
 	assert.Equal(t, netName, b.Network)
 	assert.Equal(t, 8080, b.HostPort, "dialled at the container port")
 	assert.Equal(t, raw.Container.NetworkSettings.Networks[netName].IPAddress.String(), b.IP)
-	code, body := get(t, "http://"+net.JoinHostPort(b.IP, strconv.Itoa(b.HostPort))+"/")
+	code, body := get(t, "http://"+bindAddr(b)+"/")
+	_, err = f.r.BackendBinds(ctx, id, []core.PortSpec{{Port: 1234, Protocol: "tcp"}})
+	assert.ErrorIs(t, err, core.ErrConflict, "a port the container does not expose has no endpoint")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "version=r18")
 
@@ -97,4 +99,13 @@ func TestR18_LoopbackFallbackPublishesAndReportsHostPorts(t *testing.T) {
 	assert.NotEqual(t, 8080, binds[0].HostPort)
 	code, _ := get(t, fmt.Sprintf("http://127.0.0.1:%d/", binds[0].HostPort))
 	assert.Equal(t, http.StatusOK, code)
+}
+
+// bindAddr is where a bind is dialled: IP:HostPort, or 127.0.0.1:HostPort.
+func bindAddr(b core.BackendBind) string {
+	ip := b.IP
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(b.HostPort))
 }

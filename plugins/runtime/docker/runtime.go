@@ -113,9 +113,7 @@ func (r *Runtime) connect(ctx context.Context) error {
 		}
 		return r.classify(err, "connect to docker engine")
 	}
-	if err := r.detectAddressing(ctx); err != nil {
-		return err
-	}
+	r.detectAddressing(ctx)
 	r.connected = true
 	return nil
 }
