@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"net"
+	"strconv"
+	"time"
+)
 
 // The durable records of SPEC 1.2. The journal package stores each one
 // atomically (decision 1); core never knows where.
@@ -50,10 +54,17 @@ type ActiveService struct {
 	// manifest's, else the image's STOPSIGNAL, else SIGTERM), fixed on the
 	// container at creation; "" for generations recorded before it existed.
 	StopSignal string `json:"stop_signal,omitempty"`
-	// BackendBinds maps TCP container port → 127.0.0.1 host port.
+	// BackendBinds maps TCP container port → the port the edge dials at
+	// IP (the container port itself when IP is set, else a 127.0.0.1 host
+	// port).
 	BackendBinds map[int]int `json:"backend_binds,omitempty"`
-	// UDPBackendBinds maps UDP container port → 127.0.0.1 host port.
+	// UDPBackendBinds maps UDP container port → the port dialled at IP.
 	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
+	// IP is Container's address on Network, read from the live container
+	// (SPEC R18); "" means 127.0.0.1 (the loopback fallback, and records
+	// written before addresses existed).
+	IP      string `json:"ip,omitempty"`
+	Network string `json:"network,omitempty"`
 	// HoldUntil is set while a single-writer service is between
 	// generations (SPEC R58: from its withdrawal in the sequential flow to
 	// the publication of its successor): the edge holds requests for its
@@ -68,14 +79,28 @@ type ActiveService struct {
 	Replicas []Instance `json:"replicas,omitempty"`
 }
 
-// Instance is one running container of a generation and the loopback
-// binds the edge reaches it at (empty while it is withdrawn).
+// Instance is one running container of a generation and the endpoints
+// the edge reaches it at (empty while it is withdrawn): IP:port for each
+// bind, 127.0.0.1:port when IP is "" (SPEC R18).
 type Instance struct {
 	Container string `json:"container"`
-	// BackendBinds maps TCP container port → 127.0.0.1 host port.
+	// BackendBinds maps TCP container port → the port dialled at IP.
 	BackendBinds map[int]int `json:"backend_binds,omitempty"`
-	// UDPBackendBinds maps UDP container port → 127.0.0.1 host port.
+	// UDPBackendBinds maps UDP container port → the port dialled at IP.
 	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
+	// IP is the container's address on Network ("" = 127.0.0.1).
+	IP      string `json:"ip,omitempty"`
+	Network string `json:"network,omitempty"`
+}
+
+// Addr returns the address the edge dials for a bind port:
+// "<IP>:<port>", or "127.0.0.1:<port>" when IP is "" (IPv6 in brackets).
+func (in Instance) Addr(port int) string {
+	ip := in.IP
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(port))
 }
 
 // Instances returns every instance of the generation, the primary
@@ -86,7 +111,7 @@ func (a *ActiveService) Instances() []Instance {
 		return nil
 	}
 	out := make([]Instance, 0, 1+len(a.Replicas))
-	out = append(out, Instance{Container: a.Container, BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds})
+	out = append(out, Instance{Container: a.Container, BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds, IP: a.IP, Network: a.Network})
 	return append(out, a.Replicas...)
 }
 

@@ -38,8 +38,11 @@ type Runtime interface {
 	RestartContainer(ctx context.Context, id string, grace time.Duration) error
 	// InspectContainer returns the container's observed state.
 	InspectContainer(ctx context.Context, id string) (ContainerState, error)
-	// BackendBinds returns the 127.0.0.1 host ports the runtime published
-	// for each requested container port. A port with no bind is an error.
+	// BackendBinds returns, for each requested container port of the
+	// running container id, the endpoint the edge dials (SPEC R18): the
+	// container's IP on its primary network (BackendBind.IP, .Network)
+	// when the host reaches container IPs, else the 127.0.0.1 host port
+	// the runtime published. A port with no endpoint is an error.
 	BackendBinds(ctx context.Context, id string, ports []PortSpec) ([]BackendBind, error)
 	// Logs streams log lines to fn until the logs end (follow=false), ctx is
 	// done, or fn returns an error (which Logs then returns).
@@ -125,7 +128,9 @@ type ContainerSpec struct {
 	Aliases []string `json:"aliases,omitempty"`
 	// ExtraNetworks are shared networks joined before start.
 	ExtraNetworks []string `json:"extra_networks,omitempty"`
-	// Ports are published on 127.0.0.1 with ephemeral host ports.
+	// Ports are published on 127.0.0.1 with ephemeral host ports by a
+	// runtime whose host cannot reach container IPs (loopback fallback,
+	// SPEC R18); otherwise they are reached at the container's IP.
 	Ports   []PortSpec `json:"ports,omitempty"`
 	Mounts  []Mount    `json:"mounts,omitempty"`
 	Devices []string   `json:"devices,omitempty"`
@@ -191,11 +196,18 @@ type ContainerState struct {
 // Running reports Status == running.
 func (c ContainerState) Running() bool { return c.Status == StatusRunning }
 
-// BackendBind is one published loopback port of a container.
+// BackendBind is the endpoint of one container port: IP:HostPort when IP
+// is set (the container's address on Network; HostPort then equals
+// ContainerPort), else 127.0.0.1:HostPort (a published loopback port).
 type BackendBind struct {
 	ContainerPort int    `json:"container_port"`
 	HostPort      int    `json:"host_port"`
 	Protocol      string `json:"protocol"`
+	// IP is the container's IPv4 or IPv6 address on Network ("" for a
+	// loopback publication).
+	IP string `json:"ip,omitempty"`
+	// Network is the name of the network IP belongs to.
+	Network string `json:"network,omitempty"`
 }
 
 // LogOptions selects log lines.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/docker/cli/cli"
@@ -277,7 +279,7 @@ func renderDeployResult(env *cliEnv, res *engine.DeployResult) {
 				// R19) with nothing to replace.
 				flow = "new"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Service, s.Result, flow, shortID(s.After), formatBinds(s.BackendBinds, s.UDPBackendBinds))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Service, s.Result, flow, shortID(s.After), formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds))
 		}
 		tw.Flush()
 	}
@@ -307,7 +309,12 @@ func exitForOutcome(outcome core.Outcome, err error) error {
 	}
 }
 
-func formatBinds(tcp, udp map[int]int) string {
+// formatBinds renders binds as "<port>/<proto>-><IP or 127.0.0.1>:<port>",
+// comma-separated, "-" for none.
+func formatBinds(ip string, tcp, udp map[int]int) string {
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
 	var parts []string
 	for _, m := range []struct {
 		proto string
@@ -319,7 +326,7 @@ func formatBinds(tcp, udp map[int]int) string {
 		}
 		sort.Ints(ports)
 		for _, p := range ports {
-			parts = append(parts, fmt.Sprintf("%d/%s->127.0.0.1:%d", p, m.proto, m.b[p]))
+			parts = append(parts, fmt.Sprintf("%d/%s->%s", p, m.proto, net.JoinHostPort(ip, strconv.Itoa(m.b[p]))))
 		}
 	}
 	if len(parts) == 0 {

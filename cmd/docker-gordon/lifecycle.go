@@ -75,7 +75,7 @@ func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 				result = engine.ResultRemoved
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(string(result)), orDash(shortID(s.Before)), orDash(shortID(s.After)),
-				formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(s.Error))
+				formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds), orDash(s.Error))
 		}
 		tw.Flush()
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,10 @@ func newReconcileCommand(env *cliEnv) *cobra.Command {
 		Use:   "reconcile [APP...]",
 		Short: "Converge apps: finish interrupted operations, verify and route serving generations, retire superseded ones",
 		Long: `Run one periodic pass over the given apps (all apps when none is given)
-and exit; with --watch, repeat every --interval until stopped. A busy app
+and exit; with --watch, repeat every --interval until stopped, and also
+run a pass for an app at once when the engine reports one of its
+containers died, started, restarted, was destroyed or changed health, so
+an instance's address is re-resolved within about a second. A busy app
 (another verb holds its lock) is skipped until the next pass.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -50,8 +54,14 @@ and exit; with --watch, repeat every --interval until stopped. A busy app
 					env.logger.Error("boot reconciliation failed", "error", berr)
 				}
 			}
+			var wake chan string
+			if o.watch {
+				wake = make(chan string, 64)
+				go watchEngineEvents(ctx, env.dockerCli.Client(), wake, env.logger.Named("events"))
+			}
+			apps := args
 			for {
-				reps, perr := eng.Reconcile(ctx, args)
+				reps, perr := eng.Reconcile(ctx, apps)
 				if isJSON(o.format) {
 					if reps == nil {
 						reps = []engine.ReconcileReport{}
@@ -69,10 +79,19 @@ and exit; with --watch, repeat every --interval until stopped. A busy app
 					// A pass cut short by the stop itself is not a failure.
 					env.logger.Error("pass failed", "error", perr)
 				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(o.interval):
+				apps = nil
+				for apps == nil {
+					select {
+					case <-ctx.Done():
+						return nil
+					case <-time.After(o.interval):
+						apps = args
+						if apps == nil {
+							apps = []string{}
+						}
+					case app := <-wake:
+						apps = wokenApps(args, drainWake(app, wake))
+					}
 				}
 			}
 		},
@@ -100,4 +119,27 @@ func renderReconcile(env *cliEnv, r engine.ReconcileReport) {
 	for _, rec := range r.Recovered {
 		fmt.Fprintf(w, "  recovered %s\n", rec)
 	}
+}
+
+// wokenApps is the pass an engine event asks for, as Reconcile's apps
+// argument: the woken apps among the watched ones (an empty non-nil
+// slice: every app, when woken is nil and every app is watched); nil when
+// no watched app was woken (no pass).
+func wokenApps(watched, woken []string) []string {
+	if woken == nil {
+		if len(watched) == 0 {
+			return []string{}
+		}
+		return watched
+	}
+	if len(watched) == 0 {
+		return woken
+	}
+	var out []string
+	for _, a := range woken {
+		if slices.Contains(watched, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

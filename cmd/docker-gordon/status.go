@@ -147,7 +147,7 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 			state += " (" + s.Health + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\n", s.Service, shortID(s.Container), s.Image, shortID(s.Digest),
-			s.Revision, state, formatBinds(s.BackendBinds, s.UDPBackendBinds), orDash(strings.Join(s.Routes, ", ")), orDash(strings.Join(flags, ",")))
+			s.Revision, state, formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds), orDash(strings.Join(s.Routes, ", ")), orDash(strings.Join(flags, ",")))
 	}
 	tw.Flush()
 	printInstances(w, st.Services)
@@ -172,7 +172,7 @@ func printInstances(w io.Writer, services []engine.ServiceStatus) {
 			if in.Health != "" {
 				state += " (" + in.Health + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Service, shortID(in.Container), state, formatBinds(in.BackendBinds, in.UDPBackendBinds))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Service, shortID(in.Container), state, formatBinds(in.IP, in.BackendBinds, in.UDPBackendBinds))
 		}
 	}
 	if tw != nil {

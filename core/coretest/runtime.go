@@ -45,6 +45,7 @@ type fakeContainer struct {
 	spec    core.ContainerSpec
 	tcp     map[int]int
 	udp     map[int]int
+	ip, net string    // SetAddress: binds are reported at ip on net
 	startAt time.Time // overrides Runtime.StartTime on the next start/restart
 	logs    []core.LogLine
 }
@@ -163,6 +164,18 @@ func (r *Runtime) SetBinds(id string, binds map[int]int) {
 		return
 	}
 	r.pending[id] = copyPorts(binds)
+}
+
+// SetAddress makes BackendBinds of the existing container id report
+// every requested port at ip on network (HostPort = the container port),
+// as a runtime that reaches container IPs does (SPEC R18); ip "" returns
+// it to its loopback binds.
+func (r *Runtime) SetAddress(id, network, ip string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.cs[id]; ok {
+		c.ip, c.net = ip, network
+	}
 }
 
 // SetUDPBinds sets the UDP binds of id (existing, or applied at creation).

@@ -200,8 +200,9 @@ func (r *Runtime) InspectContainer(ctx context.Context, id string) (core.Contain
 	return st, nil
 }
 
-// BackendBinds implements core.Runtime (event binds). A requested port
-// without a bind is an error.
+// BackendBinds implements core.Runtime (event binds): every port at the
+// container's address when SetAddress gave it one, else its loopback
+// binds. A requested port without a bind is an error.
 func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.PortSpec) ([]core.BackendBind, error) {
 	if err := r.begin(ctx, MBinds, id); err != nil {
 		return nil, err
@@ -217,6 +218,10 @@ func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.Port
 		proto := p.Protocol
 		if proto == "" {
 			proto = "tcp"
+		}
+		if c.ip != "" {
+			out = append(out, core.BackendBind{ContainerPort: p.Port, HostPort: p.Port, Protocol: proto, IP: c.ip, Network: c.net})
+			continue
 		}
 		m := c.tcp
 		if proto == "udp" {

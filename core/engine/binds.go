@@ -3,63 +3,152 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-func dpBindMaps(binds []core.BackendBind) (tcp, udp map[int]int) {
+// endpoints is where the edge reaches one instance (SPEC R18): for each
+// TCP and UDP container port, the port dialled at ip; ip is the
+// container's address on network, or "" for 127.0.0.1 (loopback fallback).
+type endpoints struct {
+	tcp, udp    map[int]int
+	ip, network string
+}
+
+// endpointsOf folds the runtime's binds of one container into endpoints.
+func endpointsOf(binds []core.BackendBind) endpoints {
+	var ep endpoints
 	for _, b := range binds {
+		if b.IP != "" {
+			ep.ip, ep.network = b.IP, b.Network
+		}
 		if b.Protocol == "udp" {
-			if udp == nil {
-				udp = map[int]int{}
+			if ep.udp == nil {
+				ep.udp = map[int]int{}
 			}
-			udp[b.ContainerPort] = b.HostPort
+			ep.udp[b.ContainerPort] = b.HostPort
 			continue
 		}
-		if tcp == nil {
-			tcp = map[int]int{}
+		if ep.tcp == nil {
+			ep.tcp = map[int]int{}
 		}
-		tcp[b.ContainerPort] = b.HostPort
+		ep.tcp[b.ContainerPort] = b.HostPort
 	}
-	return tcp, udp
+	return ep
 }
 
-// readBinds reads the container's loopback binds for the spec's backend
-// ports and re-registers its claims.
-func (e *Engine) readBinds(ctx context.Context, app, id string, spec *core.ServiceSpec) (tcp, udp map[int]int, err error) {
-	ports := spec.BackendPorts()
-	if len(ports) == 0 {
-		return nil, nil, nil
-	}
-	binds, err := e.Runtime.BackendBinds(ctx, id, ports)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read backend binds of %s: %w", id, err)
-	}
-	tcp, udp = dpBindMaps(binds)
-	if err := e.registerBackendClaims(ctx, app, id, binds); err != nil {
-		return nil, nil, fmt.Errorf("register claims of %s: %w", id, err)
-	}
-	return tcp, udp, nil
+// instanceEndpoints reads the endpoints recorded for in.
+func instanceEndpoints(in core.Instance) endpoints {
+	return endpoints{tcp: in.BackendBinds, udp: in.UDPBackendBinds, ip: in.IP, network: in.Network}
 }
 
-func bindList(tcp, udp map[int]int) []core.BackendBind {
+// instance returns the instance id with ep's endpoints (maps cloned).
+func (ep endpoints) instance(id string) core.Instance {
+	return core.Instance{Container: id, BackendBinds: maps.Clone(ep.tcp), UDPBackendBinds: maps.Clone(ep.udp), IP: ep.ip, Network: ep.network}
+}
+
+// clone returns ep with its maps copied.
+func (ep endpoints) clone() endpoints {
+	ep.tcp, ep.udp = maps.Clone(ep.tcp), maps.Clone(ep.udp)
+	return ep
+}
+
+// setOn records ep as a's primary instance's endpoints.
+func (ep endpoints) setOn(a *core.ActiveService) {
+	a.BackendBinds, a.UDPBackendBinds, a.IP, a.Network = ep.tcp, ep.udp, ep.ip, ep.network
+}
+
+// setOnResult records ep on a service result.
+func (ep endpoints) setOnResult(r *ServiceResult) {
+	r.BackendBinds, r.UDPBackendBinds, r.IP, r.Network = ep.tcp, ep.udp, ep.ip, ep.network
+}
+
+// resultEndpoints reads the endpoints recorded on a service result.
+func resultEndpoints(r ServiceResult) endpoints {
+	return endpoints{tcp: r.BackendBinds, udp: r.UDPBackendBinds, ip: r.IP, network: r.Network}
+}
+
+// activeEndpoints reads the endpoints of a's primary instance.
+func activeEndpoints(a *core.ActiveService) endpoints {
+	return endpoints{tcp: a.BackendBinds, udp: a.UDPBackendBinds, ip: a.IP, network: a.Network}
+}
+
+// equal reports whether ep and o name the same endpoints.
+func (ep endpoints) equal(o endpoints) bool {
+	return ep.ip == o.ip && ep.network == o.network && maps.Equal(ep.tcp, o.tcp) && maps.Equal(ep.udp, o.udp)
+}
+
+// empty reports whether ep has no bind.
+func (ep endpoints) empty() bool { return len(ep.tcp)+len(ep.udp) == 0 }
+
+// verifyBinds is SPEC R18's check before an address is routed: the runtime
+// read binds by inspecting container id itself, so an address binds carry
+// must be on the app's own network (NetworkName(app)), where no other app's
+// container can hold one, and all binds of the container share one
+// address. A violation wraps core.ErrConflict and names what to do.
+func verifyBinds(app, id string, binds []core.BackendBind) error {
+	ip := ""
+	for _, b := range binds {
+		if b.IP == "" {
+			continue
+		}
+		if b.Network != NetworkName(app) {
+			return fmt.Errorf("%w: container %s of app %s answers at %s on network %q, not the app's network %s: not routed; redeploy the app (`docker gordon deploy`)",
+				core.ErrConflict, shortID(id), app, b.IP, b.Network, NetworkName(app))
+		}
+		if ip != "" && b.IP != ip {
+			return fmt.Errorf("%w: container %s of app %s reported two addresses (%s, %s): not routed", core.ErrConflict, shortID(id), app, ip, b.IP)
+		}
+		ip = b.IP
+	}
+	return nil
+}
+
+// binds lists ep as the runtime's binds (for readiness targets).
+func (ep endpoints) binds() []core.BackendBind {
 	var out []core.BackendBind
-	for c, h := range tcp {
-		out = append(out, core.BackendBind{ContainerPort: c, HostPort: h, Protocol: "tcp"})
+	for c, p := range ep.tcp {
+		out = append(out, core.BackendBind{ContainerPort: c, HostPort: p, Protocol: "tcp", IP: ep.ip, Network: ep.network})
 	}
-	for c, h := range udp {
-		out = append(out, core.BackendBind{ContainerPort: c, HostPort: h, Protocol: "udp"})
+	for c, p := range ep.udp {
+		out = append(out, core.BackendBind{ContainerPort: c, HostPort: p, Protocol: "udp", IP: ep.ip, Network: ep.network})
 	}
 	return out
 }
 
+// readBinds reads the container's endpoints for the spec's backend ports
+// from the live container (SPEC R18), verifies them (verifyBinds) and
+// re-registers the claims of its loopback binds.
+func (e *Engine) readBinds(ctx context.Context, app, id string, spec *core.ServiceSpec) (endpoints, error) {
+	ports := spec.BackendPorts()
+	if len(ports) == 0 {
+		return endpoints{}, nil
+	}
+	binds, err := e.Runtime.BackendBinds(ctx, id, ports)
+	if err != nil {
+		return endpoints{}, fmt.Errorf("read backend binds of %s: %w", id, err)
+	}
+	if err := verifyBinds(app, id, binds); err != nil {
+		return endpoints{}, err
+	}
+	if err := e.registerBackendClaims(ctx, app, id, binds); err != nil {
+		return endpoints{}, fmt.Errorf("register claims of %s: %w", id, err)
+	}
+	return endpointsOf(binds), nil
+}
+
 // registerBackendClaims registers a backend claim (owner
 // core.ClaimOwnerBackend) of app on each of container id's loopback binds,
-// so no other app publishes those host ports (R21). It returns the store's
+// so no other app publishes those host ports (R21); binds at a container
+// address hold no host port and claim nothing. It returns the store's
 // error unwrapped; callers say which step failed.
 func (e *Engine) registerBackendClaims(ctx context.Context, app, id string, binds []core.BackendBind) error {
 	claims := make([]core.Claim, 0, len(binds))
 	for _, b := range binds {
+		if b.IP != "" {
+			continue
+		}
 		claims = append(claims, core.Claim{Port: b.HostPort, Protocol: b.Protocol, Owner: core.ClaimOwnerBackend, App: app, Container: id})
 	}
 	return e.Store.RegisterClaims(ctx, claims)

@@ -64,7 +64,7 @@ func (s *serviceRun) createCandidate(ctx context.Context) (error, []string) {
 	}
 	s.startedAt, s.binds = p.startedAt, p.binds
 	s.replicas = runs[1:]
-	s.res.BackendBinds, s.res.UDPBackendBinds = dpBindMaps(s.binds)
+	endpointsOf(s.binds).setOnResult(&s.res)
 	s.res.StartedAt = s.startedAt
 	return nil, nil
 }
@@ -212,6 +212,9 @@ func (s *serviceRun) instanceBinds(ctx context.Context, r *instanceRun) error {
 			return xerr
 		}
 		return fmt.Errorf("read backend binds of %s: %w", r.id, err)
+	}
+	if err := verifyBinds(s.d.app, r.id, binds); err != nil {
+		return err
 	}
 	if err := e.registerBackendClaims(ctx, s.d.app, r.id, binds); err != nil {
 		return fmt.Errorf("register backend claims of %s: %w", r.id, err)

@@ -143,8 +143,7 @@ func (s *serviceRun) warn(ws ...core.Warning) {
 func (s *serviceRun) unchanged(ctx context.Context) error {
 	s.res.Result, s.res.Flow = ResultUnchanged, FlowUnchanged
 	s.res.After = s.before
-	s.res.BackendBinds = maps.Clone(s.prev.BackendBinds)
-	s.res.UDPBackendBinds = maps.Clone(s.prev.UDPBackendBinds)
+	activeEndpoints(s.prev).clone().setOnResult(&s.res)
 	s.after = s.before
 	s.step.After = s.before
 	if err := s.publishAndRoute(ctx, true); err != nil {
@@ -232,13 +231,13 @@ func (s *serviceRun) retireSuperseded(ctx context.Context) {
 	s.timer.done("retire", t)
 }
 
-// backendAddrs lists the loopback addresses the edge routes to prev's
-// instances.
+// backendAddrs lists the addresses the edge routes to prev's instances
+// (SPEC R18).
 func backendAddrs(prev *core.ActiveService) []string {
 	var out []string
 	for _, in := range prev.Instances() {
 		for _, port := range slices.Sorted(maps.Keys(in.BackendBinds)) {
-			out = append(out, LoopbackAddr(in.BackendBinds[port]))
+			out = append(out, in.Addr(in.BackendBinds[port]))
 		}
 	}
 	return out
@@ -338,19 +337,17 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 		rec.StopSignal = s.prev.StopSignal
 		rec.ActivatedBy, rec.ActivatedAt = s.prev.ActivatedBy, s.prev.ActivatedAt
 		rec.Image, rec.Digest = s.prev.Image, s.prev.Digest
-		rec.BackendBinds, rec.UDPBackendBinds = maps.Clone(s.prev.BackendBinds), maps.Clone(s.prev.UDPBackendBinds)
+		activeEndpoints(s.prev).clone().setOn(rec)
 		rec.Replicas = cloneInstances(s.prev.Replicas)
 		if cur := active.Services[name]; cur != nil && cur.Container == s.after {
 			// Keep what ACTIVE holds now (binds may have been refreshed).
-			rec.BackendBinds, rec.UDPBackendBinds = maps.Clone(cur.BackendBinds), maps.Clone(cur.UDPBackendBinds)
+			activeEndpoints(cur).clone().setOn(rec)
 			rec.Replicas = cloneInstances(cur.Replicas)
 		}
 	} else {
-		rec.BackendBinds, rec.UDPBackendBinds = dpBindMaps(s.binds)
+		endpointsOf(s.binds).setOn(rec)
 		for _, r := range s.replicas {
-			in := core.Instance{Container: r.id}
-			in.BackendBinds, in.UDPBackendBinds = dpBindMaps(r.binds)
-			rec.Replicas = append(rec.Replicas, in)
+			rec.Replicas = append(rec.Replicas, endpointsOf(r.binds).instance(r.id))
 		}
 	}
 	active.Services[name] = rec
@@ -384,7 +381,7 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 func cloneInstances(ins []core.Instance) []core.Instance {
 	var out []core.Instance
 	for _, in := range ins {
-		out = append(out, core.Instance{Container: in.Container, BackendBinds: maps.Clone(in.BackendBinds), UDPBackendBinds: maps.Clone(in.UDPBackendBinds)})
+		out = append(out, instanceEndpoints(in).instance(in.Container))
 	}
 	return out
 }

@@ -316,9 +316,10 @@ func (s *svcStep) fail(ctx context.Context, err error, diags []string, dropBinds
 }
 
 // succeed journals the step succeeded with after as the serving container.
-func (s *svcStep) succeed(after string, tcp, udp map[int]int, startedAt time.Time) {
+func (s *svcStep) succeed(after string, ep endpoints, startedAt time.Time) {
 	r := s.r
-	s.res.Result, s.res.After, s.res.BackendBinds, s.res.UDPBackendBinds, s.res.StartedAt = ResultDeployed, after, tcp, udp, startedAt
+	s.res.Result, s.res.After, s.res.StartedAt = ResultDeployed, after, startedAt
+	ep.setOnResult(&s.res)
 	r.op.Steps[s.i].After = after
 	r.setStep(s.i, core.StepSucceeded, "")
 	r.results = append(r.results, s.res)

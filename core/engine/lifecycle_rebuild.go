@@ -81,7 +81,7 @@ func (r *lifecycleRun) rebuildMissing(ctx context.Context, name string, as *core
 	}
 	res := s.res
 	res.After, res.StartedAt = s.after, s.startedAt
-	res.BackendBinds, res.UDPBackendBinds = dpBindMaps(s.binds)
+	endpointsOf(s.binds).setOnResult(&res)
 	return res, nil
 }
 
@@ -157,7 +157,7 @@ func (r *lifecycleRun) publishRebuilt(ctx context.Context, s *serviceRun, prev *
 		EffectiveRevision: prev.EffectiveRevision, ActivatedBy: r.op.ID, ActivatedAt: e.now(),
 		Image: prev.Image, Digest: prev.Digest, Container: s.after, Spec: prev.Spec, StopSignal: prev.StopSignal,
 	}
-	rec.BackendBinds, rec.UDPBackendBinds = dpBindMaps(s.binds)
+	endpointsOf(s.binds).setOn(rec)
 	active.Services[name] = rec
 	if err := e.Store.SaveActive(ctx, active); err != nil {
 		return fmt.Errorf("publish ACTIVE: %w", err)

@@ -164,7 +164,7 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 			return
 		}
 		ss.res.Flow = FlowSequential
-		succeed(rb.After, rb.BackendBinds, rb.UDPBackendBinds, rb.StartedAt)
+		succeed(rb.After, resultEndpoints(rb), rb.StartedAt)
 		return
 	}
 	if err != nil {
@@ -176,12 +176,12 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		fail(fmt.Errorf("inspect %s after restart: %w", id, err), nil, true)
 		return
 	}
-	tcp, udp, err := e.readBinds(ctx, app, id, &as.Spec)
+	ep, err := e.readBinds(ctx, app, id, &as.Spec)
 	if err != nil {
 		fail(err, nil, true)
 		return
 	}
-	if err := e.probeRunning(ctx, app, name, &as.Spec, DeployReadiness(&as.Spec), id, st.StartedAt, tcp, udp); err != nil {
+	if err := e.probeRunning(ctx, app, name, &as.Spec, DeployReadiness(&as.Spec), id, st.StartedAt, ep); err != nil {
 		// The values only redact the log tail; the probe failure is the
 		// step's error, so an unreadable secret is logged, not reported.
 		_, secrets, serr := e.secretEnv(ctx, app, &as.Spec)
@@ -191,11 +191,11 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		fail(err, e.logTail(ctx, id, secrets), true)
 		return
 	}
-	if err := e.persistBinds(ctx, app, name, id, tcp, udp); err != nil {
+	if err := e.persistBinds(ctx, app, name, id, ep); err != nil {
 		fail(err, nil, true)
 		return
 	}
-	succeed(id, tcp, udp, st.StartedAt)
+	succeed(id, ep, st.StartedAt)
 }
 
 // restartOverlapStep runs restartOverlap on step ss and journals its end.
@@ -211,5 +211,5 @@ func (r *lifecycleRun) restartOverlapStep(ctx context.Context, ss *svcStep, as *
 		ss.fail(ctx, err, res.Diagnostics, false)
 		return
 	}
-	ss.succeed(res.After, res.BackendBinds, res.UDPBackendBinds, res.StartedAt)
+	ss.succeed(res.After, resultEndpoints(res), res.StartedAt)
 }

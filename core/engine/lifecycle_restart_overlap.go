@@ -80,6 +80,6 @@ func (r *lifecycleRun) restartOverlap(ctx context.Context, name string, as *core
 	s.retireSuperseded(ctx)
 	res := s.res
 	res.After, res.StartedAt = s.after, s.startedAt
-	res.BackendBinds, res.UDPBackendBinds = dpBindMaps(s.binds)
+	endpointsOf(s.binds).setOnResult(&res)
 	return res, nil
 }

@@ -142,12 +142,12 @@ func (r *lifecycleRun) startService(ctx context.Context, name string, as *core.A
 			return
 		}
 		if startable {
-			tcp, udp, t, err := r.verifyRunning(ctx, name, as)
+			ep, t, err := r.verifyRunning(ctx, name, as)
 			if err != nil {
 				fail(err, nil)
 				return
 			}
-			succeed(id, tcp, udp, t)
+			succeed(id, ep, t)
 			return
 		}
 	}
@@ -162,38 +162,38 @@ func (r *lifecycleRun) startService(ctx context.Context, name string, as *core.A
 		return
 	}
 	ss.res.Flow = FlowSequential
-	succeed(rb.After, rb.BackendBinds, rb.UDPBackendBinds, rb.StartedAt)
+	succeed(rb.After, resultEndpoints(rb), rb.StartedAt)
 }
 
 // verifyRunning is SPEC R52: withdraw (must succeed); observe the start
 // time; re-read binds and register claims; persist them into ACTIVE; run
 // the DECLARED readiness on the fresh binds. Routing happens once after
 // the caller's loop. The caller drops the binds on failure.
-func (r *lifecycleRun) verifyRunning(ctx context.Context, name string, as *core.ActiveService) (tcp, udp map[int]int, startedAt time.Time, err error) {
+func (r *lifecycleRun) verifyRunning(ctx context.Context, name string, as *core.ActiveService) (ep endpoints, startedAt time.Time, err error) {
 	e, app, id := r.e, r.app, as.Container
 	if err := e.withdraw(ctx, app, name); err != nil {
-		return nil, nil, time.Time{}, fmt.Errorf("withdraw: %w", err)
+		return endpoints{}, time.Time{}, fmt.Errorf("withdraw: %w", err)
 	}
 	st, err := e.Runtime.InspectContainer(ctx, id)
 	if err != nil {
-		return nil, nil, time.Time{}, fmt.Errorf("inspect %s: %w", id, err)
+		return endpoints{}, time.Time{}, fmt.Errorf("inspect %s: %w", id, err)
 	}
-	tcp, udp, err = e.readBinds(ctx, app, id, &as.Spec)
+	ep, err = e.readBinds(ctx, app, id, &as.Spec)
 	if err != nil {
-		return nil, nil, time.Time{}, err
+		return endpoints{}, time.Time{}, err
 	}
-	if err := e.persistBinds(ctx, app, name, id, tcp, udp); err != nil {
-		return nil, nil, time.Time{}, err
+	if err := e.persistBinds(ctx, app, name, id, ep); err != nil {
+		return endpoints{}, time.Time{}, err
 	}
-	if err := e.probeRunning(ctx, app, name, &as.Spec, DeclaredReadiness(&as.Spec), id, st.StartedAt, tcp, udp); err != nil {
-		return nil, nil, time.Time{}, err
+	if err := e.probeRunning(ctx, app, name, &as.Spec, DeclaredReadiness(&as.Spec), id, st.StartedAt, ep); err != nil {
+		return endpoints{}, time.Time{}, err
 	}
-	return tcp, udp, st.StartedAt, nil
+	return ep, st.StartedAt, nil
 }
 
 // persistBinds writes the service's binds into ACTIVE when it still names
 // container (else ErrConflict: ACTIVE changed under us).
-func (e *Engine) persistBinds(ctx context.Context, app, name, container string, tcp, udp map[int]int) error {
+func (e *Engine) persistBinds(ctx context.Context, app, name, container string, ep endpoints) error {
 	a, err := e.Store.LoadActive(ctx, app)
 	if err != nil {
 		return fmt.Errorf("persist binds: load ACTIVE: %w", err)
@@ -202,7 +202,8 @@ func (e *Engine) persistBinds(ctx context.Context, app, name, container string, 
 	if cur == nil || cur.Container != container {
 		return fmt.Errorf("%w: persist binds: ACTIVE no longer names %s", core.ErrConflict, container)
 	}
-	cur.BackendBinds, cur.UDPBackendBinds, cur.HoldUntil = tcp, udp, nil
+	ep.setOn(cur)
+	cur.HoldUntil = nil
 	if err := e.Store.SaveActive(ctx, a); err != nil {
 		return fmt.Errorf("persist binds: save ACTIVE: %w", err)
 	}
@@ -211,11 +212,11 @@ func (e *Engine) persistBinds(ctx context.Context, app, name, container string, 
 
 // probeRunning runs readiness r (declared or deploy-time) on a running
 // container's fresh binds; type none succeeds at once.
-func (e *Engine) probeRunning(ctx context.Context, app, name string, spec *core.ServiceSpec, rd core.Readiness, id string, startedAt time.Time, tcp, udp map[int]int) error {
+func (e *Engine) probeRunning(ctx context.Context, app, name string, spec *core.ServiceSpec, rd core.Readiness, id string, startedAt time.Time, ep endpoints) error {
 	if rd.Type == "" || rd.Type == core.ReadinessNone {
 		return nil
 	}
-	target, err := ProbeTargetFor(app, spec, rd, id, startedAt, bindList(tcp, udp))
+	target, err := ProbeTargetFor(app, spec, rd, id, startedAt, ep.binds())
 	if err != nil {
 		return err
 	}

@@ -51,9 +51,12 @@ type ServiceResult struct {
 	Diagnostics []string `json:"diagnostics,omitempty"`
 	// SingleWriter marks a service with volumes or binds (restart_unsafe).
 	SingleWriter bool `json:"single_writer,omitempty"`
-	// BackendBinds / UDPBackendBinds: container port → 127.0.0.1 host port.
+	// BackendBinds / UDPBackendBinds: container port → the port dialled
+	// at IP on Network ("" IP = 127.0.0.1; SPEC R18).
 	BackendBinds    map[int]int `json:"backend_binds,omitempty"`
 	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
+	IP              string      `json:"ip,omitempty"`
+	Network         string      `json:"network,omitempty"`
 	// StartedAt is the verified execution start time (zero if unknown).
 	StartedAt time.Time `json:"started_at,omitempty"`
 }

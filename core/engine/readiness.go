@@ -152,12 +152,14 @@ func readinessPort(s *core.ServiceSpec) int {
 }
 
 // ProbeTargetFor builds the probe target for r on a container (R30): the
-// address is 127.0.0.1:<host port> of r.Port's tcp bind. For http and tcp
+// address of r.Port's tcp bind, the one the edge dials (R18):
+// "<container IP>:<port>", or "127.0.0.1:<host port>" for a loopback
+// bind. For http and tcp
 // checks a zero port or a missing bind is an error wrapping ErrInvalid; log
 // and plugin checks get an address only when a bind exists. The HTTP Host
 // header follows decision 9: r.Host, else the service's first public host
 // (a wildcard "*.example.com" becomes "readiness.example.com"), else the
-// dialled address "127.0.0.1:<host port>".
+// dialled address.
 func ProbeTargetFor(app string, s *core.ServiceSpec, r core.Readiness, containerID string, startedAt time.Time, binds []core.BackendBind) (core.ProbeTarget, error) {
 	t := core.ProbeTarget{
 		App:         app,
@@ -179,7 +181,11 @@ func ProbeTargetFor(app string, s *core.ServiceSpec, r core.Readiness, container
 	}
 	for _, b := range binds {
 		if b.ContainerPort == r.Port && (b.Protocol == "tcp" || b.Protocol == "") && b.HostPort > 0 {
-			t.Address = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.HostPort))
+			ip := b.IP
+			if ip == "" {
+				ip = "127.0.0.1"
+			}
+			t.Address = net.JoinHostPort(ip, strconv.Itoa(b.HostPort))
 			break
 		}
 	}
@@ -192,7 +198,7 @@ func ProbeTargetFor(app string, s *core.ServiceSpec, r core.Readiness, container
 		return t, nil
 	}
 	if t.Address == "" && needsAddr {
-		return t, fmt.Errorf("%w: app %s service %s container %s: readiness port %d/tcp has no loopback bind",
+		return t, fmt.Errorf("%w: app %s service %s container %s: readiness port %d/tcp has no backend address (is it running?)",
 			core.ErrInvalid, app, s.Name, shortID(containerID), r.Port)
 	}
 	if r.Type == core.ReadinessHTTP {

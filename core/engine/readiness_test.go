@@ -153,7 +153,7 @@ func TestR30_ProbeTargetFor(t *testing.T) {
 		s := core.ServiceSpec{Name: "db", TCP: []core.L4Interface{{Port: 5432}}}
 		_, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)
 		require.ErrorIs(t, err, core.ErrInvalid)
-		assert.Contains(t, err.Error(), "no loopback bind")
+		assert.Contains(t, err.Error(), "has no backend address")
 	})
 	t.Run("http without a port is ErrInvalid", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "web", HTTP: []core.HTTPInterface{pubHTTP(8080, "a.example")}, TCP: []core.L4Interface{{Port: 9000}}, Readiness: core.Readiness{Type: core.ReadinessHTTP}}

@@ -51,7 +51,7 @@ func (e *Engine) rebuildInterrupted(ctx context.Context, app, name string, as *c
 		return time.Time{}, false, fmt.Errorf("container %s was removed by an interrupted replacement; %w", gone, err)
 	}
 	ss.res.Flow = FlowSequential
-	ss.succeed(rb.After, rb.BackendBinds, rb.UDPBackendBinds, rb.StartedAt)
+	ss.succeed(rb.After, resultEndpoints(rb), rb.StartedAt)
 	r.finalize()
 	r.save(ctx)
 	if err := e.dropRebuild(ctx, app, name); err != nil {

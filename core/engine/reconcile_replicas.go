@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -14,8 +13,9 @@ import (
 // (the instances beside the primary, which R41 recovers). Each replica is
 // inspected:
 //   - gone → dropped from ACTIVE, its claims released;
-//   - running → its binds are re-read; when they differ from ACTIVE's (the
-//     engine restarted it on new loopback ports) or it had none, the
+//   - running → its endpoints are re-read from the live container; when
+//     they differ from ACTIVE's (the engine restarted it at a new address
+//     or on new loopback ports) or it had none, the
 //     declared readiness is checked on the new binds before they are
 //     persisted;
 //   - transitional (restarting, starting) → binds dropped until it runs;
@@ -41,7 +41,7 @@ func (e *Engine) refreshReplicas(ctx context.Context, app, name string) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("replica %s: %w", r.Container, err))
 		}
-		if !keep || !maps.Equal(next.BackendBinds, r.BackendBinds) || !maps.Equal(next.UDPBackendBinds, r.UDPBackendBinds) {
+		if !keep || !instanceEndpoints(next).equal(instanceEndpoints(r)) {
 			changed = true
 		}
 		if keep {
@@ -88,16 +88,16 @@ func (e *Engine) refreshReplica(ctx context.Context, app, name string, as *core.
 		}
 		return withdrawn, true, nil
 	}
-	tcp, udp, err := e.readBinds(ctx, app, r.Container, &as.Spec)
+	ep, err := e.readBinds(ctx, app, r.Container, &as.Spec)
 	if err != nil {
 		return withdrawn, true, err
 	}
-	next := core.Instance{Container: r.Container, BackendBinds: tcp, UDPBackendBinds: udp}
-	if maps.Equal(tcp, r.BackendBinds) && maps.Equal(udp, r.UDPBackendBinds) && (len(tcp)+len(udp) > 0 || len(as.Spec.BackendPorts()) == 0) {
+	next := ep.instance(r.Container)
+	if ep.equal(instanceEndpoints(r)) && (!ep.empty() || len(as.Spec.BackendPorts()) == 0) {
 		return r, true, nil
 	}
 	if rd := DeclaredReadiness(&as.Spec); rd.Type != "" && rd.Type != core.ReadinessNone {
-		target, err := ProbeTargetFor(app, &as.Spec, rd, r.Container, st.StartedAt, bindList(tcp, udp))
+		target, err := ProbeTargetFor(app, &as.Spec, rd, r.Container, st.StartedAt, ep.binds())
 		if err != nil {
 			return withdrawn, true, err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -153,14 +152,14 @@ func (e *Engine) withdrawForRecovery(ctx context.Context, app, name string, as *
 // needed; record the execution (R37, R38).
 func (e *Engine) verifyAndRoute(ctx context.Context, app, name string, as *core.ActiveService, startedAt time.Time, probe bool) (time.Time, error) {
 	id := as.Container
-	tcp, udp, err := e.readBinds(ctx, app, id, &as.Spec)
+	ep, err := e.readBinds(ctx, app, id, &as.Spec)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if probe {
 		r := DeclaredReadiness(&as.Spec)
 		if r.Type != "" && r.Type != core.ReadinessNone {
-			target, err := ProbeTargetFor(app, &as.Spec, r, id, startedAt, bindList(tcp, udp))
+			target, err := ProbeTargetFor(app, &as.Spec, r, id, startedAt, ep.binds())
 			if err != nil {
 				return time.Time{}, err
 			}
@@ -185,9 +184,9 @@ func (e *Engine) verifyAndRoute(ctx context.Context, app, name string, as *core.
 	if cur == nil || cur.Container != id || cur.EffectiveRevision != as.EffectiveRevision {
 		return time.Time{}, fmt.Errorf("%w: ACTIVE changed during verification", core.ErrConflict)
 	}
-	changed := !maps.Equal(cur.BackendBinds, tcp) || !maps.Equal(cur.UDPBackendBinds, udp)
+	changed := !activeEndpoints(cur).equal(ep)
 	if changed {
-		cur.BackendBinds, cur.UDPBackendBinds = tcp, udp
+		ep.setOn(cur)
 		if err := e.Store.SaveActive(ctx, active); err != nil {
 			return time.Time{}, err
 		}

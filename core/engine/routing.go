@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -23,13 +22,17 @@ const MaxDrainTimeout = 30 * time.Second
 // app (SPEC decision 11, 1.1 "rebuild"). It is pure. For every service with
 // a container:
 //   - each public HTTP interface with a host becomes an HTTPRoute{Host, App,
-//     Service, Backends: one {Addr: "127.0.0.1:<BackendBinds[port]>",
+//     Service, Backends: one {Addr: Instance.Addr(BackendBinds[port]),
 //     Container} per instance (ActiveService.Instances, primary first),
 //     ResponseHeaderTimeoutMS: its response_timeout (0: the edge's default)};
 //   - each TCP interface with Publish becomes an L4Route{Listen: Publish,
-//     Backend: the first instance's "127.0.0.1:<BackendBinds[port]>",
+//     Backend: the first instance's Addr(BackendBinds[port]),
 //     Backends: every instance when there are more than one};
 //   - each UDP interface with Publish likewise from UDPBackendBinds.
+//
+// Addr is "<IP>:<port>", the instance's address on its app network as
+// read from the live container (SPEC R18), or "127.0.0.1:<host port>"
+// for an instance without IP (the loopback fallback).
 //
 // An interface whose port has no recorded bind is skipped (never routed:
 // R52 "an unverified persisted port is never routed" is the caller's job,
@@ -78,7 +81,7 @@ func routeService(g *routetable.Graph, app, name string, s *core.ActiveService) 
 				binds = in.UDPBackendBinds
 			}
 			if hp := binds[port]; hp != 0 {
-				out = append(out, routetable.Backend{Addr: LoopbackAddr(hp), Container: in.Container})
+				out = append(out, routetable.Backend{Addr: in.Addr(hp), Container: in.Container})
 			}
 		}
 		return out
@@ -195,10 +198,6 @@ func WithStoppedRoutes(g routetable.Graph, actives []core.Active, stopped map[st
 	return g
 }
 
-// LoopbackAddr returns "127.0.0.1:<port>", the only address a backend is
-// ever reached on (R30).
-func LoopbackAddr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
 // effect reports an engine-internal effect to OnEffect (tests).
 func (e *Engine) effect(kind, id, detail string) {
 	if e.OnEffect != nil {
@@ -271,9 +270,9 @@ func (e *Engine) withdrawStateHold(ctx context.Context, app, service string, hol
 	if s == nil || (!hasBinds(s) && hold.IsZero()) {
 		return nil
 	}
-	s.BackendBinds, s.UDPBackendBinds = nil, nil
+	s.BackendBinds, s.UDPBackendBinds, s.IP, s.Network = nil, nil, "", ""
 	for i := range s.Replicas {
-		s.Replicas[i].BackendBinds, s.Replicas[i].UDPBackendBinds = nil, nil
+		s.Replicas[i] = core.Instance{Container: s.Replicas[i].Container}
 	}
 	if !hold.IsZero() {
 		h := hold.UTC()

@@ -75,6 +75,10 @@ type ServiceStatus struct {
 	StartedAt       time.Time   `json:"started_at,omitempty"`
 	BackendBinds    map[int]int `json:"backend_binds,omitempty"`
 	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
+	// IP and Network: the container's address the binds are dialled at
+	// ("" = 127.0.0.1, the loopback fallback; SPEC R18).
+	IP      string `json:"ip,omitempty"`
+	Network string `json:"network,omitempty"`
 	// Routes are the public hosts and published L4 addresses.
 	Routes []string `json:"routes,omitempty"`
 	// SingleWriter marks services that must never overlap (restart_unsafe).
@@ -93,7 +97,8 @@ type ServiceStatus struct {
 }
 
 // InstanceStatus is one instance of a service's generation: its container,
-// the runtime's view of it, and the loopback binds the edge reaches it at.
+// the runtime's view of it, and the endpoints the edge reaches it at
+// (IP:port for each bind; "" IP = 127.0.0.1, SPEC R18).
 type InstanceStatus struct {
 	Container       string      `json:"container"`
 	State           string      `json:"state"`
@@ -101,6 +106,8 @@ type InstanceStatus struct {
 	StartedAt       time.Time   `json:"started_at,omitempty"`
 	BackendBinds    map[int]int `json:"backend_binds,omitempty"`
 	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
+	IP              string      `json:"ip,omitempty"`
+	Network         string      `json:"network,omitempty"`
 }
 
 // Status reads one app's state (no lock: readers never need one). A nil
@@ -158,7 +165,7 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 		ss := ServiceStatus{
 			Service: n, Container: a.Container, Image: a.Spec.Image, Digest: a.Digest,
 			Revision: a.EffectiveRevision, State: "unknown",
-			BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds,
+			BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds, IP: a.IP, Network: a.Network,
 			SingleWriter: a.Spec.SingleWriter(),
 		}
 		for _, h := range a.Spec.HTTP {
@@ -209,9 +216,9 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 // without a runtime or when it cannot be asked).
 func (e *Engine) instanceStatuses(ctx context.Context, a *core.ActiveService, ss ServiceStatus) []InstanceStatus {
 	out := []InstanceStatus{{Container: a.Container, State: ss.State, Health: ss.Health, StartedAt: ss.StartedAt,
-		BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds}}
+		BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds, IP: a.IP, Network: a.Network}}
 	for _, r := range a.Replicas {
-		is := InstanceStatus{Container: r.Container, State: "unknown", BackendBinds: r.BackendBinds, UDPBackendBinds: r.UDPBackendBinds}
+		is := InstanceStatus{Container: r.Container, State: "unknown", BackendBinds: r.BackendBinds, UDPBackendBinds: r.UDPBackendBinds, IP: r.IP, Network: r.Network}
 		if e.Runtime != nil {
 			cs, err := e.Runtime.InspectContainer(ctx, r.Container)
 			switch {

@@ -98,15 +98,17 @@ func (r L4Route) L4Backends() []Backend {
 	return []Backend{{Addr: r.Backend, Container: r.Container}}
 }
 
-// Backend is one upstream: a loopback address and the container behind it.
+// Backend is one upstream: an instance's address and the container behind
+// it (SPEC R18).
 type Backend struct {
-	// Addr is "127.0.0.1:<host port>".
+	// Addr is "<container IP>:<port>" on the app's network, or
+	// "127.0.0.1:<host port>" where the runtime falls back to loopback.
 	Addr      string `json:"addr"`
 	Container string `json:"container"`
 }
 
 // L4Route relays connections (TCP) or datagrams (UDP) arriving on Listen
-// ("IP:port") to Backend ("127.0.0.1:<host port>").
+// ("IP:port") to Backend (an instance's address, as Backend.Addr).
 type L4Route struct {
 	Listen    string `json:"listen"`
 	App       string `json:"app"`

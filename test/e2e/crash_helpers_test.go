@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -96,6 +97,7 @@ type statusJSON struct {
 		Image        string         `json:"image"`
 		State        string         `json:"state"`
 		BackendBinds map[string]int `json:"backend_binds"`
+		IP           string         `json:"ip"`
 		Markers      []string       `json:"markers"`
 	} `json:"services"`
 	Markers []json.RawMessage `json:"markers"`
@@ -148,7 +150,7 @@ type converged struct {
 // running container ACTIVE names; no marker is left; the latest op is
 // terminal; and the edge routes host to that container: GET path through
 // the edge answers 200 with the same identity (ident) as a GET straight to
-// the container's loopback bind of port 8080.
+// the container at the address status reports for port 8080.
 func checkConverged(t testing.TB, stateDir, app, service string, edge *fixture.Edge, host, path string, ident func(string) string) converged {
 	t.Helper()
 	st := appStatusJSON(t, stateDir, app)
@@ -165,8 +167,8 @@ func checkConverged(t testing.TB, stateDir, app, service string, edge *fixture.E
 
 	port := svc.BackendBinds["8080"]
 	require.NotZero(t, port, "ACTIVE records the 8080 bind: %+v", svc)
-	code, direct, err := httpGet("127.0.0.1:"+strconv.Itoa(port), "", path)
-	require.NoError(t, err, "GET the ACTIVE container on its bind %d", port)
+	code, direct, err := httpGet(bindAddr(svc.IP, port), "", path)
+	require.NoError(t, err, "GET the ACTIVE container at %s", bindAddr(svc.IP, port))
 	require.Equal(t, 200, code, direct)
 	want := ident(direct)
 	// The traffic plugin returns only once the edge reports the generation
@@ -256,4 +258,13 @@ func waitNoPlugins(bin string, d time.Duration) []int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// bindAddr is where the edge dials a status bind: ip:port, or
+// 127.0.0.1:port for a loopback bind (SPEC R18).
+func bindAddr(ip string, port int) string {
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(port))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,10 +225,10 @@ func (m *kmRun) check(t *testing.T) {
 		switch s.Service {
 		case "web":
 			m.curWeb = s.Image
-			assertEdgeServes(t, m.a.Edge, kmWebHost, "/", port, httpIdent)
+			assertEdgeServes(t, m.a.Edge, kmWebHost, "/", bindAddr(s.IP, port), httpIdent)
 		case "kv":
 			m.curKV = s.Image
-			assertEdgeServes(t, m.a.Edge, kmKVHost, "/version", port, kvIdent)
+			assertEdgeServes(t, m.a.Edge, kmKVHost, "/version", bindAddr(s.IP, port), kvIdent)
 			code, body, err := m.a.Edge.Get(kmKVHost, "/k/greeting")
 			require.NoError(t, err)
 			assert.Equal(t, 200, code, body)
@@ -244,11 +243,11 @@ func (m *kmRun) check(t *testing.T) {
 }
 
 // assertEdgeServes asserts that host+path through the edge answers 200
-// with the identity the container answers on its own loopback bind.
-func assertEdgeServes(t *testing.T, edge *fixture.Edge, host, path string, port int, ident func(string) string) {
+// with the identity the container answers at its own address (addr).
+func assertEdgeServes(t *testing.T, edge *fixture.Edge, host, path string, addr string, ident func(string) string) {
 	t.Helper()
-	code, direct, err := httpGet("127.0.0.1:"+strconv.Itoa(port), "", path)
-	require.NoError(t, err, "GET %s on its bind %d", host, port)
+	code, direct, err := httpGet(addr, "", path)
+	require.NoError(t, err, "GET %s at %s", host, addr)
 	require.Equal(t, 200, code, direct)
 	want := ident(direct)
 	var last string

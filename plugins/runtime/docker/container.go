@@ -36,8 +36,10 @@ func graceSeconds(grace time.Duration) int {
 // ID (SPEC R17.1). Mapping:
 //   - c.Command, when set, replaces the image entrypoint and the image's
 //     arguments are dropped (S26): Entrypoint = Command, Cmd empty.
-//   - c.Ports are published on 127.0.0.1 with ephemeral host ports (read them
-//     back with BackendBinds once started).
+//   - c.Ports are exposed; they are published on 127.0.0.1 with ephemeral
+//     host ports only when the host cannot reach container IPs or c has no
+//     Network (the loopback fallback of SPEC R18; BackendBinds reads the
+//     endpoints back once started).
 //   - c.Network is the primary network, with c.Aliases; c.ExtraNetworks are
 //     connected after creation and before start (Engine API < 1.44 accepts
 //     a single network at creation).
@@ -71,7 +73,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 	if err != nil {
 		return "", err
 	}
-	netCfg, err := networkConfig(c, cfg, host, what)
+	netCfg, err := networkConfig(c, cfg, host, what, !r.usesContainerIPs() || c.Network == "")
 	if err != nil {
 		return "", err
 	}
@@ -208,16 +210,19 @@ func hostConfig(c core.ContainerSpec, what string) (*container.HostConfig, error
 }
 
 // networkConfig sets the network of c on cfg and host: the host network,
-// or the app network (with c's aliases) and c's ports published on
-// loopback at ports the engine picks. A bad port wraps core.ErrInvalid.
-func networkConfig(c core.ContainerSpec, cfg *container.Config, host *container.HostConfig, what string) (*network.NetworkingConfig, error) {
+// or the app network (with c's aliases) and c's ports exposed, and, when
+// publish is set, published on loopback at ports the engine picks. A bad
+// port wraps core.ErrInvalid.
+func networkConfig(c core.ContainerSpec, cfg *container.Config, host *container.HostConfig, what string, publish bool) (*network.NetworkingConfig, error) {
 	var netCfg *network.NetworkingConfig
 	if c.HostNetwork {
 		host.NetworkMode = "host"
 	} else {
 		if len(c.Ports) > 0 {
 			cfg.ExposedPorts = network.PortSet{}
-			host.PortBindings = network.PortMap{}
+			if publish {
+				host.PortBindings = network.PortMap{}
+			}
 		}
 		for _, p := range c.Ports {
 			port, err := toPort(p)
@@ -225,7 +230,9 @@ func networkConfig(c core.ContainerSpec, cfg *container.Config, host *container.
 				return nil, fmt.Errorf("%s: %w: %w", what, core.ErrInvalid, err)
 			}
 			cfg.ExposedPorts[port] = struct{}{}
-			host.PortBindings[port] = []network.PortBinding{{HostIP: loopback, HostPort: ""}}
+			if publish {
+				host.PortBindings[port] = []network.PortBinding{{HostIP: loopback, HostPort: ""}}
+			}
 		}
 		if c.Network != "" {
 			host.NetworkMode = container.NetworkMode(c.Network)
@@ -412,9 +419,12 @@ func parseEngineTime(s string) time.Time {
 	return t.UTC()
 }
 
-// BackendBinds returns, for each requested port, the 127.0.0.1 host port the
-// engine published for it (read from the container's NetworkSettings.Ports,
-// so the container must be running). A port with no loopback binding wraps
+// BackendBinds returns, for each requested port, the endpoint the edge
+// dials (SPEC R18), read by inspecting the exact container, which must be
+// running: when the host reaches container IPs and the container's primary
+// network is user-defined, the container's IP there and the container port
+// (BackendBind.IP, .Network); otherwise the 127.0.0.1 host port the engine
+// published (NetworkSettings.Ports). A port with no endpoint wraps
 // core.ErrConflict; a missing container wraps core.ErrNotFound.
 func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.PortSpec) ([]core.BackendBind, error) {
 	if err := r.connect(ctx); err != nil {
@@ -424,6 +434,11 @@ func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.Port
 	res, err := r.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
 		return nil, r.classify(err, what)
+	}
+	if r.usesContainerIPs() {
+		if out, ok, err := addressBinds(res.Container, ports, what); ok || err != nil {
+			return out, err
+		}
 	}
 	var published network.PortMap
 	if res.Container.NetworkSettings != nil {

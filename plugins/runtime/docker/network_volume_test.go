@@ -37,10 +37,11 @@ func TestRuntime_NetworkAliasesAndExtraNetworks(t *testing.T) {
 	assert.Equal(t, shared, nets[f.name("shared")].NetworkID)
 	assert.Contains(t, nets[f.name("app")].Aliases, "web")
 
-	// Ports are still published on loopback with a private network.
+	// The port answers at the endpoint BackendBinds reports (the address
+	// on the private network, or the loopback fallback).
 	binds, err := f.r.BackendBinds(ctx, id, spec.Ports)
 	require.NoError(t, err)
-	code, _ := get(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", binds[0].HostPort))
+	code, _ := get(t, "http://"+bindAddr(binds[0])+"/healthz")
 	assert.Equal(t, http.StatusOK, code)
 
 	// A missing extra network fails creation and leaves no container behind.

@@ -57,6 +57,10 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	connected bool
+	// containerIPs: backends are reached at container IPs (SPEC R18), set
+	// by connect; loopbackWhy says why not when false.
+	containerIPs bool
+	loopbackWhy  string
 }
 
 // New returns a Runtime for opts. It does not contact the engine; the first
@@ -109,6 +113,7 @@ func (r *Runtime) connect(ctx context.Context) error {
 		}
 		return r.classify(err, "connect to docker engine")
 	}
+	r.detectAddressing(ctx)
 	r.connected = true
 	return nil
 }

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +59,7 @@ func TestRuntime_ThroughTheWire(t *testing.T) {
 	binds, err := w.BackendBinds(ctx, id, spec.Ports)
 	require.NoError(t, err)
 	require.Len(t, binds, 1)
-	_, body := get(t, fmt.Sprintf("http://127.0.0.1:%d/", binds[0].HostPort))
+	_, body := get(t, "http://"+bindAddr(binds[0])+"/")
 	assert.Contains(t, body, "version=wire")
 	_, err = w.BackendBinds(ctx, id, []core.PortSpec{{Port: 1234, Protocol: "tcp"}})
 	assert.ErrorIs(t, err, core.ErrConflict)

@@ -1618,8 +1618,13 @@ func (x *BackendBindsRequest) GetPorts() []*PortSpec {
 type BackendBind struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ContainerPort int32                  `protobuf:"varint,1,opt,name=container_port,json=containerPort,proto3" json:"container_port,omitempty"`
-	HostPort      int32                  `protobuf:"varint,2,opt,name=host_port,json=hostPort,proto3" json:"host_port,omitempty"`
-	Protocol      string                 `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// The port dialled: at ip when set (the container port), else the
+	// published 127.0.0.1 host port.
+	HostPort int32  `protobuf:"varint,2,opt,name=host_port,json=hostPort,proto3" json:"host_port,omitempty"`
+	Protocol string `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// The container's address on network ("" for a loopback publication).
+	Ip            string `protobuf:"bytes,4,opt,name=ip,proto3" json:"ip,omitempty"`
+	Network       string `protobuf:"bytes,5,opt,name=network,proto3" json:"network,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1671,6 +1676,20 @@ func (x *BackendBind) GetHostPort() int32 {
 func (x *BackendBind) GetProtocol() string {
 	if x != nil {
 		return x.Protocol
+	}
+	return ""
+}
+
+func (x *BackendBind) GetIp() string {
+	if x != nil {
+		return x.Ip
+	}
+	return ""
+}
+
+func (x *BackendBind) GetNetwork() string {
+	if x != nil {
+		return x.Network
 	}
 	return ""
 }
@@ -2443,11 +2462,13 @@ const file_runtime_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +
 	"\x13BackendBindsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x120\n" +
-	"\x05ports\x18\x02 \x03(\v2\x1a.gordon.plugin.v1.PortSpecR\x05ports\"m\n" +
+	"\x05ports\x18\x02 \x03(\v2\x1a.gordon.plugin.v1.PortSpecR\x05ports\"\x97\x01\n" +
 	"\vBackendBind\x12%\n" +
 	"\x0econtainer_port\x18\x01 \x01(\x05R\rcontainerPort\x12\x1b\n" +
 	"\thost_port\x18\x02 \x01(\x05R\bhostPort\x12\x1a\n" +
-	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"K\n" +
+	"\bprotocol\x18\x03 \x01(\tR\bprotocol\x12\x0e\n" +
+	"\x02ip\x18\x04 \x01(\tR\x02ip\x12\x18\n" +
+	"\anetwork\x18\x05 \x01(\tR\anetwork\"K\n" +
 	"\x14BackendBindsResponse\x123\n" +
 	"\x05binds\x18\x01 \x03(\v2\x1d.gordon.plugin.v1.BackendBindR\x05binds\"{\n" +
 	"\vLogsRequest\x12\x0e\n" +

@@ -122,7 +122,7 @@ func stateFromProto(p *pb.ContainerState) core.ContainerState {
 func bindsToProto(bs []core.BackendBind) []*pb.BackendBind {
 	out := make([]*pb.BackendBind, len(bs))
 	for i, b := range bs {
-		out[i] = &pb.BackendBind{ContainerPort: int32(b.ContainerPort), HostPort: int32(b.HostPort), Protocol: b.Protocol}
+		out[i] = &pb.BackendBind{ContainerPort: int32(b.ContainerPort), HostPort: int32(b.HostPort), Protocol: b.Protocol, Ip: b.IP, Network: b.Network}
 	}
 	return out
 }
@@ -133,7 +133,7 @@ func bindsFromProto(bs []*pb.BackendBind) []core.BackendBind {
 	}
 	out := make([]core.BackendBind, len(bs))
 	for i, b := range bs {
-		out[i] = core.BackendBind{ContainerPort: int(b.GetContainerPort()), HostPort: int(b.GetHostPort()), Protocol: b.GetProtocol()}
+		out[i] = core.BackendBind{ContainerPort: int(b.GetContainerPort()), HostPort: int(b.GetHostPort()), Protocol: b.GetProtocol(), IP: b.GetIp(), Network: b.GetNetwork()}
 	}
 	return out
 }

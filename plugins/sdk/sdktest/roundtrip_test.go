@@ -29,7 +29,7 @@ func TestArch4_RuntimeEveryMethodRoundTrips(t *testing.T) {
 			StartedAt: t0, Health: "unhealthy", HasHealthcheck: true, ExitCode: 137,
 			Env: []string{"A=1", "B=2"}, Labels: map[string]string{core.LabelApp: "blog"},
 		},
-		binds: []core.BackendBind{{ContainerPort: 8080, HostPort: 32768, Protocol: "tcp"}, {ContainerPort: 53, HostPort: 32769, Protocol: "udp"}},
+		binds: []core.BackendBind{{ContainerPort: 8080, HostPort: 8080, Protocol: "tcp", IP: "10.88.0.7", Network: "gordon-blog"}, {ContainerPort: 53, HostPort: 32769, Protocol: "udp"}},
 		list:  []core.ContainerState{{ID: "a", Status: core.StatusRunning}, {ID: "b", Status: core.StatusCreated}},
 	}
 	rt := sdktest.ServeRuntime(t, fake)
