@@ -166,10 +166,10 @@ type HTTPInterface struct {
 	// interface's HTTPS answers (R62; "": none).
 	HSTS string `json:"hsts,omitempty"`
 	// BasicAuth are htpasswd bcrypt lines "user:$2y$..." (manifest
-	// basic_auth; routetable.ParseBasicAuth): the edge answers 401 to a
+	// basic_auth; access.ParseBasicAuth): the edge answers 401 to a
 	// request without the credentials of one of them.
 	BasicAuth []string `json:"basic_auth,omitempty"`
-	// Allow are CIDRs or IPs (manifest allow; routetable.ParseAllow): the
+	// Allow are CIDRs or IPs (manifest allow; access.ParseAllow): the
 	// edge answers 403 to a client outside all of them.
 	Allow []string `json:"allow,omitempty"`
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gordon-deploy/docker-gordon/core/access"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -44,14 +45,14 @@ func newRouteGuard(hr routetable.HTTPRoute) *routeGuard {
 	}
 	g := &routeGuard{restrict: len(hr.Allow) > 0}
 	for _, e := range hr.Allow {
-		if p, err := routetable.ParseAllow(e); err == nil {
+		if p, err := access.ParseAllow(e); err == nil {
 			g.allow = append(g.allow, p)
 		}
 	}
 	if len(hr.BasicAuth) > 0 {
 		g.users = make(map[string][]byte, len(hr.BasicAuth))
 		for _, e := range hr.BasicAuth {
-			if u, h, err := routetable.ParseBasicAuth(e); err == nil {
+			if u, h, err := access.ParseBasicAuth(e); err == nil {
 				g.users[u] = []byte(h)
 				if g.decoy == nil {
 					g.decoy = []byte(h)
@@ -65,12 +66,12 @@ func newRouteGuard(hr routetable.HTTPRoute) *routeGuard {
 }
 
 // validateRouteAccess checks a route's allow and basic_auth entries (the
-// rules of routetable.ParseAllow and ParseBasicAuth; users distinct).
+// rules of access.ParseAllow and ParseBasicAuth; users distinct).
 // Errors wrap ErrInvalidTable and never carry a hash.
 func validateRouteAccess(r *routetable.HTTPRoute) error {
 	users := make(map[string]struct{}, len(r.BasicAuth))
 	for i, e := range r.BasicAuth {
-		u, _, err := routetable.ParseBasicAuth(e)
+		u, _, err := access.ParseBasicAuth(e)
 		if err != nil {
 			return fmt.Errorf("route table: http host %q (app %q, service %q): basic_auth entry %d: %v: %w", r.Host, r.App, r.Service, i, err, ErrInvalidTable)
 		}
@@ -80,7 +81,7 @@ func validateRouteAccess(r *routetable.HTTPRoute) error {
 		users[u] = struct{}{}
 	}
 	for i, e := range r.Allow {
-		if _, err := routetable.ParseAllow(e); err != nil {
+		if _, err := access.ParseAllow(e); err != nil {
 			return fmt.Errorf("route table: http host %q (app %q, service %q): allow entry %d: %v: %w", r.Host, r.App, r.Service, i, err, ErrInvalidTable)
 		}
 	}

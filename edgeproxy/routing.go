@@ -22,8 +22,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveHTTPLogged(w, r)
 }
 
-// serveHTTP is ServeHTTP's routing and proxying.
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+// answeredBeforeRouting answers what is decided before any route is looked
+// up and reports whether it did: a request framed two ways or with folded
+// lines (400, the connection closes) and the HTTPS policy (redirects, ACME
+// challenges).
+func (s *Server) answeredBeforeRouting(w http.ResponseWriter, r *http.Request) bool {
 	if tc := connTracked(r.Context()); tc != nil {
 		if why := tc.smuggling(r); why != "" {
 			// RFC 9112 §6.1 (both framings) and §5.2 (line folding): a
@@ -31,10 +34,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			// closes after the answer (nginx answers 400 too).
 			w.Header().Set("Connection", "close")
 			writeEdgeError(w, http.StatusBadRequest, "gordon-edge: 400 Bad Request: "+why+"\n")
-			return
+			return true
 		}
 	}
-	if s.tls != nil && s.tls.servePolicy(w, r) {
+	return s.tls != nil && s.tls.servePolicy(w, r)
+}
+
+// serveHTTP is ServeHTTP's routing and proxying.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.answeredBeforeRouting(w, r) {
 		return
 	}
 	upgrade := isUpgrade(r)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
-	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	accessrule "github.com/gordon-deploy/docker-gordon/core/access"
 )
 
 // access is what a router's Traefik middlewares map to on its HTTP
@@ -76,7 +76,7 @@ func (m *mapper) applyMiddleware(mwName string, opts map[string]string, a *acces
 			}
 			a.basicAuth = []string{}
 			for i, e := range splitList(v) {
-				if _, _, err := routetable.ParseBasicAuth(e); err != nil {
+				if _, _, err := accessrule.ParseBasicAuth(e); err != nil {
 					refuse("Traefik middleware %s: basicauth.users entry %d: %v (in a compose file, write each $ of the hash as $$)", mwName, i, err)
 					ok = false
 					continue

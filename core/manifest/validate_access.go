@@ -4,14 +4,14 @@ import (
 	"fmt"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/access"
 )
 
 // httpAccess validates an interface's basic_auth and allow lists (rule
 // R69): both need a public interface; basic_auth entries are htpasswd
 // bcrypt lines "user:$2y$..." with distinct users (plain text, MD5, SHA
-// refused, routetable.ParseBasicAuth); allow entries are CIDRs or IPs
-// (routetable.ParseAllow). An empty list is refused (it would lock everyone
+// refused, access.ParseBasicAuth); allow entries are CIDRs or IPs
+// (access.ParseAllow). An empty list is refused (it would lock everyone
 // out or mean nothing). Problems never repeat an entry's password part.
 func (v *validator) httpAccess(k string, h rawHTTP, out *core.HTTPInterface) {
 	if h.BasicAuth != nil {
@@ -31,7 +31,7 @@ func (v *validator) httpAccess(k string, h rawHTTP, out *core.HTTPInterface) {
 	}
 	list := make([]string, 0, len(*h.Allow))
 	for i, e := range *h.Allow {
-		p, err := routetable.ParseAllow(e)
+		p, err := access.ParseAllow(e)
 		if err != nil {
 			v.addf(fmt.Sprintf("%s[%d]", key, i), "invalid allow entry: %v", err)
 			continue
@@ -48,13 +48,13 @@ func (v *validator) basicAuth(key string, entries []string, out *core.HTTPInterf
 		v.add(key, `basic_auth applies to a public interface: set host, or remove basic_auth`)
 		return
 	case len(entries) == 0:
-		v.add(key, `basic_auth is empty: list htpasswd bcrypt lines ("user:$2y$..."; `+routetable.HtpasswdHint+`), or remove basic_auth`)
+		v.add(key, `basic_auth is empty: list htpasswd bcrypt lines ("user:$2y$..."; `+access.HtpasswdHint+`), or remove basic_auth`)
 		return
 	}
 	users := map[string]int{}
 	for i, e := range entries {
 		ek := fmt.Sprintf("%s[%d]", key, i)
-		user, _, err := routetable.ParseBasicAuth(e)
+		user, _, err := access.ParseBasicAuth(e)
 		if err != nil {
 			v.addf(ek, "invalid basic_auth entry: %v", err)
 			continue
