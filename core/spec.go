@@ -105,7 +105,7 @@ type ServiceSpec struct {
 	// edge balances the service's routes over them.
 	Replicas int `json:"replicas,omitempty"`
 	// Hooks are the commands run in the service's containers around the
-	// switch, after start and before stop (SPEC R69); nil runs none.
+	// switch, after start and before stop (SPEC R72); nil runs none.
 	Hooks *Hooks `json:"hooks,omitempty"`
 }
 

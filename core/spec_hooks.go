@@ -6,11 +6,11 @@ import (
 )
 
 // DefaultHookTimeout bounds one hook run when the manifest sets no timeout
-// (SPEC R69).
+// (SPEC R72).
 const DefaultHookTimeout = 5 * time.Minute
 
 // Hook names, as the manifest, the journal step ids and progress spell
-// them (SPEC R69).
+// them (SPEC R72).
 const (
 	HookBeforeSwitch = "before_switch"
 	HookAfterSwitch  = "after_switch"
@@ -19,7 +19,7 @@ const (
 )
 
 // Hooks are the commands a deploy runs in a service's containers (SPEC
-// R69). BeforeSwitch runs once per deploy in the ready primary of the
+// R72). BeforeSwitch runs once per deploy in the ready primary of the
 // candidate, before the edge routes to it; AfterSwitch once in the new
 // primary after the switch. PostStart (compose post_start) runs in every
 // instance after it started, before its readiness; PreStop (compose
@@ -68,7 +68,7 @@ type ExecSpec struct {
 	Privileged bool     `json:"privileged,omitempty"`
 }
 
-// ContainerExecer is an optional Runtime extension (SPEC R69 hooks):
+// ContainerExecer is an optional Runtime extension (SPEC R72 hooks):
 // ExecContainer runs x in the running container id without a terminal and
 // returns the command's exit code once it exits. Each line the command
 // writes to stdout or stderr is passed to output as it comes (without its

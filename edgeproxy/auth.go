@@ -19,7 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// routeGuard is a route's access rules (SPEC R69), built once per
+// routeGuard is a route's access rules (SPEC R73), built once per
 // snapshot: the client must be in allow (403 otherwise), then present the
 // credentials of one of users (401 otherwise). A route with a guard is
 // always served by ServeHTTP (the event loop, the HTTP/1.1 loop and the
@@ -88,7 +88,7 @@ func validateRouteAccess(r *routetable.HTTPRoute) error {
 	return nil
 }
 
-// admit applies rt's guard to r (SPEC R69) and reports whether the request
+// admit applies rt's guard to r (SPEC R73) and reports whether the request
 // goes on. A client outside allow gets 403; then, with basic auth, a
 // request without valid credentials gets 401 with WWW-Authenticate, and
 // one arriving while every password check slot stays busy for
@@ -185,7 +185,7 @@ const (
 	authBusy
 )
 
-// Bounds of the password checks (SPEC R69).
+// Bounds of the password checks (SPEC R73).
 const (
 	// authCacheEntries bounds the verified-credentials cache.
 	authCacheEntries = 4096

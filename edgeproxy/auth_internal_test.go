@@ -22,12 +22,12 @@ func guardFor(t *testing.T, user, pass string) *routeGuard {
 	return g
 }
 
-// R69 (password check bounds): a verified password is remembered, so the
+// R73 (password check bounds): a verified password is remembered, so the
 // same credentials pass again without a check slot (no bcrypt); a wrong
 // password, an unknown user, or the same password under a new hash each
 // need a slot, and while every slot stays busy past the wait they get
 // authBusy (429) instead of queueing.
-func TestR69_VerifiedCredentialsAreCachedAndChecksAreBounded(t *testing.T) {
+func TestR73_VerifiedCredentialsAreCachedAndChecksAreBounded(t *testing.T) {
 	a := newAuthVerifier()
 	a.wait = 20 * time.Millisecond
 	ctx := context.Background()
@@ -54,9 +54,9 @@ func TestR69_VerifiedCredentialsAreCachedAndChecksAreBounded(t *testing.T) {
 	assert.Equal(t, authOK, a.verify(ctx, g2, "alice", "s3cret"))
 }
 
-// R69: the cache stays within authCacheEntries however many distinct
+// R73: the cache stays within authCacheEntries however many distinct
 // credentials pass: a full cache drops one entry for each new one.
-func TestR69_AuthCacheIsBounded(t *testing.T) {
+func TestR73_AuthCacheIsBounded(t *testing.T) {
 	a := newAuthVerifier()
 	g := guardFor(t, "alice", "s3cret")
 	for i := range authCacheEntries {
@@ -67,9 +67,9 @@ func TestR69_AuthCacheIsBounded(t *testing.T) {
 	assert.Contains(t, a.ok, a.cacheKey("alice", "s3cret", g.users["alice"]))
 }
 
-// BenchmarkR69_Verify compares a bcrypt check at cost 10 (a first
+// BenchmarkR73_Verify compares a bcrypt check at cost 10 (a first
 // request) with a cached one (the next requests of a client).
-func BenchmarkR69_Verify(b *testing.B) {
+func BenchmarkR73_Verify(b *testing.B) {
 	h, err := bcrypt.GenerateFromPassword([]byte("s3cret"), 10)
 	require.NoError(b, err)
 	g := newRouteGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{"alice:" + string(h)}})

@@ -60,13 +60,13 @@ func authCase(t *testing.T, c *http.Client, url, host, method, user, pass string
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-// R69 (basic auth): on every HTTP path (plain HTTP through the event loop
+// R73 (basic auth): on every HTTP path (plain HTTP through the event loop
 // and through the goroutine loop, GET and POST; HTTPS over HTTP/1.1 and
 // HTTP/2) a route with basic_auth answers 401 with WWW-Authenticate
 // without credentials, with a wrong password and with an unknown user,
 // and proxies with the right ones without passing the Authorization
 // header on; a route without basic_auth passes it on untouched.
-func TestR69_BasicAuthOnEveryPath(t *testing.T) {
+func TestR73_BasicAuthOnEveryPath(t *testing.T) {
 	be := authEchoBackend(t)
 	line := htpasswdLine(t, "alice", "s3cret")
 	guarded := func(host, policy string) routetable.HTTPRoute {
@@ -112,12 +112,12 @@ func TestR69_BasicAuthOnEveryPath(t *testing.T) {
 	assert.Equal(t, http.StatusPermanentRedirect, code)
 }
 
-// R69 (allow): a client outside allow gets 403, whatever credentials it
+// R73 (allow): a client outside allow gets 403, whatever credentials it
 // sends; inside, the request goes on (to basic auth when set). The client
 // address is the peer, or with the peer a trusted proxy, the right-most
 // X-Forwarded-For address that is not a trusted proxy; an untrusted peer
 // cannot claim another address.
-func TestR69_AllowlistChecksClientAfterTrustedProxies(t *testing.T) {
+func TestR73_AllowlistChecksClientAfterTrustedProxies(t *testing.T) {
 	be := authEchoBackend(t)
 	withAllow := func(host string, allow ...string) routetable.HTTPRoute {
 		r := route(host, addrOf(be))
@@ -166,10 +166,10 @@ func TestR69_AllowlistChecksClientAfterTrustedProxies(t *testing.T) {
 	}
 }
 
-// R69: a route table whose basic_auth entry is not an htpasswd bcrypt
+// R73: a route table whose basic_auth entry is not an htpasswd bcrypt
 // line, or whose allow entry is not a CIDR, is rejected, and the error
 // never carries the entry's password or hash.
-func TestR69_TableRejectsBadAccessEntriesWithoutEchoingThem(t *testing.T) {
+func TestR73_TableRejectsBadAccessEntriesWithoutEchoingThem(t *testing.T) {
 	good := htpasswdLine(t, "alice", "s3cret")
 	for _, tc := range []struct {
 		name         string

@@ -100,7 +100,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer counter.Add(-1)
 	if rt.guard != nil && rt.guard.users != nil {
-		r.Header.Del("Authorization") // the backend never sees the password (R69)
+		r.Header.Del("Authorization") // the backend never sees the password (R73)
 	}
 	rm := rt.metrics[i]
 	rm.inFlight.Inc()

@@ -196,7 +196,7 @@ type Server struct {
 	reg     *registry
 	tcp     *tcpRelays
 	udp     *udpRelays
-	// auth checks basic-auth passwords (auth.go, SPEC R69).
+	// auth checks basic-auth passwords (auth.go, SPEC R73).
 	auth *authVerifier
 	// h1 is the public HTTP/1.1 loop (h1_conn.go); set by Run.
 	h1 *h1Server

@@ -97,7 +97,7 @@ func (p *progressRenderer) event(ev engine.ProgressEvent) {
 	}
 	key := ev.Service + "/" + string(ev.Phase)
 	if p.tty {
-		// A hook's output lines each keep their own line (R69).
+		// A hook's output lines each keep their own line (R72).
 		if key == p.lastKey && !ev.Done && ev.Phase != engine.PhaseHook {
 			fmt.Fprintf(p.w, "\r\033[K%s", line)
 			return

@@ -26,10 +26,10 @@ func TestProgress_TimeColumnDoesNotRestartAtRetire(t *testing.T) {
 	assert.Contains(t, last, "1.5s")
 }
 
-// TestR69_HookOutputLinesKeepTheirOwnLineOnATerminal: on a terminal the
+// TestR72_HookOutputLinesKeepTheirOwnLineOnATerminal: on a terminal the
 // renderer redraws a phase's line in place, but each hook output line
 // stays visible on its own line, prefixed with the service and hook.
-func TestR69_HookOutputLinesKeepTheirOwnLineOnATerminal(t *testing.T) {
+func TestR72_HookOutputLinesKeepTheirOwnLineOnATerminal(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgressRenderer(&b, true)
 	for _, l := range []string{"before_switch: bin/migrate", "before_switch: migrating 1", "before_switch: migrating 2"} {

@@ -1,6 +1,6 @@
 // Package access parses the access rules of an HTTP interface (basic_auth
 // htpasswd bcrypt lines, allow CIDRs) for the manifest, compose and the
-// edge (R69). It is its own package so that plugins, which compile against
+// edge (R73). It is its own package so that plugins, which compile against
 // core and core/routetable, do not compile bcrypt.
 package access
 

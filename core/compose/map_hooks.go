@@ -9,7 +9,7 @@ import (
 )
 
 // hooks is [services.X.hooks] as convert writes it: compose's lifecycle
-// hooks (SPEC R69).
+// hooks (SPEC R72).
 type hooks struct {
 	PostStart []lifecycleHook `toml:"post_start,omitempty"`
 	PreStop   []lifecycleHook `toml:"pre_stop,omitempty"`
@@ -22,7 +22,7 @@ type lifecycleHook struct {
 	Env        map[string]string `toml:"env,omitempty"`
 }
 
-// lifecycleHooks maps compose's post_start and pre_stop (R69): each runs
+// lifecycleHooks maps compose's post_start and pre_stop (R72): each runs
 // with docker exec, post_start in every new container after it started
 // (before readiness; a failure fails the start), pre_stop in a container
 // before its stop signal (best effort). A privileged hook is refused like

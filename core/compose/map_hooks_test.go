@@ -9,10 +9,10 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// TestR69_ComposeLifecycleHooks: post_start and pre_stop map to the
+// TestR72_ComposeLifecycleHooks: post_start and pre_stop map to the
 // manifest's [[hooks.post_start]] / [[hooks.pre_stop]] with command, user,
 // working_dir and environment; a privileged hook is refused.
-func TestR69_ComposeLifecycleHooks(t *testing.T) {
+func TestR72_ComposeLifecycleHooks(t *testing.T) {
 	dir := writeProject(t, map[string]string{"compose.yaml": webHead + `    post_start:
       - command: ["/app", "warm"]
         user: "1000"

@@ -11,7 +11,7 @@ import (
 )
 
 // access is what a router's Traefik middlewares map to on its HTTP
-// interfaces (SPEC R69): basic_auth lines and allow CIDRs.
+// interfaces (SPEC R73): basic_auth lines and allow CIDRs.
 type access struct {
 	basicAuth []string
 	allow     []string

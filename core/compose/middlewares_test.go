@@ -9,12 +9,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// R69 (compose): a router's Traefik basicauth.users and ipallowlist /
+// R73 (compose): a router's Traefik basicauth.users and ipallowlist /
 // ipwhitelist sourcerange middlewares (defined on this service or
 // another, "@docker" or bare) become the HTTP interface's basic_auth and
 // allow; $$ in the label is the hash's $; other hosts of the service and
 // routers without middlewares stay open.
-func TestR69_ComposeMapsTraefikAuthMiddlewares(t *testing.T) {
+func TestR73_ComposeMapsTraefikAuthMiddlewares(t *testing.T) {
 	h, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	require.NoError(t, err)
 	escaped := strings.ReplaceAll(string(h), "$", "$$")
@@ -54,12 +54,12 @@ services:
 	assert.Contains(t, string(res.Manifest), "basic_auth = [")
 }
 
-// R69 (compose): what the edge cannot honour is refused at the router's
+// R73 (compose): what the edge cannot honour is refused at the router's
 // middlewares label, saying why: other middleware kinds or options,
 // another provider, an undefined middleware, a basicauth entry that is not
 // bcrypt (with the $$ hint, without the entry), two basic-auth
 // middlewares on one router.
-func TestR69_ComposeRefusesOtherMiddlewares(t *testing.T) {
+func TestR73_ComposeRefusesOtherMiddlewares(t *testing.T) {
 	head := "services:\n  web:\n    image: web:1\n    expose: [80]\n    labels:\n      traefik.http.routers.w.rule: Host(`a.example.com`)\n"
 	for _, c := range []struct{ name, labels, want string }{
 		{"headers", "      traefik.http.routers.w.middlewares: h\n      traefik.http.middlewares.h.headers.customrequestheaders.X-A: b\n", "option headers.customrequestheaders.X-A cannot be honoured"},

@@ -166,7 +166,7 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 		}
 	}
 	done("start", t)
-	// 5. post_start hooks (R69), then binds and claims.
+	// 5. post_start hooks (R72), then binds and claims.
 	if err := s.afterStart(ctx, &r, what, done); err != nil {
 		return fail(err, true)
 	}

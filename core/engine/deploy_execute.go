@@ -25,7 +25,7 @@ type deployRun struct {
 
 	results     []ServiceResult
 	appWarnings []core.Warning
-	// hookFailures are the after_switch hooks that failed (R69).
+	// hookFailures are the after_switch hooks that failed (R72).
 	hookFailures []string
 }
 

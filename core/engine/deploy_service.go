@@ -167,7 +167,7 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 			return s.fail(ctx, err, nil)
 		}
 	}
-	// 4. Candidate creation, then the before_switch hook (R69).
+	// 4. Candidate creation, then the before_switch hook (R72).
 	if err, diags := s.createCandidate(ctx); err != nil {
 		return s.fail(ctx, err, diags)
 	}
@@ -194,7 +194,7 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 			s.after + " was not confirmed as published and routed (" + err.Error() + ")"})
 		return s.fail(ctx, err, nil)
 	}
-	// R14.6 verified execution, then the after_switch hook (R69).
+	// R14.6 verified execution, then the after_switch hook (R72).
 	s.recordExecution(ctx)
 	s.afterSwitch(ctx)
 	// R14.7 / R22 post-switch retirement, drain first (decision 16).
@@ -298,7 +298,7 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 			}
 		}
 	}
-	// 5. Candidate creation, then the before_switch hook (R69) before the
+	// 5. Candidate creation, then the before_switch hook (R72) before the
 	// hold is released to it.
 	if err, diags := s.createCandidate(ctx); err != nil {
 		return s.fail(ctx, err, diags)

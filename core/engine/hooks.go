@@ -13,7 +13,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// PhaseHook is the progress phase of a hook run (SPEC R69): its Detail is
+// PhaseHook is the progress phase of a hook run (SPEC R72): its Detail is
 // "<hook>: <argv>" when it starts, then "<hook>: <line>" per output line and
 // "<hook>: <result>" when it ends.
 const PhaseHook Phase = "hook"
@@ -22,7 +22,7 @@ const PhaseHook Phase = "hook"
 // step keeps as diagnostics (secret values redacted).
 const hookTailLines = 20
 
-// Hook environment variables (SPEC R69).
+// Hook environment variables (SPEC R72).
 const (
 	EnvHookApp              = "GORDON_APP"
 	EnvHookService          = "GORDON_SERVICE"
@@ -63,7 +63,7 @@ func (e *Engine) checkHookRuntime(spec *core.ServiceSpec) error {
 	return nil
 }
 
-// beforeSwitch is R69's before_switch: run once, in the candidate's ready
+// beforeSwitch is R72's before_switch: run once, in the candidate's ready
 // primary, before anything routes to it. A failure is returned with the
 // hook's output tail; the caller removes the candidate and fails the step
 // (R24), so the old generation (overlap) keeps serving.
@@ -87,7 +87,7 @@ func (s *serviceRun) failCandidate(ctx context.Context, err error, _ []string) e
 	return s.fail(ctx, err, nil)
 }
 
-// afterSwitch is R69's after_switch: run once, in the new primary, after
+// afterSwitch is R72's after_switch: run once, in the new primary, after
 // the switch. A failure never undoes the switch: it is journaled on its
 // step, becomes a warning and makes the deploy's outcome partial (see
 // afterSwitchOutcome); it is the point an automatic rollback (monitor)
@@ -125,7 +125,7 @@ func (d *deployRun) afterSwitchErr() error {
 	return fmt.Errorf("%w: deploy %s: %s", core.ErrConflict, d.app, strings.Join(d.hookFailures, "; "))
 }
 
-// hookEnv is the R69 environment of the run's hooks: the revision being
+// hookEnv is the R72 environment of the run's hooks: the revision being
 // deployed and the one the service ran before ("" on a first deploy).
 func (s *serviceRun) hookEnv() []string {
 	prev := ""
@@ -145,7 +145,7 @@ func (s *serviceRun) addStep(id string) *core.Step {
 	return st
 }
 
-// runHook runs one hook command in container id (R69): journaled as step
+// runHook runs one hook command in container id (R72): journaled as step
 // service.<svc>.hook.<name> (pending while it runs, so a crash leaves it
 // unfinished and reconciliation fails the op), bounded by the command's
 // timeout, its output lines sent to progress. It returns nil when the
@@ -186,7 +186,7 @@ func (s *serviceRun) endHook(ctx context.Context, stepID, name, id string, code 
 	return err, diags
 }
 
-// hookEnvFor is the R69 environment of a hook of app's service: the
+// hookEnvFor is the R72 environment of a hook of app's service: the
 // revision the container runs and the one before it ("" when unknown).
 func hookEnvFor(app, service, rev, prev string) []string {
 	return []string{EnvHookApp + "=" + app, EnvHookService + "=" + service, EnvHookRevision + "=" + rev, EnvHookPreviousRevision + "=" + prev}
@@ -244,7 +244,7 @@ func (e *Engine) execHook(ctx context.Context, app, service, name, id string, cm
 	return err, append([]string(nil), tail...)
 }
 
-// postStart runs the service's post_start hooks (compose post_start, R69)
+// postStart runs the service's post_start hooks (compose post_start, R72)
 // in one just-started instance, in order; the first failure is returned
 // (naming the instance) with that hook's output tail.
 func (s *serviceRun) postStart(ctx context.Context, id, what string) (error, []string) {
@@ -262,7 +262,7 @@ func (s *serviceRun) postStart(ctx context.Context, id, what string) (error, []s
 }
 
 // preStop runs o.PreStop in container before its stop signal (compose
-// pre_stop, R69), best effort: a failure or timeout is a warning and the
+// pre_stop, R72), best effort: a failure or timeout is a warning and the
 // stop goes on.
 func (e *Engine) preStop(ctx context.Context, app, container string, o RetireOptions) []core.Warning {
 	var ws []core.Warning
@@ -304,7 +304,7 @@ func exitStatus(err error) int {
 	return 0
 }
 
-// afterStart is R17.5 preceded by R69's post_start: the service's
+// afterStart is R17.5 preceded by R72's post_start: the service's
 // post_start hooks run in the started instance (their time is the step's
 // post_start phase, through done; a failure's output tail becomes r.diags),
 // then its binds are read and its claims registered.

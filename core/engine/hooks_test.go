@@ -53,12 +53,12 @@ func hookEnv(x core.ExecSpec) map[string]string {
 	return env
 }
 
-// TestR69_BeforeSwitchRunsInReadyCandidateBeforeTheSwitch: before_switch
+// TestR72_BeforeSwitchRunsInReadyCandidateBeforeTheSwitch: before_switch
 // runs once in the ready candidate, before ACTIVE names it and before the
 // old generation is stopped; after_switch runs in the new generation after
 // the switch. Both get the GORDON_* environment and are journaled with
 // their exit status and duration.
-func TestR69_BeforeSwitchRunsInReadyCandidateBeforeTheSwitch(t *testing.T) {
+func TestR72_BeforeSwitchRunsInReadyCandidateBeforeTheSwitch(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Runtime.NextIDs = []string{"c-new"}
 	h.Runtime.SetExec(exitWith)
@@ -104,11 +104,11 @@ func TestR69_BeforeSwitchRunsInReadyCandidateBeforeTheSwitch(t *testing.T) {
 	assert.Contains(t, lines, "web before_switch: ok from c-new", "hook output goes to progress, prefixed with service and hook")
 }
 
-// TestR69_BeforeSwitchFailureKeepsOldServing: a before_switch hook that
+// TestR72_BeforeSwitchFailureKeepsOldServing: a before_switch hook that
 // exits non-zero fails the deploy; the candidate is removed, ACTIVE and
 // the routes still name the old generation, and the journal keeps the
 // hook's exit status and output tail.
-func TestR69_BeforeSwitchFailureKeepsOldServing(t *testing.T) {
+func TestR72_BeforeSwitchFailureKeepsOldServing(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Runtime.NextIDs = []string{"c-new"}
 	h.Runtime.SetExec(exitWith)
@@ -138,11 +138,11 @@ func TestR69_BeforeSwitchFailureKeepsOldServing(t *testing.T) {
 	assert.Equal(t, engine.ResultFailed, res.Services[0].Result)
 }
 
-// TestR69_AfterSwitchFailureIsReported: an after_switch hook that fails
+// TestR72_AfterSwitchFailureIsReported: an after_switch hook that fails
 // leaves the switch in place (the new generation serves, the old one is
 // retired) and the deploy reports it: an error, outcome partial, a
 // warning, and the failed hook step in the journal.
-func TestR69_AfterSwitchFailureIsReported(t *testing.T) {
+func TestR72_AfterSwitchFailureIsReported(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Runtime.NextIDs = []string{"c-new"}
 	h.Runtime.SetExec(exitWith)
@@ -164,9 +164,9 @@ func TestR69_AfterSwitchFailureIsReported(t *testing.T) {
 	assert.Contains(t, op.Warnings[0].Detail, "after_switch hook failed")
 }
 
-// TestR69_HookTimeout: a hook that does not exit within its timeout fails
+// TestR72_HookTimeout: a hook that does not exit within its timeout fails
 // like a non-zero exit and says which timeout to raise.
-func TestR69_HookTimeout(t *testing.T) {
+func TestR72_HookTimeout(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Runtime.NextIDs = []string{"c-new"}
 	h.Runtime.SetExec(func(ctx context.Context, _ string, _ core.ExecSpec, _ func(string)) (int, error) {
@@ -182,9 +182,9 @@ func TestR69_HookTimeout(t *testing.T) {
 	assert.Equal(t, core.StepFailed, depLastOp(t, h).Step(engine.HookStepID("web", core.HookBeforeSwitch)).State)
 }
 
-// TestR69_BeforeSwitchRunsOnceWithReplicas: with replicas the hook runs
+// TestR72_BeforeSwitchRunsOnceWithReplicas: with replicas the hook runs
 // once per deploy, in the primary, after every instance is ready.
-func TestR69_BeforeSwitchRunsOnceWithReplicas(t *testing.T) {
+func TestR72_BeforeSwitchRunsOnceWithReplicas(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Runtime.NextIDs = []string{"c-a", "c-b", "c-c"}
 	h.Runtime.SetExec(exitWith)
@@ -203,9 +203,9 @@ func TestR69_BeforeSwitchRunsOnceWithReplicas(t *testing.T) {
 	}
 }
 
-// TestR69_BeforeSwitchFailureWithReplicasRemovesEveryInstance: a failed
+// TestR72_BeforeSwitchFailureWithReplicasRemovesEveryInstance: a failed
 // hook removes every instance of the candidate.
-func TestR69_BeforeSwitchFailureWithReplicasRemovesEveryInstance(t *testing.T) {
+func TestR72_BeforeSwitchFailureWithReplicasRemovesEveryInstance(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Runtime.NextIDs = []string{"c-a", "c-b"}
 	h.Runtime.SetExec(exitWith)
@@ -217,10 +217,10 @@ func TestR69_BeforeSwitchFailureWithReplicasRemovesEveryInstance(t *testing.T) {
 	assert.Equal(t, []string{"c-old"}, h.Runtime.Containers())
 }
 
-// TestR69_SequentialBeforeSwitchRunsBeforeTrafficIsReleased: for a
+// TestR72_SequentialBeforeSwitchRunsBeforeTrafficIsReleased: for a
 // single-writer service the hook runs after the new container is ready and
 // before ACTIVE names it (the held traffic is released only then).
-func TestR69_SequentialBeforeSwitchRunsBeforeTrafficIsReleased(t *testing.T) {
+func TestR72_SequentialBeforeSwitchRunsBeforeTrafficIsReleased(t *testing.T) {
 	vol := func(s core.ServiceSpec) core.ServiceSpec {
 		s.Volumes = []core.VolumeMount{{Name: "data", Path: "/data"}}
 		return s
@@ -238,9 +238,9 @@ func TestR69_SequentialBeforeSwitchRunsBeforeTrafficIsReleased(t *testing.T) {
 	assert.Less(t, exec, h.Events.LastIndex("publish-active", "blog"), "the hook runs before ACTIVE names the new container")
 }
 
-// TestR69_NoExecRuntimeRefusesHooksBeforeAnyChange: a runtime that cannot
+// TestR72_NoExecRuntimeRefusesHooksBeforeAnyChange: a runtime that cannot
 // exec fails the deploy in preflight, before anything is created.
-func TestR69_NoExecRuntimeRefusesHooksBeforeAnyChange(t *testing.T) {
+func TestR72_NoExecRuntimeRefusesHooksBeforeAnyChange(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Engine.Runtime = noExec{h.Runtime}
 
@@ -254,11 +254,11 @@ func TestR69_NoExecRuntimeRefusesHooksBeforeAnyChange(t *testing.T) {
 // noExec hides the fake's ContainerExecer.
 type noExec struct{ core.Runtime }
 
-// TestR69_CrashDuringBeforeSwitchConverges: a crash while before_switch
+// TestR72_CrashDuringBeforeSwitchConverges: a crash while before_switch
 // runs leaves the hook step unfinished and the candidate journaled but
 // never published; reconciliation removes the candidate, keeps the old
 // generation serving and fails the op.
-func TestR69_CrashDuringBeforeSwitchConverges(t *testing.T) {
+func TestR72_CrashDuringBeforeSwitchConverges(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Runtime.NextIDs = []string{"c-new"}
 	var crashed core.Operation
@@ -295,11 +295,11 @@ func TestR69_CrashDuringBeforeSwitchConverges(t *testing.T) {
 	assert.Equal(t, core.OutcomeFailed, op.Outcome)
 }
 
-// TestR69_PostStartRunsInEveryInstanceBeforeReadiness: compose's
+// TestR72_PostStartRunsInEveryInstanceBeforeReadiness: compose's
 // post_start runs in each new instance after it started and before it is
 // probed; a failure fails the start, the candidate is removed and the old
 // generation keeps serving.
-func TestR69_PostStartRunsInEveryInstanceBeforeReadiness(t *testing.T) {
+func TestR72_PostStartRunsInEveryInstanceBeforeReadiness(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Runtime.NextIDs = []string{"c-a", "c-b"}
 	h.Runtime.SetExec(exitWith)
@@ -335,10 +335,10 @@ func TestR69_PostStartRunsInEveryInstanceBeforeReadiness(t *testing.T) {
 	assert.Equal(t, -1, h2.Events.Index("ready", "c-new"), "never probed")
 }
 
-// TestR69_PreStopRunsBeforeTheStopSignalBestEffort: compose's pre_stop
+// TestR72_PreStopRunsBeforeTheStopSignalBestEffort: compose's pre_stop
 // runs in the retired container before it is stopped; a failure is a
 // warning and the container is stopped anyway.
-func TestR69_PreStopRunsBeforeTheStopSignalBestEffort(t *testing.T) {
+func TestR72_PreStopRunsBeforeTheStopSignalBestEffort(t *testing.T) {
 	old := coretest.WebSpec(0)
 	old.Hooks = &core.Hooks{PreStop: []core.HookCommand{{Command: []string{"fail"}}}}
 	h := depSeedWeb(t, old)
@@ -357,12 +357,12 @@ func TestR69_PreStopRunsBeforeTheStopSignalBestEffort(t *testing.T) {
 	assert.Contains(t, res.Services[0].Warnings[0].Detail, `pre_stop hook failed (stopped anyway): state conflict: pre_stop hook "fail" in c-old exited with status 3`)
 }
 
-// TestR69_CrashDuringAfterSwitchConverges: a crash while after_switch runs
+// TestR72_CrashDuringAfterSwitchConverges: a crash while after_switch runs
 // leaves the switch done (ACTIVE names the new generation) and the old one
 // running under its retirement-pending marker; reconciliation keeps the
 // new generation serving, retires the old one and fails the op (the hook's
 // outcome is unknown).
-func TestR69_CrashDuringAfterSwitchConverges(t *testing.T) {
+func TestR72_CrashDuringAfterSwitchConverges(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	h.Runtime.NextIDs = []string{"c-new"}
 	h.Runtime.NextBinds = []map[int]int{{8080: 18080}}
@@ -399,9 +399,9 @@ func TestR69_CrashDuringAfterSwitchConverges(t *testing.T) {
 	assert.Equal(t, core.OutcomeFailed, op.Outcome)
 }
 
-// TestR69_HookStepIDs: a hook step is told apart from a service step, also
+// TestR72_HookStepIDs: a hook step is told apart from a service step, also
 // for a service named "hook".
-func TestR69_HookStepIDs(t *testing.T) {
+func TestR72_HookStepIDs(t *testing.T) {
 	assert.Equal(t, "service.web.hook.before_switch", engine.HookStepID("web", core.HookBeforeSwitch))
 	assert.True(t, engine.IsHookStep(engine.HookStepID("hook", core.HookAfterSwitch)))
 	assert.False(t, engine.IsHookStep(engine.ServiceStepID("hook", "replace")))

@@ -38,7 +38,7 @@ type RetireOptions struct {
 	// a later pass retries the release (R22, R43). Stop, remove and
 	// dropped-service removal leave it false.
 	RetryOnLeak bool
-	// PreStop are the service's pre_stop hooks (compose pre_stop, R69),
+	// PreStop are the service's pre_stop hooks (compose pre_stop, R72),
 	// run in the container before its stop signal, best effort (a failure
 	// is a warning); HookEnv is their GORDON_* environment. Ignored with
 	// Force.

@@ -41,7 +41,7 @@
 //   - [hooks]: before_switch and after_switch are non-empty argv arrays
 //     (no shell); timeout 1s..1h (default 5m); [[post_start]] and
 //     [[pre_stop]] (compose's lifecycle hooks) take command, user,
-//     working_dir and env; not on a one-shot (R69).
+//     working_dir and env; not on a one-shot (R72).
 //   - [notify]: webhook, an absolute http or https URL with a host and no
 //     user info (credentials would be stored in every revision).
 package manifest

@@ -8,7 +8,7 @@ import (
 )
 
 // httpAccess validates an interface's basic_auth and allow lists (rule
-// R69): both need a public interface; basic_auth entries are htpasswd
+// R73): both need a public interface; basic_auth entries are htpasswd
 // bcrypt lines "user:$2y$..." with distinct users (plain text, MD5, SHA
 // refused, access.ParseBasicAuth); allow entries are CIDRs or IPs
 // (access.ParseAllow). An empty list is refused (it would lock everyone

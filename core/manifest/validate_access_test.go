@@ -9,12 +9,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// TestR69_ManifestRefusesBasicAuthThatIsNotBcrypt: basic_auth entries are
+// TestR73_ManifestRefusesBasicAuthThatIsNotBcrypt: basic_auth entries are
 // htpasswd bcrypt lines only; plain text, MD5 (apr1), SHA and malformed
 // entries are refused with how to make one, without repeating the
 // password; allow entries are CIDRs or IPs; both need a public interface
 // and a non-empty list.
-func TestR69_ManifestRefusesBasicAuthThatIsNotBcrypt(t *testing.T) {
+func TestR73_ManifestRefusesBasicAuthThatIsNotBcrypt(t *testing.T) {
 	pub := base + "[[services.web.http]]\nport = 80\nhost = \"blog.example.com\"\n"
 	checkRefusals(t, []refusalCase{
 		{"plain text", pub + "basic_auth = [\"alice:hunter2\"]\n", "services.web.http[0].basic_auth[0]", `invalid basic_auth entry: user "alice": the password is not a bcrypt hash (plain text and crypt hashes are refused); make one with: htpasswd -nbB USER PASSWORD`},
@@ -30,10 +30,10 @@ func TestR69_ManifestRefusesBasicAuthThatIsNotBcrypt(t *testing.T) {
 	})
 }
 
-// TestR69_ManifestCarriesBasicAuthAndAllow: valid entries reach the
+// TestR73_ManifestCarriesBasicAuthAndAllow: valid entries reach the
 // interface's spec (hash lines as written, allow entries canonical), and a
 // user listed twice or a cost above the bound is refused.
-func TestR69_ManifestCarriesBasicAuthAndAllow(t *testing.T) {
+func TestR73_ManifestCarriesBasicAuthAndAllow(t *testing.T) {
 	h, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	require.NoError(t, err)
 	line := "alice:" + string(h)

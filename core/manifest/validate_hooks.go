@@ -8,13 +8,13 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// Hook timeout bounds (SPEC R69).
+// Hook timeout bounds (SPEC R72).
 const (
 	minHookTimeout = time.Second
 	maxHookTimeout = time.Hour
 )
 
-// hooks validates [services.X.hooks] (SPEC R69): before_switch and
+// hooks validates [services.X.hooks] (SPEC R72): before_switch and
 // after_switch are non-empty argv arrays of non-empty strings, timeout a
 // duration from 1s to 1h applied to both (absent: core.DefaultHookTimeout).
 // A one-shot service has no switch, so it takes no hooks. nil when the

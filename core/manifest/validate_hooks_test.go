@@ -10,10 +10,10 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// TestR69_ManifestHooks: [services.X.hooks] takes before_switch and
+// TestR72_ManifestHooks: [services.X.hooks] takes before_switch and
 // after_switch argv arrays and one timeout for both; the default timeout
 // is five minutes.
-func TestR69_ManifestHooks(t *testing.T) {
+func TestR72_ManifestHooks(t *testing.T) {
 	spec, err := Parse("app.toml", []byte(base+"[services.web.hooks]\nbefore_switch = [\"bin/migrate\", \"up\"]\nafter_switch = [\"sh\", \"-c\", \"echo ok\"]\ntimeout = \"30s\"\n"))
 	require.NoError(t, err)
 	h := spec.Services[0].Hooks
@@ -35,9 +35,9 @@ func TestR69_ManifestHooks(t *testing.T) {
 	assert.Nil(t, spec.Services[0].Hooks, "no [hooks], no hooks")
 }
 
-// TestR69_ManifestHookRefusals: every malformed hooks table is refused
+// TestR72_ManifestHookRefusals: every malformed hooks table is refused
 // with the key and what would be valid.
-func TestR69_ManifestHookRefusals(t *testing.T) {
+func TestR72_ManifestHookRefusals(t *testing.T) {
 	checkRefusals(t, []refusalCase{
 		{"empty argv", base + "[services.web.hooks]\nbefore_switch = []\n", "services.web.hooks.before_switch",
 			`empty command: want the program and its arguments, e.g. ["bin/rails", "db:migrate"] (no shell: use ["sh", "-c", "..."] for one)`},
@@ -59,9 +59,9 @@ before_switch = ["x"]
 	})
 }
 
-// TestR69_ManifestLifecycleHooks: [[hooks.post_start]] and
+// TestR72_ManifestLifecycleHooks: [[hooks.post_start]] and
 // [[hooks.pre_stop]] take compose's keys; each needs a command.
-func TestR69_ManifestLifecycleHooks(t *testing.T) {
+func TestR72_ManifestLifecycleHooks(t *testing.T) {
 	spec, err := Parse("app.toml", []byte(base+`[[services.web.hooks.post_start]]
 command = ["/app", "warm"]
 user = "1000"

@@ -15,12 +15,12 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
-// TestR69_BasicAuthAndAllowlistThroughTheEdge: a deployed app's public
+// TestR73_BasicAuthAndAllowlistThroughTheEdge: a deployed app's public
 // interfaces with basic_auth and allow, served by the real edge: 401 with
 // WWW-Authenticate without credentials and with a wrong password, 200
 // with the right ones; a client (127.0.0.1) inside the allowlist passes,
 // one outside it gets 403 even with the right credentials.
-func TestR69_BasicAuthAndAllowlistThroughTheEdge(t *testing.T) {
+func TestR73_BasicAuthAndAllowlistThroughTheEdge(t *testing.T) {
 	imgs := testimages.Require(t, "httpd")
 	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.DefaultCost)
 	require.NoError(t, err)

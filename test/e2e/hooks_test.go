@@ -51,12 +51,12 @@ func stepOf(op fixture.DeployOp, id string) (s struct{ ID, State, Before, After,
 	return s
 }
 
-// TestR69_HooksRunAroundTheSwitchAndAreJournaled (real engine): hooks run
+// TestR72_HooksRunAroundTheSwitchAndAreJournaled (real engine): hooks run
 // with docker exec in the new container; a failing before_switch fails the
 // deploy (exit 1) and the old generation keeps serving; a failing
 // after_switch is reported (exit 2) while the new generation serves; `ops`
 // shows every hook with its exit status and duration.
-func TestR69_HooksRunAroundTheSwitchAndAreJournaled(t *testing.T) {
+func TestR72_HooksRunAroundTheSwitchAndAreJournaled(t *testing.T) {
 	imgs := testimages.Require(t, "v1", "httpd")
 	a := fixture.NewApp(t, "e2ehooks")
 
@@ -102,11 +102,11 @@ func TestR69_HooksRunAroundTheSwitchAndAreJournaled(t *testing.T) {
 	assert.Regexp(t, `(?m)^service\.web\.hook\.after_switch\s+failed\s+.*exit 1 after`, r.Stdout)
 }
 
-// TestR69_ComposePostStartAndPreStop (real engine): compose's post_start
+// TestR72_ComposePostStartAndPreStop (real engine): compose's post_start
 // runs in the new container before its readiness (a failing one fails the
 // deploy and the old generation keeps serving); pre_stop runs before the
 // stop signal and, when it fails, `stop` warns and stops anyway.
-func TestR69_ComposePostStartAndPreStop(t *testing.T) {
+func TestR72_ComposePostStartAndPreStop(t *testing.T) {
 	imgs := testimages.Require(t, "v1", "httpd")
 	a := fixture.NewApp(t, "e2ehookscompose")
 	compose := func(version, postStart, preStop string) string {

@@ -22,7 +22,7 @@ const execInspectEvery = 50 * time.Millisecond
 // maxExecLine bounds one output line passed on (longer lines are split).
 const maxExecLine = 4096
 
-// ExecContainer implements core.ContainerExecer (SPEC R69 hooks) with the
+// ExecContainer implements core.ContainerExecer (SPEC R72 hooks) with the
 // engine's exec API: create, attach stdout and stderr (no terminal, no
 // stdin), pass each output line to output, then read the exit code. When
 // ctx ends first it returns ctx's error; the engine has no way to stop an

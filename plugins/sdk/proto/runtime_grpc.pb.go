@@ -77,7 +77,7 @@ type RuntimeClient interface {
 	// makes the engine create workloads with their policy.
 	SetRestartPolicy(ctx context.Context, in *RestartPolicyRequest, opts ...grpc.CallOption) (*Empty, error)
 	// ExecContainer runs a command in a running container (core.ContainerExecer,
-	// SPEC R69 hooks): one message per output line, then a last message with
+	// SPEC R72 hooks): one message per output line, then a last message with
 	// exited set and the exit code. Optional: Unimplemented means the runtime
 	// cannot run hooks.
 	ExecContainer(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecEvent], error)
@@ -343,7 +343,7 @@ type RuntimeServer interface {
 	// makes the engine create workloads with their policy.
 	SetRestartPolicy(context.Context, *RestartPolicyRequest) (*Empty, error)
 	// ExecContainer runs a command in a running container (core.ContainerExecer,
-	// SPEC R69 hooks): one message per output line, then a last message with
+	// SPEC R72 hooks): one message per output line, then a last message with
 	// exited set and the exit code. Optional: Unimplemented means the runtime
 	// cannot run hooks.
 	ExecContainer(*ExecRequest, grpc.ServerStreamingServer[ExecEvent]) error

@@ -93,9 +93,9 @@ type HTTPRoute struct {
 	Protocol string `protobuf:"bytes,13,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	// hsts is the Strict-Transport-Security value of the host's HTTPS answers ("": none).
 	Hsts string `protobuf:"bytes,14,opt,name=hsts,proto3" json:"hsts,omitempty"`
-	// basic_auth are htpasswd bcrypt lines "user:$2y$..." (SPEC R69; none: no basic auth).
+	// basic_auth are htpasswd bcrypt lines "user:$2y$..." (SPEC R73; none: no basic auth).
 	BasicAuth []string `protobuf:"bytes,15,rep,name=basic_auth,json=basicAuth,proto3" json:"basic_auth,omitempty"`
-	// allow are the client CIDRs let in (SPEC R69; none: every client).
+	// allow are the client CIDRs let in (SPEC R73; none: every client).
 	Allow         []string `protobuf:"bytes,16,rep,name=allow,proto3" json:"allow,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

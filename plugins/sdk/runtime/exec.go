@@ -14,7 +14,7 @@ import (
 	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
 )
 
-// core.ContainerExecer (SPEC R69 hooks) over gRPC: the server streams one
+// core.ContainerExecer (SPEC R72 hooks) over gRPC: the server streams one
 // ExecEvent per output line, then one with exited set and the exit code.
 // A plugin without it answers UNIMPLEMENTED, which the client reports as
 // an error wrapping errors.ErrUnsupported.

@@ -26,10 +26,10 @@ func (r *execRuntime) ExecContainer(_ context.Context, _ string, x core.ExecSpec
 	return 3, nil
 }
 
-// TestR69_ExecCrossesThePluginWire: ExecContainer's spec, every output
+// TestR72_ExecCrossesThePluginWire: ExecContainer's spec, every output
 // line in order and the exit code cross the plugin protocol; a runtime
 // without it answers errors.ErrUnsupported.
-func TestR69_ExecCrossesThePluginWire(t *testing.T) {
+func TestR72_ExecCrossesThePluginWire(t *testing.T) {
 	fake := &execRuntime{recRuntime: &recRuntime{}}
 	rt := sdktest.ServeRuntime(t, fake)
 	ex, ok := rt.(core.ContainerExecer)

@@ -45,9 +45,9 @@ func TestReplicas_GraphRoundTripKeepsL4Instances(t *testing.T) {
 	assert.Equal(t, g.TCP, back.TCP)
 }
 
-// R69 and R62: a route's basic_auth, allow and hsts cross the plugin
+// R73 and R62: a route's basic_auth, allow and hsts cross the plugin
 // protocol (without them the edge would serve the host unprotected).
-func TestR69_GraphRoundTripKeepsAccessRulesAndHSTS(t *testing.T) {
+func TestR73_GraphRoundTripKeepsAccessRulesAndHSTS(t *testing.T) {
 	g := routetable.Graph{HTTP: []routetable.HTTPRoute{{Host: "a.example", App: "blog", Service: "web",
 		Backends:  []routetable.Backend{{Addr: "127.0.0.1:30001", Container: "c1"}},
 		BasicAuth: []string{"alice:$2y$05$abcdefghijklmnopqrstuuJ0eH2mGd1lE1q8cJf0m3yJ9o2pY7u3W"},
