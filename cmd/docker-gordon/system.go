@@ -85,10 +85,19 @@ func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (syscontain
 	}, nil
 }
 
-// reconcileHasBoot reports whether this build's reconcile verb has --boot.
-func reconcileHasBoot(root *cobra.Command) bool {
-	rc, _, err := root.Find([]string{"reconcile"})
-	return err == nil && rc != nil && rc.Name() == "reconcile" && rc.Flags().Lookup("boot") != nil
+// reconcileHasBoot reports whether this build's reconcile verb has --boot:
+// the reconcile command beside cmd or beside one of its ancestors (as a
+// CLI plugin the root is "docker" and the verbs hang below "gordon", so a
+// lookup from the root alone never finds it).
+func reconcileHasBoot(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		for _, sub := range c.Commands() {
+			if sub.Name() == "reconcile" {
+				return sub.Flags().Lookup("boot") != nil
+			}
+		}
+	}
+	return false
 }
 
 // newSystemCommand is `docker gordon system start|stop|status|logs`: the
@@ -159,7 +168,7 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 			}
 			ru, err := reconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, reconcileUnitOpts{
 				interval: interval,
-				boot:     reconcileHasBoot(cmd.Root()),
+				boot:     reconcileHasBoot(cmd),
 			})
 			if err != nil {
 				return err

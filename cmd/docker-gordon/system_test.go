@@ -77,6 +77,12 @@ func TestSystemUnit_BootFlagOnlyWhenReconcileHasIt(t *testing.T) {
 	rc.Flags().Bool("boot", false, "")
 	assert.True(t, reconcileHasBoot(root))
 	assert.False(t, reconcileHasBoot(&cobra.Command{Use: "gordon"}))
+	// As a CLI plugin: docker → gordon → system → start.
+	docker, system, start := &cobra.Command{Use: "docker"}, &cobra.Command{Use: "system"}, &cobra.Command{Use: "start"}
+	docker.AddCommand(root)
+	root.AddCommand(system)
+	system.AddCommand(start)
+	assert.True(t, reconcileHasBoot(start), "found from system start below docker gordon")
 }
 
 // --- against the real engine ---
@@ -230,6 +236,11 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	require.NotNil(t, c.State)
 	assert.True(t, c.State.Running)
 	assert.Equal(t, container.NetworkMode("host"), c.HostConfig.NetworkMode)
+	// R41.9: the watcher runs beside the edge (reconcile --watch, no --boot).
+	assert.Contains(t, r.out, "gordon-reconcile: started")
+	w := inspect(t, cli, syscontainer.ReconcileName)
+	assert.True(t, w.State.Running, "watcher: %+v", w.State)
+	assert.Equal(t, []string{"gordon", "reconcile", "--watch"}, []string(w.Config.Cmd))
 	assert.Equal(t, container.RestartPolicyUnlessStopped, c.HostConfig.RestartPolicy.Name)
 	assert.Contains(t, c.HostConfig.Binds, state+":"+state)
 	assert.Equal(t, "true", c.Config.Labels[syscontainer.LabelManaged])
@@ -306,6 +317,7 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out, "stopped and removed")
 	requireGone(t, cli, syscontainer.EdgeName)
+	requireGone(t, cli, syscontainer.ReconcileName) // edge start's watcher goes with it
 	r = dockerGordon(t, bins, state, "edge", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out, "not running")
@@ -357,6 +369,7 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 	rc := inspect(t, cli, syscontainer.ReconcileName)
 	assert.Equal(t, []string{"/docker-gordon"}, []string(rc.Config.Entrypoint))
 	assert.Equal(t, []string{"gordon", "reconcile", "--watch"}, []string(rc.Config.Cmd[:3]))
+	assert.Contains(t, []string(rc.Config.Cmd), "--boot", "system start's watcher brings apps back at boot")
 	assert.Contains(t, rc.HostConfig.Binds, "/var/run/docker.sock:/var/run/docker.sock")
 	assert.Equal(t, container.RestartPolicyUnlessStopped, rc.HostConfig.RestartPolicy.Name)
 	assert.Equal(t, container.NetworkMode("host"), rc.HostConfig.NetworkMode)
@@ -386,6 +399,16 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 
 	r = dockerGordon(t, bins, state, "system", "logs", "nope")
 	assert.NotEqual(t, 0, r.code)
+
+	// edge start leaves system start's watcher (with --boot) alone, and
+	// edge stop does not stop it.
+	before := inspect(t, cli, syscontainer.ReconcileName).ID
+	r = dockerGordon(t, bins, state, "edge", "start")
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Contains(t, r.out, "gordon-reconcile: left as is")
+	r = dockerGordon(t, bins, state, "edge", "stop")
+	require.Equal(t, 0, r.code, "%+v", r)
+	assert.Equal(t, before, inspect(t, cli, syscontainer.ReconcileName).ID, "system start's watcher kept")
 
 	r = dockerGordon(t, bins, state, "system", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
