@@ -193,6 +193,7 @@ func printStart(w io.Writer, name string, r syscontainer.Result) {
 // newEdgeContainerCommands returns `edge start`, `edge stop` and `edge logs`.
 func newEdgeContainerCommands(env *cliEnv) []*cobra.Command {
 	var flags edgeContainerFlags
+	watch := true
 	start := &cobra.Command{
 		Use:   "start",
 		Short: "Run gordon-edge as a Docker-managed system container (host network, restart unless-stopped)",
@@ -200,7 +201,12 @@ func newEdgeContainerCommands(env *cliEnv) []*cobra.Command {
 installed gordon-edge binary and run it as the container gordon-edge on the
 host network with restart policy unless-stopped and the state directory
 bind-mounted at the same path, so it comes back after an engine restart or a
-reboot. Idempotent: a running container with the same binary and flags is
+reboot. Beside it runs gordon-reconcile as "reconcile --watch" (--watch=false:
+not): it follows the engine's container events and re-routes an instance the
+engine restarts, within about a second, so apps answer at their new addresses
+after an engine restart or a reboot. system start's gordon-reconcile also
+starts stopped apps at boot; when it runs, edge start leaves it alone.
+Idempotent: a running container with the same binary and flags is
 left alone; a different binary or flags replace it without a gap: the new
 edge starts beside the old one (as gordon-edge-next), takes its listening
 sockets over, the old one drains its in-flight requests and streams
@@ -242,17 +248,29 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 			}
 			flags.remember(env.opts.stateDir)
 			printStart(env.dockerCli.Out(), u.Name, r)
+			if watch {
+				err = ensureEdgeWatcher(cmd, env)
+			} else {
+				err = stopEdgeWatcher(cmd.Context(), env)
+			}
+			if err != nil {
+				return err
+			}
 			printEdgeAddr(env.dockerCli.Out(), flags, remembered)
 			return nil
 		},
 	}
 	flags.register(start)
+	start.Flags().BoolVar(&watch, "watch", true, "also run gordon-reconcile (reconcile --watch), which re-routes instances the engine restarts or moves")
 
 	stop := &cobra.Command{
 		Use:   "stop",
-		Short: "Stop and remove the gordon-edge system container",
+		Short: "Stop and remove the gordon-edge system container (and edge start's watcher)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := stopEdgeWatcher(cmd.Context(), env); err != nil {
+				return err
+			}
 			return runStopSystem(cmd.Context(), env, syscontainer.EdgeName, 35*time.Second)
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,7 +147,8 @@ func TestR18_TwoAppsAcrossRestartsOfTheirContainersNeverAnswerForEachOther(t *te
 	type tally struct{ ok, wrong, failed int }
 	results := make(chan tally, 2)
 	stop := make(chan struct{})
-	poll := func(host, want string) {
+	var pollsA, pollsB atomic.Int64
+	poll := func(host, want string, polls *atomic.Int64) {
 		var n tally
 		for {
 			select {
@@ -165,11 +167,12 @@ func TestR18_TwoAppsAcrossRestartsOfTheirContainersNeverAnswerForEachOther(t *te
 				n.wrong++
 				t.Errorf("%s answered by %q: %q", host, v, body)
 			}
+			polls.Add(1)
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	go poll("a.test", "app-a")
-	go poll("b.test", "app-b")
+	go poll("a.test", "app-a", &pollsA)
+	go poll("b.test", "app-b", &pollsB)
 
 	restarted := time.Now()
 	out, err := exec.Command("docker", "restart", "-t", "1", idA, idB).CombinedOutput()
@@ -181,7 +184,11 @@ func TestR18_TwoAppsAcrossRestartsOfTheirContainersNeverAnswerForEachOther(t *te
 	require.Eventually(t, func() bool { return serving("a.test", "app-a") && serving("b.test", "app-b") },
 		10*time.Second, 50*time.Millisecond, "both apps answer again within 10 s of the restart")
 	back := time.Since(restarted)
-	time.Sleep(500 * time.Millisecond) // keep polling the settled routes a little
+	// Keep polling the settled routes for 20 more answers per host: a
+	// late wrong answer still counts.
+	settledA, settledB := pollsA.Load(), pollsB.Load()
+	require.Eventually(t, func() bool { return pollsA.Load() >= settledA+20 && pollsB.Load() >= settledB+20 },
+		30*time.Second, 10*time.Millisecond, "20 more polls per host after both answered")
 	close(stop)
 	ta, tb := <-results, <-results
 	t.Logf("both answering %s after `docker restart` began; polls %+v and %+v; A at %s, B at %s", back, ta, tb,

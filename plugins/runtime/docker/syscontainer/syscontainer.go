@@ -392,6 +392,9 @@ type Status struct {
 	ExitCode      int        `json:"exit_code"`
 	Error         string     `json:"error,omitempty"`
 	StateDir      string     `json:"state_dir,omitempty"`
+	// Cmd is the container's command (the reconcile unit's flags tell
+	// system start's watcher, with --boot, from edge start's).
+	Cmd []string `json:"cmd,omitempty"`
 }
 
 // systemStatus inspects the named container; absent is State "absent".
@@ -404,6 +407,7 @@ func Inspect(ctx context.Context, api client.APIClient, name string) (Status, er
 	st.ID = cur.ID
 	st.Image = cur.Config.Image
 	st.StateDir = cur.Config.Labels[LabelStateDir]
+	st.Cmd = cur.Config.Cmd
 	st.RestartCount = cur.RestartCount
 	if cur.HostConfig != nil {
 		st.RestartPolicy = string(cur.HostConfig.RestartPolicy.Name)
