@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"net"
 	"strconv"
 	"time"
@@ -138,9 +139,10 @@ func (a *ActiveService) ReplicaIDs() []string {
 
 // Intent is the durable stopped flag (SPEC 1.1).
 type Intent struct {
-	Stopped   bool      `json:"stopped"`
-	UpdatedBy string    `json:"updated_by,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Stopped     bool                    `json:"stopped"`
+	Maintenance *routetable.Maintenance `json:"maintenance,omitempty"` // SPEC R75; nil: off
+	UpdatedBy   string                  `json:"updated_by,omitempty"`
+	UpdatedAt   time.Time               `json:"updated_at"`
 }
 
 // Operation kinds.

@@ -60,8 +60,8 @@ func (s *Server) pickH1(host []byte) (rt *httpRoute, i int, b *backend) {
 			return nil, 0, nil
 		}
 		rt = s.routeH1(snap, host)
-		if rt == nil || len(rt.backends) == 0 || rt.slowPlain.Load() || rt.guard != nil {
-			return nil, 0, nil // ServeHTTP answers (404, redirect, h2c, access rules)
+		if rt == nil || len(rt.backends) == 0 || rt.slowPlain.Load() || rt.guard != nil || rt.maint != nil {
+			return nil, 0, nil // ServeHTTP answers (404, redirect, h2c, access rules, maintenance)
 		}
 		i = rt.pick()
 		b = rt.backends[i]

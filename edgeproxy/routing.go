@@ -67,6 +67,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			s.answerUnrouted(w, r)
 			return
 		}
+		if rt.maint != nil && s.answerMaintenance(w, r, rt) {
+			return
+		}
 		if rt.guard != nil && !s.admit(w, r, rt) {
 			return
 		}

@@ -62,6 +62,9 @@ type httpRoute struct {
 	// guard is the route's allow and basic_auth rules (auth.go; nil:
 	// none); a guarded route is served by ServeHTTP only.
 	guard *routeGuard
+	// maint is the route's maintenance mode (maintenance.go; nil: none);
+	// a route in maintenance is served by ServeHTTP only.
+	maint *routeMaintenance
 }
 
 // pick returns the index of the backend for one request (into backends,
@@ -87,7 +90,7 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 	for _, hr := range t.HTTP {
 		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64),
 			hold: hr.Hold, stopped: hr.Stopped, held: new(atomic.Int64),
-			tls: hr.TLS, h2c: hr.Protocol == "h2c", hsts: hr.HSTS, guard: newRouteGuard(hr)}
+			tls: hr.TLS, h2c: hr.Protocol == "h2c", hsts: hr.HSTS, guard: newRouteGuard(hr), maint: newRouteMaintenance(hr)}
 		if r.tls == "" {
 			r.tls = tlsAuto
 		}

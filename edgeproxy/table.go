@@ -87,6 +87,9 @@ func ValidateTable(t *routetable.Table) error {
 		if err := validateRouteAccess(r); err != nil {
 			return err
 		}
+		if err := validateRouteMaintenance(r); err != nil {
+			return err
+		}
 		if len(r.Backends) == 0 && r.Hold == nil && !r.Stopped {
 			return fmt.Errorf("route table: http host %q (app %q, service %q) has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
 		}

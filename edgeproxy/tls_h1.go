@@ -82,7 +82,7 @@ func (s *Server) pickTLS(host []byte, proto int) (rt *httpRoute, i int, b *backe
 // loops serve themselves (nil: ServeHTTP answers, see pickTLS).
 func (s *Server) tlsRoute(snap *snapshot, host []byte) *httpRoute {
 	rt := s.routeH1(snap, host)
-	if rt == nil || len(rt.backends) == 0 || rt.h2c || rt.guard != nil || !s.tls.servesTLS(rt, host) {
+	if rt == nil || len(rt.backends) == 0 || rt.h2c || rt.guard != nil || rt.maint != nil || !s.tls.servesTLS(rt, host) {
 		return nil
 	}
 	return rt

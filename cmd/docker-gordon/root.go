@@ -102,6 +102,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newRestartCommand(env),
 		newRemoveCommand(env),
 		newRollbackCommand(env),
+		newMaintenanceCommand(env),
 		newScaleCommand(env),
 		newLogsCommand(env),
 		newSecretsCommand(env),

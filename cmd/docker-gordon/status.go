@@ -125,6 +125,9 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 		fmt.Fprintf(w, " %s", orDash(string(st.LastOp.Outcome)))
 	}
 	fmt.Fprintln(w, ")")
+	if m := st.Maintenance; m != nil {
+		fmt.Fprintf(w, "  %s\n", maintenanceLine(m))
+	}
 	for _, p := range st.Problems {
 		fmt.Fprintf(w, "  %s: %s\n", state, p)
 	}

@@ -17,6 +17,10 @@ import (
 // errors end with it.
 const HtpasswdHint = "make one with: htpasswd -nbB USER PASSWORD"
 
+// MaxMaintenanceMessage is the longest maintenance message (SPEC R75),
+// in bytes.
+const MaxMaintenanceMessage = 4096
+
 // MaxBcryptCost is the highest bcrypt cost a basic_auth hash may have
 // (cost 14 takes about a second of CPU per check).
 const MaxBcryptCost = 14

@@ -272,9 +272,15 @@ func refuseServices(kind string, req LifecycleRequest) error {
 	return nil
 }
 
-// setIntent persists the stopped flag (R50, R51, R55).
+// setIntent persists the stopped flag (R50, R51, R55), keeping the
+// app's maintenance record (R75).
 func (e *Engine) setIntent(ctx context.Context, app, opID string, stopped bool) error {
-	if err := e.Store.SaveIntent(ctx, app, core.Intent{Stopped: stopped, UpdatedBy: opID, UpdatedAt: e.now()}); err != nil {
+	in, err := e.Store.LoadIntent(ctx, app)
+	if err != nil {
+		return fmt.Errorf("app %s: persist intent stopped=%t: load intent: %w", app, stopped, err)
+	}
+	in.Stopped, in.UpdatedBy, in.UpdatedAt = stopped, opID, e.now()
+	if err := e.Store.SaveIntent(ctx, app, in); err != nil {
 		return fmt.Errorf("app %s: persist intent stopped=%t: %w", app, stopped, err)
 	}
 	return nil

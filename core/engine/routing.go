@@ -222,14 +222,18 @@ func (e *Engine) rebuild(ctx context.Context) error {
 	}
 	g := BuildGraph(actives)
 	stopped := map[string]bool{}
+	maint := map[string]*routetable.Maintenance{}
 	for _, a := range actives {
 		in, err := e.Store.LoadIntent(ctx, a.App)
 		if err != nil {
 			return fmt.Errorf("rebuild traffic: app %s: load intent: %w", a.App, err)
 		}
 		stopped[a.App] = in.Stopped
+		if in.Maintenance != nil {
+			maint[a.App] = in.Maintenance
+		}
 	}
-	g = WithStoppedRoutes(g, actives, stopped)
+	g = WithMaintenance(WithStoppedRoutes(g, actives, stopped), maint)
 	if len(unreadable) > 0 {
 		kept, kerr := e.keptRoutes(ctx, unreadable)
 		if kerr != nil {

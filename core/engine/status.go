@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // AppStatus is what `docker gordon status` shows for one app.
@@ -36,6 +37,9 @@ type AppStatus struct {
 	// Problems are one line per service that is not serving, or the
 	// unreadable record's error.
 	Problems []string `json:"problems,omitempty"`
+	// Maintenance is the app's maintenance record (SPEC R75; nil: not in
+	// maintenance).
+	Maintenance *routetable.Maintenance `json:"maintenance,omitempty"`
 }
 
 // App states of AppStatus.State.
@@ -126,7 +130,7 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 	if err != nil {
 		return st, err
 	}
-	st.Stopped = intent.Stopped
+	st.Stopped, st.Maintenance = intent.Stopped, intent.Maintenance
 	if d, err := e.Store.LoadDesired(ctx, app); err == nil {
 		st.Desired = d
 	} else if !errors.Is(err, core.ErrNotFound) {

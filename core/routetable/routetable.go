@@ -66,7 +66,13 @@ type HTTPRoute struct {
 	// Allow, when set, are CIDRs or IPs (ParseAllow): a request whose
 	// client address (the peer, or the address a trusted proxy forwarded)
 	// is in none of them gets 403. It is checked before BasicAuth.
-	Allow []string `json:"allow,omitempty"`
+	Allow       []string     `json:"allow,omitempty"`
+	Maintenance *Maintenance `json:"maintenance,omitempty"` // SPEC R75, checked before Allow
+}
+
+type Maintenance struct { // SPEC R75: 503 with Message ("": a default) to clients outside Allow
+	Message string   `json:"message,omitempty"`
+	Allow   []string `json:"allow,omitempty"`
 }
 
 // Hold bounds how long the edge holds requests and connections for a

@@ -96,7 +96,9 @@ type HTTPRoute struct {
 	// basic_auth are htpasswd bcrypt lines "user:$2y$..." (SPEC R73; none: no basic auth).
 	BasicAuth []string `protobuf:"bytes,15,rep,name=basic_auth,json=basicAuth,proto3" json:"basic_auth,omitempty"`
 	// allow are the client CIDRs let in (SPEC R73; none: every client).
-	Allow         []string `protobuf:"bytes,16,rep,name=allow,proto3" json:"allow,omitempty"`
+	Allow []string `protobuf:"bytes,16,rep,name=allow,proto3" json:"allow,omitempty"`
+	// maintenance: the app is in maintenance (SPEC R75; unset: not).
+	Maintenance   *Maintenance `protobuf:"bytes,17,opt,name=maintenance,proto3" json:"maintenance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -215,6 +217,68 @@ func (x *HTTPRoute) GetAllow() []string {
 	return nil
 }
 
+func (x *HTTPRoute) GetMaintenance() *Maintenance {
+	if x != nil {
+		return x.Maintenance
+	}
+	return nil
+}
+
+// Maintenance is an app's maintenance mode on a route (SPEC R75).
+type Maintenance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// message is shown to clients (plain text; "": the edge's default).
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// allow are the client CIDRs proxied normally (none: every client gets 503).
+	Allow         []string `protobuf:"bytes,2,rep,name=allow,proto3" json:"allow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Maintenance) Reset() {
+	*x = Maintenance{}
+	mi := &file_traffic_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Maintenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Maintenance) ProtoMessage() {}
+
+func (x *Maintenance) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Maintenance.ProtoReflect.Descriptor instead.
+func (*Maintenance) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Maintenance) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Maintenance) GetAllow() []string {
+	if x != nil {
+		return x.Allow
+	}
+	return nil
+}
+
 // Hold bounds how long the edge holds a service's traffic (SPEC R58).
 type Hold struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -228,7 +292,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_traffic_proto_msgTypes[2]
+	mi := &file_traffic_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +304,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[2]
+	mi := &file_traffic_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +317,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{2}
+	return file_traffic_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Hold) GetUntilUnixMs() int64 {
@@ -288,7 +352,7 @@ type L4Route struct {
 
 func (x *L4Route) Reset() {
 	*x = L4Route{}
-	mi := &file_traffic_proto_msgTypes[3]
+	mi := &file_traffic_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -300,7 +364,7 @@ func (x *L4Route) String() string {
 func (*L4Route) ProtoMessage() {}
 
 func (x *L4Route) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[3]
+	mi := &file_traffic_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -313,7 +377,7 @@ func (x *L4Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use L4Route.ProtoReflect.Descriptor instead.
 func (*L4Route) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{3}
+	return file_traffic_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *L4Route) GetListen() string {
@@ -376,7 +440,7 @@ type Graph struct {
 
 func (x *Graph) Reset() {
 	*x = Graph{}
-	mi := &file_traffic_proto_msgTypes[4]
+	mi := &file_traffic_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -388,7 +452,7 @@ func (x *Graph) String() string {
 func (*Graph) ProtoMessage() {}
 
 func (x *Graph) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[4]
+	mi := &file_traffic_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -401,7 +465,7 @@ func (x *Graph) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Graph.ProtoReflect.Descriptor instead.
 func (*Graph) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{4}
+	return file_traffic_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Graph) GetHttp() []*HTTPRoute {
@@ -434,7 +498,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_traffic_proto_msgTypes[5]
+	mi := &file_traffic_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +510,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[5]
+	mi := &file_traffic_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +523,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{5}
+	return file_traffic_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ApplyRequest) GetGraph() *Graph {
@@ -478,7 +542,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_traffic_proto_msgTypes[6]
+	mi := &file_traffic_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +554,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[6]
+	mi := &file_traffic_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +567,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{6}
+	return file_traffic_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ApplyResponse) GetGeneration() uint64 {
@@ -524,7 +588,7 @@ type BackendStatus struct {
 
 func (x *BackendStatus) Reset() {
 	*x = BackendStatus{}
-	mi := &file_traffic_proto_msgTypes[7]
+	mi := &file_traffic_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +600,7 @@ func (x *BackendStatus) String() string {
 func (*BackendStatus) ProtoMessage() {}
 
 func (x *BackendStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[7]
+	mi := &file_traffic_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +613,7 @@ func (x *BackendStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendStatus.ProtoReflect.Descriptor instead.
 func (*BackendStatus) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{7}
+	return file_traffic_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BackendStatus) GetAddr() string {
@@ -586,7 +650,7 @@ type ListenerStatus struct {
 
 func (x *ListenerStatus) Reset() {
 	*x = ListenerStatus{}
-	mi := &file_traffic_proto_msgTypes[8]
+	mi := &file_traffic_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +662,7 @@ func (x *ListenerStatus) String() string {
 func (*ListenerStatus) ProtoMessage() {}
 
 func (x *ListenerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[8]
+	mi := &file_traffic_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +675,7 @@ func (x *ListenerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenerStatus.ProtoReflect.Descriptor instead.
 func (*ListenerStatus) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{8}
+	return file_traffic_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListenerStatus) GetAddr() string {
@@ -654,7 +718,7 @@ type TrafficStatus struct {
 
 func (x *TrafficStatus) Reset() {
 	*x = TrafficStatus{}
-	mi := &file_traffic_proto_msgTypes[9]
+	mi := &file_traffic_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -666,7 +730,7 @@ func (x *TrafficStatus) String() string {
 func (*TrafficStatus) ProtoMessage() {}
 
 func (x *TrafficStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[9]
+	mi := &file_traffic_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -679,7 +743,7 @@ func (x *TrafficStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrafficStatus.ProtoReflect.Descriptor instead.
 func (*TrafficStatus) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{9}
+	return file_traffic_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TrafficStatus) GetAppliedGeneration() uint64 {
@@ -742,7 +806,7 @@ type AddCertRequest struct {
 
 func (x *AddCertRequest) Reset() {
 	*x = AddCertRequest{}
-	mi := &file_traffic_proto_msgTypes[10]
+	mi := &file_traffic_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +818,7 @@ func (x *AddCertRequest) String() string {
 func (*AddCertRequest) ProtoMessage() {}
 
 func (x *AddCertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[10]
+	mi := &file_traffic_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +831,7 @@ func (x *AddCertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCertRequest.ProtoReflect.Descriptor instead.
 func (*AddCertRequest) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{10}
+	return file_traffic_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AddCertRequest) GetHost() string {
@@ -800,7 +864,7 @@ type RemoveCertRequest struct {
 
 func (x *RemoveCertRequest) Reset() {
 	*x = RemoveCertRequest{}
-	mi := &file_traffic_proto_msgTypes[11]
+	mi := &file_traffic_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +876,7 @@ func (x *RemoveCertRequest) String() string {
 func (*RemoveCertRequest) ProtoMessage() {}
 
 func (x *RemoveCertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[11]
+	mi := &file_traffic_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +889,7 @@ func (x *RemoveCertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveCertRequest.ProtoReflect.Descriptor instead.
 func (*RemoveCertRequest) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{11}
+	return file_traffic_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RemoveCertRequest) GetHost() string {
@@ -854,7 +918,7 @@ type CertInfo struct {
 
 func (x *CertInfo) Reset() {
 	*x = CertInfo{}
-	mi := &file_traffic_proto_msgTypes[12]
+	mi := &file_traffic_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +930,7 @@ func (x *CertInfo) String() string {
 func (*CertInfo) ProtoMessage() {}
 
 func (x *CertInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[12]
+	mi := &file_traffic_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +943,7 @@ func (x *CertInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertInfo.ProtoReflect.Descriptor instead.
 func (*CertInfo) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{12}
+	return file_traffic_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CertInfo) GetHost() string {
@@ -940,7 +1004,7 @@ type CertList struct {
 
 func (x *CertList) Reset() {
 	*x = CertList{}
-	mi := &file_traffic_proto_msgTypes[13]
+	mi := &file_traffic_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +1016,7 @@ func (x *CertList) String() string {
 func (*CertList) ProtoMessage() {}
 
 func (x *CertList) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[13]
+	mi := &file_traffic_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +1029,7 @@ func (x *CertList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertList.ProtoReflect.Descriptor instead.
 func (*CertList) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{13}
+	return file_traffic_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CertList) GetCerts() []*CertInfo {
@@ -982,7 +1046,7 @@ const file_traffic_proto_rawDesc = "" +
 	"\rtraffic.proto\x12\x10gordon.plugin.v1\x1a\fcommon.proto\";\n" +
 	"\aBackend\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1c\n" +
-	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xfc\x02\n" +
+	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xbd\x03\n" +
 	"\tHTTPRoute\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
@@ -997,7 +1061,11 @@ const file_traffic_proto_rawDesc = "" +
 	"\x04hsts\x18\x0e \x01(\tR\x04hsts\x12\x1d\n" +
 	"\n" +
 	"basic_auth\x18\x0f \x03(\tR\tbasicAuth\x12\x14\n" +
-	"\x05allow\x18\x10 \x03(\tR\x05allow\"@\n" +
+	"\x05allow\x18\x10 \x03(\tR\x05allow\x12?\n" +
+	"\vmaintenance\x18\x11 \x01(\v2\x1d.gordon.plugin.v1.MaintenanceR\vmaintenance\"=\n" +
+	"\vMaintenance\x12\x18\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x12\x14\n" +
+	"\x05allow\x18\x02 \x03(\tR\x05allow\"@\n" +
 	"\x04Hold\x12\"\n" +
 	"\runtil_unix_ms\x18\x01 \x01(\x03R\vuntilUnixMs\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xe8\x01\n" +
@@ -1075,57 +1143,59 @@ func file_traffic_proto_rawDescGZIP() []byte {
 	return file_traffic_proto_rawDescData
 }
 
-var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_traffic_proto_goTypes = []any{
 	(*Backend)(nil),           // 0: gordon.plugin.v1.Backend
 	(*HTTPRoute)(nil),         // 1: gordon.plugin.v1.HTTPRoute
-	(*Hold)(nil),              // 2: gordon.plugin.v1.Hold
-	(*L4Route)(nil),           // 3: gordon.plugin.v1.L4Route
-	(*Graph)(nil),             // 4: gordon.plugin.v1.Graph
-	(*ApplyRequest)(nil),      // 5: gordon.plugin.v1.ApplyRequest
-	(*ApplyResponse)(nil),     // 6: gordon.plugin.v1.ApplyResponse
-	(*BackendStatus)(nil),     // 7: gordon.plugin.v1.BackendStatus
-	(*ListenerStatus)(nil),    // 8: gordon.plugin.v1.ListenerStatus
-	(*TrafficStatus)(nil),     // 9: gordon.plugin.v1.TrafficStatus
-	(*AddCertRequest)(nil),    // 10: gordon.plugin.v1.AddCertRequest
-	(*RemoveCertRequest)(nil), // 11: gordon.plugin.v1.RemoveCertRequest
-	(*CertInfo)(nil),          // 12: gordon.plugin.v1.CertInfo
-	(*CertList)(nil),          // 13: gordon.plugin.v1.CertList
-	(*DescribeRequest)(nil),   // 14: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),             // 15: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),  // 16: gordon.plugin.v1.DescribeResponse
+	(*Maintenance)(nil),       // 2: gordon.plugin.v1.Maintenance
+	(*Hold)(nil),              // 3: gordon.plugin.v1.Hold
+	(*L4Route)(nil),           // 4: gordon.plugin.v1.L4Route
+	(*Graph)(nil),             // 5: gordon.plugin.v1.Graph
+	(*ApplyRequest)(nil),      // 6: gordon.plugin.v1.ApplyRequest
+	(*ApplyResponse)(nil),     // 7: gordon.plugin.v1.ApplyResponse
+	(*BackendStatus)(nil),     // 8: gordon.plugin.v1.BackendStatus
+	(*ListenerStatus)(nil),    // 9: gordon.plugin.v1.ListenerStatus
+	(*TrafficStatus)(nil),     // 10: gordon.plugin.v1.TrafficStatus
+	(*AddCertRequest)(nil),    // 11: gordon.plugin.v1.AddCertRequest
+	(*RemoveCertRequest)(nil), // 12: gordon.plugin.v1.RemoveCertRequest
+	(*CertInfo)(nil),          // 13: gordon.plugin.v1.CertInfo
+	(*CertList)(nil),          // 14: gordon.plugin.v1.CertList
+	(*DescribeRequest)(nil),   // 15: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),             // 16: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),  // 17: gordon.plugin.v1.DescribeResponse
 }
 var file_traffic_proto_depIdxs = []int32{
 	0,  // 0: gordon.plugin.v1.HTTPRoute.backends:type_name -> gordon.plugin.v1.Backend
-	2,  // 1: gordon.plugin.v1.HTTPRoute.hold:type_name -> gordon.plugin.v1.Hold
-	2,  // 2: gordon.plugin.v1.L4Route.hold:type_name -> gordon.plugin.v1.Hold
-	0,  // 3: gordon.plugin.v1.L4Route.backends:type_name -> gordon.plugin.v1.Backend
-	1,  // 4: gordon.plugin.v1.Graph.http:type_name -> gordon.plugin.v1.HTTPRoute
-	3,  // 5: gordon.plugin.v1.Graph.tcp:type_name -> gordon.plugin.v1.L4Route
-	3,  // 6: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
-	4,  // 7: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
-	7,  // 8: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
-	8,  // 9: gordon.plugin.v1.TrafficStatus.listeners:type_name -> gordon.plugin.v1.ListenerStatus
-	12, // 10: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
-	14, // 11: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	5,  // 12: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
-	15, // 13: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
-	15, // 14: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
-	10, // 15: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
-	11, // 16: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
-	15, // 17: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
-	16, // 18: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	6,  // 19: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
-	9,  // 20: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
-	4,  // 21: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
-	12, // 22: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
-	15, // 23: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
-	13, // 24: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	3,  // 1: gordon.plugin.v1.HTTPRoute.hold:type_name -> gordon.plugin.v1.Hold
+	2,  // 2: gordon.plugin.v1.HTTPRoute.maintenance:type_name -> gordon.plugin.v1.Maintenance
+	3,  // 3: gordon.plugin.v1.L4Route.hold:type_name -> gordon.plugin.v1.Hold
+	0,  // 4: gordon.plugin.v1.L4Route.backends:type_name -> gordon.plugin.v1.Backend
+	1,  // 5: gordon.plugin.v1.Graph.http:type_name -> gordon.plugin.v1.HTTPRoute
+	4,  // 6: gordon.plugin.v1.Graph.tcp:type_name -> gordon.plugin.v1.L4Route
+	4,  // 7: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
+	5,  // 8: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
+	8,  // 9: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
+	9,  // 10: gordon.plugin.v1.TrafficStatus.listeners:type_name -> gordon.plugin.v1.ListenerStatus
+	13, // 11: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
+	15, // 12: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	6,  // 13: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
+	16, // 14: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
+	16, // 15: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
+	11, // 16: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
+	12, // 17: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
+	16, // 18: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
+	17, // 19: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	7,  // 20: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
+	10, // 21: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
+	5,  // 22: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
+	13, // 23: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
+	16, // 24: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
+	14, // 25: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_traffic_proto_init() }
@@ -1140,7 +1210,7 @@ func file_traffic_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_traffic_proto_rawDesc), len(file_traffic_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -56,3 +56,17 @@ func TestR73_GraphRoundTripKeepsAccessRulesAndHSTS(t *testing.T) {
 	back := graphFromProto(graphToProto(g))
 	assert.Equal(t, g.HTTP, back.HTTP)
 }
+
+// R75: a route's maintenance (message and allow) crosses the plugin
+// protocol; without it the edge would serve the host as usual.
+func TestR75_GraphRoundTripKeepsMaintenance(t *testing.T) {
+	g := routetable.Graph{HTTP: []routetable.HTTPRoute{
+		{Host: "a.example", App: "blog", Service: "web",
+			Backends:    []routetable.Backend{{Addr: "127.0.0.1:30001", Container: "c1"}},
+			Maintenance: &routetable.Maintenance{Message: "back <soon>", Allow: []string{"10.0.0.0/8", "::1/128"}}},
+		{Host: "b.example", App: "blog", Service: "web", Stopped: true, Maintenance: &routetable.Maintenance{}},
+		{Host: "c.example", App: "shop", Service: "web", Backends: []routetable.Backend{{Addr: "127.0.0.1:30002", Container: "c2"}}},
+	}}
+	back := graphFromProto(graphToProto(g))
+	assert.Equal(t, g.HTTP, back.HTTP)
+}
