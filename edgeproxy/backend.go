@@ -48,6 +48,8 @@ type backend struct {
 	// unreferencedSince is set (unix nanos) when the last snapshot stopped
 	// routing to addr; 0 while referenced. Guarded by registry.mu.
 	unreferencedSince int64
+	// health is its passive health (ejection, health.go).
+	health health
 }
 
 // registry owns every backend the edge has routed to recently, keyed by
@@ -72,6 +74,9 @@ type registry struct {
 	// idleTimeout closes kept-alive backend connections idle this long
 	// (Config.BackendIdleTimeout; set before the first snapshot).
 	idleTimeout time.Duration
+	// ejectBase and ejectMax bound passive-health ejections (health.go;
+	// set before the first snapshot).
+	ejectBase, ejectMax time.Duration
 }
 
 // defaultBackendIdleTimeout is Config.BackendIdleTimeout's default.
@@ -89,6 +94,8 @@ func newRegistry(dialTimeout time.Duration, trusted []netip.Prefix, logger hclog
 		errorLog:    logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		trusted:     trusted,
 		idleTimeout: defaultBackendIdleTimeout,
+		ejectBase:   defaultEjectBase,
+		ejectMax:    defaultEjectMax,
 	}
 }
 
@@ -156,12 +163,20 @@ func (r *registry) retain(referenced map[string]struct{}, now time.Time) {
 }
 
 // status returns the live counters of every registered backend, sorted by
-// address.
+// address, with the end and reason of a current ejection (health.go).
 func (r *registry) status() []routetable.BackendStatus {
+	now := time.Now().UnixNano()
 	r.mu.Lock()
 	out := make([]routetable.BackendStatus, 0, len(r.backends))
 	for addr, b := range r.backends {
-		out = append(out, routetable.BackendStatus{Addr: addr, InFlight: b.inFlight.Load(), OpenConns: b.openConns.Load()})
+		bs := routetable.BackendStatus{Addr: addr, InFlight: b.inFlight.Load(), OpenConns: b.openConns.Load()}
+		if until := b.health.until.Load(); until > now {
+			bs.EjectedUntil = time.UnixMilli(until / 1e6).UTC()
+			if p := b.health.reason.Load(); p != nil {
+				bs.EjectReason = *p
+			}
+		}
+		out = append(out, bs)
 	}
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
@@ -203,6 +218,7 @@ func (r *registry) newBackend(addr string) *backend {
 	}
 	b := &backend{addr: addr, transport: newFastTransport(addr, r.dialTimeout, tr)}
 	b.transport.idleTimeout = r.idleTimeout
+	b.health.base, b.health.max = r.ejectBase, r.ejectMax
 	b.proxy = r.newProxy(b, r.defaultTM)
 	return b
 }
@@ -387,6 +403,9 @@ func (r *registry) proxyError(w http.ResponseWriter, req *http.Request, addr str
 		}
 	}
 	code, what := classifyProxyError(req.Context(), err)
+	if code != 0 && sw != nil && sw.rt != nil && r.deferForRetry(sw, req, err) {
+		return // serveHTTP sends the request again to another instance
+	}
 	if code == 0 {
 		// The client went away (net/http also takes a client that shut
 		// its write side for gone). Returning would let net/http answer
@@ -481,4 +500,29 @@ func informationalBudget() *httptrace.ClientTrace {
 			return nil
 		},
 	}
+}
+
+// deferForRetry applies passive health (R21) to a failed ServeHTTP
+// exchange: it ejects the backend when err says it failed and reports
+// whether the request goes once to another instance instead of the error
+// page (nothing answered yet, no body, not an upgrade, not retried, and
+// another instance not ejected); serveHTTP then retries with
+// sw.retryErr.
+func (r *registry) deferForRetry(sw *statusWriter, req *http.Request, err error) bool {
+	reason := ejectReason(err, false)
+	if reason == "" {
+		return false
+	}
+	rt := sw.rt
+	if sw.idx >= len(rt.backends) || rt.backends[sw.idx].addr != req.URL.Host {
+		return false
+	}
+	rt.eject(r, sw.idx, reason)
+	if sw.retried || sw.code != 0 || sw.guard != nil || isUpgrade(req) ||
+		!retryable(req.Method, req.ContentLength != 0) ||
+		rt.other(sw.idx, time.Now().UnixNano()) < 0 {
+		return false
+	}
+	sw.retryErr = err
+	return true
 }

@@ -333,6 +333,9 @@ type h1Exchange struct {
 	reused bool
 	err    error
 	rhLeft time.Duration
+	// retried is set once the request went to another instance after its
+	// first failed (failover; at most once).
+	retried bool
 	// acc is what the access log takes from the request (accesslog.go).
 	acc exchangeAccess
 }

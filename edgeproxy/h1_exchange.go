@@ -84,6 +84,9 @@ func (s *Server) finishH1(hc *h1Conn, ex *h1Exchange) bool {
 	var keep bool
 	ex.acc = exchangeAccess{hc: hc}
 	hc.bodyMark = -1
+	if ex.err != nil && s.failover(ex, ex.err, false) {
+		ex.err = nil // an event loop's failure: retried on another instance
+	}
 	if ex.err != nil {
 		code, proxyErr, keep = s.h1ProxyError(hc, ex.rt, ex.b, ex.err)
 	} else {
@@ -136,6 +139,10 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 			}
 		} else {
 			if fc, reused, err = t.get(ctx, rt.timeouts.dial, attempt == 0); err != nil {
+				if s.failover(ex, err, true) {
+					b, t, attempt = ex.b, ex.b.transport, -1
+					continue
+				}
 				return s.h1ProxyError(hc, rt, b, err)
 			}
 			hc.writeOutgoing(fc.bw)
@@ -158,6 +165,10 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 			timedOut := errors.As(err, &ne) && ne.Timeout()
 			if reused && attempt == 0 && !timedOut && !resp.started {
 				continue // a kept-alive connection the backend had closed
+			}
+			if !resp.started && s.failover(ex, err, false) {
+				b, t, attempt = ex.b, ex.b.transport, -1
+				continue
 			}
 			return s.h1ProxyError(hc, rt, b, err)
 		}
@@ -299,4 +310,36 @@ func writeRequestID(bw *bufio.Writer, id *requestIDBuf) {
 	id.n = uint8(copy(id.b[:], buf[len("X-Request-Id: "):]))
 	buf = append(buf, "\r\n"...)
 	_, _ = bw.Write(buf)
+}
+
+// failover applies passive health (R21) to ex's failed exchange: the
+// backend is ejected when err says it failed (ejectReason; dial: err is a
+// connect failure) and, on the first failure only, ex moves to another
+// instance not ejected (its in-flight counts with it) and failover reports
+// true: the caller sends the request again. Only requests without a body
+// reach here (GET and HEAD on the fast paths), so any may be retried.
+func (s *Server) failover(ex *h1Exchange, err error, dial bool) bool {
+	reason := ejectReason(err, dial)
+	if reason == "" {
+		return false
+	}
+	ex.rt.eject(s.reg, ex.i, reason)
+	if ex.retried {
+		return false
+	}
+	j := ex.rt.other(ex.i, time.Now().UnixNano())
+	if j < 0 {
+		return false
+	}
+	ex.retried = true
+	if s.reg.metrics != nil {
+		s.reg.metrics.retried(ex.b.addr)
+	}
+	s.logger.Debug("request retried on another instance", "from", ex.b.addr, "to", ex.rt.backends[j].addr, "error", err)
+	ex.b.inFlight.Add(-1)
+	ex.rt.metrics[ex.i].inFlight.Dec()
+	ex.i, ex.b = j, ex.rt.backends[j]
+	ex.b.inFlight.Add(1)
+	ex.rt.metrics[j].inFlight.Inc()
+	return true
 }

@@ -163,6 +163,10 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 		}
 		fc, reused, err := t.get(st.c.ctx, rt.timeouts.dial, attempt == 0)
 		if err != nil {
+			if st.c.s.failover(ex, err, true) {
+				b, t, attempt = ex.b, ex.b.transport, -1
+				continue
+			}
 			return st.fastError(rt, b, err, head)
 		}
 		st.c.writeUpstreamHead(fc.bw, method, path, authority, fields, &ex.acc.genID)
@@ -184,6 +188,10 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 			var ne net.Error
 			timedOut := errors.As(err, &ne) && ne.Timeout()
 			if reused && attempt == 0 && !timedOut && !resp.started {
+				continue
+			}
+			if !resp.started && st.c.s.failover(ex, err, false) {
+				b, t, attempt = ex.b, ex.b.transport, -1
 				continue
 			}
 			return st.fastError(rt, b, err, head)

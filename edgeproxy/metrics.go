@@ -39,6 +39,10 @@ type metrics struct {
 	generation   prometheus.Gauge
 	loopRequests prometheus.Counter
 	loopHandoffs prometheus.Counter
+	// ejections counts passive-health ejections by backend and reason,
+	// retries the requests sent again to another instance (health.go).
+	ejections *prometheus.CounterVec
+	retries   *prometheus.CounterVec
 	// access is the access log every routeMetrics writes to (nil: off).
 	access *accessLog
 }
@@ -83,8 +87,17 @@ func newMetrics() *metrics {
 			Namespace: "gordon_edge", Name: "event_loop_handoffs_total",
 			Help: "Client connections an event loop handed to a goroutine (a request or answer it does not serve whole, a slow client).",
 		}),
+		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "gordon_edge", Name: "backend_ejections_total",
+			Help: "Times a backend (instance) was ejected by passive health, by reason.",
+		}, []string{"backend", "reason"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "gordon_edge", Name: "backend_retries_total",
+			Help: "Requests and TCP connects sent again to another instance after this backend failed before any response byte.",
+		}, []string{"backend"}),
 	}
 	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.proxyErrs, m.unrouted, m.held, m.generation, m.loopRequests, m.loopHandoffs,
+		m.ejections, m.retries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -147,6 +160,18 @@ func (m *metrics) forget(backend string) {
 	m.duration.DeletePartialMatch(l)
 	m.inFlight.DeletePartialMatch(l)
 	m.proxyErrs.DeletePartialMatch(l)
+	m.ejections.DeletePartialMatch(l)
+	m.retries.DeletePartialMatch(l)
+}
+
+// ejected counts an ejection of backend for reason.
+func (m *metrics) ejected(backend, reason string) {
+	m.ejections.WithLabelValues(backend, reason).Inc()
+}
+
+// retried counts a request (or connect) retried away from backend.
+func (m *metrics) retried(backend string) {
+	m.retries.WithLabelValues(backend).Inc()
 }
 
 // statusWriter records the status a handler wrote, and whether the edge
@@ -169,6 +194,12 @@ type statusWriter struct {
 	// when sized; whole once it is written whole.
 	left         int64
 	sized, whole bool
+	// idx is the request's backend (into rt.backends); retryErr the
+	// failure the error handler left for a retry on another instance
+	// (nil: none), retried set once it was retried (health.go).
+	idx      int
+	retryErr error
+	retried  bool
 }
 
 var statusWriterPool = sync.Pool{New: func() any { return new(statusWriter) }}

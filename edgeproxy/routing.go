@@ -101,7 +101,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		counter.Add(-1)
 	}
-	defer counter.Add(-1)
+	defer func() { counter.Add(-1) }() // counter moves on a retry
 	if rt.guard != nil && rt.guard.users != nil {
 		r.Header.Del("Authorization") // the backend never sees the password (R73)
 	}
@@ -135,7 +135,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		*sw = statusWriter{}
 		statusWriterPool.Put(sw)
 	}()
+	sw.idx = i
 	rt.proxies[i].ServeHTTP(sw, r)
+	if sw.retryErr != nil {
+		s.retryServeHTTP(sw, r, &counter, &rm)
+	}
 }
 
 // hostEntry is a cached wildcard resolution (route nil: no route) valid for

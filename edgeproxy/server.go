@@ -140,6 +140,11 @@ type Config struct {
 	// this long (default 90 s); idle connections are swept every
 	// PollInterval, not only when a request looks for one.
 	BackendIdleTimeout time.Duration
+	// EjectBase is how long passive health first ejects an instance that
+	// failed (a connect failure, a reset before any response byte, a
+	// response header timeout; SPEC R21), EjectMax the cap of the
+	// doubling on repeated ejections (0: 10 s and 80 s).
+	EjectBase, EjectMax time.Duration
 	// UDPIdleTimeout expires a UDP client session after this long without a
 	// datagram in either direction (default 30 s).
 	UDPIdleTimeout time.Duration
@@ -282,6 +287,12 @@ func New(cfg Config) *Server {
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
 	s.reg.defaultTM = routeTimeouts{responseHeader: cfg.ResponseTimeout}
 	s.reg.idleTimeout = cfg.BackendIdleTimeout
+	if cfg.EjectBase > 0 {
+		s.reg.ejectBase = cfg.EjectBase
+	}
+	if cfg.EjectMax > 0 {
+		s.reg.ejectMax = max(cfg.EjectMax, s.reg.ejectBase)
+	}
 	s.reg.metrics = s.metrics
 	hosts, err := ristretto.NewCache(&ristretto.Config[string, hostEntry]{
 		NumCounters:        10 * hostCacheEntries,

@@ -68,12 +68,17 @@ type httpRoute struct {
 }
 
 // pick returns the index of the backend for one request (into backends,
-// proxies and metrics).
+// proxies and metrics): round-robin, skipping ejected backends (health.go;
+// the healthy case costs one atomic load and no clock read).
 func (r *httpRoute) pick() int {
 	if len(r.backends) == 1 {
 		return 0
 	}
-	return int(r.next.Add(1) % uint64(len(r.backends)))
+	i := int(r.next.Add(1) % uint64(len(r.backends)))
+	if r.backends[i].health.until.Load() != 0 {
+		i = r.healthy(i, time.Now().UnixNano())
+	}
+	return i
 }
 
 // buildSnapshot builds the snapshot of a validated table t, taking backends

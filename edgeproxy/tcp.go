@@ -57,7 +57,7 @@ type tcpTarget struct {
 }
 
 // pick returns the backend for one new connection, round-robin over the
-// route's instances; nil while held.
+// route's instances not ejected (health.go); nil while held.
 func (tg *tcpTarget) pick() *backend {
 	switch len(tg.backends) {
 	case 0:
@@ -65,7 +65,30 @@ func (tg *tcpTarget) pick() *backend {
 	case 1:
 		return tg.backends[0]
 	}
-	return tg.backends[(tg.next.Add(1)-1)%uint64(len(tg.backends))]
+	n := len(tg.backends)
+	i := int((tg.next.Add(1) - 1) % uint64(n))
+	if tg.backends[i].health.until.Load() == 0 {
+		return tg.backends[i]
+	}
+	now := time.Now().UnixNano()
+	for k := 0; k < n; k++ {
+		if b := tg.backends[(i+k)%n]; !b.health.ejected(now) {
+			return b
+		}
+	}
+	return tg.backends[i] // all ejected: round-robin over them
+}
+
+// ejectable reports whether b may be ejected: another instance of the
+// target is not ejected (never the last one, health.go).
+func (tg *tcpTarget) ejectable(b *backend) bool {
+	now := time.Now().UnixNano()
+	for _, o := range tg.backends {
+		if o != b && !o.health.ejected(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // retarget makes tg the listener's target and wakes the connections held

@@ -259,9 +259,17 @@ func (s *tcpSession) dial() (net.Conn, error) {
 		return up, nil
 	}
 	s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)
+	// Passive health (R21): the instance that refused is ejected (never
+	// the last one) and the connect tries the next instance.
+	if tg := s.l.target.Load(); tg != nil && tg.ejectable(s.b) {
+		s.t.reg.eject(s.b, time.Now().UnixNano(), ejectConnect, "", s.l.listen)
+	}
 	_, nb := acquireTCP(s.l)
 	if nb == nil {
 		return nil, err
+	}
+	if nb != s.b && s.t.reg.metrics != nil {
+		s.t.reg.metrics.retried(s.b.addr)
 	}
 	if nb == s.b {
 		releaseTCP(nb)

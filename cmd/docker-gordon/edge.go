@@ -70,7 +70,7 @@ func newEdgeStatusCommand(env *cliEnv) *cobra.Command {
 	var format string
 	status := &cobra.Command{
 		Use:   "status",
-		Short: "Show the edge system container (if any) and what the edge applied: generation, listeners, per-backend in-flight counts",
+		Short: "Show the edge system container (if any) and what the edge applied: generation, listeners, per-backend in-flight counts and passive-health ejections",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var view edgeStatusView
@@ -98,7 +98,7 @@ func newEdgeStatusCommand(env *cliEnv) *cobra.Command {
 
 // renderEdgeStatus writes `edge status` as text: the container, whether
 // the edge answers, the applied generation, listeners, the last error and
-// one line per backend.
+// one line per backend (with its passive-health ejection, if any).
 func renderEdgeStatus(w io.Writer, view edgeStatusView) error {
 	if view.Container != nil {
 		if err := renderSystemStatus(w, *view.Container); err != nil {
@@ -121,7 +121,7 @@ func renderEdgeStatus(w io.Writer, view edgeStatusView) error {
 		fmt.Fprintf(w, "last error: %s\n", view.Error)
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "BACKEND\tSTATE\tIN-FLIGHT\tOPEN")
+	fmt.Fprintln(tw, "BACKEND\tSTATE\tIN-FLIGHT\tOPEN\tEJECTED")
 	idle := 0
 	for _, b := range view.Backends {
 		state := "routed"
@@ -134,7 +134,12 @@ func renderEdgeStatus(w io.Writer, view edgeStatusView) error {
 			}
 			state = "retired"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", b.Addr, state, b.InFlight, b.OpenConns)
+		ejected := "-"
+		if !b.EjectedUntil.IsZero() {
+			// Passive health (R21): out of the rotation until then.
+			ejected = fmt.Sprintf("until %s (%s)", b.EjectedUntil.Local().Format(time.TimeOnly), b.EjectReason)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", b.Addr, state, b.InFlight, b.OpenConns, ejected)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,4 +32,24 @@ func TestEdgeStatus_IdleRetiredBackendsAreSummed(t *testing.T) {
 	assert.NotContains(t, s, "127.0.0.1:4003")
 	assert.NotContains(t, s, "127.0.0.1:4004")
 	assert.Contains(t, s, "2 retired backends idle (listed by --format json)")
+}
+
+// edge status shows an ejected instance (SPEC R21): until when and why, in
+// text and in --format json.
+func TestR21_EdgeStatusShowsEjections(t *testing.T) {
+	until := time.Date(2026, 12, 2, 12, 4, 31, 0, time.UTC)
+	view := edgeStatusView{Live: true, AppliedGeneration: 3, Backends: []routetable.BackendStatus{
+		{Addr: "172.18.0.2:8080"},
+		{Addr: "172.18.0.3:8080", EjectedUntil: until, EjectReason: "connect failed"},
+	}}
+	var out bytes.Buffer
+	require.NoError(t, renderEdgeStatus(&out, view))
+	s := out.String()
+	assert.Contains(t, s, "EJECTED")
+	assert.Regexp(t, `172\.18\.0\.2:8080\s+routed\s+0\s+0\s+-`, s)
+	assert.Regexp(t, `172\.18\.0\.3:8080\s+routed\s+0\s+0\s+until `+until.Local().Format(time.TimeOnly)+` \(connect failed\)`, s)
+	data, err := json.Marshal(view)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"ejected_until":"2026-12-02T12:04:31Z","eject_reason":"connect failed"`)
+	assert.Equal(t, 1, strings.Count(string(data), "ejected_until"), "an admitted backend has no ejection fields")
 }

@@ -169,4 +169,10 @@ type BackendStatus struct {
 	Addr      string `json:"addr"`
 	InFlight  int64  `json:"in_flight"`
 	OpenConns int64  `json:"open_conns"`
+	// EjectedUntil is the end of the backend's current passive-health
+	// ejection (zero: admitted; SPEC R21), EjectReason why it was
+	// ejected ("connect failed", "reset before response", "response
+	// header timeout").
+	EjectedUntil time.Time `json:"ejected_until,omitzero"`
+	EjectReason  string    `json:"eject_reason,omitempty"`
 }

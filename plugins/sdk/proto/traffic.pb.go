@@ -578,10 +578,16 @@ func (x *ApplyResponse) GetGeneration() uint64 {
 }
 
 type BackendStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Addr          string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`
-	InFlight      int64                  `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	OpenConns     int64                  `protobuf:"varint,3,opt,name=open_conns,json=openConns,proto3" json:"open_conns,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Addr      string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`
+	InFlight  int64                  `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	OpenConns int64                  `protobuf:"varint,3,opt,name=open_conns,json=openConns,proto3" json:"open_conns,omitempty"`
+	// ejected_until_unix_ms: end of the backend's passive-health ejection
+	// (0: admitted; SPEC R21). Optional: older edges leave it 0.
+	EjectedUntilUnixMs int64 `protobuf:"varint,4,opt,name=ejected_until_unix_ms,json=ejectedUntilUnixMs,proto3" json:"ejected_until_unix_ms,omitempty"`
+	// eject_reason: why it was ejected ("connect failed", "reset before
+	// response", "response header timeout"; "" when admitted).
+	EjectReason   string `protobuf:"bytes,5,opt,name=eject_reason,json=ejectReason,proto3" json:"eject_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -635,6 +641,20 @@ func (x *BackendStatus) GetOpenConns() int64 {
 		return x.OpenConns
 	}
 	return 0
+}
+
+func (x *BackendStatus) GetEjectedUntilUnixMs() int64 {
+	if x != nil {
+		return x.EjectedUntilUnixMs
+	}
+	return 0
+}
+
+func (x *BackendStatus) GetEjectReason() string {
+	if x != nil {
+		return x.EjectReason
+	}
+	return ""
 }
 
 type ListenerStatus struct {
@@ -1087,12 +1107,14 @@ const file_traffic_proto_rawDesc = "" +
 	"\rApplyResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
-	"generation\"_\n" +
+	"generation\"\xb5\x01\n" +
 	"\rBackendStatus\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x1d\n" +
 	"\n" +
-	"open_conns\x18\x03 \x01(\x03R\topenConns\"P\n" +
+	"open_conns\x18\x03 \x01(\x03R\topenConns\x121\n" +
+	"\x15ejected_until_unix_ms\x18\x04 \x01(\x03R\x12ejectedUntilUnixMs\x12!\n" +
+	"\feject_reason\x18\x05 \x01(\tR\vejectReason\"P\n" +
 	"\x0eListenerStatus\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x14\n" +
 	"\x05proto\x18\x02 \x01(\tR\x05proto\x12\x14\n" +

@@ -84,7 +84,11 @@ func statusToProto(s core.TrafficStatus) *pb.TrafficStatus {
 		out.UpdatedAtUnixMs = s.UpdatedAt.UnixMilli()
 	}
 	for _, b := range s.Backends {
-		out.Backends = append(out.Backends, &pb.BackendStatus{Addr: b.Addr, InFlight: b.InFlight, OpenConns: b.OpenConns})
+		pbs := &pb.BackendStatus{Addr: b.Addr, InFlight: b.InFlight, OpenConns: b.OpenConns, EjectReason: b.EjectReason}
+		if !b.EjectedUntil.IsZero() {
+			pbs.EjectedUntilUnixMs = b.EjectedUntil.UnixMilli()
+		}
+		out.Backends = append(out.Backends, pbs)
 	}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, &pb.ListenerStatus{Addr: l.Addr, Proto: l.Proto, Error: l.Error})
@@ -98,7 +102,11 @@ func statusFromProto(p *pb.TrafficStatus) core.TrafficStatus {
 		out.UpdatedAt = time.UnixMilli(ms).UTC()
 	}
 	for _, b := range p.GetBackends() {
-		out.Backends = append(out.Backends, routetable.BackendStatus{Addr: b.GetAddr(), InFlight: b.GetInFlight(), OpenConns: b.GetOpenConns()})
+		bs := routetable.BackendStatus{Addr: b.GetAddr(), InFlight: b.GetInFlight(), OpenConns: b.GetOpenConns(), EjectReason: b.GetEjectReason()}
+		if ms := b.GetEjectedUntilUnixMs(); ms != 0 {
+			bs.EjectedUntil = time.UnixMilli(ms).UTC()
+		}
+		out.Backends = append(out.Backends, bs)
 	}
 	for _, l := range p.GetListeners() {
 		out.Listeners = append(out.Listeners, routetable.ListenerStatus{Addr: l.GetAddr(), Proto: l.GetProto(), Error: l.GetError()})

@@ -70,3 +70,14 @@ func TestR75_GraphRoundTripKeepsMaintenance(t *testing.T) {
 	back := graphFromProto(graphToProto(g))
 	assert.Equal(t, g.HTTP, back.HTTP)
 }
+
+func TestR21_StatusRoundTripKeepsEjections(t *testing.T) {
+	until := time.UnixMilli(1_780_000_000_123).UTC()
+	st := core.TrafficStatus{AppliedGeneration: 4, Backends: []routetable.BackendStatus{
+		{Addr: "172.18.0.2:8080", InFlight: 1},
+		{Addr: "172.18.0.3:8080", EjectedUntil: until, EjectReason: "connect failed"},
+	}}
+	got := statusFromProto(statusToProto(st))
+	assert.Equal(t, st, got)
+	assert.True(t, got.Backends[0].EjectedUntil.IsZero(), "an admitted backend stays admitted")
+}
