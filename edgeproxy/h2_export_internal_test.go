@@ -9,3 +9,11 @@ func SetH2StallTimeout(d time.Duration) (restore func()) {
 	h2StallTimeout = d
 	return func() { h2StallTimeout = old }
 }
+
+// SetTCPDialRetryHook sets tcpDialRetryHook for a test (call it before the
+// edge starts); the returned func restores it.
+func SetTCPDialRetryHook(h func()) (restore func()) {
+	old := tcpDialRetryHook
+	tcpDialRetryHook = h
+	return func() { tcpDialRetryHook = old }
+}

@@ -24,6 +24,14 @@ const (
 	// (decision 16's drain waits for it): a protocol whose server never
 	// speaks first nor answers stops holding the drain after it.
 	tcpAnswerWait = 2 * time.Second
+	// tcpDialRetryWindow bounds how long a new connection whose every
+	// connect failed (refused, unreachable) keeps trying the listener's
+	// current target, waiting tcpDialRetryFirst, then twice as long each
+	// time, before the client is closed: an instance that is starting to
+	// listen or a route that is being switched costs the client a short
+	// wait instead of a reset (the zero-refused rule for TCP, R67).
+	tcpDialRetryWindow = time.Second
+	tcpDialRetryFirst  = 25 * time.Millisecond
 )
 
 // acquireTCP picks the listener's current target and a backend of it for
@@ -249,10 +257,51 @@ func closeWrite(c net.Conn) {
 	}
 }
 
+// tcpDialRetryHook, when set (tests, before any relay runs), is called
+// each time a connection's connects all failed and it waits to retry.
+var tcpDialRetryHook func()
+
 // dial connects the session to its backend; when that fails and the
 // listener has moved on to another backend, the connection goes there
-// instead (SPEC R67).
+// instead (SPEC R67). When every connect fails it tries the listener's
+// current target again, after 25, 50, 100… ms, for tcpDialRetryWindow,
+// and returns the last error only then.
 func (s *tcpSession) dial() (net.Conn, error) {
+	deadline := time.Now().Add(tcpDialRetryWindow)
+	wait := tcpDialRetryFirst
+	for {
+		up, err := s.dialOnce()
+		if err == nil || time.Now().Add(wait).After(deadline) || peerClosed(s.client) {
+			return up, err
+		}
+		if h := tcpDialRetryHook; h != nil {
+			h()
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-s.t.done:
+			timer.Stop()
+			return nil, err
+		}
+		// The listener's target may have moved on meanwhile (a switch,
+		// a readmitted instance): the next attempt goes to its pick.
+		_, nb := acquireTCP(s.l)
+		if nb == nil {
+			return nil, err
+		}
+		if nb == s.b {
+			releaseTCP(nb)
+		} else {
+			s.moveTo(nb)
+		}
+		wait *= 2
+	}
+}
+
+// dialOnce is one connect of the session to its backend, and, when that
+// fails, to the listener's next instance (R21 ejection, R67).
+func (s *tcpSession) dialOnce() (net.Conn, error) {
 	up, err := net.DialTimeout("tcp", s.b.addr, s.t.dialTimeout)
 	if err == nil {
 		s.dialed = time.Now()

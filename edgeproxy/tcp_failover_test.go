@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 )
 
 // closingTCP is a backend that accepts a connection, reports it on accepted,
@@ -331,4 +332,41 @@ func TestDecision16_SilentTCPConnectionStopsCountingInFlight(t *testing.T) {
 	e.waitLive(t, 3*time.Second, func(st routetable.Status) bool { return backendInFlight(st, be) == 1 })
 	st := e.waitLive(t, 5*time.Second, func(st routetable.Status) bool { return backendInFlight(st, be) == 0 })
 	assert.Equal(t, int64(1), openConns(st, be))
+}
+
+// R67 (zero refused): a new connection whose backend refuses the connect
+// is not reset at once; it keeps trying the listener's current target
+// for a bounded window, so a route switched meanwhile (or an instance
+// that starts listening) serves it. On a refusal the old relay closed
+// the client, which then read a reset.
+func TestR67_TCPRefusedConnectWaitsForTheNextTarget(t *testing.T) {
+	retrying := make(chan struct{}, 64)
+	defer edgeproxy.SetTCPDialRetryHook(func() {
+		select {
+		case retrying <- struct{}{}:
+		default:
+		}
+	})()
+	e := startEdge(t)
+	dead := freePort(t) // nothing listens here: connects are refused
+	live := echoTCP(t, "new")
+	listen := freePort(t)
+	e.publish(t, tcpTable(1, tcpRoute(listen, dead)))
+
+	c, err := net.Dial("tcp", listen)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, "ping\n")
+	require.NoError(t, err)
+	select {
+	case <-retrying: // the connect to dead was refused; the relay waits
+	case <-time.After(5 * time.Second):
+		t.Fatal("the relay never retried the refused connect")
+	}
+	e.publish(t, tcpTable(2, tcpRoute(listen, live)))
+
+	require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err, "the client was cut instead of waiting for the switch")
+	assert.Equal(t, "new:ping\n", line)
 }
