@@ -514,10 +514,14 @@ func (x *ApplyResponse) GetGeneration() uint64 {
 }
 
 type BackendStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Addr          string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`
-	InFlight      int64                  `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	OpenConns     int64                  `protobuf:"varint,3,opt,name=open_conns,json=openConns,proto3" json:"open_conns,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Addr      string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`
+	InFlight  int64                  `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	OpenConns int64                  `protobuf:"varint,3,opt,name=open_conns,json=openConns,proto3" json:"open_conns,omitempty"`
+	// requests and errors are cumulative HTTP counts (errors: 5xx answers,
+	// the edge's proxy errors included); 0 when the backend does not count.
+	Requests      int64 `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
+	Errors        int64 `protobuf:"varint,5,opt,name=errors,proto3" json:"errors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -569,6 +573,20 @@ func (x *BackendStatus) GetInFlight() int64 {
 func (x *BackendStatus) GetOpenConns() int64 {
 	if x != nil {
 		return x.OpenConns
+	}
+	return 0
+}
+
+func (x *BackendStatus) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *BackendStatus) GetErrors() int64 {
+	if x != nil {
+		return x.Errors
 	}
 	return 0
 }
@@ -1019,12 +1037,14 @@ const file_traffic_proto_rawDesc = "" +
 	"\rApplyResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
-	"generation\"_\n" +
+	"generation\"\x93\x01\n" +
 	"\rBackendStatus\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x1d\n" +
 	"\n" +
-	"open_conns\x18\x03 \x01(\x03R\topenConns\"P\n" +
+	"open_conns\x18\x03 \x01(\x03R\topenConns\x12\x1a\n" +
+	"\brequests\x18\x04 \x01(\x03R\brequests\x12\x16\n" +
+	"\x06errors\x18\x05 \x01(\x03R\x06errors\"P\n" +
 	"\x0eListenerStatus\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x14\n" +
 	"\x05proto\x18\x02 \x01(\tR\x05proto\x12\x14\n" +

@@ -78,7 +78,8 @@ func statusToProto(s core.TrafficStatus) *pb.TrafficStatus {
 		out.UpdatedAtUnixMs = s.UpdatedAt.UnixMilli()
 	}
 	for _, b := range s.Backends {
-		out.Backends = append(out.Backends, &pb.BackendStatus{Addr: b.Addr, InFlight: b.InFlight, OpenConns: b.OpenConns})
+		out.Backends = append(out.Backends, &pb.BackendStatus{Addr: b.Addr, InFlight: b.InFlight, OpenConns: b.OpenConns,
+			Requests: b.Requests, Errors: b.Errors})
 	}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, &pb.ListenerStatus{Addr: l.Addr, Proto: l.Proto, Error: l.Error})
@@ -92,7 +93,8 @@ func statusFromProto(p *pb.TrafficStatus) core.TrafficStatus {
 		out.UpdatedAt = time.UnixMilli(ms).UTC()
 	}
 	for _, b := range p.GetBackends() {
-		out.Backends = append(out.Backends, routetable.BackendStatus{Addr: b.GetAddr(), InFlight: b.GetInFlight(), OpenConns: b.GetOpenConns()})
+		out.Backends = append(out.Backends, routetable.BackendStatus{Addr: b.GetAddr(), InFlight: b.GetInFlight(), OpenConns: b.GetOpenConns(),
+			Requests: b.GetRequests(), Errors: b.GetErrors()})
 	}
 	for _, l := range p.GetListeners() {
 		out.Listeners = append(out.Listeners, routetable.ListenerStatus{Addr: l.GetAddr(), Proto: l.GetProto(), Error: l.GetError()})
