@@ -107,6 +107,9 @@ type ServiceSpec struct {
 	// Hooks are the commands run in the service's containers around the
 	// switch, after start and before stop (SPEC R72); nil runs none.
 	Hooks *Hooks `json:"hooks,omitempty"`
+	// Monitor is the post-switch watch that rolls the service back
+	// automatically on a high error rate (SPEC R76); nil watches nothing.
+	Monitor *Monitor `json:"monitor,omitempty"`
 }
 
 // Instances is the number of instances the service runs (Replicas, at
