@@ -196,6 +196,14 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 	}
 	// R14.6 verified execution, then the after_switch hook (R72).
 	s.recordExecution(ctx)
+	if s.monitored() {
+		// R76: the old generation waits stopped while the new one is watched.
+		base, failed := s.monitorBaseline(ctx), len(s.d.hookFailures)
+		s.afterSwitch(ctx)
+		hookFailed := len(s.d.hookFailures) > failed
+		s.d.hookFailures = s.d.hookFailures[:failed] // the rollback reports it
+		return s.monitorAndFinish(ctx, base, hookFailed)
+	}
 	s.afterSwitch(ctx)
 	// R14.7 / R22 post-switch retirement, drain first (decision 16).
 	s.retireSuperseded(ctx)
