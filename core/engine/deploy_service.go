@@ -319,6 +319,9 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 	}
 	s.recordExecution(ctx)
 	s.afterSwitch(ctx)
+	if spec.Monitor != nil && s.before != "" {
+		s.warn(core.Warning{Service: name, Detail: "monitor: not watched: a sequential replacement removes the old generation before the new one starts, so there is no standby to roll back to (R76)"})
+	}
 	return s.succeed(ctx, "")
 }
 

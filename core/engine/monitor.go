@@ -25,6 +25,14 @@ const (
 // "service.<service>.monitor".
 func MonitorStepID(service string) string { return ServiceStepID(service, "monitor") }
 
+// The monitor (SPEC R76, core.Monitor): for Window after the switch the
+// deploy keeps the old generation stopped (not removed) as a standby and
+// reads the edge's cumulative request and error counts of the new
+// generation's backends each MonitorTick. With at least MinRequests
+// requests seen and an error share above MaxErrorRate, the service is
+// rolled back to the standby (an automatic rollback); at the window's end
+// the standby is retired. Only an overlap replacement has a standby.
+
 // monitored reports whether this overlap replacement is watched (R76): the
 // new spec declares a monitor and a previous generation exists to keep as
 // the standby.
@@ -103,7 +111,7 @@ func (s *serviceRun) monitorAndFinish(ctx context.Context, base [2]int64, hookFa
 		}
 		req, errs = max(r-base[0], 0), max(x-base[1], 0)
 		s.progress(PhaseMonitor, fmt.Sprintf("%s left: %d requests, %d errors", time.Until(deadline).Round(time.Second), req, errs), 0)
-		if m.Breached(req, errs) {
+		if breached(m, req, errs) {
 			reason = fmt.Sprintf("error rate %s (%d of %d requests) exceeded max_error_rate %s",
 				pct(float64(errs)/float64(req)), errs, req, pct(m.MaxErrorRate))
 		}
@@ -119,6 +127,15 @@ func (s *serviceRun) monitorAndFinish(ctx context.Context, base [2]int64, hookFa
 		return s.succeed(ctx, "")
 	}
 	return s.rollBack(ctx, reason)
+}
+
+// breached is R76's test: at least m.MinRequests requests (deltas since
+// the switch) and errs/requests above m.MaxErrorRate.
+func breached(m *core.Monitor, requests, errs int64) bool {
+	if requests <= 0 || requests < m.MinRequests {
+		return false
+	}
+	return float64(errs)/float64(requests) > m.MaxErrorRate
 }
 
 // pct writes a share as a percentage ("5%", "12.5%").

@@ -1,7 +1,15 @@
 package manifest
 
 import (
+	"time"
+
 	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// Monitor window bounds (SPEC R76).
+const (
+	minMonitorWindow = 10 * time.Second
+	maxMonitorWindow = 30 * time.Minute
 )
 
 // monitor validates [services.X.monitor] (SPEC R76): window a duration
@@ -26,7 +34,7 @@ func (v *validator) monitor(key string, raw *rawMonitor, svc *core.ServiceSpec) 
 		v.add(key+".window", `missing: want how long to watch the new generation after the switch, from 10s to 30m, such as "60s"`)
 		ok = false
 	}
-	w := v.duration(key+".window", raw.Window, core.MinMonitorWindow, core.MaxMonitorWindow)
+	w := v.duration(key+".window", raw.Window, minMonitorWindow, maxMonitorWindow)
 	if raw.Window != nil && w == 0 {
 		ok = false
 	}

@@ -163,11 +163,7 @@ type BackendStatus struct {
 	Addr      string `json:"addr"`
 	InFlight  int64  `json:"in_flight"`
 	OpenConns int64  `json:"open_conns"`
-	// Requests and Errors are cumulative HTTP counts since the edge first
-	// routed to Addr (it keeps them a few minutes after a switch away):
-	// requests answered, and those answered with a 5xx status, the edge's
-	// own 502/503/504 proxy errors included. Zero when the backend does
-	// not count. The deploy monitor takes their deltas (SPEC R76).
+	// Requests and Errors (5xx, proxy errors too) are cumulative (R76).
 	Requests int64 `json:"requests,omitempty"`
 	Errors   int64 `json:"errors,omitempty"`
 }

@@ -518,8 +518,7 @@ type BackendStatus struct {
 	Addr      string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`
 	InFlight  int64                  `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	OpenConns int64                  `protobuf:"varint,3,opt,name=open_conns,json=openConns,proto3" json:"open_conns,omitempty"`
-	// requests and errors are cumulative HTTP counts (errors: 5xx answers,
-	// the edge's proxy errors included); 0 when the backend does not count.
+	// requests and errors (5xx) are cumulative HTTP counts (R76).
 	Requests      int64 `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
 	Errors        int64 `protobuf:"varint,5,opt,name=errors,proto3" json:"errors,omitempty"`
 	unknownFields protoimpl.UnknownFields
