@@ -109,31 +109,3 @@ func DependencyCycle(services []ServiceSpec) []string {
 	}
 	return nil
 }
-
-// Dependents returns the names of the services that depend on name,
-// directly or through others, sorted.
-func Dependents(services []ServiceSpec, name string) []string {
-	hit := map[string]bool{name: true}
-	for changed := true; changed; {
-		changed = false
-		for _, s := range services {
-			if hit[s.Name] {
-				continue
-			}
-			for _, d := range s.DependsOn {
-				if hit[d] {
-					hit[s.Name] = true
-					changed = true
-					break
-				}
-			}
-		}
-	}
-	delete(hit, name)
-	out := make([]string, 0, len(hit))
-	for n := range hit {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}

@@ -107,6 +107,15 @@ type ServiceSpec struct {
 	// Hooks are the commands run in the service's containers around the
 	// switch, after start and before stop (SPEC R72); nil runs none.
 	Hooks *Hooks `json:"hooks,omitempty"`
+	// Monitor is SPEC R76's post-switch watch (nil: none).
+	Monitor *Monitor `json:"monitor,omitempty"`
+}
+
+// Monitor is [services.X.monitor] (SPEC R76; see the engine's monitor).
+type Monitor struct {
+	Window       Duration `json:"window"`         // 10s..30m
+	MaxErrorRate float64  `json:"max_error_rate"` // 0..1, errors/requests
+	MinRequests  int64    `json:"min_requests"`   // >= 1 before a rate counts
 }
 
 // Instances is the number of instances the service runs (Replicas, at

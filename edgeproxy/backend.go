@@ -45,6 +45,11 @@ type backend struct {
 	inFlight atomic.Int64
 	// openConns counts relayed TCP connections (and live UDP sessions).
 	openConns atomic.Int64
+	// requests and errors are cumulative HTTP counts since the backend was
+	// registered: every answered request, and those answered 5xx (the
+	// backend's or the edge's own 502/503/504 proxy errors). The monitor
+	// (SPEC R76) takes their deltas.
+	requests, errors atomic.Int64
 	// unreferencedSince is set (unix nanos) when the last snapshot stopped
 	// routing to addr; 0 while referenced. Guarded by registry.mu.
 	unreferencedSince int64
@@ -169,7 +174,8 @@ func (r *registry) status() []routetable.BackendStatus {
 	r.mu.Lock()
 	out := make([]routetable.BackendStatus, 0, len(r.backends))
 	for addr, b := range r.backends {
-		bs := routetable.BackendStatus{Addr: addr, InFlight: b.inFlight.Load(), OpenConns: b.openConns.Load()}
+		bs := routetable.BackendStatus{Addr: addr, InFlight: b.inFlight.Load(), OpenConns: b.openConns.Load(),
+			Requests: b.requests.Load(), Errors: b.errors.Load()}
 		if until := b.health.until.Load(); until > now {
 			bs.EjectedUntil = time.UnixMilli(until / 1e6).UTC()
 			if p := b.health.reason.Load(); p != nil {

@@ -119,6 +119,9 @@ type routeMetrics struct {
 	// access log, written to access (nil: off).
 	app, service, instance string
 	access                 *accessLog
+	// backend receives the cumulative request and error counts (nil in
+	// unit tests).
+	backend *backend
 }
 
 var classLabels = [6]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
@@ -255,6 +258,12 @@ func (rm *routeMetrics) observe(code int, proxyErr int, start time.Time) {
 		c = 0
 	}
 	rm.byClass[c].Inc()
+	if b := rm.backend; b != nil {
+		b.requests.Add(1)
+		if c == 5 || proxyErr != 0 {
+			b.errors.Add(1)
+		}
+	}
 	rm.duration.Observe(time.Since(start).Seconds())
 	if proxyErr != 0 {
 		if e, ok := rm.errs[proxyErr]; ok {

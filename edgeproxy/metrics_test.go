@@ -45,3 +45,34 @@ func TestMetricsEndpointCountsByRouteBackendAndClass(t *testing.T) {
 	assert.Contains(t, text, "gordon_edge_http_unrouted_requests_total 1")
 	assert.Contains(t, text, "gordon_edge_applied_generation 3")
 }
+
+// R76: the admin status reports each backend's cumulative request count and
+// its errors: 5xx answers of the backend and the edge's own proxy errors.
+func TestR76_StatusCountsRequestsAndErrorsPerBackend(t *testing.T) {
+	e := startEdge(t)
+	ok := nameBackend(t, "ok")
+	bad := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	})
+	refused := freePort(t)
+	e.publish(t, httpTable(2, route("ok.test", addrOf(ok)), route("bad.test", bad), route("down.test", refused)))
+	for range 4 {
+		code, _ := e.get(t, "ok.test", "/")
+		require.Equal(t, http.StatusOK, code)
+	}
+	for _, p := range []string{"/", "/fail", "/fail"} {
+		_, _ = e.get(t, "bad.test", p)
+	}
+	code, _ := e.get(t, "down.test", "/")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+
+	counts := map[string][2]int64{}
+	for _, b := range adminStatus(t, e).Backends {
+		counts[b.Addr] = [2]int64{b.Requests, b.Errors}
+	}
+	assert.Equal(t, [2]int64{4, 0}, counts[addrOf(ok)])
+	assert.Equal(t, [2]int64{3, 2}, counts[bad])
+	assert.Equal(t, [2]int64{1, 1}, counts[refused])
+}

@@ -117,7 +117,7 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 				r.proxies = append(r.proxies, reg.proxyFor(be, tm))
 			}
 			rm := m.forRoute(hr.App, hr.Service, b.Addr)
-			rm.instance = b.Container
+			rm.instance, rm.backend = b.Container, be
 			r.metrics = append(r.metrics, rm)
 			referenced[b.Addr] = struct{}{}
 		}

@@ -77,6 +77,15 @@ exit 2). Each runs with GORDON_APP, GORDON_SERVICE, GORDON_REVISION and
 GORDON_PREVIOUS_REVISION, within its timeout (default 5m); its output is
 shown here and ` + "`docker gordon ops APP OP`" + ` shows its exit status and duration.
 
+A service with [services.X.monitor] (window, max_error_rate, min_requests)
+is watched after the switch: the old generation is stopped, not removed,
+and progress counts the window down. When the new generation's share of
+5xx answers at the edge exceeds max_error_rate with at least min_requests
+requests, or after_switch fails, the old generation is started, probed and
+routed again, the new one is removed, and the deploy fails naming the
+measured rate (an automatic rollback, journaled on service.X.monitor). A
+rollback restores the code, never the data.
+
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -54,6 +54,7 @@ type service struct {
 	Bind        []mount              `toml:"bind,omitempty"`
 	Devices     []string             `toml:"devices,omitempty"`
 	Hooks       *hooks               `toml:"hooks,omitempty"`
+	Monitor     *monitor             `toml:"monitor,omitempty"`
 }
 
 type healthcheck struct {

@@ -24,6 +24,10 @@ type Traffic struct {
 	ApplyFn func(ctx context.Context, g routetable.Graph) error
 	// StatusFn, if set, answers Status.
 	StatusFn func(ctx context.Context) (core.TrafficStatus, error)
+	// Counts, if set, gives the cumulative request and error counts Status
+	// reports for each backend of the last applied graph's HTTP routes
+	// (SPEC R76's monitor reads them); calls counts the Status calls so far.
+	Counts func(b routetable.Backend, calls int) (requests, errors int64)
 
 	ev       *Events
 	mu       sync.Mutex
@@ -34,6 +38,7 @@ type Traffic struct {
 	failErr  error
 	inflight map[string]int64
 	drainSeq map[string][]int64
+	calls    int
 }
 
 var _ core.Traffic = (*Traffic)(nil)
@@ -131,14 +136,41 @@ func (t *Traffic) Status(ctx context.Context) (core.TrafficStatus, error) {
 	for a := range addrs {
 		keys = append(keys, a)
 	}
+	counted := t.countsLocked()
+	for a := range counted {
+		if _, ok := addrs[a]; !ok {
+			keys = append(keys, a)
+		}
+	}
 	sort.Strings(keys)
 	for _, a := range keys {
-		st.Backends = append(st.Backends, routetable.BackendStatus{Addr: a, InFlight: addrs[a]})
+		c := counted[a]
+		st.Backends = append(st.Backends, routetable.BackendStatus{Addr: a, InFlight: addrs[a], Requests: c[0], Errors: c[1]})
 	}
 	return st, nil
 }
 
 var _ core.TrafficRoutes = (*Traffic)(nil)
+
+// countsLocked evaluates Counts over the last graph's HTTP backends
+// (nil without Counts); t.mu is held.
+func (t *Traffic) countsLocked() map[string][2]int64 {
+	if t.Counts == nil {
+		return nil
+	}
+	t.calls++
+	out := map[string][2]int64{}
+	if len(t.graphs) == 0 {
+		return out
+	}
+	for _, r := range t.graphs[len(t.graphs)-1].HTTP {
+		for _, b := range r.Backends {
+			req, errs := t.Counts(b, t.calls)
+			out[b.Addr] = [2]int64{req, errs}
+		}
+	}
+	return out
+}
 
 // Routes implements core.TrafficRoutes: the last accepted graph.
 func (t *Traffic) Routes(ctx context.Context) (routetable.Graph, error) {

@@ -196,6 +196,14 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 	}
 	// R14.6 verified execution, then the after_switch hook (R72).
 	s.recordExecution(ctx)
+	if s.monitored() {
+		// R76: the old generation waits stopped while the new one is watched.
+		base, failed := s.monitorBaseline(ctx), len(s.d.hookFailures)
+		s.afterSwitch(ctx)
+		hookFailed := len(s.d.hookFailures) > failed
+		s.d.hookFailures = s.d.hookFailures[:failed] // the rollback reports it
+		return s.monitorAndFinish(ctx, base, hookFailed)
+	}
 	s.afterSwitch(ctx)
 	// R14.7 / R22 post-switch retirement, drain first (decision 16).
 	s.retireSuperseded(ctx)
@@ -311,6 +319,9 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 	}
 	s.recordExecution(ctx)
 	s.afterSwitch(ctx)
+	if spec.Monitor != nil && s.before != "" {
+		s.warn(core.Warning{Service: name, Detail: "monitor: not watched: a sequential replacement removes the old generation before the new one starts, so there is no standby to roll back to (R76)"})
+	}
 	return s.succeed(ctx, "")
 }
 

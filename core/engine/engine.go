@@ -43,6 +43,9 @@ type Engine struct {
 	DrainTimeout time.Duration
 	// DrainPoll is the interval between in-flight checks (default 50 ms).
 	DrainPoll time.Duration
+	// MonitorTick is how often R76's monitor reads the edge's counts
+	// (zero: DefaultMonitorTick, 1 s).
+	MonitorTick time.Duration
 	// HealthPollInterval is how often docker readiness reads the health
 	// status (zero: DefaultHealthPollInterval).
 	HealthPollInterval time.Duration

@@ -201,6 +201,14 @@ type rawService struct {
 	Run         *string         `toml:"run"`
 	Replicas    *int            `toml:"replicas"`
 	Hooks       *rawHooks       `toml:"hooks"`
+	Monitor     *rawMonitor     `toml:"monitor"`
+}
+
+// rawMonitor is [services.X.monitor] (SPEC R76).
+type rawMonitor struct {
+	Window       *string  `toml:"window"`
+	MaxErrorRate *float64 `toml:"max_error_rate"`
+	MinRequests  *int64   `toml:"min_requests"`
 }
 
 type rawHooks struct {
@@ -262,8 +270,9 @@ type rawMount struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
-	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "hooks"}
+	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "hooks", "monitor"}
 	hooksKeys     = []string{"before_switch", "after_switch", "timeout", "post_start", "pre_stop"}
+	monitorKeys   = []string{"window", "max_error_rate", "min_requests"}
 	lifecycleKeys = []string{"command", "user", "working_dir", "env"}
 	notifyKeys    = []string{"webhook"}
 	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol", "hsts", "basic_auth", "allow"}
@@ -451,6 +460,8 @@ func allowedKeys(parent string) []string {
 			return buildKeys
 		case "hooks":
 			return hooksKeys
+		case "monitor":
+			return monitorKeys
 		}
 	case len(parts) == 4 && parts[0] == "services" && parts[2] == "secrets":
 		return secretKeys

@@ -77,6 +77,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Run = v.run(key, raw.Run, &svc)
 	svc.Replicas = v.replicas(key+".replicas", raw.Replicas, &svc)
 	svc.Hooks = v.hooks(key+".hooks", raw.Hooks, &svc)
+	svc.Monitor = v.monitor(key+".monitor", raw.Monitor, &svc)
 	return svc
 }
 

@@ -175,4 +175,7 @@ type BackendStatus struct {
 	// header timeout").
 	EjectedUntil time.Time `json:"ejected_until,omitzero"`
 	EjectReason  string    `json:"eject_reason,omitempty"`
+	// Requests and Errors (5xx, proxy errors too) are cumulative (R76).
+	Requests int64 `json:"requests,omitempty"`
+	Errors   int64 `json:"errors,omitempty"`
 }

@@ -587,7 +587,11 @@ type BackendStatus struct {
 	EjectedUntilUnixMs int64 `protobuf:"varint,4,opt,name=ejected_until_unix_ms,json=ejectedUntilUnixMs,proto3" json:"ejected_until_unix_ms,omitempty"`
 	// eject_reason: why it was ejected ("connect failed", "reset before
 	// response", "response header timeout"; "" when admitted).
-	EjectReason   string `protobuf:"bytes,5,opt,name=eject_reason,json=ejectReason,proto3" json:"eject_reason,omitempty"`
+	EjectReason string `protobuf:"bytes,5,opt,name=eject_reason,json=ejectReason,proto3" json:"eject_reason,omitempty"`
+	// requests and errors (5xx, proxy errors too) are cumulative HTTP
+	// counts (R76). Optional: older edges leave them 0.
+	Requests      int64 `protobuf:"varint,6,opt,name=requests,proto3" json:"requests,omitempty"`
+	Errors        int64 `protobuf:"varint,7,opt,name=errors,proto3" json:"errors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -655,6 +659,20 @@ func (x *BackendStatus) GetEjectReason() string {
 		return x.EjectReason
 	}
 	return ""
+}
+
+func (x *BackendStatus) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *BackendStatus) GetErrors() int64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
 }
 
 type ListenerStatus struct {
@@ -1107,14 +1125,16 @@ const file_traffic_proto_rawDesc = "" +
 	"\rApplyResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
-	"generation\"\xb5\x01\n" +
+	"generation\"\xe9\x01\n" +
 	"\rBackendStatus\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x1d\n" +
 	"\n" +
 	"open_conns\x18\x03 \x01(\x03R\topenConns\x121\n" +
 	"\x15ejected_until_unix_ms\x18\x04 \x01(\x03R\x12ejectedUntilUnixMs\x12!\n" +
-	"\feject_reason\x18\x05 \x01(\tR\vejectReason\"P\n" +
+	"\feject_reason\x18\x05 \x01(\tR\vejectReason\x12\x1a\n" +
+	"\brequests\x18\x06 \x01(\x03R\brequests\x12\x16\n" +
+	"\x06errors\x18\a \x01(\x03R\x06errors\"P\n" +
 	"\x0eListenerStatus\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x14\n" +
 	"\x05proto\x18\x02 \x01(\tR\x05proto\x12\x14\n" +

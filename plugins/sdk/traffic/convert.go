@@ -84,7 +84,8 @@ func statusToProto(s core.TrafficStatus) *pb.TrafficStatus {
 		out.UpdatedAtUnixMs = s.UpdatedAt.UnixMilli()
 	}
 	for _, b := range s.Backends {
-		pbs := &pb.BackendStatus{Addr: b.Addr, InFlight: b.InFlight, OpenConns: b.OpenConns, EjectReason: b.EjectReason}
+		pbs := &pb.BackendStatus{Addr: b.Addr, InFlight: b.InFlight, OpenConns: b.OpenConns, EjectReason: b.EjectReason,
+			Requests: b.Requests, Errors: b.Errors}
 		if !b.EjectedUntil.IsZero() {
 			pbs.EjectedUntilUnixMs = b.EjectedUntil.UnixMilli()
 		}
@@ -102,7 +103,8 @@ func statusFromProto(p *pb.TrafficStatus) core.TrafficStatus {
 		out.UpdatedAt = time.UnixMilli(ms).UTC()
 	}
 	for _, b := range p.GetBackends() {
-		bs := routetable.BackendStatus{Addr: b.GetAddr(), InFlight: b.GetInFlight(), OpenConns: b.GetOpenConns(), EjectReason: b.GetEjectReason()}
+		bs := routetable.BackendStatus{Addr: b.GetAddr(), InFlight: b.GetInFlight(), OpenConns: b.GetOpenConns(), EjectReason: b.GetEjectReason(),
+			Requests: b.GetRequests(), Errors: b.GetErrors()}
 		if ms := b.GetEjectedUntilUnixMs(); ms != 0 {
 			bs.EjectedUntil = time.UnixMilli(ms).UTC()
 		}

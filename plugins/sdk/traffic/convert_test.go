@@ -81,3 +81,17 @@ func TestR21_StatusRoundTripKeepsEjections(t *testing.T) {
 	assert.Equal(t, st, got)
 	assert.True(t, got.Backends[0].EjectedUntil.IsZero(), "an admitted backend stays admitted")
 }
+
+// R76: the cumulative per-backend request and error counts the deploy
+// monitor reads cross the plugin protocol (a field the proto lacks would
+// be dropped silently).
+func TestR76_StatusRoundTripKeepsRequestAndErrorCounts(t *testing.T) {
+	st := core.TrafficStatus{AppliedGeneration: 3, Backends: []routetable.BackendStatus{
+		{Addr: "127.0.0.1:30001", InFlight: 1, Requests: 1234, Errors: 56},
+		{Addr: "127.0.0.1:30002"},
+	}}
+	back := statusFromProto(statusToProto(st))
+	assert.Equal(t, st.Backends, back.Backends)
+	assert.Equal(t, int64(1234), back.Backends[0].Requests)
+	assert.Equal(t, int64(56), back.Backends[0].Errors)
+}
