@@ -24,18 +24,30 @@ func (r *Runtime) peekID() string {
 
 // CreateContainer implements core.Runtime (event create, Detail = name).
 func (r *Runtime) CreateContainer(ctx context.Context, spec core.ContainerSpec) (string, error) {
+	// The ID is taken under the lock before the create begins, so
+	// creates running in parallel (a replica set) never share one; a
+	// create that fails gives it back.
 	r.mu.Lock()
 	id := r.peekID()
-	r.mu.Unlock()
-	if err := r.begin(ctx, MCreate, id); err != nil {
-		return "", err
-	}
-	r.mu.Lock()
-	if len(r.NextIDs) > 0 {
+	fromNext, prevNext := len(r.NextIDs) > 0, r.nextID
+	if fromNext {
 		r.NextIDs = r.NextIDs[1:]
 	} else {
 		fmt.Sscanf(id, "c-%d", &r.nextID)
 	}
+	taken := r.nextID
+	r.mu.Unlock()
+	if err := r.begin(ctx, MCreate, id); err != nil {
+		r.mu.Lock()
+		if fromNext {
+			r.NextIDs = append([]string{id}, r.NextIDs...)
+		} else if r.nextID == taken {
+			r.nextID = prevNext
+		}
+		r.mu.Unlock()
+		return "", err
+	}
+	r.mu.Lock()
 	c := &fakeContainer{
 		state: core.ContainerState{ID: id, Name: spec.Name, Image: spec.Image, Status: core.StatusCreated,
 			Env: append([]string(nil), spec.Env...), Labels: maps.Clone(spec.Labels)},
