@@ -9,9 +9,10 @@
 //	-exit-at-once EXIT_AT_ONCE     exit with status 3 right after start
 //	-ignore-sigterm IGNORE_SIGTERM ignore SIGTERM (only SIGKILL stops it)
 //	-ready-after READY_AFTER (0)   /healthz answers 503 until this long after start
+//	-fail-root FAIL_ROOT           / (and /slow) answer 500 "failing" (/healthz is unaffected)
 //	-get URL                       healthcheck mode: GET URL, exit 0 on 2xx, else 1 (serves nothing)
 //
-// Endpoints: / (200, "version=V host=H instance=I\n"; I is random per process), /version, /healthz, /hostname,
+// Endpoints: / (200, "version=V host=H instance=I\n"; I is random per process; 500 with FAIL_ROOT), /version, /healthz, /hostname,
 // /slow?d=5s (sleeps d, then answers like /).
 package main
 
@@ -53,6 +54,7 @@ func main() {
 	neverReady := flag.Bool("never-ready", envBool("NEVER_READY"), "/healthz always 503")
 	exitAtOnce := flag.Bool("exit-at-once", envBool("EXIT_AT_ONCE"), "exit 3 immediately")
 	ignoreTerm := flag.Bool("ignore-sigterm", envBool("IGNORE_SIGTERM"), "ignore SIGTERM")
+	failRoot := flag.Bool("fail-root", envBool("FAIL_ROOT"), "/ answers 500 (a broken release that still passes readiness)")
 	readyAfter := flag.Duration("ready-after", envDur("READY_AFTER"), "healthz 503 until this long after start")
 	get := flag.String("get", "", "GET this URL, exit 0 on a 2xx answer, else 1 (a healthcheck command)")
 	flag.Parse()
@@ -86,6 +88,10 @@ func main() {
 		greeting = g + ": "
 	}
 	hello := func(w http.ResponseWriter, _ *http.Request) {
+		if *failRoot {
+			http.Error(w, fmt.Sprintf("failing version=%s instance=%s", *version, instance), http.StatusInternalServerError)
+			return
+		}
 		fmt.Fprintf(w, "%sversion=%s host=%s instance=%s\n", greeting, *version, host, instance)
 	}
 	mux := http.NewServeMux()
