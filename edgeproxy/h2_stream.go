@@ -104,6 +104,14 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Lock()
 	if st := c.streams[id]; st != nil {
 		c.mu.Unlock()
+		if st.closedBothWays() {
+			// Both sides sent END_STREAM: the stream is closed, though
+			// its goroutine has not dropped it yet (the client read our
+			// last frame first). HEADERS on a closed stream is a
+			// connection error STREAM_CLOSED (RFC 9113 §5.1), as when
+			// it is gone.
+			return http2.ConnectionError(http2.ErrCodeStreamClosed)
+		}
 		st.onTrailers(f)
 		return nil
 	}
@@ -255,6 +263,21 @@ func (st *h2Stream) prepare(f *http2.MetaHeadersFrame) {
 			}
 		}
 	}
+}
+
+// closedBothWays reports whether the client ended its side of st
+// (END_STREAM received) and the edge queued its END_STREAM: the stream is
+// closed (RFC 9113 §5.1) even while it is still in c.streams.
+func (st *h2Stream) closedBothWays() bool {
+	st.c.wmu.Lock()
+	ended := st.ended && !st.reset
+	st.c.wmu.Unlock()
+	if !ended {
+		return false
+	}
+	st.bmu.Lock()
+	defer st.bmu.Unlock()
+	return st.eof
 }
 
 // peerClosed reports whether the client reset st.
