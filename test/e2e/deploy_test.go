@@ -180,8 +180,13 @@ publish = %q
 // many exchanges were broken.
 func tcpRelayAcrossDeploys(t *testing.T, state, file string, manifest func(string) string, publish, e1, e2 string) (refusedN, brokenN int64) {
 	t.Helper()
-	// Background dialers: every connect and exchange must succeed.
-	dialers, err := loadgen.StartTCP(loadgen.TCPConfig{Addr: publish, Dialers: 4})
+	// Background dialers: every connect and exchange must succeed. Paced
+	// (4 × 100 dials/s): unpaced they made about 1,000 dials/s, and the
+	// edge's side of each upstream stays in TIME_WAIT for 60 s, so the
+	// ~28,000 ephemeral ports toward the two alternating instance
+	// addresses ran out (20,669 in TIME_WAIT toward one address measured)
+	// and the edge's connects failed: the test's own load, not a switch.
+	dialers, err := loadgen.StartTCP(loadgen.TCPConfig{Addr: publish, Dialers: 4, Interval: 10 * time.Millisecond})
 	require.NoError(t, err)
 	defer dialers.Stop()
 	deploys := 10

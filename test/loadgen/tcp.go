@@ -18,6 +18,13 @@ type TCPConfig struct {
 	Dialers     int
 	DialTimeout time.Duration
 	ReadTimeout time.Duration
+	// Interval paces each dialer: its dials start at least Interval
+	// apart (0: back to back). Every relayed connection leaves the edge's
+	// side of its upstream in TIME_WAIT for 60 s, and toward one backend
+	// address Linux has about 28,000 ephemeral ports (tcp_tw_reuse
+	// covers loopback only), so unpaced dialers (about 1,000 dials/s)
+	// exhaust them within a minute and the edge's connects then fail.
+	Interval time.Duration
 	Bounds
 }
 
@@ -59,10 +66,22 @@ func StartTCP(cfg TCPConfig) (*TCPRun, error) {
 
 func (r *TCPRun) dialer(ctx context.Context, cfg TCPConfig, maxDials int64) {
 	defer r.wg.Done()
+	var tick *time.Ticker
+	if cfg.Interval > 0 {
+		tick = time.NewTicker(cfg.Interval)
+		defer tick.Stop()
+	}
 	for n := int64(0); ctx.Err() == nil; n++ {
 		if n >= maxDials {
 			r.bounded.Store(true)
 			return
+		}
+		if tick != nil && n > 0 {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				continue
+			}
 		}
 		c, err := net.DialTimeout("tcp", cfg.Addr, cfg.DialTimeout)
 		r.dials.Add(1)
