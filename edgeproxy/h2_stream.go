@@ -349,9 +349,10 @@ func (c *h2Conn) onData(f *http2.DataFrame) error {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	data := f.Data()
-	if st == nil || st.peerClosed() {
-		// A closed stream, or one the client reset: refunded at once, and
-		// a stream error STREAM_CLOSED (RFC 9113 §5.1).
+	if st == nil || st.peerClosed() || st.closedBothWays() {
+		// A closed stream (gone, or both sides ended while its goroutine
+		// has not dropped it yet), or one the client reset: refunded at
+		// once, and a stream error STREAM_CLOSED (RFC 9113 §5.1).
 		c.credit(nil, n, 0)
 		c.streamError(id, http2.ErrCodeStreamClosed)
 		return nil
