@@ -28,13 +28,15 @@ func TestR21_KillReplicaUnderLoadFailsNothing(t *testing.T) {
 	waitAnswered(t, l.Snapshot, 200)
 	require.NoError(t, exec.Command("docker", "kill", ids[0]).Run())
 	killed := time.Now()
-	// Load on until the edge reports the ejection (bounded), then 1 s more.
+	// Load on until the edge reports the ejection (bounded), then 200 more
+	// answers over the set without the dead instance.
 	var ejected routetable.BackendStatus
 	for time.Since(killed) < 10*time.Second && ejected.EjectReason == "" {
 		ejected = ejectedBackend(t, a)
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(time.Second)
+	answered, _ := l.Snapshot()
+	waitAnswered(t, l.Snapshot, answered+200)
 	st := l.Stop()
 	t.Logf("load over a killed replica: %s (ejection seen after %s: %+v)", st, time.Since(killed).Round(time.Millisecond), ejected)
 	require.Greater(t, st.Answered, int64(200))
