@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,21 +105,19 @@ func TestR57_EngineRestartBootBringsAppsBack(t *testing.T) {
 	require.NotEqual(t, "running", stB.Services[0].State, "the stopped app stays stopped")
 }
 
-// restartDockerd stops dockerd and starts it again the way
-// .ci/ensure-docker does, then waits for `docker info`.
+// restartDockerd stops the shared engine's dockerd (the one whose pidfile
+// is /var/run/docker.pid, never a test's second engine or a swarm lab
+// node) and starts it again the way .ci/ensure-docker does, then waits for
+// `docker info`.
 func restartDockerd(t *testing.T) {
 	t.Helper()
-	out, _ := exec.Command("pgrep", "-x", "dockerd").Output()
-	pids := strings.Fields(string(out))
-	require.NotEmpty(t, pids, "dockerd not running as a process")
-	require.NoError(t, exec.Command("kill", append([]string{"-TERM"}, pids...)...).Run())
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if exec.Command("pgrep", "-x", "dockerd").Run() != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	b, err := os.ReadFile("/var/run/docker.pid")
+	require.NoError(t, err, "the shared engine's pidfile")
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err, "the shared engine's pidfile: %q", b)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 60*time.Second, 200*time.Millisecond,
+		"dockerd (pid %d) exits after SIGTERM", pid)
 	cmd := exec.Command(filepath.Join(fixture.RepoRoot(), ".ci", "ensure-docker"))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Run())
