@@ -33,25 +33,14 @@ type engine2 struct {
 	Context  string
 	bridge   string   // its default bridge interface
 	args     []string // dockerd's arguments (restart reuses them)
+	netns    string   // its network namespace ("" = the host's)
 	cmd      *exec.Cmd
 }
 
-// engine2Net is the second engine's addresses: its default bridge
-// (Bridge, e.g. "10.212.0.1/24") and its default address pool (Pool,
-// e.g. "10.213.0.0/16"). Two second engines alive at once need distinct
-// ones.
-type engine2Net struct{ Bridge, Pool string }
-
-// startEngine2 starts the engine on the default addresses (10.212.0.1/24,
-// pool 10.213.0.0/16) and registers its cleanup (containers, networks,
-// then the daemon, then its directories and the context).
+// startEngine2 starts the engine and registers its cleanup (containers,
+// networks, then the daemon, then its directories and the context). It
+// must not be restarted (see startEngine2InNetns).
 func startEngine2(t *testing.T) *engine2 {
-	t.Helper()
-	return startEngine2With(t, engine2Net{Bridge: "10.212.0.1/24", Pool: "10.213.0.0/16"})
-}
-
-// startEngine2With is startEngine2 on the addresses n.
-func startEngine2With(t *testing.T, n engine2Net) *engine2 {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "g2e-")
 	require.NoError(t, err)
@@ -64,14 +53,58 @@ func startEngine2With(t *testing.T, n engine2Net) *engine2 {
 		e.bridge = e.bridge[:15]
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", e.bridge).Run() }) // after the daemon stopped
-	for _, args := range [][]string{{"link", "add", "name", e.bridge, "type", "bridge"}, {"addr", "add", n.Bridge, "dev", e.bridge}, {"link", "set", e.bridge, "up"}} {
+	for _, args := range [][]string{{"link", "add", "name", e.bridge, "type", "bridge"}, {"addr", "add", "10.212.0.1/24", "dev", e.bridge}, {"link", "set", e.bridge, "up"}} {
 		out, err := exec.Command("ip", args...).CombinedOutput()
 		require.NoError(t, err, "ip %v: %s", args, out)
 	}
 	e.args = []string{
 		"--data-root", filepath.Join(dir, "root"), "--exec-root", filepath.Join(dir, "exec"), "--pidfile", filepath.Join(dir, "pid"),
 		"-H", "unix://" + e.Sock, "-H", e.TCP, "--bridge", e.bridge, "--iptables=false", "--ip6tables=false",
-		"--default-address-pool", "base=" + n.Pool + ",size=24",
+		"--default-address-pool", "base=10.213.0.0/16,size=24",
+		"--label", "dev.gordon.state-dir=" + e.StateDir, "--label", "dev.gordon.docker-socket=" + e.Sock}
+	e.launch(t)
+	t.Cleanup(func() { e.stop(t) })
+	out, err := exec.Command("docker", "--config", fixture.DockerConfig(), "context", "create", e.Context, "--docker", "host="+e.TCP).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return e
+}
+
+// startEngine2InNetns starts a second engine in a network namespace of its
+// own, joined to the host by a veth pair on subnet (three octets, e.g.
+// "10.214.0": the host side is .1, the engine's side .2). Unlike
+// startEngine2's, this engine may be restarted: a dockerd that starts with
+// a stale default bridge network and --default-address-pool deletes the
+// interface docker0 of its network namespace, which in the host's would be
+// the shared engine's. Its API listens on tcp://<subnet>.2:2375 (the
+// context's endpoint, so the CLI treats it as remote) and its containers'
+// host ports are reachable at <subnet>.2 from the host.
+func startEngine2InNetns(t *testing.T, subnet string) *engine2 {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "g2n-")
+	require.NoError(t, err)
+	id := strings.TrimPrefix(filepath.Base(dir), "g2n-")
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	e := &engine2{Dir: dir, Sock: filepath.Join(dir, "d.sock"), TCP: "tcp://" + subnet + ".2:2375", StateDir: filepath.Join(dir, "state"),
+		Context: "gordon-e2e-" + filepath.Base(dir), netns: "g2n" + id}
+	veth := "g2v" + id
+	t.Cleanup(func() { // after the daemon stopped
+		_ = exec.Command("ip", "netns", "del", e.netns).Run()
+		_ = exec.Command("ip", "link", "del", veth).Run()
+	})
+	for _, args := range [][]string{
+		{"netns", "add", e.netns}, {"-n", e.netns, "link", "set", "lo", "up"},
+		{"link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", e.netns},
+		{"addr", "add", subnet + ".1/24", "dev", veth}, {"link", "set", veth, "up"},
+		{"-n", e.netns, "addr", "add", subnet + ".2/24", "dev", "eth0"}, {"-n", e.netns, "link", "set", "eth0", "up"},
+	} {
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		require.NoError(t, err, "ip %v: %s", args, out)
+	}
+	e.args = []string{
+		"--data-root", filepath.Join(dir, "root"), "--exec-root", filepath.Join(dir, "exec"), "--pidfile", filepath.Join(dir, "pid"),
+		"-H", "unix://" + e.Sock, "-H", e.TCP, "--default-address-pool", "base=10.215.0.0/16,size=24",
 		"--label", "dev.gordon.state-dir=" + e.StateDir, "--label", "dev.gordon.docker-socket=" + e.Sock}
 	e.launch(t)
 	t.Cleanup(func() { e.stop(t) })
@@ -88,6 +121,10 @@ func (e *engine2) launch(t *testing.T) {
 	require.NoError(t, err)
 	defer logf.Close()
 	e.cmd = exec.Command("dockerd", e.args...)
+	if e.netns != "" {
+		// nsenter execs dockerd: the process is the daemon itself.
+		e.cmd = exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + e.netns, "dockerd"}, e.args...)...)
+	}
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	require.NoError(t, e.cmd.Start())
 	deadline := time.Now().Add(30 * time.Second)
@@ -115,14 +152,6 @@ func (e *engine2) terminate() {
 		_ = e.cmd.Process.Kill()
 		<-done
 	}
-}
-
-// restart stops the daemon as a reboot or an engine upgrade would
-// (terminate) and starts it again with the same data (launch).
-func (e *engine2) restart(t *testing.T) {
-	t.Helper()
-	e.terminate()
-	e.launch(t)
 }
 
 func (e *engine2) stop(t *testing.T) {
@@ -156,18 +185,20 @@ func (e *engine2) managed(t testing.TB, app string) []string {
 }
 
 // R18 + R41 + R57 across a real engine restart (issue 24): two apps on a
-// second engine of their own, brought up by `system start` (the edge and
+// second engine of their own (in its own network namespace), brought up by `system start` (the edge and
 // the watcher as containers, as on a server). The daemon is stopped as a
 // reboot would stop it (SIGTERM: every container stops) and started again;
 // the engine's restart policies bring the edge, the watcher and both apps
 // back, with addresses given out again. Under a client per host: no
 // request for one app's host is ever answered by the other app, and both
-// answer again within 10 s of the engine answering.
+// answer again within 10 s of the engine answering again (its restart
+// policies start the containers before its API answers).
 func TestR18_TwoAppsAcrossAnEngineRestartNeverAnswerForEachOther(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
-	e := startEngine2With(t, engine2Net{Bridge: "10.214.0.1/24", Pool: "10.215.0.0/16"})
+	e := startEngine2InNetns(t, "10.214.0")
 	client := t.TempDir()
-	httpAddr, adminAddr := fixture.FreeAddr(t), fixture.FreeAddr(t)
+	// Addresses in the engine's own network namespace (all ports free).
+	httpAddr, adminAddr := "10.214.0.2:18080", "127.0.0.1:18081"
 	r := remote(t, e.Context, client, "system", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
 	require.Equal(t, 0, r.Code, r.String())
 	apps := map[string]string{"e2eenga": "enga.test", "e2eengb": "engb.test"}
@@ -218,8 +249,11 @@ func TestR18_TwoAppsAcrossAnEngineRestartNeverAnswerForEachOther(t *testing.T) {
 	}
 
 	began := time.Now()
-	e.restart(t)
+	e.terminate()
+	started := time.Now()
+	e.launch(t)
 	up := time.Now()
+	t.Logf("engine stopped in %s, answering %s after its start", started.Sub(began).Round(time.Millisecond), up.Sub(started).Round(time.Millisecond))
 	require.Eventually(t, func() bool { return serving("enga.test", "e2eenga") && serving("engb.test", "e2eengb") },
 		10*time.Second, 50*time.Millisecond, "both apps answer within 10 s of the engine answering again")
 	back := time.Since(up)
@@ -244,6 +278,7 @@ func TestR18_TwoAppsAcrossAnEngineRestartNeverAnswerForEachOther(t *testing.T) {
 		wrong += c.wrong
 		t.Logf("polls: %+v", c)
 	}
-	t.Logf("engine down and up in %s; both apps answering %s after the engine answered", up.Sub(began).Round(time.Millisecond), back.Round(time.Millisecond))
+	t.Logf("both apps answering %s after the engine answered again", back.Round(time.Millisecond))
 	assert.Zero(t, wrong, "no request reached the other app")
+	assert.NoError(t, exec.Command("ip", "link", "show", "docker0").Run(), "the shared engine's docker0 is still there")
 }
