@@ -24,9 +24,11 @@ func newScaleCommand(env *cliEnv) *cobra.Command {
 		Short: "Run N instances of a service, without dropping a request",
 		Long: `Change how many instances services run. The serving revision is stored
 again with the new counts (images pinned to the digests it runs) and
-deployed: a scaled service gets a whole new set of N instances, created and
-probed in parallel, switched to at once, then the old set drains and stops.
-Other services stay unchanged. A service with a volume, bind, device or UDP
+deployed as a scale of the serving generation: its instances keep serving;
+scaling up creates and probes the new instances in parallel, then adds them
+to the route set; scaling down withdraws the last instances from the routes,
+drains them and stops each with the service's stop signal and grace. Other
+services stay unchanged. A service with a volume, bind, device or UDP
 interface runs one instance.
 
 Exit status: 0 success, 2 partial, 1 failed.`,

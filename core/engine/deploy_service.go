@@ -36,6 +36,10 @@ type serviceRun struct {
 	// journalMu serializes the journal saves of instances created in
 	// parallel.
 	journalMu sync.Mutex
+	// scaling: publish the serving generation with scaled as its replicas
+	// (ActionScale, R69).
+	scaling bool
+	scaled  []core.Instance
 }
 
 func (d *deployRun) pinnedFor(name string) *pinnedService {
@@ -77,6 +81,8 @@ func (d *deployRun) runService(ctx context.Context, ps PlannedService) error {
 	case ActionOverlap:
 		s.res.Flow = FlowOverlap
 		return s.overlap(ctx)
+	case ActionScale:
+		return s.scaleInPlace(ctx)
 	case ActionRunOnce:
 		return s.runOnce(ctx)
 	default:
@@ -210,40 +216,20 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 	return s.succeed(ctx, "")
 }
 
-// retireSuperseded is R22 with decision 16's drain: wait for zero in-flight
-// requests on the predecessor's backends, then retire it with its own grace
-// (clear-marker, retry-on-leak). Never a failure: warnings only.
+// retireSuperseded is R22 with decision 16's drain for every instance of
+// the predecessor (retireInstances).
 func (s *serviceRun) retireSuperseded(ctx context.Context) {
-	e, app, name := s.d.e, s.d.app, s.ps.Service
-	t := time.Now()
-	limit := e.drainLimit(s.predGrace)
-	for _, addr := range backendAddrs(s.prev) {
-		s.progress(PhaseDrain, addr, 0)
-		if _, err := e.waitDrained(ctx, addr, limit); err != nil {
-			e.log().Warn("drain interrupted", "app", app, "service", name, "backend", addr, "error", err)
-			break
-		}
-	}
-	s.timer.done("drain", t)
-	t = time.Now()
-	for _, old := range s.prev.Instances() {
-		s.progress(PhaseRetire, old.Container, 0)
-		o := preStopOf(app, s.prev)
-		o.Service, o.Grace, o.ClearMarker, o.RetryOnLeak = name, s.predGrace, true, true
-		r := e.retire(ctx, app, old.Container, o)
-		s.warn(r.Warnings...)
-		if !r.Gone && len(r.Warnings) == 0 {
-			s.warn(core.Warning{Service: name, Leftover: old.Container, Detail: "superseded container not confirmed gone"})
-		}
-	}
-	s.timer.done("retire", t)
+	s.retireInstances(ctx, s.prev.Instances())
 }
 
 // backendAddrs lists the addresses the edge routes to prev's instances
 // (SPEC R18).
-func backendAddrs(prev *core.ActiveService) []string {
+func backendAddrs(prev *core.ActiveService) []string { return backendAddrsOf(prev.Instances()) }
+
+// backendAddrsOf lists the addresses the edge routes to ins (SPEC R18).
+func backendAddrsOf(ins []core.Instance) []string {
 	var out []string
-	for _, in := range prev.Instances() {
+	for _, in := range ins {
 		for _, port := range slices.Sorted(maps.Keys(in.BackendBinds)) {
 			out = append(out, in.Addr(in.BackendBinds[port]))
 		}
@@ -354,6 +340,9 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 			// Keep what ACTIVE holds now (binds may have been refreshed).
 			activeEndpoints(cur).clone().setOn(rec)
 			rec.Replicas = cloneInstances(cur.Replicas)
+		}
+		if s.scaling {
+			rec.Replicas = cloneInstances(s.scaled)
 		}
 	} else {
 		endpointsOf(s.binds).setOn(rec)

@@ -30,6 +30,8 @@ const (
 	FlowUnchanged  Flow = "unchanged"
 	// FlowRunOnce: a one-shot service ran to completion (ServiceSpec.Run).
 	FlowRunOnce Flow = "run-once"
+	// FlowScale: the serving generation gained or lost instances (R69).
+	FlowScale Flow = "scale"
 )
 
 // ServiceResult is the outcome of one service in one operation (R14, R17.7).

@@ -25,6 +25,9 @@ const (
 	ActionRemove     Action = "remove"
 	// ActionRunOnce: a one-shot service runs to completion (ServiceSpec.Run).
 	ActionRunOnce Action = "run-once"
+	// ActionScale: only the instance count changes; the serving generation
+	// gains or loses instances (R69).
+	ActionScale Action = "scale"
 )
 
 // Plan is what a deploy will do, computed by the pure function BuildPlan
@@ -186,6 +189,11 @@ func (in PlanInput) planService(s *core.ServiceSpec) PlannedService {
 		return ps
 	} else {
 		ps.Change = why
+	}
+	if in.onlyInstanceCount(s, cur) {
+		ps.Action = ActionScale
+		ps.Reason = fmt.Sprintf("only the instance count changes (%d → %d): the serving generation gains or loses instances", cur.Spec.Instances(), s.Instances())
+		return ps
 	}
 	if core.CanOverlap(s, &cur.Spec) {
 		ps.Action, ps.Reason = ActionOverlap, "stateless: no volume, bind, device or UDP"

@@ -215,30 +215,123 @@ func TestR21_GraphRoutesEveryInstance(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(g.TCP[0].L4Backends(), func(b routetable.Backend) bool { return b.Addr == "127.0.0.1:19001" && b.Container == "c-2" }))
 }
 
-// scale: the serving revision is stored again with the new count and
-// deployed: 1 → 3 → 2 instances, each a whole new set switched to at once,
-// the app's other services untouched.
-func TestScale_ChangesTheInstanceCountByADeploy(t *testing.T) {
+// R69 incremental scale: the serving revision is stored again with the new
+// count and deployed as a scale of the serving generation. 1 → 3 keeps the
+// serving instance (same container, never stopped) and adds two, created
+// and probed before they are routed beside it; 3 → 2 drops the last
+// instance from ACTIVE and the routes before it is stopped, and keeps the
+// other two. Journaled as a deploy whose step reads flow scale.
+func TestR69_ScaleAddsAndRemovesInstancesOfTheServingGeneration(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	lcDeployV15(t, h)
 	one := repInstances(t, h)[0].Container
+	h.Runtime.NextIDs = []string{"c-s2", "c-s3"}
+	h.Reset()
 
 	res, err := h.Engine.Scale(h.Ctx(), engine.ScaleRequest{App: "blog", Replicas: map[string]int{"web": 3}})
 	require.NoError(t, err)
 	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
 	assert.Equal(t, core.OpDeploy, res.Op.Kind, "journaled as a deploy")
+	require.Len(t, res.Services, 1)
+	assert.Equal(t, engine.FlowScale, res.Services[0].Flow)
 	ins := repInstances(t, h)
 	require.Len(t, ins, 3)
-	assert.False(t, h.Runtime.Exists(one))
-	assert.Len(t, repRouted(t, h), 3)
+	assert.Equal(t, one, ins[0].Container, "the serving instance stays the primary")
+	assert.Equal(t, []string{one, "c-s2", "c-s3"}, repIDs(ins))
+	assert.True(t, h.Runtime.Running(one))
+	assert.Equal(t, -1, h.Events.Index("stop", one), "the serving instance is never stopped")
+	assert.Equal(t, []string{one, "c-s2", "c-s3"}, repRouted(t, h))
+	probed := map[string]bool{}
+	for _, r := range h.Prober.Requests() {
+		probed[r.Target.ContainerID] = true
+	}
+	assert.True(t, probed["c-s2"] && probed["c-s3"], "each new instance is probed: %v", probed)
+	for _, id := range []string{"c-s2", "c-s3"} {
+		assert.Less(t, h.Events.Index("start", id), h.Events.Index("traffic", ""), "%s started before the route", id)
+	}
+	st := res.Op.Step(engine.ServiceStepID("web", "replace"))
+	require.NotNil(t, st)
+	assert.ElementsMatch(t, []string{"c-s2", "c-s3"}, st.Replicas, "the new instances are journaled before their start")
 	a, _ := h.Store.Active("blog")
 	assert.Equal(t, coretest.DigestFor("registry.example/blog:1.5"), a.Services["web"].Digest, "the pinned digest is kept")
+	assert.Equal(t, 3, a.Services["web"].Spec.Instances())
+	assert.Equal(t, res.Op.Revision, a.Services["web"].EffectiveRevision)
 
-	_, err = h.Engine.Scale(h.Ctx(), engine.ScaleRequest{App: "blog", Replicas: map[string]int{"web": 2}})
+	h.Reset()
+	res, err = h.Engine.Scale(h.Ctx(), engine.ScaleRequest{App: "blog", Replicas: map[string]int{"web": 2}})
 	require.NoError(t, err)
-	assert.Len(t, repInstances(t, h), 2)
-	assert.Len(t, repRouted(t, h), 2)
+	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+	last := ins[2].Container
+	assert.Equal(t, repIDs(ins[:2]), repIDs(repInstances(t, h)), "the first two instances are kept")
+	assert.NotContains(t, repRouted(t, h), last)
+	assert.False(t, h.Runtime.Exists(last), "the surplus instance is retired")
+	assert.Less(t, h.Events.Index("traffic", ""), h.Events.Index("stop", last), "withdrawn before it is stopped")
+	assert.True(t, h.Runtime.Running(one) && h.Runtime.Running(ins[1].Container))
+	assert.Empty(t, depMarkerReasons(h))
 }
+
+// R69: a new instance that fails its start fails the scale; every instance
+// it created is removed, and the serving set, ACTIVE and the routes are as
+// they were.
+func TestR69_FailedScaleUpLeavesTheServingSetAsItWas(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	lcDeployV15(t, h)
+	before, _ := h.Store.Active("blog")
+	one := repInstances(t, h)[0].Container
+	h.Runtime.NextIDs = []string{"c-s2", "c-s3"}
+	h.Runtime.Fail("start", "c-s3", errors.New("boom"), 1)
+	h.Reset()
+	applied := h.Traffic.Applied()
+
+	_, err := h.Engine.Scale(h.Ctx(), engine.ScaleRequest{App: "blog", Replicas: map[string]int{"web": 3}})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "boom")
+	assert.False(t, h.Runtime.Exists("c-s2") || h.Runtime.Exists("c-s3"), "the new instances are removed")
+	assert.True(t, h.Runtime.Running(one))
+	after, _ := h.Store.Active("blog")
+	assert.Equal(t, before.Services["web"].Instances(), after.Services["web"].Instances())
+	assert.Equal(t, applied, h.Traffic.Applied(), "nothing routed")
+}
+
+// R69 + R47: a scale-up cut short after its new instance was journaled and
+// started, before the publish: reconcile removes the new instance and keeps
+// the serving one.
+func TestR47_InterruptedScaleUpRemovesTheUnpublishedInstance(t *testing.T) {
+	h := repSeedSet(t, "c-old")
+	h.Runtime.AddContainer("c-s2", core.ContainerState{}, map[int]int{8080: 18001})
+	h.SeedOp(core.Operation{ID: "op-1", Kind: core.OpDeploy, App: "blog", StartedAt: time.Now(), Steps: []core.Step{{
+		ID: engine.ServiceStepID("web", "replace"), State: core.StepPending, Service: "web",
+		Before: "c-old", After: "c-old", Replicas: []string{"c-s2"},
+	}}})
+	require.NoError(t, h.Engine.ExpReconcileInterrupted(h.Ctx(), "blog", ""))
+	assert.False(t, h.Runtime.Exists("c-s2"))
+	assert.True(t, h.Runtime.Running("c-old"))
+	assert.Equal(t, []string{"c-old"}, repIDs(repInstances(t, h)))
+}
+
+// R69: a deploy that changes anything besides the count replaces the whole
+// set by overlap; one that changes only the count scales.
+func TestR69_PlanScalesOnlyWhenOnlyTheCountChanges(t *testing.T) {
+	h := repSeedSet(t, "c-old", "c-old2")
+	cur := coretest.WebSpec(0)
+	cur.Replicas = 2
+	a, _ := h.Store.Active("blog")
+	a.Services["web"].Spec = cur
+	require.NoError(t, h.Store.SaveActive(h.Ctx(), a))
+
+	three := cur
+	three.Replicas = 3
+	newImage := depNewWeb(0)
+	newImage.Replicas = 3
+	for spec, want := range map[*core.ServiceSpec]engine.Action{&three: engine.ActionScale, &newImage: engine.ActionOverlap} {
+		p, err := h.Engine.PlanDeploy(h.Ctx(), engine.DeployRequest{App: "blog", Spec: ptr(coretest.BlogApp(*spec))})
+		require.NoError(t, err)
+		require.Len(t, p.Services, 1)
+		assert.Equal(t, want, p.Services[0].Action, "%s: %s", spec.Image, p.Services[0].Reason)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // scale refuses more than one instance of a single-writer service, an
 // unknown service and a count out of range, and changes nothing.

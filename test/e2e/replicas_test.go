@@ -30,7 +30,8 @@ func spread(t *testing.T, edge *fixture.Edge, host string, n int) map[string]int
 // Replicas against the real engine: replicas = 3 runs three containers,
 // the edge spreads requests over them (each at least 15 %); a deploy of
 // the set under load fails 0 requests and never leaves fewer than 3
-// running; scale 3 → 2 under load fails 0; replicas on a volume-backed
+// running; scale 3 → 2 → 4 → 2 under load fails 0 and keeps the serving
+// instances (R69); replicas on a volume-backed
 // service are refused and nothing changes.
 func TestReplicas_SpreadDeployAndScaleUnderLoad(t *testing.T) {
 	imgs := testimages.Require(t, "v1", "httpd")
@@ -69,11 +70,25 @@ func TestReplicas_SpreadDeployAndScaleUnderLoad(t *testing.T) {
 	require.Equal(t, 3, <-minRunning, "fewer than 3 instances ran during the deploy")
 	require.Len(t, fixture.Managed(t, app, "web"), 3)
 
+	// R69: scale keeps the serving instances: 3 → 2 stops one of them,
+	// 2 → 4 adds two beside the two that serve.
+	three := fixture.Managed(t, app, "web")
 	r := a.Gordon("scale", app, "web=2")
+	require.Equal(t, 0, r.Code, r.String())
+	two := fixture.Managed(t, app, "web")
+	require.Len(t, two, 2)
+	require.Subset(t, three, two, "scaling down keeps two of the serving instances")
+	r = a.Gordon("scale", app, "web=4")
+	require.Equal(t, 0, r.Code, r.String())
+	four := fixture.Managed(t, app, "web")
+	require.Len(t, four, 4)
+	require.Subset(t, four, two, "scaling up keeps the serving instances")
+	require.Len(t, spread(t, edge, "rep.test", 80), 4, "the new instances are routed")
+	r = a.Gordon("scale", app, "web=2")
 	require.Equal(t, 0, r.Code, r.String())
 	require.Len(t, fixture.Managed(t, app, "web"), 2)
 	st := l.Stop()
-	t.Logf("load over a deploy and a scale of the set: %s", st)
+	t.Logf("load over a deploy and scales of the set (3 → 2 → 4 → 2): %s", st)
 	require.Greater(t, st.Answered, int64(50))
 	require.Zero(t, st.Transport, "transport errors: %v", st.Errors)
 	require.Zero(t, st.Non2xx, "non-2xx: %v", st.Errors)
