@@ -6,14 +6,17 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,7 +43,24 @@ type rawH2 struct {
 // the edge's SETTINGS.
 func dialRawH2(t *testing.T, e *edge, host string, settings ...http2.Setting) *rawH2 {
 	t.Helper()
-	c, err := tls.Dial("tcp", e.srv.HTTPSAddr(), &tls.Config{ServerName: host, InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	return dialRawH2Buf(t, e, host, 0, settings...)
+}
+
+// dialRawH2Buf is dialRawH2 with the client socket's receive buffer set to
+// rcvbuf bytes before the connect (0 = the kernel's default), so a client
+// that does not read fills the edge's side after a known amount instead of
+// whatever the loopback's autotuning allows (megabytes).
+func dialRawH2Buf(t *testing.T, e *edge, host string, rcvbuf int, settings ...http2.Setting) *rawH2 {
+	t.Helper()
+	d := &net.Dialer{}
+	if rcvbuf > 0 {
+		d.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+			return errors.Join(err, serr)
+		}
+	}
+	c, err := tls.DialWithDialer(d, "tcp", e.srv.HTTPSAddr(), &tls.Config{ServerName: host, InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	require.Equal(t, "h2", c.ConnectionState().NegotiatedProtocol)
@@ -543,7 +563,10 @@ func TestR62_H2PingIsAnswered(t *testing.T) {
 // edge's memory.
 func TestR62_H2PingFloodWithoutReadingEndsTheConnection(t *testing.T) {
 	e, _ := tlsH1Edge(t, "flood2.test", headerEcho(t))
-	r := dialRawH2(t, e, "flood2.test")
+	// A small receive window: the acks the client leaves unread fill the
+	// edge's socket after a few hundred KB, whatever the loopback's
+	// autotuning would have allowed.
+	r := dialRawH2Buf(t, e, "flood2.test", 16<<10)
 	// A deadline the race detector's slow edge cannot reach.
 	require.NoError(t, r.c.SetDeadline(time.Now().Add(90*time.Second)))
 	const pings = 500_000
