@@ -228,18 +228,3 @@ func TestR76_FailedRollbackKeepsTheNewGeneration(t *testing.T) {
 	assert.Equal(t, []int{18080}, h.LastRoute("blog", "web"))
 	assert.False(t, slices.Contains(h.Runtime.Containers(), "c-old"))
 }
-
-// TestR76_SequentialServiceIsNotWatched: a sequential replacement has no
-// standby; the deploy keeps the new generation and warns.
-func TestR76_SequentialServiceIsNotWatched(t *testing.T) {
-	h := monitorHarness(t, 10, 10)
-	s := monitoredWeb(10 * time.Second)
-	s.Replace = core.ReplaceSequential
-	res, err := depDeploy(t, h, engine.DeployRequest{}, s)
-	require.NoError(t, err)
-	a, _ := h.Store.Active("blog")
-	assert.Equal(t, "c-new", a.Services["web"].Container)
-	require.Len(t, res.Services, 1)
-	require.NotEmpty(t, res.Services[0].Warnings)
-	assert.Contains(t, res.Services[0].Warnings[0].Detail, "monitor: not watched")
-}
