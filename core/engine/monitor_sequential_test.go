@@ -222,3 +222,56 @@ func TestR76_SequentialWithoutDataHasNoDataNotice(t *testing.T) {
 	assert.Equal(t, "c-old", a.Services["web"].Container)
 	assert.True(t, h.Runtime.Running("c-old"))
 }
+
+// TestR76_SequentialCrashDuringRollbackConverges: a crash in the rollback
+// just before the new generation is removed leaves ACTIVE naming the
+// stopped standby (held) and the new generation stopped with a
+// retirement-pending marker; reconcile starts and routes the standby,
+// removes the new generation and never runs both.
+func TestR76_SequentialCrashDuringRollbackConverges(t *testing.T) {
+	h := seqMonitorHarness(t, 10, 5)
+	var (
+		crashed core.Operation
+		active  core.Active
+		markers []core.Marker
+	)
+	h.Runtime.Hook = func(_ context.Context, method, id string) error {
+		if method == coretest.MRemove && id == "c-new" && crashed.ID == "" {
+			op, err := h.Store.LatestOp(context.Background(), "blog")
+			require.NoError(t, err)
+			crashed, markers = op, h.Store.Markers("blog")
+			active, _ = h.Store.Active("blog")
+		}
+		return nil
+	}
+	_, err := depDeploy(t, h, engine.DeployRequest{}, withVolume(monitoredWeb(10*time.Second)))
+	require.Error(t, err)
+	require.NotEmpty(t, crashed.ID)
+	h.Runtime.Hook = nil
+	require.False(t, crashed.Terminal())
+	assert.Equal(t, "c-old", active.Services["web"].Container, "ACTIVE names the standby before the new one goes")
+	assert.NotNil(t, active.Services["web"].HoldUntil, "still held")
+	require.Len(t, markers, 1)
+	assert.Equal(t, "c-new", markers[0].Container)
+	assert.Equal(t, core.MarkerRetirementPending, markers[0].Reason)
+
+	// What a kill -9 there leaves: both stopped, that journal, ACTIVE, markers.
+	require.NoError(t, h.Store.SaveOp(h.Ctx(), crashed))
+	require.NoError(t, h.Store.SaveActive(h.Ctx(), active))
+	require.NoError(t, h.Store.SaveMarker(h.Ctx(), markers[0]))
+	require.NoError(t, h.Runtime.StopContainer(h.Ctx(), "c-old", time.Second))
+	h.Runtime.AddContainer("c-new", core.ContainerState{}, map[int]int{8080: 18080})
+	require.NoError(t, h.Runtime.StopContainer(h.Ctx(), "c-new", time.Second))
+
+	h.Reset()
+	require.NoError(t, pass(h))
+	assert.Equal(t, 1, maxRunning(h), "never both running")
+	a, _ := h.Store.Active("blog")
+	assert.Equal(t, "c-old", a.Services["web"].Container)
+	assert.Nil(t, a.Services["web"].HoldUntil)
+	assert.True(t, h.Runtime.Running("c-old"))
+	assert.False(t, h.Runtime.Exists("c-new"))
+	assert.Len(t, h.LastRoute("blog", "web"), 1)
+	assert.Empty(t, h.Store.Markers("blog"))
+	assert.True(t, depLastOp(t, h).Terminal())
+}

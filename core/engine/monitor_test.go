@@ -72,6 +72,10 @@ func TestR76_BreachRollsBackToTheStandby(t *testing.T) {
 	require.NotNil(t, st)
 	assert.Equal(t, engine.MonitorRolledBack, st.Result)
 	assert.Contains(t, st.Detail, "automatic rollback: error rate 50%")
+	require.NotNil(t, st.Rollback, "the measured rollback is journaled for ops and [notify]")
+	assert.Equal(t, "overlap", st.Rollback.Flow)
+	assert.True(t, st.Rollback.Succeeded)
+	assert.Equal(t, int64(20), st.Rollback.Requests)
 
 	// A later reconcile pass leaves the rolled-back service alone.
 	h.Reset()
