@@ -275,3 +275,52 @@ func TestR76_SequentialCrashDuringRollbackConverges(t *testing.T) {
 	assert.Empty(t, h.Store.Markers("blog"))
 	assert.True(t, depLastOp(t, h).Terminal())
 }
+
+// TestR76_SequentialCrashBeforePublicationRestoresTheStandby: a crash
+// after the old generation was stopped (kept as the standby) and the new
+// one started, before publication, leaves ACTIVE naming the stopped old
+// generation with its blocking replacement-pending marker; reconcile
+// removes the unpublished candidate before it starts the old generation
+// again, never both running.
+func TestR76_SequentialCrashBeforePublicationRestoresTheStandby(t *testing.T) {
+	h := seqMonitorHarness(t, 10, 0)
+	var (
+		crashed core.Operation
+		active  core.Active
+		markers []core.Marker
+	)
+	h.Runtime.Hook = func(_ context.Context, method, id string) error {
+		if method == coretest.MStart && id == "c-new" && crashed.ID == "" {
+			op, err := h.Store.LatestOp(context.Background(), "blog")
+			require.NoError(t, err)
+			crashed, markers = op, h.Store.Markers("blog")
+			active, _ = h.Store.Active("blog")
+		}
+		return nil
+	}
+	_, err := depDeploy(t, h, engine.DeployRequest{}, withVolume(monitoredWeb(50*time.Millisecond)))
+	require.NoError(t, err)
+	require.NotEmpty(t, crashed.ID)
+	h.Runtime.Hook = nil
+	require.Equal(t, "c-old", active.Services["web"].Container)
+	require.Len(t, markers, 1)
+	assert.Equal(t, core.MarkerReplacementPending, markers[0].Reason)
+
+	// What a kill -9 right after the candidate started leaves.
+	require.NoError(t, h.Store.SaveOp(h.Ctx(), crashed))
+	require.NoError(t, h.Store.SaveActive(h.Ctx(), active))
+	require.NoError(t, h.Store.SaveMarker(h.Ctx(), markers[0]))
+	h.Runtime.AddContainer("c-old", core.ContainerState{}, map[int]int{8080: 17000})
+	require.NoError(t, h.Runtime.StopContainer(h.Ctx(), "c-old", time.Second))
+	require.True(t, h.Runtime.Running("c-new"))
+
+	h.Reset()
+	require.NoError(t, pass(h))
+	assert.Equal(t, 1, maxRunning(h, "c-new"), "the candidate goes before the old generation starts")
+	a, _ := h.Store.Active("blog")
+	assert.Equal(t, "c-old", a.Services["web"].Container)
+	assert.True(t, h.Runtime.Running("c-old"))
+	assert.False(t, h.Runtime.Exists("c-new"))
+	assert.Empty(t, h.Store.Markers("blog"))
+	assert.True(t, depLastOp(t, h).Terminal())
+}
