@@ -250,6 +250,32 @@ type Step struct {
 	// Phases records elapsed time per phase (create, start, probe, switch,
 	// drain, retire) for progress reports and benchmarks.
 	Phases map[string]Duration `json:"phases,omitempty"`
+	// Rollback is set on a monitor step (service.X.monitor) whose window
+	// ended in an automatic rollback (R76).
+	Rollback *AutoRollback `json:"rollback,omitempty"`
+}
+
+// AutoRollback is what R76's automatic rollback of one service measured
+// and did. Requests and Errors count the new generation's requests since
+// the switch; ErrorRate is Errors/Requests (0 when no request was seen).
+// Reason is "error_rate" or "after_switch". Replaced is the new
+// generation's primary container, Restored the previous one's and
+// RestoredRevision its revision; Restored is only serving when Succeeded.
+type AutoRollback struct {
+	Reason           string    `json:"reason"`
+	Flow             string    `json:"flow"`
+	SingleWriter     bool      `json:"single_writer,omitempty"`
+	Requests         int64     `json:"requests"`
+	Errors           int64     `json:"errors"`
+	ErrorRate        float64   `json:"error_rate"`
+	MaxErrorRate     float64   `json:"max_error_rate"`
+	MinRequests      int64     `json:"min_requests"`
+	Window           Duration  `json:"window"`
+	At               time.Time `json:"at"`
+	Replaced         string    `json:"replaced"`
+	Restored         string    `json:"restored"`
+	RestoredRevision string    `json:"restored_revision,omitempty"`
+	Succeeded        bool      `json:"succeeded"`
 }
 
 // Warning is a cleanup warning (SPEC 1.1, R10).

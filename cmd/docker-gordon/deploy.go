@@ -83,8 +83,12 @@ and progress counts the window down. When the new generation's share of
 5xx answers at the edge exceeds max_error_rate with at least min_requests
 requests, or after_switch fails, the old generation is started, probed and
 routed again, the new one is removed, and the deploy fails naming the
-measured rate (an automatic rollback, journaled on service.X.monitor). A
-rollback restores the code, never the data.
+measured rate (an automatic rollback, journaled on service.X.monitor, and
+sent to the [notify] webhook as an event "rollback" document). A service
+replaced sequentially (volume, bind, device, UDP) never runs two
+generations: the new one is stopped and removed before the old one starts
+again, while the edge holds its requests. A rollback restores the code,
+never the data.
 
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),

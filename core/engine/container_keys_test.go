@@ -10,6 +10,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/coretest"
+	"github.com/gordon-deploy/docker-gordon/core/depgraph"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
@@ -229,9 +230,9 @@ func TestDependencyCycle_NamesTheCycle(t *testing.T) {
 	services := []core.ServiceSpec{
 		{Name: "c", DependsOn: []string{"a"}}, {Name: "a", DependsOn: []string{"b"}}, {Name: "b", DependsOn: []string{"c"}}, {Name: "d"},
 	}
-	assert.Equal(t, []string{"a", "b", "c", "a"}, core.DependencyCycle(services))
-	assert.Nil(t, core.DependencyCycle([]core.ServiceSpec{{Name: "a", DependsOn: []string{"b"}}, {Name: "b"}}))
-	assert.Equal(t, []string{"b", "a"}, core.DependencyOrder([]core.ServiceSpec{{Name: "a", DependsOn: []string{"b"}}, {Name: "b"}}))
+	assert.Equal(t, []string{"a", "b", "c", "a"}, depgraph.DependencyCycle(services))
+	assert.Nil(t, depgraph.DependencyCycle([]core.ServiceSpec{{Name: "a", DependsOn: []string{"b"}}, {Name: "b"}}))
+	assert.Equal(t, []string{"b", "a"}, depgraph.DependencyOrder([]core.ServiceSpec{{Name: "a", DependsOn: []string{"b"}}, {Name: "b"}}))
 }
 
 func TestDryRun_SaysWhichContainerKeyChanged(t *testing.T) {

@@ -204,11 +204,7 @@ func (s *serviceRun) overlap(ctx context.Context) error {
 	s.recordExecution(ctx)
 	if s.monitored() {
 		// R76: the old generation waits stopped while the new one is watched.
-		base, failed := s.monitorBaseline(ctx), len(s.d.hookFailures)
-		s.afterSwitch(ctx)
-		hookFailed := len(s.d.hookFailures) > failed
-		s.d.hookFailures = s.d.hookFailures[:failed] // the rollback reports it
-		return s.monitorAndFinish(ctx, base, hookFailed)
+		return s.watch(ctx)
 	}
 	s.afterSwitch(ctx)
 	// R14.7 / R22 post-switch retirement, drain first (decision 16).
@@ -272,24 +268,14 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 				return s.fail(ctx, fmt.Errorf("save replacement-pending marker for %s: %w", s.before, err), nil)
 			}
 		}
-		// 4. Retire Before with its grace, keeping its marker.
-		t = time.Now()
-		s.progress(PhaseRetire, s.before, 0)
-		o := preStopOf(app, s.prev)
-		o.Service, o.Grace = name, s.predGrace
-		r := e.retire(ctx, app, s.before, o)
-		s.timer.done("retire", t)
-		s.warn(r.Warnings...)
-		if !r.Gone {
-			return s.fail(ctx, fmt.Errorf("superseded container %s not confirmed gone: %w", s.before, r.Err(s.before)), nil)
+		// 4. Retire Before with its grace, keeping its marker; a watched
+		// service only stops it: it is the standby (R76.8).
+		retire := s.retirePredecessor
+		if s.monitored() {
+			retire = s.stopPredecessor
 		}
-		// The predecessor's replicas go the same way (stateless: no marker).
-		for _, id := range s.prev.ReplicaIDs() {
-			r := e.retire(ctx, app, id, o)
-			s.warn(r.Warnings...)
-			if !r.Gone {
-				return s.fail(ctx, fmt.Errorf("superseded container %s not confirmed gone: %w", id, r.Err(id)), nil)
-			}
+		if err := retire(ctx); err != nil {
+			return s.fail(ctx, err, nil)
 		}
 	}
 	// 5. Candidate creation, then the before_switch hook (R72) before the
@@ -304,11 +290,36 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		return s.fail(ctx, err, nil)
 	}
 	s.recordExecution(ctx)
-	s.afterSwitch(ctx)
-	if spec.Monitor != nil && s.before != "" {
-		s.warn(core.Warning{Service: name, Detail: "monitor: not watched: a sequential replacement removes the old generation before the new one starts, so there is no standby to roll back to (R76)"})
+	if s.monitored() {
+		return s.watch(ctx) // R76.8
 	}
+	s.afterSwitch(ctx)
 	return s.succeed(ctx, "")
+}
+
+// retirePredecessor is R19.4: retire Before with its grace, keeping its
+// marker, then its replicas (stateless: no marker). An error names the
+// container not confirmed gone.
+func (s *serviceRun) retirePredecessor(ctx context.Context) error {
+	e, app, name := s.d.e, s.d.app, s.ps.Service
+	t := time.Now()
+	s.progress(PhaseRetire, s.before, 0)
+	o := preStopOf(app, s.prev)
+	o.Service, o.Grace = name, s.predGrace
+	r := e.retire(ctx, app, s.before, o)
+	s.timer.done("retire", t)
+	s.warn(r.Warnings...)
+	if !r.Gone {
+		return fmt.Errorf("superseded container %s not confirmed gone: %w", s.before, r.Err(s.before))
+	}
+	for _, id := range s.prev.ReplicaIDs() {
+		r := e.retire(ctx, app, id, o)
+		s.warn(r.Warnings...)
+		if !r.Gone {
+			return fmt.Errorf("superseded container %s not confirmed gone: %w", id, r.Err(id))
+		}
+	}
+	return nil
 }
 
 // publishAndRoute is SPEC R21. (a) reload ACTIVE, write the service record
@@ -364,7 +375,9 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 		return fmt.Errorf("publish: record ownership: %w", err)
 	}
 	if !unchanged && s.res.Flow == FlowSequential && s.before != "" && s.before != s.after {
-		if err := e.Store.ClearMarker(ctx, app, name, s.before); err != nil {
+		if s.monitored() {
+			s.markStandby(ctx) // R76.8: retirement-pending replaces replacement-pending
+		} else if err := e.Store.ClearMarker(ctx, app, name, s.before); err != nil {
 			s.warn(core.Warning{Service: name, Leftover: s.before, Detail: "clear recovery inhibition: " + err.Error()})
 		}
 	}

@@ -31,13 +31,27 @@ func MonitorStepID(service string) string { return ServiceStepID(service, "monit
 // generation's backends each MonitorTick. With at least MinRequests
 // requests seen and an error share above MaxErrorRate, the service is
 // rolled back to the standby (an automatic rollback); at the window's end
-// the standby is retired. Only an overlap replacement has a standby.
+// the standby is retired. An overlap replacement stops the old generation
+// after the switch (standby); a sequential one (R76.8) stops it instead of
+// removing it before the new one starts, and on a breach removes the new
+// generation before it starts the standby again (one writer at a time).
 
-// monitored reports whether this overlap replacement is watched (R76): the
-// new spec declares a monitor and a previous generation exists to keep as
-// the standby.
+// monitored reports whether this replacement is watched (R76): the new spec
+// declares a monitor and a previous generation exists to keep as the
+// standby.
 func (s *serviceRun) monitored() bool {
 	return s.pin.spec.Monitor != nil && len(s.prev.Instances()) > 0
+}
+
+// watch is R76 after the switch: the after_switch hook (a failure counts
+// as a breach and is reported by the rollback, not as a hook failure), then
+// the window (monitorAndFinish).
+func (s *serviceRun) watch(ctx context.Context) error {
+	base, failed := s.monitorBaseline(ctx), len(s.d.hookFailures)
+	s.afterSwitch(ctx)
+	hookFailed := len(s.d.hookFailures) > failed
+	s.d.hookFailures = s.d.hookFailures[:failed] // the rollback reports it
+	return s.monitorAndFinish(ctx, base, hookFailed)
 }
 
 // counts sums the cumulative request and error counts the edge reports for
@@ -79,7 +93,9 @@ func (s *serviceRun) monitorBaseline(ctx context.Context) [2]int64 {
 func (s *serviceRun) monitorAndFinish(ctx context.Context, base [2]int64, hookFailed bool) error {
 	e, name := s.d.e, s.ps.Service
 	m := s.pin.spec.Monitor
-	s.standby(ctx)
+	if s.res.Flow != FlowSequential {
+		s.standby(ctx) // a sequential replacement stopped it before the new one started
+	}
 	st := s.addStep(MonitorStepID(name))
 	st.Before, st.After = s.before, s.after
 	st.StartedAt, st.UpdatedAt = e.now(), e.now()
@@ -126,7 +142,20 @@ func (s *serviceRun) monitorAndFinish(ctx context.Context, base [2]int64, hookFa
 		s.retireStandby(context.WithoutCancel(ctx))
 		return s.succeed(ctx, "")
 	}
-	return s.rollBack(ctx, reason)
+	rb := &core.AutoRollback{Reason: "error_rate", Flow: string(s.res.Flow), SingleWriter: s.pin.spec.SingleWriter(),
+		Requests: req, Errors: errs, MaxErrorRate: m.MaxErrorRate, MinRequests: m.MinRequests, Window: m.Window,
+		At: e.now(), Replaced: s.after, Restored: s.before, RestoredRevision: s.prev.EffectiveRevision}
+	if hookFailed {
+		rb.Reason = "after_switch"
+	}
+	if req > 0 {
+		rb.ErrorRate = float64(errs) / float64(req)
+	}
+	st.Rollback = rb
+	if s.res.Flow == FlowSequential {
+		return s.rollBackSequential(ctx, reason, rb)
+	}
+	return s.rollBack(ctx, reason, rb)
 }
 
 // breached is R76's test: at least m.MinRequests requests (deltas since

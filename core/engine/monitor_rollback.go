@@ -15,7 +15,7 @@ import (
 // the service step fails with an error (ErrConflict) giving the measured
 // rate. When the standby cannot be restored the new generation keeps
 // serving and the error says so.
-func (s *serviceRun) rollBack(ctx context.Context, reason string) error {
+func (s *serviceRun) rollBack(ctx context.Context, reason string, rb *core.AutoRollback) error {
 	e, app, name := s.d.e, s.d.app, s.ps.Service
 	ctx = context.WithoutCancel(ctx) // a rollback, once begun, is finished
 	st := s.d.op.Step(MonitorStepID(name))
@@ -38,6 +38,7 @@ func (s *serviceRun) rollBack(ctx context.Context, reason string) error {
 		s.d.save(ctx)
 		return s.fail(ctx, fmt.Errorf("%w: %s, and the automatic rollback failed: %v", core.ErrConflict, reason, err), nil)
 	}
+	rb.Succeeded = true
 	st = s.d.op.Step(MonitorStepID(name))
 	st.State, st.Result = core.StepSucceeded, MonitorRolledBack
 	st.Detail = fmt.Sprintf("automatic rollback: %s; %s serves again", reason, shortID(s.before))

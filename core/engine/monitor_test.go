@@ -72,6 +72,10 @@ func TestR76_BreachRollsBackToTheStandby(t *testing.T) {
 	require.NotNil(t, st)
 	assert.Equal(t, engine.MonitorRolledBack, st.Result)
 	assert.Contains(t, st.Detail, "automatic rollback: error rate 50%")
+	require.NotNil(t, st.Rollback, "the measured rollback is journaled for ops and [notify]")
+	assert.Equal(t, "overlap", st.Rollback.Flow)
+	assert.True(t, st.Rollback.Succeeded)
+	assert.Equal(t, int64(20), st.Rollback.Requests)
 
 	// A later reconcile pass leaves the rolled-back service alone.
 	h.Reset()
@@ -227,19 +231,4 @@ func TestR76_FailedRollbackKeepsTheNewGeneration(t *testing.T) {
 	assert.Equal(t, "c-new", a.Services["web"].Container)
 	assert.Equal(t, []int{18080}, h.LastRoute("blog", "web"))
 	assert.False(t, slices.Contains(h.Runtime.Containers(), "c-old"))
-}
-
-// TestR76_SequentialServiceIsNotWatched: a sequential replacement has no
-// standby; the deploy keeps the new generation and warns.
-func TestR76_SequentialServiceIsNotWatched(t *testing.T) {
-	h := monitorHarness(t, 10, 10)
-	s := monitoredWeb(10 * time.Second)
-	s.Replace = core.ReplaceSequential
-	res, err := depDeploy(t, h, engine.DeployRequest{}, s)
-	require.NoError(t, err)
-	a, _ := h.Store.Active("blog")
-	assert.Equal(t, "c-new", a.Services["web"].Container)
-	require.Len(t, res.Services, 1)
-	require.NotEmpty(t, res.Services[0].Warnings)
-	assert.Contains(t, res.Services[0].Warnings[0].Detail, "monitor: not watched")
 }

@@ -32,14 +32,20 @@ const VerbReconcile = "reconcile"
 // the reconcile pass. It carries ids, results, error texts and durations
 // only: never an env value, a secret, a log line or a credential.
 type Notification struct {
-	// Schema is the document's version (1).
-	Schema int    `json:"schema"`
-	App    string `json:"app"`
+	// Schema is the document's version (1; fields are only ever added).
+	Schema int `json:"schema"`
+	// Event is "outcome" for an operation's outcome (and a failed recovery
+	// of the reconcile pass), "rollback" for an automatic rollback (R76),
+	// which is sent before the outcome of the deploy it happened in.
+	Event string `json:"event"`
+	App   string `json:"app"`
 	// Op is the operation id ("" for a reconcile pass failure).
 	Op string `json:"op,omitempty"`
 	// Verb is deploy, rollback (or another verb that started a deploy), or
-	// reconcile.
-	Verb string `json:"verb"`
+	// reconcile; "rollback" with Automatic for an automatic rollback, whose
+	// Op is the deploy it happened in.
+	Verb      string `json:"verb"`
+	Automatic bool   `json:"automatic,omitempty"`
 	// Revision is the revision the op deployed; RollbackTo the revision a
 	// rollback returned to.
 	Revision   string `json:"revision,omitempty"`
@@ -56,6 +62,10 @@ type Notification struct {
 	Services []NotifiedService `json:"services,omitempty"`
 	// Warnings counts the op's cleanup warnings (R10).
 	Warnings int `json:"warnings,omitempty"`
+	// Rollbacks are the automatic rollbacks (R76) of the deploy's
+	// services; Rollback the one an event "rollback" document reports.
+	Rollbacks []NotifiedRollback `json:"rollbacks,omitempty"`
+	Rollback  *NotifiedRollback  `json:"rollback,omitempty"`
 }
 
 // NotifiedService is one service step of a notified op.
@@ -75,7 +85,7 @@ type NotifiedService struct {
 // notification builds op's document; errText is the op's error ("" when
 // it has none), else the text of its first failed step.
 func notification(op core.Operation, errText string) Notification {
-	n := Notification{Schema: 1, App: op.App, Op: op.ID, Verb: op.VerbOrKind(), Revision: op.Revision, RollbackTo: op.RollbackTo,
+	n := Notification{Schema: 1, Event: EventOutcome, App: op.App, Op: op.ID, Verb: op.VerbOrKind(), Revision: op.Revision, RollbackTo: op.RollbackTo,
 		Outcome: op.Outcome, Error: errText, StartedAt: op.StartedAt, FinishedAt: op.FinishedAt, Warnings: len(op.Warnings)}
 	if !op.FinishedAt.IsZero() {
 		n.DurationMS = op.FinishedAt.Sub(op.StartedAt).Milliseconds()
@@ -98,6 +108,9 @@ func notification(op core.Operation, errText string) Notification {
 			}
 		}
 		n.Services = append(n.Services, ns)
+		if s.Rollback != nil {
+			n.Rollbacks = append(n.Rollbacks, notifiedRollback(s.Service, *s.Rollback))
+		}
 	}
 	sort.SliceStable(n.Services, func(i, j int) bool { return n.Services[i].Service < n.Services[j].Service })
 	return n
@@ -120,7 +133,7 @@ func (e *Engine) notifyOp(ctx context.Context, op core.Operation, opErr error) {
 	if opErr != nil && op.Outcome != core.OutcomeSuccess {
 		errText = opErr.Error()
 	}
-	e.postNotification(ctx, rev.Spec.Notify.Webhook, notification(op, errText))
+	e.postNotification(ctx, rev.Spec.Notify.Webhook, append(rollbackNotifications(op), notification(op, errText))...)
 }
 
 // notifyRecoveryFailure sends a failed recovery of app by the periodic
@@ -152,24 +165,32 @@ func (e *Engine) notifyRecoveryFailure(ctx context.Context, app string, started 
 		return
 	}
 	now := e.now()
-	e.postNotification(ctx, rev.Spec.Notify.Webhook, Notification{Schema: 1, App: app, Verb: VerbReconcile, Revision: id,
+	e.postNotification(ctx, rev.Spec.Notify.Webhook, Notification{Schema: 1, Event: EventOutcome, App: app, Verb: VerbReconcile, Revision: id,
 		Outcome: core.OutcomeFailed, Error: passErr.Error(), StartedAt: started, FinishedAt: now, DurationMS: now.Sub(started).Milliseconds()})
 }
 
-// postNotification POSTs n as JSON to url: up to NotifyTries attempts, each
-// bounded by NotifyTimeout, all by NotifyBudget (even when ctx is already
-// cancelled, so an interrupted op is still reported). A 2xx answer is
-// delivered; anything else is retried and finally logged as a warning.
-func (e *Engine) postNotification(ctx context.Context, url string, n Notification) {
-	body, err := json.Marshal(n)
-	if err != nil {
-		return
-	}
+// postNotification POSTs each of docs, in order, as JSON to url: up to
+// NotifyTries attempts each, each bounded by NotifyTimeout, all docs
+// together by NotifyBudget (even when ctx is already cancelled, so an
+// interrupted op is still reported). A 2xx answer is delivered; anything
+// else is retried and finally logged as a warning.
+func (e *Engine) postNotification(ctx context.Context, url string, docs ...Notification) {
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), NotifyBudget)
 	defer cancel()
 	client := e.NotifyClient
 	if client == nil {
 		client = &http.Client{Timeout: NotifyTimeout}
+	}
+	for _, n := range docs {
+		e.postOne(bctx, client, url, n)
+	}
+}
+
+// postOne is one document of postNotification, within bctx's budget.
+func (e *Engine) postOne(bctx context.Context, client *http.Client, url string, n Notification) {
+	body, err := json.Marshal(n)
+	if err != nil {
+		return
 	}
 	wait := NotifyBackoff
 	var last error

@@ -168,3 +168,76 @@ func TestNotify_FailedRecoveryOfThePassOncePerError(t *testing.T) {
 	assert.Equal(t, core.OutcomeFailed, docs[0].Outcome)
 	assert.Contains(t, docs[0].Error, "engine hiccup")
 }
+
+// TestNotify_AutomaticRollbackIsPostedAsARollback: an automatic rollback
+// (R76, here of a single-writer service) reaches the receiver as its own
+// event "rollback" document, before the failed deploy's outcome, which
+// also lists it under rollbacks.
+func TestNotify_AutomaticRollbackIsPostedAsARollback(t *testing.T) {
+	h := seqMonitorHarness(t, 10, 5)
+	recv := newNotifyReceiver(t, 0)
+	spec := coretest.BlogApp(withVolume(monitoredWeb(10 * time.Second)))
+	spec.Notify = &core.NotifySpec{Webhook: recv.srv.URL}
+	rev, err := h.Engine.SubmitRevision(h.Ctx(), spec, "sha-auto-rollback")
+	require.NoError(t, err)
+	prev, ok := h.Store.Active("blog")
+	require.True(t, ok)
+	h.Reset()
+	res, err := h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: rev.ID})
+	require.Error(t, err)
+
+	docs, raw, _ := recv.got()
+	require.Len(t, docs, 2, "the rollback's document, then the deploy's")
+	rb := docs[0]
+	assert.Equal(t, engine.EventRollback, rb.Event)
+	assert.Equal(t, "rollback", rb.Verb)
+	assert.True(t, rb.Automatic)
+	assert.Equal(t, res.Op.ID, rb.Op, "the deploy it happened in")
+	assert.Equal(t, rev.ID, rb.Revision)
+	assert.Equal(t, prev.Services["web"].EffectiveRevision, rb.RollbackTo)
+	assert.Equal(t, core.OutcomeSuccess, rb.Outcome, "the previous generation serves again")
+	require.NotNil(t, rb.Rollback)
+	assert.Equal(t, "web", rb.Rollback.Service)
+	assert.Equal(t, "sequential", rb.Rollback.Flow)
+	assert.Equal(t, "error_rate", rb.Rollback.Reason)
+	assert.InDelta(t, 0.5, rb.Rollback.ErrorRate, 1e-9)
+	assert.InDelta(t, 0.1, rb.Rollback.MaxErrorRate, 1e-9)
+	assert.GreaterOrEqual(t, rb.Rollback.Requests, int64(20))
+	assert.Equal(t, int64(10_000), rb.Rollback.WindowMS)
+	assert.Equal(t, "c-old", rb.Rollback.RestoredGeneration)
+	assert.Equal(t, "c-new", rb.Rollback.ReplacedGeneration)
+	assert.True(t, rb.Rollback.Restored)
+	assert.False(t, rb.Rollback.DataRestored)
+	assert.Contains(t, raw[0], `"event":"rollback"`)
+	assert.Contains(t, raw[0], `"data_restored":false`)
+
+	out := docs[1]
+	assert.Equal(t, engine.EventOutcome, out.Event)
+	assert.Equal(t, "deploy", out.Verb)
+	assert.False(t, out.Automatic)
+	assert.Equal(t, core.OutcomeFailed, out.Outcome)
+	assert.Contains(t, out.Error, "automatic rollback of service web")
+	require.Len(t, out.Rollbacks, 1)
+	assert.Equal(t, *rb.Rollback, out.Rollbacks[0])
+	assert.Nil(t, out.Rollback)
+}
+
+// TestNotify_NoRollbackNoRollbackDocument: a watched deploy whose window
+// ends clean sends only its outcome, with no rollbacks.
+func TestNotify_NoRollbackNoRollbackDocument(t *testing.T) {
+	h := monitorHarness(t, 10, 0)
+	recv := newNotifyReceiver(t, 0)
+	spec := coretest.BlogApp(monitoredWeb(50 * time.Millisecond))
+	spec.Notify = &core.NotifySpec{Webhook: recv.srv.URL}
+	rev, err := h.Engine.SubmitRevision(h.Ctx(), spec, "sha-kept")
+	require.NoError(t, err)
+	h.Reset()
+	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: rev.ID})
+	require.NoError(t, err)
+	docs, raw, _ := recv.got()
+	require.Len(t, docs, 1)
+	assert.Equal(t, engine.EventOutcome, docs[0].Event)
+	assert.Equal(t, core.OutcomeSuccess, docs[0].Outcome)
+	assert.Empty(t, docs[0].Rollbacks)
+	assert.NotContains(t, raw[0], "rollback")
+}

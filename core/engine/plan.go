@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/depgraph"
 )
 
 // Action is what a plan decides for one service (R14.2, R56); it marshals
@@ -156,7 +157,7 @@ func (in PlanInput) Build() Plan {
 	}
 	// R20: dependency order (depends_on), ties by name.
 	rank := map[string]int{}
-	for i, n := range core.DependencyOrder(in.Revision.Spec.Services) {
+	for i, n := range depgraph.DependencyOrder(in.Revision.Spec.Services) {
 		rank[n] = i
 	}
 	sort.SliceStable(p.Services, func(i, j int) bool { return rank[p.Services[i].Service] < rank[p.Services[j].Service] })

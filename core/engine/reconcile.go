@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/depgraph"
 )
 
 // Periodic pass defaults (SPEC §4).
@@ -287,7 +288,7 @@ func activeServiceNames(a core.Active) []string {
 		}
 		specs = append(specs, s)
 	}
-	return core.DependencyOrder(specs)
+	return depgraph.DependencyOrder(specs)
 }
 
 // activeServiceNamesReverse is activeServiceNames reversed: stop and

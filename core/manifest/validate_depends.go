@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/depgraph"
 )
 
 // dependencies checks depends_on across the app: every name is a service of
@@ -36,7 +37,7 @@ func (v *validator) dependencies(services []core.ServiceSpec) {
 			s.DependsOn = nil
 		}
 	}
-	if cycle := core.DependencyCycle(services); cycle != nil {
+	if cycle := depgraph.DependencyCycle(services); cycle != nil {
 		v.addf(v.dependsKey(cycle[0], cycle[1]), "dependency cycle: %s; remove one of these depends_on entries", strings.Join(cycle, " -> "))
 	}
 }

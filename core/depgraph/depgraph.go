@@ -1,12 +1,18 @@
-package core
+// Package depgraph orders an app's services by depends_on (SPEC R20). It
+// lives beside core, not in it, so the plugin contract stays small.
+package depgraph
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
 
 // DependencyOrder returns the service names of services in deploy order:
 // every service after the services it depends on (DependsOn), ties by
 // name (SPEC R20 as extended by depends_on). Unknown names in DependsOn are
 // ignored; services in a cycle (refused by the manifest) come last, by name.
-func DependencyOrder(services []ServiceSpec) []string {
+func DependencyOrder(services []core.ServiceSpec) []string {
 	deps := map[string][]string{}
 	var names []string
 	for _, s := range services {
@@ -51,7 +57,7 @@ func DependencyOrder(services []ServiceSpec) []string {
 // DependencyCycle returns one depends_on cycle as the names along it, the
 // first repeated at the end ("a", "b", "a"), starting from the smallest
 // name on a cycle; nil when there is none.
-func DependencyCycle(services []ServiceSpec) []string {
+func DependencyCycle(services []core.ServiceSpec) []string {
 	deps := map[string][]string{}
 	var names []string
 	for _, s := range services {
