@@ -82,9 +82,9 @@ func mostRunning(evs []fixture.Event, initially []string) int {
 func TestR76_SequentialRollbackAndWebhookDocuments(t *testing.T) {
 	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
 	v2 := testimages.Require(t, "v2", "httpd")["httpd"]
-	const host = "h27seq.test"
+	const host = "monseq.test"
 	recv := newWebhookDocs(t)
-	a := fixture.NewApp(t, "e2e-h27seq")
+	a := fixture.NewApp(t, "e2emonseq")
 	common := `[[services.web.volume]]
 name = "data"
 path = "/data"
