@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,4 +133,36 @@ func TestIssue24_SubmitRefusalStoresNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, after)
 	assert.Equal(t, 0, h.Events.Count("create", ""))
+}
+
+// TestIssue24_OldInstancesRetireInParallel: the superseded generation's
+// instances are stopped together (each with its own grace), not one grace
+// after another: every stop is in flight before any returns.
+func TestIssue24_OldInstancesRetireInParallel(t *testing.T) {
+	h := repSeedSet(t, "c-old", "c-old-2", "c-old-3")
+	h.Runtime.NextIDs = []string{"c-a", "c-b", "c-c"}
+	var inFlight sync.WaitGroup
+	inFlight.Add(3)
+	allIn := make(chan struct{})
+	go func() { inFlight.Wait(); close(allIn) }()
+	var together atomic.Int64
+	h.Runtime.Hook = func(ctx context.Context, method, id string) error {
+		if method != coretest.MStop {
+			return nil
+		}
+		inFlight.Done()
+		select {
+		case <-allIn:
+			together.Add(1)
+		case <-time.After(2 * time.Second):
+		}
+		return nil
+	}
+	res, err := depDeploy(t, h, engine.DeployRequest{}, repWeb(3))
+	require.NoError(t, err)
+	require.Equal(t, core.OutcomeSuccess, res.Outcome)
+	assert.Equal(t, int64(3), together.Load(), "all three stops were in flight at once")
+	for _, id := range []string{"c-old", "c-old-2", "c-old-3"} {
+		assert.Equal(t, 1, h.Events.Count("remove", id), id)
+	}
 }
