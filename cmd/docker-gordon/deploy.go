@@ -229,6 +229,13 @@ func printDeployPlan(ctx context.Context, env *cliEnv, eng *engine.Engine, req e
 // since CheckDeployable requires them set; a refused manifest is never
 // stored.
 func deploySubmission(ctx context.Context, env *cliEnv, eng *engine.Engine, o deployOptions, in *appInput) (*engine.Submission, error) {
+	if hasBuilds(in.spec) {
+		// A stopped edge refuses before a build that may take minutes
+		// (the deploy asks again under its lock).
+		if err := eng.RequireLiveTraffic(ctx, "deploy"); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := deployBuilds(ctx, env, o, in); err != nil {
 		return nil, err
 	}
