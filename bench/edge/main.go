@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -55,22 +56,33 @@ func main() {
 }
 
 // backendMain serves a 13-byte body on -addr until killed, printing the
-// bound address on stdout first.
+// bound address on stdout first. With -n N (N > 1) the one process listens
+// N times (-addr must then have port 0) and prints the N addresses on one
+// line, comma-separated: N instances of the same backend (issue 24's
+// instance cost in bench/suite).
 func backendMain(args []string) error {
 	fs := flag.NewFlagSet("backend", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	n := fs.Int("n", 1, "listeners (addresses) served by this one process")
 	_ = fs.Parse(args)
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	fmt.Println(ln.Addr().String())
 	body := []byte("Hello, world\n")
-	return http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Content-Length", "13")
 		_, _ = w.Write(body)
-	}))
+	})
+	var addrs []string
+	errc := make(chan error, max(*n, 1))
+	for range max(*n, 1) {
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return err
+		}
+		addrs = append(addrs, ln.Addr().String())
+		go func() { errc <- http.Serve(ln, h) }()
+	}
+	fmt.Println(strings.Join(addrs, ","))
+	return <-errc
 }
 
 // loadMain runs the load generator alone against -addr.

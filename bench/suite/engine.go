@@ -72,14 +72,34 @@ func (p *subnetPool) take() netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4(b), 28)
 }
 
+// takeWide returns a /26 (61 addresses) of the pool, aligned, for an app
+// whose overlap deploy runs 2 × 10 instances (a /28 holds 13).
+func (p *subnetPool) takeWide() netip.Prefix {
+	p.mu.Lock()
+	for p.next%4 != 0 {
+		p.next++
+	}
+	p.mu.Unlock()
+	first := p.take()
+	for range 3 {
+		p.take()
+	}
+	return netip.PrefixFrom(first.Addr(), 26)
+}
+
 // precreateNetwork creates gordon-<app> as the runtime plugin would (bridge,
 // labels dev.gordon.app/managed) but with an explicit /28 subnet; the
 // deploy's EnsureNetwork then finds and uses it.
 func (b *bench) precreateNetwork(ctx context.Context, app string) error {
+	return b.precreateNetworkIn(ctx, app, b.subnets.take())
+}
+
+// precreateNetworkIn is precreateNetwork with the given subnet.
+func (b *bench) precreateNetworkIn(ctx context.Context, app string, subnet netip.Prefix) error {
 	name := "gordon-" + app
 	_, err := b.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
 		Driver: "bridge",
-		IPAM:   &network.IPAM{Config: []network.IPAMConfig{{Subnet: b.subnets.take()}}},
+		IPAM:   &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}},
 		Labels: map[string]string{gordonApp: app, "dev.gordon.managed": "true", benchLabel: "1"},
 	})
 	if err != nil && !strings.Contains(err.Error(), "already exists") {

@@ -337,13 +337,18 @@ func reportDeployLatency(s *section, ls *latencySamples, bl runBaseline, deployS
 	for _, p := range append(append([]string{"CLI start, plugins, lock", "preflight"}, phaseOrder...), "exit") {
 		s.add("engine overhead within phase: "+p, ms(median(ls.ownTime[p])), "ms", "engine overhead", ms(median(ls.overhead)), "")
 	}
-	s.add("engine overhead vs the issue's target", ms(median(ls.overhead)), "ms", "target", 150, "")
+	s.add("engine overhead vs the issue's target (issue 24: < 100 ms)", ms(median(ls.overhead)), "ms", "target", 100, "")
+	s.add("deploy wall time vs `docker run -d` + first 200 (issue 24: ≤ 1.5×)", ms(tot)/ms(median(bl.total)), "×", "bound", 1.5, "")
 	s.add("engine API calls per deploy", float64(medianInt(ls.calls)), "calls", "`docker run -d`", float64(medianInt(bl.calls)), "")
-	if o := median(ls.overhead); o < 150*time.Millisecond {
-		s.note("Engine overhead target (< 150 ms): PASS (%.0f ms).", ms(o))
-	} else {
-		s.note("Engine overhead target (< 150 ms): NOT MET (%.0f ms). It includes the edge switch (median %.0f ms: traffic/edge writes the table, asks gordon-edge to reload it and waits for status.json to confirm), docker CLI and plugin start (the probe/http plugin's own start, %.0f ms here, is inside the probe phase and so not even counted).", ms(o), ms(median(deploySwitch)), ms(probePluginStart))
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "NOT MET"
 	}
+	s.note("Deploy wall time ≤ 1.5× `docker run -d` + first 200: %s (%.0f ms against %.0f ms, %.2f×).", verdict(ms(tot) <= 1.5*ms(median(bl.total))), ms(tot), ms(median(bl.total)), ms(tot)/ms(median(bl.total)))
+	o := median(ls.overhead)
+	s.note("Engine overhead target (< 100 ms): %s (%.0f ms, of which %.0f ms in CLI start, plugins, lock). It includes the edge switch (median %.0f ms: traffic/edge writes the table, asks gordon-edge to reload it and waits for status.json to confirm) and docker CLI and plugin start; the probe plugins start concurrently with the runtime and traffic plugins (a probe/http start alone: %.0f ms).", verdict(o < 100*time.Millisecond), ms(o), ms(median(ls.ownTime["CLI start, plugins, lock"])), ms(median(deploySwitch)), ms(probePluginStart))
 	s.extra("deploy_wall_ns", ls.totals)
 	s.extra("phases_ns", ls.phases)
 	s.extra("engine_wait_ns", ls.engineWait)

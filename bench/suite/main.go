@@ -64,7 +64,7 @@ func main() {
 	flag.IntVar(&b.clients, "clients", 16, "keep-alive load clients")
 	flag.IntVar(&b.apps, "apps", 100, "largest number of apps for status and reconcile")
 	flag.DurationVar(&b.edgeDur, "edge-duration", 10*time.Second, "edgebench load duration per target")
-	only := flag.String("only", "", "run only these steps, comma-separated: edge, switch, cli, plugins, load, apps, memory (default: all)")
+	only := flag.String("only", "", "run only these steps, comma-separated: edge, switch, instances, cli, plugins, load, replicas, apps, memory (default: all)")
 	flag.Parse()
 	b.only = map[string]bool{}
 	for _, k := range strings.Split(*only, ",") {
@@ -201,9 +201,11 @@ func (b *bench) runSteps(ctx context.Context) error {
 	}{
 		{"edge", "edge throughput (edgebench)", secEdge, b.measureEdge},
 		{"switch", "edge route switch", secEdge, b.measureRouteSwitch},
+		{"instances", "edge throughput, 3 instances vs 1", secEdge, b.measureInstances},
 		{"cli", "CLI cold start", secCLI, b.measureCLI},
 		{"plugins", "plugin start+handshake", secCLI, b.measurePlugins},
 		{"load", "deploy under load", secLoad, b.measureDeployUnderLoad},
+		{"replicas", "deploy of 10 replicas vs 1", secLat, b.measureReplicas},
 		{"apps", "deploy latency, status, reconcile, watch memory", secLat, func(ctx context.Context, s *section) error {
 			return b.measureApps(ctx, s, secCLI, secRec, secMem)
 		}},

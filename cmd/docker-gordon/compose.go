@@ -170,37 +170,42 @@ func (e *cliEnv) targetsRemote() bool {
 	return e.target.Remote
 }
 
-// storeComposeSecrets writes the compose secrets with a file: or
-// environment: source into the app's secret store (values are never
-// printed; only names and sizes).
-func storeComposeSecrets(ctx context.Context, env *cliEnv, app string, secrets []compose.Secret) error {
+// composeSecretValues reads the compose secrets with a file: or
+// environment: source (their values; an unreadable source is an error).
+func composeSecretValues(secrets []compose.Secret) ([]secretValue, error) {
 	values := make([]secretValue, 0, len(secrets))
 	for _, s := range secrets {
 		v, err := s.Value()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		values = append(values, secretValue{Service: s.Service, Name: s.Name, Value: v})
 	}
-	return storeSecretValues(ctx, env, app, values)
+	return values, nil
 }
 
 // storeSecretValues stores values in app's secret store under the app lock
-// (a compose project's secrets: read here, or sent by the CLI to a runner).
-// Values are never printed; only names and sizes.
+// (writeSecretValues).
 func storeSecretValues(ctx context.Context, env *cliEnv, app string, values []secretValue) error {
 	if len(values) == 0 {
 		return nil
 	}
 	return withSecretsLock(ctx, env, app, func(st core.Store) error {
-		for _, s := range values {
-			if err := st.SetSecret(ctx, app, s.Service, s.Name, s.Value); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.dockerCli.Err(), "app %s: secret %s of %s stored from compose (%d bytes)\n", app, s.Name, s.Service, len(s.Value))
-		}
-		return nil
+		return writeSecretValues(ctx, env, st, app, values)
 	})
+}
+
+// writeSecretValues writes values into st, the app's store, whose app lock
+// the caller holds (a compose project's secrets: read here, or sent by the
+// CLI to a runner). Values are never printed; only names and sizes.
+func writeSecretValues(ctx context.Context, env *cliEnv, st core.Store, app string, values []secretValue) error {
+	for _, s := range values {
+		if err := st.SetSecret(ctx, app, s.Service, s.Name, s.Value); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.dockerCli.Err(), "app %s: secret %s of %s stored from compose (%d bytes)\n", app, s.Name, s.Service, len(s.Value))
+	}
+	return nil
 }
 
 // bindNameFor returns the name of the approved bind whose host path is

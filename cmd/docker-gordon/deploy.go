@@ -130,6 +130,9 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 		app = args[0]
 	}
 
+	if fromFile && !o.dryRun {
+		warmProbes(ctx, env, spec)
+	}
 	eng, err := env.engine(ctx, "deploy")
 	if err != nil {
 		return err
@@ -148,7 +151,7 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	}
 
 	if fromFile {
-		if req.Revision, err = submitDeployFile(ctx, env, eng, o, in); err != nil {
+		if req.Submit, err = deploySubmission(ctx, env, eng, o, in); err != nil {
 			return err
 		}
 	}
@@ -221,49 +224,53 @@ func printDeployPlan(ctx context.Context, env *cliEnv, eng *engine.Engine, req e
 	return nil
 }
 
-// submitDeployFile runs every check that can refuse the manifest in (the
-// builds of its services first), then stores it as the app's new revision
-// and returns its ID. An image VOLUME
-// the manifest does not map is refused first (exit 1, "nothing was
-// changed"); a compose project's secrets (or those a remote CLI sent) are
-// stored before the checks, which require them set.
-func submitDeployFile(ctx context.Context, env *cliEnv, eng *engine.Engine, o deployOptions, in *appInput) (string, error) {
-	// The engine's own checks refuse a deploy while the edge is down, but
-	// a compose project's secrets are stored before them: ask first.
-	if err := eng.RequireLiveTraffic(ctx, "deploy"); err != nil {
-		return "", err
+// deploySubmission runs the builds of in's services (checks too, SPEC R12:
+// a failed one changes nothing) and returns what the deploy checks and
+// stores under its app lock (engine.Submission; issue 24: one lock, each
+// check once): after the engine's live-edge check (R68), an image VOLUME
+// the manifest does not map is refused (exit 1, "nothing was changed"),
+// then a compose project's secrets (or those a remote CLI sent) are stored,
+// since CheckDeployable requires them set; a refused manifest is never
+// stored.
+func deploySubmission(ctx context.Context, env *cliEnv, eng *engine.Engine, o deployOptions, in *appInput) (*engine.Submission, error) {
+	if hasBuilds(in.spec) {
+		// A stopped edge refuses before a build that may take minutes
+		// (the deploy asks again under its lock).
+		if err := eng.RequireLiveTraffic(ctx, "deploy"); err != nil {
+			return nil, err
+		}
 	}
-	// Builds are checks too (SPEC R12): a failed one changes nothing.
 	if _, err := deployBuilds(ctx, env, o, in); err != nil {
-		return "", err
+		return nil, err
 	}
 	spec, app := in.spec, in.spec.Name
-	// An image VOLUME the manifest does not map is refused before the
-	// revision is stored (preflight checks pulled images again).
-	if err := eng.CheckImages(ctx, spec); err != nil {
-		printImageRefusal(env, in, err)
-		return "", cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.in.files[0])}
-	}
-	switch {
-	case in.compose != nil:
-		if err := storeComposeSecrets(ctx, env, app, in.compose.Secrets); err != nil {
-			return "", err
-		}
-	case runnerSession != nil:
-		// A remote deploy of a compose project: the CLI sent the
-		// converted manifest and its secrets' values.
-		if err := storeSecretValues(ctx, env, app, runnerSession.secrets); err != nil {
-			return "", err
-		}
-	}
-	// Every check that can refuse runs before the revision is stored:
-	// a refused deploy leaves the state directory as it was.
-	rev, err := eng.SubmitChecked(ctx, spec, in.sha, o.pull)
-	if err != nil {
-		return "", err
-	}
-	fmt.Fprintf(env.dockerCli.Err(), "app %s: stored revision %s\n", app, rev.ID)
-	return rev.ID, nil
+	return &engine.Submission{
+		Spec:         spec,
+		SourceSHA256: in.sha,
+		Prepare: func(ctx context.Context) error {
+			if err := eng.CheckImages(ctx, spec); err != nil {
+				printImageRefusal(env, in, err)
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %s refused; nothing was changed", o.in.files[0])}
+			}
+			// Under the deploy's app lock: written to its own store.
+			switch {
+			case in.compose != nil:
+				values, err := composeSecretValues(in.compose.Secrets)
+				if err != nil {
+					return err
+				}
+				return writeSecretValues(ctx, env, eng.Store, app, values)
+			case runnerSession != nil:
+				// A remote deploy of a compose project: the CLI sent the
+				// converted manifest and its secrets' values.
+				return writeSecretValues(ctx, env, eng.Store, app, runnerSession.secrets)
+			}
+			return nil
+		},
+		Stored: func(rev core.Revision) {
+			fmt.Fprintf(env.dockerCli.Err(), "app %s: stored revision %s\n", app, rev.ID)
+		},
+	}, nil
 }
 
 // printCandidateDiagnostics writes, on stderr, the last log lines of each

@@ -41,6 +41,11 @@ type DeployRequest struct {
 	// "rollback"), and RollbackTo as Operation.RollbackTo.
 	Verb       string
 	RollbackTo string
+	// Submit, when set, is a manifest Deploy checks (CheckDeployable) and
+	// stores as the app's new revision under the deploy's own app lock,
+	// then deploys (deploy -f): one lock, each check once. Revision must
+	// be "".
+	Submit *Submission
 
 	// lockWait is how long Deploy waited for the app lock; journaled as the
 	// preflight step's "lock" phase, so deploy latency splits by phase.
@@ -82,6 +87,12 @@ func (e *Engine) SubmitRevision(ctx context.Context, spec core.AppSpec, sourceSH
 		return core.Revision{}, fmt.Errorf("app %s: %w", app, err)
 	}
 	defer lk.Unlock()
+	return e.storeRevision(ctx, spec, sourceSHA256)
+}
+
+// storeRevision is SubmitRevision's body; the caller holds the app lock.
+func (e *Engine) storeRevision(ctx context.Context, spec core.AppSpec, sourceSHA256 string) (core.Revision, error) {
+	app := spec.Name
 	if _, err := e.Store.EnsureApp(ctx, app); err != nil {
 		return core.Revision{}, fmt.Errorf("app %s: %w", app, err)
 	}
@@ -115,7 +126,10 @@ func dpSameJSON(a, b any) bool {
 // revision resolution, targeted checks, claim with `preflight` pending,
 // live mark) then execute phase (preflight R13, dropped services R56, one
 // service step per pinned service in name order R14–R22, outcome R9,
-// warnings R10). A DryRun only plans (see PlanDeploy).
+// warnings R10). A DryRun only plans (see PlanDeploy). Under the lock and
+// before the start phase it requires a live edge (R68) and, with Submit,
+// runs the submission's checks and stores its revision (deploy -f): one
+// lock hold, each check asked once (heldChecks).
 //
 // It returns the result (non-nil whenever an op was claimed or replayed)
 // and: nil on success; on a replayed key the R8 disposition; on a failed
@@ -141,13 +155,26 @@ func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (res *DeployResu
 		}
 		return &DeployResult{Plan: &p}, nil
 	}
-	if err := e.RequireLiveTraffic(ctx, "deploy"); err != nil {
-		return nil, err
+	if req.Submit != nil && (req.Submit.Spec.Name != req.App || req.Revision != "") {
+		return nil, fmt.Errorf("%w: deploy %s: a submitted manifest must name the app (it names %q) and no revision", core.ErrInvalid, req.App, req.Submit.Spec.Name)
 	}
 	lockStart := time.Now()
 	lk, err := e.lock(ctx, req.App, core.OpDeploy, "")
 	if err != nil {
 		return nil, fmt.Errorf("deploy %s: %w", req.App, err)
+	}
+	req.lockWait = time.Since(lockStart)
+	// R68 under the lock: its answer is the preflight's traffic check too
+	// (heldChecks); a refusal has changed nothing.
+	if err := e.requireLiveTraffic(ctx, req.App, "deploy"); err != nil {
+		lk.Unlock()
+		return nil, err
+	}
+	if req.Submit != nil {
+		if req.Revision, err = e.submitLocked(ctx, req); err != nil {
+			lk.Unlock()
+			return nil, err
+		}
 	}
 	// Deferred before the unlock, so it runs after it: the outcome is
 	// journaled and the lock free when the webhook is called.
@@ -158,7 +185,6 @@ func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (res *DeployResu
 		}
 	}()
 	defer lk.Unlock()
-	req.lockWait = time.Since(lockStart)
 	op, claimed, err := e.startDeploy(ctx, req)
 	if !claimed {
 		if op.ID == "" {

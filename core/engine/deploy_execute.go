@@ -147,7 +147,7 @@ func (d *deployRun) preflight(ctx context.Context) error {
 	start := time.Now()
 	fail := func(service string, err error) error { return d.failPreflight(ctx, service, err, start) }
 	names := d.preflightNames()
-	if err := e.checkTraffic(ctx); err != nil {
+	if err := e.checkTraffic(ctx, app); err != nil {
 		return fail("", err)
 	}
 	owners, err := e.publishOwners(ctx)
@@ -250,7 +250,7 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 	p.secrets = values
 	p.env = dpContainerEnv(d.rev.Spec.Env, spec.Env, env)
 	p.files = secretFiles(spec, values)
-	if p.binds, err = e.resolveBinds(spec); err != nil {
+	if p.binds, err = e.resolveBinds(app, spec); err != nil {
 		return nil, fmt.Errorf("app %s: service %s: %w", app, name, err)
 	}
 	if err := e.checkPublish(ctx, app, spec, owners); err != nil {
@@ -317,6 +317,7 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 		if e.RegistryAuth != nil {
 			pctx = core.WithRegistryAuth(ctx, e.RegistryAuth(ref))
 		}
+		e.forgetImage(app, ref)
 		if err := e.Runtime.PullImage(pctx, ref); err != nil {
 			return fmt.Errorf("pull image %s: %w", ref, err)
 		}
@@ -327,12 +328,12 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 			return core.ImageRef{}, err
 		}
 	}
-	img, err := e.Runtime.ResolveImage(ctx, ref)
+	img, err := e.resolveImage(ctx, app, ref)
 	if errors.Is(err, core.ErrNotFound) && pull == PullMissing {
 		if err := doPull(); err != nil {
 			return core.ImageRef{}, err
 		}
-		img, err = e.Runtime.ResolveImage(ctx, ref)
+		img, err = e.resolveImage(ctx, app, ref)
 	}
 	if err != nil {
 		if errors.Is(err, core.ErrNotFound) && pull == PullNever {
@@ -345,8 +346,9 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 
 // resolveBinds looks every bind of s up in e.BindPolicy (R13, R18.1,
 // R19.1); nil policy refuses every bind. Errors wrap ErrInvalid unless the
-// policy's error has a class.
-func (e *Engine) resolveBinds(s *core.ServiceSpec) (map[string]string, error) {
+// policy's error has a class. While this engine holds app's lock, each
+// bind's answer is asked once (the policy reads <state>/config.toml).
+func (e *Engine) resolveBinds(app string, s *core.ServiceSpec) (map[string]string, error) {
 	if len(s.Binds) == 0 {
 		return nil, nil
 	}
@@ -355,13 +357,18 @@ func (e *Engine) resolveBinds(s *core.ServiceSpec) (map[string]string, error) {
 		if e.BindPolicy == nil {
 			return nil, fmt.Errorf("%w: bind %q refused: no bind policy is configured (add it to <state>/config.toml)", core.ErrInvalid, b.Name)
 		}
-		hp, err := e.BindPolicy(b.Name)
+		hp, ok := e.checks(app).bindPath(b.Name)
+		var err error
+		if !ok {
+			hp, err = e.BindPolicy(b.Name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("bind %q refused by policy: %w", b.Name, core.WithClass(err, core.ErrInvalid))
 		}
 		if hp == "" {
 			return nil, fmt.Errorf("%w: bind %q: policy gives no host path", core.ErrInvalid, b.Name)
 		}
+		e.checks(app).setBindPath(b.Name, hp)
 		out[b.Name] = hp
 	}
 	return out, nil

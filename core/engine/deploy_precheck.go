@@ -31,7 +31,7 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 	if _, err := e.Runtime.Info(ctx); err != nil {
 		return fmt.Errorf("deploy %s: container engine: %w", app, core.WithClass(err, core.ErrUnavailable))
 	}
-	if err := e.checkTraffic(ctx); err != nil {
+	if err := e.checkTraffic(ctx, app); err != nil {
 		return fmt.Errorf("deploy %s: %w", app, err)
 	}
 	owners, err := e.publishOwners(ctx)
@@ -66,7 +66,7 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 		if err := e.checkSecretsSet(ctx, app, s); err != nil {
 			return refuse(err)
 		}
-		if _, err := e.resolveBinds(s); err != nil {
+		if _, err := e.resolveBinds(app, s); err != nil {
 			return refuse(err)
 		}
 		if err := e.checkPublish(ctx, app, s, owners); err != nil {
@@ -103,11 +103,11 @@ func specServiceNames(spec core.AppSpec) []string {
 // state directory) refuses the deploy. A backend that cannot be reached is
 // not a refusal here (the CLI requires a live edge before it starts; the
 // switch would fail cleanly).
-func (e *Engine) checkTraffic(ctx context.Context) error {
+func (e *Engine) checkTraffic(ctx context.Context, app string) error {
 	if e.Traffic == nil {
 		return nil
 	}
-	if _, err := e.Traffic.Status(ctx); err != nil && errors.Is(err, core.ErrConflict) {
+	if _, err := e.trafficStatus(ctx, app); err != nil && errors.Is(err, core.ErrConflict) {
 		return fmt.Errorf("traffic backend: %w", err)
 	}
 	return nil

@@ -162,7 +162,7 @@ func (s *serviceRun) unchanged(ctx context.Context) error {
 func (s *serviceRun) overlap(ctx context.Context) error {
 	e, app, name := s.d.e, s.d.app, s.ps.Service
 	// 1. Re-resolve binds and devices against current policy.
-	if _, err := e.resolveBinds(s.pin.spec); err != nil {
+	if _, err := e.resolveBinds(s.d.app, s.pin.spec); err != nil {
 		return s.fail(ctx, err, nil)
 	}
 	// 2. A pending withdrawal is retried before any candidate exists.
@@ -238,7 +238,7 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 	e, app, name := s.d.e, s.d.app, s.ps.Service
 	spec := s.pin.spec
 	// 1. Re-resolve binds and devices.
-	if _, err := e.resolveBinds(spec); err != nil {
+	if _, err := e.resolveBinds(app, spec); err != nil {
 		return s.fail(ctx, err, nil)
 	}
 	if s.before != "" {

@@ -85,6 +85,9 @@ type Engine struct {
 	// deploy (pull policy + ref → image), used once by its preflight.
 	pinMu sync.Mutex
 	pins  map[string]core.ImageRef
+	// held: the checks of each app lock this engine holds (held_checks.go).
+	heldMu sync.Mutex
+	held   map[string]*heldChecks
 	// ulimitChecks remembers checkUlimits results by image and limits.
 	ulimitChecks map[string]error
 
@@ -177,7 +180,7 @@ func (e *Engine) lock(ctx context.Context, app, verb, op string) (core.AppLock, 
 	h := e.Holder
 	h.Verb, h.Op, h.StartedAt = verb, op, e.now()
 	if lk, ok, err := e.Store.TryLock(lctx, app, h); err == nil && ok {
-		return lk, nil
+		return e.hold(app, lk), nil
 	}
 	holder, herr := e.Store.LockHolder(ctx, app)
 	msg := LockWaitText(app, verb, holder, herr, t)
@@ -186,7 +189,11 @@ func (e *Engine) lock(ctx context.Context, app, verb, op string) (core.AppLock, 
 	} else {
 		e.progress(ProgressEvent{App: app, Phase: PhaseLock, Detail: msg})
 	}
-	return e.Store.Lock(lctx, app, h)
+	lk, err := e.Store.Lock(lctx, app, h)
+	if err != nil {
+		return nil, err
+	}
+	return e.hold(app, lk), nil
 }
 
 // LockWaitText is the lock-wait notice: "app blog: deploy waits for the

@@ -96,7 +96,7 @@ func (e *Engine) CheckImages(ctx context.Context, spec core.AppSpec) error {
 	var errs []error
 	for i := range spec.Services {
 		s := &spec.Services[i]
-		img, err := e.Runtime.ResolveImage(ctx, s.Image)
+		img, err := e.resolveImage(ctx, spec.Name, s.Image)
 		if errors.Is(err, core.ErrNotFound) {
 			continue
 		}

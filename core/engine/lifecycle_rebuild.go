@@ -106,7 +106,7 @@ func (r *lifecycleRun) rebuildPin(ctx context.Context, name string, as *core.Act
 	}
 	pin := &pinnedService{spec: &spec, img: img, env: dpContainerEnv(rev.Spec.Env, spec.Env, env), secrets: values,
 		files: secretFiles(&spec, values)}
-	if pin.binds, err = e.resolveBinds(&spec); err != nil {
+	if pin.binds, err = e.resolveBinds(r.app, &spec); err != nil {
 		return nil, fmt.Errorf("rebuild: %w", err)
 	}
 	return pin, nil

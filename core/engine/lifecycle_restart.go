@@ -112,7 +112,7 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		fail(errors.New("no container recorded in ACTIVE"), nil, false)
 		return
 	}
-	if _, err := e.resolveBinds(&as.Spec); err != nil {
+	if _, err := e.resolveBinds(r.app, &as.Spec); err != nil {
 		fail(err, nil, false)
 		return
 	}

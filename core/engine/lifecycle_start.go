@@ -116,7 +116,7 @@ func (r *lifecycleRun) startService(ctx context.Context, name string, as *core.A
 	}
 	if id != "" {
 		// 1. Recorded container: policy, markers, then verify or start.
-		if _, err := e.resolveBinds(&as.Spec); err != nil {
+		if _, err := e.resolveBinds(r.app, &as.Spec); err != nil {
 			fail(err, nil)
 			return
 		}

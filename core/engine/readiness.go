@@ -427,13 +427,29 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 		if !live {
 			continue
 		}
-		t := time.NewTimer(interval)
+		t := time.NewTimer(pauseAfter(kind, res.Attempts, interval))
 		select {
 		case <-bctx.Done():
 		case <-t.C:
 		}
 		t.Stop()
 	}
+}
+
+// ProbeRampStart is the first pause of a built-in probe (http, tcp, log):
+// the pauses double from it (50, 100, 200, 400, 800 ms) until they reach
+// the kind's interval. A container that listens a few milliseconds after
+// its start is then seen ready within about 50 ms instead of a whole
+// interval later (issue 24 item 6: deploy wall time against `docker run`
+// + first 200).
+const ProbeRampStart = 50 * time.Millisecond
+
+// pauseAfter is the pause after failed attempt n (1-based) of kind.
+func pauseAfter(kind string, n int, interval time.Duration) time.Duration {
+	if kind == core.ReadinessPlugin || n < 1 || n > 16 {
+		return interval
+	}
+	return min(interval, ProbeRampStart<<(n-1))
 }
 
 // attemptDeadlineSlack is how close to its attempt's deadline a check

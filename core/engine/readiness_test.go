@@ -280,6 +280,8 @@ func TestR33_CallerDeadlineBeforeBudgetIsCallersError(t *testing.T) {
 	assert.Equal(t, context.DeadlineExceeded, err)
 }
 
+// R33 with issue 24's ramp: the pauses start at 50 ms and double up to
+// the 500 ms interval (50 + 100 ms before the third attempt here).
 func TestR33_TCPRetriesEvery500msUntilReady(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(_ context.Context, n int, _ core.ProbeRequest) (core.ProbeResult, error) {
 		if n < 3 {
@@ -297,8 +299,8 @@ func TestR33_TCPRetriesEvery500msUntilReady(t *testing.T) {
 	})
 	require.NoError(t, err)
 	elapsed := time.Since(start)
-	assert.GreaterOrEqual(t, elapsed, 1*time.Second, "two 500 ms waits")
-	assert.Less(t, elapsed, 3*time.Second)
+	assert.GreaterOrEqual(t, elapsed, 150*time.Millisecond, "pauses of 50 and 100 ms")
+	assert.Less(t, elapsed, 1*time.Second, "not two whole 500 ms intervals")
 	assert.Equal(t, 3, res.Attempts)
 	assert.Equal(t, "connected", res.LastDetail)
 	assert.Equal(t, 2, calls, "progress after every failed attempt")
@@ -320,6 +322,9 @@ func TestR29_NoneIsReadyAtOnce(t *testing.T) {
 	assert.Empty(t, ps.lookups)
 }
 
+// R31 with issue 24's ramp: attempts at 0, 0.05, 0.15, 0.35 and 0.75 s
+// (pauses 50, 100, 200, 400 ms), then every second; a 1.5 s budget ends
+// before the sixth (due at 1.55 s).
 func TestR31_HTTPAttemptBoundedAndRetriedEverySecond(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(_ context.Context, n int, req core.ProbeRequest) (core.ProbeResult, error) {
 		return core.ProbeResult{Detail: "GET http://127.0.0.1:18080/healthz: 503 Service Unavailable"}, nil
@@ -330,13 +335,13 @@ func TestR31_HTTPAttemptBoundedAndRetriedEverySecond(t *testing.T) {
 	res, err := w.Wait(context.Background(), target, core.Readiness{Type: core.ReadinessHTTP, Path: "/healthz", Port: 8080, Timeout: core.Duration(1500 * time.Millisecond)}, nil)
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 3*time.Second)
-	assert.Equal(t, 2, res.Attempts, "attempts at 0 s and 1 s within a 1.5 s budget")
-	assert.Equal(t, "HTTP readiness timeout after 1.5s: GET http://127.0.0.1:18080/healthz: 503 Service Unavailable (app blog, service web, container c-new, 2 attempts)", err.Error())
+	assert.Equal(t, 5, res.Attempts, "attempts at 0, 0.05, 0.15, 0.35, 0.75 s within a 1.5 s budget")
+	assert.Equal(t, "HTTP readiness timeout after 1.5s: GET http://127.0.0.1:18080/healthz: 503 Service Unavailable (app blog, service web, container c-new, 5 attempts)", err.Error())
 	reqs := fp.requests()
-	require.Len(t, reqs, 2)
+	require.Len(t, reqs, 5)
 	assert.Equal(t, 1500*time.Millisecond, reqs[0].AttemptTimeout.Round(100*time.Millisecond), "min(2 s, remaining)")
-	assert.LessOrEqual(t, reqs[1].AttemptTimeout, 600*time.Millisecond)
-	assert.Greater(t, reqs[1].AttemptTimeout, time.Duration(0))
+	assert.LessOrEqual(t, reqs[4].AttemptTimeout, 800*time.Millisecond)
+	assert.Greater(t, reqs[4].AttemptTimeout, time.Duration(0))
 }
 
 func TestR31_HTTPAttemptCapTwoSeconds(t *testing.T) {

@@ -70,16 +70,25 @@ func TestR12_RefusedFirstDeployStoresNothing(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			h := coretest.NewEngine(t)
-			tc.setup(h)
-			before := storeSnapshot(t, h, "blog")
-			_, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(tc.spec()), "sha", "")
-			require.Error(t, err)
-			assert.ErrorIs(t, err, tc.class)
-			assert.Equal(t, before, storeSnapshot(t, h, "blog"), "a refused deploy changed the store")
-			assert.Empty(t, h.Runtime.Created(), "a refused deploy created a container")
-		})
+		// deploy -f checks under the deploy's lock (Deploy with Submit,
+		// issue 24); SubmitChecked is the same checks alone.
+		for _, via := range []string{"SubmitChecked", "Deploy+Submit"} {
+			t.Run(name+"/"+via, func(t *testing.T) {
+				h := coretest.NewEngine(t)
+				tc.setup(h)
+				before := storeSnapshot(t, h, "blog")
+				var err error
+				if via == "SubmitChecked" {
+					_, err = h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(tc.spec()), "sha", "")
+				} else {
+					_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Submit: &engine.Submission{Spec: coretest.BlogApp(tc.spec()), SourceSHA256: "sha"}})
+				}
+				require.Error(t, err)
+				assert.ErrorIs(t, err, tc.class)
+				assert.Equal(t, before, storeSnapshot(t, h, "blog"), "a refused deploy changed the store")
+				assert.Empty(t, h.Runtime.Created(), "a refused deploy created a container")
+			})
+		}
 	}
 }
 

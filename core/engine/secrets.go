@@ -11,7 +11,23 @@ import (
 // getSecret returns the service's secret name, else the app-wide one.
 // Errors: neither is set → the service-level not-found error; a failed
 // read of the app-wide secret → that error.
+//
+// While this engine holds app's lock, a value read is remembered for the
+// rest of that hold (heldChecks).
 func (e *Engine) getSecret(ctx context.Context, app, service, name string) ([]byte, error) {
+	c := e.checks(app)
+	if v, ok := c.secret(service, name); ok {
+		return v, nil
+	}
+	v, err := e.readSecret(ctx, app, service, name)
+	if err == nil {
+		c.setSecret(service, name, v)
+	}
+	return v, err
+}
+
+// readSecret is getSecret without the memo.
+func (e *Engine) readSecret(ctx context.Context, app, service, name string) ([]byte, error) {
 	v, err := e.Store.GetSecret(ctx, app, service, name)
 	if errors.Is(err, core.ErrNotFound) {
 		av, aerr := e.Store.GetSecret(ctx, app, core.AppWideSecrets, name)

@@ -58,17 +58,25 @@ func (e *TrafficDownError) Unwrap() error { return core.ErrUnavailable }
 // edge proxy is not running[ on <engine>]: <why>; nothing was changed.
 // <how to start it>, then retry".
 func (e *Engine) RequireLiveTraffic(ctx context.Context, verb string) error {
+	return e.requireLiveTraffic(ctx, "", verb)
+}
+
+// requireLiveTraffic is RequireLiveTraffic for app: while this engine holds
+// app's lock, its first Status answer is the lock hold's (heldChecks), so
+// the preflight's checkTraffic does not ask again; a retry asks afresh and
+// replaces it.
+func (e *Engine) requireLiveTraffic(ctx context.Context, app, verb string) error {
 	if e.Traffic == nil {
 		return nil
 	}
 	deadline := time.Now().Add(TrafficStartWait)
-	live, written := e.trafficLive(ctx)
+	live, written := e.trafficLive(ctx, app, true)
 	// A status written seconds ago or none yet: maybe starting. An older
 	// one from an edge that does not answer: stopped, no need to wait.
 	starting := func() bool { return written.IsZero() || time.Since(written) < 2*TrafficStartWait }
 	for !live && starting() && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
-		live, written = e.trafficLive(ctx)
+		live, written = e.trafficLive(ctx, app, false)
 	}
 	if live {
 		return nil
@@ -91,11 +99,21 @@ func (e *Engine) RequireLiveTraffic(ctx context.Context, verb string) error {
 
 // trafficLive asks the traffic backend once (bounded by 5 s): live unless
 // Status failed (but for ErrConflict) or is Stale; written is when the
-// edge last wrote its status (zero when unknown).
-func (e *Engine) trafficLive(ctx context.Context) (live bool, written time.Time) {
+// edge last wrote its status (zero when unknown). With memo, a Status
+// answer of app's lock hold is reused; every answer is remembered there.
+func (e *Engine) trafficLive(ctx context.Context, app string, memo bool) (live bool, written time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := e.Traffic.Status(ctx)
+	var st core.TrafficStatus
+	var err error
+	if memo && app != "" {
+		st, err = e.trafficStatus(ctx, app)
+	} else {
+		st, err = e.Traffic.Status(ctx)
+		if app != "" {
+			e.checks(app).setStatus(st, err)
+		}
+	}
 	if err != nil {
 		return errors.Is(err, core.ErrConflict), time.Time{}
 	}
