@@ -91,31 +91,38 @@ func TestR62_H2StalledStreamsHoldFewBackendConnections(t *testing.T) {
 	nc := normalClient(t, e, "stall3.test")
 	okQuiet, quiet := probe(nc, "https://stall3.test/small", 20)
 	require.Equal(t, 20, okQuiet)
-	resets := make(chan int, 4)
+	type tally struct {
+		n   int
+		err error
+	}
+	resets := make(chan tally, 4)
 	for range 4 {
 		r := dialRawH2(t, e, "stall3.test", http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+		// The race detector on a loaded machine: 15 s was not enough once.
+		require.NoError(t, r.c.SetDeadline(time.Now().Add(60*time.Second)))
 		for i := range 128 {
 			r.request(uint32(2*i+1), true, "GET", "/big", "stall3.test")
 		}
 		go func() {
-			n := 0
-			for n < 128-16 {
+			var c tally
+			for c.n < 128-16 {
 				f, err := r.fr.ReadFrame()
 				if err != nil {
+					c.err = err
 					break
 				}
 				if rs, ok := f.(*http2.RSTStreamFrame); ok && rs.ErrCode == http2.ErrCodeCancel {
-					n++
+					c.n++
 				}
 			}
-			resets <- n
+			resets <- c
 		}()
 	}
 	for range 4 {
 		select {
-		case n := <-resets:
-			assert.Equal(t, 128-16, n, "streams over the stall bound are reset")
-		case <-time.After(15 * time.Second):
+		case c := <-resets:
+			assert.Equal(t, 128-16, c.n, "streams over the stall bound are reset (read: %v)", c.err)
+		case <-time.After(60 * time.Second):
 			t.Fatal("streams over the stall bound not reset")
 		}
 	}
