@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // The edge's own HTTP/1.1 connection loop.
@@ -65,13 +67,11 @@ const (
 	h1Closed
 )
 
-var (
-	errHeadTooLarge = errors.New("head too large")
-	errBadResponse  = errors.New("malformed backend response")
-)
-
-// h1Server is the accept loop and connection registry of the public
-// listener.
+// h1Server is the accept loop of the public HTTP listener and the
+// registry of every client connection the edge serves itself: HTTP/1.1
+// connections, plain or TLS (h1Conn, possibly on an event loop), HTTPS
+// connections during their handshake, and HTTP/2 connections (h2Conn).
+// shutdown drains them all together.
 type h1Server struct {
 	s                 *Server
 	handoff           *handoffListener
@@ -112,9 +112,9 @@ type h1Conn struct {
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	head  []byte
-	req   h1Request
+	req   h1wire.Request
 	// resp and rhead are the backend response of the current request.
-	resp  h1Response
+	resp  h1wire.Response
 	rhead []byte
 	// writeUntil is the client write deadline armed (h1SendTimeout).
 	writeUntil time.Time
@@ -396,12 +396,12 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 			idleUntil = time.Time{}
 			_ = c.SetReadDeadline(time.Now().Add(h.readHeaderTimeout))
 		}
-		head, err := readHead(hc.br, hc.head[:0], h1MaxHead, nil)
+		head, err := h1wire.ReadHead(hc.br, hc.head[:0], h1MaxHead, nil)
 		hc.head = head
-		if err != nil && !errors.Is(err, errHeadTooLarge) {
+		if err != nil && !errors.Is(err, h1wire.ErrHeadTooLarge) {
 			return // timeout, EOF or reset: net/http closes silently too
 		}
-		if err == nil && parseRequest(head, &hc.req) {
+		if err == nil && h1wire.ParseRequest(head, &hc.req) {
 			if served, keep := h.s.serveH1(hc); served {
 				if !keep {
 					return
@@ -485,20 +485,20 @@ func (hc *h1Conn) shrink() {
 	if cap(hc.rhead) > maxHead {
 		hc.rhead = nil
 	}
-	if cap(hc.req.headers) > maxHeaders {
-		hc.req.headers = nil
+	if cap(hc.req.Headers) > maxHeaders {
+		hc.req.Headers = nil
 	}
-	if cap(hc.req.connNames) > maxHeaders {
-		hc.req.connNames = nil
+	if cap(hc.req.ConnNames) > maxHeaders {
+		hc.req.ConnNames = nil
 	}
-	if cap(hc.resp.headers) > maxHeaders {
-		hc.resp.headers = nil
+	if cap(hc.resp.Headers) > maxHeaders {
+		hc.resp.Headers = nil
 	}
-	if cap(hc.resp.connNames) > maxHeaders {
-		hc.resp.connNames = nil
+	if cap(hc.resp.ConnNames) > maxHeaders {
+		hc.resp.ConnNames = nil
 	}
-	hc.req = h1Request{headers: hc.req.headers, connNames: hc.req.connNames}
-	hc.resp = h1Response{headers: hc.resp.headers, connNames: hc.resp.connNames}
+	hc.req = h1wire.Request{Headers: hc.req.Headers, ConnNames: hc.req.ConnNames}
+	hc.resp = h1wire.Response{Headers: hc.resp.Headers, ConnNames: hc.resp.ConnNames}
 }
 
 // peerInfo records the client address and whether it is a trusted proxy.

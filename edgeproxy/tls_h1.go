@@ -48,9 +48,9 @@ func (h *h1Server) handoffFor(hc *h1Conn) *handoffListener {
 // HTTPS policy for a TLS connection (pickTLS).
 func (s *Server) pickFor(hc *h1Conn) (rt *httpRoute, i int, b *backend) {
 	if hc.isTLS() && s.tls != nil {
-		return s.pickTLS(hc.req.host, protoH1)
+		return s.pickTLS(hc.req.Host, protoH1)
 	}
-	return s.pickH1(hc.req.host)
+	return s.pickH1(hc.req.Host)
 }
 
 // Protocols of the request counters (tlsEdge.byProto).
