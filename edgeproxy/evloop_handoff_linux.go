@@ -76,7 +76,7 @@ func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
 		return
 	}
 	if l.force.Load() {
-		// Shutdown ran out of time: h1Server.shutdown has made its last
+		// Shutdown ran out of time: connServer.shutdown has made its last
 		// pass over h.conns; a connection registered now would be missed.
 		_ = fc.c.Close()
 		if res != nil && res.ex != nil {

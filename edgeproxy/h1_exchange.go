@@ -175,7 +175,7 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 			return s.h1ProxyError(hc, rt, b, err)
 		}
 		hc.headDone()
-		keep = !hc.req.Close && !s.h1.shutting.Load()
+		keep = !hc.req.Close && !s.cs.shutting.Load()
 		hsts := ""
 		if hc.isTLS() {
 			hsts = rt.hsts
@@ -195,7 +195,7 @@ func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) 
 	code, what := classifyProxyError(context.Background(), err)
 	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.Host), "status", code, "error", err)
 	body := proxyErrorBody(code, what, rt)
-	keep := !hc.req.Close && !s.h1.shutting.Load()
+	keep := !hc.req.Close && !s.cs.shutting.Load()
 	bw := hc.bw
 	bw.WriteString("HTTP/1.1 ")
 	bw.WriteString(strconv.Itoa(code))

@@ -160,11 +160,11 @@ type Server struct {
 	udp     *udpRelays
 	// auth checks basic-auth passwords (auth.go, SPEC R73).
 	auth *authVerifier
-	// h1 holds every public client connection: the plain HTTP accept loop
+	// cs holds every public client connection: the plain HTTP accept loop
 	// and its HTTP/1.1 connections (h1_conn.go), the HTTPS connections
 	// while they handshake (tls_accept.go) and the HTTP/2 connections
 	// (h2_conn.go), for one drain; set by Run.
-	h1 *h1Server
+	cs *connServer
 	// h2Stalled counts the HTTP/2 streams of every connection waiting for
 	// send window (h2MaxStalled).
 	h2Stalled atomic.Int64

@@ -37,7 +37,7 @@ type tlsStateKey struct{}
 // serveAccept accepts on ln until it is closed (nil) or fails for good;
 // each connection is handshaken and dispatched on its own goroutine.
 func (t *tlsEdge) serveAccept(ln net.Listener) error {
-	h := t.s.h1
+	h := t.s.cs
 	cfg := t.tlsConfig()
 	for {
 		c, err := h.accept(ln)
@@ -54,7 +54,7 @@ func (t *tlsEdge) serveAccept(ln net.Listener) error {
 		}
 		h.wg.Add(1)
 		tc := tls.Server(c, cfg)
-		h.handshaking[tc] = struct{}{} // a drain bounds it (h1Server.shutdown)
+		h.handshaking[tc] = struct{}{} // a drain bounds it (connServer.shutdown)
 		h.mu.Unlock()
 		go t.handshakeAndServe(tc)
 	}
@@ -71,7 +71,7 @@ const drainHandshakeGrace = time.Second
 // TLS edge's context, which ends before the h1 drain does) and hands it to
 // the HTTP/2 server or the h1 loop.
 func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
-	h := t.s.h1
+	h := t.s.cs
 	if to := t.s.cfg.ReadHeaderTimeout; to > 0 {
 		dl := time.Now().Add(to)
 		_ = tc.SetReadDeadline(dl)

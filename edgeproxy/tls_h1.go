@@ -37,7 +37,7 @@ func (hc *h1Conn) tlsState() *tls.ConnectionState {
 // handoffFor is the listener of the net/http server that takes hc when the
 // loop does not serve its request: the HTTPS server for a TLS connection
 // (it knows the request is TLS), the plain one otherwise.
-func (h *h1Server) handoffFor(hc *h1Conn) *handoffListener {
+func (h *connServer) handoffFor(hc *h1Conn) *handoffListener {
 	if hc.isTLS() && h.s.tls != nil {
 		return h.s.tls.conns
 	}
