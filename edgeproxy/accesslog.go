@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // Access log (issue 27 item 5): one JSON object per line for every HTTP
@@ -320,14 +322,6 @@ func (a *accessLog) logServeHTTP(r *http.Request, rm *routeMetrics, rt *httpRout
 	a.write(&e)
 }
 
-// requestIDBuf holds an X-Request-Id the edge generated (n bytes of b; 0:
-// none), or, on the HTTP/2 fast path, the one the client sent (given).
-type requestIDBuf struct {
-	b     [32]byte
-	n     uint8
-	given string
-}
-
 // exchangeAccess is what an h1Exchange keeps for its access-log line: the
 // HTTP/1.1 connection whose current request it is (hc), or the HTTP/2
 // stream and its request's pseudo-headers (fast path); bytesOut is the
@@ -337,7 +331,7 @@ type exchangeAccess struct {
 	st                      *h2Stream
 	method, path, authority string
 	bytesOut                int64
-	genID                   requestIDBuf
+	genID                   h1wire.RequestIDBuf
 }
 
 // markBody notes that the current answer's head is written: what is
@@ -355,26 +349,26 @@ func (a *accessLog) logExchange(ex *h1Exchange, rm *routeMetrics, code int) {
 	case acc.hc != nil:
 		hc := acc.hc
 		req := &hc.req
-		e.host, e.method, e.path, e.protocol = req.host, req.method, req.uri, "HTTP/1.1"
+		e.host, e.method, e.path, e.protocol = req.Host, req.Method, req.URI, "HTTP/1.1"
 		e.client = hc.peer
 		var xff []byte
-		for _, h := range req.headers {
-			switch h.kind {
-			case hdrRequestID:
-				if req.requestID && len(h.value) > 0 {
-					e.requestID = h.value
+		for _, h := range req.Headers {
+			switch h.Kind {
+			case h1wire.HdrRequestID:
+				if req.RequestID && len(h.Value) > 0 {
+					e.requestID = h.Value
 				}
-			case hdrForwarded:
-				if hc.trusted && asciiEqualFold(h.name, "x-forwarded-for") {
+			case h1wire.HdrForwarded:
+				if hc.trusted && h1wire.ASCIIEqualFold(h.Name, "x-forwarded-for") {
 					if len(xff) > 0 {
 						xff = append(xff, ',')
 					}
-					xff = append(xff, h.value...)
+					xff = append(xff, h.Value...)
 				}
 			}
 		}
-		if !req.requestID {
-			e.requestID = req.genID.b[:req.genID.n]
+		if !req.RequestID {
+			e.requestID = req.GenID.B[:req.GenID.N]
 		}
 		if hc.trusted {
 			e.client = clientAfterTrusted(hc.peer, true, string(xff), a.trusted)
@@ -383,7 +377,7 @@ func (a *accessLog) logExchange(ex *h1Exchange, rm *routeMetrics, code int) {
 		c := acc.st.c
 		e.hostS, e.methodS, e.pathS, e.protocol = acc.authority, acc.method, acc.path, "HTTP/2"
 		e.client = c.peer
-		e.requestID, e.requestIDS = acc.genID.b[:acc.genID.n], acc.genID.given
+		e.requestID, e.requestIDS = acc.genID.B[:acc.genID.N], acc.genID.Given
 		if e.requestIDS != "" {
 			e.requestID = nil
 		}

@@ -51,10 +51,10 @@ func (s *Server) Apply(t routetable.Table) error {
 	}
 	s.metrics.generation.Set(float64(t.Generation))
 	s.reg.retain(referenced, time.Now())
-	if s.h1 != nil {
+	if s.cs != nil {
 		// The event loops close their idle connections to backends the
 		// switch retired now, not at their next sweep.
-		for _, l := range s.h1.loops {
+		for _, l := range s.cs.loops {
 			l.wakeup(false)
 		}
 	}

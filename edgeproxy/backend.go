@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // backendIdleEviction is how long a backend that no snapshot references and
@@ -445,7 +446,7 @@ func proxyErrorBody(code int, what string, rt *httpRoute) string {
 // dropUnderscoreAliases removes the headers underscoreAlias names.
 func dropUnderscoreAliases(h http.Header) {
 	for k := range h {
-		if strings.IndexByte(k, '_') >= 0 && underscoreAlias([]byte(k)) {
+		if strings.IndexByte(k, '_') >= 0 && h1wire.UnderscoreAlias([]byte(k)) {
 			delete(h, k)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 func (l *evLoop) addClient(fd int) {
@@ -134,11 +136,11 @@ func (l *evLoop) serveClient(c *evClient) {
 		return
 	}
 	head := c.buf[:end+4]
-	if !parseRequest(head, &c.hc.req) {
+	if !h1wire.ParseRequest(head, &c.hc.req) {
 		l.giveUp(c, nil, c.buf[:c.n])
 		return
 	}
-	rt, i, b := l.s.pickH1(c.hc.req.host)
+	rt, i, b := l.s.pickH1(c.hc.req.Host)
 	if rt == nil {
 		l.giveUp(c, nil, c.buf[:c.n]) // net/http answers 404
 		return

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // giveUpExchange hands c, with its exchange in progress, to a goroutine:
@@ -74,7 +76,7 @@ func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
 		return
 	}
 	if l.force.Load() {
-		// Shutdown ran out of time: h1Server.shutdown has made its last
+		// Shutdown ran out of time: connServer.shutdown has made its last
 		// pass over h.conns; a connection registered now would be missed.
 		_ = fc.c.Close()
 		if res != nil && res.ex != nil {
@@ -89,10 +91,10 @@ func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
 	hc := &h1Conn{c: fc.c}
 	if res != nil && res.ex != nil {
 		hc.head = c.hc.head
-		if !parseRequest(hc.head, &hc.req) {
+		if !h1wire.ParseRequest(hc.head, &hc.req) {
 			panic("edgeproxy: a request the loop parsed does not parse again")
 		}
-		hc.req.genID = c.hc.req.genID // sent by the loop: the access log names it
+		hc.req.GenID = c.hc.req.GenID // sent by the loop: the access log names it
 	}
 	if res != nil {
 		hc.state.Store(h1Active)

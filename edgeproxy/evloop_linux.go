@@ -4,7 +4,6 @@ package edgeproxy
 
 import (
 	"bufio"
-	"errors"
 	"net"
 	"os"
 	"runtime"
@@ -76,13 +75,11 @@ const (
 	evTagBits = 2
 )
 
-var errEvSend = errors.New("backend connection: request not written whole")
-
 // evLoop is one event loop thread and the connections it owns. Only the
 // loop's goroutine touches its fields, except inbox, force and the
 // eventfd (adopt, wakeup).
 type evLoop struct {
-	h  *h1Server
+	h  *connServer
 	s  *Server
 	ep int
 	// wake is an eventfd that interrupts epoll_wait (adopt, wakeup).
@@ -173,7 +170,7 @@ func evLoopCount(configured int) int {
 
 // startLoops starts n event loops for h (none when one cannot be set up:
 // the goroutine path serves everything, and the error is logged).
-func (h *h1Server) startLoops(n int) {
+func (h *connServer) startLoops(n int) {
 	for range n {
 		l, err := newEvLoop(h)
 		if err != nil {
@@ -193,7 +190,7 @@ func (h *h1Server) startLoops(n int) {
 	}
 }
 
-func newEvLoop(h *h1Server) (*evLoop, error) {
+func newEvLoop(h *connServer) (*evLoop, error) {
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)

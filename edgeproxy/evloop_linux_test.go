@@ -37,7 +37,7 @@ func runEdge(t *testing.T, loops int, backend string, tune ...func(*routetable.H
 		EventLoops: loops, DialTimeout: time.Second, ShutdownTimeout: 2 * time.Second, ReadHeaderTimeout: time.Second,
 	}, route(backend, tune...))
 	t.Cleanup(func() { assert.NoError(t, e.stop()) })
-	require.Len(t, e.s.h1.loops, max(loops, 0), "event loops")
+	require.Len(t, e.s.cs.loops, max(loops, 0), "event loops")
 	return e.s
 }
 

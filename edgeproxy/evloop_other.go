@@ -10,7 +10,7 @@ type evLoop struct{ done chan struct{} }
 
 func evLoopCount(int) int { return 0 }
 
-func (h *h1Server) startLoops(int) {}
+func (h *connServer) startLoops(int) {}
 
 func (l *evLoop) adopt(net.Conn) bool { return false }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // startExchange writes c's request to an idle backend connection, or
@@ -237,19 +239,19 @@ func (l *evLoop) readUp(u *evUp, hup bool) {
 		return
 	}
 	resp := &c.hc.resp
-	if headLen == 0 || parseResponse(buf[:headLen], resp, c.hc.req.head) != nil || resp.code < 200 ||
-		resp.code == 101 || resp.chunked || resp.untilClose {
+	if headLen == 0 || h1wire.ParseResponse(buf[:headLen], resp, c.hc.req.Head) != nil || resp.Code < 200 ||
+		resp.Code == 101 || resp.Chunked || resp.UntilClose {
 		l.giveUpExchange(c, u)
 		return
 	}
 	c.rhDeadline = time.Time{} // the head came: no response header timeout any more
 	total := headLen
-	if !resp.noBody {
-		if resp.length > int64(len(u.buf)-total) {
+	if !resp.NoBody {
+		if resp.Length > int64(len(u.buf)-total) {
 			l.giveUpExchange(c, u) // large: streamed by a goroutine
 			return
 		}
-		total += int(resp.length)
+		total += int(resp.Length)
 	}
 	if u.n < total {
 		if rerr != nil {
@@ -259,26 +261,26 @@ func (l *evLoop) readUp(u *evUp, hup bool) {
 	}
 	// Reused only when nothing followed the answer: the socket was
 	// drained and held no more than the answer.
-	reusable := rerr == nil && drained && !resp.close && u.n == total
-	keep := !c.hc.req.close && !l.h.shutting.Load()
+	reusable := rerr == nil && drained && !resp.Close && u.n == total
+	keep := !c.hc.req.Close && !l.h.shutting.Load()
 	l.out = l.out[:0]
 	l.bw.Reset((*evSink)(l))
 	writeResponseHead(l.bw, resp, keep, "") // plain HTTP: no HSTS
 	_ = l.bw.Flush()
-	if !resp.noBody {
+	if !resp.NoBody {
 		l.out = append(l.out, buf[headLen:total]...)
 		c.ex.acc.bytesOut = int64(total - headLen)
 	}
 	// Out of the drain's count before the client has its answer (as the
 	// goroutine path does).
-	doneH1(&c.ex, resp.code, 0)
+	doneH1(&c.ex, resp.Code, 0)
 	c.up = nil
 	if reusable {
 		l.pool(u)
 	} else {
 		l.closeUp(u)
 	}
-	c.hc.resp = h1Response{headers: resp.headers[:0], connNames: resp.connNames[:0]}
+	c.hc.resp = h1wire.Response{Headers: resp.Headers[:0], ConnNames: resp.ConnNames[:0]}
 	l.s.metrics.loopRequests.Inc()
 	l.answered(c, keep)
 }

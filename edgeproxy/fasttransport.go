@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // fastTransport is the hot-path http.RoundTripper of one backend:
@@ -208,7 +210,7 @@ func (t *fastTransport) exchange(ctx context.Context, fc *fastConn, req *http.Re
 		if err != nil {
 			stop()
 			if errors.Is(err, errResponseHeadTooLarge) {
-				return nil, errBadResponse
+				return nil, h1wire.ErrBadResponse
 			}
 			return nil, err
 		}

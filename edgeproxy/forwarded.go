@@ -8,6 +8,8 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"strings"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // ParseTrustedProxies parses a comma-separated list of CIDRs or bare IPs
@@ -61,7 +63,7 @@ func setForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
 	vals[3] = f.host
 	h["X-Forwarded-Host"] = vals[3:4:4]
 	if !f.trusted {
-		for _, k := range clientClaimHeaders {
+		for _, k := range h1wire.ClientClaimHeaders {
 			delete(h, k)
 		}
 	}

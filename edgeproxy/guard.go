@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // Request guards of the net/http path (connections handed off by the
@@ -162,7 +164,7 @@ func (t *framingTracker) line() {
 		if k := bytes.IndexByte(size, ';'); k >= 0 {
 			size = size[:k]
 		}
-		n, ok := parseChunkSize(bytes.TrimRight(size, " \t"))
+		n, ok := h1wire.ParseChunkSize(bytes.TrimRight(size, " \t"))
 		t.buf = t.buf[:0]
 		switch {
 		case !ok:
@@ -223,23 +225,23 @@ func (t *framingTracker) head(h []byte) {
 		}
 		name, value := l[:colon], bytes.Trim(l[colon+1:], " \t")
 		switch {
-		case asciiEqualFold(name, "content-length"):
+		case h1wire.ASCIIEqualFold(name, "content-length"):
 			cl = true
-			if n, err := parseDecimal(value); err == nil {
+			if n, err := h1wire.ParseDecimal(value); err == nil {
 				length = int64(n)
 			}
-		case asciiEqualFold(name, "transfer-encoding"):
+		case h1wire.ASCIIEqualFold(name, "transfer-encoding"):
 			te = true
 			tok := value
 			if k := bytes.LastIndexByte(value, ','); k >= 0 {
 				tok = bytes.Trim(value[k+1:], " \t")
 			}
-			chunked = asciiEqualFold(tok, "chunked")
-		case asciiEqualFold(name, "upgrade"):
+			chunked = h1wire.ASCIIEqualFold(tok, "chunked")
+		case h1wire.ASCIIEqualFold(name, "upgrade"):
 			upgradeHdr = true
-		case asciiEqualFold(name, "connection"):
+		case h1wire.ASCIIEqualFold(name, "connection"):
 			for tok := range bytes.SplitSeq(value, []byte(",")) {
-				if asciiEqualFold(bytes.Trim(tok, " \t"), "upgrade") {
+				if h1wire.ASCIIEqualFold(bytes.Trim(tok, " \t"), "upgrade") {
 					connUpgrade = true
 				}
 			}
@@ -370,71 +372,3 @@ func isTimeoutErr(err error) bool {
 }
 
 // Header names spelled with underscores.
-
-// underscoreAlias reports whether name contains an underscore and, with
-// underscores read as hyphens, names a header the edge treats specially
-// (framing, hop-by-hop, forwarding, client claims, Host): a backend that
-// maps '-' and '_' alike (CGI, WSGI, PHP, some frameworks) would read it
-// as that header, so such names are dropped before the request is
-// forwarded (nginx drops every name with an underscore by default).
-func underscoreAlias(name []byte) bool {
-	if len(name) > 19 || bytes.IndexByte(name, '_') < 0 {
-		return false
-	}
-	var buf [19]byte
-	b := buf[:len(name)]
-	for i, c := range name {
-		if c == '_' {
-			c = '-'
-		}
-		b[i] = c
-	}
-	return headerKind(b) != hdrOther
-}
-
-// connSetMin is how many Connection-named headers make namedSet build a
-// set (fewer: a linear scan, no allocation).
-const connSetMin = 16
-
-// namedSet is the set of header names a Connection header lists, for a
-// linear-time check of every header against it (lowercase keys).
-type namedSet map[string]struct{}
-
-func newNamedSet(names [][]byte) namedSet {
-	if len(names) < connSetMin {
-		return nil
-	}
-	m := make(namedSet, len(names))
-	for _, n := range names {
-		m[string(bytes.ToLower(n))] = struct{}{}
-	}
-	return m
-}
-
-// has reports whether name (any case) is in the set.
-func (m namedSet) has(name []byte) bool {
-	var buf [64]byte
-	b := buf[:0]
-	for _, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
-	}
-	_, ok := m[string(b)]
-	return ok
-}
-
-// namedBy reports whether name is among names (set: their namedSet, nil
-// when there are few).
-func namedBy(names [][]byte, set namedSet, name []byte) bool {
-	if set != nil {
-		return set.has(name)
-	}
-	for _, n := range names {
-		if bytes.EqualFold(n, name) {
-			return true
-		}
-	}
-	return false
-}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // The edge's own HTTP/1.1 connection loop.
@@ -19,7 +21,7 @@ import (
 // net/http's server costs a background read goroutine, a cancelable
 // context, a Request with a parsed URL and a Header map, and a
 // ResponseWriter per request; on this hot path that was most of the gap to
-// nginx. h1Server accepts the public connections itself and serves, on the
+// nginx. connServer accepts the public connections itself and serves, on the
 // connection's goroutine and without allocating per request, the requests
 // that make up nearly all of an app's traffic: HTTP/1.1 GET and HEAD with
 // no body and no upgrade, for a routed host, with well-formed headers. The
@@ -65,14 +67,12 @@ const (
 	h1Closed
 )
 
-var (
-	errHeadTooLarge = errors.New("head too large")
-	errBadResponse  = errors.New("malformed backend response")
-)
-
-// h1Server is the accept loop and connection registry of the public
-// listener.
-type h1Server struct {
+// connServer is the accept loop of the public HTTP listener and the
+// registry of every client connection the edge serves itself: HTTP/1.1
+// connections, plain or TLS (h1Conn, possibly on an event loop), HTTPS
+// connections during their handshake, and HTTP/2 connections (h2Conn).
+// shutdown drains them all together.
+type connServer struct {
 	s                 *Server
 	handoff           *handoffListener
 	idleTimeout       time.Duration
@@ -112,9 +112,9 @@ type h1Conn struct {
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	head  []byte
-	req   h1Request
+	req   h1wire.Request
 	// resp and rhead are the backend response of the current request.
-	resp  h1Response
+	resp  h1wire.Response
 	rhead []byte
 	// writeUntil is the client write deadline armed (h1SendTimeout).
 	writeUntil time.Time
@@ -140,8 +140,8 @@ var (
 	h1WriterPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
 )
 
-func newH1Server(s *Server, addr net.Addr, idleTimeout time.Duration) *h1Server {
-	return &h1Server{
+func newConnServer(s *Server, addr net.Addr, idleTimeout time.Duration) *connServer {
+	return &connServer{
 		s:                 s,
 		handoff:           newHandoffListener(addr),
 		idleTimeout:       idleTimeout,
@@ -156,7 +156,7 @@ func newH1Server(s *Server, addr net.Addr, idleTimeout time.Duration) *h1Server 
 // temporary errors (5 ms doubling to 1 s); a nil connection ends the accept
 // loop: nil error when ln was closed or the server is shutting down, else
 // the error that ends it for good.
-func (h *h1Server) accept(ln net.Listener) (net.Conn, error) {
+func (h *connServer) accept(ln net.Listener) (net.Conn, error) {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -177,7 +177,7 @@ func (h *h1Server) accept(ln net.Listener) (net.Conn, error) {
 
 // serve accepts connections on ln until it is closed (returns nil) or fails
 // for good.
-func (h *h1Server) serve(ln net.Listener) error {
+func (h *connServer) serve(ln net.Listener) error {
 	for {
 		c, err := h.accept(ln)
 		if c == nil {
@@ -214,7 +214,7 @@ func isTemporary(err error) bool {
 }
 
 // forget drops hc from the registry (closed or handed off).
-func (h *h1Server) forget(hc *h1Conn) {
+func (h *connServer) forget(hc *h1Conn) {
 	h.mu.Lock()
 	delete(h.conns, hc)
 	h.mu.Unlock()
@@ -223,7 +223,7 @@ func (h *h1Server) forget(hc *h1Conn) {
 
 // forgetH2 unregisters a closed HTTP/2 connection (its drain count ends
 // once its handlers have returned, h2Conn.close).
-func (h *h1Server) forgetH2(c *h2Conn) {
+func (h *connServer) forgetH2(c *h2Conn) {
 	h.mu.Lock()
 	delete(h.h2conns, c)
 	h.mu.Unlock()
@@ -232,7 +232,7 @@ func (h *h1Server) forgetH2(c *h2Conn) {
 // shutdown stops serving: idle connections are closed at once, active ones
 // after the response they are writing (which says Connection: close); it
 // returns when none is left or ctx ends (then the rest are closed).
-func (h *h1Server) shutdown(ctx context.Context) error {
+func (h *connServer) shutdown(ctx context.Context) error {
 	// Under mu: serve adds to wg under mu only while not shutting, so no
 	// Add can race the Wait below.
 	h.mu.Lock()
@@ -303,7 +303,7 @@ func (h *h1Server) shutdown(ctx context.Context) error {
 	}
 }
 
-func (h *h1Server) serveConn(hc *h1Conn) { h.runConn(hc, nil) }
+func (h *connServer) serveConn(hc *h1Conn) { h.runConn(hc, nil) }
 
 // h1Resume is the work in progress of a connection an event loop gives up
 // (evloop_linux.go): the rest of an answer to write, or an exchange to
@@ -342,7 +342,7 @@ type h1Exchange struct {
 
 // runConn serves hc until it closes or is handed to net/http, first
 // finishing res (nil: nothing in progress).
-func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
+func (h *connServer) runConn(hc *h1Conn, res *h1Resume) {
 	c := hc.c
 	hc.br = h1ReaderPool.Get().(*bufio.Reader)
 	hc.br.Reset(c)
@@ -396,12 +396,12 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 			idleUntil = time.Time{}
 			_ = c.SetReadDeadline(time.Now().Add(h.readHeaderTimeout))
 		}
-		head, err := readHead(hc.br, hc.head[:0], h1MaxHead, nil)
+		head, err := h1wire.ReadHead(hc.br, hc.head[:0], h1MaxHead, nil)
 		hc.head = head
-		if err != nil && !errors.Is(err, errHeadTooLarge) {
+		if err != nil && !errors.Is(err, h1wire.ErrHeadTooLarge) {
 			return // timeout, EOF or reset: net/http closes silently too
 		}
-		if err == nil && parseRequest(head, &hc.req) {
+		if err == nil && h1wire.ParseRequest(head, &hc.req) {
 			if served, keep := h.s.serveH1(hc); served {
 				if !keep {
 					return
@@ -438,9 +438,9 @@ func (h *h1Server) runConn(hc *h1Conn, res *h1Resume) {
 // only once it has slipped by more than slack. During a drain an idle
 // connection (its last answer went out keep-alive before the drain began)
 // gets drainIdleGrace for a request already on its way, as
-// h1Server.shutdown gives the connections idle when it begins; that
+// connServer.shutdown gives the connections idle when it begins; that
 // request is answered with Connection: close.
-func (h *h1Server) armIdleRead(c net.Conn, idleUntil time.Time, slack time.Duration) time.Time {
+func (h *connServer) armIdleRead(c net.Conn, idleUntil time.Time, slack time.Duration) time.Time {
 	now := time.Now()
 	switch {
 	case h.shutting.Load():
@@ -485,20 +485,20 @@ func (hc *h1Conn) shrink() {
 	if cap(hc.rhead) > maxHead {
 		hc.rhead = nil
 	}
-	if cap(hc.req.headers) > maxHeaders {
-		hc.req.headers = nil
+	if cap(hc.req.Headers) > maxHeaders {
+		hc.req.Headers = nil
 	}
-	if cap(hc.req.connNames) > maxHeaders {
-		hc.req.connNames = nil
+	if cap(hc.req.ConnNames) > maxHeaders {
+		hc.req.ConnNames = nil
 	}
-	if cap(hc.resp.headers) > maxHeaders {
-		hc.resp.headers = nil
+	if cap(hc.resp.Headers) > maxHeaders {
+		hc.resp.Headers = nil
 	}
-	if cap(hc.resp.connNames) > maxHeaders {
-		hc.resp.connNames = nil
+	if cap(hc.resp.ConnNames) > maxHeaders {
+		hc.resp.ConnNames = nil
 	}
-	hc.req = h1Request{headers: hc.req.headers, connNames: hc.req.connNames}
-	hc.resp = h1Response{headers: hc.resp.headers, connNames: hc.resp.connNames}
+	hc.req = h1wire.Request{Headers: hc.req.Headers, ConnNames: hc.req.ConnNames}
+	hc.resp = h1wire.Response{Headers: hc.resp.Headers, ConnNames: hc.resp.ConnNames}
 }
 
 // peerInfo records the client address and whether it is a trusted proxy.

@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // routeH1 resolves a Host header on snap without allocating for the common
@@ -149,11 +151,11 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 			err = fc.bw.Flush()
 		}
 		resp := &hc.resp
-		resp.started = false
+		resp.Started = false
 		if err == nil {
 			hc.armUpstream(fc, rh)
-			err = readResponse(fc, resp, hc.req.head, hc.rhead, hc.wait)
-			hc.rhead = resp.head[:0]
+			err = readResponse(fc, resp, hc.req.Head, hc.rhead, hc.wait)
+			hc.rhead = resp.Head[:0]
 		}
 		if err != nil {
 			_ = fc.c.Close()
@@ -163,37 +165,37 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 			}
 			var ne net.Error
 			timedOut := errors.As(err, &ne) && ne.Timeout()
-			if reused && attempt == 0 && !timedOut && !resp.started {
+			if reused && attempt == 0 && !timedOut && !resp.Started {
 				continue // a kept-alive connection the backend had closed
 			}
-			if !resp.started && s.failover(ex, err, false) {
+			if !resp.Started && s.failover(ex, err, false) {
 				b, t, attempt = ex.b, ex.b.transport, -1
 				continue
 			}
 			return s.h1ProxyError(hc, rt, b, err)
 		}
 		hc.headDone()
-		keep = !hc.req.close && !s.h1.shutting.Load()
+		keep = !hc.req.Close && !s.cs.shutting.Load()
 		hsts := ""
 		if hc.isTLS() {
 			hsts = rt.hsts
 		}
 		ok, upstreamOK := relayResponse(hc, fc, resp, keep, s.reg.bufferPool, hsts)
-		if upstreamOK && !resp.close {
+		if upstreamOK && !resp.Close {
 			t.put(fc)
 		} else {
 			_ = fc.c.Close()
 		}
-		return resp.code, 0, keep && ok
+		return resp.Code, 0, keep && ok
 	}
 }
 
 // h1ProxyError writes the 502/503/504 page for a failed exchange.
 func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) (int, int, bool) {
 	code, what := classifyProxyError(context.Background(), err)
-	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.host), "status", code, "error", err)
+	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.Host), "status", code, "error", err)
 	body := proxyErrorBody(code, what, rt)
-	keep := !hc.req.close && !s.h1.shutting.Load()
+	keep := !hc.req.Close && !s.cs.shutting.Load()
 	bw := hc.bw
 	bw.WriteString("HTTP/1.1 ")
 	bw.WriteString(strconv.Itoa(code))
@@ -206,7 +208,7 @@ func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) 
 	}
 	bw.WriteString("\r\n\r\n")
 	hc.markBody()
-	if !hc.req.head {
+	if !hc.req.Head {
 		bw.WriteString(body)
 	}
 	// Left buffered: finishH1 flushes it after the request has left the
@@ -220,32 +222,32 @@ func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) 
 // X-Request-Id added when absent.
 func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 	req := &hc.req
-	bw.Write(req.method)
+	bw.Write(req.Method)
 	bw.WriteByte(' ')
-	bw.Write(req.uri)
+	bw.Write(req.URI)
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	bw.Write(req.host)
+	bw.Write(req.Host)
 	bw.WriteString("\r\n")
-	for _, h := range req.headers {
-		switch h.kind {
-		case hdrHop, hdrConnection, hdrForwarded, hdrTrailer, hdrUnderscore:
+	for _, h := range req.Headers {
+		switch h.Kind {
+		case h1wire.HdrHop, h1wire.HdrConnection, h1wire.HdrForwarded, h1wire.HdrTrailer, h1wire.HdrUnderscore:
 			continue
-		case hdrClientClaim:
+		case h1wire.HdrClientClaim:
 			if !hc.trusted {
 				continue
 			}
-		case hdrTE:
-			if req.teTrailer {
+		case h1wire.HdrTE:
+			if req.TETrailer {
 				bw.WriteString("Te: trailers\r\n")
 			}
 			continue
 		}
-		if req.namedByConnection(h.name) {
+		if req.NamedByConnection(h.Name) {
 			continue
 		}
-		bw.Write(h.name)
+		bw.Write(h.Name)
 		bw.WriteString(": ")
-		bw.Write(h.value)
+		bw.Write(h.Value)
 		bw.WriteString("\r\n")
 	}
 	if hc.trusted {
@@ -258,19 +260,19 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 		writeHeader(bw, "X-Forwarded-Host", f.host)
 	} else {
 		writeHeader(bw, "X-Forwarded-For", hc.peer)
-		if hc.fwd == "" || string(req.host) != hc.fwdHost {
-			hc.fwdHost = string(req.host)
+		if hc.fwd == "" || string(req.Host) != hc.fwdHost {
+			hc.fwdHost = string(req.Host)
 			hc.fwd = forwardedElement(hc.peerIP, hc.peer, hc.fwdHost, hc.scheme())
 		}
 		writeHeader(bw, "Forwarded", hc.fwd)
 		bw.WriteString("X-Forwarded-Proto: ")
 		bw.WriteString(hc.scheme())
 		bw.WriteString("\r\nX-Forwarded-Host: ")
-		bw.Write(req.host)
+		bw.Write(req.Host)
 		bw.WriteString("\r\n")
 	}
-	if !req.requestID {
-		writeRequestID(bw, &req.genID)
+	if !req.RequestID {
+		writeRequestID(bw, &req.GenID)
 	}
 	bw.WriteString("\r\n")
 }
@@ -285,29 +287,25 @@ func writeHeader(bw *bufio.Writer, k, v string) {
 // trustedForwarded extends the incoming chain of a trusted peer (the rules
 // of forwardedFor).
 func (hc *h1Conn) trustedForwarded() forwarded {
-	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.host), Header: http.Header{}, TLS: hc.tlsState()}
-	for _, h := range hc.req.headers {
-		if h.kind == hdrForwarded {
-			in.Header.Add(string(h.name), string(h.value))
+	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.Host), Header: http.Header{}, TLS: hc.tlsState()}
+	for _, h := range hc.req.Headers {
+		if h.Kind == h1wire.HdrForwarded {
+			in.Header.Add(string(h.Name), string(h.Value))
 		}
 	}
 	return forwardedFor(in, []netip.Prefix{netip.PrefixFrom(hc.peerIP, hc.peerIP.BitLen())})
 }
 
-func (r *h1Request) namedByConnection(name []byte) bool {
-	return namedBy(r.connNames, r.connSet, name)
-}
-
 // writeRequestID writes an X-Request-Id header of 32 random hex characters
 // (appendRequestID, into the writer) and keeps a copy in id.
-func writeRequestID(bw *bufio.Writer, id *requestIDBuf) {
+func writeRequestID(bw *bufio.Writer, id *h1wire.RequestIDBuf) {
 	if bw.Available() < 64 {
 		_ = bw.Flush()
 	}
 	// Appended into the writer's own buffer: no allocation.
 	buf := append(bw.AvailableBuffer(), "X-Request-Id: "...)
 	buf = appendRequestID(buf)
-	id.n = uint8(copy(id.b[:], buf[len("X-Request-Id: "):]))
+	id.N = uint8(copy(id.B[:], buf[len("X-Request-Id: "):]))
 	buf = append(buf, "\r\n"...)
 	_, _ = bw.Write(buf)
 }

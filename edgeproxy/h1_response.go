@@ -9,25 +9,9 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-)
 
-// h1Response is a backend response head (slices into its head buffer).
-type h1Response struct {
-	head    []byte
-	status  []byte // "200 OK"
-	code    int
-	headers []h1Header
-	// Body framing.
-	noBody     bool
-	chunked    bool
-	untilClose bool
-	length     int64
-	close      bool
-	connNames  [][]byte
-	connSet    namedSet
-	started    bool // a response byte arrived
-	http10     bool
-}
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+)
 
 // upstreamTick is how long the loop waits on a backend before it checks
 // that the client is still connected (net/http notices at once through a
@@ -116,7 +100,7 @@ func earliest(a, b time.Time) time.Time {
 // 1xx informational responses are skipped, their heads counting toward
 // h1MaxResponseHead: errBadResponse beyond) and works out its body framing
 // (RFC 9112 §6.3). Read errors go through wait (upstreamWait).
-func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte, wait func(error) error) error {
+func readResponse(fc *fastConn, resp *h1wire.Response, headReq bool, buf []byte, wait func(error) error) error {
 	informational := 0 // bytes of 1xx heads: they count toward h1MaxResponseHead
 	for {
 		if _, err := fc.br.Peek(1); err != nil {
@@ -125,22 +109,22 @@ func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte, wait
 			}
 			continue
 		}
-		resp.started = true
-		head, err := readHead(fc.br, buf[:0], h1MaxResponseHead-informational, wait)
-		resp.head = head
+		resp.Started = true
+		head, err := h1wire.ReadHead(fc.br, buf[:0], h1MaxResponseHead-informational, wait)
+		resp.Head = head
 		if err != nil {
-			if errors.Is(err, errHeadTooLarge) {
-				return errBadResponse
+			if errors.Is(err, h1wire.ErrHeadTooLarge) {
+				return h1wire.ErrBadResponse
 			}
 			return err
 		}
-		if err := parseResponse(head, resp, headReq); err != nil {
+		if err := h1wire.ParseResponse(head, resp, headReq); err != nil {
 			return err
 		}
-		if resp.code == http.StatusSwitchingProtocols {
+		if resp.Code == http.StatusSwitchingProtocols {
 			return errors.New("backend switched protocols without an upgrade request")
 		}
-		if resp.code >= 200 {
+		if resp.Code >= 200 {
 			return nil
 		}
 		informational += len(head)
@@ -148,141 +132,25 @@ func readResponse(fc *fastConn, resp *h1Response, headReq bool, buf []byte, wait
 	}
 }
 
-// parseResponse parses a response head into resp.
-func parseResponse(head []byte, resp *h1Response, headReq bool) error {
-	*resp = h1Response{head: head, headers: resp.headers[:0], connNames: resp.connNames[:0], started: true, length: -1}
-	line, rest, ok := cutLineLax(head)
-	if !ok || len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[7] < '0' || line[7] > '9' || line[8] != ' ' {
-		return errBadResponse
-	}
-	resp.http10 = line[7] == '0'
-	resp.status = line[9:]
-	if !validFieldValue(resp.status) {
-		return errBadResponse
-	}
-	code, err := parseDecimal(line[9:12])
-	if err != nil || code < 100 || code > 999 || len(line) > 12 && line[12] != ' ' {
-		return errBadResponse
-	}
-	resp.code = code
-	keepAlive10 := false
-	for {
-		line, rest, ok = cutLineLax(rest)
-		if !ok {
-			return errBadResponse
-		}
-		if len(line) == 0 {
-			break
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !validToken(line[:colon]) {
-			return errBadResponse
-		}
-		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
-		if !validFieldValue(value) {
-			return errBadResponse // never relay a CR or NUL to the client
-		}
-		kind := headerKind(name)
-		switch kind {
-		case hdrContentLength:
-			n64, err := parseDecimal(value)
-			n := int64(n64)
-			if err != nil || resp.length >= 0 && resp.length != n {
-				return errBadResponse
-			}
-			resp.length = n
-			continue // rewritten by relayResponse
-		case hdrTransferEncoding:
-			last := value
-			if i := bytes.LastIndexByte(value, ','); i >= 0 {
-				last = bytes.Trim(value[i+1:], " \t")
-			}
-			if !asciiEqualFold(last, "chunked") || bytes.IndexByte(value, ',') >= 0 {
-				return errBadResponse // only plain chunked is relayed
-			}
-			resp.chunked = true
-			continue
-		case hdrConnection:
-			for tok := range bytes.SplitSeq(value, []byte(",")) {
-				tok = bytes.Trim(tok, " \t")
-				switch {
-				case asciiEqualFold(tok, "close"):
-					resp.close = true
-				case asciiEqualFold(tok, "keep-alive"):
-					keepAlive10 = true
-				case len(tok) > 0:
-					resp.connNames = append(resp.connNames, tok)
-				}
-			}
-			continue
-		}
-		resp.headers = append(resp.headers, h1Header{name: name, value: value, kind: kind})
-	}
-	resp.connSet = newNamedSet(resp.connNames)
-	if resp.http10 && !keepAlive10 {
-		resp.close = true
-	}
-	switch {
-	case headReq, code < 200, code == http.StatusNoContent, code == http.StatusNotModified:
-		resp.noBody = true
-	case resp.chunked:
-		resp.length = -1
-	case resp.length >= 0:
-	default:
-		resp.untilClose = true
-		resp.close = true
-	}
-	return nil
-}
-
-// parseDecimal parses a non-negative decimal of at most 18 digits without
-// allocating.
-func parseDecimal(b []byte) (int, error) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, errBadResponse
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, errBadResponse
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, nil
-}
-
-// cutLineLax splits off a line ending in CRLF or a bare LF (backends).
-func cutLineLax(b []byte) (line, rest []byte, ok bool) {
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		return nil, nil, false
-	}
-	line = b[:i]
-	if len(line) > 0 && line[len(line)-1] == '\r' {
-		line = line[:len(line)-1]
-	}
-	return line, b[i+1:], true
-}
-
 // relayResponse writes resp and its body from fc to the client (the last
 // bytes may stay buffered: serveH1 flushes). ok is false
 // when the client connection must close (it failed, or the body could not
 // be relayed whole); upstreamOK is false when fc cannot be reused.
-func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool interface {
+func relayResponse(hc *h1Conn, fc *fastConn, resp *h1wire.Response, keep bool, pool interface {
 	Get() []byte
 	Put([]byte)
 }, hsts string) (ok, upstreamOK bool) {
 	writeResponseHead(hc.bw, resp, keep, hsts)
 	hc.markBody()
 	switch {
-	case resp.noBody:
+	case resp.NoBody:
 		return true, true
-	case resp.chunked:
+	case resp.Chunked:
 		return relayChunked(hc, fc)
-	case resp.untilClose:
+	case resp.UntilClose:
 		return relayUntilClose(hc, fc, pool), false
 	default:
-		return relayLength(hc, fc, resp.length, pool)
+		return relayLength(hc, fc, resp.Length, pool)
 	}
 }
 
@@ -290,28 +158,28 @@ func relayResponse(hc *h1Conn, fc *fastConn, resp *h1Response, keep bool, pool i
 // hop-by-hop headers dropped, the body framing rewritten, "Connection:
 // close" unless keep; a Strict-Transport-Security field of value hsts in
 // place of the backend's ("": the backend's as it is).
-func writeResponseHead(bw *bufio.Writer, resp *h1Response, keep bool, hsts string) {
+func writeResponseHead(bw *bufio.Writer, resp *h1wire.Response, keep bool, hsts string) {
 	bw.WriteString("HTTP/1.1 ")
-	bw.Write(resp.status)
+	bw.Write(resp.Status)
 	bw.WriteString("\r\n")
-	for _, h := range resp.headers {
-		k := h.kind
-		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) ||
-			hsts != "" && isHSTS(h.name) {
+	for _, h := range resp.Headers {
+		k := h.Kind
+		if k == h1wire.HdrHop || k == h1wire.HdrUpgrade || k == h1wire.HdrTE || k == h1wire.HdrTrailer && !resp.Chunked || resp.NamedByConnection(h.Name) ||
+			hsts != "" && h1wire.IsHSTS(h.Name) {
 			continue
 		}
-		bw.Write(h.name)
+		bw.Write(h.Name)
 		bw.WriteString(": ")
-		bw.Write(h.value)
+		bw.Write(h.Value)
 		bw.WriteString("\r\n")
 	}
 	switch {
-	case resp.length >= 0 && !resp.untilClose && resp.code != http.StatusNoContent:
+	case resp.Length >= 0 && !resp.UntilClose && resp.Code != http.StatusNoContent:
 		// (RFC 9110 §8.6: no Content-Length in a 204.)
 		bw.WriteString("Content-Length: ")
-		writeInt(bw, resp.length, 10)
+		writeInt(bw, resp.Length, 10)
 		bw.WriteString("\r\n")
-	case resp.chunked && !resp.noBody, resp.untilClose:
+	case resp.Chunked && !resp.NoBody, resp.UntilClose:
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
 	if hsts != "" {
@@ -323,28 +191,6 @@ func writeResponseHead(bw *bufio.Writer, resp *h1Response, keep bool, hsts strin
 		bw.WriteString("Connection: close\r\n")
 	}
 	bw.WriteString("\r\n")
-}
-
-// isHSTS reports whether a header name is Strict-Transport-Security.
-func isHSTS[T string | []byte](name T) bool {
-	const sts = "strict-transport-security"
-	if len(name) != len(sts) {
-		return false
-	}
-	for i := range len(sts) {
-		c := name[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != sts[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func (r *h1Response) namedByConnection(name []byte) bool {
-	return namedBy(r.connNames, r.connSet, name)
 }
 
 // flushIdle flushes the client writer unless more pipelined requests are
@@ -410,7 +256,7 @@ func relayChunked(hc *h1Conn, fc *fastConn) (ok, upstreamOK bool) {
 			// Trailer section, through the empty line.
 			for {
 				line, err := hc.upstreamLine(fc)
-				if err != nil || len(line) > 0 && !validTrailer(line) {
+				if err != nil || len(line) > 0 && !h1wire.ValidTrailer(line) {
 					return false, false
 				}
 				bw.Write(line)
@@ -458,8 +304,8 @@ func readChunkSize(fc *fastConn, wait func(error) error) (line []byte, n int64, 
 	if i := bytes.IndexByte(size, ';'); i >= 0 {
 		size = size[:i]
 	}
-	n, ok = parseChunkSize(bytes.TrimRight(size, " \t"))
-	if !ok || !validFieldValue(line) {
+	n, ok = h1wire.ParseChunkSize(bytes.TrimRight(size, " \t"))
+	if !ok || !h1wire.ValidFieldValue(line) {
 		return nil, 0, false
 	}
 	return line, n, true
@@ -472,34 +318,6 @@ func writeInt(bw *bufio.Writer, n int64, base int) {
 		_ = bw.Flush()
 	}
 	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, base))
-}
-
-// parseChunkSize parses a chunk size: 1-15 hex digits, nothing else (no
-// sign, no 0x: strconv would accept "+5" and "-0").
-func parseChunkSize(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 15 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		switch {
-		case '0' <= c && c <= '9':
-			n = n<<4 | int64(c-'0')
-		case 'a' <= c && c <= 'f':
-			n = n<<4 | int64(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			n = n<<4 | int64(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return n, true
-}
-
-// validTrailer accepts a trailer field line "name: value".
-func validTrailer(line []byte) bool {
-	colon := bytes.IndexByte(line, ':')
-	return colon > 0 && validToken(line[:colon]) && validFieldValue(line[colon+1:])
 }
 
 // upstreamLine reads one line of a chunked body from fc (CRLF or LF
@@ -523,7 +341,7 @@ func upstreamLine(fc *fastConn, wait func(error) error) ([]byte, error) {
 			return line, nil
 		}
 		if len(buf) == fc.br.Size() {
-			return nil, errBadResponse
+			return nil, h1wire.ErrBadResponse
 		}
 		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
 			if err = wait(err); err != nil {

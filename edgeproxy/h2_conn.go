@@ -38,7 +38,7 @@ import (
 // we send is bounded by the client's windows, and a connection's buffered
 // output by h2MaxBuffered (handlers wait beyond it).
 //
-// Drain (h1Server.shutdown): GOAWAY with the last stream id 2³¹−1 first
+// Drain (connServer.shutdown): GOAWAY with the last stream id 2³¹−1 first
 // (the client stops opening streams), then, after drainIdleGrace, GOAWAY
 // with the last stream actually taken; the streams taken are served, the
 // connection is closed once they are done.
@@ -566,7 +566,7 @@ func (c *h2Conn) flushOnce() {
 // armIdle starts (or restarts) the idle timer: IdleTimeout with no stream
 // open ends the connection with a GOAWAY.
 func (c *h2Conn) armIdle() {
-	to := c.s.h1.idleTimeout
+	to := c.s.cs.idleTimeout
 	if to <= 0 {
 		return
 	}
@@ -588,7 +588,7 @@ func (c *h2Conn) idleExpired() {
 	}
 }
 
-// drain begins a graceful close (h1Server.shutdown): GOAWAY 2³¹−1 now,
+// drain begins a graceful close (connServer.shutdown): GOAWAY 2³¹−1 now,
 // the final GOAWAY after grace.
 func (c *h2Conn) drain(grace time.Duration) {
 	c.mu.Lock()
@@ -661,14 +661,14 @@ func (c *h2Conn) close() {
 	c.wcond.Broadcast()
 	c.wmu.Unlock()
 	_ = c.tc.Close()
-	c.s.h1.forgetH2(c)
+	c.s.cs.forgetH2(c)
 	// The handlers still running end on their canceled context; the
 	// connection leaves the drain's count once they have. No flush is
 	// queued after werr is set (kickLocked), so flushSig can close.
 	go func() {
 		c.handlers.Wait()
 		close(c.flushSig)
-		c.s.h1.wg.Done()
+		c.s.cs.wg.Done()
 	}()
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // The HTTP/2 fast path: a GET or HEAD without a body, for a host the h1
@@ -173,12 +175,12 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 		err = fc.bw.Flush()
 		sc := st.scratch
 		resp := &sc.resp
-		resp.started = false
+		resp.Started = false
 		w := upstreamWatch{gone: st.isReset}
 		if err == nil {
 			w.armUpstream(fc, rt.timeouts.responseHeader)
 			err = readResponse(fc, resp, head, sc.head[:0], w.upstreamWait)
-			sc.head = resp.head[:0]
+			sc.head = resp.Head[:0]
 		}
 		if err != nil {
 			_ = fc.c.Close()
@@ -187,10 +189,10 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 			}
 			var ne net.Error
 			timedOut := errors.As(err, &ne) && ne.Timeout()
-			if reused && attempt == 0 && !timedOut && !resp.started {
+			if reused && attempt == 0 && !timedOut && !resp.Started {
 				continue
 			}
-			if !resp.started && st.c.s.failover(ex, err, false) {
+			if !resp.Started && st.c.s.failover(ex, err, false) {
 				b, t, attempt = ex.b, ex.b.transport, -1
 				continue
 			}
@@ -206,7 +208,7 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 				st.resetLocked(http2.ErrCodeInternal, true)
 				st.c.wmu.Unlock()
 			}
-			return resp.code, 0
+			return resp.Code, 0
 		}
 		st.c.wmu.Lock()
 		st.holdsBackend = true
@@ -218,14 +220,14 @@ func (st *h2Stream) exchangeFast(ex *h1Exchange, method, path, authority string,
 			st.c.wmu.Unlock()
 		}
 		releaseFast(t, fc, upstreamOK, resp)
-		return resp.code, 0
+		return resp.Code, 0
 	}
 }
 
 // releaseFast puts fc back in t's pool, or closes it when it cannot be
 // reused (upstreamOK false, or the backend said close).
-func releaseFast(t *fastTransport, fc *fastConn, upstreamOK bool, resp *h1Response) {
-	if upstreamOK && !resp.close {
+func releaseFast(t *fastTransport, fc *fastConn, upstreamOK bool, resp *h1wire.Response) {
+	if upstreamOK && !resp.Close {
 		t.put(fc)
 	} else {
 		_ = fc.c.Close()
@@ -235,11 +237,11 @@ func releaseFast(t *fastTransport, fc *fastConn, upstreamOK bool, resp *h1Respon
 // smallBody takes resp's body off fc when it is sized, at most a frame
 // and already read whole (into the worker's scratch buffer); ok is false
 // otherwise (nothing taken).
-func (st *h2Stream) smallBody(fc *fastConn, resp *h1Response) (body []byte, ok bool) {
-	if resp.noBody || resp.chunked || resp.untilClose || resp.length > h2MaxFrameSize || int64(fc.br.Buffered()) < resp.length {
+func (st *h2Stream) smallBody(fc *fastConn, resp *h1wire.Response) (body []byte, ok bool) {
+	if resp.NoBody || resp.Chunked || resp.UntilClose || resp.Length > h2MaxFrameSize || int64(fc.br.Buffered()) < resp.Length {
 		return nil, false
 	}
-	b, _ := fc.br.Peek(int(resp.length))
+	b, _ := fc.br.Peek(int(resp.Length))
 	sc := st.scratch
 	sc.body = append(sc.body[:0], b...)
 	_, _ = fc.br.Discard(len(b))
@@ -248,7 +250,7 @@ func (st *h2Stream) smallBody(fc *fastConn, resp *h1Response) (body []byte, ok b
 
 // writeSmall queues resp's head and its whole body: HEADERS and DATA with
 // END_STREAM, together.
-func (st *h2Stream) writeSmall(resp *h1Response, body []byte) bool {
+func (st *h2Stream) writeSmall(resp *h1wire.Response, body []byte) bool {
 	c := st.c
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -263,7 +265,7 @@ func (st *h2Stream) writeSmall(resp *h1Response, body []byte) bool {
 // writeUpstreamHead writes the HTTP/1.1 request head of an HTTP/2 request
 // (writeOutgoing's rules for an untrusted peer; cookie fields joined, RFC
 // 9113 §8.2.3).
-func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority string, fields []hpack.HeaderField, id *requestIDBuf) {
+func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority string, fields []hpack.HeaderField, id *h1wire.RequestIDBuf) {
 	bw.WriteString(method)
 	bw.WriteByte(' ')
 	bw.WriteString(path)
@@ -273,19 +275,19 @@ func (c *h2Conn) writeUpstreamHead(bw *bufio.Writer, method, path, authority str
 	requestID, cookies := false, false
 	for _, hf := range fields {
 		name := []byte(hf.Name)
-		kind := headerKind(name)
-		if kind == hdrOther && underscoreAlias(name) {
+		kind := h1wire.HeaderKind(name)
+		if kind == h1wire.HdrOther && h1wire.UnderscoreAlias(name) {
 			continue
 		}
 		switch kind {
-		case hdrHop, hdrConnection, hdrForwarded, hdrTrailer, hdrClientClaim, hdrUpgrade:
+		case h1wire.HdrHop, h1wire.HdrConnection, h1wire.HdrForwarded, h1wire.HdrTrailer, h1wire.HdrClientClaim, h1wire.HdrUpgrade:
 			continue
-		case hdrTE:
+		case h1wire.HdrTE:
 			bw.WriteString("Te: trailers\r\n")
 			continue
-		case hdrRequestID:
+		case h1wire.HdrRequestID:
 			requestID = true
-			id.given = hf.Value
+			id.Given = hf.Value
 		}
 		if hf.Name == "cookie" {
 			// Every cookie field, adjacent or not, joins the first one's
@@ -335,10 +337,10 @@ func writeCookieLine(bw *bufio.Writer, fields []hpack.HeaderField) {
 // relayFast relays resp and its body from fc as frames. clientOK is false
 // when the answer could not be relayed whole (the stream is then reset);
 // upstreamOK is false when fc cannot be reused.
-func (st *h2Stream) relayFast(fc *fastConn, resp *h1Response, wait func(error) error) (clientOK, upstreamOK bool) {
+func (st *h2Stream) relayFast(fc *fastConn, resp *h1wire.Response, wait func(error) error) (clientOK, upstreamOK bool) {
 	c := st.c
 	switch {
-	case resp.noBody:
+	case resp.NoBody:
 		c.wmu.Lock()
 		_ = st.writeRespHeadLocked(resp, true)
 		c.kickLocked()
@@ -353,12 +355,12 @@ func (st *h2Stream) relayFast(fc *fastConn, resp *h1Response, wait func(error) e
 		return false, false
 	}
 	switch {
-	case resp.chunked:
+	case resp.Chunked:
 		return st.relayChunkedFast(fc, wait)
-	case resp.untilClose:
+	case resp.UntilClose:
 		return st.relayBodyFast(fc, -1, wait), false
 	default:
-		ok := st.relayBodyFast(fc, resp.length, wait)
+		ok := st.relayBodyFast(fc, resp.Length, wait)
 		return ok, ok
 	}
 }
@@ -416,7 +418,7 @@ func (st *h2Stream) relayChunkedFast(fc *fastConn, wait func(error) error) (clie
 			var trailers []hpack.HeaderField
 			for size := 0; ; {
 				line, err := upstreamLine(fc, wait)
-				if size += len(line) + 2; err != nil || size > h1MaxResponseHead || len(line) > 0 && !validTrailer(line) {
+				if size += len(line) + 2; err != nil || size > h1MaxResponseHead || len(line) > 0 && !h1wire.ValidTrailer(line) {
 					return false, false
 				}
 				if len(line) == 0 {
@@ -485,7 +487,7 @@ func (st *h2Stream) endStream(trailers []hpack.HeaderField) bool {
 
 // writeRespHeadLocked queues resp's head as HEADERS (writeResponseHead's
 // field rules; Content-Length kept for a sized body).
-func (st *h2Stream) writeRespHeadLocked(resp *h1Response, end bool) error {
+func (st *h2Stream) writeRespHeadLocked(resp *h1wire.Response, end bool) error {
 	c := st.c
 	// Room first: the wait lets other streams run, and they use
 	// c.fieldBuf too.
@@ -493,22 +495,22 @@ func (st *h2Stream) writeRespHeadLocked(resp *h1Response, end bool) error {
 		return err
 	}
 	fields := c.fieldBuf[:0]
-	for _, h := range resp.headers {
-		k := h.kind
-		if k == hdrHop || k == hdrUpgrade || k == hdrTE || k == hdrTrailer && !resp.chunked || resp.namedByConnection(h.name) ||
-			st.hsts != "" && isHSTS(h.name) {
+	for _, h := range resp.Headers {
+		k := h.Kind
+		if k == h1wire.HdrHop || k == h1wire.HdrUpgrade || k == h1wire.HdrTE || k == h1wire.HdrTrailer && !resp.Chunked || resp.NamedByConnection(h.Name) ||
+			st.hsts != "" && h1wire.IsHSTS(h.Name) {
 			continue
 		}
-		fields = append(fields, hpack.HeaderField{Name: lowerName(c, h.name), Value: string(h.value)})
+		fields = append(fields, hpack.HeaderField{Name: lowerName(c, h.Name), Value: string(h.Value)})
 	}
 	if st.hsts != "" {
 		fields = append(fields, hpack.HeaderField{Name: "strict-transport-security", Value: st.hsts})
 	}
-	if resp.length >= 0 && !resp.untilClose && resp.code != http.StatusNoContent {
-		fields = append(fields, hpack.HeaderField{Name: "content-length", Value: strconv.FormatInt(resp.length, 10)})
+	if resp.Length >= 0 && !resp.UntilClose && resp.Code != http.StatusNoContent {
+		fields = append(fields, hpack.HeaderField{Name: "content-length", Value: strconv.FormatInt(resp.Length, 10)})
 	}
 	c.fieldBuf = fields[:0]
-	return st.writeFieldsLocked(resp.code, fields, end)
+	return st.writeFieldsLocked(resp.Code, fields, end)
 }
 
 // writeFieldsLocked queues a HEADERS block of fields (with :status when

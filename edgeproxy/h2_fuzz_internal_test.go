@@ -49,7 +49,7 @@ func fuzzServer(stateDir string) (*Server, *panicLog) {
 	fuzzOnce.Do(func() {
 		fuzzLog = &panicLog{Logger: hclog.NewNullLogger()}
 		fuzzSrv = New(Config{StateDir: stateDir, HTTPAddr: "127.0.0.1:0", Logger: fuzzLog})
-		fuzzSrv.h1 = &h1Server{s: fuzzSrv, idleTimeout: time.Minute, h2conns: map[*h2Conn]struct{}{}}
+		fuzzSrv.cs = &connServer{s: fuzzSrv, idleTimeout: time.Minute, h2conns: map[*h2Conn]struct{}{}}
 	})
 	return fuzzSrv, fuzzLog
 }
@@ -118,9 +118,9 @@ func FuzzH2Frames(f *testing.F) {
 			if tc.Handshake() != nil {
 				return
 			}
-			s.h1.wg.Add(1)
+			s.cs.wg.Add(1)
 			s.newH2Conn(tc).serve()
-			s.h1.wg.Wait()
+			s.cs.wg.Wait()
 		}()
 		client := tls.Client(a, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 		_ = client.SetDeadline(time.Now().Add(20 * time.Second))

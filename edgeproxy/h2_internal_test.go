@@ -20,7 +20,7 @@ import (
 func h2Pair(t *testing.T, idle time.Duration) (fr *http2.Framer, client *tls.Conn, done chan struct{}) {
 	t.Helper()
 	s := &Server{logger: hclog.NewNullLogger(), reg: &registry{}}
-	s.h1 = &h1Server{s: s, idleTimeout: idle, h2conns: map[*h2Conn]struct{}{}}
+	s.cs = &connServer{s: s, idleTimeout: idle, h2conns: map[*h2Conn]struct{}{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -36,9 +36,9 @@ func h2Pair(t *testing.T, idle time.Duration) (fr *http2.Framer, client *tls.Con
 		if tc.Handshake() != nil {
 			return
 		}
-		s.h1.wg.Add(1)
+		s.cs.wg.Add(1)
 		s.newH2Conn(tc).serve()
-		s.h1.wg.Wait()
+		s.cs.wg.Wait()
 		close(done)
 	}()
 	client, err = tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
@@ -86,7 +86,7 @@ func TestR62_H2IdleConnectionEndsWithGoAway(t *testing.T) {
 // count.
 func TestR62_H2BadPrefaceCloses(t *testing.T) {
 	s := &Server{logger: hclog.NewNullLogger(), reg: &registry{}}
-	s.h1 = &h1Server{s: s, h2conns: map[*h2Conn]struct{}{}}
+	s.cs = &connServer{s: s, h2conns: map[*h2Conn]struct{}{}}
 	a, b := net.Pipe()
 	defer a.Close()
 	cert, err := selfSigned()
@@ -95,9 +95,9 @@ func TestR62_H2BadPrefaceCloses(t *testing.T) {
 	go func() {
 		tc := tls.Server(b, &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"h2"}})
 		if tc.Handshake() == nil {
-			s.h1.wg.Add(1)
+			s.cs.wg.Add(1)
 			s.newH2Conn(tc).serve()
-			s.h1.wg.Wait()
+			s.cs.wg.Wait()
 		}
 		close(done)
 	}()

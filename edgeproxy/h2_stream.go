@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // h2Stream is one request of an h2Conn, from its HEADERS until its
@@ -481,7 +483,7 @@ type h2Task struct {
 type h2Scratch struct {
 	head []byte
 	body []byte // a small answer's body (smallBody)
-	resp h1Response
+	resp h1wire.Response
 }
 
 // h2Idle hands a stream to a worker goroutine waiting for one (h2Go).
@@ -511,8 +513,8 @@ func h2Worker(task h2Task) {
 		if cap(sc.head) > 64<<10 {
 			sc.head = make([]byte, 0, 1024)
 		}
-		if cap(sc.resp.headers) > 64 {
-			sc.resp.headers = nil
+		if cap(sc.resp.Headers) > 64 {
+			sc.resp.Headers = nil
 		}
 		t.Reset(h2WorkerIdle)
 		select {

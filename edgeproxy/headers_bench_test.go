@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // BenchmarkConnectionNamedHeaders parses and rewrites a head whose
@@ -27,7 +29,7 @@ func BenchmarkConnectionNamedHeaders(b *testing.B) {
 			hc := &h1Conn{peer: "192.0.2.1", peerIP: netip.MustParseAddr("192.0.2.1")}
 			bw := bufio.NewWriterSize(io.Discard, 64<<10)
 			for b.Loop() {
-				if !parseRequest(head, &hc.req) {
+				if !h1wire.ParseRequest(head, &hc.req) {
 					b.Fatal("not parsed")
 				}
 				hc.writeOutgoing(bw)

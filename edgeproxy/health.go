@@ -197,3 +197,8 @@ func (s *Server) retryServeHTTP(sw *statusWriter, r *http.Request, counter **ato
 	sw.idx = j
 	rt.proxies[j].ServeHTTP(sw, r)
 }
+
+// errEvSend is an event loop's failed request write (evloop_upstream_linux.go):
+// ejectReason reads it as a reset. Declared here, outside the Linux-only
+// files, so the package builds on other systems too.
+var errEvSend = errors.New("backend connection: request not written whole")

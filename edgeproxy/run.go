@@ -158,8 +158,8 @@ func (s *Server) newHTTPServers() (httpSrv, adminSrv *http.Server) {
 // inherited from the previous edge that this configuration does not name.
 // It returns the table's watcher.
 func (s *Server) applyFirstTable(r *runSet) *watcher {
-	s.h1 = newH1Server(s, r.httpLn.Addr(), r.httpSrv.IdleTimeout)
-	s.h1.startLoops(evLoopCount(s.cfg.EventLoops))
+	s.cs = newConnServer(s, r.httpLn.Addr(), r.httpSrv.IdleTimeout)
+	s.cs.startLoops(evLoopCount(s.cfg.EventLoops))
 	w := &watcher{path: filepath.Join(s.cfg.StateDir, "edge", RoutesFile)}
 	s.poll(w, true)
 	if dropped := s.socks.dropInherited(); len(dropped) > 0 {
@@ -176,8 +176,8 @@ func (s *Server) startServers(r *runSet) {
 	if r.httpsSrv != nil {
 		go func() { r.errc <- serveErr("https", s.tls.serve(r.httpsSrv, r.httpsLn)) }()
 	}
-	go func() { r.errc <- serveErr("http", s.h1.serve(r.httpLn)); close(r.h1Stopped) }()
-	go func() { r.errc <- serveErr("http handoff", r.httpSrv.Serve(s.h1.handoff)) }()
+	go func() { r.errc <- serveErr("http", s.cs.serve(r.httpLn)); close(r.h1Stopped) }()
+	go func() { r.errc <- serveErr("http handoff", r.httpSrv.Serve(s.cs.handoff)) }()
 	go func() { r.errc <- serveErr("admin", r.adminSrv.Serve(r.adminLn)) }()
 }
 
@@ -256,7 +256,7 @@ func (s *Server) shutdownRun(r *runSet, handedOver bool) {
 	// on a connection it keeps alive meanwhile. Then net/http's servers
 	// drain (their idle connections close, their requests are answered).
 	// All of it within the one ShutdownTimeout.
-	if err := s.h1.shutdown(sctx); err != nil {
+	if err := s.cs.shutdown(sctx); err != nil {
 		s.logger.Warn("http shutdown incomplete", "error", err)
 	}
 	httpsDone := s.shutdownTLS(sctx, r.httpsSrv)

@@ -1,46 +1,3 @@
-// Package edgeproxy is gordon-edge: the edge proxy that routes public HTTP
-// traffic by Host and relays TCP and UDP by listen port to whichever backends the
-// route table <state>/edge/routes.json names (ARCHITECTURE §5, SPEC
-// decisions 11 and 16).
-//
-// The table is watched by polling: every Config.PollInterval (default
-// 150 ms) the file is stat'ed and re-read when its mtime, size or inode
-// changed, and re-read unconditionally every 2 s as a fallback
-// (fsnotify is not a dependency; a stat per 150 ms is negligible). A table
-// is strictly decoded and validated, built into an immutable snapshot and
-// swapped in atomically; a bad table leaves the last good snapshot serving
-// (also across a restart: the last applied table is kept in
-// <state>/edge/applied.json).
-// After every apply attempt the edge writes <state>/edge/status.json
-// atomically (routetable.Status). Live per-backend counters are served on
-// the admin endpoint (GET /status, GET /healthz, GET /metrics in the
-// Prometheus text format; POST /reload re-reads the table at once;
-// /debug/pprof/ with Config.Pprof).
-//
-// The HTTP hot path: the public listener is served by the edge's
-// own HTTP/1.1 loop (h1_conn.go), which proxies plain bodiless GET/HEAD requests
-// with no allocation per request over a per-backend keep-alive pool
-// (fastTransport) and hands every other connection, at a request boundary,
-// to a net/http server running ServeHTTP (ReverseProxy over the same
-// pool; bodies and upgrades over http.Transport). Exact hosts are a map lookup,
-// wildcard and unknown hosts go through a bounded ristretto cache;
-// metrics use label children resolved at snapshot build; nothing is logged
-// per request. Requests carry X-Forwarded-For/-Proto/-Host, Forwarded and
-// X-Request-ID (forwarded.go); per-route dial and response header timeouts
-// come from the table (response header timeout default 60 s,
-// Config.ResponseTimeout, then 504). The public server has a read header
-// timeout and no write timeout. `make bench-edge` compares the edge with
-// nginx.
-//
-// Hostile input (guard.go): request heads over 64 KiB get 431; a request
-// with both Content-Length and Transfer-Encoding, or with a folded header
-// line, gets 400 and its connection closes (RFC 9112 §6.1, §5.2); header
-// names spelled with underscores that read as framing, forwarding or
-// client headers are dropped; a request body idle for the body timeout
-// (default 60 s) gets 408 and a malformed one 400, and the connection
-// closes; error pages name the app and service, not the backend address.
-// UDP sessions are bounded per listener, per source and by descriptors
-// (udp.go).
 package edgeproxy
 
 import (
@@ -203,8 +160,11 @@ type Server struct {
 	udp     *udpRelays
 	// auth checks basic-auth passwords (auth.go, SPEC R73).
 	auth *authVerifier
-	// h1 is the public HTTP/1.1 loop (h1_conn.go); set by Run.
-	h1 *h1Server
+	// cs holds every public client connection: the plain HTTP accept loop
+	// and its HTTP/1.1 connections (h1_conn.go), the HTTPS connections
+	// while they handshake (tls_accept.go) and the HTTP/2 connections
+	// (h2_conn.go), for one drain; set by Run.
+	cs *connServer
 	// h2Stalled counts the HTTP/2 streams of every connection waiting for
 	// send window (h2MaxStalled).
 	h2Stalled atomic.Int64

@@ -25,11 +25,12 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 // HTTPS at the edge (SPEC R62, R63). The edge handshakes HTTPS
 // connections itself (tls_accept.go): HTTP/1.1 is served by the edge's own
-// loop (h1.go) like plain HTTP, HTTP/2 by the edge's own HTTP/2 server
+// loop (h1_conn.go) like plain HTTP, HTTP/2 by the edge's own HTTP/2 server
 // (h2_conn.go: x/net's framer and HPACK; a GET or HEAD without a body goes
 // straight to a pooled backend connection, h2_fast.go, everything else
 // through the same ServeHTTP as the plain listener's slow path): same
@@ -65,12 +66,6 @@ type ACMEConfig struct {
 	RenewCheckInterval time.Duration
 }
 
-// acmeChallengePrefix is the HTTP-01 path, answered before host routing
-// and never redirected.
-const acmeChallengePrefix = "/.well-known/acme-challenge/"
-
-var acmeChallengePath = []byte(acmeChallengePrefix)
-
 // tlsEdge is the HTTPS state of a Server (nil without an HTTPS address).
 type tlsEdge struct {
 	s        *Server
@@ -79,8 +74,8 @@ type tlsEdge struct {
 	port     int // bound HTTPS port, for redirects
 
 	// ln is the HTTPS listener (serveAccept); conns feeds the net/http
-	// server the connections it serves (h2, and HTTP/1.1 ones the h1 loop
-	// hands off).
+	// server the HTTP/1.1 connections the h1 loop hands off (HTTP/2 never
+	// reaches net/http: the edge's own server, h2_conn.go, serves it).
 	ln    net.Listener
 	conns *handoffListener
 
@@ -364,7 +359,7 @@ func (t *tlsEdge) servePolicy(w http.ResponseWriter, r *http.Request) bool {
 		scheme = "https"
 	}
 	t.countProto(r.ProtoMajor, scheme)
-	if r.TLS == nil && strings.HasPrefix(r.URL.Path, acmeChallengePrefix) {
+	if r.TLS == nil && strings.HasPrefix(r.URL.Path, h1wire.ACMEChallengePrefix) {
 		if t.issuer != nil && t.issuer.HandleHTTPChallenge(w, r) {
 			return true
 		}
@@ -538,8 +533,8 @@ func (s *Server) closeTLSListener() {
 	}
 }
 
-// shutdownTLS drains the net/http HTTPS server, which serves what the h1
-// loop handed it (in the background, sharing ctx with the plain server's
+// shutdownTLS drains the net/http HTTPS server, which serves the HTTP/1.1
+// connections the h1 loop handed it (in the background, sharing ctx with the plain server's
 // drain); the returned channel closes when done.
 func (s *Server) shutdownTLS(ctx context.Context, srv *http.Server) <-chan struct{} {
 	done := make(chan struct{})

@@ -37,7 +37,7 @@ type tlsStateKey struct{}
 // serveAccept accepts on ln until it is closed (nil) or fails for good;
 // each connection is handshaken and dispatched on its own goroutine.
 func (t *tlsEdge) serveAccept(ln net.Listener) error {
-	h := t.s.h1
+	h := t.s.cs
 	cfg := t.tlsConfig()
 	for {
 		c, err := h.accept(ln)
@@ -54,7 +54,7 @@ func (t *tlsEdge) serveAccept(ln net.Listener) error {
 		}
 		h.wg.Add(1)
 		tc := tls.Server(c, cfg)
-		h.handshaking[tc] = struct{}{} // a drain bounds it (h1Server.shutdown)
+		h.handshaking[tc] = struct{}{} // a drain bounds it (connServer.shutdown)
 		h.mu.Unlock()
 		go t.handshakeAndServe(tc)
 	}
@@ -71,7 +71,7 @@ const drainHandshakeGrace = time.Second
 // TLS edge's context, which ends before the h1 drain does) and hands it to
 // the HTTP/2 server or the h1 loop.
 func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
-	h := t.s.h1
+	h := t.s.cs
 	if to := t.s.cfg.ReadHeaderTimeout; to > 0 {
 		dl := time.Now().Add(to)
 		_ = tc.SetReadDeadline(dl)
@@ -140,9 +140,10 @@ func recordLooksLikeHTTP(hdr [5]byte) bool {
 	return false
 }
 
-// serveHTTPS runs the HTTPS listener: the accept loop on ln and the
-// net/http server (HTTP/2, and HTTP/1.1 connections the loop hands off)
-// on t.conns. It returns when ln is closed (nil) or fails for good.
+// serveHTTPS runs the HTTPS listener: the accept loop on ln (which gives
+// h2 connections to the edge's HTTP/2 server and the others to the h1
+// loop) and the net/http server of the HTTP/1.1 connections the loop hands
+// off, on t.conns. It returns when ln is closed (nil) or fails for good.
 func (t *tlsEdge) serveHTTPS(srv *http.Server, ln net.Listener) error {
 	go func() {
 		if err := srv.Serve(t.conns); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -157,7 +158,7 @@ func (t *tlsEdge) serveHTTPS(srv *http.Server, ln net.Listener) error {
 func tlsConnContext(ctx context.Context, c net.Conn) context.Context {
 	tc, ok := c.(*trackedConn)
 	if !ok {
-		return ctx // h2: net/http sees the *tls.Conn itself
+		return ctx // not handed off by the loop (never, today)
 	}
 	ctx = context.WithValue(ctx, trackedConnKey{}, tc)
 	if tlc, ok := tc.replayConn.Conn.(*tls.Conn); ok {
@@ -206,8 +207,9 @@ func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.
 	srv := &http.Server{
 		Handler:     tlsHandler{t.s},
 		ConnContext: tlsConnContext,
-		// TLSConfig's ALPN list makes Serve set up HTTP/2 for the
-		// handshaken connections it is given.
+		// Serve is only given connections the h1 loop handed off (a
+		// trackedConn, never a *tls.Conn), so it serves HTTP/1.1 only:
+		// HTTP/2 is the edge's own server (h2_conn.go).
 		TLSConfig:         t.tlsConfig(),
 		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,

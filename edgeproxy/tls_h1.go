@@ -37,7 +37,7 @@ func (hc *h1Conn) tlsState() *tls.ConnectionState {
 // handoffFor is the listener of the net/http server that takes hc when the
 // loop does not serve its request: the HTTPS server for a TLS connection
 // (it knows the request is TLS), the plain one otherwise.
-func (h *h1Server) handoffFor(hc *h1Conn) *handoffListener {
+func (h *connServer) handoffFor(hc *h1Conn) *handoffListener {
 	if hc.isTLS() && h.s.tls != nil {
 		return h.s.tls.conns
 	}
@@ -48,9 +48,9 @@ func (h *h1Server) handoffFor(hc *h1Conn) *handoffListener {
 // HTTPS policy for a TLS connection (pickTLS).
 func (s *Server) pickFor(hc *h1Conn) (rt *httpRoute, i int, b *backend) {
 	if hc.isTLS() && s.tls != nil {
-		return s.pickTLS(hc.req.host, protoH1)
+		return s.pickTLS(hc.req.Host, protoH1)
 	}
-	return s.pickH1(hc.req.host)
+	return s.pickH1(hc.req.Host)
 }
 
 // Protocols of the request counters (tlsEdge.byProto).

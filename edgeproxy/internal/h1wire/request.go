@@ -1,4 +1,4 @@
-package edgeproxy
+package h1wire
 
 import (
 	"bufio"
@@ -10,13 +10,13 @@ import (
 // bytes, with the read error otherwise, unless wait (non-nil) turns that
 // error into nil: then it goes on reading where it stopped (bytes already
 // read are never lost; see h1Conn.upstreamWait).
-func readHead(br *bufio.Reader, dst []byte, limit int, wait func(error) error) ([]byte, error) {
+func ReadHead(br *bufio.Reader, dst []byte, limit int, wait func(error) error) ([]byte, error) {
 	lineStart := len(dst)
 	for {
 		frag, err := br.ReadSlice('\n')
 		dst = append(dst, frag...) // kept even when too large: a hand-off replays it
 		if len(dst) > limit {
-			return dst, errHeadTooLarge
+			return dst, ErrHeadTooLarge
 		}
 		if err == bufio.ErrBufferFull {
 			continue
@@ -43,49 +43,49 @@ func readHead(br *bufio.Reader, dst []byte, limit int, wait func(error) error) (
 }
 
 // h1Header is one header line of a parsed head (slices into the head).
-type h1Header struct {
-	name, value []byte
-	kind        int // headerKind(name), from the parse
+type Header struct {
+	Name, Value []byte
+	Kind        int // headerKind(name), from the parse
 }
 
 // h1Request is a request head the loop serves (slices into h1Conn.head).
-type h1Request struct {
-	method, uri, host []byte
-	headers           []h1Header
+type Request struct {
+	Method, URI, Host []byte
+	Headers           []Header
 	// connNames are the header names the Connection header lists; connSet
 	// holds them when there are many (linear header checks).
-	connNames [][]byte
+	ConnNames [][]byte
 	connSet   namedSet
-	head      bool
-	close     bool
-	requestID bool
-	teTrailer bool
+	Head      bool
+	Close     bool
+	RequestID bool
+	TETrailer bool
 	// genID is the X-Request-Id the edge generated for this request (when
 	// it had none), for the access log.
-	genID requestIDBuf
+	GenID RequestIDBuf
 }
 
 // Header kinds the loop treats specially.
 const (
-	hdrOther = iota
-	hdrHop
-	hdrForwarded
+	HdrOther = iota
+	HdrHop
+	HdrForwarded
 	hdrHost
-	hdrConnection
+	HdrConnection
 	hdrContentLength
 	hdrTransferEncoding
-	hdrUpgrade
+	HdrUpgrade
 	hdrExpect
-	hdrRequestID
-	hdrTE
-	hdrTrailer
+	HdrRequestID
+	HdrTE
+	HdrTrailer
 	// hdrClientClaim: a header naming the client or the scheme that the
 	// edge does not set itself (clientClaimHeaders); dropped from an
 	// untrusted peer.
-	hdrClientClaim
+	HdrClientClaim
 	// hdrUnderscore: a name with underscores that reads as one of the
 	// above with hyphens (underscoreAlias); never forwarded.
-	hdrUnderscore
+	HdrUnderscore
 )
 
 // clientClaimHeaders are headers backends commonly believe about the
@@ -94,108 +94,108 @@ const (
 // outside the trusted proxies they are removed, so a client cannot claim
 // another address (an incoming chain is trusted only from the configured
 // trusted proxy CIDRs).
-var clientClaimHeaders = []string{
+var ClientClaimHeaders = []string{
 	"X-Real-Ip", "X-Forwarded-Port", "X-Forwarded-Ssl", "X-Forwarded-Scheme",
 	"X-Forwarded-Server", "X-Client-Ip", "True-Client-Ip", "X-Cluster-Client-Ip",
 	"Cf-Connecting-Ip", "Fastly-Client-Ip",
 }
 
 // headerKind classifies a header name (case-insensitive).
-func headerKind(name []byte) int {
+func HeaderKind(name []byte) int {
 	switch len(name) {
 	case 2:
-		if asciiEqualFold(name, "te") {
-			return hdrTE
+		if ASCIIEqualFold(name, "te") {
+			return HdrTE
 		}
 	case 4:
-		if asciiEqualFold(name, "host") {
+		if ASCIIEqualFold(name, "host") {
 			return hdrHost
 		}
 	case 6:
-		if asciiEqualFold(name, "expect") {
+		if ASCIIEqualFold(name, "expect") {
 			return hdrExpect
 		}
 	case 7:
-		if asciiEqualFold(name, "upgrade") {
-			return hdrUpgrade
+		if ASCIIEqualFold(name, "upgrade") {
+			return HdrUpgrade
 		}
-		if asciiEqualFold(name, "trailer") {
-			return hdrTrailer
+		if ASCIIEqualFold(name, "trailer") {
+			return HdrTrailer
 		}
 	case 9:
-		if asciiEqualFold(name, "forwarded") {
-			return hdrForwarded
+		if ASCIIEqualFold(name, "forwarded") {
+			return HdrForwarded
 		}
-		if asciiEqualFold(name, "x-real-ip") {
-			return hdrClientClaim
+		if ASCIIEqualFold(name, "x-real-ip") {
+			return HdrClientClaim
 		}
 	case 11:
-		if asciiEqualFold(name, "x-client-ip") {
-			return hdrClientClaim
+		if ASCIIEqualFold(name, "x-client-ip") {
+			return HdrClientClaim
 		}
 	case 10:
-		if asciiEqualFold(name, "connection") {
-			return hdrConnection
+		if ASCIIEqualFold(name, "connection") {
+			return HdrConnection
 		}
-		if asciiEqualFold(name, "keep-alive") {
-			return hdrHop
+		if ASCIIEqualFold(name, "keep-alive") {
+			return HdrHop
 		}
 	case 12:
-		if asciiEqualFold(name, "x-request-id") {
-			return hdrRequestID
+		if ASCIIEqualFold(name, "x-request-id") {
+			return HdrRequestID
 		}
 	case 14:
-		if asciiEqualFold(name, "content-length") {
+		if ASCIIEqualFold(name, "content-length") {
 			return hdrContentLength
 		}
-		if asciiEqualFold(name, "true-client-ip") {
-			return hdrClientClaim
+		if ASCIIEqualFold(name, "true-client-ip") {
+			return HdrClientClaim
 		}
 	case 15:
-		if asciiEqualFold(name, "x-forwarded-for") {
-			return hdrForwarded
+		if ASCIIEqualFold(name, "x-forwarded-for") {
+			return HdrForwarded
 		}
-		if asciiEqualFold(name, "x-forwarded-ssl") {
-			return hdrClientClaim
+		if ASCIIEqualFold(name, "x-forwarded-ssl") {
+			return HdrClientClaim
 		}
 	case 16:
-		if asciiEqualFold(name, "x-forwarded-host") {
-			return hdrForwarded
+		if ASCIIEqualFold(name, "x-forwarded-host") {
+			return HdrForwarded
 		}
-		if asciiEqualFold(name, "proxy-connection") {
-			return hdrHop
+		if ASCIIEqualFold(name, "proxy-connection") {
+			return HdrHop
 		}
-		if asciiEqualFold(name, "x-forwarded-port") || asciiEqualFold(name, "cf-connecting-ip") ||
-			asciiEqualFold(name, "fastly-client-ip") {
-			return hdrClientClaim
+		if ASCIIEqualFold(name, "x-forwarded-port") || ASCIIEqualFold(name, "cf-connecting-ip") ||
+			ASCIIEqualFold(name, "fastly-client-ip") {
+			return HdrClientClaim
 		}
 	case 17:
-		if asciiEqualFold(name, "transfer-encoding") {
+		if ASCIIEqualFold(name, "transfer-encoding") {
 			return hdrTransferEncoding
 		}
-		if asciiEqualFold(name, "x-forwarded-proto") {
-			return hdrForwarded
+		if ASCIIEqualFold(name, "x-forwarded-proto") {
+			return HdrForwarded
 		}
 	case 18:
-		if asciiEqualFold(name, "proxy-authenticate") {
-			return hdrHop
+		if ASCIIEqualFold(name, "proxy-authenticate") {
+			return HdrHop
 		}
-		if asciiEqualFold(name, "x-forwarded-scheme") || asciiEqualFold(name, "x-forwarded-server") {
-			return hdrClientClaim
+		if ASCIIEqualFold(name, "x-forwarded-scheme") || ASCIIEqualFold(name, "x-forwarded-server") {
+			return HdrClientClaim
 		}
 	case 19:
-		if asciiEqualFold(name, "proxy-authorization") {
-			return hdrHop
+		if ASCIIEqualFold(name, "proxy-authorization") {
+			return HdrHop
 		}
-		if asciiEqualFold(name, "x-cluster-client-ip") {
-			return hdrClientClaim
+		if ASCIIEqualFold(name, "x-cluster-client-ip") {
+			return HdrClientClaim
 		}
 	}
-	return hdrOther
+	return HdrOther
 }
 
 // asciiEqualFold compares b with the lowercase ASCII string s.
-func asciiEqualFold(b []byte, s string) bool {
+func ASCIIEqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}
@@ -214,18 +214,18 @@ func asciiEqualFold(b []byte, s string) bool {
 // parseRequest parses head into req and reports whether the loop serves it
 // (see the comment at the top of h1_conn.go); false hands the request to
 // net/http.
-func parseRequest(head []byte, req *h1Request) bool {
-	*req = h1Request{headers: req.headers[:0], connNames: req.connNames[:0]}
+func ParseRequest(head []byte, req *Request) bool {
+	*req = Request{Headers: req.Headers[:0], ConnNames: req.ConnNames[:0]}
 	line, rest, ok := cutLine(head)
 	if !ok {
 		return false
 	}
 	switch {
 	case bytes.HasPrefix(line, []byte("GET ")):
-		req.method, line = line[:3], line[4:]
+		req.Method, line = line[:3], line[4:]
 	case bytes.HasPrefix(line, []byte("HEAD ")):
-		req.method, line = line[:4], line[5:]
-		req.head = true
+		req.Method, line = line[:4], line[5:]
+		req.Head = true
 	default:
 		return false
 	}
@@ -233,8 +233,8 @@ func parseRequest(head []byte, req *h1Request) bool {
 	if sp <= 0 || string(line[sp+1:]) != "HTTP/1.1" {
 		return false
 	}
-	req.uri = line[:sp]
-	if !validRequestURI(req.uri) || bytes.HasPrefix(req.uri, acmeChallengePath) {
+	req.URI = line[:sp]
+	if !validRequestURI(req.URI) || bytes.HasPrefix(req.URI, acmeChallengePath) {
 		return false // ACME HTTP-01: ServeHTTP answers it before routing
 	}
 	hosts := 0
@@ -251,55 +251,55 @@ func parseRequest(head []byte, req *h1Request) bool {
 			return false // includes obsolete line folding (leading space)
 		}
 		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
-		if !validFieldValue(value) {
+		if !ValidFieldValue(value) {
 			return false
 		}
-		kind := headerKind(name)
-		if kind == hdrOther && underscoreAlias(name) {
-			kind = hdrUnderscore
+		kind := HeaderKind(name)
+		if kind == HdrOther && UnderscoreAlias(name) {
+			kind = HdrUnderscore
 		}
 		switch kind {
 		case hdrHost:
 			hosts++
-			req.host = value
+			req.Host = value
 			continue // written first, from req.host
 		case hdrContentLength:
 			if string(value) != "0" {
 				return false
 			}
 			continue // a bodiless request needs none
-		case hdrTransferEncoding, hdrUpgrade, hdrExpect:
+		case hdrTransferEncoding, HdrUpgrade, hdrExpect:
 			return false
-		case hdrConnection:
+		case HdrConnection:
 			for tok := range bytes.SplitSeq(value, []byte(",")) {
 				tok = bytes.Trim(tok, " \t")
 				switch {
-				case asciiEqualFold(tok, "close"):
-					req.close = true
-				case asciiEqualFold(tok, "keep-alive"), len(tok) == 0:
+				case ASCIIEqualFold(tok, "close"):
+					req.Close = true
+				case ASCIIEqualFold(tok, "keep-alive"), len(tok) == 0:
 				default:
-					req.connNames = append(req.connNames, tok)
+					req.ConnNames = append(req.ConnNames, tok)
 				}
 			}
-		case hdrRequestID:
+		case HdrRequestID:
 			if len(value) == 0 {
 				continue // no id: one is added
 			}
-			req.requestID = true
-		case hdrTE:
+			req.RequestID = true
+		case HdrTE:
 			for tok := range bytes.SplitSeq(value, []byte(",")) {
-				if asciiEqualFold(bytes.Trim(tok, " \t"), "trailers") {
-					req.teTrailer = true
+				if ASCIIEqualFold(bytes.Trim(tok, " \t"), "trailers") {
+					req.TETrailer = true
 				}
 			}
 		}
-		req.headers = append(req.headers, h1Header{name: name, value: value, kind: kind})
+		req.Headers = append(req.Headers, Header{Name: name, Value: value, Kind: kind})
 	}
-	req.connSet = newNamedSet(req.connNames)
-	if req.requestID && req.namedByConnection([]byte("X-Request-Id")) {
-		req.requestID = false // dropped as hop-by-hop: one is added
+	req.connSet = newNamedSet(req.ConnNames)
+	if req.RequestID && req.NamedByConnection([]byte("X-Request-Id")) {
+		req.RequestID = false // dropped as hop-by-hop: one is added
 	}
-	return hosts == 1 && len(req.host) > 0 && validHost(req.host)
+	return hosts == 1 && len(req.Host) > 0 && validHost(req.Host)
 }
 
 // cutLine splits off a CRLF-terminated line (bare LF: not for the loop).
@@ -337,7 +337,7 @@ func validToken(b []byte) bool {
 
 // validFieldValue rejects control characters other than HTAB (as
 // net/http's httpguts.ValidHeaderFieldValue).
-func validFieldValue(b []byte) bool {
+func ValidFieldValue(b []byte) bool {
 	for _, c := range b {
 		if c < ' ' && c != '\t' || c == 0x7f {
 			return false
