@@ -144,33 +144,10 @@ func TestR18_TwoAppsAcrossRestartsOfTheirContainersNeverAnswerForEachOther(t *te
 	})
 	require.Eventually(t, func() bool { return strings.Contains(wso.String(), appB) }, 60*time.Second, 100*time.Millisecond, "the watcher's first pass")
 
-	type tally struct{ ok, wrong, failed int }
-	results := make(chan tally, 2)
+	results := make(chan pollTally, 2)
 	stop := make(chan struct{})
 	var pollsA, pollsB atomic.Int64
-	poll := func(host, want string, polls *atomic.Int64) {
-		var n tally
-		for {
-			select {
-			case <-stop:
-				results <- n
-				return
-			default:
-			}
-			code, body, err := a.Edge.Get(host, "/")
-			switch v := versionOf(body); {
-			case err != nil || code != 200:
-				n.failed++
-			case v == want:
-				n.ok++
-			default:
-				n.wrong++
-				t.Errorf("%s answered by %q: %q", host, v, body)
-			}
-			polls.Add(1)
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	poll := func(host, want string, polls *atomic.Int64) { results <- pollHost(t, a.Edge, host, want, polls, stop) }
 	go poll("a.test", "app-a", &pollsA)
 	go poll("b.test", "app-b", &pollsB)
 
@@ -194,4 +171,34 @@ func TestR18_TwoAppsAcrossRestartsOfTheirContainersNeverAnswerForEachOther(t *te
 	t.Logf("both answering %s after `docker restart` began; polls %+v and %+v; A at %s, B at %s", back, ta, tb,
 		containerIP(t, idA, "gordon-"+a.Name), containerIP(t, idB, "gordon-"+appB))
 	assert.Zero(t, ta.wrong+tb.wrong, "no request reached the other app")
+}
+
+// pollTally counts one host's polls: answers from the wanted app, answers
+// from another app (each also a test error) and failures.
+type pollTally struct{ ok, wrong, failed int }
+
+// pollHost GETs host through edge every 10 ms until stop is closed and
+// returns the tally; an answer whose version is not want is a test error.
+// polls counts every poll, for a caller that awaits N more.
+func pollHost(t *testing.T, edge *fixture.Edge, host, want string, polls *atomic.Int64, stop <-chan struct{}) pollTally {
+	var n pollTally
+	for {
+		select {
+		case <-stop:
+			return n
+		default:
+		}
+		code, body, err := edge.Get(host, "/")
+		switch v := versionOf(body); {
+		case err != nil || code != 200:
+			n.failed++
+		case v == want:
+			n.ok++
+		default:
+			n.wrong++
+			t.Errorf("%s answered by %q: %q", host, v, body)
+		}
+		polls.Add(1)
+		time.Sleep(10 * time.Millisecond) // pacing of the load, not a wait
+	}
 }

@@ -217,35 +217,12 @@ func TestR18_TwoAppsAcrossAnEngineRestartNeverAnswerForEachOther(t *testing.T) {
 		require.True(t, serving(host, app), "%s serves %s before the restart", host, app)
 	}
 
-	type tally struct{ ok, wrong, failed int }
-	results := make(chan tally, len(apps))
+	results := make(chan pollTally, len(apps))
 	stop := make(chan struct{})
 	polls := map[string]*atomic.Int64{}
 	for app, host := range apps {
 		polls[app] = new(atomic.Int64)
-		go func(app, host string, n *atomic.Int64) {
-			var c tally
-			for {
-				select {
-				case <-stop:
-					results <- c
-					return
-				default:
-				}
-				code, body, err := edge.Get(host, "/")
-				switch v := versionOf(body); {
-				case err != nil || code != 200:
-					c.failed++
-				case v == app:
-					c.ok++
-				default:
-					c.wrong++
-					t.Errorf("%s answered by %q: %q", host, v, body)
-				}
-				n.Add(1)
-				time.Sleep(10 * time.Millisecond)
-			}
-		}(app, host, polls[app])
+		go func(app, host string, n *atomic.Int64) { results <- pollHost(t, edge, host, app, n, stop) }(app, host, polls[app])
 	}
 
 	began := time.Now()
