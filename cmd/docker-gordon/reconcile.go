@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
@@ -62,6 +64,13 @@ an instance's address is re-resolved within about a second. A busy app
 			apps := args
 			for {
 				reps, perr := eng.Reconcile(ctx, apps)
+				if o.watch {
+					// Apps of other state directories on this engine wake
+					// the watcher too; they are none of its business.
+					reps = slices.DeleteFunc(reps, func(r engine.ReconcileReport) bool { return r.Unknown })
+				} else if perr == nil {
+					perr = unknownAppsError(reps, env.opts.stateDir)
+				}
 				if isJSON(o.format) {
 					if reps == nil {
 						reps = []engine.ReconcileReport{}
@@ -106,6 +115,8 @@ an instance's address is re-resolved within about a second. A busy app
 func renderReconcile(env *cliEnv, r engine.ReconcileReport) {
 	w := env.dockerCli.Out()
 	switch {
+	case r.Unknown:
+		fmt.Fprintf(w, "%s: not known to this state directory: nothing done\n", r.App)
 	case r.Skipped:
 		fmt.Fprintf(w, "%s: skipped (busy)\n", r.App)
 	case len(r.Errors) > 0:
@@ -142,4 +153,21 @@ func wokenApps(watched, woken []string) []string {
 		}
 	}
 	return out
+}
+
+// unknownAppsError is the error of a one-shot pass asked for apps this
+// state directory holds no record of (ReconcileReport.Unknown): nothing
+// was done to them, and the error says where their records may be.
+func unknownAppsError(reps []engine.ReconcileReport, stateDir string) error {
+	var names []string
+	for _, r := range reps {
+		if r.Unknown {
+			names = append(names, r.App)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: app %s: not known to state directory %s, so nothing was done (its containers, if any, belong to another state directory: run reconcile with GORDON_STATE_DIR set to the one that deployed it)",
+		core.ErrNotFound, strings.Join(names, ", "), stateDir)
 }

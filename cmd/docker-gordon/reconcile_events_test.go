@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 // fakeEvents serves one stream per subscription: the messages of streams[i],
@@ -88,4 +89,15 @@ func TestR41_WakesCoalesceIntoOnePassOverTheWokenWatchedApps(t *testing.T) {
 	assert.Equal(t, []string{"kv"}, wokenApps([]string{"kv", "blog"}, []string{"kv", "shop"}))
 	assert.Nil(t, wokenApps([]string{"blog"}, []string{"shop"}), "no watched app woken: no pass")
 	assert.Equal(t, []string{"blog"}, wokenApps([]string{"blog"}, nil))
+}
+
+// A one-shot reconcile of an app the state directory holds no record of
+// fails with ErrNotFound naming the app and the state directory; known
+// apps (even busy or failing ones) are no such error.
+func TestR39_ReconcileOfAnUnknownAppSaysWhereItsRecordsMayBe(t *testing.T) {
+	require.NoError(t, unknownAppsError([]engine.ReconcileReport{{App: "blog"}, {App: "api", Skipped: true}}, "/s"))
+	err := unknownAppsError([]engine.ReconcileReport{{App: "blog"}, {App: "shop", Unknown: true}}, "/var/lib/gordon")
+	require.ErrorIs(t, err, core.ErrNotFound)
+	require.Contains(t, err.Error(), "app shop: not known to state directory /var/lib/gordon")
+	require.NotContains(t, err.Error(), "blog")
 }

@@ -8,6 +8,30 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
+// knownHere reports whether this state directory holds a record of app:
+// its incarnation (app.json), or an op that has not ended (a remove cut
+// short after its incarnation ended). An engine can carry apps of several
+// state directories (two users, a CI runner and a laptop, tests): an app
+// not known here is never locked, reconciled or cleaned up from here, so
+// no pass removes containers another state directory owns (R39).
+func (e *Engine) knownHere(ctx context.Context, app string) (bool, error) {
+	_, err := e.Store.LoadApp(ctx, app)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, core.ErrNotFound) {
+		return false, fmt.Errorf("app %s: load app: %w", app, err)
+	}
+	op, err := e.Store.LatestOp(ctx, app)
+	if errors.Is(err, core.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("app %s: load latest op: %w", app, err)
+	}
+	return !op.Terminal(), nil
+}
+
 // ownedContainers is the set of containers some record of app owns: the
 // ones ACTIVE names, the ones a marker names (any reason), and the Before
 // and After of every step of the latest op while it is not terminal.

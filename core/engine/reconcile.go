@@ -37,6 +37,10 @@ type ReconcileReport struct {
 	Recovered []string `json:"recovered,omitempty"`
 	// Errors are this app's failures (also joined into the pass's error).
 	Errors []string `json:"errors,omitempty"`
+	// Unknown says this state directory holds no record of the app (no
+	// incarnation, no op in progress): the pass took no lock and touched
+	// nothing, because its containers belong to another state directory.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // Reconcile runs one periodic pass (SPEC R39–R44) over apps (every app
@@ -78,6 +82,10 @@ func (e *Engine) Reconcile(ctx context.Context, apps []string) ([]ReconcileRepor
 
 func (e *Engine) reconcileApp(ctx context.Context, app string) (ReconcileReport, error) {
 	rep := ReconcileReport{App: app}
+	if known, err := e.knownHere(ctx, app); err != nil || !known {
+		rep.Unknown = err == nil
+		return rep, err
+	}
 	h := e.Holder
 	h.Verb, h.StartedAt = "reconcile", e.now()
 	lock, ok, err := e.Store.TryLock(ctx, app, h)
