@@ -42,7 +42,8 @@
 // UDP sessions are bounded per listener, per source and by descriptors
 // (udp.go).
 //
-// HTTPS (tls.go, tls_accept.go): the edge handshakes itself; a connection
+// HTTPS (tls.go, tls_accept.go; the certificates are internal/edgetls's):
+// the edge handshakes itself; a connection
 // that negotiated h2 is served by the edge's own HTTP/2 server (h2_conn.go,
 // x/net's framer and HPACK; GET/HEAD without a body go straight to a pooled
 // backend connection, h2_fast.go), every other one by the HTTP/1.1 loop
@@ -57,6 +58,11 @@
 //     responses from backends) without allocating; it serves no request
 //     itself and imports nothing of the edge;
 //   - edgestate names the files of <state>/edge and writes them atomically;
+//   - internal/edgetls picks the certificate of every HTTPS handshake
+//     (SNI, the default certificate without it, the static store, ACME
+//     through certmagic), builds the tls.Config and refreshes the names
+//     served; it serves the handshakes and no HTTP request but ACME's
+//     HTTP-01 challenges;
 //   - certstore keeps the operator's certificates.
 //
 // No package under edgeproxy may exceed 4,000 non-test lines, and the root

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
@@ -120,7 +121,7 @@ func (st *h2Stream) isReset() bool {
 type h2Route struct {
 	auth string
 	snap *snapshot
-	have *map[string]struct{}
+	have *edgetls.Served
 	rt   *httpRoute
 }
 
@@ -135,7 +136,7 @@ func (c *h2Conn) pickFast(authority string) (rt *httpRoute, i int, b *backend) {
 		if snap == nil {
 			return nil, 0, nil
 		}
-		have := s.tls.have.Load()
+		have := s.tls.certs.Served()
 		if rc := c.route.Load(); rc != nil && rc.snap == snap && rc.have == have && rc.auth == authority {
 			rt = rc.rt
 		} else {

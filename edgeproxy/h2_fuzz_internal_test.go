@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 )
 
 // panicLog records whether a stream handler panicked (h2Stream.run logs
@@ -30,7 +32,7 @@ func (l *panicLog) Error(msg string, args ...interface{}) {
 }
 
 var fuzzCert = sync.OnceValue(func() *tls.Certificate {
-	c, err := selfSigned()
+	c, err := edgetls.SelfSigned()
 	if err != nil {
 		panic(err)
 	}

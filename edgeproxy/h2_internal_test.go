@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 )
 
 // h2Pair serves one HTTP/2 connection of a bare Server (idle timeout
@@ -24,7 +26,7 @@ func h2Pair(t *testing.T, idle time.Duration) (fr *http2.Framer, client *tls.Con
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
-	cert, err := selfSigned()
+	cert, err := edgetls.SelfSigned()
 	require.NoError(t, err)
 	done = make(chan struct{})
 	go func() {
@@ -89,7 +91,7 @@ func TestR62_H2BadPrefaceCloses(t *testing.T) {
 	s.cs = &connServer{s: s, h2conns: map[*h2Conn]struct{}{}}
 	a, b := net.Pipe()
 	defer a.Close()
-	cert, err := selfSigned()
+	cert, err := edgetls.SelfSigned()
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() {

@@ -2,29 +2,18 @@ package edgeproxy
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/caddyserver/certmagic"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
@@ -34,44 +23,23 @@ import (
 // (h2_conn.go: x/net's framer and HPACK; a GET or HEAD without a body goes
 // straight to a pooled backend connection, h2_fast.go, everything else
 // through the same ServeHTTP as the plain listener's slow path): same
-// routing, drain accounting, upgrades, streaming. Certificates come from the static store (certs add) first,
-// then from certmagic (ACME: exact routed hosts managed in the background,
-// names under a routed wildcard on demand). Both stores are files under
-// <state>/edge/certs (certstore), so a restarted edge serves what it has at
-// once and orders nothing it already holds.
+// routing, drain accounting, upgrades, streaming. The certificates, the
+// tls.Config and ACME are internal/edgetls's; this file wires them
+// (startTLS), answers what the HTTPS policy answers before routing (the
+// ACME HTTP-01 challenge, the redirect to HTTPS, the 503 page of a host
+// without a certificate yet: servePolicy) and validates routes' tls
+// policies.
 
-// ACMEConfig configures certificate issuance. The zero value uses Let's
-// Encrypt production with HTTP-01 and TLS-ALPN-01.
-type ACMEConfig struct {
-	// Disabled turns ACME off: static certificates only.
-	Disabled bool
-	// Email is the ACME account contact (optional).
-	Email string
-	// CA is the ACME directory URL (default Let's Encrypt production).
-	CA string
-	// CARootPEM is a PEM bundle to trust for the ACME server (private CAs,
-	// tests); nil trusts the system roots.
-	CARootPEM []byte
-	// DisableHTTP01 and DisableTLSALPN01 turn one challenge type off.
-	DisableHTTP01, DisableTLSALPN01 bool
-	// OnDemandInterval is how often one name under a routed wildcard may
-	// start an order (default 10 min; later handshakes wait for it or get
-	// the fallback).
-	OnDemandInterval time.Duration
-	// RenewWindow is the fraction of a certificate's lifetime left at
-	// which it is renewed (default certmagic's, 1/3).
-	RenewWindow float64
-	// RenewCheckInterval is how often certificates are checked for renewal
-	// (default certmagic's, 10 min).
-	RenewCheckInterval time.Duration
-}
+// ACMEConfig configures certificate issuance (edgetls.ACMEConfig).
+type ACMEConfig = edgetls.ACMEConfig
 
-// tlsEdge is the HTTPS state of a Server (nil without an HTTPS address).
+// tlsEdge is the HTTPS state of a Server (nil without an HTTPS address):
+// the listener and its net/http server, the certificates (edgetls) and the
+// request counters by protocol.
 type tlsEdge struct {
-	s        *Server
-	logger   hclog.Logger
-	stateDir string
-	port     int // bound HTTPS port, for redirects
+	s      *Server
+	logger hclog.Logger
+	port   int // bound HTTPS port, for redirects
 
 	// ln is the HTTPS listener (serveAccept); conns feeds the net/http
 	// server the HTTP/1.1 connections the h1 loop hands off (HTTP/2 never
@@ -79,201 +47,76 @@ type tlsEdge struct {
 	ln    net.Listener
 	conns *handoffListener
 
-	static   atomic.Pointer[staticSet]
-	fallback *tls.Certificate
+	certs *edgetls.Certs
 
-	cache            *certmagic.Cache
-	cm, od           *certmagic.Config
-	issuer, odIssuer *certmagic.ACMEIssuer
-	ctx              context.Context
-	cancel           context.CancelFunc
-
-	// have is the set of names with a certificate being served (exact
-	// names and "*.suffix" patterns), rebuilt by refresh.
-	have atomic.Pointer[map[string]struct{}]
-
-	mu sync.Mutex
-	// managed are the exact hosts handed to certmagic.
-	managed map[string]bool
-	// states are the ACME hosts' states from certmagic's events.
-	states map[string]*certstore.Info
-	// onDemandAt rate-limits on-demand orders per name.
-	onDemandAt map[string]time.Time
-	// failures counts consecutive failed orders per host.
-	failures   map[string]int
-	odInterval time.Duration
-	staticSeen string
-	// absentSince is when a managed host left the route table.
-	absentSince map[string]time.Time
-	// lastState is the certs/state.json content last written (refreshMu).
-	lastState string
 	// lastTick is when Run's loop last refreshed (its goroutine only).
 	lastTick time.Time
-	// refreshMu serializes refreshes.
-	refreshMu sync.Mutex
 
-	handshakes *prometheus.CounterVec
-	notAfter   *prometheus.GaugeVec
-	protoReqs  *prometheus.CounterVec
+	protoReqs *prometheus.CounterVec
 	// byProto are protoReqs' children: [https][h2].
-	byProto    [2][2]prometheus.Counter
-	hsOK       prometheus.Counter
-	certEvents *prometheus.CounterVec
-}
-
-// staticSet is the loaded static store.
-type staticSet struct {
-	certs map[string]*tls.Certificate // host or "*.suffix"
-	errs  map[string]error
+	byProto [2][2]prometheus.Counter
 }
 
 func newTLSEdge(s *Server) (*tlsEdge, error) {
-	t := &tlsEdge{
-		s: s, logger: s.logger.Named("tls"), stateDir: s.cfg.StateDir,
-		managed: map[string]bool{}, states: map[string]*certstore.Info{}, onDemandAt: map[string]time.Time{}, failures: map[string]int{}, absentSince: map[string]time.Time{},
-		odInterval: s.cfg.ACME.OnDemandInterval,
-	}
-	if t.odInterval <= 0 {
-		t.odInterval = 10 * time.Minute
-	}
-	t.ctx, t.cancel = context.WithCancel(context.Background())
-	empty := map[string]struct{}{}
-	t.have.Store(&empty)
-	t.static.Store(&staticSet{certs: map[string]*tls.Certificate{}, errs: map[string]error{}})
-	fb, err := selfSigned()
+	t := &tlsEdge{s: s, logger: s.logger.Named("tls")}
+	certs, err := edgetls.New(edgetls.Options{
+		StateDir: s.cfg.StateDir, ACME: s.cfg.ACME, DefaultCertHost: s.cfg.DefaultCertHost,
+		Logger: t.logger, Registerer: s.metrics.reg,
+		Routes: s.certRoutes,
+		// Each refresh re-annotates the routes it saw with the names now
+		// served (redirects).
+		Refreshed: func(tab edgetls.Table) { t.annotate(tab.(*snapshot)) },
+	})
 	if err != nil {
 		return nil, err
 	}
-	t.fallback = fb
-	t.handshakes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "gordon_edge", Name: "tls_handshakes_total",
-		Help: "TLS handshakes by result: ok, fallback (no certificate yet: 503 page), no_certificate, error.",
-	}, []string{"result"})
-	t.notAfter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "gordon_edge", Name: "tls_cert_not_after_seconds",
-		Help: "Expiry (unix seconds) of the certificate served for a host.",
-	}, []string{"host"})
+	t.certs = certs
 	t.protoReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "gordon_edge", Name: "http_requests_by_protocol_total",
 		Help: "Requests by protocol (HTTP/1.1, HTTP/2.0) and scheme: every HTTPS request, and the plain HTTP requests handled by net/http.",
 	}, []string{"proto", "scheme"})
-	t.certEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "gordon_edge", Name: "tls_cert_events_total",
-		Help: "Certificate obtain and renewal outcomes: obtained, renewed, failed.",
-	}, []string{"event"})
-	s.metrics.reg.MustRegister(t.handshakes, t.notAfter, t.protoReqs, t.certEvents)
+	s.metrics.reg.MustRegister(t.protoReqs)
 	for i, scheme := range []string{"http", "https"} {
 		for j, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 			t.byProto[i][j] = t.protoReqs.WithLabelValues(proto, scheme)
 		}
 	}
-	t.hsOK = t.handshakes.WithLabelValues("ok")
-	if !s.cfg.ACME.Disabled {
-		if err := t.setupACME(); err != nil {
-			return nil, err
-		}
-	}
-	t.reloadStatic()
 	return t, nil
 }
 
-// tlsConfig is the HTTPS listener's configuration: TLS 1.2 and 1.3,
-// AEAD suites with forward secrecy, ALPN h2, http/1.1 (and acme-tls/1 for
-// TLS-ALPN-01).
-func (t *tlsEdge) tlsConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		CipherSuites: []uint16{
-			tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-			tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
-		},
-		NextProtos:     []string{"h2", "http/1.1", "acme-tls/1"},
-		GetCertificate: t.getCertificate,
-	}
-}
-
-// getCertificate picks host's certificate: a TLS-ALPN-01 challenge goes to
-// certmagic; then the static store (exact, then wildcard); then certmagic's
-// cache (exact managed hosts; names under a routed wildcard on demand);
-// a routed host without one gets the self-signed fallback (so HTTPS can
-// answer 503 with a page); an unrouted host fails the handshake.
-func (t *tlsEdge) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	name := normalizeHost(hello.ServerName)
-	if t.cm != nil && len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == "acme-tls/1" {
-		return t.cm.GetCertificate(hello)
-	}
-	if name == "" {
-		return t.defaultCertificate(hello)
-	}
-	if c := t.staticFor(name); c != nil {
-		t.hsOK.Inc()
-		return c, nil
-	}
-	rt := t.routeFor(name)
-	if rt == nil || rt.tls == tlsNever {
-		t.handshakes.WithLabelValues("no_certificate").Inc()
-		return nil, fmt.Errorf("gordon-edge: no certificate for %q (host not routed over HTTPS)", name)
-	}
-	if t.cm != nil && name != "" {
-		cfg := t.cm
-		if rt.suffix != "" {
-			cfg = t.od
-		}
-		if c, err := cfg.GetCertificate(hello); err == nil && c != nil {
-			t.hsOK.Inc()
-			return c, nil
-		}
-	}
-	t.handshakes.WithLabelValues("fallback").Inc()
-	return t.fallback, nil
-}
-
-// defaultCertificate serves a handshake without a server name (SNI):
-// the certificate of Config.DefaultCertHost, else the only one served
-// (static, or ACME's for an exact host); none fails the handshake.
-func (t *tlsEdge) defaultCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	name := normalizeHost(t.s.cfg.DefaultCertHost)
-	if name == "" {
-		if have := *t.have.Load(); len(have) == 1 {
-			for n := range have {
-				name = n
-			}
-		}
-	}
-	if name != "" {
-		if c := t.static.Load().certs[name]; c != nil {
-			t.hsOK.Inc()
-			return c, nil
-		}
-		if c := t.staticFor(name); c != nil {
-			t.hsOK.Inc()
-			return c, nil
-		}
-		if t.cm != nil && !strings.HasPrefix(name, "*.") {
-			h := *hello
-			h.ServerName = name
-			if c, err := t.cm.GetCertificate(&h); err == nil && c != nil {
-				t.hsOK.Inc()
-				return c, nil
-			}
-		}
-	}
-	t.handshakes.WithLabelValues("no_certificate").Inc()
-	return nil, errors.New("gordon-edge: no server name (SNI) and no default certificate: name one with --default-cert HOST")
-}
-
-// staticFor returns the static certificate covering name, or nil.
-func (t *tlsEdge) staticFor(name string) *tls.Certificate {
-	st := t.static.Load()
-	if c := st.certs[name]; c != nil {
-		return c
-	}
-	if i := strings.IndexByte(name, '.'); i > 0 {
-		return st.certs["*"+name[i:]]
+// certRoutes is the serving snapshot as the certificates see it (nil
+// before the first).
+func (s *Server) certRoutes() edgetls.Table {
+	if snap := s.snap.Load(); snap != nil {
+		return snap
 	}
 	return nil
 }
+
+// Route is how s routes name, for the certificates (edgetls.Table).
+func (s *snapshot) Route(name string) (edgetls.Route, bool) {
+	r, exact := s.exact[name]
+	if !exact {
+		if r = s.matchWildcard(name); r == nil {
+			return edgetls.Route{}, false
+		}
+	}
+	return edgetls.Route{Exact: exact, HTTPS: r.tls != tlsNever}, true
+}
+
+// ExactHTTPS calls fn with every exact host of s served over HTTPS
+// (edgetls.Table).
+func (s *snapshot) ExactHTTPS(fn func(host string)) {
+	for name, r := range s.exact {
+		if r.tls != tlsNever {
+			fn(name)
+		}
+	}
+}
+
+// refresh refreshes the certificates (edgetls.Certs.Refresh), which then
+// re-annotates the serving snapshot's routes.
+func (t *tlsEdge) refresh(writeState bool) { t.certs.Refresh(writeState) }
 
 // routeFor resolves name on the serving snapshot.
 func (t *tlsEdge) routeFor(name string) *httpRoute {
@@ -288,34 +131,7 @@ func (t *tlsEdge) routeFor(name string) *httpRoute {
 }
 
 // hasCert reports whether a certificate for name is being served.
-func (t *tlsEdge) hasCert(name string) bool {
-	have := *t.have.Load()
-	if _, ok := have[name]; ok {
-		return true
-	}
-	if i := strings.IndexByte(name, '.'); i > 0 {
-		_, ok := have["*"+name[i:]]
-		return ok
-	}
-	return false
-}
-
-// holds reports whether a certificate for name is loaded (static or in
-// certmagic's cache), for names refresh has not seen yet (on demand).
-func (t *tlsEdge) holds(name string) bool {
-	if t.staticFor(name) != nil {
-		return true
-	}
-	if t.cache == nil {
-		return false
-	}
-	for _, c := range t.cache.AllMatchingCertificates(name) {
-		if time.Now().Before(c.Leaf.NotAfter) {
-			return true
-		}
-	}
-	return false
-}
+func (t *tlsEdge) hasCert(name string) bool { return t.certs.Served().Has(name) }
 
 // TLS policies (routetable.HTTPRoute.TLS).
 const (
@@ -360,7 +176,7 @@ func (t *tlsEdge) servePolicy(w http.ResponseWriter, r *http.Request) bool {
 	}
 	t.countProto(r.ProtoMajor, scheme)
 	if r.TLS == nil && strings.HasPrefix(r.URL.Path, h1wire.ACMEChallengePrefix) {
-		if t.issuer != nil && t.issuer.HandleHTTPChallenge(w, r) {
+		if t.certs.HandleHTTPChallenge(w, r) {
 			return true
 		}
 		http.Error(w, "gordon-edge: no pending ACME challenge for this token", http.StatusNotFound)
@@ -378,7 +194,7 @@ func (t *tlsEdge) servePolicy(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return false
 	}
-	if !t.hasCert(name) && !t.holds(name) {
+	if !t.hasCert(name) && !t.certs.Holds(name) {
 		w.Header().Set("Retry-After", "30")
 		writeEdgeError(w, http.StatusServiceUnavailable, "gordon-edge: no certificate for "+name+" yet: it is being obtained (see `docker gordon certs ls`); retry shortly\n")
 		return true
@@ -411,78 +227,6 @@ func (t *tlsEdge) redirect(w http.ResponseWriter, r *http.Request, name string) 
 	w.WriteHeader(http.StatusPermanentRedirect)
 }
 
-// reloadStatic re-reads the static store when its files changed; a bad
-// pair is logged and keeps only its own host out.
-func (t *tlsEdge) reloadStatic() {
-	now := time.Now()
-	all := certstore.LoadStatic(t.stateDir, now)
-	var stamp strings.Builder
-	for _, st := range all {
-		stamp.WriteString(st.Host + "=" + st.Stamp + ";")
-	}
-	t.mu.Lock()
-	if stamp.String() == t.staticSeen {
-		t.mu.Unlock()
-		return
-	}
-	t.staticSeen = stamp.String()
-	t.mu.Unlock()
-	set := &staticSet{certs: map[string]*tls.Certificate{}, errs: map[string]error{}}
-	for _, st := range all {
-		if st.Err != nil {
-			set.errs[st.Host] = st.Err
-			t.logger.Error("static certificate refused; its host is served without it", "host", st.Host, "error", st.Err)
-			t.certEvents.WithLabelValues("failed").Inc()
-			continue
-		}
-		set.certs[st.Host] = st.Cert
-	}
-	t.static.Store(set)
-	t.logger.Info("static certificates loaded", "count", len(set.certs), "refused", len(set.errs))
-}
-
-// unmanageAfter is how long an exact host may be absent from the route
-// table before its certificate stops being managed.
-const unmanageAfter = 10 * time.Minute
-
-// close stops the certificate work: the ACME context, certmagic's cache
-// and, once a refresh under way has finished, every later refresh.
-func (t *tlsEdge) close() {
-	t.cancel()
-	if t.cache != nil {
-		t.cache.Stop()
-	}
-	// A refresh under way (they run in the background) finishes before
-	// close returns; later ones return at once (ctx).
-	t.refreshMu.Lock()
-	//lint:ignore SA2001 a barrier, nothing to guard
-	t.refreshMu.Unlock()
-}
-
-// selfSigned makes the fallback certificate (ECDSA P-256, one day).
-func selfSigned() (*tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "gordon-edge fallback (no certificate for this host yet)"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
-}
-
-var errOnDemandRefused = errors.New("gordon-edge: not a name under a routed wildcard")
-
 // startTLS binds the HTTPS listener when Config.HTTPSAddr is set (nil
 // listener and server otherwise) and loads the certificate stores, so the
 // first handshake is served from what is on disk.
@@ -495,11 +239,11 @@ func (s *Server) startTLS(lc net.ListenConfig, httpAddr net.Addr) (net.Listener,
 		return nil, nil, err
 	}
 	if ta, ok := httpAddr.(*net.TCPAddr); ok {
-		t.setHTTPPort(ta.Port)
+		t.certs.SetHTTPPort(ta.Port)
 	}
 	ln, srv, err := t.listen(lc, s.cfg.HTTPSAddr)
 	if err != nil {
-		t.close()
+		t.certs.Close()
 		return nil, nil, err
 	}
 	a := ln.Addr().String()
@@ -548,7 +292,7 @@ func (s *Server) shutdownTLS(ctx context.Context, srv *http.Server) <-chan struc
 			s.logger.Warn("https shutdown incomplete", "error", err)
 			_ = srv.Close()
 		}
-		s.tls.close()
+		s.tls.certs.Close()
 	}()
 	return done
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"time"
@@ -14,7 +13,7 @@ import (
 )
 
 // The HTTPS listener (SPEC R62): the edge accepts and handshakes itself
-// (tlsConfig: certificates, ALPN, TLS policy), then
+// (edgetls.Certs.TLSConfig: certificates, ALPN, TLS policy), then
 //   - a connection that negotiated h2 is served by the edge's own HTTP/2
 //     server (h2_conn.go);
 //   - acme-tls/1 (a TLS-ALPN-01 validation) is closed once the handshake,
@@ -38,7 +37,7 @@ type tlsStateKey struct{}
 // each connection is handshaken and dispatched on its own goroutine.
 func (t *tlsEdge) serveAccept(ln net.Listener) error {
 	h := t.s.cs
-	cfg := t.tlsConfig()
+	cfg := t.certs.TLSConfig()
 	for {
 		c, err := h.accept(ln)
 		if c == nil {
@@ -82,7 +81,7 @@ func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 	delete(h.handshaking, tc)
 	h.mu.Unlock()
 	if err != nil {
-		t.handshakeFailed(tc, err)
+		t.certs.HandshakeFailed(tc, err)
 		_ = tc.Close()
 		h.wg.Done()
 		return
@@ -114,30 +113,6 @@ func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 	}
 	h.mu.Unlock()
 	h.runConn(hc, nil)
-}
-
-// handshakeFailed counts a failed handshake (result "error") and logs it
-// at debug level; a client that spoke plain HTTP to the HTTPS port gets
-// net/http's 400 on the raw connection.
-func (t *tlsEdge) handshakeFailed(tc *tls.Conn, err error) {
-	t.handshakes.WithLabelValues("error").Inc()
-	reason := err.Error()
-	var re tls.RecordHeaderError
-	if errors.As(err, &re) && re.Conn != nil && recordLooksLikeHTTP(re.RecordHeader) {
-		_, _ = io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
-		reason = "client sent an HTTP request to an HTTPS server"
-	}
-	t.logger.Debug("TLS handshake error", "remote", tc.RemoteAddr().String(), "error", reason)
-}
-
-// recordLooksLikeHTTP reports whether a TLS record header is the start of
-// a plain HTTP request (as net/http judges it).
-func recordLooksLikeHTTP(hdr [5]byte) bool {
-	switch string(hdr[:]) {
-	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
-		return true
-	}
-	return false
 }
 
 // serveHTTPS runs the HTTPS listener: the accept loop on ln (which gives
@@ -198,10 +173,7 @@ func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.
 	t.ln = ln
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
 		t.port = ta.Port
-		if t.issuer != nil {
-			t.issuer.AltTLSALPNPort = ta.Port
-			t.odIssuer.AltTLSALPNPort = ta.Port
-		}
+		t.certs.SetTLSPort(ta.Port)
 	}
 	t.conns = newHandoffListener(ln.Addr())
 	srv := &http.Server{
@@ -210,7 +182,7 @@ func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.
 		// Serve is only given connections the h1 loop handed off (a
 		// trackedConn, never a *tls.Conn), so it serves HTTP/1.1 only:
 		// HTTP/2 is the edge's own server (h2_conn.go).
-		TLSConfig:         t.tlsConfig(),
+		TLSConfig:         t.certs.TLSConfig(),
 		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    maxRequestHead - 4096, // net/http allows 4 KiB over it

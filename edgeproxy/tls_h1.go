@@ -1,9 +1,6 @@
 package edgeproxy
 
-import (
-	"bytes"
-	"crypto/tls"
-)
+import "crypto/tls"
 
 // The h1 loop over TLS (tls_accept.go): what differs from a plain
 // connection is the scheme the forwarded headers name, the policy that
@@ -112,24 +109,5 @@ func (t *tlsEdge) servesTLS(rt *httpRoute, host []byte) bool {
 	if rt.tls == tlsNever {
 		return true
 	}
-	h := host
-	if i := bytes.LastIndexByte(h, ':'); i >= 0 && h[0] != '[' {
-		h = h[:i]
-	}
-	if len(h) == 0 || h[len(h)-1] == '.' || !bytesLower(h) {
-		return false // unusual spelling: ServeHTTP normalizes it
-	}
-	have := *t.have.Load()
-	if _, ok := have[string(h)]; ok {
-		return true
-	}
-	if i := bytes.IndexByte(h, '.'); i > 0 {
-		var buf [256]byte
-		if len(h)-i+1 <= len(buf) {
-			w := append(append(buf[:0], '*'), h[i:]...)
-			_, ok := have[string(w)]
-			return ok
-		}
-	}
-	return false
+	return t.certs.Served().HasHost(host)
 }

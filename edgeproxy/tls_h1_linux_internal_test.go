@@ -1,3 +1,5 @@
+//go:build linux
+
 package edgeproxy
 
 import (
@@ -8,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 )
 
 // The h1 loop over TLS never reaches a TLS connection's descriptor (no
@@ -17,7 +21,7 @@ func TestTLSConnGetsNoRawDescriptorButPeerClosedSeesTheClientLeave(t *testing.T)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	cert, err := selfSigned()
+	cert, err := edgetls.SelfSigned()
 	require.NoError(t, err)
 	accepted := make(chan *tls.Conn, 1)
 	go func() {

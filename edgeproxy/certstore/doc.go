@@ -11,6 +11,6 @@
 // ("*.example.com" → "wildcard_.example.com"). Every file is written
 // atomically (temp file, fsync, rename). It imports only the standard
 // library and edgeproxy/edgestate. It serves no request: the edge's
-// HTTPS listener (edgeproxy, tls.go) reads it, the traffic/edge backend
-// writes operator certificates into it.
+// certificates (edgeproxy/internal/edgetls) read it, the traffic/edge
+// backend writes operator certificates into it.
 package certstore
