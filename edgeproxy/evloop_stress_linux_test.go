@@ -103,13 +103,6 @@ func TestEventLoopAnswers200ConcurrentClientsMixedRequests(t *testing.T) {
 	t.Logf("served in loop %v, handoffs %v", served, handoffs)
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // Route switch: old backend's idle loop connections closed within ~250ms.
 func TestEventLoopRouteSwitchClosesOldBackendConnections(t *testing.T) {
 	var aClosed atomic.Int32

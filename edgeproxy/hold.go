@@ -12,13 +12,17 @@ import (
 const holdRetryAfter = "5"
 
 // holdHTTP handles a request whose route on snap has no backends (SPEC
-// R58). A stopped route answers 503 with Retry-After. A held route waits
+// R58). A stopped or unavailable route answers 503 with Retry-After. A held route waits
 // until the next snapshot is swapped in (returns true: route again), the
 // hold's Until passes or the route's queue is full (503 with Retry-After),
 // or the client goes away; false means the request was answered (or
 // abandoned).
 func (s *Server) holdHTTP(w http.ResponseWriter, r *http.Request, snap *snapshot, rt *httpRoute) bool {
 	host := stripPort(r.Host)
+	if rt.unavailable {
+		writeUnavailable(w, "gordon-edge: app "+rt.app+" service "+rt.service+" has no ready instance\n")
+		return false
+	}
 	if rt.stopped || rt.hold == nil {
 		writeUnavailable(w, "gordon-edge: app "+rt.app+" service "+rt.service+" is stopped\n")
 		return false

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 )
 
 func heldRoute(host string, until time.Time, queue int) routetable.HTTPRoute {
@@ -149,6 +150,32 @@ func TestR58_HoldEndsIn503WithRetryAfter(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, r.code)
 	assert.Equal(t, "5", r.retryAfter)
 	assert.Contains(t, r.body, "is stopped")
+
+	// R41: a running app's service with no ready instance answers 503
+	// with Retry-After, on the event loop's path as on the others.
+	e.publish(t, httpTable(5, routetable.HTTPRoute{Host: "app.test", App: "app", Service: "web", Unavailable: true}))
+	r = <-getAsync(e.srv.HTTPAddr(), "app.test", c)
+	require.NoError(t, r.err)
+	assert.Equal(t, http.StatusServiceUnavailable, r.code)
+	assert.Equal(t, "5", r.retryAfter)
+	assert.Contains(t, r.body, "app app service web has no ready instance")
+}
+
+// A table whose route is unavailable and also held, stopped or given
+// backends is refused whole (the edge keeps its last table).
+func TestUnavailableRouteIsExclusive(t *testing.T) {
+	base := routetable.HTTPRoute{Host: "app.test", App: "app", Service: "web", Unavailable: true}
+	held, stopped, backed := base, base, base
+	held.Hold = &routetable.Hold{Until: time.Now().Add(time.Minute)}
+	stopped.Stopped = true
+	backed.Backends = []routetable.Backend{{Addr: "127.0.0.1:9"}}
+	for name, r := range map[string]routetable.HTTPRoute{"held": held, "stopped": stopped, "with backends": backed} {
+		tbl := httpTable(1, r)
+		err := edgeproxy.ValidateTable(&tbl)
+		require.ErrorIs(t, err, edgeproxy.ErrInvalidTable, name)
+	}
+	tbl := httpTable(1, base)
+	require.NoError(t, edgeproxy.ValidateTable(&tbl))
 }
 
 // R58: a new TCP connection to a held published port is accepted and held,

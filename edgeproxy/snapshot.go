@@ -48,7 +48,9 @@ type httpRoute struct {
 	// requests waiting on this route.
 	hold    *routetable.Hold
 	stopped bool
-	held    *atomic.Int64
+	// unavailable: the app runs but no instance is ready (503, not 404).
+	unavailable bool
+	held        *atomic.Int64
 	// tls is the HTTPS policy ("auto", "always", "never"; tls.go), h2c
 	// whether backends speak cleartext HTTP/2 (h2.go).
 	tls string
@@ -94,7 +96,7 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 	referenced := make(map[string]struct{})
 	for _, hr := range t.HTTP {
 		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64),
-			hold: hr.Hold, stopped: hr.Stopped, held: new(atomic.Int64),
+			hold: hr.Hold, stopped: hr.Stopped, unavailable: hr.Unavailable, held: new(atomic.Int64),
 			tls: hr.TLS, h2c: hr.Protocol == "h2c", hsts: hr.HSTS, guard: newRouteGuard(hr), maint: newRouteMaintenance(hr)}
 		if r.tls == "" {
 			r.tls = tlsAuto

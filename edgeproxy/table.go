@@ -72,11 +72,11 @@ func ValidateTable(t *routetable.Table) error {
 		if r.DialTimeoutMS < 0 || r.DialTimeoutMS > maxRouteTimeoutMS || r.ResponseHeaderTimeoutMS < 0 || r.ResponseHeaderTimeoutMS > maxRouteTimeoutMS {
 			return fmt.Errorf("route table: http host %q (app %q, service %q): timeouts must be within 0..%d ms: %w", host, r.App, r.Service, maxRouteTimeoutMS, ErrInvalidTable)
 		}
-		if r.Hold != nil && r.Stopped {
-			return fmt.Errorf("route table: http host %q (app %q, service %q) is both held and stopped: %w", host, r.App, r.Service, ErrInvalidTable)
+		if n := btoi(r.Hold != nil) + btoi(r.Stopped) + btoi(r.Unavailable); n > 1 {
+			return fmt.Errorf("route table: http host %q (app %q, service %q) is more than one of held, stopped, unavailable: %w", host, r.App, r.Service, ErrInvalidTable)
 		}
-		if (r.Hold != nil || r.Stopped) && len(r.Backends) > 0 {
-			return fmt.Errorf("route table: http host %q (app %q, service %q): a held or stopped route has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
+		if (r.Hold != nil || r.Stopped || r.Unavailable) && len(r.Backends) > 0 {
+			return fmt.Errorf("route table: http host %q (app %q, service %q): a held, stopped or unavailable route has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
 		}
 		if r.Hold != nil && r.Hold.Queue < 0 {
 			return fmt.Errorf("route table: http host %q (app %q, service %q): hold queue must be >= 0: %w", host, r.App, r.Service, ErrInvalidTable)
@@ -90,7 +90,7 @@ func ValidateTable(t *routetable.Table) error {
 		if err := validateRouteMaintenance(r); err != nil {
 			return err
 		}
-		if len(r.Backends) == 0 && r.Hold == nil && !r.Stopped {
+		if len(r.Backends) == 0 && r.Hold == nil && !r.Stopped && !r.Unavailable {
 			return fmt.Errorf("route table: http host %q (app %q, service %q) has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
 		}
 		for _, b := range r.Backends {
@@ -177,4 +177,12 @@ func validateAddr(addr string, needIP bool) error {
 		return fmt.Errorf("port %q is not in 1..65535: %w", port, ErrInvalidTable)
 	}
 	return nil
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -50,7 +50,8 @@ func TestR58_SequentialReplacementHoldsBetweenGenerations(t *testing.T) {
 }
 
 // R58: a service that is not single-writer (a device) is withdrawn as
-// before: no held route, its host is unrouted during the gap.
+// before: no held route; during the gap its host answers 503 (an
+// unavailable route), not 404.
 func TestR58_NonSingleWriterSequentialIsNotHeld(t *testing.T) {
 	dev := func(s core.ServiceSpec) core.ServiceSpec { s.Devices = []string{"/dev/dri/renderD128"}; return s }
 	h := depSeedWeb(t, dev(coretest.WebSpec(0)))
@@ -59,7 +60,14 @@ func TestR58_NonSingleWriterSequentialIsNotHeld(t *testing.T) {
 	require.NoError(t, err)
 	graphs := h.Traffic.Graphs()
 	require.Len(t, graphs, 2)
-	assert.Empty(t, graphs[0].HTTP)
+	assertUnavailable(t, graphs[0])
+}
+
+// assertUnavailable: g answers 503 for blog.example.com with no backend
+// (R58/R41: a running app's host with no ready instance is never a 404).
+func assertUnavailable(t *testing.T, g routetable.Graph) {
+	t.Helper()
+	assert.Equal(t, []routetable.HTTPRoute{{Host: "blog.example.com", App: "blog", Service: "web", Unavailable: true}}, g.HTTP)
 }
 
 // R58: when the replacement fails after the hold began, the hold ends at
@@ -76,7 +84,7 @@ func TestR58_FailedReplacementEndsTheHold(t *testing.T) {
 	require.GreaterOrEqual(t, len(graphs), 2)
 	require.Len(t, graphs[0].HTTP, 1)
 	assert.NotNil(t, graphs[0].HTTP[0].Hold)
-	assert.Empty(t, graphs[len(graphs)-1].HTTP, "the hold ended without a route")
+	assertUnavailable(t, graphs[len(graphs)-1]) // the hold ended: 503 at once
 	a, err := h.Store.LoadActive(h.Ctx(), "blog")
 	require.NoError(t, err)
 	assert.Nil(t, a.Services["web"].HoldUntil)

@@ -140,6 +140,8 @@ func TestR41_GoneContainerWithdrawnAndReported(t *testing.T) {
 	require.Contains(t, err.Error(), "c-new")
 	require.Equal(t, 1, h.Events.Count("withdraw", "blog/web"))
 	require.Empty(t, coretest.HostPorts(h.Traffic.Last(), "blog", "web"), "withdrawn from routing")
+	// Its host is still known to the edge: 503 with Retry-After, not 404.
+	assertUnavailable(t, h.Traffic.Last())
 }
 
 func TestR41_ExitedContainerStartedAndRerouted(t *testing.T) {

@@ -154,20 +154,19 @@ func sortGraph(g routetable.Graph) routetable.Graph {
 	return g
 }
 
-// WithStoppedRoutes adds to g, for every app stopped names (SPEC R58: a
-// stopped app answers 503, an unknown host 404), a stopped route for each
-// public HTTP host of its services that g does not route, and returns g
-// with HTTP sorted as BuildGraph sorts it.
-func WithStoppedRoutes(g routetable.Graph, actives []core.Active, stopped map[string]bool) routetable.Graph {
+// WithUnservedRoutes adds to g a route for each public HTTP host of the
+// services in actives that g does not route, so the edge answers 503 with
+// Retry-After for it, never 404 (which says the host is unknown): a
+// stopped route for an app stopped names (SPEC R58), an unavailable route
+// for a running app's service with no ready instance (withdrawn by
+// recovery, R41). It returns g with HTTP sorted as BuildGraph sorts it.
+func WithUnservedRoutes(g routetable.Graph, actives []core.Active, stopped map[string]bool) routetable.Graph {
 	routed := make(map[string]bool, len(g.HTTP))
 	for _, r := range g.HTTP {
 		routed[r.Host] = true
 	}
 	added := false
 	for _, a := range actives {
-		if !stopped[a.App] {
-			continue
-		}
 		for _, name := range activeServiceNames(a) {
 			s := a.Services[name]
 			if s == nil {
@@ -178,7 +177,7 @@ func WithStoppedRoutes(g routetable.Graph, actives []core.Active, stopped map[st
 					continue
 				}
 				routed[h.Host] = true
-				g.HTTP = append(g.HTTP, routetable.HTTPRoute{Host: h.Host, App: a.App, Service: name, Stopped: true})
+				g.HTTP = append(g.HTTP, routetable.HTTPRoute{Host: h.Host, App: a.App, Service: name, Stopped: stopped[a.App], Unavailable: !stopped[a.App]})
 				added = true
 			}
 		}
@@ -233,7 +232,7 @@ func (e *Engine) rebuild(ctx context.Context) error {
 			maint[a.App] = in.Maintenance
 		}
 	}
-	g = WithMaintenance(WithStoppedRoutes(g, actives, stopped), maint)
+	g = WithMaintenance(WithUnservedRoutes(g, actives, stopped), maint)
 	if len(unreadable) > 0 {
 		kept, kerr := e.keptRoutes(ctx, unreadable)
 		if kerr != nil {

