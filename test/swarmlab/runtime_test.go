@@ -85,7 +85,9 @@ func TestSwarmRuntime_InstancesAreServicesReachedAtTaskIPsOnTheOverlay(t *testin
 
 	before, err := rt.InspectContainer(ctx, ids[1])
 	require.NoError(t, err)
+	restartAt := time.Now()
 	require.NoError(t, rt.RestartContainer(ctx, ids[1], 20*time.Second))
+	t.Logf("restart took %v", time.Since(restartAt).Round(time.Millisecond))
 	after, err := rt.InspectContainer(ctx, ids[1])
 	require.NoError(t, err)
 	assert.True(t, after.Running() && after.StartedAt.After(before.StartedAt), "restart runs a new task: %+v", after)
@@ -158,6 +160,7 @@ func overlaySubnet(ctx context.Context, t *testing.T, lab *Lab, net string) neti
 	f := strings.Fields(out)
 	require.Len(t, f, 3, out)
 	assert.Equal(t, []string{"overlay", "true"}, f[:2], "an attachable overlay")
+	t.Logf("network %s: attachable overlay %s", net, f[2])
 	return netip.MustParsePrefix(f[2])
 }
 
