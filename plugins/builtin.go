@@ -2,8 +2,12 @@
 // "What we take" 5): one explicit table of typed factories, served when the
 // binary is re-executed in plugin mode (GORDON_PLUGIN=<kind>/<name>,
 // ARCHITECTURE §1). The implementations live in plugins/runtime/docker,
-// plugins/probe/{http,tcp,log} and plugins/traffic/edge; the SDK in
-// plugins/sdk never imports them.
+// plugins/runtime/swarm, plugins/probe/{http,tcp,log} and
+// plugins/traffic/edge; the SDK in plugins/sdk never imports them.
+//
+// runtime/swarm (issue 25) is served like any built-in but nothing picks
+// it yet: the CLI asks for runtime/docker, and the edge side for a swarm
+// does not exist (docs/swarm.md).
 package plugins
 
 import (
@@ -17,6 +21,7 @@ import (
 	logprobe "github.com/gordon-deploy/docker-gordon/plugins/probe/log"
 	tcpprobe "github.com/gordon-deploy/docker-gordon/plugins/probe/tcp"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 	"github.com/gordon-deploy/docker-gordon/plugins/traffic/edge"
 )
@@ -39,6 +44,13 @@ func (b builtin) id() string { return b.kind + "/" + b.name }
 var builtins = []builtin{
 	{kind: sdk.KindRuntime, name: "docker", runtime: func() (core.Runtime, error) {
 		rt, err := docker.NewFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		return rt, nil
+	}},
+	{kind: sdk.KindRuntime, name: swarm.Name, runtime: func() (core.Runtime, error) {
+		rt, err := swarm.NewFromEnv()
 		if err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 
 // STYLE 5: one explicit table; the SDK's default list is the same set.
 func TestStyle5_BuiltinTableMatchesSDKDefaults(t *testing.T) {
-	assert.Equal(t, []string{"probe/http", "probe/log", "probe/tcp", "runtime/docker", "traffic/edge"}, Names())
+	assert.Equal(t, []string{"probe/http", "probe/log", "probe/tcp", "runtime/docker", "runtime/swarm", "traffic/edge"}, Names())
 	assert.Equal(t, sdk.DefaultBuiltins, Names())
 	for _, b := range builtins {
 		n := 0

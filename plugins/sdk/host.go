@@ -121,7 +121,7 @@ func (l exitLogger) Warn(msg string, args ...any) {
 // DefaultBuiltins are the built-in plugins of docker-gordon, by id. The
 // table of factories is plugins/builtin.go (STYLE 5); its test keeps the two
 // equal.
-var DefaultBuiltins = []string{"probe/http", "probe/log", "probe/tcp", "runtime/docker", "traffic/edge"}
+var DefaultBuiltins = []string{"probe/http", "probe/log", "probe/tcp", "runtime/docker", "runtime/swarm", "traffic/edge"}
 
 // NewHost returns a Host; nothing is started until a plugin is asked for.
 // A malformed Builtins id wraps core.ErrInvalid.

@@ -1,0 +1,297 @@
+package swarm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/swarm"
+	"github.com/moby/moby/client"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// pollEvery is how often a wait re-reads the task list.
+const pollEvery = 100 * time.Millisecond
+
+// CreateContainer creates the instance c as a service with 0 replicas
+// (serviceSpec says how c maps and what is refused) and returns the
+// service's ID. The registry credentials of core.WithRegistryAuth go with
+// the service, so each node can pull the image. A name in use wraps
+// core.ErrConflict.
+func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (string, error) {
+	if err := r.connect(ctx); err != nil {
+		return "", err
+	}
+	spec, err := serviceSpec(c)
+	if err != nil {
+		return "", err
+	}
+	res, err := r.cli.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec, EncodedRegistryAuth: core.RegistryAuthFrom(ctx)})
+	if err != nil {
+		return "", r.classify(err, fmt.Sprintf("create swarm instance %q", c.Name))
+	}
+	return res.ID, nil
+}
+
+// StartContainer scales the instance's service to 1 and waits (bounded by
+// ctx) until its task runs. A task that fails or is rejected meanwhile is
+// an error (core.ErrUnavailable) with the task's error message. Starting a
+// running instance succeeds.
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("start swarm instance %s", short(id))
+	before, err := r.taskIDs(ctx, id, what)
+	if err != nil {
+		return err
+	}
+	if err := r.update(ctx, id, what, func(s *swarm.ServiceSpec) { setReplicas(s, 1) }); err != nil {
+		return err
+	}
+	return r.waitRunning(ctx, id, what, before, false)
+}
+
+// StopContainer scales the instance's service to 0 and waits until no task
+// of it runs. Swarm stops the task with its stop signal (the spec's, else
+// the image's, else SIGTERM) and kills it after the stop grace period
+// recorded at creation (ContainerSpec.StopGrace): Swarm has no per-stop
+// grace, so grace only bounds the wait (grace + 30 s, and ctx). Stopping
+// a stopped instance succeeds.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("stop swarm instance %s", short(id))
+	if err := r.update(ctx, id, what, func(s *swarm.ServiceSpec) { setReplicas(s, 0) }); err != nil {
+		return err
+	}
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	ctx, cancel := context.WithTimeout(ctx, grace+30*time.Second)
+	defer cancel()
+	return r.wait(ctx, id, what, func(tasks []swarm.Task) (bool, error) {
+		for _, t := range tasks {
+			if !terminal(t.Status.State) && (live(t) || t.DesiredState == swarm.TaskStateRunning) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// RestartContainer replaces the instance's task in place: a forced update
+// (Swarm's default stop-first order: the old task stops with its signal
+// and grace, then a new one starts) with 1 replica, waiting until the new
+// task runs.
+func (r *Runtime) RestartContainer(ctx context.Context, id string, _ time.Duration) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("restart swarm instance %s", short(id))
+	before, err := r.taskIDs(ctx, id, what)
+	if err != nil {
+		return err
+	}
+	err = r.update(ctx, id, what, func(s *swarm.ServiceSpec) {
+		setReplicas(s, 1)
+		s.TaskTemplate.ForceUpdate++
+	})
+	if err != nil {
+		return err
+	}
+	return r.waitRunning(ctx, id, what, before, true)
+}
+
+// RemoveContainer removes the instance's service; Swarm stops its task
+// (signal, then grace) whether force is set or not. Volumes stay (R3).
+func (r *Runtime) RemoveContainer(ctx context.Context, id string, _ bool) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("remove swarm instance %s", short(id))
+	if _, err := r.service(ctx, id, what); err != nil {
+		return err
+	}
+	if _, err := r.cli.ServiceRemove(ctx, id, client.ServiceRemoveOptions{}); err != nil {
+		return r.classify(err, what)
+	}
+	return nil
+}
+
+// InspectContainer returns the instance's state from its service and
+// current task (stateOf).
+func (r *Runtime) InspectContainer(ctx context.Context, id string) (core.ContainerState, error) {
+	if err := r.connect(ctx); err != nil {
+		return core.ContainerState{}, err
+	}
+	what := fmt.Sprintf("inspect swarm instance %s", short(id))
+	svc, err := r.service(ctx, id, what)
+	if err != nil {
+		return core.ContainerState{}, err
+	}
+	tasks, err := r.tasks(ctx, id)
+	if err != nil {
+		return core.ContainerState{}, r.classify(err, what)
+	}
+	return stateOf(svc, tasks), nil
+}
+
+// BackendBinds returns, per port, the running task's IP on the instance's
+// primary network (the app's overlay) and the container port (bindsOf):
+// never a VIP, never a service name. No running task wraps
+// core.ErrConflict.
+func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.PortSpec) ([]core.BackendBind, error) {
+	if err := r.connect(ctx); err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("read backend binds of swarm instance %s", short(id))
+	svc, err := r.service(ctx, id, what)
+	if err != nil {
+		return nil, err
+	}
+	nets := svc.Spec.TaskTemplate.Networks
+	if len(nets) == 0 {
+		return nil, fmt.Errorf("%s: %w: the service has no network", what, core.ErrConflict)
+	}
+	tasks, err := r.tasks(ctx, id)
+	if err != nil {
+		return nil, r.classify(err, what)
+	}
+	for _, t := range tasks {
+		if t.Status.State == swarm.TaskStateRunning && t.DesiredState == swarm.TaskStateRunning {
+			out, err := bindsOf(t, nets[0].Target, ports)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %w: no running task", what, core.ErrConflict)
+}
+
+// service inspects the service with exactly this ID (Swarm also resolves
+// names and ID prefixes, which R2 does not allow): anything else wraps
+// core.ErrNotFound.
+func (r *Runtime) service(ctx context.Context, id, what string) (swarm.Service, error) {
+	res, err := r.cli.ServiceInspect(ctx, id, client.ServiceInspectOptions{})
+	if err != nil {
+		return swarm.Service{}, r.classify(err, what)
+	}
+	if res.Service.ID != id {
+		return swarm.Service{}, fmt.Errorf("%s: no service with that exact ID: %w", what, core.ErrNotFound)
+	}
+	return res.Service, nil
+}
+
+// tasks lists the tasks of service id (the moby error unclassified).
+func (r *Runtime) tasks(ctx context.Context, id string) ([]swarm.Task, error) {
+	res, err := r.cli.TaskList(ctx, client.TaskListOptions{Filters: make(client.Filters).Add("service", id)})
+	if err != nil {
+		return nil, err
+	}
+	out := res.Items[:0]
+	for _, t := range res.Items {
+		if t.ServiceID == id {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// taskIDs is the set of service id's task IDs (checking it exists).
+func (r *Runtime) taskIDs(ctx context.Context, id, what string) (map[string]bool, error) {
+	if _, err := r.service(ctx, id, what); err != nil {
+		return nil, err
+	}
+	tasks, err := r.tasks(ctx, id)
+	if err != nil {
+		return nil, r.classify(err, what)
+	}
+	out := map[string]bool{}
+	for _, t := range tasks {
+		out[t.ID] = true
+	}
+	return out, nil
+}
+
+// update applies mutate to the service's current spec, retrying (3 times)
+// when another writer updated it in between.
+func (r *Runtime) update(ctx context.Context, id, what string, mutate func(*swarm.ServiceSpec)) error {
+	var err error
+	for range 3 {
+		var svc swarm.Service
+		if svc, err = r.service(ctx, id, what); err != nil {
+			return err
+		}
+		spec := svc.Spec
+		mutate(&spec)
+		_, err = r.cli.ServiceUpdate(ctx, id, client.ServiceUpdateOptions{Version: svc.Version, Spec: spec})
+		if err == nil || !strings.Contains(err.Error(), "out of sequence") {
+			break
+		}
+	}
+	if err != nil {
+		return r.classify(err, what)
+	}
+	return nil
+}
+
+// setReplicas sets a replicated service's replica count.
+func setReplicas(s *swarm.ServiceSpec, n uint64) {
+	s.Mode = swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &n}}
+}
+
+// waitRunning waits until a task of service id runs: any task when fresh
+// is false (a running instance is done at once), else a task not in
+// before. A task not in before that fails or is rejected is an error with
+// its message.
+func (r *Runtime) waitRunning(ctx context.Context, id, what string, before map[string]bool, fresh bool) error {
+	return r.wait(ctx, id, what, func(tasks []swarm.Task) (bool, error) {
+		for _, t := range tasks {
+			isNew := !before[t.ID]
+			if t.Status.State == swarm.TaskStateRunning && t.DesiredState == swarm.TaskStateRunning && (isNew || !fresh) {
+				return true, nil
+			}
+			if isNew && (t.Status.State == swarm.TaskStateFailed || t.Status.State == swarm.TaskStateRejected) {
+				return false, fmt.Errorf("%s: %w: %s", what, core.ErrUnavailable, taskError(t))
+			}
+		}
+		return false, nil
+	})
+}
+
+// wait polls the task list of service id until done says so, fails, or
+// ctx ends (core.ErrUnavailable, with the current task's state).
+func (r *Runtime) wait(ctx context.Context, id, what string, done func([]swarm.Task) (bool, error)) error {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	var last []swarm.Task
+	for {
+		tasks, err := r.tasks(ctx, id)
+		switch {
+		case err != nil && cerrdefs.IsNotFound(err):
+			return fmt.Errorf("%s: %w: the service is gone", what, core.ErrNotFound)
+		case err != nil && ctx.Err() == nil:
+			return r.classify(err, what)
+		case err == nil:
+			last = tasks
+			if ok, err := done(tasks); ok || err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			state := "no task"
+			if cur, ok := currentTask(last); ok {
+				state = taskError(cur)
+			}
+			return fmt.Errorf("%s: %w: %w (%s)", what, core.ErrUnavailable, ctx.Err(), state)
+		case <-t.C:
+		}
+	}
+}
