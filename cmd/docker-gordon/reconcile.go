@@ -127,6 +127,9 @@ func renderReconcile(env *cliEnv, r engine.ReconcileReport) {
 	default:
 		fmt.Fprintf(w, "%s: ok (verified %d, retired %d)\n", r.App, len(r.Verified), len(r.Retired))
 	}
+	for _, id := range r.Removed {
+		fmt.Fprintf(w, "  removed %s: labelled for the app, but no record owned it\n", shortID(id))
+	}
 	for _, rec := range r.Recovered {
 		fmt.Fprintf(w, "  recovered %s\n", rec)
 	}

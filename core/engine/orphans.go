@@ -32,9 +32,10 @@ func (e *Engine) knownHere(ctx context.Context, app string) (bool, error) {
 	return !op.Terminal(), nil
 }
 
-// ownedContainers is the set of containers some record of app owns: the
-// ones ACTIVE names, the ones a marker names (any reason), and the Before
-// and After of every step of the latest op while it is not terminal.
+// ownedContainers is the set of containers some record of app owns: every
+// instance ACTIVE names (the primary and each replica, R69), the ones a
+// marker names (any reason), and the Before, After and replica candidates
+// of every step of the latest op while it is not terminal.
 func (e *Engine) ownedContainers(ctx context.Context, app string) (map[string]bool, error) {
 	owned := map[string]bool{}
 	active, err := e.Store.LoadActive(ctx, app)
@@ -42,8 +43,12 @@ func (e *Engine) ownedContainers(ctx context.Context, app string) (map[string]bo
 		return nil, fmt.Errorf("load ACTIVE: %w", err)
 	}
 	for _, s := range active.Services {
-		if s != nil && s.Container != "" {
-			owned[s.Container] = true
+		if s == nil {
+			continue
+		}
+		owned[s.Container] = true
+		for _, in := range s.Replicas {
+			owned[in.Container] = true
 		}
 	}
 	markers, err := e.Store.LoadMarkers(ctx, app)
@@ -60,6 +65,9 @@ func (e *Engine) ownedContainers(ctx context.Context, app string) (map[string]bo
 	if err == nil && !op.Terminal() {
 		for _, s := range op.Steps {
 			owned[s.Before], owned[s.After] = true, true
+			for _, id := range s.Replicas {
+				owned[id] = true
+			}
 		}
 	}
 	delete(owned, "")

@@ -37,6 +37,9 @@ type ReconcileReport struct {
 	Recovered []string `json:"recovered,omitempty"`
 	// Errors are this app's failures (also joined into the pass's error).
 	Errors []string `json:"errors,omitempty"`
+	// Removed lists the containers labelled for the app that no record
+	// owned, which this pass removed (R47).
+	Removed []string `json:"removed,omitempty"`
 	// Unknown says this state directory holds no record of the app (no
 	// incarnation, no op in progress): the pass took no lock and touched
 	// nothing, because its containers belong to another state directory.
@@ -125,7 +128,8 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 	}
 	active, err := e.Store.LoadActive(ctx, app)
 	if errors.Is(err, core.ErrNotFound) || (err == nil && len(active.Services) == 0) {
-		_, uerr := e.removeUnowned(ctx, app)
+		removed, uerr := e.removeUnowned(ctx, app)
+		rep.Removed = append(rep.Removed, removed...)
 		return errors.Join(e.pruneRecovery(ctx, app, core.Active{}), uerr)
 	}
 	if err != nil {
@@ -189,7 +193,9 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 	if err := e.sweepLeftovers(ctx, app); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := e.removeUnowned(ctx, app); err != nil {
+	removed, err := e.removeUnowned(ctx, app)
+	rep.Removed = append(rep.Removed, removed...)
+	if err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

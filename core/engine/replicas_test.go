@@ -397,3 +397,25 @@ func TestR41_PeriodicPassRefreshesReplicas(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"c-exited", "c-moved", "c-old"}, repRouted(t, h))
 }
+
+// R47 (containers no record owns) with R69: a reconcile pass after a
+// deploy of replicas = 3 keeps every instance ACTIVE names, replicas
+// included, and still removes a stray container of the app.
+func TestR47_ReconcileKeepsEveryReplicaAndRemovesOnlyTheStray(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	h.Runtime.NextIDs = []string{"c-a", "c-b", "c-c"}
+	_, err := depDeploy(t, h, engine.DeployRequest{}, repWeb(3))
+	require.NoError(t, err)
+	workloadOf(h, "c-stray", "blog", "web")
+
+	reps, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	require.Len(t, reps, 1)
+	assert.Equal(t, []string{"c-stray"}, reps[0].Removed, "the report names what the pass removed")
+	for _, id := range []string{"c-a", "c-b", "c-c"} {
+		assert.True(t, h.Runtime.Running(id), "instance %s keeps running", id)
+		assert.Equal(t, -1, h.Events.Index("remove", id), "instance %s not removed", id)
+	}
+	assert.Equal(t, []string{"c-a", "c-b", "c-c"}, repIDs(repInstances(t, h)))
+	assert.False(t, h.Runtime.Exists("c-stray"), "the stray is removed")
+}
