@@ -98,7 +98,10 @@ type HTTPRoute struct {
 	// allow are the client CIDRs let in (SPEC R73; none: every client).
 	Allow []string `protobuf:"bytes,16,rep,name=allow,proto3" json:"allow,omitempty"`
 	// maintenance: the app is in maintenance (SPEC R75; unset: not).
-	Maintenance   *Maintenance `protobuf:"bytes,17,opt,name=maintenance,proto3" json:"maintenance,omitempty"`
+	Maintenance *Maintenance `protobuf:"bytes,17,opt,name=maintenance,proto3" json:"maintenance,omitempty"`
+	// unavailable: the app runs but no instance of the service is ready
+	// (SPEC R41, R58): 503 with Retry-After, not 404; no backends.
+	Unavailable   bool `protobuf:"varint,18,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -222,6 +225,13 @@ func (x *HTTPRoute) GetMaintenance() *Maintenance {
 		return x.Maintenance
 	}
 	return nil
+}
+
+func (x *HTTPRoute) GetUnavailable() bool {
+	if x != nil {
+		return x.Unavailable
+	}
+	return false
 }
 
 // Maintenance is an app's maintenance mode on a route (SPEC R75).
@@ -1084,7 +1094,7 @@ const file_traffic_proto_rawDesc = "" +
 	"\rtraffic.proto\x12\x10gordon.plugin.v1\x1a\fcommon.proto\";\n" +
 	"\aBackend\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1c\n" +
-	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xbd\x03\n" +
+	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xdf\x03\n" +
 	"\tHTTPRoute\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
@@ -1100,7 +1110,8 @@ const file_traffic_proto_rawDesc = "" +
 	"\n" +
 	"basic_auth\x18\x0f \x03(\tR\tbasicAuth\x12\x14\n" +
 	"\x05allow\x18\x10 \x03(\tR\x05allow\x12?\n" +
-	"\vmaintenance\x18\x11 \x01(\v2\x1d.gordon.plugin.v1.MaintenanceR\vmaintenance\"=\n" +
+	"\vmaintenance\x18\x11 \x01(\v2\x1d.gordon.plugin.v1.MaintenanceR\vmaintenance\x12 \n" +
+	"\vunavailable\x18\x12 \x01(\bR\vunavailable\"=\n" +
 	"\vMaintenance\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x14\n" +
 	"\x05allow\x18\x02 \x03(\tR\x05allow\"@\n" +

@@ -51,7 +51,7 @@ func holdFromProto(h *pb.Hold) *routetable.Hold {
 func graphToProto(g routetable.Graph) *pb.Graph {
 	out := &pb.Graph{Tcp: l4ToProto(g.TCP), Udp: l4ToProto(g.UDP)}
 	for _, h := range g.HTTP {
-		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service, Hold: holdToProto(h.Hold), Stopped: h.Stopped, ResponseHeaderTimeoutMs: h.ResponseHeaderTimeoutMS, Tls: h.TLS, Protocol: h.Protocol, Hsts: h.HSTS, BasicAuth: h.BasicAuth, Allow: h.Allow}
+		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service, Hold: holdToProto(h.Hold), Stopped: h.Stopped, Unavailable: h.Unavailable, ResponseHeaderTimeoutMs: h.ResponseHeaderTimeoutMS, Tls: h.TLS, Protocol: h.Protocol, Hsts: h.HSTS, BasicAuth: h.BasicAuth, Allow: h.Allow}
 		if m := h.Maintenance; m != nil {
 			r.Maintenance = &pb.Maintenance{Message: m.Message, Allow: m.Allow}
 		}
@@ -66,7 +66,7 @@ func graphToProto(g routetable.Graph) *pb.Graph {
 func graphFromProto(p *pb.Graph) routetable.Graph {
 	out := routetable.Graph{TCP: l4FromProto(p.GetTcp()), UDP: l4FromProto(p.GetUdp())}
 	for _, h := range p.GetHttp() {
-		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService(), Hold: holdFromProto(h.GetHold()), Stopped: h.GetStopped(), ResponseHeaderTimeoutMS: h.GetResponseHeaderTimeoutMs(), TLS: h.GetTls(), Protocol: h.GetProtocol(), HSTS: h.GetHsts(), BasicAuth: h.GetBasicAuth(), Allow: h.GetAllow()}
+		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService(), Hold: holdFromProto(h.GetHold()), Stopped: h.GetStopped(), Unavailable: h.GetUnavailable(), ResponseHeaderTimeoutMS: h.GetResponseHeaderTimeoutMs(), TLS: h.GetTls(), Protocol: h.GetProtocol(), HSTS: h.GetHsts(), BasicAuth: h.GetBasicAuth(), Allow: h.GetAllow()}
 		if m := h.GetMaintenance(); m != nil {
 			r.Maintenance = &routetable.Maintenance{Message: m.GetMessage(), Allow: m.GetAllow()}
 		}

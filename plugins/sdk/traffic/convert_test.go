@@ -1,10 +1,12 @@
 package traffic
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
@@ -94,4 +96,55 @@ func TestR76_StatusRoundTripKeepsRequestAndErrorCounts(t *testing.T) {
 	assert.Equal(t, st.Backends, back.Backends)
 	assert.Equal(t, int64(1234), back.Backends[0].Requests)
 	assert.Equal(t, int64(56), back.Backends[0].Errors)
+}
+
+// Every field of an HTTP route crosses the plugin protocol: a field the
+// proto lacks is dropped silently, and the edge then refuses or misreads
+// the route (an "unavailable" route arrived as a route without backends,
+// and the edge rejected every table: stop then start failed). The route
+// below sets every field; a new field fails this test until it is set
+// here, and then the round trip checks it. DialTimeoutMS is the one field
+// core never sets (hand-written edge tables only), so it is not sent.
+func TestGraphRoundTripKeepsEveryHTTPRouteField(t *testing.T) {
+	full := routetable.HTTPRoute{
+		Host: "a.example", App: "blog", Service: "web",
+		Backends:                []routetable.Backend{{Addr: "10.0.0.2:8080", Container: "c1"}},
+		ResponseHeaderTimeoutMS: 1500,
+		Hold:                    &routetable.Hold{Until: time.UnixMilli(1_780_000_000_123).UTC(), Queue: 7},
+		Stopped:                 true,
+		Unavailable:             true,
+		TLS:                     "always",
+		Protocol:                "h2c",
+		HSTS:                    "max-age=60",
+		BasicAuth:               []string{"u:$2y$05$abc"},
+		Allow:                   []string{"10.0.0.0/8"},
+		Maintenance:             &routetable.Maintenance{Message: "soon", Allow: []string{"::1/128"}},
+	}
+	v := reflect.ValueOf(full)
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		if name == "DialTimeoutMS" {
+			continue
+		}
+		assert.False(t, v.Field(i).IsZero(), "set HTTPRoute.%s in this test (and carry it in traffic.proto)", name)
+	}
+	back := graphFromProto(graphToProto(routetable.Graph{HTTP: []routetable.HTTPRoute{full}}))
+	require.Len(t, back.HTTP, 1)
+	assert.Equal(t, full, back.HTTP[0])
+}
+
+// The same for L4 routes (TCP and UDP).
+func TestGraphRoundTripKeepsEveryL4RouteField(t *testing.T) {
+	full := routetable.L4Route{Listen: "127.0.0.1:19000", App: "blog", Service: "db", Backend: "10.0.0.2:5432", Container: "c1",
+		Backends: []routetable.Backend{{Addr: "10.0.0.2:5432", Container: "c1"}, {Addr: "10.0.0.3:5432", Container: "c2"}},
+		Hold:     &routetable.Hold{Until: time.UnixMilli(1_780_000_000_123).UTC(), Queue: 3}}
+	v := reflect.ValueOf(full)
+	for i := range v.NumField() {
+		assert.False(t, v.Field(i).IsZero(), "set L4Route.%s in this test (and carry it in traffic.proto)", v.Type().Field(i).Name)
+	}
+	back := graphFromProto(graphToProto(routetable.Graph{TCP: []routetable.L4Route{full}, UDP: []routetable.L4Route{full}}))
+	require.Len(t, back.TCP, 1)
+	require.Len(t, back.UDP, 1)
+	assert.Equal(t, full, back.TCP[0])
+	assert.Equal(t, full, back.UDP[0])
 }
