@@ -65,7 +65,9 @@
 //     HTTP-01 challenges;
 //   - certstore keeps the operator's certificates;
 //   - internal/l4 relays TCP connections and UDP datagrams by listen port
-//     (relays.go adapts the backend registry to it).
+//     (relays.go adapts the backend registry to it);
+//   - internal/accesslog encodes and writes the access log's lines
+//     (accesslog.go fills them).
 //
 // No package under edgeproxy may exceed 4,000 non-test lines, and the root
 // may not grow past its ceiling (test/arch, TestLayout_EdgeproxyPackages).

@@ -120,7 +120,7 @@ type Config struct {
 	// CPUs, at least one; negative: none, a goroutine per connection.
 	EventLoops int
 	// AccessLog receives the access log, one JSON line per HTTP request
-	// (fields: accesslog.go; nil: no access log). Lines are buffered and
+	// (fields: internal/accesslog; nil: no access log). Lines are buffered and
 	// flushed every 500 ms and when Run returns; the writer stays the
 	// caller's to close. OpenAccessLog opens "stdout" or a rotated file.
 	AccessLog io.Writer
