@@ -40,8 +40,8 @@ func (s *Server) Apply(t routetable.Table) error {
 	if s.tls != nil {
 		s.tls.annotate(snap)
 	}
-	s.tcp.update(t.TCP)
-	s.udp.update(t.UDP)
+	s.tcp.Update(t.TCP)
+	s.udp.Update(t.UDP)
 	prev := s.snap.Swap(snap)
 	if prev != nil {
 		close(prev.replaced) // held requests re-route on snap
@@ -74,14 +74,14 @@ func (s *Server) retryListeners() {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	snap := s.snap.Load()
-	if snap == nil || s.tcp.failedCount()+s.udp.failedCount() == 0 {
+	if snap == nil || s.tcp.FailedCount()+s.udp.FailedCount() == 0 {
 		return
 	}
-	before := s.tcp.listenerStatus()
-	beforeUDP := s.udp.listenerStatus()
-	s.tcp.update(snap.tcp)
-	s.udp.update(snap.udp)
-	if !sameListeners(before, s.tcp.listenerStatus()) || !sameListeners(beforeUDP, s.udp.listenerStatus()) {
+	before := s.tcp.ListenerStatus()
+	beforeUDP := s.udp.ListenerStatus()
+	s.tcp.Update(snap.tcp)
+	s.udp.Update(snap.udp)
+	if !sameListeners(before, s.tcp.ListenerStatus()) || !sameListeners(beforeUDP, s.udp.ListenerStatus()) {
 		s.writeStatusLocked()
 	}
 }
@@ -142,8 +142,8 @@ func (s *Server) statusLocked() routetable.Status {
 	if a := s.HTTPSAddr(); a != "" {
 		st.Listeners = append(st.Listeners, routetable.ListenerStatus{Addr: a, Proto: "https"})
 	}
-	st.Listeners = append(st.Listeners, s.tcp.listenerStatus()...)
-	st.Listeners = append(st.Listeners, s.udp.listenerStatus()...)
+	st.Listeners = append(st.Listeners, s.tcp.ListenerStatus()...)
+	st.Listeners = append(st.Listeners, s.udp.ListenerStatus()...)
 	sort.SliceStable(st.Listeners, func(i, j int) bool {
 		if st.Listeners[i].Proto != st.Listeners[j].Proto {
 			return st.Listeners[i].Proto < st.Listeners[j].Proto

@@ -40,7 +40,7 @@
 // (default 60 s) gets 408 and a malformed one 400, and the connection
 // closes; error pages name the app and service, not the backend address.
 // UDP sessions are bounded per listener, per source and by descriptors
-// (udp.go).
+// (internal/l4).
 //
 // HTTPS (tls.go, tls_accept.go; the certificates are internal/edgetls's):
 // the edge handshakes itself; a connection
@@ -50,10 +50,10 @@
 // over the *tls.Conn. Only connections the loop hands off reach a net/http
 // server; no HTTP/2 connection does.
 //
-// Packages. This package serves every public request: it owns the
+// Packages. This package serves every public HTTP request: it owns the
 // listeners, the route snapshot, the backends and their health, the
-// HTTP/1.1 and HTTP/2 servers, TLS and the TCP and UDP relays, and wires
-// them in Server and Run. Below it:
+// HTTP/1.1 and HTTP/2 servers and TLS, and wires them and the TCP and UDP
+// relays in Server and Run. Below it:
 //   - internal/h1wire parses HTTP/1.1 heads (requests from clients,
 //     responses from backends) without allocating; it serves no request
 //     itself and imports nothing of the edge;
@@ -63,7 +63,11 @@
 //     through certmagic), builds the tls.Config and refreshes the names
 //     served; it serves the handshakes and no HTTP request but ACME's
 //     HTTP-01 challenges;
-//   - certstore keeps the operator's certificates.
+//   - certstore keeps the operator's certificates;
+//   - internal/l4 relays TCP connections and UDP datagrams by listen port
+//     (relays.go adapts the backend registry to it);
+//   - internal/accesslog encodes and writes the access log's lines
+//     (accesslog.go fills them).
 //
 // No package under edgeproxy may exceed 4,000 non-test lines, and the root
 // may not grow past its ceiling (test/arch, TestLayout_EdgeproxyPackages).

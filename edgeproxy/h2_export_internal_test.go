@@ -11,7 +11,7 @@ func SetH2StallTimeout(d time.Duration) (restore func()) {
 }
 
 // SetTCPDialRetryHook sets tcpDialRetryHook for a test (call it before the
-// edge starts); the returned func restores it.
+// edge is created: New reads it); the returned func restores it.
 func SetTCPDialRetryHook(h func()) (restore func()) {
 	old := tcpDialRetryHook
 	tcpDialRetryHook = h

@@ -245,8 +245,8 @@ func (s *Server) shutdownRun(r *runSet, handedOver bool) {
 		// end or the drain bound passes, UDP sessions re-form on the new
 		// edge.
 		_ = r.adminSrv.Close()
-		s.udp.close()
-		go func() { s.tcp.drain(sctx); close(tcpDrained) }()
+		s.udp.Close()
+		go func() { s.tcp.Drain(sctx); close(tcpDrained) }()
 	} else {
 		close(tcpDrained)
 	}
@@ -267,8 +267,8 @@ func (s *Server) shutdownRun(r *runSet, handedOver bool) {
 	<-httpsDone
 	_ = r.adminSrv.Close()
 	<-tcpDrained
-	s.tcp.close()
-	s.udp.close()
+	s.tcp.Close()
+	s.udp.Close()
 	s.reg.closeIdle()
 	if a := s.metrics.access; a != nil {
 		_ = a.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
 )
 
 // File names inside <state>/edge.
@@ -119,7 +120,7 @@ type Config struct {
 	// CPUs, at least one; negative: none, a goroutine per connection.
 	EventLoops int
 	// AccessLog receives the access log, one JSON line per HTTP request
-	// (fields: accesslog.go; nil: no access log). Lines are buffered and
+	// (fields: internal/accesslog; nil: no access log). Lines are buffered and
 	// flushed every 500 ms and when Run returns; the writer stays the
 	// caller's to close. OpenAccessLog opens "stdout" or a rotated file.
 	AccessLog io.Writer
@@ -156,8 +157,8 @@ type Server struct {
 	hosts   *ristretto.Cache[string, hostEntry]
 	metrics *metrics
 	reg     *registry
-	tcp     *tcpRelays
-	udp     *udpRelays
+	tcp     *l4.TCPRelays
+	udp     *l4.UDPRelays
 	// auth checks basic-auth passwords (auth.go, SPEC R73).
 	auth *authVerifier
 	// cs holds every public client connection: the plain HTTP accept loop
@@ -264,20 +265,20 @@ func New(cfg Config) *Server {
 		cfg.Logger.Warn("host cache disabled", "error", err)
 	}
 	s.hosts = hosts
-	s.tcp = newTCPRelays(s.reg, cfg.DialTimeout, cfg.Logger)
-	s.tcp.listen = func(addr string) (net.Listener, error) {
-		return s.listenStream("tcp "+addr, addr, net.ListenConfig{})
-	}
-	s.tcp.forget = func(addr string) { s.socks.forget("tcp " + addr) }
-	s.udp = newUDPRelays(s.reg, cfg.UDPIdleTimeout, cfg.Logger)
-	if cfg.UDPMaxSessions > 0 {
-		s.udp.maxSessions = cfg.UDPMaxSessions
-	}
-	if cfg.UDPMaxSessionsPerSource > 0 {
-		s.udp.maxPerSource = cfg.UDPMaxSessionsPerSource
-	}
-	s.udp.listen = func(addr string) (*net.UDPConn, error) { return s.listenPacket("udp "+addr, addr) }
-	s.udp.forget = func(addr string) { s.socks.forget("udp " + addr) }
+	s.tcp = l4.NewTCPRelays(l4.TCPConfig{
+		Backends: l4Backends{s.reg}, DialTimeout: cfg.DialTimeout, Logger: cfg.Logger,
+		Listen: func(addr string) (net.Listener, error) {
+			return s.listenStream("tcp "+addr, addr, net.ListenConfig{})
+		},
+		Forget:     func(addr string) { s.socks.forget("tcp " + addr) },
+		PeerClosed: peerClosed, DialRetryHook: tcpDialRetryHook,
+	})
+	s.udp = l4.NewUDPRelays(l4.UDPConfig{
+		Backends: l4Backends{s.reg}, IdleTimeout: cfg.UDPIdleTimeout, Logger: cfg.Logger,
+		MaxSessions: cfg.UDPMaxSessions, MaxSessionsPerSource: cfg.UDPMaxSessionsPerSource,
+		Listen: func(addr string) (*net.UDPConn, error) { return s.listenPacket("udp "+addr, addr) },
+		Forget: func(addr string) { s.socks.forget("udp " + addr) },
+	})
 	return s
 }
 

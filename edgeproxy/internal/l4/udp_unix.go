@@ -1,6 +1,6 @@
 //go:build unix
 
-package edgeproxy
+package l4
 
 import (
 	"net"

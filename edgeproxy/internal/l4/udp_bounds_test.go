@@ -1,4 +1,4 @@
-package edgeproxy
+package l4
 
 import (
 	"fmt"
@@ -34,17 +34,16 @@ func udpEcho(t *testing.T) string {
 }
 
 // udpRelay runs UDP relays with one listener to an echo backend.
-func udpRelay(t *testing.T, tune func(*udpRelays)) (*udpRelays, *udpListener) {
+func udpRelay(t *testing.T, tune func(*UDPRelays)) (*UDPRelays, *udpListener) {
 	t.Helper()
-	u := newUDPRelays(newRegistry(time.Second, nil, nil), time.Minute, nil)
-	u.logger = newRegistry(time.Second, nil, nil).logger
+	u := NewUDPRelays(UDPConfig{Backends: newFakeBackends(), IdleTimeout: time.Minute})
 	tune(u)
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
 	listen := pc.LocalAddr().String()
 	require.NoError(t, pc.Close())
-	u.update([]routetable.L4Route{{Listen: listen, App: "app", Service: "dns", Backend: udpEcho(t)}})
-	t.Cleanup(u.close)
+	u.Update([]routetable.L4Route{{Listen: listen, App: "app", Service: "dns", Backend: udpEcho(t)}})
+	t.Cleanup(u.Close)
 	require.Len(t, u.listeners, 1, "listener bound")
 	return u, u.listeners[listen]
 }
@@ -79,7 +78,7 @@ func udpSend(c net.Conn, msg string) bool {
 // closes the least recently active session (the idlest), and the others
 // keep working.
 func TestUDPSessionsBoundedPerListenerEvictingTheIdlest(t *testing.T) {
-	u, l := udpRelay(t, func(u *udpRelays) { u.maxSessions = 4 })
+	u, l := udpRelay(t, func(u *UDPRelays) { u.maxSessions = 4 })
 	addr := l.pc.LocalAddr().String()
 	var cs []net.Conn
 	for i := range 4 {
@@ -106,7 +105,7 @@ func TestUDPSessionsBoundedPerListenerEvictingTheIdlest(t *testing.T) {
 
 // One source IP gets at most its share of a listener's sessions.
 func TestUDPSessionsBoundedPerSource(t *testing.T) {
-	_, l := udpRelay(t, func(u *udpRelays) { u.maxPerSource = 3 })
+	_, l := udpRelay(t, func(u *UDPRelays) { u.maxPerSource = 3 })
 	addr := l.pc.LocalAddr().String()
 	served := 0
 	for range 6 {
@@ -121,23 +120,23 @@ func TestUDPSessionsBoundedPerSource(t *testing.T) {
 // All sessions together stay within the descriptor budget (half of the
 // process's limit by default), so HTTP keeps descriptors.
 func TestUDPSessionsKeepADescriptorReserve(t *testing.T) {
-	u, l := udpRelay(t, func(u *udpRelays) { u.fdBudget = 5 })
+	u, l := udpRelay(t, func(u *UDPRelays) { u.fdBudget = 5 })
 	addr := l.pc.LocalAddr().String()
 	for range 20 {
 		udpClient(t, addr, "x")
 		assert.LessOrEqual(t, u.open.Load(), int64(6), "budget 5, one closing at a time")
 	}
 	assert.LessOrEqual(t, l.count(), 5)
-	assert.Equal(t, int64(descriptorLimit()/2), newUDPRelays(newRegistry(time.Second, nil, nil), time.Minute, nil).fdBudget)
+	assert.Equal(t, int64(descriptorLimit()/2), NewUDPRelays(UDPConfig{Backends: newFakeBackends()}).fdBudget)
 }
 
 // An idle session does not hold a 64 KiB buffer: 400 sessions cost a few
 // KiB each (a goroutine and a socket).
 func TestUDPIdleSessionsAreSmall(t *testing.T) {
-	if raceEnabledInternal {
+	if raceEnabled {
 		t.Skip("memory figures differ under the race detector")
 	}
-	_, l := udpRelay(t, func(u *udpRelays) { u.maxPerSource = 1000 })
+	_, l := udpRelay(t, func(u *UDPRelays) { u.maxPerSource = 1000 })
 	addr := l.pc.LocalAddr().String()
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -164,7 +163,7 @@ func netipOf(t *testing.T, c net.Conn) netip.AddrPort {
 // cycling through addresses of its own /64 gets no more sessions than one
 // address would; another /64 and IPv4 sources count on their own.
 func TestUDPSessionsPerSourceCountIPv6By64(t *testing.T) {
-	u, l := udpRelay(t, func(u *udpRelays) { u.maxPerSource = 3 })
+	u, l := udpRelay(t, func(u *UDPRelays) { u.maxPerSource = 3 })
 	served := 0
 	for i := range 8 {
 		a := netip.MustParseAddr(fmt.Sprintf("2001:db8:1:2::%x", i+1))
@@ -185,7 +184,7 @@ func TestUDPSessionFloodFromManySourcesStaysBounded(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("binds 127.0.0.x addresses (Linux's whole 127/8 loopback)")
 	}
-	u, l := udpRelay(t, func(u *udpRelays) { u.maxSessions, u.maxPerSource = 64, 8 })
+	u, l := udpRelay(t, func(u *UDPRelays) { u.maxSessions, u.maxPerSource = 64, 8 })
 	addr := l.pc.LocalAddr().(*net.UDPAddr)
 	for src := 2; src < 42; src++ {
 		for range 12 {

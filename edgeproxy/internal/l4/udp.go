@@ -1,4 +1,4 @@
-package edgeproxy
+package l4
 
 import (
 	"errors"
@@ -26,18 +26,35 @@ const (
 	DefaultUDPMaxSessionsPerSource = 256
 )
 
+// UDPConfig is what UDP relays need from the edge that runs them.
+type UDPConfig struct {
+	// Backends resolves a route's backend address (required).
+	Backends Backends
+	// IdleTimeout ends a session idle this long both ways.
+	IdleTimeout time.Duration
+	// Logger logs bind failures and relay errors (nil: none).
+	Logger hclog.Logger
+	// MaxSessions bounds each listener's sessions, MaxSessionsPerSource
+	// one source's (0: DefaultUDPMaxSessions, DefaultUDPMaxSessionsPerSource).
+	MaxSessions, MaxSessionsPerSource int
+	// Listen binds (or takes over) a socket (nil: net.ListenUDP); Forget
+	// unregisters one that closes (nil: nothing).
+	Listen func(addr string) (*net.UDPConn, error)
+	Forget func(addr string)
+}
+
 // datagramPool holds the buffers backend replies are read into: a session
 // waits for its backend without holding one (udp_unix.go), so an idle
 // session costs a goroutine and a socket, not 64 KiB.
 var datagramPool = sync.Pool{New: func() any { return new([maxDatagram]byte) }}
 
-// udpRelays owns the UDP listeners of the current route table. Each client
+// UDPRelays owns the UDP listeners of the current route table. Each client
 // address gets a session pinned to the backend current when its first
 // datagram arrived: after a swap, existing sessions keep their backend until
 // they have been idle for the idle timeout (they drain), new clients go to
 // the new backend. Removing a route closes its listener and its sessions.
-type udpRelays struct {
-	reg    *registry
+type UDPRelays struct {
+	reg    Backends
 	idle   time.Duration
 	logger hclog.Logger
 	// maxSessions and maxPerSource bound each listener's sessions;
@@ -62,7 +79,7 @@ type udpRelays struct {
 type udpListener struct {
 	listen  string
 	pc      *net.UDPConn
-	backend atomic.Pointer[backend]
+	backend atomic.Pointer[Backend]
 
 	mu       sync.Mutex
 	sessions map[netip.AddrPort]*udpSession
@@ -73,35 +90,49 @@ type udpListener struct {
 // udpSession relays one client's datagrams to one backend.
 type udpSession struct {
 	client   netip.AddrPort
-	backend  *backend
+	backend  Backend
 	upstream *net.UDPConn
 	// lastActive is the unix-nano time of the last datagram either way.
 	lastActive atomic.Int64
 }
 
-func newUDPRelays(reg *registry, idle time.Duration, logger hclog.Logger) *udpRelays {
-	return &udpRelays{
-		reg:          reg,
-		idle:         idle,
-		logger:       logger,
+// NewUDPRelays returns relays with no listener; Update binds them.
+func NewUDPRelays(cfg UDPConfig) *UDPRelays {
+	u := &UDPRelays{
+		reg:          cfg.Backends,
+		idle:         cfg.IdleTimeout,
+		logger:       orNull(cfg.Logger),
 		maxSessions:  DefaultUDPMaxSessions,
 		maxPerSource: DefaultUDPMaxSessionsPerSource,
 		fdBudget:     max(int64(descriptorLimit()/2), 64),
 		listeners:    make(map[string]*udpListener),
 		failed:       make(map[string]string),
-		listen: func(addr string) (*net.UDPConn, error) {
+		listen:       cfg.Listen,
+		forget:       cfg.Forget,
+	}
+	if cfg.MaxSessions > 0 {
+		u.maxSessions = cfg.MaxSessions
+	}
+	if cfg.MaxSessionsPerSource > 0 {
+		u.maxPerSource = cfg.MaxSessionsPerSource
+	}
+	if u.listen == nil {
+		u.listen = func(addr string) (*net.UDPConn, error) {
 			ua, err := net.ResolveUDPAddr("udp", addr)
 			if err != nil {
 				return nil, err
 			}
 			return net.ListenUDP("udp", ua)
-		},
-		forget: func(string) {},
+		}
 	}
+	if u.forget == nil {
+		u.forget = func(string) {}
+	}
+	return u
 }
 
-// update makes the UDP listeners match routes (see tcpRelays.update).
-func (u *udpRelays) update(routes []routetable.L4Route) {
+// Update makes the UDP listeners match routes (see TCPRelays.Update).
+func (u *UDPRelays) Update(routes []routetable.L4Route) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed {
@@ -121,9 +152,9 @@ func (u *udpRelays) update(routes []routetable.L4Route) {
 	prevFailed := u.failed
 	u.failed = make(map[string]string)
 	for listen, r := range want {
-		b := u.reg.get(r.Backend)
+		b := u.reg.Get(r.Backend)
 		if l, ok := u.listeners[listen]; ok {
-			l.backend.Store(b)
+			l.backend.Store(&b)
 			continue
 		}
 		pc, err := u.listen(listen)
@@ -136,7 +167,7 @@ func (u *udpRelays) update(routes []routetable.L4Route) {
 			continue
 		}
 		l := &udpListener{listen: listen, pc: pc, sessions: make(map[netip.AddrPort]*udpSession), perSource: make(map[netip.Addr]int)}
-		l.backend.Store(b)
+		l.backend.Store(&b)
 		u.listeners[listen] = l
 		u.wg.Add(1)
 		go u.serve(l)
@@ -144,7 +175,7 @@ func (u *udpRelays) update(routes []routetable.L4Route) {
 }
 
 // serve reads client datagrams from one listener until it is closed.
-func (u *udpRelays) serve(l *udpListener) {
+func (u *UDPRelays) serve(l *udpListener) {
 	defer u.wg.Done()
 	buf := make([]byte, maxDatagram)
 	for {
@@ -162,7 +193,7 @@ func (u *udpRelays) serve(l *udpListener) {
 		}
 		s.lastActive.Store(time.Now().UnixNano())
 		if _, err := s.upstream.Write(buf[:n]); err != nil {
-			u.logger.Debug("udp relay write", "backend", s.backend.addr, "error", err)
+			u.logger.Debug("udp relay write", "backend", s.backend.Addr(), "error", err)
 		}
 	}
 }
@@ -172,7 +203,7 @@ func (u *udpRelays) serve(l *udpListener) {
 // datagram is dropped; maxSessions or the descriptor budget: the
 // listener's least recently active session is closed first) never takes
 // more than its share.
-func (u *udpRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
+func (u *UDPRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s, ok := l.sessions[client]; ok {
@@ -192,14 +223,14 @@ func (u *udpRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 			return nil
 		}
 	}
-	b := l.backend.Load()
-	raddr, err := net.ResolveUDPAddr("udp", b.addr)
+	b := *l.backend.Load()
+	raddr, err := net.ResolveUDPAddr("udp", b.Addr())
 	if err != nil {
 		return nil
 	}
 	up, err := net.DialUDP("udp", nil, raddr)
 	if err != nil {
-		u.logger.Debug("udp relay dial", "backend", b.addr, "error", err)
+		u.logger.Debug("udp relay dial", "backend", b.Addr(), "error", err)
 		return nil
 	}
 	s := &udpSession{client: client, backend: b, upstream: up}
@@ -207,7 +238,7 @@ func (u *udpRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 	l.sessions[client] = s
 	l.perSource[src]++
 	u.open.Add(1)
-	b.openConns.Add(1)
+	b.AddOpen(1)
 	u.wg.Add(1)
 	go u.replies(l, s)
 	return s
@@ -215,7 +246,7 @@ func (u *udpRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 
 // replies relays backend datagrams back to the client until the session has
 // been idle for the idle timeout or its listener closes.
-func (u *udpRelays) replies(l *udpListener, s *udpSession) {
+func (u *UDPRelays) replies(l *udpListener, s *udpSession) {
 	defer u.wg.Done()
 	defer func() {
 		l.mu.Lock()
@@ -225,7 +256,7 @@ func (u *udpRelays) replies(l *udpListener, s *udpSession) {
 		l.mu.Unlock()
 		_ = s.upstream.Close()
 		u.open.Add(-1)
-		s.backend.openConns.Add(-1)
+		s.backend.AddOpen(-1)
 	}()
 	rd := newDatagramReader(s.upstream)
 	for {
@@ -293,8 +324,8 @@ func (l *udpListener) close() {
 	l.mu.Unlock()
 }
 
-// listenerStatus reports every bound and failed UDP listener.
-func (u *udpRelays) listenerStatus() []routetable.ListenerStatus {
+// ListenerStatus reports every bound and failed UDP listener.
+func (u *UDPRelays) ListenerStatus() []routetable.ListenerStatus {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	out := make([]routetable.ListenerStatus, 0, len(u.listeners)+len(u.failed))
@@ -307,8 +338,8 @@ func (u *udpRelays) listenerStatus() []routetable.ListenerStatus {
 	return out
 }
 
-// close closes every listener and session and waits for their goroutines.
-func (u *udpRelays) close() {
+// Close closes every listener and session and waits for their goroutines.
+func (u *UDPRelays) Close() {
 	u.mu.Lock()
 	u.closed = true
 	for _, l := range u.listeners {
@@ -319,8 +350,8 @@ func (u *udpRelays) close() {
 	u.wg.Wait()
 }
 
-// failedCount returns how many listeners could not be bound.
-func (u *udpRelays) failedCount() int {
+// FailedCount returns how many listeners could not be bound.
+func (u *UDPRelays) FailedCount() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return len(u.failed)

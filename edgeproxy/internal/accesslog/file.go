@@ -1,4 +1,4 @@
-package edgeproxy
+package accesslog
 
 import (
 	"errors"
@@ -11,34 +11,34 @@ import (
 
 // Access log destinations (gordon-edge --access-log).
 const (
-	AccessLogOff    = "off"
-	AccessLogStdout = "stdout"
-	// DefaultAccessLogMaxSize is the size at which an access log file is
-	// rotated (--access-log-max-size), DefaultAccessLogKeep how many
-	// rotated files are kept (--access-log-keep).
-	DefaultAccessLogMaxSize = 100 << 20
-	DefaultAccessLogKeep    = 5
+	Off    = "off"
+	Stdout = "stdout"
+	// DefaultMaxSize is the size at which an access log file is rotated
+	// (--access-log-max-size), DefaultKeep how many rotated files are
+	// kept (--access-log-keep).
+	DefaultMaxSize = 100 << 20
+	DefaultKeep    = 5
 )
 
-// OpenAccessLog opens the access log destination dest: "off" (nil, no
-// access log), "stdout", or a file path, appended to and rotated once it
-// would grow past maxSize bytes (PATH becomes PATH.1, PATH.1 becomes
-// PATH.2, ... up to PATH.<keep>; older ones are removed; keep 0 keeps
-// none). maxSize <= 0 takes DefaultAccessLogMaxSize, keep < 0
-// DefaultAccessLogKeep. The caller closes what it returns (stdout is not
-// closed). Errors say which file could not be opened.
-func OpenAccessLog(dest string, maxSize int64, keep int) (io.WriteCloser, error) {
+// Open opens the access log destination dest: "off" (nil, no access
+// log), "stdout", or a file path, appended to and rotated once it would
+// grow past maxSize bytes (PATH becomes PATH.1, PATH.1 becomes PATH.2,
+// ... up to PATH.<keep>; older ones are removed; keep 0 keeps none).
+// maxSize <= 0 takes DefaultMaxSize, keep < 0 DefaultKeep. The caller
+// closes what it returns (stdout is not closed). Errors say which file
+// could not be opened.
+func Open(dest string, maxSize int64, keep int) (io.WriteCloser, error) {
 	switch dest {
-	case AccessLogOff:
+	case Off:
 		return nil, nil
-	case AccessLogStdout, "":
+	case Stdout, "":
 		return nopWriteCloser{os.Stdout}, nil
 	}
 	if maxSize <= 0 {
-		maxSize = DefaultAccessLogMaxSize
+		maxSize = DefaultMaxSize
 	}
 	if keep < 0 {
-		keep = DefaultAccessLogKeep
+		keep = DefaultKeep
 	}
 	r := &rotatingFile{path: dest, maxSize: maxSize, keep: keep}
 	if err := r.open(); err != nil {
@@ -51,7 +51,7 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// rotatingFile is an append-only file rotated by size (OpenAccessLog).
+// rotatingFile is an append-only file rotated by size (Open).
 // Writes come whole from the access log's buffer (lines are not split
 // across a rotation unless a single write exceeds maxSize).
 type rotatingFile struct {

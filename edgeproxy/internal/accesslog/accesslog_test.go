@@ -1,4 +1,4 @@
-package edgeproxy
+package accesslog
 
 import (
 	"encoding/json"
@@ -19,13 +19,12 @@ import (
 // UTF-8), and the values read back are the ones given (invalid UTF-8 as
 // U+FFFD).
 func TestAccessLineIsValidJSONForHostileValues(t *testing.T) {
-	rm := &routeMetrics{app: "a\"pp", service: "s\\v", instance: "c\n1"}
-	e := accessEntry{
-		host: []byte("h\x01st\x7f"), method: []byte("GET"), path: []byte("/p\"?\\x=\xff\xfeé"),
-		status: 502, start: time.Now().Add(-1500 * time.Microsecond), bytesOut: 42, rm: rm,
-		client: "2001:db8::1", requestIDS: "id\t1", protocol: "HTTP/1.1",
+	e := Entry{
+		Host: []byte("h\x01st\x7f"), Method: []byte("GET"), Path: []byte("/p\"?\\x=\xff\xfeé"),
+		Status: 502, Start: time.Now().Add(-1500 * time.Microsecond), BytesOut: 42, App: "a\"pp", Service: "s\\v", Instance: "c\n1",
+		Client: "2001:db8::1", RequestIDS: "id\t1", Protocol: "HTTP/1.1",
 	}
-	line := appendAccessLine(nil, &e, time.Now(), &timeCache{})
+	line := appendLine(nil, &e, time.Now(), &timeCache{})
 	require.True(t, strings.HasSuffix(string(line), "}\n"))
 	assert.Equal(t, 1, strings.Count(string(line), "\n"), "one line")
 	var got map[string]any
@@ -44,14 +43,13 @@ func TestAccessLineIsValidJSONForHostileValues(t *testing.T) {
 // Issue 27 item 5 (cost): encoding and queuing a line allocates nothing
 // once the pooled buffer is warm.
 func TestAccessLogWriteDoesNotAllocate(t *testing.T) {
-	a := newAccessLog(io.Discard, nil)
+	a := New(io.Discard, nil)
 	defer a.Close()
-	rm := &routeMetrics{app: "app", service: "web", instance: "app-web-1"}
-	e := accessEntry{host: []byte("example.test"), method: []byte("GET"), path: []byte("/index.html?x=1"),
-		status: 200, start: time.Now(), bytesOut: 1234, rm: rm, client: "192.0.2.1",
-		requestID: []byte("0123456789abcdef0123456789abcdef"), protocol: "HTTP/1.1"}
-	a.write(&e)
-	allocs := testing.AllocsPerRun(1000, func() { a.write(&e) })
+	e := Entry{Host: []byte("example.test"), Method: []byte("GET"), Path: []byte("/index.html?x=1"),
+		Status: 200, Start: time.Now(), BytesOut: 1234, App: "app", Service: "web", Instance: "app-web-1", Client: "192.0.2.1",
+		RequestID: []byte("0123456789abcdef0123456789abcdef"), Protocol: "HTTP/1.1"}
+	a.Write(&e)
+	allocs := testing.AllocsPerRun(1000, func() { a.Write(&e) })
 	assert.Zero(t, allocs)
 }
 
@@ -61,7 +59,7 @@ func TestAccessLogWriteDoesNotAllocate(t *testing.T) {
 func TestAccessLogFileRotatedBySizeKeepingN(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "access.log")
-	w, err := OpenAccessLog(path, 100, 2)
+	w, err := Open(path, 100, 2)
 	require.NoError(t, err)
 	line := strings.Repeat("x", 39) + "\n" // 40 bytes: two per file
 	for range 9 {
@@ -81,7 +79,7 @@ func TestAccessLogFileRotatedBySizeKeepingN(t *testing.T) {
 	assert.Len(t, cur, 40, "9 lines: 2+2+2+2 rotated away, 1 in the current file")
 
 	// Reopened, it appends (and counts what is there toward the size).
-	w, err = OpenAccessLog(path, 100, 2)
+	w, err = Open(path, 100, 2)
 	require.NoError(t, err)
 	_, err = io.WriteString(w, line)
 	require.NoError(t, err)
@@ -90,16 +88,16 @@ func TestAccessLogFileRotatedBySizeKeepingN(t *testing.T) {
 	assert.Len(t, cur, 80)
 }
 
-// OpenAccessLog: "off" is no log, "stdout" is standard output, and a
+// Open: "off" is no log, "stdout" is standard output, and a
 // file in a missing directory is an error naming it.
 func TestOpenAccessLogDestinations(t *testing.T) {
-	w, err := OpenAccessLog(AccessLogOff, 0, 0)
+	w, err := Open(Off, 0, 0)
 	require.NoError(t, err)
 	assert.Nil(t, w)
-	w, err = OpenAccessLog(AccessLogStdout, 0, 0)
+	w, err = Open(Stdout, 0, 0)
 	require.NoError(t, err)
 	assert.Equal(t, os.Stdout, w.(nopWriteCloser).Writer)
-	_, err = OpenAccessLog(filepath.Join(t.TempDir(), "missing", "a.log"), 0, 0)
+	_, err = Open(filepath.Join(t.TempDir(), "missing", "a.log"), 0, 0)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "missing/a.log")
 }
@@ -127,19 +125,18 @@ func TestClientAfterTrustedProxies(t *testing.T) {
 // one line and queuing it for a file (the flush every 500 ms included);
 // compare with BenchmarkH1Proxy's ns/op per request.
 func BenchmarkAccessLogLine(b *testing.B) {
-	w, err := OpenAccessLog(filepath.Join(b.TempDir(), "access.log"), 0, 0)
+	w, err := Open(filepath.Join(b.TempDir(), "access.log"), 0, 0)
 	require.NoError(b, err)
 	defer w.Close()
-	a := newAccessLog(w, nil)
+	a := New(w, nil)
 	defer a.Close()
-	rm := &routeMetrics{app: "app", service: "web", instance: "app-web-1"}
-	e := accessEntry{host: []byte("example.test"), method: []byte("GET"), path: []byte("/index.html?x=1"),
-		status: 200, start: time.Now(), bytesOut: 1234, rm: rm, client: "192.0.2.1",
-		requestID: []byte("0123456789abcdef0123456789abcdef"), protocol: "HTTP/1.1"}
+	e := Entry{Host: []byte("example.test"), Method: []byte("GET"), Path: []byte("/index.html?x=1"),
+		Status: 200, Start: time.Now(), BytesOut: 1234, App: "app", Service: "web", Instance: "app-web-1", Client: "192.0.2.1",
+		RequestID: []byte("0123456789abcdef0123456789abcdef"), Protocol: "HTTP/1.1"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			a.write(&e)
+			a.Write(&e)
 		}
 	})
 }
@@ -173,12 +170,11 @@ func (c *chunkRecorder) Write(p []byte) (int, error) {
 // hand-over, or rotated, never gets half a line).
 func TestAccessLogWritesWholeLines(t *testing.T) {
 	rec := &chunkRecorder{}
-	a := newAccessLog(rec, nil)
-	rm := &routeMetrics{app: "app", service: "web", instance: "i"}
+	a := New(rec, nil)
 	path := []byte("/" + strings.Repeat("p", 700))
-	e := accessEntry{host: []byte("h.test"), method: []byte("GET"), path: path, status: 200, start: time.Now(), rm: rm, protocol: "HTTP/1.1"}
+	e := Entry{Host: []byte("h.test"), Method: []byte("GET"), Path: path, Status: 200, Start: time.Now(), App: "app", Service: "web", Instance: "i", Protocol: "HTTP/1.1"}
 	for range 300 { // ~240 KiB: several buffer fills
-		a.write(&e)
+		a.Write(&e)
 	}
 	require.NoError(t, a.Close())
 	require.Greater(t, len(rec.chunks), 2)

@@ -1,4 +1,4 @@
-package edgeproxy
+package l4
 
 import (
 	"context"
@@ -13,18 +13,40 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
-// tcpRelays owns the TCP listeners of the current route table. A listener
+// TCPConfig is what TCP relays need from the edge that runs them.
+type TCPConfig struct {
+	// Backends resolves a route's backend addresses (required).
+	Backends Backends
+	// DialTimeout bounds each connect to a backend.
+	DialTimeout time.Duration
+	// Logger logs bind failures and relay errors (nil: none).
+	Logger hclog.Logger
+	// Listen binds (or takes over) a listener (nil: net.Listen); Forget
+	// unregisters one that closes (nil: nothing).
+	Listen func(addr string) (net.Listener, error)
+	Forget func(addr string)
+	// PeerClosed reports whether a client has closed or reset its
+	// connection (nil: never known).
+	PeerClosed func(net.Conn) bool
+	// DialRetryHook, when set (tests), is called each time a connection's
+	// connects all failed and it waits to retry.
+	DialRetryHook func()
+}
+
+// TCPRelays owns the TCP listeners of the current route table. A listener
 // whose listen address survives a swap keeps listening and sends new
 // connections to the route's new backend; connections already relayed keep
 // the backend they dialed. A listener whose route disappears closes; its
 // relayed connections continue until either side closes them.
-type tcpRelays struct {
-	reg         *registry
+type TCPRelays struct {
+	reg         Backends
 	dialTimeout time.Duration
 	logger      hclog.Logger
 	// listen binds (or takes over) a listener; forget unregisters it.
-	listen func(addr string) (net.Listener, error)
-	forget func(addr string)
+	listen     func(addr string) (net.Listener, error)
+	forget     func(addr string)
+	peerClosed func(net.Conn) bool
+	retryHook  func()
 
 	mu        sync.Mutex
 	listeners map[string]*tcpListener
@@ -48,7 +70,7 @@ type tcpListener struct {
 // backend is nil, held until the next target (SPEC R58).
 type tcpTarget struct {
 	// backends are the route's instances; new connections go round-robin.
-	backends []*backend
+	backends []Backend
 	next     atomic.Uint64
 	hold     *routetable.Hold
 	// replaced is closed when the listener gets its next target.
@@ -57,8 +79,8 @@ type tcpTarget struct {
 }
 
 // pick returns the backend for one new connection, round-robin over the
-// route's instances not ejected (health.go); nil while held.
-func (tg *tcpTarget) pick() *backend {
+// route's instances not ejected (passive health); nil while held.
+func (tg *tcpTarget) pick() Backend {
 	switch len(tg.backends) {
 	case 0:
 		return nil
@@ -67,12 +89,9 @@ func (tg *tcpTarget) pick() *backend {
 	}
 	n := len(tg.backends)
 	i := int((tg.next.Add(1) - 1) % uint64(n))
-	if tg.backends[i].health.until.Load() == 0 {
-		return tg.backends[i]
-	}
 	now := time.Now().UnixNano()
 	for k := 0; k < n; k++ {
-		if b := tg.backends[(i+k)%n]; !b.health.ejected(now) {
+		if b := tg.backends[(i+k)%n]; !b.Ejected(now) {
 			return b
 		}
 	}
@@ -80,11 +99,11 @@ func (tg *tcpTarget) pick() *backend {
 }
 
 // ejectable reports whether b may be ejected: another instance of the
-// target is not ejected (never the last one, health.go).
-func (tg *tcpTarget) ejectable(b *backend) bool {
+// target is not ejected (never the last one).
+func (tg *tcpTarget) ejectable(b Backend) bool {
 	now := time.Now().UnixNano()
 	for _, o := range tg.backends {
-		if o != b && !o.health.ejected(now) {
+		if o != b && !o.Ejected(now) {
 			return true
 		}
 	}
@@ -104,24 +123,37 @@ type relayConn struct {
 	client, upstream net.Conn
 }
 
-func newTCPRelays(reg *registry, dialTimeout time.Duration, logger hclog.Logger) *tcpRelays {
-	return &tcpRelays{
-		reg:         reg,
-		dialTimeout: dialTimeout,
-		logger:      logger,
+// NewTCPRelays returns relays with no listener; Update binds them.
+func NewTCPRelays(cfg TCPConfig) *TCPRelays {
+	t := &TCPRelays{
+		reg:         cfg.Backends,
+		dialTimeout: cfg.DialTimeout,
+		logger:      orNull(cfg.Logger),
 		listeners:   make(map[string]*tcpListener),
 		failed:      make(map[string]string),
 		conns:       make(map[*relayConn]struct{}),
 		done:        make(chan struct{}),
-		listen:      func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) },
-		forget:      func(string) {},
+		listen:      cfg.Listen,
+		forget:      cfg.Forget,
+		peerClosed:  cfg.PeerClosed,
+		retryHook:   cfg.DialRetryHook,
 	}
+	if t.listen == nil {
+		t.listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	if t.forget == nil {
+		t.forget = func(string) {}
+	}
+	if t.peerClosed == nil {
+		t.peerClosed = func(net.Conn) bool { return false }
+	}
+	return t
 }
 
-// update makes the listeners match routes: retarget kept listeners, bind new
+// Update makes the listeners match routes: retarget kept listeners, bind new
 // ones, close removed ones. A bind failure is recorded per listener and does
 // not affect the others.
-func (t *tcpRelays) update(routes []routetable.L4Route) {
+func (t *TCPRelays) Update(routes []routetable.L4Route) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -145,7 +177,7 @@ func (t *tcpRelays) update(routes []routetable.L4Route) {
 		tg := &tcpTarget{hold: r.Hold, replaced: make(chan struct{})}
 		if r.Hold == nil {
 			for _, b := range r.L4Backends() {
-				tg.backends = append(tg.backends, t.reg.get(b.Addr))
+				tg.backends = append(tg.backends, t.reg.Get(b.Addr))
 			}
 		}
 		if l, ok := t.listeners[listen]; ok {
@@ -170,7 +202,7 @@ func (t *tcpRelays) update(routes []routetable.L4Route) {
 }
 
 // accept serves one listener until it is closed.
-func (t *tcpRelays) accept(l *tcpListener) {
+func (t *TCPRelays) accept(l *tcpListener) {
 	defer t.wg.Done()
 	for {
 		c, err := l.ln.Accept()
@@ -200,8 +232,8 @@ func (t *tcpRelays) accept(l *tcpListener) {
 // between generations (SPEC R58): it is spliced to the backend of the
 // first target that has one, or closed when the hold's Until passes, the
 // queue is full, a target without hold arrives, or the relays close.
-func (t *tcpRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
-	var b *backend
+func (t *TCPRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
+	var b Backend
 	for {
 		if b != nil {
 			t.relay(c, l, b) // takes over the wg count
@@ -245,16 +277,16 @@ func (t *tcpRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
 // directions, propagating half-closes (CloseWrite) so protocols that shut
 // down one direction keep working. A backend that fails before its first
 // byte may be replaced by the listener's current one (SPEC R67).
-func (t *tcpRelays) relay(client net.Conn, l *tcpListener, b *backend) {
+func (t *TCPRelays) relay(client net.Conn, l *tcpListener, b Backend) {
 	defer t.wg.Done()
 	s := &tcpSession{t: t, l: l, client: client, b: b}
-	s.awaiting.Store(b)
+	s.awaiting.Store(&b)
 	s.answered = time.AfterFunc(tcpAnswerWait, s.settle)
 	defer func() {
 		s.answered.Stop()
 		s.settle()
 		s.mu.Lock()
-		s.b.openConns.Add(-1)
+		s.b.AddOpen(-1)
 		s.mu.Unlock()
 	}()
 	upstream, err := s.dial()
@@ -288,8 +320,8 @@ func (t *tcpRelays) relay(client net.Conn, l *tcpListener, b *backend) {
 	<-done
 }
 
-// listenerStatus reports every bound and failed TCP listener.
-func (t *tcpRelays) listenerStatus() []routetable.ListenerStatus {
+// ListenerStatus reports every bound and failed TCP listener.
+func (t *TCPRelays) ListenerStatus() []routetable.ListenerStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]routetable.ListenerStatus, 0, len(t.listeners)+len(t.failed))
@@ -302,9 +334,9 @@ func (t *tcpRelays) listenerStatus() []routetable.ListenerStatus {
 	return out
 }
 
-// drain stops accepting and waits until every relayed connection has ended
-// or ctx ends (close then cuts the rest).
-func (t *tcpRelays) drain(ctx context.Context) {
+// Drain stops accepting and waits until every relayed connection has ended
+// or ctx ends (Close then cuts the rest).
+func (t *TCPRelays) Drain(ctx context.Context) {
 	t.mu.Lock()
 	for listen, l := range t.listeners {
 		t.forget(listen)
@@ -327,9 +359,9 @@ func (t *tcpRelays) drain(ctx context.Context) {
 	}
 }
 
-// close closes every listener and every relayed connection, then waits for
+// Close closes every listener and every relayed connection, then waits for
 // the relay goroutines.
-func (t *tcpRelays) close() {
+func (t *TCPRelays) Close() {
 	t.mu.Lock()
 	if !t.closed {
 		close(t.done)
@@ -347,8 +379,8 @@ func (t *tcpRelays) close() {
 	t.wg.Wait()
 }
 
-// failedCount returns how many listeners could not be bound.
-func (t *tcpRelays) failedCount() int {
+// FailedCount returns how many listeners could not be bound.
+func (t *TCPRelays) FailedCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.failed)

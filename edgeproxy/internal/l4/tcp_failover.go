@@ -1,4 +1,4 @@
-package edgeproxy
+package l4
 
 import (
 	"errors"
@@ -42,15 +42,15 @@ const (
 // count-then-recheck as HTTP). A target without a backend (held, SPEC R58)
 // is returned with nil, uncounted. releaseTCP undoes the counts of a
 // backend acquired but not used.
-func acquireTCP(l *tcpListener) (*tcpTarget, *backend) {
+func acquireTCP(l *tcpListener) (*tcpTarget, Backend) {
 	for {
 		tg := l.target.Load()
 		b := tg.pick()
 		if b == nil {
 			return tg, nil
 		}
-		b.openConns.Add(1)
-		b.inFlight.Add(1)
+		b.AddOpen(1)
+		b.AddInFlight(1)
 		if l.target.Load() == tg {
 			return tg, b
 		}
@@ -59,9 +59,9 @@ func acquireTCP(l *tcpListener) (*tcpTarget, *backend) {
 }
 
 // releaseTCP undoes acquireTCP's counts on b.
-func releaseTCP(b *backend) {
-	b.inFlight.Add(-1)
-	b.openConns.Add(-1)
+func releaseTCP(b Backend) {
+	b.AddInFlight(-1)
+	b.AddOpen(-1)
 }
 
 // tcpSession is one relayed connection while its backend may still be
@@ -74,17 +74,17 @@ func releaseTCP(b *backend) {
 // That is the retired generation closing its listener under a connection
 // the edge routed to it just before the switch.
 type tcpSession struct {
-	t      *tcpRelays
+	t      *TCPRelays
 	l      *tcpListener
 	rc     *relayConn
 	client net.Conn
 
 	mu sync.Mutex
-	b  *backend // counted in openConns
+	b  Backend // counted open (AddOpen)
 	// awaiting is the backend on which the connection counts as in flight
 	// (acquireTCP) until the backend's first byte, the session's end or
 	// tcpAnswerWait (settle); nil once settled.
-	awaiting  atomic.Pointer[backend]
+	awaiting  atomic.Pointer[Backend]
 	answered  *time.Timer
 	dialed    time.Time
 	replay    []byte
@@ -99,7 +99,7 @@ type tcpSession struct {
 // answered, the session ended, or tcpAnswerWait passed.
 func (s *tcpSession) settle() {
 	if b := s.awaiting.Swap(nil); b != nil {
-		b.inFlight.Add(-1)
+		(*b).AddInFlight(-1)
 	}
 }
 
@@ -107,14 +107,14 @@ func (s *tcpSession) settle() {
 // of s.b: the counts move with it, except that a session already settled
 // does not count as in flight again. Call with s.mu held or before the
 // copy goroutines start.
-func (s *tcpSession) moveTo(nb *backend) {
-	s.b.openConns.Add(-1)
+func (s *tcpSession) moveTo(nb Backend) {
+	s.b.AddOpen(-1)
 	s.b = nb
-	if old := s.awaiting.Load(); old != nil && s.awaiting.CompareAndSwap(old, nb) {
-		old.inFlight.Add(-1)
+	if old := s.awaiting.Load(); old != nil && s.awaiting.CompareAndSwap(old, &nb) {
+		(*old).AddInFlight(-1)
 		return
 	}
-	nb.inFlight.Add(-1)
+	nb.AddInFlight(-1)
 }
 
 // upstream returns the session's current backend connection.
@@ -207,7 +207,7 @@ func (s *tcpSession) failover(failed net.Conn, readErr error) bool {
 	defer s.mu.Unlock()
 	if s.committed.Load() || s.clientEOF || s.failovers >= tcpMaxFailovers ||
 		time.Since(s.dialed) > tcpFailoverWindow ||
-		errors.Is(readErr, io.EOF) && len(s.replay) > 0 || peerClosed(s.client) {
+		errors.Is(readErr, io.EOF) && len(s.replay) > 0 || s.t.peerClosed(s.client) {
 		return false
 	}
 	_, nb := acquireTCP(s.l)
@@ -218,7 +218,7 @@ func (s *tcpSession) failover(failed net.Conn, readErr error) bool {
 		releaseTCP(nb)
 		return false
 	}
-	next, err := net.DialTimeout("tcp", nb.addr, s.t.dialTimeout)
+	next, err := net.DialTimeout("tcp", nb.Addr(), s.t.dialTimeout)
 	if err == nil && len(s.replay) > 0 {
 		_, err = next.Write(s.replay)
 	}
@@ -230,7 +230,7 @@ func (s *tcpSession) failover(failed net.Conn, readErr error) bool {
 		return false
 	}
 	s.failovers++
-	s.t.logger.Debug("tcp relay failover", "listen", s.l.listen, "from", s.b.addr, "to", nb.addr, "replayed", len(s.replay))
+	s.t.logger.Debug("tcp relay failover", "listen", s.l.listen, "from", s.b.Addr(), "to", nb.Addr(), "replayed", len(s.replay))
 	s.t.mu.Lock()
 	if s.t.closed {
 		// The relays closed (shutdown) while this dialed: close cut
@@ -257,10 +257,6 @@ func closeWrite(c net.Conn) {
 	}
 }
 
-// tcpDialRetryHook, when set (tests, before any relay runs), is called
-// each time a connection's connects all failed and it waits to retry.
-var tcpDialRetryHook func()
-
 // dial connects the session to its backend; when that fails and the
 // listener has moved on to another backend, the connection goes there
 // instead (SPEC R67). When every connect fails it tries the listener's
@@ -271,10 +267,10 @@ func (s *tcpSession) dial() (net.Conn, error) {
 	wait := tcpDialRetryFirst
 	for {
 		up, err := s.dialOnce()
-		if err == nil || time.Now().Add(wait).After(deadline) || peerClosed(s.client) {
+		if err == nil || time.Now().Add(wait).After(deadline) || s.t.peerClosed(s.client) {
 			return up, err
 		}
-		if h := tcpDialRetryHook; h != nil {
+		if h := s.t.retryHook; h != nil {
 			h()
 		}
 		timer := time.NewTimer(wait)
@@ -302,32 +298,32 @@ func (s *tcpSession) dial() (net.Conn, error) {
 // dialOnce is one connect of the session to its backend, and, when that
 // fails, to the listener's next instance (R21 ejection, R67).
 func (s *tcpSession) dialOnce() (net.Conn, error) {
-	up, err := net.DialTimeout("tcp", s.b.addr, s.t.dialTimeout)
+	up, err := net.DialTimeout("tcp", s.b.Addr(), s.t.dialTimeout)
 	if err == nil {
 		s.dialed = time.Now()
 		return up, nil
 	}
-	s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)
+	s.t.logger.Debug("tcp relay dial", "backend", s.b.Addr(), "error", err)
 	// Passive health (R21): the instance that refused is ejected (never
 	// the last one) and the connect tries the next instance.
 	if tg := s.l.target.Load(); tg != nil && tg.ejectable(s.b) {
-		s.t.reg.eject(s.b, time.Now().UnixNano(), ejectConnect, "", s.l.listen)
+		s.t.reg.ConnectFailed(s.b, s.l.listen)
 	}
 	_, nb := acquireTCP(s.l)
 	if nb == nil {
 		return nil, err
 	}
-	if nb != s.b && s.t.reg.metrics != nil {
-		s.t.reg.metrics.retried(s.b.addr)
+	if nb != s.b {
+		s.t.reg.Retried(s.b)
 	}
 	if nb == s.b {
 		releaseTCP(nb)
 		return nil, err
 	}
 	s.moveTo(nb)
-	up, err = net.DialTimeout("tcp", s.b.addr, s.t.dialTimeout)
+	up, err = net.DialTimeout("tcp", s.b.Addr(), s.t.dialTimeout)
 	if err != nil {
-		s.t.logger.Debug("tcp relay dial", "backend", s.b.addr, "error", err)
+		s.t.logger.Debug("tcp relay dial", "backend", s.b.Addr(), "error", err)
 		return nil, err
 	}
 	s.dialed = time.Now()

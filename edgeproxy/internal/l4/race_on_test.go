@@ -1,0 +1,5 @@
+//go:build race
+
+package l4
+
+const raceEnabled = true
