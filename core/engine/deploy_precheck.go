@@ -44,6 +44,9 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 	} else if !errors.Is(err, core.ErrNotFound) {
 		return fmt.Errorf("deploy %s: %w", app, err)
 	}
+	if err := e.checkAppOwner(ctx, app, incarnation); err != nil {
+		return fmt.Errorf("deploy %s: %w", app, err)
+	}
 	start := time.Now()
 	for _, name := range specServiceNames(spec) {
 		s, _ := spec.Service(name)

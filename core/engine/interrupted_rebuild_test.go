@@ -35,6 +35,15 @@ func seedInterruptedSequential(t *testing.T, after string) *coretest.Harness {
 }
 
 // workloadLabels are the labels a candidate of blog/db created by op carries.
+// incarnationOf is app's incarnation in h's store (the label every
+// container this state directory creates for it carries).
+func incarnationOf(t *testing.T, h *coretest.Harness, app string) string {
+	t.Helper()
+	info, err := h.Store.LoadApp(h.Ctx(), app)
+	require.NoError(t, err)
+	return info.Incarnation
+}
+
 func workloadLabels(op string) map[string]string {
 	return map[string]string{core.LabelManaged: "true", core.LabelApp: "blog", core.LabelService: "db",
 		core.LabelOp: op, core.LabelRole: "workload"}
@@ -155,16 +164,23 @@ func TestR43_PassRemovesContainersNoRecordOwns(t *testing.T) {
 	h := seedWeb(t, 0)
 	lb := workloadLabels("op-gone")
 	lb[core.LabelService] = "web"
+	lb[core.LabelIncarnation] = incarnationOf(t, h, "blog")
 	h.Runtime.AddContainer("c-stray", core.ContainerState{Status: core.StatusCreated, Labels: lb}, nil)
 	other := workloadLabels("op-x")
 	other[core.LabelApp] = "shop"
 	h.Runtime.AddContainer("c-other-app", core.ContainerState{Status: core.StatusRunning, Labels: other}, nil)
+	// The same app name deployed from another state directory: another
+	// incarnation, not provably ours.
+	foreign := workloadLabels("op-y")
+	foreign[core.LabelService], foreign[core.LabelIncarnation] = "web", "inc-of-another-state-dir"
+	h.Runtime.AddContainer("c-same-name", core.ContainerState{Status: core.StatusRunning, Labels: foreign}, nil)
 
 	_, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
 	require.NoError(t, err)
 	assert.False(t, h.Runtime.Exists("c-stray"))
 	assert.True(t, h.Runtime.Running("c-old"))
 	assert.True(t, h.Runtime.Exists("c-other-app"), "another app's container is not ours to remove")
+	assert.True(t, h.Runtime.Running("c-same-name"), "another incarnation's container is not ours to remove")
 	assert.Empty(t, h.Events.Find("stop", "c-old"))
 }
 
@@ -175,6 +191,7 @@ func TestR55_RemoveRemovesContainersNoRecordOwns(t *testing.T) {
 	h := seedWeb(t, 0)
 	lb := workloadLabels("op-gone")
 	lb[core.LabelService] = "web"
+	lb[core.LabelIncarnation] = incarnationOf(t, h, "blog")
 	h.Runtime.AddContainer("c-stray", core.ContainerState{Status: core.StatusCreated, Labels: lb}, nil)
 
 	res, err := h.Engine.Remove(h.Ctx(), engine.LifecycleRequest{App: "blog"})

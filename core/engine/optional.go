@@ -49,3 +49,33 @@ func (e *Engine) checkVolumeOwners(ctx context.Context, app, incarnation string,
 	}
 	return nil
 }
+
+// checkAppOwner is R13 for the app name itself: every workload container
+// labelled for app on the engine must carry this state directory's
+// incarnation of it (incarnation "" on a first deploy: none may exist).
+// Another incarnation's container means the name is deployed from another
+// state directory, whose reconcile would fight this one's; the refusal
+// wraps ErrConflict and names a container and its incarnation.
+func (e *Engine) checkAppOwner(ctx context.Context, app, incarnation string) error {
+	cs, err := e.Runtime.ListManaged(ctx, map[string]string{core.LabelApp: app, core.LabelRole: "workload"})
+	if err != nil {
+		return fmt.Errorf("list containers of app %s: %w", app, core.WithClass(err, core.ErrUnavailable))
+	}
+	for _, c := range cs {
+		inc := c.Labels[core.LabelIncarnation]
+		if inc != "" && inc == incarnation {
+			continue
+		}
+		return fmt.Errorf("%w: app %s already has container %s on this engine from another state directory (incarnation %q; this one's is %q): deploy it from the state directory that created it (GORDON_STATE_DIR), choose another app name, or remove that app there first",
+			core.ErrConflict, app, shortContainerID(c.ID), inc, incarnation)
+	}
+	return nil
+}
+
+// shortContainerID is the first 12 characters of a container ID.
+func shortContainerID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

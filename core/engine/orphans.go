@@ -75,9 +75,12 @@ func (e *Engine) ownedContainers(ctx context.Context, app string) (map[string]bo
 }
 
 // removeUnowned force-removes (R24) every workload container labelled for
-// app that no record owns (ownedContainers): a candidate a crash left
-// between its creation and its journal entry, or one a finalized journal
-// no longer names. Callers hold the app lock, so no flow of the app is
+// app and for this state directory's incarnation of it that no record owns
+// (ownedContainers): a candidate a crash left between its creation and its
+// journal entry, or one a finalized journal no longer names. A container
+// of another incarnation (the same app name deployed from another state
+// directory, or a leftover of an incarnation that ended) is never
+// removed from here: it is not provably ours. Callers hold the app lock, so no flow of the app is
 // creating a container meanwhile. It returns the removed IDs; an error
 // names every container not confirmed gone.
 func (e *Engine) removeUnowned(ctx context.Context, app string) ([]string, error) {
@@ -85,7 +88,14 @@ func (e *Engine) removeUnowned(ctx context.Context, app string) ([]string, error
 	if err != nil {
 		return nil, fmt.Errorf("app %s: unowned containers: %w", app, err)
 	}
-	cs, err := e.Runtime.ListManaged(ctx, map[string]string{core.LabelApp: app, core.LabelRole: "workload"})
+	info, err := e.Store.LoadApp(ctx, app)
+	if errors.Is(err, core.ErrNotFound) {
+		return nil, nil // no incarnation here: nothing is provably ours
+	}
+	if err != nil {
+		return nil, fmt.Errorf("app %s: unowned containers: load app: %w", app, err)
+	}
+	cs, err := e.Runtime.ListManaged(ctx, map[string]string{core.LabelApp: app, core.LabelRole: "workload", core.LabelIncarnation: info.Incarnation})
 	if err != nil {
 		return nil, fmt.Errorf("app %s: list containers: %w", app, err)
 	}

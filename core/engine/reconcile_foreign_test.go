@@ -10,11 +10,14 @@ import (
 )
 
 // workloadOf seeds a running workload container labelled for app/service
+// (and for app's incarnation here, when this state directory knows app)
 // that no record of this state directory names.
 func workloadOf(h *coretest.Harness, id, app, service string) {
-	h.Runtime.AddContainer(id, core.ContainerState{Labels: map[string]string{
-		core.LabelManaged: "true", core.LabelRole: "workload", core.LabelApp: app, core.LabelService: service,
-	}}, map[int]int{8080: 17100})
+	labels := map[string]string{core.LabelManaged: "true", core.LabelRole: "workload", core.LabelApp: app, core.LabelService: service}
+	if info, err := h.Store.LoadApp(h.Ctx(), app); err == nil {
+		labels[core.LabelIncarnation] = info.Incarnation
+	}
+	h.Runtime.AddContainer(id, core.ContainerState{Labels: labels}, map[int]int{8080: 17100})
 }
 
 // R39 with several state directories on one engine: the watcher is woken
@@ -48,4 +51,29 @@ func TestR39_PassNeverTouchesAnAppOfAnotherStateDirectory(t *testing.T) {
 		require.NotEqual(t, "shop", r.App)
 	}
 	require.True(t, h.Runtime.Exists("c-foreign"))
+}
+
+// R13 for the app name: a deploy of a name whose containers on the engine
+// carry another incarnation (deployed from another state directory) is
+// refused before anything is stored, naming the container; the state
+// directory's own containers (its incarnation) are no obstacle.
+func TestR13_AppNameDeployedFromAnotherStateDirectoryIsRefused(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.Runtime.AddContainer("c-theirs-0123456789", core.ContainerState{Labels: map[string]string{
+		core.LabelManaged: "true", core.LabelRole: "workload", core.LabelApp: "blog", core.LabelService: "web",
+		core.LabelIncarnation: "inc-of-another-state-dir",
+	}}, nil)
+	err := h.Engine.CheckDeployable(h.Ctx(), coretest.BlogApp(coretest.WebSpec(0)), "")
+	require.ErrorIs(t, err, core.ErrConflict)
+	require.Contains(t, err.Error(), "app blog already has container c-theirs-012")
+	require.Contains(t, err.Error(), "another state directory")
+	apps, lerr := h.Store.ListApps(h.Ctx())
+	require.NoError(t, lerr)
+	require.Empty(t, apps, "a refusal stores nothing")
+	require.True(t, h.Runtime.Running("c-theirs-0123456789"))
+
+	own := coretest.NewEngine(t)
+	own.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-new"}, map[string]map[int]int{"web": {8080: 18081}})
+	workloadOf(own, "c-own-stray", "blog", "web")
+	require.NoError(t, own.Engine.CheckDeployable(own.Ctx(), coretest.BlogApp(coretest.WebSpec(0)), ""))
 }
