@@ -67,7 +67,7 @@ an instance's address is re-resolved within about a second. A busy app
 				if o.watch {
 					// Apps of other state directories on this engine wake
 					// the watcher too; they are none of its business.
-					reps = slices.DeleteFunc(reps, func(r engine.ReconcileReport) bool { return r.Unknown })
+					reps = slices.DeleteFunc(reps, func(r engine.ReconcileReport) bool { return r.Unknown || r.Ended })
 				} else if perr == nil {
 					perr = unknownAppsError(reps, env.opts.stateDir)
 				}
@@ -117,6 +117,8 @@ func renderReconcile(env *cliEnv, r engine.ReconcileReport) {
 	switch {
 	case r.Unknown:
 		fmt.Fprintf(w, "%s: not known to this state directory: nothing done\n", r.App)
+	case r.Ended:
+		fmt.Fprintf(w, "%s: removed: nothing to reconcile\n", r.App)
 	case r.Skipped:
 		fmt.Fprintf(w, "%s: skipped (busy)\n", r.App)
 	case len(r.Errors) > 0:

@@ -14,22 +14,28 @@ import (
 // state directories (two users, a CI runner and a laptop, tests): an app
 // not known here is never locked, reconciled or cleaned up from here, so
 // no pass removes containers another state directory owns (R39).
-func (e *Engine) knownHere(ctx context.Context, app string) (bool, error) {
-	_, err := e.Store.LoadApp(ctx, app)
+//
+// ended is true when the app is not known but this state directory holds
+// its history: its last op ended with the incarnation (a finished remove,
+// also one whose CLI died right after the op's last write). Such an app is
+// not touched either; a one-shot reconcile of it succeeds with nothing to
+// do, where one of an app never seen here fails (R39).
+func (e *Engine) knownHere(ctx context.Context, app string) (known, ended bool, err error) {
+	_, err = e.Store.LoadApp(ctx, app)
 	if err == nil {
-		return true, nil
+		return true, false, nil
 	}
 	if !errors.Is(err, core.ErrNotFound) {
-		return false, fmt.Errorf("app %s: load app: %w", app, err)
+		return false, false, fmt.Errorf("app %s: load app: %w", app, err)
 	}
 	op, err := e.Store.LatestOp(ctx, app)
 	if errors.Is(err, core.ErrNotFound) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("app %s: load latest op: %w", app, err)
+		return false, false, fmt.Errorf("app %s: load latest op: %w", app, err)
 	}
-	return !op.Terminal(), nil
+	return !op.Terminal(), op.Terminal(), nil
 }
 
 // ownedContainers is the set of containers some record of app owns: every

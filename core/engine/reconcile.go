@@ -44,6 +44,11 @@ type ReconcileReport struct {
 	// incarnation, no op in progress): the pass took no lock and touched
 	// nothing, because its containers belong to another state directory.
 	Unknown bool `json:"unknown,omitempty"`
+	// Ended says the app's incarnation here has ended (its last op, a
+	// remove, finished): nothing to reconcile, and the pass took no lock
+	// and touched nothing (a container of that name belongs to another
+	// state directory).
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Reconcile runs one periodic pass (SPEC R39–R44) over apps (every app
@@ -85,8 +90,8 @@ func (e *Engine) Reconcile(ctx context.Context, apps []string) ([]ReconcileRepor
 
 func (e *Engine) reconcileApp(ctx context.Context, app string) (ReconcileReport, error) {
 	rep := ReconcileReport{App: app}
-	if known, err := e.knownHere(ctx, app); err != nil || !known {
-		rep.Unknown = err == nil
+	if known, ended, err := e.knownHere(ctx, app); err != nil || !known {
+		rep.Unknown, rep.Ended = err == nil && !ended, ended
 		return rep, err
 	}
 	h := e.Holder

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/coretest"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 // workloadOf seeds a running workload container labelled for app/service
@@ -76,4 +77,26 @@ func TestR13_AppNameDeployedFromAnotherStateDirectoryIsRefused(t *testing.T) {
 	own.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-new"}, map[string]map[int]int{"web": {8080: 18081}})
 	workloadOf(own, "c-own-stray", "blog", "web")
 	require.NoError(t, own.Engine.CheckDeployable(own.Ctx(), coretest.BlogApp(coretest.WebSpec(0)), ""))
+}
+
+// R39 after a remove: the app's history stays here, its incarnation has
+// ended. A pass for it (also the one after a CLI killed right after the
+// remove's last write) succeeds with nothing to do, reports Ended, takes no
+// lock and leaves alone a container of that name deployed since from
+// another state directory.
+func TestR39_ReconcileOfARemovedAppHasNothingToDo(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-new"}, map[string]map[int]int{"web": {8080: 18081}})
+	_, err := h.Engine.Remove(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	require.False(t, h.Runtime.Exists("c-new"))
+	workloadOf(h, "c-theirs", "blog", "web")
+
+	reps, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	require.Len(t, reps, 1)
+	require.True(t, reps[0].Ended, "blog's incarnation here ended with its remove")
+	require.False(t, reps[0].Unknown, "blog's history is here")
+	require.True(t, h.Runtime.Exists("c-theirs"), "a container of that name from another state directory is left alone")
+	require.Equal(t, -1, h.Events.Index("stop", "c-theirs"))
 }
