@@ -92,6 +92,20 @@ func TestR12_RefusedFirstDeployStoresNothing(t *testing.T) {
 	}
 }
 
+// R13: an image neither on the engine nor pullable is refused with what to
+// do about it (build, load, name, login, --copy-images) and its class.
+func TestR13_MissingImageErrorSaysWhatToDo(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.Runtime.Fail(coretest.MResolve, "", fmt.Errorf("image: %w", core.ErrNotFound), -1)
+	h.Runtime.Fail(coretest.MPull, "", fmt.Errorf("pull: dial tcp: lookup registry-1.docker.io: %w", core.ErrUnavailable), -1)
+	_, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(coretest.WebSpec(0)), "sha", "")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, core.ErrUnavailable)
+	for _, want := range []string{"is not on the engine, and pulling it failed", "lookup registry-1.docker.io", "docker build -t", "docker load", "docker login", "--copy-images"} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
 // The missing-secret refusal is one statement of what is missing and how to
 // set it (no repeated names, no "state conflict").
 func TestR12_MissingSecretErrorSaysWhatToDo(t *testing.T) {
