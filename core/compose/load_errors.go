@@ -12,6 +12,10 @@ import (
 // KEY.PATH message".
 var schemaErrorRE = regexp.MustCompile(`^validating (.+?): ([A-Za-z0-9_.\-]+) (.+)$`)
 
+// topLevelKeyRE matches the schema error of an unknown top-level key:
+// "validating FILE:  additional properties 'servise' not allowed".
+var topLevelKeyRE = regexp.MustCompile(`^validating (.+?):\s+additional properties '([^']+)' not allowed$`)
+
 // loadError turns an error of compose-go's loader into an *Error with one
 // located Problem when it names a key path (a schema error) or a service's
 // entry (a project check: depends_on cycle, undefined reference), else
@@ -25,14 +29,32 @@ func loadError(err error, ps *positions) error {
 		if at.File == "" {
 			at.File = file
 		}
-		p := Problem{File: at.File, Line: at.Line, Column: at.Column, Service: serviceOf(m[2]), Key: m[2], Message: m[3]}
+		p := Problem{File: at.File, Line: at.Line, Column: at.Column, Service: serviceOf(m[2]), Key: m[2], Message: schemaMessage(m[2], m[3])}
 		return &Error{Files: []string{file}, Problems: []Problem{p}}
+	}
+	if m := topLevelKeyRE.FindStringSubmatch(msg); m != nil {
+		p := keyProblem(ps, m[2], schemaMessage(m[2], "false schema"))
+		return &Error{Files: []string{displayName(m[1])}, Problems: []Problem{p}}
 	}
 	if problems := loaderProblems(msg, ps); len(problems) > 0 {
 		sortProblems(ps.names(), problems)
 		return &Error{Files: ps.names(), Problems: problems}
 	}
 	return fmt.Errorf("compose: %w: %w", core.ErrInvalid, err)
+}
+
+// schemaMessage is the text of compose-go's schema error msg at key path
+// key. "false schema" is the schema's no-other-keys rule: it says the key
+// itself is not one the compose specification defines at that place.
+func schemaMessage(key, msg string) string {
+	if msg != "false schema" {
+		return msg
+	}
+	name, parent := key, "the top level"
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		name, parent = key[i+1:], key[:i]
+	}
+	return fmt.Sprintf("unknown key %q under %s: the compose specification defines no such key there (check its spelling and indentation; a key of your own must start with x-)", name, parent)
 }
 
 // loaderProblems returns the located Problems of a loader error that names

@@ -221,6 +221,12 @@ func TestCompose_LoaderErrorsAreLocated(t *testing.T) {
 			`6 services.web.shm_size: invalid size 'huge'`,
 			`12 services.db.deploy.resources.limits.memory: invalid size 'much'`,
 		}},
+		{"unknown service key", "name: shop\nservices:\n  web:\n    image: web:1\n    bogus: 1\n", []string{
+			`5 services.web.bogus: unknown key "bogus" under services.web: the compose specification defines no such key there (check its spelling and indentation; a key of your own must start with x-)`,
+		}},
+		{"unknown top-level key", "name: shop\nservise:\n  web:\n    image: web:1\nservices:\n  web:\n    image: web:1\n", []string{
+			`2 servise: unknown key "servise" under the top level`,
+		}},
 		{"required variable", "name: shop\nservices:\n  web:\n    image: ${TAG:?set TAG}\n", []string{
 			"4 services.web.image: cannot interpolate: required variable TAG is missing a value: set TAG",
 		}},
