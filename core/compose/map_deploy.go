@@ -15,7 +15,7 @@ func (m *mapper) deploy(name string, svc *types.ServiceConfig, raw map[string]an
 		case "replicas", "update_config", "restart_policy":
 		case "mode":
 			if s, _ := v.(string); s != "replicated" {
-				m.refuse(base+".mode", "deploy.mode: %v cannot be honoured: a service runs one container on this engine; remove it", v)
+				m.refuse(base+".mode", "deploy.mode: %v cannot be honoured: a service runs the number of instances deploy.replicas says (1 by default) on one engine, not one per node; remove it, and set deploy.replicas instead", v)
 			}
 		case "resources":
 		case "rollback_config":
