@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --engine) engine=1 ;;
     --prefix) prefix="$2"; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -e '/^[^#]/d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 1 ;;
   esac
   shift
