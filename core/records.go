@@ -154,6 +154,9 @@ const (
 	OpRemove  = "remove"
 	// VerbRollback is Operation.Verb of a deploy a rollback started.
 	VerbRollback = "rollback"
+	// VerbScale is Operation.Verb of a deploy `scale` started (its
+	// revision differs from the serving one in replica counts only).
+	VerbScale = "scale"
 )
 
 // Outcome is how an operation ended (R9); it marshals as its string.

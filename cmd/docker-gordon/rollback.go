@@ -23,7 +23,8 @@ func newRollbackCommand(env *cliEnv) *cobra.Command {
 		Short: "Deploy an earlier revision again, by the image digests it ran with",
 		Long: `Roll an app back. Without --to, the target is the latest revision created
 before the serving one whose manifest differs (a second rollback returns to
-where the first started). The target's manifest is stored as a new revision
+where the first started; right after a scale, it restores the count before
+it, as the scale stored a revision). The target's manifest is stored as a new revision
 whose images are pinned to the digests that revision last ran with, then
 deployed like any revision (overlap or sequential, readiness, journal).
 
@@ -36,7 +37,7 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.to, "to", "", "revision to roll back to (default: the one before the serving revision)")
+	f.StringVar(&o.to, "to", "", "revision to roll back to (default: the latest one before the serving revision whose manifest differs and that once deployed)")
 	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
 	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
 	addFormatFlag(cmd, &o.format)

@@ -38,7 +38,7 @@ type DeployRequest struct {
 	// names its revision "(unsaved)". Deploy without DryRun refuses it.
 	Spec *core.AppSpec
 	// Verb is journaled as Operation.Verb ("" = deploy; Rollback sets
-	// "rollback"), and RollbackTo as Operation.RollbackTo.
+	// "rollback", Scale "scale"), and RollbackTo as Operation.RollbackTo.
 	Verb       string
 	RollbackTo string
 	// Submit, when set, is a manifest Deploy checks (CheckDeployable) and

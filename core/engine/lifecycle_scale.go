@@ -78,7 +78,7 @@ func (e *Engine) Scale(ctx context.Context, req ScaleRequest) (*DeployResult, er
 	if err != nil {
 		return nil, fmt.Errorf("scale %s: %w", app, err)
 	}
-	return e.Deploy(ctx, DeployRequest{App: app, Revision: rev.ID, OpKey: req.OpKey, Pull: req.Pull})
+	return e.Deploy(ctx, DeployRequest{App: app, Revision: rev.ID, OpKey: req.OpKey, Pull: req.Pull, Verb: core.VerbScale})
 }
 
 // scaleSpec sets the replica counts of spec's services (1 is stored as 0,

@@ -220,7 +220,8 @@ func TestR21_GraphRoutesEveryInstance(t *testing.T) {
 // serving instance (same container, never stopped) and adds two, created
 // and probed before they are routed beside it; 3 → 2 drops the last
 // instance from ACTIVE and the routes before it is stopped, and keeps the
-// other two. Journaled as a deploy whose step reads flow scale.
+// other two. Journaled as a deploy whose verb is scale and whose step
+// reads flow scale (ops and revisions show it as scale).
 func TestR69_ScaleAddsAndRemovesInstancesOfTheServingGeneration(t *testing.T) {
 	h := depSeedWeb(t, coretest.WebSpec(0))
 	lcDeployV15(t, h)
@@ -232,6 +233,7 @@ func TestR69_ScaleAddsAndRemovesInstancesOfTheServingGeneration(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
 	assert.Equal(t, core.OpDeploy, res.Op.Kind, "journaled as a deploy")
+	assert.Equal(t, "scale", res.Op.VerbOrKind(), "shown as scale")
 	require.Len(t, res.Services, 1)
 	assert.Equal(t, engine.FlowScale, res.Services[0].Flow)
 	ins := repInstances(t, h)
