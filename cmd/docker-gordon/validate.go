@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/docker/cli/cli"
 	"github.com/spf13/cobra"
@@ -58,7 +59,17 @@ func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error
 		var rt core.Runtime
 		if rt, err = host.Runtime(ctx, "docker"); err == nil {
 			if _, err = rt.Info(ctx); err == nil {
-				return (&engine.Engine{Runtime: rt}).CheckImages(ctx, spec)
+				eng := &engine.Engine{Runtime: rt}
+				if err := eng.CheckImages(ctx, spec); err != nil {
+					return err
+				}
+				// A missing image is no refusal (the deploy pulls it), but
+				// a deploy fails on it when it cannot be pulled: say so.
+				missing, err := eng.MissingImages(ctx, spec)
+				for _, m := range missing {
+					fmt.Fprintf(env.dockerCli.Err(), "note: service %s is not on the engine: deploy pulls it first and fails if it cannot (build or load it there, or deploy --copy-images from another machine)\n", strings.Replace(m, ": ", ": image ", 1))
+				}
+				return err
 			}
 		}
 	}

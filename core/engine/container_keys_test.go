@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -311,4 +312,23 @@ func TestR25_TheStopSignalIsRecordedPerGenerationAndInTheMarker(t *testing.T) {
 	assert.Equal(t, "SIGINT", ms[0].StopSignal, "the marker carries the old generation's signal")
 	require.Len(t, h.Runtime.Stops(), 1)
 	assert.Equal(t, "c-1", h.Runtime.Stops()[0].ID)
+}
+
+// R13 for validate: MissingImages names each service whose image the
+// engine lacks (a deploy would pull it) and no other, and stops at a
+// resolve error that is not not-found.
+func TestR13_MissingImagesNamesEachServiceWhoseImageTheEngineLacks(t *testing.T) {
+	h := coretest.NewEngine(t)
+	web, db := coretest.WebSpec(0), coretest.WebSpec(0)
+	db.Name, db.Image = "db", "registry.example/db:missing"
+	spec := core.AppSpec{Name: "blog", Services: []core.ServiceSpec{web, db}}
+	h.Runtime.Fail(coretest.MResolve, "registry.example/db:missing", fmt.Errorf("image: %w", core.ErrNotFound), -1)
+	missing, err := h.Engine.MissingImages(h.Ctx(), spec)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"db: registry.example/db:missing"}, missing)
+
+	h.Runtime.Fail(coretest.MResolve, "", fmt.Errorf("engine: %w", core.ErrUnavailable), -1)
+	_, err = h.Engine.MissingImages(h.Ctx(), spec)
+	require.ErrorIs(t, err, core.ErrUnavailable)
+	assert.Contains(t, err.Error(), "service web")
 }

@@ -116,6 +116,25 @@ func (e *Engine) CheckImages(ctx context.Context, spec core.AppSpec) error {
 	return errors.Join(errs...)
 }
 
+// MissingImages returns "service: image" for each service of spec whose
+// image the engine does not have (a deploy pulls it first, and fails when it
+// cannot). It only reads the engine. Errors: a resolve that fails otherwise
+// than not-found, naming the service.
+func (e *Engine) MissingImages(ctx context.Context, spec core.AppSpec) ([]string, error) {
+	var out []string
+	for i := range spec.Services {
+		s := &spec.Services[i]
+		_, err := e.resolveImage(ctx, spec.Name, s.Image)
+		switch {
+		case errors.Is(err, core.ErrNotFound):
+			out = append(out, s.Name+": "+s.Image)
+		case err != nil:
+			return nil, fmt.Errorf("app %s: service %s: resolve image %s: %w", spec.Name, s.Name, s.Image, err)
+		}
+	}
+	return out, nil
+}
+
 // checkDockerReadiness refuses readiness type "docker" when neither the
 // manifest nor the image declares a healthcheck.
 func checkDockerReadiness(app string, s *core.ServiceSpec, img core.ImageRef) error {
