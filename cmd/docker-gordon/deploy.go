@@ -299,7 +299,11 @@ func renderDeployResult(env *cliEnv, res *engine.DeployResult) {
 				// R19) with nothing to replace.
 				flow = "new"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Service, s.Result, flow, shortID(s.After), formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds))
+			ctr := shortID(s.After)
+			if n := len(s.Instances); n > 1 {
+				ctr = fmt.Sprintf("%s +%d", ctr, n-1) // the other instances: status APP lists them
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Service, s.Result, flow, ctr, formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds))
 		}
 		tw.Flush()
 	}

@@ -99,9 +99,21 @@ func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID stri
 	return d.result(), d.afterSwitchErr()
 }
 
-// result projects the run into a DeployResult.
+// result projects the run into a DeployResult; each service that serves
+// two or more instances lists them (ACTIVE as this run left it).
 func (d *deployRun) result() *DeployResult {
 	p := d.plan
+	for i := range d.results {
+		r := &d.results[i]
+		as := d.active.Services[r.Service]
+		r.Instances = nil
+		if as == nil || r.Result == ResultFailed || r.Result == ResultRemoved || as.Container != r.After || len(as.Replicas) == 0 {
+			continue
+		}
+		for _, in := range as.Instances() {
+			r.Instances = append(r.Instances, in.Container)
+		}
+	}
 	return &DeployResult{Op: *d.op, Services: d.results, Outcome: d.op.Outcome, Warnings: d.op.Warnings, Plan: &p}
 }
 

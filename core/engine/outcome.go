@@ -44,6 +44,10 @@ type ServiceResult struct {
 	// for a failed replacement).
 	Before string `json:"before,omitempty"`
 	After  string `json:"after,omitempty"`
+	// Instances are the containers of every instance serving the service
+	// after the op, the primary (After) first, when there are two or more
+	// (R69); nil for one instance, a failure or a removal.
+	Instances []string `json:"instances,omitempty"`
 	// Flow is overlap, sequential or unchanged ("" for removals).
 	Flow     Flow           `json:"flow,omitempty"`
 	Warnings []core.Warning `json:"warnings,omitempty"`

@@ -240,6 +240,9 @@ func TestR69_ScaleAddsAndRemovesInstancesOfTheServingGeneration(t *testing.T) {
 	require.Len(t, ins, 3)
 	assert.Equal(t, one, ins[0].Container, "the serving instance stays the primary")
 	assert.Equal(t, []string{one, "c-s2", "c-s3"}, repIDs(ins))
+	require.Len(t, res.Services[0].Instances, 3, "the result lists every serving instance")
+	assert.Equal(t, one, res.Services[0].Instances[0], "the primary first")
+	assert.ElementsMatch(t, []string{one, "c-s2", "c-s3"}, res.Services[0].Instances)
 	assert.True(t, h.Runtime.Running(one))
 	assert.Equal(t, -1, h.Events.Index("stop", one), "the serving instance is never stopped")
 	assert.Equal(t, []string{one, "c-s2", "c-s3"}, repRouted(t, h))
@@ -265,6 +268,7 @@ func TestR69_ScaleAddsAndRemovesInstancesOfTheServingGeneration(t *testing.T) {
 	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
 	last := ins[2].Container
 	assert.Equal(t, repIDs(ins[:2]), repIDs(repInstances(t, h)), "the first two instances are kept")
+	assert.ElementsMatch(t, repIDs(ins[:2]), res.Services[0].Instances)
 	assert.NotContains(t, repRouted(t, h), last)
 	assert.False(t, h.Runtime.Exists(last), "the surplus instance is retired")
 	assert.Less(t, h.Events.Index("traffic", ""), h.Events.Index("stop", last), "withdrawn before it is stopped")
