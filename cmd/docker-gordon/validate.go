@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/docker/cli/cli"
@@ -32,6 +34,9 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 			if ierr := checkLocalImages(cmd.Context(), env, res.spec); ierr != nil {
 				printImageRefusal(env, res, ierr)
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", in.files[0])}
+			}
+			if rerr := checkRoutesHere(cmd.Context(), env, res.spec); rerr != nil {
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %s: %v; nothing was changed", in.files[0], rerr)}
 			}
 			if isJSON(format) {
 				return writeJSON(env.dockerCli.Out(), res.spec)
@@ -75,4 +80,23 @@ func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error
 	}
 	fmt.Fprintf(env.dockerCli.Err(), "note: image checks skipped (no engine: %v)\n", err)
 	return nil
+}
+
+// checkRoutesHere refuses a host or publish address of spec that another
+// app of this state directory routes (engine.CheckRoutesFree), as deploy
+// would. It needs the state directory the deploy would use: none here (a
+// remote engine's is on its machine, or none exists yet) skips it.
+func checkRoutesHere(ctx context.Context, env *cliEnv, spec core.AppSpec) error {
+	if env.targetsRemote() {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(env.opts.stateDir, "VERSION")); err != nil {
+		return nil // no journal there yet: nothing routed, and nothing is created
+	}
+	store, err := env.openStore()
+	if err != nil {
+		fmt.Fprintf(env.dockerCli.Err(), "note: route checks skipped (state directory: %v)\n", err)
+		return nil
+	}
+	return (&engine.Engine{Store: store}).CheckRoutesFree(ctx, spec)
 }

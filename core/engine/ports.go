@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -66,6 +67,15 @@ func (e *Engine) publishOwners(ctx context.Context) (map[string]string, error) {
 // already (the edge keeps its listener across the switch) or be free: not
 // routed to another app's service, and bindable now (PortCheck).
 func (e *Engine) checkPublish(ctx context.Context, app string, spec *core.ServiceSpec, owners map[string]string) error {
+	return e.checkPublishWith(ctx, app, spec, owners, e.PortCheck)
+}
+
+// checkPublishOwners is checkPublish without the bind check.
+func (e *Engine) checkPublishOwners(app string, spec *core.ServiceSpec, owners map[string]string) error {
+	return e.checkPublishWith(context.Background(), app, spec, owners, nil)
+}
+
+func (e *Engine) checkPublishWith(ctx context.Context, app string, spec *core.ServiceSpec, owners map[string]string, portCheck PortChecker) error {
 	check := func(proto, addr string) error {
 		if addr == "" {
 			return nil
@@ -77,8 +87,8 @@ func (e *Engine) checkPublish(ctx context.Context, app string, spec *core.Servic
 		if routed {
 			return fmt.Errorf("%w: publish %s/%s is already routed to %s", core.ErrConflict, addr, proto, owner)
 		}
-		if e.PortCheck != nil {
-			if err := e.PortCheck(ctx, proto, addr); err != nil {
+		if portCheck != nil {
+			if err := portCheck(ctx, proto, addr); err != nil {
 				return fmt.Errorf("%w: publish %s/%s: %w (free the port or choose another publish address)", core.ErrConflict, addr, proto, err)
 			}
 		}
@@ -106,4 +116,25 @@ func (e *Engine) checkPublish(ctx context.Context, app string, spec *core.Servic
 		}
 	}
 	return nil
+}
+
+// CheckRoutesFree is R13's route reservation check of spec alone, as
+// validate runs it: a public HTTP host or a TCP/UDP publish address that
+// another app's ACTIVE routes is refused, one error per service joined
+// (each wraps ErrConflict and names the owner). It reads the store and
+// never writes it; whether a free port can be bound is not checked here
+// (deploy checks it).
+func (e *Engine) CheckRoutesFree(ctx context.Context, spec core.AppSpec) error {
+	owners, err := e.publishOwners(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range spec.Services {
+		s := &spec.Services[i]
+		if err := e.checkPublishOwners(spec.Name, s, owners); err != nil {
+			errs = append(errs, fmt.Errorf("service %s: %w", s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -100,3 +100,27 @@ func TestR39_ReconcileOfARemovedAppHasNothingToDo(t *testing.T) {
 	require.True(t, h.Runtime.Exists("c-theirs"), "a container of that name from another state directory is left alone")
 	require.Equal(t, -1, h.Events.Index("stop", "c-theirs"))
 }
+
+// R13 as validate checks it: a public host or a publish address another
+// app routes is refused with its owner, one error per service; the app's
+// own routes are no conflict; the store is only read.
+func TestR13_ValidateRefusesAHostOrPortAnotherAppRoutes(t *testing.T) {
+	h := coretest.NewEngine(t)
+	other := coretest.WebSpec(0)
+	other.HTTP[0].Host = "other.example.com"
+	other.TCP = []core.L4Interface{{Port: 5432, Publish: "127.0.0.1:15432"}}
+	h.SeedServing("other", core.AppSpec{Name: "other", Services: []core.ServiceSpec{other}}, map[string]string{"web": "c-other"}, map[string]map[int]int{"web": {8080: 17000}})
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-blog"}, map[string]map[int]int{"web": {8080: 17001}})
+	web := coretest.WebSpec(0)
+	web.HTTP[0].Host = "Other.Example.com" // other's host, in another case
+	db := core.ServiceSpec{Name: "db", Image: "pg:15", TCP: []core.L4Interface{{Port: 5432, Publish: "127.0.0.1:15432"}}}
+	err := h.Engine.CheckRoutesFree(h.Ctx(), core.AppSpec{Name: "shop", Services: []core.ServiceSpec{web, db}})
+	require.ErrorIs(t, err, core.ErrConflict)
+	require.Contains(t, err.Error(), "service web: state conflict: host Other.Example.com is already routed to other/web")
+	require.Contains(t, err.Error(), "service db: state conflict: publish 127.0.0.1:15432/tcp is already routed to other/web")
+
+	require.NoError(t, h.Engine.CheckRoutesFree(h.Ctx(), coretest.BlogApp(coretest.WebSpec(0))), "blog's own host is no conflict")
+	apps, err := h.Store.ListApps(h.Ctx())
+	require.NoError(t, err)
+	require.Equal(t, []string{"blog", "other"}, apps, "validate stores nothing")
+}

@@ -238,3 +238,25 @@ func candidateRunning(t *testing.T, app, old string) bool {
 	}
 	return false
 }
+
+// R13 in validate: a manifest whose public host another app of the state
+// directory routes is refused by `validate`, naming the owner, as deploy
+// would refuse it; with a free host it passes. Nothing is stored.
+func TestR13_ValidateRefusesAHostAnotherAppRoutes(t *testing.T) {
+	v1 := testimages.Require(t, "v1", "httpd")["httpd"]
+	a := fixture.NewApp(t, "e2evalhost")
+	host := "valhost.test"
+	a.MustDeploy(webManifest(a.Name, v1, host, ""))
+
+	a.Write(webManifest("e2evalother", v1, host, ""))
+	v := a.Gordon("validate", "-f", a.File)
+	require.Equal(t, 1, v.Code, v.String())
+	assert.Contains(t, v.Stderr, "host valhost.test is already routed to e2evalhost/web", v.String())
+	assert.Contains(t, v.Stderr, "nothing was changed")
+
+	a.Write(webManifest("e2evalother", v1, "valfree.test", ""))
+	v = a.Gordon("validate", "-f", a.File)
+	require.Equal(t, 0, v.Code, v.String())
+	st := a.Gordon("status", "e2evalother")
+	assert.NotEqual(t, 0, st.Code, "validate stored nothing: %s", st.String())
+}
