@@ -27,9 +27,9 @@ test: vet staticcheck test-race test-unit fuzz-smoke test-e2e
 
 ## check: the fast gate before every commit, no Docker engine needed (about
 ## 2 minutes): gofmt, go vet, staticcheck, unit and race tests of core,
-## journal and edgeproxy, and the Swarm runtime's pure mappings
+## journal and edgeproxy, the Swarm runtime's pure mappings and the log stream
 check: vet staticcheck
-	$(GO) test -race -short -count=1 ./core/... ./journal/... ./edgeproxy/... ./plugins/runtime/swarm/...
+	$(GO) test -race -short -count=1 ./core/... ./journal/... ./edgeproxy/... ./plugins/runtime/swarm/... ./plugins/runtime/internal/...
 
 ## staticcheck: the version pinned in go.mod's tool block (staticcheck.conf
 ## says which checks run)

@@ -1,19 +1,15 @@
 package swarm
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/internal/logstream"
 )
 
 // Logs streams the instance's service logs (every task of it, oldest
@@ -42,79 +38,19 @@ func (r *Runtime) Logs(ctx context.Context, id string, opts core.LogOptions, fn 
 		return r.classify(err, what)
 	}
 	defer rc.Close()
-	stdout, stderr := &lineWriter{stream: "stdout", fn: fn}, &lineWriter{stream: "stderr", fn: fn}
-	if cs := svc.Spec.TaskTemplate.ContainerSpec; cs != nil && cs.TTY {
-		_, err = io.Copy(stdout, rc)
-	} else {
-		_, err = stdcopy.StdCopy(stdout, stderr, rc)
+	cs := svc.Spec.TaskTemplate.ContainerSpec
+	err = logstream.Copy(rc, cs != nil && cs.TTY, fn)
+	if fnErr, ok := logstream.Callback(err); ok {
+		return fnErr
 	}
-	if err == nil {
-		if err = stdout.flush(); err == nil {
-			err = stderr.flush()
-		}
-	}
-	var ce callbackError
 	switch {
 	case err == nil && opts.Follow && ctx.Err() != nil:
 		return ctx.Err()
 	case err == nil:
 		return nil
-	case errors.As(err, &ce):
-		return ce.err
 	case ctx.Err() != nil:
 		return ctx.Err()
 	default:
 		return r.classify(err, what)
 	}
-}
-
-// callbackError carries fn's error through stdcopy untouched.
-type callbackError struct{ err error }
-
-func (e callbackError) Error() string { return e.err.Error() }
-
-// lineWriter splits one stream into "TIMESTAMP text" lines for fn.
-type lineWriter struct {
-	stream string
-	fn     func(core.LogLine) error
-	buf    []byte
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(w.buf[:i])
-		w.buf = w.buf[i+1:]
-		if err := w.emit(line); err != nil {
-			return 0, err
-		}
-	}
-}
-
-func (w *lineWriter) flush() error {
-	if len(w.buf) == 0 {
-		return nil
-	}
-	line := string(w.buf)
-	w.buf = nil
-	return w.emit(line)
-}
-
-func (w *lineWriter) emit(line string) error {
-	ll := core.LogLine{Stream: w.stream, Text: strings.TrimSuffix(line, "\r")}
-	if ts, text, ok := strings.Cut(ll.Text, " "); ok {
-		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
-			ll.Time, ll.Text = t.UTC(), text
-		}
-	} else if t, err := time.Parse(time.RFC3339Nano, ll.Text); err == nil {
-		ll.Time, ll.Text = t.UTC(), ""
-	}
-	if err := w.fn(ll); err != nil {
-		return callbackError{err}
-	}
-	return nil
 }
