@@ -65,7 +65,7 @@ func (a *accessLog) logServeHTTP(r *http.Request, rm *routeMetrics, rt *httpRout
 // body bytes sent and genID the request id the fast path generated.
 type exchangeAccess struct {
 	hc                      *h1Conn
-	st                      *h2Stream
+	h2                      *h2Edge
 	method, path, authority string
 	bytesOut                int64
 	genID                   h1wire.RequestIDBuf
@@ -111,8 +111,8 @@ func (a *accessLog) logExchange(ex *h1Exchange, rm *routeMetrics, code int) {
 		if hc.trusted {
 			e.Client = a.ClientBehind(hc.peer, string(xff))
 		}
-	case acc.st != nil:
-		c := acc.st.c
+	case acc.h2 != nil:
+		c := acc.h2
 		e.HostS, e.MethodS, e.PathS, e.Protocol = acc.authority, acc.method, acc.path, "HTTP/2"
 		e.Client = c.peer
 		e.RequestID, e.RequestIDS = acc.genID.B[:acc.genID.N], acc.genID.Given

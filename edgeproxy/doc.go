@@ -44,7 +44,7 @@
 //
 // HTTPS (tls.go, tls_accept.go; the certificates are internal/edgetls's):
 // the edge handshakes itself; a connection
-// that negotiated h2 is served by the edge's own HTTP/2 server (h2_conn.go,
+// that negotiated h2 is served by the edge's own HTTP/2 server (internal/h2srv,
 // x/net's framer and HPACK; GET/HEAD without a body go straight to a pooled
 // backend connection, h2_fast.go), every other one by the HTTP/1.1 loop
 // over the *tls.Conn. Only connections the loop hands off reach a net/http

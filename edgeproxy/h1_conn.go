@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
 )
 
 // The edge's own HTTP/1.1 connection loop.
@@ -70,7 +71,7 @@ const (
 // connServer is the accept loop of the public HTTP listener and the
 // registry of every client connection the edge serves itself: HTTP/1.1
 // connections, plain or TLS (h1Conn, possibly on an event loop), HTTPS
-// connections during their handshake, and HTTP/2 connections (h2Conn).
+// connections during their handshake, and HTTP/2 connections (h2srv.Conn).
 // shutdown drains them all together.
 type connServer struct {
 	s                 *Server
@@ -90,8 +91,8 @@ type connServer struct {
 	// handshaken (tls_accept.go), in wg already.
 	handshaking map[*tls.Conn]struct{}
 	// h2conns are the HTTPS connections served by the edge's HTTP/2
-	// server (h2_conn.go), in wg until their last handler returns.
-	h2conns  map[*h2Conn]struct{}
+	// server (internal/h2srv), in wg until their last handler returns.
+	h2conns  map[*h2srv.Conn]struct{}
 	shutting atomic.Bool
 	// shutAt is when shutdown began (unix nano): idle connections get
 	// drainIdleGrace from then (or from going idle) to send a request.
@@ -148,7 +149,7 @@ func newConnServer(s *Server, addr net.Addr, idleTimeout time.Duration) *connSer
 		readHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		conns:             make(map[*h1Conn]struct{}),
 		handshaking:       make(map[*tls.Conn]struct{}),
-		h2conns:           make(map[*h2Conn]struct{}),
+		h2conns:           make(map[*h2srv.Conn]struct{}),
 	}
 }
 
@@ -222,8 +223,8 @@ func (h *connServer) forget(hc *h1Conn) {
 }
 
 // forgetH2 unregisters a closed HTTP/2 connection (its drain count ends
-// once its handlers have returned, h2Conn.close).
-func (h *connServer) forgetH2(c *h2Conn) {
+// once its handlers have returned, h2srv.Config.Done).
+func (h *connServer) forgetH2(c *h2srv.Conn) {
 	h.mu.Lock()
 	delete(h.h2conns, c)
 	h.mu.Unlock()
@@ -257,7 +258,7 @@ func (h *connServer) shutdown(ctx context.Context) error {
 	for {
 		h.mu.Lock()
 		for c := range h.h2conns {
-			c.drain(drainIdleGrace) // once per connection
+			c.Drain(drainIdleGrace) // once per connection
 		}
 		for tc := range h.handshaking {
 			if !hsGraced[tc] {
@@ -293,7 +294,7 @@ func (h *connServer) shutdown(ctx context.Context) error {
 				_ = tc.NetConn().Close()
 			}
 			for c := range h.h2conns {
-				_ = c.tc.NetConn().Close()
+				c.CloseNow()
 			}
 			h.mu.Unlock()
 			<-done

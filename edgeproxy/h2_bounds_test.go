@@ -21,7 +21,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// The HTTP/2 abuse bounds (h2_conn.go): each attack runs while a normal
+// The HTTP/2 abuse bounds (internal/h2srv): each attack runs while a normal
 // client keeps requesting; its requests all succeed (its median latency,
 // quiet and under attack, is logged, not asserted).
 

@@ -16,9 +16,10 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
 )
 
-// panicLog records whether a stream handler panicked (h2Stream.run logs
+// panicLog records whether a stream handler panicked (h2srv.Stream.run logs
 // it at Error and goes on: the fuzz target must see it).
 type panicLog struct {
 	hclog.Logger
@@ -51,7 +52,7 @@ func fuzzServer(stateDir string) (*Server, *panicLog) {
 	fuzzOnce.Do(func() {
 		fuzzLog = &panicLog{Logger: hclog.NewNullLogger()}
 		fuzzSrv = New(Config{StateDir: stateDir, HTTPAddr: "127.0.0.1:0", Logger: fuzzLog})
-		fuzzSrv.cs = &connServer{s: fuzzSrv, idleTimeout: time.Minute, h2conns: map[*h2Conn]struct{}{}}
+		fuzzSrv.cs = &connServer{s: fuzzSrv, idleTimeout: time.Minute, h2conns: map[*h2srv.Conn]struct{}{}}
 	})
 	return fuzzSrv, fuzzLog
 }
@@ -121,7 +122,7 @@ func FuzzH2Frames(f *testing.F) {
 				return
 			}
 			s.cs.wg.Add(1)
-			s.newH2Conn(tc).serve()
+			s.newH2Conn(tc).Serve()
 			s.cs.wg.Wait()
 		}()
 		client := tls.Client(a, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})

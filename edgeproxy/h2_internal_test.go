@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
 )
 
 // h2Pair serves one HTTP/2 connection of a bare Server (idle timeout
@@ -22,7 +23,7 @@ import (
 func h2Pair(t *testing.T, idle time.Duration) (fr *http2.Framer, client *tls.Conn, done chan struct{}) {
 	t.Helper()
 	s := &Server{logger: hclog.NewNullLogger(), reg: &registry{}}
-	s.cs = &connServer{s: s, idleTimeout: idle, h2conns: map[*h2Conn]struct{}{}}
+	s.cs = &connServer{s: s, idleTimeout: idle, h2conns: map[*h2srv.Conn]struct{}{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -39,7 +40,7 @@ func h2Pair(t *testing.T, idle time.Duration) (fr *http2.Framer, client *tls.Con
 			return
 		}
 		s.cs.wg.Add(1)
-		s.newH2Conn(tc).serve()
+		s.newH2Conn(tc).Serve()
 		s.cs.wg.Wait()
 		close(done)
 	}()
@@ -88,7 +89,7 @@ func TestR62_H2IdleConnectionEndsWithGoAway(t *testing.T) {
 // count.
 func TestR62_H2BadPrefaceCloses(t *testing.T) {
 	s := &Server{logger: hclog.NewNullLogger(), reg: &registry{}}
-	s.cs = &connServer{s: s, h2conns: map[*h2Conn]struct{}{}}
+	s.cs = &connServer{s: s, h2conns: map[*h2srv.Conn]struct{}{}}
 	a, b := net.Pipe()
 	defer a.Close()
 	cert, err := edgetls.SelfSigned()
@@ -98,7 +99,7 @@ func TestR62_H2BadPrefaceCloses(t *testing.T) {
 		tc := tls.Server(b, &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"h2"}})
 		if tc.Handshake() == nil {
 			s.cs.wg.Add(1)
-			s.newH2Conn(tc).serve()
+			s.newH2Conn(tc).Serve()
 			s.cs.wg.Wait()
 		}
 		close(done)

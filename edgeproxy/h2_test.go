@@ -26,7 +26,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// The edge's own HTTP/2 server (h2_conn.go): these tests speak HTTP/2
+// The edge's own HTTP/2 server (internal/h2srv): these tests speak HTTP/2
 // with Go's client where its behaviour is the point, and frame by frame
 // (rawH2) where the protocol is.
 

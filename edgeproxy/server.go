@@ -164,7 +164,7 @@ type Server struct {
 	// cs holds every public client connection: the plain HTTP accept loop
 	// and its HTTP/1.1 connections (h1_conn.go), the HTTPS connections
 	// while they handshake (tls_accept.go) and the HTTP/2 connections
-	// (h2_conn.go), for one drain; set by Run.
+	// (internal/h2srv), for one drain; set by Run.
 	cs *connServer
 	// h2Stalled counts the HTTP/2 streams of every connection waiting for
 	// send window (h2MaxStalled).

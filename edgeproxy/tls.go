@@ -20,7 +20,7 @@ import (
 // HTTPS at the edge (SPEC R62, R63). The edge handshakes HTTPS
 // connections itself (tls_accept.go): HTTP/1.1 is served by the edge's own
 // loop (h1_conn.go) like plain HTTP, HTTP/2 by the edge's own HTTP/2 server
-// (h2_conn.go: x/net's framer and HPACK; a GET or HEAD without a body goes
+// (internal/h2srv: x/net's framer and HPACK; a GET or HEAD without a body goes
 // straight to a pooled backend connection, h2_fast.go, everything else
 // through the same ServeHTTP as the plain listener's slow path): same
 // routing, drain accounting, upgrades, streaming. The certificates, the
@@ -43,7 +43,7 @@ type tlsEdge struct {
 
 	// ln is the HTTPS listener (serveAccept); conns feeds the net/http
 	// server the HTTP/1.1 connections the h1 loop hands off (HTTP/2 never
-	// reaches net/http: the edge's own server, h2_conn.go, serves it).
+	// reaches net/http: the edge's own server, internal/h2srv, serves it).
 	ln    net.Listener
 	conns *handoffListener
 

@@ -15,7 +15,7 @@ import (
 // The HTTPS listener (SPEC R62): the edge accepts and handshakes itself
 // (edgetls.Certs.TLSConfig: certificates, ALPN, TLS policy), then
 //   - a connection that negotiated h2 is served by the edge's own HTTP/2
-//     server (h2_conn.go);
+//     server (internal/h2srv);
 //   - acme-tls/1 (a TLS-ALPN-01 validation) is closed once the handshake,
 //     which answered the challenge, is done;
 //   - anything else (http/1.1, or no ALPN) is served by the edge's own
@@ -90,13 +90,13 @@ func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 	_ = tc.SetWriteDeadline(time.Time{})
 	switch tc.ConnectionState().NegotiatedProtocol {
 	case "h2":
-		// Served by the edge's HTTP/2 server (h2_conn.go), in the drain's
+		// Served by the edge's HTTP/2 server (internal/h2srv), in the drain's
 		// count (wg) until its last handler returns.
 		c := t.s.newH2Conn(tc)
 		h.mu.Lock()
 		h.h2conns[c] = struct{}{}
 		h.mu.Unlock()
-		c.serve()
+		c.Serve()
 		return
 	case "acme-tls/1":
 		_ = tc.Close() // the handshake answered the challenge
@@ -181,7 +181,7 @@ func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.
 		ConnContext: tlsConnContext,
 		// Serve is only given connections the h1 loop handed off (a
 		// trackedConn, never a *tls.Conn), so it serves HTTP/1.1 only:
-		// HTTP/2 is the edge's own server (h2_conn.go).
+		// HTTP/2 is the edge's own server (internal/h2srv).
 		TLSConfig:         t.certs.TLSConfig(),
 		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,

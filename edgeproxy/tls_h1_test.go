@@ -303,7 +303,7 @@ func TestHTTPSHTTP11InFlightCountedAndAnsweredThroughADrain(t *testing.T) {
 }
 
 // HTTP/2 with many streams on one connection (their frames share TLS
-// writes, h2Conn.flushLoop): every stream gets its own answer whole, small and large.
+// writes, h2srv.Conn.flushLoop): every stream gets its own answer whole, small and large.
 func TestHTTPSH2ConcurrentStreamsEachGetTheirOwnAnswer(t *testing.T) {
 	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,4 +1,4 @@
-package edgeproxy
+package h2srv
 
 import (
 	"context"
@@ -19,17 +19,17 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
-// h2Stream is one request of an h2Conn, from its HEADERS until its
+// Stream is one request of a Conn, from its HEADERS until its
 // handler has returned and its answer is queued.
-type h2Stream struct {
-	c  *h2Conn
+type Stream struct {
+	c  *Conn
 	id uint32
 	// ctx is the handler's context on the ServeHTTP path (nil on the fast
 	// path, which sees a reset in reset), canceled with the stream.
 	ctx    context.Context
 	cancel context.CancelFunc
 	// scratch is the worker's reusable buffers (fast path).
-	scratch *h2Scratch
+	scratch *Scratch
 
 	// Under c.wmu: the send window and whether the stream can still be
 	// written (reset: RST_STREAM sent or received; ended: END_STREAM
@@ -84,7 +84,7 @@ type h2Stream struct {
 
 // onHeaders opens a stream (or takes a stream's trailers); a returned
 // error is a connection error.
-func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) error {
+func (c *Conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	id := f.StreamID
 	if id%2 == 0 {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
@@ -149,7 +149,7 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	}
 	budgetSpent := c.opened >= h2StreamBudget
-	st := &h2Stream{c: c, id: id, recvWindow: h2StreamWindow, declared: -1, eof: f.StreamEnded(), oversized: size > h2MaxHeaderList}
+	st := &Stream{c: c, id: id, recvWindow: h2StreamWindow, declared: -1, eof: f.StreamEnded(), oversized: size > h2MaxHeaderList}
 	st.bcond.L = &st.bmu
 	st.w.st = st
 	c.streams[id] = st
@@ -174,11 +174,15 @@ var h2ConnHeaders = map[string]bool{
 	"transfer-encoding": true, "upgrade": true,
 }
 
+// ConnectionSpecific reports whether the lower-case field name is one
+// HTTP/2 forbids (a backend's trailer of that name is dropped).
+func ConnectionSpecific(name string) bool { return h2ConnHeaders[name] }
+
 // newRequest builds the request of f. ok is false for a malformed request
 // (the stream is reset with PROTOCOL_ERROR); code is a status the edge
 // answers itself (431 for a head over the bound, 405 for CONNECT, 400 for
 // a bad path), 0 when the request is served.
-func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, code int, ok bool) {
+func (st *Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, code int, ok bool) {
 	if f.Truncated || st.oversized {
 		return nil, http.StatusRequestHeaderFieldsTooLarge, true
 	}
@@ -242,7 +246,7 @@ func (st *h2Stream) newRequest(f *http2.MetaHeadersFrame) (req *http.Request, co
 // prepare reads, on the read loop before the stream's handler starts, what
 // the body's DATA frames are checked against: the declared content-length
 // and trailers (a bad content-length makes the request malformed).
-func (st *h2Stream) prepare(f *http2.MetaHeadersFrame) {
+func (st *Stream) prepare(f *http2.MetaHeadersFrame) {
 	for _, hf := range f.RegularFields() {
 		switch hf.Name {
 		case "content-length":
@@ -270,7 +274,7 @@ func (st *h2Stream) prepare(f *http2.MetaHeadersFrame) {
 // closedBothWays reports whether the client ended its side of st
 // (END_STREAM received) and the edge queued its END_STREAM: the stream is
 // closed (RFC 9113 §5.1) even while it is still in c.streams.
-func (st *h2Stream) closedBothWays() bool {
+func (st *Stream) closedBothWays() bool {
 	st.c.wmu.Lock()
 	ended := st.ended && !st.reset
 	st.c.wmu.Unlock()
@@ -283,7 +287,7 @@ func (st *h2Stream) closedBothWays() bool {
 }
 
 // peerClosed reports whether the client reset st.
-func (st *h2Stream) peerClosed() bool {
+func (st *Stream) peerClosed() bool {
 	st.c.wmu.Lock()
 	defer st.c.wmu.Unlock()
 	return st.peerReset
@@ -292,7 +296,7 @@ func (st *h2Stream) peerClosed() bool {
 // onTrailers takes the trailers of a request body (HEADERS with
 // END_STREAM after DATA); only declared trailers are kept. HEADERS on a
 // stream the client reset is a stream error STREAM_CLOSED.
-func (st *h2Stream) onTrailers(f *http2.MetaHeadersFrame) {
+func (st *Stream) onTrailers(f *http2.MetaHeadersFrame) {
 	if st.peerClosed() {
 		st.c.streamError(st.id, http2.ErrCodeStreamClosed)
 		return
@@ -326,7 +330,7 @@ func (st *h2Stream) onTrailers(f *http2.MetaHeadersFrame) {
 
 // copyTrailersLocked moves the trailers received into the request's
 // Trailer (under bmu, on a handler's goroutine).
-func (st *h2Stream) copyTrailersLocked() {
+func (st *Stream) copyTrailersLocked() {
 	for k, vs := range st.gotTrailer {
 		st.reqTrailer[k] = vs
 	}
@@ -336,7 +340,7 @@ func (st *h2Stream) copyTrailersLocked() {
 // onData takes a DATA frame: its bytes are counted against the windows
 // and queued for the stream's body; a returned error is a connection
 // error.
-func (c *h2Conn) onData(f *http2.DataFrame) error {
+func (c *Conn) onData(f *http2.DataFrame) error {
 	id, n := f.StreamID, int32(f.Length)
 	c.mu.Lock()
 	if n > c.recvWindow {
@@ -376,7 +380,7 @@ func (c *h2Conn) onData(f *http2.DataFrame) error {
 
 // takeData queues data for the body; keep is false when it is dropped,
 // code the stream error it calls for (0: none).
-func (st *h2Stream) takeData(data []byte, end bool) (keep bool, code http2.ErrCode) {
+func (st *Stream) takeData(data []byte, end bool) (keep bool, code http2.ErrCode) {
 	st.bmu.Lock()
 	defer st.bmu.Unlock()
 	if st.eof {
@@ -407,7 +411,7 @@ func (st *h2Stream) takeData(data []byte, end bool) (keep bool, code http2.ErrCo
 // credit returns n bytes of receive window to the connection and s of it
 // to st (nil: none), sending WINDOW_UPDATE once a quarter of a window is
 // owed.
-func (c *h2Conn) credit(st *h2Stream, n, s int32) {
+func (c *Conn) credit(st *Stream, n, s int32) {
 	if n <= 0 {
 		return
 	}
@@ -449,7 +453,7 @@ func (c *h2Conn) credit(st *h2Stream, n, s int32) {
 // resetLocked ends st (under c.wmu): its handler's context is canceled,
 // writes and body reads fail; send says whether we send RST_STREAM (we
 // reset it) or the client did.
-func (st *h2Stream) resetLocked(code http2.ErrCode, send bool) {
+func (st *Stream) resetLocked(code http2.ErrCode, send bool) {
 	if st.reset {
 		return
 	}
@@ -474,16 +478,16 @@ var errH2StreamReset = errors.New("http2: stream reset")
 
 // h2Task is a stream for a worker to serve.
 type h2Task struct {
-	st *h2Stream
+	st *Stream
 	f  *http2.MetaHeadersFrame
 }
 
-// h2Scratch is a worker's buffers, reused from stream to stream: the
+// Scratch is a worker's buffers, reused from stream to stream: the
 // backend response head and its parsed form.
-type h2Scratch struct {
-	head []byte
-	body []byte // a small answer's body (smallBody)
-	resp h1wire.Response
+type Scratch struct {
+	Head []byte
+	Body []byte // a small answer's body (the edge's smallBody)
+	Resp h1wire.Response
 }
 
 // h2Idle hands a stream to a worker goroutine waiting for one (h2Go).
@@ -506,15 +510,15 @@ func h2Go(task h2Task) {
 func h2Worker(task h2Task) {
 	t := time.NewTimer(h2WorkerIdle)
 	defer t.Stop()
-	sc := &h2Scratch{head: make([]byte, 0, 1024)}
+	sc := &Scratch{Head: make([]byte, 0, 1024)}
 	for {
 		task.st.scratch = sc
 		task.st.run(task.f)
-		if cap(sc.head) > 64<<10 {
-			sc.head = make([]byte, 0, 1024)
+		if cap(sc.Head) > 64<<10 {
+			sc.Head = make([]byte, 0, 1024)
 		}
-		if cap(sc.resp.Headers) > 64 {
-			sc.resp.Headers = nil
+		if cap(sc.Resp.Headers) > 64 {
+			sc.Resp.Headers = nil
 		}
 		t.Reset(h2WorkerIdle)
 		select {
@@ -526,11 +530,11 @@ func h2Worker(task h2Task) {
 }
 
 // run serves the stream (the fast path, else ServeHTTP) and finishes it.
-func (st *h2Stream) run(f *http2.MetaHeadersFrame) {
+func (st *Stream) run(f *http2.MetaHeadersFrame) {
 	aborted, fast := true, false
 	defer func() {
 		if p := recover(); p != nil && p != http.ErrAbortHandler {
-			st.c.s.logger.Error("http2: handler panic", "remote", st.c.remote, "panic", p)
+			st.c.cfg.Logger.Error("http2: handler panic", "remote", st.c.remote, "panic", p)
 		}
 		st.finish(aborted, fast)
 	}()
@@ -540,9 +544,9 @@ func (st *h2Stream) run(f *http2.MetaHeadersFrame) {
 	aborted = false
 }
 
-// serveSlow serves the stream with Server.ServeHTTP, or answers a request
+// serveSlow serves the stream with Handler.ServeHTTP, or answers a request
 // the edge refuses itself (newRequest).
-func (st *h2Stream) serveSlow(f *http2.MetaHeadersFrame) {
+func (st *Stream) serveSlow(f *http2.MetaHeadersFrame) {
 	// The handler's context; under wmu, where resetLocked cancels it.
 	st.c.wmu.Lock()
 	st.holdsBackend = true
@@ -558,16 +562,16 @@ func (st *h2Stream) serveSlow(f *http2.MetaHeadersFrame) {
 		st.resetLocked(http2.ErrCodeProtocol, true)
 		st.c.wmu.Unlock()
 	case code != 0:
-		writeEdgeError(&st.w, code, "gordon-edge: "+strconv.Itoa(code)+" "+http.StatusText(code)+"\n")
+		st.c.cfg.ErrorPage(&st.w, code, "gordon-edge: "+strconv.Itoa(code)+" "+http.StatusText(code)+"\n")
 	default:
-		st.c.s.ServeHTTP(&st.w, req)
+		st.c.cfg.Handler.ServeHTTP(&st.w, req)
 	}
 }
 
 // finish queues the end of the answer (or a reset for an aborted
 // handler), asks a client still sending to stop (RST_STREAM NO_ERROR),
 // and removes the stream.
-func (st *h2Stream) finish(aborted, fast bool) {
+func (st *Stream) finish(aborted, fast bool) {
 	c := st.c
 	if aborted {
 		c.wmu.Lock()
@@ -611,7 +615,7 @@ func (st *h2Stream) finish(aborted, fast bool) {
 
 // closeBody drops what the handler did not read (refunding its window)
 // and makes later DATA be dropped.
-func (st *h2Stream) closeBody() {
+func (st *Stream) closeBody() {
 	st.bmu.Lock()
 	unread := int32(len(st.body) - st.bodyOff)
 	st.body, st.bodyOff = nil, 0
@@ -622,7 +626,7 @@ func (st *h2Stream) closeBody() {
 }
 
 // h2Body is a request body: DATA frames as they come.
-type h2Body struct{ st *h2Stream }
+type h2Body struct{ st *Stream }
 
 // Read reads the body; it blocks for DATA, fails once the stream is
 // reset and with os.ErrDeadlineExceeded past the read deadline (the body
@@ -667,7 +671,7 @@ func (b *h2Body) Close() error {
 }
 
 // setReadDeadline bounds the body reads (zero: none).
-func (st *h2Stream) setReadDeadline(t time.Time) {
+func (st *Stream) setReadDeadline(t time.Time) {
 	st.bmu.Lock()
 	defer st.bmu.Unlock()
 	st.deadline = t

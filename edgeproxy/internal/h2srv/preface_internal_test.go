@@ -1,4 +1,4 @@
-package edgeproxy
+package h2srv
 
 import (
 	"bytes"
@@ -12,17 +12,16 @@ import (
 
 // R62 (HTTP/2 server preface, RFC 9113 §3.4): SETTINGS is the first frame
 // the edge sends on a connection even when a drain reaches the connection
-// between its registration (tls_accept.go) and serve: the drain's GOAWAY
+// between its registration (the edge's tls_accept.go) and Serve: the drain's GOAWAY
 // went out first, and a client (Go's among them) takes a connection whose
 // first frame is not SETTINGS for a protocol error instead of a graceful
 // GOAWAY.
 func TestR62_H2SettingsPrecedeADrainsGoAway(t *testing.T) {
-	s := New(Config{StateDir: t.TempDir()})
 	p1, p2 := net.Pipe()
 	defer p1.Close()
 	defer p2.Close()
-	c := s.newH2Conn(tls.Server(p1, &tls.Config{}))
-	c.drain(time.Hour)
+	c := NewConn(tls.Server(p1, &tls.Config{}), Config{})
+	c.Drain(time.Hour)
 	c.wmu.Lock()
 	out := bytes.Clone(c.out.b)
 	c.wmu.Unlock()

@@ -1,4 +1,4 @@
-package edgeproxy
+package h2srv
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 // a frame's worth, a Flush or the handler's end, so a small answer is
 // HEADERS and DATA with END_STREAM, queued together.
 type h2Response struct {
-	st          *h2Stream
+	st          *Stream
 	h           http.Header
 	code        int // the final status, 0 until WriteHeader
 	sentHeaders bool
@@ -112,7 +112,7 @@ func (w *h2Response) SetReadDeadline(t time.Time) error {
 }
 
 // SetWriteDeadline is accepted and has no effect: a connection's writes
-// are bounded by h1SendTimeout.
+// are bounded by Config.WriteTimeout.
 func (w *h2Response) SetWriteDeadline(time.Time) error { return nil }
 
 // bodyless reports whether an answer with code has no body (RFC 9110
@@ -187,7 +187,7 @@ func (w *h2Response) trailerFields() http.Header {
 // writeHeadersLocked queues a HEADERS block (and its CONTINUATIONs) for
 // st, under c.wmu: the status (none for trailers, code 0) and the fields
 // of h HTTP/2 allows, less the declared trailers.
-func (st *h2Stream) writeHeadersLocked(code int, h http.Header, skip []string, end bool) error {
+func (st *Stream) writeHeadersLocked(code int, h http.Header, skip []string, end bool) error {
 	c := st.c
 	if err := st.beginBlockLocked(code); err != nil {
 		return err
@@ -212,7 +212,7 @@ func (st *h2Stream) writeHeadersLocked(code int, h http.Header, skip []string, e
 
 // beginBlockLocked starts a header block in c.hbuf, with :status when
 // code is not 0 (trailers), once the output buffer has room.
-func (st *h2Stream) beginBlockLocked(code int) error {
+func (st *Stream) beginBlockLocked(code int) error {
 	if err := st.waitRoomLocked(); err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func (st *h2Stream) beginBlockLocked(code int) error {
 
 // writeBlockLocked queues the header block encoded in c.hbuf as HEADERS
 // and CONTINUATION frames.
-func (st *h2Stream) writeBlockLocked(end bool) {
+func (st *Stream) writeBlockLocked(end bool) {
 	c := st.c
 	block := c.hbuf.b
 	for first := true; first || len(block) > 0; first = false {
@@ -244,17 +244,10 @@ func (st *h2Stream) writeBlockLocked(end bool) {
 	}
 }
 
-// h2StallTimeout bounds how long a stream waits for the client to widen a
-// window it exhausted (h1SendTimeout, the bound of an HTTP/1.1 write the
-// client does not read): past it the stream is reset, so a client that
-// never grants window does not hold a handler and its backend connection
-// forever.
-var h2StallTimeout = h1SendTimeout
-
 // waitRoomLocked waits (c.wcond) while the output buffer is at its bound
 // (h2MaxBuffered), so that heads, like DATA, do not pile up for a client
 // that does not read; it fails once the stream cannot be written.
-func (st *h2Stream) waitRoomLocked() error {
+func (st *Stream) waitRoomLocked() error {
 	c := st.c
 	for {
 		if st.reset || st.ended || c.werr != nil {
@@ -271,8 +264,8 @@ func (st *h2Stream) waitRoomLocked() error {
 // writeDataLocked queues p as DATA frames within the client's windows and
 // the output bound, waiting (c.wcond) for room; end sets END_STREAM on the
 // last frame (an empty frame when p is empty). A wait for window longer
-// than h2StallTimeout resets the stream.
-func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
+// than c.cfg.StallTimeout resets the stream.
+func (st *Stream) writeDataLocked(p []byte, end bool) error {
 	c := st.c
 	var stalled time.Time
 	var wake *time.Timer
@@ -307,7 +300,7 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 				}
 				stalled = time.Now()
 				wake = st.armStallWake(wake)
-			} else if time.Since(stalled) >= h2StallTimeout {
+			} else if time.Since(stalled) >= c.cfg.StallTimeout {
 				st.resetLocked(http2.ErrCodeCancel, true)
 				return errH2StreamClosed
 			}
@@ -339,7 +332,7 @@ func (st *h2Stream) writeDataLocked(p []byte, end bool) error {
 // (h2MaxStalledPerConn of the connection, h2MaxStalled of the edge) for
 // a stream that holds a backend connection; false when none is left
 // (under c.wmu).
-func (st *h2Stream) takeStallLocked() bool {
+func (st *Stream) takeStallLocked() bool {
 	c := st.c
 	if st.stallSlot || !st.holdsBackend {
 		return true
@@ -347,8 +340,8 @@ func (st *h2Stream) takeStallLocked() bool {
 	if c.stalled >= h2MaxStalledPerConn {
 		return false
 	}
-	if c.s.h2Stalled.Add(1) > h2MaxStalled {
-		c.s.h2Stalled.Add(-1)
+	if c.cfg.Stalled.Add(1) > h2MaxStalled {
+		c.cfg.Stalled.Add(-1)
 		return false
 	}
 	c.stalled++
@@ -357,23 +350,23 @@ func (st *h2Stream) takeStallLocked() bool {
 }
 
 // releaseStallLocked gives the stream's stall place back (under c.wmu).
-func (st *h2Stream) releaseStallLocked() {
+func (st *Stream) releaseStallLocked() {
 	if st.stallSlot {
 		st.stallSlot = false
 		st.c.stalled--
-		st.c.s.h2Stalled.Add(-1)
+		st.c.cfg.Stalled.Add(-1)
 	}
 }
 
 // armStallWake (re)arms t to wake the connection's writers once
-// h2StallTimeout has passed.
-func (st *h2Stream) armStallWake(t *time.Timer) *time.Timer {
+// c.cfg.StallTimeout has passed.
+func (st *Stream) armStallWake(t *time.Timer) *time.Timer {
 	c := st.c
 	if t != nil {
-		t.Reset(h2StallTimeout)
+		t.Reset(c.cfg.StallTimeout)
 		return t
 	}
-	return time.AfterFunc(h2StallTimeout, func() {
+	return time.AfterFunc(c.cfg.StallTimeout, func() {
 		c.wmu.Lock()
 		c.wcond.Broadcast()
 		c.wmu.Unlock()

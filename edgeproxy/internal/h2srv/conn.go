@@ -1,4 +1,4 @@
-package edgeproxy
+package h2srv
 
 import (
 	"bufio"
@@ -7,10 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/netip"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -29,17 +27,19 @@ import (
 // buffer under one mutex, and one flusher per connection sends, in one TLS
 // write, whatever the runnable handlers added meanwhile.
 //
-// Streams are served by Server.ServeHTTP, as every request net/http
-// hands the edge: the same routing, TLS policy, drain accounting, h2c
-// backends (trailers included), streaming (Flush) and body guard.
+// Streams are served by the edge's Handler: its fast path (ServeFast), else
+// its ServeHTTP, as every request net/http hands the edge: the same
+// routing, TLS policy, drain accounting, h2c backends (trailers included),
+// streaming (Flush) and body guard.
 //
 // Flow control: the client may send each stream h2StreamWindow bytes and
 // the connection h2ConnWindow bytes ahead of what handlers have read; what
 // we send is bounded by the client's windows, and a connection's buffered
 // output by h2MaxBuffered (handlers wait beyond it).
 //
-// Drain (connServer.shutdown): GOAWAY with the last stream id 2³¹−1 first
-// (the client stops opening streams), then, after drainIdleGrace, GOAWAY
+// Drain (Conn.Drain, from the edge's shutdown): GOAWAY with the last
+// stream id 2³¹−1 first (the client stops opening streams), then, after
+// the grace the edge gives (its drainIdleGrace), GOAWAY
 // with the last stream actually taken; the streams taken are served, the
 // connection is closed once they are done.
 
@@ -58,8 +58,8 @@ import (
 const (
 	h2MaxStreams        = 128
 	h2StreamBudget      = 1000
-	h2MaxHeaderList     = maxRequestHead
-	h2HeaderDecodeBound = 4 * maxRequestHead
+	h2MaxHeaderList     = MaxHeaderList
+	h2HeaderDecodeBound = 4 * MaxHeaderList
 	h2DecodeAllowance   = 1 << 20
 	h2DecodeRatio       = 64
 	h2MaxStalledPerConn = 16
@@ -77,22 +77,19 @@ const (
 	h2WindowRefresh = h2StreamWindow / 4
 )
 
-// h2Conn is one HTTP/2 client connection.
-type h2Conn struct {
-	s      *Server
+// MaxHeaderList is the largest header list a request may have (RFC 9113
+// §6.5.2 size; the edge's bound on an HTTP/1.1 request head): a larger
+// one is answered 431.
+const MaxHeaderList = 64 << 10
+
+// Conn is one HTTP/2 client connection.
+type Conn struct {
+	cfg    Config
 	tc     *tls.Conn
 	st     *tls.ConnectionState
 	remote string
-	// peer, peerIP and trusted are the client's address and whether it
-	// is a trusted proxy (h1Conn.peerInfo); fwd caches the Forwarded
-	// element of the last authority (fast path).
-	peer    string
-	peerIP  netip.Addr
-	trusted bool
-	fwd     atomic.Pointer[h2Forwarded]
-	route   atomic.Pointer[h2Route] // pickFast's cache
-	br      *bufio.Reader
-	fr      *http2.Framer
+	br     *bufio.Reader
+	fr     *http2.Framer
 	// Read loop only: the bytes read from the client, the header list
 	// bytes decoded, the streams opened and those ignored after the
 	// final GOAWAY (the abuse bounds).
@@ -128,7 +125,7 @@ type h2Conn struct {
 
 	// mu guards the stream registry and the drain state.
 	mu        sync.Mutex
-	streams   map[uint32]*h2Stream
+	streams   map[uint32]*Stream
 	active    int // handlers running
 	maxID     uint32
 	goAway    bool // final GOAWAY sent or received: no new stream
@@ -169,22 +166,19 @@ var h2HTTPServer = &http.Server{}
 // h2Preface is the client connection preface (RFC 9113 §3.4).
 const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-// newH2Conn prepares tc (handshaken, ALPN h2) for serveH2.
-func (s *Server) newH2Conn(tc *tls.Conn) *h2Conn {
+// NewConn prepares tc (handshaken, ALPN h2) for Serve.
+func NewConn(tc *tls.Conn, cfg Config) *Conn {
 	st := tc.ConnectionState()
-	c := &h2Conn{
-		s: s, tc: tc, st: &st, remote: tc.RemoteAddr().String(),
+	c := &Conn{
+		cfg: cfg, tc: tc, st: &st, remote: tc.RemoteAddr().String(),
 		flushSig:    make(chan struct{}, 1),
 		peerMaxRead: 16 << 10,
 		peerWindow:  65535,
 		sendWindow:  65535,
-		streams:     map[uint32]*h2Stream{},
+		streams:     map[uint32]*Stream{},
 		recvWindow:  h2ConnWindow,
 		names:       map[string]string{},
 	}
-	var pi h1Conn
-	pi.peerInfo(tc.RemoteAddr(), s.reg.trusted)
-	c.peer, c.peerIP, c.trusted = pi.peer, pi.peerIP, pi.trusted
 	c.ctx, c.cancel = context.WithCancel(context.WithValue(context.Background(), http.ServerContextKey, h2HTTPServer))
 	c.wcond.L = &c.wmu
 	c.wire.r = tc
@@ -205,18 +199,18 @@ func (s *Server) newH2Conn(tc *tls.Conn) *h2Conn {
 	return c
 }
 
-// serve runs the connection until it ends: the preface, then frames.
-func (c *h2Conn) serve() {
+// Serve runs the connection until it ends: the preface, then frames.
+func (c *Conn) Serve() {
 	defer c.close()
 	go c.flushLoop()
 	c.wmu.Lock()
-	c.kickLocked() // the server preface (newH2Conn)
+	c.kickLocked() // the server preface (NewConn)
 	c.wmu.Unlock()
-	if to := c.s.cfg.ReadHeaderTimeout; to > 0 {
+	if to := c.cfg.ReadHeaderTimeout; to > 0 {
 		_ = c.tc.SetReadDeadline(time.Now().Add(to))
 	}
 	if err := c.readPreface(); err != nil {
-		c.s.logger.Debug("http2: bad client preface", "remote", c.remote, "error", err)
+		c.cfg.Logger.Debug("http2: bad client preface", "remote", c.remote, "error", err)
 		return
 	}
 	_ = c.tc.SetReadDeadline(time.Time{})
@@ -251,7 +245,7 @@ func (c *h2Conn) serve() {
 
 // readPreface reads the client preface and its first frame, which must
 // be SETTINGS.
-func (c *h2Conn) readPreface() error {
+func (c *Conn) readPreface() error {
 	var buf [len(h2Preface)]byte
 	if _, err := io.ReadFull(c.br, buf[:]); err != nil {
 		return err
@@ -273,7 +267,7 @@ func (c *h2Conn) readPreface() error {
 // frameStreamError resets the stream of a frame the framer refused (an
 // invalid header field, bad pseudo-headers, bad padding); reading goes
 // on. A stream it opens counts as taken.
-func (c *h2Conn) frameStreamError(se http2.StreamError) {
+func (c *Conn) frameStreamError(se http2.StreamError) {
 	c.mu.Lock()
 	if se.StreamID%2 == 1 && se.StreamID > c.maxID {
 		c.maxID = se.StreamID
@@ -292,7 +286,7 @@ func (c *h2Conn) frameStreamError(se http2.StreamError) {
 // readFailed ends the read loop on err: a connection error or an
 // oversized frame is answered with GOAWAY; EOF or a closed connection
 // ends quietly.
-func (c *h2Conn) readFailed(err error) {
+func (c *Conn) readFailed(err error) {
 	var ce http2.ConnectionError
 	if errors.As(err, &ce) {
 		c.connError(ce)
@@ -302,12 +296,12 @@ func (c *h2Conn) readFailed(err error) {
 		c.connError(http2.ConnectionError(http2.ErrCodeFrameSize))
 		return
 	}
-	c.s.logger.Debug("http2: connection ended", "remote", c.remote, "error", err)
+	c.cfg.Logger.Debug("http2: connection ended", "remote", c.remote, "error", err)
 }
 
 // connError sends GOAWAY with err's code (a protocol error of the
 // client) and returns err.
-func (c *h2Conn) connError(err error) error {
+func (c *Conn) connError(err error) error {
 	code := http2.ErrCodeInternal
 	var ce http2.ConnectionError
 	if errors.As(err, &ce) {
@@ -321,7 +315,7 @@ func (c *h2Conn) connError(err error) error {
 	_ = c.fr.WriteGoAway(last, code, nil)
 	c.kickLocked()
 	c.wmu.Unlock()
-	c.s.logger.Debug("http2: connection error", "remote", c.remote, "code", code.String())
+	c.cfg.Logger.Debug("http2: connection error", "remote", c.remote, "code", code.String())
 	c.linger()
 	return err
 }
@@ -330,14 +324,14 @@ func (c *h2Conn) connError(err error) error {
 // what the client still sends for up to h2GoAwayLinger: closing with
 // unread bytes would reset the connection, and the client could lose the
 // GOAWAY that says why.
-func (c *h2Conn) linger() {
+func (c *Conn) linger() {
 	c.closeWrite()
 	_, _ = io.Copy(io.Discard, c.tc.NetConn())
 }
 
 // dispatch handles one frame read; a returned error is a connection
 // error.
-func (c *h2Conn) dispatch(f http2.Frame) error {
+func (c *Conn) dispatch(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.MetaHeadersFrame:
 		return c.onHeaders(f)
@@ -391,7 +385,7 @@ func (c *h2Conn) dispatch(f http2.Frame) error {
 
 // isIdle reports whether stream id is idle (RFC 9113 §5.1): a stream the
 // client has not opened yet, or an even one (the edge opens none).
-func (c *h2Conn) isIdle(id uint32) bool {
+func (c *Conn) isIdle(id uint32) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return id%2 == 0 || id > c.maxID
@@ -401,7 +395,7 @@ func (c *h2Conn) isIdle(id uint32) bool {
 // streams' send windows move once per frame, by the last
 // SETTINGS_INITIAL_WINDOW_SIZE it carries: a frame of thousands of them
 // cost a pass over every stream each.
-func (c *h2Conn) onSettings(f *http2.SettingsFrame) error {
+func (c *Conn) onSettings(f *http2.SettingsFrame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	window := c.peerWindow
@@ -433,7 +427,7 @@ func (c *h2Conn) onSettings(f *http2.SettingsFrame) error {
 // setPeerWindowLocked applies a new SETTINGS_INITIAL_WINDOW_SIZE to the
 // open streams' send windows (under wmu); a window past 2³¹−1 is a
 // connection error.
-func (c *h2Conn) setPeerWindowLocked(window int32) error {
+func (c *Conn) setPeerWindowLocked(window int32) error {
 	delta := window - c.peerWindow
 	c.peerWindow = window
 	c.mu.Lock()
@@ -449,7 +443,7 @@ func (c *h2Conn) setPeerWindowLocked(window int32) error {
 }
 
 // onWindowUpdate widens the connection's or a stream's send window.
-func (c *h2Conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+func (c *Conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if f.StreamID == 0 {
@@ -481,7 +475,7 @@ func (c *h2Conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 
 // onReset ends a stream the client reset: its handler's context is
 // canceled, its writes and body reads fail.
-func (c *h2Conn) onReset(id uint32, code http2.ErrCode) {
+func (c *Conn) onReset(id uint32, code http2.ErrCode) {
 	c.mu.Lock()
 	st := c.streams[id]
 	c.mu.Unlock()
@@ -495,7 +489,7 @@ func (c *h2Conn) onReset(id uint32, code http2.ErrCode) {
 }
 
 // streamError resets stream id (our RST_STREAM with code).
-func (c *h2Conn) streamError(id uint32, code http2.ErrCode) {
+func (c *Conn) streamError(id uint32, code http2.ErrCode) {
 	c.wmu.Lock()
 	_ = c.fr.WriteRSTStream(id, code)
 	c.kickLocked()
@@ -504,7 +498,7 @@ func (c *h2Conn) streamError(id uint32, code http2.ErrCode) {
 
 // outOverBound reports whether the output buffer passed h2MaxOutput (DATA
 // alone stays within h2MaxBuffered: writers wait for room).
-func (c *h2Conn) outOverBound() bool {
+func (c *Conn) outOverBound() bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return len(c.out.b) > h2MaxOutput
@@ -512,7 +506,7 @@ func (c *h2Conn) outOverBound() bool {
 
 // kickLocked queues a flush of the output buffer (under wmu); none once
 // the connection is closed.
-func (c *h2Conn) kickLocked() {
+func (c *Conn) kickLocked() {
 	if c.werr == nil && !c.flushQueued {
 		c.flushQueued = true
 		select {
@@ -525,7 +519,7 @@ func (c *h2Conn) kickLocked() {
 // flushLoop sends the output buffer whenever a flush is queued, after
 // letting the runnable handlers add theirs; it ends when the connection
 // closes (flushSig closed).
-func (c *h2Conn) flushLoop() {
+func (c *Conn) flushLoop() {
 	for range c.flushSig {
 		yieldToRunnable()
 		c.flushOnce()
@@ -533,8 +527,8 @@ func (c *h2Conn) flushLoop() {
 }
 
 // flushOnce writes what is buffered in one TLS write (bounded by
-// h1SendTimeout); a failed write closes the connection.
-func (c *h2Conn) flushOnce() {
+// Config.WriteTimeout); a failed write closes the connection.
+func (c *Conn) flushOnce() {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	c.wmu.Lock()
@@ -545,7 +539,7 @@ func (c *h2Conn) flushOnce() {
 	err := c.werr
 	c.wmu.Unlock()
 	if len(buf) > 0 && err == nil {
-		_ = c.tc.SetWriteDeadline(time.Now().Add(h1SendTimeout))
+		_ = c.tc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
 		if _, err = c.tc.Write(buf); err != nil {
 			_ = c.tc.Close()
 		}
@@ -565,8 +559,8 @@ func (c *h2Conn) flushOnce() {
 
 // armIdle starts (or restarts) the idle timer: IdleTimeout with no stream
 // open ends the connection with a GOAWAY.
-func (c *h2Conn) armIdle() {
-	to := c.s.cs.idleTimeout
+func (c *Conn) armIdle() {
+	to := c.cfg.IdleTimeout
 	if to <= 0 {
 		return
 	}
@@ -579,7 +573,7 @@ func (c *h2Conn) armIdle() {
 	c.idleTimer.Reset(to)
 }
 
-func (c *h2Conn) idleExpired() {
+func (c *Conn) idleExpired() {
 	c.mu.Lock()
 	idle := c.active == 0
 	c.mu.Unlock()
@@ -588,9 +582,9 @@ func (c *h2Conn) idleExpired() {
 	}
 }
 
-// drain begins a graceful close (connServer.shutdown): GOAWAY 2³¹−1 now,
+// Drain begins a graceful close (the edge's shutdown): GOAWAY 2³¹−1 now,
 // the final GOAWAY after grace.
-func (c *h2Conn) drain(grace time.Duration) {
+func (c *Conn) Drain(grace time.Duration) {
 	c.mu.Lock()
 	if c.draining || c.goAway {
 		c.mu.Unlock()
@@ -607,7 +601,7 @@ func (c *h2Conn) drain(grace time.Duration) {
 
 // finalGoAway sends GOAWAY with the last stream taken; the connection
 // closes once the streams taken are done.
-func (c *h2Conn) finalGoAway() {
+func (c *Conn) finalGoAway() {
 	c.mu.Lock()
 	if c.goAway {
 		c.mu.Unlock()
@@ -630,7 +624,7 @@ func (c *h2Conn) finalGoAway() {
 // closeWrite sends what is buffered, then TLS close_notify and a TCP
 // half-close; the read loop ends on the client's close or after
 // h2GoAwayLinger, so a request in flight to us is not met with a reset.
-func (c *h2Conn) closeWrite() {
+func (c *Conn) closeWrite() {
 	c.flushOnce()
 	_ = c.tc.SetWriteDeadline(time.Now().Add(h2GoAwayLinger))
 	_ = c.tc.CloseWrite()
@@ -639,13 +633,13 @@ func (c *h2Conn) closeWrite() {
 
 // close ends the connection: every stream's context is canceled, the
 // flusher stops, the socket closes.
-func (c *h2Conn) close() {
+func (c *Conn) close() {
 	c.cancel()
 	c.mu.Lock()
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
-	streams := make([]*h2Stream, 0, len(c.streams))
+	streams := make([]*Stream, 0, len(c.streams))
 	for _, st := range c.streams {
 		streams = append(streams, st)
 	}
@@ -661,14 +655,18 @@ func (c *h2Conn) close() {
 	c.wcond.Broadcast()
 	c.wmu.Unlock()
 	_ = c.tc.Close()
-	c.s.cs.forgetH2(c)
+	if c.cfg.Closed != nil {
+		c.cfg.Closed(c)
+	}
 	// The handlers still running end on their canceled context; the
 	// connection leaves the drain's count once they have. No flush is
 	// queued after werr is set (kickLocked), so flushSig can close.
 	go func() {
 		c.handlers.Wait()
 		close(c.flushSig)
-		c.s.cs.wg.Done()
+		if c.cfg.Done != nil {
+			c.cfg.Done()
+		}
 	}()
 }
 
@@ -682,3 +680,7 @@ var (
 // yieldToRunnable lets the goroutines that are runnable (handlers about
 // to add their frames) run before a flush.
 func yieldToRunnable() { runtime.Gosched() }
+
+// CloseNow closes the connection's socket at once (the drain's deadline):
+// the read loop ends, and with it the connection.
+func (c *Conn) CloseNow() { _ = c.tc.NetConn().Close() }

@@ -1,4 +1,4 @@
-package edgeproxy
+package h2srv
 
 import (
 	"net/http"
