@@ -1,13 +1,11 @@
 package edgeproxy_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -32,14 +30,7 @@ func BenchmarkH2Proxy(b *testing.B) {
 }
 
 func benchmarkH2Proxy(b *testing.B, method string) {
-	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, world\n")
-	backend := serveConns(b, func(c net.Conn, br *bufio.Reader) {
-		for skipHead(br) == nil {
-			if _, err := c.Write(resp); err != nil {
-				return
-			}
-		}
-	})
+	backend := helloBackend(b)
 	dir := b.TempDir()
 	ca := newTestCA(b)
 	cert, key := ca.valid(b, "h2.test")
