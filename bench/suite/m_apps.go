@@ -191,12 +191,42 @@ func (b *bench) deployLatency(ctx context.Context, s *section, state string) err
 			return err
 		}
 	}
+	firsts, err := b.firstDeploys(ctx, state)
+	if err != nil {
+		return err
+	}
 	bl, err := b.dockerRunBaseline(ctx)
 	if err != nil {
 		return err
 	}
 	reportDeployLatency(s, &ls, bl, b.deploySwitch, b.probePluginStart)
+	s.add("first deploy of a new one-service app (nothing to retire; its network exists)", ms(median(firsts)), "ms", "`docker run -d` + first 200", ms(median(bl.total)), "")
+	s.note("A first deploy (no old container to stop and remove, the engine work `docker run -d` does) takes %.0f ms, %.2f× `docker run -d` + first 200.", ms(median(firsts)), ms(median(firsts))/ms(median(bl.total)))
+	s.extra("first_deploy_wall_ns", firsts)
 	return nil
+}
+
+// firstDeploys deploys 5 new one-service apps (each on a network created
+// beforehand, as `docker run -d` uses an existing one) and returns each
+// deploy's wall time; each app is removed after its deploy.
+func (b *bench) firstDeploys(ctx context.Context, state string) ([]time.Duration, error) {
+	var out []time.Duration
+	for i := range 5 {
+		app := fmt.Sprintf("gbench-first-%d", i)
+		if err := b.precreateNetwork(ctx, app); err != nil {
+			return nil, err
+		}
+		r, err := b.deployApp(ctx, state, app, b.v1, true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.End.Sub(r.Start))
+		if err := b.gordon(ctx, state, false, "remove", app).err("remove " + app); err != nil {
+			return nil, err
+		}
+	}
+	logf("   first deploys of a new app: %v", out)
+	return out, nil
 }
 
 // latencySamples are the deploy latency figures, one entry per deploy
