@@ -2,7 +2,10 @@
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+# BUILD_ID ties docker-gordon to the gordon-backends binary of the same
+# build: it looks for gordon-backends-$(BUILD_ID) beside itself.
+BUILD_ID := $(shell od -An -N5 -tx1 /dev/urandom | tr -d ' \n')
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.backendsName=gordon-backends-$(BUILD_ID)
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
 FUZZTIME ?= 5s
 
@@ -13,6 +16,8 @@ all: build
 ## build: static binaries in bin/
 build:
 	@mkdir -p bin
+	rm -f bin/gordon-backends-*
+	$(GOBUILD) -o bin/gordon-backends-$(BUILD_ID) ./cmd/gordon-backends
 	$(GOBUILD) -o bin/docker-gordon ./cmd/docker-gordon
 	$(GOBUILD) -o bin/gordon-edge ./cmd/gordon-edge
 	$(GOBUILD) -o bin/gordon-probe-grpc ./plugins/examples/grpcprobe

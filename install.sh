@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds docker-gordon and gordon-edge from source and installs them:
 #   docker-gordon -> ${DOCKER_CONFIG:-~/.docker}/cli-plugins/ (so `docker gordon` works)
+#   gordon-backends-<build id> -> beside it (the built-in backend plugins)
 #   gordon-edge   -> $PREFIX/bin (default /usr/local/bin as root, else ~/.local/bin)
 # Re-running it upgrades in place.
 #
@@ -49,9 +50,14 @@ if [ -z "$prefix" ]; then
 fi
 mkdir -p "$plugdir" "$prefix/bin"
 # Copy then rename: an upgrade never leaves a half-written binary behind.
+# The backends binary of this build goes first: the new docker-gordon looks
+# for it by name. Then the other builds' backends binaries go.
+backends=$(cd bin && ls gordon-backends-* | head -n 1)
+install -m 0755 "bin/$backends" "$plugdir/.$backends.new" && mv -f "$plugdir/.$backends.new" "$plugdir/$backends"
 install -m 0755 bin/docker-gordon "$plugdir/.docker-gordon.new" && mv -f "$plugdir/.docker-gordon.new" "$plugdir/docker-gordon"
+find "$plugdir" -maxdepth 1 -name 'gordon-backends-*' ! -name "$backends" -delete
 install -m 0755 bin/gordon-edge "$prefix/bin/.gordon-edge.new" && mv -f "$prefix/bin/.gordon-edge.new" "$prefix/bin/gordon-edge"
 
-echo "install.sh: installed $plugdir/docker-gordon and $prefix/bin/gordon-edge" >&2
+echo "install.sh: installed $plugdir/docker-gordon (with $backends) and $prefix/bin/gordon-edge" >&2
 case ":$PATH:" in *":$prefix/bin:"*) ;; *) echo "install.sh: note: $prefix/bin is not on your PATH" >&2 ;; esac
 docker gordon version

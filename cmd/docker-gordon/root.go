@@ -235,7 +235,9 @@ func (e *cliEnv) openStore() (*journal.Store, error) {
 	return s, nil
 }
 
-// pluginHost returns the plugin host (built-ins re-exec this binary).
+// pluginHost returns the plugin host. Built-ins run gordon-backends when it
+// sits beside this binary from the same build (builtinExe), else re-exec
+// this binary.
 func (e *cliEnv) pluginHost() (*sdk.Host, error) {
 	if e.host != nil {
 		return e.host, nil
@@ -243,6 +245,10 @@ func (e *cliEnv) pluginHost() (*sdk.Host, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable for built-in plugins: %w", err)
+	}
+	self, why := builtinExe(self)
+	if why != "" {
+		e.logger.Debug("built-in plugins served by docker-gordon itself", "reason", why)
 	}
 	dirs := append([]string{}, e.opts.pluginDirs...)
 	if p := os.Getenv("GORDON_PLUGIN_PATH"); p != "" {

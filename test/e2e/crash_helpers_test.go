@@ -217,10 +217,11 @@ func short(id string) string {
 	return id
 }
 
-// pluginProcs returns the pids of live processes running bin in plugin
-// mode (GORDON_PLUGIN set in their environment): the backend plugins a CLI
-// of that binary launched.
+// pluginProcs returns the pids of live processes running bin, or the
+// gordon-backends binary beside it, in plugin mode (GORDON_PLUGIN set in
+// their environment): the backend plugins a CLI of that binary launched.
 func pluginProcs(bin string) []int {
+	backends := filepath.Join(filepath.Dir(bin), fixture.BackendsName)
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
@@ -229,7 +230,7 @@ func pluginProcs(bin string) []int {
 			continue
 		}
 		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil || strings.TrimSuffix(exe, " (deleted)") != bin {
+		if exe = strings.TrimSuffix(exe, " (deleted)"); err != nil || exe != bin && exe != backends {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
