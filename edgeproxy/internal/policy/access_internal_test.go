@@ -1,4 +1,4 @@
-package edgeproxy
+package policy
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
-func guardFor(t *testing.T, user, pass string) *routeGuard {
+func guardFor(t *testing.T, user, pass string) *Guard {
 	t.Helper()
 	h, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.MinCost)
 	require.NoError(t, err)
-	g := newRouteGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{user + ":" + string(h)}})
+	g := NewGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{user + ":" + string(h)}})
 	require.NotNil(t, g)
 	return g
 }
@@ -28,7 +28,7 @@ func guardFor(t *testing.T, user, pass string) *routeGuard {
 // need a slot, and while every slot stays busy past the wait they get
 // authBusy (429) instead of queueing.
 func TestR73_VerifiedCredentialsAreCachedAndChecksAreBounded(t *testing.T) {
-	a := newAuthVerifier()
+	a := NewVerifier()
 	a.wait = 20 * time.Millisecond
 	ctx := context.Background()
 	g := guardFor(t, "alice", "s3cret")
@@ -57,7 +57,7 @@ func TestR73_VerifiedCredentialsAreCachedAndChecksAreBounded(t *testing.T) {
 // R73: the cache stays within authCacheEntries however many distinct
 // credentials pass: a full cache drops one entry for each new one.
 func TestR73_AuthCacheIsBounded(t *testing.T) {
-	a := newAuthVerifier()
+	a := NewVerifier()
 	g := guardFor(t, "alice", "s3cret")
 	for i := range authCacheEntries {
 		a.ok[a.cacheKey("alice", fmt.Sprint(i), g.users["alice"])] = struct{}{}
@@ -72,9 +72,9 @@ func TestR73_AuthCacheIsBounded(t *testing.T) {
 func BenchmarkR73_Verify(b *testing.B) {
 	h, err := bcrypt.GenerateFromPassword([]byte("s3cret"), 10)
 	require.NoError(b, err)
-	g := newRouteGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{"alice:" + string(h)}})
+	g := NewGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{"alice:" + string(h)}})
 	b.Run("bcrypt", func(b *testing.B) {
-		a := newAuthVerifier()
+		a := NewVerifier()
 		for b.Loop() {
 			clear(a.ok)
 			if a.verify(context.Background(), g, "alice", "s3cret") != authOK {
@@ -83,7 +83,7 @@ func BenchmarkR73_Verify(b *testing.B) {
 		}
 	})
 	b.Run("cached", func(b *testing.B) {
-		a := newAuthVerifier()
+		a := NewVerifier()
 		require.Equal(b, authOK, a.verify(context.Background(), g, "alice", "s3cret"))
 		for b.Loop() {
 			if a.verify(context.Background(), g, "alice", "s3cret") != authOK {
