@@ -198,8 +198,8 @@ const (
 )
 
 // Verifier checks basic-auth passwords against bcrypt hashes (SPEC R73);
-// one serves every route of an edge. A
-// successful check is remembered (bounded; keyed by an HMAC, with a
+// one, made by NewVerifier, serves every route of an edge. A successful
+// check is remembered (at most authCacheEntries; keyed by an HMAC, with a
 // per-process random key, of user, password and hash, so a changed hash
 // misses and the cache holds no password), so a client sending the same
 // credentials again costs a hash, not a bcrypt. At most cap(slots) bcrypt
