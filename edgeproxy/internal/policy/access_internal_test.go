@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -91,4 +92,28 @@ func BenchmarkR73_Verify(b *testing.B) {
 			}
 		}
 	})
+}
+
+// R73: the client address is the peer unless the peer is a trusted proxy;
+// then it is the right-most X-Forwarded-For hop that is not one (across
+// repeated fields, ports and brackets stripped, IPv4-mapped unmapped), the
+// left-most when all are, and the zero Addr when that hop does not parse.
+func TestR73_ClientAddrIsRightmostUntrustedHop(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, tc := range []struct {
+		name, remote string
+		xff          []string
+		want         string
+	}{
+		{"untrusted peer ignores xff", "192.0.2.1:5000", []string{"6.6.6.6"}, "192.0.2.1"},
+		{"trusted peer without xff", "10.0.0.1:5000", nil, "10.0.0.1"},
+		{"right-most untrusted hop", "10.0.0.1:5000", []string{"6.6.6.6, 198.51.100.7, 10.0.0.2"}, "198.51.100.7"},
+		{"across fields", "10.0.0.1:5000", []string{"198.51.100.7", "10.0.0.3:80, [::ffff:10.0.0.4]:81"}, "198.51.100.7"},
+		{"all trusted: left-most", "10.0.0.1:5000", []string{"10.0.0.9, 10.0.0.2"}, "10.0.0.9"},
+		{"mapped peer", "[::ffff:10.0.0.1]:5000", []string{"[2001:db8::1]:443"}, "2001:db8::1"},
+		{"garbage hop", "10.0.0.1:5000", []string{"198.51.100.7, nope"}, "invalid IP"},
+	} {
+		got := clientAddr(tc.remote, tc.xff, trusted)
+		assert.Equal(t, tc.want, got.String(), tc.name)
+	}
 }
