@@ -42,13 +42,13 @@ func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
 }
 
 // SetForwarded sets the forwarded headers of the outgoing request (STYLE
-// "What we take" 13). ReverseProxy (Rewrite mode) has already
-// removed Forwarded and X-Forwarded-* from pr.Out. When the peer is in
-// trusted, the incoming chain is kept and extended: X-Forwarded-For and
-// Forwarded get the peer appended, X-Forwarded-Proto/-Host are kept when
-// present. Otherwise the chain is replaced by the peer alone, and the other
-// client claims (clientClaimHeaders: X-Real-Ip, ...) are removed. X-Request-ID
-// is added (32 hex characters) when the request has none.
+// "What we take" 13). ReverseProxy (Rewrite mode) has already removed
+// Forwarded and X-Forwarded-* from pr.Out. When the peer is in trusted,
+// the incoming chain is kept and extended: X-Forwarded-For and Forwarded
+// get the peer appended, X-Forwarded-Proto/-Host are kept when present.
+// Otherwise the chain is replaced by the peer alone, and the other client
+// claims (h1wire.ClientClaimHeaders: X-Real-Ip, ...) are removed.
+// X-Request-ID is added (32 hex characters) when the request has none.
 func SetForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
 	f := ForwardedFor(pr.In, trusted)
 	// One backing array for the five header values (one allocation).
