@@ -10,6 +10,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/accesslog"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 )
 
 // Access log destinations (gordon-edge --access-log; internal/accesslog).
@@ -126,7 +127,7 @@ func (a *accessLog) logExchange(ex *h1Exchange, rm *routeMetrics, code int) {
 }
 
 // ensureRequestID returns r's X-Request-Id, first setting a generated one
-// when it has none, so the id the backend gets (setForwarded keeps it) is
+// when it has none, so the id the backend gets (policy.SetForwarded keeps it) is
 // the one logged; "" without an access log (a nil a).
 func (a *accessLog) ensureRequestID(r *http.Request) string {
 	if a == nil {
@@ -135,7 +136,7 @@ func (a *accessLog) ensureRequestID(r *http.Request) string {
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		return id
 	}
-	id := string(appendRequestID(nil))
+	id := string(policy.AppendRequestID(nil))
 	if r.Header == nil {
 		r.Header = http.Header{}
 	}

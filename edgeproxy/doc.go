@@ -26,7 +26,7 @@
 // wildcard and unknown hosts go through a bounded ristretto cache;
 // metrics use label children resolved at snapshot build; nothing is logged
 // per request. Requests carry X-Forwarded-For/-Proto/-Host, Forwarded and
-// X-Request-ID (forwarded.go); per-route dial and response header timeouts
+// X-Request-ID (internal/policy); per-route dial and response header timeouts
 // come from the table (response header timeout default 60 s,
 // Config.ResponseTimeout, then 504). The public server has a read header
 // timeout and no write timeout. `make bench-edge` compares the edge with
@@ -67,7 +67,11 @@
 //   - internal/l4 relays TCP connections and UDP datagrams by listen port
 //     (relays.go adapts the backend registry to it);
 //   - internal/accesslog encodes and writes the access log's lines
-//     (accesslog.go fills them).
+//     (accesslog.go fills them);
+//   - internal/policy decides each request's per-route policy: access
+//     rules (allow, basic auth), maintenance, the client address behind
+//     trusted proxies and the forwarded headers (policy.go answers its
+//     refusals).
 //
 // No package under edgeproxy may exceed 4,000 non-test lines, and the root
 // may not grow past its ceiling (test/arch, TestLayout_EdgeproxyPackages).

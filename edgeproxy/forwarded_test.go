@@ -62,21 +62,6 @@ func TestForwardedChainTrustedOnlyFromTrustedProxies(t *testing.T) {
 	assert.Equal(t, "req-42", s.rid)
 }
 
-// --trusted-proxies parsing (CIDRs and bare IPs; errors name the
-// entry).
-func TestParseTrustedProxies(t *testing.T) {
-	got, err := edgeproxy.ParseTrustedProxies(" 10.0.0.0/8, 192.168.1.7 ,::1,")
-	require.NoError(t, err)
-	assert.Equal(t, []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"),
-		netip.MustParsePrefix("192.168.1.7/32"),
-		netip.MustParsePrefix("::1/128"),
-	}, got)
-	_, err = edgeproxy.ParseTrustedProxies("10.0.0.0/8,nope")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `"nope"`)
-}
-
 // The other headers
 // backends believe about the client (X-Real-Ip, X-Forwarded-Port, ...) are
 // removed from an untrusted peer and kept from a trusted proxy, on every

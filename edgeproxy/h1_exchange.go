@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 )
 
 // routeH1 resolves a Host header on snap without allocating for the common
@@ -218,7 +219,7 @@ func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) 
 
 // writeOutgoing writes the proxied request head: hop-by-hop headers and
 // the ones Connection names dropped, Te: trailers kept, the forwarded
-// headers replaced (or extended for a trusted peer, forwardedFor) and an
+// headers replaced (or extended for a trusted peer, policy.ForwardedFor) and an
 // X-Request-Id added when absent.
 func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 	req := &hc.req
@@ -252,17 +253,17 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 	}
 	if hc.trusted {
 		f := hc.trustedForwarded()
-		if f.xff != "" {
-			writeHeader(bw, "X-Forwarded-For", f.xff)
+		if f.XFF != "" {
+			writeHeader(bw, "X-Forwarded-For", f.XFF)
 		}
-		writeHeader(bw, "Forwarded", f.fwd)
-		writeHeader(bw, "X-Forwarded-Proto", f.proto)
-		writeHeader(bw, "X-Forwarded-Host", f.host)
+		writeHeader(bw, "Forwarded", f.Fwd)
+		writeHeader(bw, "X-Forwarded-Proto", f.Proto)
+		writeHeader(bw, "X-Forwarded-Host", f.Host)
 	} else {
 		writeHeader(bw, "X-Forwarded-For", hc.peer)
 		if hc.fwd == "" || string(req.Host) != hc.fwdHost {
 			hc.fwdHost = string(req.Host)
-			hc.fwd = forwardedElement(hc.peerIP, hc.peer, hc.fwdHost, hc.scheme())
+			hc.fwd = policy.ForwardedElement(hc.peerIP, hc.peer, hc.fwdHost, hc.scheme())
 		}
 		writeHeader(bw, "Forwarded", hc.fwd)
 		bw.WriteString("X-Forwarded-Proto: ")
@@ -285,26 +286,26 @@ func writeHeader(bw *bufio.Writer, k, v string) {
 }
 
 // trustedForwarded extends the incoming chain of a trusted peer (the rules
-// of forwardedFor).
-func (hc *h1Conn) trustedForwarded() forwarded {
+// of policy.ForwardedFor).
+func (hc *h1Conn) trustedForwarded() policy.Forwarded {
 	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.Host), Header: http.Header{}, TLS: hc.tlsState()}
 	for _, h := range hc.req.Headers {
 		if h.Kind == h1wire.HdrForwarded {
 			in.Header.Add(string(h.Name), string(h.Value))
 		}
 	}
-	return forwardedFor(in, []netip.Prefix{netip.PrefixFrom(hc.peerIP, hc.peerIP.BitLen())})
+	return policy.ForwardedFor(in, []netip.Prefix{netip.PrefixFrom(hc.peerIP, hc.peerIP.BitLen())})
 }
 
 // writeRequestID writes an X-Request-Id header of 32 random hex characters
-// (appendRequestID, into the writer) and keeps a copy in id.
+// (policy.AppendRequestID, into the writer) and keeps a copy in id.
 func writeRequestID(bw *bufio.Writer, id *h1wire.RequestIDBuf) {
 	if bw.Available() < 64 {
 		_ = bw.Flush()
 	}
 	// Appended into the writer's own buffer: no allocation.
 	buf := append(bw.AvailableBuffer(), "X-Request-Id: "...)
-	buf = appendRequestID(buf)
+	buf = policy.AppendRequestID(buf)
 	id.N = uint8(copy(id.B[:], buf[len("X-Request-Id: "):]))
 	buf = append(buf, "\r\n"...)
 	_, _ = bw.Write(buf)

@@ -102,7 +102,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		counter.Add(-1)
 	}
 	defer func() { counter.Add(-1) }() // counter moves on a retry
-	if rt.guard != nil && rt.guard.users != nil {
+	if rt.guard != nil && rt.guard.HasUsers() {
 		r.Header.Del("Authorization") // the backend never sees the password (R73)
 	}
 	rm := rt.metrics[i]

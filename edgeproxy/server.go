@@ -16,6 +16,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 )
 
 // File names inside <state>/edge.
@@ -159,8 +160,8 @@ type Server struct {
 	reg     *registry
 	tcp     *l4.TCPRelays
 	udp     *l4.UDPRelays
-	// auth checks basic-auth passwords (auth.go, SPEC R73).
-	auth *authVerifier
+	// auth checks basic-auth passwords (internal/policy, SPEC R73).
+	auth *policy.Verifier
 	// cs holds every public client connection: the plain HTTP accept loop
 	// and its HTTP/1.1 connections (h1_conn.go), the HTTPS connections
 	// while they handshake (tls_accept.go) and the HTTP/2 connections
@@ -244,7 +245,7 @@ func New(cfg Config) *Server {
 	if cfg.AccessLog != nil {
 		s.metrics.access = newAccessLog(cfg.AccessLog, cfg.TrustedProxies)
 	}
-	s.auth = newAuthVerifier()
+	s.auth = policy.NewVerifier()
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
 	s.reg.defaultTM = routeTimeouts{responseHeader: cfg.ResponseTimeout}
 	s.reg.idleTimeout = cfg.BackendIdleTimeout

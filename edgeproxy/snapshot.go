@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 )
 
 // snapshot is one applied route table, immutable once built (STYLE "What we
@@ -61,12 +62,12 @@ type httpRoute struct {
 	// slowPlain sends this host's plain HTTP requests to ServeHTTP instead
 	// of the event loop (redirects, h2c); set by tlsEdge.annotate.
 	slowPlain atomic.Bool
-	// guard is the route's allow and basic_auth rules (auth.go; nil:
+	// guard is the route's allow and basic_auth rules (internal/policy; nil:
 	// none); a guarded route is served by ServeHTTP only.
-	guard *routeGuard
-	// maint is the route's maintenance mode (maintenance.go; nil: none);
+	guard *policy.Guard
+	// maint is the route's maintenance mode (internal/policy; nil: none);
 	// a route in maintenance is served by ServeHTTP only.
-	maint *routeMaintenance
+	maint *policy.Maintenance
 }
 
 // pick returns the index of the backend for one request (into backends,
@@ -97,7 +98,7 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 	for _, hr := range t.HTTP {
 		r := &httpRoute{host: hr.Host, app: hr.App, service: hr.Service, next: new(atomic.Uint64),
 			hold: hr.Hold, stopped: hr.Stopped, unavailable: hr.Unavailable, held: new(atomic.Int64),
-			tls: hr.TLS, h2c: hr.Protocol == "h2c", hsts: hr.HSTS, guard: newRouteGuard(hr), maint: newRouteMaintenance(hr)}
+			tls: hr.TLS, h2c: hr.Protocol == "h2c", hsts: hr.HSTS, guard: policy.NewGuard(hr), maint: policy.NewMaintenance(hr)}
 		if r.tls == "" {
 			r.tls = tlsAuto
 		}

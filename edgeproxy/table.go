@@ -84,10 +84,7 @@ func ValidateTable(t *routetable.Table) error {
 		if err := validateRouteTLS(r); err != nil {
 			return err
 		}
-		if err := validateRouteAccess(r); err != nil {
-			return err
-		}
-		if err := validateRouteMaintenance(r); err != nil {
+		if err := validateRoutePolicy(r); err != nil {
 			return err
 		}
 		if len(r.Backends) == 0 && r.Hold == nil && !r.Stopped && !r.Unavailable {

@@ -22,7 +22,7 @@ func (hc *h1Conn) scheme() string {
 }
 
 // tlsState is the TLS state hc's requests have (nil on plain HTTP), for
-// the forwarded headers of a trusted peer (forwardedFor).
+// the forwarded headers of a trusted peer (policy.ForwardedFor).
 func (hc *h1Conn) tlsState() *tls.ConnectionState {
 	if tc, ok := hc.c.(*tls.Conn); ok {
 		st := tc.ConnectionState()

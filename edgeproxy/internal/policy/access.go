@@ -1,4 +1,4 @@
-package edgeproxy
+package policy
 
 import (
 	"context"
@@ -19,12 +19,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// routeGuard is a route's access rules (SPEC R73), built once per
-// snapshot: the client must be in allow (403 otherwise), then present the
+// Guard is a route's access rules (SPEC R73), built once per snapshot by
+// NewGuard: the client must be in allow (403 otherwise), then present the
 // credentials of one of users (401 otherwise). A route with a guard is
-// always served by ServeHTTP (the event loop, the HTTP/1.1 loop and the
-// HTTP/2 fast path hand its requests there).
-type routeGuard struct {
+// always served by the edge's ServeHTTP (the event loop, the HTTP/1.1 loop
+// and the HTTP/2 fast path hand its requests there), which calls Check.
+type Guard struct {
 	// restrict says allow is in force (allow may not be empty then).
 	restrict bool
 	allow    []netip.Prefix
@@ -37,13 +37,14 @@ type routeGuard struct {
 	challenge string
 }
 
-// newRouteGuard builds the guard of a validated route; nil when the route
-// has neither allow nor basic_auth.
-func newRouteGuard(hr routetable.HTTPRoute) *routeGuard {
+// NewGuard builds the guard of a route ValidateAccess accepted; nil when
+// the route has neither allow nor basic_auth. Entries that do not parse
+// are skipped (ValidateAccess refused them).
+func NewGuard(hr routetable.HTTPRoute) *Guard {
 	if len(hr.Allow) == 0 && len(hr.BasicAuth) == 0 {
 		return nil
 	}
-	g := &routeGuard{restrict: len(hr.Allow) > 0}
+	g := &Guard{restrict: len(hr.Allow) > 0}
 	for _, e := range hr.Allow {
 		if p, err := access.ParseAllow(e); err == nil {
 			g.allow = append(g.allow, p)
@@ -65,67 +66,69 @@ func newRouteGuard(hr routetable.HTTPRoute) *routeGuard {
 	return g
 }
 
-// validateRouteAccess checks a route's allow and basic_auth entries (the
-// rules of access.ParseAllow and ParseBasicAuth; users distinct).
-// Errors wrap ErrInvalidTable and never carry a hash.
-func validateRouteAccess(r *routetable.HTTPRoute) error {
+// ValidateAccess checks a route's allow and basic_auth entries (SPEC R73:
+// the rules of access.ParseAllow and ParseBasicAuth; users distinct). An
+// error names the route and the entry ("route table: http host ...") and
+// never carries a hash; the edge wraps it with its ErrInvalidTable.
+func ValidateAccess(r *routetable.HTTPRoute) error {
 	users := make(map[string]struct{}, len(r.BasicAuth))
 	for i, e := range r.BasicAuth {
 		u, _, err := access.ParseBasicAuth(e)
 		if err != nil {
-			return fmt.Errorf("route table: http host %q (app %q, service %q): basic_auth entry %d: %v: %w", r.Host, r.App, r.Service, i, err, ErrInvalidTable)
+			return fmt.Errorf("route table: http host %q (app %q, service %q): basic_auth entry %d: %v", r.Host, r.App, r.Service, i, err)
 		}
 		if _, dup := users[u]; dup {
-			return fmt.Errorf("route table: http host %q (app %q, service %q): basic_auth lists user %q twice: %w", r.Host, r.App, r.Service, u, ErrInvalidTable)
+			return fmt.Errorf("route table: http host %q (app %q, service %q): basic_auth lists user %q twice", r.Host, r.App, r.Service, u)
 		}
 		users[u] = struct{}{}
 	}
 	for i, e := range r.Allow {
 		if _, err := access.ParseAllow(e); err != nil {
-			return fmt.Errorf("route table: http host %q (app %q, service %q): allow entry %d: %v: %w", r.Host, r.App, r.Service, i, err, ErrInvalidTable)
+			return fmt.Errorf("route table: http host %q (app %q, service %q): allow entry %d: %v", r.Host, r.App, r.Service, i, err)
 		}
 	}
 	return nil
 }
 
-// admit applies rt's guard to r (SPEC R73) and reports whether the request
-// goes on. A client outside allow gets 403; then, with basic auth, a
-// request without valid credentials gets 401 with WWW-Authenticate, and
-// one arriving while every password check slot stays busy for
-// authSlotWait gets 429 with Retry-After. ServeHTTP removes the
-// Authorization header of an admitted request on a route with basic auth
-// (the backend never sees the password). Credentials are never logged or
-// echoed.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, rt *httpRoute) bool {
-	g := rt.guard
+// Check applies g to r (SPEC R73) and returns 0 when the request goes on,
+// else the status of its refusal, in this order: 403 when the client
+// address (clientAddr: the peer, or after trusted proxies the X-Forwarded-For
+// hop that is not one) is outside allow, client then being that address
+// (the zero Addr when it does not parse); then, with basic auth, 429 when
+// every password check slot of v stays busy for authSlotWait (or r's
+// context ends) while checking r's credentials, and 401 when r has no
+// valid credentials (answer it with WWW-Authenticate: Challenge). It
+// writes nothing: the caller answers, and removes the Authorization
+// header of an admitted request when HasUsers (the backend never sees
+// the password). Credentials are never logged or echoed.
+func (g *Guard) Check(r *http.Request, trusted []netip.Prefix, v *Verifier) (status int, client netip.Addr) {
 	if g.restrict {
-		ip := clientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), s.cfg.TrustedProxies)
+		ip := clientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), trusted)
 		if !prefixesContain(g.allow, ip) {
-			who := "your address"
-			if ip.IsValid() {
-				who += " " + ip.String()
-			}
-			writeEdgeError(w, http.StatusForbidden, "gordon-edge: 403 Forbidden: "+who+" is not allowed on "+stripPort(r.Host)+"\n")
-			return false
+			return http.StatusForbidden, ip
 		}
 	}
 	if g.users == nil {
-		return true
+		return 0, netip.Addr{}
 	}
 	if user, pass, ok := r.BasicAuth(); ok {
-		switch s.auth.verify(r.Context(), g, user, pass) {
+		switch v.verify(r.Context(), g, user, pass) {
 		case authOK:
-			return true
+			return 0, netip.Addr{}
 		case authBusy:
-			w.Header().Set("Retry-After", "1")
-			writeEdgeError(w, http.StatusTooManyRequests, "gordon-edge: 429 Too Many Requests: too many password checks at once; retry in a second\n")
-			return false
+			return http.StatusTooManyRequests, netip.Addr{}
 		}
 	}
-	w.Header().Set("WWW-Authenticate", g.challenge)
-	writeEdgeError(w, http.StatusUnauthorized, "gordon-edge: 401 Unauthorized: "+stripPort(r.Host)+" needs a valid user name and password\n")
-	return false
+	return http.StatusUnauthorized, netip.Addr{}
 }
+
+// HasUsers reports whether g asks for basic auth (the route has
+// basic_auth entries).
+func (g *Guard) HasUsers() bool { return g.users != nil }
+
+// Challenge is the WWW-Authenticate value of g's 401: Basic with the
+// route's host as realm (quotes and backslashes removed) and charset UTF-8.
+func (g *Guard) Challenge() string { return g.challenge }
 
 // clientAddr is the client address of a request from remoteAddr ("IP:port")
 // with the X-Forwarded-For values xff: the peer when it is not a trusted
@@ -194,13 +197,14 @@ const (
 	authSlotWait = time.Second
 )
 
-// authVerifier checks basic-auth passwords against bcrypt hashes. A
-// successful check is remembered (bounded; keyed by an HMAC, with a
+// Verifier checks basic-auth passwords against bcrypt hashes (SPEC R73);
+// one, made by NewVerifier, serves every route of an edge. A successful
+// check is remembered (at most authCacheEntries; keyed by an HMAC, with a
 // per-process random key, of user, password and hash, so a changed hash
 // misses and the cache holds no password), so a client sending the same
 // credentials again costs a hash, not a bcrypt. At most cap(slots) bcrypt
 // comparisons run at once (half the CPUs, at least one).
-type authVerifier struct {
+type Verifier struct {
 	key   [32]byte
 	mu    sync.Mutex
 	ok    map[[32]byte]struct{}
@@ -208,9 +212,10 @@ type authVerifier struct {
 	wait  time.Duration
 }
 
-// newAuthVerifier returns a verifier with an empty cache.
-func newAuthVerifier() *authVerifier {
-	a := &authVerifier{
+// NewVerifier returns a verifier with an empty cache, a fresh random
+// cache key and max(1, GOMAXPROCS/2) check slots.
+func NewVerifier() *Verifier {
+	a := &Verifier{
 		ok:    make(map[[32]byte]struct{}),
 		slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
 		wait:  authSlotWait,
@@ -221,7 +226,7 @@ func newAuthVerifier() *authVerifier {
 
 // verify checks user's password on g: authOK, authDenied (unknown user or
 // wrong password) or authBusy (no check slot within a.wait, or ctx ended).
-func (a *authVerifier) verify(ctx context.Context, g *routeGuard, user, pass string) int {
+func (a *Verifier) verify(ctx context.Context, g *Guard, user, pass string) int {
 	hash, known := g.users[user]
 	if !known {
 		hash = g.decoy
@@ -256,7 +261,7 @@ func (a *authVerifier) verify(ctx context.Context, g *routeGuard, user, pass str
 }
 
 // acquire takes a check slot, waiting at most a.wait.
-func (a *authVerifier) acquire(ctx context.Context) bool {
+func (a *Verifier) acquire(ctx context.Context) bool {
 	select {
 	case a.slots <- struct{}{}:
 		return true
@@ -275,7 +280,7 @@ func (a *authVerifier) acquire(ctx context.Context) bool {
 }
 
 // cacheKey is HMAC-SHA256(a.key, len(user) user len(pass) pass hash).
-func (a *authVerifier) cacheKey(user, pass string, hash []byte) [32]byte {
+func (a *Verifier) cacheKey(user, pass string, hash []byte) [32]byte {
 	m := hmac.New(sha256.New, a.key[:])
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(len(user)))

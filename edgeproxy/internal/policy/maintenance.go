@@ -1,4 +1,4 @@
-package edgeproxy
+package policy
 
 import (
 	"encoding/json"
@@ -22,26 +22,27 @@ const DefaultMaintenanceMessage = "This site is down for maintenance. Please try
 // seconds (SPEC R75).
 const maintenanceRetryAfter = "30"
 
-// routeMaintenance is a route's maintenance mode (SPEC R75), built once
-// per snapshot: a client outside allow gets 503 with the page (html) or,
-// when its Accept prefers application/json, the document (json). A route
-// in maintenance is always served by ServeHTTP (the event loop, the
-// HTTP/1.1 loop and the HTTP/2 fast path hand its requests there, as for
-// access rules).
-type routeMaintenance struct {
+// Maintenance is a route's maintenance mode (SPEC R75), built once per
+// snapshot by NewMaintenance: a client outside allow (Exempts) gets 503
+// with the page (html) or, when its Accept prefers application/json, the
+// document (json) (Write). A route in maintenance is always served by the
+// edge's ServeHTTP (the event loop, the HTTP/1.1 loop and the HTTP/2 fast
+// path hand its requests there, as for access rules).
+type Maintenance struct {
 	allow []netip.Prefix
 	html  []byte
 	json  []byte
 }
 
-// newRouteMaintenance builds the maintenance of a validated route; nil
-// when the route is not in maintenance.
-func newRouteMaintenance(hr routetable.HTTPRoute) *routeMaintenance {
+// NewMaintenance builds the maintenance of a route ValidateMaintenance
+// accepted; nil when the route is not in maintenance. The message is
+// hr.Maintenance.Message, DefaultMaintenanceMessage when empty.
+func NewMaintenance(hr routetable.HTTPRoute) *Maintenance {
 	m := hr.Maintenance
 	if m == nil {
 		return nil
 	}
-	rm := &routeMaintenance{}
+	rm := &Maintenance{}
 	for _, e := range m.Allow {
 		if p, err := access.ParseAllow(e); err == nil {
 			rm.allow = append(rm.allow, p)
@@ -61,38 +62,41 @@ func newRouteMaintenance(hr routetable.HTTPRoute) *routeMaintenance {
 	return rm
 }
 
-// validateRouteMaintenance checks a route's maintenance record: a UTF-8
-// message of at most access.MaxMaintenanceMessage bytes, allow entries
-// as access.ParseAllow takes them. Errors wrap ErrInvalidTable.
-func validateRouteMaintenance(r *routetable.HTTPRoute) error {
+// ValidateMaintenance checks a route's maintenance record (SPEC R75): a
+// UTF-8 message of at most access.MaxMaintenanceMessage bytes, allow
+// entries as access.ParseAllow takes them. An error names the route and
+// the entry ("route table: http host ..."); the edge wraps it with its
+// ErrInvalidTable.
+func ValidateMaintenance(r *routetable.HTTPRoute) error {
 	m := r.Maintenance
 	if m == nil {
 		return nil
 	}
 	if len(m.Message) > access.MaxMaintenanceMessage || !utf8.ValidString(m.Message) {
-		return fmt.Errorf("route table: http host %q (app %q, service %q): maintenance message must be UTF-8 of at most %d bytes: %w",
-			r.Host, r.App, r.Service, access.MaxMaintenanceMessage, ErrInvalidTable)
+		return fmt.Errorf("route table: http host %q (app %q, service %q): maintenance message must be UTF-8 of at most %d bytes",
+			r.Host, r.App, r.Service, access.MaxMaintenanceMessage)
 	}
 	for i, e := range m.Allow {
 		if _, err := access.ParseAllow(e); err != nil {
-			return fmt.Errorf("route table: http host %q (app %q, service %q): maintenance allow entry %d: %v: %w", r.Host, r.App, r.Service, i, err, ErrInvalidTable)
+			return fmt.Errorf("route table: http host %q (app %q, service %q): maintenance allow entry %d: %v", r.Host, r.App, r.Service, i, err)
 		}
 	}
 	return nil
 }
 
-// answerMaintenance answers r with rt's maintenance page (SPEC R75) unless
-// the client address (after trusted proxies, clientAddr) is in the
-// maintenance allow list; it reports whether it answered. The answer is
-// 503 with Retry-After: 30, Cache-Control: no-store and Vary: Accept: the
+// Exempts reports whether r's client may pass m: the maintenance allow
+// list is not empty and holds the client address (clientAddr: the peer,
+// or after the trusted proxies the X-Forwarded-For hop that is not one).
+// A request not exempted gets Write.
+func (m *Maintenance) Exempts(r *http.Request, trusted []netip.Prefix) bool {
+	return len(m.allow) > 0 && prefixesContain(m.allow, clientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), trusted))
+}
+
+// Write answers r with m's maintenance page (SPEC R75): 503 with
+// Retry-After: 30 (seconds), Cache-Control: no-store and Vary: Accept; the
 // HTML page, or the JSON document {"error":"maintenance","message":...}
-// when Accept prefers application/json over text/html.
-func (s *Server) answerMaintenance(w http.ResponseWriter, r *http.Request, rt *httpRoute) bool {
-	m := rt.maint
-	if len(m.allow) > 0 && prefixesContain(m.allow, clientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), s.cfg.TrustedProxies)) {
-		return false
-	}
-	noteRoute(w, rt)
+// when Accept prefers application/json over text/html; no body to HEAD.
+func (m *Maintenance) Write(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	body, ctype := m.html, "text/html; charset=utf-8"
 	if prefersJSON(r.Header.Values("Accept")) {
@@ -108,7 +112,6 @@ func (s *Server) answerMaintenance(w http.ResponseWriter, r *http.Request, rt *h
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)
 	}
-	return true
 }
 
 // prefersJSON reports whether Accept values give application/json a

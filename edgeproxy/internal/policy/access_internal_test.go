@@ -1,8 +1,9 @@
-package edgeproxy
+package policy
 
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -13,11 +14,11 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
-func guardFor(t *testing.T, user, pass string) *routeGuard {
+func guardFor(t *testing.T, user, pass string) *Guard {
 	t.Helper()
 	h, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.MinCost)
 	require.NoError(t, err)
-	g := newRouteGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{user + ":" + string(h)}})
+	g := NewGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{user + ":" + string(h)}})
 	require.NotNil(t, g)
 	return g
 }
@@ -28,7 +29,7 @@ func guardFor(t *testing.T, user, pass string) *routeGuard {
 // need a slot, and while every slot stays busy past the wait they get
 // authBusy (429) instead of queueing.
 func TestR73_VerifiedCredentialsAreCachedAndChecksAreBounded(t *testing.T) {
-	a := newAuthVerifier()
+	a := NewVerifier()
 	a.wait = 20 * time.Millisecond
 	ctx := context.Background()
 	g := guardFor(t, "alice", "s3cret")
@@ -57,7 +58,7 @@ func TestR73_VerifiedCredentialsAreCachedAndChecksAreBounded(t *testing.T) {
 // R73: the cache stays within authCacheEntries however many distinct
 // credentials pass: a full cache drops one entry for each new one.
 func TestR73_AuthCacheIsBounded(t *testing.T) {
-	a := newAuthVerifier()
+	a := NewVerifier()
 	g := guardFor(t, "alice", "s3cret")
 	for i := range authCacheEntries {
 		a.ok[a.cacheKey("alice", fmt.Sprint(i), g.users["alice"])] = struct{}{}
@@ -72,9 +73,9 @@ func TestR73_AuthCacheIsBounded(t *testing.T) {
 func BenchmarkR73_Verify(b *testing.B) {
 	h, err := bcrypt.GenerateFromPassword([]byte("s3cret"), 10)
 	require.NoError(b, err)
-	g := newRouteGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{"alice:" + string(h)}})
+	g := NewGuard(routetable.HTTPRoute{Host: "a.test", BasicAuth: []string{"alice:" + string(h)}})
 	b.Run("bcrypt", func(b *testing.B) {
-		a := newAuthVerifier()
+		a := NewVerifier()
 		for b.Loop() {
 			clear(a.ok)
 			if a.verify(context.Background(), g, "alice", "s3cret") != authOK {
@@ -83,7 +84,7 @@ func BenchmarkR73_Verify(b *testing.B) {
 		}
 	})
 	b.Run("cached", func(b *testing.B) {
-		a := newAuthVerifier()
+		a := NewVerifier()
 		require.Equal(b, authOK, a.verify(context.Background(), g, "alice", "s3cret"))
 		for b.Loop() {
 			if a.verify(context.Background(), g, "alice", "s3cret") != authOK {
@@ -91,4 +92,28 @@ func BenchmarkR73_Verify(b *testing.B) {
 			}
 		}
 	})
+}
+
+// R73: the client address is the peer unless the peer is a trusted proxy;
+// then it is the right-most X-Forwarded-For hop that is not one (across
+// repeated fields, ports and brackets stripped, IPv4-mapped unmapped), the
+// left-most when all are, and the zero Addr when that hop does not parse.
+func TestR73_ClientAddrIsRightmostUntrustedHop(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, tc := range []struct {
+		name, remote string
+		xff          []string
+		want         string
+	}{
+		{"untrusted peer ignores xff", "192.0.2.1:5000", []string{"6.6.6.6"}, "192.0.2.1"},
+		{"trusted peer without xff", "10.0.0.1:5000", nil, "10.0.0.1"},
+		{"right-most untrusted hop", "10.0.0.1:5000", []string{"6.6.6.6, 198.51.100.7, 10.0.0.2"}, "198.51.100.7"},
+		{"across fields", "10.0.0.1:5000", []string{"198.51.100.7", "10.0.0.3:80, [::ffff:10.0.0.4]:81"}, "198.51.100.7"},
+		{"all trusted: left-most", "10.0.0.1:5000", []string{"10.0.0.9, 10.0.0.2"}, "10.0.0.9"},
+		{"mapped peer", "[::ffff:10.0.0.1]:5000", []string{"[2001:db8::1]:443"}, "2001:db8::1"},
+		{"garbage hop", "10.0.0.1:5000", []string{"198.51.100.7, nope"}, "invalid IP"},
+	} {
+		got := clientAddr(tc.remote, tc.xff, trusted)
+		assert.Equal(t, tc.want, got.String(), tc.name)
+	}
 }
