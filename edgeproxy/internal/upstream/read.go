@@ -26,7 +26,7 @@ var ErrClientGone = errors.New("client closed the connection")
 type Watch struct {
 	up         *Conn
 	rhDeadline time.Time
-	Gone       func() bool
+	Gone       func() bool // the client left (called by Wait only)
 }
 
 // Arm sets fc's read deadline for an exchange: the route's response

@@ -58,9 +58,9 @@ type Transport struct {
 // time, and goes back to its Transport (Put) or is closed (C.Close) when
 // the exchange ends.
 type Conn struct {
-	C         net.Conn
-	R         *bufio.Reader
-	W         *bufio.Writer
+	C         net.Conn      // the connection to the backend
+	R         *bufio.Reader // reads C (response heads bounded while Transport reads them)
+	W         *bufio.Writer // writes C (the request head)
 	idleSince time.Time
 	// watchUntil is the read deadline the HTTP/1.1 loop armed (zero: none).
 	watchUntil time.Time
