@@ -1,29 +1,24 @@
 package edgeproxy
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/netip"
-	"net/textproto"
 	"net/url"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // backendIdleEviction is how long a backend that no snapshot references and
@@ -40,7 +35,7 @@ const backendIdleEviction = time.Minute
 type backend struct {
 	addr      string
 	proxy     *httputil.ReverseProxy
-	transport *fastTransport
+	transport *upstream.Transport
 	// inFlight counts HTTP requests being proxied to addr and relayed TCP
 	// connections awaiting its first byte (at most tcpAnswerWait).
 	inFlight atomic.Int64
@@ -54,8 +49,8 @@ type backend struct {
 	// unreferencedSince is set (unix nanos) when the last snapshot stopped
 	// routing to addr; 0 while referenced. Guarded by registry.mu.
 	unreferencedSince int64
-	// health is its passive health (ejection, health.go).
-	health health
+	// health is its passive health (ejection: upstream.Health).
+	health upstream.Health
 }
 
 // registry owns every backend the edge has routed to recently, keyed by
@@ -74,13 +69,13 @@ type registry struct {
 	trusted []netip.Prefix
 	// defaultTM are the timeouts of a route that sets none (the edge's
 	// response timeout; set before the first snapshot).
-	defaultTM routeTimeouts
+	defaultTM upstream.Timeouts
 	// h2c are the cleartext HTTP/2 transports of h2c routes (h2.go).
 	h2c h2cPool
 	// idleTimeout closes kept-alive backend connections idle this long
 	// (Config.BackendIdleTimeout; set before the first snapshot).
 	idleTimeout time.Duration
-	// ejectBase and ejectMax bound passive-health ejections (health.go;
+	// ejectBase and ejectMax bound passive-health ejections (upstream.Health;
 	// set before the first snapshot).
 	ejectBase, ejectMax time.Duration
 }
@@ -95,13 +90,13 @@ func newRegistry(dialTimeout time.Duration, trusted []netip.Prefix, logger hclog
 	return &registry{
 		backends:    make(map[string]*backend),
 		dialTimeout: dialTimeout,
-		bufferPool:  newBufferPool(),
+		bufferPool:  upstream.NewBufferPool(),
 		logger:      logger,
 		errorLog:    logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		trusted:     trusted,
 		idleTimeout: defaultBackendIdleTimeout,
-		ejectBase:   defaultEjectBase,
-		ejectMax:    defaultEjectMax,
+		ejectBase:   upstream.DefaultEjectBase,
+		ejectMax:    upstream.DefaultEjectMax,
 	}
 }
 
@@ -110,13 +105,13 @@ func newRegistry(dialTimeout time.Duration, trusted []netip.Prefix, logger hclog
 // takes; the event loops sweep their own pools).
 func (r *registry) sweepIdle(now time.Time) {
 	r.mu.Lock()
-	ts := make([]*fastTransport, 0, len(r.backends))
+	ts := make([]*upstream.Transport, 0, len(r.backends))
 	for _, b := range r.backends {
 		ts = append(ts, b.transport)
 	}
 	r.mu.Unlock()
 	for _, t := range ts {
-		t.sweepIdle(now)
+		t.SweepIdle(now)
 	}
 }
 
@@ -131,7 +126,7 @@ func (r *registry) get(addr string) *backend {
 		r.backends[addr] = b
 	}
 	b.unreferencedSince = 0
-	b.transport.retired.Store(false)
+	b.transport.SetRetired(false)
 	return b
 }
 
@@ -152,7 +147,7 @@ func (r *registry) retain(referenced map[string]struct{}, now time.Time) {
 			// as they finish, so the old container sees no
 			// lingering connection from the edge.
 			b.unreferencedSince = now.UnixNano()
-			b.transport.retired.Store(true)
+			b.transport.SetRetired(true)
 			b.transport.CloseIdleConnections()
 			continue
 		}
@@ -177,11 +172,9 @@ func (r *registry) status() []routetable.BackendStatus {
 	for addr, b := range r.backends {
 		bs := routetable.BackendStatus{Addr: addr, InFlight: b.inFlight.Load(), OpenConns: b.openConns.Load(),
 			Requests: b.requests.Load(), Errors: b.errors.Load()}
-		if until := b.health.until.Load(); until > now {
+		if until := b.health.Until(); until > now {
 			bs.EjectedUntil = time.UnixMilli(until / 1e6).UTC()
-			if p := b.health.reason.Load(); p != nil {
-				bs.EjectReason = *p
-			}
+			bs.EjectReason = b.health.Reason()
 		}
 		out = append(out, bs)
 	}
@@ -200,49 +193,20 @@ func (r *registry) closeIdle() {
 }
 
 // newBackend builds the backend for addr: one keep-alive connection pool
-// (fastTransport over a tuned http.Transport) and the default reverse proxy
-// (edge-wide dial timeout, no response header timeout).
+// (upstream.Transport over a tuned http.Transport) and the default reverse
+// proxy (edge-wide dial timeout, no response header timeout).
 func (r *registry) newBackend(addr string) *backend {
-	dialer := &net.Dialer{Timeout: r.dialTimeout, KeepAlive: 30 * time.Second}
-	tr := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
-			if d, ok := ctx.Value(dialTimeoutKey{}).(time.Duration); ok {
-				dd := *dialer
-				dd.Timeout = d
-				return dd.DialContext(ctx, network, a)
-			}
-			return dialer.DialContext(ctx, network, a)
-		},
-		MaxIdleConns:          0,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       r.idleTimeout,
-		ExpectContinueTimeout: time.Second,
-		ForceAttemptHTTP2:     false,
-		DisableCompression:    true,
-		// As the event loop's and fastTransport's limit (502 beyond).
-		MaxResponseHeaderBytes: h1MaxResponseHead,
-	}
-	b := &backend{addr: addr, transport: newFastTransport(addr, r.dialTimeout, tr)}
-	b.transport.idleTimeout = r.idleTimeout
-	b.health.base, b.health.max = r.ejectBase, r.ejectMax
+	b := &backend{addr: addr, transport: upstream.NewTransport(addr, r.dialTimeout, r.idleTimeout)}
+	b.health.Base, b.health.Max = r.ejectBase, r.ejectMax
 	b.proxy = r.newProxy(b, r.defaultTM)
 	return b
 }
-
-// routeTimeouts are a route's optional upstream timeouts (0: default).
-type routeTimeouts struct {
-	dial, responseHeader time.Duration
-}
-
-// dialTimeoutKey carries a route's dial timeout to the fallback transport.
-type dialTimeoutKey struct{}
 
 // proxyFor returns the reverse proxy of b for a route with timeouts tm:
 // the shared default one when tm are the defaults, else a new one over the
 // same connection pool. Called while building a snapshot, never per
 // request.
-func (r *registry) proxyFor(b *backend, tm routeTimeouts) *httputil.ReverseProxy {
+func (r *registry) proxyFor(b *backend, tm upstream.Timeouts) *httputil.ReverseProxy {
 	if tm == r.defaultTM {
 		return b.proxy
 	}
@@ -253,13 +217,10 @@ func (r *registry) proxyFor(b *backend, tm routeTimeouts) *httputil.ReverseProxy
 // original Host and sets the forwarded headers (setForwarded); responses
 // stream (FlushInterval -1, so SSE events pass as sent); errors map to
 // 502/503/504 pages naming the cause and the backend.
-func (r *registry) newProxy(b *backend, tm routeTimeouts) *httputil.ReverseProxy {
+func (r *registry) newProxy(b *backend, tm upstream.Timeouts) *httputil.ReverseProxy {
 	target := &url.URL{Scheme: "http", Host: b.addr}
 	addr := b.addr
-	var rt http.RoundTripper = b.transport
-	if tm != (routeTimeouts{}) {
-		rt = &timedTransport{ft: b.transport, tm: tm}
-	}
+	rt := b.transport.WithTimeouts(tm)
 	trusted := r.trusted
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -268,7 +229,7 @@ func (r *registry) newProxy(b *backend, tm routeTimeouts) *httputil.ReverseProxy
 			pr.Out.Host = pr.In.Host
 			dropUnderscoreAliases(pr.Out.Header)
 			setForwarded(pr, trusted)
-			pr.Out = pr.Out.WithContext(httptrace.WithClientTrace(pr.Out.Context(), informationalBudget()))
+			pr.Out = pr.Out.WithContext(httptrace.WithClientTrace(pr.Out.Context(), upstream.InformationalBudget()))
 		},
 		Transport:     rt,
 		FlushInterval: -1,
@@ -278,117 +239,6 @@ func (r *registry) newProxy(b *backend, tm routeTimeouts) *httputil.ReverseProxy
 			r.proxyError(w, req, addr, err)
 		},
 	}
-}
-
-// timedTransport applies a route's own timeouts over a backend's pool.
-type timedTransport struct {
-	ft *fastTransport
-	tm routeTimeouts
-}
-
-// errResponseHeaderTimeout is returned when a backend sent no response
-// headers within the route's response header timeout (a timeout: 504).
-var errResponseHeaderTimeout = &timeoutError{"backend sent no response headers in time"}
-
-type timeoutError struct{ msg string }
-
-func (e *timeoutError) Error() string   { return e.msg }
-func (e *timeoutError) Timeout() bool   { return true }
-func (e *timeoutError) Temporary() bool { return true }
-
-func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if fastEligible(req) {
-		return t.ft.roundTrip(req, t.tm)
-	}
-	ctx := req.Context()
-	if t.tm.dial > 0 {
-		ctx = context.WithValue(ctx, dialTimeoutKey{}, t.tm.dial)
-	}
-	if t.tm.responseHeader <= 0 {
-		return t.ft.fallback.RoundTrip(req.WithContext(ctx))
-	}
-	// The context must outlive RoundTrip (the body reads under it), so it
-	// is canceled only by the timer; it ends with the request's context.
-	// The clock starts once the request is sent whole: at the end of its
-	// body (an upload of any length is not cut), at once without one.
-	ctx, cancel := context.WithCancelCause(ctx)
-	hw := &headerWatch{d: t.tm.responseHeader, fire: func() { cancel(errResponseHeaderTimeout) }}
-	out := req.WithContext(ctx)
-	if req.Body != nil && req.Body != http.NoBody {
-		out.Body = &sentNotifier{ReadCloser: req.Body, hw: hw}
-	} else {
-		hw.start()
-	}
-	resp, err := t.ft.fallback.RoundTrip(out)
-	if hw.stop() && err != nil && errors.Is(context.Cause(ctx), errResponseHeaderTimeout) {
-		return nil, errResponseHeaderTimeout
-	}
-	return resp, err
-}
-
-// headerWatch is a response header timer started once the request is sent.
-type headerWatch struct {
-	d    time.Duration
-	fire func()
-
-	mu      sync.Mutex
-	timer   *time.Timer
-	stopped bool
-}
-
-func (w *headerWatch) start() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.timer == nil && !w.stopped {
-		w.timer = time.AfterFunc(w.d, w.fire)
-	}
-}
-
-// stop stops the timer and reports whether it had fired.
-func (w *headerWatch) stop() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.stopped = true
-	return w.timer != nil && !w.timer.Stop()
-}
-
-// sentNotifier starts hw when the request body ends (EOF or closed).
-type sentNotifier struct {
-	io.ReadCloser
-	hw *headerWatch
-}
-
-func (n *sentNotifier) Read(p []byte) (int, error) {
-	m, err := n.ReadCloser.Read(p)
-	if err != nil {
-		n.hw.start()
-	}
-	return m, err
-}
-
-func (n *sentNotifier) Close() error {
-	n.hw.start()
-	return n.ReadCloser.Close()
-}
-
-// classifyProxyError maps a transport error to a status code: 504 when the
-// backend timed out, 503 when it refused or reset the connection (no
-// container listening), 502 otherwise; 0 when the client canceled.
-func classifyProxyError(ctx context.Context, err error) (int, string) {
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return 0, ""
-	}
-	if errors.Is(err, errResponseHeaderTimeout) {
-		return http.StatusGatewayTimeout, "the backend sent no response headers within the response timeout (response_timeout)"
-	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return http.StatusGatewayTimeout, "backend timed out"
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
-		return http.StatusServiceUnavailable, "backend unavailable"
-	}
-	return http.StatusBadGateway, "bad gateway"
 }
 
 // proxyError answers the error page for a failed backend exchange (or
@@ -409,7 +259,7 @@ func (r *registry) proxyError(w http.ResponseWriter, req *http.Request, addr str
 			return
 		}
 	}
-	code, what := classifyProxyError(req.Context(), err)
+	code, what := upstream.Classify(req.Context(), err)
 	if code != 0 && sw != nil && sw.rt != nil && r.deferForRetry(sw, req, err) {
 		return // serveHTTP sends the request again to another instance
 	}
@@ -462,53 +312,6 @@ func writeEdgeError(w http.ResponseWriter, code int, body string) {
 	_, _ = w.Write([]byte(body))
 }
 
-// bufferPool is a sync.Pool of 32 KiB copy buffers shared by all proxies.
-// It pools array pointers, so Put converts the slice back without
-// allocating.
-type bufferPool struct{ p sync.Pool }
-
-const copyBufferSize = 32 * 1024
-
-func newBufferPool() *bufferPool {
-	return &bufferPool{p: sync.Pool{New: func() any { return new([copyBufferSize]byte) }}}
-}
-
-func (p *bufferPool) Get() []byte { return p.p.Get().(*[copyBufferSize]byte)[:] }
-
-func (p *bufferPool) Put(b []byte) {
-	if cap(b) >= copyBufferSize {
-		p.p.Put((*[copyBufferSize]byte)(b[:copyBufferSize]))
-	}
-}
-
-// errTooMuchInformational fails a response whose informational (1xx)
-// answers, forwarded to the client as they come, pass h1MaxResponseHead in
-// all (502).
-var errTooMuchInformational = errors.New("backend sent more than 1 MiB of informational (1xx) responses")
-
-// informationalBudget returns the client trace that bounds the 1xx answers
-// of one request: net/http's transport lifts its response head limit for
-// each 1xx the reverse proxy forwards, so a backend could stream them to
-// the client without end. Their heads count toward h1MaxResponseHead, as
-// on the event loop.
-func informationalBudget() *httptrace.ClientTrace {
-	left := h1MaxResponseHead
-	return &httptrace.ClientTrace{
-		Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
-			left -= len("HTTP/1.1 100 \r\n\r\n") + len(http.StatusText(code))
-			for k, vs := range header {
-				for _, v := range vs {
-					left -= len(k) + len(v) + 4
-				}
-			}
-			if left < 0 {
-				return errTooMuchInformational
-			}
-			return nil
-		},
-	}
-}
-
 // deferForRetry applies passive health (R21) to a failed ServeHTTP
 // exchange: it ejects the backend when err says it failed and reports
 // whether the request goes once to another instance instead of the error
@@ -516,7 +319,7 @@ func informationalBudget() *httptrace.ClientTrace {
 // another instance not ejected); serveHTTP then retries with
 // sw.retryErr.
 func (r *registry) deferForRetry(sw *statusWriter, req *http.Request, err error) bool {
-	reason := ejectReason(err, false)
+	reason := upstream.EjectReason(err, false)
 	if reason == "" {
 		return false
 	}
@@ -526,7 +329,7 @@ func (r *registry) deferForRetry(sw *statusWriter, req *http.Request, err error)
 	}
 	rt.eject(r, sw.idx, reason)
 	if sw.retried || sw.code != 0 || sw.guard != nil || isUpgrade(req) ||
-		!retryable(req.Method, req.ContentLength != 0) ||
+		!upstream.Retryable(req.Method, req.ContentLength != 0) ||
 		rt.other(sw.idx, time.Now().UnixNano()) < 0 {
 		return false
 	}

@@ -20,7 +20,7 @@
 // The HTTP hot path: the public listener is served by the edge's
 // own HTTP/1.1 loop (h1_conn.go), which proxies plain bodiless GET/HEAD requests
 // with no allocation per request over a per-backend keep-alive pool
-// (fastTransport) and hands every other connection, at a request boundary,
+// (internal/upstream) and hands every other connection, at a request boundary,
 // to a net/http server running ServeHTTP (ReverseProxy over the same
 // pool; bodies and upgrades over http.Transport). Exact hosts are a map lookup,
 // wildcard and unknown hosts go through a bounded ristretto cache;

@@ -148,7 +148,7 @@ func (l *evLoop) serveClient(c *evClient) {
 	c.ex = h1Exchange{rt: rt, i: i, b: b, start: l.now, acc: exchangeAccess{hc: &c.hc}}
 	c.headLen = len(head)
 	c.retried = false
-	if !b.transport.loopAddr.IsValid() {
+	if !b.transport.LoopAddr().IsValid() {
 		l.giveUpExchange(c, nil)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // giveUpExchange hands c, with its exchange in progress, to a goroutine:
@@ -28,8 +29,8 @@ func (l *evLoop) giveUpExchange(c *evClient, u *evUp) {
 			if !c.rhDeadline.IsZero() {
 				ex.rhLeft = c.rhDeadline.Sub(l.now)
 				if ex.rhLeft <= 0 {
-					_ = fc.c.Close()
-					ex.sent, ex.err = nil, errResponseHeaderTimeout
+					_ = fc.C.Close()
+					ex.sent, ex.err = nil, upstream.ErrResponseHeaderTimeout
 				}
 			}
 		}
@@ -41,7 +42,7 @@ func (l *evLoop) giveUpExchange(c *evClient, u *evUp) {
 
 // release takes fd out of the loop as a net.Conn (on Go's poller) that
 // replays prefix first.
-func (l *evLoop) release(fd int, prefix []byte) (*fastConn, error) {
+func (l *evLoop) release(fd int, prefix []byte) (*upstream.Conn, error) {
 	_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, fd, nil)
 	f := os.NewFile(uintptr(fd), "")
 	nc, err := net.FileConn(f)
@@ -53,7 +54,7 @@ func (l *evLoop) release(fd int, prefix []byte) (*fastConn, error) {
 	if len(prefix) > 0 {
 		conn = &replayConn{Conn: nc, prefix: append([]byte(nil), prefix...)}
 	}
-	return newFastConn(conn), nil
+	return upstream.NewConn(conn), nil
 }
 
 // giveUp hands client connection c to a goroutine (runConn), which
@@ -68,7 +69,7 @@ func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
 		l.s.logger.Warn("event loop: cannot hand a connection over", "error", err)
 		if res != nil && res.ex != nil {
 			if res.ex.sent != nil {
-				_ = res.ex.sent.c.Close()
+				_ = res.ex.sent.C.Close()
 			}
 			doneH1(res.ex, statusClientClosed, 0)
 		}
@@ -78,17 +79,17 @@ func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
 	if l.force.Load() {
 		// Shutdown ran out of time: connServer.shutdown has made its last
 		// pass over h.conns; a connection registered now would be missed.
-		_ = fc.c.Close()
+		_ = fc.C.Close()
 		if res != nil && res.ex != nil {
 			if res.ex.sent != nil {
-				_ = res.ex.sent.c.Close()
+				_ = res.ex.sent.C.Close()
 			}
 			doneH1(res.ex, statusClientClosed, 0)
 		}
 		l.h.wg.Done()
 		return
 	}
-	hc := &h1Conn{c: fc.c}
+	hc := &h1Conn{c: fc.C}
 	if res != nil && res.ex != nil {
 		hc.head = c.hc.head
 		if !h1wire.ParseRequest(hc.head, &hc.req) {
@@ -100,7 +101,7 @@ func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
 		hc.state.Store(h1Active)
 	}
 	if c.eof && res == nil && len(prefix) == 0 {
-		_ = fc.c.Close()
+		_ = fc.C.Close()
 		l.h.wg.Done()
 		return
 	}

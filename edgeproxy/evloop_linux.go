@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // Event loops for the public listener.
@@ -47,7 +49,7 @@ import (
 // or half-closes while its backend works is seen at once (EPOLLRDHUP) and
 // the backend connection closed (499 in the metrics): like net/http and
 // nginx, a half-close counts as an abort (the goroutine path sees it at its
-// next check, within upstreamTick, so a faster answer still reaches it).
+// next check, within upstream.Tick, so a faster answer still reaches it).
 
 const (
 	// evClientBuf is a client connection's read buffer: a head that does
@@ -93,7 +95,7 @@ type evLoop struct {
 
 	clients map[int32]*evClient
 	ups     map[int32]*evUp
-	pools   map[*fastTransport][]*evUp
+	pools   map[*upstream.Transport][]*evUp
 	events  []unix.EpollEvent
 	// out collects a message before it is written; bw writes into it
 	// (writeOutgoing and writeResponseHead take a *bufio.Writer).
@@ -144,7 +146,7 @@ type evClient struct {
 type evUp struct {
 	fd     int
 	serial int32 // epoll data Pad
-	t      *fastTransport
+	t      *upstream.Transport
 	c      *evClient // the client whose request it carries (nil: idle)
 	buf    []byte
 	n      int
@@ -209,7 +211,7 @@ func newEvLoop(h *connServer) (*evLoop, error) {
 		h: h, s: h.s, ep: ep, wake: wake,
 		clients: make(map[int32]*evClient),
 		ups:     make(map[int32]*evUp),
-		pools:   make(map[*fastTransport][]*evUp),
+		pools:   make(map[*upstream.Transport][]*evUp),
 		events:  make([]unix.EpollEvent, 256),
 		done:    make(chan struct{}),
 		out:     make([]byte, 0, evMaxResponse+1024),
@@ -417,12 +419,12 @@ func (l *evLoop) sweep() {
 		case u.connecting && !l.now.Before(u.dialDeadline):
 			l.closeUp(u)
 			c.up = nil
-			c.ex.err = &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(u.t.loopAddr), Err: os.ErrDeadlineExceeded}
+			c.ex.err = &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(u.t.LoopAddr()), Err: os.ErrDeadlineExceeded}
 			l.giveUpExchange(c, nil)
 		case !c.rhDeadline.IsZero() && !l.now.Before(c.rhDeadline):
 			l.closeUp(u)
 			c.up = nil
-			c.ex.err = errResponseHeaderTimeout
+			c.ex.err = upstream.ErrResponseHeaderTimeout
 			l.giveUpExchange(c, nil)
 		default:
 			if u.connecting {
@@ -436,7 +438,7 @@ func (l *evLoop) sweep() {
 	for t, pool := range l.pools {
 		keep := pool[:0]
 		for _, u := range pool {
-			if shutting || t.retired.Load() || u.closes != t.closes.Load() || l.now.Sub(u.idleSince) >= t.idleTimeout {
+			if shutting || t.Retired() || u.closes != t.Closes() || l.now.Sub(u.idleSince) >= t.IdleTimeout() {
 				l.closeUp(u)
 				continue
 			}

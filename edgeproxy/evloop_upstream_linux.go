@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // startExchange writes c's request to an idle backend connection, or
@@ -29,7 +30,7 @@ func (l *evLoop) startExchange(c *evClient) {
 	}
 	if u == nil {
 		var err error
-		if u, err = l.dial(t, rt.timeouts.dial); err != nil {
+		if u, err = l.dial(t, rt.timeouts.Dial); err != nil {
 			c.ex.err = err
 			l.giveUpExchange(c, nil)
 			return
@@ -42,13 +43,13 @@ func (l *evLoop) startExchange(c *evClient) {
 }
 
 // idle returns a pooled connection to t, or nil.
-func (l *evLoop) idle(t *fastTransport) *evUp {
+func (l *evLoop) idle(t *upstream.Transport) *evUp {
 	pool := l.pools[t]
 	for len(pool) > 0 {
 		u := pool[len(pool)-1]
 		pool[len(pool)-1] = nil
 		pool = pool[:len(pool)-1]
-		if u.closes == t.closes.Load() && l.now.Sub(u.idleSince) < t.idleTimeout {
+		if u.closes == t.Closes() && l.now.Sub(u.idleSince) < t.IdleTimeout() {
 			l.pools[t] = pool
 			u.reused = true
 			return u
@@ -61,8 +62,8 @@ func (l *evLoop) idle(t *fastTransport) *evUp {
 
 // dial starts a non-blocking connect to t (timeout: the route's dial
 // timeout or the transport's).
-func (l *evLoop) dial(t *fastTransport, timeout time.Duration) (*evUp, error) {
-	ap := t.loopAddr
+func (l *evLoop) dial(t *upstream.Transport, timeout time.Duration) (*evUp, error) {
+	ap := t.LoopAddr()
 	family := unix.AF_INET
 	var sa unix.Sockaddr
 	if ap.Addr().Unmap().Is4() {
@@ -85,7 +86,7 @@ func (l *evLoop) dial(t *fastTransport, timeout time.Duration) (*evUp, error) {
 		}
 		u.connecting = true
 		if timeout <= 0 {
-			timeout = t.dialer.Timeout
+			timeout = t.DialTimeout()
 		}
 		u.dialDeadline = l.now.Add(timeout)
 		l.sweepBy(u.dialDeadline)
@@ -114,7 +115,7 @@ func (l *evLoop) send(c *evClient) {
 		l.closeUp(u)
 		c.up = nil
 		if err == nil {
-			err = errEvSend
+			err = upstream.ErrNotSent
 		}
 		c.ex.err = &net.OpError{Op: "write", Net: "tcp", Err: err}
 		l.retryOrGiveUp(c, u.reused)
@@ -122,7 +123,7 @@ func (l *evLoop) send(c *evClient) {
 	}
 	// The response header timeout runs from the request written (as
 	// exchangeH1 arms it).
-	if d := c.ex.rt.timeouts.responseHeader; d > 0 {
+	if d := c.ex.rt.timeouts.ResponseHeader; d > 0 {
 		c.rhDeadline = l.now.Add(d)
 		l.sweepBy(c.rhDeadline)
 	}
@@ -166,7 +167,7 @@ func (l *evLoop) onUp(u *evUp, ev uint32) {
 			}
 			l.closeUp(u)
 			c.up = nil
-			c.ex.err = &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(u.t.loopAddr), Err: os.NewSyscallError("connect", err)}
+			c.ex.err = &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(u.t.LoopAddr()), Err: os.NewSyscallError("connect", err)}
 			l.giveUpExchange(c, nil)
 			return
 		}
@@ -313,12 +314,12 @@ func (l *evLoop) pool(u *evUp) {
 	u.n = 0
 	u.reused = false
 	t := u.t
-	if t.retired.Load() || len(l.pools[t]) >= evMaxIdle {
+	if t.Retired() || len(l.pools[t]) >= evMaxIdle {
 		l.closeUp(u)
 		return
 	}
 	u.idleSince = l.now
-	u.closes = t.closes.Load()
+	u.closes = t.Closes()
 	l.pools[t] = append(l.pools[t], u)
 }
 

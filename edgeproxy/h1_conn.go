@@ -15,6 +15,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // The edge's own HTTP/1.1 connection loop.
@@ -27,7 +28,7 @@ import (
 // that make up nearly all of an app's traffic: HTTP/1.1 GET and HEAD with
 // no body and no upgrade, for a routed host, with well-formed headers. The
 // request is written straight onto a pooled backend connection
-// (fastTransport) and the response relayed as it comes (Content-Length
+// (upstream.Transport) and the response relayed as it comes (Content-Length
 // bodies copied, chunked bodies passed through chunk by chunk with their
 // trailers, bodies delimited by the backend closing re-chunked), flushed
 // whenever the backend has nothing more buffered, so server-sent events
@@ -48,7 +49,7 @@ import (
 // Timeouts match the net/http server's configuration: IdleTimeout between
 // requests, ReadHeaderTimeout from the first byte of a request to the end
 // of its head, no write timeout. A client that disconnects while its
-// backend works is noticed within upstreamTick (a non-blocking peek at the
+// backend works is noticed within upstream.Tick (a non-blocking peek at the
 // client each time the backend read deadline passes), and the backend
 // connection is closed, as net/http cancels the request's context.
 
@@ -59,7 +60,7 @@ const h1MaxHead = maxRequestHead
 var crlfcrlf = []byte("\r\n\r\n")
 
 // h1MaxResponseHead bounds a backend's response head (502 beyond).
-const h1MaxResponseHead = 1 << 20
+const h1MaxResponseHead = upstream.MaxResponseHead
 
 // Connection states (h1Conn.state).
 const (
@@ -119,9 +120,9 @@ type h1Conn struct {
 	rhead []byte
 	// writeUntil is the client write deadline armed (h1SendTimeout).
 	writeUntil time.Time
-	// upstreamWatch bounds the current request's backend reads (gone:
-	// peerClosed); wait is its upstreamWait, bound once per connection.
-	upstreamWatch
+	// Watch bounds the current request's backend reads (Gone:
+	// peerClosed); wait is its Wait, bound once per connection.
+	upstream.Watch
 	wait func(error) error
 	// Per-connection forwarded values (the peer does not change).
 	peer    string
@@ -330,7 +331,7 @@ type h1Exchange struct {
 	i      int
 	b      *backend
 	start  time.Time
-	sent   *fastConn
+	sent   *upstream.Conn
 	reused bool
 	err    error
 	rhLeft time.Duration
@@ -350,8 +351,8 @@ func (h *connServer) runConn(hc *h1Conn, res *h1Resume) {
 	hc.bw = h1WriterPool.Get().(*bufio.Writer)
 	hc.bw.Reset(hc) // Write: the send timeout, then c
 	hc.peerInfo(c.RemoteAddr(), h.s.reg.trusted)
-	hc.gone = func() bool { return peerClosed(c) }
-	hc.wait = hc.upstreamWait
+	hc.Gone = func() bool { return peerClosed(c) }
+	hc.wait = hc.Wait
 	handedOff := false
 	defer func() {
 		if !handedOff {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // routeH1 resolves a Host header on snap without allocating for the common
@@ -130,10 +131,10 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 	t := b.transport
 	ctx := context.Background()
 	for attempt := 0; ; attempt++ {
-		var fc *fastConn
+		var fc *upstream.Conn
 		var reused bool
 		var err error
-		rh := rt.timeouts.responseHeader
+		rh := rt.timeouts.ResponseHeader
 		if ex.sent != nil {
 			// Written by an event loop, which read what is replayed.
 			fc, reused, ex.sent = ex.sent, ex.reused, nil
@@ -141,26 +142,26 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 				rh = max(ex.rhLeft, time.Millisecond)
 			}
 		} else {
-			if fc, reused, err = t.get(ctx, rt.timeouts.dial, attempt == 0); err != nil {
+			if fc, reused, err = t.Get(ctx, rt.timeouts.Dial, attempt == 0); err != nil {
 				if s.failover(ex, err, true) {
 					b, t, attempt = ex.b, ex.b.transport, -1
 					continue
 				}
 				return s.h1ProxyError(hc, rt, b, err)
 			}
-			hc.writeOutgoing(fc.bw)
-			err = fc.bw.Flush()
+			hc.writeOutgoing(fc.W)
+			err = fc.W.Flush()
 		}
 		resp := &hc.resp
 		resp.Started = false
 		if err == nil {
-			hc.armUpstream(fc, rh)
-			err = readResponse(fc, resp, hc.req.Head, hc.rhead, hc.wait)
+			hc.Arm(fc, rh)
+			err = upstream.ReadResponse(fc, resp, hc.req.Head, hc.rhead, hc.wait)
 			hc.rhead = resp.Head[:0]
 		}
 		if err != nil {
-			_ = fc.c.Close()
-			if errors.Is(err, errClientGone) {
+			_ = fc.C.Close()
+			if errors.Is(err, upstream.ErrClientGone) {
 				// Nobody to answer; the backend sees its request canceled.
 				return statusClientClosed, 0, false
 			}
@@ -175,7 +176,7 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 			}
 			return s.h1ProxyError(hc, rt, b, err)
 		}
-		hc.headDone()
+		hc.HeadDone()
 		keep = !hc.req.Close && !s.cs.shutting.Load()
 		hsts := ""
 		if hc.isTLS() {
@@ -183,9 +184,9 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 		}
 		ok, upstreamOK := relayResponse(hc, fc, resp, keep, s.reg.bufferPool, hsts)
 		if upstreamOK && !resp.Close {
-			t.put(fc)
+			t.Put(fc)
 		} else {
-			_ = fc.c.Close()
+			_ = fc.C.Close()
 		}
 		return resp.Code, 0, keep && ok
 	}
@@ -193,7 +194,7 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 
 // h1ProxyError writes the 502/503/504 page for a failed exchange.
 func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) (int, int, bool) {
-	code, what := classifyProxyError(context.Background(), err)
+	code, what := upstream.Classify(context.Background(), err)
 	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.Host), "status", code, "error", err)
 	body := proxyErrorBody(code, what, rt)
 	keep := !hc.req.Close && !s.cs.shutting.Load()
@@ -312,13 +313,13 @@ func writeRequestID(bw *bufio.Writer, id *h1wire.RequestIDBuf) {
 }
 
 // failover applies passive health (R21) to ex's failed exchange: the
-// backend is ejected when err says it failed (ejectReason; dial: err is a
+// backend is ejected when err says it failed (upstream.EjectReason; dial: err is a
 // connect failure) and, on the first failure only, ex moves to another
 // instance not ejected (its in-flight counts with it) and failover reports
 // true: the caller sends the request again. Only requests without a body
 // reach here (GET and HEAD on the fast paths), so any may be retried.
 func (s *Server) failover(ex *h1Exchange, err error, dial bool) bool {
-	reason := ejectReason(err, dial)
+	reason := upstream.EjectReason(err, dial)
 	if reason == "" {
 		return false
 	}

@@ -24,7 +24,7 @@ func (c *replayConn) CloseWrite() error {
 	return nil
 }
 
-// SyscallConn exposes the socket (peerClosed, fastConn.usable).
+// SyscallConn exposes the socket (peerClosed, upstream.Conn's check).
 func (c *replayConn) SyscallConn() (syscall.RawConn, error) {
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {
@@ -32,6 +32,10 @@ func (c *replayConn) SyscallConn() (syscall.RawConn, error) {
 	}
 	return sc.SyscallConn()
 }
+
+// Unread is how many bytes of prefix are left (a backend connection
+// upstream.Transport.Put does not pool while any are).
+func (c *replayConn) Unread() int { return len(c.prefix) }
 
 func (c *replayConn) Read(p []byte) (int, error) {
 	if len(c.prefix) > 0 {

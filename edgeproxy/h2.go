@@ -6,6 +6,8 @@ import (
 	"net/http/httputil"
 	"sync"
 	"time"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // h2cPool holds one cleartext HTTP/2 transport per backend address, for
@@ -53,7 +55,7 @@ func (p *h2cPool) forget(addr string) {
 // h2cProxyFor returns a reverse proxy to b over cleartext HTTP/2 (the
 // route's timeouts other than the dial timeout do not apply).
 func (r *registry) h2cProxyFor(b *backend) *httputil.ReverseProxy {
-	p := r.newProxy(b, routeTimeouts{})
+	p := r.newProxy(b, upstream.Timeouts{})
 	p.Transport = r.h2c.get(b.addr, r.dialTimeout, r.idleTimeout)
 	return p
 }

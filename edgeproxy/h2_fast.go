@@ -16,6 +16,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // The HTTP/2 fast path, the edge's side (h2srv.Handler.ServeFast): a GET
@@ -94,7 +95,7 @@ func (e *h2Edge) exchangeFast(st *h2srv.Stream, ex *h1Exchange, method, path, au
 		if st.IsReset() {
 			return statusClientClosed, 0 // reset before it was sent
 		}
-		fc, reused, err := t.get(st.Context(), rt.timeouts.dial, attempt == 0)
+		fc, reused, err := t.Get(st.Context(), rt.timeouts.Dial, attempt == 0)
 		if err != nil {
 			if e.s.failover(ex, err, true) {
 				b, t, attempt = ex.b, ex.b.transport, -1
@@ -102,20 +103,20 @@ func (e *h2Edge) exchangeFast(st *h2srv.Stream, ex *h1Exchange, method, path, au
 			}
 			return e.fastError(st, rt, b, err, head)
 		}
-		e.writeUpstreamHead(fc.bw, method, path, authority, fields, &ex.acc.genID)
-		err = fc.bw.Flush()
+		e.writeUpstreamHead(fc.W, method, path, authority, fields, &ex.acc.genID)
+		err = fc.W.Flush()
 		sc := st.Scratch()
 		resp := &sc.Resp
 		resp.Started = false
-		w := upstreamWatch{gone: st.IsReset}
+		w := upstream.Watch{Gone: st.IsReset}
 		if err == nil {
-			w.armUpstream(fc, rt.timeouts.responseHeader)
-			err = readResponse(fc, resp, head, sc.Head[:0], w.upstreamWait)
+			w.Arm(fc, rt.timeouts.ResponseHeader)
+			err = upstream.ReadResponse(fc, resp, head, sc.Head[:0], w.Wait)
 			sc.Head = resp.Head[:0]
 		}
 		if err != nil {
-			_ = fc.c.Close()
-			if errors.Is(err, errClientGone) {
+			_ = fc.C.Close()
+			if errors.Is(err, upstream.ErrClientGone) {
 				return statusClientClosed, 0
 			}
 			var ne net.Error
@@ -129,7 +130,7 @@ func (e *h2Edge) exchangeFast(st *h2srv.Stream, ex *h1Exchange, method, path, au
 			}
 			return e.fastError(st, rt, b, err, head)
 		}
-		w.headDone()
+		w.HeadDone()
 		if body, ok := smallBody(st, fc, resp); ok {
 			// The whole answer is here: the backend connection goes back
 			// before the client's window is waited for.
@@ -140,7 +141,7 @@ func (e *h2Edge) exchangeFast(st *h2srv.Stream, ex *h1Exchange, method, path, au
 			return resp.Code, 0
 		}
 		st.HoldBackend()
-		clientOK, upstreamOK := relayFast(st, fc, resp, w.upstreamWait)
+		clientOK, upstreamOK := relayFast(st, fc, resp, w.Wait)
 		if !clientOK {
 			st.Reset()
 		}
@@ -151,25 +152,25 @@ func (e *h2Edge) exchangeFast(st *h2srv.Stream, ex *h1Exchange, method, path, au
 
 // releaseFast puts fc back in t's pool, or closes it when it cannot be
 // reused (upstreamOK false, or the backend said close).
-func releaseFast(t *fastTransport, fc *fastConn, upstreamOK bool, resp *h1wire.Response) {
+func releaseFast(t *upstream.Transport, fc *upstream.Conn, upstreamOK bool, resp *h1wire.Response) {
 	if upstreamOK && !resp.Close {
-		t.put(fc)
+		t.Put(fc)
 	} else {
-		_ = fc.c.Close()
+		_ = fc.C.Close()
 	}
 }
 
 // smallBody takes resp's body off fc when it is sized, at most a frame
 // and already read whole (into the worker's scratch buffer); ok is false
 // otherwise (nothing taken).
-func smallBody(st *h2srv.Stream, fc *fastConn, resp *h1wire.Response) (body []byte, ok bool) {
-	if resp.NoBody || resp.Chunked || resp.UntilClose || resp.Length > h2srv.MaxFrameSize || int64(fc.br.Buffered()) < resp.Length {
+func smallBody(st *h2srv.Stream, fc *upstream.Conn, resp *h1wire.Response) (body []byte, ok bool) {
+	if resp.NoBody || resp.Chunked || resp.UntilClose || resp.Length > h2srv.MaxFrameSize || int64(fc.R.Buffered()) < resp.Length {
 		return nil, false
 	}
-	b, _ := fc.br.Peek(int(resp.Length))
+	b, _ := fc.R.Peek(int(resp.Length))
 	sc := st.Scratch()
 	sc.Body = append(sc.Body[:0], b...)
-	_, _ = fc.br.Discard(len(b))
+	_, _ = fc.R.Discard(len(b))
 	return sc.Body, true
 }
 
@@ -248,7 +249,7 @@ func writeCookieLine(bw *bufio.Writer, fields []hpack.HeaderField) {
 // relayFast relays resp and its body from fc as frames. clientOK is false
 // when the answer could not be relayed whole (the stream is then reset);
 // upstreamOK is false when fc cannot be reused.
-func relayFast(st *h2srv.Stream, fc *fastConn, resp *h1wire.Response, wait func(error) error) (clientOK, upstreamOK bool) {
+func relayFast(st *h2srv.Stream, fc *upstream.Conn, resp *h1wire.Response, wait func(error) error) (clientOK, upstreamOK bool) {
 	switch {
 	case resp.NoBody:
 		_ = st.WriteHead(resp, true)
@@ -270,9 +271,9 @@ func relayFast(st *h2srv.Stream, fc *fastConn, resp *h1wire.Response, wait func(
 
 // relayBodyFast relays n body bytes (n < 0: until the backend closes) as
 // DATA frames, the last with END_STREAM.
-func relayBodyFast(st *h2srv.Stream, fc *fastConn, n int64, wait func(error) error) bool {
+func relayBodyFast(st *h2srv.Stream, fc *upstream.Conn, n int64, wait func(error) error) bool {
 	for n != 0 {
-		if _, err := fc.br.Peek(1); err != nil {
+		if _, err := fc.R.Peek(1); err != nil {
 			if n < 0 && errors.Is(err, io.EOF) {
 				return st.End(nil)
 			}
@@ -281,15 +282,15 @@ func relayBodyFast(st *h2srv.Stream, fc *fastConn, n int64, wait func(error) err
 			}
 			continue
 		}
-		avail := fc.br.Buffered()
+		avail := fc.R.Buffered()
 		m := min(avail, h2srv.MaxFrameSize)
 		if n > 0 {
 			m = int(min(int64(m), n))
 		}
-		b, _ := fc.br.Peek(m)
+		b, _ := fc.R.Peek(m)
 		last := n > 0 && int64(m) == n
 		err := st.WriteData(b, last, last || avail == m)
-		_, _ = fc.br.Discard(m)
+		_, _ = fc.R.Discard(m)
 		if err != nil {
 			return false
 		}
@@ -303,9 +304,9 @@ func relayBodyFast(st *h2srv.Stream, fc *fastConn, n int64, wait func(error) err
 // relayChunkedFast relays a chunked body as DATA frames and its trailer
 // section, of at most h1MaxResponseHead bytes, as trailers (relayChunked's
 // checks).
-func relayChunkedFast(st *h2srv.Stream, fc *fastConn, wait func(error) error) (clientOK, upstreamOK bool) {
+func relayChunkedFast(st *h2srv.Stream, fc *upstream.Conn, wait func(error) error) (clientOK, upstreamOK bool) {
 	for {
-		_, n, ok := readChunkSize(fc, wait)
+		_, n, ok := upstream.ReadChunkSize(fc, wait)
 		if !ok {
 			return false, false
 		}
@@ -314,7 +315,7 @@ func relayChunkedFast(st *h2srv.Stream, fc *fastConn, wait func(error) error) (c
 			// bounded as a response head is.
 			var trailers []hpack.HeaderField
 			for size := 0; ; {
-				line, err := upstreamLine(fc, wait)
+				line, err := upstream.ReadLine(fc, wait)
 				if size += len(line) + 2; err != nil || size > h1MaxResponseHead || len(line) > 0 && !h1wire.ValidTrailer(line) {
 					return false, false
 				}
@@ -331,7 +332,7 @@ func relayChunkedFast(st *h2srv.Stream, fc *fastConn, wait func(error) error) (c
 		if !relayBodyChunk(st, fc, n, wait) {
 			return false, false
 		}
-		crlf, err := upstreamLine(fc, wait)
+		crlf, err := upstream.ReadLine(fc, wait)
 		if err != nil || len(crlf) != 0 {
 			return false, false
 		}
@@ -339,19 +340,19 @@ func relayChunkedFast(st *h2srv.Stream, fc *fastConn, wait func(error) error) (c
 }
 
 // relayBodyChunk relays one chunk's n bytes as DATA frames.
-func relayBodyChunk(st *h2srv.Stream, fc *fastConn, n int64, wait func(error) error) bool {
+func relayBodyChunk(st *h2srv.Stream, fc *upstream.Conn, n int64, wait func(error) error) bool {
 	for n > 0 {
-		if _, err := fc.br.Peek(1); err != nil {
+		if _, err := fc.R.Peek(1); err != nil {
 			if wait(err) != nil {
 				return false
 			}
 			continue
 		}
-		avail := fc.br.Buffered()
+		avail := fc.R.Buffered()
 		m := int(min(int64(min(avail, h2srv.MaxFrameSize)), n))
-		b, _ := fc.br.Peek(m)
+		b, _ := fc.R.Peek(m)
 		err := st.WriteData(b, false, avail == m)
-		_, _ = fc.br.Discard(m)
+		_, _ = fc.R.Discard(m)
 		if err != nil {
 			return false
 		}
@@ -366,7 +367,7 @@ type h2Forwarded struct{ host, elem string }
 // fastError queues the 502/503/504 page of a failed exchange
 // (h1ProxyError's page).
 func (e *h2Edge) fastError(st *h2srv.Stream, rt *httpRoute, b *backend, err error, head bool) (int, int) {
-	code, what := classifyProxyError(context.Background(), err)
+	code, what := upstream.Classify(context.Background(), err)
 	e.s.logger.Debug("proxy error", "backend", b.addr, "status", code, "error", err)
 	body := proxyErrorBody(code, what, rt)
 	fields := []hpack.HeaderField{

@@ -6,6 +6,3 @@ import "net"
 
 // peerClosed is not detected on this platform (the answer's write fails).
 func peerClosed(net.Conn) bool { return false }
-
-// usable cannot check on this platform.
-func (fc *fastConn) usable() bool { return true }

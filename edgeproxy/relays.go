@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // UDP session bounds (Config.UDPMaxSessions, UDPMaxSessionsPerSource).
@@ -28,7 +29,7 @@ func (r l4Backends) Get(addr string) l4.Backend { return r.reg.get(addr) }
 
 // ConnectFailed ejects b (never the last instance: the relay checked).
 func (r l4Backends) ConnectFailed(b l4.Backend, listen string) {
-	r.reg.eject(b.(*backend), time.Now().UnixNano(), ejectConnect, "", listen)
+	r.reg.eject(b.(*backend), time.Now().UnixNano(), upstream.EjectConnect, "", listen)
 }
 
 func (r l4Backends) Retried(b l4.Backend) {
@@ -39,6 +40,6 @@ func (r l4Backends) Retried(b l4.Backend) {
 
 // Addr, Ejected, AddOpen and AddInFlight make a backend an l4.Backend.
 func (b *backend) Addr() string            { return b.addr }
-func (b *backend) Ejected(now int64) bool  { return b.health.ejected(now) }
+func (b *backend) Ejected(now int64) bool  { return b.health.Ejected(now) }
 func (b *backend) AddOpen(delta int64)     { b.openConns.Add(delta) }
 func (b *backend) AddInFlight(delta int64) { b.inFlight.Add(delta) }

@@ -17,6 +17,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // File names inside <state>/edge.
@@ -247,7 +248,7 @@ func New(cfg Config) *Server {
 	}
 	s.auth = policy.NewVerifier()
 	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
-	s.reg.defaultTM = routeTimeouts{responseHeader: cfg.ResponseTimeout}
+	s.reg.defaultTM = upstream.Timeouts{ResponseHeader: cfg.ResponseTimeout}
 	s.reg.idleTimeout = cfg.BackendIdleTimeout
 	if cfg.EjectBase > 0 {
 		s.reg.ejectBase = cfg.EjectBase

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
 // snapshot is one applied route table, immutable once built (STYLE "What we
@@ -39,7 +40,7 @@ type httpRoute struct {
 	// timeouts (shared with the backend's default proxy when it has none).
 	proxies []*httputil.ReverseProxy
 	// timeouts are the route's optional upstream timeouts.
-	timeouts routeTimeouts
+	timeouts upstream.Timeouts
 	// metrics[i] are the precomputed series of backends[i].
 	metrics []*routeMetrics
 	// next spreads requests over backends (more than one only transiently).
@@ -78,7 +79,7 @@ func (r *httpRoute) pick() int {
 		return 0
 	}
 	i := int(r.next.Add(1) % uint64(len(r.backends)))
-	if r.backends[i].health.until.Load() != 0 {
+	if r.backends[i].health.Until() != 0 {
 		i = r.healthy(i, time.Now().UnixNano())
 	}
 	return i
@@ -103,12 +104,12 @@ func buildSnapshot(t routetable.Table, reg *registry, m *metrics) (*snapshot, ma
 			r.tls = tlsAuto
 		}
 		r.slowPlain.Store(r.h2c)
-		tm := routeTimeouts{
-			dial:           time.Duration(hr.DialTimeoutMS) * time.Millisecond,
-			responseHeader: time.Duration(hr.ResponseHeaderTimeoutMS) * time.Millisecond,
+		tm := upstream.Timeouts{
+			Dial:           time.Duration(hr.DialTimeoutMS) * time.Millisecond,
+			ResponseHeader: time.Duration(hr.ResponseHeaderTimeoutMS) * time.Millisecond,
 		}
-		if tm.responseHeader <= 0 {
-			tm.responseHeader = reg.defaultTM.responseHeader // the edge's default (60 s)
+		if tm.ResponseHeader <= 0 {
+			tm.ResponseHeader = reg.defaultTM.ResponseHeader // the edge's default (60 s)
 		}
 		r.timeouts = tm
 		for _, b := range hr.Backends {

@@ -9,7 +9,7 @@ import (
 // empty line) from br to dst. It fails with errHeadTooLarge past limit
 // bytes, with the read error otherwise, unless wait (non-nil) turns that
 // error into nil: then it goes on reading where it stopped (bytes already
-// read are never lost; see h1Conn.upstreamWait).
+// read are never lost; see upstream.Watch.Wait).
 func ReadHead(br *bufio.Reader, dst []byte, limit int, wait func(error) error) ([]byte, error) {
 	lineStart := len(dst)
 	for {

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package upstream
+
+// usable cannot check on this platform.
+func (fc *Conn) usable() bool { return true }
