@@ -6,8 +6,8 @@ import (
 	"fmt"
 	procfs "github.com/gordon-deploy/docker-gordon/bench/internal/proc"
 	"path/filepath"
-	"sync"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
