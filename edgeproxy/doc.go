@@ -71,7 +71,10 @@
 //   - internal/policy decides each request's per-route policy: access
 //     rules (allow, basic auth), maintenance, the client address behind
 //     trusted proxies and the forwarded headers (policy.go answers its
-//     refusals).
+//     refusals);
+//   - internal/evloop is the event loops' machinery (epoll, registration,
+//     wake-ups, non-blocking dials, release to Go's poller); the loops'
+//     HTTP/1.1 serving stays in evloop_*_linux.go.
 //
 // No package under edgeproxy may exceed 4,000 non-test lines, and the root
 // may not grow past its ceiling (test/arch, TestLayout_EdgeproxyPackages).

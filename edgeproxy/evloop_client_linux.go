@@ -5,38 +5,26 @@ package edgeproxy
 import (
 	"bytes"
 	"cmp"
-	"net"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/evloop"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
 func (l *evLoop) addClient(fd int) {
-	c := &evClient{fd: fd, idleSince: l.now, serial: l.nextSerial(evTagClient)}
-	sa, err := unix.Getpeername(fd)
+	c := &evClient{fd: fd, idleSince: l.now, serial: l.p.NextSerial(evloop.TagClient)}
+	addr, err := evloop.PeerAddr(fd)
 	if err == nil {
-		c.hc.peerInfo(sockaddrAddr(sa), l.s.reg.trusted)
+		c.hc.peerInfo(addr, l.s.reg.trusted)
 	}
-	if err != nil || unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{
-		Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: c.serial,
-	}) != nil {
+	if err != nil || l.p.Add(fd, unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLET, c.serial) != nil {
 		_ = unix.Close(fd)
 		l.h.wg.Done()
 		return
 	}
 	l.clients[int32(fd)] = c
-}
-
-func sockaddrAddr(sa unix.Sockaddr) net.Addr {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]).To16(), Port: a.Port}
-	case *unix.SockaddrInet6:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
-	}
-	return &net.TCPAddr{}
 }
 
 // onClient handles events of a client connection.
@@ -77,7 +65,7 @@ func (l *evLoop) readClient(c *evClient) {
 			c.readable = true
 			break
 		}
-		m, err := rawRead(c.fd, c.buf[c.n:])
+		m, err := evloop.RawRead(c.fd, c.buf[c.n:])
 		if err == unix.EAGAIN {
 			break
 		}
@@ -158,7 +146,7 @@ func (l *evLoop) serveClient(c *evClient) {
 // answered writes l.out (a whole answer) to c and goes on with c's next
 // request.
 func (l *evLoop) answered(c *evClient, keep bool) {
-	m, err := rawWrite(c.fd, l.out)
+	m, err := evloop.RawWrite(c.fd, l.out)
 	if err == unix.EAGAIN {
 		m, err = 0, nil
 	}

@@ -4,9 +4,6 @@ package edgeproxy
 
 import (
 	"net"
-	"os"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
@@ -43,10 +40,7 @@ func (l *evLoop) giveUpExchange(c *evClient, u *evUp) {
 // release takes fd out of the loop as a net.Conn (on Go's poller) that
 // replays prefix first.
 func (l *evLoop) release(fd int, prefix []byte) (*upstream.Conn, error) {
-	_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, fd, nil)
-	f := os.NewFile(uintptr(fd), "")
-	nc, err := net.FileConn(f)
-	_ = f.Close()
+	nc, err := l.p.Release(fd)
 	if err != nil {
 		return nil, err
 	}

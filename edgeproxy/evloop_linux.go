@@ -7,13 +7,12 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/evloop"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
@@ -66,29 +65,14 @@ const (
 	evRawWait = 5
 )
 
-// epoll data: Fd is the descriptor, Pad its kind (the low 2 bits) and
-// the registration's serial number (the rest), so an event still queued
-// for a descriptor closed earlier in the same batch is not taken for one
-// that was given the same number since.
-const (
-	evTagClient int32 = iota
-	evTagUp
-	evTagWake
-	evTagBits = 2
-)
-
 // evLoop is one event loop thread and the connections it owns. Only the
-// loop's goroutine touches its fields, except inbox, force and the
-// eventfd (adopt, wakeup).
+// loop's goroutine touches its fields, except look, force and the poller's
+// inbox and eventfd (adopt, wakeup).
 type evLoop struct {
-	h  *connServer
-	s  *Server
-	ep int
-	// wake is an eventfd that interrupts epoll_wait (adopt, wakeup).
-	wake  int
-	mu    sync.Mutex
-	inbox []int
-	dead  bool // under mu: the loop has exited (its eventfd is closed)
+	h *connServer
+	s *Server
+	// p is the epoll set, its registrations, inbox and wake-ups.
+	p *evloop.Poller
 	// look asks for a sweep at the next wake-up; force closes everything.
 	look  atomic.Bool
 	force atomic.Bool
@@ -96,7 +80,6 @@ type evLoop struct {
 	clients map[int32]*evClient
 	ups     map[int32]*evUp
 	pools   map[*upstream.Transport][]*evUp
-	events  []unix.EpollEvent
 	// out collects a message before it is written; bw writes into it
 	// (writeOutgoing and writeResponseHead take a *bufio.Writer).
 	out       []byte
@@ -106,15 +89,8 @@ type evLoop struct {
 	// rawWait: the process has a P to spare beside the loops, so a loop
 	// may wait a few milliseconds without handing its P over (run).
 	rawWait bool
-	serial  int32
 	// done is closed when run has returned and closed everything.
 	done chan struct{}
-}
-
-// nextSerial returns the epoll data Pad of a new registration of kind tag.
-func (l *evLoop) nextSerial(tag int32) int32 {
-	l.serial = (l.serial + 1) & (1<<(31-evTagBits) - 1)
-	return l.serial<<evTagBits | tag
 }
 
 // evClient is a client connection in a loop.
@@ -193,26 +169,15 @@ func (h *connServer) startLoops(n int) {
 }
 
 func newEvLoop(h *connServer) (*evLoop, error) {
-	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	p, err := evloop.New(256)
 	if err != nil {
-		return nil, os.NewSyscallError("epoll_create1", err)
-	}
-	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		_ = unix.Close(ep)
-		return nil, os.NewSyscallError("eventfd", err)
-	}
-	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wake), Pad: evTagWake}); err != nil {
-		_ = unix.Close(ep)
-		_ = unix.Close(wake)
-		return nil, os.NewSyscallError("epoll_ctl", err)
+		return nil, err
 	}
 	l := &evLoop{
-		h: h, s: h.s, ep: ep, wake: wake,
+		h: h, s: h.s, p: p,
 		clients: make(map[int32]*evClient),
 		ups:     make(map[int32]*evUp),
 		pools:   make(map[*upstream.Transport][]*evUp),
-		events:  make([]unix.EpollEvent, 256),
 		done:    make(chan struct{}),
 		out:     make([]byte, 0, evMaxResponse+1024),
 	}
@@ -236,15 +201,10 @@ func (l *evLoop) adopt(c net.Conn) bool {
 	if !rawControl(c, func(s int) { fd, _ = unix.FcntlInt(uintptr(s), unix.F_DUPFD_CLOEXEC, 0) }) || fd < 0 {
 		return false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.dead {
+	if !l.p.Adopt(fd, c) {
 		_ = unix.Close(fd)
 		return false
 	}
-	_ = c.Close()
-	l.inbox = append(l.inbox, fd)
-	l.signalLocked()
 	return true
 }
 
@@ -255,16 +215,7 @@ func (l *evLoop) wakeup(force bool) {
 		l.force.Store(true)
 	}
 	l.look.Store(true)
-	l.mu.Lock()
-	l.signalLocked()
-	l.mu.Unlock()
-}
-
-func (l *evLoop) signalLocked() {
-	if !l.dead {
-		one := [8]byte{1}
-		_, _ = unix.Write(l.wake, one[:])
-	}
+	l.p.Signal()
 }
 
 // run is the loop; it returns once the server shuts down and its last
@@ -285,29 +236,25 @@ func (l *evLoop) run() {
 		if l.rawWait {
 			raw = min(ms, evRawWait)
 		}
-		n, err := epollWaitRaw(l.ep, l.events, raw)
-		if err == nil && n == 0 {
-			n, err = unix.EpollWait(l.ep, l.events, ms)
-		}
+		events, err := l.p.Wait(raw, ms)
 		if err != nil && err != unix.EINTR {
 			l.s.logger.Error("event loop failed; closing its connections", "error", err)
 			return
 		}
 		l.now = time.Now()
-		for i := range max(n, 0) {
-			ev := &l.events[i]
-			switch ev.Pad & (1<<evTagBits - 1) {
-			case evTagClient:
+		for i := range events {
+			ev := &events[i]
+			switch evloop.Tag(ev.Pad) {
+			case evloop.TagClient:
 				if c := l.clients[ev.Fd]; c != nil && c.serial == ev.Pad {
 					l.onClient(c, ev.Events)
 				}
-			case evTagUp:
+			case evloop.TagUp:
 				if u := l.ups[ev.Fd]; u != nil && u.serial == ev.Pad {
 					l.onUp(u, ev.Events)
 				}
-			case evTagWake:
-				var b [8]byte
-				_, _ = unix.Read(l.wake, b[:])
+			case evloop.TagWake:
+				l.p.ClearWake()
 				l.takeInbox()
 				if l.look.Swap(false) {
 					l.nextSweep = l.now // look at shutdown and the pools now
@@ -317,13 +264,8 @@ func (l *evLoop) run() {
 		if !l.now.Before(l.nextSweep) {
 			l.sweep()
 		}
-		if len(l.clients) == 0 && l.h.shutting.Load() {
-			l.mu.Lock()
-			empty := len(l.inbox) == 0
-			l.mu.Unlock()
-			if empty {
-				return
-			}
+		if len(l.clients) == 0 && l.h.shutting.Load() && l.p.InboxEmpty() {
+			return
 		}
 	}
 }
@@ -337,26 +279,15 @@ func (l *evLoop) exit() {
 	for _, u := range l.ups {
 		l.closeUp(u)
 	}
-	l.mu.Lock()
-	l.dead = true
-	fds := l.inbox
-	l.inbox = nil
-	l.mu.Unlock()
-	for _, fd := range fds {
+	for _, fd := range l.p.Close() {
 		_ = unix.Close(fd)
 		l.h.wg.Done()
 	}
-	_ = unix.Close(l.ep)
-	_ = unix.Close(l.wake)
 	runtime.UnlockOSThread()
 }
 
 func (l *evLoop) takeInbox() {
-	l.mu.Lock()
-	fds := l.inbox
-	l.inbox = nil
-	l.mu.Unlock()
-	for _, fd := range fds {
+	for _, fd := range l.p.TakeInbox() {
 		l.addClient(fd)
 	}
 }
@@ -454,29 +385,4 @@ func (l *evLoop) sweep() {
 			l.pools[t] = keep
 		}
 	}
-}
-
-// Raw system calls skip the scheduler's entersyscall/exitsyscall: reads
-// and writes of non-blocking descriptors never block, and epollWaitRaw
-// blocks for at most a few milliseconds (a signal, such as the runtime's
-// preemption, ends it early with EINTR).
-
-func epollWaitRaw(ep int, evs []unix.EpollEvent, ms int) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(ep), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), uintptr(ms), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-func rawRead(fd int, p []byte) (int, error) { return rawRW(unix.SYS_READ, fd, p) }
-
-func rawWrite(fd int, p []byte) (int, error) { return rawRW(unix.SYS_WRITE, fd, p) }
-
-func rawRW(trap uintptr, fd int, p []byte) (int, error) {
-	r, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/evloop"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
@@ -63,27 +64,12 @@ func (l *evLoop) idle(t *upstream.Transport) *evUp {
 // dial starts a non-blocking connect to t (timeout: the route's dial
 // timeout or the transport's).
 func (l *evLoop) dial(t *upstream.Transport, timeout time.Duration) (*evUp, error) {
-	ap := t.LoopAddr()
-	family := unix.AF_INET
-	var sa unix.Sockaddr
-	if ap.Addr().Unmap().Is4() {
-		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()}
-	} else {
-		family = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, connecting, err := evloop.Dial(t.LoopAddr())
 	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", err)}
+		return nil, err
 	}
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
-	u := &evUp{fd: fd, t: t, serial: l.nextSerial(evTagUp)}
-	if err := unix.Connect(fd, sa); err != nil {
-		if err != unix.EINPROGRESS {
-			_ = unix.Close(fd)
-			return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.NewSyscallError("connect", err)}
-		}
+	u := &evUp{fd: fd, t: t, serial: l.p.NextSerial(evloop.TagUp)}
+	if connecting {
 		u.connecting = true
 		if timeout <= 0 {
 			timeout = t.DialTimeout()
@@ -91,9 +77,7 @@ func (l *evLoop) dial(t *upstream.Transport, timeout time.Duration) (*evUp, erro
 		u.dialDeadline = l.now.Add(timeout)
 		l.sweepBy(u.dialDeadline)
 	}
-	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{
-		Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: u.serial,
-	}); err != nil {
+	if err := l.p.Add(fd, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|unix.EPOLLET, u.serial); err != nil {
 		_ = unix.Close(fd)
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("epoll_ctl", err)}
 	}
@@ -108,7 +92,7 @@ func (l *evLoop) send(c *evClient) {
 	l.bw.Reset((*evSink)(l))
 	c.hc.writeOutgoing(l.bw)
 	_ = l.bw.Flush()
-	m, err := rawWrite(u.fd, l.out)
+	m, err := evloop.RawWrite(u.fd, l.out)
 	if err != nil || m != len(l.out) {
 		// A kept-alive connection the backend closed, or (never seen: the
 		// send buffer of an idle connection is empty) a short write.
@@ -196,7 +180,7 @@ func (l *evLoop) readUp(u *evUp, hup bool) {
 	var rerr error
 	drained := false
 	for u.n < len(u.buf) {
-		m, err := rawRead(u.fd, u.buf[u.n:])
+		m, err := evloop.RawRead(u.fd, u.buf[u.n:])
 		if err == unix.EAGAIN {
 			drained = true
 			break

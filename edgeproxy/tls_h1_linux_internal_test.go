@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/evloop"
 )
 
 // The h1 loop over TLS never reaches a TLS connection's descriptor (no
@@ -45,9 +46,9 @@ func TestTLSConnGetsNoRawDescriptorButPeerClosedSeesTheClientLeave(t *testing.T)
 	defer server.Close()
 
 	assert.False(t, rawControl(server, func(int) { t.Error("a TLS connection's descriptor was reached") }))
-	l := &evLoop{}
+	l := &evLoop{p: &evloop.Poller{}}
 	assert.False(t, l.adopt(server), "an event loop never adopts a TLS connection")
-	assert.Empty(t, l.inbox)
+	assert.True(t, l.p.InboxEmpty())
 	assert.True(t, (&h1Conn{c: server}).isTLS())
 	assert.Equal(t, "https", (&h1Conn{c: server}).scheme())
 

@@ -19,17 +19,17 @@ import (
 // the last seam moved out (lower it when you move another one out).
 const (
 	maxPackageLines      = 4000
-	edgeproxyRootCeiling = 7176
+	edgeproxyRootCeiling = 7051
 	modulePath           = "github.com/gordon-deploy/docker-gordon"
 )
 
 // edgeproxyPackages are the packages under edgeproxy/ (directories,
 // relative to it). A new one is added here, with its doc.go.
-var edgeproxyPackages = []string{".", "certstore", "edgestate", "internal/accesslog", "internal/edgetls", "internal/h1wire", "internal/h2srv", "internal/l4", "internal/policy", "internal/upstream"}
+var edgeproxyPackages = []string{".", "certstore", "edgestate", "internal/accesslog", "internal/edgetls", "internal/evloop", "internal/h1wire", "internal/h2srv", "internal/l4", "internal/policy", "internal/upstream"}
 
 // edgeproxyLeaves import nothing of this module: the seams everything
 // else builds on.
-var edgeproxyLeaves = []string{"edgestate", "internal/accesslog", "internal/h1wire"}
+var edgeproxyLeaves = []string{"edgestate", "internal/accesslog", "internal/evloop", "internal/h1wire"}
 
 type goPackage struct {
 	lines   int      // newlines in its non-test files, every build tag
