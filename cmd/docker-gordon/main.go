@@ -13,6 +13,7 @@ import (
 	"github.com/docker/cli/cli/command"
 	"github.com/spf13/cobra"
 
+	"github.com/gordon-deploy/docker-gordon/cmd/internal/probehelper"
 	"github.com/gordon-deploy/docker-gordon/plugins"
 )
 
@@ -22,7 +23,7 @@ var version = "dev"
 func main() {
 	// The internal readiness helper of a probe-helper container (R30)
 	// runs its probe and exits.
-	if runProbeHelperIfRequested() {
+	if probehelper.RunIfRequested() {
 		return
 	}
 	// Plugin mode next: nothing may be printed to stdout before

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/gordon-deploy/docker-gordon/cmd/internal/probehelper"
 	"github.com/gordon-deploy/docker-gordon/plugins"
 )
 
@@ -21,6 +22,11 @@ import (
 var version = "dev"
 
 func main() {
+	// runtime/docker builds its probe-helper image (R30) from the binary
+	// serving it: this one, when docker-gordon runs its backends from it.
+	if probehelper.RunIfRequested() {
+		return
+	}
 	if plugins.ServeBuiltinIfRequested() {
 		return
 	}

@@ -1,4 +1,8 @@
-package main
+// Package probehelper is the internal readiness helper (SPEC R30): the
+// process a probe-helper container runs, from the binary that built its
+// image (docker-gordon, or gordon-backends when it serves runtime/docker),
+// to probe a port only the app's network reaches.
+package probehelper
 
 import (
 	"context"
@@ -27,12 +31,12 @@ func (helperProbes) Prober(_ context.Context, kind, _ string) (core.Prober, erro
 	return nil, fmt.Errorf("internal probe of type %q: %w", kind, core.ErrNotFound)
 }
 
-// runProbeHelperIfRequested is the internal readiness helper's main (R30):
+// RunIfRequested is the internal readiness helper's main (R30):
 // when docker.EnvProbeHelper is set it runs the HTTP or TCP readiness wait
 // it describes (the same R31–R33 checks as the loopback probes, 500 ms
 // between attempts), prints a docker.HelperResult as the last stdout line and exits
 // (0 ready, 1 not ready, 2 bad request). It returns false otherwise.
-func runProbeHelperIfRequested() bool {
+func RunIfRequested() bool {
 	raw, ok := os.LookupEnv(docker.EnvProbeHelper)
 	if !ok {
 		return false
