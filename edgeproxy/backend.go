@@ -18,6 +18,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
@@ -228,7 +229,7 @@ func (r *registry) newProxy(b *backend, tm upstream.Timeouts) *httputil.ReverseP
 			pr.Out.URL.Host = target.Host
 			pr.Out.Host = pr.In.Host
 			dropUnderscoreAliases(pr.Out.Header)
-			setForwarded(pr, trusted)
+			policy.SetForwarded(pr, trusted)
 			pr.Out = pr.Out.WithContext(httptrace.WithClientTrace(pr.Out.Context(), upstream.InformationalBudget()))
 		},
 		Transport:     rt,

@@ -16,6 +16,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
@@ -215,7 +216,7 @@ func (e *h2Edge) writeUpstreamHead(bw *bufio.Writer, method, path, authority str
 	writeHeader(bw, "X-Forwarded-For", e.peer)
 	fwd := e.fwd.Load()
 	if fwd == nil || fwd.host != authority {
-		fwd = &h2Forwarded{host: authority, elem: forwardedElement(e.peerIP, e.peer, authority, "https")}
+		fwd = &h2Forwarded{host: authority, elem: policy.ForwardedElement(e.peerIP, e.peer, authority, "https")}
 		e.fwd.Store(fwd)
 	}
 	writeHeader(bw, "Forwarded", fwd.elem)

@@ -3,7 +3,6 @@ package edgeproxy
 import (
 	"fmt"
 	"net/http"
-	"net/http/httputil"
 	"net/netip"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
@@ -22,17 +21,6 @@ const DefaultMaintenanceMessage = policy.DefaultMaintenanceMessage
 // Errors name the bad entry (policy.ParseTrustedProxies).
 func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
 	return policy.ParseTrustedProxies(list)
-}
-
-// setForwarded is policy.SetForwarded (the upstream exchange's name for it).
-func setForwarded(pr *httputil.ProxyRequest, trusted []netip.Prefix) {
-	policy.SetForwarded(pr, trusted)
-}
-
-// forwardedElement is policy.ForwardedElement (the HTTP/2 fast path's
-// name for it).
-func forwardedElement(ip netip.Addr, peer, host, proto string) string {
-	return policy.ForwardedElement(ip, peer, host, proto)
 }
 
 // validateRoutePolicy checks a route's access and maintenance records

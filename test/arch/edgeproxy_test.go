@@ -19,7 +19,7 @@ import (
 // the last seam moved out (lower it when you move another one out).
 const (
 	maxPackageLines      = 4000
-	edgeproxyRootCeiling = 7051
+	edgeproxyRootCeiling = 7041
 	modulePath           = "github.com/gordon-deploy/docker-gordon"
 )
 
