@@ -70,7 +70,7 @@ const (
 // inbox and eventfd (adopt, wakeup).
 type evLoop struct {
 	h *connServer
-	s *Server
+	s *proxyCore
 	// p is the epoll set, its registrations, inbox and wake-ups.
 	p *evloop.Poller
 	// look asks for a sweep at the next wake-up; force closes everything.

@@ -75,7 +75,7 @@ const (
 // connections during their handshake, and HTTP/2 connections (h2srv.Conn).
 // shutdown drains them all together.
 type connServer struct {
-	s                 *Server
+	s                 *proxyCore
 	handoff           *handoffListener
 	idleTimeout       time.Duration
 	readHeaderTimeout time.Duration
@@ -142,12 +142,12 @@ var (
 	h1WriterPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
 )
 
-func newConnServer(s *Server, addr net.Addr, idleTimeout time.Duration) *connServer {
+func newConnServer(s *proxyCore, addr net.Addr, idleTimeout, readHeaderTimeout time.Duration) *connServer {
 	return &connServer{
 		s:                 s,
 		handoff:           newHandoffListener(addr),
 		idleTimeout:       idleTimeout,
-		readHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		readHeaderTimeout: readHeaderTimeout,
 		conns:             make(map[*h1Conn]struct{}),
 		handshaking:       make(map[*tls.Conn]struct{}),
 		h2conns:           make(map[*h2srv.Conn]struct{}),

@@ -18,7 +18,7 @@ import (
 
 // routeH1 resolves a Host header on snap without allocating for the common
 // case (an exact, lowercase host).
-func (s *Server) routeH1(snap *snapshot, host []byte) *httpRoute {
+func (s *proxyCore) routeH1(snap *snapshot, host []byte) *httpRoute {
 	h := host
 	if i := bytes.LastIndexByte(h, ':'); i >= 0 && h[0] != '[' {
 		h = h[:i]
@@ -46,7 +46,7 @@ func bytesLower(b []byte) bool {
 // serveH1 proxies hc.req. served is false when the host has no route (the
 // request then goes to net/http, which answers 404); keep reports whether
 // the connection can serve another request.
-func (s *Server) serveH1(hc *h1Conn) (served, keep bool) {
+func (s *proxyCore) serveH1(hc *h1Conn) (served, keep bool) {
 	rt, i, b := s.pickFor(hc)
 	if rt == nil {
 		return false, false
@@ -57,7 +57,7 @@ func (s *Server) serveH1(hc *h1Conn) (served, keep bool) {
 // pickH1 picks the backend for a request to host and counts the request
 // in flight on it and in its route's metrics (doneH1 undoes both); rt is
 // nil when the host has no route.
-func (s *Server) pickH1(host []byte) (rt *httpRoute, i int, b *backend) {
+func (s *proxyCore) pickH1(host []byte) (rt *httpRoute, i int, b *backend) {
 	for {
 		snap := s.snap.Load()
 		if snap == nil {
@@ -83,7 +83,7 @@ func (s *Server) pickH1(host []byte) (rt *httpRoute, i int, b *backend) {
 
 // finishH1 runs (or finishes) the exchange of hc.req picked as ex, answers
 // the client and reports whether the connection can serve another request.
-func (s *Server) finishH1(hc *h1Conn, ex *h1Exchange) bool {
+func (s *proxyCore) finishH1(hc *h1Conn, ex *h1Exchange) bool {
 	var code, proxyErr int
 	var keep bool
 	ex.acc = exchangeAccess{hc: hc}
@@ -126,7 +126,7 @@ func doneH1(ex *h1Exchange, code, proxyErr int) {
 // exchangeH1 sends the request to b and relays the response; it returns
 // the status relayed (or of the error page), the error class for the
 // metrics and whether the client connection stays open.
-func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, keep bool) {
+func (s *proxyCore) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, keep bool) {
 	rt, b := ex.rt, ex.b
 	t := b.transport
 	ctx := context.Background()
@@ -193,7 +193,7 @@ func (s *Server) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, kee
 }
 
 // h1ProxyError writes the 502/503/504 page for a failed exchange.
-func (s *Server) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) (int, int, bool) {
+func (s *proxyCore) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) (int, int, bool) {
 	code, what := upstream.Classify(context.Background(), err)
 	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.Host), "status", code, "error", err)
 	body := proxyErrorBody(code, what, rt)
@@ -318,7 +318,7 @@ func writeRequestID(bw *bufio.Writer, id *h1wire.RequestIDBuf) {
 // instance not ejected (its in-flight counts with it) and failover reports
 // true: the caller sends the request again. Only requests without a body
 // reach here (GET and HEAD on the fast paths), so any may be retried.
-func (s *Server) failover(ex *h1Exchange, err error, dial bool) bool {
+func (s *proxyCore) failover(ex *h1Exchange, err error, dial bool) bool {
 	reason := upstream.EjectReason(err, dial)
 	if reason == "" {
 		return false

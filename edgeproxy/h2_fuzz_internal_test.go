@@ -52,7 +52,7 @@ func fuzzServer(stateDir string) (*Server, *panicLog) {
 	fuzzOnce.Do(func() {
 		fuzzLog = &panicLog{Logger: hclog.NewNullLogger()}
 		fuzzSrv = New(Config{StateDir: stateDir, HTTPAddr: "127.0.0.1:0", Logger: fuzzLog})
-		fuzzSrv.cs = &connServer{s: fuzzSrv, idleTimeout: time.Minute, h2conns: map[*h2srv.Conn]struct{}{}}
+		fuzzSrv.cs = &connServer{s: &fuzzSrv.proxyCore, idleTimeout: time.Minute, h2conns: map[*h2srv.Conn]struct{}{}}
 	})
 	return fuzzSrv, fuzzLog
 }

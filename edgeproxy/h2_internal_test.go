@@ -22,8 +22,8 @@ import (
 // connection has left the drain's count.
 func h2Pair(t *testing.T, idle time.Duration) (fr *http2.Framer, client *tls.Conn, done chan struct{}) {
 	t.Helper()
-	s := &Server{logger: hclog.NewNullLogger(), reg: &registry{}}
-	s.cs = &connServer{s: s, idleTimeout: idle, h2conns: map[*h2srv.Conn]struct{}{}}
+	s := &Server{proxyCore: proxyCore{logger: hclog.NewNullLogger(), reg: &registry{}}}
+	s.cs = &connServer{s: &s.proxyCore, idleTimeout: idle, h2conns: map[*h2srv.Conn]struct{}{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -88,8 +88,8 @@ func TestR62_H2IdleConnectionEndsWithGoAway(t *testing.T) {
 // without a request being read, and the connection leaves the drain's
 // count.
 func TestR62_H2BadPrefaceCloses(t *testing.T) {
-	s := &Server{logger: hclog.NewNullLogger(), reg: &registry{}}
-	s.cs = &connServer{s: s, h2conns: map[*h2srv.Conn]struct{}{}}
+	s := &Server{proxyCore: proxyCore{logger: hclog.NewNullLogger(), reg: &registry{}}}
+	s.cs = &connServer{s: &s.proxyCore, h2conns: map[*h2srv.Conn]struct{}{}}
 	a, b := net.Pipe()
 	defer a.Close()
 	cert, err := edgetls.SelfSigned()

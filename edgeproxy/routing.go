@@ -154,7 +154,7 @@ type hostEntry struct {
 // holds wildcard matches and negative answers for unknown hosts. Entries
 // carry their generation, so an entry of an older snapshot is a miss (the
 // cache is also cleared at each apply).
-func (s *Server) route(snap *snapshot, rawHost string) *httpRoute {
+func (s *proxyCore) route(snap *snapshot, rawHost string) *httpRoute {
 	host := normalizeHost(rawHost)
 	if r, ok := snap.exact[host]; ok {
 		return r

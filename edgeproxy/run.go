@@ -158,7 +158,7 @@ func (s *Server) newHTTPServers() (httpSrv, adminSrv *http.Server) {
 // inherited from the previous edge that this configuration does not name.
 // It returns the table's watcher.
 func (s *Server) applyFirstTable(r *runSet) *watcher {
-	s.cs = newConnServer(s, r.httpLn.Addr(), r.httpSrv.IdleTimeout)
+	s.cs = newConnServer(&s.proxyCore, r.httpLn.Addr(), r.httpSrv.IdleTimeout, s.cfg.ReadHeaderTimeout)
 	s.cs.startLoops(evLoopCount(s.cfg.EventLoops))
 	w := &watcher{path: filepath.Join(s.cfg.StateDir, "edge", RoutesFile)}
 	s.poll(w, true)

@@ -151,23 +151,13 @@ const hostCacheEntries = 10000
 // Server is the edge proxy. It is an http.Handler (the public router).
 // Create it with New, start it with Run.
 type Server struct {
-	cfg    Config
-	logger hclog.Logger
+	proxyCore
+	cfg Config
 
-	snap atomic.Pointer[snapshot]
-	// hosts caches wildcard and negative host resolutions (bounded).
-	hosts   *ristretto.Cache[string, hostEntry]
-	metrics *metrics
-	reg     *registry
-	tcp     *l4.TCPRelays
-	udp     *l4.UDPRelays
+	tcp *l4.TCPRelays
+	udp *l4.UDPRelays
 	// auth checks basic-auth passwords (internal/policy, SPEC R73).
 	auth *policy.Verifier
-	// cs holds every public client connection: the plain HTTP accept loop
-	// and its HTTP/1.1 connections (h1_conn.go), the HTTPS connections
-	// while they handshake (tls_accept.go) and the HTTP/2 connections
-	// (internal/h2srv), for one drain; set by Run.
-	cs *connServer
 	// h2Stalled counts the HTTP/2 streams of every connection waiting for
 	// send window (h2MaxStalled).
 	h2Stalled atomic.Int64
@@ -234,7 +224,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		cfg:       cfg,
-		logger:    cfg.Logger,
+		proxyCore: proxyCore{logger: cfg.Logger},
 		startedAt: time.Now().UTC(),
 		ready:     make(chan struct{}),
 		reload:    make(chan struct{}, 1),

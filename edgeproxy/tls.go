@@ -249,6 +249,7 @@ func (s *Server) startTLS(lc net.ListenConfig, httpAddr net.Addr) (net.Listener,
 	a := ln.Addr().String()
 	s.httpsAddr.Store(&a)
 	s.tls = t
+	s.tlsp = t
 	t.refresh(true)
 	s.logger.Info("gordon-edge serving https", "https", a, "acme", !s.cfg.ACME.Disabled)
 	return ln, srv, nil
@@ -314,3 +315,22 @@ func validateRouteTLS(r *routetable.HTTPRoute) error {
 	}
 	return nil
 }
+
+// servesTLS reports whether an HTTPS request for host on rt is proxied
+// (servePolicy would not answer it with the 503 page): a never route, or
+// a host with a certificate being served. A name refresh has not seen yet
+// (on demand) goes to ServeHTTP, which also looks in certmagic's cache.
+func (t *tlsEdge) servesTLS(rt *httpRoute, host []byte) bool {
+	if rt.tls == tlsNever {
+		return true
+	}
+	return t.certs.Served().HasHost(host)
+}
+
+// countHTTPS counts an HTTPS request served by the loops by protocol
+// (protoH1, protoH2).
+func (t *tlsEdge) countHTTPS(proto int) { t.byProto[1][proto].Inc() }
+
+// handoffConns is the HTTPS net/http server's listener, which takes a TLS
+// connection the loops do not serve.
+func (t *tlsEdge) handoffConns() *handoffListener { return t.conns }

@@ -35,16 +35,16 @@ func (hc *h1Conn) tlsState() *tls.ConnectionState {
 // loop does not serve its request: the HTTPS server for a TLS connection
 // (it knows the request is TLS), the plain one otherwise.
 func (h *connServer) handoffFor(hc *h1Conn) *handoffListener {
-	if hc.isTLS() && h.s.tls != nil {
-		return h.s.tls.conns
+	if hc.isTLS() && h.s.tlsp != nil {
+		return h.s.tlsp.handoffConns()
 	}
 	return h.handoff
 }
 
 // pickFor picks the backend for hc's request as pickH1 does, under the
 // HTTPS policy for a TLS connection (pickTLS).
-func (s *Server) pickFor(hc *h1Conn) (rt *httpRoute, i int, b *backend) {
-	if hc.isTLS() && s.tls != nil {
+func (s *proxyCore) pickFor(hc *h1Conn) (rt *httpRoute, i int, b *backend) {
+	if hc.isTLS() && s.tlsp != nil {
 		return s.pickTLS(hc.req.Host, protoH1)
 	}
 	return s.pickH1(hc.req.Host)
@@ -60,7 +60,7 @@ const (
 // flight (doneH1 undoes it) and by protocol (protoH1, protoH2); rt is nil when ServeHTTP must
 // answer: no route, a held route, an h2c backend, or a host whose TLS
 // policy answers 503 (no certificate yet, servePolicy).
-func (s *Server) pickTLS(host []byte, proto int) (rt *httpRoute, i int, b *backend) {
+func (s *proxyCore) pickTLS(host []byte, proto int) (rt *httpRoute, i int, b *backend) {
 	for {
 		snap := s.snap.Load()
 		if snap == nil {
@@ -77,9 +77,9 @@ func (s *Server) pickTLS(host []byte, proto int) (rt *httpRoute, i int, b *backe
 
 // tlsRoute is the route of an HTTPS request to host on snap that the
 // loops serve themselves (nil: ServeHTTP answers, see pickTLS).
-func (s *Server) tlsRoute(snap *snapshot, host []byte) *httpRoute {
+func (s *proxyCore) tlsRoute(snap *snapshot, host []byte) *httpRoute {
 	rt := s.routeH1(snap, host)
-	if rt == nil || len(rt.backends) == 0 || rt.h2c || rt.guard != nil || rt.maint != nil || !s.tls.servesTLS(rt, host) {
+	if rt == nil || len(rt.backends) == 0 || rt.h2c || rt.guard != nil || rt.maint != nil || !s.tlsp.servesTLS(rt, host) {
 		return nil
 	}
 	return rt
@@ -88,7 +88,7 @@ func (s *Server) tlsRoute(snap *snapshot, host []byte) *httpRoute {
 // countTLS picks a backend of rt and counts the request on it, in flight
 // and by protocol; false when snap stopped being current meanwhile (the
 // count is undone: route again on the new snapshot, as in pickH1).
-func (s *Server) countTLS(snap *snapshot, rt *httpRoute, proto int) (int, *backend, bool) {
+func (s *proxyCore) countTLS(snap *snapshot, rt *httpRoute, proto int) (int, *backend, bool) {
 	i := rt.pick()
 	b := rt.backends[i]
 	b.inFlight.Add(1)
@@ -97,17 +97,6 @@ func (s *Server) countTLS(snap *snapshot, rt *httpRoute, proto int) (int, *backe
 		return 0, nil, false
 	}
 	rt.metrics[i].inFlight.Inc()
-	s.tls.byProto[1][proto].Inc()
+	s.tlsp.countHTTPS(proto)
 	return i, b, true
-}
-
-// servesTLS reports whether an HTTPS request for host on rt is proxied
-// (servePolicy would not answer it with the 503 page): a never route, or
-// a host with a certificate being served. A name refresh has not seen yet
-// (on demand) goes to ServeHTTP, which also looks in certmagic's cache.
-func (t *tlsEdge) servesTLS(rt *httpRoute, host []byte) bool {
-	if rt.tls == tlsNever {
-		return true
-	}
-	return t.certs.Served().HasHost(host)
 }
