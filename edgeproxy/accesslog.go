@@ -4,13 +4,11 @@ import (
 	"cmp"
 	"io"
 	"net/http"
-	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/accesslog"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 )
 
 // Access log destinations (gordon-edge --access-log; internal/accesslog).
@@ -35,119 +33,26 @@ func OpenAccessLog(dest string, maxSize int64, keep int) (io.WriteCloser, error)
 // accessLog is the edge's access log (Config.AccessLog): the line
 // format and the buffered writer are internal/accesslog's; this side
 // fills a line from the request the edge served.
-type accessLog struct{ *accesslog.Log }
-
-func newAccessLog(out io.Writer, trusted []netip.Prefix) *accessLog {
-	return &accessLog{accesslog.New(out, trusted)}
-}
-
 // routeNames are the app, service and instance of a line: rm's when the
 // request was proxied, else the route rt's (nil: unknown host).
-func routeNames(e *accesslog.Entry, rm *routeMetrics, rt *httpRoute) {
-	if rm != nil {
-		e.App, e.Service, e.Instance = rm.app, rm.service, rm.instance
-	} else if rt != nil {
-		e.App, e.Service = rt.app, rt.service
-	}
-}
-
-// logServeHTTP writes the line of a request ServeHTTP answered: proxied
+// LogServeHTTP writes the line of a request ServeHTTP answered: proxied
 // to rm's backend, or answered by the edge (rm nil) for route rt (nil: no
 // route).
-func (a *accessLog) logServeHTTP(r *http.Request, rm *routeMetrics, rt *httpRoute, status int, bytesOut int64, start time.Time, requestID string) {
-	e := accesslog.Entry{Status: status, Start: start, BytesOut: bytesOut, RequestIDS: requestID}
-	routeNames(&e, rm, rt)
-	a.WriteRequest(r, &e)
-}
-
-// exchangeAccess is what an h1Exchange keeps for its access-log line: the
+// ExchangeAccess is what an Exchange keeps for its access-log line: the
 // HTTP/1.1 connection whose current request it is (hc), or the HTTP/2
-// stream and its request's pseudo-headers (fast path); bytesOut is the
-// body bytes sent and genID the request id the fast path generated.
-type exchangeAccess struct {
-	hc                      *h1Conn
-	h2                      *h2Edge
-	method, path, authority string
-	bytesOut                int64
-	genID                   h1wire.RequestIDBuf
-}
-
+// stream and its request's pseudo-headers (fast path); BytesOut is the
+// body bytes sent and GenID the request id the fast path generated.
 // markBody notes that the current answer's head is written: what is
 // written from now on is body (finishH1 counts it).
-func (hc *h1Conn) markBody() {
-	hc.bodyMark = hc.sent + int64(hc.bw.Buffered())
-}
-
 // logExchange writes the line of an exchange of the HTTP/1.1 loops or of
-// the HTTP/2 fast path (doneH1).
-func (a *accessLog) logExchange(ex *h1Exchange, rm *routeMetrics, code int) {
-	acc := &ex.acc
-	e := accesslog.Entry{Status: code, Start: ex.start, BytesOut: acc.bytesOut}
-	routeNames(&e, rm, nil)
-	switch {
-	case acc.hc != nil:
-		hc := acc.hc
-		req := &hc.req
-		e.Host, e.Method, e.Path, e.Protocol = req.Host, req.Method, req.URI, "HTTP/1.1"
-		e.Client = hc.peer
-		var xff []byte
-		for _, h := range req.Headers {
-			switch h.Kind {
-			case h1wire.HdrRequestID:
-				if req.RequestID && len(h.Value) > 0 {
-					e.RequestID = h.Value
-				}
-			case h1wire.HdrForwarded:
-				if hc.trusted && h1wire.ASCIIEqualFold(h.Name, "x-forwarded-for") {
-					if len(xff) > 0 {
-						xff = append(xff, ',')
-					}
-					xff = append(xff, h.Value...)
-				}
-			}
-		}
-		if !req.RequestID {
-			e.RequestID = req.GenID.B[:req.GenID.N]
-		}
-		if hc.trusted {
-			e.Client = a.ClientBehind(hc.peer, string(xff))
-		}
-	case acc.h2 != nil:
-		c := acc.h2
-		e.HostS, e.MethodS, e.PathS, e.Protocol = acc.authority, acc.method, acc.path, "HTTP/2"
-		e.Client = c.peer
-		e.RequestID, e.RequestIDS = acc.genID.B[:acc.genID.N], acc.genID.Given
-		if e.RequestIDS != "" {
-			e.RequestID = nil
-		}
-	default:
-		return
-	}
-	a.Write(&e)
-}
-
-// ensureRequestID returns r's X-Request-Id, first setting a generated one
+// the HTTP/2 fast path (DoneH1).
+// EnsureRequestID returns r's X-Request-Id, first setting a generated one
 // when it has none, so the id the backend gets (policy.SetForwarded keeps it) is
 // the one logged; "" without an access log (a nil a).
-func (a *accessLog) ensureRequestID(r *http.Request) string {
-	if a == nil {
-		return ""
-	}
-	if id := r.Header.Get("X-Request-Id"); id != "" {
-		return id
-	}
-	id := string(policy.AppendRequestID(nil))
-	if r.Header == nil {
-		r.Header = http.Header{}
-	}
-	r.Header.Set("X-Request-Id", id)
-	return id
-}
-
 // answerUnrouted answers 404 for a Host no route matches and counts it.
 func (s *Server) answerUnrouted(w http.ResponseWriter, r *http.Request) {
-	s.metrics.unrouted.Inc()
-	writeEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+stripPort(r.Host)+"\n")
+	s.Metrics.Unrouted.Inc()
+	dataplane.WriteEdgeError(w, http.StatusNotFound, "gordon-edge: no route for host "+dataplane.StripPort(r.Host)+"\n")
 }
 
 // accessWriter is ServeHTTP's writer while the access log is on: it
@@ -159,7 +64,7 @@ type accessWriter struct {
 	http.ResponseWriter
 	code    int
 	written int64
-	rt      *httpRoute
+	rt      *dataplane.HTTPRoute
 	logged  bool
 }
 
@@ -193,7 +98,7 @@ func (w *accessWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // noteRoute records rt as the request's route on w when w is an
 // accessWriter.
-func noteRoute(w http.ResponseWriter, rt *httpRoute) {
+func noteRoute(w http.ResponseWriter, rt *dataplane.HTTPRoute) {
 	if aw, ok := w.(*accessWriter); ok {
 		aw.rt = rt
 	}
@@ -214,7 +119,7 @@ func (s *Server) serveHTTPLogged(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	s.serveHTTP(aw, r)
 	if !aw.logged {
-		s.metrics.access.logServeHTTP(r, nil, aw.rt, cmp.Or(aw.code, http.StatusOK), aw.written, start, r.Header.Get("X-Request-Id"))
+		s.Metrics.Access.LogServeHTTP(r, nil, aw.rt, cmp.Or(aw.code, http.StatusOK), aw.written, start, r.Header.Get("X-Request-Id"))
 	}
 	*aw = accessWriter{}
 	accessWriterPool.Put(aw)

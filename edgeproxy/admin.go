@@ -14,7 +14,7 @@ func (s *Server) adminHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
-	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.Handle("GET /metrics", s.Metrics.Handler())
 	// POST /reload re-reads the route table now instead of at the next
 	// poll (traffic/edge calls it right after writing a table) and answers
 	// with the outcome (serveReload, reload.go).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 )
 
 // Reload asks Run to re-read the route table now instead of at the next
@@ -36,30 +37,30 @@ func (s *Server) Apply(t routetable.Table) error {
 	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	snap, referenced := buildSnapshot(t, s.reg, s.metrics)
+	snap, referenced := dataplane.BuildSnapshot(t, s.Reg, s.Metrics)
 	if s.tls != nil {
 		s.tls.annotate(snap)
 	}
 	s.tcp.Update(t.TCP)
 	s.udp.Update(t.UDP)
-	prev := s.snap.Swap(snap)
+	prev := s.Snap.Swap(snap)
 	if prev != nil {
-		close(prev.replaced) // held requests re-route on snap
+		close(prev.Replaced) // held requests re-route on snap
 	}
-	if s.hosts != nil {
-		s.hosts.Clear()
+	if s.Hosts != nil {
+		s.Hosts.Clear()
 	}
-	s.metrics.generation.Set(float64(t.Generation))
-	s.reg.retain(referenced, time.Now())
-	if s.cs != nil {
+	s.Metrics.Generation.Set(float64(t.Generation))
+	s.Reg.Retain(referenced, time.Now())
+	if s.ConnSrv != nil {
 		// The event loops close their idle connections to backends the
 		// switch retired now, not at their next sweep.
-		for _, l := range s.cs.loops {
-			l.wakeup(false)
+		for _, l := range s.ConnSrv.Loops {
+			l.Wakeup(false)
 		}
 	}
 	s.lastErr, s.rejectedGen = "", 0
-	s.logger.Info("route table applied", "generation", t.Generation, "http", len(t.HTTP), "tcp", len(t.TCP), "udp", len(t.UDP))
+	s.Logger.Info("route table applied", "generation", t.Generation, "http", len(t.HTTP), "tcp", len(t.TCP), "udp", len(t.UDP))
 	s.writeStatusLocked()
 	if s.tls != nil {
 		go s.tls.refresh(true) // new hosts get their certificates ordered
@@ -73,14 +74,14 @@ func (s *Server) Apply(t routetable.Table) error {
 func (s *Server) retryListeners() {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	snap := s.snap.Load()
+	snap := s.Snap.Load()
 	if snap == nil || s.tcp.FailedCount()+s.udp.FailedCount() == 0 {
 		return
 	}
 	before := s.tcp.ListenerStatus()
 	beforeUDP := s.udp.ListenerStatus()
-	s.tcp.Update(snap.tcp)
-	s.udp.Update(snap.udp)
+	s.tcp.Update(snap.TCP)
+	s.udp.Update(snap.UDP)
 	if !sameListeners(before, s.tcp.ListenerStatus()) || !sameListeners(beforeUDP, s.udp.ListenerStatus()) {
 		s.writeStatusLocked()
 	}
@@ -107,7 +108,7 @@ func (s *Server) reject(err error, generation uint64) {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	s.lastErr, s.rejectedGen = err.Error(), generation
-	s.logger.Error("route table rejected; last good table keeps serving", "generation", generation, "error", err)
+	s.Logger.Error("route table rejected; last good table keeps serving", "generation", generation, "error", err)
 	s.writeStatusLocked()
 }
 
@@ -127,14 +128,14 @@ func (s *Server) statusLocked() routetable.Status {
 		Error:              s.lastErr,
 		RejectedGeneration: s.rejectedGen,
 		AdminAddr:          s.AdminAddr(),
-		Backends:           s.reg.status(),
+		Backends:           s.Reg.Status(),
 		StateID:            edgestate.StateDirID(s.cfg.StateDir),
 	}
 	if s.cfg.AccessLog != nil {
 		st.AccessLog = s.cfg.AccessLogName
 	}
-	if snap := s.snap.Load(); snap != nil {
-		st.AppliedGeneration = snap.generation
+	if snap := s.Snap.Load(); snap != nil {
+		st.AppliedGeneration = snap.Generation
 	}
 	if a := s.HTTPAddr(); a != "" {
 		st.Listeners = append(st.Listeners, routetable.ListenerStatus{Addr: a, Proto: "http"})
@@ -162,10 +163,10 @@ func (s *Server) writeStatusLocked() {
 	}
 	data, err := json.MarshalIndent(s.statusLocked(), "", "  ")
 	if err != nil {
-		s.logger.Error("encode status", "error", err)
+		s.Logger.Error("encode status", "error", err)
 		return
 	}
 	if err := edgestate.WriteFileAtomic(filepath.Join(s.cfg.StateDir, "edge", StatusFile), append(data, '\n')); err != nil {
-		s.logger.Error("write status", "error", err)
+		s.Logger.Error("write status", "error", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -161,7 +162,7 @@ func TestRequestHeadAtTheLimitAcrossReads(t *testing.T) {
 		const next = "GET /next HTTP/1.1\r\nHost: app.test\r\n\r\n"
 		for _, tc := range []struct {
 			size, status int
-		}{{maxRequestHead - 1, 200}, {maxRequestHead, 200}, {maxRequestHead + 1, 431}} {
+		}{{dataplane.MaxRequestHead - 1, 200}, {dataplane.MaxRequestHead, 200}, {dataplane.MaxRequestHead + 1, 431}} {
 			for _, pieces := range []int{1, 7} {
 				h := head(tc.size)
 				require.Len(t, h, tc.size)

@@ -18,7 +18,7 @@
 // /debug/pprof/ with Config.Pprof).
 //
 // The HTTP hot path: the public listener is served by the edge's
-// own HTTP/1.1 loop (h1_conn.go), which proxies plain bodiless GET/HEAD requests
+// own HTTP/1.1 loop (internal/dataplane), which proxies plain bodiless GET/HEAD requests
 // with no allocation per request over a per-backend keep-alive pool
 // (internal/upstream) and hands every other connection, at a request boundary,
 // to a net/http server running ServeHTTP (ReverseProxy over the same
@@ -32,7 +32,7 @@
 // timeout and no write timeout. `make bench-edge` compares the edge with
 // nginx.
 //
-// Hostile input (guard.go): request heads over 64 KiB get 431; a request
+// Hostile input (internal/handoff, internal/policy): request heads over 64 KiB get 431; a request
 // with both Content-Length and Transfer-Encoding, or with a folded header
 // line, gets 400 and its connection closes (RFC 9112 §6.1, §5.2); header
 // names spelled with underscores that read as framing, forwarding or
@@ -44,16 +44,25 @@
 //
 // HTTPS (tls.go, tls_accept.go; the certificates are internal/edgetls's):
 // the edge handshakes itself; a connection
-// that negotiated h2 is served by the edge's own HTTP/2 server (internal/h2srv,
+// that negotiated H2 is served by the edge's own HTTP/2 server (internal/h2srv,
 // x/net's framer and HPACK; GET/HEAD without a body go straight to a pooled
 // backend connection, h2_fast.go), every other one by the HTTP/1.1 loop
 // over the *tls.Conn. Only connections the loop hands off reach a net/http
 // server; no HTTP/2 connection does.
 //
-// Packages. This package serves every public HTTP request: it owns the
-// listeners, the route snapshot, the backends and their health, the
-// HTTP/1.1 and HTTP/2 servers and TLS, and wires them and the TCP and UDP
+// Packages. This package owns the listeners, the route table's apply and
+// watch, the admin endpoint, the net/http server of handed-off
+// connections (ServeHTTP), TLS and the HTTP/2 server's wiring and fast
+// path, and wires them, the HTTP/1.1 data plane and the TCP and UDP
 // relays in Server and Run. Below it:
+//   - internal/dataplane serves the HTTP/1.1 requests the edge proxies
+//     itself (the connection server, the event loops' HTTP/1.1 serving,
+//     the exchange with a pooled backend connection) and holds the route
+//     snapshot, the backend registry and its health, and the metrics
+//     every server uses;
+//   - internal/handoff carries a connection from the loops to net/http
+//     (bytes replayed, framing followed against request smuggling, body
+//     guards);
 //   - internal/h1wire parses HTTP/1.1 heads (requests from clients,
 //     responses from backends) without allocating; it serves no request
 //     itself and imports nothing of the edge;
@@ -74,7 +83,7 @@
 //     refusals);
 //   - internal/evloop is the event loops' machinery (epoll, registration,
 //     wake-ups, non-blocking dials, release to Go's poller); the loops'
-//     HTTP/1.1 serving stays in evloop_*_linux.go.
+//     HTTP/1.1 serving is internal/dataplane's evloop_*_linux.go.
 //
 // No package under edgeproxy may exceed 4,000 non-test lines, and the root
 // may not grow past its ceiling (test/arch, TestLayout_EdgeproxyPackages).

@@ -73,7 +73,7 @@ func TestR60_DrainAnswersARequestTheLoopHandsOff(t *testing.T) {
 			stopped := make(chan struct{})
 			go func() { e.stop(); close(stopped) }()
 			// The drain has begun once the listener refuses (it closes first);
-			// the request then goes at once, well within drainIdleGrace.
+			// the request then goes at once, well within DrainIdleGrace.
 			addr := e.srv.HTTPAddr()
 			if scheme == "https" {
 				addr = e.srv.HTTPSAddr()

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 )
 
 // rawBackend accepts connections and runs serve on each.
@@ -100,7 +101,7 @@ func testBareLFHead(t *testing.T, loops int) {
 	require.Equal(t, "a\r\n\r\nbcdef", string(b))
 }
 
-// BUG C: a response of exactly evMaxResponse bytes followed by stray bytes:
+// BUG C: a response of exactly EvMaxResponse bytes followed by stray bytes:
 // the connection is pooled with them unread; the next client gets them.
 func TestEventLoopExact16KiBThenStrayBytesPooled(t *testing.T) {
 	var calls atomic.Int32
@@ -112,7 +113,7 @@ func TestEventLoopExact16KiBThenStrayBytesPooled(t *testing.T) {
 			}
 			if calls.Add(1) == 1 {
 				head := "HTTP/1.1 200 OK\r\nContent-Length: %05d\r\n\r\n"
-				blen := evMaxResponse - len(fmt.Sprintf(head, 0))
+				blen := dataplane.EvMaxResponse - len(fmt.Sprintf(head, 0))
 				msg := fmt.Sprintf(head, blen) + strings.Repeat("z", blen)
 				msg += "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"
 				io.WriteString(c, msg)
@@ -127,7 +128,7 @@ func TestEventLoopExact16KiBThenStrayBytesPooled(t *testing.T) {
 	defer c1.Close()
 	resp, body := get(t, c1, bufio.NewReader(c1), "/first")
 	require.Equal(t, 200, resp.StatusCode)
-	require.Len(t, body, evMaxResponse-len("HTTP/1.1 200 OK\r\nContent-Length: 00000\r\n\r\n"))
+	require.Len(t, body, dataplane.EvMaxResponse-len("HTTP/1.1 200 OK\r\nContent-Length: 00000\r\n\r\n"))
 	time.Sleep(50 * time.Millisecond)
 	c2, err := net.Dial("tcp", s.HTTPAddr())
 	require.NoError(t, err)

@@ -74,12 +74,12 @@ func route(backend string, tune ...func(*routetable.HTTPRoute)) routetable.HTTPR
 }
 
 func inFlight(s *Server, backend string) (gauge float64, counter int64) {
-	gauge = testutil.ToFloat64(s.metrics.inFlight.WithLabelValues("app", "web", backend))
-	s.reg.mu.Lock()
-	if b := s.reg.backends[backend]; b != nil {
-		counter = b.inFlight.Load()
+	gauge = testutil.ToFloat64(s.Metrics.InFlight.WithLabelValues("app", "web", backend))
+	s.Reg.Mu.Lock()
+	if b := s.Reg.Backends[backend]; b != nil {
+		counter = b.InFlight.Load()
 	}
-	s.reg.mu.Unlock()
+	s.Reg.Mu.Unlock()
 	return
 }
 
@@ -235,7 +235,7 @@ func TestEventLoopForcedShutdownLeavesNothingRunning(t *testing.T) {
 	buf := make([]byte, 1<<20)
 	st := string(buf[:runtime.Stack(buf, true)])
 	assert.NotContains(t, st, "(*evLoop).run", "event loop still running after Run returned")
-	// runConn counts itself done in a deferred call: it may still be
+	// RunConn counts itself done in a deferred call: it may still be
 	// returning for a moment.
 	assert.Eventually(t, func() bool {
 		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "runConn")

@@ -37,7 +37,7 @@ func runEdge(t *testing.T, loops int, backend string, tune ...func(*routetable.H
 		EventLoops: loops, DialTimeout: time.Second, ShutdownTimeout: 2 * time.Second, ReadHeaderTimeout: time.Second,
 	}, route(backend, tune...))
 	t.Cleanup(func() { assert.NoError(t, e.stop()) })
-	require.Len(t, e.s.cs.loops, max(loops, 0), "event loops")
+	require.Len(t, e.s.ConnSrv.Loops, max(loops, 0), "event loops")
 	return e.s
 }
 
@@ -53,7 +53,7 @@ func goBackend(t *testing.T, h http.HandlerFunc) string {
 }
 
 func loopCounts(s *Server) (served, handoffs float64) {
-	return testutil.ToFloat64(s.metrics.loopRequests), testutil.ToFloat64(s.metrics.loopHandoffs)
+	return testutil.ToFloat64(s.Metrics.LoopRequests), testutil.ToFloat64(s.Metrics.LoopHandoffs)
 }
 
 // get sends a GET for path on a kept-alive connection and reads the answer.
@@ -93,8 +93,8 @@ func TestEventLoopServesSimpleRequestsWhole(t *testing.T) {
 	served, handoffs := loopCounts(s)
 	assert.Equal(t, 50.0, served, "served by the loop")
 	assert.Equal(t, 0.0, handoffs)
-	assert.Equal(t, 0.0, testutil.ToFloat64(s.metrics.inFlight.WithLabelValues("app", "web", backend)), "in flight after")
-	assert.Equal(t, 50.0, testutil.ToFloat64(s.metrics.requests.WithLabelValues("app", "web", backend, "2xx")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(s.Metrics.InFlight.WithLabelValues("app", "web", backend)), "in flight after")
+	assert.Equal(t, 50.0, testutil.ToFloat64(s.Metrics.Requests.WithLabelValues("app", "web", backend, "2xx")))
 }
 
 // Answers the loop does not buffer (chunked, large, close-delimited) and
@@ -156,7 +156,7 @@ func TestEventLoopHandsOverWhatItDoesNotServe(t *testing.T) {
 	require.NoError(t, err)
 	b, _ = io.ReadAll(resp.Body)
 	assert.Equal(t, "got abc", string(b))
-	assert.Equal(t, 0.0, testutil.ToFloat64(s.metrics.inFlight.WithLabelValues("app", "web", backend)), "in flight after")
+	assert.Equal(t, 0.0, testutil.ToFloat64(s.Metrics.InFlight.WithLabelValues("app", "web", backend)), "in flight after")
 }
 
 // Pipelined requests are answered in order, from the loop.
@@ -266,9 +266,9 @@ func TestEventLoopClientGoneClosesBackend(t *testing.T) {
 		t.Fatal("backend request not canceled after the client left")
 	}
 	require.Eventually(t, func() bool {
-		return testutil.ToFloat64(s.metrics.inFlight.WithLabelValues("app", "web", backend)) == 0
+		return testutil.ToFloat64(s.Metrics.InFlight.WithLabelValues("app", "web", backend)) == 0
 	}, time.Second, 10*time.Millisecond)
-	assert.Equal(t, 1.0, testutil.ToFloat64(s.metrics.requests.WithLabelValues("app", "web", backend, "4xx")), "499")
+	assert.Equal(t, 1.0, testutil.ToFloat64(s.Metrics.Requests.WithLabelValues("app", "web", backend, "4xx")), "499")
 }
 
 // An answer the client does not take in one write (its receive buffer is

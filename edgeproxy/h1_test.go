@@ -305,7 +305,7 @@ func isReset(err error) bool {
 }
 
 // A request head of tens of KiB is still served; over
-// 64 KiB (maxRequestHead) it gets 431 on both paths, however large.
+// 64 KiB (MaxRequestHead) it gets 431 on both paths, however large.
 func TestLargeHeadsServedOrRejected(t *testing.T) {
 	e := startEdge(t)
 	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {

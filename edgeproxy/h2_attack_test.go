@@ -152,7 +152,7 @@ func TestR62_H2RequestTrailersDoNotRaceTheHandler(t *testing.T) {
 // R62 (HTTP/2 flow control abuse): a client that opens streams with a
 // window of 0 and never widens it held each stream's handler, and its
 // backend connection, until the connection ended (the idle timeout does
-// not run while streams are open); past the stall bound (h1SendTimeout in
+// not run while streams are open); past the stall bound (H1SendTimeout in
 // production) such a stream is reset with CANCEL, on the fast path and
 // through ServeHTTP, and the connection goes on serving.
 func TestR62_H2StreamStalledOnAZeroWindowIsReset(t *testing.T) {
@@ -198,7 +198,7 @@ func TestR62_H2StreamStalledOnAZeroWindowIsReset(t *testing.T) {
 // chunked answer is relayed as one HEADERS block, so it is gathered
 // first; a backend that sends trailer lines without end made the edge
 // gather them all (memory without bound, then one giant header block).
-// Past h1MaxResponseHead the stream is reset and the backend connection
+// Past H1MaxResponseHead the stream is reset and the backend connection
 // dropped.
 func TestR62_H2EndlessChunkedTrailersAreCut(t *testing.T) {
 	addr := serveConns(t, func(c net.Conn, br *bufio.Reader) {

@@ -76,7 +76,7 @@ type benchH2 struct {
 	unacks uint32 // DATA bytes not given back to the connection window
 }
 
-// dialBenchH2 connects (ALPN h2) once the certificate is served, and
+// dialBenchH2 connects (ALPN H2) once the certificate is served, and
 // sends the preface and settings.
 func dialBenchH2(b *testing.B, addr string, pool *x509.CertPool) *benchH2 {
 	var c *tls.Conn

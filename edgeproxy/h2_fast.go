@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
@@ -23,7 +24,7 @@ import (
 // The HTTP/2 fast path, the edge's side (h2srv.Handler.ServeFast): a GET
 // or HEAD without a body, for a host the h1 loop would serve over TLS
 // (pickTLS), from a peer that is not a trusted proxy, is written straight
-// onto a pooled backend connection as HTTP/1.1 (writeOutgoing's rules:
+// onto a pooled backend connection as HTTP/1.1 (WriteOutgoing's rules:
 // hop-by-hop fields dropped, the forwarded headers replaced, an
 // X-Request-Id added) and the response is relayed as HEADERS and DATA
 // frames as it comes (parseResponse's framing; chunked bodies chunk by
@@ -38,12 +39,12 @@ func (e *h2Edge) ServeFast(st *h2srv.Stream, method, path, authority string, fie
 	if rt == nil {
 		return false
 	}
-	st.SetHSTS(rt.hsts)
-	ex := h1Exchange{rt: rt, i: i, b: b, start: time.Now(),
-		acc: exchangeAccess{h2: e, method: method, path: path, authority: authority}}
+	st.SetHSTS(rt.HSTS)
+	ex := dataplane.Exchange{Route: rt, Index: i, Backend: b, Start: time.Now(),
+		Acc: dataplane.ExchangeAccess{H2: true, H2Peer: e.peer, Method: method, Path: path, Authority: authority}}
 	code, proxyErr := e.exchangeFast(st, &ex, method, path, authority, fields)
-	ex.acc.bytesOut = st.BodyOut()
-	doneH1(&ex, code, proxyErr)
+	ex.Acc.BytesOut = st.BodyOut()
+	dataplane.DoneH1(&ex, code, proxyErr)
 	return true
 }
 
@@ -52,19 +53,19 @@ func (e *h2Edge) ServeFast(st *h2srv.Stream, method, path, authority string, fie
 // certificates of have.
 type h2Route struct {
 	auth string
-	snap *snapshot
+	snap *dataplane.Snapshot
 	have *edgetls.Served
-	rt   *httpRoute
+	rt   *dataplane.HTTPRoute
 }
 
 // pickFast is pickTLS for an HTTP/2 request to authority, the routing
 // decision cached per connection while the snapshot and the certificates
 // served stay the same (a connection's streams nearly always name one
 // host).
-func (e *h2Edge) pickFast(authority string) (rt *httpRoute, i int, b *backend) {
+func (e *h2Edge) pickFast(authority string) (rt *dataplane.HTTPRoute, i int, b *dataplane.Backend) {
 	s := e.s
 	for {
-		snap := s.snap.Load()
+		snap := s.Snap.Load()
 		if snap == nil {
 			return nil, 0, nil
 		}
@@ -72,13 +73,13 @@ func (e *h2Edge) pickFast(authority string) (rt *httpRoute, i int, b *backend) {
 		if rc := e.route.Load(); rc != nil && rc.snap == snap && rc.have == have && rc.auth == authority {
 			rt = rc.rt
 		} else {
-			rt = s.tlsRoute(snap, []byte(authority))
+			rt = s.TlsRoute(snap, []byte(authority))
 			e.route.Store(&h2Route{auth: authority, snap: snap, have: have, rt: rt})
 		}
 		if rt == nil {
 			return nil, 0, nil
 		}
-		if i, b, ok := s.countTLS(snap, rt, protoH2); ok {
+		if i, b, ok := s.CountTLS(snap, rt, dataplane.ProtoH2); ok {
 			return rt, i, b
 		}
 	}
@@ -88,45 +89,45 @@ func (e *h2Edge) pickFast(authority string) (rt *httpRoute, i int, b *backend) {
 // the status relayed (or of the error page) and the error class for the
 // metrics. A kept-alive connection the backend had closed is retried once
 // on a new one, as exchangeH1 does.
-func (e *h2Edge) exchangeFast(st *h2srv.Stream, ex *h1Exchange, method, path, authority string, fields []hpack.HeaderField) (code, proxyErr int) {
-	rt, b := ex.rt, ex.b
-	t := b.transport
+func (e *h2Edge) exchangeFast(st *h2srv.Stream, ex *dataplane.Exchange, method, path, authority string, fields []hpack.HeaderField) (code, proxyErr int) {
+	rt, b := ex.Route, ex.Backend
+	t := b.Transport
 	head := method == http.MethodHead
 	for attempt := 0; ; attempt++ {
 		if st.IsReset() {
-			return statusClientClosed, 0 // reset before it was sent
+			return dataplane.StatusClientClosed, 0 // reset before it was sent
 		}
-		fc, reused, err := t.Get(st.Context(), rt.timeouts.Dial, attempt == 0)
+		fc, reused, err := t.Get(st.Context(), rt.Timeouts.Dial, attempt == 0)
 		if err != nil {
-			if e.s.failover(ex, err, true) {
-				b, t, attempt = ex.b, ex.b.transport, -1
+			if e.s.Failover(ex, err, true) {
+				b, t, attempt = ex.Backend, ex.Backend.Transport, -1
 				continue
 			}
 			return e.fastError(st, rt, b, err, head)
 		}
-		e.writeUpstreamHead(fc.W, method, path, authority, fields, &ex.acc.genID)
+		e.writeUpstreamHead(fc.W, method, path, authority, fields, &ex.Acc.GenID)
 		err = fc.W.Flush()
 		sc := st.Scratch()
 		resp := &sc.Resp
 		resp.Started = false
 		w := upstream.Watch{Gone: st.IsReset}
 		if err == nil {
-			w.Arm(fc, rt.timeouts.ResponseHeader)
+			w.Arm(fc, rt.Timeouts.ResponseHeader)
 			err = upstream.ReadResponse(fc, resp, head, sc.Head[:0], w.Wait)
 			sc.Head = resp.Head[:0]
 		}
 		if err != nil {
 			_ = fc.C.Close()
 			if errors.Is(err, upstream.ErrClientGone) {
-				return statusClientClosed, 0
+				return dataplane.StatusClientClosed, 0
 			}
 			var ne net.Error
 			timedOut := errors.As(err, &ne) && ne.Timeout()
 			if reused && attempt == 0 && !timedOut && !resp.Started {
 				continue
 			}
-			if !resp.Started && e.s.failover(ex, err, false) {
-				b, t, attempt = ex.b, ex.b.transport, -1
+			if !resp.Started && e.s.Failover(ex, err, false) {
+				b, t, attempt = ex.Backend, ex.Backend.Transport, -1
 				continue
 			}
 			return e.fastError(st, rt, b, err, head)
@@ -176,7 +177,7 @@ func smallBody(st *h2srv.Stream, fc *upstream.Conn, resp *h1wire.Response) (body
 }
 
 // writeUpstreamHead writes the HTTP/1.1 request head of an HTTP/2 request
-// (writeOutgoing's rules for an untrusted peer; cookie fields joined, RFC
+// (WriteOutgoing's rules for an untrusted peer; cookie fields joined, RFC
 // 9113 §8.2.3).
 func (e *h2Edge) writeUpstreamHead(bw *bufio.Writer, method, path, authority string, fields []hpack.HeaderField, id *h1wire.RequestIDBuf) {
 	bw.WriteString(method)
@@ -211,20 +212,20 @@ func (e *h2Edge) writeUpstreamHead(bw *bufio.Writer, method, path, authority str
 			}
 			continue
 		}
-		writeHeader(bw, hf.Name, hf.Value)
+		dataplane.WriteHeader(bw, hf.Name, hf.Value)
 	}
-	writeHeader(bw, "X-Forwarded-For", e.peer)
+	dataplane.WriteHeader(bw, "X-Forwarded-For", e.peer)
 	fwd := e.fwd.Load()
 	if fwd == nil || fwd.host != authority {
 		fwd = &h2Forwarded{host: authority, elem: policy.ForwardedElement(e.peerIP, e.peer, authority, "https")}
 		e.fwd.Store(fwd)
 	}
-	writeHeader(bw, "Forwarded", fwd.elem)
+	dataplane.WriteHeader(bw, "Forwarded", fwd.elem)
 	bw.WriteString("X-Forwarded-Proto: https\r\nX-Forwarded-Host: ")
 	bw.WriteString(authority)
 	bw.WriteString("\r\n")
 	if !requestID {
-		writeRequestID(bw, id)
+		dataplane.WriteRequestID(bw, id)
 	}
 	bw.WriteString("\r\n")
 }
@@ -303,7 +304,7 @@ func relayBodyFast(st *h2srv.Stream, fc *upstream.Conn, n int64, wait func(error
 }
 
 // relayChunkedFast relays a chunked body as DATA frames and its trailer
-// section, of at most h1MaxResponseHead bytes, as trailers (relayChunked's
+// section, of at most H1MaxResponseHead bytes, as trailers (relayChunked's
 // checks).
 func relayChunkedFast(st *h2srv.Stream, fc *upstream.Conn, wait func(error) error) (clientOK, upstreamOK bool) {
 	for {
@@ -317,7 +318,7 @@ func relayChunkedFast(st *h2srv.Stream, fc *upstream.Conn, wait func(error) erro
 			var trailers []hpack.HeaderField
 			for size := 0; ; {
 				line, err := upstream.ReadLine(fc, wait)
-				if size += len(line) + 2; err != nil || size > h1MaxResponseHead || len(line) > 0 && !h1wire.ValidTrailer(line) {
+				if size += len(line) + 2; err != nil || size > dataplane.H1MaxResponseHead || len(line) > 0 && !h1wire.ValidTrailer(line) {
 					return false, false
 				}
 				if len(line) == 0 {
@@ -367,10 +368,10 @@ type h2Forwarded struct{ host, elem string }
 
 // fastError queues the 502/503/504 page of a failed exchange
 // (h1ProxyError's page).
-func (e *h2Edge) fastError(st *h2srv.Stream, rt *httpRoute, b *backend, err error, head bool) (int, int) {
+func (e *h2Edge) fastError(st *h2srv.Stream, rt *dataplane.HTTPRoute, b *dataplane.Backend, err error, head bool) (int, int) {
 	code, what := upstream.Classify(context.Background(), err)
-	e.s.logger.Debug("proxy error", "backend", b.addr, "status", code, "error", err)
-	body := proxyErrorBody(code, what, rt)
+	e.s.Logger.Debug("proxy error", "backend", b.Addr, "status", code, "error", err)
+	body := dataplane.ProxyErrorBody(code, what, rt)
 	fields := []hpack.HeaderField{
 		{Name: "content-type", Value: "text/plain; charset=utf-8"},
 		{Name: "x-content-type-options", Value: "nosniff"},

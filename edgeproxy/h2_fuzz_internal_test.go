@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
 )
@@ -52,7 +53,7 @@ func fuzzServer(stateDir string) (*Server, *panicLog) {
 	fuzzOnce.Do(func() {
 		fuzzLog = &panicLog{Logger: hclog.NewNullLogger()}
 		fuzzSrv = New(Config{StateDir: stateDir, HTTPAddr: "127.0.0.1:0", Logger: fuzzLog})
-		fuzzSrv.cs = &connServer{s: &fuzzSrv.proxyCore, idleTimeout: time.Minute, h2conns: map[*h2srv.Conn]struct{}{}}
+		fuzzSrv.ConnSrv = &dataplane.ConnServer{S: &fuzzSrv.Core, IdleTimeout: time.Minute, H2Conns: map[*h2srv.Conn]struct{}{}}
 	})
 	return fuzzSrv, fuzzLog
 }
@@ -121,9 +122,9 @@ func FuzzH2Frames(f *testing.F) {
 			if tc.Handshake() != nil {
 				return
 			}
-			s.cs.wg.Add(1)
+			s.ConnSrv.WG.Add(1)
 			s.newH2Conn(tc).Serve()
-			s.cs.wg.Wait()
+			s.ConnSrv.WG.Wait()
 		}()
 		client := tls.Client(a, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 		_ = client.SetDeadline(time.Now().Add(20 * time.Second))

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
 )
@@ -22,8 +23,8 @@ import (
 // connection has left the drain's count.
 func h2Pair(t *testing.T, idle time.Duration) (fr *http2.Framer, client *tls.Conn, done chan struct{}) {
 	t.Helper()
-	s := &Server{proxyCore: proxyCore{logger: hclog.NewNullLogger(), reg: &registry{}}}
-	s.cs = &connServer{s: &s.proxyCore, idleTimeout: idle, h2conns: map[*h2srv.Conn]struct{}{}}
+	s := &Server{Core: dataplane.Core{Logger: hclog.NewNullLogger(), Reg: &dataplane.Registry{}}}
+	s.ConnSrv = &dataplane.ConnServer{S: &s.Core, IdleTimeout: idle, H2Conns: map[*h2srv.Conn]struct{}{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -39,9 +40,9 @@ func h2Pair(t *testing.T, idle time.Duration) (fr *http2.Framer, client *tls.Con
 		if tc.Handshake() != nil {
 			return
 		}
-		s.cs.wg.Add(1)
+		s.ConnSrv.WG.Add(1)
 		s.newH2Conn(tc).Serve()
-		s.cs.wg.Wait()
+		s.ConnSrv.WG.Wait()
 		close(done)
 	}()
 	client, err = tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
@@ -88,8 +89,8 @@ func TestR62_H2IdleConnectionEndsWithGoAway(t *testing.T) {
 // without a request being read, and the connection leaves the drain's
 // count.
 func TestR62_H2BadPrefaceCloses(t *testing.T) {
-	s := &Server{proxyCore: proxyCore{logger: hclog.NewNullLogger(), reg: &registry{}}}
-	s.cs = &connServer{s: &s.proxyCore, h2conns: map[*h2srv.Conn]struct{}{}}
+	s := &Server{Core: dataplane.Core{Logger: hclog.NewNullLogger(), Reg: &dataplane.Registry{}}}
+	s.ConnSrv = &dataplane.ConnServer{S: &s.Core, H2Conns: map[*h2srv.Conn]struct{}{}}
 	a, b := net.Pipe()
 	defer a.Close()
 	cert, err := edgetls.SelfSigned()
@@ -98,9 +99,9 @@ func TestR62_H2BadPrefaceCloses(t *testing.T) {
 	go func() {
 		tc := tls.Server(b, &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"h2"}})
 		if tc.Handshake() == nil {
-			s.cs.wg.Add(1)
+			s.ConnSrv.WG.Add(1)
 			s.newH2Conn(tc).Serve()
-			s.cs.wg.Wait()
+			s.ConnSrv.WG.Wait()
 		}
 		close(done)
 	}()

@@ -39,7 +39,7 @@ type rawH2 struct {
 	hbuf bytes.Buffer
 }
 
-// dialRawH2 connects (ALPN h2), sends the preface and settings and reads
+// dialRawH2 connects (ALPN H2), sends the preface and settings and reads
 // the edge's SETTINGS.
 func dialRawH2(t *testing.T, e *edge, host string, settings ...http2.Setting) *rawH2 {
 	t.Helper()

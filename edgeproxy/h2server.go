@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
 )
 
@@ -14,19 +15,19 @@ import (
 // its streams (ServeFast, h2_fast.go; ServeHTTP, the Server's).
 
 // h2StallTimeout bounds how long an HTTP/2 stream waits for the client to
-// widen a window it exhausted (h2srv.Config.StallTimeout): h1SendTimeout,
+// widen a window it exhausted (h2srv.Config.StallTimeout): H1SendTimeout,
 // the bound of an HTTP/1.1 write the client does not read.
-var h2StallTimeout = h1SendTimeout
+var h2StallTimeout = dataplane.H1SendTimeout
 
 // A header list the edge's HTTP/2 server accepts is bounded as an HTTP/1.1
 // request head (this fails to compile when they differ).
-const _ = uint(h2srv.MaxHeaderList-maxRequestHead) + uint(maxRequestHead-h2srv.MaxHeaderList)
+const _ = uint(h2srv.MaxHeaderList-dataplane.MaxRequestHead) + uint(dataplane.MaxRequestHead-h2srv.MaxHeaderList)
 
 // h2Edge is the edge as one HTTP/2 connection's handler: its peer, and
 // the fast path's per-connection caches.
 type h2Edge struct {
 	s *Server
-	// peer and peerIP are the client's address (h1Conn.peerInfo); fwd
+	// peer and PeerIP are the client's address (H1Conn.peerInfo); fwd
 	// caches the Forwarded element of the last authority (fast path).
 	peer   string
 	peerIP netip.Addr
@@ -38,26 +39,26 @@ type h2Edge struct {
 // net/http hands the edge.
 func (e *h2Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.s.ServeHTTP(w, r) }
 
-// newH2Conn prepares tc (handshaken, ALPN h2) for its Serve; it is in the
-// drain's count (connServer.wg) until its last handler returns.
+// newH2Conn prepares tc (handshaken, ALPN H2) for its Serve; it is in the
+// drain's count (ConnServer.wg) until its last handler returns.
 func (s *Server) newH2Conn(tc *tls.Conn) *h2srv.Conn {
-	var pi h1Conn
-	pi.peerInfo(tc.RemoteAddr(), s.reg.trusted)
-	e := &h2Edge{s: s, peer: pi.peer, peerIP: pi.peerIP}
+	var pi dataplane.H1Conn
+	pi.PeerInfo(tc.RemoteAddr(), s.Reg.Trusted)
+	e := &h2Edge{s: s, peer: pi.Peer, peerIP: pi.PeerIP}
 	cfg := h2srv.Config{
 		Handler:           e,
-		Logger:            s.logger,
-		Trusted:           pi.trusted,
+		Logger:            s.Logger,
+		Trusted:           pi.Trusted,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		WriteTimeout:      h1SendTimeout,
+		WriteTimeout:      dataplane.H1SendTimeout,
 		StallTimeout:      h2StallTimeout,
 		Stalled:           &s.h2Stalled,
-		ErrorPage:         writeEdgeError,
+		ErrorPage:         dataplane.WriteEdgeError,
 	}
-	if cs := s.cs; cs != nil {
-		cfg.IdleTimeout = cs.idleTimeout
-		cfg.Closed = cs.forgetH2
-		cfg.Done = cs.wg.Done
+	if cs := s.ConnSrv; cs != nil {
+		cfg.IdleTimeout = cs.IdleTimeout
+		cfg.Closed = cs.ForgetH2
+		cfg.Done = cs.WG.Done
 	}
 	return h2srv.NewConn(tc, cfg)
 }

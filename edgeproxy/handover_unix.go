@@ -78,7 +78,7 @@ func (s *Server) takeOver() (*net.UnixConn, error) {
 		s.socks.inherited[e.Name] = inheritedSocket{addr: e.Addr, f: os.NewFile(uintptr(fds[i]), e.Name)}
 	}
 	s.socks.mu.Unlock()
-	s.logger.Info("took the listeners over from the running edge", "pid", offer.PID, "listeners", len(fds))
+	s.Logger.Info("took the listeners over from the running edge", "pid", offer.PID, "listeners", len(fds))
 	return uc, nil
 }
 
@@ -88,7 +88,7 @@ func (s *Server) confirmTakeOver(uc *net.UnixConn) {
 	defer uc.Close()
 	_ = uc.SetDeadline(time.Now().Add(handoverTimeout))
 	if _, err := uc.Write([]byte("serving\n")); err != nil {
-		s.logger.Warn("listener hand-over: confirm", "error", err)
+		s.Logger.Warn("listener hand-over: confirm", "error", err)
 		return
 	}
 	var b [1]byte
@@ -144,7 +144,7 @@ func (s *Server) giveListeners(uc *net.UnixConn) bool {
 	}
 	entries, files, err := s.socks.files()
 	if err != nil {
-		s.logger.Error("listener hand-over refused", "error", err)
+		s.Logger.Error("listener hand-over refused", "error", err)
 		return false
 	}
 	defer func() {
@@ -162,7 +162,7 @@ func (s *Server) giveListeners(uc *net.UnixConn) bool {
 		oob = syscall.UnixRights(fds...)
 	}
 	if _, _, err := uc.WriteMsgUnix(data, oob, nil); err != nil {
-		s.logger.Warn("listener hand-over: send", "error", err)
+		s.Logger.Warn("listener hand-over: send", "error", err)
 		return false
 	}
 	// The new edge binds and starts serving; until it says so this edge
@@ -170,10 +170,10 @@ func (s *Server) giveListeners(uc *net.UnixConn) bool {
 	_ = uc.SetDeadline(time.Now().Add(2 * handoverTimeout))
 	line, err = br.ReadString('\n')
 	if err != nil || line != "serving\n" {
-		s.logger.Warn("listener hand-over: the new edge did not confirm; still serving", "error", err)
+		s.Logger.Warn("listener hand-over: the new edge did not confirm; still serving", "error", err)
 		return false
 	}
 	ok = true
-	s.logger.Info("listeners handed over to the new edge; draining", "listeners", len(entries))
+	s.Logger.Info("listeners handed over to the new edge; draining", "listeners", len(entries))
 	return true
 }

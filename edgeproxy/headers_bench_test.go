@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 )
 
@@ -26,13 +27,13 @@ func BenchmarkConnectionNamedHeaders(b *testing.B) {
 		}
 		head := []byte("GET / HTTP/1.1\r\nHost: app.test\r\nConnection: " + conn.String() + "\r\n" + hdrs.String() + "\r\n")
 		b.Run(fmt.Sprintf("names=%d/bytes=%d", n, len(head)), func(b *testing.B) {
-			hc := &h1Conn{peer: "192.0.2.1", peerIP: netip.MustParseAddr("192.0.2.1")}
+			hc := &dataplane.H1Conn{Peer: "192.0.2.1", PeerIP: netip.MustParseAddr("192.0.2.1")}
 			bw := bufio.NewWriterSize(io.Discard, 64<<10)
 			for b.Loop() {
-				if !h1wire.ParseRequest(head, &hc.req) {
+				if !h1wire.ParseRequest(head, &hc.Req) {
 					b.Fatal("not parsed")
 				}
-				hc.writeOutgoing(bw)
+				hc.WriteOutgoing(bw)
 			}
 		})
 	}

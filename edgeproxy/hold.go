@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 )
 
 // holdRetryAfter is the Retry-After (seconds) of a 503 for a held or
@@ -17,37 +18,37 @@ const holdRetryAfter = "5"
 // hold's Until passes or the route's queue is full (503 with Retry-After),
 // or the client goes away; false means the request was answered (or
 // abandoned).
-func (s *Server) holdHTTP(w http.ResponseWriter, r *http.Request, snap *snapshot, rt *httpRoute) bool {
-	host := stripPort(r.Host)
-	if rt.unavailable {
-		writeUnavailable(w, "gordon-edge: app "+rt.app+" service "+rt.service+" has no ready instance\n")
+func (s *Server) holdHTTP(w http.ResponseWriter, r *http.Request, snap *dataplane.Snapshot, rt *dataplane.HTTPRoute) bool {
+	host := dataplane.StripPort(r.Host)
+	if rt.Unavailable {
+		writeUnavailable(w, "gordon-edge: app "+rt.App+" service "+rt.Service+" has no ready instance\n")
 		return false
 	}
-	if rt.stopped || rt.hold == nil {
-		writeUnavailable(w, "gordon-edge: app "+rt.app+" service "+rt.service+" is stopped\n")
+	if rt.Stopped || rt.Hold == nil {
+		writeUnavailable(w, "gordon-edge: app "+rt.App+" service "+rt.Service+" is stopped\n")
 		return false
 	}
 	now := time.Now()
-	if !rt.hold.Holding(now) {
+	if !rt.Hold.Holding(now) {
 		writeUnavailable(w, "gordon-edge: "+host+" is between generations and the hold bound passed\n")
 		return false
 	}
-	queue := rt.hold.Queue
+	queue := rt.Hold.Queue
 	if queue == 0 {
 		queue = routetable.DefaultHoldQueue
 	}
-	if rt.held.Add(1) > int64(queue) {
-		rt.held.Add(-1)
+	if rt.Held.Add(1) > int64(queue) {
+		rt.Held.Add(-1)
 		writeUnavailable(w, "gordon-edge: "+host+" is between generations and its hold queue is full\n")
 		return false
 	}
-	defer rt.held.Add(-1)
-	s.metrics.held.Inc()
-	defer s.metrics.held.Dec()
-	t := time.NewTimer(rt.hold.Until.Sub(now))
+	defer rt.Held.Add(-1)
+	s.Metrics.Held.Inc()
+	defer s.Metrics.Held.Dec()
+	t := time.NewTimer(rt.Hold.Until.Sub(now))
 	defer t.Stop()
 	select {
-	case <-snap.replaced:
+	case <-snap.Replaced:
 		return true
 	case <-t.C:
 		writeUnavailable(w, "gordon-edge: "+host+" is between generations and the hold bound passed\n")
@@ -60,5 +61,5 @@ func (s *Server) holdHTTP(w http.ResponseWriter, r *http.Request, snap *snapshot
 // writeUnavailable answers 503 with Retry-After.
 func writeUnavailable(w http.ResponseWriter, msg string) {
 	w.Header().Set("Retry-After", holdRetryAfter)
-	writeEdgeError(w, http.StatusServiceUnavailable, msg)
+	dataplane.WriteEdgeError(w, http.StatusServiceUnavailable, msg)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 )
 
 func wildTable(gen uint64, hosts ...string) routetable.Table {
@@ -20,9 +21,9 @@ func wildTable(gen uint64, hosts ...string) routetable.Table {
 }
 
 // cached returns the host cache entry for host after pending sets landed.
-func cached(s *Server, host string) (hostEntry, bool) {
-	s.hosts.Wait()
-	return s.hosts.Get(host)
+func cached(s *Server, host string) (dataplane.HostEntry, bool) {
+	s.Hosts.Wait()
+	return s.Hosts.Get(host)
 }
 
 // Wildcard resolutions and unknown hosts are cached in the
@@ -30,36 +31,36 @@ func cached(s *Server, host string) (hostEntry, bool) {
 // before resolves to a route added by the new table.
 func TestHostCacheWildcardAndNegativeClearedOnNewGeneration(t *testing.T) {
 	s := New(Config{})
-	require.NotNil(t, s.hosts)
-	assert.Equal(t, int64(hostCacheEntries), s.hosts.MaxCost(), "the cache is bounded")
+	require.NotNil(t, s.Hosts)
+	assert.Equal(t, int64(hostCacheEntries), s.Hosts.MaxCost(), "the cache is bounded")
 	require.NoError(t, s.Apply(wildTable(1, "exact.test", "*.example.com")))
-	snap := s.snap.Load()
+	snap := s.Snap.Load()
 
-	r := s.route(snap, "A.Example.com:8080")
+	r := s.Route(snap, "A.Example.com:8080")
 	require.NotNil(t, r)
-	assert.Equal(t, "*.example.com", r.host)
+	assert.Equal(t, "*.example.com", r.Host)
 	e, ok := cached(s, "a.example.com")
 	require.True(t, ok, "wildcard resolution cached")
-	assert.Equal(t, uint64(1), e.gen)
-	assert.Same(t, r, e.route)
+	assert.Equal(t, uint64(1), e.Gen)
+	assert.Same(t, r, e.Route)
 	// The cached entry is what answers next time.
-	assert.Same(t, r, s.route(snap, "a.example.com"))
+	assert.Same(t, r, s.Route(snap, "a.example.com"))
 
-	assert.Nil(t, s.route(snap, "x.other.test"))
+	assert.Nil(t, s.Route(snap, "x.other.test"))
 	e, ok = cached(s, "x.other.test")
 	require.True(t, ok, "negative lookup cached")
-	assert.Nil(t, e.route)
+	assert.Nil(t, e.Route)
 
-	assert.NotNil(t, s.route(snap, "exact.test"))
+	assert.NotNil(t, s.Route(snap, "exact.test"))
 	_, ok = cached(s, "exact.test")
 	assert.False(t, ok, "exact hosts are answered by the map, not cached")
 
 	require.NoError(t, s.Apply(wildTable(2, "exact.test", "*.example.com", "*.other.test")))
 	_, ok = cached(s, "x.other.test")
 	assert.False(t, ok, "cache cleared on the new generation")
-	r = s.route(s.snap.Load(), "x.other.test")
+	r = s.Route(s.Snap.Load(), "x.other.test")
 	require.NotNil(t, r)
-	assert.Equal(t, "*.other.test", r.host)
+	assert.Equal(t, "*.other.test", r.Host)
 }
 
 // An entry of an older generation is never served even if
@@ -67,14 +68,14 @@ func TestHostCacheWildcardAndNegativeClearedOnNewGeneration(t *testing.T) {
 func TestHostCacheStaleGenerationIsAMiss(t *testing.T) {
 	s := New(Config{})
 	require.NoError(t, s.Apply(wildTable(1, "*.example.com")))
-	old := s.snap.Load()
+	old := s.Snap.Load()
 	require.NoError(t, s.Apply(wildTable(2, "*.example.com", "*.other.test")))
 	// A request still holding the old snapshot caches a negative answer.
-	assert.Nil(t, s.route(old, "x.other.test"))
-	s.hosts.Wait()
-	r := s.route(s.snap.Load(), "x.other.test")
+	assert.Nil(t, s.Route(old, "x.other.test"))
+	s.Hosts.Wait()
+	r := s.Route(s.Snap.Load(), "x.other.test")
 	require.NotNil(t, r, "stale negative entry must not hide the new route")
-	assert.Equal(t, "*.other.test", r.host)
+	assert.Equal(t, "*.other.test", r.Host)
 }
 
 // The host cache is cleared at each apply while requests
@@ -94,15 +95,15 @@ func TestHostCacheConcurrentApplyAndLookups(t *testing.T) {
 					return
 				default:
 				}
-				snap := s.snap.Load()
+				snap := s.Snap.Load()
 				host := "h" + string(rune('a'+(i+w)%26)) + ".other.test"
-				r := s.route(snap, host)
-				hasOther := len(snap.wildcards) == 2
+				r := s.Route(snap, host)
+				hasOther := len(snap.Wildcards) == 2
 				if (r != nil) != hasOther {
-					errs <- "generation " + string(rune('0'+snap.generation%10)) + " answered " + host + " wrongly"
+					errs <- "generation " + string(rune('0'+snap.Generation%10)) + " answered " + host + " wrongly"
 					return
 				}
-				_ = s.route(snap, "x.example.com")
+				_ = s.Route(snap, "x.example.com")
 			}
 		}()
 	}

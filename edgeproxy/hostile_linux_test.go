@@ -424,7 +424,7 @@ func TestPartialHeadConnectionsAreSmall(t *testing.T) {
 	bothPaths(t, func(t *testing.T, loops int) {
 		backend, _ := recordingBackend(t)
 		s := hostileEdge(t, loops, Config{ReadHeaderTimeout: time.Minute}, backend)
-		s.cs.readHeaderTimeout = time.Minute
+		s.ConnSrv.ReadHeaderTimeout = time.Minute
 		const n = 300
 		var before, after runtime.MemStats
 		runtime.GC()

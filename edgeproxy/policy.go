@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 )
 
@@ -45,8 +46,8 @@ func validateRoutePolicy(r *routetable.HTTPRoute) error {
 // Authorization header of an admitted request on a route with basic auth
 // (the backend never sees the password). Credentials are never logged or
 // echoed.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, rt *httpRoute) bool {
-	switch status, ip := rt.guard.Check(r, s.cfg.TrustedProxies, s.auth); status {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, rt *dataplane.HTTPRoute) bool {
+	switch status, ip := rt.Guard.Check(r, s.cfg.TrustedProxies, s.auth); status {
 	case 0:
 		return true
 	case http.StatusForbidden:
@@ -54,13 +55,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rt *httpRoute) bo
 		if ip.IsValid() {
 			who += " " + ip.String()
 		}
-		writeEdgeError(w, http.StatusForbidden, "gordon-edge: 403 Forbidden: "+who+" is not allowed on "+stripPort(r.Host)+"\n")
+		dataplane.WriteEdgeError(w, http.StatusForbidden, "gordon-edge: 403 Forbidden: "+who+" is not allowed on "+dataplane.StripPort(r.Host)+"\n")
 	case http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", "1")
-		writeEdgeError(w, http.StatusTooManyRequests, "gordon-edge: 429 Too Many Requests: too many password checks at once; retry in a second\n")
+		dataplane.WriteEdgeError(w, http.StatusTooManyRequests, "gordon-edge: 429 Too Many Requests: too many password checks at once; retry in a second\n")
 	default:
-		w.Header().Set("WWW-Authenticate", rt.guard.Challenge())
-		writeEdgeError(w, http.StatusUnauthorized, "gordon-edge: 401 Unauthorized: "+stripPort(r.Host)+" needs a valid user name and password\n")
+		w.Header().Set("WWW-Authenticate", rt.Guard.Challenge())
+		dataplane.WriteEdgeError(w, http.StatusUnauthorized, "gordon-edge: 401 Unauthorized: "+dataplane.StripPort(r.Host)+" needs a valid user name and password\n")
 	}
 	return false
 }
@@ -69,11 +70,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rt *httpRoute) bo
 // policy.Maintenance.Write) unless the client address (after trusted
 // proxies) is in the maintenance allow list; it reports whether it
 // answered.
-func (s *Server) answerMaintenance(w http.ResponseWriter, r *http.Request, rt *httpRoute) bool {
-	if rt.maint.Exempts(r, s.cfg.TrustedProxies) {
+func (s *Server) answerMaintenance(w http.ResponseWriter, r *http.Request, rt *dataplane.HTTPRoute) bool {
+	if rt.Maint.Exempts(r, s.cfg.TrustedProxies) {
 		return false
 	}
 	noteRoute(w, rt)
-	rt.maint.Write(w, r)
+	rt.Maint.Write(w, r)
 	return true
 }

@@ -3,6 +3,7 @@ package edgeproxy
 import (
 	"time"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
@@ -23,23 +24,26 @@ var tcpDialRetryHook func()
 
 // l4Backends is the registry as the TCP and UDP relays (internal/l4) use
 // it: relayed connections count on the same backends as HTTP requests.
-type l4Backends struct{ reg *registry }
+type l4Backends struct{ reg *dataplane.Registry }
 
-func (r l4Backends) Get(addr string) l4.Backend { return r.reg.get(addr) }
+func (r l4Backends) Get(addr string) l4.Backend { return l4Backend{r.reg.Get(addr)} }
 
 // ConnectFailed ejects b (never the last instance: the relay checked).
 func (r l4Backends) ConnectFailed(b l4.Backend, listen string) {
-	r.reg.eject(b.(*backend), time.Now().UnixNano(), upstream.EjectConnect, "", listen)
+	r.reg.Eject(b.(l4Backend).Backend, time.Now().UnixNano(), upstream.EjectConnect, "", listen)
 }
 
 func (r l4Backends) Retried(b l4.Backend) {
-	if r.reg.metrics != nil {
-		r.reg.metrics.retried(b.Addr())
+	if r.reg.Metrics != nil {
+		r.reg.Metrics.Retried(b.Addr())
 	}
 }
 
-// Addr, Ejected, AddOpen and AddInFlight make a backend an l4.Backend.
-func (b *backend) Addr() string            { return b.addr }
-func (b *backend) Ejected(now int64) bool  { return b.health.Ejected(now) }
-func (b *backend) AddOpen(delta int64)     { b.openConns.Add(delta) }
-func (b *backend) AddInFlight(delta int64) { b.inFlight.Add(delta) }
+// l4Backend is a backend as the relays see it (l4.Backend): one pointer,
+// so making it an interface value does not allocate.
+type l4Backend struct{ *dataplane.Backend }
+
+func (b l4Backend) Addr() string            { return b.Backend.Addr }
+func (b l4Backend) Ejected(now int64) bool  { return b.Health.Ejected(now) }
+func (b l4Backend) AddOpen(delta int64)     { b.OpenConns.Add(delta) }
+func (b l4Backend) AddInFlight(delta int64) { b.InFlight.Add(delta) }

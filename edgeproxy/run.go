@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/handoff"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -41,7 +43,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer hln.Close()
 	}
 	close(s.ready)
-	s.logger.Info("gordon-edge serving", "http", r.httpAddr, "admin", r.adminAddr, "state_dir", s.cfg.StateDir)
+	s.Logger.Info("gordon-edge serving", "http", r.httpAddr, "admin", r.adminAddr, "state_dir", s.cfg.StateDir)
 
 	runErr, handedOver := s.watchTable(ctx, w, r.errc)
 	s.shutdownRun(r, handedOver)
@@ -91,7 +93,7 @@ func (s *Server) requestHandover() *net.UnixConn {
 	}
 	handover, herr := s.takeOver()
 	if herr != nil {
-		s.logger.Warn("listener hand-over failed; binding anew", "error", herr)
+		s.Logger.Warn("listener hand-over failed; binding anew", "error", herr)
 	}
 	return handover
 }
@@ -134,15 +136,15 @@ func (s *Server) newHTTPServers() (httpSrv, adminSrv *http.Server) {
 		Handler:           s,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    maxRequestHead - 4096,
-		// The framing of handed-off connections is followed (guard.go).
+		MaxHeaderBytes:    dataplane.MaxRequestHead - 4096,
+		// The framing of handed-off connections is followed (internal/handoff).
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if tc, ok := c.(*trackedConn); ok {
-				return context.WithValue(ctx, trackedConnKey{}, tc)
+			if tc, ok := c.(*handoff.TrackedConn); ok {
+				return context.WithValue(ctx, handoff.TrackedConnKey{}, tc)
 			}
 			return ctx
 		},
-		ErrorLog: s.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		ErrorLog: s.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		// No WriteTimeout: responses stream for as long as the backend sends.
 	}
 	adminSrv = &http.Server{
@@ -158,12 +160,12 @@ func (s *Server) newHTTPServers() (httpSrv, adminSrv *http.Server) {
 // inherited from the previous edge that this configuration does not name.
 // It returns the table's watcher.
 func (s *Server) applyFirstTable(r *runSet) *watcher {
-	s.cs = newConnServer(&s.proxyCore, r.httpLn.Addr(), r.httpSrv.IdleTimeout, s.cfg.ReadHeaderTimeout)
-	s.cs.startLoops(evLoopCount(s.cfg.EventLoops))
+	s.ConnSrv = dataplane.NewConnServer(&s.Core, r.httpLn.Addr(), r.httpSrv.IdleTimeout, s.cfg.ReadHeaderTimeout)
+	s.ConnSrv.StartLoops(dataplane.EvLoopCount(s.cfg.EventLoops))
 	w := &watcher{path: filepath.Join(s.cfg.StateDir, "edge", RoutesFile)}
 	s.poll(w, true)
 	if dropped := s.socks.dropInherited(); len(dropped) > 0 {
-		s.logger.Info("listeners of the previous edge not in this configuration closed", "listeners", dropped)
+		s.Logger.Info("listeners of the previous edge not in this configuration closed", "listeners", dropped)
 	}
 	return w
 }
@@ -176,8 +178,8 @@ func (s *Server) startServers(r *runSet) {
 	if r.httpsSrv != nil {
 		go func() { r.errc <- serveErr("https", s.tls.serve(r.httpsSrv, r.httpsLn)) }()
 	}
-	go func() { r.errc <- serveErr("http", s.cs.serve(r.httpLn)); close(r.h1Stopped) }()
-	go func() { r.errc <- serveErr("http handoff", r.httpSrv.Serve(s.cs.handoff)) }()
+	go func() { r.errc <- serveErr("http", s.ConnSrv.Serve(r.httpLn)); close(r.h1Stopped) }()
+	go func() { r.errc <- serveErr("http handoff", r.httpSrv.Serve(s.ConnSrv.Handoff)) }()
 	go func() { r.errc <- serveErr("admin", r.adminSrv.Serve(r.adminLn)) }()
 }
 
@@ -193,7 +195,7 @@ func (s *Server) handOverNext(handover *net.UnixConn) net.Listener {
 	}
 	hln, err := s.listenHandover()
 	if err != nil {
-		s.logger.Warn("no listener hand-over for the next edge", "error", err)
+		s.Logger.Warn("no listener hand-over for the next edge", "error", err)
 		return nil
 	}
 	return hln
@@ -216,7 +218,7 @@ func (s *Server) watchTable(ctx context.Context, w *watcher, errc <-chan error) 
 		case <-tick.C:
 			s.poll(w, false)
 			s.tlsTick()
-			s.reg.sweepIdle(time.Now())
+			s.Reg.SweepIdle(time.Now())
 		case <-s.reload:
 			s.pollReload(w)
 		}
@@ -256,12 +258,12 @@ func (s *Server) shutdownRun(r *runSet, handedOver bool) {
 	// on a connection it keeps alive meanwhile. Then net/http's servers
 	// drain (their idle connections close, their requests are answered).
 	// All of it within the one ShutdownTimeout.
-	if err := s.cs.shutdown(sctx); err != nil {
-		s.logger.Warn("http shutdown incomplete", "error", err)
+	if err := s.ConnSrv.Shutdown(sctx); err != nil {
+		s.Logger.Warn("http shutdown incomplete", "error", err)
 	}
 	httpsDone := s.shutdownTLS(sctx, r.httpsSrv)
 	if err := r.httpSrv.Shutdown(sctx); err != nil {
-		s.logger.Warn("http shutdown incomplete", "error", err)
+		s.Logger.Warn("http shutdown incomplete", "error", err)
 		_ = r.httpSrv.Close()
 	}
 	<-httpsDone
@@ -269,11 +271,11 @@ func (s *Server) shutdownRun(r *runSet, handedOver bool) {
 	<-tcpDrained
 	s.tcp.Close()
 	s.udp.Close()
-	s.reg.closeIdle()
-	if a := s.metrics.access; a != nil {
+	s.Reg.CloseIdle()
+	if a := s.Metrics.Access; a != nil {
 		_ = a.Close()
 	}
-	s.logger.Info("gordon-edge stopped")
+	s.Logger.Info("gordon-edge stopped")
 }
 
 func serveErr(what string, err error) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
@@ -117,7 +118,7 @@ type Config struct {
 	UDPMaxSessions          int
 	UDPMaxSessionsPerSource int
 	// EventLoops is how many event loop threads serve the public HTTP
-	// listener's simple requests (Linux; evloop_linux.go). 0: the
+	// listener's simple requests (Linux; internal/dataplane). 0: the
 	// environment's GORDON_EDGE_EVENT_LOOPS if set, else one per four
 	// CPUs, at least one; negative: none, a goroutine per connection.
 	EventLoops int
@@ -139,11 +140,6 @@ type Config struct {
 // sets none (Config.ResponseTimeout).
 const DefaultResponseTimeout = 60 * time.Second
 
-// maxRequestHead bounds a request head (request line and headers) on both
-// HTTP paths; a larger one is answered 431. net/http allows 4 KiB over
-// MaxHeaderBytes.
-const maxRequestHead = 64 << 10
-
 // hostCacheEntries bounds the host cache (wildcard matches and unknown
 // hosts); an entry costs a few dozen bytes.
 const hostCacheEntries = 10000
@@ -151,7 +147,7 @@ const hostCacheEntries = 10000
 // Server is the edge proxy. It is an http.Handler (the public router).
 // Create it with New, start it with Run.
 type Server struct {
-	proxyCore
+	dataplane.Core
 	cfg Config
 
 	tcp *l4.TCPRelays
@@ -214,7 +210,7 @@ func New(cfg Config) *Server {
 		cfg.BodyTimeout = 60 * time.Second
 	}
 	if cfg.BackendIdleTimeout <= 0 {
-		cfg.BackendIdleTimeout = defaultBackendIdleTimeout
+		cfg.BackendIdleTimeout = dataplane.DefaultBackendIdleTimeout
 	}
 	if cfg.UDPIdleTimeout <= 0 {
 		cfg.UDPIdleTimeout = 30 * time.Second
@@ -224,7 +220,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		cfg:       cfg,
-		proxyCore: proxyCore{logger: cfg.Logger},
+		Core:      dataplane.Core{Logger: cfg.Logger},
 		startedAt: time.Now().UTC(),
 		ready:     make(chan struct{}),
 		reload:    make(chan struct{}, 1),
@@ -232,22 +228,22 @@ func New(cfg Config) *Server {
 		socks:      newListenerSet(),
 		handedOver: make(chan struct{}),
 	}
-	s.metrics = newMetrics()
+	s.Metrics = dataplane.NewMetrics()
 	if cfg.AccessLog != nil {
-		s.metrics.access = newAccessLog(cfg.AccessLog, cfg.TrustedProxies)
+		s.Metrics.Access = dataplane.NewAccessLog(cfg.AccessLog, cfg.TrustedProxies)
 	}
 	s.auth = policy.NewVerifier()
-	s.reg = newRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
-	s.reg.defaultTM = upstream.Timeouts{ResponseHeader: cfg.ResponseTimeout}
-	s.reg.idleTimeout = cfg.BackendIdleTimeout
+	s.Reg = dataplane.NewRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
+	s.Reg.DefaultTM = upstream.Timeouts{ResponseHeader: cfg.ResponseTimeout}
+	s.Reg.IdleTimeout = cfg.BackendIdleTimeout
 	if cfg.EjectBase > 0 {
-		s.reg.ejectBase = cfg.EjectBase
+		s.Reg.EjectBase = cfg.EjectBase
 	}
 	if cfg.EjectMax > 0 {
-		s.reg.ejectMax = max(cfg.EjectMax, s.reg.ejectBase)
+		s.Reg.EjectMax = max(cfg.EjectMax, s.Reg.EjectBase)
 	}
-	s.reg.metrics = s.metrics
-	hosts, err := ristretto.NewCache(&ristretto.Config[string, hostEntry]{
+	s.Reg.Metrics = s.Metrics
+	hosts, err := ristretto.NewCache(&ristretto.Config[string, dataplane.HostEntry]{
 		NumCounters:        10 * hostCacheEntries,
 		MaxCost:            hostCacheEntries,
 		BufferItems:        64,
@@ -256,17 +252,17 @@ func New(cfg Config) *Server {
 	if err != nil {
 		cfg.Logger.Warn("host cache disabled", "error", err)
 	}
-	s.hosts = hosts
+	s.Hosts = hosts
 	s.tcp = l4.NewTCPRelays(l4.TCPConfig{
-		Backends: l4Backends{s.reg}, DialTimeout: cfg.DialTimeout, Logger: cfg.Logger,
+		Backends: l4Backends{s.Reg}, DialTimeout: cfg.DialTimeout, Logger: cfg.Logger,
 		Listen: func(addr string) (net.Listener, error) {
 			return s.listenStream("tcp "+addr, addr, net.ListenConfig{})
 		},
 		Forget:     func(addr string) { s.socks.forget("tcp " + addr) },
-		PeerClosed: peerClosed, DialRetryHook: tcpDialRetryHook,
+		PeerClosed: dataplane.PeerClosed, DialRetryHook: tcpDialRetryHook,
 	})
 	s.udp = l4.NewUDPRelays(l4.UDPConfig{
-		Backends: l4Backends{s.reg}, IdleTimeout: cfg.UDPIdleTimeout, Logger: cfg.Logger,
+		Backends: l4Backends{s.Reg}, IdleTimeout: cfg.UDPIdleTimeout, Logger: cfg.Logger,
 		MaxSessions: cfg.UDPMaxSessions, MaxSessionsPerSource: cfg.UDPMaxSessionsPerSource,
 		Listen: func(addr string) (*net.UDPConn, error) { return s.listenPacket("udp "+addr, addr) },
 		Forget: func(addr string) { s.socks.forget("udp " + addr) },

@@ -13,13 +13,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/edgetls"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/handoff"
 )
 
 // HTTPS at the edge (SPEC R62, R63). The edge handshakes HTTPS
 // connections itself (tls_accept.go): HTTP/1.1 is served by the edge's own
-// loop (h1_conn.go) like plain HTTP, HTTP/2 by the edge's own HTTP/2 server
+// loop (internal/dataplane) like plain HTTP, HTTP/2 by the edge's own HTTP/2 server
 // (internal/h2srv: x/net's framer and HPACK; a GET or HEAD without a body goes
 // straight to a pooled backend connection, h2_fast.go, everything else
 // through the same ServeHTTP as the plain listener's slow path): same
@@ -45,7 +47,7 @@ type tlsEdge struct {
 	// server the HTTP/1.1 connections the h1 loop hands off (HTTP/2 never
 	// reaches net/http: the edge's own server, internal/h2srv, serves it).
 	ln    net.Listener
-	conns *handoffListener
+	conns *handoff.HandoffListener
 
 	certs *edgetls.Certs
 
@@ -53,19 +55,19 @@ type tlsEdge struct {
 	lastTick time.Time
 
 	protoReqs *prometheus.CounterVec
-	// byProto are protoReqs' children: [https][h2].
+	// byProto are protoReqs' children: [https][H2].
 	byProto [2][2]prometheus.Counter
 }
 
 func newTLSEdge(s *Server) (*tlsEdge, error) {
-	t := &tlsEdge{s: s, logger: s.logger.Named("tls")}
+	t := &tlsEdge{s: s, logger: s.Logger.Named("tls")}
 	certs, err := edgetls.New(edgetls.Options{
 		StateDir: s.cfg.StateDir, ACME: s.cfg.ACME, DefaultCertHost: s.cfg.DefaultCertHost,
-		Logger: t.logger, Registerer: s.metrics.reg,
+		Logger: t.logger, Registerer: s.Metrics.Reg,
 		Routes: s.certRoutes,
 		// Each refresh re-annotates the routes it saw with the names now
 		// served (redirects).
-		Refreshed: func(tab edgetls.Table) { t.annotate(tab.(*snapshot)) },
+		Refreshed: func(tab edgetls.Table) { t.annotate(tab.(*dataplane.Snapshot)) },
 	})
 	if err != nil {
 		return nil, err
@@ -75,7 +77,7 @@ func newTLSEdge(s *Server) (*tlsEdge, error) {
 		Namespace: "gordon_edge", Name: "http_requests_by_protocol_total",
 		Help: "Requests by protocol (HTTP/1.1, HTTP/2.0) and scheme: every HTTPS request, and the plain HTTP requests handled by net/http.",
 	}, []string{"proto", "scheme"})
-	s.metrics.reg.MustRegister(t.protoReqs)
+	s.Metrics.Reg.MustRegister(t.protoReqs)
 	for i, scheme := range []string{"http", "https"} {
 		for j, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 			t.byProto[i][j] = t.protoReqs.WithLabelValues(proto, scheme)
@@ -87,31 +89,10 @@ func newTLSEdge(s *Server) (*tlsEdge, error) {
 // certRoutes is the serving snapshot as the certificates see it (nil
 // before the first).
 func (s *Server) certRoutes() edgetls.Table {
-	if snap := s.snap.Load(); snap != nil {
+	if snap := s.Snap.Load(); snap != nil {
 		return snap
 	}
 	return nil
-}
-
-// Route is how s routes name, for the certificates (edgetls.Table).
-func (s *snapshot) Route(name string) (edgetls.Route, bool) {
-	r, exact := s.exact[name]
-	if !exact {
-		if r = s.matchWildcard(name); r == nil {
-			return edgetls.Route{}, false
-		}
-	}
-	return edgetls.Route{Exact: exact, HTTPS: r.tls != tlsNever}, true
-}
-
-// ExactHTTPS calls fn with every exact host of s served over HTTPS
-// (edgetls.Table).
-func (s *snapshot) ExactHTTPS(fn func(host string)) {
-	for name, r := range s.exact {
-		if r.tls != tlsNever {
-			fn(name)
-		}
-	}
 }
 
 // refresh refreshes the certificates (edgetls.Certs.Refresh), which then
@@ -119,37 +100,30 @@ func (s *snapshot) ExactHTTPS(fn func(host string)) {
 func (t *tlsEdge) refresh(writeState bool) { t.certs.Refresh(writeState) }
 
 // routeFor resolves name on the serving snapshot.
-func (t *tlsEdge) routeFor(name string) *httpRoute {
-	snap := t.s.snap.Load()
+func (t *tlsEdge) routeFor(name string) *dataplane.HTTPRoute {
+	snap := t.s.Snap.Load()
 	if snap == nil {
 		return nil
 	}
-	if r, ok := snap.exact[name]; ok {
+	if r, ok := snap.Exact[name]; ok {
 		return r
 	}
-	return snap.matchWildcard(name)
+	return snap.MatchWildcard(name)
 }
 
 // hasCert reports whether a certificate for name is being served.
 func (t *tlsEdge) hasCert(name string) bool { return t.certs.Served().Has(name) }
 
-// TLS policies (routetable.HTTPRoute.TLS).
-const (
-	tlsAuto   = "auto"
-	tlsAlways = "always"
-	tlsNever  = "never"
-)
-
 // plainSlow reports whether a plain HTTP request for rt must go through
-// ServeHTTP (redirect, or an h2c backend) instead of the event loop.
-func (t *tlsEdge) plainSlow(rt *httpRoute, name string) bool {
-	switch rt.tls {
-	case tlsNever:
+// ServeHTTP (redirect, or an H2C backend) instead of the event loop.
+func (t *tlsEdge) plainSlow(rt *dataplane.HTTPRoute, name string) bool {
+	switch rt.TLS {
+	case dataplane.TLSNever:
 		return false
-	case tlsAlways:
+	case dataplane.TLSAlways:
 		return true
 	}
-	if rt.suffix != "" {
+	if rt.Suffix != "" {
 		return true // decided per name in ServeHTTP
 	}
 	return t.hasCert(name)
@@ -157,12 +131,12 @@ func (t *tlsEdge) plainSlow(rt *httpRoute, name string) bool {
 
 // annotate sets every route's redirect flag on snap (before it serves, and
 // again at each refresh).
-func (t *tlsEdge) annotate(snap *snapshot) {
-	for name, r := range snap.exact {
-		r.slowPlain.Store(r.h2c || t.plainSlow(r, name))
+func (t *tlsEdge) annotate(snap *dataplane.Snapshot) {
+	for name, r := range snap.Exact {
+		r.SlowPlain.Store(r.H2C || t.plainSlow(r, name))
 	}
-	for _, r := range snap.wildcards {
-		r.slowPlain.Store(r.h2c || t.plainSlow(r, ""))
+	for _, r := range snap.Wildcards {
+		r.SlowPlain.Store(r.H2C || t.plainSlow(r, ""))
 	}
 }
 
@@ -182,13 +156,13 @@ func (t *tlsEdge) servePolicy(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "gordon-edge: no pending ACME challenge for this token", http.StatusNotFound)
 		return true
 	}
-	name := normalizeHost(r.Host)
+	name := dataplane.NormalizeHost(r.Host)
 	rt := t.routeFor(name)
-	if rt == nil || rt.tls == tlsNever {
+	if rt == nil || rt.TLS == dataplane.TLSNever {
 		return false
 	}
 	if r.TLS == nil {
-		if rt.tls == tlsAlways || t.hasCert(name) {
+		if rt.TLS == dataplane.TLSAlways || t.hasCert(name) {
 			t.redirect(w, r, name)
 			return true
 		}
@@ -196,7 +170,7 @@ func (t *tlsEdge) servePolicy(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if !t.hasCert(name) && !t.certs.Holds(name) {
 		w.Header().Set("Retry-After", "30")
-		writeEdgeError(w, http.StatusServiceUnavailable, "gordon-edge: no certificate for "+name+" yet: it is being obtained (see `docker gordon certs ls`); retry shortly\n")
+		dataplane.WriteEdgeError(w, http.StatusServiceUnavailable, "gordon-edge: no certificate for "+name+" yet: it is being obtained (see `docker gordon certs ls`); retry shortly\n")
 		return true
 	}
 	return false
@@ -249,9 +223,9 @@ func (s *Server) startTLS(lc net.ListenConfig, httpAddr net.Addr) (net.Listener,
 	a := ln.Addr().String()
 	s.httpsAddr.Store(&a)
 	s.tls = t
-	s.tlsp = t
+	s.HTTPS = t
 	t.refresh(true)
-	s.logger.Info("gordon-edge serving https", "https", a, "acme", !s.cfg.ACME.Disabled)
+	s.Logger.Info("gordon-edge serving https", "https", a, "acme", !s.cfg.ACME.Disabled)
 	return ln, srv, nil
 }
 
@@ -290,7 +264,7 @@ func (s *Server) shutdownTLS(ctx context.Context, srv *http.Server) <-chan struc
 	go func() {
 		defer close(done)
 		if err := srv.Shutdown(ctx); err != nil {
-			s.logger.Warn("https shutdown incomplete", "error", err)
+			s.Logger.Warn("https shutdown incomplete", "error", err)
 			_ = srv.Close()
 		}
 		s.tls.certs.Close()
@@ -301,7 +275,7 @@ func (s *Server) shutdownTLS(ctx context.Context, srv *http.Server) <-chan struc
 // validateRouteTLS checks a route's tls policy and backend protocol.
 func validateRouteTLS(r *routetable.HTTPRoute) error {
 	switch r.TLS {
-	case "", tlsAuto, tlsAlways, tlsNever:
+	case "", dataplane.TLSAuto, dataplane.TLSAlways, dataplane.TLSNever:
 	default:
 		return fmt.Errorf("route table: http host %q: tls %q: want auto, always or never: %w", r.Host, r.TLS, ErrInvalidTable)
 	}
@@ -310,27 +284,27 @@ func validateRouteTLS(r *routetable.HTTPRoute) error {
 	default:
 		return fmt.Errorf("route table: http host %q: protocol %q: want http1 or h2c: %w", r.Host, r.Protocol, ErrInvalidTable)
 	}
-	if r.HSTS != "" && (!routetable.ValidHSTS(r.HSTS) || r.TLS == tlsNever) {
+	if r.HSTS != "" && (!routetable.ValidHSTS(r.HSTS) || r.TLS == dataplane.TLSNever) {
 		return fmt.Errorf("route table: http host %q: hsts %q: want a Strict-Transport-Security value (max-age=SECONDS[; includeSubDomains][; preload]) on a host served over HTTPS: %w", r.Host, r.HSTS, ErrInvalidTable)
 	}
 	return nil
 }
 
-// servesTLS reports whether an HTTPS request for host on rt is proxied
+// ServesTLS reports whether an HTTPS request for host on rt is proxied
 // (servePolicy would not answer it with the 503 page): a never route, or
 // a host with a certificate being served. A name refresh has not seen yet
 // (on demand) goes to ServeHTTP, which also looks in certmagic's cache.
-func (t *tlsEdge) servesTLS(rt *httpRoute, host []byte) bool {
-	if rt.tls == tlsNever {
+func (t *tlsEdge) ServesTLS(rt *dataplane.HTTPRoute, host []byte) bool {
+	if rt.TLS == dataplane.TLSNever {
 		return true
 	}
 	return t.certs.Served().HasHost(host)
 }
 
-// countHTTPS counts an HTTPS request served by the loops by protocol
-// (protoH1, protoH2).
-func (t *tlsEdge) countHTTPS(proto int) { t.byProto[1][proto].Inc() }
+// CountHTTPS counts an HTTPS request served by the loops by protocol
+// (protoH1, ProtoH2).
+func (t *tlsEdge) CountHTTPS(proto int) { t.byProto[1][proto].Inc() }
 
-// handoffConns is the HTTPS net/http server's listener, which takes a TLS
+// HandoffConns is the HTTPS net/http server's listener, which takes a TLS
 // connection the loops do not serve.
-func (t *tlsEdge) handoffConns() *handoffListener { return t.conns }
+func (t *tlsEdge) HandoffConns() *handoff.HandoffListener { return t.conns }

@@ -9,25 +9,27 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/handoff"
 	"github.com/hashicorp/go-hclog"
 )
 
 // The HTTPS listener (SPEC R62): the edge accepts and handshakes itself
 // (edgetls.Certs.TLSConfig: certificates, ALPN, TLS policy), then
-//   - a connection that negotiated h2 is served by the edge's own HTTP/2
+//   - a connection that negotiated H2 is served by the edge's own HTTP/2
 //     server (internal/h2srv);
 //   - acme-tls/1 (a TLS-ALPN-01 validation) is closed once the handshake,
 //     which answered the challenge, is done;
 //   - anything else (http/1.1, or no ALPN) is served by the edge's own
-//     HTTP/1.1 loop (h1_conn.go) over the *tls.Conn, with scheme https;
+//     HTTP/1.1 loop (internal/dataplane) over the *tls.Conn, with scheme https;
 //     what the loop does not serve itself (bodies, upgrades, the 503 page
-//     of a host without a certificate, h2c backends, unknown hosts) it
+//     of a host without a certificate, H2C backends, unknown hosts) it
 //     hands, at a request boundary, to the net/http server through
 //     t.conns, which sees the request as TLS (tlsHandler).
 //
 // The loops never touch a TLS connection's descriptor (no event loop
 // adoption, no splice: rawControl needs a syscall.Conn, which *tls.Conn is
-// not); peerClosed reads the TCP state of the socket underneath, which
+// not); PeerClosed reads the TCP state of the socket underneath, which
 // consumes nothing.
 
 // tlsStateKey carries a handed-off TLS connection's state to tlsHandler.
@@ -36,54 +38,48 @@ type tlsStateKey struct{}
 // serveAccept accepts on ln until it is closed (nil) or fails for good;
 // each connection is handshaken and dispatched on its own goroutine.
 func (t *tlsEdge) serveAccept(ln net.Listener) error {
-	h := t.s.cs
+	h := t.s.ConnSrv
 	cfg := t.certs.TLSConfig()
 	for {
-		c, err := h.accept(ln)
+		c, err := h.Accept(ln)
 		if c == nil {
 			return err
 		}
 		// Counted in the h1 server's drain from accept on: a connection
 		// mid-handshake when a drain begins is served, not dropped.
-		h.mu.Lock()
-		if h.shutting.Load() {
-			h.mu.Unlock()
+		h.Mu.Lock()
+		if h.Shutting.Load() {
+			h.Mu.Unlock()
 			_ = c.Close()
 			continue
 		}
-		h.wg.Add(1)
+		h.WG.Add(1)
 		tc := tls.Server(c, cfg)
-		h.handshaking[tc] = struct{}{} // a drain bounds it (connServer.shutdown)
-		h.mu.Unlock()
+		h.Handshaking[tc] = struct{}{} // a drain bounds it (ConnServer.shutdown)
+		h.Mu.Unlock()
 		go t.handshakeAndServe(tc)
 	}
 }
-
-// drainHandshakeGrace bounds, from the start of a drain, a handshake in
-// progress (a ClientHello on its way and the round trip after it); a
-// client that sends nothing frees the drain then, as an idle connection
-// does after drainIdleGrace.
-const drainHandshakeGrace = time.Second
 
 // handshakeAndServe handshakes tc (bounded by the read header timeout, as
 // net/http does, and by drainHandshakeGrace once a drain began; not by the
 // TLS edge's context, which ends before the h1 drain does) and hands it to
 // the HTTP/2 server or the h1 loop.
 func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
-	h := t.s.cs
+	h := t.s.ConnSrv
 	if to := t.s.cfg.ReadHeaderTimeout; to > 0 {
 		dl := time.Now().Add(to)
 		_ = tc.SetReadDeadline(dl)
 		_ = tc.SetWriteDeadline(dl)
 	}
 	err := tc.HandshakeContext(context.Background())
-	h.mu.Lock()
-	delete(h.handshaking, tc)
-	h.mu.Unlock()
+	h.Mu.Lock()
+	delete(h.Handshaking, tc)
+	h.Mu.Unlock()
 	if err != nil {
 		t.certs.HandshakeFailed(tc, err)
 		_ = tc.Close()
-		h.wg.Done()
+		h.WG.Done()
 		return
 	}
 	_ = tc.SetReadDeadline(time.Time{})
@@ -93,30 +89,30 @@ func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 		// Served by the edge's HTTP/2 server (internal/h2srv), in the drain's
 		// count (wg) until its last handler returns.
 		c := t.s.newH2Conn(tc)
-		h.mu.Lock()
-		h.h2conns[c] = struct{}{}
-		h.mu.Unlock()
+		h.Mu.Lock()
+		h.H2Conns[c] = struct{}{}
+		h.Mu.Unlock()
 		c.Serve()
 		return
 	case "acme-tls/1":
 		_ = tc.Close() // the handshake answered the challenge
-		h.wg.Done()
+		h.WG.Done()
 		return
 	}
-	hc := &h1Conn{c: tc}
-	h.mu.Lock()
-	h.conns[hc] = struct{}{} // already in h.wg (serveAccept)
-	if h.shutting.Load() {
+	hc := &dataplane.H1Conn{Conn: tc}
+	h.Mu.Lock()
+	h.Conns[hc] = struct{}{} // already in h.wg (serveAccept)
+	if h.Shutting.Load() {
 		// Handshaken during a drain: a request on its way is answered
 		// (with Connection: close), as for an idle connection.
-		_ = tc.SetReadDeadline(time.Now().Add(drainIdleGrace))
+		_ = tc.SetReadDeadline(time.Now().Add(dataplane.DrainIdleGrace))
 	}
-	h.mu.Unlock()
-	h.runConn(hc, nil)
+	h.Mu.Unlock()
+	h.RunConn(hc, nil)
 }
 
 // serveHTTPS runs the HTTPS listener: the accept loop on ln (which gives
-// h2 connections to the edge's HTTP/2 server and the others to the h1
+// H2 connections to the edge's HTTP/2 server and the others to the h1
 // loop) and the net/http server of the HTTP/1.1 connections the loop hands
 // off, on t.conns. It returns when ln is closed (nil) or fails for good.
 func (t *tlsEdge) serveHTTPS(srv *http.Server, ln net.Listener) error {
@@ -129,14 +125,14 @@ func (t *tlsEdge) serveHTTPS(srv *http.Server, ln net.Listener) error {
 }
 
 // tlsConnContext marks a handed-off TLS connection for ServeHTTP: its
-// framing tracker (guard.go) and its TLS state (tlsHandler).
+// framing tracker (internal/handoff) and its TLS state (tlsHandler).
 func tlsConnContext(ctx context.Context, c net.Conn) context.Context {
-	tc, ok := c.(*trackedConn)
+	tc, ok := c.(*handoff.TrackedConn)
 	if !ok {
 		return ctx // not handed off by the loop (never, today)
 	}
-	ctx = context.WithValue(ctx, trackedConnKey{}, tc)
-	if tlc, ok := tc.replayConn.Conn.(*tls.Conn); ok {
+	ctx = context.WithValue(ctx, handoff.TrackedConnKey{}, tc)
+	if tlc, ok := tc.ReplayConn.Conn.(*tls.Conn); ok {
 		st := tlc.ConnectionState()
 		ctx = context.WithValue(ctx, tlsStateKey{}, &st)
 	}
@@ -175,17 +171,17 @@ func (t *tlsEdge) listen(lc net.ListenConfig, addr string) (net.Listener, *http.
 		t.port = ta.Port
 		t.certs.SetTLSPort(ta.Port)
 	}
-	t.conns = newHandoffListener(ln.Addr())
+	t.conns = handoff.NewHandoffListener(ln.Addr())
 	srv := &http.Server{
 		Handler:     tlsHandler{t.s},
 		ConnContext: tlsConnContext,
 		// Serve is only given connections the h1 loop handed off (a
-		// trackedConn, never a *tls.Conn), so it serves HTTP/1.1 only:
+		// TrackedConn, never a *tls.Conn), so it serves HTTP/1.1 only:
 		// HTTP/2 is the edge's own server (internal/h2srv).
 		TLSConfig:         t.certs.TLSConfig(),
 		ReadHeaderTimeout: t.s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    maxRequestHead - 4096, // net/http allows 4 KiB over it
+		MaxHeaderBytes:    dataplane.MaxRequestHead - 4096, // net/http allows 4 KiB over it
 		ErrorLog:          t.logger.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
 	}
 	return ln, srv, nil

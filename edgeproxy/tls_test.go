@@ -90,7 +90,7 @@ func startTLSEdge(t *testing.T, stateDir string) *edge {
 }
 
 // httpsClient dials the edge's HTTPS address whatever the URL host,
-// trusting pool; h2 selects HTTP/2.
+// trusting pool; H2 selects HTTP/2.
 func httpsClient(e *edge, pool *x509.CertPool, h2 bool) *http.Client {
 	tr := &http.Transport{
 		TLSClientConfig:   &tls.Config{RootCAs: pool},
@@ -358,7 +358,7 @@ func TestHTTPSUpgradeAndInFlight(t *testing.T) {
 	assert.Equal(t, "slow", <-done)
 }
 
-// protocol = "h2c": the edge reaches the backend over cleartext HTTP/2
+// protocol = "H2C": the edge reaches the backend over cleartext HTTP/2
 // end to end, trailers included (gRPC's shape).
 func TestHTTPSH2CBackendWithTrailers(t *testing.T) {
 	ca := newTestCA(t)

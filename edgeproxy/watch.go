@@ -51,7 +51,7 @@ func (s *Server) poll(w *watcher, first bool) {
 	case errors.Is(err, os.ErrNotExist):
 		stamp = fileStamp{initialized: true}
 	default:
-		s.logger.Warn("stat route table", "path", w.path, "error", err)
+		s.Logger.Warn("stat route table", "path", w.path, "error", err)
 		return
 	}
 	force := w.force
@@ -74,7 +74,7 @@ func (s *Server) poll(w *watcher, first bool) {
 				s.lastErr = fmt.Sprintf("%s is missing at start; serving the last applied table (generation %d) from %s", w.path, gen, AppliedFile)
 				s.writeStatusLocked()
 				s.applyMu.Unlock()
-				s.logger.Warn("route table missing at start; serving the last applied table", "path", w.path, "generation", gen)
+				s.Logger.Warn("route table missing at start; serving the last applied table", "path", w.path, "generation", gen)
 				return
 			}
 			s.applyMu.Lock()
@@ -85,7 +85,7 @@ func (s *Server) poll(w *watcher, first bool) {
 	}
 	data, err := os.ReadFile(w.path)
 	if err != nil {
-		s.logger.Warn("read route table", "path", w.path, "error", err)
+		s.Logger.Warn("read route table", "path", w.path, "error", err)
 		return
 	}
 	if !first && w.data != nil && string(data) == string(w.data) {
@@ -104,7 +104,7 @@ func (s *Server) poll(w *watcher, first bool) {
 		// Remember the last good table, so a restart while routes.json is
 		// bad still serves it.
 		if err := edgestate.WriteFileAtomic(filepath.Join(filepath.Dir(w.path), AppliedFile), data); err != nil {
-			s.logger.Warn("save last good route table", "error", err)
+			s.Logger.Warn("save last good route table", "error", err)
 		}
 	}
 }
@@ -117,16 +117,16 @@ func (s *Server) restoreLastGood() (generation uint64, ok bool) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			s.logger.Warn("last good route table unreadable", "path", path, "error", err)
+			s.Logger.Warn("last good route table unreadable", "path", path, "error", err)
 		}
 		return 0, false
 	}
 	t, err := LoadTable(data)
 	if err != nil {
-		s.logger.Warn("last good route table unreadable", "path", path, "error", err)
+		s.Logger.Warn("last good route table unreadable", "path", path, "error", err)
 		return 0, false
 	}
-	s.logger.Warn("routes.json is bad or missing at start; serving the last good table", "generation", t.Generation)
+	s.Logger.Warn("routes.json is bad or missing at start; serving the last good table", "generation", t.Generation)
 	if s.Apply(t) != nil {
 		return 0, false
 	}

@@ -13,7 +13,7 @@
 // backend; PeerAddr names a client; RawRead and RawWrite are the loops'
 // reads and writes, system calls that skip the scheduler.
 //
-// The loops themselves (package edgeproxy, evloop_*_linux.go) keep what
+// The loops themselves (package dataplane, evloop_*_linux.go) keep what
 // is HTTP/1.1 and the edge's: the parsing and routing of a request, the
 // exchange with its backend, timeouts, pools and the hand-off's state;
 // this package imports nothing of the edge. Event loops are Linux only:

@@ -10,6 +10,6 @@
 // that). Parsed values slice into the caller's head buffer and are valid
 // until it is reused; nothing here allocates per request, except a
 // Connection header naming 16 or more headers (a set). Both
-// parsers are fuzzed against net/http (FuzzParseRequest in edgeproxy,
+// parsers are fuzzed against net/http (FuzzParseRequest in internal/handoff,
 // FuzzParseResponse here).
 package h1wire

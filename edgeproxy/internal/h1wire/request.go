@@ -212,7 +212,7 @@ func ASCIIEqualFold(b []byte, s string) bool {
 }
 
 // parseRequest parses head into req and reports whether the loop serves it
-// (see the comment at the top of h1_conn.go); false hands the request to
+// (see the comment at the top of internal/dataplane/h1_conn.go); false hands the request to
 // net/http.
 func ParseRequest(head []byte, req *Request) bool {
 	*req = Request{Headers: req.Headers[:0], ConnNames: req.ConnNames[:0]}

@@ -14,7 +14,7 @@
 // 502/503/504. Health (health.go) is a backend's passive health: the
 // ejections EjectReason decides, bounded and doubling (R21).
 //
-// The edge (package edgeproxy) keeps the backends' registry, routing,
+// The edge (internal/dataplane) keeps the backends' registry, routing,
 // retries, the forwarded headers and the relaying to clients; this package
 // imports nothing of the edge but h1wire (the response heads it parses).
 package upstream

@@ -1,6 +1,6 @@
 //go:build linux
 
-package edgeproxy
+package dataplane
 
 import (
 	"bufio"
@@ -34,12 +34,12 @@ import (
 // header timeout) and that the goroutine path would serve itself
 // (parseRequest),
 // to a backend at a literal IP, whose answer is a final response with a
-// Content-Length (or no body) of at most evMaxResponse bytes that the
+// Content-Length (or no body) of at most EvMaxResponse bytes that the
 // client accepts in one write. Anything else — a partial or odd head, a
 // chunked, close-delimited or large answer, a 1xx, an error, a slow
 // client — leaves the loop at that point: the connection (and the backend
 // connection, with the bytes read from it) become net.Conns served by
-// runConn on a goroutine, which finishes the exchange and keeps the
+// RunConn on a goroutine, which finishes the exchange and keeps the
 // connection from then on. The goroutine path is thus the reference for
 // every behaviour; the loop only ever does what it would have done.
 //
@@ -54,9 +54,9 @@ const (
 	// evClientBuf is a client connection's read buffer: a head that does
 	// not fit leaves the loop.
 	evClientBuf = 4 << 10
-	// evMaxResponse bounds an answer the loop buffers whole (head and
+	// EvMaxResponse bounds an answer the loop buffers whole (head and
 	// body); a larger one streams from a goroutine.
-	evMaxResponse = 16 << 10
+	EvMaxResponse = 16 << 10
 	// evSweep is how often timeouts are checked.
 	evSweep = 250 * time.Millisecond
 	// evMaxIdle bounds a loop's idle connections per backend.
@@ -69,8 +69,8 @@ const (
 // loop's goroutine touches its fields, except look, force and the poller's
 // inbox and eventfd (adopt, wakeup).
 type evLoop struct {
-	h *connServer
-	s *proxyCore
+	h *ConnServer
+	s *Core
 	// p is the epoll set, its registrations, inbox and wake-ups.
 	p *evloop.Poller
 	// look asks for a sweep at the next wake-up; force closes everything.
@@ -81,7 +81,7 @@ type evLoop struct {
 	ups     map[int32]*evUp
 	pools   map[*upstream.Transport][]*evUp
 	// out collects a message before it is written; bw writes into it
-	// (writeOutgoing and writeResponseHead take a *bufio.Writer).
+	// (WriteOutgoing and writeResponseHead take a *bufio.Writer).
 	out       []byte
 	bw        *bufio.Writer
 	now       time.Time
@@ -97,7 +97,7 @@ type evLoop struct {
 type evClient struct {
 	fd     int
 	serial int32  // epoll data Pad
-	hc     h1Conn // request, response, forwarded-header state
+	hc     H1Conn // request, response, forwarded-header state
 	buf    []byte
 	n      int
 	// eof: the client half-closed; close after what it sent is answered.
@@ -111,7 +111,7 @@ type evClient struct {
 	headSince time.Time
 	// The exchange in progress (up != nil).
 	up      *evUp
-	ex      h1Exchange
+	ex      Exchange
 	headLen int
 	retried bool
 	// rhDeadline is the route's response header deadline (zero: none).
@@ -134,31 +134,31 @@ type evUp struct {
 	closes       uint64 // t.closes when pooled
 }
 
-// evLoopCount is how many loops serve the public listener by default: one
+// EvLoopCount is how many loops serve the public listener by default: one
 // per four CPUs (at least one, at most eight). On a small machine the
 // proxy shares the CPUs with its backends, and one loop that batches
 // events beats two that each wake for fewer (measured: 2 loops on 2 CPUs
 // did 0.8x one loop's throughput).
-func evLoopCount(configured int) int {
+func EvLoopCount(configured int) int {
 	if configured != 0 {
 		return max(configured, 0)
 	}
 	return min(max(runtime.NumCPU()/4, 1), 8)
 }
 
-// startLoops starts n event loops for h (none when one cannot be set up:
+// StartLoops starts n event loops for h (none when one cannot be set up:
 // the goroutine path serves everything, and the error is logged).
-func (h *connServer) startLoops(n int) {
+func (h *ConnServer) StartLoops(n int) {
 	for range n {
 		l, err := newEvLoop(h)
 		if err != nil {
-			h.s.logger.Warn("event loop unavailable; serving with a goroutine per connection", "error", err)
+			h.S.Logger.Warn("event loop unavailable; serving with a goroutine per connection", "error", err)
 			break
 		}
-		h.loops = append(h.loops, l)
+		h.Loops = append(h.Loops, l)
 	}
-	for _, l := range h.loops {
-		l.rawWait = runtime.GOMAXPROCS(0) > len(h.loops)
+	for _, l := range h.Loops {
+		l.rawWait = runtime.GOMAXPROCS(0) > len(h.Loops)
 		// done is closed once run has returned, so a Run that waited for
 		// it leaves no frame of the loop behind.
 		go func() {
@@ -168,18 +168,18 @@ func (h *connServer) startLoops(n int) {
 	}
 }
 
-func newEvLoop(h *connServer) (*evLoop, error) {
+func newEvLoop(h *ConnServer) (*evLoop, error) {
 	p, err := evloop.New(256)
 	if err != nil {
 		return nil, err
 	}
 	l := &evLoop{
-		h: h, s: h.s, p: p,
+		h: h, s: h.S, p: p,
 		clients: make(map[int32]*evClient),
 		ups:     make(map[int32]*evUp),
 		pools:   make(map[*upstream.Transport][]*evUp),
 		done:    make(chan struct{}),
-		out:     make([]byte, 0, evMaxResponse+1024),
+		out:     make([]byte, 0, EvMaxResponse+1024),
 	}
 	l.bw = bufio.NewWriterSize((*evSink)(l), 4096)
 	return l, nil
@@ -208,9 +208,9 @@ func (l *evLoop) adopt(c net.Conn) bool {
 	return true
 }
 
-// wakeup makes the loop look at the shutdown state and its pools; force
+// Wakeup makes the loop look at the shutdown state and its pools; force
 // closes every connection it has, busy or not (shutdown timed out).
-func (l *evLoop) wakeup(force bool) {
+func (l *evLoop) Wakeup(force bool) {
 	if force {
 		l.force.Store(true)
 	}
@@ -238,7 +238,7 @@ func (l *evLoop) run() {
 		}
 		events, err := l.p.Wait(raw, ms)
 		if err != nil && err != unix.EINTR {
-			l.s.logger.Error("event loop failed; closing its connections", "error", err)
+			l.s.Logger.Error("event loop failed; closing its connections", "error", err)
 			return
 		}
 		l.now = time.Now()
@@ -264,7 +264,7 @@ func (l *evLoop) run() {
 		if !l.now.Before(l.nextSweep) {
 			l.sweep()
 		}
-		if len(l.clients) == 0 && l.h.shutting.Load() && l.p.InboxEmpty() {
+		if len(l.clients) == 0 && l.h.Shutting.Load() && l.p.InboxEmpty() {
 			return
 		}
 	}
@@ -274,14 +274,14 @@ func (l *evLoop) run() {
 func (l *evLoop) exit() {
 	l.takeInbox()
 	for _, c := range l.clients {
-		l.closeClient(c, statusClientClosed)
+		l.closeClient(c, StatusClientClosed)
 	}
 	for _, u := range l.ups {
 		l.closeUp(u)
 	}
 	for _, fd := range l.p.Close() {
 		_ = unix.Close(fd)
-		l.h.wg.Done()
+		l.h.WG.Done()
 	}
 	runtime.UnlockOSThread()
 }
@@ -304,7 +304,7 @@ func (l *evLoop) sweepBy(t time.Time) {
 // connections past their idle timeout or retired; on shutdown every idle
 // client, and on a forced one everything.
 func (l *evLoop) sweep() {
-	shutting, force := l.h.shutting.Load(), l.force.Load()
+	shutting, force := l.h.Shutting.Load(), l.force.Load()
 	l.nextSweep = l.now.Add(evSweep)
 	var graceFrom time.Time
 	if shutting {
@@ -315,14 +315,14 @@ func (l *evLoop) sweep() {
 			if !c.headSince.IsZero() {
 				// A partial head: the read header timeout, not the idle
 				// one (closed silently, as net/http does).
-				if shutting || force || l.now.Sub(c.headSince) >= l.h.readHeaderTimeout {
+				if shutting || force || l.now.Sub(c.headSince) >= l.h.ReadHeaderTimeout {
 					l.closeClient(c, 0)
 				} else {
-					l.sweepBy(c.headSince.Add(l.h.readHeaderTimeout))
+					l.sweepBy(c.headSince.Add(l.h.ReadHeaderTimeout))
 				}
 				continue
 			}
-			// On shutdown an idle client gets drainIdleGrace (from the
+			// On shutdown an idle client gets DrainIdleGrace (from the
 			// shutdown or from going idle, whichever is later) for a
 			// request already on its way.
 			drainDue := false
@@ -331,12 +331,12 @@ func (l *evLoop) sweep() {
 				if c.idleSince.After(due) {
 					due = c.idleSince
 				}
-				due = due.Add(drainIdleGrace)
+				due = due.Add(DrainIdleGrace)
 				if drainDue = !l.now.Before(due); !drainDue {
 					l.sweepBy(due)
 				}
 			}
-			if drainDue || force || l.now.Sub(c.idleSince) >= l.h.idleTimeout {
+			if drainDue || force || l.now.Sub(c.idleSince) >= l.h.IdleTimeout {
 				l.closeClient(c, 0)
 			} else if c.n == 0 && l.now.Sub(c.idleSince) >= evSweep {
 				c.buf = nil // an idle connection holds no buffer
@@ -346,7 +346,7 @@ func (l *evLoop) sweep() {
 		u := c.up
 		switch {
 		case force:
-			l.closeClient(c, statusClientClosed)
+			l.closeClient(c, StatusClientClosed)
 		case u.connecting && !l.now.Before(u.dialDeadline):
 			l.closeUp(u)
 			c.up = nil

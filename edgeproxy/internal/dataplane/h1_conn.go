@@ -1,4 +1,4 @@
-package edgeproxy
+package dataplane
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/handoff"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
@@ -23,7 +24,7 @@ import (
 // net/http's server costs a background read goroutine, a cancelable
 // context, a Request with a parsed URL and a Header map, and a
 // ResponseWriter per request; on this hot path that was most of the gap to
-// nginx. connServer accepts the public connections itself and serves, on the
+// nginx. ConnServer accepts the public connections itself and serves, on the
 // connection's goroutine and without allocating per request, the requests
 // that make up nearly all of an app's traffic: HTTP/1.1 GET and HEAD with
 // no body and no upgrade, for a routed host, with well-formed headers. The
@@ -43,7 +44,7 @@ import (
 //
 // On Linux, event loops (evloop_linux.go) take the connections first and
 // serve the simplest exchanges without a goroutine; a connection that
-// asks for more is handed to runConn here, with the exchange in progress
+// asks for more is handed to RunConn here, with the exchange in progress
 // (h1Resume), and stays on its goroutine from then on.
 //
 // Timeouts match the net/http server's configuration: IdleTimeout between
@@ -53,81 +54,92 @@ import (
 // client each time the backend read deadline passes), and the backend
 // connection is closed, as net/http cancels the request's context.
 
+// MaxRequestHead bounds a request head (request line and headers) on both
+// HTTP paths; a larger one is answered 431. net/http allows 4 KiB over
+// MaxHeaderBytes.
+const MaxRequestHead = 64 << 10
+
 // h1MaxHead bounds a request head served by the loop; a larger head goes to
-// net/http with what was read, which answers 431 (maxRequestHead).
-const h1MaxHead = maxRequestHead
+// net/http with what was read, which answers 431 (MaxRequestHead).
+const h1MaxHead = MaxRequestHead
 
 var crlfcrlf = []byte("\r\n\r\n")
 
-// h1MaxResponseHead bounds a backend's response head (502 beyond).
-const h1MaxResponseHead = upstream.MaxResponseHead
+// H1MaxResponseHead bounds a backend's response head (502 beyond).
+const H1MaxResponseHead = upstream.MaxResponseHead
 
-// Connection states (h1Conn.state).
+// Connection states (H1Conn.state).
 const (
 	h1Idle int32 = iota
 	h1Active
 	h1Closed
 )
 
-// connServer is the accept loop of the public HTTP listener and the
+// ConnServer is the accept loop of the public HTTP listener and the
 // registry of every client connection the edge serves itself: HTTP/1.1
-// connections, plain or TLS (h1Conn, possibly on an event loop), HTTPS
+// connections, plain or TLS (H1Conn, possibly on an event loop), HTTPS
 // connections during their handshake, and HTTP/2 connections (h2srv.Conn).
 // shutdown drains them all together.
-type connServer struct {
-	s                 *proxyCore
-	handoff           *handoffListener
-	idleTimeout       time.Duration
-	readHeaderTimeout time.Duration
+type ConnServer struct {
+	S                 *Core
+	Handoff           *handoff.HandoffListener
+	IdleTimeout       time.Duration
+	ReadHeaderTimeout time.Duration
 
-	// loops are the event loops that serve connections while their
+	// Loops are the event loops that serve connections while their
 	// requests stay simple (evloop_linux.go); none: a goroutine per
 	// connection from the start.
-	loops []*evLoop
+	Loops []*evLoop
 	next  int
 
-	mu    sync.Mutex
-	conns map[*h1Conn]struct{}
-	// handshaking are the HTTPS connections accepted and not yet
+	Mu    sync.Mutex
+	Conns map[*H1Conn]struct{}
+	// Handshaking are the HTTPS connections accepted and not yet
 	// handshaken (tls_accept.go), in wg already.
-	handshaking map[*tls.Conn]struct{}
-	// h2conns are the HTTPS connections served by the edge's HTTP/2
+	Handshaking map[*tls.Conn]struct{}
+	// H2Conns are the HTTPS connections served by the edge's HTTP/2
 	// server (internal/h2srv), in wg until their last handler returns.
-	h2conns  map[*h2srv.Conn]struct{}
-	shutting atomic.Bool
+	H2Conns  map[*h2srv.Conn]struct{}
+	Shutting atomic.Bool
 	// shutAt is when shutdown began (unix nano): idle connections get
-	// drainIdleGrace from then (or from going idle) to send a request.
+	// DrainIdleGrace from then (or from going idle) to send a request.
 	shutAt atomic.Int64
-	wg     sync.WaitGroup
+	WG     sync.WaitGroup
 }
 
-// drainIdleGrace is how long a drain leaves an idle client connection open
+// drainHandshakeGrace bounds, from the start of a drain, a handshake in
+// progress (a ClientHello on its way and the round trip after it); a
+// client that sends nothing frees the drain then, as an idle connection
+// does after DrainIdleGrace.
+const drainHandshakeGrace = time.Second
+
+// DrainIdleGrace is how long a drain leaves an idle client connection open
 // for a request already on its way (a keep-alive client's next request, a
 // new connection's first one): such a request is answered, with
 // Connection: close, instead of the connection being closed under it.
-const drainIdleGrace = 250 * time.Millisecond
+const DrainIdleGrace = 250 * time.Millisecond
 
-// h1Conn is one client connection served by the loop.
-type h1Conn struct {
-	c     net.Conn
+// H1Conn is one client connection served by the loop.
+type H1Conn struct {
+	Conn  net.Conn
 	state atomic.Int32
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	head  []byte
-	req   h1wire.Request
+	Req   h1wire.Request
 	// resp and rhead are the backend response of the current request.
 	resp  h1wire.Response
 	rhead []byte
-	// writeUntil is the client write deadline armed (h1SendTimeout).
+	// writeUntil is the client write deadline armed (H1SendTimeout).
 	writeUntil time.Time
 	// Watch bounds the current request's backend reads (Gone:
-	// peerClosed); wait is its Wait, bound once per connection.
+	// PeerClosed); wait is its Wait, bound once per connection.
 	upstream.Watch
 	wait func(error) error
 	// Per-connection forwarded values (the peer does not change).
-	peer    string
-	peerIP  netip.Addr
-	trusted bool
+	Peer    string
+	PeerIP  netip.Addr
+	Trusted bool
 	// fwdHost/fwd cache the Forwarded element for the last Host seen.
 	fwdHost string
 	fwd     string
@@ -142,30 +154,30 @@ var (
 	h1WriterPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
 )
 
-func newConnServer(s *proxyCore, addr net.Addr, idleTimeout, readHeaderTimeout time.Duration) *connServer {
-	return &connServer{
-		s:                 s,
-		handoff:           newHandoffListener(addr),
-		idleTimeout:       idleTimeout,
-		readHeaderTimeout: readHeaderTimeout,
-		conns:             make(map[*h1Conn]struct{}),
-		handshaking:       make(map[*tls.Conn]struct{}),
-		h2conns:           make(map[*h2srv.Conn]struct{}),
+func NewConnServer(s *Core, addr net.Addr, idleTimeout, readHeaderTimeout time.Duration) *ConnServer {
+	return &ConnServer{
+		S:                 s,
+		Handoff:           handoff.NewHandoffListener(addr),
+		IdleTimeout:       idleTimeout,
+		ReadHeaderTimeout: readHeaderTimeout,
+		Conns:             make(map[*H1Conn]struct{}),
+		Handshaking:       make(map[*tls.Conn]struct{}),
+		H2Conns:           make(map[*h2srv.Conn]struct{}),
 	}
 }
 
-// accept returns ln's next connection, sleeping through timeouts and
+// Accept returns ln's next connection, sleeping through timeouts and
 // temporary errors (5 ms doubling to 1 s); a nil connection ends the accept
 // loop: nil error when ln was closed or the server is shutting down, else
 // the error that ends it for good.
-func (h *connServer) accept(ln net.Listener) (net.Conn, error) {
+func (h *ConnServer) Accept(ln net.Listener) (net.Conn, error) {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err == nil {
 			return c, nil
 		}
-		if errors.Is(err, net.ErrClosed) || h.shutting.Load() {
+		if errors.Is(err, net.ErrClosed) || h.Shutting.Load() {
 			return nil, nil
 		}
 		var ne net.Error
@@ -177,34 +189,34 @@ func (h *connServer) accept(ln net.Listener) (net.Conn, error) {
 	}
 }
 
-// serve accepts connections on ln until it is closed (returns nil) or fails
+// Serve accepts connections on ln until it is closed (returns nil) or fails
 // for good.
-func (h *connServer) serve(ln net.Listener) error {
+func (h *ConnServer) Serve(ln net.Listener) error {
 	for {
-		c, err := h.accept(ln)
+		c, err := h.Accept(ln)
 		if c == nil {
 			return err
 		}
-		h.mu.Lock()
-		if h.shutting.Load() {
-			h.mu.Unlock()
+		h.Mu.Lock()
+		if h.Shutting.Load() {
+			h.Mu.Unlock()
 			_ = c.Close()
 			continue
 		}
-		h.wg.Add(1)
-		if len(h.loops) > 0 {
+		h.WG.Add(1)
+		if len(h.Loops) > 0 {
 			// The event loop takes a duplicate of the descriptor; the
 			// accepted net.Conn is closed (the socket stays open).
-			l := h.loops[h.next%len(h.loops)]
+			l := h.Loops[h.next%len(h.Loops)]
 			h.next++
 			if l.adopt(c) {
-				h.mu.Unlock()
+				h.Mu.Unlock()
 				continue
 			}
 		}
-		hc := &h1Conn{c: c}
-		h.conns[hc] = struct{}{}
-		h.mu.Unlock()
+		hc := &H1Conn{Conn: c}
+		h.Conns[hc] = struct{}{}
+		h.Mu.Unlock()
 		go h.serveConn(hc)
 	}
 }
@@ -216,52 +228,52 @@ func isTemporary(err error) bool {
 }
 
 // forget drops hc from the registry (closed or handed off).
-func (h *connServer) forget(hc *h1Conn) {
-	h.mu.Lock()
-	delete(h.conns, hc)
-	h.mu.Unlock()
-	h.wg.Done()
+func (h *ConnServer) forget(hc *H1Conn) {
+	h.Mu.Lock()
+	delete(h.Conns, hc)
+	h.Mu.Unlock()
+	h.WG.Done()
 }
 
-// forgetH2 unregisters a closed HTTP/2 connection (its drain count ends
+// ForgetH2 unregisters a closed HTTP/2 connection (its drain count ends
 // once its handlers have returned, h2srv.Config.Done).
-func (h *connServer) forgetH2(c *h2srv.Conn) {
-	h.mu.Lock()
-	delete(h.h2conns, c)
-	h.mu.Unlock()
+func (h *ConnServer) ForgetH2(c *h2srv.Conn) {
+	h.Mu.Lock()
+	delete(h.H2Conns, c)
+	h.Mu.Unlock()
 }
 
-// shutdown stops serving: idle connections are closed at once, active ones
+// Shutdown stops serving: idle connections are closed at once, active ones
 // after the response they are writing (which says Connection: close); it
 // returns when none is left or ctx ends (then the rest are closed).
-func (h *connServer) shutdown(ctx context.Context) error {
+func (h *ConnServer) Shutdown(ctx context.Context) error {
 	// Under mu: serve adds to wg under mu only while not shutting, so no
 	// Add can race the Wait below.
-	h.mu.Lock()
+	h.Mu.Lock()
 	h.shutAt.Store(time.Now().UnixNano())
-	h.shutting.Store(true)
-	h.mu.Unlock()
-	for _, l := range h.loops {
-		l.wakeup(false) // closes its idle connections, then its others as they finish
+	h.Shutting.Store(true)
+	h.Mu.Unlock()
+	for _, l := range h.Loops {
+		l.Wakeup(false) // closes its idle connections, then its others as they finish
 	}
 	done := make(chan struct{})
-	go func() { h.wg.Wait(); close(done) }()
+	go func() { h.WG.Wait(); close(done) }()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	defer func() {
 		// Each loop exits once its last connection is gone.
-		for _, l := range h.loops {
+		for _, l := range h.Loops {
 			<-l.done
 		}
 	}()
-	graced := make(map[*h1Conn]bool)
+	graced := make(map[*H1Conn]bool)
 	hsGraced := make(map[*tls.Conn]bool)
 	for {
-		h.mu.Lock()
-		for c := range h.h2conns {
-			c.Drain(drainIdleGrace) // once per connection
+		h.Mu.Lock()
+		for c := range h.H2Conns {
+			c.Drain(DrainIdleGrace) // once per connection
 		}
-		for tc := range h.handshaking {
+		for tc := range h.Handshaking {
 			if !hsGraced[tc] {
 				hsGraced[tc] = true
 				dl := time.Now().Add(drainHandshakeGrace)
@@ -269,35 +281,35 @@ func (h *connServer) shutdown(ctx context.Context) error {
 				_ = tc.SetWriteDeadline(dl)
 			}
 		}
-		for hc := range h.conns {
-			// An idle connection gets drainIdleGrace to bring a request
+		for hc := range h.Conns {
+			// An idle connection gets DrainIdleGrace to bring a request
 			// (its read wakes then and the connection ends); one that
 			// does is answered and closed after the response.
 			if !graced[hc] && hc.state.Load() == h1Idle {
 				graced[hc] = true
-				_ = hc.c.SetReadDeadline(time.Now().Add(drainIdleGrace))
+				_ = hc.Conn.SetReadDeadline(time.Now().Add(DrainIdleGrace))
 			}
 		}
-		h.mu.Unlock()
+		h.Mu.Unlock()
 		select {
 		case <-done:
 			return nil
 		case <-ctx.Done():
-			for _, l := range h.loops {
-				l.wakeup(true)
+			for _, l := range h.Loops {
+				l.Wakeup(true)
 			}
-			h.mu.Lock()
-			for hc := range h.conns {
+			h.Mu.Lock()
+			for hc := range h.Conns {
 				hc.state.Store(h1Closed)
-				_ = hc.c.Close()
+				_ = hc.Conn.Close()
 			}
-			for tc := range h.handshaking {
+			for tc := range h.Handshaking {
 				_ = tc.NetConn().Close()
 			}
-			for c := range h.h2conns {
+			for c := range h.H2Conns {
 				c.CloseNow()
 			}
-			h.mu.Unlock()
+			h.Mu.Unlock()
 			<-done
 			return ctx.Err()
 		case <-tick.C:
@@ -305,7 +317,7 @@ func (h *connServer) shutdown(ctx context.Context) error {
 	}
 }
 
-func (h *connServer) serveConn(hc *h1Conn) { h.runConn(hc, nil) }
+func (h *ConnServer) serveConn(hc *H1Conn) { h.RunConn(hc, nil) }
 
 // h1Resume is the work in progress of a connection an event loop gives up
 // (evloop_linux.go): the rest of an answer to write, or an exchange to
@@ -317,41 +329,41 @@ type h1Resume struct {
 	keep bool
 	// ex is a request the loop picked a backend for (hc.req, parsed from
 	// hc.head) and could not finish.
-	ex *h1Exchange
+	ex *Exchange
 }
 
-// h1Exchange is a picked request (counted in flight on b and in
+// Exchange is a picked request (counted in flight on b and in
 // rt.metrics[i] since start) that a goroutine finishes: with err, the
 // error page; with sent, reading the response from the backend connection
 // the request was already written to (reused: it came from a pool); with
 // neither, the whole exchange. rhLeft is what is left of the route's
 // response header timeout (0: none).
-type h1Exchange struct {
-	rt     *httpRoute
-	i      int
-	b      *backend
-	start  time.Time
-	sent   *upstream.Conn
-	reused bool
-	err    error
-	rhLeft time.Duration
+type Exchange struct {
+	Route   *HTTPRoute
+	Index   int
+	Backend *Backend
+	Start   time.Time
+	sent    *upstream.Conn
+	reused  bool
+	err     error
+	rhLeft  time.Duration
 	// retried is set once the request went to another instance after its
 	// first failed (failover; at most once).
 	retried bool
-	// acc is what the access log takes from the request (accesslog.go).
-	acc exchangeAccess
+	// Acc is what the access log takes from the request (accesslog.go).
+	Acc ExchangeAccess
 }
 
-// runConn serves hc until it closes or is handed to net/http, first
+// RunConn serves hc until it closes or is handed to net/http, first
 // finishing res (nil: nothing in progress).
-func (h *connServer) runConn(hc *h1Conn, res *h1Resume) {
-	c := hc.c
+func (h *ConnServer) RunConn(hc *H1Conn, res *h1Resume) {
+	c := hc.Conn
 	hc.br = h1ReaderPool.Get().(*bufio.Reader)
 	hc.br.Reset(c)
 	hc.bw = h1WriterPool.Get().(*bufio.Writer)
 	hc.bw.Reset(hc) // Write: the send timeout, then c
-	hc.peerInfo(c.RemoteAddr(), h.s.reg.trusted)
-	hc.Gone = func() bool { return peerClosed(c) }
+	hc.PeerInfo(c.RemoteAddr(), h.S.Reg.Trusted)
+	hc.Gone = func() bool { return PeerClosed(c) }
 	hc.wait = hc.Wait
 	handedOff := false
 	defer func() {
@@ -371,11 +383,11 @@ func (h *connServer) runConn(hc *h1Conn, res *h1Resume) {
 	// with its first byte (a trickling client). A steady keep-alive
 	// connection thus costs no deadline update per request.
 	var idleUntil time.Time // zero while the header deadline is armed
-	slack := min(time.Second, h.idleTimeout/10)
+	slack := min(time.Second, h.IdleTimeout/10)
 	if res != nil {
 		keep := res.keep
 		if res.ex != nil {
-			keep = h.s.finishH1(hc, res.ex)
+			keep = h.S.finishH1(hc, res.ex)
 		} else if _, err := hc.bw.Write(res.out); err != nil || !flushIdle(hc) {
 			keep = false
 		}
@@ -396,15 +408,15 @@ func (h *connServer) runConn(hc *h1Conn, res *h1Resume) {
 		}
 		if b, _ := hc.br.Peek(hc.br.Buffered()); !bytes.Contains(bytes.TrimLeft(b, "\r\n"), crlfcrlf) {
 			idleUntil = time.Time{}
-			_ = c.SetReadDeadline(time.Now().Add(h.readHeaderTimeout))
+			_ = c.SetReadDeadline(time.Now().Add(h.ReadHeaderTimeout))
 		}
 		head, err := h1wire.ReadHead(hc.br, hc.head[:0], h1MaxHead, nil)
 		hc.head = head
 		if err != nil && !errors.Is(err, h1wire.ErrHeadTooLarge) {
 			return // timeout, EOF or reset: net/http closes silently too
 		}
-		if err == nil && h1wire.ParseRequest(head, &hc.req) {
-			if served, keep := h.s.serveH1(hc); served {
+		if err == nil && h1wire.ParseRequest(head, &hc.Req) {
+			if served, keep := h.S.serveH1(hc); served {
 				if !keep {
 					return
 				}
@@ -428,7 +440,7 @@ func (h *connServer) runConn(hc *h1Conn, res *h1Resume) {
 		}
 		_ = c.SetReadDeadline(time.Time{})
 		_ = c.SetWriteDeadline(time.Time{})
-		if h.handoffFor(hc).push(newTrackedConn(&replayConn{Conn: c, prefix: prefix})) {
+		if h.handoffFor(hc).Push(handoff.NewTrackedConn(&handoff.ReplayConn{Conn: c, Prefix: prefix})) {
 			handedOff = true
 		}
 		return
@@ -439,39 +451,39 @@ func (h *connServer) runConn(hc *h1Conn, res *h1Resume) {
 // returns the idle deadline armed (zero: none). The idle timeout is moved
 // only once it has slipped by more than slack. During a drain an idle
 // connection (its last answer went out keep-alive before the drain began)
-// gets drainIdleGrace for a request already on its way, as
-// connServer.shutdown gives the connections idle when it begins; that
+// gets DrainIdleGrace for a request already on its way, as
+// ConnServer.shutdown gives the connections idle when it begins; that
 // request is answered with Connection: close.
-func (h *connServer) armIdleRead(c net.Conn, idleUntil time.Time, slack time.Duration) time.Time {
+func (h *ConnServer) armIdleRead(c net.Conn, idleUntil time.Time, slack time.Duration) time.Time {
 	now := time.Now()
 	switch {
-	case h.shutting.Load():
-		_ = c.SetReadDeadline(now.Add(drainIdleGrace))
+	case h.Shutting.Load():
+		_ = c.SetReadDeadline(now.Add(DrainIdleGrace))
 		return time.Time{}
-	case idleUntil.Sub(now) < h.idleTimeout-slack:
-		idleUntil = now.Add(h.idleTimeout)
+	case idleUntil.Sub(now) < h.IdleTimeout-slack:
+		idleUntil = now.Add(h.IdleTimeout)
 		_ = c.SetReadDeadline(idleUntil)
 	}
 	return idleUntil
 }
 
-// h1SendTimeout bounds how long a write to a client may make no progress
+// H1SendTimeout bounds how long a write to a client may make no progress
 // (nginx's send_timeout): a client that stops reading its answer frees its
 // goroutine and backend connection after 1-2 minutes instead of never.
 // There is no bound on a whole response: long downloads and streams go on
 // as long as the client reads.
-const h1SendTimeout = 2 * time.Minute
+const H1SendTimeout = 2 * time.Minute
 
 // Write writes p to the client under the send timeout. The deadline is
-// moved only once it is less than half of h1SendTimeout away, so a steady
+// moved only once it is less than half of H1SendTimeout away, so a steady
 // connection does not update it per request: a write may thus be cut after
 // 1-2 minutes without progress.
-func (hc *h1Conn) Write(p []byte) (int, error) {
-	if now := time.Now(); hc.writeUntil.Sub(now) < h1SendTimeout/2 {
-		hc.writeUntil = now.Add(h1SendTimeout)
-		_ = hc.c.SetWriteDeadline(hc.writeUntil)
+func (hc *H1Conn) Write(p []byte) (int, error) {
+	if now := time.Now(); hc.writeUntil.Sub(now) < H1SendTimeout/2 {
+		hc.writeUntil = now.Add(H1SendTimeout)
+		_ = hc.Conn.SetWriteDeadline(hc.writeUntil)
 	}
-	n, err := hc.c.Write(p)
+	n, err := hc.Conn.Write(p)
 	hc.sent += int64(n)
 	return n, err
 }
@@ -479,7 +491,7 @@ func (hc *h1Conn) Write(p []byte) (int, error) {
 // shrink drops per-connection buffers a large request or response grew,
 // so an idle keep-alive connection holds a few KiB, not what its largest
 // request needed (up to 64 KiB of head and thousands of header slots).
-func (hc *h1Conn) shrink() {
+func (hc *H1Conn) shrink() {
 	const maxHead, maxHeaders = 8 << 10, 64
 	if cap(hc.head) > maxHead {
 		hc.head = nil
@@ -487,11 +499,11 @@ func (hc *h1Conn) shrink() {
 	if cap(hc.rhead) > maxHead {
 		hc.rhead = nil
 	}
-	if cap(hc.req.Headers) > maxHeaders {
-		hc.req.Headers = nil
+	if cap(hc.Req.Headers) > maxHeaders {
+		hc.Req.Headers = nil
 	}
-	if cap(hc.req.ConnNames) > maxHeaders {
-		hc.req.ConnNames = nil
+	if cap(hc.Req.ConnNames) > maxHeaders {
+		hc.Req.ConnNames = nil
 	}
 	if cap(hc.resp.Headers) > maxHeaders {
 		hc.resp.Headers = nil
@@ -499,25 +511,25 @@ func (hc *h1Conn) shrink() {
 	if cap(hc.resp.ConnNames) > maxHeaders {
 		hc.resp.ConnNames = nil
 	}
-	hc.req = h1wire.Request{Headers: hc.req.Headers, ConnNames: hc.req.ConnNames}
+	hc.Req = h1wire.Request{Headers: hc.Req.Headers, ConnNames: hc.Req.ConnNames}
 	hc.resp = h1wire.Response{Headers: hc.resp.Headers, ConnNames: hc.resp.ConnNames}
 }
 
-// peerInfo records the client address and whether it is a trusted proxy.
-func (hc *h1Conn) peerInfo(addr net.Addr, trusted []netip.Prefix) {
+// PeerInfo records the client address and whether it is a trusted proxy.
+func (hc *H1Conn) PeerInfo(addr net.Addr, trusted []netip.Prefix) {
 	if ap, err := netip.ParseAddrPort(addr.String()); err == nil {
-		hc.peerIP = ap.Addr().Unmap()
-		hc.peer = ap.Addr().String()
+		hc.PeerIP = ap.Addr().Unmap()
+		hc.Peer = ap.Addr().String()
 	} else {
-		hc.peer = addr.String()
-		if i := strings.LastIndexByte(hc.peer, ':'); i >= 0 {
-			hc.peer = hc.peer[:i]
+		hc.Peer = addr.String()
+		if i := strings.LastIndexByte(hc.Peer, ':'); i >= 0 {
+			hc.Peer = hc.Peer[:i]
 		}
 	}
-	if hc.peerIP.IsValid() {
+	if hc.PeerIP.IsValid() {
 		for _, p := range trusted {
-			if p.Contains(hc.peerIP) {
-				hc.trusted = true
+			if p.Contains(hc.PeerIP) {
+				hc.Trusted = true
 				break
 			}
 		}

@@ -1,11 +1,12 @@
 //go:build linux
 
-package edgeproxy
+package dataplane
 
 import (
 	"net"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h1wire"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/handoff"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
@@ -46,62 +47,62 @@ func (l *evLoop) release(fd int, prefix []byte) (*upstream.Conn, error) {
 	}
 	var conn net.Conn = nc
 	if len(prefix) > 0 {
-		conn = &replayConn{Conn: nc, prefix: append([]byte(nil), prefix...)}
+		conn = &handoff.ReplayConn{Conn: nc, Prefix: append([]byte(nil), prefix...)}
 	}
 	return upstream.NewConn(conn), nil
 }
 
-// giveUp hands client connection c to a goroutine (runConn), which
+// giveUp hands client connection c to a goroutine (RunConn), which
 // finishes res (nil: nothing in progress) and serves the connection from
 // then on, reading prefix first.
 func (l *evLoop) giveUp(c *evClient, res *h1Resume, prefix []byte) {
-	l.s.metrics.loopHandoffs.Inc()
+	l.s.Metrics.LoopHandoffs.Inc()
 	delete(l.clients, int32(c.fd))
 	fc, err := l.release(c.fd, prefix)
 	c.fd = -1
 	if err != nil {
-		l.s.logger.Warn("event loop: cannot hand a connection over", "error", err)
+		l.s.Logger.Warn("event loop: cannot hand a connection over", "error", err)
 		if res != nil && res.ex != nil {
 			if res.ex.sent != nil {
 				_ = res.ex.sent.C.Close()
 			}
-			doneH1(res.ex, statusClientClosed, 0)
+			DoneH1(res.ex, StatusClientClosed, 0)
 		}
-		l.h.wg.Done()
+		l.h.WG.Done()
 		return
 	}
 	if l.force.Load() {
-		// Shutdown ran out of time: connServer.shutdown has made its last
+		// Shutdown ran out of time: ConnServer.shutdown has made its last
 		// pass over h.conns; a connection registered now would be missed.
 		_ = fc.C.Close()
 		if res != nil && res.ex != nil {
 			if res.ex.sent != nil {
 				_ = res.ex.sent.C.Close()
 			}
-			doneH1(res.ex, statusClientClosed, 0)
+			DoneH1(res.ex, StatusClientClosed, 0)
 		}
-		l.h.wg.Done()
+		l.h.WG.Done()
 		return
 	}
-	hc := &h1Conn{c: fc.C}
+	hc := &H1Conn{Conn: fc.C}
 	if res != nil && res.ex != nil {
 		hc.head = c.hc.head
-		if !h1wire.ParseRequest(hc.head, &hc.req) {
+		if !h1wire.ParseRequest(hc.head, &hc.Req) {
 			panic("edgeproxy: a request the loop parsed does not parse again")
 		}
-		hc.req.GenID = c.hc.req.GenID // sent by the loop: the access log names it
+		hc.Req.GenID = c.hc.Req.GenID // sent by the loop: the access log names it
 	}
 	if res != nil {
 		hc.state.Store(h1Active)
 	}
 	if c.eof && res == nil && len(prefix) == 0 {
 		_ = fc.C.Close()
-		l.h.wg.Done()
+		l.h.WG.Done()
 		return
 	}
 	h := l.h
-	h.mu.Lock()
-	h.conns[hc] = struct{}{} // counted in h.wg since it was adopted
-	h.mu.Unlock()
-	go h.runConn(hc, res)
+	h.Mu.Lock()
+	h.Conns[hc] = struct{}{} // counted in h.wg since it was adopted
+	h.Mu.Unlock()
+	go h.RunConn(hc, res)
 }

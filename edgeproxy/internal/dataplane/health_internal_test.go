@@ -1,4 +1,4 @@
-package edgeproxy
+package dataplane
 
 import (
 	"sync/atomic"
@@ -14,30 +14,30 @@ import (
 // with all of them ejected it still picks (round-robin).
 func TestR21_PickSkipsEjected(t *testing.T) {
 	rt := testRoute(3)
-	ejectForAnHour(rt.backends[1])
+	ejectForAnHour(rt.Backends[1])
 	for range 30 {
-		assert.NotEqual(t, 1, rt.pick())
+		assert.NotEqual(t, 1, rt.Pick())
 	}
-	for _, b := range rt.backends {
+	for _, b := range rt.Backends {
 		ejectForAnHour(b)
 	}
-	assert.Less(t, rt.pick(), 3)
-	assert.Equal(t, -1, rt.other(0, time.Now().UnixNano()))
+	assert.Less(t, rt.Pick(), 3)
+	assert.Equal(t, -1, rt.Other(0, time.Now().UnixNano()))
 }
 
-func testRoute(n int) *httpRoute {
-	rt := &httpRoute{next: new(atomic.Uint64)}
+func testRoute(n int) *HTTPRoute {
+	rt := &HTTPRoute{next: new(atomic.Uint64)}
 	for range n {
-		b := &backend{}
-		b.health.Base, b.health.Max = time.Second, time.Second
-		rt.backends = append(rt.backends, b)
+		b := &Backend{}
+		b.Health.Base, b.Health.Max = time.Second, time.Second
+		rt.Backends = append(rt.Backends, b)
 	}
 	return rt
 }
 
 // ejectForAnHour ejects b for an hour (its bounds are left as they were).
-func ejectForAnHour(b *backend) {
-	h := &b.health
+func ejectForAnHour(b *Backend) {
+	h := &b.Health
 	base, maxd := h.Base, h.Max
 	h.Base, h.Max = time.Hour, time.Hour
 	h.Eject(time.Now().UnixNano(), upstream.EjectConnect)
@@ -50,16 +50,16 @@ func BenchmarkR21_PickHealthy(b *testing.B) {
 	rt := testRoute(3)
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = rt.pick()
+		_ = rt.Pick()
 	}
 }
 
 // BenchmarkR21_PickOneEjected is pick over three instances, one ejected.
 func BenchmarkR21_PickOneEjected(b *testing.B) {
 	rt := testRoute(3)
-	ejectForAnHour(rt.backends[1])
+	ejectForAnHour(rt.Backends[1])
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = rt.pick()
+		_ = rt.Pick()
 	}
 }

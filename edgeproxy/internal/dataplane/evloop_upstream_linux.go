@@ -1,6 +1,6 @@
 //go:build linux
 
-package edgeproxy
+package dataplane
 
 import (
 	"bytes"
@@ -20,9 +20,9 @@ import (
 // startExchange writes c's request to an idle backend connection, or
 // dials one.
 func (l *evLoop) startExchange(c *evClient) {
-	rt := c.ex.rt
+	rt := c.ex.Route
 	c.rhDeadline = time.Time{}
-	t := c.ex.b.transport
+	t := c.ex.Backend.Transport
 	var u *evUp
 	if !c.retried {
 		// A retry dials: the pool's other connections may be as dead as
@@ -31,7 +31,7 @@ func (l *evLoop) startExchange(c *evClient) {
 	}
 	if u == nil {
 		var err error
-		if u, err = l.dial(t, rt.timeouts.Dial); err != nil {
+		if u, err = l.dial(t, rt.Timeouts.Dial); err != nil {
 			c.ex.err = err
 			l.giveUpExchange(c, nil)
 			return
@@ -90,7 +90,7 @@ func (l *evLoop) send(c *evClient) {
 	u := c.up
 	l.out = l.out[:0]
 	l.bw.Reset((*evSink)(l))
-	c.hc.writeOutgoing(l.bw)
+	c.hc.WriteOutgoing(l.bw)
 	_ = l.bw.Flush()
 	m, err := evloop.RawWrite(u.fd, l.out)
 	if err != nil || m != len(l.out) {
@@ -107,7 +107,7 @@ func (l *evLoop) send(c *evClient) {
 	}
 	// The response header timeout runs from the request written (as
 	// exchangeH1 arms it).
-	if d := c.ex.rt.timeouts.ResponseHeader; d > 0 {
+	if d := c.ex.Route.Timeouts.ResponseHeader; d > 0 {
 		c.rhDeadline = l.now.Add(d)
 		l.sweepBy(c.rhDeadline)
 	}
@@ -175,7 +175,7 @@ func (l *evLoop) onUp(u *evUp, ev uint32) {
 func (l *evLoop) readUp(u *evUp, hup bool) {
 	c := u.c
 	if u.buf == nil {
-		u.buf = make([]byte, evMaxResponse)
+		u.buf = make([]byte, EvMaxResponse)
 	}
 	var rerr error
 	drained := false
@@ -224,7 +224,7 @@ func (l *evLoop) readUp(u *evUp, hup bool) {
 		return
 	}
 	resp := &c.hc.resp
-	if headLen == 0 || h1wire.ParseResponse(buf[:headLen], resp, c.hc.req.Head) != nil || resp.Code < 200 ||
+	if headLen == 0 || h1wire.ParseResponse(buf[:headLen], resp, c.hc.Req.Head) != nil || resp.Code < 200 ||
 		resp.Code == 101 || resp.Chunked || resp.UntilClose {
 		l.giveUpExchange(c, u)
 		return
@@ -247,18 +247,18 @@ func (l *evLoop) readUp(u *evUp, hup bool) {
 	// Reused only when nothing followed the answer: the socket was
 	// drained and held no more than the answer.
 	reusable := rerr == nil && drained && !resp.Close && u.n == total
-	keep := !c.hc.req.Close && !l.h.shutting.Load()
+	keep := !c.hc.Req.Close && !l.h.Shutting.Load()
 	l.out = l.out[:0]
 	l.bw.Reset((*evSink)(l))
 	writeResponseHead(l.bw, resp, keep, "") // plain HTTP: no HSTS
 	_ = l.bw.Flush()
 	if !resp.NoBody {
 		l.out = append(l.out, buf[headLen:total]...)
-		c.ex.acc.bytesOut = int64(total - headLen)
+		c.ex.Acc.BytesOut = int64(total - headLen)
 	}
 	// Out of the drain's count before the client has its answer (as the
 	// goroutine path does).
-	doneH1(&c.ex, resp.Code, 0)
+	DoneH1(&c.ex, resp.Code, 0)
 	c.up = nil
 	if reusable {
 		l.pool(u)
@@ -266,7 +266,7 @@ func (l *evLoop) readUp(u *evUp, hup bool) {
 		l.closeUp(u)
 	}
 	c.hc.resp = h1wire.Response{Headers: resp.Headers[:0], ConnNames: resp.ConnNames[:0]}
-	l.s.metrics.loopRequests.Inc()
+	l.s.Metrics.LoopRequests.Inc()
 	l.answered(c, keep)
 }
 

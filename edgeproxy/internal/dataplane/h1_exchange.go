@@ -1,4 +1,4 @@
-package edgeproxy
+package dataplane
 
 import (
 	"bufio"
@@ -18,20 +18,20 @@ import (
 
 // routeH1 resolves a Host header on snap without allocating for the common
 // case (an exact, lowercase host).
-func (s *proxyCore) routeH1(snap *snapshot, host []byte) *httpRoute {
+func (s *Core) routeH1(snap *Snapshot, host []byte) *HTTPRoute {
 	h := host
 	if i := bytes.LastIndexByte(h, ':'); i >= 0 && h[0] != '[' {
 		h = h[:i]
 	}
 	if len(h) > 0 && h[len(h)-1] != '.' && bytesLower(h) {
-		if r, ok := snap.exact[string(h)]; ok {
+		if r, ok := snap.Exact[string(h)]; ok {
 			return r
 		}
-		if len(snap.wildcards) == 0 {
+		if len(snap.Wildcards) == 0 {
 			return nil
 		}
 	}
-	return s.route(snap, string(host))
+	return s.Route(snap, string(host))
 }
 
 func bytesLower(b []byte) bool {
@@ -46,65 +46,65 @@ func bytesLower(b []byte) bool {
 // serveH1 proxies hc.req. served is false when the host has no route (the
 // request then goes to net/http, which answers 404); keep reports whether
 // the connection can serve another request.
-func (s *proxyCore) serveH1(hc *h1Conn) (served, keep bool) {
+func (s *Core) serveH1(hc *H1Conn) (served, keep bool) {
 	rt, i, b := s.pickFor(hc)
 	if rt == nil {
 		return false, false
 	}
-	return true, s.finishH1(hc, &h1Exchange{rt: rt, i: i, b: b, start: time.Now()})
+	return true, s.finishH1(hc, &Exchange{Route: rt, Index: i, Backend: b, Start: time.Now()})
 }
 
 // pickH1 picks the backend for a request to host and counts the request
-// in flight on it and in its route's metrics (doneH1 undoes both); rt is
+// in flight on it and in its route's metrics (DoneH1 undoes both); rt is
 // nil when the host has no route.
-func (s *proxyCore) pickH1(host []byte) (rt *httpRoute, i int, b *backend) {
+func (s *Core) pickH1(host []byte) (rt *HTTPRoute, i int, b *Backend) {
 	for {
-		snap := s.snap.Load()
+		snap := s.Snap.Load()
 		if snap == nil {
 			return nil, 0, nil
 		}
 		rt = s.routeH1(snap, host)
-		if rt == nil || len(rt.backends) == 0 || rt.slowPlain.Load() || rt.guard != nil || rt.maint != nil {
-			return nil, 0, nil // ServeHTTP answers (404, redirect, h2c, access rules, maintenance)
+		if rt == nil || len(rt.Backends) == 0 || rt.SlowPlain.Load() || rt.Guard != nil || rt.Maint != nil {
+			return nil, 0, nil // ServeHTTP answers (404, redirect, H2C, access rules, maintenance)
 		}
-		i = rt.pick()
-		b = rt.backends[i]
-		b.inFlight.Add(1)
+		i = rt.Pick()
+		b = rt.Backends[i]
+		b.InFlight.Add(1)
 		// As in ServeHTTP: counted while snap was still current, so a drain
 		// that saw 0 after the next swap can never miss this request.
-		if s.snap.Load() == snap {
+		if s.Snap.Load() == snap {
 			break
 		}
-		b.inFlight.Add(-1)
+		b.InFlight.Add(-1)
 	}
-	rt.metrics[i].inFlight.Inc()
+	rt.Metrics[i].InFlight.Inc()
 	return rt, i, b
 }
 
 // finishH1 runs (or finishes) the exchange of hc.req picked as ex, answers
 // the client and reports whether the connection can serve another request.
-func (s *proxyCore) finishH1(hc *h1Conn, ex *h1Exchange) bool {
+func (s *Core) finishH1(hc *H1Conn, ex *Exchange) bool {
 	var code, proxyErr int
 	var keep bool
-	ex.acc = exchangeAccess{hc: hc}
+	ex.Acc = ExchangeAccess{hc: hc}
 	hc.bodyMark = -1
-	if ex.err != nil && s.failover(ex, ex.err, false) {
+	if ex.err != nil && s.Failover(ex, ex.err, false) {
 		ex.err = nil // an event loop's failure: retried on another instance
 	}
 	if ex.err != nil {
-		code, proxyErr, keep = s.h1ProxyError(hc, ex.rt, ex.b, ex.err)
+		code, proxyErr, keep = s.h1ProxyError(hc, ex.Route, ex.Backend, ex.err)
 	} else {
 		code, proxyErr, keep = s.exchangeH1(hc, ex)
 	}
 	if hc.bodyMark >= 0 {
-		ex.acc.bytesOut = hc.sent + int64(hc.bw.Buffered()) - hc.bodyMark
+		ex.Acc.BytesOut = hc.sent + int64(hc.bw.Buffered()) - hc.bodyMark
 	}
 	// The backend exchange is over (its connection pooled or closed): the
 	// request leaves the drain's count before the answer's last bytes are
 	// flushed, so a client that has its whole answer never sees the
 	// request still in flight (as with net/http, which counts down before
 	// finishing the response).
-	doneH1(ex, code, proxyErr)
+	DoneH1(ex, code, proxyErr)
 	if !keep {
 		_ = hc.bw.Flush() // an error page (h1ProxyError) is still buffered
 		return false
@@ -112,29 +112,29 @@ func (s *proxyCore) finishH1(hc *h1Conn, ex *h1Exchange) bool {
 	return flushIdle(hc)
 }
 
-// doneH1 ends the count pickH1 began and records the request's status.
-func doneH1(ex *h1Exchange, code, proxyErr int) {
-	ex.b.inFlight.Add(-1)
-	rm := ex.rt.metrics[ex.i]
-	rm.observe(code, proxyErr, ex.start)
-	rm.inFlight.Dec()
-	if rm.access != nil {
-		rm.access.logExchange(ex, rm, code)
+// DoneH1 ends the count pickH1 began and records the request's status.
+func DoneH1(ex *Exchange, code, proxyErr int) {
+	ex.Backend.InFlight.Add(-1)
+	rm := ex.Route.Metrics[ex.Index]
+	rm.Observe(code, proxyErr, ex.Start)
+	rm.InFlight.Dec()
+	if rm.Access != nil {
+		rm.Access.logExchange(ex, rm, code)
 	}
 }
 
 // exchangeH1 sends the request to b and relays the response; it returns
 // the status relayed (or of the error page), the error class for the
 // metrics and whether the client connection stays open.
-func (s *proxyCore) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, keep bool) {
-	rt, b := ex.rt, ex.b
-	t := b.transport
+func (s *Core) exchangeH1(hc *H1Conn, ex *Exchange) (code, proxyErr int, keep bool) {
+	rt, b := ex.Route, ex.Backend
+	t := b.Transport
 	ctx := context.Background()
 	for attempt := 0; ; attempt++ {
 		var fc *upstream.Conn
 		var reused bool
 		var err error
-		rh := rt.timeouts.ResponseHeader
+		rh := rt.Timeouts.ResponseHeader
 		if ex.sent != nil {
 			// Written by an event loop, which read what is replayed.
 			fc, reused, ex.sent = ex.sent, ex.reused, nil
@@ -142,47 +142,47 @@ func (s *proxyCore) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, 
 				rh = max(ex.rhLeft, time.Millisecond)
 			}
 		} else {
-			if fc, reused, err = t.Get(ctx, rt.timeouts.Dial, attempt == 0); err != nil {
-				if s.failover(ex, err, true) {
-					b, t, attempt = ex.b, ex.b.transport, -1
+			if fc, reused, err = t.Get(ctx, rt.Timeouts.Dial, attempt == 0); err != nil {
+				if s.Failover(ex, err, true) {
+					b, t, attempt = ex.Backend, ex.Backend.Transport, -1
 					continue
 				}
 				return s.h1ProxyError(hc, rt, b, err)
 			}
-			hc.writeOutgoing(fc.W)
+			hc.WriteOutgoing(fc.W)
 			err = fc.W.Flush()
 		}
 		resp := &hc.resp
 		resp.Started = false
 		if err == nil {
 			hc.Arm(fc, rh)
-			err = upstream.ReadResponse(fc, resp, hc.req.Head, hc.rhead, hc.wait)
+			err = upstream.ReadResponse(fc, resp, hc.Req.Head, hc.rhead, hc.wait)
 			hc.rhead = resp.Head[:0]
 		}
 		if err != nil {
 			_ = fc.C.Close()
 			if errors.Is(err, upstream.ErrClientGone) {
 				// Nobody to answer; the backend sees its request canceled.
-				return statusClientClosed, 0, false
+				return StatusClientClosed, 0, false
 			}
 			var ne net.Error
 			timedOut := errors.As(err, &ne) && ne.Timeout()
 			if reused && attempt == 0 && !timedOut && !resp.Started {
 				continue // a kept-alive connection the backend had closed
 			}
-			if !resp.Started && s.failover(ex, err, false) {
-				b, t, attempt = ex.b, ex.b.transport, -1
+			if !resp.Started && s.Failover(ex, err, false) {
+				b, t, attempt = ex.Backend, ex.Backend.Transport, -1
 				continue
 			}
 			return s.h1ProxyError(hc, rt, b, err)
 		}
 		hc.HeadDone()
-		keep = !hc.req.Close && !s.cs.shutting.Load()
+		keep = !hc.Req.Close && !s.ConnSrv.Shutting.Load()
 		hsts := ""
 		if hc.isTLS() {
-			hsts = rt.hsts
+			hsts = rt.HSTS
 		}
-		ok, upstreamOK := relayResponse(hc, fc, resp, keep, s.reg.bufferPool, hsts)
+		ok, upstreamOK := relayResponse(hc, fc, resp, keep, s.Reg.bufferPool, hsts)
 		if upstreamOK && !resp.Close {
 			t.Put(fc)
 		} else {
@@ -193,11 +193,11 @@ func (s *proxyCore) exchangeH1(hc *h1Conn, ex *h1Exchange) (code, proxyErr int, 
 }
 
 // h1ProxyError writes the 502/503/504 page for a failed exchange.
-func (s *proxyCore) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err error) (int, int, bool) {
+func (s *Core) h1ProxyError(hc *H1Conn, rt *HTTPRoute, b *Backend, err error) (int, int, bool) {
 	code, what := upstream.Classify(context.Background(), err)
-	s.logger.Debug("proxy error", "backend", b.addr, "host", string(hc.req.Host), "status", code, "error", err)
-	body := proxyErrorBody(code, what, rt)
-	keep := !hc.req.Close && !s.cs.shutting.Load()
+	s.Logger.Debug("proxy error", "backend", b.Addr, "host", string(hc.Req.Host), "status", code, "error", err)
+	body := ProxyErrorBody(code, what, rt)
+	keep := !hc.Req.Close && !s.ConnSrv.Shutting.Load()
 	bw := hc.bw
 	bw.WriteString("HTTP/1.1 ")
 	bw.WriteString(strconv.Itoa(code))
@@ -210,7 +210,7 @@ func (s *proxyCore) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err erro
 	}
 	bw.WriteString("\r\n\r\n")
 	hc.markBody()
-	if !hc.req.Head {
+	if !hc.Req.Head {
 		bw.WriteString(body)
 	}
 	// Left buffered: finishH1 flushes it after the request has left the
@@ -218,12 +218,12 @@ func (s *proxyCore) h1ProxyError(hc *h1Conn, rt *httpRoute, b *backend, err erro
 	return code, code, keep
 }
 
-// writeOutgoing writes the proxied request head: hop-by-hop headers and
+// WriteOutgoing writes the proxied request head: hop-by-hop headers and
 // the ones Connection names dropped, Te: trailers kept, the forwarded
 // headers replaced (or extended for a trusted peer, policy.ForwardedFor) and an
 // X-Request-Id added when absent.
-func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
-	req := &hc.req
+func (hc *H1Conn) WriteOutgoing(bw *bufio.Writer) {
+	req := &hc.Req
 	bw.Write(req.Method)
 	bw.WriteByte(' ')
 	bw.Write(req.URI)
@@ -235,7 +235,7 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 		case h1wire.HdrHop, h1wire.HdrConnection, h1wire.HdrForwarded, h1wire.HdrTrailer, h1wire.HdrUnderscore:
 			continue
 		case h1wire.HdrClientClaim:
-			if !hc.trusted {
+			if !hc.Trusted {
 				continue
 			}
 		case h1wire.HdrTE:
@@ -252,21 +252,21 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 		bw.Write(h.Value)
 		bw.WriteString("\r\n")
 	}
-	if hc.trusted {
+	if hc.Trusted {
 		f := hc.trustedForwarded()
 		if f.XFF != "" {
-			writeHeader(bw, "X-Forwarded-For", f.XFF)
+			WriteHeader(bw, "X-Forwarded-For", f.XFF)
 		}
-		writeHeader(bw, "Forwarded", f.Fwd)
-		writeHeader(bw, "X-Forwarded-Proto", f.Proto)
-		writeHeader(bw, "X-Forwarded-Host", f.Host)
+		WriteHeader(bw, "Forwarded", f.Fwd)
+		WriteHeader(bw, "X-Forwarded-Proto", f.Proto)
+		WriteHeader(bw, "X-Forwarded-Host", f.Host)
 	} else {
-		writeHeader(bw, "X-Forwarded-For", hc.peer)
+		WriteHeader(bw, "X-Forwarded-For", hc.Peer)
 		if hc.fwd == "" || string(req.Host) != hc.fwdHost {
 			hc.fwdHost = string(req.Host)
-			hc.fwd = policy.ForwardedElement(hc.peerIP, hc.peer, hc.fwdHost, hc.scheme())
+			hc.fwd = policy.ForwardedElement(hc.PeerIP, hc.Peer, hc.fwdHost, hc.scheme())
 		}
-		writeHeader(bw, "Forwarded", hc.fwd)
+		WriteHeader(bw, "Forwarded", hc.fwd)
 		bw.WriteString("X-Forwarded-Proto: ")
 		bw.WriteString(hc.scheme())
 		bw.WriteString("\r\nX-Forwarded-Host: ")
@@ -274,12 +274,12 @@ func (hc *h1Conn) writeOutgoing(bw *bufio.Writer) {
 		bw.WriteString("\r\n")
 	}
 	if !req.RequestID {
-		writeRequestID(bw, &req.GenID)
+		WriteRequestID(bw, &req.GenID)
 	}
 	bw.WriteString("\r\n")
 }
 
-func writeHeader(bw *bufio.Writer, k, v string) {
+func WriteHeader(bw *bufio.Writer, k, v string) {
 	bw.WriteString(k)
 	bw.WriteString(": ")
 	bw.WriteString(v)
@@ -288,19 +288,19 @@ func writeHeader(bw *bufio.Writer, k, v string) {
 
 // trustedForwarded extends the incoming chain of a trusted peer (the rules
 // of policy.ForwardedFor).
-func (hc *h1Conn) trustedForwarded() policy.Forwarded {
-	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.peer, "0"), Host: string(hc.req.Host), Header: http.Header{}, TLS: hc.tlsState()}
-	for _, h := range hc.req.Headers {
+func (hc *H1Conn) trustedForwarded() policy.Forwarded {
+	in := &http.Request{RemoteAddr: net.JoinHostPort(hc.Peer, "0"), Host: string(hc.Req.Host), Header: http.Header{}, TLS: hc.tlsState()}
+	for _, h := range hc.Req.Headers {
 		if h.Kind == h1wire.HdrForwarded {
 			in.Header.Add(string(h.Name), string(h.Value))
 		}
 	}
-	return policy.ForwardedFor(in, []netip.Prefix{netip.PrefixFrom(hc.peerIP, hc.peerIP.BitLen())})
+	return policy.ForwardedFor(in, []netip.Prefix{netip.PrefixFrom(hc.PeerIP, hc.PeerIP.BitLen())})
 }
 
-// writeRequestID writes an X-Request-Id header of 32 random hex characters
+// WriteRequestID writes an X-Request-Id header of 32 random hex characters
 // (policy.AppendRequestID, into the writer) and keeps a copy in id.
-func writeRequestID(bw *bufio.Writer, id *h1wire.RequestIDBuf) {
+func WriteRequestID(bw *bufio.Writer, id *h1wire.RequestIDBuf) {
 	if bw.Available() < 64 {
 		_ = bw.Flush()
 	}
@@ -312,34 +312,34 @@ func writeRequestID(bw *bufio.Writer, id *h1wire.RequestIDBuf) {
 	_, _ = bw.Write(buf)
 }
 
-// failover applies passive health (R21) to ex's failed exchange: the
+// Failover applies passive health (R21) to ex's failed exchange: the
 // backend is ejected when err says it failed (upstream.EjectReason; dial: err is a
 // connect failure) and, on the first failure only, ex moves to another
 // instance not ejected (its in-flight counts with it) and failover reports
 // true: the caller sends the request again. Only requests without a body
 // reach here (GET and HEAD on the fast paths), so any may be retried.
-func (s *proxyCore) failover(ex *h1Exchange, err error, dial bool) bool {
+func (s *Core) Failover(ex *Exchange, err error, dial bool) bool {
 	reason := upstream.EjectReason(err, dial)
 	if reason == "" {
 		return false
 	}
-	ex.rt.eject(s.reg, ex.i, reason)
+	ex.Route.eject(s.Reg, ex.Index, reason)
 	if ex.retried {
 		return false
 	}
-	j := ex.rt.other(ex.i, time.Now().UnixNano())
+	j := ex.Route.Other(ex.Index, time.Now().UnixNano())
 	if j < 0 {
 		return false
 	}
 	ex.retried = true
-	if s.reg.metrics != nil {
-		s.reg.metrics.retried(ex.b.addr)
+	if s.Reg.Metrics != nil {
+		s.Reg.Metrics.Retried(ex.Backend.Addr)
 	}
-	s.logger.Debug("request retried on another instance", "from", ex.b.addr, "to", ex.rt.backends[j].addr, "error", err)
-	ex.b.inFlight.Add(-1)
-	ex.rt.metrics[ex.i].inFlight.Dec()
-	ex.i, ex.b = j, ex.rt.backends[j]
-	ex.b.inFlight.Add(1)
-	ex.rt.metrics[j].inFlight.Inc()
+	s.Logger.Debug("request retried on another instance", "from", ex.Backend.Addr, "to", ex.Route.Backends[j].Addr, "error", err)
+	ex.Backend.InFlight.Add(-1)
+	ex.Route.Metrics[ex.Index].InFlight.Dec()
+	ex.Index, ex.Backend = j, ex.Route.Backends[j]
+	ex.Backend.InFlight.Add(1)
+	ex.Route.Metrics[j].InFlight.Inc()
 	return true
 }

@@ -1,4 +1,4 @@
-package edgeproxy
+package dataplane
 
 import (
 	"testing"
@@ -11,13 +11,13 @@ import (
 // Metrics children of a backend are dropped when the
 // registry evicts it.
 func TestEvictedBackendSeriesForgotten(t *testing.T) {
-	m := newMetrics()
-	reg := newRegistry(time.Second, nil, nil)
-	reg.metrics = m
-	reg.get("127.0.0.1:1")
+	m := NewMetrics()
+	reg := NewRegistry(time.Second, nil, nil)
+	reg.Metrics = m
+	reg.Get("127.0.0.1:1")
 	m.forRoute("app", "web", "127.0.0.1:1").byClass[2].Inc()
 	count := func() int {
-		mfs, err := m.reg.Gather()
+		mfs, err := m.Reg.Gather()
 		require.NoError(t, err)
 		n := 0
 		for _, mf := range mfs {
@@ -29,7 +29,7 @@ func TestEvictedBackendSeriesForgotten(t *testing.T) {
 	}
 	require.Positive(t, count())
 	now := time.Now()
-	reg.retain(map[string]struct{}{}, now)
-	reg.retain(map[string]struct{}{}, now.Add(backendIdleEviction))
+	reg.Retain(map[string]struct{}{}, now)
+	reg.Retain(map[string]struct{}{}, now.Add(backendIdleEviction))
 	assert.Zero(t, count())
 }

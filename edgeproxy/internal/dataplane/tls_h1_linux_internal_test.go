@@ -1,6 +1,6 @@
 //go:build linux
 
-package edgeproxy
+package dataplane
 
 import (
 	"crypto/tls"
@@ -16,7 +16,7 @@ import (
 )
 
 // The h1 loop over TLS never reaches a TLS connection's descriptor (no
-// event loop adoption, no raw reads), while peerClosed still sees the
+// event loop adoption, no raw reads), while PeerClosed still sees the
 // client leave (it queries the TCP state of the socket underneath).
 func TestTLSConnGetsNoRawDescriptorButPeerClosedSeesTheClientLeave(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -49,10 +49,10 @@ func TestTLSConnGetsNoRawDescriptorButPeerClosedSeesTheClientLeave(t *testing.T)
 	l := &evLoop{p: &evloop.Poller{}}
 	assert.False(t, l.adopt(server), "an event loop never adopts a TLS connection")
 	assert.True(t, l.p.InboxEmpty())
-	assert.True(t, (&h1Conn{c: server}).isTLS())
-	assert.Equal(t, "https", (&h1Conn{c: server}).scheme())
+	assert.True(t, (&H1Conn{Conn: server}).isTLS())
+	assert.Equal(t, "https", (&H1Conn{Conn: server}).scheme())
 
-	assert.False(t, peerClosed(server), "client still connected")
+	assert.False(t, PeerClosed(server), "client still connected")
 	require.NoError(t, client.Close())
-	assert.Eventually(t, func() bool { return peerClosed(server) }, 5*time.Second, 10*time.Millisecond, "client's close seen under TLS")
+	assert.Eventually(t, func() bool { return PeerClosed(server) }, 5*time.Second, 10*time.Millisecond, "client's close seen under TLS")
 }

@@ -1,4 +1,4 @@
-package edgeproxy
+package dataplane
 
 import (
 	"testing"
@@ -10,17 +10,17 @@ import (
 // Decision 16: a backend no snapshot references stays registered (with its
 // counters) until it has been idle and unreferenced for backendIdleEviction.
 func TestDecision16_RegistryKeepsBusyAndRecentBackends(t *testing.T) {
-	reg := newRegistry(time.Second, nil, nil)
-	busy := reg.get("127.0.0.1:1")
-	reg.get("127.0.0.1:2")
-	busy.inFlight.Add(1)
+	reg := NewRegistry(time.Second, nil, nil)
+	busy := reg.Get("127.0.0.1:1")
+	reg.Get("127.0.0.1:2")
+	busy.InFlight.Add(1)
 	now := time.Now()
-	reg.retain(map[string]struct{}{}, now)
-	assert.Len(t, reg.status(), 2, "just unreferenced: kept")
-	reg.retain(map[string]struct{}{}, now.Add(backendIdleEviction))
-	st := reg.status()
+	reg.Retain(map[string]struct{}{}, now)
+	assert.Len(t, reg.Status(), 2, "just unreferenced: kept")
+	reg.Retain(map[string]struct{}{}, now.Add(backendIdleEviction))
+	st := reg.Status()
 	assert.Len(t, st, 1, "idle one evicted, busy one kept")
 	assert.Equal(t, "127.0.0.1:1", st[0].Addr)
 	assert.Equal(t, int64(1), st[0].InFlight)
-	assert.Same(t, busy, reg.get("127.0.0.1:1"), "the same counters are carried when the address returns")
+	assert.Same(t, busy, reg.Get("127.0.0.1:1"), "the same counters are carried when the address returns")
 }

@@ -1,4 +1,4 @@
-package edgeproxy
+package handoff
 
 import (
 	"bytes"
@@ -22,27 +22,27 @@ import (
 // sees it, and keeps the connection open: behind a front proxy that frames
 // by Content-Length, the bytes after the chunked body become another
 // user's request (request smuggling). RFC 9112 §6.1 says to close such a
-// connection. trackedConn follows the framing of every request that
+// connection. TrackedConn follows the framing of every request that
 // crosses a handed-off connection (heads, Content-Length and chunked
 // bodies) and records, per head, whether it named both; ServeHTTP then
 // answers such a request 400 and closes the connection, as nginx does.
 
-// trackedConnKey is the context key of a handed-off connection's
-// trackedConn (http.Server.ConnContext).
-type trackedConnKey struct{}
+// TrackedConnKey is the context key of a handed-off connection's
+// TrackedConn (http.Server.ConnContext).
+type TrackedConnKey struct{}
 
-// trackedConn is a handed-off client connection whose request framing is
+// TrackedConn is a handed-off client connection whose request framing is
 // followed as net/http reads it.
-type trackedConn struct {
-	*replayConn
+type TrackedConn struct {
+	*ReplayConn
 	mu sync.Mutex
 	ft framingTracker
 }
 
-func newTrackedConn(rc *replayConn) *trackedConn { return &trackedConn{replayConn: rc} }
+func NewTrackedConn(rc *ReplayConn) *TrackedConn { return &TrackedConn{ReplayConn: rc} }
 
-func (c *trackedConn) Read(p []byte) (int, error) {
-	n, err := c.replayConn.Read(p)
+func (c *TrackedConn) Read(p []byte) (int, error) {
+	n, err := c.ReplayConn.Read(p)
 	if n > 0 {
 		c.mu.Lock()
 		c.ft.feed(p[:n])
@@ -51,12 +51,12 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// smuggling returns why the head of r (matched by method and target, in
+// Smuggling returns why the head of r (matched by method and target, in
 // order) must be refused ("": it need not): both Content-Length and
 // Transfer-Encoding, Transfer-Encoding in an HTTP/1.0 request, or a
 // header line folded onto the previous one; the
 // verdicts of heads before it are dropped.
-func (c *trackedConn) smuggling(r *http.Request) string {
+func (c *TrackedConn) Smuggling(r *http.Request) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(c.ft.verdicts) > 0 {
@@ -277,10 +277,10 @@ func (t *framingTracker) head(h []byte) {
 	}
 }
 
-// connTracked returns the trackedConn of the connection r came on (nil:
+// ConnTracked returns the TrackedConn of the connection r came on (nil:
 // not a handed-off connection).
-func connTracked(ctx context.Context) *trackedConn {
-	tc, _ := ctx.Value(trackedConnKey{}).(*trackedConn)
+func ConnTracked(ctx context.Context) *TrackedConn {
+	tc, _ := ctx.Value(TrackedConnKey{}).(*TrackedConn)
 	return tc
 }
 
@@ -290,14 +290,14 @@ func connTracked(ctx context.Context) *trackedConn {
 // body timeout (408).
 var errBodyTimeout = errors.New("client sent no request body bytes within the body timeout")
 
-// bodyGuard bounds the idle time between a request body's bytes (the
+// BodyGuard bounds the idle time between a request body's bytes (the
 // client connection's read deadline, re-armed as bytes come) and records
 // why a body read failed, so the error page is the client's fault (408,
 // 400) rather than the backend's (502).
-type bodyGuard struct {
-	rc      io.ReadCloser
-	ctl     *http.ResponseController
-	timeout time.Duration
+type BodyGuard struct {
+	RC      io.ReadCloser
+	Ctl     *http.ResponseController
+	Timeout time.Duration
 
 	mu      sync.Mutex
 	armedAt time.Time
@@ -306,25 +306,25 @@ type bodyGuard struct {
 	code int
 }
 
-// failure returns the status a failed body read calls for (0: none).
-func (g *bodyGuard) failure() int {
+// Failure returns the status a failed body read calls for (0: none).
+func (g *BodyGuard) Failure() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.code
 }
 
-func (g *bodyGuard) Read(p []byte) (int, error) {
+func (g *BodyGuard) Read(p []byte) (int, error) {
 	g.mu.Lock()
 	if !g.closed {
 		// Re-armed at most every timeout/8 (at most 1 s): the idle bound is
 		// thus between 7/8 of the timeout and the timeout.
-		if now := time.Now(); now.Sub(g.armedAt) >= min(g.timeout/8, time.Second) {
+		if now := time.Now(); now.Sub(g.armedAt) >= min(g.Timeout/8, time.Second) {
 			g.armedAt = now
-			_ = g.ctl.SetReadDeadline(now.Add(g.timeout))
+			_ = g.Ctl.SetReadDeadline(now.Add(g.Timeout))
 		}
 	}
 	g.mu.Unlock()
-	n, err := g.rc.Read(p)
+	n, err := g.RC.Read(p)
 	if err != nil {
 		g.mu.Lock()
 		if errors.Is(err, io.EOF) {
@@ -348,20 +348,20 @@ func (g *bodyGuard) Read(p []byte) (int, error) {
 
 // Close keeps an armed deadline: a body closed before its end (a backend
 // that answered early) is then discarded by net/http under it.
-func (g *bodyGuard) Close() error {
+func (g *BodyGuard) Close() error {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
-	return g.rc.Close()
+	return g.RC.Close()
 }
 
 // disarmLocked stops re-arming and sets the read deadline to until (zero:
 // none), once.
-func (g *bodyGuard) disarmLocked(until time.Time) {
+func (g *BodyGuard) disarmLocked(until time.Time) {
 	if !g.closed {
 		g.closed = true
 		if !g.armedAt.IsZero() {
-			_ = g.ctl.SetReadDeadline(until)
+			_ = g.Ctl.SetReadDeadline(until)
 		}
 	}
 }

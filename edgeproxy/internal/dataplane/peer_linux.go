@@ -1,6 +1,6 @@
 //go:build linux
 
-package edgeproxy
+package dataplane
 
 import (
 	"net"
@@ -18,10 +18,10 @@ const (
 	tcpClosing   = 11
 )
 
-// peerClosed reports whether c's peer has closed or reset the connection,
+// PeerClosed reports whether c's peer has closed or reset the connection,
 // from the socket's TCP state (TCP_INFO): unlike a peek, this sees a close
 // even behind unread bytes the client sent before leaving.
-func peerClosed(c net.Conn) bool {
+func PeerClosed(c net.Conn) bool {
 	closed := false
 	c = tcpUnder(c)
 	rawControl(c, func(fd int) {

@@ -1,4 +1,4 @@
-package edgeproxy
+package handoff
 
 import (
 	"bufio"
@@ -87,23 +87,5 @@ func checkFraming(t *testing.T, data []byte) {
 		if v := ft.verdicts[i]; v.method != w.method || v.target != w.target {
 			t.Fatalf("request %d of %q: net/http %s %s, tracker %s %s", i, data, w.method, w.target, v.method, v.target)
 		}
-	}
-}
-
-// A connection that served one huge request does not keep its buffers
-// while idle (breaker finding: ~1 MB per idle connection).
-func TestIdleConnectionShrinksBuffers(t *testing.T) {
-	hc := &h1Conn{head: make([]byte, 0, 64<<10), rhead: make([]byte, 0, 1<<20)}
-	hc.req.Headers = make([]h1wire.Header, 16000)
-	hc.resp.Headers = make([]h1wire.Header, 5000)
-	hc.shrink()
-	if cap(hc.head) > 8<<10 || cap(hc.rhead) > 8<<10 || cap(hc.req.Headers) > 64 || cap(hc.resp.Headers) > 64 {
-		t.Errorf("buffers kept: head %d rhead %d req %d resp %d", cap(hc.head), cap(hc.rhead), cap(hc.req.Headers), cap(hc.resp.Headers))
-	}
-	small := &h1Conn{head: make([]byte, 0, 1024)}
-	small.req.Headers = make([]h1wire.Header, 0, 16)
-	small.shrink()
-	if cap(small.head) != 1024 || cap(small.req.Headers) != 16 {
-		t.Error("small buffers are kept for reuse")
 	}
 }

@@ -1,4 +1,4 @@
-package edgeproxy
+package dataplane
 
 import (
 	"bufio"
@@ -11,15 +11,15 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
-// statusClientClosed is recorded in the metrics for a request whose
+// StatusClientClosed is recorded in the metrics for a request whose
 // client went away before its answer (nginx's 499).
-const statusClientClosed = 499
+const StatusClientClosed = 499
 
 // relayResponse writes resp and its body from fc to the client (the last
 // bytes may stay buffered: serveH1 flushes). ok is false
 // when the client connection must close (it failed, or the body could not
 // be relayed whole); upstreamOK is false when fc cannot be reused.
-func relayResponse(hc *h1Conn, fc *upstream.Conn, resp *h1wire.Response, keep bool, pool interface {
+func relayResponse(hc *H1Conn, fc *upstream.Conn, resp *h1wire.Response, keep bool, pool interface {
 	Get() []byte
 	Put([]byte)
 }, hsts string) (ok, upstreamOK bool) {
@@ -78,7 +78,7 @@ func writeResponseHead(bw *bufio.Writer, resp *h1wire.Response, keep bool, hsts 
 
 // flushIdle flushes the client writer unless more pipelined requests are
 // already buffered (their responses then go out together).
-func flushIdle(hc *h1Conn) bool {
+func flushIdle(hc *H1Conn) bool {
 	if hc.br.Buffered() > 0 {
 		return true
 	}
@@ -87,7 +87,7 @@ func flushIdle(hc *h1Conn) bool {
 
 // relayLength copies a Content-Length body, flushing to the client
 // whenever the backend has nothing more buffered (long downloads stream).
-func relayLength(hc *h1Conn, fc *upstream.Conn, n int64, pool interface {
+func relayLength(hc *H1Conn, fc *upstream.Conn, n int64, pool interface {
 	Get() []byte
 	Put([]byte)
 }) (ok, upstreamOK bool) {
@@ -123,7 +123,7 @@ func relayLength(hc *h1Conn, fc *upstream.Conn, n int64, pool interface {
 // relayChunked passes a chunked body through chunk by chunk, trailers
 // included, flushing whenever the backend has nothing more buffered (so
 // server-sent events pass as sent).
-func relayChunked(hc *h1Conn, fc *upstream.Conn) (ok, upstreamOK bool) {
+func relayChunked(hc *H1Conn, fc *upstream.Conn) (ok, upstreamOK bool) {
 	bw := hc.bw
 	for {
 		if fc.R.Buffered() == 0 && bw.Flush() != nil {
@@ -186,13 +186,13 @@ func writeInt(bw *bufio.Writer, n int64, base int) {
 
 // upstreamLine reads one line of a chunked body from fc
 // (upstream.ReadLine), waiting through the connection's Watch.
-func (hc *h1Conn) upstreamLine(fc *upstream.Conn) ([]byte, error) {
+func (hc *H1Conn) upstreamLine(fc *upstream.Conn) ([]byte, error) {
 	return upstream.ReadLine(fc, hc.wait)
 }
 
 // relayUntilClose re-chunks a body delimited by the backend closing,
 // flushing every read; the backend connection is not reusable.
-func relayUntilClose(hc *h1Conn, fc *upstream.Conn, pool interface {
+func relayUntilClose(hc *H1Conn, fc *upstream.Conn, pool interface {
 	Get() []byte
 	Put([]byte)
 }) bool {

@@ -1,4 +1,4 @@
-package edgeproxy
+package dataplane
 
 import (
 	"net"
@@ -11,7 +11,7 @@ import (
 )
 
 // h2cPool holds one cleartext HTTP/2 transport per backend address, for
-// routes whose interface declares protocol = "h2c" (gRPC): requests reach
+// routes whose interface declares protocol = "H2C" (gRPC): requests reach
 // the backend over prior-knowledge HTTP/2, trailers included, from either
 // listener. Drain accounting is ServeHTTP's, as for every other route.
 type h2cPool struct {
@@ -54,8 +54,8 @@ func (p *h2cPool) forget(addr string) {
 
 // h2cProxyFor returns a reverse proxy to b over cleartext HTTP/2 (the
 // route's timeouts other than the dial timeout do not apply).
-func (r *registry) h2cProxyFor(b *backend) *httputil.ReverseProxy {
+func (r *Registry) h2cProxyFor(b *Backend) *httputil.ReverseProxy {
 	p := r.newProxy(b, upstream.Timeouts{})
-	p.Transport = r.h2c.get(b.addr, r.dialTimeout, r.idleTimeout)
+	p.Transport = r.h2c.get(b.Addr, r.dialTimeout, r.IdleTimeout)
 	return p
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package edgeproxy
+package dataplane
 
 import (
 	"crypto/tls"
@@ -24,7 +24,7 @@ func rawControl(c net.Conn, f func(fd int)) bool {
 }
 
 // tcpUnder is the connection under a TLS connection (c itself otherwise),
-// for peerClosed's queries of the socket's state: they consume nothing, so
+// for PeerClosed's queries of the socket's state: they consume nothing, so
 // the TLS stream is untouched. Nothing else may use a TLS connection's
 // descriptor.
 func tcpUnder(c net.Conn) net.Conn {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package edgeproxy
+package dataplane
 
 import (
 	"bytes"
@@ -17,11 +17,11 @@ func (l *evLoop) addClient(fd int) {
 	c := &evClient{fd: fd, idleSince: l.now, serial: l.p.NextSerial(evloop.TagClient)}
 	addr, err := evloop.PeerAddr(fd)
 	if err == nil {
-		c.hc.peerInfo(addr, l.s.reg.trusted)
+		c.hc.PeerInfo(addr, l.s.Reg.Trusted)
 	}
 	if err != nil || l.p.Add(fd, unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLET, c.serial) != nil {
 		_ = unix.Close(fd)
-		l.h.wg.Done()
+		l.h.WG.Done()
 		return
 	}
 	l.clients[int32(fd)] = c
@@ -35,7 +35,7 @@ func (l *evLoop) onClient(c *evClient, ev uint32) {
 			// while its backend works: nobody reads an answer.
 			l.closeUp(c.up)
 			c.up = nil
-			doneH1(&c.ex, statusClientClosed, 0)
+			DoneH1(&c.ex, StatusClientClosed, 0)
 			l.closeClient(c, 0)
 			return
 		}
@@ -113,7 +113,7 @@ func (l *evLoop) serveClient(c *evClient) {
 			// the read header timeout from its first byte (sweep).
 			if c.headSince.IsZero() {
 				c.headSince = l.now
-				l.sweepBy(l.now.Add(l.h.readHeaderTimeout))
+				l.sweepBy(l.now.Add(l.h.ReadHeaderTimeout))
 			}
 		}
 		return
@@ -124,19 +124,19 @@ func (l *evLoop) serveClient(c *evClient) {
 		return
 	}
 	head := c.buf[:end+4]
-	if !h1wire.ParseRequest(head, &c.hc.req) {
+	if !h1wire.ParseRequest(head, &c.hc.Req) {
 		l.giveUp(c, nil, c.buf[:c.n])
 		return
 	}
-	rt, i, b := l.s.pickH1(c.hc.req.Host)
+	rt, i, b := l.s.pickH1(c.hc.Req.Host)
 	if rt == nil {
 		l.giveUp(c, nil, c.buf[:c.n]) // net/http answers 404
 		return
 	}
-	c.ex = h1Exchange{rt: rt, i: i, b: b, start: l.now, acc: exchangeAccess{hc: &c.hc}}
+	c.ex = Exchange{Route: rt, Index: i, Backend: b, Start: l.now, Acc: ExchangeAccess{hc: &c.hc}}
 	c.headLen = len(head)
 	c.retried = false
-	if !b.transport.LoopAddr().IsValid() {
+	if !b.Transport.LoopAddr().IsValid() {
 		l.giveUpExchange(c, nil)
 		return
 	}
@@ -180,10 +180,10 @@ func (l *evLoop) closeClient(c *evClient, code int) {
 	if c.up != nil {
 		l.closeUp(c.up)
 		c.up = nil
-		doneH1(&c.ex, cmp.Or(code, statusClientClosed), 0)
+		DoneH1(&c.ex, cmp.Or(code, StatusClientClosed), 0)
 	}
 	delete(l.clients, int32(c.fd))
 	_ = unix.Close(c.fd)
 	c.fd = -1
-	l.h.wg.Done()
+	l.h.WG.Done()
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package edgeproxy
+package dataplane
 
 import "net"
 

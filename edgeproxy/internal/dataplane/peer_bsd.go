@@ -1,13 +1,13 @@
 //go:build unix && !linux
 
-package edgeproxy
+package dataplane
 
 import (
 	"net"
 	"syscall"
 )
 
-// peerClosed reports whether c's peer has closed or reset the connection:
+// PeerClosed reports whether c's peer has closed or reset the connection:
 // a non-blocking MSG_PEEK receive (0 bytes: orderly close; an error other
 // than EAGAIN: reset). Unread bytes hide a close here; Linux uses TCP_INFO.
 func peerClosed(c net.Conn) bool {
