@@ -73,7 +73,7 @@ func (e *h2Edge) pickFast(authority string) (rt *dataplane.HTTPRoute, i int, b *
 		if rc := e.route.Load(); rc != nil && rc.snap == snap && rc.have == have && rc.auth == authority {
 			rt = rc.rt
 		} else {
-			rt = s.TlsRoute(snap, []byte(authority))
+			rt = s.TLSRoute(snap, []byte(authority))
 			e.route.Store(&h2Route{auth: authority, snap: snap, have: have, rt: rt})
 		}
 		if rt == nil {

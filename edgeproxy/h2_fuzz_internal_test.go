@@ -53,7 +53,7 @@ func fuzzServer(stateDir string) (*Server, *panicLog) {
 	fuzzOnce.Do(func() {
 		fuzzLog = &panicLog{Logger: hclog.NewNullLogger()}
 		fuzzSrv = New(Config{StateDir: stateDir, HTTPAddr: "127.0.0.1:0", Logger: fuzzLog})
-		fuzzSrv.ConnSrv = &dataplane.ConnServer{S: &fuzzSrv.Core, IdleTimeout: time.Minute, H2Conns: map[*h2srv.Conn]struct{}{}}
+		fuzzSrv.ConnSrv = &dataplane.ConnServer{Core: &fuzzSrv.Core, IdleTimeout: time.Minute, H2Conns: map[*h2srv.Conn]struct{}{}}
 	})
 	return fuzzSrv, fuzzLog
 }

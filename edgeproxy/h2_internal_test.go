@@ -24,7 +24,7 @@ import (
 func h2Pair(t *testing.T, idle time.Duration) (fr *http2.Framer, client *tls.Conn, done chan struct{}) {
 	t.Helper()
 	s := &Server{Core: dataplane.Core{Logger: hclog.NewNullLogger(), Reg: &dataplane.Registry{}}}
-	s.ConnSrv = &dataplane.ConnServer{S: &s.Core, IdleTimeout: idle, H2Conns: map[*h2srv.Conn]struct{}{}}
+	s.ConnSrv = &dataplane.ConnServer{Core: &s.Core, IdleTimeout: idle, H2Conns: map[*h2srv.Conn]struct{}{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -90,7 +90,7 @@ func TestR62_H2IdleConnectionEndsWithGoAway(t *testing.T) {
 // count.
 func TestR62_H2BadPrefaceCloses(t *testing.T) {
 	s := &Server{Core: dataplane.Core{Logger: hclog.NewNullLogger(), Reg: &dataplane.Registry{}}}
-	s.ConnSrv = &dataplane.ConnServer{S: &s.Core, H2Conns: map[*h2srv.Conn]struct{}{}}
+	s.ConnSrv = &dataplane.ConnServer{Core: &s.Core, H2Conns: map[*h2srv.Conn]struct{}{}}
 	a, b := net.Pipe()
 	defer a.Close()
 	cert, err := edgetls.SelfSigned()

@@ -152,7 +152,7 @@ func (h *ConnServer) StartLoops(n int) {
 	for range n {
 		l, err := newEvLoop(h)
 		if err != nil {
-			h.S.Logger.Warn("event loop unavailable; serving with a goroutine per connection", "error", err)
+			h.Core.Logger.Warn("event loop unavailable; serving with a goroutine per connection", "error", err)
 			break
 		}
 		h.Loops = append(h.Loops, l)
@@ -174,7 +174,7 @@ func newEvLoop(h *ConnServer) (*evLoop, error) {
 		return nil, err
 	}
 	l := &evLoop{
-		h: h, s: h.S, p: p,
+		h: h, s: h.Core, p: p,
 		clients: make(map[int32]*evClient),
 		ups:     make(map[int32]*evUp),
 		pools:   make(map[*upstream.Transport][]*evUp),

@@ -81,7 +81,7 @@ const (
 // connections during their handshake, and HTTP/2 connections (h2srv.Conn).
 // shutdown drains them all together.
 type ConnServer struct {
-	S                 *Core
+	Core              *Core
 	Handoff           *handoff.HandoffListener
 	IdleTimeout       time.Duration
 	ReadHeaderTimeout time.Duration
@@ -156,7 +156,7 @@ var (
 
 func NewConnServer(s *Core, addr net.Addr, idleTimeout, readHeaderTimeout time.Duration) *ConnServer {
 	return &ConnServer{
-		S:                 s,
+		Core:              s,
 		Handoff:           handoff.NewHandoffListener(addr),
 		IdleTimeout:       idleTimeout,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -362,7 +362,7 @@ func (h *ConnServer) RunConn(hc *H1Conn, res *h1Resume) {
 	hc.br.Reset(c)
 	hc.bw = h1WriterPool.Get().(*bufio.Writer)
 	hc.bw.Reset(hc) // Write: the send timeout, then c
-	hc.PeerInfo(c.RemoteAddr(), h.S.Reg.Trusted)
+	hc.PeerInfo(c.RemoteAddr(), h.Core.Reg.Trusted)
 	hc.Gone = func() bool { return PeerClosed(c) }
 	hc.wait = hc.Wait
 	handedOff := false
@@ -387,7 +387,7 @@ func (h *ConnServer) RunConn(hc *H1Conn, res *h1Resume) {
 	if res != nil {
 		keep := res.keep
 		if res.ex != nil {
-			keep = h.S.finishH1(hc, res.ex)
+			keep = h.Core.finishH1(hc, res.ex)
 		} else if _, err := hc.bw.Write(res.out); err != nil || !flushIdle(hc) {
 			keep = false
 		}
@@ -416,7 +416,7 @@ func (h *ConnServer) RunConn(hc *H1Conn, res *h1Resume) {
 			return // timeout, EOF or reset: net/http closes silently too
 		}
 		if err == nil && h1wire.ParseRequest(head, &hc.Req) {
-			if served, keep := h.S.serveH1(hc); served {
+			if served, keep := h.Core.serveH1(hc); served {
 				if !keep {
 					return
 				}

@@ -39,8 +39,8 @@ func (hc *H1Conn) tlsState() *tls.ConnectionState {
 // loop does not serve its request: the HTTPS server for a TLS connection
 // (it knows the request is TLS), the plain one otherwise.
 func (h *ConnServer) handoffFor(hc *H1Conn) *handoff.HandoffListener {
-	if hc.isTLS() && h.S.HTTPS != nil {
-		return h.S.HTTPS.HandoffConns()
+	if hc.isTLS() && h.Core.HTTPS != nil {
+		return h.Core.HTTPS.HandoffConns()
 	}
 	return h.Handoff
 }
@@ -70,7 +70,7 @@ func (s *Core) pickTLS(host []byte, proto int) (rt *HTTPRoute, i int, b *Backend
 		if snap == nil {
 			return nil, 0, nil
 		}
-		if rt = s.TlsRoute(snap, host); rt == nil {
+		if rt = s.TLSRoute(snap, host); rt == nil {
 			return nil, 0, nil
 		}
 		if i, b, ok := s.CountTLS(snap, rt, proto); ok {
@@ -79,9 +79,9 @@ func (s *Core) pickTLS(host []byte, proto int) (rt *HTTPRoute, i int, b *Backend
 	}
 }
 
-// TlsRoute is the route of an HTTPS request to host on snap that the
+// TLSRoute is the route of an HTTPS request to host on snap that the
 // loops serve themselves (nil: ServeHTTP answers, see pickTLS).
-func (s *Core) TlsRoute(snap *Snapshot, host []byte) *HTTPRoute {
+func (s *Core) TLSRoute(snap *Snapshot, host []byte) *HTTPRoute {
 	rt := s.routeH1(snap, host)
 	if rt == nil || len(rt.Backends) == 0 || rt.H2C || rt.Guard != nil || rt.Maint != nil || !s.HTTPS.ServesTLS(rt, host) {
 		return nil
