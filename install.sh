@@ -2,6 +2,7 @@
 # Builds docker-gordon and gordon-edge from source and installs them:
 #   docker-gordon -> ${DOCKER_CONFIG:-~/.docker}/cli-plugins/ (so `docker gordon` works)
 #   gordon-backends-<build id> -> beside it (the built-in backend plugins)
+#   gordon-compose-<build id>  -> beside it (the compose loader)
 #   gordon-edge   -> $PREFIX/bin (default /usr/local/bin as root, else ~/.local/bin)
 # Re-running it upgrades in place.
 #
@@ -50,14 +51,18 @@ if [ -z "$prefix" ]; then
 fi
 mkdir -p "$plugdir" "$prefix/bin"
 # Copy then rename: an upgrade never leaves a half-written binary behind.
-# The backends binary of this build goes first: the new docker-gordon looks
-# for it by name. Then the other builds' backends binaries go.
+# The backends and compose binaries of this build go first: the new
+# docker-gordon looks for them by name. Then the other builds' go.
 backends=$(cd bin && ls gordon-backends-* | head -n 1)
-install -m 0755 "bin/$backends" "$plugdir/.$backends.new" && mv -f "$plugdir/.$backends.new" "$plugdir/$backends"
+composer=$(cd bin && ls gordon-compose-* | head -n 1)
+for b in "$backends" "$composer"; do
+  install -m 0755 "bin/$b" "$plugdir/.$b.new" && mv -f "$plugdir/.$b.new" "$plugdir/$b"
+done
 install -m 0755 bin/docker-gordon "$plugdir/.docker-gordon.new" && mv -f "$plugdir/.docker-gordon.new" "$plugdir/docker-gordon"
 find "$plugdir" -maxdepth 1 -name 'gordon-backends-*' ! -name "$backends" -delete
+find "$plugdir" -maxdepth 1 -name 'gordon-compose-*' ! -name "$composer" -delete
 install -m 0755 bin/gordon-edge "$prefix/bin/.gordon-edge.new" && mv -f "$prefix/bin/.gordon-edge.new" "$prefix/bin/gordon-edge"
 
-echo "install.sh: installed $plugdir/docker-gordon (with $backends) and $prefix/bin/gordon-edge" >&2
+echo "install.sh: installed $plugdir/docker-gordon (with $backends and $composer) and $prefix/bin/gordon-edge" >&2
 case ":$PATH:" in *":$prefix/bin:"*) ;; *) echo "install.sh: note: $prefix/bin is not on your PATH" >&2 ;; esac
 docker gordon version

@@ -53,3 +53,39 @@ func TestBuiltinBackends_RunTheSameBuildsBinaryBesideTheCLI(t *testing.T) {
 	exe, _ = builtinExe(self)
 	assert.Equal(t, self, exe)
 }
+
+// The installed build (-tags gordoncomposehelper) loads compose files with
+// the gordon-compose helper of the same build beside it; without one it
+// says what is missing instead of loading anything else.
+func TestComposeHelper_TheSameBuildsBinaryBesideTheCLI(t *testing.T) {
+	old := composeName
+	t.Cleanup(func() { composeName = old })
+	dir := t.TempDir()
+	self := filepath.Join(dir, "docker-gordon")
+	require.NoError(t, os.WriteFile(self, []byte("#!/bin/sh\n"), 0o755))
+
+	composeName = ""
+	_, err := composeHelperExe(self)
+	assert.ErrorContains(t, err, "-X main.composeName", "a tagged build without the name says how it was built wrong")
+
+	composeName = "gordon-compose-b1"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gordon-compose-b0"), []byte("#!/bin/sh\n"), 0o755))
+	_, err = composeHelperExe(self)
+	assert.ErrorContains(t, err, "loads compose files with gordon-compose-b1, which is not beside it", "another build's helper is never run")
+
+	sib := filepath.Join(dir, composeName)
+	require.NoError(t, os.WriteFile(sib, []byte("#!/bin/sh\n"), 0o644))
+	_, err = composeHelperExe(self)
+	assert.ErrorContains(t, err, "not an executable file")
+
+	require.NoError(t, os.Chmod(sib, 0o755))
+	exe, err := composeHelperExe(self)
+	require.NoError(t, err)
+	assert.Equal(t, sib, exe)
+
+	link := filepath.Join(t.TempDir(), "docker-gordon")
+	require.NoError(t, os.Symlink(self, link))
+	exe, err = composeHelperExe(link)
+	require.NoError(t, err)
+	assert.Equal(t, sib, exe, "reached through a cli-plugins symlink, the helper beside the target")
+}

@@ -7,16 +7,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/docker/cli/cli"
 	"github.com/pelletier/go-toml/v2"
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/compose"
+	"github.com/gordon-deploy/docker-gordon/core/composeapi"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
@@ -46,7 +46,7 @@ type appInput struct {
 	spec core.AppSpec
 	sha  string
 	// compose is set for a compose project.
-	compose *compose.Result
+	compose *composeapi.Result
 	// builds are the builds deploy ran (or found done) for spec.
 	builds []builtImage
 }
@@ -85,16 +85,17 @@ func loadInput(ctx context.Context, env *cliEnv, verb string, o inputOptions, fo
 		}
 		return &appInput{spec: spec, sha: sha}, nil
 	}
-	res, err := compose.Load(ctx, compose.Options{
+	res, err := loadCompose(ctx, composeapi.Request{
 		Files:       o.files,
 		WorkDir:     o.projectDir,
 		ProjectName: o.projectName,
 		EnvFiles:    o.envFiles,
 		Profiles:    o.profiles,
-		BindName:    env.bindPolicy(verb),
+		Binds:       env.bindPolicy(verb),
+		LogLevel:    logrus.GetLevel().String(),
 	})
 	if err != nil {
-		var cerr *compose.Error
+		var cerr *composeapi.Error
 		if errors.As(err, &cerr) {
 			if isJSON(format) {
 				_ = writeJSON(env.dockerCli.Out(), cerr)
@@ -125,7 +126,7 @@ func sniffCompose(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if compose.IsCompose(data) {
+	if composeapi.IsCompose(data) {
 		return true, nil
 	}
 	// A .yml/.yaml file that is no TOML either is a compose file with a
@@ -146,15 +147,12 @@ func sniffCompose(path string) (bool, error) {
 // on that engine's machine, which this machine cannot read (and a bind path
 // means a path there, not here). convert always resolves against the local
 // state directory: it writes a file, for any engine.
-func (e *cliEnv) bindPolicy(verb string) func(string) (string, error) {
+func (e *cliEnv) bindPolicy(verb string) composeapi.BindPolicy {
 	if verb != "convert" && e.targetsRemote() {
-		t := e.target
-		return func(string) (string, error) {
-			return "", fmt.Errorf("%s is a remote engine: its approved binds are under [binds] in config.toml of its state directory on that machine, which cannot be checked from here; "+
-				"name the bind in a TOML manifest as the operator approved it there ([[services.NAME.bind]] name = \"...\", path = \"...\", see docs/manifest.md) and deploy that manifest", t)
-		}
+		return composeapi.BindPolicy{Refusal: fmt.Sprintf("%s is a remote engine: its approved binds are under [binds] in config.toml of its state directory on that machine, which cannot be checked from here; "+
+			"name the bind in a TOML manifest as the operator approved it there ([[services.NAME.bind]] name = \"...\", path = \"...\", see docs/manifest.md) and deploy that manifest", e.target)}
 	}
-	return func(p string) (string, error) { return bindNameFor(e.opts.stateDir, p) }
+	return composeapi.BindPolicy{StateDir: e.opts.stateDir}
 }
 
 // targetsRemote reports whether the verb acts on a remote engine (never in
@@ -172,7 +170,7 @@ func (e *cliEnv) targetsRemote() bool {
 
 // composeSecretValues reads the compose secrets with a file: or
 // environment: source (their values; an unreadable source is an error).
-func composeSecretValues(secrets []compose.Secret) ([]secretValue, error) {
+func composeSecretValues(secrets []composeapi.Secret) ([]secretValue, error) {
 	values := make([]secretValue, 0, len(secrets))
 	for _, s := range secrets {
 		v, err := s.Value()
@@ -206,38 +204,6 @@ func writeSecretValues(ctx context.Context, env *cliEnv, st core.Store, app stri
 		fmt.Fprintf(env.dockerCli.Err(), "app %s: secret %s of %s stored from compose (%d bytes)\n", app, s.Name, s.Service, len(s.Value))
 	}
 	return nil
-}
-
-// bindNameFor returns the name of the approved bind whose host path is
-// hostPath ([binds] of <state>/config.toml), or an error saying how to
-// approve it.
-func bindNameFor(stateDir, hostPath string) (string, error) {
-	cfgPath := filepath.Join(stateDir, "config.toml")
-	suggest := compose.BindSuggestion(hostPath)
-	data, err := os.ReadFile(cfgPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("host path %s is not approved for binds: the operator adds it under [binds] in %s, e.g. %s", hostPath, cfgPath, suggest)
-	}
-	if err != nil {
-		return "", err
-	}
-	var cfg struct {
-		Binds map[string]string `toml:"binds"`
-	}
-	if err := toml.Unmarshal(data, &cfg); err != nil {
-		return "", fmt.Errorf("%s: %w", cfgPath, err)
-	}
-	var names []string
-	for name, p := range cfg.Binds {
-		if filepath.Clean(p) == hostPath {
-			names = append(names, name)
-		}
-	}
-	if len(names) == 0 {
-		return "", fmt.Errorf("host path %s is not approved for binds: the operator adds it under [binds] in %s, e.g. %s", hostPath, cfgPath, suggest)
-	}
-	sort.Strings(names)
-	return names[0], nil
 }
 
 type convertOptions struct {

@@ -12,25 +12,6 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
-// A compose bind is honoured only for a host path the operator approved in
-// <state>/config.toml; the refusal says what to add.
-func TestBindNameFor_ApprovedPathsOnly(t *testing.T) {
-	state := t.TempDir()
-	_, err := bindNameFor(state, "/srv/site")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `site = "/srv/site"`)
-	assert.Contains(t, err.Error(), filepath.Join(state, "config.toml"))
-	_, err = bindNameFor(state, "/srv/app.conf")
-	assert.ErrorContains(t, err, `e.g. "app.conf" = "/srv/app.conf"`, "a dotted name is quoted, so the line pastes as TOML")
-
-	require.NoError(t, os.WriteFile(filepath.Join(state, "config.toml"), []byte("[binds]\nweb = \"/srv/site/\"\nother = \"/srv/other\"\n"), 0o600))
-	name, err := bindNameFor(state, "/srv/site")
-	require.NoError(t, err)
-	assert.Equal(t, "web", name)
-	_, err = bindNameFor(state, "/srv/elsewhere")
-	assert.ErrorContains(t, err, "is not approved for binds")
-}
-
 // -f files are told apart by content, not by name.
 func TestSniffCompose_ByContent(t *testing.T) {
 	dir := t.TempDir()

@@ -16,7 +16,6 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 )
 
@@ -50,7 +49,7 @@ func newEdgeRunCommand(env *cliEnv) *cobra.Command {
 				return err
 			}
 			args = append(args, tlsArgs...)
-			if accessLog != edgeproxy.AccessLogStdout {
+			if accessLog != accessLogStdout {
 				args = append(args, "--access-log", accessLog)
 			}
 			env.close()
@@ -59,7 +58,7 @@ func newEdgeRunCommand(env *cliEnv) *cobra.Command {
 	}
 	run.Flags().StringVar(&httpAddr, "http-addr", ":80", "HTTP listen address")
 	run.Flags().StringVar(&adminAddr, "admin-addr", "", "admin address (GET /metrics, edge status); default a free loopback port")
-	run.Flags().StringVar(&accessLog, "access-log", edgeproxy.AccessLogStdout, "access log, one JSON line per HTTP request: off, stdout or a file (rotated by size)")
+	run.Flags().StringVar(&accessLog, "access-log", accessLogStdout, "access log, one JSON line per HTTP request: off, stdout or a file (rotated by size)")
 	tlsFlags.register(run)
 	return run
 }

@@ -17,8 +17,21 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+)
+
+// The edge's access log destinations and rotation defaults, as gordon-edge
+// spells them (edgeproxy.AccessLogOff, AccessLogStdout,
+// DefaultAccessLogMaxSize, DefaultAccessLogKeep; a test holds them equal).
+// They are repeated here rather than imported: importing edgeproxy links
+// the whole proxy and Prometheus' client into the CLI, whose package init
+// every docker-gordon process start pays (issue 24 item 6).
+const (
+	accessLogOff            = "off"
+	accessLogStdout         = "stdout"
+	defaultAccessLogMaxSize = 100 << 20
+	defaultAccessLogKeep    = 5
 )
 
 // edgeAccessFlags are the access log flags of `edge start` and `system
@@ -38,9 +51,9 @@ type edgeStartAccess struct {
 }
 
 func (f *edgeAccessFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.dest, "access-log", edgeproxy.AccessLogStdout, "the edge's access log, one JSON line per HTTP request: off, stdout (read with edge logs --access), or a file under the state directory, rotated by size; default: the last start's")
-	cmd.Flags().Int64Var(&f.maxSize, "access-log-max-size", edgeproxy.DefaultAccessLogMaxSize, "size in bytes at which an --access-log file is rotated (FILE becomes FILE.1)")
-	cmd.Flags().IntVar(&f.keep, "access-log-keep", edgeproxy.DefaultAccessLogKeep, "rotated --access-log files kept (FILE.1 .. FILE.N)")
+	cmd.Flags().StringVar(&f.dest, "access-log", accessLogStdout, "the edge's access log, one JSON line per HTTP request: off, stdout (read with edge logs --access), or a file under the state directory, rotated by size; default: the last start's")
+	cmd.Flags().Int64Var(&f.maxSize, "access-log-max-size", defaultAccessLogMaxSize, "size in bytes at which an --access-log file is rotated (FILE becomes FILE.1)")
+	cmd.Flags().IntVar(&f.keep, "access-log-keep", defaultAccessLogKeep, "rotated --access-log files kept (FILE.1 .. FILE.N)")
 }
 
 // resolve takes the flags not given from the last start.
@@ -58,13 +71,13 @@ func (f *edgeAccessFlags) resolve(cmd *cobra.Command, last edgeStartAccess) {
 
 func (f *edgeAccessFlags) remembered() edgeStartAccess {
 	r := edgeStartAccess{}
-	if f.dest != edgeproxy.AccessLogStdout {
+	if f.dest != accessLogStdout {
 		r.AccessLog = f.dest
 	}
-	if f.maxSize != edgeproxy.DefaultAccessLogMaxSize {
+	if f.maxSize != defaultAccessLogMaxSize {
 		r.AccessLogMax = f.maxSize
 	}
-	if f.keep != edgeproxy.DefaultAccessLogKeep {
+	if f.keep != defaultAccessLogKeep {
 		keep := f.keep
 		r.AccessLogKeep = &keep
 	}
@@ -77,9 +90,9 @@ func (f *edgeAccessFlags) remembered() edgeStartAccess {
 // the edge container sees.
 func withEdgeAccessLog(u *syscontainer.Unit, f *edgeAccessFlags, stateDir string) error {
 	switch f.dest {
-	case edgeproxy.AccessLogStdout:
-	case edgeproxy.AccessLogOff:
-		u.Cmd = append(u.Cmd, "--access-log", edgeproxy.AccessLogOff)
+	case accessLogStdout:
+	case accessLogOff:
+		u.Cmd = append(u.Cmd, "--access-log", accessLogOff)
 	default:
 		p := filepath.Clean(f.dest)
 		rel, err := filepath.Rel(stateDir, p)
@@ -95,10 +108,10 @@ func withEdgeAccessLog(u *syscontainer.Unit, f *edgeAccessFlags, stateDir string
 	if f.maxSize <= 0 || f.keep < 0 {
 		return fmt.Errorf("--access-log-max-size must be positive and --access-log-keep 0 or more: %w", core.ErrInvalid)
 	}
-	if f.maxSize != edgeproxy.DefaultAccessLogMaxSize {
+	if f.maxSize != defaultAccessLogMaxSize {
 		u.Cmd = append(u.Cmd, "--access-log-max-size", strconv.FormatInt(f.maxSize, 10))
 	}
-	if f.keep != edgeproxy.DefaultAccessLogKeep {
+	if f.keep != defaultAccessLogKeep {
 		u.Cmd = append(u.Cmd, "--access-log-keep", strconv.Itoa(f.keep))
 	}
 	return nil
@@ -108,22 +121,22 @@ func withEdgeAccessLog(u *syscontainer.Unit, f *edgeAccessFlags, stateDir string
 // stateDir (its status.json names it: "stdout", a file, or none: off),
 // else of the last edge start (start.json): stdout unless one was given.
 func lastAccessDest(stateDir string) string {
-	if data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeproxy.StatusFile)); err == nil {
+	if data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgestate.StatusFile)); err == nil {
 		var st routetable.Status
 		if json.Unmarshal(data, &st) == nil && st.PID != 0 {
 			if st.AccessLog == "" {
-				return edgeproxy.AccessLogOff
+				return accessLogOff
 			}
 			return st.AccessLog
 		}
 	}
 	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
 	if err != nil {
-		return edgeproxy.AccessLogStdout
+		return accessLogStdout
 	}
 	var last edgeStartAddrs
 	if json.Unmarshal(data, &last) != nil || last.AccessLog == "" {
-		return edgeproxy.AccessLogStdout
+		return accessLogStdout
 	}
 	return last.AccessLog
 }
@@ -179,9 +192,9 @@ func showAccessLog(ctx context.Context, env *cliEnv, app, service string, follow
 	filter := &accessFilter{w: out, app: app, service: service}
 	dest := lastAccessDest(env.opts.stateDir)
 	switch dest {
-	case edgeproxy.AccessLogOff:
+	case accessLogOff:
 		return fmt.Errorf("the edge's access log is off (edge start --access-log off); start it with --access-log stdout or a file: %w", core.ErrInvalid)
-	case edgeproxy.AccessLogStdout:
+	case accessLogStdout:
 		return syscontainer.StreamLogs(ctx, env.dockerCli.Client(), syscontainer.EdgeName, follow, tail, filter, nil)
 	}
 	return tailFile(ctx, dest, follow, tail, filter)

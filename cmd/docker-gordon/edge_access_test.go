@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 )
 
@@ -81,4 +83,15 @@ func TestLogsAccess_TailFileLastLines(t *testing.T) {
 	out.Reset()
 	require.NoError(t, tailFile(context.Background(), p, false, "all", &out))
 	assert.Equal(t, 3, strings.Count(out.String(), "\n"))
+}
+
+// The CLI repeats the edge's access log names and rotation defaults so as
+// not to link edgeproxy (issue 24 item 6); they must stay what gordon-edge
+// takes, or edge start would pass flags the edge reads differently.
+func TestEdgeAccess_ConstantsAreTheEdges(t *testing.T) {
+	assert.Equal(t, edgeproxy.AccessLogOff, accessLogOff)
+	assert.Equal(t, edgeproxy.AccessLogStdout, accessLogStdout)
+	assert.EqualValues(t, edgeproxy.DefaultAccessLogMaxSize, defaultAccessLogMaxSize)
+	assert.EqualValues(t, edgeproxy.DefaultAccessLogKeep, defaultAccessLogKeep)
+	assert.Equal(t, edgeproxy.StatusFile, edgestate.StatusFile)
 }

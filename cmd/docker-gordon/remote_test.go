@@ -329,15 +329,15 @@ func TestRemote_BindPolicyByVerbAndEngine(t *testing.T) {
 	env := &cliEnv{target: engineTarget{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
 	env.opts.stateDir = state
 	for _, verb := range []string{"deploy", "validate"} {
-		_, err := env.bindPolicy(verb)("/srv/site")
+		_, err := env.bindPolicy(verb).Name("/srv/site")
 		assert.ErrorContains(t, err, "context prod (tcp://vps.example:2376, remote) is a remote engine", verb)
 	}
-	name, err := env.bindPolicy("convert")("/srv/site")
+	name, err := env.bindPolicy("convert").Name("/srv/site")
 	require.NoError(t, err)
 	assert.Equal(t, "site", name)
 
 	env.target = engineTarget{Context: "default", Host: "unix:///var/run/docker.sock"}
-	name, err = env.bindPolicy("deploy")("/srv/site")
+	name, err = env.bindPolicy("deploy").Name("/srv/site")
 	require.NoError(t, err)
 	assert.Equal(t, "site", name)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	toml "github.com/pelletier/go-toml/v2"
-	yaml "go.yaml.in/yaml/v4"
 )
 
 // doc is the app manifest (ARCHITECTURE §8) as convert writes it. Field
@@ -127,37 +126,4 @@ func (d *doc) encode() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
-}
-
-// composeTopKeys are the top-level keys of the compose specification.
-var composeTopKeys = map[string]bool{
-	"version": true, "name": true, "services": true, "volumes": true, "networks": true,
-	"secrets": true, "configs": true, "include": true, "models": true,
-}
-
-// looksLikeCompose: see IsCompose.
-func looksLikeCompose(data []byte) bool {
-	var n yaml.Node
-	if err := yaml.Unmarshal(data, &n); err != nil || len(n.Content) == 0 {
-		return false
-	}
-	top := n.Content[0]
-	if top.Kind != yaml.MappingNode {
-		return false
-	}
-	found := false
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		k, v := top.Content[i].Value, top.Content[i+1]
-		switch {
-		case k == "services" || k == "include":
-			if v.Kind != yaml.MappingNode && v.Kind != yaml.SequenceNode {
-				return false
-			}
-			found = true
-		case composeTopKeys[k] || len(k) > 2 && k[:2] == "x-":
-		default:
-			return false
-		}
-	}
-	return found
 }

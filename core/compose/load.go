@@ -24,6 +24,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/composeapi"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
@@ -51,53 +52,11 @@ type Options struct {
 	BindName func(hostPath string) (string, error)
 }
 
-// Result is a converted compose project.
-type Result struct {
-	// Files are the compose files that were loaded, in merge order.
-	Files []string
-	// Manifest is the equivalent app manifest (TOML), as convert prints it.
-	Manifest []byte
-	// Spec is Manifest parsed and validated by core/manifest.
-	Spec core.AppSpec
-	// Source is the hex sha256 of Manifest (the revision's source digest).
-	Source string
-	// Secrets are the compose secrets with a file: or environment: source,
-	// to store in the app's secret store before a deploy (values are read
-	// by Value, never kept in the Result).
-	Secrets []Secret
-	// Notes say where a key is honoured differently from docker compose
-	// (one line each, for stderr).
-	Notes []string
-}
-
-// Secret is one compose secret a service receives as a file.
-type Secret struct {
-	// Service is the gordon service, Name the secret's name in the store.
-	Service string
-	Name    string
-	// File is the absolute source file, or Env the variable, of the value.
-	File string
-	Env  string
-
-	environ map[string]string
-}
-
-// Value reads the secret's value (from its file or variable). Its errors
-// name the secret and the source, never the value.
-func (s Secret) Value() ([]byte, error) {
-	if s.File != "" {
-		b, err := os.ReadFile(s.File)
-		if err != nil {
-			return nil, fmt.Errorf("secret %s of service %s: %w", s.Name, s.Service, err)
-		}
-		return b, nil
-	}
-	v, ok := s.environ[s.Env]
-	if !ok {
-		return nil, fmt.Errorf("secret %s of service %s: variable %s is not set", s.Name, s.Service, s.Env)
-	}
-	return []byte(v), nil
-}
+// Result and Secret are composeapi's (see Problem).
+type (
+	Result = composeapi.Result
+	Secret = composeapi.Secret
+)
 
 // Load loads the project, maps it and validates the mapped manifest. A
 // project that cannot be honoured returns an *Error (wrapping
@@ -167,12 +126,13 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	absBuildContexts(&spec, project.WorkingDir)
+	composeapi.AbsBuildContexts(&spec, project.WorkingDir)
 	sum := sha256.Sum256(data)
 	return &Result{
 		Files:    displayNames(files),
 		Manifest: data,
 		Spec:     spec,
+		WorkDir:  project.WorkingDir,
 		Source:   hex.EncodeToString(sum[:]),
 		Secrets:  m.secrets,
 		Notes:    m.notes,
@@ -206,7 +166,7 @@ func (m *mapper) validate(doc *doc) ([]byte, core.AppSpec, error) {
 	if err != nil {
 		return nil, core.AppSpec{}, fmt.Errorf("compose: encode manifest: %w", err)
 	}
-	spec, err := manifest.Parse("(converted from compose)", data)
+	spec, err := manifest.Parse(composeapi.ManifestSource, data)
 	if err != nil {
 		var merr *manifest.ManifestError
 		if errors.As(err, &merr) {
@@ -279,5 +239,5 @@ func displayNames(files []string) []string {
 // services mapping, or only compose top-level keys. A TOML manifest never
 // parses so (its tables are not YAML mappings).
 func IsCompose(data []byte) bool {
-	return looksLikeCompose(data)
+	return composeapi.IsCompose(data)
 }

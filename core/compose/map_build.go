@@ -6,8 +6,6 @@ import (
 	"slices"
 
 	"github.com/compose-spec/compose-go/v2/types"
-
-	"github.com/gordon-deploy/docker-gordon/core"
 )
 
 // build is [services.X.build] as convert writes it (core/manifest's keys).
@@ -97,14 +95,4 @@ func (m *mapper) buildOf(name string, svc *types.ServiceConfig, raw map[string]a
 	}
 	m.from("services."+name+".build", base)
 	return b
-}
-
-// absBuildContexts makes the build contexts of spec absolute against the
-// project directory (convert writes them relative to it).
-func absBuildContexts(spec *core.AppSpec, workDir string) {
-	for i := range spec.Services {
-		if b := spec.Services[i].Build; b != nil && !filepath.IsAbs(b.Context) {
-			b.Context = filepath.Join(workDir, filepath.FromSlash(b.Context))
-		}
-	}
 }

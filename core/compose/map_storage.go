@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/gordon-deploy/docker-gordon/core/composeapi"
 )
 
 // volumes: named volume → [[volume]], bind → approved [[bind]].
@@ -86,7 +88,7 @@ func (m *mapper) secretsOf(name string, svc *types.ServiceConfig, out *service) 
 		case def.File != "":
 			m.secrets = append(m.secrets, Secret{Service: name, Name: s.Source, File: def.File})
 		case def.Environment != "":
-			m.secrets = append(m.secrets, Secret{Service: name, Name: s.Source, Env: def.Environment, environ: m.p.Environment})
+			m.secrets = append(m.secrets, composeapi.EnvSecret(name, s.Source, def.Environment, m.p.Environment))
 		default:
 			m.refuse("secrets."+s.Source, "secret %s has no source: give file: PATH, environment: VAR or external: true", s.Source)
 		}

@@ -56,7 +56,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -363,9 +362,9 @@ func dropIndices(key string) string {
 }
 
 var (
-	indexRE      = regexp.MustCompile(`\[[0-9]+\]`)
-	typeErrorRE  = regexp.MustCompile(`^cannot decode TOML (.+?) into (?:struct field \S+ of type |a Go value of type )?(.+)$`)
-	storeErrorRE = regexp.MustCompile(`^cannot store (a table|an array table) in an? (\S+)$`)
+	indexRE      = newLazyRE(`\[[0-9]+\]`)
+	typeErrorRE  = newLazyRE(`^cannot decode TOML (.+?) into (?:struct field \S+ of type |a Go value of type )?(.+)$`)
+	storeErrorRE = newLazyRE(`^cannot store (a table|an array table) in an? (\S+)$`)
 )
 
 // decodeMessage rewrites go-toml's type errors ("cannot decode TOML string

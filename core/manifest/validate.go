@@ -3,7 +3,6 @@ package manifest
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -14,11 +13,11 @@ import (
 
 // Name rules. Every message that uses one says what would be valid.
 var (
-	dnsLabelRE   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	secretNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-][a-zA-Z0-9_.-]*$`)
-	dockerNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
-	pluginNameRE = regexp.MustCompile(`^[a-z0-9-]+$`)
+	dnsLabelRE   = newLazyRE(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	envNameRE    = newLazyRE(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	secretNameRE = newLazyRE(`^[a-zA-Z0-9_-][a-zA-Z0-9_.-]*$`)
+	dockerNameRE = newLazyRE(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+	pluginNameRE = newLazyRE(`^[a-z0-9-]+$`)
 )
 
 const (

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,15 +43,15 @@ const (
 )
 
 var (
-	userRE       = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]*)?$`)
-	sizeRE       = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) ?([kKmMgGtT]?)(?:[iI]?[bB])?$`)
-	sysctlRE     = regexp.MustCompile(`^[a-z0-9_]+(\.[a-zA-Z0-9_/-]+)+$`)
-	logDriverRE  = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.:/-]*$`)
-	labelKeyRE   = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_./-]*$`)
-	tmpfsOptRE   = regexp.MustCompile(`^(rw|ro|exec|noexec|suid|nosuid|dev|nodev|sync|async|dirsync|remount|mand|nomand|atime|noatime|diratime|nodiratime|relatime|norelatime|strictatime|nostrictatime|(size|nr_blocks|nr_inodes)=[0-9]+[kKmMgG%]?|mode=[0-7]{3,4}|(uid|gid)=[0-9]+)$`)
-	rtSignalRE   = regexp.MustCompile(`^RTM(IN\+|AX-)([0-9]{1,2})$`)
-	hostLabelRE  = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
-	healthTypeRE = regexp.MustCompile(`^(CMD|CMD-SHELL|NONE)$`)
+	userRE       = newLazyRE(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]*)?$`)
+	sizeRE       = newLazyRE(`^([0-9]+(?:\.[0-9]+)?) ?([kKmMgGtT]?)(?:[iI]?[bB])?$`)
+	sysctlRE     = newLazyRE(`^[a-z0-9_]+(\.[a-zA-Z0-9_/-]+)+$`)
+	logDriverRE  = newLazyRE(`^[a-zA-Z0-9][a-zA-Z0-9_.:/-]*$`)
+	labelKeyRE   = newLazyRE(`^[a-zA-Z0-9][a-zA-Z0-9_./-]*$`)
+	tmpfsOptRE   = newLazyRE(`^(rw|ro|exec|noexec|suid|nosuid|dev|nodev|sync|async|dirsync|remount|mand|nomand|atime|noatime|diratime|nodiratime|relatime|norelatime|strictatime|nostrictatime|(size|nr_blocks|nr_inodes)=[0-9]+[kKmMgG%]?|mode=[0-7]{3,4}|(uid|gid)=[0-9]+)$`)
+	rtSignalRE   = newLazyRE(`^RTM(IN\+|AX-)([0-9]{1,2})$`)
+	hostLabelRE  = newLazyRE(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
+	healthTypeRE = newLazyRE(`^(CMD|CMD-SHELL|NONE)$`)
 )
 
 // Linux signal names without "SIG", as Docker's signal map knows them.

@@ -1,11 +1,65 @@
-package compose
+package composeapi
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+
+	toml "github.com/pelletier/go-toml/v2"
 )
+
+// BindPolicy is the compose loader's bind check (the loader's
+// Options.BindName): every bind refused with Refusal when it is set (a
+// remote engine, whose approved binds this machine cannot read), else the
+// binds the operator approved in StateDir's config.toml (BindNameFor).
+type BindPolicy struct {
+	StateDir string `json:"state_dir,omitempty"`
+	Refusal  string `json:"refusal,omitempty"`
+}
+
+// Name returns the approved bind name of hostPath, or why it is refused.
+func (p BindPolicy) Name(hostPath string) (string, error) {
+	if p.Refusal != "" {
+		return "", errors.New(p.Refusal)
+	}
+	return BindNameFor(p.StateDir, hostPath)
+}
+
+// BindNameFor returns the name of the approved bind whose host path is
+// hostPath ([binds] of <state>/config.toml), or an error saying how to
+// approve it.
+func BindNameFor(stateDir, hostPath string) (string, error) {
+	cfgPath := filepath.Join(stateDir, "config.toml")
+	suggest := BindSuggestion(hostPath)
+	data, err := os.ReadFile(cfgPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("host path %s is not approved for binds: the operator adds it under [binds] in %s, e.g. %s", hostPath, cfgPath, suggest)
+	}
+	if err != nil {
+		return "", err
+	}
+	var cfg struct {
+		Binds map[string]string `toml:"binds"`
+	}
+	if err := toml.Unmarshal(data, &cfg); err != nil {
+		return "", fmt.Errorf("%s: %w", cfgPath, err)
+	}
+	var names []string
+	for name, p := range cfg.Binds {
+		if filepath.Clean(p) == hostPath {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("host path %s is not approved for binds: the operator adds it under [binds] in %s, e.g. %s", hostPath, cfgPath, suggest)
+	}
+	sort.Strings(names)
+	return names[0], nil
+}
 
 // bareKeyRE matches a TOML bare key.
 var bareKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

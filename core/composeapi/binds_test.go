@@ -1,7 +1,9 @@
-package compose
+package composeapi
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -38,4 +40,23 @@ func TestBindSuggestion_PastesAsValidTOML(t *testing.T) {
 			assert.NoError(t, err, "the suggested name %q is a valid bind name", c.name)
 		})
 	}
+}
+
+// A compose bind is honoured only for a host path the operator approved in
+// <state>/config.toml; the refusal says what to add.
+func TestBindNameFor_ApprovedPathsOnly(t *testing.T) {
+	state := t.TempDir()
+	_, err := BindNameFor(state, "/srv/site")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `site = "/srv/site"`)
+	assert.Contains(t, err.Error(), filepath.Join(state, "config.toml"))
+	_, err = BindNameFor(state, "/srv/app.conf")
+	assert.ErrorContains(t, err, `e.g. "app.conf" = "/srv/app.conf"`, "a dotted name is quoted, so the line pastes as TOML")
+
+	require.NoError(t, os.WriteFile(filepath.Join(state, "config.toml"), []byte("[binds]\nweb = \"/srv/site/\"\nother = \"/srv/other\"\n"), 0o600))
+	name, err := BindNameFor(state, "/srv/site")
+	require.NoError(t, err)
+	assert.Equal(t, "web", name)
+	_, err = BindNameFor(state, "/srv/elsewhere")
+	assert.ErrorContains(t, err, "is not approved for binds")
 }
