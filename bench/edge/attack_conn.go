@@ -120,13 +120,15 @@ func (h *h2conn) read() {
 				h.goaway.Store(true)
 			}
 			h.rmu.Unlock()
+		// Acks are written aside: an attack holding the write lock while
+		// the target is slow to read must not stop this reader.
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
-				_ = h.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
+				go func() { _ = h.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() }) }()
 			}
 		case *http2.PingFrame:
-			if !f.IsAck() {
-				_ = h.write(func(fr *http2.Framer) error { return fr.WritePing(true, f.Data) })
+			if data := f.Data; !f.IsAck() {
+				go func() { _ = h.write(func(fr *http2.Framer) error { return fr.WritePing(true, data) }) }()
 			}
 		}
 	}
