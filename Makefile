@@ -14,7 +14,7 @@ CLI_TAGS := gordoncomposehelper
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
 FUZZTIME ?= 5s
 
-.PHONY: all build install check test test-unit test-race test-e2e fuzz-smoke vet staticcheck fmt proto demo bench bench-go bench-edge bench-nginx bench-tls-tools clean
+.PHONY: all build install check test test-unit test-race test-e2e fuzz-smoke vet staticcheck fmt proto demo bench bench-go bench-edge bench-abuse bench-nginx bench-tls-tools clean
 
 all: build
 
@@ -108,6 +108,16 @@ bench-edge: bench-nginx bench-tls-tools
 	$(GOBUILD) -o bin/gordon-edge ./cmd/gordon-edge
 	$(GO) build -o bin/edgebench ./bench/edge
 	PATH="$$PATH:/usr/sbin" bin/edgebench run -edge bin/gordon-edge -d $(BENCH_DURATION) -c 16
+
+## bench-abuse: HTTP/2 attacks (concurrent/stalled streams, header flood, rapid
+## reset, HPACK bomb) on gordon-edge and nginx, a normal client alongside
+## (BENCH_ABUSE_DURATION bounds each attack, at most 10s)
+BENCH_ABUSE_DURATION ?= 5s
+bench-abuse: bench-nginx bench-tls-tools
+	@mkdir -p bin
+	$(GOBUILD) -o bin/gordon-edge ./cmd/gordon-edge
+	$(GO) build -o bin/edgebench ./bench/edge
+	PATH="$$PATH:/usr/sbin" bin/edgebench attack -edge bin/gordon-edge -d $(BENCH_ABUSE_DURATION) -json bin/bench-abuse.json
 
 # bench-nginx: Debian's nginx for the edge comparison, when missing (a failed
 # install is not fatal: edgebench then skips nginx)

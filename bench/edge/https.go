@@ -315,22 +315,11 @@ func startHTTPSTargets(tmp, self, edgeBin, nginxBin, backendAddr string, start f
 	targets = append(targets, &httpsTarget{name: "direct", addr: addr, pids: func() []int { return []int{be.Process.Pid} }})
 
 	if path, err := exec.LookPath(nginxBin); nginxBin != "" && err == nil {
-		addr := freeAddr()
-		dir := filepath.Join(tmp, "nginx-tls")
-		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		t, err := startNginxTLS(tmp, path, backendAddr, certFile, keyFile, start)
+		if err != nil {
 			return nil, err
 		}
-		conf := filepath.Join(dir, "nginx.conf")
-		if err := os.WriteFile(conf, []byte(nginxTLSConf(dir, addr, backendAddr, certFile, keyFile)), 0o644); err != nil {
-			return nil, err
-		}
-		cmd := exec.Command(path, "-p", dir, "-c", conf)
-		cmd.Stderr = os.Stderr
-		if err := start("nginx tls", cmd); err != nil {
-			return nil, err
-		}
-		master := cmd.Process.Pid
-		targets = append(targets, &httpsTarget{name: "nginx", addr: addr, pids: func() []int { return append([]int{master}, proc.Children(master)...) }})
+		targets = append(targets, t)
 	}
 	if path, err := exec.LookPath("caddy"); err == nil {
 		addr := freeAddr()
@@ -350,7 +339,38 @@ func startHTTPSTargets(tmp, self, edgeBin, nginxBin, backendAddr string, start f
 		fmt.Fprintln(os.Stderr, "edgebench: caddy not found (apt-get install caddy); skipping it")
 	}
 
-	// gordon-edge with the certificate in its static store.
+	t, err := startEdgeTLS(tmp, edgeBin, backendAddr, certFile, keyFile, start)
+	if err != nil {
+		return nil, err
+	}
+	targets = append(targets, t)
+	return targets, nil
+}
+
+// startNginxTLS starts nginx (the binary at path) with ssl + http2 on
+// the certificate, proxying to backendAddr.
+func startNginxTLS(tmp, path, backendAddr, certFile, keyFile string, start func(string, *exec.Cmd) error) (*httpsTarget, error) {
+	addr := freeAddr()
+	dir := filepath.Join(tmp, "nginx-tls")
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(nginxTLSConf(dir, addr, backendAddr, certFile, keyFile)), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, "-p", dir, "-c", conf)
+	cmd.Stderr = os.Stderr
+	if err := start("nginx tls", cmd); err != nil {
+		return nil, err
+	}
+	master := cmd.Process.Pid
+	return &httpsTarget{name: "nginx", addr: addr, pids: func() []int { return append([]int{master}, proc.Children(master)...) }}, nil
+}
+
+// startEdgeTLS starts gordon-edge with --https-addr, the certificate in
+// its static store and a route for bench.test to backendAddr.
+func startEdgeTLS(tmp, edgeBin, backendAddr, certFile, keyFile string, start func(string, *exec.Cmd) error) (*httpsTarget, error) {
 	state := filepath.Join(tmp, "state-tls")
 	static := filepath.Join(state, "edge", "certs", "static", "bench.test")
 	if err := os.MkdirAll(static, 0o700); err != nil {
@@ -376,9 +396,7 @@ func startHTTPSTargets(tmp, self, edgeBin, nginxBin, backendAddr string, start f
 		return nil, err
 	}
 	epid := cmd.Process.Pid
-	targets = append(targets, &httpsTarget{name: "gordon-edge", addr: eaddr, pids: func() []int { return []int{epid} }})
-
-	return targets, nil
+	return &httpsTarget{name: "gordon-edge", addr: eaddr, pids: func() []int { return []int{epid} }}, nil
 }
 
 // measureHTTPS measures every target in interleaved rounds (see

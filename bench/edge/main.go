@@ -3,7 +3,8 @@
 //
 //	edgebench run -edge bin/gordon-edge [-d 10s] [-c 16] [-rounds 5] [-json FILE]
 //
-// (`edgebench backend` and `edgebench load -addr A` run the pieces alone)
+// (`edgebench backend` and `edgebench load -addr A` run the pieces alone;
+// `edgebench attack`, see attack.go, measures the HTTP/2 abuse bounds)
 // which starts one small Go backend (`edgebench backend`, a child process),
 // nginx as a keep-alive reverse proxy with a generated config in a temp dir,
 // and gordon-edge with a generated route table, drives each with the same
@@ -33,7 +34,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: edgebench backend|run [flags]")
+		fmt.Fprintln(os.Stderr, "usage: edgebench backend|run|load|attack [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -46,6 +47,8 @@ func main() {
 		err = loadMain(os.Args[2:])
 	case "tls-backend":
 		err = tlsBackendMain(os.Args[2:])
+	case "attack":
+		err = attackMain(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
