@@ -148,7 +148,7 @@ func TestBackendHeaderInjectionNeverSplitsTheResponse(t *testing.T) {
 	})
 }
 
-// A request head of exactly the 64 KiB limit is served and one byte over
+// A request head of exactly the 32 KiB limit (MaxRequestHead) is served and one byte over
 // it is a 431, whether it comes in one write or in pieces; nothing
 // pipelined after a 431 or a 400 is served.
 func TestRequestHeadAtTheLimitAcrossReads(t *testing.T) {

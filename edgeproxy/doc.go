@@ -32,7 +32,7 @@
 // timeout and no write timeout. `make bench-edge` compares the edge with
 // nginx.
 //
-// Hostile input (internal/handoff, internal/policy): request heads over 64 KiB get 431; a request
+// Hostile input (internal/handoff, internal/policy): request heads over 32 KiB get 431; a request
 // with both Content-Length and Transfer-Encoding, or with a folded header
 // line, gets 400 and its connection closes (RFC 9112 §6.1, §5.2); header
 // names spelled with underscores that read as framing, forwarding or

@@ -215,7 +215,7 @@ func TestR62_H2StreamBudgetThenGoAway(t *testing.T) {
 	}
 }
 
-// R62 (HTTP/2, RFC 9113 §8.2.2 / RFC 6585 §5): a header list over 64 KiB,
+// R62 (HTTP/2, RFC 9113 §8.2.2 / RFC 6585 §5): a header list over 32 KiB,
 // a single 70 KB field included, is answered 431 on its stream and the
 // connection goes on; one over the decode bound (256 KiB) ends the
 // connection with GOAWAY (ENHANCE_YOUR_CALM; COMPRESSION_ERROR for a
@@ -243,7 +243,7 @@ func TestR62_H2HeaderListOverLimitIs431OnItsStream(t *testing.T) {
 }
 
 // R62 (HTTP/2 abuse, HPACK bomb): header blocks of a few bytes that each
-// name a 4 KB dynamic table entry 15 times (60 KB decoded, within the
+// name a 4 KB dynamic table entry 15 times (60 KB decoded, over the
 // header list bound) end the connection with GOAWAY ENHANCE_YOUR_CALM
 // once decoding passes 1 MiB plus 64 times what the client sent; a normal
 // client is served meanwhile. Before, the connection was never closed.

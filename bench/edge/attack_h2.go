@@ -22,7 +22,7 @@ const (
 	floodConns      = 4    // header flood: connections
 	floodStreams    = 250  // ... and streams on each
 	floodFields     = 10   // ... header fields of floodFieldSize bytes each
-	floodFieldSize  = 6000 // (60 KB: under the edge's 64 KiB header list limit)
+	floodFieldSize  = 6000 // (60 KB: over the edge's 32 KiB header list limit and nginx's)
 	floodFieldOver  = 7000 // (70 KB: over it)
 	floodInFlight   = 64   // ... streams awaiting an answer, at most, per connection
 	resetConns      = 4    // rapid reset: connections

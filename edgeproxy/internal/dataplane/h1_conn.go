@@ -36,7 +36,7 @@ import (
 // pass as sent.
 //
 // Anything else (a body, an upgrade, Expect, HTTP/1.0, an unknown host, a
-// header it does not fully accept, heads over 64 KiB) is handed off, at a
+// header it does not fully accept, heads over 32 KiB) is handed off, at a
 // request boundary, to the net/http server together with every byte read
 // so far; the connection then stays with net/http (ServeHTTP, ReverseProxy)
 // for the rest of its life, which answers malformed requests 400 and
@@ -57,7 +57,7 @@ import (
 // MaxRequestHead bounds a request head (request line and headers) on both
 // HTTP paths; a larger one is answered 431. net/http allows 4 KiB over
 // MaxHeaderBytes.
-const MaxRequestHead = 64 << 10
+const MaxRequestHead = 32 << 10
 
 // h1MaxHead bounds a request head served by the loop; a larger head goes to
 // net/http with what was read, which answers 431 (MaxRequestHead).
@@ -490,7 +490,7 @@ func (hc *H1Conn) Write(p []byte) (int, error) {
 
 // shrink drops per-connection buffers a large request or response grew,
 // so an idle keep-alive connection holds a few KiB, not what its largest
-// request needed (up to 64 KiB of head and thousands of header slots).
+// request needed (up to 32 KiB of head and thousands of header slots).
 func (hc *H1Conn) shrink() {
 	const maxHead, maxHeaders = 8 << 10, 64
 	if cap(hc.head) > maxHead {

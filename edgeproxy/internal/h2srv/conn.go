@@ -59,7 +59,7 @@ const (
 	h2MaxStreams        = 128
 	h2StreamBudget      = 1000
 	h2MaxHeaderList     = MaxHeaderList
-	h2HeaderDecodeBound = 4 * MaxHeaderList
+	h2HeaderDecodeBound = 256 << 10
 	h2DecodeAllowance   = 1 << 20
 	h2DecodeRatio       = 64
 	h2MaxStalledPerConn = 16
@@ -79,8 +79,9 @@ const (
 
 // MaxHeaderList is the largest header list a request may have (RFC 9113
 // §6.5.2 size; the edge's bound on an HTTP/1.1 request head): a larger
-// one is answered 431.
-const MaxHeaderList = 64 << 10
+// one is answered 431. 32 KiB is nginx's default bound too (4 buffers of
+// 8 KiB, large_client_header_buffers; R62).
+const MaxHeaderList = 32 << 10
 
 // Conn is one HTTP/2 client connection.
 type Conn struct {
