@@ -45,18 +45,12 @@ func (t *tlsEdge) serveAccept(ln net.Listener) error {
 		if c == nil {
 			return err
 		}
-		// Counted in the h1 server's drain from accept on: a connection
-		// mid-handshake when a drain begins is served, not dropped.
-		h.Mu.Lock()
-		if h.Shutting.Load() {
-			h.Mu.Unlock()
-			_ = c.Close()
+		// Counted in the drain from accept on: a connection mid-handshake
+		// when a drain begins is served, not dropped.
+		tc := h.AdmitTLS(c, cfg)
+		if tc == nil {
 			continue
 		}
-		h.WG.Add(1)
-		tc := tls.Server(c, cfg)
-		h.Handshaking[tc] = struct{}{} // a drain bounds it (ConnServer.shutdown)
-		h.Mu.Unlock()
 		go t.handshakeAndServe(tc)
 	}
 }
@@ -73,13 +67,10 @@ func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 		_ = tc.SetWriteDeadline(dl)
 	}
 	err := tc.HandshakeContext(context.Background())
-	h.Mu.Lock()
-	delete(h.Handshaking, tc)
-	h.Mu.Unlock()
+	h.Handshaken(tc)
 	if err != nil {
 		t.certs.HandshakeFailed(tc, err)
-		_ = tc.Close()
-		h.WG.Done()
+		h.Release(tc)
 		return
 	}
 	_ = tc.SetReadDeadline(time.Time{})
@@ -88,27 +79,13 @@ func (t *tlsEdge) handshakeAndServe(tc *tls.Conn) {
 	case "h2":
 		// Served by the edge's HTTP/2 server (internal/h2srv), in the drain's
 		// count (wg) until its last handler returns.
-		c := t.s.newH2Conn(tc)
-		h.Mu.Lock()
-		h.H2Conns[c] = struct{}{}
-		h.Mu.Unlock()
-		c.Serve()
+		h.ServeH2(t.s.newH2Conn(tc))
 		return
 	case "acme-tls/1":
-		_ = tc.Close() // the handshake answered the challenge
-		h.WG.Done()
+		h.Release(tc) // the handshake answered the challenge
 		return
 	}
-	hc := &dataplane.H1Conn{Conn: tc}
-	h.Mu.Lock()
-	h.Conns[hc] = struct{}{} // already in h.wg (serveAccept)
-	if h.Shutting.Load() {
-		// Handshaken during a drain: a request on its way is answered
-		// (with Connection: close), as for an idle connection.
-		_ = tc.SetReadDeadline(time.Now().Add(dataplane.DrainIdleGrace))
-	}
-	h.Mu.Unlock()
-	h.RunConn(hc, nil)
+	h.ServeTLS(tc)
 }
 
 // serveHTTPS runs the HTTPS listener: the accept loop on ln (which gives

@@ -2,7 +2,10 @@ package dataplane
 
 import (
 	"crypto/tls"
+	"net"
+	"time"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/h2srv"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/handoff"
 )
 
@@ -103,4 +106,61 @@ func (s *Core) CountTLS(snap *Snapshot, rt *HTTPRoute, proto int) (int, *Backend
 	rt.Metrics[i].InFlight.Inc()
 	s.HTTPS.CountHTTPS(proto)
 	return i, b, true
+}
+
+// AdmitTLS counts c in the drain from accept on and registers it as an
+// HTTPS connection in its handshake (Shutdown bounds the handshake,
+// DrainHandshakeGrace): the returned *tls.Conn is then the caller's to
+// handshake and pass to Handshaken. Nil when a drain began: c is closed.
+func (h *ConnServer) AdmitTLS(c net.Conn, cfg *tls.Config) *tls.Conn {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	if h.Shutting.Load() {
+		_ = c.Close()
+		return nil
+	}
+	h.WG.Add(1)
+	tc := tls.Server(c, cfg)
+	h.Handshaking[tc] = struct{}{}
+	return tc
+}
+
+// Handshaken ends tc's handshake in the registry. A connection that is
+// not served after it (a failed handshake, an ACME challenge) goes to
+// Release.
+func (h *ConnServer) Handshaken(tc *tls.Conn) {
+	h.Mu.Lock()
+	delete(h.Handshaking, tc)
+	h.Mu.Unlock()
+}
+
+// Release closes an admitted connection nobody serves and takes it out
+// of the drain's count.
+func (h *ConnServer) Release(c net.Conn) {
+	_ = c.Close()
+	h.WG.Done()
+}
+
+// ServeH2 registers c, an HTTPS connection that negotiated h2, and serves
+// it; it stays in the drain's count until its last handler returns
+// (h2srv.Config.Done, ForgetH2).
+func (h *ConnServer) ServeH2(c *h2srv.Conn) {
+	h.Mu.Lock()
+	h.H2Conns[c] = struct{}{}
+	h.Mu.Unlock()
+	c.Serve()
+}
+
+// ServeTLS serves tc, handshaken for HTTP/1.1, on the connection loop. A
+// connection handshaken during a drain still has a request on its way
+// answered (with Connection: close), as an idle one does.
+func (h *ConnServer) ServeTLS(tc *tls.Conn) {
+	hc := &H1Conn{Conn: tc}
+	h.Mu.Lock()
+	h.Conns[hc] = struct{}{} // already in WG (AdmitTLS)
+	if h.Shutting.Load() {
+		_ = tc.SetReadDeadline(time.Now().Add(DrainIdleGrace))
+	}
+	h.Mu.Unlock()
+	h.RunConn(hc, nil)
 }
