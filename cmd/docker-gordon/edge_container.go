@@ -21,6 +21,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 )
 
 // renderSystemStatus writes one line per container.
@@ -228,6 +229,9 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 --access-log-max-size bytes, keeping --access-log-keep old files.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if swarmsys.Present(env.opts.stateDir) {
+				return fmt.Errorf("this state directory serves a swarm: its edge is the global service gordon-edge; use docker gordon system start (or system status): %w", core.ErrConflict)
+			}
 			remembered := flags.resolve(cmd, env.opts.stateDir)
 			u, err := edgeUnit(env.opts.stateDir, flags.httpAddr, flags.adminAddr, flags.drain)
 			if err != nil {

@@ -64,7 +64,7 @@ picked).`,
 			if err != nil {
 				return err
 			}
-			rt, err := host.Runtime(ctx, "docker")
+			rt, err := host.Runtime(ctx, env.runtimeName())
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ package main
 // interrupts a local one (runner.go).
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,6 +40,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 )
 
 // Engine labels (dockerd --label) that move a server's gordon paths: the
@@ -128,7 +130,16 @@ func (e *cliEnv) routeEngine(cmd *cobra.Command) error {
 	t := resolveTarget(e.dockerCli)
 	e.target = t
 	fmt.Fprintf(e.dockerCli.Err(), "engine: %s\n", t)
+	if !t.Remote && !e.localSwarmRunner() {
+		return nil
+	}
+	if !t.Remote && cmd.Annotations[annotationRemoteSelf] == "true" {
+		return nil
+	}
 	if !t.Remote {
+		// A swarm's state directory: the verb runs on the edge overlay.
+		cmd.Run = nil
+		cmd.RunE = func(cmd *cobra.Command, args []string) error { return runRemote(cmd, e, args) }
 		return nil
 	}
 	if cmd.Flags().Changed("state-dir") {
@@ -149,6 +160,9 @@ type serverPaths struct {
 	StateDir string
 	Socket   string
 	Arch     string
+	// Network is the runner's network: the edge overlay on a swarm
+	// manager that has one (issue 25), else "" (the host network).
+	Network string
 }
 
 // readServerPaths takes the state directory and the socket from the engine's
@@ -173,6 +187,11 @@ func readServerPaths(ctx context.Context, api client.APIClient) (serverPaths, er
 		p.StateDir = d
 	}
 	p.Arch = info.Info.Architecture
+	if info.Info.Swarm.ControlAvailable {
+		if _, err := api.NetworkInspect(ctx, swarmsys.DefaultNetwork, client.NetworkInspectOptions{}); err == nil {
+			p.Network = swarmsys.DefaultNetwork
+		}
+	}
 	return p, nil
 }
 
@@ -286,11 +305,18 @@ func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	if !t.Remote {
+		// This machine's engine, a swarm manager: same paths as here.
+		paths.StateDir, paths.Socket = e.opts.stateDir, strings.TrimPrefix(t.Host, "unix://")
+	}
 	rc, err := prepareBundle(ctx, cmd, e, args, paths)
 	if err != nil {
 		return err
 	}
-	if rc.shipImages {
+	if paths.Network != "" && rc.copyImages {
+		return fmt.Errorf("--copy-images: %s is a swarm manager and every node pulls an instance's image by digest from a registry; an image sent to the manager alone reaches no other node: push it to a registry the nodes can pull from; nothing was changed: %w", t, core.ErrInvalid)
+	}
+	if rc.shipImages && paths.Network == "" {
 		if err := shipImages(ctx, e, rc.images, rc.copyImages); err != nil {
 			return err
 		}
@@ -389,7 +415,7 @@ func createRunner(ctx context.Context, e *cliEnv, api client.APIClient, image st
 		HostConfig: &container.HostConfig{
 			// The edge and the apps' loopback binds are on the host
 			// network (readiness probes, the edge's admin address).
-			NetworkMode: "host",
+			NetworkMode: container.NetworkMode(cmp.Or(p.Network, "host")),
 			AutoRemove:  true,
 			Binds:       []string{p.Socket + ":" + p.Socket, p.StateDir + ":" + p.StateDir},
 		},

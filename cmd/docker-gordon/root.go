@@ -275,6 +275,7 @@ func (e *cliEnv) pluginHost() (*sdk.Host, error) {
 // --context) and the state directory to the backend plugins.
 func (e *cliEnv) pluginEnv() []string {
 	env := []string{"GORDON_STATE_DIR=" + e.opts.stateDir}
+	env = append(env, e.swarmPluginEnv()...)
 	if ep := e.dockerCli.DockerEndpoint(); ep.Host != "" {
 		env = append(env, "DOCKER_HOST="+ep.Host)
 	}
@@ -305,7 +306,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		defer close(trDone)
 		tr, trErr = host.Traffic(ctx, "edge")
 	}()
-	rt, err := host.Runtime(ctx, "docker")
+	rt, err := host.Runtime(ctx, e.runtimeName())
 	<-trDone
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 )
 
 // reconcileOpts are the flags of `system start` for the reconcile loop.
@@ -121,6 +122,9 @@ engine after a reboot; no registry and no systemd are needed.`,
 		Short: "Stop and remove gordon-reconcile and gordon-edge",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if swarmsys.Present(env.opts.stateDir) {
+				return stopSwarmSystem(cmd.Context(), env)
+			}
 			if err := runStopSystem(cmd.Context(), env, syscontainer.ReconcileName, 30*time.Second); err != nil {
 				return err
 			}
@@ -150,12 +154,24 @@ engine after a reboot; no registry and no systemd are needed.`,
 func newSystemStartCommand(env *cliEnv) *cobra.Command {
 	var edgeFlags edgeContainerFlags
 	var interval time.Duration
+	var swarmOpts swarmStartOpts
 	start := &cobra.Command{
 		Use:   "start",
 		Short: "Start (or update) gordon-edge and gordon-reconcile; idempotent",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			remembered := edgeFlags.resolve(cmd, env.opts.stateDir)
+			nodeID, onSwarm, err := chooseSwarm(cmd.Context(), env.dockerCli.Client(), swarmOpts)
+			if err != nil {
+				return err
+			}
+			if onSwarm {
+				return startSwarmSystem(cmd, env, nodeID, swarmOpts, edgeFlags, interval)
+			}
+			if swarmsys.Present(env.opts.stateDir) {
+				return fmt.Errorf("this state directory serves a swarm (%s): system start --runtime docker on it would strand its apps' services; use another --state-dir for a one-engine edge: %w",
+					filepath.Join(env.opts.stateDir, swarmsys.ConfigFile), core.ErrConflict)
+			}
 			eu, err := edgeUnit(env.opts.stateDir, edgeFlags.httpAddr, edgeFlags.adminAddr, edgeFlags.drain)
 			if err != nil {
 				return err
@@ -190,6 +206,7 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 		},
 	}
 	edgeFlags.register(start)
+	swarmOpts.register(start)
 	start.Flags().DurationVar(&interval, "interval", engine.DefaultReconcileInterval, "time between reconcile passes")
 
 	return start

@@ -62,7 +62,7 @@ func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error
 	host, err := env.pluginHost()
 	if err == nil {
 		var rt core.Runtime
-		if rt, err = host.Runtime(ctx, "docker"); err == nil {
+		if rt, err = host.Runtime(ctx, env.runtimeName()); err == nil {
 			if _, err = rt.Info(ctx); err == nil {
 				eng := &engine.Engine{Runtime: rt}
 				if err := eng.CheckImages(ctx, spec); err != nil {

@@ -105,7 +105,7 @@ type HTTPRun struct {
 }
 
 // StartHTTP starts cfg.Clients clients; it fails only for a target that
-// is not loopback.
+// is not loopback (CheckTarget: any address inside a created namespace).
 func StartHTTP(cfg HTTPConfig) (*HTTPRun, error) {
 	addr := cfg.Addr
 	if addr == "" {
@@ -115,7 +115,7 @@ func StartHTTP(cfg HTTPConfig) (*HTTPRun, error) {
 		}
 		addr = u.Host
 	}
-	if err := CheckLoopback(addr); err != nil {
+	if err := CheckTarget(addr); err != nil {
 		return nil, err
 	}
 	if cfg.MaxErrors <= 0 {

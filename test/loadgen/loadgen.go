@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -68,6 +69,26 @@ func CheckLoopback(addr string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %q", ErrNotLoopback, addr)
+}
+
+// CheckTarget is CheckLoopback, except in a network namespace other than
+// the machine's first one (a lab the test created, e.g. test/swarmlab's,
+// entered with nsenter): every address there is inside that namespace's
+// own networks, so it is allowed.
+func CheckTarget(addr string) error {
+	err := CheckLoopback(addr)
+	if err != nil && inCreatedNetNS() {
+		return nil
+	}
+	return err
+}
+
+// inCreatedNetNS reports whether this process's network namespace differs
+// from PID 1's (false when either cannot be read).
+func inCreatedNetNS() bool {
+	self, err1 := os.Readlink("/proc/self/ns/net")
+	first, err2 := os.Readlink("/proc/1/ns/net")
+	return err1 == nil && err2 == nil && self != first
 }
 
 // errorLog keeps the first max error texts (distinct ones only when

@@ -41,6 +41,10 @@ type Traffic struct {
 	pollInterval time.Duration
 	adminTimeout time.Duration
 	client       *http.Client
+	// swarm lists the edge tasks when the state directory has a swarm
+	// configuration (swarm.go); pushClient PUTs tables to them.
+	swarm      swarmEdges
+	pushClient *http.Client
 }
 
 var (
@@ -77,6 +81,8 @@ func New(stateDir string, opts ...Option) *Traffic {
 		o(t)
 	}
 	t.client = &http.Client{Timeout: t.adminTimeout}
+	t.swarm = &apiEdges{}
+	t.pushClient = &http.Client{}
 	return t
 }
 
@@ -113,6 +119,11 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 		return 0, fmt.Errorf("traffic/edge: write route table generation %d: %w: %w", gen, core.ErrUnavailable, err)
 	}
 	deadline := time.Now().Add(t.applyTimeout)
+	if cfg, onSwarm, err := t.swarmConfig(); err != nil {
+		return 0, fmt.Errorf("traffic/edge: %w", err)
+	} else if onSwarm {
+		return gen, t.pushSwarm(ctx, cfg, table, deadline)
+	}
 	if live, ok := t.reload(ctx, st.AdminAddr); ok {
 		if done, err := t.confirmed(live, true, table); done {
 			return gen, err
@@ -258,6 +269,11 @@ func (t *Traffic) foreignEdge(st routetable.Status) error {
 // status.json is core.ErrUnavailable (the edge never ran here); an edge
 // serving another state directory, core.ErrConflict.
 func (t *Traffic) Status(ctx context.Context) (core.TrafficStatus, error) {
+	if cfg, onSwarm, err := t.swarmConfig(); err != nil {
+		return core.TrafficStatus{}, fmt.Errorf("traffic/edge: %w", err)
+	} else if onSwarm {
+		return t.swarmStatus(ctx, cfg)
+	}
 	file, err := t.readStatusFile()
 	if err != nil {
 		return core.TrafficStatus{}, fmt.Errorf("traffic/edge: %w (is gordon-edge running? docker gordon edge start)", err)

@@ -10,6 +10,7 @@
 package syscontainer
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -70,11 +71,18 @@ type Unit struct {
 	// Handover: the new container starts beside the running one, takes
 	// its listeners over and the old one drains and exits (edge, R60).
 	Handover bool
+	// Network is the container's network ("": the host network). On a
+	// swarm the reconcile loop runs on the edge overlay.
+	Network string
 }
 
 // configHash covers everything that, when changed, requires a new container.
 func (u Unit) ConfigHash(imageID string) string {
-	b, _ := json.Marshal([]any{imageID, u.Entrypoint, u.Cmd, u.Env, u.Binds, u.User, u.GroupAdd, int(u.StopGrace / time.Second)})
+	parts := []any{imageID, u.Entrypoint, u.Cmd, u.Env, u.Binds, u.User, u.GroupAdd, int(u.StopGrace / time.Second)}
+	if u.Network != "" {
+		parts = append(parts, u.Network) // host-network units keep their hash
+	}
+	b, _ := json.Marshal(parts)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])[:16]
 }
@@ -183,7 +191,7 @@ func createSystem(ctx context.Context, api client.APIClient, u Unit, name string
 			Labels:      labels,
 		},
 		HostConfig: &container.HostConfig{
-			NetworkMode:   "host",
+			NetworkMode:   container.NetworkMode(cmp.Or(u.Network, "host")),
 			RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
 			Binds:         u.Binds,
 			GroupAdd:      u.GroupAdd,

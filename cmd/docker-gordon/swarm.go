@@ -1,0 +1,294 @@
+package main
+
+// Docker Swarm (issue 25). `system start` on a swarm manager puts
+// gordon-edge on the nodes as a global service (swarmsys) and writes
+// <state>/swarm.json. From then on this state directory's runtime is
+// runtime/swarm, and every engine verb runs in a runner container on the
+// manager attached to the edge overlay: the probes reach task IPs there,
+// and traffic/edge pushes each route table to every edge task over it.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+)
+
+// envOnEdgeNetwork is set in the containers that already run on the edge
+// overlay (the swarm reconcile loop): their verbs run in place instead of
+// in a runner.
+const envOnEdgeNetwork = "GORDON_ON_EDGE_NETWORK"
+
+// runtimeName is the runtime backend this state directory uses: "swarm"
+// once `system start` ran on a swarm manager (<state>/swarm.json), else
+// "docker".
+func (e *cliEnv) runtimeName() string {
+	if swarmsys.Present(e.opts.stateDir) {
+		return "swarm"
+	}
+	return "docker"
+}
+
+// swarmPluginEnv is the backends' extra environment on a swarm: the edge
+// overlay runtime/swarm attaches instances to.
+func (e *cliEnv) swarmPluginEnv() []string {
+	cfg, ok, err := swarmsys.Load(e.opts.stateDir)
+	if err != nil || !ok {
+		return nil
+	}
+	return []string{swarmsys.EnvEdgeNetwork + "=" + cfg.Network}
+}
+
+// localSwarmRunner reports whether a verb on this machine's engine must
+// run in a runner on the edge overlay: the state directory is a swarm's
+// and this process is not already on that overlay.
+func (e *cliEnv) localSwarmRunner() bool {
+	return runnerSession == nil && os.Getenv(envOnEdgeNetwork) == "" && swarmsys.Present(e.opts.stateDir)
+}
+
+// swarmStartOpts are system start's swarm flags.
+type swarmStartOpts struct {
+	runtime   string // auto, docker or swarm
+	registry  string
+	edgeNodes string // all or labelled
+}
+
+func (o *swarmStartOpts) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "auto (swarm when the engine is a swarm manager), docker (this engine only) or swarm")
+	cmd.Flags().StringVar(&o.registry, "registry", "", "on a swarm: the registry (host[:port][/path]) the edge image is pushed to; every node pulls it from there")
+	cmd.Flags().StringVar(&o.edgeNodes, "edge-nodes", "all", "on a swarm: run the edge on all nodes, or only on nodes labelled "+swarmsys.EdgeNodeLabel+"=true (labelled)")
+}
+
+// chooseSwarm decides whether system start sets up a swarm: --runtime
+// swarm (refused when the engine is not a manager), docker (never), auto
+// (when the engine is a swarm manager). nodeID is the manager's.
+func chooseSwarm(ctx context.Context, api client.APIClient, o swarmStartOpts) (nodeID string, use bool, err error) {
+	switch o.runtime {
+	case "docker":
+		return "", false, nil
+	case "auto", "swarm":
+	default:
+		return "", false, fmt.Errorf("--runtime %q: want auto, docker or swarm: %w", o.runtime, core.ErrInvalid)
+	}
+	id, manager, err := swarmsys.Manager(ctx, api)
+	if err != nil {
+		return "", false, err
+	}
+	if !manager {
+		if o.runtime == "swarm" {
+			return "", false, fmt.Errorf("--runtime swarm: this engine is not a swarm manager (docker swarm init, or point --context at a manager); nothing was changed: %w", core.ErrInvalid)
+		}
+		return "", false, nil
+	}
+	return id, true, nil
+}
+
+// swarmHTTPPort is the host-mode port of --http-addr: the edge publishes
+// it on every node's addresses, so only ":PORT" (or "0.0.0.0:PORT") is
+// meaningful.
+func swarmHTTPPort(addr string) (int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		if n, perr := strconv.Atoi(port); perr == nil && n > 0 && n < 65536 {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("--http-addr %q: on a swarm the edge publishes a port on every edge node (host mode), so give :PORT: %w", addr, core.ErrInvalid)
+}
+
+// startSwarmSystem is system start on a swarm manager: the edge overlay,
+// the edge image pushed to the registry, the route-push token, the global
+// edge service, swarm.json, then gordon-reconcile on the manager on the
+// overlay; it waits until an edge task runs.
+func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmStartOpts, ef edgeContainerFlags, interval time.Duration) error {
+	ctx := cmd.Context()
+	out, api, stateDir := env.dockerCli.Out(), env.dockerCli.Client(), env.opts.stateDir
+	if err := checkSwarmStart(o, ef); err != nil {
+		return err
+	}
+	port, err := swarmHTTPPort(ef.httpAddr)
+	if err != nil {
+		return err
+	}
+	bin, err := findEdgeBinary()
+	if err != nil {
+		return fmt.Errorf("%w: %w", core.ErrNotFound, err)
+	}
+	if err := ensureStateDir(stateDir); err != nil {
+		return err
+	}
+	cfg := swarmsys.Config{Registry: o.registry, ManagerNode: nodeID, HTTPPort: port, Labelled: o.edgeNodes == "labelled"}
+	if old, ok, _ := swarmsys.Load(stateDir); ok {
+		cfg.Network, cfg.Service, cfg.AdminPort = old.Network, old.Service, old.AdminPort
+	}
+	if cfg.Network == "" {
+		cfg.Network = swarmsys.DefaultNetwork
+	}
+	if cfg.Service == "" {
+		cfg.Service = swarmsys.DefaultService
+	}
+	if cfg.AdminPort == 0 {
+		cfg.AdminPort = swarmsys.DefaultAdminPort
+	}
+	if err := swarmsys.EnsureNetwork(ctx, api, cfg.Network); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "network %s: attachable overlay\n", cfg.Network)
+	img, err := sysimage.Build(ctx, api, "edge", map[string]string{"/gordon-edge": bin}, map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: syscontainer.RoleSystem})
+	if err != nil {
+		return fmt.Errorf("edge image: %w", err)
+	}
+	target := strings.TrimSuffix(o.registry, "/") + "/gordon-edge"
+	if cfg.Image, err = swarmsys.PushImage(ctx, api, img.Ref, o.registry, img.Hash, env.registryAuth(target)); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "edge image: %s\n", cfg.Image)
+	token, err := swarmsys.EnsureToken(stateDir)
+	if err != nil {
+		return fmt.Errorf("edge route-push token: %w", err)
+	}
+	action, err := swarmsys.EnsureEdgeService(ctx, api, swarmsys.EdgeService{Config: cfg, Token: token, Drain: ef.drain}, env.registryAuth(target))
+	if err != nil {
+		return err
+	}
+	if err := swarmsys.Save(stateDir, cfg); err != nil {
+		return fmt.Errorf("swarm configuration: %w", err)
+	}
+	fmt.Fprintf(out, "%s: global service %s (HTTP on :%d of every edge node, host mode)\n", cfg.Service, action, port)
+	ru, err := swarmReconcileUnit(stateDir, env.dockerCli.DockerEndpoint().Host, cfg, interval, reconcileHasBoot(cmd))
+	if err != nil {
+		return err
+	}
+	r, err := syscontainer.Ensure(ctx, api, ru)
+	if err != nil {
+		return err
+	}
+	printStart(out, ru.Name, r)
+	ef.remember(stateDir)
+	return awaitSwarmEdge(ctx, env, api, cfg)
+}
+
+// checkSwarmStart refuses what a swarm edge cannot do yet, before
+// anything changes.
+func checkSwarmStart(o swarmStartOpts, ef edgeContainerFlags) error {
+	switch {
+	case o.registry == "":
+		return fmt.Errorf("on a swarm every node pulls the edge's image from a registry: pass --registry HOST[:PORT] (one the nodes can pull from), or --runtime docker to run the edge on this engine only; nothing was changed: %w", core.ErrInvalid)
+	case o.edgeNodes != "all" && o.edgeNodes != "labelled":
+		return fmt.Errorf("--edge-nodes %q: want all or labelled: %w", o.edgeNodes, core.ErrInvalid)
+	case ef.tls.httpsAddr != "":
+		return fmt.Errorf("--https-addr: HTTPS on a swarm edge is not supported yet (each node's edge would need the certificates; ACME state is per state directory); nothing was changed: %w", core.ErrInvalid)
+	}
+	return nil
+}
+
+// swarmReconcileUnit is gordon-reconcile on the manager, on the edge
+// overlay (it re-routes rescheduled tasks: their new IPs are pushed to
+// every edge), polling every interval (default 1 s on a swarm: Swarm has
+// no task events).
+func swarmReconcileUnit(stateDir, dockerHost string, cfg swarmsys.Config, interval time.Duration, boot bool) (syscontainer.Unit, error) {
+	if interval <= 0 || interval > time.Second {
+		interval = time.Second
+	}
+	u, err := reconcileUnit(stateDir, dockerHost, reconcileUnitOpts{interval: interval, boot: boot})
+	if err != nil {
+		return u, err
+	}
+	u.Network = cfg.Network
+	u.Env = append(u.Env, envOnEdgeNetwork+"=1", swarmsys.EnvEdgeNetwork+"="+cfg.Network)
+	return u, nil
+}
+
+// awaitSwarmEdge waits (at most 2 minutes, printing progress) until an
+// edge task runs, then lists where the edge runs.
+func awaitSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, cfg swarmsys.Config) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	last := ""
+	for {
+		tasks, err := swarmsys.EdgeTasks(ctx, api, cfg.Service, cfg.Network)
+		if err != nil {
+			return err
+		}
+		running, states := 0, []string{}
+		for _, t := range tasks {
+			states = append(states, t.NodeName+" "+t.State)
+			if t.Running() {
+				running++
+			}
+		}
+		line := strings.Join(states, ", ")
+		if running > 0 && running == len(tasks) {
+			fmt.Fprintf(env.dockerCli.Out(), "%s: running on %d node(s): %s\n", cfg.Service, running, line)
+			return nil
+		}
+		if line != last {
+			fmt.Fprintf(env.dockerCli.Err(), "waiting for the edge tasks: %s\n", orDash(line))
+			last = line
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the edge service %s has %d of %d task(s) running after 2 minutes (%s): see docker service ps %s: %w",
+				cfg.Service, running, len(tasks), orDash(line), cfg.Service, core.ErrUnavailable)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// stopSwarmSystem is system stop on a swarm: gordon-reconcile, the edge
+// service; swarm.json stays (apps keep their runtime; system start brings
+// the edge back).
+func stopSwarmSystem(ctx context.Context, env *cliEnv) error {
+	if err := runStopSystem(ctx, env, syscontainer.ReconcileName, 30*time.Second); err != nil {
+		return err
+	}
+	cfg, _, err := swarmsys.Load(env.opts.stateDir)
+	if err != nil {
+		return err
+	}
+	found, err := swarmsys.RemoveEdgeService(ctx, env.dockerCli.Client(), cfg.Service)
+	if err != nil {
+		return err
+	}
+	if found {
+		fmt.Fprintf(env.dockerCli.Out(), "%s: service removed (each task drains for its stop grace)\n", cfg.Service)
+	} else {
+		fmt.Fprintf(env.dockerCli.Out(), "%s: not running\n", cfg.Service)
+	}
+	return nil
+}
+
+// renderSwarmLine prints "runtime: swarm, 3 nodes (3 ready): n1 ready
+// manager, …" on a swarm's state directory (nothing on one engine).
+func renderSwarmLine(ctx context.Context, env *cliEnv) {
+	if env.runtimeName() != "swarm" {
+		return
+	}
+	nodes, err := swarmsys.Nodes(ctx, env.dockerCli.Client())
+	if err != nil {
+		fmt.Fprintf(env.dockerCli.Out(), "runtime: swarm (nodes unknown: %v)\n\n", err)
+		return
+	}
+	ready := 0
+	var parts []string
+	for _, n := range nodes {
+		if n.Ready {
+			ready++
+		}
+		parts = append(parts, n.String())
+	}
+	fmt.Fprintf(env.dockerCli.Out(), "runtime: swarm, %d nodes (%d ready): %s\n\n", len(nodes), ready, strings.Join(parts, ", "))
+}

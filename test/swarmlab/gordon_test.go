@@ -1,0 +1,213 @@
+package swarmlab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/test/testimages"
+)
+
+// gordonLab is a 3-node lab with docker-gordon and gordon-edge built for
+// it, a state directory, and the manager as the CLI's engine.
+type gordonLab struct {
+	*Lab
+	bin   string // directory with docker-gordon and gordon-edge
+	state string
+	home  string // DOCKER_CONFIG
+	httpd string // the httpd test image in the lab registry
+}
+
+// buildGordon builds docker-gordon and gordon-edge (static) into dir.
+func buildGordon(ctx context.Context, dir string) error {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	for _, b := range []struct{ pkg, out string }{
+		{"./cmd/docker-gordon", "docker-gordon"},
+		{"./cmd/gordon-edge", "gordon-edge"},
+	} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-X main.version=swarmlab", "-o", filepath.Join(dir, b.out), b.pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %w\n%s", b.pkg, err, out)
+		}
+	}
+	return nil
+}
+
+// upGordonLab brings the lab up, builds the binaries and pushes httpd.
+func upGordonLab(ctx context.Context, t *testing.T, prefix, subnet string) *gordonLab {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	require.NoError(t, buildGordon(ctx, bin))
+	require.NoError(t, testimages.Compile(ctx, bin, "httpd"))
+	lab, err := Up(ctx, Options{Nodes: 3, Prefix: prefix, Subnet: subnet, Registry: true, Log: t.Logf})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lab.Down() })
+	ref, err := lab.PushImage(ctx, "httpd:gordon", filepath.Join(bin, "httpd"))
+	require.NoError(t, err)
+	g := &gordonLab{Lab: lab, bin: bin, state: filepath.Join(dir, "state"), home: filepath.Join(dir, "docker"), httpd: ref}
+	require.NoError(t, os.MkdirAll(g.home, 0o700))
+	return g
+}
+
+// cliResult is one CLI run.
+type cliResult struct {
+	out, err string
+	code     int
+}
+
+func (r cliResult) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+}
+
+// gordon runs `docker-gordon gordon ARGS` against the manager.
+func (g *gordonLab) gordon(ctx context.Context, args ...string) cliResult {
+	cmd := exec.CommandContext(ctx, filepath.Join(g.bin, "docker-gordon"), append([]string{"gordon"}, args...)...)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+g.Nodes[0].Host, "GORDON_STATE_DIR="+g.state, "DOCKER_CONFIG="+g.home,
+		"PATH="+g.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := cliResult{out: so.String(), err: se.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		r.code, r.err = -1, r.err+err.Error()
+	}
+	return r
+}
+
+// must runs the CLI and fails the test unless it exits 0.
+func (g *gordonLab) must(ctx context.Context, t *testing.T, args ...string) cliResult {
+	t.Helper()
+	r := g.gordon(ctx, args...)
+	require.Equal(t, 0, r.code, "docker gordon %s:\n%s", strings.Join(args, " "), r)
+	return r
+}
+
+// tasksOf lists "node state" of the running tasks of the services whose
+// labels include app and service.
+func (g *gordonLab) tasksOf(ctx context.Context, app, service string) ([]string, error) {
+	ids, err := g.Docker(ctx, 1, "service", "ls", "-q", "--filter", "label=dev.gordon.app="+app, "--filter", "label=dev.gordon.service="+service)
+	if err != nil || ids == "" {
+		return nil, err
+	}
+	out, err := g.Docker(ctx, 1, append([]string{"service", "ps", "--filter", "desired-state=running", "--format", "{{.Node}} {{.CurrentState}}"}, strings.Fields(ids)...)...)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "Running") {
+			lines = append(lines, strings.Fields(l)[0])
+		}
+	}
+	return lines, nil
+}
+
+func webManifest(image, version string) string {
+	return fmt.Sprintf(`name = "web"
+
+[services.web]
+image = %q
+replicas = 3
+stop_grace = "5s"
+
+[services.web.env]
+VERSION = %q
+DRAIN_DELAY = "1s"
+
+[[services.web.http]]
+port = 8080
+host = "web.lab"
+
+[services.web.readiness]
+type = "http"
+path = "/healthz"
+timeout = "60s"
+`, image, version)
+}
+
+// Docker Swarm end to end (issue 25) on the project's 3-node lab:
+// system start puts the edge on every node; a 3-replica service spreads
+// over the nodes and answers through the edge of every node; a deploy
+// under load fails no request; status names the runtime and the nodes.
+func TestSwarm_GordonDeploysOntoAThreeNodeSwarmWithoutFailingARequest(t *testing.T) {
+	need(t)
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	g := upGordonLab(ctx, t, "gse", "10.77.0")
+	t.Logf("lab up and binaries built in %v", time.Since(began).Round(time.Millisecond))
+
+	r := g.must(ctx, t, "system", "start", "--registry", g.Registry, "--http-addr", ":80")
+	t.Logf("system start:\n%s", r)
+	assert.Contains(t, r.out, "running on 3 node(s)")
+
+	// The edge answers on every node (no route yet: 404 from the edge).
+	for _, n := range g.Nodes {
+		out, err := g.InLab(ctx, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3", "-H", "Host: none.lab", "http://"+n.IP+"/")
+		require.NoError(t, err)
+		assert.Equal(t, "404", out, "the edge on %s answers an unrouted host", n.Name)
+	}
+
+	d0 := time.Now()
+	r = g.must(ctx, t, "deploy", "-f", writeManifest(t, webManifest(g.httpd, "v1")))
+	t.Logf("first deploy in %v:\n%s", time.Since(d0).Round(time.Millisecond), r.err)
+	nodes, err := g.tasksOf(ctx, "web", "web")
+	require.NoError(t, err)
+	require.Len(t, nodes, 3, "3 running replicas: %v", nodes)
+	spread := map[string]bool{}
+	for _, n := range nodes {
+		spread[n] = true
+	}
+	assert.GreaterOrEqual(t, len(spread), 2, "the replicas spread over at least 2 nodes: %v", nodes)
+
+	for _, n := range g.Nodes {
+		out, err := g.InLab(ctx, "curl", "-sf", "--max-time", "3", "-H", "Host: web.lab", "http://"+n.IP+"/")
+		require.NoError(t, err, "the app answers through the edge on %s", n.Name)
+		assert.Contains(t, out, "version=v1")
+	}
+
+	load := startLabLoad(t, g.Lab, "http://"+g.Nodes[0].IP+"/", "web.lab", 8, 5*time.Minute)
+	load.awaitOK(t, 200, 30*time.Second)
+	d1 := time.Now()
+	r = g.must(ctx, t, "deploy", "-f", writeManifest(t, webManifest(g.httpd, "v2")))
+	t.Logf("deploy under load in %v:\n%s", time.Since(d1).Round(time.Millisecond), r.err)
+	load.awaitOK(t, 200, 30*time.Second)
+	st := load.Stop()
+	t.Logf("load during the deploy: %d OK, %d failed, p99 %v, longest gap %v, errors %v", st.OK, st.Failed(), st.P99, st.LongestGap, st.Errors)
+	assert.Zero(t, st.Failed(), "no request fails during a deploy: %v", st.Errors)
+	for _, n := range g.Nodes {
+		out, err := g.InLab(ctx, "curl", "-sf", "--max-time", "3", "-H", "Host: web.lab", "http://"+n.IP+"/")
+		require.NoError(t, err)
+		assert.Contains(t, out, "version=v2", "the edge on %s serves the new generation", n.Name)
+	}
+
+	r = g.must(ctx, t, "status")
+	assert.Contains(t, r.out, "runtime: swarm, 3 nodes (3 ready)")
+	t.Logf("status:\n%s", r.out)
+	t.Logf("whole test in %v", time.Since(began).Round(time.Millisecond))
+}
+
+// writeManifest writes a manifest to a temporary file.
+func writeManifest(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "app.toml")
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
