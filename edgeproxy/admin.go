@@ -6,8 +6,9 @@ import (
 	"net/http/pprof"
 )
 
-// adminHandler serves GET /status (live routetable.Status as JSON) and GET
-// /healthz ("ok").
+// adminHandler serves GET /status (live routetable.Status as JSON), GET
+// /healthz ("ok"), GET /metrics, POST /reload and, with RoutesToken, PUT
+// and GET /routes.
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
@@ -19,6 +20,10 @@ func (s *Server) adminHandler() http.Handler {
 	// poll (traffic/edge calls it right after writing a table) and answers
 	// with the outcome (serveReload, reload.go).
 	mux.HandleFunc("POST /reload", s.serveReload)
+	if s.push != nil {
+		// PUT and GET /routes, with RoutesToken only (routepush.go).
+		s.push.Register(mux)
+	}
 	if s.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

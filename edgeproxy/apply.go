@@ -60,6 +60,9 @@ func (s *Server) Apply(t routetable.Table) error {
 		}
 	}
 	s.lastErr, s.rejectedGen = "", 0
+	if s.push != nil {
+		s.push.SetApplied(t) // served by GET /routes
+	}
 	s.Logger.Info("route table applied", "generation", t.Generation, "http", len(t.HTTP), "tcp", len(t.TCP), "udp", len(t.UDP))
 	s.writeStatusLocked()
 	if s.tls != nil {

@@ -1,6 +1,7 @@
 package edgeproxy
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -57,20 +58,29 @@ func (s *Server) pollReload(w *watcher) {
 // or this edge handed its listeners over, the answer is 202: queued, the
 // outcome shows in status.json as for any apply.
 func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
+	if !s.awaitReload(r.Context()) {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.Status())
+}
+
+// awaitReload asks for the route table to be read now and reports whether
+// that read is done (true) or not within reloadAnswerWait, before ctx
+// ended, or because this edge handed its listeners over (false).
+func (s *Server) awaitReload(ctx context.Context) bool {
 	done := s.reloaded.add()
 	s.Reload()
 	t := time.NewTimer(reloadAnswerWait)
 	defer t.Stop()
 	select {
 	case <-done:
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(s.Status())
+		return true
 	case <-t.C:
-		w.WriteHeader(http.StatusAccepted)
 	case <-s.handedOver:
 		// The next edge serves now; this one reads no more tables.
-		w.WriteHeader(http.StatusAccepted)
-	case <-r.Context().Done():
-		w.WriteHeader(http.StatusAccepted)
+	case <-ctx.Done():
 	}
+	return false
 }

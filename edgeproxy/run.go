@@ -45,7 +45,9 @@ func (s *Server) Run(ctx context.Context) error {
 	close(s.ready)
 	s.Logger.Info("gordon-edge serving", "http", r.httpAddr, "admin", r.adminAddr, "state_dir", s.cfg.StateDir)
 
+	stopPeers := s.startPeers(ctx)
 	runErr, handedOver := s.watchTable(ctx, w, r.errc)
+	stopPeers()
 	s.shutdownRun(r, handedOver)
 	return runErr
 }
@@ -62,7 +64,8 @@ type runSet struct {
 }
 
 // prepareRun checks the configuration Run needs (state directory, HTTP
-// address, --reuse-port only where supported), creates <state>/edge and
+// address, admin address and peers against the routes token,
+// --reuse-port only where supported), creates <state>/edge and
 // returns the listen configuration of the public listeners.
 func (s *Server) prepareRun() (net.ListenConfig, error) {
 	var lc net.ListenConfig
@@ -71,6 +74,9 @@ func (s *Server) prepareRun() (net.ListenConfig, error) {
 	}
 	if s.cfg.HTTPAddr == "" {
 		return lc, errors.New("gordon-edge: HTTP listen address is required")
+	}
+	if err := s.checkAdminAccess(); err != nil {
+		return lc, err
 	}
 	if err := os.MkdirAll(filepath.Join(s.cfg.StateDir, "edge"), 0o700); err != nil {
 		return lc, fmt.Errorf("gordon-edge: state directory: %w", err)

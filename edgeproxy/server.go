@@ -1,6 +1,7 @@
 package edgeproxy
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/routepush"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
 )
 
@@ -56,10 +58,27 @@ type Config struct {
 	DefaultCertHost string
 	// ACME configures certificate issuance for HTTPSAddr.
 	ACME ACMEConfig
-	// AdminAddr is the loopback admin listen address (GET /status,
-	// /healthz). Default "127.0.0.1:0"; the bound address is written to
-	// status.json as admin_addr.
+	// AdminAddr is the admin listen address (GET /status, /healthz).
+	// Default "127.0.0.1:0"; the bound address is written to status.json
+	// as admin_addr. It must be a loopback address (or "localhost")
+	// unless RoutesToken is set: Run refuses any other.
 	AdminAddr string
+	// RoutesToken, when set, serves PUT /routes and GET /routes on the
+	// admin address to requests carrying "Authorization: Bearer
+	// <RoutesToken>" (the route table pushed over the admin endpoint,
+	// internal/routepush; routepush.go) and lets AdminAddr be any address.
+	// "": neither endpoint exists (404).
+	RoutesToken string
+	// Peers is a DNS name resolving to every edge task's admin address
+	// (e.g. "tasks.gordon-edge" on a swarm; requires RoutesToken). Every
+	// PeerInterval (default 1 s) the edge asks each peer but itself for a
+	// newer table (GET /routes?after=<applied generation>, 1 s bound) and
+	// adopts the newest as a PUT would. "": no peer is asked.
+	Peers        string
+	PeerInterval time.Duration
+	// PeerLookup resolves Peers (tests): addresses "ip" (the peer's admin
+	// port is this edge's own) or "ip:port". nil: DNS A/AAAA records.
+	PeerLookup func(ctx context.Context, name string) ([]string, error)
 	// Logger defaults to a null logger.
 	Logger hclog.Logger
 	// PollInterval is the route table stat interval (default 150 ms).
@@ -175,6 +194,10 @@ type Server struct {
 	httpAddr  atomic.Pointer[string]
 	adminAddr atomic.Pointer[string]
 
+	// push serves the pushed route table (routepush.go); nil without
+	// RoutesToken.
+	push *routepush.Pusher
+
 	// applyMu serializes applies and status writes.
 	applyMu     sync.Mutex
 	lastErr     string
@@ -261,6 +284,7 @@ func New(cfg Config) *Server {
 		Forget:     func(addr string) { s.socks.forget("tcp " + addr) },
 		PeerClosed: dataplane.PeerClosed, DialRetryHook: tcpDialRetryHook,
 	})
+	s.push = s.newPusher()
 	s.udp = l4.NewUDPRelays(l4.UDPConfig{
 		Backends: l4Backends{s.Reg}, IdleTimeout: cfg.UDPIdleTimeout, Logger: cfg.Logger,
 		MaxSessions: cfg.UDPMaxSessions, MaxSessionsPerSource: cfg.UDPMaxSessionsPerSource,

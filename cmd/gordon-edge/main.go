@@ -3,7 +3,8 @@
 // ADDR] [--https-addr ADDR [--acme-email E] [--acme-ca URL]
 // [--acme-ca-root FILE] [--acme=false]] [--trusted-proxies CIDRS]
 // [--read-header-timeout D] [--reuse-port] [--pprof] [--no-handover]
-// [--access-log off|stdout|FILE [--access-log-max-size N] [--access-log-keep N]]`
+// [--access-log off|stdout|FILE [--access-log-max-size N] [--access-log-keep N]]
+// [--routes-token-file FILE [--peers NAME [--peer-interval D]]]`
 // serves in the foreground until SIGTERM or SIGINT, then drains (in-flight
 // requests finish within --shutdown-timeout) and stops; SIGHUP re-reads the
 // route table. Every HTTP request is logged as one JSON line on stdout
@@ -11,6 +12,20 @@
 // listeners over from the running one through <state>/edge/handover.sock,
 // which then drains and exits (SPEC R60); `gordon-edge version` prints the
 // version.
+//
+// On a swarm (issue 25; docs/edge.md "Route table pushed over the admin
+// endpoint") the edge cannot read the publisher's state directory: with a
+// routes token (--routes-token-file FILE, the token is the file's content
+// with surrounding white space trimmed; else the environment's
+// GORDON_EDGE_ROUTES_TOKEN) the admin address also serves PUT /routes (a
+// routetable.Table JSON body, written as <state>/edge/routes.json and
+// applied; 200 with the status, 409 for a lower generation, 401 without
+// the token, 413 over 16 MiB) and GET /routes[?after=N] (the applied
+// table; 204 when not newer than N, 404 when none), and --admin-addr may
+// be a non-loopback address (without a token it must be loopback).
+// --peers NAME (requires the token) resolves NAME every --peer-interval
+// (default 1s) and adopts a newer table from any other edge at it (GET
+// /routes?after=<applied> on this edge's admin port, 1 s bound).
 package main
 
 import (
@@ -21,6 +36,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,6 +88,9 @@ type runOptions struct {
 	accessLog       string
 	accessLogMax    int64
 	accessLogKeep   int
+	routesTokenFile string
+	peers           string
+	peerInterval    time.Duration
 }
 
 func newRunCommand() *cobra.Command {
@@ -87,7 +106,7 @@ func newRunCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.stateDir, "state-dir", defaultStateDir(), "gordon state directory (env GORDON_STATE_DIR)")
 	f.StringVar(&opts.httpAddr, "http-addr", "", "public HTTP listen address, e.g. :80 (required)")
-	f.StringVar(&opts.adminAddr, "admin-addr", "127.0.0.1:0", "loopback admin address (GET /metrics, /status, /healthz)")
+	f.StringVar(&opts.adminAddr, "admin-addr", "127.0.0.1:0", "admin address (GET /metrics, /status, /healthz); loopback unless a routes token is set")
 	f.StringVar(&opts.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	f.DurationVar(&opts.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on shutdown")
 	f.StringVar(&opts.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or IPs of proxies in front of the edge whose Forwarded/X-Forwarded-* headers are kept, and past which an interface's allow list takes the client address from X-Forwarded-For (default: none, the chain is replaced)")
@@ -105,6 +124,9 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&opts.accessLog, "access-log", edgeproxy.AccessLogStdout, "access log, one JSON line per HTTP request (time, host, method, path, status, duration_ms, bytes_out, app, service, instance, client, request_id, protocol): off, stdout, or a file path rotated by size")
 	f.Int64Var(&opts.accessLogMax, "access-log-max-size", edgeproxy.DefaultAccessLogMaxSize, "size in bytes at which an --access-log file is rotated (FILE becomes FILE.1)")
 	f.IntVar(&opts.accessLogKeep, "access-log-keep", edgeproxy.DefaultAccessLogKeep, "rotated --access-log files kept (FILE.1 .. FILE.N)")
+	f.StringVar(&opts.routesTokenFile, "routes-token-file", "", "file holding the routes token (else env "+routesTokenEnv+"): serves PUT /routes and GET /routes on the admin address to \"Authorization: Bearer <token>\", and lets --admin-addr be non-loopback (swarm)")
+	f.StringVar(&opts.peers, "peers", "", "DNS name of every edge's admin address (e.g. tasks.gordon-edge; needs the routes token): adopt a newer route table from any of them (GET /routes?after=N on this edge's admin port)")
+	f.DurationVar(&opts.peerInterval, "peer-interval", time.Second, "how often --peers are asked for a newer route table")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
 }
@@ -133,6 +155,10 @@ func runEdge(ctx context.Context, opts runOptions) error {
 	if accessLog != nil {
 		defer accessLog.Close()
 		accessOut = accessLog
+	}
+	token, err := routesToken(opts.routesTokenFile)
+	if err != nil {
+		return err
 	}
 	tuneGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
@@ -163,6 +189,9 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		DefaultCertHost:   opts.defaultCert,
 		AccessLog:         accessOut,
 		AccessLogName:     opts.accessLog,
+		RoutesToken:       token,
+		Peers:             opts.peers,
+		PeerInterval:      opts.peerInterval,
 	})
 	go func() {
 		for {
@@ -176,6 +205,28 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		}
 	}()
 	return srv.Run(ctx)
+}
+
+// routesTokenEnv holds the routes token itself when no
+// --routes-token-file is given.
+const routesTokenEnv = "GORDON_EDGE_ROUTES_TOKEN"
+
+// routesToken is the routes token: the content of file (surrounding white
+// space trimmed) when file is set, else routesTokenEnv's value ("": no
+// token). An unreadable or empty file is an error.
+func routesToken(file string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(os.Getenv(routesTokenEnv)), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--routes-token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("--routes-token-file: %s is empty", file)
+	}
+	return tok, nil
 }
 
 // tuneGC sets a soft memory limit of 256 MiB (unless GOMEMLIMIT is set),

@@ -272,3 +272,47 @@ func readStatusFile(state string) routetable.Status {
 	}
 	return st
 }
+
+// Issue 25: the routes token comes from --routes-token-file (trimmed),
+// which wins over GORDON_EDGE_ROUTES_TOKEN; an empty or missing file is
+// an error, and neither set means no token.
+func TestGordonEdgeRoutesTokenFileWinsOverEnv(t *testing.T) {
+	t.Setenv(routesTokenEnv, "from-env")
+	file := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(file, []byte("from-file\n"), 0o600))
+	tok, err := routesToken(file)
+	require.NoError(t, err)
+	assert.Equal(t, "from-file", tok)
+	tok, err = routesToken("")
+	require.NoError(t, err)
+	assert.Equal(t, "from-env", tok)
+
+	require.NoError(t, os.WriteFile(file, []byte(" \n"), 0o600))
+	_, err = routesToken(file)
+	assert.ErrorContains(t, err, "empty")
+	_, err = routesToken(filepath.Join(t.TempDir(), "missing"))
+	assert.ErrorContains(t, err, "--routes-token-file")
+
+	t.Setenv(routesTokenEnv, "")
+	tok, err = routesToken("")
+	require.NoError(t, err)
+	assert.Empty(t, tok)
+}
+
+// Issue 25: --peers without a routes token and a non-loopback
+// --admin-addr without one are refused, naming --routes-token-file.
+func TestGordonEdgePeersAndNonLoopbackAdminNeedTheToken(t *testing.T) {
+	t.Setenv(routesTokenEnv, "")
+	for _, args := range [][]string{
+		{"--peers", "tasks.gordon-edge"},
+		{"--admin-addr", "0.0.0.0:0"},
+	} {
+		cmd := newRootCommand()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append([]string{"run", "--state-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--access-log", "off", "--no-handover"}, args...))
+		err := cmd.Execute()
+		require.Error(t, err, "%v", args)
+		assert.Contains(t, err.Error(), "--routes-token-file")
+	}
+}
