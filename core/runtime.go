@@ -140,6 +140,10 @@ type ContainerSpec struct {
 	RestartPolicy string `json:"restart_policy,omitempty"`
 	// HostNetwork runs the container in the host's network namespace.
 	HostNetwork bool `json:"host_network,omitempty"`
+	// Node is ServiceSpec.Node: the node the container must run on (a
+	// swarm node's hostname or ID; "" = the runtime's choice). The Docker
+	// runtime (one engine, one node) accepts and ignores it.
+	Node string `json:"node,omitempty"`
 }
 
 // Mount kinds.

@@ -104,6 +104,11 @@ type ServiceSpec struct {
 	// is not a one-shot (a single-writer service runs one instance); the
 	// edge balances the service's routes over them.
 	Replicas int `json:"replicas,omitempty"`
+	// Node pins the service to one node of a multi-node runtime (manifest
+	// node, compose x-gordon.node): a swarm node's hostname or ID. Its
+	// volumes live there, and a bind mount names a path there. A one-engine
+	// runtime has one node and ignores it.
+	Node string `json:"node,omitempty"`
 	// Hooks are the commands run in the service's containers around the
 	// switch, after start and before stop (SPEC R72); nil runs none.
 	Hooks *Hooks `json:"hooks,omitempty"`

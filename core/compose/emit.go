@@ -27,6 +27,7 @@ type service struct {
 	Replace     string               `toml:"replace,omitempty"`
 	Run         string               `toml:"run,omitempty"`
 	Replicas    int                  `toml:"replicas,omitempty"`
+	Node        string               `toml:"node,omitempty"`
 	DependsOn   []string             `toml:"depends_on,omitempty"`
 	User        string               `toml:"user,omitempty"`
 	WorkingDir  string               `toml:"working_dir,omitempty"`

@@ -272,6 +272,7 @@ func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.Cont
 		Devices:       spec.Devices,
 		StopGrace:     EffectiveGrace(spec.StopGrace),
 		Labels:        map[string]string{},
+		Node:          spec.Node,
 	}
 	applyContainerKeys(&cs, spec, s.pin.img)
 	if spec.Run == core.RunOnce {

@@ -93,6 +93,7 @@ func TestContainerKeys_ReachTheRuntimeWithDefaults(t *testing.T) {
 	db.StopSignal = "SIGQUIT"
 	db.Healthcheck = &core.Healthcheck{Test: []string{"CMD", "/check"}, Interval: core.Duration(time.Second), Retries: 2}
 	db.Readiness = core.Readiness{Type: core.ReadinessNone}
+	db.Node = "node-2"
 	db.Container = core.ContainerOptions{
 		User: "999:999", WorkingDir: "/srv", Init: true, ReadOnly: true, ShmSize: 256 << 20,
 		Tmpfs:   []core.TmpfsMount{{Path: "/run"}, {Path: "/tmp", Options: "size=64m"}},
@@ -114,6 +115,7 @@ func TestContainerKeys_ReachTheRuntimeWithDefaults(t *testing.T) {
 	assert.Equal(t, []string{"/entry"}, cs.Entrypoint)
 	assert.Equal(t, []string{"postgres", "-c", "fsync=off"}, cs.Cmd)
 	assert.Equal(t, "SIGQUIT", cs.StopSignal)
+	assert.Equal(t, "node-2", cs.Node, "issue 25: the node a swarm pins the service to")
 	assert.Equal(t, db.Healthcheck, cs.Healthcheck)
 	assert.Equal(t, "unless-stopped", cs.RestartPolicy)
 	assert.Equal(t, "data", cs.Labels["com.example.team"])

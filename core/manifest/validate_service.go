@@ -76,6 +76,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Replace = v.replace(key+".replace", raw.Replace, &svc)
 	svc.Run = v.run(key, raw.Run, &svc)
 	svc.Replicas = v.replicas(key+".replicas", raw.Replicas, &svc)
+	svc.Node = v.node(key+".node", raw.Node)
 	svc.Hooks = v.hooks(key+".hooks", raw.Hooks, &svc)
 	svc.Monitor = v.monitor(key+".monitor", raw.Monitor, &svc)
 	return svc
@@ -105,6 +106,23 @@ func (v *validator) replicas(key string, raw *int, svc *core.ServiceSpec) int {
 		return 0
 	}
 	return n
+}
+
+// nodeRE is a swarm node's hostname or ID: DNS-ish characters only.
+var nodeRE = newLazyRE(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,252})$`)
+
+// node validates node = "<hostname or node ID>": the node a service is
+// pinned to on a swarm (its volumes, binds and devices live there); one
+// engine ignores it.
+func (v *validator) node(key string, raw *string) string {
+	if raw == nil {
+		return ""
+	}
+	if !nodeRE.MatchString(*raw) {
+		v.addf(key, `invalid node %q: want a swarm node's hostname or ID (letters, digits, ".", "_", "-"), as docker node ls shows it`, *raw)
+		return ""
+	}
+	return *raw
 }
 
 // run validates run = "once": a one-shot service runs to completion at

@@ -30,7 +30,8 @@ func TestManifest_ValidationService(t *testing.T) {
 		{"service env name", base + "[services.web.env]\n\"9LIVES\" = \"x\"\n", "services.web.env.9LIVES", `invalid environment variable name "9LIVES": want a letter or '_' followed by letters, digits or '_'`},
 		{"env value is a string", base + "[services.web.env]\nDEBUG = true\n", "services.web.env.DEBUG", `value must be a string, got a boolean: quote it, e.g. DEBUG = "true"`},
 		{"env value not a table", base + "[services.web.env]\nX = { a = \"b\" }\n", "services.web.env.X", "value must be a string, got a table"},
-		{"unknown service key", base + "scale = 2\n", "services.web.scale", `unknown key "scale": want one of image, build, entrypoint, command, stop_grace, stop_signal, env, secrets, http, tcp, udp, readiness, healthcheck, volume, bind, devices, depends_on, user, working_dir, init, read_only, shm_size, tmpfs, ulimits, cap_add, cap_drop, sysctls, extra_hosts, labels, resources, logging, replace, run, replicas, hooks, monitor`},
+		{"unknown service key", base + "scale = 2\n", "services.web.scale", `unknown key "scale": want one of image, build, entrypoint, command, stop_grace, stop_signal, env, secrets, http, tcp, udp, readiness, healthcheck, volume, bind, devices, depends_on, user, working_dir, init, read_only, shm_size, tmpfs, ulimits, cap_add, cap_drop, sysctls, extra_hosts, labels, resources, logging, replace, run, replicas, node, hooks, monitor`},
+		{"node is a hostname or ID", base + "node = \"node 1\"\n", "services.web.node", `invalid node "node 1": want a swarm node's hostname or ID (letters, digits, ".", "_", "-"), as docker node ls shows it`},
 		{"wrong type", base + "stop_grace = 30\n", "services.web.stop_grace", "wrong type: want a string, got an integer"},
 		{"wrong type in array", base + "http = [{ port = 80 }, { port = \"81\" }]\n", "services.web.http[1].port", "wrong type: want an integer, got a string"},
 		{"wrong type for a map", "name = \"blog\"\nenv = []\n[services.web]\nimage = \"blog:1\"\n", "env", "wrong type: want a table, got an array"},
@@ -95,5 +96,17 @@ func TestManifest_Registry(t *testing.T) {
 		if err != nil || spec.Registry != good {
 			t.Fatalf("registry %q: %v, %q", good, err, spec.Registry)
 		}
+	}
+}
+
+// Issue 25 item 4: node = "<hostname or ID>" pins a service to a swarm
+// node; it reaches the spec as written.
+func TestManifest_NodePinsAServiceToASwarmNode(t *testing.T) {
+	spec, err := Parse("app.toml", []byte(base+"node = \"gsr-n2\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spec.Services[0].Node; got != "gsr-n2" {
+		t.Fatalf("node = %q, want gsr-n2", got)
 	}
 }

@@ -25,8 +25,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 	if err := r.connect(ctx); err != nil {
 		return "", err
 	}
-	spec, err := serviceSpec(c)
+	spec, err := serviceSpec(c, r.opts.EdgeNetwork)
 	if err != nil {
+		return "", err
+	}
+	if err := r.checkEdgeNetwork(ctx, fmt.Sprintf("create swarm instance %q", c.Name)); err != nil {
 		return "", err
 	}
 	res, err := r.cli.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec, EncodedRegistryAuth: core.RegistryAuthFrom(ctx)})
@@ -141,10 +144,12 @@ func (r *Runtime) InspectContainer(ctx context.Context, id string) (core.Contain
 	return stateOf(svc, tasks), nil
 }
 
-// BackendBinds returns, per port, the running task's IP on the instance's
-// primary network (the app's overlay) and the container port (bindsOf):
-// never a VIP, never a service name. No running task wraps
-// core.ErrConflict.
+// BackendBinds returns, per port, the running task's IP and the container
+// port (bindsOf): never a VIP, never a service name. The IP is the task's
+// on the edge network when Options.EdgeNetwork is set (the edge and the
+// readiness probes sit there), else on the instance's primary network
+// (the app's overlay). No running task, or none attached to that network,
+// wraps core.ErrConflict.
 func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.PortSpec) ([]core.BackendBind, error) {
 	if err := r.connect(ctx); err != nil {
 		return nil, err
@@ -154,8 +159,8 @@ func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.Port
 	if err != nil {
 		return nil, err
 	}
-	nets := svc.Spec.TaskTemplate.Networks
-	if len(nets) == 0 {
+	target := bindNetwork(svc.Spec.TaskTemplate.Networks, r.opts.EdgeNetwork)
+	if target == "" {
 		return nil, fmt.Errorf("%s: %w: the service has no network", what, core.ErrConflict)
 	}
 	tasks, err := r.tasks(ctx, id)
@@ -164,7 +169,7 @@ func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.Port
 	}
 	for _, t := range tasks {
 		if t.Status.State == swarm.TaskStateRunning && t.DesiredState == swarm.TaskStateRunning {
-			out, err := bindsOf(t, nets[0].Target, ports)
+			out, err := bindsOf(t, target, ports)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}

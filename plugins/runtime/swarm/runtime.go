@@ -31,9 +31,11 @@ package swarm
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -49,21 +51,59 @@ var _ core.Runtime = (*Runtime)(nil)
 // Name is the runtime's name in RuntimeInfo and in the built-in table.
 const Name = "swarm"
 
+// Environment NewFromEnv reads (besides the docker CLI's DOCKER_*).
+const (
+	// EnvEdgeNetwork names the edge's shared attachable overlay
+	// (Options.EdgeNetwork), e.g. "gordon-edge".
+	EnvEdgeNetwork = "GORDON_SWARM_EDGE_NETWORK"
+	// EnvStateDir is the state directory (Options.StateDir).
+	EnvStateDir = "GORDON_STATE_DIR"
+)
+
+// Options shape a Runtime beyond its manager's address. The zero value is
+// today's behaviour: instances on the app network only, placements
+// recorded only as service labels.
+type Options struct {
+	// EdgeNetwork, when set, is the edge's shared attachable overlay:
+	// every instance also joins it, and BackendBinds returns the task's IP
+	// there (the edge and the readiness probes sit on it), not on the app
+	// network.
+	EdgeNetwork string
+	// StateDir, when set, holds the placement record
+	// <StateDir>/swarm/placement.json (placement.go).
+	StateDir string
+	// StartTimeout bounds StartContainer's wait for a running task (zero:
+	// DefaultStartTimeout).
+	StartTimeout time.Duration
+}
+
+// OptionsFromEnv reads GORDON_SWARM_EDGE_NETWORK and GORDON_STATE_DIR.
+func OptionsFromEnv() Options {
+	return Options{EdgeNetwork: strings.TrimSpace(os.Getenv(EnvEdgeNetwork)), StateDir: os.Getenv(EnvStateDir)}
+}
+
 // Runtime is the Swarm implementation of core.Runtime. Safe for concurrent
 // use.
 type Runtime struct {
 	cli  *client.Client
 	host string
+	opts Options
 
 	mu        sync.Mutex
 	connected bool
+	edgeOK    bool // the edge network was found once
 }
 
 // New returns a Runtime talking to the manager at host ("" = the default
 // local socket), after DOCKER_HOST, DOCKER_API_VERSION, DOCKER_CERT_PATH
-// and DOCKER_TLS_VERIFY when fromEnv. Nothing is contacted until the first
-// call. A malformed host wraps core.ErrInvalid.
+// and DOCKER_TLS_VERIFY when fromEnv, with zero Options. Nothing is
+// contacted until the first call. A malformed host wraps core.ErrInvalid.
 func New(host string, fromEnv bool) (*Runtime, error) {
+	return NewWithOptions(host, fromEnv, Options{})
+}
+
+// NewWithOptions is New with opts.
+func NewWithOptions(host string, fromEnv bool, opts Options) (*Runtime, error) {
 	var ops []client.Opt
 	if fromEnv {
 		ops = append(ops, client.FromEnv)
@@ -75,11 +115,15 @@ func New(host string, fromEnv bool) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("swarm runtime: client: %w: %w", core.ErrInvalid, err)
 	}
-	return &Runtime{cli: cli, host: cli.DaemonHost()}, nil
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	return &Runtime{cli: cli, host: cli.DaemonHost(), opts: opts}, nil
 }
 
-// NewFromEnv is New("", true): the manager the docker CLI would talk to.
-func NewFromEnv() (*Runtime, error) { return New("", true) }
+// NewFromEnv is NewWithOptions("", true, OptionsFromEnv()): the manager
+// the docker CLI would talk to.
+func NewFromEnv() (*Runtime, error) { return NewWithOptions("", true, OptionsFromEnv()) }
 
 // Close releases the client's idle connections.
 func (r *Runtime) Close() error { return r.cli.Close() }
@@ -247,23 +291,7 @@ func (r *Runtime) EnsureNetwork(ctx context.Context, n core.NetworkSpec) (string
 	if n.Name == "" {
 		return "", fmt.Errorf("%s: %w: empty name", what, core.ErrInvalid)
 	}
-	find := func() (string, error) {
-		res, err := r.cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", n.Name)})
-		if err != nil {
-			return "", r.classify(err, what)
-		}
-		for _, nw := range res.Items {
-			if nw.Name != n.Name {
-				continue
-			}
-			if nw.Driver != "overlay" || nw.Scope != "swarm" {
-				return "", fmt.Errorf("%s: %w: a %s network of scope %s has that name; an app network on a swarm is an attachable overlay",
-					what, core.ErrConflict, nw.Driver, nw.Scope)
-			}
-			return nw.ID, nil
-		}
-		return "", nil
-	}
+	find := func() (string, error) { return r.findOverlay(ctx, n.Name, what) }
 	if id, err := find(); err != nil || id != "" {
 		return id, err
 	}
@@ -277,6 +305,51 @@ func (r *Runtime) EnsureNetwork(ctx context.Context, n core.NetworkSpec) (string
 		return "", r.classify(err, what)
 	}
 	return res.ID, nil
+}
+
+// findOverlay returns the ID of the swarm overlay named name ("" when
+// there is none); a network of another kind with that name wraps
+// core.ErrConflict.
+func (r *Runtime) findOverlay(ctx context.Context, name, what string) (string, error) {
+	res, err := r.cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
+	if err != nil {
+		return "", r.classify(err, what)
+	}
+	for _, nw := range res.Items {
+		if nw.Name != name {
+			continue
+		}
+		if nw.Driver != "overlay" || nw.Scope != "swarm" {
+			return "", fmt.Errorf("%s: %w: a %s network of scope %s has that name; an app network on a swarm is an attachable overlay",
+				what, core.ErrConflict, nw.Driver, nw.Scope)
+		}
+		return nw.ID, nil
+	}
+	return "", nil
+}
+
+// checkEdgeNetwork checks once that Options.EdgeNetwork exists as a swarm
+// overlay (the CLI's system start creates it); absent wraps
+// core.ErrUnavailable, saying what to do.
+func (r *Runtime) checkEdgeNetwork(ctx context.Context, what string) error {
+	r.mu.Lock()
+	ok := r.edgeOK
+	r.mu.Unlock()
+	if r.opts.EdgeNetwork == "" || ok {
+		return nil
+	}
+	id, err := r.findOverlay(ctx, r.opts.EdgeNetwork, what)
+	if err != nil {
+		return err
+	}
+	if id == "" {
+		return fmt.Errorf("%s: %w: the edge network %q (%s) does not exist on the swarm: start the edge (docker gordon system start creates it) or unset %s",
+			what, core.ErrUnavailable, r.opts.EdgeNetwork, EnvEdgeNetwork, EnvEdgeNetwork)
+	}
+	r.mu.Lock()
+	r.edgeOK = true
+	r.mu.Unlock()
+	return nil
 }
 
 // EnsureVolume only checks the name: a named volume lives on one node, and

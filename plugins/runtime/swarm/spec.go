@@ -20,6 +20,12 @@ import (
 // (SPEC R25).
 const DefaultGrace = 30 * time.Second
 
+// DefaultStartTimeout bounds StartContainer's wait for a running task when
+// Options.StartTimeout is zero: long enough for a node to pull an image,
+// short enough that a task no node can take (its pinned node is down)
+// fails the start instead of hanging it.
+const DefaultStartTimeout = 3 * time.Minute
+
 // refusedCopyImages is the reason every node must pull from a registry.
 const refusedCopyImages = "push it to a registry the nodes can reach; --copy-images does not work on a swarm"
 
@@ -36,7 +42,8 @@ const refusedCopyImages = "push it to a registry the nodes can reach; --copy-ima
 //     root, tmpfs and shm size as tmpfs mounts, ulimits, capabilities,
 //     sysctls, extra hosts, CPU/memory/pids limits, log driver);
 //   - c.Network (required: the app's attachable overlay) with c.Aliases,
-//     then c.ExtraNetworks;
+//     then c.ExtraNetworks, then edgeNet (the edge's shared overlay, when
+//     set);
 //   - c.RestartPolicy "" → none, "unless-stopped"/"always" → any,
 //     "on-failure" → on-failure;
 //   - named volumes, each created by the node's engine at the task's
@@ -46,7 +53,7 @@ const refusedCopyImages = "push it to a registry the nodes can reach; --copy-ima
 // bind mounts and devices (each names something on one node, and a task
 // may run on any node), an unknown mount type, restart policy or tmpfs
 // option, a bad port.
-func serviceSpec(c core.ContainerSpec) (swarm.ServiceSpec, error) {
+func serviceSpec(c core.ContainerSpec, edgeNet string) (swarm.ServiceSpec, error) {
 	what := fmt.Sprintf("create swarm instance %q", c.Name)
 	if err := refused(c); err != nil {
 		return swarm.ServiceSpec{}, fmt.Errorf("%s: %w: %s", what, core.ErrInvalid, err)
@@ -65,7 +72,7 @@ func serviceSpec(c core.ContainerSpec) (swarm.ServiceSpec, error) {
 		TaskTemplate: swarm.TaskSpec{
 			ContainerSpec: cs,
 			RestartPolicy: rp,
-			Networks:      networks(c),
+			Networks:      networks(c, edgeNet),
 			Resources:     resources(c.Options.Resources),
 		},
 		Mode:         swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &zero}},
@@ -277,11 +284,11 @@ func restartPolicyName(p *swarm.RestartPolicy) string {
 }
 
 // networks attaches the task to c.Network (with c.Aliases), then to each
-// extra network once.
-func networks(c core.ContainerSpec) []swarm.NetworkAttachmentConfig {
+// extra network and to edgeNet ("" = none) once.
+func networks(c core.ContainerSpec, edgeNet string) []swarm.NetworkAttachmentConfig {
 	out := []swarm.NetworkAttachmentConfig{{Target: c.Network, Aliases: append([]string(nil), c.Aliases...)}}
-	seen := map[string]bool{c.Network: true}
-	for _, n := range c.ExtraNetworks {
+	seen := map[string]bool{c.Network: true, "": true}
+	for _, n := range append(append([]string(nil), c.ExtraNetworks...), edgeNet) {
 		if !seen[n] {
 			seen[n] = true
 			out = append(out, swarm.NetworkAttachmentConfig{Target: n})

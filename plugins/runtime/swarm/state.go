@@ -120,6 +120,18 @@ func taskError(t swarm.Task) string {
 	return s
 }
 
+// bindNetwork is the network the edge reaches a task on: edgeNet when set,
+// else the service's first (the app's overlay); "" without any.
+func bindNetwork(nets []swarm.NetworkAttachmentConfig, edgeNet string) string {
+	switch {
+	case edgeNet != "":
+		return edgeNet
+	case len(nets) > 0:
+		return nets[0].Target
+	}
+	return ""
+}
+
 // bindsOf returns the endpoint of each port of a running task: the task's
 // address on the network named (or with the ID) network, without its
 // prefix length, and the container port. Never a VIP nor a name: the edge
