@@ -332,6 +332,9 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		PortCheck:    checkPort,
 		RegistryAuth: e.registryAuth,
 		TrafficHint:  e.trafficHint(),
+		EdgeNetwork:  e.edgeNetwork(),
+		// Swarm replaces a task whose restart policy changes (R59).
+		CreateWithRestartPolicy: e.runtimeName() == "swarm",
 	}
 	return e.eng, nil
 }

@@ -40,6 +40,15 @@ func (e *cliEnv) runtimeName() string {
 	return "docker"
 }
 
+// edgeNetwork is the swarm's edge overlay ("" on one engine): the engine
+// routes instances at their address there (R18).
+func (e *cliEnv) edgeNetwork() string {
+	if cfg, ok, err := swarmsys.Load(e.opts.stateDir); err == nil && ok {
+		return cfg.Network
+	}
+	return ""
+}
+
 // swarmPluginEnv is the backends' extra environment on a swarm: the edge
 // overlay runtime/swarm attaches instances to.
 func (e *cliEnv) swarmPluginEnv() []string {
@@ -291,4 +300,83 @@ func renderSwarmLine(ctx context.Context, env *cliEnv) {
 		parts = append(parts, n.String())
 	}
 	fmt.Fprintf(env.dockerCli.Out(), "runtime: swarm, %d nodes (%d ready): %s\n\n", len(nodes), ready, strings.Join(parts, ", "))
+}
+
+// swarmStatusView is system status --format json on a swarm.
+type swarmStatusView struct {
+	Runtime               string              `json:"runtime"`
+	Nodes                 []swarmsys.Node     `json:"nodes"`
+	Edge                  []swarmsys.EdgeTask `json:"edge_tasks"`
+	Reconcile             syscontainer.Status `json:"reconcile"`
+	EdgeAppliedGeneration *uint64             `json:"edge_applied_generation,omitempty"`
+	EdgeError             string              `json:"edge_error,omitempty"`
+	Config                swarmsys.Config     `json:"config"`
+}
+
+// swarmSystemStatus is system status on a swarm: the nodes, the edge's
+// task on each, gordon-reconcile, and the generation every edge applied.
+func swarmSystemStatus(ctx context.Context, env *cliEnv, format string) error {
+	api := env.dockerCli.Client()
+	cfg, _, err := swarmsys.Load(env.opts.stateDir)
+	if err != nil {
+		return err
+	}
+	view := swarmStatusView{Runtime: "swarm", Config: cfg}
+	if view.Nodes, err = swarmsys.Nodes(ctx, api); err != nil {
+		return err
+	}
+	if view.Edge, err = swarmsys.EdgeTasks(ctx, api, cfg.Service, cfg.Network); err != nil {
+		return err
+	}
+	if view.Reconcile, err = syscontainer.Inspect(ctx, api, syscontainer.ReconcileName); err != nil {
+		return err
+	}
+	if es, err := edgeTrafficStatus(ctx, env); err == nil {
+		g := es.AppliedGeneration
+		view.EdgeAppliedGeneration, view.EdgeError = &g, es.Error
+	} else {
+		view.EdgeError = err.Error()
+	}
+	if isJSON(format) {
+		return writeJSON(env.dockerCli.Out(), view)
+	}
+	w := env.dockerCli.Out()
+	ready := 0
+	for _, n := range view.Nodes {
+		if n.Ready {
+			ready++
+		}
+	}
+	fmt.Fprintf(w, "runtime: swarm, %d nodes (%d ready); edge service %s on overlay %s, HTTP :%d\n", len(view.Nodes), ready, cfg.Service, cfg.Network, cfg.HTTPPort)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "NODE\tNODE STATE\tEDGE TASK\tSTATE\tOVERLAY IP")
+	for _, n := range view.Nodes {
+		task, state, ip := "-", "-", "-"
+		for _, et := range view.Edge {
+			if et.NodeID == n.ID {
+				task, state, ip = short12(et.ID), et.State, orDash(et.IP)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, task, state, ip)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := renderSystemStatus(w, view.Reconcile); err != nil {
+		return err
+	}
+	if view.EdgeAppliedGeneration != nil {
+		fmt.Fprintf(w, "edge applied generation (every edge): %d\n", *view.EdgeAppliedGeneration)
+	}
+	if view.EdgeError != "" {
+		fmt.Fprintf(w, "edge: %s\n", view.EdgeError)
+	}
+	return nil
+}
+
+func short12(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

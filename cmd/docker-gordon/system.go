@@ -221,6 +221,9 @@ func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 		Short: "Show the system containers (state, image, start time) and the edge's applied generation",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if swarmsys.Present(env.opts.stateDir) {
+				return swarmSystemStatus(cmd.Context(), env, format)
+			}
 			api := env.dockerCli.Client()
 			var view systemStatusView
 			for _, name := range []string{syscontainer.EdgeName, syscontainer.ReconcileName} {

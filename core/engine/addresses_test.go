@@ -62,6 +62,27 @@ func TestR18_AnAddressOutsideTheAppNetworkIsNeverRouted(t *testing.T) {
 	assert.Equal(t, "c-old", a.Services["web"].Container, "the old generation keeps serving")
 }
 
+// On a swarm the edge reaches every app's instances on one shared
+// overlay (Engine.EdgeNetwork): an address there is routed, one on
+// another app's network still never is.
+func TestR18_AnAddressOnTheEdgeNetworkIsRoutedAndAnotherAppsNetworkStillIsNot(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	h.Engine.EdgeNetwork = "gordon-edge"
+	h.Runtime.NextIDs = []string{"c-new"}
+	addressOnStart(h, "c-new", "gordon-edge", "10.101.1.7")
+	_, err := depDeploy(t, h, engine.DeployRequest{}, depNewWeb(0))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.101.1.7:8080"}, coretest.BackendAddrs(h.Traffic.Last()), "the edge dials the instance on the edge network")
+
+	h2 := depSeedWeb(t, coretest.WebSpec(0))
+	h2.Engine.EdgeNetwork = "gordon-edge"
+	h2.Runtime.NextIDs = []string{"c-new"}
+	addressOnStart(h2, "c-new", "gordon-shop", "10.89.0.7")
+	_, err = depDeploy(t, h2, engine.DeployRequest{}, depNewWeb(0))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `on network "gordon-shop", not the app's network gordon-blog`)
+}
+
 func TestR41_PassRoutesAnInstanceRevivedAtANewAddressThereAndNeverAtItsOldOne(t *testing.T) {
 	h := coretest.NewEngine(t)
 	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-web"}, map[string]map[int]int{"web": {8080: 18081}})

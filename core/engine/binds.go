@@ -85,15 +85,17 @@ func (ep endpoints) empty() bool { return len(ep.tcp)+len(ep.udp) == 0 }
 // verifyBinds is SPEC R18's check before an address is routed: the runtime
 // read binds by inspecting container id itself, so an address binds carry
 // must be on the app's own network (NetworkName(app)), where no other app's
-// container can hold one, and all binds of the container share one
+// container can hold one, or on the edge network edgeNet when one is set
+// (a swarm's shared overlay: the address was just read from this
+// instance's own task), and all binds of the container share one
 // address. A violation wraps core.ErrConflict and names what to do.
-func verifyBinds(app, id string, binds []core.BackendBind) error {
+func verifyBinds(app, id, edgeNet string, binds []core.BackendBind) error {
 	ip := ""
 	for _, b := range binds {
 		if b.IP == "" {
 			continue
 		}
-		if b.Network != NetworkName(app) {
+		if b.Network != NetworkName(app) && (edgeNet == "" || b.Network != edgeNet) {
 			return fmt.Errorf("%w: container %s of app %s answers at %s on network %q, not the app's network %s: not routed; redeploy the app (`docker gordon deploy`)",
 				core.ErrConflict, shortID(id), app, b.IP, b.Network, NetworkName(app))
 		}
@@ -129,7 +131,7 @@ func (e *Engine) readBinds(ctx context.Context, app, id string, spec *core.Servi
 	if err != nil {
 		return endpoints{}, fmt.Errorf("read backend binds of %s: %w", id, err)
 	}
-	if err := verifyBinds(app, id, binds); err != nil {
+	if err := verifyBinds(app, id, e.EdgeNetwork, binds); err != nil {
 		return endpoints{}, err
 	}
 	if err := e.registerBackendClaims(ctx, app, id, binds); err != nil {

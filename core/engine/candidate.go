@@ -213,7 +213,7 @@ func (s *serviceRun) instanceBinds(ctx context.Context, r *instanceRun) error {
 		}
 		return fmt.Errorf("read backend binds of %s: %w", r.id, err)
 	}
-	if err := verifyBinds(s.d.app, r.id, binds); err != nil {
+	if err := verifyBinds(s.d.app, r.id, e.EdgeNetwork, binds); err != nil {
 		return err
 	}
 	if err := e.registerBackendClaims(ctx, s.d.app, r.id, binds); err != nil {

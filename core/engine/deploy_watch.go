@@ -115,9 +115,11 @@ func (e *Engine) watchCandidate(ctx context.Context, id string) (wctx context.Co
 // deferRestartPolicy leaves the candidate spec cs without its restart
 // policy when the runtime can set it later (core.RestartPolicySetter), so
 // an exit while the candidate is probed stays an exit the engine does not
-// undo (R59). It reports whether the policy was deferred.
+// undo (R59). It reports whether the policy was deferred. With
+// CreateWithRestartPolicy (a swarm, where changing the policy restarts the
+// task) nothing is deferred.
 func (e *Engine) deferRestartPolicy(cs *core.ContainerSpec) bool {
-	if _, ok := e.Runtime.(core.RestartPolicySetter); !ok || cs.RestartPolicy == "" {
+	if _, ok := e.Runtime.(core.RestartPolicySetter); !ok || cs.RestartPolicy == "" || e.CreateWithRestartPolicy {
 		return false
 	}
 	cs.RestartPolicy = ""

@@ -81,6 +81,18 @@ type Engine struct {
 	// TrafficHint is what RequireLiveTraffic's refusal says about where
 	// the edge runs and how to start it.
 	TrafficHint TrafficHint
+	// EdgeNetwork is the network the edge reaches every app's instances
+	// on besides their app network ("": none). On a swarm it is the
+	// shared attachable overlay gordon-edge (issue 25), and an instance's
+	// address there is routed (R18, verifyBinds).
+	EdgeNetwork string
+	// CreateWithRestartPolicy creates candidates with their final restart
+	// policy instead of setting it once they are ready (R59): on a swarm a
+	// changed restart policy is a changed task spec, which Swarm answers
+	// by replacing the task (a new container at a new address). A
+	// candidate that exits while probed is then restarted by the runtime
+	// and fails by its readiness budget, not at once.
+	CreateWithRestartPolicy bool
 	// pins: image resolutions CheckDeployable made for this command's
 	// deploy (pull policy + ref → image), used once by its preflight.
 	pinMu sync.Mutex

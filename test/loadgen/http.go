@@ -18,6 +18,10 @@ import (
 type HTTPConfig struct {
 	// URL is requested by every client; Host, when set, is its Host header.
 	URL, Host string
+	// NetNS names the network namespace (under /var/run/netns) this
+	// process runs in, when it is one a test created: then the target may
+	// be any address (CheckTarget).
+	NetNS string
 	// Addr is the loopback host:port the clients dial ("": URL's host).
 	// A NewClient must dial it.
 	Addr    string
@@ -115,7 +119,7 @@ func StartHTTP(cfg HTTPConfig) (*HTTPRun, error) {
 		}
 		addr = u.Host
 	}
-	if err := CheckTarget(addr); err != nil {
+	if err := CheckTarget(addr, cfg.NetNS); err != nil {
 		return nil, err
 	}
 	if cfg.MaxErrors <= 0 {

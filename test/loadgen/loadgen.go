@@ -24,9 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
+	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -71,24 +72,26 @@ func CheckLoopback(addr string) error {
 	return fmt.Errorf("%w: %q", ErrNotLoopback, addr)
 }
 
-// CheckTarget is CheckLoopback, except in a network namespace other than
-// the machine's first one (a lab the test created, e.g. test/swarmlab's,
-// entered with nsenter): every address there is inside that namespace's
-// own networks, so it is allowed.
-func CheckTarget(addr string) error {
+// CheckTarget is CheckLoopback, except when netns names the network
+// namespace (under /var/run/netns) this process runs in: a namespace a
+// test created (test/swarmlab's lab, entered with nsenter), whose
+// addresses are all inside it, so any of them is allowed.
+func CheckTarget(addr, netns string) error {
 	err := CheckLoopback(addr)
-	if err != nil && inCreatedNetNS() {
+	if err != nil && netns != "" && inNetNS(netns) {
 		return nil
 	}
 	return err
 }
 
-// inCreatedNetNS reports whether this process's network namespace differs
-// from PID 1's (false when either cannot be read).
-func inCreatedNetNS() bool {
-	self, err1 := os.Readlink("/proc/self/ns/net")
-	first, err2 := os.Readlink("/proc/1/ns/net")
-	return err1 == nil && err2 == nil && self != first
+// inNetNS reports whether this process's network namespace is the named
+// one (same device and inode as /var/run/netns/<name>).
+func inNetNS(name string) bool {
+	var self, named syscall.Stat_t
+	if syscall.Stat("/proc/self/ns/net", &self) != nil || syscall.Stat(filepath.Join("/var/run/netns", name), &named) != nil {
+		return false
+	}
+	return self.Dev == named.Dev && self.Ino == named.Ino
 }
 
 // errorLog keeps the first max error texts (distinct ones only when

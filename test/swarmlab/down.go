@@ -210,3 +210,24 @@ func (l *Lab) PushImage(ctx context.Context, name, bin string, env ...string) (s
 	}
 	return ref, nil
 }
+
+// KillNode simulates node i's (1-based) power loss: SIGKILL to its dockerd
+// and every process of its containers, nothing stopped cleanly. Its network
+// namespace stays (its address answers nothing but resets), so the swarm
+// sees a node that stopped heartbeating. It returns how many processes it
+// killed.
+func (l *Lab) KillNode(i int) int {
+	n := l.Nodes[i-1]
+	killed := 0
+	if pid := readPid(filepath.Join(n.dir, "pid")); pid > 0 {
+		killTree(pid)
+		killed++
+	}
+	// The shims are reparented away from dockerd; their containers run
+	// in their own network namespaces, so find them by the node's root.
+	for _, pid := range processesNaming(n.dir + "/") {
+		killTree(pid)
+		killed++
+	}
+	return killed
+}

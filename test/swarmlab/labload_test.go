@@ -29,6 +29,7 @@ type labLoadConfig struct {
 	Host    string        `json:"host"`
 	Clients int           `json:"clients"`
 	Max     time.Duration `json:"max"`
+	NetNS   string        `json:"netns"`
 }
 
 func TestMain(m *testing.M) {
@@ -46,7 +47,7 @@ func runLabLoad(raw string) int {
 		fmt.Println("error", err)
 		return 2
 	}
-	run, err := loadgen.StartHTTP(loadgen.HTTPConfig{URL: c.URL, Host: c.Host, Clients: c.Clients, FailurePause: 10 * time.Millisecond,
+	run, err := loadgen.StartHTTP(loadgen.HTTPConfig{URL: c.URL, Host: c.Host, Clients: c.Clients, FailurePause: 10 * time.Millisecond, NetNS: c.NetNS,
 		Bounds: loadgen.Bounds{MaxDuration: c.Max}})
 	if err != nil {
 		fmt.Println("error", err)
@@ -87,7 +88,7 @@ type labLoad struct {
 // host) from inside the lab's namespace, bounded by max.
 func startLabLoad(t *testing.T, lab *Lab, url, host string, clients int, max time.Duration) *labLoad {
 	t.Helper()
-	cfg, _ := json.Marshal(labLoadConfig{URL: url, Host: host, Clients: clients, Max: max})
+	cfg, _ := json.Marshal(labLoadConfig{URL: url, Host: host, Clients: clients, Max: max, NetNS: lab.LabNS})
 	self, err := os.Executable()
 	require.NoError(t, err)
 	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+lab.LabNS, self, "-test.run=^$")
@@ -118,6 +119,8 @@ func (l *labLoad) read(r io.Reader) {
 				l.ok, l.fail = ok, fail
 				l.mu.Unlock()
 			}
+		case strings.HasPrefix(line, "error "):
+			fmt.Fprintln(os.Stderr, "lab load:", line)
 		case strings.HasPrefix(line, "stats "):
 			var st loadgen.HTTPStats
 			if json.Unmarshal([]byte(strings.TrimPrefix(line, "stats ")), &st) == nil {
