@@ -21,7 +21,9 @@ import (
 // fakeEdges is the swarm's edge task list.
 type fakeEdges []swarmsys.EdgeTask
 
-func (f fakeEdges) edges(context.Context, swarmsys.Config) ([]swarmsys.EdgeTask, error) { return f, nil }
+func (f fakeEdges) edges(context.Context, swarmsys.Config) ([]swarmsys.EdgeTask, error) {
+	return f, nil
+}
 
 // swarmEdge runs an in-process gordon-edge with a routes token on its own
 // state directory and a loopback admin address of the given port.
@@ -145,4 +147,3 @@ func portOf(t *testing.T, addr string) int {
 	require.NoError(t, err)
 	return n
 }
-
