@@ -18,9 +18,10 @@ const pollEvery = 100 * time.Millisecond
 
 // CreateContainer creates the instance c as a service with 0 replicas
 // (serviceSpec says how c maps and what is refused) and returns the
-// service's ID. The registry credentials of core.WithRegistryAuth go with
-// the service, so each node can pull the image. A name in use wraps
-// core.ErrConflict.
+// service's ID. A single-writer instance (a volume, a bind, a named node)
+// is pinned to its node (placement.go). The registry credentials of
+// core.WithRegistryAuth go with the service, so each node can pull the
+// image. A name in use wraps core.ErrConflict.
 func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (string, error) {
 	if err := r.connect(ctx); err != nil {
 		return "", err
@@ -29,25 +30,46 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 	if err != nil {
 		return "", err
 	}
-	if err := r.checkEdgeNetwork(ctx, fmt.Sprintf("create swarm instance %q", c.Name)); err != nil {
+	what := fmt.Sprintf("create swarm instance %q", c.Name)
+	if err := r.checkEdgeNetwork(ctx, what); err != nil {
 		return "", err
+	}
+	if singleWriter(c) {
+		node, err := r.place(ctx, c, what)
+		if err != nil {
+			return "", err
+		}
+		pin(&spec, node)
 	}
 	res, err := r.cli.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec, EncodedRegistryAuth: core.RegistryAuthFrom(ctx)})
 	if err != nil {
-		return "", r.classify(err, fmt.Sprintf("create swarm instance %q", c.Name))
+		return "", r.classify(err, what)
 	}
 	return res.ID, nil
 }
 
-// StartContainer scales the instance's service to 1 and waits (bounded by
-// ctx) until its task runs. A task that fails or is rejected meanwhile is
-// an error (core.ErrUnavailable) with the task's error message. Starting a
-// running instance succeeds.
+// StartContainer scales the instance's service to 1 and waits, at most
+// Options.StartTimeout (and ctx), until its task runs. A task that fails
+// or is rejected meanwhile is an error (core.ErrUnavailable) with the
+// task's error message. An instance pinned to a node (LabelNode) that is
+// not ready and active is refused before it is scaled, and fails the wait
+// as soon as the node is seen lost (its task would stay pending): the
+// error names the node and says to bring it back. On a failed wait the
+// service is scaled back to 0, so the task never starts later on its own.
+// Starting a running instance succeeds.
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("start swarm instance %s", short(id))
+	svc, err := r.service(ctx, id, what)
+	if err != nil {
+		return err
+	}
+	node := svc.Spec.Labels[LabelNode]
+	if err := r.nodeUp(ctx, node, what); err != nil {
+		return err
+	}
 	before, err := r.taskIDs(ctx, id, what)
 	if err != nil {
 		return err
@@ -55,7 +77,43 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err := r.update(ctx, id, what, func(s *swarm.ServiceSpec) { setReplicas(s, 1) }); err != nil {
 		return err
 	}
-	return r.waitRunning(ctx, id, what, before, false)
+	wctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
+	defer cancel()
+	var checked time.Time
+	err = r.waitRunning(wctx, id, what, before, false, func() error {
+		if node == "" || time.Since(checked) < time.Second {
+			return nil
+		}
+		checked = time.Now()
+		return r.nodeUp(wctx, node, what)
+	})
+	if err != nil {
+		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer ucancel()
+		_ = r.update(uctx, id, what, func(s *swarm.ServiceSpec) { setReplicas(s, 0) })
+	}
+	return err
+}
+
+// nodeUp checks that the node with ID node ("" = not pinned) is ready and
+// active; else core.ErrUnavailable naming it and what to do.
+func (r *Runtime) nodeUp(ctx context.Context, node, what string) error {
+	if node == "" {
+		return nil
+	}
+	res, err := r.cli.NodeInspect(ctx, node, client.NodeInspectOptions{})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("%s: %w: the instance is pinned to node %s, where its volumes live, and that node has left the swarm: bring it back, or pin the service to another node with node = \"<hostname>\" (its volumes start empty there)",
+				what, core.ErrUnavailable, node)
+		}
+		return r.classify(err, what)
+	}
+	if why := usable(res.Node); why != "" {
+		return fmt.Errorf("%s: %w: the instance is pinned to node %s (%s), where its volumes live; its task cannot start elsewhere: %s",
+			what, core.ErrUnavailable, hostname(res.Node), short(node), why)
+	}
+	return nil
 }
 
 // StopContainer scales the instance's service to 0 and waits until no task
@@ -107,7 +165,7 @@ func (r *Runtime) RestartContainer(ctx context.Context, id string, _ time.Durati
 	if err != nil {
 		return err
 	}
-	return r.waitRunning(ctx, id, what, before, true)
+	return r.waitRunning(ctx, id, what, before, true, nil)
 }
 
 // RemoveContainer removes the instance's service; Swarm stops its task
@@ -254,8 +312,8 @@ func setReplicas(s *swarm.ServiceSpec, n uint64) {
 // waitRunning waits until a task of service id runs: any task when fresh
 // is false (a running instance is done at once), else a task not in
 // before. A task not in before that fails or is rejected is an error with
-// its message.
-func (r *Runtime) waitRunning(ctx context.Context, id, what string, before map[string]bool, fresh bool) error {
+// its message; so is check's error (nil: none), called while no task runs.
+func (r *Runtime) waitRunning(ctx context.Context, id, what string, before map[string]bool, fresh bool, check func() error) error {
 	return r.wait(ctx, id, what, func(tasks []swarm.Task) (bool, error) {
 		for _, t := range tasks {
 			isNew := !before[t.ID]
@@ -265,6 +323,9 @@ func (r *Runtime) waitRunning(ctx context.Context, id, what string, before map[s
 			if isNew && (t.Status.State == swarm.TaskStateFailed || t.Status.State == swarm.TaskStateRejected) {
 				return false, fmt.Errorf("%s: %w: %s", what, core.ErrUnavailable, taskError(t))
 			}
+		}
+		if check != nil {
+			return false, check()
 		}
 		return false, nil
 	})

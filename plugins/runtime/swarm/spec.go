@@ -47,12 +47,16 @@ const refusedCopyImages = "push it to a registry the nodes can reach; --copy-ima
 //   - c.RestartPolicy "" → none, "unless-stopped"/"always" → any,
 //     "on-failure" → on-failure;
 //   - named volumes, each created by the node's engine at the task's
-//     start with the instance's managed and app labels.
+//     start with the instance's managed and app labels; bind mounts when
+//     c.Node pins the instance to the node that has the path.
+//
+// The placement constraint of a single-writer instance is added by
+// CreateContainer (placement.go).
 //
 // Refused with core.ErrInvalid, saying why: no network, the host network,
-// bind mounts and devices (each names something on one node, and a task
-// may run on any node), an unknown mount type, restart policy or tmpfs
-// option, a bad port.
+// a bind mount without c.Node and devices (each names something on one
+// node), an unknown mount type, restart policy or tmpfs option, a bad
+// port.
 func serviceSpec(c core.ContainerSpec, edgeNet string) (swarm.ServiceSpec, error) {
 	what := fmt.Sprintf("create swarm instance %q", c.Name)
 	if err := refused(c); err != nil {
@@ -95,8 +99,8 @@ func refused(c core.ContainerSpec) error {
 		return fmt.Errorf("devices %v name a node's device files and a task may run on any node; Swarm services cannot map devices", c.Devices)
 	}
 	for _, m := range c.Mounts {
-		if m.Type == core.MountBind {
-			return fmt.Errorf("bind mount %s:%s names a path on one node and a task may run on any node; use a named volume (pinning a service to a node is not supported yet)", m.Source, m.Target)
+		if m.Type == core.MountBind && c.Node == "" {
+			return fmt.Errorf(`bind mount %s:%s names a path on one node, and an unpinned task may run on any node: pin the service to the node that has the path with node = "<hostname>" (compose: x-gordon.node), or use a named volume`, m.Source, m.Target)
 		}
 	}
 	for _, p := range c.Ports {
@@ -191,7 +195,7 @@ func healthConfig(h *core.Healthcheck) *container.HealthConfig {
 	}
 }
 
-// mounts maps c's named volumes, tmpfs mounts and shm size. A volume is
+// mounts maps c's named volumes, bind mounts, tmpfs mounts and shm size. A volume is
 // created by the engine of the node the task lands on, labelled with the
 // instance's managed and app labels.
 func mounts(c core.ContainerSpec) ([]mount.Mount, error) {
@@ -203,11 +207,15 @@ func mounts(c core.ContainerSpec) ([]mount.Mount, error) {
 		}
 	}
 	for _, m := range c.Mounts {
-		if m.Type != core.MountVolume {
+		switch m.Type {
+		case core.MountVolume:
+			out = append(out, mount.Mount{Type: mount.TypeVolume, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly,
+				VolumeOptions: &mount.VolumeOptions{Labels: copyLabels(vlabels)}})
+		case core.MountBind: // refused unless c.Node pins the task (refused)
+			out = append(out, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+		default:
 			return nil, fmt.Errorf("unknown mount type %q", m.Type)
 		}
-		out = append(out, mount.Mount{Type: mount.TypeVolume, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly,
-			VolumeOptions: &mount.VolumeOptions{Labels: copyLabels(vlabels)}})
 	}
 	for _, t := range c.Options.Tmpfs {
 		opts, err := tmpfsOptions(t.Options)

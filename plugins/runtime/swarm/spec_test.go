@@ -122,7 +122,7 @@ func TestSwarm_NodeBoundKeysAreRefusedWithTheReason(t *testing.T) {
 	}{
 		"bind mount": {func(c *core.ContainerSpec) {
 			c.Mounts = []core.Mount{{Type: core.MountBind, Source: "/srv", Target: "/srv"}}
-		}, "names a path on one node"},
+		}, "names a path on one node, and an unpinned task may run on any node"},
 		"device":         {func(c *core.ContainerSpec) { c.Devices = []string{"/dev/fuse"} }, "cannot map devices"},
 		"host network":   {func(c *core.ContainerSpec) { c.HostNetwork = true }, "host network"},
 		"no network":     {func(c *core.ContainerSpec) { c.Network = "" }, "attachable overlay"},
