@@ -212,22 +212,22 @@ func (l *Lab) PushImage(ctx context.Context, name, bin string, env ...string) (s
 }
 
 // KillNode simulates node i's (1-based) power loss: SIGKILL to its dockerd
-// and every process of its containers, nothing stopped cleanly. Its network
-// namespace stays (its address answers nothing but resets), so the swarm
-// sees a node that stopped heartbeating. It returns how many processes it
-// killed.
-func (l *Lab) KillNode(i int) int {
+// and every process of its containers (containerd, the shims and what
+// they run), nothing stopped cleanly. Its network namespace stays (its
+// addresses answer nothing but resets), so the swarm sees a node that
+// stopped heartbeating: marked down after about 11 s. Down still cleans
+// up after it.
+func (l *Lab) KillNode(i int) error {
 	n := l.Nodes[i-1]
-	killed := 0
-	if pid := readPid(filepath.Join(n.dir, "pid")); pid > 0 {
-		killTree(pid)
-		killed++
+	pid := readPid(filepath.Join(n.dir, "pid"))
+	if pid <= 0 {
+		return fmt.Errorf("swarmlab: node %s has no dockerd pid", n.Name)
 	}
-	// The shims are reparented away from dockerd; their containers run
-	// in their own network namespaces, so find them by the node's root.
-	for _, pid := range processesNaming(n.dir + "/") {
-		killTree(pid)
-		killed++
+	killTree(pid)
+	// The shims are reparented away from dockerd; find them (and so
+	// their containers) by the node's directory on their command line.
+	for _, p := range processesNaming(n.dir + "/") {
+		killTree(p)
 	}
-	return killed
+	return nil
 }
