@@ -22,6 +22,7 @@ import (
 	tcpprobe "github.com/gordon-deploy/docker-gordon/plugins/probe/tcp"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 	"github.com/gordon-deploy/docker-gordon/plugins/traffic/edge"
 )
@@ -60,7 +61,15 @@ var builtins = []builtin{
 	{kind: sdk.KindProbe, name: "tcp", probe: func() (core.Prober, error) { return tcpprobe.New(), nil }},
 	{kind: sdk.KindProbe, name: "log", probe: func() (core.Prober, error) {
 		// The log probe reads container logs through its own runtime client
-		// inside this plugin process.
+		// inside this plugin process: the swarm's (service logs) when the
+		// state directory serves a swarm (swarmsys), else the engine's.
+		if swarmsys.Present(os.Getenv(EnvStateDir)) {
+			rt, err := swarm.NewFromEnv()
+			if err != nil {
+				return nil, err
+			}
+			return logprobe.New(rt), nil
+		}
 		rt, err := docker.NewFromEnv()
 		if err != nil {
 			return nil, err

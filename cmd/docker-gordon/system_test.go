@@ -444,3 +444,37 @@ func TestCLI_FileGivenWithoutDashFIsNamed(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "pass it with -f", "only an existing file gets the hint")
 }
+
+// On a swarm the edge publishes one port on every edge node: --http-addr
+// must be :PORT (or a wildcard host); a loopback or specific address is
+// refused with the reason.
+func TestSwarmHTTPPort_OnlyAPortOnEveryNode(t *testing.T) {
+	for addr, want := range map[string]int{":80": 80, "0.0.0.0:8080": 8080, "[::]:81": 81} {
+		got, err := swarmHTTPPort(addr)
+		require.NoError(t, err, addr)
+		assert.Equal(t, want, got, addr)
+	}
+	for _, addr := range []string{"127.0.0.1:8080", "80", ":0", ":http"} {
+		_, err := swarmHTTPPort(addr)
+		require.ErrorIs(t, err, core.ErrInvalid, addr)
+		assert.Contains(t, err.Error(), "host mode", addr)
+	}
+}
+
+// What a swarm edge cannot do is refused before anything changes: no
+// registry, an unknown --edge-nodes, HTTPS.
+func TestCheckSwarmStart_RefusesWhatASwarmEdgeCannotDo(t *testing.T) {
+	ok := swarmStartOpts{registry: "reg:5000", edgeNodes: "all"}
+	require.NoError(t, checkSwarmStart(ok, edgeContainerFlags{}))
+	err := checkSwarmStart(swarmStartOpts{edgeNodes: "all"}, edgeContainerFlags{})
+	require.ErrorIs(t, err, core.ErrInvalid)
+	assert.Contains(t, err.Error(), "--registry")
+	bad := ok
+	bad.edgeNodes = "some"
+	require.ErrorIs(t, checkSwarmStart(bad, edgeContainerFlags{}), core.ErrInvalid)
+	var tls edgeContainerFlags
+	tls.tls.httpsAddr = ":443"
+	err = checkSwarmStart(ok, tls)
+	require.ErrorIs(t, err, core.ErrInvalid)
+	assert.Contains(t, err.Error(), "HTTPS")
+}

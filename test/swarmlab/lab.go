@@ -205,6 +205,9 @@ func (l *Lab) startNode(ctx context.Context, n Node) error {
 		"--pidfile", filepath.Join(n.dir, "pid"), "-H", n.Host,
 		"--default-address-pool", fmt.Sprintf("base=10.%d.0.0/16,size=24", 210+n.Index),
 		"--insecure-registry", l.opts.Subnet + ".0/24", "--label", "gordon.lab.node=" + n.Name,
+		// Where the node's socket is on this machine: docker gordon's
+		// runner mounts it when the node is reached as a remote engine.
+		"--label", "dev.gordon.docker-socket=" + strings.TrimPrefix(n.Host, "unix://"),
 	}, " ")
 	// Its own UTS namespace, so each node has its own hostname (swarm node
 	// names and node.hostname constraints).

@@ -112,16 +112,6 @@ func Save(stateDir string, c Config) error {
 	return maybe.WriteFile(filepath.Join(stateDir, ConfigFile), append(data, '\n'), 0o644)
 }
 
-// Remove deletes the swarm configuration (the state directory serves one
-// engine again). A missing file is not an error.
-func Remove(stateDir string) error {
-	err := os.Remove(filepath.Join(stateDir, ConfigFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
-}
-
 func (c *Config) defaults() {
 	if c.Schema == 0 {
 		c.Schema = 1
