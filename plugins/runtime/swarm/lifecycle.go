@@ -19,7 +19,8 @@ const pollEvery = 100 * time.Millisecond
 // CreateContainer creates the instance c as a service with 0 replicas
 // (serviceSpec says how c maps and what is refused) and returns the
 // service's ID. A single-writer instance (a volume, a bind, a named node)
-// is pinned to its node (placement.go). The registry credentials of
+// is pinned to its node (placement.go); file secrets become Docker
+// secrets (secrets.go). The registry credentials of
 // core.WithRegistryAuth go with the service, so each node can pull the
 // image. A name in use wraps core.ErrConflict.
 func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (string, error) {
@@ -41,8 +42,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		}
 		pin(&spec, node)
 	}
+	refs, err := r.ensureSecrets(ctx, c, what)
+	if err != nil {
+		return "", err
+	}
+	spec.TaskTemplate.ContainerSpec.Secrets = refs
 	res, err := r.cli.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec, EncodedRegistryAuth: core.RegistryAuthFrom(ctx)})
 	if err != nil {
+		_ = r.dropSecrets(ctx, refs, what)
 		return "", r.classify(err, what)
 	}
 	return res.ID, nil
@@ -170,16 +177,22 @@ func (r *Runtime) RestartContainer(ctx context.Context, id string, _ time.Durati
 
 // RemoveContainer removes the instance's service; Swarm stops its task
 // (signal, then grace) whether force is set or not. Volumes stay (R3).
+// Then the Docker secrets the service referenced go, unless another
+// service references them (dropSecrets).
 func (r *Runtime) RemoveContainer(ctx context.Context, id string, _ bool) error {
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("remove swarm instance %s", short(id))
-	if _, err := r.service(ctx, id, what); err != nil {
+	svc, err := r.service(ctx, id, what)
+	if err != nil {
 		return err
 	}
 	if _, err := r.cli.ServiceRemove(ctx, id, client.ServiceRemoveOptions{}); err != nil {
 		return r.classify(err, what)
+	}
+	if cs := svc.Spec.TaskTemplate.ContainerSpec; cs != nil {
+		return r.dropSecrets(ctx, cs.Secrets, what)
 	}
 	return nil
 }
