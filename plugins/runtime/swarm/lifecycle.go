@@ -86,14 +86,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
-	var checked time.Time
-	err = r.waitRunning(wctx, id, what, before, false, func() error {
-		if node == "" || time.Since(checked) < time.Second {
-			return nil
-		}
-		checked = time.Now()
-		return r.nodeUp(wctx, node, what)
-	})
+	err = r.waitRunning(wctx, id, what, before, false, r.nodeLost(wctx, node, what))
 	if err != nil {
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer ucancel()
@@ -154,13 +147,22 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 
 // RestartContainer replaces the instance's task in place: a forced update
 // (Swarm's default stop-first order: the old task stops with its signal
-// and grace, then a new one starts) with 1 replica, waiting until the new
-// task runs.
+// and grace, then a new one starts) with 1 replica, waiting (at most the
+// stop grace plus Options.StartTimeout) until the new task runs. A pinned instance's node
+// is checked as in StartContainer.
 func (r *Runtime) RestartContainer(ctx context.Context, id string, _ time.Duration) error {
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("restart swarm instance %s", short(id))
+	svc, err := r.service(ctx, id, what)
+	if err != nil {
+		return err
+	}
+	node := svc.Spec.Labels[LabelNode]
+	if err := r.nodeUp(ctx, node, what); err != nil {
+		return err
+	}
 	before, err := r.taskIDs(ctx, id, what)
 	if err != nil {
 		return err
@@ -172,7 +174,29 @@ func (r *Runtime) RestartContainer(ctx context.Context, id string, _ time.Durati
 	if err != nil {
 		return err
 	}
-	return r.waitRunning(ctx, id, what, before, true, nil)
+	limit := r.opts.StartTimeout + DefaultGrace // the old task's stop, then the start
+	if cs := svc.Spec.TaskTemplate.ContainerSpec; cs != nil && cs.StopGracePeriod != nil {
+		limit = r.opts.StartTimeout + *cs.StopGracePeriod
+	}
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return r.waitRunning(wctx, id, what, before, true, r.nodeLost(wctx, node, what))
+}
+
+// nodeLost is waitRunning's check for an instance pinned to node ("":
+// none): nodeUp, at most once a second.
+func (r *Runtime) nodeLost(ctx context.Context, node, what string) func() error {
+	if node == "" {
+		return nil
+	}
+	var checked time.Time
+	return func() error {
+		if time.Since(checked) < time.Second {
+			return nil
+		}
+		checked = time.Now()
+		return r.nodeUp(ctx, node, what)
+	}
 }
 
 // RemoveContainer removes the instance's service; Swarm stops its task
