@@ -158,6 +158,12 @@ type Mount struct {
 	Source   string `json:"source"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"readonly,omitempty"`
+	// Secret, on a bind mount, is the file name of the file secret it
+	// delivers (Source is the per-container copy in the state directory,
+	// Target /run/secrets/<Secret>). The Docker runtime bind-mounts it; a
+	// runtime whose tasks run on other machines (swarm) delivers the
+	// file's content its own way (a Docker secret) at Target.
+	Secret string `json:"secret,omitempty"`
 }
 
 // Container statuses as the engine reports them.

@@ -5,9 +5,9 @@
 // plugins/runtime/swarm, plugins/probe/{http,tcp,log} and
 // plugins/traffic/edge; the SDK in plugins/sdk never imports them.
 //
-// runtime/swarm (issue 25) is served like any built-in but nothing picks
-// it yet: the CLI asks for runtime/docker, and the edge side for a swarm
-// does not exist (docs/swarm.md).
+// runtime/swarm (issue 25) is served like any built-in, with the options
+// swarm.OptionsFromEnv reads (GORDON_SWARM_EDGE_NETWORK, GORDON_STATE_DIR);
+// the CLI decides when a state directory uses it (docs/swarm.md).
 package plugins
 
 import (

@@ -297,7 +297,7 @@ func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.Cont
 		if err != nil {
 			return core.ContainerSpec{}, fmt.Errorf("write secret file %s: %w", fn, err)
 		}
-		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: path, Target: "/run/secrets/" + fn, ReadOnly: true})
+		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: path, Target: "/run/secrets/" + fn, ReadOnly: true, Secret: fn})
 	}
 	return cs, nil
 }

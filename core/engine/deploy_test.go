@@ -276,6 +276,7 @@ func TestDecision13_FileSecretMountedReadOnly(t *testing.T) {
 	m := cs[0].Mounts[0]
 	assert.Equal(t, core.MountBind, m.Type)
 	assert.Equal(t, "/run/secrets/tls.key", m.Target)
+	assert.Equal(t, "tls.key", m.Secret, "marked as a file secret (a swarm delivers it as a Docker secret)")
 	assert.True(t, m.ReadOnly)
 	assert.NotEmpty(t, m.Source)
 	assert.NotContains(t, strings.Join(cs[0].Env, " "), "KEY")

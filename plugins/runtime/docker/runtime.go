@@ -15,6 +15,10 @@
 // info`"); a refused state change (e.g. removing a running container without
 // force) wraps core.ErrConflict; a rejected argument wraps core.ErrInvalid;
 // anything else the engine reports wraps core.ErrUnavailable.
+//
+// One engine is one node: ContainerSpec.Node (the manifest's node, which
+// pins a service to a swarm node) is accepted and ignored, and a file
+// secret's bind mount (Mount.Secret) is bind-mounted like any other.
 package docker
 
 import (

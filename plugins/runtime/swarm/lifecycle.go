@@ -19,7 +19,8 @@ const pollEvery = 100 * time.Millisecond
 // CreateContainer creates the instance c as a service with 0 replicas
 // (serviceSpec says how c maps and what is refused) and returns the
 // service's ID. A single-writer instance (a volume, a bind, a named node)
-// is pinned to its node (placement.go). The registry credentials of
+// is pinned to its node (placement.go); file secrets become Docker
+// secrets (secrets.go). The registry credentials of
 // core.WithRegistryAuth go with the service, so each node can pull the
 // image. A name in use wraps core.ErrConflict.
 func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (string, error) {
@@ -41,8 +42,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		}
 		pin(&spec, node)
 	}
+	refs, err := r.ensureSecrets(ctx, c, what)
+	if err != nil {
+		return "", err
+	}
+	spec.TaskTemplate.ContainerSpec.Secrets = refs
 	res, err := r.cli.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec, EncodedRegistryAuth: core.RegistryAuthFrom(ctx)})
 	if err != nil {
+		_ = r.dropSecrets(ctx, refs, what)
 		return "", r.classify(err, what)
 	}
 	return res.ID, nil
@@ -79,14 +86,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
-	var checked time.Time
-	err = r.waitRunning(wctx, id, what, before, false, func() error {
-		if node == "" || time.Since(checked) < time.Second {
-			return nil
-		}
-		checked = time.Now()
-		return r.nodeUp(wctx, node, what)
-	})
+	err = r.waitRunning(wctx, id, what, before, false, r.nodeLost(wctx, node, what))
 	if err != nil {
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer ucancel()
@@ -147,13 +147,22 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 
 // RestartContainer replaces the instance's task in place: a forced update
 // (Swarm's default stop-first order: the old task stops with its signal
-// and grace, then a new one starts) with 1 replica, waiting until the new
-// task runs.
+// and grace, then a new one starts) with 1 replica, waiting (at most the
+// stop grace plus Options.StartTimeout) until the new task runs. A pinned instance's node
+// is checked as in StartContainer.
 func (r *Runtime) RestartContainer(ctx context.Context, id string, _ time.Duration) error {
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("restart swarm instance %s", short(id))
+	svc, err := r.service(ctx, id, what)
+	if err != nil {
+		return err
+	}
+	node := svc.Spec.Labels[LabelNode]
+	if err := r.nodeUp(ctx, node, what); err != nil {
+		return err
+	}
 	before, err := r.taskIDs(ctx, id, what)
 	if err != nil {
 		return err
@@ -165,21 +174,49 @@ func (r *Runtime) RestartContainer(ctx context.Context, id string, _ time.Durati
 	if err != nil {
 		return err
 	}
-	return r.waitRunning(ctx, id, what, before, true, nil)
+	limit := r.opts.StartTimeout + DefaultGrace // the old task's stop, then the start
+	if cs := svc.Spec.TaskTemplate.ContainerSpec; cs != nil && cs.StopGracePeriod != nil {
+		limit = r.opts.StartTimeout + *cs.StopGracePeriod
+	}
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return r.waitRunning(wctx, id, what, before, true, r.nodeLost(wctx, node, what))
+}
+
+// nodeLost is waitRunning's check for an instance pinned to node ("":
+// none): nodeUp, at most once a second.
+func (r *Runtime) nodeLost(ctx context.Context, node, what string) func() error {
+	if node == "" {
+		return nil
+	}
+	var checked time.Time
+	return func() error {
+		if time.Since(checked) < time.Second {
+			return nil
+		}
+		checked = time.Now()
+		return r.nodeUp(ctx, node, what)
+	}
 }
 
 // RemoveContainer removes the instance's service; Swarm stops its task
 // (signal, then grace) whether force is set or not. Volumes stay (R3).
+// Then the Docker secrets the service referenced go, unless another
+// service references them (dropSecrets).
 func (r *Runtime) RemoveContainer(ctx context.Context, id string, _ bool) error {
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("remove swarm instance %s", short(id))
-	if _, err := r.service(ctx, id, what); err != nil {
+	svc, err := r.service(ctx, id, what)
+	if err != nil {
 		return err
 	}
 	if _, err := r.cli.ServiceRemove(ctx, id, client.ServiceRemoveOptions{}); err != nil {
 		return r.classify(err, what)
+	}
+	if cs := svc.Spec.TaskTemplate.ContainerSpec; cs != nil {
+		return r.dropSecrets(ctx, cs.Secrets, what)
 	}
 	return nil
 }

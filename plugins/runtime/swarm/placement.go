@@ -59,13 +59,14 @@ type placedNode struct {
 }
 
 // singleWriter reports whether c must stay on one node: it names a node,
-// or mounts a named volume or a host path.
+// or mounts a named volume or a host path (a file secret's copy is no
+// host path: it becomes a Docker secret).
 func singleWriter(c core.ContainerSpec) bool {
 	if c.Node != "" {
 		return true
 	}
 	for _, m := range c.Mounts {
-		if m.Type == core.MountVolume || m.Type == core.MountBind {
+		if m.Type == core.MountVolume || (m.Type == core.MountBind && m.Secret == "") {
 			return true
 		}
 	}

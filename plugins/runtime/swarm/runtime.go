@@ -16,16 +16,28 @@
 // reach one task, not a balancer), and no update or rollback config: the
 // engine keeps its own overlap, readiness, switch, drain and journal.
 // BackendBinds returns the running task's IP on the app's attachable
-// overlay. Images are pinned by registry digest on the manager, so every
-// node runs the same image; an image with no registry digest is refused.
+// overlay, or, with Options.EdgeNetwork (GORDON_SWARM_EDGE_NETWORK), on
+// the edge's shared overlay, which every instance then also joins. Images
+// are pinned by registry digest on the manager, so every node runs the
+// same image; an image with no registry digest is refused.
+//
+// State (placement.go, secrets.go): an instance with a named volume, a
+// bind mount or a named node (ContainerSpec.Node) is pinned to one node
+// by a node.id constraint: the named node, else the node recorded for its
+// (app, service) at its first placement (<StateDir>/swarm/placement.json
+// and the service label dev.gordon.node), else the least loaded ready,
+// active node. StartContainer fails, naming the node, when that node is
+// lost. File secrets become Docker secrets, one per content, removed with
+// the last service that references them.
 //
 // Errors wrap exactly one core class as the Docker runtime's do
 // (dockererr): a missing service or image wraps core.ErrNotFound, a spec
 // Swarm cannot run wraps core.ErrInvalid, an unreachable engine or one
-// that is not a swarm manager wraps core.ErrUnavailable.
+// that is not a swarm manager, or a pinned node that is down, wraps
+// core.ErrUnavailable.
 //
-// Not here yet: the edge on the nodes, placement of single-writer
-// services, node loss handling (docs/swarm.md).
+// Not here: node loss handling beyond the pinned start (rescheduling is
+// Swarm's; nothing watches nodes or tasks yet), see docs/swarm.md.
 package swarm
 
 import (

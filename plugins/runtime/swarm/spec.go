@@ -48,7 +48,9 @@ const refusedCopyImages = "push it to a registry the nodes can reach; --copy-ima
 //     "on-failure" → on-failure;
 //   - named volumes, each created by the node's engine at the task's
 //     start with the instance's managed and app labels; bind mounts when
-//     c.Node pins the instance to the node that has the path.
+//     c.Node pins the instance to the node that has the path; file
+//     secrets (Mount.Secret) are left to CreateContainer, which makes
+//     them Docker secrets (secrets.go).
 //
 // The placement constraint of a single-writer instance is added by
 // CreateContainer (placement.go).
@@ -99,7 +101,7 @@ func refused(c core.ContainerSpec) error {
 		return fmt.Errorf("devices %v name a node's device files and a task may run on any node; Swarm services cannot map devices", c.Devices)
 	}
 	for _, m := range c.Mounts {
-		if m.Type == core.MountBind && c.Node == "" {
+		if m.Type == core.MountBind && m.Secret == "" && c.Node == "" {
 			return fmt.Errorf(`bind mount %s:%s names a path on one node, and an unpinned task may run on any node: pin the service to the node that has the path with node = "<hostname>" (compose: x-gordon.node), or use a named volume`, m.Source, m.Target)
 		}
 	}
@@ -207,11 +209,12 @@ func mounts(c core.ContainerSpec) ([]mount.Mount, error) {
 		}
 	}
 	for _, m := range c.Mounts {
-		switch m.Type {
-		case core.MountVolume:
+		switch {
+		case m.Secret != "": // a Docker secret (secrets.go)
+		case m.Type == core.MountVolume:
 			out = append(out, mount.Mount{Type: mount.TypeVolume, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly,
 				VolumeOptions: &mount.VolumeOptions{Labels: copyLabels(vlabels)}})
-		case core.MountBind: // refused unless c.Node pins the task (refused)
+		case m.Type == core.MountBind: // refused unless c.Node pins the task (refused)
 			out = append(out, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 		default:
 			return nil, fmt.Errorf("unknown mount type %q", m.Type)

@@ -594,6 +594,7 @@ type Mount struct {
 	Source        string                 `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
 	Target        string                 `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
 	ReadOnly      bool                   `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	Secret        string                 `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"` // the file secret a bind mount delivers (core.Mount.Secret)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -656,6 +657,13 @@ func (x *Mount) GetReadOnly() bool {
 	return false
 }
 
+func (x *Mount) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
 type ContainerSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -679,6 +687,7 @@ type ContainerSpec struct {
 	StopSignal    string                 `protobuf:"bytes,19,opt,name=stop_signal,json=stopSignal,proto3" json:"stop_signal,omitempty"`
 	Healthcheck   *Healthcheck           `protobuf:"bytes,20,opt,name=healthcheck,proto3" json:"healthcheck,omitempty"` // unset = the image's
 	Options       *ContainerOptions      `protobuf:"bytes,21,opt,name=options,proto3" json:"options,omitempty"`
+	Node          string                 `protobuf:"bytes,22,opt,name=node,proto3" json:"node,omitempty"` // core.ContainerSpec.Node: the node a swarm pins it to
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -858,6 +867,13 @@ func (x *ContainerSpec) GetOptions() *ContainerOptions {
 		return x.Options
 	}
 	return nil
+}
+
+func (x *ContainerSpec) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
 }
 
 type Healthcheck struct {
@@ -2348,12 +2364,13 @@ const file_runtime_proto_rawDesc = "" +
 	"\x06labels\x18\x02 \x03(\v2(.gordon.plugin.v1.VolumeSpec.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"h\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x80\x01\n" +
 	"\x05Mount\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x16\n" +
 	"\x06target\x18\x03 \x01(\tR\x06target\x12\x1b\n" +
-	"\tread_only\x18\x04 \x01(\bR\breadOnly\"\xd6\x06\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\x12\x16\n" +
+	"\x06secret\x18\x05 \x01(\tR\x06secret\"\xea\x06\n" +
 	"\rContainerSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -2380,7 +2397,8 @@ const file_runtime_proto_rawDesc = "" +
 	"\vstop_signal\x18\x13 \x01(\tR\n" +
 	"stopSignal\x12?\n" +
 	"\vhealthcheck\x18\x14 \x01(\v2\x1d.gordon.plugin.v1.HealthcheckR\vhealthcheck\x12<\n" +
-	"\aoptions\x18\x15 \x01(\v2\".gordon.plugin.v1.ContainerOptionsR\aoptions\x1a9\n" +
+	"\aoptions\x18\x15 \x01(\v2\".gordon.plugin.v1.ContainerOptionsR\aoptions\x12\x12\n" +
+	"\x04node\x18\x16 \x01(\tR\x04node\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xff\x01\n" +

@@ -73,10 +73,10 @@ func containerSpecToProto(c core.ContainerSpec) *pb.ContainerSpec {
 		Ports: portsToProto(c.Ports), Devices: c.Devices, StopGrace: wire.DurationToProto(c.StopGrace),
 		RestartPolicy: c.RestartPolicy, HostNetwork: c.HostNetwork,
 		Entrypoint: c.Entrypoint, EntrypointSet: c.Entrypoint != nil, Cmd: c.Cmd, StopSignal: c.StopSignal,
-		Healthcheck: healthcheckToProto(c.Healthcheck), Options: optionsToProto(c.Options),
+		Healthcheck: healthcheckToProto(c.Healthcheck), Options: optionsToProto(c.Options), Node: c.Node,
 	}
 	for _, m := range c.Mounts {
-		out.Mounts = append(out.Mounts, &pb.Mount{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+		out.Mounts = append(out.Mounts, &pb.Mount{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly, Secret: m.Secret})
 	}
 	return out
 }
@@ -88,13 +88,13 @@ func containerSpecFromProto(p *pb.ContainerSpec) core.ContainerSpec {
 		Ports: portsFromProto(p.GetPorts()), Devices: p.GetDevices(), StopGrace: wire.DurationFromProto(p.GetStopGrace()),
 		RestartPolicy: p.GetRestartPolicy(), HostNetwork: p.GetHostNetwork(),
 		Cmd: p.GetCmd(), StopSignal: p.GetStopSignal(),
-		Healthcheck: healthcheckFromProto(p.GetHealthcheck()), Options: optionsFromProto(p.GetOptions()),
+		Healthcheck: healthcheckFromProto(p.GetHealthcheck()), Options: optionsFromProto(p.GetOptions()), Node: p.GetNode(),
 	}
 	if p.GetEntrypointSet() {
 		out.Entrypoint = append([]string{}, p.GetEntrypoint()...)
 	}
 	for _, m := range p.GetMounts() {
-		out.Mounts = append(out.Mounts, core.Mount{Type: m.GetType(), Source: m.GetSource(), Target: m.GetTarget(), ReadOnly: m.GetReadOnly()})
+		out.Mounts = append(out.Mounts, core.Mount{Type: m.GetType(), Source: m.GetSource(), Target: m.GetTarget(), ReadOnly: m.GetReadOnly(), Secret: m.GetSecret()})
 	}
 	return out
 }
