@@ -41,6 +41,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 			return "", err
 		}
 		pin(&spec, node)
+	} else {
+		r.spreadMu.Lock()
+		defer r.spreadMu.Unlock()
+		if err := r.spread(ctx, c, &spec, what); err != nil {
+			return "", err
+		}
 	}
 	refs, err := r.ensureSecrets(ctx, c, what)
 	if err != nil {
@@ -87,6 +93,11 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	wctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
 	err = r.waitRunning(wctx, id, what, before, false, r.nodeLost(wctx, node, what))
+	if err == nil {
+		// Best effort: an instance that keeps its first-placement
+		// constraint still serves; it only cannot move off that node.
+		_ = r.unspread(ctx, id, what)
+	}
 	if err != nil {
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer ucancel()

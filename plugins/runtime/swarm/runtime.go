@@ -104,6 +104,9 @@ type Runtime struct {
 	mu        sync.Mutex
 	connected bool
 	edgeOK    bool // the edge network was found once
+	// spreadMu serializes the spread choice and the create of stateless
+	// instances (spread.go), so one generation's creates see each other.
+	spreadMu sync.Mutex
 }
 
 // New returns a Runtime talking to the manager at host ("" = the default

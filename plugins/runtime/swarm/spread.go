@@ -1,0 +1,113 @@
+package swarm
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/moby/moby/api/types/swarm"
+	"github.com/moby/moby/client"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+// LabelSpread marks an instance placed by spread: its service's
+// constraint node.id==<LabelSpread's value> holds only until its first
+// task runs (StartContainer then drops it), so Swarm may reschedule the
+// instance anywhere when that node is lost.
+const LabelSpread = "dev.gordon.spread"
+
+// Swarm spreads the tasks of one service over the nodes, but an instance
+// is a service of its own, so the instances of one generation could all
+// land on one node, and that node's loss would take all of them. A
+// stateless instance is therefore created on the node that holds the
+// fewest instances of its generation (same app, service and op labels),
+// then the least loaded: a constraint that StartContainer removes once the
+// task runs. Swarm does not restart a task for a constraint change its
+// node still satisfies, so removing it moves nothing.
+
+// spreadNode chooses the node for stateless instance c: among the ready,
+// active nodes, the fewest instances of c's generation (siblings, per
+// node ID), then the fewest running gordon tasks (load), then the lowest
+// hostname. "" when no node is usable (Swarm then places it itself).
+func spreadNode(nodes []swarm.Node, siblings, load map[string]int) string {
+	var ok []swarm.Node
+	for _, n := range nodes {
+		if usable(n) == "" {
+			ok = append(ok, n)
+		}
+	}
+	if len(ok) == 0 {
+		return ""
+	}
+	slices.SortFunc(ok, func(a, b swarm.Node) int {
+		if d := siblings[a.ID] - siblings[b.ID]; d != 0 {
+			return d
+		}
+		if d := load[a.ID] - load[b.ID]; d != 0 {
+			return d
+		}
+		return strings.Compare(hostname(a), hostname(b))
+	})
+	return ok[0].ID
+}
+
+// spread sets the spread constraint and label on spec (stateless c). The
+// caller holds r.spreadMu from here until the service exists, so
+// concurrent creates of one generation see each other.
+func (r *Runtime) spread(ctx context.Context, c core.ContainerSpec, spec *swarm.ServiceSpec, what string) error {
+	app, svc, op := c.Labels[core.LabelApp], c.Labels[core.LabelService], c.Labels[core.LabelOp]
+	if app == "" || svc == "" {
+		return nil
+	}
+	nl, err := r.cli.NodeList(ctx, client.NodeListOptions{})
+	if err != nil {
+		return r.classify(err, what)
+	}
+	f := make(client.Filters).Add("label", core.LabelApp+"="+app).Add("label", core.LabelService+"="+svc)
+	if op != "" {
+		f.Add("label", core.LabelOp+"="+op)
+	}
+	sl, err := r.cli.ServiceList(ctx, client.ServiceListOptions{Filters: f})
+	if err != nil {
+		return r.classify(err, what)
+	}
+	siblings := map[string]int{}
+	for _, s := range sl.Items {
+		if n := s.Spec.Labels[LabelSpread]; n != "" {
+			siblings[n]++
+		} else if n := s.Spec.Labels[LabelNode]; n != "" {
+			siblings[n]++
+		}
+	}
+	load, err := r.runningPerNode(ctx, what)
+	if err != nil {
+		return err
+	}
+	node := spreadNode(nl.Items, siblings, load)
+	if node == "" {
+		return nil
+	}
+	pin(spec, node)
+	delete(spec.Labels, LabelNode)
+	spec.Labels[LabelSpread] = node
+	return nil
+}
+
+// unspread drops the spread constraint of a running instance (see above);
+// an instance without one is left alone.
+func (r *Runtime) unspread(ctx context.Context, id, what string) error {
+	svc, err := r.service(ctx, id, what)
+	if err != nil {
+		return err
+	}
+	node := svc.Spec.Labels[LabelSpread]
+	if node == "" {
+		return nil
+	}
+	return r.update(ctx, id, what, func(s *swarm.ServiceSpec) {
+		if p := s.TaskTemplate.Placement; p != nil {
+			p.Constraints = slices.DeleteFunc(p.Constraints, func(c string) bool { return c == "node.id=="+node })
+		}
+	})
+}
