@@ -198,9 +198,12 @@ type ContainerState struct {
 	// RestartPolicy is the engine's restart policy of the container: "no"
 	// (none), "unless-stopped", "always" or "on-failure"; "" when the
 	// runtime does not report it.
-	RestartPolicy string            `json:"restart_policy,omitempty"`
-	Env           []string          `json:"env,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
+	RestartPolicy string `json:"restart_policy,omitempty"`
+	// Node is the hostname of the node the instance's current task runs on
+	// (a swarm); "" on one engine.
+	Node   string            `json:"node,omitempty"`
+	Env    []string          `json:"env,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Running reports Status == running.

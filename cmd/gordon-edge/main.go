@@ -91,6 +91,7 @@ type runOptions struct {
 	routesTokenFile string
 	peers           string
 	peerInterval    time.Duration
+	dialTimeout     time.Duration
 }
 
 func newRunCommand() *cobra.Command {
@@ -127,6 +128,7 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&opts.routesTokenFile, "routes-token-file", "", "file holding the routes token (else env "+routesTokenEnv+"): serves PUT /routes and GET /routes on the admin address to \"Authorization: Bearer <token>\", and lets --admin-addr be non-loopback (swarm)")
 	f.StringVar(&opts.peers, "peers", "", "DNS name of every edge's admin address (e.g. tasks.gordon-edge; needs the routes token): adopt a newer route table from any of them (GET /routes?after=N on this edge's admin port)")
 	f.DurationVar(&opts.peerInterval, "peer-interval", time.Second, "how often --peers are asked for a newer route table")
+	f.DurationVar(&opts.dialTimeout, "dial-timeout", 5*time.Second, "how long dialing a backend may take before the request is retried on another instance and the backend ejected (a route's own dial timeout wins); on a swarm the edge uses 1s: a task on a lost node answers nothing")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
 }
@@ -192,6 +194,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		RoutesToken:       token,
 		Peers:             opts.peers,
 		PeerInterval:      opts.peerInterval,
+		DialTimeout:       opts.dialTimeout,
 	})
 	go func() {
 		for {

@@ -91,6 +91,9 @@ type ServiceStatus struct {
 	Markers []string `json:"markers,omitempty"`
 	// Health is Docker's health status ("", starting, healthy, unhealthy).
 	Health string `json:"health,omitempty"`
+	// Node is the swarm node the serving instance runs on ("" on one
+	// engine).
+	Node string `json:"node,omitempty"`
 	// LastRecovery is the periodic pass's last recovery of this service's
 	// serving container (why it was withdrawn and restarted), if any.
 	LastRecovery *core.RecoveryEvent `json:"last_recovery,omitempty"`
@@ -112,6 +115,8 @@ type InstanceStatus struct {
 	UDPBackendBinds map[int]int `json:"udp_backend_binds,omitempty"`
 	IP              string      `json:"ip,omitempty"`
 	Network         string      `json:"network,omitempty"`
+	// Node is the swarm node the instance runs on ("" on one engine).
+	Node string `json:"node,omitempty"`
 }
 
 // Status reads one app's state (no lock: readers never need one). A nil
@@ -200,7 +205,7 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 			case errors.Is(err, core.ErrNotFound):
 				ss.State = "missing"
 			case err == nil:
-				ss.State, ss.StartedAt, ss.Health = cs.Status, cs.StartedAt, cs.Health
+				ss.State, ss.StartedAt, ss.Health, ss.Node = cs.Status, cs.StartedAt, cs.Health, cs.Node
 			}
 		}
 		if len(a.Replicas) > 0 {
@@ -219,7 +224,7 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 // each replica as the runtime reports it ("missing" when gone, "unknown"
 // without a runtime or when it cannot be asked).
 func (e *Engine) instanceStatuses(ctx context.Context, a *core.ActiveService, ss ServiceStatus) []InstanceStatus {
-	out := []InstanceStatus{{Container: a.Container, State: ss.State, Health: ss.Health, StartedAt: ss.StartedAt,
+	out := []InstanceStatus{{Container: a.Container, State: ss.State, Health: ss.Health, StartedAt: ss.StartedAt, Node: ss.Node,
 		BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds, IP: a.IP, Network: a.Network}}
 	for _, r := range a.Replicas {
 		is := InstanceStatus{Container: r.Container, State: "unknown", BackendBinds: r.BackendBinds, UDPBackendBinds: r.UDPBackendBinds, IP: r.IP, Network: r.Network}
@@ -229,7 +234,7 @@ func (e *Engine) instanceStatuses(ctx context.Context, a *core.ActiveService, ss
 			case errors.Is(err, core.ErrNotFound):
 				is.State = "missing"
 			case err == nil:
-				is.State, is.Health, is.StartedAt = cs.Status, cs.Health, cs.StartedAt
+				is.State, is.Health, is.StartedAt, is.Node = cs.Status, cs.Health, cs.StartedAt, cs.Node
 			}
 		}
 		out = append(out, is)

@@ -247,7 +247,9 @@ func (r *Runtime) InspectContainer(ctx context.Context, id string) (core.Contain
 	if err != nil {
 		return core.ContainerState{}, r.classify(err, what)
 	}
-	return stateOf(svc, tasks), nil
+	st := stateOf(svc, tasks)
+	r.nameNode(ctx, &st)
+	return st, nil
 }
 
 // BackendBinds returns, per port, the running task's IP and the container

@@ -107,6 +107,8 @@ type Runtime struct {
 	// spreadMu serializes the spread choice and the create of stateless
 	// instances (spread.go), so one generation's creates see each other.
 	spreadMu sync.Mutex
+	// nodeNames caches node ID → hostname for status (nameNode; under mu).
+	nodeNames map[string]string
 }
 
 // New returns a Runtime talking to the manager at host ("" = the default
@@ -403,7 +405,9 @@ func (r *Runtime) ListManaged(ctx context.Context, labels map[string]string) ([]
 			}
 			return nil, r.classify(err, fmt.Sprintf("list tasks of service %s", short(svc.ID)))
 		}
-		out = append(out, stateOf(svc, tasks))
+		st := stateOf(svc, tasks)
+		r.nameNode(ctx, &st)
+		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

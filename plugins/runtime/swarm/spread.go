@@ -111,3 +111,31 @@ func (r *Runtime) unspread(ctx context.Context, id, what string) error {
 		}
 	})
 }
+
+// nameNode replaces st.Node (a node ID) by that node's hostname, from a
+// cache of the node list refreshed on a miss; an unknown node keeps its ID.
+func (r *Runtime) nameNode(ctx context.Context, st *core.ContainerState) {
+	if st.Node == "" {
+		return
+	}
+	r.mu.Lock()
+	name, ok := r.nodeNames[st.Node]
+	r.mu.Unlock()
+	if !ok {
+		nl, err := r.cli.NodeList(ctx, client.NodeListOptions{})
+		if err != nil {
+			return
+		}
+		names := make(map[string]string, len(nl.Items))
+		for _, n := range nl.Items {
+			names[n.ID] = hostname(n)
+		}
+		r.mu.Lock()
+		r.nodeNames = names
+		r.mu.Unlock()
+		if name, ok = names[st.Node]; !ok {
+			return
+		}
+	}
+	st.Node = name
+}

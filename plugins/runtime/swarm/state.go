@@ -80,6 +80,7 @@ func stateOf(svc swarm.Service, tasks []swarm.Task) core.ContainerState {
 		return st
 	}
 	s := t.Status
+	st.Node = t.NodeID // nameNode turns it into the hostname
 	switch {
 	case live(t):
 		st.Status = core.StatusRunning

@@ -1454,6 +1454,9 @@ type ContainerState struct {
 	// restart_policy: the engine's restart policy ("no", "unless-stopped",
 	// ...); "" when the runtime does not report it.
 	RestartPolicy string `protobuf:"bytes,13,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
+	// node: the hostname of the node the current task runs on (a swarm);
+	// "" on one engine.
+	Node          string `protobuf:"bytes,14,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1575,6 +1578,13 @@ func (x *ContainerState) GetOomKilled() bool {
 func (x *ContainerState) GetRestartPolicy() string {
 	if x != nil {
 		return x.RestartPolicy
+	}
+	return ""
+}
+
+func (x *ContainerState) GetNode() string {
+	if x != nil {
+		return x.Node
 	}
 	return ""
 }
@@ -2456,7 +2466,7 @@ const file_runtime_proto_rawDesc = "" +
 	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\">\n" +
 	"\x16RemoveContainerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05force\x18\x02 \x01(\bR\x05force\"\xf3\x03\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\x87\x04\n" +
 	"\x0eContainerState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2474,7 +2484,8 @@ const file_runtime_proto_rawDesc = "" +
 	"health_log\x18\v \x01(\tR\thealthLog\x12\x1d\n" +
 	"\n" +
 	"oom_killed\x18\f \x01(\bR\toomKilled\x12%\n" +
-	"\x0erestart_policy\x18\r \x01(\tR\rrestartPolicy\x1a9\n" +
+	"\x0erestart_policy\x18\r \x01(\tR\rrestartPolicy\x12\x12\n" +
+	"\x04node\x18\x0e \x01(\tR\x04node\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +

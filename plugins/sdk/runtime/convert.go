@@ -105,7 +105,7 @@ func stateToProto(s core.ContainerState) *pb.ContainerState {
 		Health: s.Health, HasHealthcheck: s.HasHealthcheck, ExitCode: int32(s.ExitCode), Env: s.Env, Labels: s.Labels,
 		HealthLog:     s.HealthLog,
 		OomKilled:     s.OOMKilled,
-		RestartPolicy: s.RestartPolicy,
+		RestartPolicy: s.RestartPolicy, Node: s.Node,
 	}
 }
 
@@ -115,7 +115,7 @@ func stateFromProto(p *pb.ContainerState) core.ContainerState {
 		Health: p.GetHealth(), HasHealthcheck: p.GetHasHealthcheck(), ExitCode: int(p.GetExitCode()), Env: p.GetEnv(), Labels: p.GetLabels(),
 		HealthLog:     p.GetHealthLog(),
 		OOMKilled:     p.GetOomKilled(),
-		RestartPolicy: p.GetRestartPolicy(),
+		RestartPolicy: p.GetRestartPolicy(), Node: p.GetNode(),
 	}
 }
 

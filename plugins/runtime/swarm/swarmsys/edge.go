@@ -125,7 +125,10 @@ func edgeSpec(e EdgeService) swarm.ServiceSpec {
 	args := []string{"run", "--state-dir", "/state",
 		"--http-addr", ":" + strconv.Itoa(e.HTTPPort),
 		"--admin-addr", "0.0.0.0:" + strconv.Itoa(e.AdminPort),
-		"--peers", "tasks." + e.Service}
+		"--peers", "tasks." + e.Service,
+		// A task on a lost node answers no SYN: give up on it after 1 s
+		// (not the default 5 s) and retry the request on another.
+		"--dial-timeout", "1s"}
 	if e.Drain > 0 {
 		args = append(args, "--shutdown-timeout", e.Drain.String())
 	}

@@ -30,7 +30,7 @@ func TestEdgeSpec_GlobalHostModeDNSRRWithTheTokenAndPeers(t *testing.T) {
 	assert.Equal(t, uint32(80), p.TargetPort)
 	cs := s.TaskTemplate.ContainerSpec
 	assert.Equal(t, "reg:5000/gordon-edge@sha256:abc", cs.Image)
-	assert.Equal(t, []string{"run", "--state-dir", "/state", "--http-addr", ":80", "--admin-addr", "0.0.0.0:9180", "--peers", "tasks.gordon-edge"}, cs.Args)
+	assert.Equal(t, []string{"run", "--state-dir", "/state", "--http-addr", ":80", "--admin-addr", "0.0.0.0:9180", "--peers", "tasks.gordon-edge", "--dial-timeout", "1s"}, cs.Args)
 	assert.Contains(t, cs.Env, "GORDON_EDGE_ROUTES_TOKEN=tok")
 	assert.Equal(t, 35*time.Second, *cs.StopGracePeriod, "the default drain plus a margin")
 	assert.Equal(t, swarm.RestartPolicyConditionAny, s.TaskTemplate.RestartPolicy.Condition)
