@@ -17,6 +17,14 @@
 // Prometheus text format; POST /reload re-reads the table at once;
 // /debug/pprof/ with Config.Pprof).
 //
+// On a swarm, where the edge cannot read the publisher's state directory
+// (issue 25), Config.RoutesToken adds PUT /routes and GET /routes to the
+// admin endpoint (bearer token; a pushed table is written as the edge's
+// own routes.json, then read and applied as above before the answer) and
+// Config.Peers pulls a newer table from the other edges every
+// Config.PeerInterval (routepush.go, internal/routepush). Without the
+// token the admin address must be loopback.
+//
 // The HTTP hot path: the public listener is served by the edge's
 // own HTTP/1.1 loop (internal/dataplane), which proxies plain bodiless GET/HEAD requests
 // with no allocation per request over a per-backend keep-alive pool
@@ -81,6 +89,9 @@
 //     rules (allow, basic auth), maintenance, the client address behind
 //     trusted proxies and the forwarded headers (policy.go answers its
 //     refusals);
+//   - internal/routepush serves PUT and GET /routes (the pushed route
+//     table, its token and generation checks) and asks the peers for a
+//     newer table; the root writes and applies what it accepts;
 //   - internal/evloop is the event loops' machinery (epoll, registration,
 //     wake-ups, non-blocking dials, release to Go's poller); the loops'
 //     HTTP/1.1 serving is internal/dataplane's evloop_*_linux.go.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -61,12 +62,13 @@ func TestDecision16_GordonEdgeSIGTERMFinishesInFlight(t *testing.T) {
 // edgeProc is a gordon-edge binary a test runs on its own state directory,
 // with one backend.
 type edgeProc struct {
-	state    string
-	httpAddr string
-	proc     *exec.Cmd
-	logs     *lockedBuffer
-	exited   chan error
-	backend  *httptest.Server
+	state     string
+	httpAddr  string
+	adminAddr string
+	proc      *exec.Cmd
+	logs      *lockedBuffer
+	exited    chan error
+	backend   *httptest.Server
 	// started receives when a request to the backend's /slow arrives.
 	started chan struct{}
 }
@@ -74,8 +76,8 @@ type edgeProc struct {
 // startEdgeBinary builds gordon-edge (skipped with -short), runs it with a
 // 5 s shutdown timeout until the test ends, waits for status.json to show
 // its listeners, and starts the backend: it answers "finished", on /slow
-// after 700 ms.
-func startEdgeBinary(t *testing.T) *edgeProc {
+// after 700 ms. extra are more arguments of run.
+func startEdgeBinary(t *testing.T, extra ...string) *edgeProc {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -87,13 +89,13 @@ func startEdgeBinary(t *testing.T) *edgeProc {
 	require.NoError(t, err, string(out))
 
 	e := &edgeProc{state: t.TempDir(), logs: &lockedBuffer{}, exited: make(chan error, 1), started: make(chan struct{}, 1)}
-	e.proc = exec.Command(bin, "run", "--state-dir", e.state, "--http-addr", "127.0.0.1:0", "--shutdown-timeout", "5s")
+	e.proc = exec.Command(bin, append([]string{"run", "--state-dir", e.state, "--http-addr", "127.0.0.1:0", "--shutdown-timeout", "5s"}, extra...)...)
 	e.proc.Stderr = e.logs
 	require.NoError(t, e.proc.Start())
 	go func() { e.exited <- e.proc.Wait() }()
 	t.Cleanup(func() { _ = e.proc.Process.Kill() })
 	st := waitStatus(t, e.state, func(st routetable.Status) bool { return st.AdminAddr != "" && len(st.Listeners) > 0 })
-	e.httpAddr = st.Listeners[0].Addr
+	e.httpAddr, e.adminAddr = st.Listeners[0].Addr, st.AdminAddr
 
 	e.backend = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
@@ -315,4 +317,30 @@ func TestGordonEdgePeersAndNonLoopbackAdminNeedTheToken(t *testing.T) {
 		require.Error(t, err, "%v", args)
 		assert.Contains(t, err.Error(), "--routes-token-file")
 	}
+}
+
+// Issue 25: the binary with --routes-token-file binds a non-loopback
+// admin address and applies a table PUT to /routes with the file's token
+// before it answers.
+func TestGordonEdgeRoutesPushedWithTheTokenFile(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("bin-token\n"), 0o600))
+	e := startEdgeBinary(t, "--admin-addr", "0.0.0.0:0", "--routes-token-file", tokenFile)
+	_, port, err := net.SplitHostPort(e.adminAddr)
+	require.NoError(t, err)
+	put := func(token string) int {
+		req, err := http.NewRequest(http.MethodPut, "http://127.0.0.1:"+port+"/routes", bytes.NewReader(e.table(t, 1, "bin.test")))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, put("wrong"))
+	require.Equal(t, http.StatusOK, put("bin-token"), e.logs.String())
+	code, body, err := e.get("bin.test", "/")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "finished", body)
 }
