@@ -98,12 +98,7 @@ func (m *mapper) xGordon(name string, svc *types.ServiceConfig, out *service) []
 		m.xMonitor(name, r, out)
 	}
 	if n, ok := raw["node"]; ok {
-		// The node a swarm pins the service to; the manifest validates it.
-		if s, isStr := n.(string); isStr && s != "" {
-			out.Node = s
-		} else {
-			m.refuse(base+".node", "node: %v: want a swarm node's hostname or ID, as docker node ls shows it", n)
-		}
+		m.xNode(base, n, out)
 	}
 	var hosts []string
 	switch h := raw["host"].(type) {
@@ -166,6 +161,16 @@ func (m *mapper) xGordon(name string, svc *types.ServiceConfig, out *service) []
 		rs = append(rs, route{host: h, port: port, tls: tlsPolicy, origin: origin})
 	}
 	return rs
+}
+
+// xNode copies x-gordon.node, the node a swarm pins the service to, onto
+// the manifest's node (which validates it).
+func (m *mapper) xNode(base string, n any, out *service) {
+	if s, ok := n.(string); ok && s != "" {
+		out.Node = s
+		return
+	}
+	m.refuse(base+".node", "node: %v: want a swarm node's hostname or ID, as docker node ls shows it", n)
 }
 
 // xReadiness copies x-gordon.readiness onto the manifest's readiness.
