@@ -146,10 +146,7 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 			flags = append(flags, "single-writer")
 		}
 		flags = append(flags, s.Markers...)
-		state := s.State
-		if s.Health != "" {
-			state += " (" + s.Health + ")"
-		}
+		state := stateCell(s.State, s.Health, s.Node)
 		fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\n", s.Service, shortID(s.Container), s.Image, shortID(s.Digest),
 			s.Revision, state, formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds), orDash(strings.Join(s.Routes, ", ")), orDash(strings.Join(flags, ",")))
 	}
@@ -172,16 +169,25 @@ func printInstances(w io.Writer, services []engine.ServiceStatus) {
 				tw = newTable(w)
 				fmt.Fprintln(tw, "SERVICE\tINSTANCE\tSTATE\tBINDS")
 			}
-			state := in.State
-			if in.Health != "" {
-				state += " (" + in.Health + ")"
-			}
+			state := stateCell(in.State, in.Health, in.Node)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Service, shortID(in.Container), state, formatBinds(in.IP, in.BackendBinds, in.UDPBackendBinds))
 		}
 	}
 	if tw != nil {
 		tw.Flush()
 	}
+}
+
+// stateCell is "running (healthy) on n2": the runtime state, the health
+// when there is one, the swarm node when there is one.
+func stateCell(state, health, node string) string {
+	if health != "" {
+		state += " (" + health + ")"
+	}
+	if node != "" {
+		state += " on " + node
+	}
+	return state
 }
 
 func orDash(s string) string {

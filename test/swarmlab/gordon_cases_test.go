@@ -163,4 +163,10 @@ func (g *gordonLab) nodeLoss(ctx context.Context, t *testing.T) {
 	r := g.must(ctx, t, "status")
 	t.Logf("status after the node loss:\n%s", r.out)
 	assert.Contains(t, r.out, "runtime: swarm, 3 nodes (2 ready)")
+	assert.Contains(t, r.out, name+" down")
+	for _, line := range strings.Split(r.out, "\n") {
+		if strings.HasPrefix(line, "web ") {
+			assert.NotContains(t, line, "on "+name, "no web instance runs on the lost node")
+		}
+	}
 }

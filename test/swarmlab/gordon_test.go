@@ -222,6 +222,7 @@ func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
 	ok = ok && t.Run("status names the runtime and the nodes", func(t *testing.T) {
 		r := g.must(ctx, t, "status")
 		assert.Contains(t, r.out, "runtime: swarm, 3 nodes (3 ready)")
+		assert.Regexp(t, `running on gse-n[123]`, r.out, "each instance's node")
 		r = g.must(ctx, t, "system", "status")
 		t.Logf("system status:\n%s", r.out)
 		for _, n := range g.Nodes {
