@@ -56,6 +56,7 @@ an instance's address is re-resolved within about a second. A busy app
 					env.logger.Error("boot reconciliation failed", "error", berr)
 				}
 			}
+			quiet := okPasses{}
 			var wake chan string
 			if o.watch {
 				wake = make(chan string, 64)
@@ -78,6 +79,9 @@ an instance's address is re-resolved within about a second. A busy app
 					_ = writeJSON(env.dockerCli.Out(), reps)
 				} else {
 					for _, r := range reps {
+						if o.watch && quiet.same(r) {
+							continue // an unchanged "ok" pass: said once already
+						}
 						renderReconcile(env, r)
 					}
 				}
@@ -175,4 +179,25 @@ func unknownAppsError(reps []engine.ReconcileReport, stateDir string) error {
 	}
 	return fmt.Errorf("%w: app %s: not known to state directory %s, so nothing was done (its containers, if any, belong to another state directory: run reconcile with GORDON_STATE_DIR set to the one that deployed it)",
 		core.ErrNotFound, strings.Join(names, ", "), stateDir)
+}
+
+// okPasses remembers, per app, the last "ok" pass a watcher printed, so a
+// watcher passing every second (a swarm's) prints a line when something
+// happens, not 86,400 identical lines a day.
+type okPasses map[string]string
+
+// same reports whether r is a plain "ok" pass identical to the last one
+// printed for its app (and records r otherwise).
+func (q okPasses) same(r engine.ReconcileReport) bool {
+	plain := !r.Unknown && !r.Ended && !r.Skipped && len(r.Errors) == 0 && len(r.Retired) == 0 && len(r.Removed) == 0 && len(r.Recovered) == 0
+	key := fmt.Sprintf("verified %d", len(r.Verified))
+	if plain && q[r.App] == key {
+		return true
+	}
+	if plain {
+		q[r.App] = key
+	} else {
+		delete(q, r.App)
+	}
+	return false
 }

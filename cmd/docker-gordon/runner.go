@@ -322,7 +322,8 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		if images, err = prepareDeployInput(ctx, e, f, &rc, drop, &extra); err != nil {
 			return rc, err
 		}
-	case "start", "restart", "rollback", "scale", "reconcile":
+	case "start", "restart", "rollback", "scale", "reconcile", "system start":
+		// system start on a swarm pushes the edge's image (swarm.go).
 		pulls = true
 	case "secrets set":
 		in := e.dockerCli.In()

@@ -123,8 +123,20 @@ func swarmHTTPPort(addr string) (int, error) {
 func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmStartOpts, ef edgeContainerFlags, interval time.Duration) error {
 	ctx := cmd.Context()
 	out, api, stateDir := env.dockerCli.Out(), env.dockerCli.Client(), env.opts.stateDir
+	old, wasSwarm, err := swarmsys.Load(stateDir)
+	if err != nil {
+		return err
+	}
+	if o.registry == "" && wasSwarm {
+		o.registry = old.Registry // as at the last system start
+	}
 	if err := checkSwarmStart(o, ef); err != nil {
 		return err
+	}
+	if !wasSwarm {
+		if err := refuseOneEngineApps(ctx, env); err != nil {
+			return err
+		}
 	}
 	port, err := swarmHTTPPort(ef.httpAddr)
 	if err != nil {
@@ -138,7 +150,7 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 		return err
 	}
 	cfg := swarmsys.Config{Registry: o.registry, ManagerNode: nodeID, HTTPPort: port, Labelled: o.edgeNodes == "labelled"}
-	if old, ok, _ := swarmsys.Load(stateDir); ok {
+	if wasSwarm {
 		cfg.Network, cfg.Service, cfg.AdminPort = old.Network, old.Service, old.AdminPort
 	}
 	if cfg.Network == "" {
@@ -186,6 +198,31 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	printStart(out, ru.Name, r)
 	ef.remember(stateDir)
 	return awaitSwarmEdge(ctx, env, api, cfg)
+}
+
+// refuseOneEngineApps refuses to turn a state directory that serves apps
+// on one engine into a swarm's: their instances are containers, which the
+// swarm runtime neither finds nor routes. Removed apps do not count.
+func refuseOneEngineApps(ctx context.Context, env *cliEnv) error {
+	store, err := env.openStore()
+	if err != nil {
+		return err
+	}
+	apps, err := store.ListApps(ctx)
+	if err != nil {
+		return err
+	}
+	var serving []string
+	for _, app := range apps {
+		if a, err := store.LoadActive(ctx, app); err == nil && len(a.Services) > 0 {
+			serving = append(serving, app)
+		}
+	}
+	if len(serving) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the state directory %s serves one-engine apps (%s), and system start on a swarm manager would make it a swarm's: give the swarm its own state directory (--state-dir or GORDON_STATE_DIR), or keep this one on one engine with --runtime docker; nothing was changed: %w",
+		env.opts.stateDir, strings.Join(serving, ", "), core.ErrConflict)
 }
 
 // checkSwarmStart refuses what a swarm edge cannot do yet, before

@@ -478,3 +478,25 @@ func TestCheckSwarmStart_RefusesWhatASwarmEdgeCannotDo(t *testing.T) {
 	require.ErrorIs(t, err, core.ErrInvalid)
 	assert.Contains(t, err.Error(), "HTTPS")
 }
+
+// A state directory that serves one-engine apps is not turned into a
+// swarm's (their containers would be neither found nor routed); one whose
+// apps were all removed, or that has none, may be.
+func TestRefuseOneEngineApps_AStateDirectoryServingOneEngineAppsStaysOne(t *testing.T) {
+	env := &cliEnv{}
+	env.opts.stateDir = t.TempDir()
+	require.NoError(t, refuseOneEngineApps(context.Background(), env), "no apps")
+	store, err := env.openStore()
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = store.EnsureApp(ctx, "gone")
+	require.NoError(t, err)
+	require.NoError(t, refuseOneEngineApps(ctx, env), "an app with nothing serving")
+	_, err = store.EnsureApp(ctx, "blog")
+	require.NoError(t, err)
+	require.NoError(t, store.SaveActive(ctx, core.Active{App: "blog", Services: map[string]*core.ActiveService{"web": {Container: "c1"}}}))
+	err = refuseOneEngineApps(ctx, env)
+	require.ErrorIs(t, err, core.ErrConflict)
+	assert.Contains(t, err.Error(), "one-engine apps (blog)")
+	assert.Contains(t, err.Error(), "--state-dir")
+}

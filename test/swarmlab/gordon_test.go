@@ -229,6 +229,11 @@ func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
 			assert.Regexp(t, n.Name+` +ready +\S+ +running`, r.out, "the edge task of %s runs", n.Name)
 		}
 	})
+	ok = ok && t.Run("system start again changes nothing (in the runner, registry remembered)", func(t *testing.T) {
+		r := g.must(ctx, t, "system", "start")
+		assert.Contains(t, r.out, "global service already running")
+		assert.Contains(t, r.out, "running on 3 node(s)")
+	})
 	ok = ok && t.Run("a deploy through a remote manager (docker --context)", func(t *testing.T) {
 		g.remoteDeploy(ctx, t)
 	})

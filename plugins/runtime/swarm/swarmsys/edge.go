@@ -2,6 +2,7 @@ package swarmsys
 
 import (
 	"context"
+	"encoding/base64"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -83,6 +84,11 @@ func PushImage(ctx context.Context, api client.APIClient, localRef, registry, ta
 	}
 	if _, err := api.ImageTag(ctx, client.ImageTagOptions{Source: localRef, Target: target}); err != nil {
 		return "", fmt.Errorf("tag %s as %s: %w", localRef, target, dockererr.Classify(err))
+	}
+	if auth == "" {
+		// An engine of API 1.41 refuses a push without the header; "{}"
+		// is the anonymous credential the docker CLI sends.
+		auth = base64.URLEncoding.EncodeToString([]byte("{}"))
 	}
 	resp, err := api.ImagePush(ctx, target, client.ImagePushOptions{RegistryAuth: auth})
 	if err != nil {
