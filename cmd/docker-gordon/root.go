@@ -335,6 +335,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		EdgeNetwork:  e.edgeNetwork(),
 		// Swarm replaces a task whose restart policy changes (R59).
 		CreateWithRestartPolicy: e.runtimeName() == "swarm",
+		RegistryOnly:            e.runtimeName() == "swarm",
 	}
 	return e.eng, nil
 }

@@ -342,7 +342,9 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 	}
 	img, err := e.resolveImage(ctx, app, ref)
 	if errors.Is(err, core.ErrNotFound) && pull == PullMissing {
-		if err := doPull(); err != nil {
+		if err := doPull(); err != nil && e.RegistryOnly {
+			return core.ImageRef{}, fmt.Errorf("image %s could not be pulled (%w): every node pulls it from a registry, so push it to one the nodes can reach (docker push %s), correct the name, or log in to its registry (docker login)", ref, err, ref)
+		} else if err != nil {
 			return core.ImageRef{}, fmt.Errorf("image %s is not on the engine, and pulling it failed (%w); build or load it on that engine (docker build -t %s DIR, docker load), correct the name, or log in to its registry (docker login); from another machine's engine, deploy --copy-images sends it", ref, err, ref)
 		}
 		img, err = e.resolveImage(ctx, app, ref)

@@ -93,6 +93,9 @@ type Engine struct {
 	// candidate that exits while probed is then restarted by the runtime
 	// and fails by its readiness budget, not at once.
 	CreateWithRestartPolicy bool
+	// RegistryOnly says every image comes from a registry (a swarm: each
+	// node pulls it), so a failed pull's advice is to push it there.
+	RegistryOnly bool
 	// pins: image resolutions CheckDeployable made for this command's
 	// deploy (pull policy + ref → image), used once by its preflight.
 	pinMu sync.Mutex

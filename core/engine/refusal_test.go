@@ -106,6 +106,23 @@ func TestR13_MissingImageErrorSaysWhatToDo(t *testing.T) {
 	}
 }
 
+// On a swarm (Engine.RegistryOnly) the advice is the registry's: every
+// node pulls the image, so nothing built or loaded on one engine, and no
+// --copy-images.
+func TestR13_MissingImageOnASwarmSaysPushItToARegistry(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.Engine.RegistryOnly = true
+	h.Runtime.Fail(coretest.MResolve, "", fmt.Errorf("image: %w", core.ErrNotFound), -1)
+	h.Runtime.Fail(coretest.MPull, "", fmt.Errorf("pull: manifest unknown: %w", core.ErrNotFound), -1)
+	_, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(coretest.WebSpec(0)), "sha", "")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, core.ErrNotFound)
+	assert.Contains(t, err.Error(), "every node pulls it from a registry")
+	assert.Contains(t, err.Error(), "docker push")
+	assert.NotContains(t, err.Error(), "--copy-images")
+	assert.NotContains(t, err.Error(), "docker load")
+}
+
 // The missing-secret refusal is one statement of what is missing and how to
 // set it (no repeated names, no "state conflict").
 func TestR12_MissingSecretErrorSaysWhatToDo(t *testing.T) {
