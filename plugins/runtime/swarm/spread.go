@@ -56,17 +56,20 @@ func spreadNode(nodes []swarm.Node, siblings, load map[string]int) string {
 // caller holds r.spreadMu from here until the service exists, so
 // concurrent creates of one generation see each other.
 func (r *Runtime) spread(ctx context.Context, c core.ContainerSpec, spec *swarm.ServiceSpec, what string) error {
-	app, svc, op := c.Labels[core.LabelApp], c.Labels[core.LabelService], c.Labels[core.LabelOp]
-	if app == "" || svc == "" {
+	app := c.Labels[core.LabelApp]
+	if app == "" {
 		return nil
 	}
 	nl, err := r.cli.NodeList(ctx, client.NodeListOptions{})
 	if err != nil {
 		return r.classify(err, what)
 	}
-	f := make(client.Filters).Add("label", core.LabelApp+"="+app).Add("label", core.LabelService+"="+svc)
-	if op != "" {
-		f.Add("label", core.LabelOp+"="+op)
+	// Siblings share the app, and the service and op labels c has.
+	f := make(client.Filters).Add("label", core.LabelApp+"="+app)
+	for _, k := range []string{core.LabelService, core.LabelOp} {
+		if v := c.Labels[k]; v != "" {
+			f.Add("label", k+"="+v)
+		}
 	}
 	sl, err := r.cli.ServiceList(ctx, client.ServiceListOptions{Filters: f})
 	if err != nil {
@@ -80,7 +83,7 @@ func (r *Runtime) spread(ctx context.Context, c core.ContainerSpec, spec *swarm.
 			siblings[n]++
 		}
 	}
-	load, err := r.runningPerNode(ctx, what)
+	load, err := r.placedPerNode(ctx, what)
 	if err != nil {
 		return err
 	}
@@ -92,6 +95,44 @@ func (r *Runtime) spread(ctx context.Context, c core.ContainerSpec, spec *swarm.
 	delete(spec.Labels, LabelNode)
 	spec.Labels[LabelSpread] = node
 	return nil
+}
+
+// placedPerNode counts, per node ID, the gordon-managed instances that run
+// or are about to: those placed by a label (spread or pinned) whose
+// service wants a replica or was never updated since its creation
+// (created, not started yet: a generation's instances are all created
+// before the first starts), and the running tasks of the others.
+func (r *Runtime) placedPerNode(ctx context.Context, what string) (map[string]int, error) {
+	svcs, err := r.cli.ServiceList(ctx, client.ServiceListOptions{Filters: make(client.Filters).Add("label", core.LabelManaged+"=true")})
+	if err != nil {
+		return nil, r.classify(err, what)
+	}
+	out := map[string]int{}
+	unplaced := map[string]bool{}
+	for _, s := range svcs.Items {
+		node := s.Spec.Labels[LabelSpread]
+		if node == "" {
+			node = s.Spec.Labels[LabelNode]
+		}
+		if node == "" {
+			unplaced[s.ID] = true
+			continue
+		}
+		m := s.Spec.Mode.Replicated
+		if (m != nil && m.Replicas != nil && *m.Replicas > 0) || s.Meta.CreatedAt.Equal(s.Meta.UpdatedAt) {
+			out[node]++
+		}
+	}
+	tasks, err := r.cli.TaskList(ctx, client.TaskListOptions{Filters: make(client.Filters).Add("desired-state", "running")})
+	if err != nil {
+		return nil, r.classify(err, what)
+	}
+	for _, t := range tasks.Items {
+		if unplaced[t.ServiceID] && t.NodeID != "" && t.DesiredState == swarm.TaskStateRunning {
+			out[t.NodeID]++
+		}
+	}
+	return out, nil
 }
 
 // unspread drops the spread constraint of a running instance (see above);
