@@ -391,7 +391,7 @@ func swarmSystemStatus(ctx context.Context, env *cliEnv, format string) error {
 		task, state, ip := "-", "-", "-"
 		for _, et := range view.Edge {
 			if et.NodeID == n.ID {
-				task, state, ip = short12(et.ID), et.State, orDash(et.IP)
+				task, state, ip = shortID(et.ID), et.State, orDash(et.IP)
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, task, state, ip)
@@ -409,11 +409,4 @@ func swarmSystemStatus(ctx context.Context, env *cliEnv, format string) error {
 		fmt.Fprintf(w, "edge: %s\n", view.EdgeError)
 	}
 	return nil
-}
-
-func short12(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
