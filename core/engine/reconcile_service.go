@@ -35,7 +35,7 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	}
 	id := as.Container
 	if m, ok := blocking[id]; ok { // R41.2
-		werr := e.withdraw(ctx, app, name)
+		werr := e.withdrawPrimary(ctx, app, name, time.Time{})
 		return time.Time{}, false, errors.Join(fmt.Errorf("%w: recovery inhibited for container %s (%s marker by op %s); nothing started", core.ErrConflict, id, m.Reason, m.Operation), werr)
 	}
 	if err := e.retryPendingWithdrawals(ctx, app, name); err != nil { // R41.3
@@ -83,11 +83,11 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 		}
 		started = true
 	default:
-		werr := e.withdraw(ctx, app, name)
+		werr := e.withdrawPrimary(ctx, app, name, time.Time{})
 		return time.Time{}, false, errors.Join(fmt.Errorf("container %s is %q: withdrawn", id, st.Status), werr)
 	}
 	if st.Health == "unhealthy" && !started { // R41.6: as a dead container
-		if err := e.withdraw(ctx, app, name); err != nil {
+		if err := e.withdrawPrimary(ctx, app, name, time.Time{}); err != nil {
 			return time.Time{}, false, err
 		}
 		why := "unhealthy"
@@ -111,7 +111,7 @@ func (e *Engine) recoverService(ctx context.Context, app, name string, blocking 
 	}
 	t, err := e.verifyAndRoute(ctx, app, name, as, st.StartedAt, fresh || started)
 	if err != nil {
-		werr := e.withdraw(ctx, app, name)
+		werr := e.withdrawPrimary(ctx, app, name, time.Time{})
 		return time.Time{}, false, errors.Join(err, werr)
 	}
 	if started || fresh {
@@ -131,7 +131,7 @@ func (e *Engine) recoverGone(ctx context.Context, app, name string, as *core.Act
 		return e.rebuildInterrupted(ctx, app, name, as, rep)
 	}
 	rerr := e.Store.ReleaseClaims(ctx, app, id)
-	werr := e.withdraw(ctx, app, name)
+	werr := e.withdrawPrimary(ctx, app, name, time.Time{})
 	return time.Time{}, false, errors.Join(fmt.Errorf("%w: container %s is gone; traffic withdrawn, nothing rebuilt (docker gordon start %s rebuilds it)", core.ErrNotFound, id, app), rerr, werr)
 }
 
@@ -144,7 +144,7 @@ func (e *Engine) withdrawForRecovery(ctx context.Context, app, name string, as *
 	if as.Spec.SingleWriter() {
 		hold = e.now().Add(holdBound(&as.Spec, 0))
 	}
-	return e.withdrawHold(ctx, app, name, hold)
+	return e.withdrawPrimary(ctx, app, name, hold)
 }
 
 // verifyAndRoute is R41.7: read binds; declared readiness when the

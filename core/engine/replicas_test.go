@@ -404,6 +404,35 @@ func TestR41_PeriodicPassRefreshesReplicas(t *testing.T) {
 	assert.Equal(t, []string{"c-exited", "c-moved", "c-old"}, repRouted(t, h))
 }
 
+// R41 with R69: when the primary instance exits (its node is lost, its
+// process dies), the pass withdraws only the primary: the replicas stay
+// routed in every table it applies, and the primary is routed again once
+// it is back.
+func TestR41_RecoveringThePrimaryKeepsTheReplicasRouted(t *testing.T) {
+	h := repSeedSet(t, "c-old", "c-r1", "c-r2")
+	_, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"c-old", "c-r1", "c-r2"}, repRouted(t, h))
+	require.NoError(t, h.Runtime.StopContainer(h.Ctx(), "c-old", time.Second))
+	before := len(h.Traffic.Graphs())
+
+	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	graphs := h.Traffic.Graphs()[before:]
+	require.NotEmpty(t, graphs, "the pass applied tables")
+	for i, g := range graphs {
+		var routed []string
+		for _, r := range g.HTTP {
+			for _, b := range r.Backends {
+				routed = append(routed, b.Container)
+			}
+		}
+		assert.Subset(t, routed, []string{"c-r1", "c-r2"}, "table %d keeps the replicas", i)
+	}
+	assert.True(t, h.Runtime.Running("c-old"), "the primary was started again")
+	assert.Equal(t, []string{"c-old", "c-r1", "c-r2"}, repRouted(t, h), "and routed again once verified")
+}
+
 // R47 (containers no record owns) with R69: a reconcile pass after a
 // deploy of replicas = 3 keeps every instance ACTIVE names, replicas
 // included, and still removes a stray container of the app.

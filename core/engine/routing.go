@@ -333,6 +333,47 @@ func (e *Engine) withdrawHold(ctx context.Context, app, service string, hold tim
 	return nil
 }
 
+// withdrawPrimary is R41's withdrawal of a service whose primary instance
+// is being recovered: when another instance of the service is routed (a
+// replica with binds) and no hold is asked for, only the primary's binds
+// are dropped and the replicas keep serving (a swarm node's loss takes
+// one instance, not the service); otherwise the whole service is withdrawn
+// (withdrawHold).
+func (e *Engine) withdrawPrimary(ctx context.Context, app, service string, hold time.Time) error {
+	if hold.IsZero() {
+		a, err := e.Store.LoadActive(ctx, app)
+		if err != nil && !errors.Is(err, core.ErrNotFound) {
+			return fmt.Errorf("app %s service %s: withdraw: load ACTIVE: %w", app, service, err)
+		}
+		if s := a.Services[service]; err == nil && s != nil && routedReplica(s) {
+			if len(s.BackendBinds) == 0 && len(s.UDPBackendBinds) == 0 {
+				return nil
+			}
+			e.effect("withdraw", app+"/"+service, s.Container)
+			e.progress(ProgressEvent{App: app, Service: service, Phase: PhaseWithdraw, Detail: shortID(s.Container)})
+			s.BackendBinds, s.UDPBackendBinds, s.IP, s.Network = nil, nil, "", ""
+			if err := e.Store.SaveActive(ctx, a); err != nil {
+				return fmt.Errorf("app %s service %s: withdraw %s: save ACTIVE: %w", app, service, shortID(s.Container), err)
+			}
+			if err := e.rebuild(ctx); err != nil {
+				return fmt.Errorf("app %s service %s: withdrawal of %s not confirmed: %w", app, service, shortID(s.Container), err)
+			}
+			return nil
+		}
+	}
+	return e.withdrawHold(ctx, app, service, hold)
+}
+
+// routedReplica reports whether an instance beside s's primary has a bind.
+func routedReplica(s *core.ActiveService) bool {
+	for _, r := range s.Replicas {
+		if len(r.BackendBinds) > 0 || len(r.UDPBackendBinds) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // MaxHold caps how long a service between generations is held (R58).
 const MaxHold = 60 * time.Second
 

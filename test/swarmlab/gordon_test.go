@@ -240,6 +240,16 @@ func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
 	ok = ok && t.Run("a volume-backed service stays on its node and never runs twice", func(t *testing.T) {
 		g.volumeService(ctx, t)
 	})
+	ok = ok && t.Run("remove takes the app's services and network away", func(t *testing.T) {
+		r := g.must(ctx, t, "remove", "kv")
+		t.Logf("remove:\n%s%s", r.out, r.err)
+		out, err := g.Docker(ctx, 1, "service", "ls", "-q", "--filter", "label=dev.gordon.app=kv")
+		require.NoError(t, err)
+		assert.Empty(t, out, "no service of kv is left")
+		out, err = g.Docker(ctx, 1, "network", "ls", "-q", "--filter", "name=^gordon-kv$")
+		require.NoError(t, err)
+		assert.Empty(t, out, "the app's overlay is removed")
+	})
 	_ = ok && t.Run("a node killed under load fails no request and its replicas come back", func(t *testing.T) {
 		g.nodeLoss(ctx, t)
 	})

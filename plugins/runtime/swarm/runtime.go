@@ -412,3 +412,27 @@ func (r *Runtime) ListManaged(ctx context.Context, labels map[string]string) ([]
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
+
+// RemoveNetwork removes the swarm network with exactly this name (SPEC
+// R55's reclaim, core.NetworkRemover); an absent network is success. A
+// network some service or container still uses is refused by the engine
+// (its error, classified; the engine keeps it with a warning).
+func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("remove overlay network %q", name)
+	res, err := r.cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
+	if err != nil {
+		return r.classify(err, what)
+	}
+	for _, nw := range res.Items {
+		if nw.Name != name || nw.Scope != "swarm" {
+			continue
+		}
+		if _, err := r.cli.NetworkRemove(ctx, nw.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			return r.classify(err, what)
+		}
+	}
+	return nil
+}
