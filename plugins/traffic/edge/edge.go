@@ -325,8 +325,17 @@ func (t *Traffic) retired(bs []routetable.BackendStatus) []string {
 // Routes returns the route graph the edge last applied (edge/applied.json,
 // else the last table written, edge/routes.json): the last good routes the
 // engine keeps for an app whose record it cannot read. Errors wrap
-// core.ErrUnavailable (neither file readable).
+// core.ErrUnavailable (neither file readable). On a swarm the table of
+// record is routes.json, and it is returned only while every running edge
+// has applied it (swarmLagging): an edge that restarted with no table,
+// when no peer had one either, makes this an error, so the reconcile pass
+// applies the table again instead of taking it as served.
 func (t *Traffic) Routes(ctx context.Context) (routetable.Graph, error) {
+	if cfg, onSwarm, err := t.swarmConfig(); err == nil && onSwarm {
+		if err := t.swarmLagging(ctx, cfg); err != nil {
+			return routetable.Graph{}, err
+		}
+	}
 	var firstErr error
 	for _, name := range []string{"applied.json", routesFile} {
 		data, err := os.ReadFile(filepath.Join(t.dir, name))

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -236,4 +238,26 @@ func short(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// swarmLagging is nil when every running edge task has applied the
+// generation of the table of record (routes.json), else an error wrapping
+// core.ErrUnavailable that names the lag.
+func (t *Traffic) swarmLagging(ctx context.Context, cfg swarmsys.Config) error {
+	data, err := os.ReadFile(filepath.Join(t.dir, routesFile))
+	if err != nil {
+		return fmt.Errorf("traffic/edge: table of record: %w: %w", core.ErrUnavailable, err)
+	}
+	var tbl routetable.Table
+	if err := json.Unmarshal(data, &tbl); err != nil {
+		return fmt.Errorf("traffic/edge: table of record: %w: %w", core.ErrUnavailable, err)
+	}
+	st, err := t.swarmStatus(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if st.Stale || st.AppliedGeneration < tbl.Generation {
+		return fmt.Errorf("traffic/edge: the edges have applied generation %d of %d (%s): %w", st.AppliedGeneration, tbl.Generation, st.Error, core.ErrUnavailable)
+	}
+	return nil
 }

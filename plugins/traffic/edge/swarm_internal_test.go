@@ -147,3 +147,33 @@ func portOf(t *testing.T, addr string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// On a swarm, Routes is the table of record only while every running edge
+// has applied it: an edge that (re)started with no table makes it an error
+// (so the reconcile pass applies the table again), and the next Apply
+// brings that edge up to date.
+func TestSwarmRoutes_AnEdgeThatLagsTheTableOfRecordIsNotServedYet(t *testing.T) {
+	port := freePort(t)
+	dir, tok := swarmState(t, port)
+	swarmEdge(t, tok, port, "127.0.0.1")
+	tr := New(dir, WithApplyTimeout(5*time.Second))
+	one := fakeEdges{{ID: "t1", NodeName: "n1", NodeReady: true, State: "running", IP: "127.0.0.1"}}
+	tr.swarm = one
+	_, err := tr.Apply(context.Background(), webGraph("10.0.1.5:8080"))
+	require.NoError(t, err)
+	g, err := tr.Routes(context.Background())
+	require.NoError(t, err)
+	require.Len(t, g.HTTP, 1)
+
+	restarted := swarmEdge(t, tok, port, "127.0.0.2")
+	tr.swarm = append(one, swarmsys.EdgeTask{ID: "t2", NodeName: "n2", NodeReady: true, State: "running", IP: "127.0.0.2"})
+	_, err = tr.Routes(context.Background())
+	require.ErrorIs(t, err, core.ErrUnavailable, "an edge without the table: not served")
+	assert.Contains(t, err.Error(), "applied generation 0 of 1")
+
+	_, err = tr.Apply(context.Background(), webGraph("10.0.1.5:8080"))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), restarted.Status().AppliedGeneration)
+	_, err = tr.Routes(context.Background())
+	require.NoError(t, err)
+}
