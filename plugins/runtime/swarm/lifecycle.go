@@ -147,13 +147,39 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	ctx, cancel := context.WithTimeout(ctx, grace+30*time.Second)
 	defer cancel()
 	return r.wait(ctx, id, what, func(tasks []swarm.Task) (bool, error) {
+		var down map[string]bool
 		for _, t := range tasks {
 			if !terminal(t.Status.State) && (live(t) || t.DesiredState == swarm.TaskStateRunning) {
-				return false, nil
+				// A task on a node that is down reports its last state
+				// until the node returns; nothing runs it meanwhile that
+				// this stop could wait for (its container stops with
+				// the node, or when the node's engine rejoins).
+				if down == nil {
+					down = r.downNodes(ctx)
+				}
+				if !down[t.NodeID] {
+					return false, nil
+				}
 			}
 		}
 		return true, nil
 	})
+}
+
+// downNodes is the set of node IDs the manager sees as not ready (empty
+// when the list cannot be read: the caller then waits as before).
+func (r *Runtime) downNodes(ctx context.Context) map[string]bool {
+	out := map[string]bool{}
+	nl, err := r.cli.NodeList(ctx, client.NodeListOptions{})
+	if err != nil {
+		return out
+	}
+	for _, n := range nl.Items {
+		if n.Status.State != swarm.NodeStateReady {
+			out[n.ID] = true
+		}
+	}
+	return out
 }
 
 // RestartContainer replaces the instance's task in place: a forced update
