@@ -70,20 +70,25 @@ func (e *Engine) requireLiveTraffic(ctx context.Context, app, verb string) error
 		return nil
 	}
 	deadline := time.Now().Add(TrafficStartWait)
-	live, written := e.trafficLive(ctx, app, true)
+	live, written, reason := e.trafficLive(ctx, app, true)
 	// A status written seconds ago or none yet: maybe starting. An older
 	// one from an edge that does not answer: stopped, no need to wait.
 	starting := func() bool { return written.IsZero() || time.Since(written) < 2*TrafficStartWait }
 	for !live && starting() && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
-		live, written = e.trafficLive(ctx, app, false)
+		live, written, reason = e.trafficLive(ctx, app, false)
 	}
 	if live {
 		return nil
 	}
 	h := e.TrafficHint
 	why := "it has never run for state directory " + h.StateDir
-	if !written.IsZero() {
+	switch {
+	case reason != "" && written.IsZero():
+		// A backend that can say why (a swarm's edge on one node that
+		// does not answer) is quoted, not guessed at.
+		why = "it does not answer: " + reason
+	case !written.IsZero():
 		why = "it does not answer on its admin address (last status " + written.Local().Format(time.RFC3339) + ")"
 	}
 	on := ""
@@ -99,9 +104,10 @@ func (e *Engine) requireLiveTraffic(ctx context.Context, app, verb string) error
 
 // trafficLive asks the traffic backend once (bounded by 5 s): live unless
 // Status failed (but for ErrConflict) or is Stale; written is when the
-// edge last wrote its status (zero when unknown). With memo, a Status
+// edge last wrote its status (zero when unknown); reason is a stale
+// status's error ("" when it gives none). With memo, a Status
 // answer of app's lock hold is reused; every answer is remembered there.
-func (e *Engine) trafficLive(ctx context.Context, app string, memo bool) (live bool, written time.Time) {
+func (e *Engine) trafficLive(ctx context.Context, app string, memo bool) (live bool, written time.Time, reason string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var st core.TrafficStatus
@@ -115,7 +121,10 @@ func (e *Engine) trafficLive(ctx context.Context, app string, memo bool) (live b
 		}
 	}
 	if err != nil {
-		return errors.Is(err, core.ErrConflict), time.Time{}
+		return errors.Is(err, core.ErrConflict), time.Time{}, ""
 	}
-	return !st.Stale, st.UpdatedAt
+	if st.Stale {
+		reason = st.Error
+	}
+	return !st.Stale, st.UpdatedAt, reason
 }

@@ -117,6 +117,20 @@ func TestR68_EdgeThatNeverRanIsWaitedForThenNamed(t *testing.T) {
 	assert.Contains(t, err.Error(), "deploy: the edge proxy is not running: it has never run for state directory /srv/state; nothing was changed.")
 }
 
+// A backend whose stale status says why (a swarm: one node's edge does
+// not answer, no status file) is quoted, not "never ran".
+func TestR68_EdgeThatSaysWhyItIsNotLiveIsQuoted(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.Engine.TrafficHint = engine.TrafficHint{StateDir: "/srv/state"}
+	h.Traffic.StatusFn = func(context.Context) (core.TrafficStatus, error) {
+		return core.TrafficStatus{Stale: true, Error: "node n3: context deadline exceeded"}, nil
+	}
+	err := h.Engine.RequireLiveTraffic(h.Ctx(), "deploy")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "deploy: the edge proxy is not running: it does not answer: node n3: context deadline exceeded; nothing was changed.")
+	assert.NotContains(t, err.Error(), "never run")
+}
+
 // An edge that comes up while the verb waits lets it go ahead.
 func TestR68_StartingEdgeIsWaitedFor(t *testing.T) {
 	h := coretest.NewEngine(t)
