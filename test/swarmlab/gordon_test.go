@@ -2,6 +2,7 @@ package swarmlab
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -55,6 +56,9 @@ func upGordonLab(ctx context.Context, t *testing.T, prefix, subnet string) *gord
 	require.NoError(t, os.MkdirAll(bin, 0o755))
 	require.NoError(t, buildGordon(ctx, bin))
 	require.NoError(t, testimages.Compile(ctx, bin, "httpd", "kv"))
+	// Two runs of this test at once (a CI clone and a working tree) need
+	// their own labs: GORDON_SWARMLAB_PREFIX and _SUBNET move this one.
+	prefix, subnet = cmp.Or(os.Getenv("GORDON_SWARMLAB_PREFIX"), prefix), cmp.Or(os.Getenv("GORDON_SWARMLAB_SUBNET"), subnet)
 	lab, err := Up(ctx, Options{Nodes: 3, Prefix: prefix, Subnet: subnet, Registry: true, Log: t.Logf})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = lab.Down() })
@@ -222,7 +226,7 @@ func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
 	ok = ok && t.Run("status names the runtime and the nodes", func(t *testing.T) {
 		r := g.must(ctx, t, "status")
 		assert.Contains(t, r.out, "runtime: swarm, 3 nodes (3 ready)")
-		assert.Regexp(t, `running on gse-n[123]`, r.out, "each instance's node")
+		assert.Regexp(t, `running on `+g.Nodes[0].Name[:len(g.Nodes[0].Name)-1]+`[123]`, r.out, "each instance's node")
 		r = g.must(ctx, t, "system", "status")
 		t.Logf("system status:\n%s", r.out)
 		for _, n := range g.Nodes {
