@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/docker/cli/cli/command"
+	configtypes "github.com/docker/cli/cli/config/types"
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
@@ -340,4 +341,36 @@ func TestRemote_BindPolicyByVerbAndEngine(t *testing.T) {
 	name, err = env.bindPolicy("deploy").Name("/srv/site")
 	require.NoError(t, err)
 	assert.Equal(t, "site", name)
+}
+
+// On a swarm's state directory `system start` runs in the runner and
+// pushes the edge image to --registry, so the runner gets the client's
+// registry credentials (docker login), as the verbs that pull do.
+func TestRemote_SystemStartBundleCarriesRegistryCredentials(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	dcli, err := command.NewDockerCli(command.WithInputStream(io.NopCloser(strings.NewReader(""))), command.WithOutputStream(io.Discard), command.WithErrorStream(io.Discard))
+	require.NoError(t, err)
+	// docker login reg.lab:5000 (the CLI caches its config directory per
+	// process, so the login is added to the loaded file, not written).
+	dcli.ConfigFile().AuthConfigs["reg.lab:5000"] = configtypes.AuthConfig{ServerAddress: "reg.lab:5000", Username: "u", Password: "p"}
+	env := &cliEnv{dockerCli: dcli, logger: hclog.NewNullLogger(),
+		target: engineTarget{Context: "default", Host: "unix:///var/run/docker.sock"}}
+	env.opts.stateDir = t.TempDir()
+	root := &cobra.Command{Use: "gordon", SilenceErrors: true, SilenceUsage: true}
+	root.PersistentFlags().StringVar(&env.opts.stateDir, "state-dir", env.opts.stateDir, "")
+	root.PersistentFlags().StringArrayVar(&env.opts.pluginDirs, "plugin-dir", nil, "")
+	system := &cobra.Command{Use: "system"}
+	start := newSystemStartCommand(env)
+	var rc remoteCall
+	var perr error
+	start.RunE = func(cmd *cobra.Command, args []string) error {
+		rc, perr = prepareBundle(context.Background(), cmd, env, args, serverPaths{Arch: "x86_64"})
+		return nil
+	}
+	system.AddCommand(start)
+	root.AddCommand(system)
+	root.SetArgs([]string{"system", "start", "--registry", "reg.lab:5000", "--http-addr", ":80"})
+	require.NoError(t, root.Execute())
+	require.NoError(t, perr)
+	assert.NotEmpty(t, rc.bundle.RegistryAuth["reg.lab:5000"], "the runner gets the credentials for --registry")
 }
