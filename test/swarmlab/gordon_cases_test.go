@@ -170,3 +170,18 @@ func (g *gordonLab) nodeLoss(ctx context.Context, t *testing.T) {
 		}
 	}
 }
+
+// killEdges kills the edge task's container on every node at once (an
+// edge crash everywhere, or a whole-cluster restart of the edge): Swarm
+// starts new tasks, which have no route table and whose peers have none.
+func (g *gordonLab) killEdges(ctx context.Context, t *testing.T) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range g.Nodes {
+		ids, err := g.Docker(ctx, i+1, "ps", "-q", "--filter", "label=com.docker.swarm.service.name=gordon-edge")
+		require.NoError(t, err)
+		require.NotEmpty(t, ids, "an edge container runs on %s", g.Nodes[i].Name)
+		wg.Go(func() { _, _ = g.Docker(ctx, i+1, append([]string{"kill"}, strings.Fields(ids)...)...) })
+	}
+	wg.Wait()
+}

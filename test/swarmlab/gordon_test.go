@@ -244,6 +244,17 @@ func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
 	ok = ok && t.Run("a volume-backed service stays on its node and never runs twice", func(t *testing.T) {
 		g.volumeService(ctx, t)
 	})
+	ok = ok && t.Run("every edge task restarted at once gets the routes back", func(t *testing.T) {
+		g.killEdges(ctx, t)
+		t0 := time.Now()
+		for _, n := range g.Nodes {
+			require.Eventually(t, func() bool {
+				out, err := g.InLab(ctx, "curl", "-sf", "--max-time", "2", "-H", "Host: web.lab", "http://"+n.IP+"/")
+				return err == nil && strings.Contains(out, "version=v3")
+			}, 60*time.Second, 250*time.Millisecond, "the edge on %s serves web again", n.Name)
+		}
+		t.Logf("every edge serves web again %v after all were killed", time.Since(t0).Round(time.Millisecond))
+	})
 	ok = ok && t.Run("remove takes the app's services and network away", func(t *testing.T) {
 		r := g.must(ctx, t, "remove", "kv")
 		t.Logf("remove:\n%s%s", r.out, r.err)
