@@ -130,14 +130,12 @@ func (e *cliEnv) routeEngine(cmd *cobra.Command) error {
 	t := resolveTarget(e.dockerCli)
 	e.target = t
 	fmt.Fprintf(e.dockerCli.Err(), "engine: %s\n", t)
-	if !t.Remote && !e.localSwarmRunner() {
-		return nil
-	}
-	if !t.Remote && cmd.Annotations[annotationRemoteSelf] == "true" {
-		return nil
-	}
 	if !t.Remote {
-		// A swarm's state directory: the verb runs on the edge overlay.
+		if !e.localSwarmRunner() || cmd.Annotations[annotationRemoteSelf] == "true" {
+			return nil
+		}
+		// A swarm's state directory: the verb runs in a runner on the
+		// edge overlay, as for a remote engine (swarm.go).
 		cmd.Run = nil
 		cmd.RunE = func(cmd *cobra.Command, args []string) error { return runRemote(cmd, e, args) }
 		return nil
