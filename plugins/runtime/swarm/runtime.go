@@ -36,8 +36,10 @@
 // that is not a swarm manager, or a pinned node that is down, wraps
 // core.ErrUnavailable.
 //
-// Not here: node loss handling beyond the pinned start (rescheduling is
-// Swarm's; nothing watches nodes or tasks yet), see docs/swarm.md.
+// The stateless instances of one generation are spread over the nodes
+// (spread.go); on a node's loss Swarm reschedules them and the CLI's
+// reconcile loop routes their new addresses; stopping an instance does not
+// wait for a task on a node that is down (docs/swarm.md, "Node loss").
 package swarm
 
 import (
