@@ -45,6 +45,10 @@ type cliEnv struct {
 
 	// target is the engine the verb acts on (remote.go).
 	target engineTarget
+
+	// swarmNet caches swarm.json's edge overlay (swarm.go; nil: not read
+	// yet). A verb's own goroutine reads it.
+	swarmNet *string
 }
 
 func newRootCommand(dockerCli command.Cli) *cobra.Command {

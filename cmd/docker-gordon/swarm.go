@@ -30,11 +30,25 @@ import (
 // in a runner.
 const envOnEdgeNetwork = "GORDON_ON_EDGE_NETWORK"
 
+// swarmNetwork is the edge overlay of this state directory's swarm ("" on
+// one engine), read from <state>/swarm.json once per process: every verb
+// asks several times (runtime, plugin environment, engine fields).
+func (e *cliEnv) swarmNetwork() string {
+	if e.swarmNet == nil {
+		n := ""
+		if cfg, ok, err := swarmsys.Load(e.opts.stateDir); err == nil && ok {
+			n = cfg.Network
+		}
+		e.swarmNet = &n
+	}
+	return *e.swarmNet
+}
+
 // runtimeName is the runtime backend this state directory uses: "swarm"
 // once `system start` ran on a swarm manager (<state>/swarm.json), else
 // "docker".
 func (e *cliEnv) runtimeName() string {
-	if swarmsys.Present(e.opts.stateDir) {
+	if e.swarmNetwork() != "" {
 		return "swarm"
 	}
 	return "docker"
@@ -42,21 +56,15 @@ func (e *cliEnv) runtimeName() string {
 
 // edgeNetwork is the swarm's edge overlay ("" on one engine): the engine
 // routes instances at their address there (R18).
-func (e *cliEnv) edgeNetwork() string {
-	if cfg, ok, err := swarmsys.Load(e.opts.stateDir); err == nil && ok {
-		return cfg.Network
-	}
-	return ""
-}
+func (e *cliEnv) edgeNetwork() string { return e.swarmNetwork() }
 
 // swarmPluginEnv is the backends' extra environment on a swarm: the edge
 // overlay runtime/swarm attaches instances to.
 func (e *cliEnv) swarmPluginEnv() []string {
-	cfg, ok, err := swarmsys.Load(e.opts.stateDir)
-	if err != nil || !ok {
-		return nil
+	if n := e.swarmNetwork(); n != "" {
+		return []string{swarmsys.EnvEdgeNetwork + "=" + n}
 	}
-	return []string{swarmsys.EnvEdgeNetwork + "=" + cfg.Network}
+	return nil
 }
 
 // localSwarmRunner reports whether a verb on this machine's engine must
