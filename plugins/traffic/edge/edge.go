@@ -22,6 +22,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 )
 
 // File names inside <state>/edge, shared with gordon-edge.
@@ -109,6 +110,20 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 	defer func() { _ = lock.Unlock() }()
 
 	cur, st := t.currentGeneration()
+	cfg, onSwarm, err := t.swarmConfig()
+	if err != nil {
+		return 0, fmt.Errorf("traffic/edge: %w", err)
+	}
+	var edges []swarmsys.EdgeTask
+	if onSwarm {
+		// Edges answer a lower generation with the one they hold, so a
+		// table of record that restarts (another manager adopted the
+		// state, a restored backup) must outrank what they applied.
+		if edges, err = t.targets(ctx, cfg); err != nil {
+			return 0, err
+		}
+		cur = max(cur, t.swarmGeneration(ctx, cfg, edges))
+	}
 	gen := cur + 1
 	table := routetable.Table{Schema: routetable.Schema, Generation: gen, Graph: sortedGraph(graph)}
 	data, err := json.MarshalIndent(table, "", "  ")
@@ -119,10 +134,8 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 		return 0, fmt.Errorf("traffic/edge: write route table generation %d: %w: %w", gen, core.ErrUnavailable, err)
 	}
 	deadline := time.Now().Add(t.applyTimeout)
-	if cfg, onSwarm, err := t.swarmConfig(); err != nil {
-		return 0, fmt.Errorf("traffic/edge: %w", err)
-	} else if onSwarm {
-		return gen, t.pushSwarm(ctx, cfg, table, deadline)
+	if onSwarm {
+		return gen, t.pushSwarm(ctx, cfg, edges, table, deadline)
 	}
 	if live, ok := t.reload(ctx, st.AdminAddr); ok {
 		if done, err := t.confirmed(live, true, table); done {

@@ -86,7 +86,7 @@ func (t *Traffic) targets(ctx context.Context, cfg swarmsys.Config) ([]swarmsys.
 // Errors: an edge rejected the table → core.ErrInvalid with its reason;
 // an edge did not confirm by the deadline → core.ErrUnavailable naming
 // the node and the last answer.
-func (t *Traffic) pushSwarm(ctx context.Context, cfg swarmsys.Config, table routetable.Table, deadline time.Time) error {
+func (t *Traffic) pushSwarm(ctx context.Context, cfg swarmsys.Config, edges []swarmsys.EdgeTask, table routetable.Table, deadline time.Time) error {
 	token, err := swarmsys.Token(t.stateDir)
 	if err != nil {
 		return fmt.Errorf("traffic/edge: %w", err)
@@ -94,10 +94,6 @@ func (t *Traffic) pushSwarm(ctx context.Context, cfg swarmsys.Config, table rout
 	body, err := json.Marshal(table)
 	if err != nil {
 		return fmt.Errorf("traffic/edge: encode route table generation %d: %w: %w", table.Generation, core.ErrInvalid, err)
-	}
-	edges, err := t.targets(ctx, cfg)
-	if err != nil {
-		return err
 	}
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -108,6 +104,26 @@ func (t *Traffic) pushSwarm(ctx context.Context, cfg swarmsys.Config, table rout
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// swarmGeneration is the highest generation any of edges reports
+// applied or rejected (0 when none answers within the admin timeout).
+func (t *Traffic) swarmGeneration(ctx context.Context, cfg swarmsys.Config, edges []swarmsys.EdgeTask) uint64 {
+	gens := make([]uint64, len(edges))
+	var wg sync.WaitGroup
+	for i, e := range edges {
+		wg.Go(func() {
+			if st, err := t.fetchLive(ctx, net.JoinHostPort(e.IP, strconv.Itoa(cfg.AdminPort))); err == nil {
+				gens[i] = max(st.AppliedGeneration, st.RejectedGeneration)
+			}
+		})
+	}
+	wg.Wait()
+	var gen uint64
+	for _, g := range gens {
+		gen = max(gen, g)
+	}
+	return gen
 }
 
 // pushOne PUTs the table to one edge task, retrying transient failures

@@ -177,3 +177,36 @@ func TestSwarmRoutes_AnEdgeThatLagsTheTableOfRecordIsNotServedYet(t *testing.T) 
 	_, err = tr.Routes(context.Background())
 	require.NoError(t, err)
 }
+
+// A table of record that starts over (another manager adopted the state
+// from the swarm, a state directory restored from a backup: no
+// routes.json) still outranks what the edges applied, so they take its
+// graph instead of answering with the generation they hold.
+func TestSwarmApply_ATableOfRecordThatStartsOverOutranksTheEdges(t *testing.T) {
+	port := freePort(t)
+	dir, tok := swarmState(t, port)
+	e1 := swarmEdge(t, tok, port, "127.0.0.1")
+	tasks := fakeEdges{{ID: "t1", NodeName: "n1", NodeReady: true, State: "running", IP: "127.0.0.1"}}
+	tr := New(dir, WithApplyTimeout(5*time.Second))
+	tr.swarm = tasks
+	var gen uint64
+	for range 3 {
+		g, err := tr.Apply(context.Background(), webGraph("10.0.1.5:8080"))
+		require.NoError(t, err)
+		gen = g
+	}
+
+	adopted, _ := swarmState(t, port)
+	require.NoError(t, os.WriteFile(filepath.Join(adopted, swarmsys.TokenFile), []byte(tok+"\n"), 0o600))
+	tr2 := New(adopted, WithApplyTimeout(5*time.Second))
+	tr2.swarm = tasks
+	gen2, err := tr2.Apply(context.Background(), webGraph("10.0.9.9:8080"))
+	require.NoError(t, err)
+	assert.Greater(t, gen2, gen, "the new table of record outranks the edge's generation")
+	assert.Equal(t, gen2, e1.Status().AppliedGeneration)
+	var addrs []string
+	for _, b := range e1.Status().Backends {
+		addrs = append(addrs, b.Addr)
+	}
+	assert.Contains(t, addrs, "10.0.9.9:8080", "the edge serves the adopted table's backend")
+}
