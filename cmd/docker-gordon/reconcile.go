@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 )
 
 type reconcileOptions struct {
@@ -32,11 +36,13 @@ an instance's address is re-resolved within about a second. A busy app
 (another verb holds its lock) is skipped until the next pass.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			env.ownerInPasses = o.watch
 			eng, err := env.engine(ctx, "reconcile")
 			if err != nil {
 				return err
 			}
-			if o.boot {
+			mirror := stateMirror(env, o.watch)
+			if o.boot && !mirror.superseded(ctx, env) {
 				reps, berr := eng.Boot(ctx)
 				if isJSON(o.format) {
 					_ = writeJSON(env.dockerCli.Out(), map[string]any{"boot": reps})
@@ -64,7 +70,12 @@ an instance's address is re-resolved within about a second. A busy app
 			}
 			apps := args
 			for {
-				reps, perr := eng.Reconcile(ctx, apps)
+				var reps []engine.ReconcileReport
+				var perr error
+				if !mirror.superseded(ctx, env) {
+					reps, perr = eng.Reconcile(ctx, apps)
+					mirror.sync(ctx, env)
+				}
 				if o.watch {
 					// Apps of other state directories on this engine wake
 					// the watcher too; they are none of its business.
@@ -200,4 +211,72 @@ func (q okPasses) same(r engine.ReconcileReport) bool {
 		delete(q, r.App)
 	}
 	return false
+}
+
+// swarmStateMirror is the watcher's part in adoption on a swarm (SPEC
+// R80): after each pass every app's records go to a Docker config, so
+// another manager can adopt them; before each pass the edge service's
+// owner is checked, so a state directory another manager took over does
+// nothing. A repeated error is logged once.
+type swarmStateMirror struct {
+	m               *swarmsys.Mirror
+	cfg             swarmsys.Config
+	lastErr, fenced string
+}
+
+// stateMirror is nil unless watch is set and the state directory is a
+// swarm's.
+func stateMirror(env *cliEnv, watch bool) *swarmStateMirror {
+	if !watch {
+		return nil
+	}
+	cfg, ok, err := swarmsys.Load(env.opts.stateDir)
+	if err != nil || !ok {
+		return nil
+	}
+	m := &swarmsys.Mirror{API: env.dockerCli.Client(), StateDir: env.opts.stateDir, Node: cfg.ManagerNode, Owner: cfg.StateID}
+	if store, err := env.openStore(); err == nil {
+		holder := core.LockHolder{PID: os.Getpid(), Verb: "reconcile", Host: hostname()}
+		m.TryLock = func(ctx context.Context, app string) (func(), bool, error) {
+			l, ok, err := store.TryLock(ctx, app, holder)
+			if err != nil || !ok {
+				return nil, false, err
+			}
+			return func() { _ = l.Unlock() }, true, nil
+		}
+	}
+	return &swarmStateMirror{cfg: cfg, m: m}
+}
+
+// superseded reports whether another state directory drives the edge
+// now: the pass is skipped.
+func (s *swarmStateMirror) superseded(ctx context.Context, env *cliEnv) bool {
+	if s == nil {
+		return false
+	}
+	err := swarmsys.CheckOwner(ctx, s.m.API, s.cfg)
+	if !errors.Is(err, core.ErrConflict) {
+		s.fenced = ""
+		return false
+	}
+	if msg := err.Error(); msg != s.fenced {
+		env.logger.Error("passes skipped", "error", err)
+		s.fenced = msg
+	}
+	return true
+}
+
+func (s *swarmStateMirror) sync(ctx context.Context, env *cliEnv) {
+	if s == nil {
+		return
+	}
+	err := s.m.Sync(ctx)
+	msg := ""
+	if err != nil && ctx.Err() == nil {
+		msg = err.Error()
+	}
+	if msg != "" && msg != s.lastErr {
+		env.logger.Error("state mirror: another manager could not adopt the latest records", "error", err)
+	}
+	s.lastErr = msg
 }

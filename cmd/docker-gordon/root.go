@@ -49,6 +49,9 @@ type cliEnv struct {
 	// swarmNet caches swarm.json's edge overlay (swarm.go; nil: not read
 	// yet). A verb's own goroutine reads it.
 	swarmNet *string
+	// ownerInPasses: the watcher checks the swarm owner before each pass
+	// (R80) instead of refusing to start.
+	ownerInPasses bool
 }
 
 func newRootCommand(dockerCli command.Cli) *cobra.Command {
@@ -295,6 +298,9 @@ func (e *cliEnv) pluginEnv() []string {
 func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error) {
 	store, err := e.openStore()
 	if err != nil {
+		return nil, err
+	}
+	if err := e.checkSwarmOwner(ctx); err != nil {
 		return nil, err
 	}
 	host, err := e.pluginHost()

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -79,11 +80,13 @@ type swarmStartOpts struct {
 	runtime   string // auto, docker or swarm
 	registry  string
 	edgeNodes string // all or labelled
+	adopt     bool   // adopt apps whose manager is still up
 }
 
 func (o *swarmStartOpts) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "auto (swarm when the engine is a swarm manager), docker (this engine only) or swarm")
 	cmd.Flags().StringVar(&o.registry, "registry", "", "on a swarm: the registry (host[:port][/path]) the edge image is pushed to; every node pulls it from there")
+	cmd.Flags().BoolVar(&o.adopt, "adopt", false, "on a swarm: take over the apps whose records another manager's state directory holds even though that manager is up (stop gordon there first)")
 	cmd.Flags().StringVar(&o.edgeNodes, "edge-nodes", "all", "on a swarm: run the edge on all nodes, or only on nodes labelled "+swarmsys.EdgeNodeLabel+"=true (labelled)")
 }
 
@@ -138,6 +141,11 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	if o.registry == "" && wasSwarm {
 		o.registry = old.Registry // as at the last system start
 	}
+	running, err := adoptSwarmEdge(ctx, env, api, &o, old, wasSwarm, nodeID)
+	if err != nil {
+		return err
+	}
+	plan := adoption{}
 	if err := checkSwarmStart(o, ef); err != nil {
 		return err
 	}
@@ -145,6 +153,9 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 		if err := refuseOneEngineApps(ctx, env); err != nil {
 			return err
 		}
+	}
+	if plan, err = planAdoption(ctx, env, api, nodeID, o.adopt); err != nil {
+		return err
 	}
 	port, err := swarmHTTPPort(ef.httpAddr)
 	if err != nil {
@@ -159,7 +170,12 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	}
 	cfg := swarmsys.Config{Registry: o.registry, ManagerNode: nodeID, HTTPPort: port, Labelled: o.edgeNodes == "labelled"}
 	if wasSwarm {
-		cfg.Network, cfg.Service, cfg.AdminPort = old.Network, old.Service, old.AdminPort
+		cfg.Network, cfg.Service, cfg.AdminPort, cfg.StateID = old.Network, old.Service, old.AdminPort, old.StateID
+	}
+	if cfg.StateID == "" {
+		if cfg.StateID, err = swarmsys.NewStateID(); err != nil {
+			return err
+		}
 	}
 	if cfg.Network == "" {
 		cfg.Network = swarmsys.DefaultNetwork
@@ -183,6 +199,11 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 		return err
 	}
 	fmt.Fprintf(out, "edge image: %s\n", cfg.Image)
+	if running.Token != "" && !wasSwarm {
+		if err := swarmsys.WriteToken(stateDir, running.Token); err != nil {
+			return fmt.Errorf("edge route-push token: %w", err)
+		}
+	}
 	token, err := swarmsys.EnsureToken(stateDir)
 	if err != nil {
 		return fmt.Errorf("edge route-push token: %w", err)
@@ -195,7 +216,13 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 		return fmt.Errorf("swarm configuration: %w", err)
 	}
 	fmt.Fprintf(out, "%s: global service %s (HTTP on :%d of every edge node, host mode)\n", cfg.Service, action, port)
-	ru, err := swarmReconcileUnit(stateDir, env.dockerCli.DockerEndpoint().Host, cfg, interval, reconcileHasBoot(cmd))
+	if err := plan.adopt(ctx, env, api); err != nil {
+		return err
+	}
+	// No boot pass on a swarm: Swarm keeps the tasks running through a
+	// manager's restart, and boot's Start would hold the routes of apps
+	// that serve (an adopting manager's first pass, R80).
+	ru, err := swarmReconcileUnit(stateDir, env.dockerCli.DockerEndpoint().Host, cfg, interval, false)
 	if err != nil {
 		return err
 	}
@@ -305,12 +332,22 @@ func awaitSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, cfg 
 // stopSwarmSystem is system stop on a swarm: gordon-reconcile, the edge
 // service; swarm.json stays (apps keep their runtime; system start brings
 // the edge back).
-func stopSwarmSystem(ctx context.Context, env *cliEnv) error {
+func stopSwarmSystem(ctx context.Context, env *cliEnv, keepEdge bool) error {
 	if err := runStopSystem(ctx, env, syscontainer.ReconcileName, 30*time.Second); err != nil {
 		return err
 	}
 	cfg, _, err := swarmsys.Load(env.opts.stateDir)
 	if err != nil {
+		return err
+	}
+	if keepEdge {
+		fmt.Fprintf(env.dockerCli.Out(), "%s: left serving (system start --adopt on another manager takes it over)\n", cfg.Service)
+		return nil
+	}
+	if err := swarmsys.CheckOwner(ctx, env.dockerCli.Client(), cfg); errors.Is(err, core.ErrConflict) {
+		fmt.Fprintf(env.dockerCli.Out(), "%s: left serving: another state directory drives it now\n", cfg.Service)
+		return nil
+	} else if err != nil {
 		return err
 	}
 	found, err := swarmsys.RemoveEdgeService(ctx, env.dockerCli.Client(), cfg.Service)

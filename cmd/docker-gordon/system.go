@@ -117,13 +117,17 @@ engine after a reboot; no registry and no systemd are needed.`,
 
 	start := newSystemStartCommand(env)
 
+	keepEdge := false
 	stop := &cobra.Command{
 		Use:   "stop",
 		Short: "Stop and remove gordon-reconcile and gordon-edge",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if swarmsys.Present(env.opts.stateDir) {
-				return stopSwarmSystem(cmd.Context(), env)
+				return stopSwarmSystem(cmd.Context(), env, keepEdge)
+			}
+			if keepEdge {
+				return fmt.Errorf("--keep-edge: only on a swarm (to hand the edge to another manager's state directory); nothing was changed: %w", core.ErrInvalid)
 			}
 			if err := runStopSystem(cmd.Context(), env, syscontainer.ReconcileName, 30*time.Second); err != nil {
 				return err
@@ -131,6 +135,8 @@ engine after a reboot; no registry and no systemd are needed.`,
 			return runStopSystem(cmd.Context(), env, syscontainer.EdgeName, 35*time.Second)
 		},
 	}
+
+	stop.Flags().BoolVar(&keepEdge, "keep-edge", false, "on a swarm: stop only this state directory's reconcile loop and leave the edge service serving (to hand the swarm to another manager: system start --adopt there)")
 
 	status := newSystemStatusCommand(env)
 

@@ -49,7 +49,7 @@ func buildGordon(ctx context.Context, dir string) error {
 }
 
 // upGordonLab brings the lab up, builds the binaries and pushes httpd.
-func upGordonLab(ctx context.Context, t *testing.T, prefix, subnet string) *gordonLab {
+func upGordonLab(ctx context.Context, t *testing.T, prefix, subnet string, managers bool) *gordonLab {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -59,7 +59,7 @@ func upGordonLab(ctx context.Context, t *testing.T, prefix, subnet string) *gord
 	// Two runs of this test at once (a CI clone and a working tree) need
 	// their own labs: GORDON_SWARMLAB_PREFIX and _SUBNET move this one.
 	prefix, subnet = cmp.Or(os.Getenv("GORDON_SWARMLAB_PREFIX"), prefix), cmp.Or(os.Getenv("GORDON_SWARMLAB_SUBNET"), subnet)
-	lab, err := Up(ctx, Options{Nodes: 3, Prefix: prefix, Subnet: subnet, Registry: true, Log: t.Logf})
+	lab, err := Up(ctx, Options{Nodes: 3, Prefix: prefix, Subnet: subnet, Registry: true, Managers: managers, Log: t.Logf})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = lab.Down() })
 	ref, err := lab.PushImage(ctx, "httpd:gordon", filepath.Join(bin, "httpd"))
@@ -83,8 +83,14 @@ func (r cliResult) String() string {
 
 // gordon runs `docker-gordon gordon ARGS` against the manager.
 func (g *gordonLab) gordon(ctx context.Context, args ...string) cliResult {
+	return g.gordonOn(ctx, 1, g.state, args...)
+}
+
+// gordonOn runs `docker-gordon gordon ARGS` against node i (1-based)
+// with the state directory state.
+func (g *gordonLab) gordonOn(ctx context.Context, i int, state string, args ...string) cliResult {
 	cmd := exec.CommandContext(ctx, filepath.Join(g.bin, "docker-gordon"), append([]string{"gordon"}, args...)...)
-	cmd.Env = append(os.Environ(), "DOCKER_HOST="+g.Nodes[0].Host, "GORDON_STATE_DIR="+g.state, "DOCKER_CONFIG="+g.home,
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+g.Nodes[i-1].Host, "GORDON_STATE_DIR="+state, "DOCKER_CONFIG="+g.home,
 		"PATH="+g.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
@@ -187,7 +193,7 @@ func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
-	g := upGordonLab(ctx, t, "gse", "10.77.0")
+	g := upGordonLab(ctx, t, "gse", "10.77.0", false)
 	t.Logf("lab up and binaries built in %v", time.Since(began).Round(time.Millisecond))
 
 	r := g.must(ctx, t, "system", "start", "--registry", g.Registry, "--http-addr", ":80")

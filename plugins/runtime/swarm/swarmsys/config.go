@@ -73,6 +73,11 @@ type Config struct {
 	HTTPSPort int `json:"https_port,omitempty"`
 	// Labelled restricts the edge to nodes with EdgeNodeLabel=true.
 	Labelled bool `json:"labelled,omitempty"`
+	// StateID names this state directory on the swarm (16 hex digits,
+	// made at its first system start): the edge service's
+	// LabelStateOwner says which state directory drives the edges, and
+	// the state configs say which wrote them (SPEC R80).
+	StateID string `json:"state_id,omitempty"`
 }
 
 // Load reads <stateDir>/swarm.json. ok is false (and err nil) when the

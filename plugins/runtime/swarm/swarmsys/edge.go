@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,7 +75,8 @@ func EnsureNetwork(ctx context.Context, api client.APIClient, name string) error
 }
 
 // PushImage tags the local image localRef as <registry>/gordon-edge:<tag>,
-// pushes it with auth (an X-Registry-Auth value, "" for none) and returns
+// unless the registry already holds that tag (then its digest is
+// returned and nothing is pushed), pushes it with auth (an X-Registry-Auth value, "" for none) and returns
 // the pinned reference <registry>/gordon-edge@sha256:… every node pulls.
 func PushImage(ctx context.Context, api client.APIClient, localRef, registry, tag, auth string) (string, error) {
 	target := strings.TrimSuffix(registry, "/") + "/" + edgeRepo + ":" + tag
@@ -82,13 +84,20 @@ func PushImage(ctx context.Context, api client.APIClient, localRef, registry, ta
 	if err != nil {
 		return "", fmt.Errorf("edge image %q: %w: %w (--registry is host[:port][/path])", target, core.ErrInvalid, err)
 	}
-	if _, err := api.ImageTag(ctx, client.ImageTagOptions{Source: localRef, Target: target}); err != nil {
-		return "", fmt.Errorf("tag %s as %s: %w", localRef, target, dockererr.Classify(err))
-	}
 	if auth == "" {
 		// An engine of API 1.41 refuses a push without the header; "{}"
 		// is the anonymous credential the docker CLI sends.
 		auth = base64.URLEncoding.EncodeToString([]byte("{}"))
+	}
+	// The tag is the content hash: when the registry has it (an earlier
+	// system start pushed it, maybe another manager's), its digest is
+	// the edge's. A build on another engine has another digest, and
+	// pushing it would replace every edge task (R80).
+	if d, err := api.DistributionInspect(ctx, target, client.DistributionInspectOptions{EncodedRegistryAuth: auth}); err == nil && d.Descriptor.Digest != "" {
+		return named.Name() + "@" + d.Descriptor.Digest.String(), nil
+	}
+	if _, err := api.ImageTag(ctx, client.ImageTagOptions{Source: localRef, Target: target}); err != nil {
+		return "", fmt.Errorf("tag %s as %s: %w", localRef, target, dockererr.Classify(err))
 	}
 	resp, err := api.ImagePush(ctx, target, client.ImagePushOptions{RegistryAuth: auth})
 	if err != nil {
@@ -149,8 +158,14 @@ func edgeSpec(e EdgeService) swarm.ServiceSpec {
 		constraints = append(constraints, "node.labels."+EdgeNodeLabel+"==true")
 	}
 	labels := map[string]string{labelManaged: "true", labelRole: roleSystem, labelSystem: "edge"}
+	// Which state directory drives the edges: on the service only, so a
+	// takeover (R80) replaces no task.
+	svcLabels := maps.Clone(labels)
+	if e.StateID != "" {
+		svcLabels[LabelStateOwner], svcLabels[LabelStateNode] = e.StateID, e.ManagerNode
+	}
 	spec := swarm.ServiceSpec{
-		Annotations: swarm.Annotations{Name: e.Service, Labels: labels},
+		Annotations: swarm.Annotations{Name: e.Service, Labels: svcLabels},
 		TaskTemplate: swarm.TaskSpec{
 			ContainerSpec: &swarm.ContainerSpec{
 				Image:           e.Image,

@@ -1,0 +1,138 @@
+package main
+
+// Adoption (issue 25, SPEC R80): the reconcile loop on a swarm manager
+// mirrors every app's records into a Docker config (swarmsys.Mirror);
+// system start on a manager whose state directory does not know an app
+// writes those records back, so another manager takes the apps over when
+// the one whose state directory held them is lost.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+)
+
+// adoptSwarmEdge reads the running edge service ("found" false when there
+// is none) and, for a state directory without swarm.json, takes its
+// registry when --registry is not given. A running edge another state
+// directory drives is refused when this one was superseded by it
+// (wasSwarm), or when its manager is still up, unless --adopt (R80). It
+// changes nothing.
+func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *swarmStartOpts, old swarmsys.Config, wasSwarm bool, nodeID string) (swarmsys.RunningEdge, error) {
+	e, found, err := swarmsys.AdoptEdge(ctx, api, swarmsys.DefaultService)
+	if err != nil || !found {
+		return swarmsys.RunningEdge{}, err
+	}
+	if wasSwarm {
+		return e, swarmsys.CheckOwner(ctx, api, old)
+	}
+	if o.registry == "" && e.Registry != "" {
+		o.registry = e.Registry
+		fmt.Fprintf(env.dockerCli.Err(), "registry %s: the one the running edge service was pushed to\n", e.Registry)
+	}
+	if e.Owner == "" || e.OwnerNode == nodeID || o.adopt {
+		return e, nil
+	}
+	nodes, err := swarmsys.Nodes(ctx, api)
+	if err != nil {
+		return e, err
+	}
+	for _, n := range nodes {
+		if n.ID == e.OwnerNode && n.Ready {
+			return e, fmt.Errorf("the swarm's edge is driven by another state directory, on manager %s, which is up: run docker gordon there (docker --context …). To hand the swarm over, run docker gordon system stop --keep-edge there, then system start --adopt here; nothing was changed: %w",
+				n.Name, core.ErrConflict)
+		}
+	}
+	return e, nil
+}
+
+// adoption is what system start adopts: the state configs of the apps
+// this state directory does not hold, and the swarm's nodes by ID.
+type adoption struct {
+	apps  []swarmsys.Adoptable
+	nodes map[string]swarmsys.Node
+}
+
+// planAdoption lists the apps the swarm's state configs hold and this
+// state directory does not. When the manager that wrote one is still a
+// ready node (its state directory is in use), it refuses unless force:
+// two state directories would drive the same services. It changes
+// nothing.
+func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, nodeID string, force bool) (adoption, error) {
+	all, err := swarmsys.ListAdoptable(ctx, api)
+	if err != nil || len(all) == 0 {
+		return adoption{}, err
+	}
+	var plan adoption
+	for _, a := range all {
+		// An app this state directory has any record of (held, or
+		// removed from here) is this state directory's to decide.
+		if _, err := os.Stat(filepath.Join(env.opts.stateDir, "apps", a.App)); errors.Is(err, os.ErrNotExist) {
+			plan.apps = append(plan.apps, a)
+		} else if err != nil {
+			return adoption{}, fmt.Errorf("app %s: %w", a.App, err)
+		}
+	}
+	if len(plan.apps) == 0 {
+		return adoption{}, nil
+	}
+	nodes, err := swarmsys.Nodes(ctx, api)
+	if err != nil {
+		return adoption{}, err
+	}
+	plan.nodes = map[string]swarmsys.Node{}
+	for _, n := range nodes {
+		plan.nodes[n.ID] = n
+	}
+	var live []string
+	for _, a := range plan.apps {
+		if n, ok := plan.nodes[a.Node]; ok && n.Ready && a.Node != nodeID {
+			live = append(live, fmt.Sprintf("%s (manager %s)", a.App, n.Name))
+		}
+	}
+	if len(live) > 0 && !force {
+		return adoption{}, fmt.Errorf("the swarm runs apps this state directory does not hold: %s; the manager whose state directory holds them is up, so run docker gordon there (docker --context …). To hand them over, run docker gordon system stop --keep-edge there, then system start --adopt here; nothing was changed: %w",
+			strings.Join(live, ", "), core.ErrConflict)
+	}
+	return plan, nil
+}
+
+// adopt writes each planned app's records into this state directory.
+func (p adoption) adopt(ctx context.Context, env *cliEnv, api client.APIClient) error {
+	now := time.Now()
+	for _, a := range p.apps {
+		if err := swarmsys.Adopt(ctx, api, env.opts.stateDir, a); err != nil {
+			return fmt.Errorf("adopt %w (run system start again to adopt the rest)", err)
+		}
+		from := a.Node
+		if n, ok := p.nodes[a.Node]; ok {
+			from = n.Name + ", " + n.State + ","
+		}
+		fmt.Fprintf(env.dockerCli.Out(), "app %s: adopted from the swarm (its records as manager %s wrote them %s); secrets are not adopted: set them again before its next deploy\n",
+			a.App, from, swarmsys.StateAge(a.At, now))
+	}
+	return nil
+}
+
+// checkSwarmOwner refuses every engine verb from a state directory
+// another manager's state directory took over (R80): on a swarm, with the
+// engine reached directly (in the runner, or the reconcile container).
+func (e *cliEnv) checkSwarmOwner(ctx context.Context) error {
+	if e.runtimeName() != "swarm" || e.localSwarmRunner() || e.ownerInPasses {
+		return nil
+	}
+	cfg, ok, err := swarmsys.Load(e.opts.stateDir)
+	if err != nil || !ok {
+		return err
+	}
+	return swarmsys.CheckOwner(ctx, e.dockerCli.Client(), cfg)
+}
