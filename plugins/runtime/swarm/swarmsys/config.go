@@ -73,6 +73,23 @@ type Config struct {
 	HTTPSPort int `json:"https_port,omitempty"`
 	// Labelled restricts the edge to nodes with EdgeNodeLabel=true.
 	Labelled bool `json:"labelled,omitempty"`
+	// TCPPorts are the ports every edge node publishes for the apps' TCP
+	// binds (system start --tcp-ports), sorted.
+	TCPPorts []int `json:"tcp_ports,omitempty"`
+	// ACME is the edge's certificate settings when HTTPSPort is set.
+	ACME ACME `json:"acme,omitzero"`
+}
+
+// ACME is what system start's ACME flags set on a swarm edge.
+type ACME struct {
+	Email string `json:"email,omitempty"`
+	CA    string `json:"ca,omitempty"`
+	// CARootConfig is the Docker config holding --acme-ca-root's PEM
+	// (CARootConfigName), mounted read-only at CARootPath in every edge
+	// task.
+	CARootConfig string `json:"ca_root_config,omitempty"`
+	// Off is --no-acme: serve only certificates added with certs add.
+	Off bool `json:"off,omitempty"`
 }
 
 // Load reads <stateDir>/swarm.json. ok is false (and err nil) when the
