@@ -253,7 +253,7 @@ func EnsureConfig(ctx context.Context, api client.APIClient, name string, data [
 func ConfigID(ctx context.Context, api client.APIClient, name string) (string, error) {
 	res, err := api.ConfigInspect(ctx, name, client.ConfigInspectOptions{})
 	if err != nil {
-		return "", fmt.Errorf("Docker config %s: %w", name, dockererr.Classify(err))
+		return "", fmt.Errorf("the Docker config %s: %w", name, dockererr.Classify(err))
 	}
 	return res.Config.ID, nil
 }
