@@ -21,6 +21,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/journal"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 )
 
@@ -46,9 +47,9 @@ type cliEnv struct {
 	// target is the engine the verb acts on (remote.go).
 	target engineTarget
 
-	// swarmNet caches swarm.json's edge overlay (swarm.go; nil: not read
-	// yet). A verb's own goroutine reads it.
-	swarmNet *string
+	// swarmCfg caches swarm.json (swarm.go; nil: not read yet; a zero
+	// Config: one engine). A verb's own goroutine reads it.
+	swarmCfg *swarmsys.Config
 	// ownerInPasses: the watcher checks the swarm owner before each pass
 	// (R80) instead of refusing to start.
 	ownerInPasses bool

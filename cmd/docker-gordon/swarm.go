@@ -8,10 +8,10 @@ package main
 // and traffic/edge pushes each route table to every edge task over it.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -32,17 +32,21 @@ import (
 const envOnEdgeNetwork = "GORDON_ON_EDGE_NETWORK"
 
 // swarmNetwork is the edge overlay of this state directory's swarm ("" on
-// one engine), read from <state>/swarm.json once per process: every verb
-// asks several times (runtime, plugin environment, engine fields).
-func (e *cliEnv) swarmNetwork() string {
-	if e.swarmNet == nil {
-		n := ""
+// one engine).
+func (e *cliEnv) swarmNetwork() string { return e.swarmConfig().Network }
+
+// swarmConfig is <state>/swarm.json (a zero Config on one engine), read
+// once per process: every verb asks several times (runtime, plugin
+// environment, engine fields, the deploy's published ports).
+func (e *cliEnv) swarmConfig() swarmsys.Config {
+	if e.swarmCfg == nil {
+		var c swarmsys.Config
 		if cfg, ok, err := swarmsys.Load(e.opts.stateDir); err == nil && ok {
-			n = cfg.Network
+			c = cfg
 		}
-		e.swarmNet = &n
+		e.swarmCfg = &c
 	}
-	return *e.swarmNet
+	return *e.swarmCfg
 }
 
 // runtimeName is the runtime backend this state directory uses: "swarm"
@@ -81,6 +85,7 @@ type swarmStartOpts struct {
 	registry  string
 	edgeNodes string // all or labelled
 	adopt     bool   // adopt apps whose manager is still up
+	tcpPorts  string // comma-separated ports the edge publishes for TCP binds
 }
 
 func (o *swarmStartOpts) register(cmd *cobra.Command) {
@@ -88,6 +93,7 @@ func (o *swarmStartOpts) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.registry, "registry", "", "on a swarm: the registry (host[:port][/path]) the edge image is pushed to; every node pulls it from there")
 	cmd.Flags().BoolVar(&o.adopt, "adopt", false, "on a swarm: take over the apps whose records another manager's state directory holds even though that manager is up (stop gordon there first)")
 	cmd.Flags().StringVar(&o.edgeNodes, "edge-nodes", "all", "on a swarm: run the edge on all nodes, or only on nodes labelled "+swarmsys.EdgeNodeLabel+"=true (labelled)")
+	cmd.Flags().StringVar(&o.tcpPorts, "tcp-ports", "", "on a swarm: the ports (comma-separated) every edge node publishes for the apps' TCP binds; default: the last start's, else none")
 }
 
 // chooseSwarm decides whether system start sets up a swarm: --runtime
@@ -117,15 +123,7 @@ func chooseSwarm(ctx context.Context, api client.APIClient, o swarmStartOpts) (n
 // swarmHTTPPort is the host-mode port of --http-addr: the edge publishes
 // it on every node's addresses, so only ":PORT" (or "0.0.0.0:PORT") is
 // meaningful.
-func swarmHTTPPort(addr string) (int, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
-		if n, perr := strconv.Atoi(port); perr == nil && n > 0 && n < 65536 {
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("--http-addr %q: on a swarm the edge publishes a port on every edge node (host mode), so give :PORT: %w", addr, core.ErrInvalid)
-}
+func swarmHTTPPort(addr string) (int, error) { return swarmPort("--http-addr", addr) }
 
 // startSwarmSystem is system start on a swarm manager: the edge overlay,
 // the edge image pushed to the registry, the route-push token, the global
@@ -138,7 +136,15 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	if err != nil {
 		return err
 	}
-	if o.registry == "" && wasSwarm {
+	adopted := false
+	if !wasSwarm {
+		// Another state directory drove this swarm's edge: its settings
+		// are the remembered ones, so the edge keeps its spec (R80).
+		if old, adopted, err = adoptedEdgeSettings(cmd, api, &ef); err != nil {
+			return err
+		}
+	}
+	if o.registry == "" && (wasSwarm || adopted) {
 		o.registry = old.Registry // as at the last system start
 	}
 	running, err := adoptSwarmEdge(ctx, env, api, &o, old, wasSwarm, nodeID)
@@ -146,7 +152,7 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 		return err
 	}
 	plan := adoption{}
-	if err := checkSwarmStart(o, ef); err != nil {
+	if err := checkSwarmStart(o); err != nil {
 		return err
 	}
 	if !wasSwarm {
@@ -169,9 +175,10 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 		return err
 	}
 	cfg := swarmsys.Config{Registry: o.registry, ManagerNode: nodeID, HTTPPort: port, Labelled: o.edgeNodes == "labelled"}
-	if wasSwarm {
+	if wasSwarm || adopted {
 		cfg.Network, cfg.Service, cfg.AdminPort, cfg.StateID = old.Network, old.Service, old.AdminPort, old.StateID
 	}
+	cfg.Drain = ef.drain
 	if cfg.StateID == "" {
 		if cfg.StateID, err = swarmsys.NewStateID(); err != nil {
 			return err
@@ -185,6 +192,10 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	}
 	if cfg.AdminPort == 0 {
 		cfg.AdminPort = swarmsys.DefaultAdminPort
+	}
+	caRoot, err := resolveSwarmEdge(cmd, &cfg, old, ef.tls, o.tcpPorts)
+	if err != nil {
+		return err
 	}
 	if err := swarmsys.EnsureNetwork(ctx, api, cfg.Network); err != nil {
 		return err
@@ -208,14 +219,18 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	if err != nil {
 		return fmt.Errorf("edge route-push token: %w", err)
 	}
-	action, err := swarmsys.EnsureEdgeService(ctx, api, swarmsys.EdgeService{Config: cfg, Token: token, Drain: ef.drain}, env.registryAuth(target))
+	caID, err := ensureCARoot(ctx, api, cfg, caRoot)
+	if err != nil {
+		return err
+	}
+	action, err := swarmsys.EnsureEdgeService(ctx, api, swarmsys.EdgeService{Config: cfg, Token: token, Drain: ef.drain, CARootConfigID: caID}, env.registryAuth(target))
 	if err != nil {
 		return err
 	}
 	if err := swarmsys.Save(stateDir, cfg); err != nil {
 		return fmt.Errorf("swarm configuration: %w", err)
 	}
-	fmt.Fprintf(out, "%s: global service %s (HTTP on :%d of every edge node, host mode)\n", cfg.Service, action, port)
+	printEdgeServiceAction(out, cfg, old, wasSwarm, action)
 	if err := plan.adopt(ctx, env, api); err != nil {
 		return err
 	}
@@ -262,14 +277,12 @@ func refuseOneEngineApps(ctx context.Context, env *cliEnv) error {
 
 // checkSwarmStart refuses what a swarm edge cannot do yet, before
 // anything changes.
-func checkSwarmStart(o swarmStartOpts, ef edgeContainerFlags) error {
+func checkSwarmStart(o swarmStartOpts) error {
 	switch {
 	case o.registry == "":
 		return fmt.Errorf("on a swarm every node pulls the edge's image from a registry: pass --registry HOST[:PORT] (one the nodes can pull from), or --runtime docker to run the edge on this engine only; nothing was changed: %w", core.ErrInvalid)
 	case o.edgeNodes != "all" && o.edgeNodes != "labelled":
 		return fmt.Errorf("--edge-nodes %q: want all or labelled: %w", o.edgeNodes, core.ErrInvalid)
-	case ef.tls.httpsAddr != "":
-		return fmt.Errorf("--https-addr: HTTPS on a swarm edge is not supported yet (each node's edge would need the certificates; ACME state is per state directory); nothing was changed: %w", core.ErrInvalid)
 	}
 	return nil
 }
@@ -277,7 +290,8 @@ func checkSwarmStart(o swarmStartOpts, ef edgeContainerFlags) error {
 // swarmReconcileUnit is gordon-reconcile on the manager, on the edge
 // overlay (it re-routes rescheduled tasks: their new IPs are pushed to
 // every edge), polling every interval (default 1 s on a swarm: Swarm has
-// no task events).
+// no task events). With HTTPS it also serves the edges' shared certificate
+// storage on the overlay (swarmsys.CertStoragePort).
 func swarmReconcileUnit(stateDir, dockerHost string, cfg swarmsys.Config, interval time.Duration, boot bool) (syscontainer.Unit, error) {
 	if interval <= 0 || interval > time.Second {
 		interval = time.Second
@@ -287,12 +301,16 @@ func swarmReconcileUnit(stateDir, dockerHost string, cfg swarmsys.Config, interv
 		return u, err
 	}
 	u.Network = cfg.Network
+	if cfg.HTTPSPort > 0 {
+		u.Cmd = append(u.Cmd, "--cert-storage-addr", ":"+strconv.Itoa(swarmsys.CertStoragePort))
+	}
 	u.Env = append(u.Env, envOnEdgeNetwork+"=1", swarmsys.EnvEdgeNetwork+"="+cfg.Network)
 	return u, nil
 }
 
-// awaitSwarmEdge waits (at most 2 minutes, printing progress) until an
-// edge task runs, then lists where the edge runs.
+// awaitSwarmEdge waits (printing progress, at most 2 minutes without any)
+// until every edge task runs and Swarm has finished rolling an update of
+// the service out, then lists where the edge runs.
 func awaitSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, cfg swarmsys.Config) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	last := ""
@@ -301,24 +319,36 @@ func awaitSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, cfg 
 		if err != nil {
 			return err
 		}
+		updating, ustate, err := swarmsys.EdgeUpdating(ctx, api, cfg.Service)
+		if err != nil {
+			return err
+		}
 		running, states := 0, []string{}
 		for _, t := range tasks {
-			states = append(states, t.NodeName+" "+t.State)
+			st := t.NodeName + " " + t.State
+			if !t.Current {
+				st += " (previous spec)"
+				updating = true
+			}
+			states = append(states, st)
 			if t.Running() {
 				running++
 			}
 		}
 		line := strings.Join(states, ", ")
-		if running > 0 && running == len(tasks) {
+		if running > 0 && running == len(tasks) && !updating {
 			fmt.Fprintf(env.dockerCli.Out(), "%s: running on %d node(s): %s\n", cfg.Service, running, line)
 			return nil
 		}
+		if updating {
+			line = "update " + cmp.Or(ustate, "starting") + ": " + line
+		}
 		if line != last {
 			fmt.Fprintf(env.dockerCli.Err(), "waiting for the edge tasks: %s\n", orDash(line))
-			last = line
+			last, deadline = line, time.Now().Add(2*time.Minute)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the edge service %s has %d of %d task(s) running after 2 minutes (%s): see docker service ps %s: %w",
+			return fmt.Errorf("the edge service %s has %d of %d task(s) running, unchanged for 2 minutes (%s): see docker service ps %s: %w",
 				cfg.Service, running, len(tasks), orDash(line), cfg.Service, core.ErrUnavailable)
 		}
 		select {
@@ -429,7 +459,7 @@ func swarmSystemStatus(ctx context.Context, env *cliEnv, format string) error {
 			ready++
 		}
 	}
-	fmt.Fprintf(w, "runtime: swarm, %d nodes (%d ready); edge service %s on overlay %s, HTTP :%d\n", len(view.Nodes), ready, cfg.Service, cfg.Network, cfg.HTTPPort)
+	fmt.Fprintf(w, "runtime: swarm, %d nodes (%d ready); edge service %s on overlay %s, publishing %s\n", len(view.Nodes), ready, cfg.Service, cfg.Network, swarmPortsText(cfg))
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NODE\tNODE STATE\tEDGE TASK\tSTATE\tOVERLAY IP")
 	for _, n := range view.Nodes {

@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
+	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
@@ -135,4 +137,24 @@ func (e *cliEnv) checkSwarmOwner(ctx context.Context) error {
 		return err
 	}
 	return swarmsys.CheckOwner(ctx, e.dockerCli.Client(), cfg)
+}
+
+// adoptedEdgeSettings reads the swarm.json the swarm's state configs hold
+// (the state directory that drives the edge wrote it) for a state
+// directory without one: its HTTP port and drain become the flags' values
+// unless given, and the rest is what system start remembers. Its StateID
+// and manager are not taken: they are the other state directory's.
+func adoptedEdgeSettings(cmd *cobra.Command, api client.APIClient, ef *edgeContainerFlags) (swarmsys.Config, bool, error) {
+	c, found, err := swarmsys.AdoptableConfig(cmd.Context(), api)
+	if err != nil || !found {
+		return swarmsys.Config{}, false, err
+	}
+	c.StateID, c.ManagerNode = "", ""
+	if !cmd.Flags().Changed("http-addr") && c.HTTPPort > 0 {
+		ef.httpAddr = ":" + strconv.Itoa(c.HTTPPort)
+	}
+	if !cmd.Flags().Changed("drain-timeout") && c.Drain > 0 {
+		ef.drain = c.Drain
+	}
+	return c, true, nil
 }

@@ -462,21 +462,16 @@ func TestSwarmHTTPPort_OnlyAPortOnEveryNode(t *testing.T) {
 }
 
 // What a swarm edge cannot do is refused before anything changes: no
-// registry, an unknown --edge-nodes, HTTPS.
+// registry, an unknown --edge-nodes.
 func TestCheckSwarmStart_RefusesWhatASwarmEdgeCannotDo(t *testing.T) {
 	ok := swarmStartOpts{registry: "reg:5000", edgeNodes: "all"}
-	require.NoError(t, checkSwarmStart(ok, edgeContainerFlags{}))
-	err := checkSwarmStart(swarmStartOpts{edgeNodes: "all"}, edgeContainerFlags{})
+	require.NoError(t, checkSwarmStart(ok))
+	err := checkSwarmStart(swarmStartOpts{edgeNodes: "all"})
 	require.ErrorIs(t, err, core.ErrInvalid)
 	assert.Contains(t, err.Error(), "--registry")
 	bad := ok
 	bad.edgeNodes = "some"
-	require.ErrorIs(t, checkSwarmStart(bad, edgeContainerFlags{}), core.ErrInvalid)
-	var tls edgeContainerFlags
-	tls.tls.httpsAddr = ":443"
-	err = checkSwarmStart(ok, tls)
-	require.ErrorIs(t, err, core.ErrInvalid)
-	assert.Contains(t, err.Error(), "HTTPS")
+	require.ErrorIs(t, checkSwarmStart(bad), core.ErrInvalid)
 }
 
 // A state directory that serves one-engine apps is not turned into a

@@ -35,6 +35,9 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 				printImageRefusal(env, res, ierr)
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", in.files[0])}
 			}
+			if serr := checkSwarmBindsHere(env, res.spec); serr != nil {
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %s: %v", in.files[0], serr)}
+			}
 			if rerr := checkRoutesHere(cmd.Context(), env, res.spec); rerr != nil {
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %s: %v; nothing was changed", in.files[0], rerr)}
 			}
@@ -80,6 +83,16 @@ func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error
 	}
 	fmt.Fprintf(env.dockerCli.Err(), "note: image checks skipped (no engine: %v)\n", err)
 	return nil
+}
+
+// checkSwarmBindsHere refuses, as deploy would, a bind the swarm edge of
+// this machine's state directory does not publish (a remote engine's
+// swarm.json is on its machine: skipped).
+func checkSwarmBindsHere(env *cliEnv, spec core.AppSpec) error {
+	if env.targetsRemote() {
+		return nil
+	}
+	return env.checkSwarmBinds(spec)
 }
 
 // checkRoutesHere refuses a host or publish address of spec that another

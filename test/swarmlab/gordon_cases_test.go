@@ -185,3 +185,43 @@ func (g *gordonLab) killEdges(ctx context.Context, t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// tcpBind deploys an app whose TCP bind is on a port the edge does not
+// publish (refused: nothing stored, no service), publishes the port with
+// system start --tcp-ports (Swarm replaces each node's edge task; web
+// still answers everywhere after it), then deploys the app: it answers
+// through the edge of every node; the port is remembered.
+func (g *gordonLab) tcpBind(ctx context.Context, t *testing.T) {
+	manifest := writeManifest(t, tcpManifest(g.httpd, "0.0.0.0:9000"))
+	r := g.gordon(ctx, "deploy", "-f", manifest)
+	require.Equal(t, 1, r.code, "refused:\n%s", r)
+	t.Logf("refusal:\n%s", r.err)
+	assert.Contains(t, r.err, "the swarm edge does not publish port 9000")
+	assert.Contains(t, r.err, "docker gordon system start --tcp-ports 9000`")
+	_, err := os.Stat(filepath.Join(g.state, "apps", "tcp", "revisions"))
+	assert.True(t, os.IsNotExist(err), "no revision stored: %v", err)
+	out, err := g.Docker(ctx, 1, "service", "ls", "-q", "--filter", "label=dev.gordon.app=tcp")
+	require.NoError(t, err)
+	assert.Empty(t, out, "no service created")
+
+	s0 := time.Now()
+	r = g.must(ctx, t, "system", "start", "--tcp-ports", "9000")
+	t.Logf("system start --tcp-ports 9000 in %v:\n%s", time.Since(s0).Round(time.Millisecond), r)
+	assert.Contains(t, r.out, "global service updated (HTTP :80, TCP :9000 on every edge node")
+	assert.Contains(t, r.out, "Swarm replaces the edge task of each node once")
+	assert.Contains(t, r.out, "running on 3 node(s)")
+	g.answersEverywhere(ctx, t, "web.lab", "version=v2")
+
+	d0 := time.Now()
+	r = g.must(ctx, t, "deploy", "-f", manifest)
+	t.Logf("TCP deploy in %v:\n%s", time.Since(d0).Round(time.Millisecond), r.out)
+	for _, n := range g.Nodes {
+		out, err := g.InLab(ctx, "curl", "-sf", "--max-time", "3", "http://"+n.IP+":9000/")
+		require.NoError(t, err, "the TCP bind answers through the edge on %s", n.Name)
+		assert.Contains(t, out, "version=tcp", "the edge on %s relays to the app", n.Name)
+	}
+	r = g.must(ctx, t, "system", "start")
+	assert.Contains(t, r.out, "global service already running (HTTP :80, TCP :9000", "the TCP ports are remembered")
+	r = g.must(ctx, t, "system", "status")
+	assert.Contains(t, r.out, "publishing HTTP :80, TCP :9000")
+}

@@ -155,6 +155,27 @@ timeout = "60s"
 `, image, version)
 }
 
+func tcpManifest(image, publish string) string {
+	return fmt.Sprintf(`name = "tcp"
+
+[services.tcp]
+image = %q
+stop_grace = "5s"
+
+[services.tcp.env]
+VERSION = "tcp"
+
+[[services.tcp.tcp]]
+port = 8080
+publish = %q
+
+[services.tcp.readiness]
+type = "tcp"
+port = 8080
+timeout = "60s"
+`, image, publish)
+}
+
 func kvManifest(image, version string) string {
 	return fmt.Sprintf(`name = "kv"
 
@@ -185,7 +206,10 @@ timeout = "60s"
 // 3-replica service spreads over the nodes and answers through the edge of
 // every node; a deploy under load fails no request; status names the
 // runtime and the nodes; a deploy through a remote manager (docker
-// --context) works; a volume-backed service stays on its node and never
+// --context) works; a TCP bind on a port the edge does not publish is
+// refused before anything changes, and once system start publishes it
+// (replacing each node's edge task) it answers through every node's edge;
+// a volume-backed service stays on its node and never
 // runs twice; a node killed under load fails no request and its replicas
 // come back on the other nodes within 60 s.
 func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
@@ -241,8 +265,11 @@ func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
 	})
 	ok = ok && t.Run("system start again changes nothing (in the runner, registry remembered)", func(t *testing.T) {
 		r := g.must(ctx, t, "system", "start")
-		assert.Contains(t, r.out, "global service already running")
+		assert.Contains(t, r.out, "global service already running (HTTP :80 on every edge node")
 		assert.Contains(t, r.out, "running on 3 node(s)")
+	})
+	ok = ok && t.Run("a TCP bind needs a published port, then answers on every edge node", func(t *testing.T) {
+		g.tcpBind(ctx, t)
 	})
 	ok = ok && t.Run("a deploy through a remote manager (docker --context)", func(t *testing.T) {
 		g.remoteDeploy(ctx, t)

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/renameio/v2/maybe"
 
@@ -78,6 +79,26 @@ type Config struct {
 	// LabelStateOwner says which state directory drives the edges, and
 	// the state configs say which wrote them (SPEC R80).
 	StateID string `json:"state_id,omitempty"`
+	// TCPPorts are the ports every edge node publishes for the apps' TCP
+	// binds (system start --tcp-ports), sorted.
+	TCPPorts []int `json:"tcp_ports,omitempty"`
+	// ACME is the edge's certificate settings when HTTPSPort is set.
+	ACME ACME `json:"acme,omitzero"`
+	// Drain is the edge's --drain-timeout (0: its default), so another
+	// manager adopting the edge (R80) keeps it.
+	Drain time.Duration `json:"drain,omitempty"`
+}
+
+// ACME is what system start's ACME flags set on a swarm edge.
+type ACME struct {
+	Email string `json:"email,omitempty"`
+	CA    string `json:"ca,omitempty"`
+	// CARootConfig is the Docker config holding --acme-ca-root's PEM
+	// (CARootConfigName), mounted read-only at CARootPath in every edge
+	// task.
+	CARootConfig string `json:"ca_root_config,omitempty"`
+	// Off is --no-acme: serve only certificates added with certs add.
+	Off bool `json:"off,omitempty"`
 }
 
 // Load reads <stateDir>/swarm.json. ok is false (and err nil) when the

@@ -129,14 +129,79 @@ type EdgeService struct {
 	Token string
 	// Drain is gordon-edge's --shutdown-timeout (0: its default, 30 s).
 	Drain time.Duration
+	// CARootConfigID is the ID of the Docker config ACME.CARootConfig
+	// (EnsureConfig), mounted at CARootPath.
+	CARootConfigID string
 }
 
+// hostRoots is where the nodes keep the system CAs: bind-mounted into the
+// edge tasks (the image is FROM scratch) when they use a public ACME CA.
+const hostRoots = "/etc/ssl/certs"
+
 // edgeSpec is the service: one task per node (or per labelled node), on
-// the edge overlay with endpoint mode dnsrr (no VIP), HTTP (and HTTPS)
-// published in host mode on each node, the admin port on the overlay
-// only, state and temp on tmpfs (a task's route table comes from the push
-// or from its peers), restart on any exit.
+// the edge overlay with endpoint mode dnsrr (no VIP), HTTP, HTTPS and the
+// TCP ports published in host mode on each node, the admin port on the
+// overlay only, state and temp on tmpfs (a task's route table comes from
+// the push or from its peers; its certificates from gordon-reconcile's
+// storage), restart on any exit.
 func edgeSpec(e EdgeService) swarm.ServiceSpec {
+	drain := e.Drain
+	if drain <= 0 {
+		drain = 30 * time.Second
+	}
+	grace := drain + 5*time.Second
+	var constraints []string
+	if e.Labelled {
+		constraints = append(constraints, "node.labels."+EdgeNodeLabel+"==true")
+	}
+	labels := map[string]string{labelManaged: "true", labelRole: roleSystem, labelSystem: "edge"}
+	cs := &swarm.ContainerSpec{
+		Image:           e.Image,
+		Command:         []string{"/gordon-edge"},
+		Args:            edgeArgs(e),
+		Env:             []string{"GORDON_EDGE_ROUTES_TOKEN=" + e.Token, "TMPDIR=/tmp"},
+		Labels:          labels,
+		StopGracePeriod: &grace,
+		Mounts: []mount.Mount{
+			{Type: mount.TypeTmpfs, Target: "/state"},
+			{Type: mount.TypeTmpfs, Target: "/tmp"},
+		},
+	}
+	if e.HTTPSPort > 0 && !e.ACME.Off {
+		if e.ACME.CARootConfig != "" {
+			cs.Configs = []*swarm.ConfigReference{{
+				File:     &swarm.ConfigReferenceFileTarget{Name: CARootPath, UID: "0", GID: "0", Mode: 0o444},
+				ConfigID: e.CARootConfigID, ConfigName: e.ACME.CARootConfig,
+			}}
+		} else {
+			cs.Mounts = append(cs.Mounts, mount.Mount{Type: mount.TypeBind, Source: hostRoots, Target: hostRoots, ReadOnly: true})
+		}
+	}
+	// Which state directory drives the edges: on the service only, so a
+	// takeover (R80) replaces no task.
+	svcLabels := maps.Clone(labels)
+	if e.StateID != "" {
+		svcLabels[LabelStateOwner], svcLabels[LabelStateNode] = e.StateID, e.ManagerNode
+	}
+	spec := swarm.ServiceSpec{
+		Annotations: swarm.Annotations{Name: e.Service, Labels: svcLabels},
+		TaskTemplate: swarm.TaskSpec{
+			ContainerSpec: cs,
+			RestartPolicy: &swarm.RestartPolicy{Condition: swarm.RestartPolicyConditionAny},
+			Placement:     &swarm.Placement{Constraints: constraints},
+			Networks:      []swarm.NetworkAttachmentConfig{{Target: e.Network}},
+		},
+		Mode:         swarm.ServiceMode{Global: &swarm.GlobalService{}},
+		EndpointSpec: &swarm.EndpointSpec{Mode: swarm.ResolutionModeDNSRR, Ports: edgePorts(e.Config)},
+	}
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode(spec)
+	spec.Labels[labelConfig] = hex.EncodeToString(h.Sum(nil))[:16]
+	return spec
+}
+
+// edgeArgs is gordon-edge's command line in every task.
+func edgeArgs(e EdgeService) []string {
 	args := []string{"run", "--state-dir", "/state",
 		"--http-addr", ":" + strconv.Itoa(e.HTTPPort),
 		"--admin-addr", "0.0.0.0:" + strconv.Itoa(e.AdminPort),
@@ -147,49 +212,65 @@ func edgeSpec(e EdgeService) swarm.ServiceSpec {
 	if e.Drain > 0 {
 		args = append(args, "--shutdown-timeout", e.Drain.String())
 	}
-	drain := e.Drain
-	if drain <= 0 {
-		drain = 30 * time.Second
+	if e.HTTPSPort == 0 {
+		return args
 	}
-	grace := drain + 5*time.Second
-	ports := []swarm.PortConfig{{Protocol: network.TCP, TargetPort: uint32(e.HTTPPort), PublishedPort: uint32(e.HTTPPort), PublishMode: swarm.PortConfigPublishModeHost}}
-	var constraints []string
-	if e.Labelled {
-		constraints = append(constraints, "node.labels."+EdgeNodeLabel+"==true")
+	args = append(args, "--https-addr", ":"+strconv.Itoa(e.HTTPSPort), "--cert-storage", CertStorageURL)
+	if e.ACME.Off {
+		return append(args, "--acme=false")
 	}
-	labels := map[string]string{labelManaged: "true", labelRole: roleSystem, labelSystem: "edge"}
-	// Which state directory drives the edges: on the service only, so a
-	// takeover (R80) replaces no task.
-	svcLabels := maps.Clone(labels)
-	if e.StateID != "" {
-		svcLabels[LabelStateOwner], svcLabels[LabelStateNode] = e.StateID, e.ManagerNode
+	if e.ACME.Email != "" {
+		args = append(args, "--acme-email", e.ACME.Email)
 	}
-	spec := swarm.ServiceSpec{
-		Annotations: swarm.Annotations{Name: e.Service, Labels: svcLabels},
-		TaskTemplate: swarm.TaskSpec{
-			ContainerSpec: &swarm.ContainerSpec{
-				Image:           e.Image,
-				Command:         []string{"/gordon-edge"},
-				Args:            args,
-				Env:             []string{"GORDON_EDGE_ROUTES_TOKEN=" + e.Token, "TMPDIR=/tmp"},
-				Labels:          labels,
-				StopGracePeriod: &grace,
-				Mounts: []mount.Mount{
-					{Type: mount.TypeTmpfs, Target: "/state"},
-					{Type: mount.TypeTmpfs, Target: "/tmp"},
-				},
-			},
-			RestartPolicy: &swarm.RestartPolicy{Condition: swarm.RestartPolicyConditionAny},
-			Placement:     &swarm.Placement{Constraints: constraints},
-			Networks:      []swarm.NetworkAttachmentConfig{{Target: e.Network}},
-		},
-		Mode:         swarm.ServiceMode{Global: &swarm.GlobalService{}},
-		EndpointSpec: &swarm.EndpointSpec{Mode: swarm.ResolutionModeDNSRR, Ports: ports},
+	if e.ACME.CA != "" {
+		args = append(args, "--acme-ca", e.ACME.CA)
 	}
-	h := sha256.New()
-	_ = json.NewEncoder(h).Encode(spec)
-	spec.Labels[labelConfig] = hex.EncodeToString(h.Sum(nil))[:16]
-	return spec
+	if e.ACME.CARootConfig != "" {
+		args = append(args, "--acme-ca-root", CARootPath)
+	}
+	return args
+}
+
+// edgePorts are the host-mode ports of every edge task: HTTP, HTTPS (when
+// set), then each TCP port, each on the same port in the task.
+func edgePorts(c Config) []swarm.PortConfig {
+	ports := []int{c.HTTPPort}
+	if c.HTTPSPort > 0 {
+		ports = append(ports, c.HTTPSPort)
+	}
+	ports = append(ports, c.TCPPorts...)
+	out := make([]swarm.PortConfig, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, swarm.PortConfig{Protocol: network.TCP, TargetPort: uint32(p), PublishedPort: uint32(p), PublishMode: swarm.PortConfigPublishModeHost})
+	}
+	return out
+}
+
+// EnsureConfig makes the Docker config name exist with data (labelled as
+// a gordon system object) and returns its ID. The name is
+// content-addressed (CARootConfigName), so an existing one is reused.
+func EnsureConfig(ctx context.Context, api client.APIClient, name string, data []byte) (string, error) {
+	if res, err := api.ConfigInspect(ctx, name, client.ConfigInspectOptions{}); err == nil && res.Config.Spec.Name == name {
+		return res.Config.ID, nil
+	}
+	res, err := api.ConfigCreate(ctx, client.ConfigCreateOptions{Spec: swarm.ConfigSpec{
+		Annotations: swarm.Annotations{Name: name, Labels: map[string]string{labelManaged: "true", labelRole: roleSystem}},
+		Data:        data,
+	}})
+	if err != nil {
+		return "", fmt.Errorf("create the Docker config %s: %w", name, dockererr.Classify(err))
+	}
+	return res.ID, nil
+}
+
+// ConfigID returns the ID of the Docker config name; a missing one wraps
+// core.ErrNotFound.
+func ConfigID(ctx context.Context, api client.APIClient, name string) (string, error) {
+	res, err := api.ConfigInspect(ctx, name, client.ConfigInspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the Docker config %s: %w", name, dockererr.Classify(err))
+	}
+	return res.Config.ID, nil
 }
 
 // EnsureEdgeService creates the edge service, or updates it when its spec
@@ -259,6 +340,9 @@ type EdgeTask struct {
 	IP string `json:"ip,omitempty"`
 	// NodeAddr is the node's address (its published ports answer there).
 	NodeAddr string `json:"node_addr,omitempty"`
+	// Current reports whether the task runs the service's current spec
+	// (false while Swarm rolls an update out and has not replaced it yet).
+	Current bool `json:"current"`
 }
 
 // Running reports whether the task runs and wants to.
@@ -288,6 +372,9 @@ func EdgeTasks(ctx context.Context, api client.APIClient, service, network strin
 			continue
 		}
 		et := EdgeTask{ID: t.ID, NodeID: t.NodeID, State: string(t.Status.State)}
+		if cs := t.Spec.ContainerSpec; cs != nil {
+			et.Current = cs.Labels[labelConfig] == svc.Spec.Labels[labelConfig]
+		}
 		if n, ok := nodes[t.NodeID]; ok {
 			et.NodeName, et.NodeReady, et.NodeAddr = n.Description.Hostname, n.Status.State == swarm.NodeStateReady, n.Status.Addr
 		}
@@ -340,4 +427,23 @@ func Nodes(ctx context.Context, api client.APIClient) ([]Node, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// EdgeUpdating reports whether Swarm is still rolling an update of the
+// edge service out (replacing each node's task in turn); state is its
+// update state. An update Swarm paused (a new task failed) wraps
+// core.ErrUnavailable with Swarm's message.
+func EdgeUpdating(ctx context.Context, api client.APIClient, name string) (updating bool, state string, err error) {
+	svc, found, err := inspectService(ctx, api, name)
+	if err != nil || !found || svc.UpdateStatus == nil {
+		return false, "", err
+	}
+	us := svc.UpdateStatus
+	switch us.State {
+	case swarm.UpdateStateUpdating, swarm.UpdateStateRollbackStarted:
+		return true, string(us.State), nil
+	case swarm.UpdateStatePaused, swarm.UpdateStateRollbackPaused:
+		return false, string(us.State), fmt.Errorf("the update of the edge service %s is %s: %s (docker service ps %s): %w", name, us.State, us.Message, name, core.ErrUnavailable)
+	}
+	return false, string(us.State), nil
 }

@@ -234,6 +234,7 @@ type Mirror struct {
 	TryLock func(ctx context.Context, app string) (unlock func(), ok bool, err error)
 
 	written map[string]string // app → hash of its current config
+	system  string            // hash of swarm.json's current config
 }
 
 // Sync writes a new config for every app whose records changed since
@@ -280,6 +281,9 @@ func (m *Mirror) Sync(ctx context.Context) error {
 			m.written = map[string]string{}
 		}
 		m.written[app] = hash
+	}
+	if err := m.syncSystem(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,146 @@
+package main
+
+// The swarm edge's published ports (issue 25): a Swarm host-mode port is
+// part of the service spec, so system start declares them all — HTTP,
+// HTTPS (with the ACME settings) and the TCP ports the apps' TCP binds
+// use — and a deploy whose bind the edge does not publish is refused
+// before anything changes.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+
+	"github.com/moby/moby/client"
+	"github.com/spf13/cobra"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+)
+
+// swarmPort is the host-mode port of an edge listen address (--http-addr,
+// --https-addr): the edge publishes it on every node's addresses, so only
+// ":PORT" (or a wildcard host) is meaningful.
+func swarmPort(flag, addr string) (int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		if n, perr := strconv.Atoi(port); perr == nil && n > 0 && n < 65536 {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("%s %q: on a swarm the edge publishes a port on every edge node (host mode), so give :PORT: %w", flag, addr, core.ErrInvalid)
+}
+
+// resolveSwarmEdge sets cfg's HTTPS port, ACME settings and TCP ports from
+// system start's flags: a flag given now wins, else the last start's
+// (old, from swarm.json). caRoot is --acme-ca-root's content when given
+// now (cfg.ACME.CARootConfig is then its config's name). Nothing changes
+// here: an invalid flag is refused before the swarm is touched.
+func resolveSwarmEdge(cmd *cobra.Command, cfg *swarmsys.Config, old swarmsys.Config, tls edgeTLSFlags, tcpList string) (caRoot []byte, err error) {
+	changed := cmd.Flags().Changed
+	cfg.HTTPSPort, cfg.ACME = old.HTTPSPort, old.ACME
+	if changed("https-addr") {
+		cfg.HTTPSPort = 0
+		if tls.httpsAddr != "" {
+			if cfg.HTTPSPort, err = swarmPort("--https-addr", tls.httpsAddr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if cfg.HTTPSPort == cfg.HTTPPort || (cfg.HTTPSPort > 0 && cfg.HTTPSPort == cfg.AdminPort) {
+		return nil, fmt.Errorf("--https-addr :%d: the edge's HTTP or admin port already: pick another port: %w", cfg.HTTPSPort, core.ErrInvalid)
+	}
+	acmeGiven := false
+	for _, f := range []struct {
+		name string
+		dst  *string
+		v    string
+	}{{"acme-email", &cfg.ACME.Email, tls.acmeEmail}, {"acme-ca", &cfg.ACME.CA, tls.acmeCA}} {
+		if changed(f.name) {
+			*f.dst, acmeGiven = f.v, true
+		}
+	}
+	if changed("acme-ca-root") {
+		acmeGiven, cfg.ACME.CARootConfig = true, ""
+		if tls.acmeCARoot != "" {
+			if caRoot, err = readCertFile("acme-ca-root", tls.acmeCARoot); err != nil {
+				return nil, err
+			}
+			cfg.ACME.CARootConfig = swarmsys.CARootConfigName(caRoot)
+		}
+	}
+	switch {
+	case changed("no-acme"):
+		cfg.ACME.Off = tls.noACME
+	case acmeGiven:
+		cfg.ACME.Off = false // an --acme-* flag means ACME
+	}
+	list := swarmsys.FormatPorts(old.TCPPorts)
+	if changed("tcp-ports") {
+		list = tcpList
+	}
+	if cfg.TCPPorts, err = swarmsys.ParseTCPPorts(list, cfg.HTTPPort, cfg.HTTPSPort, cfg.AdminPort); err != nil {
+		return nil, err
+	}
+	return caRoot, nil
+}
+
+// ensureCARoot returns the ID of the CA root's Docker config when HTTPS
+// with ACME trusts one: created from caRoot when given now, else the last
+// start's, which must still exist.
+func ensureCARoot(ctx context.Context, api client.APIClient, cfg swarmsys.Config, caRoot []byte) (string, error) {
+	name := cfg.ACME.CARootConfig
+	switch {
+	case cfg.HTTPSPort == 0 || cfg.ACME.Off || name == "":
+		return "", nil
+	case caRoot != nil:
+		return swarmsys.EnsureConfig(ctx, api, name, caRoot)
+	}
+	id, err := swarmsys.ConfigID(ctx, api, name)
+	if err != nil {
+		return "", fmt.Errorf("the last start's --acme-ca-root: %w: pass --acme-ca-root FILE again (or --acme-ca-root \"\" for none)", err)
+	}
+	return id, nil
+}
+
+// swarmPortsText is "HTTP :80, HTTPS :443, TCP :9000 :9001".
+func swarmPortsText(c swarmsys.Config) string {
+	s := fmt.Sprintf("HTTP :%d", c.HTTPPort)
+	if c.HTTPSPort > 0 {
+		s += fmt.Sprintf(", HTTPS :%d", c.HTTPSPort)
+	}
+	if len(c.TCPPorts) > 0 {
+		s += ", TCP"
+		for _, p := range c.TCPPorts {
+			s += fmt.Sprintf(" :%d", p)
+		}
+	}
+	return s
+}
+
+// printEdgeServiceAction says what system start did to the edge service
+// and, for an update, that Swarm replaces each node's edge task once.
+func printEdgeServiceAction(w io.Writer, cfg, old swarmsys.Config, wasSwarm bool, action string) {
+	fmt.Fprintf(w, "%s: global service %s (%s on every edge node, host mode)\n", cfg.Service, action, swarmPortsText(cfg))
+	if action != "updated" {
+		return
+	}
+	if wasSwarm && (old.HTTPPort != cfg.HTTPPort || old.HTTPSPort != cfg.HTTPSPort || !slices.Equal(old.TCPPorts, cfg.TCPPorts)) {
+		fmt.Fprintf(w, "%s: published ports changed from %s\n", cfg.Service, swarmPortsText(old))
+	}
+	fmt.Fprintf(w, "%s: Swarm replaces the edge task of each node once (stop, then start: that node's edge does not answer for a moment)\n", cfg.Service)
+}
+
+// checkSwarmBinds refuses, before anything changes, a spec with a TCP or
+// UDP bind this state directory's swarm edge does not publish (nil on one
+// engine).
+func (e *cliEnv) checkSwarmBinds(spec core.AppSpec) error {
+	cfg := e.swarmConfig()
+	if cfg.Network == "" {
+		return nil
+	}
+	return cfg.CheckBinds(spec)
+}
