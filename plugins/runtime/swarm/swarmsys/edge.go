@@ -177,14 +177,8 @@ func edgeSpec(e EdgeService) swarm.ServiceSpec {
 			cs.Mounts = append(cs.Mounts, mount.Mount{Type: mount.TypeBind, Source: hostRoots, Target: hostRoots, ReadOnly: true})
 		}
 	}
-	// Which state directory drives the edges: on the service only, so a
-	// takeover (R80) replaces no task.
-	svcLabels := maps.Clone(labels)
-	if e.StateID != "" {
-		svcLabels[LabelStateOwner], svcLabels[LabelStateNode] = e.StateID, e.ManagerNode
-	}
 	spec := swarm.ServiceSpec{
-		Annotations: swarm.Annotations{Name: e.Service, Labels: svcLabels},
+		Annotations: swarm.Annotations{Name: e.Service, Labels: labels},
 		TaskTemplate: swarm.TaskSpec{
 			ContainerSpec: cs,
 			RestartPolicy: &swarm.RestartPolicy{Condition: swarm.RestartPolicyConditionAny},
@@ -197,6 +191,12 @@ func edgeSpec(e EdgeService) swarm.ServiceSpec {
 	h := sha256.New()
 	_ = json.NewEncoder(h).Encode(spec)
 	spec.Labels[labelConfig] = hex.EncodeToString(h.Sum(nil))[:16]
+	// Which state directory drives the edges: on the service only, out
+	// of the hash, so a takeover (R80) replaces no task.
+	if e.StateID != "" {
+		spec.Labels = maps.Clone(spec.Labels)
+		spec.Labels[LabelStateOwner], spec.Labels[LabelStateNode] = e.StateID, e.ManagerNode
+	}
 	return spec
 }
 
@@ -291,11 +291,15 @@ func EnsureEdgeService(ctx context.Context, api client.APIClient, e EdgeService,
 	if svc.Spec.Labels[labelManaged] != "true" || svc.Spec.Labels[labelSystem] != "edge" {
 		return "", fmt.Errorf("a service named %s exists and is not gordon's edge: remove it or rename it: %w", e.Service, core.ErrConflict)
 	}
-	if svc.Spec.Labels[labelConfig] == spec.Labels[labelConfig] {
+	sameTasks := svc.Spec.Labels[labelConfig] == spec.Labels[labelConfig]
+	if sameTasks && svc.Spec.Labels[LabelStateOwner] == spec.Labels[LabelStateOwner] && svc.Spec.Labels[LabelStateNode] == spec.Labels[LabelStateNode] {
 		return "already running", nil
 	}
 	if _, err := api.ServiceUpdate(ctx, svc.ID, client.ServiceUpdateOptions{Version: svc.Version, Spec: spec, EncodedRegistryAuth: auth}); err != nil {
 		return "", fmt.Errorf("update the edge service %s: %w", e.Service, dockererr.Classify(err))
+	}
+	if sameTasks {
+		return "taken over (its tasks run on)", nil
 	}
 	return "updated", nil
 }
