@@ -17,6 +17,9 @@ type reconcileOptions struct {
 	watch    bool
 	interval time.Duration
 	format   string
+	// certStorageAddr serves the edges' certificate storage
+	// (reconcile_certshare.go) while the loop runs.
+	certStorageAddr string
 }
 
 func newReconcileCommand(env *cliEnv) *cobra.Command {
@@ -32,6 +35,16 @@ an instance's address is re-resolved within about a second. A busy app
 (another verb holds its lock) is skipped until the next pass.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if o.certStorageAddr != "" {
+				if !o.watch {
+					return fmt.Errorf("%w: --cert-storage-addr serves the edges' certificate storage while the loop runs: it needs --watch", core.ErrInvalid)
+				}
+				_, stop, err := serveCertStorage(env.opts.stateDir, o.certStorageAddr, env.dockerCli.Err(), env.logger.Named("certshare"))
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			eng, err := env.engine(ctx, "reconcile")
 			if err != nil {
 				return err
@@ -112,6 +125,7 @@ an instance's address is re-resolved within about a second. A busy app
 	cmd.Flags().BoolVar(&o.boot, "boot", false, "first run the boot reconciliation: bring every running app back (start, verify, route) and keep stopped apps stopped")
 	cmd.Flags().BoolVar(&o.watch, "watch", false, "repeat the pass until stopped")
 	cmd.Flags().DurationVar(&o.interval, "interval", engine.DefaultReconcileInterval, "time between passes with --watch")
+	cmd.Flags().StringVar(&o.certStorageAddr, "cert-storage-addr", "", "with --watch, also serve the state directory's edge certificates (edge/certs) on this address (e.g. :9190) as the certificate storage every swarm edge shares (gordon-edge --cert-storage), authorized by the route-push token edge/swarm-token")
 	addFormatFlag(cmd, &o.format)
 	return cmd
 }
