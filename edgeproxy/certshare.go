@@ -52,7 +52,21 @@ func (s *Server) certStorage() certmagic.Storage {
 	if s.certShare == nil {
 		return nil
 	}
-	return s.certShare
+	return sharedStorage{s.certShare}
+}
+
+// sharedStorage is a certshare client as certmagic's Storage (the client
+// has its methods but Stat, which returns certshare.KeyInfo: certshare
+// links no certmagic).
+type sharedStorage struct{ *certshare.Client }
+
+var _ certmagic.LockLeaseRenewer = sharedStorage{}
+
+// Stat returns key's information; an error wrapping fs.ErrNotExist when
+// it does not exist.
+func (s sharedStorage) Stat(ctx context.Context, key string) (certmagic.KeyInfo, error) {
+	ki, err := s.Client.Stat(ctx, key)
+	return certmagic.KeyInfo{Key: ki.Key, Modified: ki.Modified, Size: ki.Size, IsTerminal: ki.IsTerminal}, err
 }
 
 // nudgeCertShare asks for a static mirror now (after an apply).

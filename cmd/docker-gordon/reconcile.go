@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,38 +36,18 @@ an instance's address is re-resolved within about a second. A busy app
 (another verb holds its lock) is skipped until the next pass.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if o.certStorageAddr != "" {
-				if !o.watch {
-					return fmt.Errorf("%w: --cert-storage-addr serves the edges' certificate storage while the loop runs: it needs --watch", core.ErrInvalid)
-				}
-				_, stop, err := serveCertStorage(env.opts.stateDir, o.certStorageAddr, env.dockerCli.Err(), env.logger.Named("certshare"))
-				if err != nil {
-					return err
-				}
-				defer stop()
+			stop, err := o.serveCertStorage(env)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			eng, err := env.engine(ctx, "reconcile")
 			if err != nil {
 				return err
 			}
 			if o.boot {
-				reps, berr := eng.Boot(ctx)
-				if isJSON(o.format) {
-					_ = writeJSON(env.dockerCli.Out(), map[string]any{"boot": reps})
-				} else {
-					for _, r := range reps {
-						line := fmt.Sprintf("%s: boot %s", r.App, r.Action)
-						if r.Error != "" {
-							line += ": " + r.Error
-						}
-						fmt.Fprintln(env.dockerCli.Out(), line)
-					}
-				}
-				if berr != nil && !o.watch {
-					return berr
-				}
-				if berr != nil {
-					env.logger.Error("boot reconciliation failed", "error", berr)
+				if err := o.runBoot(ctx, env, eng); err != nil {
+					return err
 				}
 			}
 			quiet := okPasses{}
@@ -125,9 +106,34 @@ an instance's address is re-resolved within about a second. A busy app
 	cmd.Flags().BoolVar(&o.boot, "boot", false, "first run the boot reconciliation: bring every running app back (start, verify, route) and keep stopped apps stopped")
 	cmd.Flags().BoolVar(&o.watch, "watch", false, "repeat the pass until stopped")
 	cmd.Flags().DurationVar(&o.interval, "interval", engine.DefaultReconcileInterval, "time between passes with --watch")
-	cmd.Flags().StringVar(&o.certStorageAddr, "cert-storage-addr", "", "with --watch, also serve the state directory's edge certificates (edge/certs) on this address (e.g. :9190) as the certificate storage every swarm edge shares (gordon-edge --cert-storage), authorized by the route-push token edge/swarm-token")
+	cmd.Flags().StringVar(&o.certStorageAddr, "cert-storage-addr", "", "with --watch, also serve the state directory's edge certificates on this address (e.g. :9190) as the certificate storage every swarm edge shares (gordon-edge --cert-storage), authorized by the route-push token edge/swarm-token")
 	addFormatFlag(cmd, &o.format)
 	return cmd
+}
+
+// runBoot runs the boot reconciliation (--boot) and prints its reports;
+// its error is returned without --watch, logged with it (the loop runs
+// anyway).
+func (o reconcileOptions) runBoot(ctx context.Context, env *cliEnv, eng *engine.Engine) error {
+	reps, berr := eng.Boot(ctx)
+	if isJSON(o.format) {
+		_ = writeJSON(env.dockerCli.Out(), map[string]any{"boot": reps})
+	} else {
+		for _, r := range reps {
+			line := fmt.Sprintf("%s: boot %s", r.App, r.Action)
+			if r.Error != "" {
+				line += ": " + r.Error
+			}
+			fmt.Fprintln(env.dockerCli.Out(), line)
+		}
+	}
+	if berr != nil && !o.watch {
+		return berr
+	}
+	if berr != nil {
+		env.logger.Error("boot reconciliation failed", "error", berr)
+	}
+	return nil
 }
 
 func renderReconcile(env *cliEnv, r engine.ReconcileReport) {

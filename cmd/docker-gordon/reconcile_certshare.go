@@ -27,6 +27,20 @@ import (
 // certStorageDrain bounds the storage server's shutdown.
 const certStorageDrain = 5 * time.Second
 
+// serveCertStorage serves the certificate storage when
+// --cert-storage-addr is set (stop does nothing otherwise); the flag
+// needs --watch (core.ErrInvalid).
+func (o reconcileOptions) serveCertStorage(env *cliEnv) (stop func(), err error) {
+	if o.certStorageAddr == "" {
+		return func() {}, nil
+	}
+	if !o.watch {
+		return nil, fmt.Errorf("%w: --cert-storage-addr serves the edges' certificate storage while the loop runs: it needs --watch", core.ErrInvalid)
+	}
+	_, stop, err = serveCertStorage(env.opts.stateDir, o.certStorageAddr, env.dockerCli.Err(), env.logger.Named("certshare"))
+	return stop, err
+}
+
 // serveCertStorage serves certshare.Server over <stateDir>/edge/certs
 // (created 0700 when missing) on addr until the returned stop is called
 // (which cancels lock waits under way and closes the server within

@@ -25,6 +25,16 @@ import (
 
 const token = "s3cret-token"
 
+// storage is the Client as certmagic.Storage (as the edge wraps it).
+type storage struct{ *certshare.Client }
+
+func (s storage) Stat(ctx context.Context, key string) (certmagic.KeyInfo, error) {
+	ki, err := s.Client.Stat(ctx, key)
+	return certmagic.KeyInfo{Key: ki.Key, Modified: ki.Modified, Size: ki.Size, IsTerminal: ki.IsTerminal}, err
+}
+
+var _ certmagic.LockLeaseRenewer = storage{}
+
 // serve starts a Server over a fresh certs root; tune adjusts it before
 // it serves.
 func serve(t *testing.T, tune func(*certshare.Server)) (root string, srv *httptest.Server) {
@@ -248,7 +258,7 @@ func TestClient_MatchesFileStorage(t *testing.T) {
 	_, srv := serve(t, nil)
 	ctx := context.Background()
 	stores := map[string]certmagic.Storage{
-		"client": client(t, srv, token),
+		"client": storage{client(t, srv, token)},
 		"file":   &certmagic.FileStorage{Path: t.TempDir()},
 	}
 	type view struct {

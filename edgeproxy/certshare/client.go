@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/caddyserver/certmagic"
 )
 
 // ErrUnauthorized is wrapped by a Client's errors when the server
@@ -24,11 +22,14 @@ var ErrUnauthorized = errors.New("certshare: server refused the token (401)")
 // maxReply bounds a reply body a Client reads.
 const maxReply = 16 << 20
 
-// Client is a certmagic.Storage (also a certmagic.Locker and
-// certmagic.LockLeaseRenewer) over a Server. Load, List and Stat of a
-// missing key return errors wrapping fs.ErrNotExist, as certmagic
-// requires. A held lock is renewed every third of the server's lease TTL
-// until Unlock. It is safe for concurrent use.
+// Client is the client of a Server: certmagic.Storage's methods (and
+// certmagic.Locker's and certmagic.LockLeaseRenewer's) with the same
+// signatures, but Stat returns this package's KeyInfo (so the package,
+// linked by the CLI that runs the Server, links no certmagic): the edge
+// wraps it into a certmagic.Storage with a Stat converting KeyInfo. Load,
+// List and Stat of a missing key return errors wrapping fs.ErrNotExist,
+// as certmagic requires. A held lock is renewed every third of the
+// server's lease TTL until Unlock. It is safe for concurrent use.
 type Client struct {
 	base  string
 	token string
@@ -45,11 +46,6 @@ type heldLock struct {
 	stop  context.CancelFunc
 	done  chan struct{}
 }
-
-var (
-	_ certmagic.Storage          = (*Client)(nil)
-	_ certmagic.LockLeaseRenewer = (*Client)(nil)
-)
 
 // NewClient returns a Client of the Server at baseURL (http or https,
 // e.g. "http://gordon-reconcile:9190"), authorized by token, over hc (nil:
@@ -181,14 +177,14 @@ func (c *Client) List(ctx context.Context, prefix string, recursive bool) ([]str
 
 // Stat returns key's information; an error wrapping fs.ErrNotExist when
 // it does not exist.
-func (c *Client) Stat(ctx context.Context, key string) (certmagic.KeyInfo, error) {
+func (c *Client) Stat(ctx context.Context, key string) (KeyInfo, error) {
 	b, err := c.do(ctx, http.MethodGet, "/v1/stat", keyQuery(key), nil)
 	if err != nil {
-		return certmagic.KeyInfo{}, fmt.Errorf("certshare: stat %s: %w", key, err)
+		return KeyInfo{}, fmt.Errorf("certshare: stat %s: %w", key, err)
 	}
-	var ki keyInfo
+	var ki KeyInfo
 	if err := json.Unmarshal(b, &ki); err != nil {
-		return certmagic.KeyInfo{}, fmt.Errorf("certshare: stat %s: %w", key, err)
+		return KeyInfo{}, fmt.Errorf("certshare: stat %s: %w", key, err)
 	}
-	return certmagic.KeyInfo{Key: ki.Key, Modified: ki.Modified, Size: ki.Size, IsTerminal: ki.Terminal}, nil
+	return ki, nil
 }

@@ -15,7 +15,8 @@
 //   - GET /v1/acme?key=K (200, the value; 404), PUT /v1/acme?key=K (the
 //     body, at most MaxValueBytes, else 413; 204), DELETE /v1/acme?key=K
 //     (204, also when absent): certmagic's Load, Store, Delete on the
-//     acme/ subtree, delegated to certmagic.FileStorage;
+//     acme/ subtree, with certmagic.FileStorage's semantics (0700
+//     directories, 0600 files written atomically);
 //   - GET /v1/stat?key=K: Stat as JSON {key, modified, size, terminal}
 //     (404 when absent; Exists is a Stat that succeeds);
 //   - GET /v1/list?key=P&recursive=1: List as a JSON array of keys (404
@@ -32,8 +33,10 @@
 //     sha256 hex}}] (cert.pem and key.pem of each static/<name>/), and
 //     GET /v1/static/file?name=N&file=F its content (404 when absent).
 //
-// Client is the other side: a certmagic.Storage (and certmagic.Locker)
-// over a Server, plus SyncStatic, which mirrors the server's static/
-// into a local certs root so certstore.LoadStatic reads it unchanged.
-// It imports certmagic and the standard library only.
+// Client is the other side: certmagic.Storage's methods over a Server
+// (Stat returning KeyInfo: the edge adapts it to certmagic.Storage), plus
+// SyncStatic, which mirrors the server's static/ into a local certs root
+// so certstore.LoadStatic reads it unchanged. The package imports the
+// standard library only: the Server runs in the CLI (docker gordon
+// reconcile), which must not link certmagic (test/arch startup).
 package certshare

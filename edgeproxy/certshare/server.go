@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/caddyserver/certmagic"
 )
 
 // Directory names under the certs root (as edgeproxy/certstore names them).
@@ -45,7 +43,7 @@ type Server struct {
 	MaxWait time.Duration
 
 	root      string
-	acme      *certmagic.FileStorage
+	acme      fileStore
 	tokenHash [32]byte
 	mux       *http.ServeMux
 
@@ -72,7 +70,7 @@ func NewServer(certsRoot, token string) (*Server, error) {
 	s := &Server{
 		LeaseTTL: DefaultLeaseTTL, MaxWait: DefaultMaxWait,
 		root:      certsRoot,
-		acme:      &certmagic.FileStorage{Path: filepath.Join(certsRoot, ACMEDir)},
+		acme:      fileStore{dir: filepath.Join(certsRoot, ACMEDir)},
 		tokenHash: sha256.Sum256([]byte(token)),
 		locks:     map[string]*lease{},
 	}
@@ -147,7 +145,7 @@ func (s *Server) serveLoad(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	b, err := s.acme.Load(r.Context(), key)
+	b, err := s.acme.load(key)
 	if err != nil {
 		fail(w, err)
 		return
@@ -166,7 +164,7 @@ func (s *Server) serveStore(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if err := s.acme.Store(r.Context(), key, b); err != nil {
+	if err := s.acme.store(key, b); err != nil {
 		fail(w, err)
 		return
 	}
@@ -178,19 +176,11 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.acme.Delete(r.Context(), key); err != nil {
+	if err := s.acme.delete(key); err != nil {
 		fail(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// keyInfo is certmagic.KeyInfo on the wire.
-type keyInfo struct {
-	Key      string    `json:"key"`
-	Modified time.Time `json:"modified"`
-	Size     int64     `json:"size"`
-	Terminal bool      `json:"terminal"`
 }
 
 func (s *Server) serveStat(w http.ResponseWriter, r *http.Request) {
@@ -198,12 +188,12 @@ func (s *Server) serveStat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ki, err := s.acme.Stat(r.Context(), key)
+	ki, err := s.acme.stat(key)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, keyInfo{Key: ki.Key, Modified: ki.Modified, Size: ki.Size, Terminal: ki.IsTerminal})
+	writeJSON(w, ki)
 }
 
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
@@ -211,7 +201,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	keys, err := s.acme.List(r.Context(), key, r.URL.Query().Get("recursive") == "1")
+	keys, err := s.acme.list(r.Context(), key, r.URL.Query().Get("recursive") == "1")
 	if err != nil {
 		fail(w, err)
 		return

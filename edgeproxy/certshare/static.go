@@ -206,6 +206,9 @@ func writeFileAtomic(path string, data []byte) error {
 	name := tmp.Name()
 	defer os.Remove(name)
 	_, err = io.Copy(tmp, bytes.NewReader(data))
+	if err == nil {
+		err = tmp.Sync()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
