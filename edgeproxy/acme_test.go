@@ -7,11 +7,13 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +37,9 @@ type pebbleCA struct {
 	apiRoot []byte // PEM of the ACME server's own TLS certificate
 	ca      *ca.CAImpl
 	srv     *httptest.Server
+	// orders and finalized count new-order and finalize requests (each
+	// finalize issues one certificate).
+	orders, finalized *atomic.Int32
 }
 
 // issuerPool trusts Pebble's issuing root.
@@ -68,10 +73,20 @@ func startPebble(t *testing.T, httpPort, tlsPort int, validity time.Duration) *p
 	c := ca.New(quiet, store, "", "ecdsa", 0, 1, profiles)
 	v := va.New(quiet, httpPort, tlsPort, false, dnsAddr, store)
 	w := wfe.New(quiet, store, v, c, []string{"pebble.letsencrypt.org"}, false, false, 1, 1)
-	srv := httptest.NewTLSServer(w.Handler())
+	orders, finalized := &atomic.Int32{}, &atomic.Int32{}
+	h := w.Handler()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/order-plz" {
+			orders.Add(1)
+		}
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/finalize-order/") {
+			finalized.Add(1)
+		}
+		h.ServeHTTP(rw, r)
+	}))
 	t.Cleanup(srv.Close)
 	root := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	return &pebbleCA{dirURL: srv.URL + wfe.DirectoryPath, apiRoot: root, ca: c, srv: srv}
+	return &pebbleCA{dirURL: srv.URL + wfe.DirectoryPath, apiRoot: root, ca: c, srv: srv, orders: orders, finalized: finalized}
 }
 
 func portOf(t *testing.T, addr string) int {
@@ -113,11 +128,17 @@ func startACMEEdge(t *testing.T, stateDir, httpAddr, httpsAddr string, p *pebble
 // root verifies, and returns its leaf.
 func waitIssued(t *testing.T, e *edge, host string, pool *x509.CertPool, within time.Duration) *x509.Certificate {
 	t.Helper()
+	return waitIssuedAt(t, e.srv.HTTPSAddr(), host, pool, within)
+}
+
+// waitIssuedAt is waitIssued for the edge serving HTTPS at httpsAddr.
+func waitIssuedAt(t *testing.T, httpsAddr, host string, pool *x509.CertPool, within time.Duration) *x509.Certificate {
+	t.Helper()
 	var leaf *x509.Certificate
 	var lastErr error
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		conn, err := tls.Dial("tcp", e.srv.HTTPSAddr(), &tls.Config{ServerName: host, RootCAs: pool})
+		conn, err := tls.Dial("tcp", httpsAddr, &tls.Config{ServerName: host, RootCAs: pool})
 		if err == nil {
 			leaf = conn.ConnectionState().PeerCertificates[0]
 			conn.Close()

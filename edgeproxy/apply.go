@@ -68,6 +68,7 @@ func (s *Server) Apply(t routetable.Table) error {
 	if s.tls != nil {
 		go s.tls.refresh(true) // new hosts get their certificates ordered
 	}
+	s.nudgeCertShare()
 	return nil
 }
 

@@ -46,7 +46,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.Logger.Info("gordon-edge serving", "http", r.httpAddr, "admin", r.adminAddr, "state_dir", s.cfg.StateDir)
 
 	stopPeers := s.startPeers(ctx)
+	stopCertShare := s.startCertShare(ctx)
 	runErr, handedOver := s.watchTable(ctx, w, r.errc)
+	stopCertShare()
 	stopPeers()
 	s.shutdownRun(r, handedOver)
 	return runErr
@@ -64,7 +66,8 @@ type runSet struct {
 }
 
 // prepareRun checks the configuration Run needs (state directory, HTTP
-// address, admin address and peers against the routes token,
+// address, admin address, peers and certificate storage against the
+// routes token,
 // --reuse-port only where supported), creates <state>/edge and
 // returns the listen configuration of the public listeners.
 func (s *Server) prepareRun() (net.ListenConfig, error) {
@@ -76,6 +79,9 @@ func (s *Server) prepareRun() (net.ListenConfig, error) {
 		return lc, errors.New("gordon-edge: HTTP listen address is required")
 	}
 	if err := s.checkAdminAccess(); err != nil {
+		return lc, err
+	}
+	if err := s.newCertShare(); err != nil {
 		return lc, err
 	}
 	if err := os.MkdirAll(filepath.Join(s.cfg.StateDir, "edge"), 0o700); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/certshare"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
@@ -149,6 +150,18 @@ type Config struct {
 	// AccessLogName names AccessLog's destination in status.json
 	// ("stdout" or the file's path), so the CLI can read it.
 	AccessLogName string
+	// CertStorage, when set, is the URL of the certificate storage every
+	// edge of a swarm shares (a certshare server, e.g.
+	// "http://gordon-reconcile:9190"; edgeproxy/certshare): certmagic
+	// stores accounts, certificates, locks and challenge tokens there (one
+	// edge orders a name, any edge answers its HTTP-01 challenge), and the
+	// server's static certificates are mirrored into StateDir's certs
+	// (certshare.go). It needs RoutesToken, its bearer token: Run refuses
+	// it without one. "": the local <state>/edge/certs only.
+	CertStorage string
+	// CertStorageClient is the HTTP client to CertStorage (nil: one with a
+	// 60 s request bound).
+	CertStorageClient *http.Client
 	// NoHandover turns the listener hand-over off (SPEC R60): Run neither
 	// takes the listeners of an edge already serving StateDir nor offers
 	// its own on <state>/edge/handover.sock.
@@ -197,6 +210,13 @@ type Server struct {
 	// push serves the pushed route table (routepush.go); nil without
 	// RoutesToken.
 	push *routepush.Pusher
+
+	// certShare is the shared certificate storage (certshare.go); nil
+	// without CertStorage. certShareNow asks its loop for a mirror now;
+	// certShareErr is the last mirror error logged (the loop's).
+	certShare    *certshare.Client
+	certShareNow chan struct{}
+	certShareErr string
 
 	// applyMu serializes applies and status writes.
 	applyMu     sync.Mutex
@@ -247,6 +267,8 @@ func New(cfg Config) *Server {
 		startedAt: time.Now().UTC(),
 		ready:     make(chan struct{}),
 		reload:    make(chan struct{}, 1),
+
+		certShareNow: make(chan struct{}, 1),
 
 		socks:      newListenerSet(),
 		handedOver: make(chan struct{}),

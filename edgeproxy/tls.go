@@ -68,6 +68,7 @@ func newTLSEdge(s *Server) (*tlsEdge, error) {
 		// Each refresh re-annotates the routes it saw with the names now
 		// served (redirects).
 		Refreshed: func(tab edgetls.Table) { t.annotate(tab.(*dataplane.Snapshot)) },
+		Storage:   s.certStorage(),
 	})
 	if err != nil {
 		return nil, err
@@ -224,6 +225,9 @@ func (s *Server) startTLS(lc net.ListenConfig, httpAddr net.Addr) (net.Listener,
 	s.httpsAddr.Store(&a)
 	s.tls = t
 	s.HTTPS = t
+	if s.certShare != nil {
+		s.syncStatic(context.Background()) // served from the first handshake
+	}
 	t.refresh(true)
 	s.Logger.Info("gordon-edge serving https", "https", a, "acme", !s.cfg.ACME.Disabled)
 	return ln, srv, nil

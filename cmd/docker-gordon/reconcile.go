@@ -21,6 +21,9 @@ type reconcileOptions struct {
 	watch    bool
 	interval time.Duration
 	format   string
+	// certStorageAddr serves the edges' certificate storage
+	// (reconcile_certshare.go) while the loop runs.
+	certStorageAddr string
 }
 
 func newReconcileCommand(env *cliEnv) *cobra.Command {
@@ -37,29 +40,19 @@ an instance's address is re-resolved within about a second. A busy app
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			env.ownerInPasses = o.watch
+			stop, err := o.serveCertStorage(env)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			eng, err := env.engine(ctx, "reconcile")
 			if err != nil {
 				return err
 			}
 			mirror := stateMirror(env, o.watch)
 			if o.boot && !mirror.superseded(ctx, env) {
-				reps, berr := eng.Boot(ctx)
-				if isJSON(o.format) {
-					_ = writeJSON(env.dockerCli.Out(), map[string]any{"boot": reps})
-				} else {
-					for _, r := range reps {
-						line := fmt.Sprintf("%s: boot %s", r.App, r.Action)
-						if r.Error != "" {
-							line += ": " + r.Error
-						}
-						fmt.Fprintln(env.dockerCli.Out(), line)
-					}
-				}
-				if berr != nil && !o.watch {
-					return berr
-				}
-				if berr != nil {
-					env.logger.Error("boot reconciliation failed", "error", berr)
+				if err := o.runBoot(ctx, env, eng); err != nil {
+					return err
 				}
 			}
 			quiet := okPasses{}
@@ -123,8 +116,34 @@ an instance's address is re-resolved within about a second. A busy app
 	cmd.Flags().BoolVar(&o.boot, "boot", false, "first run the boot reconciliation: bring every running app back (start, verify, route) and keep stopped apps stopped")
 	cmd.Flags().BoolVar(&o.watch, "watch", false, "repeat the pass until stopped")
 	cmd.Flags().DurationVar(&o.interval, "interval", engine.DefaultReconcileInterval, "time between passes with --watch")
+	cmd.Flags().StringVar(&o.certStorageAddr, "cert-storage-addr", "", "with --watch, also serve the state directory's edge certificates on this address (e.g. :9190) as the certificate storage every swarm edge shares (gordon-edge --cert-storage), authorized by the route-push token edge/swarm-token")
 	addFormatFlag(cmd, &o.format)
 	return cmd
+}
+
+// runBoot runs the boot reconciliation (--boot) and prints its reports;
+// its error is returned without --watch, logged with it (the loop runs
+// anyway).
+func (o reconcileOptions) runBoot(ctx context.Context, env *cliEnv, eng *engine.Engine) error {
+	reps, berr := eng.Boot(ctx)
+	if isJSON(o.format) {
+		_ = writeJSON(env.dockerCli.Out(), map[string]any{"boot": reps})
+	} else {
+		for _, r := range reps {
+			line := fmt.Sprintf("%s: boot %s", r.App, r.Action)
+			if r.Error != "" {
+				line += ": " + r.Error
+			}
+			fmt.Fprintln(env.dockerCli.Out(), line)
+		}
+	}
+	if berr != nil && !o.watch {
+		return berr
+	}
+	if berr != nil {
+		env.logger.Error("boot reconciliation failed", "error", berr)
+	}
+	return nil
 }
 
 func renderReconcile(env *cliEnv, r engine.ReconcileReport) {

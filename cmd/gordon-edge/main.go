@@ -4,7 +4,8 @@
 // [--acme-ca-root FILE] [--acme=false]] [--trusted-proxies CIDRS]
 // [--read-header-timeout D] [--reuse-port] [--pprof] [--no-handover]
 // [--access-log off|stdout|FILE [--access-log-max-size N] [--access-log-keep N]]
-// [--routes-token-file FILE [--peers NAME [--peer-interval D]]]`
+// [--routes-token-file FILE [--peers NAME [--peer-interval D]]
+// [--cert-storage URL]]`
 // serves in the foreground until SIGTERM or SIGINT, then drains (in-flight
 // requests finish within --shutdown-timeout) and stops; SIGHUP re-reads the
 // route table. Every HTTP request is logged as one JSON line on stdout
@@ -26,6 +27,13 @@
 // --peers NAME (requires the token) resolves NAME every --peer-interval
 // (default 1s) and adopts a newer table from any other edge at it (GET
 // /routes?after=<applied> on this edge's admin port, 1 s bound).
+// --cert-storage URL (requires the token, its bearer token) keeps the
+// ACME certificates in the certificate storage every edge of the swarm
+// shares (a certshare server: `docker gordon reconcile
+// --cert-storage-addr` on the manager), so one edge orders each name and
+// any edge answers its HTTP-01 challenge, and mirrors the storage's
+// static certificates into this edge's state directory (at start, after
+// each route table apply, every 10 s).
 package main
 
 import (
@@ -92,6 +100,7 @@ type runOptions struct {
 	peers           string
 	peerInterval    time.Duration
 	dialTimeout     time.Duration
+	certStorage     string
 }
 
 func newRunCommand() *cobra.Command {
@@ -129,6 +138,7 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&opts.peers, "peers", "", "DNS name of every edge's admin address (e.g. tasks.gordon-edge; needs the routes token): adopt a newer route table from any of them (GET /routes?after=N on this edge's admin port)")
 	f.DurationVar(&opts.peerInterval, "peer-interval", time.Second, "how often --peers are asked for a newer route table")
 	f.DurationVar(&opts.dialTimeout, "dial-timeout", 5*time.Second, "how long dialing a backend may take before the request is retried on another instance and the backend ejected (a route's own dial timeout wins); on a swarm the edge uses 1s: a task on a lost node answers nothing")
+	f.StringVar(&opts.certStorage, "cert-storage", "", "URL of the certificate storage every edge of a swarm shares (e.g. http://gordon-reconcile:9190, served by docker gordon reconcile --cert-storage-addr; needs the routes token): one edge orders each certificate, any edge answers its HTTP-01 challenge, static certificates are mirrored from it")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
 }
@@ -195,6 +205,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		Peers:             opts.peers,
 		PeerInterval:      opts.peerInterval,
 		DialTimeout:       opts.dialTimeout,
+		CertStorage:       opts.certStorage,
 	})
 	go func() {
 		for {

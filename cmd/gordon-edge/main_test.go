@@ -301,13 +301,15 @@ func TestGordonEdgeRoutesTokenFileWinsOverEnv(t *testing.T) {
 	assert.Empty(t, tok)
 }
 
-// Issue 25: --peers without a routes token and a non-loopback
-// --admin-addr without one are refused, naming --routes-token-file.
+// Issue 25: --peers without a routes token, a non-loopback --admin-addr
+// without one and --cert-storage without one are refused, naming
+// --routes-token-file.
 func TestGordonEdgePeersAndNonLoopbackAdminNeedTheToken(t *testing.T) {
 	t.Setenv(routesTokenEnv, "")
 	for _, args := range [][]string{
 		{"--peers", "tasks.gordon-edge"},
 		{"--admin-addr", "0.0.0.0:0"},
+		{"--cert-storage", "http://gordon-reconcile:9190"},
 	} {
 		cmd := newRootCommand()
 		cmd.SetOut(io.Discard)
@@ -317,6 +319,19 @@ func TestGordonEdgePeersAndNonLoopbackAdminNeedTheToken(t *testing.T) {
 		require.Error(t, err, "%v", args)
 		assert.Contains(t, err.Error(), "--routes-token-file")
 	}
+}
+
+// A --cert-storage that is not an http(s) URL is refused at start,
+// naming the flag.
+func TestGordonEdgeCertStorageMustBeAnHTTPURL(t *testing.T) {
+	t.Setenv(routesTokenEnv, "tok")
+	cmd := newRootCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"run", "--state-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--access-log", "off", "--no-handover", "--cert-storage", "gordon-reconcile:9190"})
+	err := cmd.Execute()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--cert-storage")
 }
 
 // Issue 25: the binary with --routes-token-file binds a non-loopback

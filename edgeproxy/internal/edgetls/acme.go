@@ -25,7 +25,7 @@ var obtainRetry = []time.Duration{time.Minute, 2 * time.Minute, 2 * time.Minute,
 
 // setupACME builds certmagic's cache, config and ACME issuer over the file
 // storage <state>/edge/certs/acme (0700 directories, 0600 files, written
-// atomically by certmagic's FileStorage).
+// atomically by certmagic's FileStorage), or over Options.Storage.
 func (c *Certs) setupACME() error {
 	ac := c.opts.ACME
 	var roots *x509.CertPool
@@ -39,7 +39,10 @@ func (c *Certs) setupACME() error {
 		zapcore.NewConsoleEncoder(zap.NewProductionEncoderConfig()),
 		zapcore.AddSync(c.logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn})),
 		zapcore.WarnLevel))
-	storage := &certmagic.FileStorage{Path: filepath.Join(certstore.Root(c.stateDir), certstore.ACMEDir)}
+	var storage certmagic.Storage = &certmagic.FileStorage{Path: filepath.Join(certstore.Root(c.stateDir), certstore.ACMEDir)}
+	if c.opts.Storage != nil {
+		storage = c.opts.Storage
+	}
 	// Two configs over one cache and one storage: cm manages the exact
 	// routed hosts in the background; od obtains names under a routed
 	// wildcard on demand (certmagic defers every name of a config with

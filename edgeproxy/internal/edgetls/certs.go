@@ -87,6 +87,12 @@ type Options struct {
 	// served names changed (Served), before it returns; refreshes are
 	// serialized.
 	Refreshed func(Table)
+	// Storage, when set, is certmagic's storage instead of the file
+	// storage under <StateDir>/edge/certs/acme: a storage shared by every
+	// edge of a cluster (edgeproxy/certshare), whose locks make one edge
+	// order each name and whose challenge tokens let any edge answer the
+	// HTTP-01 challenge.
+	Storage certmagic.Storage
 }
 
 // Certs is the edge's certificate state: the static store, certmagic's
