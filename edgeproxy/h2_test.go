@@ -569,7 +569,10 @@ func TestR62_H2PingFloodWithoutReadingEndsTheConnection(t *testing.T) {
 	r := dialRawH2Buf(t, e, "flood2.test", 16<<10)
 	// A deadline the race detector's slow edge cannot reach.
 	require.NoError(t, r.c.SetDeadline(time.Now().Add(90*time.Second)))
-	const pings = 500_000
+	// Far more acks (34 MB) than the socket buffers and the output bound
+	// hold together: under a loaded machine 500,000 (8.5 MB) once all went
+	// through unread.
+	const pings = 2_000_000
 	var sent atomic.Int64
 	flooded := make(chan struct{})
 	go func() {
