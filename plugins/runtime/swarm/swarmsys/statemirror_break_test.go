@@ -38,3 +38,31 @@ func TestBreak_AdoptRefusesAStateConfigWhoseAppNameLeavesTheAppsDirectory(t *tes
 	_, err = os.Stat(filepath.Join(root, "escaped", "app.json"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing is written outside the state directory")
 }
+
+// Breaker (b1): right after an adoption the adopting state directory
+// holds byte-identical records, so its bundle's hash equals the old
+// owner's config's hash; the config name (gordon-state-<hash>-<app>) is
+// taken. The adopting mirror must still end up with a config of its own
+// owner for the app (and its pass must not fail every time).
+func TestBreak_TheAdoptingMirrorWritesItsOwnConfigForRecordsIdenticalToTheOldOwners(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeConfigs{configs: map[string]swarm.Config{}}
+	src, dst := t.TempDir(), t.TempDir()
+	appState(t, src, "web", "r1")
+	a := &Mirror{API: f, StateDir: src, Node: "node-a", Owner: "owner-a"}
+	require.NoError(t, a.Sync(ctx))
+	list, err := ListAdoptable(ctx, f)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.NoError(t, Adopt(ctx, f, dst, list[0]))
+
+	b := &Mirror{API: f, StateDir: dst, Node: "node-b", Owner: "owner-b"}
+	for i := 0; i < 3; i++ {
+		assert.NoError(t, b.Sync(ctx), "pass %d of the adopting mirror", i)
+	}
+	owners := map[string]bool{}
+	for _, c := range stateConfigsOf(f, "web") {
+		owners[c.Spec.Labels[LabelStateOwner]] = true
+	}
+	assert.Equal(t, map[string]bool{"owner-b": true}, owners, "web's state config is the adopting owner's")
+}
