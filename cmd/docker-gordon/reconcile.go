@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,16 +41,22 @@ an instance's address is re-resolved within about a second. A busy app
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			env.ownerInPasses = o.watch
-			stop, err := o.serveCertStorage(env)
+			stopCerts, err := o.serveCertStorage(env)
 			if err != nil {
 				return err
 			}
+			stop := sync.OnceFunc(stopCerts)
 			defer stop()
 			eng, err := env.engine(ctx, "reconcile")
 			if err != nil {
 				return err
 			}
 			mirror := stateMirror(env, o.watch)
+			if mirror != nil {
+				// A superseded state directory's certificate storage is
+				// stale: the edges must not reach it (R80).
+				mirror.onSuperseded = stop
+			}
 			if o.boot && !mirror.superseded(ctx, env) {
 				if err := o.runBoot(ctx, env, eng); err != nil {
 					return err
@@ -241,6 +248,8 @@ type swarmStateMirror struct {
 	m               *swarmsys.Mirror
 	cfg             swarmsys.Config
 	lastErr, fenced string
+	// onSuperseded runs when a pass finds the state directory superseded.
+	onSuperseded func()
 }
 
 // stateMirror is nil unless watch is set and the state directory is a
@@ -281,6 +290,9 @@ func (s *swarmStateMirror) superseded(ctx context.Context, env *cliEnv) bool {
 	if msg := err.Error(); msg != s.fenced {
 		env.logger.Error("passes skipped", "error", err)
 		s.fenced = msg
+	}
+	if s.onSuperseded != nil {
+		s.onSuperseded()
 	}
 	return true
 }

@@ -174,24 +174,12 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	if err := ensureStateDir(stateDir); err != nil {
 		return err
 	}
-	cfg := swarmsys.Config{Registry: o.registry, ManagerNode: nodeID, HTTPPort: port, Labelled: o.edgeNodes == "labelled"}
+	cfg := swarmsys.Config{Registry: o.registry, ManagerNode: nodeID, HTTPPort: port, Labelled: o.edgeNodes == "labelled", Drain: ef.drain}
 	if wasSwarm || adopted {
 		cfg.Network, cfg.Service, cfg.AdminPort, cfg.StateID = old.Network, old.Service, old.AdminPort, old.StateID
 	}
-	cfg.Drain = ef.drain
-	if cfg.StateID == "" {
-		if cfg.StateID, err = swarmsys.NewStateID(); err != nil {
-			return err
-		}
-	}
-	if cfg.Network == "" {
-		cfg.Network = swarmsys.DefaultNetwork
-	}
-	if cfg.Service == "" {
-		cfg.Service = swarmsys.DefaultService
-	}
-	if cfg.AdminPort == 0 {
-		cfg.AdminPort = swarmsys.DefaultAdminPort
+	if err := swarmConfigDefaults(&cfg); err != nil {
+		return err
 	}
 	caRoot, err := resolveSwarmEdge(cmd, &cfg, old, ef.tls, o.tcpPorts)
 	if err != nil {
@@ -201,23 +189,13 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 		return err
 	}
 	fmt.Fprintf(out, "network %s: attachable overlay\n", cfg.Network)
-	img, err := sysimage.Build(ctx, api, "edge", map[string]string{"/gordon-edge": bin}, map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: syscontainer.RoleSystem})
-	if err != nil {
-		return fmt.Errorf("edge image: %w", err)
-	}
 	target := strings.TrimSuffix(o.registry, "/") + "/gordon-edge"
-	if cfg.Image, err = swarmsys.PushImage(ctx, api, img.Ref, o.registry, img.Hash, env.registryAuth(target)); err != nil {
+	if cfg.Image, err = pushSwarmEdgeImage(ctx, env, api, bin, o.registry, target); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "edge image: %s\n", cfg.Image)
-	if running.Token != "" && !wasSwarm {
-		if err := swarmsys.WriteToken(stateDir, running.Token); err != nil {
-			return fmt.Errorf("edge route-push token: %w", err)
-		}
-	}
-	token, err := swarmsys.EnsureToken(stateDir)
+	token, err := swarmEdgeToken(stateDir, running.Token, wasSwarm)
 	if err != nil {
-		return fmt.Errorf("edge route-push token: %w", err)
+		return err
 	}
 	caID, err := ensureCARoot(ctx, api, cfg, caRoot)
 	if err != nil {
@@ -248,6 +226,60 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	printStart(out, ru.Name, r)
 	ef.remember(stateDir)
 	return awaitSwarmEdge(ctx, env, api, cfg)
+}
+
+// swarmEdgeToken is the route-push token: the running edge's for a state
+// directory that takes it over (adopted, R80), else this state
+// directory's, made when it has none.
+func swarmEdgeToken(stateDir, adopted string, wasSwarm bool) (string, error) {
+	if adopted != "" && !wasSwarm {
+		if err := swarmsys.WriteToken(stateDir, adopted); err != nil {
+			return "", fmt.Errorf("edge route-push token: %w", err)
+		}
+	}
+	token, err := swarmsys.EnsureToken(stateDir)
+	if err != nil {
+		return "", fmt.Errorf("edge route-push token: %w", err)
+	}
+	return token, nil
+}
+
+// swarmConfigDefaults fills a new StateID and the default network,
+// service and admin port.
+func swarmConfigDefaults(cfg *swarmsys.Config) error {
+	if cfg.StateID == "" {
+		id, err := swarmsys.NewStateID()
+		if err != nil {
+			return err
+		}
+		cfg.StateID = id
+	}
+	if cfg.Network == "" {
+		cfg.Network = swarmsys.DefaultNetwork
+	}
+	if cfg.Service == "" {
+		cfg.Service = swarmsys.DefaultService
+	}
+	if cfg.AdminPort == 0 {
+		cfg.AdminPort = swarmsys.DefaultAdminPort
+	}
+	return nil
+}
+
+// pushSwarmEdgeImage builds the edge image from bin and pushes it to the
+// registry (target is <registry>/gordon-edge), returning the pinned
+// reference every node pulls.
+func pushSwarmEdgeImage(ctx context.Context, env *cliEnv, api client.APIClient, bin, registry, target string) (string, error) {
+	img, err := sysimage.Build(ctx, api, "edge", map[string]string{"/gordon-edge": bin}, map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: syscontainer.RoleSystem})
+	if err != nil {
+		return "", fmt.Errorf("edge image: %w", err)
+	}
+	ref, err := swarmsys.PushImage(ctx, api, img.Ref, registry, img.Hash, env.registryAuth(target))
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(env.dockerCli.Out(), "edge image: %s\n", ref)
+	return ref, nil
 }
 
 // refuseOneEngineApps refuses to turn a state directory that serves apps

@@ -60,6 +60,11 @@ var appStateFiles = []string{"app.json", "desired.json", "active.json", "intent.
 // directory).
 var bundleFileName = regexp.MustCompile(`^(app|desired|active|intent|ownership|recovery|markers)\.json$|^revisions/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.json$`)
 
+// appName is an app name (a DNS label, as the manifest requires): a state
+// config labelled otherwise is never adopted, so its files cannot land
+// outside apps/.
+var appName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
 // Bundle is one app's adoptable state: Files maps a path relative to
 // apps/<app>/ to the record's bytes.
 type Bundle struct {
@@ -206,10 +211,15 @@ func listStateConfigs(ctx context.Context, api client.APIClient) (map[string][]s
 	return out, nil
 }
 
-// configName is gordon-state-<hash>-<app>, cut to Docker's 64 characters
-// (the label carries the whole app name).
-func configName(app, hash string) string {
-	n := "gordon-state-" + hash + "-" + app
+// configName is gordon-state-<hash>-<owner[:8]>-<app>, cut to Docker's
+// 64 characters (the labels carry the whole app name and owner). The
+// owner is in it so an adopting state directory, whose records are
+// byte for byte the old owner's, still writes a config of its own.
+func configName(app, hash, owner string) string {
+	if len(owner) > 8 {
+		owner = owner[:8]
+	}
+	n := "gordon-state-" + hash + "-" + owner + "-" + app
 	if len(n) > 64 {
 		n = n[:64]
 	}
@@ -327,7 +337,7 @@ func (m *Mirror) syncApp(ctx context.Context, b Bundle, ok bool, hash string, ha
 			labels := map[string]string{labelManaged: "true", LabelState: b.App, LabelStateHash: hash,
 				LabelStateNode: m.Node, LabelStateOwner: m.Owner, LabelStateAt: b.At.Format(time.RFC3339Nano)}
 			res, err := m.API.ConfigCreate(ctx, client.ConfigCreateOptions{Spec: swarm.ConfigSpec{
-				Annotations: swarm.Annotations{Name: configName(b.App, hash), Labels: labels}, Data: data}})
+				Annotations: swarm.Annotations{Name: configName(b.App, hash, m.Owner), Labels: labels}, Data: data}})
 			if err != nil {
 				// A config of that name exists (another pass wrote it and
 				// was cut short): the next pass lists it and finishes.
@@ -364,7 +374,7 @@ func ListAdoptable(ctx context.Context, api client.APIClient) ([]Adoptable, erro
 	}
 	var out []Adoptable
 	for app, cs := range all {
-		if app == "" || len(cs) == 0 {
+		if !appName.MatchString(app) || len(cs) == 0 {
 			continue
 		}
 		out = append(out, Adoptable{App: app, Node: cs[0].Node, At: cs[0].At, id: cs[0].ID})
@@ -379,6 +389,9 @@ func ListAdoptable(ctx context.Context, api client.APIClient) ([]Adoptable, erro
 // does not decode, or names a file outside the app's records, is
 // core.ErrInvalid.
 func Adopt(ctx context.Context, api client.APIClient, stateDir string, a Adoptable) error {
+	if !appName.MatchString(a.App) {
+		return fmt.Errorf("a state config names app %q, which is not an app name: %w", a.App, core.ErrInvalid)
+	}
 	dir := filepath.Join(stateDir, "apps", a.App)
 	if _, err := os.Stat(filepath.Join(dir, "app.json")); err == nil {
 		return fmt.Errorf("app %s: this state directory already holds it: %w", a.App, core.ErrConflict)

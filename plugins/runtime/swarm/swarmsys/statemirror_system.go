@@ -53,7 +53,7 @@ func (m *Mirror) syncSystem(ctx context.Context) error {
 		labels := map[string]string{labelManaged: "true", LabelStateSystem: "swarm", LabelStateHash: hash,
 			LabelStateNode: m.Node, LabelStateOwner: m.Owner, LabelStateAt: now().UTC().Format(time.RFC3339Nano)}
 		cr, err := m.API.ConfigCreate(ctx, client.ConfigCreateOptions{Spec: swarm.ConfigSpec{
-			Annotations: swarm.Annotations{Name: "gordon-state-swarm-" + hash, Labels: labels}, Data: data}})
+			Annotations: swarm.Annotations{Name: configName("swarm", hash, m.Owner), Labels: labels}, Data: data}})
 		if err != nil {
 			return fmt.Errorf("write the swarm state config: %w", dockererr.Classify(err))
 		}

@@ -18,7 +18,7 @@ import (
 // manager's API; its app name comes from its label and its bundle. An app
 // name that is not a valid app name (path traversal) must be refused by
 // adoption with nothing written outside stateDir/apps/<app>/.
-func TestBreak_AdoptRefusesAStateConfigWhoseAppNameLeavesTheAppsDirectory(t *testing.T) {
+func TestR80_AdoptRefusesAStateConfigWhoseAppNameLeavesTheAppsDirectory(t *testing.T) {
 	root := t.TempDir()
 	stateDir := filepath.Join(root, "state")
 	require.NoError(t, os.MkdirAll(stateDir, 0o700))
@@ -44,7 +44,7 @@ func TestBreak_AdoptRefusesAStateConfigWhoseAppNameLeavesTheAppsDirectory(t *tes
 // owner's config's hash; the config name (gordon-state-<hash>-<app>) is
 // taken. The adopting mirror must still end up with a config of its own
 // owner for the app (and its pass must not fail every time).
-func TestBreak_TheAdoptingMirrorWritesItsOwnConfigForRecordsIdenticalToTheOldOwners(t *testing.T) {
+func TestR80_TheAdoptingMirrorWritesItsOwnConfigForRecordsIdenticalToTheOldOwners(t *testing.T) {
 	ctx := context.Background()
 	f := &fakeConfigs{configs: map[string]swarm.Config{}}
 	src, dst := t.TempDir(), t.TempDir()
