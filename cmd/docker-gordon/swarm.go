@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -182,13 +183,15 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 		return err
 	}
 	caRoot, err := resolveSwarmEdge(cmd, &cfg, old, ef.tls, o.tcpPorts)
+	if err == nil {
+		err = refuseUnpublishingBoundPorts(ctx, env, cfg.TCPPorts)
+	}
 	if err != nil {
 		return err
 	}
-	if err := swarmsys.EnsureNetwork(ctx, api, cfg.Network); err != nil {
+	if err := ensureSwarmNetwork(ctx, out, api, cfg.Network); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "network %s: attachable overlay\n", cfg.Network)
 	target := strings.TrimSuffix(o.registry, "/") + "/gordon-edge"
 	if cfg.Image, err = pushSwarmEdgeImage(ctx, env, api, bin, o.registry, target); err != nil {
 		return err
@@ -242,6 +245,15 @@ func swarmEdgeToken(stateDir, adopted string, wasSwarm bool) (string, error) {
 		return "", fmt.Errorf("edge route-push token: %w", err)
 	}
 	return token, nil
+}
+
+// ensureSwarmNetwork creates the edge overlay (attachable) when missing.
+func ensureSwarmNetwork(ctx context.Context, out io.Writer, api client.APIClient, name string) error {
+	if err := swarmsys.EnsureNetwork(ctx, api, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "network %s: attachable overlay\n", name)
+	return nil
 }
 
 // swarmConfigDefaults fills a new StateID and the default network,

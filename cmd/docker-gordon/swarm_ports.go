@@ -13,6 +13,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/moby/moby/client"
 	"github.com/spf13/cobra"
@@ -143,4 +144,43 @@ func (e *cliEnv) checkSwarmBinds(spec core.AppSpec) error {
 		return nil
 	}
 	return cfg.CheckBinds(spec)
+}
+
+// refuseUnpublishingBoundPorts refuses (core.ErrConflict, before anything
+// changes) a --tcp-ports list without a port a serving app's TCP bind
+// publishes: its bind would stop answering from outside.
+func refuseUnpublishingBoundPorts(ctx context.Context, env *cliEnv, ports []int) error {
+	store, err := env.openStore()
+	if err != nil {
+		return err
+	}
+	apps, err := store.ListApps(ctx)
+	if err != nil {
+		return err
+	}
+	var bound []string
+	for _, app := range apps {
+		a, err := store.LoadActive(ctx, app)
+		if err != nil {
+			continue
+		}
+		for name, svc := range a.Services {
+			if svc == nil {
+				continue
+			}
+			for _, t := range svc.Spec.TCP {
+				_, p, perr := net.SplitHostPort(t.Publish)
+				n, aerr := strconv.Atoi(p)
+				if t.Publish != "" && perr == nil && aerr == nil && !slices.Contains(ports, n) {
+					bound = append(bound, fmt.Sprintf("app %s service %s binds TCP :%d", app, name, n))
+				}
+			}
+		}
+	}
+	if len(bound) == 0 {
+		return nil
+	}
+	slices.Sort(bound)
+	return fmt.Errorf("--tcp-ports would stop publishing what serving apps bind (%s): keep those ports in the list, or deploy the apps without the bind first; nothing was changed: %w",
+		strings.Join(bound, "; "), core.ErrConflict)
 }

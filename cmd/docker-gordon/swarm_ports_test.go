@@ -174,3 +174,26 @@ publish = "0.0.0.0:9001"
 	one.opts.stateDir = t.TempDir()
 	require.NoError(t, one.checkSwarmBinds(spec), "one engine: the edge listens on any port")
 }
+
+// A --tcp-ports list without a port a serving app's TCP bind publishes is
+// refused (its bind would stop answering from outside), naming the app,
+// service and port; a list that keeps it passes.
+func TestSystemStart_UnpublishingAPortAServingAppBindsIsRefused(t *testing.T) {
+	state := t.TempDir()
+	env := &cliEnv{logger: hclog.NewNullLogger()}
+	env.opts.stateDir = state
+	store, err := env.openStore()
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = store.EnsureApp(ctx, "db")
+	require.NoError(t, err)
+	require.NoError(t, store.SaveActive(ctx, core.Active{App: "db", Services: map[string]*core.ActiveService{
+		"pg": {Container: "svc1", Spec: core.ServiceSpec{Name: "pg", TCP: []core.L4Interface{{Port: 5432, Publish: "0.0.0.0:9000"}}}}}}))
+
+	err = refuseUnpublishingBoundPorts(ctx, env, []int{9001})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, core.ErrConflict)
+	assert.Contains(t, err.Error(), "app db service pg binds TCP :9000")
+	assert.Contains(t, err.Error(), "nothing was changed")
+	assert.NoError(t, refuseUnpublishingBoundPorts(ctx, env, []int{9000, 9001}), "a list that keeps the port")
+}
