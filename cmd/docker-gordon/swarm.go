@@ -148,20 +148,8 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	if o.registry == "" && (wasSwarm || adopted) {
 		o.registry = old.Registry // as at the last system start
 	}
-	running, err := adoptSwarmEdge(ctx, env, api, &o, old, wasSwarm, nodeID)
+	running, plan, err := swarmStartChecks(ctx, env, api, &o, old, wasSwarm)
 	if err != nil {
-		return err
-	}
-	plan := adoption{}
-	if err := checkSwarmStart(o); err != nil {
-		return err
-	}
-	if !wasSwarm {
-		if err := refuseOneEngineApps(ctx, env); err != nil {
-			return err
-		}
-	}
-	if plan, err = planAdoption(ctx, env, api, nodeID, o.adopt); err != nil {
 		return err
 	}
 	port, err := swarmHTTPPort(ef.httpAddr)
@@ -212,7 +200,7 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 		return fmt.Errorf("swarm configuration: %w", err)
 	}
 	printEdgeServiceAction(out, cfg, old, wasSwarm, action)
-	if err := plan.adopt(ctx, env, api); err != nil {
+	if err := plan.adopt(env); err != nil {
 		return err
 	}
 	// No boot pass on a swarm: Swarm keeps the tasks running through a
@@ -229,6 +217,33 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	printStart(out, ru.Name, r)
 	ef.remember(stateDir)
 	return awaitSwarmEdge(ctx, env, api, cfg)
+}
+
+// swarmStartChecks is what system start on a swarm checks before it
+// changes anything: the running edge and its owner (R80), the flags, a
+// state directory serving one-engine apps, the apps to adopt, and the
+// reconcile container's name.
+func swarmStartChecks(ctx context.Context, env *cliEnv, api client.APIClient, o *swarmStartOpts, old swarmsys.Config, wasSwarm bool) (swarmsys.RunningEdge, adoption, error) {
+	running, err := adoptSwarmEdge(ctx, env, api, o, old, wasSwarm)
+	if err != nil {
+		return running, adoption{}, err
+	}
+	if err := checkSwarmStart(*o); err != nil {
+		return running, adoption{}, err
+	}
+	if !wasSwarm {
+		if err := refuseOneEngineApps(ctx, env); err != nil {
+			return running, adoption{}, err
+		}
+	}
+	plan, err := planAdoption(ctx, env, api, o.adopt)
+	if err != nil {
+		return running, adoption{}, err
+	}
+	if err := syscontainer.CheckFree(ctx, api, syscontainer.ReconcileName, env.opts.stateDir); err != nil {
+		return running, adoption{}, fmt.Errorf("%w; nothing was changed", err)
+	}
+	return running, plan, nil
 }
 
 // swarmEdgeToken is the route-push token: the running edge's for a state

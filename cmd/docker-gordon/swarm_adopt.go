@@ -29,7 +29,7 @@ import (
 // directory drives is refused when this one was superseded by it
 // (wasSwarm), or when its manager is still up, unless --adopt (R80). It
 // changes nothing.
-func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *swarmStartOpts, old swarmsys.Config, wasSwarm bool, nodeID string) (swarmsys.RunningEdge, error) {
+func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *swarmStartOpts, old swarmsys.Config, wasSwarm bool) (swarmsys.RunningEdge, error) {
 	e, found, err := swarmsys.AdoptEdge(ctx, api, swarmsys.DefaultService)
 	if err != nil || !found {
 		return swarmsys.RunningEdge{}, err
@@ -41,7 +41,7 @@ func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *s
 		o.registry = e.Registry
 		fmt.Fprintf(env.dockerCli.Err(), "registry %s: the one the running edge service was pushed to\n", e.Registry)
 	}
-	if e.Owner == "" || e.OwnerNode == nodeID || o.adopt {
+	if e.Owner == "" || o.adopt {
 		return e, nil
 	}
 	nodes, err := swarmsys.Nodes(ctx, api)
@@ -50,7 +50,7 @@ func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *s
 	}
 	for _, n := range nodes {
 		if n.ID == e.OwnerNode && n.Ready {
-			return e, fmt.Errorf("the swarm's edge is driven by another state directory, on manager %s, which is up: run docker gordon there (docker --context …). To hand the swarm over, run docker gordon system stop --keep-edge there, then system start --adopt here; nothing was changed: %w",
+			return e, fmt.Errorf("the swarm's edge is driven by another state directory, on manager %s, which is up: run docker gordon with that state directory there (docker --context …). To hand the swarm over, run docker gordon system stop --keep-edge with it, then system start --adopt here; nothing was changed: %w",
 				n.Name, core.ErrConflict)
 		}
 	}
@@ -60,8 +60,9 @@ func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *s
 // adoption is what system start adopts: the state configs of the apps
 // this state directory does not hold, and the swarm's nodes by ID.
 type adoption struct {
-	apps  []swarmsys.Adoptable
-	nodes map[string]swarmsys.Node
+	apps    []swarmsys.Adoptable
+	bundles []swarmsys.Bundle
+	nodes   map[string]swarmsys.Node
 }
 
 // planAdoption lists the apps the swarm's state configs hold and this
@@ -69,7 +70,7 @@ type adoption struct {
 // ready node (its state directory is in use), it refuses unless force:
 // two state directories would drive the same services. It changes
 // nothing.
-func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, nodeID string, force bool) (adoption, error) {
+func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, force bool) (adoption, error) {
 	all, err := swarmsys.ListAdoptable(ctx, api)
 	if err != nil || len(all) == 0 {
 		return adoption{}, err
@@ -97,22 +98,34 @@ func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, nodeID
 	}
 	var live []string
 	for _, a := range plan.apps {
-		if n, ok := plan.nodes[a.Node]; ok && n.Ready && a.Node != nodeID {
+		if n, ok := plan.nodes[a.Node]; ok && n.Ready {
 			live = append(live, fmt.Sprintf("%s (manager %s)", a.App, n.Name))
 		}
 	}
 	if len(live) > 0 && !force {
-		return adoption{}, fmt.Errorf("the swarm runs apps this state directory does not hold: %s; the manager whose state directory holds them is up, so run docker gordon there (docker --context …). To hand them over, run docker gordon system stop --keep-edge there, then system start --adopt here; nothing was changed: %w",
+		return adoption{}, fmt.Errorf("the swarm runs apps this state directory does not hold: %s; the manager whose state directory holds them is up, so run docker gordon with that state directory there (docker --context …). To hand them over, run docker gordon system stop --keep-edge with it, then system start --adopt here; nothing was changed: %w",
 			strings.Join(live, ", "), core.ErrConflict)
 	}
+	// Read every config now: one that does not decode is skipped (with
+	// why), never a failure after the edge changed.
+	apps := plan.apps[:0]
+	for _, a := range plan.apps {
+		b, err := swarmsys.Fetch(ctx, api, a)
+		if err != nil {
+			fmt.Fprintf(env.dockerCli.Err(), "warning: not adopted: %v\n", err)
+			continue
+		}
+		apps, plan.bundles = append(apps, a), append(plan.bundles, b)
+	}
+	plan.apps = apps
 	return plan, nil
 }
 
 // adopt writes each planned app's records into this state directory.
-func (p adoption) adopt(ctx context.Context, env *cliEnv, api client.APIClient) error {
+func (p adoption) adopt(env *cliEnv) error {
 	now := time.Now()
-	for _, a := range p.apps {
-		if err := swarmsys.Adopt(ctx, api, env.opts.stateDir, a); err != nil {
+	for i, a := range p.apps {
+		if err := swarmsys.WriteBundle(env.opts.stateDir, p.bundles[i]); err != nil {
 			return fmt.Errorf("adopt %w (run system start again to adopt the rest)", err)
 		}
 		from := a.Node

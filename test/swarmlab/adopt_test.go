@@ -46,6 +46,17 @@ func TestSwarm_AnotherManagerAdoptsTheAppsWhenItsManagerIsLost(t *testing.T) {
 	assert.Contains(t, r.err, "system start --adopt")
 	_, err := os.Stat(filepath.Join(stateB, "apps"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "the refusal wrote nothing")
+	stateC := filepath.Join(t.TempDir(), "state-c")
+	r = g.gordonOn(ctx, 1, stateC, "system", "start")
+	require.NotEqual(t, 0, r.code, "a second state directory on the same manager is refused too:\n%s", r)
+	_, err = os.Stat(filepath.Join(stateC, "swarm.json"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "that refusal wrote nothing either")
+	// A state config that does not decode (written by hand, or by a
+	// broken build) is skipped by the adoption, never fatal.
+	junk := filepath.Join(t.TempDir(), "junk")
+	require.NoError(t, os.WriteFile(junk, []byte("not a gzip bundle"), 0o644))
+	_, err = g.Docker(ctx, 2, "config", "create", "--label", "dev.gordon.state=junk", "--label", "dev.gordon.state-node=gone", "gordon-state-junk", junk)
+	require.NoError(t, err)
 
 	edgeImage := func() string {
 		out, err := g.Docker(ctx, 2, "service", "inspect", "gordon-edge", "--format", "{{.Spec.TaskTemplate.ContainerSpec.Image}}")
@@ -85,6 +96,7 @@ func TestSwarm_AnotherManagerAdoptsTheAppsWhenItsManagerIsLost(t *testing.T) {
 	require.Equal(t, 0, r.code, "system start on another manager adopts:\n%s", r)
 	t.Logf("system start on %s in %v:\n%s", g.Nodes[1].Name, time.Since(t1).Round(time.Millisecond), r)
 	assert.Contains(t, r.out, "app web: adopted from the swarm")
+	assert.Contains(t, r.err, "warning: not adopted: app junk", "the undecodable config is skipped, with why")
 	phase("until system start returned")
 	require.Eventually(t, func() bool {
 		out, err := g.Docker(ctx, 2, "logs", "gordon-reconcile")

@@ -342,6 +342,14 @@ func waitSettled(ctx context.Context, api client.APIClient, name, id string, bas
 	}
 }
 
+// CheckFree refuses (core.ErrConflict), before a start changes anything,
+// a container of that name that is not a gordon system container or that
+// serves another state directory; none, or this state directory's, is nil.
+func CheckFree(ctx context.Context, api client.APIClient, name, stateDir string) error {
+	_, err := inspectUnit(ctx, api, name, stateDir)
+	return err
+}
+
 // inspectUnit returns the named container, nil when there is none.
 // A container of that name not labelled as a gordon system container, or
 // one bound to another state directory (when stateDir is not empty), is

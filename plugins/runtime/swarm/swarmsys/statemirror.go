@@ -383,32 +383,54 @@ func ListAdoptable(ctx context.Context, api client.APIClient) ([]Adoptable, erro
 	return out, nil
 }
 
-// Adopt writes a's records into stateDir/apps/<app>/ (each file atomic,
-// mode 0600). An app stateDir already holds (app.json present) is
-// refused with core.ErrConflict and nothing is written; a config that
-// does not decode, or names a file outside the app's records, is
-// core.ErrInvalid.
-func Adopt(ctx context.Context, api client.APIClient, stateDir string, a Adoptable) error {
+// Fetch reads and decodes a's state config. A config that does not
+// decode, names a file outside the app's records, or holds another app is
+// core.ErrInvalid; a newer schema is core.ErrConflict.
+func Fetch(ctx context.Context, api client.APIClient, a Adoptable) (Bundle, error) {
 	if !appName.MatchString(a.App) {
-		return fmt.Errorf("a state config names app %q, which is not an app name: %w", a.App, core.ErrInvalid)
-	}
-	dir := filepath.Join(stateDir, "apps", a.App)
-	if _, err := os.Stat(filepath.Join(dir, "app.json")); err == nil {
-		return fmt.Errorf("app %s: this state directory already holds it: %w", a.App, core.ErrConflict)
+		return Bundle{}, fmt.Errorf("a state config names app %q, which is not an app name: %w", a.App, core.ErrInvalid)
 	}
 	res, err := api.ConfigInspect(ctx, a.id, client.ConfigInspectOptions{})
 	if err != nil {
-		return fmt.Errorf("app %s: read its state config: %w", a.App, dockererr.Classify(err))
+		return Bundle{}, fmt.Errorf("app %s: read its state config: %w", a.App, dockererr.Classify(err))
 	}
 	b, err := decodeBundle(res.Config.Spec.Data)
 	if err != nil {
-		return fmt.Errorf("app %s: its state config %s: %w", a.App, res.Config.Spec.Name, err)
+		return Bundle{}, fmt.Errorf("app %s: its state config %s: %w: %w", a.App, res.Config.Spec.Name, core.ErrInvalid, err)
 	}
 	if b.App != a.App {
-		return fmt.Errorf("app %s: its state config %s holds app %q: %w", a.App, res.Config.Spec.Name, b.App, core.ErrInvalid)
+		return Bundle{}, fmt.Errorf("app %s: its state config %s holds app %q: %w", a.App, res.Config.Spec.Name, b.App, core.ErrInvalid)
+	}
+	return b, nil
+}
+
+// Adopt fetches a's state config (Fetch) and writes its records into
+// stateDir (WriteBundle).
+func Adopt(ctx context.Context, api client.APIClient, stateDir string, a Adoptable) error {
+	b, err := Fetch(ctx, api, a)
+	if err != nil {
+		return err
+	}
+	return WriteBundle(stateDir, b)
+}
+
+// WriteBundle writes b's records into stateDir/apps/<app>/ (each file
+// atomic, mode 0600, app.json last). An app stateDir already holds
+// (app.json present) is refused with core.ErrConflict and nothing is
+// written; so is an app name that is not one (core.ErrInvalid).
+func WriteBundle(stateDir string, b Bundle) error {
+	if !appName.MatchString(b.App) {
+		return fmt.Errorf("app %q is not an app name: %w", b.App, core.ErrInvalid)
+	}
+	dir := filepath.Join(stateDir, "apps", b.App)
+	if _, err := os.Stat(filepath.Join(dir, "app.json")); err == nil {
+		return fmt.Errorf("app %s: this state directory already holds it: %w", b.App, core.ErrConflict)
 	}
 	names := make([]string, 0, len(b.Files))
 	for n := range b.Files {
+		if !bundleFileName.MatchString(n) {
+			return fmt.Errorf("app %s: state file %q is not an app record: %w", b.App, n, core.ErrInvalid)
+		}
 		names = append(names, n)
 	}
 	// app.json last: until it is written the app is not known here.
@@ -416,10 +438,10 @@ func Adopt(ctx context.Context, api client.APIClient, stateDir string, a Adoptab
 	for _, n := range names {
 		p := filepath.Join(dir, filepath.FromSlash(n))
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return fmt.Errorf("app %s: %w", a.App, err)
+			return fmt.Errorf("app %s: %w", b.App, err)
 		}
 		if err := maybe.WriteFile(p, b.Files[n], 0o600); err != nil {
-			return fmt.Errorf("app %s: write %s: %w", a.App, n, err)
+			return fmt.Errorf("app %s: write %s: %w", b.App, n, err)
 		}
 	}
 	return nil
