@@ -94,6 +94,18 @@ type udpSession struct {
 	upstream *net.UDPConn
 	// lastActive is the unix-nano time of the last datagram either way.
 	lastActive atomic.Int64
+	// released is set once its descriptor left the budget (release).
+	released atomic.Bool
+}
+
+// release takes s out of the descriptor budget and its backend's open
+// count, once: at its eviction (so a new session never waits on the
+// evicted one's goroutine to stay within the budget) or when it ends.
+func (u *UDPRelays) release(s *udpSession) {
+	if s.released.CompareAndSwap(false, true) {
+		u.open.Add(-1)
+		s.backend.AddOpen(-1)
+	}
 }
 
 // NewUDPRelays returns relays with no listener; Update binds them.
@@ -218,10 +230,12 @@ func (u *UDPRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 		return nil
 	}
 	if len(l.sessions) >= u.maxSessions || u.open.Load() >= u.fdBudget {
-		if !l.evictOldestLocked() {
+		evicted := l.evictOldestLocked()
+		if evicted == nil {
 			u.logger.Debug("udp session refused: descriptor budget spent", "listen", l.listen)
 			return nil
 		}
+		u.release(evicted)
 	}
 	b := *l.backend.Load()
 	raddr, err := net.ResolveUDPAddr("udp", b.Addr())
@@ -255,8 +269,7 @@ func (u *UDPRelays) replies(l *udpListener, s *udpSession) {
 		}
 		l.mu.Unlock()
 		_ = s.upstream.Close()
-		u.open.Add(-1)
-		s.backend.AddOpen(-1)
+		u.release(s)
 	}()
 	rd := newDatagramReader(s.upstream)
 	for {
@@ -297,8 +310,8 @@ func (l *udpListener) removeLocked(s *udpSession) {
 }
 
 // evictOldestLocked closes l's least recently active session (idle ones
-// go first); false when l has none (l.mu held).
-func (l *udpListener) evictOldestLocked() bool {
+// go first) and returns it; nil when l has none (l.mu held).
+func (l *udpListener) evictOldestLocked() *udpSession {
 	var oldest *udpSession
 	for _, s := range l.sessions {
 		if oldest == nil || s.lastActive.Load() < oldest.lastActive.Load() {
@@ -306,11 +319,11 @@ func (l *udpListener) evictOldestLocked() bool {
 		}
 	}
 	if oldest == nil {
-		return false
+		return nil
 	}
 	l.removeLocked(oldest)
-	_ = oldest.upstream.Close() // its goroutine ends and releases the rest
-	return true
+	_ = oldest.upstream.Close() // its goroutine ends
+	return oldest
 }
 
 // close closes the listener and ends its sessions.
