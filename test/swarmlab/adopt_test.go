@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 )
 
 // R80 end to end on a lab of three managers: the manager whose state
@@ -30,16 +32,15 @@ func TestSwarm_AnotherManagerAdoptsTheAppsWhenItsManagerIsLost(t *testing.T) {
 
 	g.must(ctx, t, "system", "start", "--registry", g.Registry, "--http-addr", ":80", "--tcp-ports", "9000")
 	g.must(ctx, t, "deploy", "-f", writeManifest(t, webManifest(g.httpd, "v1")))
-	deployed := time.Now()
 	require.Eventually(t, func() bool {
 		ids, err := g.Docker(ctx, 2, "config", "ls", "-q", "--filter", "label=dev.gordon.state=web")
 		if err != nil || len(strings.Fields(ids)) != 1 {
 			return false
 		}
-		out, err := g.Docker(ctx, 2, "config", "inspect", "--format", `{{index .Spec.Labels "dev.gordon.state-at"}}`, ids)
-		at, perr := time.Parse(time.RFC3339Nano, out)
-		return err == nil && perr == nil && at.After(deployed)
-	}, 30*time.Second, 200*time.Millisecond, "the reconcile loop mirrors web's records, as the deploy left them, into one state config")
+		out, err := g.Docker(ctx, 2, "config", "inspect", "--format", `{{index .Spec.Labels "dev.gordon.state-hash"}}`, ids)
+		b, ok, berr := swarmsys.ReadBundle(g.state, "web")
+		return err == nil && berr == nil && ok && out == b.Hash()
+	}, 30*time.Second, 200*time.Millisecond, "the reconcile loop mirrors web's records, as they are now, into one state config")
 
 	r := g.gordonOn(ctx, 2, stateB, "system", "start", "--http-addr", ":80")
 	require.NotEqual(t, 0, r.code, "a takeover while the first manager is up is refused:\n%s", r)

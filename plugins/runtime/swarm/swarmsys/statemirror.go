@@ -75,8 +75,9 @@ type Bundle struct {
 	Files  map[string][]byte `json:"files"`
 }
 
-// hash is the sha256 of the files (names and contents), hex, 16 digits.
-func (b Bundle) hash() string {
+// Hash is the sha256 of the files (names and contents), hex, 16 digits:
+// the LabelStateHash of the config that holds them.
+func (b Bundle) Hash() string {
 	names := make([]string, 0, len(b.Files))
 	for n := range b.Files {
 		names = append(names, n)
@@ -273,7 +274,7 @@ func (m *Mirror) Sync(ctx context.Context) error {
 		}
 		hash := ""
 		if ok {
-			hash = b.hash()
+			hash = b.Hash()
 		}
 		if w, seen := m.written[app]; seen && w == hash {
 			continue
