@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -391,16 +389,4 @@ func (e *Engine) logTail(ctx context.Context, id string, secrets []string) []str
 		lines = lines[len(lines)-n:]
 	}
 	return lines
-}
-
-// dpRedact replaces every non-empty secret value in line with "****".
-func dpRedact(line string, secrets []string) string {
-	sorted := append([]string(nil), secrets...)
-	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
-	for _, v := range sorted {
-		if v != "" {
-			line = strings.ReplaceAll(line, v, "****")
-		}
-	}
-	return line
 }

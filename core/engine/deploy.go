@@ -55,22 +55,6 @@ type DeployRequest struct {
 // UnsavedRevision is the revision id a plan of DeployRequest.Spec shows.
 const UnsavedRevision = "(unsaved)"
 
-// DeployResult is the outcome of Deploy.
-type DeployResult struct {
-	// Op is the journaled operation as last saved (zero for a dry run).
-	Op core.Operation `json:"op"`
-	// Services holds one result per pinned (and dropped) service.
-	Services []ServiceResult `json:"services"`
-	// Outcome is success, partial or failed (R9); "" for a dry run.
-	Outcome core.Outcome `json:"outcome,omitempty"`
-	// Warnings are the journal warnings (R10).
-	Warnings []core.Warning `json:"warnings,omitempty"`
-	// Plan is what the deploy decided (always set for a dry run).
-	Plan *Plan `json:"plan,omitempty"`
-	// Replayed is true when OpKey named an existing op (R6, R8): nothing ran.
-	Replayed bool `json:"replayed,omitempty"`
-}
-
 // SubmitRevision stores spec as a new immutable revision of its app and
 // points DESIRED at it (SPEC 1.1 "DESIRED / revision"). When DESIRED
 // already holds an identical spec with the same source sha256 it is
@@ -325,4 +309,20 @@ func (e *Engine) loadActive(ctx context.Context, app string) (core.Active, error
 		a.Services = map[string]*core.ActiveService{}
 	}
 	return a, nil
+}
+
+// DeployResult is the outcome of Deploy.
+type DeployResult struct {
+	// Op is the journaled operation as last saved (zero for a dry run).
+	Op core.Operation `json:"op"`
+	// Services holds one result per pinned (and dropped) service.
+	Services []ServiceResult `json:"services"`
+	// Outcome is success, partial or failed (R9); "" for a dry run.
+	Outcome core.Outcome `json:"outcome,omitempty"`
+	// Warnings are the journal warnings (R10).
+	Warnings []core.Warning `json:"warnings,omitempty"`
+	// Plan is what the deploy decided (always set for a dry run).
+	Plan *Plan `json:"plan,omitempty"`
+	// Replayed is true when OpKey named an existing op (R6, R8): nothing ran.
+	Replayed bool `json:"replayed,omitempty"`
 }

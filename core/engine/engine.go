@@ -223,3 +223,9 @@ func LockWaitText(app, verb string, h core.LockHolder, herr error, timeout time.
 	}
 	return fmt.Sprintf("app %s: %s waits for the app lock, held by %s; giving up after %s (--lock-timeout)", app, verb, who, timeout)
 }
+
+// notifyState is the Engine's memory of notified recovery failures.
+type notifyState struct {
+	notifyMu sync.Mutex
+	notified map[string]string
+}

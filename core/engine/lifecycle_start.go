@@ -209,21 +209,3 @@ func (e *Engine) persistBinds(ctx context.Context, app, name, container string, 
 	}
 	return nil
 }
-
-// probeRunning runs readiness r (declared or deploy-time) on a running
-// container's fresh binds; type none succeeds at once.
-func (e *Engine) probeRunning(ctx context.Context, app, name string, spec *core.ServiceSpec, rd core.Readiness, id string, startedAt time.Time, ep endpoints) error {
-	if rd.Type == "" || rd.Type == core.ReadinessNone {
-		return nil
-	}
-	target, err := ProbeTargetFor(app, spec, rd, id, startedAt, ep.binds())
-	if err != nil {
-		return err
-	}
-	target.App, target.Service = app, name
-	e.progress(ProgressEvent{App: app, Service: name, Phase: PhaseProbe, Detail: target.Address})
-	if _, err := e.waitReady(ctx, target, rd, nil); err != nil {
-		return fmt.Errorf("readiness of %s: %w", id, err)
-	}
-	return nil
-}

@@ -129,21 +129,6 @@ func maintenanceRecord(req MaintenanceRequest) (*routetable.Maintenance, error) 
 	return m, nil
 }
 
-// WithMaintenance sets, on every HTTP route of an app that maint names
-// (app → its maintenance record), routetable.Maintenance{Message, Allow}
-// (SPEC R75). TCP and UDP routes are untouched. It returns g.
-func WithMaintenance(g routetable.Graph, maint map[string]*routetable.Maintenance) routetable.Graph {
-	if len(maint) == 0 {
-		return g
-	}
-	for i := range g.HTTP {
-		if m := maint[g.HTTP[i].App]; m != nil {
-			g.HTTP[i].Maintenance = &routetable.Maintenance{Message: m.Message, Allow: append([]string(nil), m.Allow...)}
-		}
-	}
-	return g
-}
-
 // MaintenanceInfo is an app's maintenance mode as `maintenance status`
 // shows it (SPEC R75).
 type MaintenanceInfo struct {

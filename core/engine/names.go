@@ -2,7 +2,11 @@ package engine
 
 import (
 	"slices"
+	"sort"
 	"strings"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/depgraph"
 )
 
 // ContainerName is decision 12's name, gordon-<app>-<service>-<8 of the op
@@ -27,4 +31,50 @@ func VolumeName(app, volume string) string { return "gordon-" + app + "-" + volu
 // sortedServiceNames returns names in ascending order.
 func sortedServiceNames(names []string) []string {
 	return slices.Sorted(slices.Values(names))
+}
+
+// activeServiceNames returns ACTIVE's services in dependency order (R20:
+// every service after those its spec depends on, ties by name).
+func activeServiceNames(a core.Active) []string {
+	specs := make([]core.ServiceSpec, 0, len(a.Services))
+	for n, as := range a.Services {
+		s := core.ServiceSpec{Name: n}
+		if as != nil {
+			s.DependsOn = as.Spec.DependsOn
+		}
+		specs = append(specs, s)
+	}
+	return depgraph.DependencyOrder(specs)
+}
+
+// activeServiceNamesReverse is activeServiceNames reversed: stop and
+// remove take dependents down before what they depend on (R20).
+func activeServiceNamesReverse(a core.Active) []string {
+	names := activeServiceNames(a)
+	for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
+		names[i], names[j] = names[j], names[i]
+	}
+	return names
+}
+
+// inOrder returns the names of subset in the order of order (names absent
+// from order last, by name).
+func inOrder(order, subset []string) []string {
+	want := map[string]bool{}
+	for _, n := range subset {
+		want[n] = true
+	}
+	var out []string
+	for _, n := range order {
+		if want[n] {
+			out = append(out, n)
+			delete(want, n)
+		}
+	}
+	rest := make([]string, 0, len(want))
+	for n := range want {
+		rest = append(rest, n)
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -232,12 +231,6 @@ func postOnce(ctx context.Context, client *http.Client, url string, body []byte)
 		return errors.New(resp.Status)
 	}
 	return nil
-}
-
-// notifyState is the Engine's memory of notified recovery failures.
-type notifyState struct {
-	notifyMu sync.Mutex
-	notified map[string]string
 }
 
 // notifyDeploy notifies the outcome of the deploy op id (a rollback's

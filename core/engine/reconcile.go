@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/depgraph"
 )
 
 // Periodic pass defaults (SPEC §4).
@@ -294,50 +292,4 @@ func (e *Engine) pruneRecovery(ctx context.Context, app string, active core.Acti
 		return nil
 	}
 	return e.Store.SaveRecovery(ctx, app, rec)
-}
-
-// activeServiceNames returns ACTIVE's services in dependency order (R20:
-// every service after those its spec depends on, ties by name).
-func activeServiceNames(a core.Active) []string {
-	specs := make([]core.ServiceSpec, 0, len(a.Services))
-	for n, as := range a.Services {
-		s := core.ServiceSpec{Name: n}
-		if as != nil {
-			s.DependsOn = as.Spec.DependsOn
-		}
-		specs = append(specs, s)
-	}
-	return depgraph.DependencyOrder(specs)
-}
-
-// activeServiceNamesReverse is activeServiceNames reversed: stop and
-// remove take dependents down before what they depend on (R20).
-func activeServiceNamesReverse(a core.Active) []string {
-	names := activeServiceNames(a)
-	for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
-		names[i], names[j] = names[j], names[i]
-	}
-	return names
-}
-
-// inOrder returns the names of subset in the order of order (names absent
-// from order last, by name).
-func inOrder(order, subset []string) []string {
-	want := map[string]bool{}
-	for _, n := range subset {
-		want[n] = true
-	}
-	var out []string
-	for _, n := range order {
-		if want[n] {
-			out = append(out, n)
-			delete(want, n)
-		}
-	}
-	rest := make([]string, 0, len(want))
-	for n := range want {
-		rest = append(rest, n)
-	}
-	sort.Strings(rest)
-	return append(out, rest...)
 }

@@ -558,3 +558,18 @@ func (e *Engine) waitDrained(ctx context.Context, addr string, limit time.Durati
 		}
 	}
 }
+
+// WithMaintenance sets, on every HTTP route of an app that maint names
+// (app → its maintenance record), routetable.Maintenance{Message, Allow}
+// (SPEC R75). TCP and UDP routes are untouched. It returns g.
+func WithMaintenance(g routetable.Graph, maint map[string]*routetable.Maintenance) routetable.Graph {
+	if len(maint) == 0 {
+		return g
+	}
+	for i := range g.HTTP {
+		if m := maint[g.HTTP[i].App]; m != nil {
+			g.HTTP[i].Maintenance = &routetable.Maintenance{Message: m.Message, Allow: append([]string(nil), m.Allow...)}
+		}
+	}
+	return g
+}
