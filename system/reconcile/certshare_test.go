@@ -1,4 +1,4 @@
-package main
+package reconcile
 
 import (
 	"context"
@@ -23,14 +23,14 @@ import (
 // with: the storage is refused, naming the token.
 func TestReconcileCertStorageRefusedWithoutToken(t *testing.T) {
 	dir := t.TempDir()
-	_, _, err := serveCertStorage(dir, "127.0.0.1:0", io.Discard, hclog.NewNullLogger())
+	_, _, err := ServeCertStorage(dir, "127.0.0.1:0", io.Discard, hclog.NewNullLogger())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, core.ErrUnavailable)
 	assert.Contains(t, err.Error(), "token")
 
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "edge"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, swarm.TokenFile), []byte("\n"), 0o600))
-	_, _, err = serveCertStorage(dir, "127.0.0.1:0", io.Discard, hclog.NewNullLogger())
+	_, _, err = ServeCertStorage(dir, "127.0.0.1:0", io.Discard, hclog.NewNullLogger())
 	assert.ErrorContains(t, err, "empty")
 }
 
@@ -40,7 +40,7 @@ func TestReconcileCertStorageServesTheStateCertsWithTheSwarmToken(t *testing.T) 
 	dir := t.TempDir()
 	tok, err := swarm.EnsureToken(dir)
 	require.NoError(t, err)
-	addr, stop, err := serveCertStorage(dir, "127.0.0.1:0", io.Discard, hclog.NewNullLogger())
+	addr, stop, err := ServeCertStorage(dir, "127.0.0.1:0", io.Discard, hclog.NewNullLogger())
 	require.NoError(t, err)
 	stopped := false
 	t.Cleanup(func() {
