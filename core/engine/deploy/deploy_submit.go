@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
 )
 
 // Submission is a manifest that Deploy checks and stores as the app's new
@@ -31,6 +32,7 @@ type Submission struct {
 // revision id.
 func (e *Engine) submitLocked(ctx context.Context, req DeployRequest) (string, error) {
 	sub := req.Submit
+	ctx = steps.WithHeld(ctx, req.held)
 	if sub.Prepare != nil {
 		if err := sub.Prepare(ctx); err != nil {
 			return "", err
