@@ -127,16 +127,11 @@ func (e *engine2) launch(t *testing.T) {
 	}
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	require.NoError(t, e.cmd.Start())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if err := exec.Command("docker", "-H", e.TCP, "version").Run(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("second engine did not answer on %s within 30s:\n%s", e.TCP, fixture.LastLines(string(b), 30))
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !assert.Eventually(t, func() bool {
+		return exec.Command("docker", "-H", e.TCP, "version").Run() == nil
+	}, 30*time.Second, 200*time.Millisecond) {
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("second engine did not answer on %s within 30s:\n%s", e.TCP, fixture.LastLines(string(b), 30))
 	}
 }
 
