@@ -62,31 +62,29 @@ type accessLine struct {
 // JSON object with exactly the documented fields fails the test.
 func waitAccess(t *testing.T, buf *syncBuffer, n int) []accessLine {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	linesOf := func() (string, []string) {
 		text := buf.String()
-		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-		if text != "" && len(lines) >= n {
-			out := make([]accessLine, 0, len(lines))
-			for _, l := range lines {
-				var fields map[string]any
-				require.NoError(t, json.Unmarshal([]byte(l), &fields), "line %q", l)
-				assert.Len(t, fields, 13, "line %q", l)
-				var a accessLine
-				dec := json.NewDecoder(strings.NewReader(l))
-				dec.DisallowUnknownFields()
-				require.NoError(t, dec.Decode(&a), "line %q", l)
-				_, err := time.Parse(time.RFC3339Nano, a.Time)
-				require.NoError(t, err)
-				out = append(out, a)
-			}
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("access log has %d lines after 5s, want %d:\n%s", len(lines), n, text)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return text, strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	}
+	if !assert.Eventually(t, func() bool { text, lines := linesOf(); return text != "" && len(lines) >= n }, 5*time.Second, 20*time.Millisecond) {
+		text, lines := linesOf()
+		t.Fatalf("access log has %d lines after 5s, want %d:\n%s", len(lines), n, text)
+	}
+	_, lines := linesOf()
+	out := make([]accessLine, 0, len(lines))
+	for _, l := range lines {
+		var fields map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &fields), "line %q", l)
+		assert.Len(t, fields, 13, "line %q", l)
+		var a accessLine
+		dec := json.NewDecoder(strings.NewReader(l))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&a), "line %q", l)
+		_, err := time.Parse(time.RFC3339Nano, a.Time)
+		require.NoError(t, err)
+		out = append(out, a)
+	}
+	return out
 }
 
 // idBackend answers "id=<X-Request-Id it got>" (so the test knows the
