@@ -99,7 +99,7 @@ func idBackend(t *testing.T) *httptest.Server {
 	return b
 }
 
-// Issue 27 item 5: every HTTP/1.1 request gets one line, with the host,
+// R74 (access log): every HTTP/1.1 request gets one line, with the host,
 // method, path, status, body bytes, app, service, instance (container),
 // client, the request id the backend saw and the protocol, whichever
 // path served it: the event loop, a connection goroutine (no loops),
@@ -169,7 +169,7 @@ func do(t *testing.T, e *edge, method, host, path, body string) (*http.Response,
 	return resp, string(b)
 }
 
-// Issue 27 item 5: a client's own X-Request-Id is the one logged, and
+// R74 (access log): a client's own X-Request-Id is the one logged, and
 // behind a trusted proxy the client is the rightmost X-Forwarded-For
 // entry that is not a trusted proxy; from an untrusted peer a claimed
 // X-Forwarded-For is ignored.
@@ -196,7 +196,7 @@ func TestAccessLogClientAfterTrustedProxiesAndClientRequestID(t *testing.T) {
 	}
 }
 
-// Issue 27 item 5: HTTP/2 requests are logged with protocol "HTTP/2", on
+// R74 (access log): HTTP/2 requests are logged with protocol "HTTP/2", on
 // the fast path (GET) and through net/http (POST), with the request id
 // the backend got.
 func TestAccessLogHTTP2BothPaths(t *testing.T) {
@@ -240,7 +240,7 @@ func TestAccessLogHTTP2BothPaths(t *testing.T) {
 	assert.Equal(t, "/slow", byMethod["POST"].Path)
 }
 
-// Issue 27 item 5: lines still buffered when the edge stops are written
+// R74 (access log): lines still buffered when the edge stops are written
 // (the flush at shutdown), and keep-alive pipelined requests on one
 // connection each get their line.
 func TestAccessLogFlushedAtShutdownAndOneLinePerPipelinedRequest(t *testing.T) {
@@ -268,7 +268,7 @@ func TestAccessLogFlushedAtShutdownAndOneLinePerPipelinedRequest(t *testing.T) {
 	assert.Equal(t, n, strings.Count(text, `"path":"/p"`), text)
 }
 
-// Issue 27 item 5: a request the edge answers itself gets its line too:
+// R74 (access log): a request the edge answers itself gets its line too:
 // a stopped service's 503 names the app and service (no instance).
 func TestAccessLogLineForAnswersOfTheEdgeItself(t *testing.T) {
 	buf := &syncBuffer{}
@@ -287,7 +287,7 @@ func TestAccessLogLineForAnswersOfTheEdgeItself(t *testing.T) {
 	assert.Positive(t, l.BytesOut, "the 503 page's body")
 }
 
-// Issue 27 item 5: with the access log on, an upgrade still tunnels
+// R74 (access log): with the access log on, an upgrade still tunnels
 // (the log's writer lets the proxy hijack the connection), and its line
 // (101) is written when the tunnel ends.
 func TestAccessLogUpgradeTunnelsAndIsLogged(t *testing.T) {

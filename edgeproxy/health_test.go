@@ -18,7 +18,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 )
 
-// Passive health at the edge (SPEC R21, issue 24 item 4).
+// Passive health at the edge (SPEC R21).
 
 // ejectFor runs an edge whose ejections last d (first) up to 4×d.
 func ejectFor(d time.Duration) func(*edgeproxy.Config) {

@@ -277,7 +277,7 @@ func readStatusFile(state string) routetable.Status {
 	return st
 }
 
-// Issue 25: the routes token comes from --routes-token-file (trimmed),
+// Route push: the routes token comes from --routes-token-file (trimmed),
 // which wins over GORDON_EDGE_ROUTES_TOKEN; an empty or missing file is
 // an error, and neither set means no token.
 func TestGordonEdgeRoutesTokenFileWinsOverEnv(t *testing.T) {
@@ -303,7 +303,7 @@ func TestGordonEdgeRoutesTokenFileWinsOverEnv(t *testing.T) {
 	assert.Empty(t, tok)
 }
 
-// Issue 25: --peers without a routes token, a non-loopback --admin-addr
+// Route push: --peers without a routes token, a non-loopback --admin-addr
 // without one and --cert-storage without one are refused, naming
 // --routes-token-file.
 func TestGordonEdgePeersAndNonLoopbackAdminNeedTheToken(t *testing.T) {
@@ -336,7 +336,7 @@ func TestGordonEdgeCertStorageMustBeAnHTTPURL(t *testing.T) {
 	assert.Contains(t, err.Error(), "--cert-storage")
 }
 
-// Issue 25: the binary with --routes-token-file binds a non-loopback
+// Route push: the binary with --routes-token-file binds a non-loopback
 // admin address and applies a table PUT to /routes with the file's token
 // before it answers.
 func TestGordonEdgeRoutesPushedWithTheTokenFile(t *testing.T) {

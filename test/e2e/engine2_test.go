@@ -179,7 +179,7 @@ func (e *engine2) managed(t testing.TB, app string) []string {
 	return strings.Fields(out)
 }
 
-// R18 + R41 + R57 across a real engine restart (issue 24): two apps on a
+// R18 + R41 + R57 across a real engine restart: two apps on a
 // second engine of their own (in its own network namespace), brought up by `system start` (the edge and
 // the watcher as containers, as on a server). The daemon is stopped as a
 // reboot would stop it (SIGTERM: every container stops) and started again;

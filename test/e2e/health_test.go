@@ -14,7 +14,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
-// SPEC R21 passive health against the real engine (issue 24 acceptance):
+// SPEC R21 passive health against the real engine:
 // `docker kill` of one of 3 replicas under load fails 0 requests (the
 // edge ejects the dead instance and retries its requests on another), and
 // `edge status --format json` shows the ejection.
