@@ -3,6 +3,7 @@
 // ADDR] [--https-addr ADDR [--acme-email E] [--acme-ca URL]
 // [--acme-ca-root FILE] [--acme=false]] [--trusted-proxies CIDRS]
 // [--read-header-timeout D] [--reuse-port] [--pprof] [--no-handover]
+// [--relay-max-conns N] [--relay-fd-reserve N]
 // [--access-log off|stdout|FILE [--access-log-max-size N] [--access-log-keep N]]
 // [--routes-token-file FILE [--peers NAME [--peer-interval D]]
 // [--cert-storage URL]]`
@@ -76,6 +77,8 @@ func newRootCommand() *cobra.Command {
 }
 
 type runOptions struct {
+	relayMaxConns   int
+	relayFDReserve  int
 	stateDir        string
 	httpAddr        string
 	adminAddr       string
@@ -138,6 +141,8 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&opts.peers, "peers", "", "DNS name of every edge's admin address (e.g. tasks.gordon-edge; needs the routes token): adopt a newer route table from any of them (GET /routes?after=N on this edge's admin port)")
 	f.DurationVar(&opts.peerInterval, "peer-interval", time.Second, "how often --peers are asked for a newer route table")
 	f.DurationVar(&opts.dialTimeout, "dial-timeout", 5*time.Second, "how long dialing a backend may take before the request is retried on another instance and the backend ejected (a route's own dial timeout wins); on a swarm the edge uses 1s: a task on a lost node answers nothing")
+	f.IntVar(&opts.relayMaxConns, "relay-max-conns", 0, "bound on every relayed TCP connection and UDP session together (0: 4000); a route's own bound is its interface's max_conns")
+	f.IntVar(&opts.relayFDReserve, "relay-fd-reserve", 0, "open-file descriptors the TCP/UDP relays leave to HTTP and the edge (0: a quarter of the limit, at least 256)")
 	f.StringVar(&opts.certStorage, "cert-storage", "", "URL of the certificate storage every edge of a swarm shares (e.g. http://gordon-reconcile:9190, served by docker gordon reconcile --cert-storage-addr; needs the routes token): one edge orders each certificate, any edge answers its HTTP-01 challenge, static certificates are mirrored from it")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
@@ -205,6 +210,8 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		Peers:             opts.peers,
 		PeerInterval:      opts.peerInterval,
 		DialTimeout:       opts.dialTimeout,
+		RelayMaxConns:     opts.relayMaxConns,
+		RelayFDReserve:    opts.relayFDReserve,
 		CertStorage:       opts.certStorage,
 	})
 	go func() {
