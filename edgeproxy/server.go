@@ -287,6 +287,7 @@ func New(cfg Config) *Server {
 	s.Metrics = dataplane.NewMetrics()
 	if cfg.AccessLog != nil {
 		s.Metrics.Access = dataplane.NewAccessLog(cfg.AccessLog, cfg.TrustedProxies)
+		watchAccessLog(s.Metrics.Reg, s.Metrics.Access.Log, cfg.Logger, cfg.AccessLogName)
 	}
 	s.auth = policy.NewVerifier()
 	s.Reg = dataplane.NewRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
