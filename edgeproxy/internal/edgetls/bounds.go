@@ -40,6 +40,10 @@ const (
 	// lookups (burst twice as many): on a swarm each is a request to the
 	// reconcile container.
 	challengeReadsPerSecond = 20
+	// unroutedReadsPerSecond bounds the reads for hosts this edge does not
+	// serve over HTTPS (burst twice as many): on a swarm another edge may
+	// have placed the order before this one's route table arrived.
+	unroutedReadsPerSecond = 2
 )
 
 // onDemandBounds are the on-demand order bounds beyond the per-name
@@ -114,7 +118,7 @@ func (b *onDemandBounds) asks(ctx context.Context, name string) error {
 
 // challengeLookups bounds the storage reads of HTTP-01 challenge lookups.
 type challengeLookups struct {
-	limiter *rate.Limiter
+	limiter, unrouted *rate.Limiter
 	// misses are hosts whose last lookup found nothing, until when (c.mu);
 	// missTTL is challengeMissTTL (tests change it).
 	misses  map[string]time.Time
@@ -122,17 +126,20 @@ type challengeLookups struct {
 }
 
 func newChallengeLookups() *challengeLookups {
-	return &challengeLookups{limiter: rate.NewLimiter(challengeReadsPerSecond, 2*challengeReadsPerSecond), misses: map[string]time.Time{}, missTTL: challengeMissTTL}
+	return &challengeLookups{limiter: rate.NewLimiter(challengeReadsPerSecond, 2*challengeReadsPerSecond),
+		unrouted: rate.NewLimiter(unroutedReadsPerSecond, 2*unroutedReadsPerSecond), misses: map[string]time.Time{}, missTTL: challengeMissTTL}
 }
 
 // HandleHTTPChallenge answers an ACME HTTP-01 challenge request (a path
 // under /.well-known/acme-challenge/) and reports whether it did: false
 // without ACME or without a pending challenge for its token. A challenge
 // this edge's own order made is answered from memory. Otherwise the
-// storage (on a swarm, shared by every edge) is read only for a host the
-// route table serves over HTTPS (exactly or under a wildcard), not again
-// within challengeMissTTL of finding nothing for it, and at most
-// challengeReadsPerSecond times a second overall: any other request gets
+// storage (on a swarm, shared by every edge) is read for a host the route
+// table serves over HTTPS (exactly or under a wildcard), and for any other
+// host at most unroutedReadsPerSecond times a second (another edge may
+// have ordered it before this edge's table arrived); never again within
+// challengeMissTTL of finding nothing for the host, and at most
+// challengeReadsPerSecond times a second overall. Any other request gets
 // false (404) without a read.
 func (c *Certs) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
 	if c.issuer == nil || !certmagic.LooksLikeHTTPChallenge(r) {
@@ -142,9 +149,6 @@ func (c *Certs) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool
 	if _, mine := certmagic.GetACMEChallenge(name); mine {
 		return c.issuer.HandleHTTPChallenge(w, r)
 	}
-	if rt, ok := c.route(name); !ok || !rt.HTTPS {
-		return false
-	}
 	now := time.Now()
 	c.mu.Lock()
 	if until, ok := c.challenges.misses[name]; ok && now.Before(until) {
@@ -152,6 +156,9 @@ func (c *Certs) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool
 		return false
 	}
 	c.mu.Unlock()
+	if rt, ok := c.route(name); (!ok || !rt.HTTPS) && !c.challenges.unrouted.Allow() {
+		return false
+	}
 	if !c.challenges.limiter.Allow() {
 		return false
 	}

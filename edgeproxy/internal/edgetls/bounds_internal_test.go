@@ -106,35 +106,39 @@ func TestOnDemandAskURLDecides(t *testing.T) {
 	assert.ErrorContains(t, err, "--on-demand-ask")
 }
 
-// An HTTP-01 challenge request reads the certificate storage only for a
-// host the route table serves over HTTPS, and a host found without a
-// challenge is not read again within the miss TTL: 500 requests with
-// random Hosts read nothing; 200 with random tokens for one routed host
-// read once; random names under a routed wildcard read at most the
-// lookups' rate.
+// An HTTP-01 challenge request reads the certificate storage for a host
+// the route table serves over HTTPS, for other hosts only at a trickle,
+// and a host found without a challenge is not read again within the miss
+// TTL: 500 requests with random Hosts read at most the unrouted rate; 200
+// with random tokens for one routed host read once; random names under a
+// routed wildcard read at most the lookups' rate.
 func TestACMEChallengeReadsStorageOnlyForHTTPSHostsWithMissesRemembered(t *testing.T) {
 	tab := &table{exact: map[string]bool{"a.test": true, "plain.test": false}, wildcard: map[string]bool{".wild.test": true}}
 	c, st := acmeCerts(t, tab, nil)
 	c.challenges.missTTL = time.Hour
+	countedBefore := st.loads.Load()
 	get := func(host string, i int) bool {
 		r := httptest.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/.well-known/acme-challenge/tok%d", host, i), nil)
 		return c.HandleHTTPChallenge(httptest.NewRecorder(), r)
 	}
 	base := st.loads.Load()
+	start := time.Now()
 	for i := range 500 {
 		assert.False(t, get(fmt.Sprintf("h%d.example", i), i))
 	}
 	assert.False(t, get("plain.test", 0))
-	assert.Equal(t, base, st.loads.Load(), "hosts not served over HTTPS: no read")
+	unrouted := int64(2*unroutedReadsPerSecond) + int64(time.Since(start).Seconds()*unroutedReadsPerSecond) + 1
+	assert.LessOrEqual(t, st.loads.Load()-base, unrouted, "hosts not served over HTTPS: a trickle")
+	base = st.loads.Load()
 	for i := range 200 {
 		assert.False(t, get("a.test", i))
 	}
 	assert.Equal(t, base+1, st.loads.Load(), "one routed host: one read, the miss remembered")
-	start := time.Now()
+	start = time.Now()
 	for i := range 500 {
 		get(fmt.Sprintf("n%d.wild.test", i), i)
 	}
 	bound := int64(2*challengeReadsPerSecond) + int64(time.Since(start).Seconds()*challengeReadsPerSecond) + 1
 	assert.LessOrEqual(t, st.loads.Load()-base-1, bound, "names under a wildcard: at most the lookups' rate")
-	assert.Equal(t, float64(st.loads.Load()-base), testutil.ToFloat64(c.challengeReads))
+	assert.Equal(t, float64(st.loads.Load()-countedBefore), testutil.ToFloat64(c.challengeReads))
 }
