@@ -110,7 +110,8 @@ func routeService(g *routetable.Graph, app, name string, s *core.ActiveService) 
 			if t.Publish == "" || len(bs) == 0 {
 				continue
 			}
-			r := routetable.L4Route{Listen: t.Publish, App: app, Service: name, Backend: bs[0].Addr, Container: bs[0].Container}
+			r := routetable.L4Route{Listen: t.Publish, App: app, Service: name, Backend: bs[0].Addr, Container: bs[0].Container,
+				IdleTimeoutMS: t.IdleTimeout.D().Milliseconds(), MaxConns: t.MaxConns}
 			if len(bs) > 1 {
 				r.Backends = bs
 			}
