@@ -1,4 +1,4 @@
-package deploy_test
+package engine_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/engine/deploy"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 func planWeb() core.ServiceSpec {
@@ -58,7 +58,7 @@ func serving(rev core.Revision, resolved map[string]core.ImageRef) (core.Active,
 
 func TestBuildPlan_FirstDeploymentIsSequential(t *testing.T) {
 	rev := planRev(planWeb(), planDB())
-	p := deploy.BuildPlan(rev, core.Active{App: "blog"}, nil, nil, nil, map[string]core.ImageRef{"web": imgWeb, "db": imgDB})
+	p := engine.BuildPlan(rev, core.Active{App: "blog"}, nil, nil, nil, map[string]core.ImageRef{"web": imgWeb, "db": imgDB})
 	assert.Equal(t, "app blog, revision rev-2 (full deploy):\n"+
 		"  db: sequential (first deployment)\n"+
 		"  web: sequential (first deployment)\n", p.String())
@@ -68,7 +68,7 @@ func TestBuildPlan_R15_NothingChangedIsUnchanged(t *testing.T) {
 	rev := planRev(planWeb(), planDB())
 	res := map[string]core.ImageRef{"web": imgWeb, "db": imgDB}
 	active, obs := serving(rev, res)
-	p := deploy.BuildPlan(rev, active, obs, nil, nil, res)
+	p := engine.BuildPlan(rev, active, obs, nil, nil, res)
 	assert.Equal(t, "app blog, revision rev-2 (full deploy):\n"+
 		"  db: unchanged (already running pg@sha256:ddd (sha256:ddd))\n"+
 		"  web: unchanged (already running img@sha256:aaa (sha256:aaa))\n", p.String())
@@ -79,7 +79,7 @@ func TestBuildPlan_R16_DigestChangeChoosesFlowByEligibility(t *testing.T) {
 	res := map[string]core.ImageRef{"web": imgWeb, "db": imgDB}
 	active, obs := serving(rev, res)
 	next := map[string]core.ImageRef{"web": {Ref: "img@sha256:bbb", Digest: "sha256:bbb"}, "db": {Ref: "pg@sha256:eee", Digest: "sha256:eee"}}
-	p := deploy.BuildPlan(rev, active, obs, nil, nil, next)
+	p := engine.BuildPlan(rev, active, obs, nil, nil, next)
 	assert.Equal(t, "app blog, revision rev-2 (full deploy):\n"+
 		"  db: sequential (single-writer: volume data), changed: image digest\n"+
 		"  web: overlap (stateless: no volume, bind, device or UDP), changed: image digest\n", p.String())
@@ -91,7 +91,7 @@ func TestBuildPlan_R16_PredecessorWithVolumeNeverOverlaps(t *testing.T) {
 	old.Volumes = []core.VolumeMount{{Name: "cache", Path: "/cache"}}
 	res := map[string]core.ImageRef{"web": imgWeb}
 	active, obs := serving(planRev(old), res)
-	p := deploy.BuildPlan(planRev(planWeb()), active, obs, nil, nil, res)
+	p := engine.BuildPlan(planRev(planWeb()), active, obs, nil, nil, res)
 	assert.Equal(t, "  web: sequential (predecessor single-writer: volume cache), changed: service spec: volumes\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
 }
 
@@ -101,7 +101,7 @@ func TestBuildPlan_R16_UDPAndDeviceAreSequential(t *testing.T) {
 	dev := core.ServiceSpec{Name: "gpu", Image: "img", Devices: []string{"/dev/dri"}}
 	res := map[string]core.ImageRef{"web": imgWeb, "gpu": imgWeb}
 	active, obs := serving(planRev(planWeb(), core.ServiceSpec{Name: "gpu", Image: "img"}), res)
-	p := deploy.BuildPlan(planRev(udp, dev), active, obs, nil, nil, res)
+	p := engine.BuildPlan(planRev(udp, dev), active, obs, nil, nil, res)
 	require.Len(t, p.Services, 2)
 	assert.Equal(t, "  gpu: sequential (exclusive device /dev/dri), changed: devices are always re-resolved\n"+
 		"  web: sequential (UDP port 28015), changed: service spec: udp\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
@@ -143,29 +143,29 @@ func TestR15_UnchangedBlockedByEachCondition(t *testing.T) {
 			pw := map[string]bool{}
 			var markers []core.Marker
 			c.mutate(&active, obs, pw, &markers)
-			p := deploy.BuildPlan(rev, active, obs, pw, markers, res)
+			p := engine.BuildPlan(rev, active, obs, pw, markers, res)
 			ps := p.Service("web")
 			require.NotNil(t, ps)
-			assert.Equal(t, deploy.ActionOverlap, ps.Action)
+			assert.Equal(t, engine.ActionOverlap, ps.Action)
 			assert.Equal(t, c.change, ps.Change)
 		})
 	}
 	// A retirement-pending marker never blocks (R26).
 	active, obs := serving(rev, res)
-	p := deploy.BuildPlan(rev, active, obs, nil, []core.Marker{{App: "blog", Service: "web", Container: "c-web", Reason: core.MarkerRetirementPending}}, res)
-	assert.Equal(t, deploy.ActionUnchanged, p.Service("web").Action)
+	p := engine.BuildPlan(rev, active, obs, nil, []core.Marker{{App: "blog", Service: "web", Container: "c-web", Reason: core.MarkerRetirementPending}}, res)
+	assert.Equal(t, engine.ActionUnchanged, p.Service("web").Action)
 }
 
 func TestR56_PlanDropsUndeclaredServicesOnlyOnFullDeploy(t *testing.T) {
 	res := map[string]core.ImageRef{"web": imgWeb, "db": imgDB}
 	active, obs := serving(planRev(planWeb(), planDB()), res)
 	rev := planRev(planWeb())
-	p := deploy.BuildPlan(rev, active, obs, nil, nil, res)
+	p := engine.BuildPlan(rev, active, obs, nil, nil, res)
 	assert.Equal(t, "app blog, revision rev-2 (full deploy):\n"+
 		"  web: unchanged (already running img@sha256:aaa (sha256:aaa))\n"+
 		"  db: remove (no longer declared)\n", p.String())
 
-	in := deploy.PlanInput{Revision: rev, Active: active, Observed: obs, Resolved: res, Services: []string{"web"}}
+	in := engine.PlanInput{Revision: rev, Active: active, Observed: obs, Resolved: res, Services: []string{"web"}}
 	tp := in.Build()
 	assert.Empty(t, tp.Drops)
 	assert.True(t, tp.Targeted)
@@ -180,10 +180,10 @@ func TestBuildPlan_R16_DeclaredSequentialNeverOverlaps(t *testing.T) {
 	next := map[string]core.ImageRef{"web": {Ref: "img@sha256:bbb", Digest: "sha256:bbb"}}
 	seq := planWeb()
 	seq.Replace = core.ReplaceSequential
-	p := deploy.BuildPlan(planRev(seq), active, obs, nil, nil, next)
+	p := engine.BuildPlan(planRev(seq), active, obs, nil, nil, next)
 	assert.Equal(t, "  web: sequential (declared replace = \"sequential\"), changed: image digest\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
 	ov := planWeb()
 	ov.Replace = core.ReplaceOverlap
-	p = deploy.BuildPlan(planRev(ov), active, obs, nil, nil, next)
-	assert.Equal(t, deploy.ActionOverlap, p.Service("web").Action)
+	p = engine.BuildPlan(planRev(ov), active, obs, nil, nil, next)
+	assert.Equal(t, engine.ActionOverlap, p.Service("web").Action)
 }
