@@ -280,7 +280,7 @@ func TestR33_CallerDeadlineBeforeBudgetIsCallersError(t *testing.T) {
 	assert.Equal(t, context.DeadlineExceeded, err)
 }
 
-// R33 with issue 24's ramp: the pauses start at 50 ms and double up to
+// R33 with the attempt ramp: the pauses start at 50 ms and double up to
 // the 500 ms interval (50 + 100 ms before the third attempt here).
 func TestR33_TCPRetriesEvery500msUntilReady(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(_ context.Context, n int, _ core.ProbeRequest) (core.ProbeResult, error) {
@@ -322,7 +322,7 @@ func TestR29_NoneIsReadyAtOnce(t *testing.T) {
 	assert.Empty(t, ps.lookups)
 }
 
-// R31 with issue 24's ramp: attempts at 0, 0.05, 0.15, 0.35 and 0.75 s
+// R31 with the attempt ramp: attempts at 0, 0.05, 0.15, 0.35 and 0.75 s
 // (pauses 50, 100, 200, 400 ms), then every second; a 1.5 s budget ends
 // before the sixth (due at 1.55 s).
 func TestR31_HTTPAttemptBoundedAndRetriedEverySecond(t *testing.T) {
