@@ -245,17 +245,17 @@ func TestS42_CallerCancelReturned(t *testing.T) {
 	}}
 	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, TCPInterval: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var progressed []engine.WaitResult
 	var mu sync.Mutex
-	go func() {
-		time.Sleep(150 * time.Millisecond)
-		cancel()
-	}()
 	start := time.Now()
 	res, err := w.Wait(ctx, tcpTarget, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(10 * time.Second)}, func(r engine.WaitResult) {
 		mu.Lock()
 		progressed = append(progressed, r)
 		mu.Unlock()
+		if r.Attempts >= 2 {
+			cancel() // the caller gives up while the wait goes on
+		}
 	})
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 2*time.Second)
@@ -465,6 +465,8 @@ func TestR33_CheckErrorAtTheAttemptDeadlineIsTheTimeout(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(ctx context.Context, _ int, _ core.ProbeRequest) (core.ProbeResult, error) {
 		dl, ok := ctx.Deadline()
 		require.True(t, ok)
+		// The call ends a moment before its deadline: that moment is the
+		// input under test, so the fake waits it out.
 		time.Sleep(time.Until(dl) - 20*time.Millisecond)
 		return core.ProbeResult{}, errors.New("rpc error: code = Canceled desc = stream terminated by RST_STREAM with error code: CANCEL")
 	}}
