@@ -10,8 +10,8 @@ import (
 
 // Submission is a manifest that Deploy checks and stores as the app's new
 // revision under the same app lock it deploys under (DeployRequest.Submit;
-// `deploy -f`). Before, the checks, the store and the deploy each took the
-// lock and asked again (issue 24 item 6).
+// `deploy -f`), so the checks, the store and the deploy share one hold of
+// the lock and its memo of checks.
 type Submission struct {
 	// Spec is the manifest (its Name is the app); SourceSHA256 the
 	// source's hash (SubmitRevision).
