@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
@@ -39,7 +40,7 @@ func ensureEdgeWatcher(cmd *cobra.Command, env *cliEnv) error {
 		fmt.Fprintf(env.dockerCli.Out(), "%s: left as is (system start's, state %s)\n", docker.ReconcileName, st.State)
 		return nil
 	}
-	u, err := reconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, reconcileUnitOpts{})
+	u, err := system.ReconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, system.ReconcileOptions{})
 	if errors.Is(err, core.ErrInvalid) {
 		fmt.Fprintf(env.dockerCli.Err(), "warning: no watcher: %v; routes follow the verbs until the next `docker gordon reconcile`\n", err)
 		return nil
@@ -51,7 +52,7 @@ func ensureEdgeWatcher(cmd *cobra.Command, env *cliEnv) error {
 	if err != nil {
 		return fmt.Errorf("the edge runs, but its watcher does not: %w (retry `docker gordon edge start`, or --watch=false for the edge alone)", err)
 	}
-	printStart(env.dockerCli.Out(), u.Name, r)
+	system.PrintStart(env.dockerCli.Out(), u.Name, r)
 	return nil
 }
 
@@ -62,5 +63,5 @@ func stopEdgeWatcher(ctx context.Context, env *cliEnv) error {
 	if err != nil || !isEdgeWatcher(st) || st.StateDir != env.opts.stateDir {
 		return err
 	}
-	return runStopSystem(ctx, env, docker.ReconcileName, 30*time.Second)
+	return system.StopContainer(ctx, env.sysEnv(), docker.ReconcileName, 30*time.Second)
 }
