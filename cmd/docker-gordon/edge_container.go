@@ -229,9 +229,9 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 			flags.remember(env.opts.stateDir)
 			system.PrintStart(env.dockerCli.Out(), u.Name, r)
 			if watch {
-				err = ensureEdgeWatcher(cmd, env)
+				err = system.EnsureEdgeWatcher(cmd.Context(), env.sysEnv())
 			} else {
-				err = stopEdgeWatcher(cmd.Context(), env)
+				err = system.StopEdgeWatcher(cmd.Context(), env.sysEnv())
 			}
 			if err != nil {
 				return err
@@ -248,7 +248,7 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 		Short: "Stop and remove the gordon-edge system container (and edge start's watcher)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := stopEdgeWatcher(cmd.Context(), env); err != nil {
+			if err := system.StopEdgeWatcher(cmd.Context(), env.sysEnv()); err != nil {
 				return err
 			}
 			return system.StopContainer(cmd.Context(), env.sysEnv(), docker.EdgeName, 35*time.Second)

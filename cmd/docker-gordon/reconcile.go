@@ -14,6 +14,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/system/reconcile"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
@@ -66,7 +67,7 @@ an instance's address is re-resolved within about a second. A busy app
 			var wake chan string
 			if o.watch {
 				wake = make(chan string, 64)
-				go watchEngineEvents(ctx, env.dockerCli.Client(), wake, env.logger.Named("events"))
+				go reconcile.WatchEngineEvents(ctx, env.dockerCli.Client(), wake, env.logger.Named("events"))
 			}
 			apps := args
 			for {
@@ -114,7 +115,7 @@ an instance's address is re-resolved within about a second. A busy app
 							apps = []string{}
 						}
 					case app := <-wake:
-						apps = wokenApps(args, drainWake(app, wake))
+						apps = reconcile.WokenApps(args, reconcile.DrainWake(app, wake))
 					}
 				}
 			}
@@ -176,29 +177,6 @@ func renderReconcile(env *cliEnv, r engine.ReconcileReport) {
 	for _, rec := range r.Recovered {
 		fmt.Fprintf(w, "  recovered %s\n", rec)
 	}
-}
-
-// wokenApps is the pass an engine event asks for, as Reconcile's apps
-// argument: the woken apps among the watched ones (an empty non-nil
-// slice: every app, when woken is nil and every app is watched); nil when
-// no watched app was woken (no pass).
-func wokenApps(watched, woken []string) []string {
-	if woken == nil {
-		if len(watched) == 0 {
-			return []string{}
-		}
-		return watched
-	}
-	if len(watched) == 0 {
-		return woken
-	}
-	var out []string
-	for _, a := range woken {
-		if slices.Contains(watched, a) {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // unknownAppsError is the error of a one-shot pass asked for apps this

@@ -10,13 +10,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gordon-deploy/docker-gordon/core"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/system"
-	"github.com/gordon-deploy/docker-gordon/system/docker"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
@@ -101,41 +101,14 @@ func renderSwarmLine(ctx context.Context, env *cliEnv) {
 	fmt.Fprintf(env.dockerCli.Out(), "runtime: swarm, %d nodes (%d ready): %s\n\n", len(nodes), ready, strings.Join(parts, ", "))
 }
 
-// swarmStatusView is system status --format json on a swarm.
-type swarmStatusView struct {
-	Runtime               string           `json:"runtime"`
-	Nodes                 []swarm.Node     `json:"nodes"`
-	Edge                  []swarm.EdgeTask `json:"edge_tasks"`
-	Reconcile             docker.Status    `json:"reconcile"`
-	EdgeAppliedGeneration *uint64          `json:"edge_applied_generation,omitempty"`
-	EdgeError             string           `json:"edge_error,omitempty"`
-	Config                swarm.Config     `json:"config"`
-}
-
 // swarmSystemStatus is system status on a swarm: the nodes, the edge's
 // task on each, gordon-reconcile, and the generation every edge applied.
 func swarmSystemStatus(ctx context.Context, env *cliEnv, format string) error {
-	api := env.dockerCli.Client()
-	cfg, _, err := swarm.Load(env.opts.stateDir)
+	view, err := system.SwarmStatus(ctx, env.sysEnv(), func(ctx context.Context) (core.TrafficStatus, error) { return edgeTrafficStatus(ctx, env) })
 	if err != nil {
 		return err
 	}
-	view := swarmStatusView{Runtime: "swarm", Config: cfg}
-	if view.Nodes, err = swarm.Nodes(ctx, api); err != nil {
-		return err
-	}
-	if view.Edge, err = swarm.EdgeTasks(ctx, api, cfg.Service, cfg.Network); err != nil {
-		return err
-	}
-	if view.Reconcile, err = docker.Inspect(ctx, api, docker.ReconcileName); err != nil {
-		return err
-	}
-	if es, err := edgeTrafficStatus(ctx, env); err == nil {
-		g := es.AppliedGeneration
-		view.EdgeAppliedGeneration, view.EdgeError = &g, es.Error
-	} else {
-		view.EdgeError = err.Error()
-	}
+	cfg := view.Config
 	if isJSON(format) {
 		return writeJSON(env.dockerCli.Out(), view)
 	}

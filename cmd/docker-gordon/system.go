@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -163,21 +164,9 @@ func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 			if env.platform().OnSwarm() {
 				return swarmSystemStatus(cmd.Context(), env, format)
 			}
-			api := env.dockerCli.Client()
-			var view systemStatusView
-			for _, name := range []string{docker.EdgeName, docker.ReconcileName} {
-				st, err := docker.Inspect(cmd.Context(), api, name)
-				if err != nil {
-					return err
-				}
-				view.Containers = append(view.Containers, st)
-			}
-			if es, err := edgeTrafficStatus(cmd.Context(), env); err == nil {
-				g := es.AppliedGeneration
-				view.EdgeAppliedGeneration = &g
-				view.EdgeError = es.Error
-			} else {
-				view.EdgeError = err.Error()
+			view, err := system.Status(cmd.Context(), env.sysEnv(), func(ctx context.Context) (core.TrafficStatus, error) { return edgeTrafficStatus(ctx, env) })
+			if err != nil {
+				return err
 			}
 			if isJSON(format) {
 				return writeJSON(env.dockerCli.Out(), view)
@@ -198,11 +187,4 @@ func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 	addFormatFlag(status, &format)
 
 	return status
-}
-
-// systemStatusView is `system status --format json`.
-type systemStatusView struct {
-	Containers            []docker.Status `json:"containers"`
-	EdgeAppliedGeneration *uint64         `json:"edge_applied_generation,omitempty"`
-	EdgeError             string          `json:"edge_error,omitempty"`
 }

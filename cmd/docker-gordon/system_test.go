@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"net"
 	"net/http"
 	"os"
@@ -350,7 +351,7 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 
 	r = dockerGordon(t, bins, state, "system", "status", "--format", "json")
 	require.Equal(t, 0, r.code, "%+v", r)
-	var view systemStatusView
+	var view system.StatusView
 	require.NoError(t, json.Unmarshal([]byte(r.out), &view), r.out)
 	require.Len(t, view.Containers, 2)
 	names := []string{view.Containers[0].Name, view.Containers[1].Name}
