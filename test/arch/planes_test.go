@@ -31,7 +31,7 @@ var temporaryPackageAllowance = map[string]int{
 	// The CLI still holds the one-engine system start, the edge and
 	// reconcile verbs' bodies and the remote runner (system/remote is the
 	// next step).
-	"cmd/docker-gordon": 7500,
+	"cmd/docker-gordon": 7200,
 }
 
 // srcPackage is one directory's non-test Go: its lines (generated files
