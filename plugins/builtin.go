@@ -5,7 +5,7 @@
 // plugins/runtime/swarm, plugins/probe/{http,tcp,log} and
 // plugins/traffic/edge; the SDK in plugins/sdk never imports them.
 //
-// runtime/swarm (issue 25) is served like any built-in, with the options
+// runtime/swarm is served like any built-in, with the options
 // swarm.OptionsFromEnv reads (GORDON_SWARM_EDGE_NETWORK, GORDON_STATE_DIR);
 // the CLI decides when a state directory uses it (docs/swarm.md).
 package plugins

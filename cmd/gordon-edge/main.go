@@ -16,7 +16,7 @@
 // which then drains and exits (SPEC R60); `gordon-edge version` prints the
 // version.
 //
-// On a swarm (issue 25; docs/edge.md "Route table pushed over the admin
+// On a swarm (docs/edge.md "Route table pushed over the admin
 // endpoint") the edge cannot read the publisher's state directory: with a
 // routes token (--routes-token-file FILE, the token is the file's content
 // with surrounding white space trimmed; else the environment's

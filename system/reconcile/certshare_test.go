@@ -69,7 +69,9 @@ func TestReconcileCertStorageServesTheStateCertsWithTheSwarmToken(t *testing.T) 
 	require.NoError(t, err)
 	waited := make(chan error, 1)
 	go func() { waited <- c.Lock(ctx, "issue_cert_app.test") }()
-	time.Sleep(50 * time.Millisecond) // let the wait reach the server
+	// Let the wait reach the server: the server reports no event for a
+	// lock wait begun, so this is a settle.
+	time.Sleep(50 * time.Millisecond)
 	begin := time.Now()
 	stop()
 	stopped = true

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 )
 
-// Log is the access log (issue 27 item 5): one JSON object per line for
+// Log is the access log (R74): one JSON object per line for
 // every HTTP request, proxied or answered by the edge itself (unknown
 // host, stopped or held service, redirect). A line is encoded by appending
 // into a pooled buffer (no reflection, no per-field allocation), copied
