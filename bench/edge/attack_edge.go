@@ -52,7 +52,7 @@ var edgeAttacks = []struct {
 
 // edgeProc is a gordon-edge started for one attack.
 type edgeProc struct {
-	state, http, https, admin string
+	state, http, admin string
 	pid                       int
 }
 
