@@ -53,7 +53,7 @@ var edgeAttacks = []struct {
 // edgeProc is a gordon-edge started for one attack.
 type edgeProc struct {
 	state, http, admin string
-	pid                       int
+	pid                int
 }
 
 // startEdgeFor writes routes (a routetable JSON) and starts gordon-edge on
