@@ -230,6 +230,10 @@ type LogOptions struct {
 	// Tail: only the last Tail lines (0 = all).
 	Tail   int
 	Follow bool
+	// Instance narrows an app's logs to one instance of its service
+	// (1-based, as status lists them; 0 = every instance). Only the
+	// engine reads it; a runtime ignores it.
+	Instance int
 }
 
 // LogLine is one line of container output, without the trailing newline.
@@ -237,6 +241,10 @@ type LogLine struct {
 	Time   time.Time `json:"time"`
 	Stream string    `json:"stream"` // stdout or stderr
 	Text   string    `json:"text"`
+	// Instance is the 1-based instance of the service the line came from,
+	// set by the engine when the service runs more than one instance
+	// (0 otherwise; a runtime leaves it 0).
+	Instance int `json:"instance,omitempty"`
 }
 
 // Labels under one reverse-DNS prefix (decision 12).

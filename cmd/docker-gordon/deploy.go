@@ -296,7 +296,7 @@ func renderDeployResult(env *cliEnv, res *engine.DeployResult) {
 	w := env.dockerCli.Out()
 	if len(res.Services) > 0 {
 		tw := newTable(w)
-		fmt.Fprintln(tw, "SERVICE\tRESULT\tFLOW\tCONTAINER\tBINDS")
+		fmt.Fprintln(tw, "SERVICE\tRESULT\tFLOW\tCONTAINER\tPORTS")
 		for _, s := range res.Services {
 			flow := s.Flow
 			if flow == engine.FlowSequential && s.Before == "" {

@@ -44,7 +44,9 @@ names it (never a candidate or a superseded container).
 
 With stdin a terminal, the command gets a TTY and stdin (as docker exec -it);
 otherwise its stdout and stderr stay apart and stdin is passed only with -i.
---instance picks an instance of the serving generation (numbered from 1).
+--instance picks one of the service's instances (numbered from 1, in the
+order status lists them); when the service runs several, the instance used
+is named on stderr.
 The exit status is the command's own.
 
 On a remote engine (docker --context prod gordon exec ...) a runner there
@@ -57,7 +59,7 @@ context's own connection, as docker exec does.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.instance, "instance", 1, "instance of the serving generation, from 1")
+	f.IntVar(&o.instance, "instance", 1, "which instance of the service, from 1 (as status lists them)")
 	f.BoolVarP(&o.interactive, "interactive", "i", false, "pass stdin even when it is not a terminal")
 	f.BoolVarP(&o.noTTY, "no-tty", "T", false, "no terminal, even when stdin is one")
 	f.StringVarP(&o.user, "user", "u", "", "user to run the command as (name or uid[:gid])")
@@ -93,12 +95,23 @@ func runExecVerb(cmd *cobra.Command, env *cliEnv, o execOptions, args []string) 
 	return execIn(ctx, env.dockerCli, id, argv, o, fmt.Sprintf("%s/%s", app, service))
 }
 
+// localServingContainer resolves the container of instance from the
+// journal here. When the service runs more than one instance it names the
+// one chosen on stderr ("exec blog/web: instance 1 of 3 (container …);
+// pick another with --instance N"), so the default is never a surprise.
 func localServingContainer(ctx context.Context, env *cliEnv, app, service string, instance int) (string, error) {
 	store, err := env.openStore()
 	if err != nil {
 		return "", err
 	}
-	return (&engine.Engine{Store: store}).ServingContainer(ctx, app, service, instance)
+	id, n, err := (&engine.Engine{Store: store}).ServingContainer(ctx, app, service, instance)
+	if err != nil {
+		return "", err
+	}
+	if n > 1 {
+		_, _ = fmt.Fprintf(env.dockerCli.Err(), "exec %s/%s: instance %d of %d (container %.12s); pick another with --instance N\n", app, service, instance, n, id)
+	}
+	return id, nil
 }
 
 // remoteServingContainer asks a runner on the remote engine which

@@ -65,7 +65,7 @@ func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 	}
 	if len(res.Services) > 0 {
 		tw := newTable(w)
-		fmt.Fprintln(tw, "SERVICE\tRESULT\tBEFORE\tAFTER\tBINDS\tERROR")
+		fmt.Fprintln(tw, "SERVICE\tRESULT\tBEFORE\tAFTER\tPORTS\tERROR")
 		for _, s := range res.Services {
 			result := s.Result
 			if verb == "remove" && result == engine.ResultDeployed {

@@ -15,29 +15,36 @@ import (
 )
 
 type logsOptions struct {
-	service string
-	follow  bool
-	tail    int
-	since   string
-	format  string
-	access  bool
+	service  string
+	follow   bool
+	tail     int
+	since    string
+	format   string
+	access   bool
+	instance int
 }
 
 func newLogsCommand(env *cliEnv) *cobra.Command {
 	var o logsOptions
 	cmd := &cobra.Command{
-		Use:   "logs APP [--service S] [-f] [--tail N] [--since T] [--access]",
+		Use:   "logs APP [--service S [--instance N]] [-f] [--tail N] [--since T] [--access]",
 		Short: "Show the logs of an app's serving containers",
-		Long: `Show the logs of the containers ACTIVE names (every service, or only
---service), each line prefixed with its service. --since takes an RFC 3339
+		Long: `Show the logs of the app's serving containers (every service, or only
+--service), each line prefixed with its service, or with service-N when the
+service runs several instances (web-1 |, web-2 |, as docker compose logs
+does); --instance N narrows it to one instance. --since takes an RFC 3339
 time or a duration ago (e.g. 10m). With --format json each line is one JSON
-object {service, time, stream, text}. With --access show the app's lines of
+object {service, instance, time, stream, text} (instance only when the
+service runs several). With --access show the app's lines of
 the edge's access log instead (one JSON line per HTTP request; --service
 and --tail apply, --tail counting the edge's lines before the app's are
 picked).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := core.LogOptions{Tail: o.tail, Follow: o.follow}
+			opts := core.LogOptions{Tail: o.tail, Follow: o.follow, Instance: o.instance}
+			if o.instance < 0 {
+				return fmt.Errorf("logs: --instance %d: instances are numbered from 1", o.instance)
+			}
 			if o.tail < 0 {
 				return fmt.Errorf("logs: --tail %d: want 0 (all) or more", o.tail)
 			}
@@ -74,11 +81,15 @@ picked).`,
 			err = eng.Logs(ctx, args[0], o.service, opts, func(service string, l core.LogLine) error {
 				if isJSON(o.format) {
 					return writeJSONLine(w, struct {
-						Service string    `json:"service"`
-						Time    time.Time `json:"time"`
-						Stream  string    `json:"stream"`
-						Text    string    `json:"text"`
-					}{service, l.Time, l.Stream, l.Text})
+						Service  string    `json:"service"`
+						Instance int       `json:"instance,omitempty"`
+						Time     time.Time `json:"time"`
+						Stream   string    `json:"stream"`
+						Text     string    `json:"text"`
+					}{service, l.Instance, l.Time, l.Stream, l.Text})
+				}
+				if l.Instance > 0 {
+					service = fmt.Sprintf("%s-%d", service, l.Instance)
 				}
 				if len(service) > width {
 					width = len(service)
@@ -95,6 +106,7 @@ picked).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.service, "service", "", "only this service")
+	f.IntVar(&o.instance, "instance", 0, "only this instance of --service, from 1 (as status lists them; 0 = all)")
 	f.BoolVarP(&o.follow, "follow", "f", false, "follow new lines until interrupted")
 	f.IntVar(&o.tail, "tail", 0, "only the last N lines of each container (0 = all)")
 	f.StringVar(&o.since, "since", "", "only lines since an RFC 3339 time or a duration ago (e.g. 10m)")

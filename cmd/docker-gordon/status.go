@@ -139,7 +139,7 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 		return
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "SERVICE\tCONTAINER\tIMAGE\tREVISION\tSTATE\tBINDS\tROUTES\tFLAGS")
+	fmt.Fprintln(tw, "SERVICE\tCONTAINER\tIMAGE\tREVISION\tSTATE\tPORTS\tROUTES\tFLAGS")
 	for _, s := range st.Services {
 		var flags []string
 		if s.SingleWriter {
@@ -147,6 +147,9 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 		}
 		flags = append(flags, s.Markers...)
 		state := stateCell(s.State, s.Health, s.Node)
+		if !st.Stopped && (s.Declared > 1 || s.Serving < s.Declared) {
+			state += fmt.Sprintf(", %d of %d", s.Serving, s.Declared)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\n", s.Service, shortID(s.Container), s.Image, shortID(s.Digest),
 			s.Revision, state, formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds), orDash(strings.Join(s.Routes, ", ")), orDash(strings.Join(flags, ",")))
 	}
@@ -164,13 +167,13 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 func printInstances(w io.Writer, services []engine.ServiceStatus) {
 	var tw *tabwriter.Writer
 	for _, s := range services {
-		for _, in := range s.Instances {
+		for i, in := range s.Instances {
 			if tw == nil {
 				tw = newTable(w)
-				fmt.Fprintln(tw, "SERVICE\tINSTANCE\tSTATE\tBINDS")
+				fmt.Fprintln(tw, "SERVICE\tINSTANCE\tCONTAINER\tSTATE\tPORTS")
 			}
 			state := stateCell(in.State, in.Health, in.Node)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Service, shortID(in.Container), state, formatBinds(in.IP, in.BackendBinds, in.UDPBackendBinds))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.Service, i+1, shortID(in.Container), state, formatBinds(in.IP, in.BackendBinds, in.UDPBackendBinds))
 		}
 	}
 	if tw != nil {

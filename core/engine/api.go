@@ -375,7 +375,7 @@ func (e *Engine) Scale(ctx context.Context, req lifecycle.ScaleRequest) (*deploy
 }
 
 // ServingContainer: see lifecycle.Engine.ServingContainer.
-func (e *Engine) ServingContainer(ctx context.Context, app string, service string, instance int) (string, error) {
+func (e *Engine) ServingContainer(ctx context.Context, app string, service string, instance int) (string, int, error) {
 	return e.flows().ServingContainer(ctx, app, service, instance)
 }
 

@@ -90,22 +90,22 @@ func TestRevisions_NeverDeployedAndFailed(t *testing.T) {
 // the serving ones) and an instance the generation does not have.
 func TestExec_ServingContainerResolvesExactID(t *testing.T) {
 	h := lcSeed(t, "c-old", 17000, 0)
-	id, err := h.Engine.ServingContainer(h.Ctx(), "blog", "web", 1)
+	id, _, err := h.Engine.ServingContainer(h.Ctx(), "blog", "web", 1)
 	require.NoError(t, err)
 	assert.Equal(t, "c-old", id)
 
-	_, err = h.Engine.ServingContainer(h.Ctx(), "blog", "db", 1)
+	_, _, err = h.Engine.ServingContainer(h.Ctx(), "blog", "db", 1)
 	assert.ErrorIs(t, err, core.ErrNotFound)
 	assert.Contains(t, err.Error(), "serving: web")
-	_, err = h.Engine.ServingContainer(h.Ctx(), "blog", "web", 2)
+	_, _, err = h.Engine.ServingContainer(h.Ctx(), "blog", "web", 2)
 	assert.ErrorIs(t, err, core.ErrNotFound)
-	_, err = h.Engine.ServingContainer(h.Ctx(), "blog", "web", 0)
+	_, _, err = h.Engine.ServingContainer(h.Ctx(), "blog", "web", 0)
 	assert.ErrorIs(t, err, core.ErrInvalid)
-	_, err = h.Engine.ServingContainer(h.Ctx(), "nope", "web", 1)
+	_, _, err = h.Engine.ServingContainer(h.Ctx(), "nope", "web", 1)
 	assert.ErrorIs(t, err, core.ErrNotFound)
 
 	require.NoError(t, h.Store.SaveIntent(h.Ctx(), "blog", core.Intent{Stopped: true}))
-	_, err = h.Engine.ServingContainer(h.Ctx(), "blog", "web", 1)
+	_, _, err = h.Engine.ServingContainer(h.Ctx(), "blog", "web", 1)
 	assert.ErrorIs(t, err, core.ErrConflict)
 	assert.Contains(t, err.Error(), "docker gordon start blog")
 }

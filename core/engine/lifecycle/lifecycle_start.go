@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/gordon-deploy/docker-gordon/core/engine/deploy"
 	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
 	"github.com/gordon-deploy/docker-gordon/core/engine/readiness"
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
@@ -43,8 +45,62 @@ func (e *Engine) Start(ctx context.Context, req oprun.LifecycleRequest) (*oprun.
 	if !ok {
 		return res, err
 	}
-	defer lk.Unlock()
-	return e.StartLocked(ctx, lk.Checks, req)
+	res, err = e.StartLocked(ctx, lk.Checks, req)
+	lk.Unlock()
+	if err != nil || res == nil || res.Replayed || res.Outcome != core.OutcomeSuccess {
+		return res, err
+	}
+	e.restoreInstances(ctx, req.App, res)
+	return res, nil
+}
+
+// restoreInstances brings a started app's replicated services back to
+// their declared count: stop retires the replicas, start brings back each
+// service's recorded container, so a service declaring n instances then
+// runs fewer. When every service serves the revision DESIRED names, that
+// revision is deployed again (journaled as a scale): the services short of
+// instances get the missing ones beside the serving one (created, probed,
+// then routed), the others are unchanged. With a pending DESIRED revision
+// nothing is deployed (start never activates one); a warning on res names
+// the services short of instances and how to restore them, as does a
+// failed deploy.
+func (e *Engine) restoreInstances(ctx context.Context, app string, res *oprun.OpResult) {
+	active, err := e.Store.LoadActive(ctx, app)
+	if err != nil {
+		return
+	}
+	var short []string
+	eff := map[string]bool{}
+	for _, name := range steps.ActiveServiceNames(active) {
+		as := active.Services[name]
+		if as == nil || as.Container == "" {
+			continue
+		}
+		eff[as.EffectiveRevision] = true
+		if have, want := len(as.Instances()), as.Spec.Instances(); have < want {
+			short = append(short, fmt.Sprintf("%s (%d of %d)", name, have, want))
+		}
+	}
+	if len(short) == 0 {
+		return
+	}
+	desired, derr := e.Store.LoadDesired(ctx, app)
+	warn := func(detail string) {
+		res.Warnings = append(res.Warnings, core.Warning{Detail: detail})
+	}
+	if derr != nil || len(eff) != 1 || !eff[desired] {
+		warn(fmt.Sprintf("fewer instances than declared: %s; restore them with: docker gordon scale %s SERVICE=N", strings.Join(short, ", "), app))
+		return
+	}
+	e.Emit(steps.ProgressEvent{App: app, Phase: steps.PhaseResolve, Detail: "restore instances: " + strings.Join(short, ", ")})
+	dr, err := e.Deploy(ctx, deploy.DeployRequest{App: app, Revision: desired, Verb: core.VerbScale})
+	if err != nil || dr == nil || dr.Outcome != core.OutcomeSuccess {
+		detail := "the deploy did not succeed"
+		if err != nil {
+			detail = err.Error()
+		}
+		warn(fmt.Sprintf("fewer instances than declared: %s; restoring them failed (%s); retry with: docker gordon scale %s SERVICE=N", strings.Join(short, ", "), detail, app))
+	}
 }
 
 // StartLocked is Start with the app lock held (Boot, R57); held is that

@@ -12,17 +12,29 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// Logs streams the logs of the ACTIVE containers of app (every service in
-// name order, or only service) to fn, which receives the service name with
-// each line. Without opts.Follow each service's lines are delivered in
-// turn; with Follow (several services) they are streamed concurrently and
-// fn is never called concurrently. It ends when the logs end, ctx is done,
-// or fn returns an error (returned as is).
+// logSource is one container whose lines Logs delivers: instance is
+// 1-based when its service runs several instances, else 0.
+type logSource struct {
+	service  string
+	instance int
+	id       string
+}
+
+// Logs streams the logs of the serving containers of app (every service in
+// name order, or only service; every instance of each, or only
+// opts.Instance) to fn, which receives the service name with each line;
+// LogLine.Instance names the instance (1-based) when the service runs
+// more than one. Without opts.Follow each container's lines are delivered
+// in turn (instances in the order status lists them); with Follow
+// (several containers) they are streamed concurrently and fn is never
+// called concurrently. It ends when the logs end, ctx is done, or fn
+// returns an error (returned as is).
 //
 // Errors: unknown app → ErrNotFound; never deployed → ErrConflict; service
-// not in ACTIVE → ErrNotFound naming the app's services; a service
-// without a container → ErrConflict; runtime errors
-// wrapped with app/service/container.
+// not serving → ErrNotFound naming the app's services; a service without
+// a container → ErrConflict; opts.Instance beyond the service's instances
+// → ErrNotFound naming the count (ErrInvalid for an instance without
+// --service); runtime errors wrapped with app/service/container.
 func (e *Engine) Logs(ctx context.Context, app, service string, opts core.LogOptions, fn func(service string, line core.LogLine) error) error {
 	if _, err := e.Store.LoadApp(ctx, app); err != nil {
 		if errors.Is(err, core.ErrNotFound) {
@@ -41,24 +53,42 @@ func (e *Engine) Logs(ctx context.Context, app, service string, opts core.LogOpt
 			return fmt.Errorf("%w: logs %s: app %s has no service %q (its services: %s)", core.ErrNotFound, app, app, service, strings.Join(names, ", "))
 		}
 		if as.Container == "" {
-			return fmt.Errorf("%w: logs %s: service %q has no ACTIVE container", core.ErrConflict, app, service)
+			return fmt.Errorf("%w: logs %s: service %q has no running container; start it with: docker gordon start %s", core.ErrConflict, app, service, app)
 		}
 		names = []string{service}
 	}
-	one := func(ctx context.Context, name string, emit func(core.LogLine) error) error {
-		id := active.Services[name].Container
-		if id == "" {
-			return nil
+	if opts.Instance > 0 && service == "" && len(names) != 1 {
+		return fmt.Errorf("%w: logs %s: --instance needs --service (the app runs %s)", core.ErrInvalid, app, strings.Join(names, ", "))
+	}
+	var srcs []logSource
+	for _, name := range names {
+		all := active.Services[name].Instances()
+		if opts.Instance > len(all) {
+			return fmt.Errorf("%w: logs %s %s: --instance %d: the service runs %d instance(s); pick one from 1 to %d", core.ErrNotFound, app, name, opts.Instance, len(all), len(all))
 		}
-		if err := e.Runtime.Logs(ctx, id, opts, emit); err != nil {
-			return fmt.Errorf("logs %s: service %s: container %s: %w", app, name, id, err)
+		for i, in := range all {
+			if opts.Instance > 0 && opts.Instance != i+1 {
+				continue
+			}
+			n := 0
+			if len(all) > 1 {
+				n = i + 1
+			}
+			srcs = append(srcs, logSource{service: name, instance: n, id: in.Container})
+		}
+	}
+	one := func(ctx context.Context, src logSource, emit func(core.LogLine) error) error {
+		if err := e.Runtime.Logs(ctx, src.id, opts, func(l core.LogLine) error {
+			l.Instance = src.instance
+			return emit(l)
+		}); err != nil {
+			return fmt.Errorf("logs %s: service %s: container %.12s: %w", app, src.service, src.id, err)
 		}
 		return nil
 	}
-	if !opts.Follow || len(names) == 1 {
-		for _, name := range names {
-			name := name
-			if err := one(ctx, name, func(l core.LogLine) error { return fn(name, l) }); err != nil {
+	if !opts.Follow || len(srcs) == 1 {
+		for _, src := range srcs {
+			if err := one(ctx, src, func(l core.LogLine) error { return fn(src.service, l) }); err != nil {
 				return err
 			}
 		}
@@ -68,15 +98,15 @@ func (e *Engine) Logs(ctx context.Context, app, service string, opts core.LogOpt
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	errs := make([]error, len(names))
-	for i, name := range names {
+	errs := make([]error, len(srcs))
+	for i, src := range srcs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = one(fctx, name, func(l core.LogLine) error {
+			errs[i] = one(fctx, src, func(l core.LogLine) error {
 				mu.Lock()
 				defer mu.Unlock()
-				return fn(name, l)
+				return fn(src.service, l)
 			})
 			if errs[i] != nil {
 				cancel()

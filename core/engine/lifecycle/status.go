@@ -103,6 +103,13 @@ type ServiceStatus struct {
 	// the fields above describe, first) when the service runs more than
 	// one; empty for one instance.
 	Instances []InstanceStatus `json:"instances,omitempty"`
+	// Declared is how many instances the service's spec asks for (1 or
+	// more); Serving is how many of its recorded instances run. Serving <
+	// Declared (a stopped app aside) makes the app degraded, and Problems
+	// says why: an instance that is not running, or fewer instances
+	// recorded than declared.
+	Declared int `json:"declared"`
+	Serving  int `json:"serving"`
 }
 
 // InstanceStatus is one instance of a service's generation: its container,
@@ -213,6 +220,8 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 		if len(a.Replicas) > 0 {
 			ss.Instances = e.instanceStatuses(ctx, a, ss)
 		}
+		ss.Declared = a.Spec.Instances()
+		ss.Serving = servingCount(ss)
 		if ev, ok := recovery.Events[n]; ok {
 			ev := ev
 			ss.LastRecovery = &ev
@@ -244,6 +253,24 @@ func (e *Engine) instanceStatuses(ctx context.Context, a *core.ActiveService, ss
 	return out
 }
 
+// servingCount is how many of ss's instances run (the primary alone
+// when ss lists no instances).
+func servingCount(ss ServiceStatus) int {
+	if len(ss.Instances) == 0 {
+		if ss.Container != "" && ss.State == core.StatusRunning {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for _, in := range ss.Instances {
+		if in.State == core.StatusRunning {
+			n++
+		}
+	}
+	return n
+}
+
 // appState derives AppStatus.State and Problems from the services' real
 // container states (SPEC status): a stopped intent is stopped; no service
 // with a container is not-deployed; any service whose container is not
@@ -272,6 +299,10 @@ func appState(st AppStatus) (string, []string) {
 			if in.Container != s.Container && in.State != core.StatusRunning && in.State != "unknown" {
 				problems = append(problems, fmt.Sprintf("service %s: instance %s is %s", s.Service, readiness.ShortID(in.Container), in.State))
 			}
+		}
+		if recorded := max(len(s.Instances), 1); recorded < s.Declared && s.State != "unknown" {
+			problems = append(problems, fmt.Sprintf("service %s: %d of %d instances serve: %d declared, %d running (restore them with: docker gordon scale %s %s=%d)",
+				s.Service, s.Serving, s.Declared, s.Declared, recorded, st.App, s.Service, s.Declared))
 		}
 	}
 	switch {
