@@ -170,7 +170,7 @@ func dialMany(t *testing.T, addr string, n int) []net.Conn {
 func relayMetrics(t *testing.T, admin string) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
-	resp, err := http.Get("http://" + admin + "/metrics")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + admin + "/metrics")
 	if err != nil {
 		return out
 	}
