@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -122,7 +123,13 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 		if edges, err = t.targets(ctx, cfg); err != nil {
 			return 0, err
 		}
-		cur = max(cur, t.swarmGeneration(ctx, cfg, edges))
+		cur = max(cur, t.swarmGeneration(ctx, cfg, edges, cur))
+	}
+	if cur == math.MaxUint64 {
+		// Never wraps: an edge answers a lower generation with the one
+		// it holds.
+		return 0, fmt.Errorf("traffic/edge: the route table generation in %s is at its maximum (%d), which no deploy reaches: remove %s and %s there, then run the command again: %w",
+			t.dir, cur, routesFile, statusFile, core.ErrConflict)
 	}
 	gen := cur + 1
 	table := routetable.Table{Schema: routetable.Schema, Generation: gen, Graph: sortedGraph(graph)}
@@ -174,7 +181,8 @@ func (t *Traffic) reload(ctx context.Context, admin string) (routetable.Status, 
 }
 
 // confirmed judges one status of the edge for table: done with nil when
-// the edge applied table's generation (or a later one) with every TCP/UDP
+// the edge applied table's generation (exactly: a later one is another
+// publisher's table, not this one) with every TCP/UDP
 // listener it asks for bound; done with an error when the edge rejected
 // that generation, cannot bind a listener of it, or (live) serves another
 // state directory; not done otherwise.
@@ -183,7 +191,7 @@ func (t *Traffic) confirmed(st routetable.Status, live bool, table routetable.Ta
 	switch {
 	case live && st.StateID != "" && st.StateID != t.stateID():
 		return true, t.foreignEdge(st)
-	case st.AppliedGeneration >= gen:
+	case st.AppliedGeneration == gen:
 		return true, listenerErr(st, table)
 	case st.Error != "" && st.RejectedGeneration == gen:
 		return true, fmt.Errorf("traffic/edge: edge rejected generation %d: %w: %s", gen, core.ErrInvalid, st.Error)
