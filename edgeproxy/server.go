@@ -70,6 +70,16 @@ type Config struct {
 	// internal/routepush; routepush.go) and lets AdminAddr be any address.
 	// "": neither endpoint exists (404).
 	RoutesToken string
+	// AdminToken, when set, is the bearer token every admin request but
+	// GET /healthz must carry ("Authorization: Bearer <token>"), even on
+	// loopback: /status, /metrics, POST /reload and /debug/pprof/ answer
+	// 401 without it. RoutesToken is accepted in its place (the swarm
+	// publisher holds that one); AdminToken never authorizes /routes.
+	// gordon-edge run sets it from <state>/edge/admin.token
+	// (edgestate.EnsureAdminToken). "" with RoutesToken set: RoutesToken
+	// is required the same way; "" with neither: no admin authentication
+	// (loopback only).
+	AdminToken string
 	// Peers is a DNS name resolving to every edge task's admin address
 	// (e.g. "tasks.gordon-edge" on a swarm; requires RoutesToken). Every
 	// PeerInterval (default 1 s) the edge asks each peer but itself for a

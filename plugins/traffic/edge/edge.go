@@ -168,6 +168,7 @@ func (t *Traffic) reload(ctx context.Context, admin string) (routetable.Status, 
 	if err != nil {
 		return routetable.Status{}, false
 	}
+	t.authorize(req)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return routetable.Status{}, false
@@ -380,6 +381,7 @@ func (t *Traffic) fetchLive(ctx context.Context, admin string) (routetable.Statu
 	if err != nil {
 		return routetable.Status{}, err
 	}
+	t.authorize(req)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return routetable.Status{}, err
@@ -393,6 +395,22 @@ func (t *Traffic) fetchLive(ctx context.Context, admin string) (routetable.Statu
 		return routetable.Status{}, fmt.Errorf("edge admin %s: decode: %w", admin, err)
 	}
 	return st, nil
+}
+
+// authorize adds the edge admin API's bearer token to req: on a swarm the
+// route-push token (swarmsys.Token), on one engine the edge's
+// <state>/edge/admin.token; none when it cannot be read (an edge that has
+// not started yet then answers 401, taken as no answer).
+func (t *Traffic) authorize(req *http.Request) {
+	var tok string
+	if _, onSwarm, err := t.swarmConfig(); err == nil && onSwarm {
+		tok, _ = swarmsys.Token(t.stateDir)
+	} else {
+		tok, _ = edgestate.ReadAdminToken(t.dir)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 }
 
 // readStatusFile reads status.json. Errors wrap core.ErrUnavailable.
