@@ -108,6 +108,14 @@ type Config struct {
 	// kept and extended; from any other peer the chain is replaced (see
 	// ParseTrustedProxies). Default: none.
 	TrustedProxies []netip.Prefix
+	// ContainerNets returns the networks app containers have addresses
+	// on (DetectContainerNets for gordon-edge run). Such a network lying
+	// strictly inside a TrustedProxies entry (or a block of Docker's
+	// address pools: policy.DockerPools) is not trusted, and one lying
+	// strictly inside a route's allow entry is not admitted by it; an
+	// entry inside a container network (naming it) is kept. Called at New
+	// and at every table apply. nil: no container networks.
+	ContainerNets func() []netip.Prefix
 	// ReusePort binds the public HTTP listener with SO_REUSEPORT (Linux),
 	// for a graceful restart: start the new edge on the same address, then
 	// SIGTERM the old one, which stops accepting and lets its in-flight
@@ -271,6 +279,7 @@ func New(cfg Config) *Server {
 	if cfg.EventLoops == 0 {
 		cfg.EventLoops, _ = strconv.Atoi(os.Getenv("GORDON_EDGE_EVENT_LOOPS"))
 	}
+	narrowTrusted(&cfg)
 	s := &Server{
 		cfg:       cfg,
 		Core:      dataplane.Core{Logger: cfg.Logger},

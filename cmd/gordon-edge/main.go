@@ -207,6 +207,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		ShutdownTimeout:   opts.shutdownTimeout,
 		ReadHeaderTimeout: opts.readHeader,
 		TrustedProxies:    trusted,
+		ContainerNets:     edgeproxy.DetectContainerNets,
 		Pprof:             opts.pprof,
 		ReusePort:         opts.reusePort,
 		EventLoops:        opts.eventLoops,
