@@ -216,6 +216,14 @@ type Server struct {
 	// handedOver is closed once a new edge took the listeners over.
 	handedOver   chan struct{}
 	handoverOnce sync.Once
+	// acceptStopped is closed once this edge accepts nothing any more
+	// (stopAccepting after a hand-over, or the end of Run): the hand-over
+	// socket's EOF, on which the new edge reports ready, waits for it.
+	acceptStopped     chan struct{}
+	acceptStoppedOnce sync.Once
+	// stopAcceptHook, when set (tests), runs when a handed-over edge is
+	// about to stop accepting.
+	stopAcceptHook func()
 
 	startedAt time.Time
 	ready     chan struct{}
@@ -289,8 +297,9 @@ func New(cfg Config) *Server {
 
 		certShareNow: make(chan struct{}, 1),
 
-		socks:      newListenerSet(),
-		handedOver: make(chan struct{}),
+		socks:         newListenerSet(),
+		handedOver:    make(chan struct{}),
+		acceptStopped: make(chan struct{}),
 	}
 	s.Metrics = dataplane.NewMetrics()
 	if cfg.AccessLog != nil {

@@ -334,16 +334,24 @@ func (t *TCPRelays) ListenerStatus() []routetable.ListenerStatus {
 	return out
 }
 
-// Drain stops accepting and waits until every relayed connection has ended
-// or ctx ends (Close then cuts the rest).
-func (t *TCPRelays) Drain(ctx context.Context) {
+// StopAccepting closes every listener (unregistering it, Forget): when it
+// returns no listener accepts a connection any more, so one made later is
+// accepted by whoever else holds the socket (the next edge after a
+// hand-over). Relayed connections continue; Update binds anew.
+func (t *TCPRelays) StopAccepting() {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	for listen, l := range t.listeners {
 		t.forget(listen)
-		_ = l.ln.Close()
+		_ = l.ln.Close() // returns once no accept is under way
 	}
 	t.listeners = map[string]*tcpListener{}
-	t.mu.Unlock()
+}
+
+// Drain stops accepting (StopAccepting) and waits until every relayed
+// connection has ended or ctx ends (Close then cuts the rest).
+func (t *TCPRelays) Drain(ctx context.Context) {
+	t.StopAccepting()
 	for {
 		t.mu.Lock()
 		n := len(t.conns)

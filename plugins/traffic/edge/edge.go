@@ -23,7 +23,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // File names inside <state>/edge, shared with gordon-edge.
@@ -115,7 +115,7 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 	if err != nil {
 		return 0, fmt.Errorf("traffic/edge: %w", err)
 	}
-	var edges []swarmsys.EdgeTask
+	var edges []swarm.EdgeTask
 	if onSwarm {
 		// Edges answer a lower generation with the one they hold, so a
 		// table of record that restarts (another manager adopted the
@@ -398,13 +398,13 @@ func (t *Traffic) fetchLive(ctx context.Context, admin string) (routetable.Statu
 }
 
 // authorize adds the edge admin API's bearer token to req: on a swarm the
-// route-push token (swarmsys.Token), on one engine the edge's
+// route-push token (swarm.Token), on one engine the edge's
 // <state>/edge/admin.token; none when it cannot be read (an edge that has
 // not started yet then answers 401, taken as no answer).
 func (t *Traffic) authorize(req *http.Request) {
 	var tok string
 	if _, onSwarm, err := t.swarmConfig(); err == nil && onSwarm {
-		tok, _ = swarmsys.Token(t.stateDir)
+		tok, _ = swarm.Token(t.stateDir)
 	} else {
 		tok, _ = edgestate.ReadAdminToken(t.dir)
 	}
