@@ -210,7 +210,7 @@ func TestR60_LongStateDirHandoverSocketIsAFile(t *testing.T) {
 	assert.Equal(t, os.ModeSocket, fi.Mode().Type())
 	unix, err := os.ReadFile("/proc/net/unix")
 	require.NoError(t, err)
-	assert.NotContains(t, string(unix), "@gordon-edge", "no abstract hand-over socket")
+	assert.NotContains(t, string(unix), abstractHandoverName(state), "no abstract hand-over socket")
 
 	next, _ := runEdge(t, cfg)
 	assert.Equal(t, cfg.HTTPAddr, next.HTTPAddr())
