@@ -94,8 +94,16 @@ func startEdgeFor(tmp, name, edgeBin, routes string, prefix []string, start func
 // prefixes, summed over labels (none when it does not answer within 5 s).
 func (e *edgeProc) metrics(prefixes ...string) map[string]float64 {
 	out := map[string]float64{}
+	req, err := http.NewRequest(http.MethodGet, "http://"+e.admin+"/metrics", nil)
+	if err != nil {
+		return out
+	}
+	// Every admin request but /healthz carries the edge's admin token.
+	if tok, err := os.ReadFile(filepath.Join(e.state, "edge", "admin.token")); err == nil {
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	}
 	cl := &http.Client{Timeout: 5 * time.Second} // an edge out of descriptors accepts nothing
-	resp, err := cl.Get("http://" + e.admin + "/metrics")
+	resp, err := cl.Do(req)
 	if err != nil {
 		return out
 	}
