@@ -13,7 +13,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
-const maintenanceLong = `Maintenance mode (SPEC R75) makes the edge answer every HTTP host of an app
+const maintenanceLong = `Maintenance mode makes the edge answer every HTTP host of an app
 with 503 Service Unavailable, "Retry-After: 30" and "Cache-Control: no-store":
 an HTML page with the message (HTML-escaped), or the JSON document
 {"error":"maintenance","message":"..."} when the client's Accept prefers
@@ -21,8 +21,8 @@ application/json. Clients whose address is in --allow are proxied as usual,
 e.g. to check the app (the address is the peer's, or behind the edge's
 --trusted-proxies the right-most X-Forwarded-For entry that is not one).
 
-The containers keep running and readiness, ACTIVE and the serving generation
-are untouched; deploy, rollback, restart, stop and start keep the mode. It is
+The containers keep running and readiness, routing records and the serving
+containers are untouched; deploy, rollback, restart, stop and start keep the mode. It is
 a journaled operation (see "docker gordon ops APP") and lives in the app's
 records and the published route table, so it survives edge restarts and
 upgrades. TCP and UDP ports are not affected.`
@@ -70,7 +70,7 @@ func newMaintenanceOffCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "off APP",
 		Short: "End the app's maintenance mode: its HTTP hosts are served again",
-		Long: `End maintenance mode (SPEC R75): the record is cleared and the app's routes
+		Long: `End maintenance mode: the record is cleared and the app's routes
 are published without it. Nothing else changes. Running it on an app that is
 not in maintenance journals an op that changes nothing.
 

@@ -11,11 +11,12 @@ func newRemoveCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "remove APP",
 		Aliases: []string{"rm"},
-		Short:   "Remove an app: stop and remove its containers and end its incarnation (volumes and secrets are kept)",
+		Short:   "Remove an app: stop and remove its containers and forget it (volumes and secrets are kept)",
 		Long: `Remove an app. Every container (including superseded ones awaiting
 retirement) is stopped with its grace and removed; only when all are gone is
-the app's incarnation ended. Named volumes and secrets are never deleted:
-they stay archived under the old incarnation. Revisions and the operation
+the app forgotten: a later deploy of the same name starts afresh. Named
+volumes and secrets are never deleted: they stay archived, and a new app of
+the same name does not see them. Revisions and the operation
 journal are kept for history.
 
 Exit status: 0 success, 1 failed (the app is then left as it was, stopped).`,

@@ -20,7 +20,7 @@ OUTCOME is the outcome of the revision's latest deploy or rollback (success,
 partial, failed; pending while it runs; - when it was never deployed). VIA
 is the verb of that operation: a rollback stores the revision it returns to
 as a new revision (its images pinned to the digests it ran with), shown as
-"rollback (rev-N)". SERVING marks the revision ACTIVE serves; SERVICES names
+"rollback (rev-N)". SERVING marks the revision that serves now; SERVICES names
 the services whose serving container runs each revision.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

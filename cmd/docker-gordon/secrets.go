@@ -23,8 +23,9 @@ func newSecretsCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "secrets",
 		Short: "Manage app secrets (stored 0600 in the state directory, never printed)",
-		Long: `Secrets live in the state directory under the app's incarnation
-(secrets/<incarnation>/<service>/<name>, files 0600). A manifest refers to
+		Long: `Secrets live in the state directory, per app and service
+(secrets/<app-id>/<service>/<name>, files 0600; a removed and redeployed
+app gets a new id). A manifest refers to
 them by name ([services.S.secrets]); a deploy injects the current value.
 Changing a secret takes effect on the next deploy of the service.`,
 	}

@@ -10,11 +10,13 @@ func newStartCommand(env *cliEnv) *cobra.Command {
 	var o lifecycleOptions
 	cmd := &cobra.Command{
 		Use:   "start APP",
-		Short: "Start a stopped app from the revisions and digests ACTIVE pins (never a newer DESIRED revision)",
+		Short: "Start a stopped app as it last served: same revisions and image digests, and every declared instance (never a newer pending revision)",
 		Long: `Start an app. Each service's recorded container is verified when it runs,
 started when it exists, and rebuilt from its pinned revision and digest when
 it is gone; its loopback binds are re-read and checked with the declared
 readiness before the edge routes it. A service that fails stays unrouted.
+A service that declares several instances gets its missing instances back
+(created, probed, then routed beside the first).
 
 Exit status: 0 success, 2 partial, 1 failed (any failed service).`,
 		Args: usageArgs(cobra.ExactArgs(1)),

@@ -14,8 +14,8 @@ func newStopCommand(env *cliEnv) *cobra.Command {
 		Long: `Stop an app. The stopped intent is recorded first, so nothing revives the
 app until "docker gordon start APP". Each service is withdrawn from the edge,
 then its container is stopped with its stop grace and removed; superseded
-containers still waiting for retirement are retired too. ACTIVE keeps the
-pinned revisions and digests: start rebuilds exactly what was serving.
+containers still waiting for retirement are retired too. The serving
+revisions and image digests are kept: start rebuilds exactly what was serving.
 
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.ExactArgs(1)),

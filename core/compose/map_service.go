@@ -134,7 +134,7 @@ func (m *mapper) refusals(name string, svc *types.ServiceConfig, raw map[string]
 		m.refuse(base+".external_links", "external_links cannot be honoured: join a shared external network instead (networks: NAME: external: true)")
 	}
 	if svc.Hostname != "" && svc.Hostname != name {
-		m.refuse(base+".hostname", "hostname %q cannot be honoured: a container's hostname is its service name (%s); remove hostname", svc.Hostname, name)
+		m.refuse(base+".hostname", "hostname %q cannot be honoured: a container's hostname is its service name (%s), or %s-N for instance N when the service runs several; remove hostname", svc.Hostname, name, name)
 	}
 	switch svc.PullPolicy {
 	case "", types.PullPolicyMissing, types.PullPolicyIfNotPresent:

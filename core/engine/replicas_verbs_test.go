@@ -126,3 +126,19 @@ func TestReplicas_StatusShowsServingOfDeclared(t *testing.T) {
 	assert.Contains(t, st.Problems[len(st.Problems)-1], "2 of 3 instances serve")
 	assert.Contains(t, st.Problems[len(st.Problems)-1], "docker gordon scale blog web=3")
 }
+
+// Each instance of a replicated service has its own hostname
+// (<service>-<n>), while the service name stays every instance's network
+// alias; a service of one instance keeps its name as hostname.
+func TestReplicas_EachInstanceHasItsOwnHostnameAndTheServiceAlias(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	h.Runtime.NextIDs = []string{"c-a", "c-b", "c-c"}
+	_, err := depDeploy(t, h, engine.DeployRequest{}, repWeb(3))
+	require.NoError(t, err)
+	var hosts []string
+	for _, cs := range h.Runtime.Created() {
+		hosts = append(hosts, cs.Hostname)
+		assert.Equal(t, []string{"web"}, cs.Aliases, cs.Name)
+	}
+	assert.ElementsMatch(t, []string{"web-1", "web-2", "web-3"}, hosts)
+}

@@ -93,6 +93,17 @@ func (s *serviceRun) instanceName(i int) string {
 	return name
 }
 
+// instanceHostname is the hostname of instance i (0-based) of n: the
+// service name for a service of one instance, "<service>-<i+1>" when it
+// runs several, so replicas tell themselves apart (worker names, metrics
+// instance labels) while the service name stays their network alias.
+func instanceHostname(service string, i, n int) string {
+	if n <= 1 && i == 0 {
+		return service
+	}
+	return service + "-" + strconv.Itoa(i+1)
+}
+
 // createInstance is R17 steps 1–6 for instance i of n: create, journal the
 // ID (After for the primary, Replicas for the others) before start, start,
 // observe the start time, read binds and register claims, probe. A failed
@@ -127,6 +138,7 @@ func (s *serviceRun) createInstance(ctx context.Context, i, n int) (r instanceRu
 	if err != nil {
 		return fail(err, false)
 	}
+	cs.Hostname = instanceHostname(s.ps.Service, i, n)
 	deferred := e.DeferRestartPolicy(&cs)
 	// 1. Create.
 	t := time.Now()
