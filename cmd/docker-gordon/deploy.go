@@ -313,7 +313,7 @@ func renderDeployResult(env *cliEnv, res *engine.DeployResult) {
 		tw.Flush()
 	}
 	for _, wa := range res.Warnings {
-		fmt.Fprintf(env.dockerCli.Err(), "warning: %s: %s (leftover %s)\n", wa.Service, wa.Detail, shortID(wa.Leftover))
+		fmt.Fprintln(env.dockerCli.Err(), warningLine(wa))
 	}
 	fmt.Fprintf(w, "op %s: %s\n", res.Op.ID, res.Outcome)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
@@ -67,24 +68,44 @@ func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "SERVICE\tRESULT\tBEFORE\tAFTER\tPORTS\tERROR")
 		for _, s := range res.Services {
-			result := s.Result
-			if verb == "remove" && result == engine.ResultDeployed {
-				// SPEC R55 records a removed service's result as
-				// "deployed" (its step succeeded); the table says what
-				// happened to it.
-				result = engine.ResultRemoved
+			result := string(s.Result)
+			// The journal records a stopped or removed service's result as
+			// "deployed" (its step succeeded); the table says what
+			// happened to it.
+			if s.Result == engine.ResultDeployed {
+				switch verb {
+				case "remove":
+					result = string(engine.ResultRemoved)
+				case "stop":
+					result = "stopped"
+				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(string(result)), orDash(shortID(s.Before)), orDash(shortID(s.After)),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(result), orDash(shortID(s.Before)), orDash(shortID(s.After)),
 				formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds), orDash(s.Error))
 		}
 		tw.Flush()
 	}
 	for _, wa := range res.Warnings {
-		fmt.Fprintf(env.dockerCli.Err(), "warning: %s: %s (leftover %s)\n", orDash(wa.Service), wa.Detail, orDash(shortID(wa.Leftover)))
+		fmt.Fprintln(env.dockerCli.Err(), warningLine(wa))
 	}
 	replayed := ""
 	if res.Replayed {
 		replayed = " (replayed)"
 	}
 	fmt.Fprintf(w, "%s %s: op %s: %s%s\n", verb, res.Op.App, res.Op.ID, orDash(string(res.Outcome)), replayed)
+}
+
+// warningLine is one journal warning as printed: "warning: SERVICE:
+// DETAIL", then "(leftover container ID)" only when a container was left
+// behind.
+func warningLine(wa core.Warning) string {
+	line := "warning: "
+	if wa.Service != "" {
+		line += wa.Service + ": "
+	}
+	line += wa.Detail
+	if wa.Leftover != "" {
+		line += " (leftover container " + shortID(wa.Leftover) + ")"
+	}
+	return line
 }

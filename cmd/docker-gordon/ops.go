@@ -45,6 +45,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 					return err
 				}
 				if isJSON(format) {
+					op.Verb = op.VerbOrKind() // the same "verb" as the list
 					return writeJSON(env.dockerCli.Out(), op)
 				}
 				w := env.dockerCli.Out()
@@ -56,7 +57,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 				}
 				tw.Flush()
 				for _, wa := range op.Warnings {
-					fmt.Fprintf(w, "warning: %s: %s (leftover %s)\n", wa.Service, wa.Detail, shortID(wa.Leftover))
+					fmt.Fprintln(w, warningLine(wa))
 				}
 				return nil
 			}
@@ -65,6 +66,11 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 				return err
 			}
 			if isJSON(format) {
+				// Every op carries "verb" (deploy, scale, rollback, stop …),
+				// as the table's KIND column shows it.
+				for i := range ops {
+					ops[i].Verb = ops[i].VerbOrKind()
+				}
 				return writeJSON(env.dockerCli.Out(), ops)
 			}
 			tw := newTable(env.dockerCli.Out())
