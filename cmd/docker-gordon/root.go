@@ -118,6 +118,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newCertsCommand(env),
 	)
 	interruptedExits(cmd)
+	plainErrors(cmd)
 	return cmd
 }
 
