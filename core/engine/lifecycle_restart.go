@@ -181,7 +181,7 @@ func (r *lifecycleRun) restartService(ctx context.Context, name string, as *core
 		fail(err, nil, true)
 		return
 	}
-	if err := e.probeRunning(ctx, app, name, &as.Spec, DeployReadiness(&as.Spec), id, st.StartedAt, ep); err != nil {
+	if err := e.probeRunning(ctx, app, name, &as.Spec, DeployReadinessFor(&as.Spec, st.HasHealthcheck), id, st.StartedAt, ep); err != nil {
 		// The values only redact the log tail; the probe failure is the
 		// step's error, so an unreadable secret is logged, not reported.
 		_, secrets, serr := e.secretEnv(ctx, app, &as.Spec)
