@@ -40,7 +40,7 @@ test: vet staticcheck test-race test-unit fuzz-smoke test-e2e
 ## 2 minutes): gofmt, go vet, staticcheck, unit and race tests of core,
 ## journal and edgeproxy, the Swarm runtime's pure mappings and the log stream
 check: vet staticcheck
-	$(GO) test -race -short -count=1 ./core/... ./journal/... ./edgeproxy/... ./plugins/runtime/swarm/... ./plugins/runtime/internal/...
+	$(GO) test -race -short -count=1 ./core/... ./journal/... ./edgeproxy/... ./plugins/runtime/swarm/... ./plugins/runtime/internal/... ./system/swarm/...
 
 ## staticcheck: the version pinned in go.mod's tool block (staticcheck.conf
 ## says which checks run)
@@ -58,7 +58,7 @@ test-race:
 	GORDON_EDGE_EVENT_LOOPS=-1 $(GO) test -race -count=1 ./edgeproxy/
 
 test-unit:
-	$(GO) test -count=1 ./cmd/... ./plugins/... ./test/testimages/... ./test/loadgen/... ./test/arch/...
+	$(GO) test -count=1 ./cmd/... ./plugins/... ./system/... ./internal/... ./test/testimages/... ./test/loadgen/... ./test/arch/...
 
 test-e2e:
 	$(GO) test -count=1 -timeout 45m ./test/e2e/... ./test/swarmlab/...

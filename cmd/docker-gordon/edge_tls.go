@@ -9,7 +9,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 // edgeTLSFlags are the HTTPS flags of `edge run`, `edge start` and
@@ -122,7 +122,7 @@ func ensureCertsDir(stateDir string) error {
 
 // withEdgeTLS appends the HTTPS flags to the edge unit's command (the unit's
 // hash covers them, so changing them replaces the container).
-func withEdgeTLS(u *syscontainer.Unit, f *edgeTLSFlags, stateDir string) error {
+func withEdgeTLS(u *docker.Unit, f *edgeTLSFlags, stateDir string) error {
 	args, err := f.args(stateDir, true)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certshare"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // The edges' shared certificate storage on a swarm (reconcile
@@ -49,9 +49,9 @@ func (o reconcileOptions) serveCertStorage(env *cliEnv) (stop func(), err error)
 // or addr cannot be bound. The bound address is returned and written to
 // out.
 func serveCertStorage(stateDir, addr string, out io.Writer, logger hclog.Logger) (bound net.Addr, stop func(), err error) {
-	token, err := swarmsys.Token(stateDir)
+	token, err := swarm.Token(stateDir)
 	if err == nil && token == "" {
-		err = fmt.Errorf("%w: %s is empty", core.ErrUnavailable, swarmsys.TokenFile)
+		err = fmt.Errorf("%w: %s is empty", core.ErrUnavailable, swarm.TokenFile)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("--cert-storage-addr: the edges authenticate with the route-push token, and there is none: %w", err)

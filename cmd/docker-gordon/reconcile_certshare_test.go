@@ -16,7 +16,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certshare"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // Without the route-push token there is nothing to authorize the edges
@@ -29,7 +29,7 @@ func TestReconcileCertStorageRefusedWithoutToken(t *testing.T) {
 	assert.Contains(t, err.Error(), "token")
 
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "edge"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, swarmsys.TokenFile), []byte("\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, swarm.TokenFile), []byte("\n"), 0o600))
 	_, _, err = serveCertStorage(dir, "127.0.0.1:0", io.Discard, hclog.NewNullLogger())
 	assert.ErrorContains(t, err, "empty")
 }
@@ -38,7 +38,7 @@ func TestReconcileCertStorageRefusedWithoutToken(t *testing.T) {
 // token only; stop ends a lock wait under way and closes the server.
 func TestReconcileCertStorageServesTheStateCertsWithTheSwarmToken(t *testing.T) {
 	dir := t.TempDir()
-	tok, err := swarmsys.EnsureToken(dir)
+	tok, err := swarm.EnsureToken(dir)
 	require.NoError(t, err)
 	addr, stop, err := serveCertStorage(dir, "127.0.0.1:0", io.Discard, hclog.NewNullLogger())
 	require.NoError(t, err)

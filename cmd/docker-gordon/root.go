@@ -21,8 +21,8 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/journal"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // globalOptions are the flags every verb shares.
@@ -49,7 +49,7 @@ type cliEnv struct {
 
 	// swarmCfg caches swarm.json (swarm.go; nil: not read yet; a zero
 	// Config: one engine). A verb's own goroutine reads it.
-	swarmCfg *swarmsys.Config
+	swarmCfg *swarm.Config
 	// ownerInPasses: the watcher checks the swarm owner before each pass
 	// (R80) instead of refusing to start.
 	ownerInPasses bool

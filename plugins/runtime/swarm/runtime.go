@@ -58,7 +58,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
+	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
 )
 
 var _ core.Runtime = (*Runtime)(nil)

@@ -1,4 +1,4 @@
-package syscontainer
+package docker
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package swarmsys
+package swarm
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
+	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
 )
 
 // Labels on the swarm system objects.

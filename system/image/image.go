@@ -1,4 +1,4 @@
-// Package sysimage builds the images of docker gordon's system containers
+// Package image builds the images of docker gordon's system containers
 // (the edge proxy and the reconcile loop) locally, FROM scratch, from the
 // installed static binaries, so they need no registry (ARCHITECTURE §1).
 //
@@ -10,7 +10,7 @@
 // Images are tagged gordon-system/<name>:<hash>, the hash (first 16 hex
 // digits of a SHA-256) covering the Dockerfile, the image paths and the
 // binaries' contents; a build is skipped when that tag already exists.
-package sysimage
+package image
 
 import (
 	"archive/tar"

@@ -1,4 +1,4 @@
-package swarmsys
+package swarm
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
+	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
 )
 
 // The state mirror (SPEC R80): the reconcile loop on the manager keeps,

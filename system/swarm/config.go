@@ -1,4 +1,4 @@
-// Package swarmsys is the swarm side of gordon's system services (issue
+// Package swarm is the swarm side of gordon's system services (issue
 // 25): the shared edge overlay, gordon-edge as a global Swarm service with
 // host-mode ports, its image in a registry every node pulls from, and the
 // swarm configuration the CLI and the backends read from the state
@@ -9,7 +9,7 @@
 // runs every engine verb in a runner container on the edge overlay, the
 // runtime/swarm backend attaches every instance to that overlay, and the
 // traffic/edge backend pushes each route table to every edge task over it.
-package swarmsys
+package swarm
 
 import (
 	"crypto/rand"

@@ -1,13 +1,13 @@
-// Package syscontainer runs gordon's system containers (ARCHITECTURE §1):
+// Package docker runs gordon's system containers (ARCHITECTURE §1):
 // the edge proxy and the reconcile loop as Docker-managed containers,
-// built locally FROM scratch from the installed static binaries (sysimage),
+// built locally FROM scratch from the installed static binaries (system/image),
 // on the host network, with restart policy unless-stopped and the state
 // directory bind-mounted at the same path, so they come back with the
 // engine after a reboot and need neither a registry nor systemd. This is
 // plumbing outside core's Runtime contract; it talks to the engine through
 // a moby API client, and every engine error carries its core class
 // (dockererr).
-package syscontainer
+package docker
 
 import (
 	"cmp"
@@ -26,8 +26,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
+	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
+	"github.com/gordon-deploy/docker-gordon/system/image"
 )
 
 // Container names and labels of system containers.
@@ -102,7 +102,7 @@ type Result struct {
 // that name that is not a gordon system container, or one serving another
 // state directory, is core.ErrConflict.
 func Ensure(ctx context.Context, api client.APIClient, u Unit) (Result, error) {
-	img, err := sysimage.Build(ctx, api, u.Kind, u.Binaries, map[string]string{LabelManaged: "true", LabelRole: RoleSystem})
+	img, err := image.Build(ctx, api, u.Kind, u.Binaries, map[string]string{LabelManaged: "true", LabelRole: RoleSystem})
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", u.Name, err)
 	}
@@ -167,7 +167,7 @@ func Ensure(ctx context.Context, api client.APIClient, u Unit) (Result, error) {
 }
 
 // createSystem creates and starts the unit's container under name.
-func createSystem(ctx context.Context, api client.APIClient, u Unit, name string, img sysimage.Image, cfgHash string) (string, error) {
+func createSystem(ctx context.Context, api client.APIClient, u Unit, name string, img image.Image, cfgHash string) (string, error) {
 	grace := int(u.StopGrace / time.Second)
 	labels := map[string]string{
 		LabelManaged:      "true",
@@ -216,7 +216,7 @@ func createSystem(ctx context.Context, api client.APIClient, u Unit, name string
 // is stopped), then cur is removed and the new container renamed <name>.
 // A new container that fails to start is removed and cur gets its restart
 // policy back: it never stopped serving.
-func upgradeSystem(ctx context.Context, api client.APIClient, u Unit, cur *container.InspectResponse, img sysimage.Image, cfgHash string) (Result, error) {
+func upgradeSystem(ctx context.Context, api client.APIClient, u Unit, cur *container.InspectResponse, img image.Image, cfgHash string) (Result, error) {
 	res := Result{Image: img.Ref, Action: "replaced (listeners handed over; the old edge drained)"}
 	next := u.Name + NextSuffix
 	if err := removeStaleNext(ctx, api, next, u.StateDir); err != nil {

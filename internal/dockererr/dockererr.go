@@ -1,7 +1,7 @@
 // Package dockererr is the one classifier of Docker engine errors: it maps
 // an error of the moby client (or of the context a call ran under) to
 // exactly one core error class (core/errors.go). The runtime backend and
-// the system containers (syscontainer) both use it.
+// the system containers (system/docker) both use it.
 package dockererr
 
 import (

@@ -1,4 +1,4 @@
-package swarmsys
+package swarm
 
 import (
 	"context"

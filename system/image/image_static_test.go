@@ -1,4 +1,4 @@
-package sysimage
+package image
 
 import (
 	"os"
