@@ -139,14 +139,19 @@ func main() {
 		close(done)
 	}()
 
-	if *startDelay > 0 {
-		log.Printf("starting: listening in %s", *startDelay)
-		time.Sleep(*startDelay)
-	}
+	delayStart(*startDelay)
 	log.Printf("listening on :%s (version %s)", *port, *version)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		log.Fatalf("serve: %v", err)
 	}
 	<-done
 	log.Printf("stopped")
+}
+
+// delayStart waits d (a program that listens d after it starts), saying so.
+func delayStart(d time.Duration) {
+	if d > 0 {
+		log.Printf("starting: listening in %s", d)
+		time.Sleep(d)
+	}
 }
