@@ -5,7 +5,7 @@
 // plugins/runtime/swarm, plugins/probe/{http,tcp,log} and
 // plugins/traffic/edge; the SDK in plugins/sdk never imports them.
 //
-// runtime/swarm (issue 25) is served like any built-in, with the options
+// runtime/swarm is served like any built-in, with the options
 // swarm.OptionsFromEnv reads (GORDON_SWARM_EDGE_NETWORK, GORDON_STATE_DIR);
 // the CLI decides when a state directory uses it (docs/swarm.md).
 package plugins
@@ -24,7 +24,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 	"github.com/gordon-deploy/docker-gordon/plugins/traffic/edge"
-	sysswarm "github.com/gordon-deploy/docker-gordon/system/swarm"
+	"github.com/gordon-deploy/docker-gordon/system"
 )
 
 // EnvStateDir names the state directory the traffic/edge plugin writes
@@ -63,7 +63,7 @@ var builtins = []builtin{
 		// The log probe reads container logs through its own runtime client
 		// inside this plugin process: the swarm's (service logs) when the
 		// state directory serves a swarm (system/swarm), else the engine's.
-		if sysswarm.Present(os.Getenv(EnvStateDir)) {
+		if system.Resolve(os.Getenv(EnvStateDir)).OnSwarm() {
 			rt, err := swarm.NewFromEnv()
 			if err != nil {
 				return nil, err

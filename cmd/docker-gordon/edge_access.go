@@ -16,8 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/routetable"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
@@ -121,14 +120,8 @@ func withEdgeAccessLog(u *docker.Unit, f *edgeAccessFlags, stateDir string) erro
 // stateDir (its status.json names it: "stdout", a file, or none: off),
 // else of the last edge start (start.json): stdout unless one was given.
 func lastAccessDest(stateDir string) string {
-	if data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgestate.StatusFile)); err == nil {
-		var st routetable.Status
-		if json.Unmarshal(data, &st) == nil && st.PID != 0 {
-			if st.AccessLog == "" {
-				return accessLogOff
-			}
-			return st.AccessLog
-		}
+	if dest, ok := system.EdgeAccessLog(stateDir); ok {
+		return dest
 	}
 	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
 	if err != nil {

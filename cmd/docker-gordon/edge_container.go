@@ -21,7 +21,6 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
-	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // renderSystemStatus writes one line per container.
@@ -229,7 +228,7 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 --access-log-max-size bytes, keeping --access-log-keep old files.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if swarm.Present(env.opts.stateDir) {
+			if env.platform().OnSwarm() {
 				return fmt.Errorf("this state directory serves a swarm: its edge is the global service gordon-edge; use docker gordon system start (or system status): %w", core.ErrConflict)
 			}
 			remembered := flags.resolve(cmd, env.opts.stateDir)

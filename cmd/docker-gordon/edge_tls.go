@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
@@ -114,12 +114,6 @@ func (f *edgeTLSFlags) args(stateDir string, container bool) ([]string, error) {
 	return out, nil
 }
 
-// ensureCertsDir creates <state>/edge/certs (0700) before the edge runs,
-// so its owner is the operator, not the container's user.
-func ensureCertsDir(stateDir string) error {
-	return os.MkdirAll(certstore.Root(stateDir), 0o700)
-}
-
 // withEdgeTLS appends the HTTPS flags to the edge unit's command (the unit's
 // hash covers them, so changing them replaces the container).
 func withEdgeTLS(u *docker.Unit, f *edgeTLSFlags, stateDir string) error {
@@ -128,7 +122,7 @@ func withEdgeTLS(u *docker.Unit, f *edgeTLSFlags, stateDir string) error {
 		return err
 	}
 	if len(args) > 0 {
-		if err := ensureCertsDir(stateDir); err != nil {
+		if err := system.EnsureCertsDir(stateDir); err != nil {
 			return err
 		}
 	}

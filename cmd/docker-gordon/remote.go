@@ -131,7 +131,7 @@ func (e *cliEnv) routeEngine(cmd *cobra.Command) error {
 	e.target = t
 	fmt.Fprintf(e.dockerCli.Err(), "engine: %s\n", t)
 	if !t.Remote {
-		if !e.localSwarmRunner() || cmd.Annotations[annotationRemoteSelf] == "true" {
+		if !e.platform().NeedsRunner(runnerSession != nil) || cmd.Annotations[annotationRemoteSelf] == "true" {
 			return nil
 		}
 		// A swarm's state directory: the verb runs in a runner on the

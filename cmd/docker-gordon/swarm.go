@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,62 +21,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 	"github.com/gordon-deploy/docker-gordon/system/image"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
-// envOnEdgeNetwork is set in the containers that already run on the edge
-// overlay (the swarm reconcile loop): their verbs run in place instead of
-// in a runner.
-const envOnEdgeNetwork = "GORDON_ON_EDGE_NETWORK"
-
-// swarmNetwork is the edge overlay of this state directory's swarm ("" on
-// one engine).
-func (e *cliEnv) swarmNetwork() string { return e.swarmConfig().Network }
-
-// swarmConfig is <state>/swarm.json (a zero Config on one engine), read
-// once per process: every verb asks several times (runtime, plugin
-// environment, engine fields, the deploy's published ports).
-func (e *cliEnv) swarmConfig() swarm.Config {
-	if e.swarmCfg == nil {
-		var c swarm.Config
-		if cfg, ok, err := swarm.Load(e.opts.stateDir); err == nil && ok {
-			c = cfg
-		}
-		e.swarmCfg = &c
+// platform is the state directory's platform (one engine or a swarm),
+// resolved once per process: every verb asks several times (runtime,
+// plugin environment, engine fields, the deploy's published ports).
+func (e *cliEnv) platform() system.Platform {
+	if e.plat == nil {
+		p := system.Resolve(e.opts.stateDir)
+		e.plat = &p
 	}
-	return *e.swarmCfg
-}
-
-// runtimeName is the runtime backend this state directory uses: "swarm"
-// once `system start` ran on a swarm manager (<state>/swarm.json), else
-// "docker".
-func (e *cliEnv) runtimeName() string {
-	if e.swarmNetwork() != "" {
-		return "swarm"
-	}
-	return "docker"
-}
-
-// edgeNetwork is the swarm's edge overlay ("" on one engine): the engine
-// routes instances at their address there (R18).
-func (e *cliEnv) edgeNetwork() string { return e.swarmNetwork() }
-
-// swarmPluginEnv is the backends' extra environment on a swarm: the edge
-// overlay runtime/swarm attaches instances to.
-func (e *cliEnv) swarmPluginEnv() []string {
-	if n := e.swarmNetwork(); n != "" {
-		return []string{swarm.EnvEdgeNetwork + "=" + n}
-	}
-	return nil
-}
-
-// localSwarmRunner reports whether a verb on this machine's engine must
-// run in a runner on the edge overlay: the state directory is a swarm's
-// and this process is not already on that overlay.
-func (e *cliEnv) localSwarmRunner() bool {
-	return runnerSession == nil && os.Getenv(envOnEdgeNetwork) == "" && swarm.Present(e.opts.stateDir)
+	return *e.plat
 }
 
 // swarmStartOpts are system start's swarm flags.
@@ -363,7 +321,7 @@ func swarmReconcileUnit(stateDir, dockerHost string, cfg swarm.Config, interval 
 	if cfg.HTTPSPort > 0 {
 		u.Cmd = append(u.Cmd, "--cert-storage-addr", ":"+strconv.Itoa(swarm.CertStoragePort))
 	}
-	u.Env = append(u.Env, envOnEdgeNetwork+"=1", swarm.EnvEdgeNetwork+"="+cfg.Network)
+	u.Env = append(u.Env, system.EnvOnEdgeNetwork+"=1", swarm.EnvEdgeNetwork+"="+cfg.Network)
 	return u, nil
 }
 
@@ -454,7 +412,7 @@ func stopSwarmSystem(ctx context.Context, env *cliEnv, keepEdge bool) error {
 // renderSwarmLine prints "runtime: swarm, 3 nodes (3 ready): n1 ready
 // manager, …" on a swarm's state directory (nothing on one engine).
 func renderSwarmLine(ctx context.Context, env *cliEnv) {
-	if env.runtimeName() != "swarm" {
+	if env.platform().Kind != system.Swarm {
 		return
 	}
 	nodes, err := swarm.Nodes(ctx, env.dockerCli.Client())

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
@@ -142,14 +143,11 @@ func (p adoption) adopt(env *cliEnv) error {
 // another manager's state directory took over (R80): on a swarm, with the
 // engine reached directly (in the runner, or the reconcile container).
 func (e *cliEnv) checkSwarmOwner(ctx context.Context) error {
-	if e.runtimeName() != "swarm" || e.localSwarmRunner() || e.ownerInPasses {
+	p := e.platform()
+	if p.Kind != system.Swarm || p.NeedsRunner(runnerSession != nil) || e.ownerInPasses {
 		return nil
 	}
-	cfg, ok, err := swarm.Load(e.opts.stateDir)
-	if err != nil || !ok {
-		return err
-	}
-	return swarm.CheckOwner(ctx, e.dockerCli.Client(), cfg)
+	return swarm.CheckOwner(ctx, e.dockerCli.Client(), p.Config)
 }
 
 // adoptedEdgeSettings reads the swarm.json the swarm's state configs hold

@@ -135,17 +135,6 @@ func printEdgeServiceAction(w io.Writer, cfg, old swarm.Config, wasSwarm bool, a
 	fmt.Fprintf(w, "%s: Swarm replaces the edge task of each node once (stop, then start: that node's edge does not answer for a moment)\n", cfg.Service)
 }
 
-// checkSwarmBinds refuses, before anything changes, a spec with a TCP or
-// UDP bind this state directory's swarm edge does not publish (nil on one
-// engine).
-func (e *cliEnv) checkSwarmBinds(spec core.AppSpec) error {
-	cfg := e.swarmConfig()
-	if cfg.Network == "" {
-		return nil
-	}
-	return cfg.CheckBinds(spec)
-}
-
 // refuseUnpublishingBoundPorts refuses (core.ErrConflict, before anything
 // changes) a --tcp-ports list without a port a serving app's TCP bind
 // publishes: its bind would stop answering from outside.

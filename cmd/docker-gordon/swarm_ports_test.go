@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
@@ -167,12 +168,12 @@ publish = "0.0.0.0:9001"
 	assert.Equal(t, len(before), len(after), "nothing was written to the state directory: %v", after)
 
 	ok := swarm.Config{Network: "gordon-edge", TCPPorts: []int{9000, 9001}}
-	env.swarmCfg = &ok
+	env.plat = &system.Platform{Kind: system.Swarm, Config: ok}
 	spec := core.AppSpec{Name: "db", Services: []core.ServiceSpec{{Name: "db", TCP: []core.L4Interface{{Port: 5432, Publish: "0.0.0.0:9001"}}}}}
-	require.NoError(t, env.checkSwarmBinds(spec), "published now")
+	require.NoError(t, env.platform().CheckBinds(spec), "published now")
 	one := &cliEnv{}
 	one.opts.stateDir = t.TempDir()
-	require.NoError(t, one.checkSwarmBinds(spec), "one engine: the edge listens on any port")
+	require.NoError(t, one.platform().CheckBinds(spec), "one engine: the edge listens on any port")
 }
 
 // A --tcp-ports list without a port a serving app's TCP bind publishes is

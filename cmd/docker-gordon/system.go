@@ -123,7 +123,7 @@ engine after a reboot; no registry and no systemd are needed.`,
 		Short: "Stop and remove gordon-reconcile and gordon-edge",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if swarm.Present(env.opts.stateDir) {
+			if env.platform().OnSwarm() {
 				return stopSwarmSystem(cmd.Context(), env, keepEdge)
 			}
 			if keepEdge {
@@ -174,7 +174,7 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 			if onSwarm {
 				return startSwarmSystem(cmd, env, nodeID, swarmOpts, edgeFlags, interval)
 			}
-			if swarm.Present(env.opts.stateDir) {
+			if env.platform().OnSwarm() {
 				return fmt.Errorf("this state directory serves a swarm (%s): system start --runtime docker on it would strand its apps' services; use another --state-dir for a one-engine edge: %w",
 					filepath.Join(env.opts.stateDir, swarm.ConfigFile), core.ErrConflict)
 			}
@@ -227,7 +227,7 @@ func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 		Short: "Show the system containers (state, image, start time) and the edge's applied generation",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if swarm.Present(env.opts.stateDir) {
+			if env.platform().OnSwarm() {
 				return swarmSystemStatus(cmd.Context(), env, format)
 			}
 			api := env.dockerCli.Client()

@@ -376,6 +376,8 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 
 	// Several passes run (1s interval) and the loop is still up, never
 	// restarted: plugins start inside the container and the engine answers.
+	// The behaviour under test is the passage of time: a crash loop would
+	// show within these passes.
 	time.Sleep(4 * time.Second)
 	rc = inspect(t, cli, docker.ReconcileName)
 	assert.True(t, rc.State.Running, "reconcile container: %+v", rc.State)

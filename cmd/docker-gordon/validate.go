@@ -74,7 +74,7 @@ func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec, built
 	host, err := env.pluginHost()
 	if err == nil {
 		var rt core.Runtime
-		if rt, err = host.Runtime(ctx, env.runtimeName()); err == nil {
+		if rt, err = host.Runtime(ctx, env.platform().RuntimeName()); err == nil {
 			if _, err = rt.Info(ctx); err == nil {
 				eng := &engine.Engine{Runtime: rt}
 				if err := eng.CheckImages(ctx, spec); err != nil {
@@ -132,7 +132,7 @@ func checkSwarmBindsHere(env *cliEnv, spec core.AppSpec) error {
 	if env.targetsRemote() {
 		return nil
 	}
-	return env.checkSwarmBinds(spec)
+	return env.platform().CheckBinds(spec)
 }
 
 // checkRoutesHere refuses a host or publish address of spec that another

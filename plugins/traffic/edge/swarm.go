@@ -24,7 +24,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
-// On a swarm (issue 25; <state>/swarm.json present) gordon-edge runs as a
+// On a swarm (<state>/swarm.json present) gordon-edge runs as a
 // global service, one task per edge node, and no edge reads this state
 // directory. Apply still writes routes.json here (the table of record, for
 // reconcile and a restarted edge's peers), then PUTs the table to every
