@@ -276,3 +276,18 @@ networks:
 	assert.Contains(t, notes, "stdin_open and tty have no effect")
 	assert.Contains(t, notes, "container_name db is the service name")
 }
+
+// An unset variable that breaks a volume spec (compose says only
+// ":/media/") is reported at its file and line, with the variable's name.
+func TestCompose_UnsetVariableInAVolumeIsLocated(t *testing.T) {
+	dir := writeProject(t, map[string]string{"compose.yaml": "services:\n  plex:\n    image: plex:1\n    volumes:\n      - ${MEDIA}:/media/\n      - cfg:/config\nvolumes:\n  cfg: {}\n"})
+	_, err := load(t, dir, "compose.yaml")
+	require.Error(t, err)
+	var cerr *Error
+	require.True(t, errors.As(err, &cerr), "want *compose.Error, got %T: %v", err, err)
+	require.Len(t, cerr.Problems, 1)
+	p := cerr.Problems[0]
+	assert.Equal(t, 5, p.Line)
+	assert.Contains(t, p.Message, "variable MEDIA is not set")
+	assert.Contains(t, err.Error(), "compose.yaml:5:9:")
+}
