@@ -183,28 +183,6 @@ func appendNew(list []string, v string) []string {
 	return append(list, v)
 }
 
-// overlapCandidate reports whether svc maps to an overlap-eligible service
-// not declared stop-first (SPEC R16).
-func (m *mapper) overlapCandidate(svc *types.ServiceConfig) bool {
-	if svc.Deploy != nil && svc.Deploy.UpdateConfig != nil && svc.Deploy.UpdateConfig.Order == "stop-first" {
-		return false
-	}
-	for _, v := range svc.Volumes {
-		if v.Type == types.VolumeTypeVolume || v.Type == types.VolumeTypeBind {
-			return false
-		}
-	}
-	if len(svc.Devices) > 0 {
-		return false
-	}
-	for _, p := range svc.Ports {
-		if p.Protocol == "udp" {
-			return false
-		}
-	}
-	return true
-}
-
 // environment: environment and env_file (resolved by the loader); a
 // variable without a value that is unset stays unset, as in compose.
 func (m *mapper) environment(name string, svc *types.ServiceConfig, out *service) {
