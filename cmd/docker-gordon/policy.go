@@ -9,7 +9,43 @@ import (
 	"path/filepath"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/gordon-deploy/docker-gordon/core"
 )
+
+// operatorConfig is <state>/config.toml, which only the operator writes:
+// the approved binds, the privileges approved per app, the retention of
+// ops and revisions (docs/security.md "The approvals in config.toml").
+type operatorConfig struct {
+	Binds      map[string]string          `toml:"binds"`
+	Privileges map[string]core.Privileges `toml:"privileges"`
+	Retention  retentionConfig            `toml:"retention"`
+}
+
+// retentionConfig is [retention]: how many ops and revisions each app
+// keeps (nil: the default; 0: all).
+type retentionConfig struct {
+	Ops       *int `toml:"ops"`
+	Revisions *int `toml:"revisions"`
+}
+
+// readOperatorConfig reads <state>/config.toml (absent: the empty config)
+// and returns it with its path.
+func readOperatorConfig(stateDir string) (operatorConfig, string, error) {
+	path := filepath.Join(stateDir, "config.toml")
+	var cfg operatorConfig
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cfg, path, nil
+	}
+	if err != nil {
+		return cfg, path, err
+	}
+	if err := toml.Unmarshal(data, &cfg); err != nil {
+		return cfg, path, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, path, nil
+}
 
 // bindPolicy looks up an operator-approved host path for a bind name in
 // <state>/config.toml:
@@ -19,19 +55,9 @@ import (
 //
 // A bind name that is not approved is refused with what to add.
 func bindPolicy(stateDir, name string) (string, error) {
-	path := filepath.Join(stateDir, "config.toml")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("bind %q is not approved: add [binds] %s = \"/host/path\" to %s", name, name, path)
-	}
+	cfg, path, err := readOperatorConfig(stateDir)
 	if err != nil {
 		return "", err
-	}
-	var cfg struct {
-		Binds map[string]string `toml:"binds"`
-	}
-	if err := toml.Unmarshal(data, &cfg); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	p, ok := cfg.Binds[name]
 	if !ok || p == "" {
@@ -41,6 +67,33 @@ func bindPolicy(stateDir, name string) (string, error) {
 		return "", fmt.Errorf("%s: binds.%s = %q: want an absolute host path", path, name, p)
 	}
 	return p, nil
+}
+
+// privilegePolicy refuses the options of service svc of app that go
+// beyond Docker's defaults (capabilities outside its default set, host
+// devices) unless [privileges.<app>] of <state>/config.toml approves them;
+// the refusal names the line to set (core.PrivilegeRefusal).
+func privilegePolicy(stateDir, app string, svc *core.ServiceSpec) error {
+	if caps, devices := (core.Privileges{}).Unapproved(svc); len(caps) == 0 && len(devices) == 0 {
+		return nil // nothing to approve: config.toml is not read
+	}
+	cfg, path, err := readOperatorConfig(stateDir)
+	if err != nil {
+		return err
+	}
+	return core.PrivilegeRefusal(app, path, cfg.Privileges[app], svc)
+}
+
+// checkPrivileges is privilegePolicy for every service of spec: the
+// refusals of all of them, joined.
+func checkPrivileges(stateDir string, spec core.AppSpec) error {
+	var errs []error
+	for i := range spec.Services {
+		if err := privilegePolicy(stateDir, spec.Name, &spec.Services[i]); err != nil {
+			errs = append(errs, fmt.Errorf("service %s: %w", spec.Services[i].Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkPort is engine.PortChecker: it binds addr for an instant, so a publish

@@ -340,6 +340,9 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		BindPolicy: func(name string) (string, error) {
 			return bindPolicy(e.opts.stateDir, name)
 		},
+		PrivilegePolicy: func(app string, svc *core.ServiceSpec) error {
+			return privilegePolicy(e.opts.stateDir, app, svc)
+		},
 		PortCheck:    checkPort,
 		RegistryAuth: e.registryAuth,
 		TrafficHint:  e.trafficHint(),

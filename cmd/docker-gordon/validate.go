@@ -35,6 +35,9 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 				printImageRefusal(env, res, ierr)
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", in.files[0])}
 			}
+			if perr := checkPrivilegesHere(env, res.spec); perr != nil {
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %s: %v", in.files[0], perr)}
+			}
 			if serr := checkSwarmBindsHere(env, res.spec); serr != nil {
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %s: %v", in.files[0], serr)}
 			}
@@ -93,6 +96,23 @@ func checkSwarmBindsHere(env *cliEnv, spec core.AppSpec) error {
 		return nil
 	}
 	return env.checkSwarmBinds(spec)
+}
+
+// checkPrivilegesHere refuses, as deploy would, the options beyond
+// Docker's defaults that [privileges.<app>] of this machine's config.toml
+// does not approve (checkPrivileges). A remote engine's config.toml is on
+// its machine: skipped with a note, its deploy checks them there.
+func checkPrivilegesHere(env *cliEnv, spec core.AppSpec) error {
+	if env.targetsRemote() {
+		for i := range spec.Services {
+			if caps, devices := (core.Privileges{}).Unapproved(&spec.Services[i]); len(caps)+len(devices) > 0 {
+				fmt.Fprintf(env.dockerCli.Err(), "note: privilege checks skipped (the remote engine's config.toml is on its machine; deploy checks them there)\n")
+				break
+			}
+		}
+		return nil
+	}
+	return checkPrivileges(env.opts.stateDir, spec)
 }
 
 // checkRoutesHere refuses a host or publish address of spec that another

@@ -239,6 +239,9 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 	if err := e.checkHookRuntime(spec); err != nil {
 		return nil, err
 	}
+	if err := e.checkPrivileges(app, spec); err != nil {
+		return nil, fmt.Errorf("app %s: service %s: %w", app, name, err)
+	}
 	p := &pinnedService{spec: spec}
 	e.progress(ProgressEvent{App: app, Service: name, Phase: PhaseResolve, Detail: spec.Image, Elapsed: time.Since(start)})
 	img, ok := e.takePin(spec.Image, d.req.Pull)
@@ -356,6 +359,16 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 		return core.ImageRef{}, fmt.Errorf("resolve image %s: %w", ref, err)
 	}
 	return img, nil
+}
+
+// checkPrivileges refuses, before anything changes (R13), the options of s
+// beyond Docker's defaults that e.PrivilegePolicy does not approve (nil:
+// none is approved).
+func (e *Engine) checkPrivileges(app string, s *core.ServiceSpec) error {
+	if e.PrivilegePolicy != nil {
+		return e.PrivilegePolicy(app, s)
+	}
+	return core.PrivilegeRefusal(app, "<state>/config.toml", core.Privileges{}, s)
 }
 
 // resolveBinds looks every bind of s up in e.BindPolicy (R13, R18.1,

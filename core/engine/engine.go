@@ -73,6 +73,12 @@ type Engine struct {
 	// (R13, <state>/config.toml). nil refuses every bind. Errors should wrap
 	// ErrInvalid (name not approved).
 	BindPolicy func(name string) (hostPath string, err error)
+	// PrivilegePolicy refuses what a service of app asks beyond Docker's
+	// defaults (capabilities outside core.DefaultCapabilities, host
+	// devices) that the operator did not approve ([privileges.<app>] of
+	// <state>/config.toml); nil refuses all of it (core.Privileges{}).
+	// Errors should wrap ErrInvalid and name the line to add.
+	PrivilegePolicy func(app string, svc *core.ServiceSpec) error
 
 	// RegistryAuth, if set, returns the X-Registry-Auth value for pulling
 	// ref ("" for an anonymous pull); pinImage passes it to
