@@ -11,15 +11,16 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/privilege"
 )
 
 // operatorConfig is <state>/config.toml, which only the operator writes:
 // the approved binds, the privileges approved per app, the retention of
 // ops and revisions (docs/security.md "The approvals in config.toml").
 type operatorConfig struct {
-	Binds      map[string]string          `toml:"binds"`
-	Privileges map[string]core.Privileges `toml:"privileges"`
-	Retention  retentionConfig            `toml:"retention"`
+	Binds      map[string]string               `toml:"binds"`
+	Privileges map[string]privilege.Privileges `toml:"privileges"`
+	Retention  retentionConfig                 `toml:"retention"`
 }
 
 // retentionConfig is [retention]: how many ops and revisions each app
@@ -72,16 +73,16 @@ func bindPolicy(stateDir, name string) (string, error) {
 // privilegePolicy refuses the options of service svc of app that go
 // beyond Docker's defaults (capabilities outside its default set, host
 // devices) unless [privileges.<app>] of <state>/config.toml approves them;
-// the refusal names the line to set (core.PrivilegeRefusal).
+// the refusal names the line to set (privilege.Refusal).
 func privilegePolicy(stateDir, app string, svc *core.ServiceSpec) error {
-	if caps, devices := (core.Privileges{}).Unapproved(svc); len(caps) == 0 && len(devices) == 0 {
+	if caps, devices := (privilege.Privileges{}).Unapproved(svc); len(caps) == 0 && len(devices) == 0 {
 		return nil // nothing to approve: config.toml is not read
 	}
 	cfg, path, err := readOperatorConfig(stateDir)
 	if err != nil {
 		return err
 	}
-	return core.PrivilegeRefusal(app, path, cfg.Privileges[app], svc)
+	return privilege.Refusal(app, path, cfg.Privileges[app], svc)
 }
 
 // checkPrivileges is privilegePolicy for every service of spec: the

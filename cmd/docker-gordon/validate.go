@@ -12,6 +12,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/privilege"
 )
 
 func newValidateCommand(env *cliEnv) *cobra.Command {
@@ -105,7 +106,7 @@ func checkSwarmBindsHere(env *cliEnv, spec core.AppSpec) error {
 func checkPrivilegesHere(env *cliEnv, spec core.AppSpec) error {
 	if env.targetsRemote() {
 		for i := range spec.Services {
-			if caps, devices := (core.Privileges{}).Unapproved(&spec.Services[i]); len(caps)+len(devices) > 0 {
+			if caps, devices := (privilege.Privileges{}).Unapproved(&spec.Services[i]); len(caps)+len(devices) > 0 {
 				fmt.Fprintf(env.dockerCli.Err(), "note: privilege checks skipped (the remote engine's config.toml is on its machine; deploy checks them there)\n")
 				break
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/privilege"
 )
 
 // deployRun is the state of one executing deploy (R12 execute phase).
@@ -368,7 +369,7 @@ func (e *Engine) checkPrivileges(app string, s *core.ServiceSpec) error {
 	if e.PrivilegePolicy != nil {
 		return e.PrivilegePolicy(app, s)
 	}
-	return core.PrivilegeRefusal(app, "<state>/config.toml", core.Privileges{}, s)
+	return privilege.Refusal(app, "<state>/config.toml", privilege.Privileges{}, s)
 }
 
 // resolveBinds looks every bind of s up in e.BindPolicy (R13, R18.1,

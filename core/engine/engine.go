@@ -74,9 +74,9 @@ type Engine struct {
 	// ErrInvalid (name not approved).
 	BindPolicy func(name string) (hostPath string, err error)
 	// PrivilegePolicy refuses what a service of app asks beyond Docker's
-	// defaults (capabilities outside core.DefaultCapabilities, host
+	// defaults (capabilities outside privilege.DefaultCapabilities, host
 	// devices) that the operator did not approve ([privileges.<app>] of
-	// <state>/config.toml); nil refuses all of it (core.Privileges{}).
+	// <state>/config.toml); nil refuses all of it (privilege.Privileges{}).
 	// Errors should wrap ErrInvalid and name the line to add.
 	PrivilegePolicy func(app string, svc *core.ServiceSpec) error
 

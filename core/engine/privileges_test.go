@@ -9,6 +9,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/coretest"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/privilege"
 )
 
 // privilegedWeb is the web service asking for a capability beyond Docker's
@@ -49,7 +50,7 @@ func TestPrivileges_DeployRunsWhenApproved(t *testing.T) {
 	var asked []string
 	h.Engine.PrivilegePolicy = func(app string, svc *core.ServiceSpec) error {
 		asked = append(asked, app+"/"+svc.Name)
-		return core.PrivilegeRefusal(app, "config.toml", core.Privileges{CapAdd: []string{"SYS_ADMIN"}, Devices: []string{"/dev/fuse"}}, svc)
+		return privilege.Refusal(app, "config.toml", privilege.Privileges{CapAdd: []string{"SYS_ADMIN"}, Devices: []string{"/dev/fuse"}}, svc)
 	}
 	_, err := h.Engine.SubmitRevision(h.Ctx(), coretest.BlogApp(privilegedWeb()), "sha-priv")
 	require.NoError(t, err)

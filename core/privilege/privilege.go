@@ -1,9 +1,14 @@
-package core
+// Package privilege decides which container options go beyond Docker's
+// defaults and so need the operator's approval ([privileges.<app>] of
+// <state>/config.toml, docs/security.md).
+package privilege
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gordon-deploy/docker-gordon/core"
 )
 
 // DefaultCapabilities is Docker's default capability set (without "CAP_"):
@@ -34,7 +39,7 @@ func capName(c string) string { return strings.TrimPrefix(strings.ToUpper(c), "C
 // Unapproved returns what svc asks beyond Docker's defaults that p does not
 // approve, in the manifest's order: capabilities of cap_add outside
 // DefaultCapabilities (normalized, "ALL" included), and every device.
-func (p Privileges) Unapproved(svc *ServiceSpec) (caps, devices []string) {
+func (p Privileges) Unapproved(svc *core.ServiceSpec) (caps, devices []string) {
 	approved := map[string]bool{}
 	for _, c := range p.CapAdd {
 		approved[capName(c)] = true
@@ -53,7 +58,7 @@ func (p Privileges) Unapproved(svc *ServiceSpec) (caps, devices []string) {
 	return caps, devices
 }
 
-// PrivilegeRefusal is the refusal of svc's unapproved options (nil when
+// Refusal is the refusal of svc's unapproved options (nil when
 // p approves all it asks): it names what the service asks and the lines
 // the operator sets under [privileges.<app>] in configPath (what p already
 // approves plus what is missing), e.g.
@@ -63,7 +68,7 @@ func (p Privileges) Unapproved(svc *ServiceSpec) (caps, devices []string) {
 //	/var/lib/docker-gordon/config.toml
 //
 // The caller names the service. The error wraps ErrInvalid.
-func PrivilegeRefusal(app, configPath string, p Privileges, svc *ServiceSpec) error {
+func Refusal(app, configPath string, p Privileges, svc *core.ServiceSpec) error {
 	caps, devices := p.Unapproved(svc)
 	if len(caps) == 0 && len(devices) == 0 {
 		return nil
@@ -81,16 +86,16 @@ func PrivilegeRefusal(app, configPath string, p Privileges, svc *ServiceSpec) er
 	if len(caps)+len(devices) > 1 {
 		needs = "need"
 	}
-	return privilegeRefusal(fmt.Sprintf("%s %s the operator's approval: set %s under [privileges.%s] in %s",
+	return refusal(fmt.Sprintf("%s %s the operator's approval: set %s under [privileges.%s] in %s",
 		strings.Join(asks, " and "), needs, strings.Join(sets, " and "), app, configPath))
 }
 
-// privilegeRefusal is a refusal in the user's words that is ErrInvalid
+// refusal is a refusal in the user's words that is ErrInvalid
 // (errors.Is) without printing the class.
-type privilegeRefusal string
+type refusal string
 
-func (e privilegeRefusal) Error() string        { return string(e) }
-func (e privilegeRefusal) Is(target error) bool { return target == ErrInvalid }
+func (e refusal) Error() string        { return string(e) }
+func (e refusal) Is(target error) bool { return target == core.ErrInvalid }
 
 func plural(n int, one, many string) string {
 	if n == 1 {
