@@ -11,7 +11,9 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/core/privilege"
+	"github.com/gordon-deploy/docker-gordon/core/retention"
 )
 
 // operatorConfig is <state>/config.toml, which only the operator writes:
@@ -46,6 +48,25 @@ func readOperatorConfig(stateDir string) (operatorConfig, string, error) {
 		return cfg, path, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, path, nil
+}
+
+// retentionPolicy is [retention] of <state>/config.toml with the defaults
+// (retention.DefaultOps, retention.DefaultRevisions) for what it does not
+// set; an unreadable file gives the defaults (the bind and privilege
+// checks report it).
+func retentionPolicy(stateDir string) engine.Retention {
+	r := engine.Retention{Ops: retention.DefaultOps, Revisions: retention.DefaultRevisions}
+	cfg, _, err := readOperatorConfig(stateDir)
+	if err != nil {
+		return r
+	}
+	if cfg.Retention.Ops != nil {
+		r.Ops = *cfg.Retention.Ops
+	}
+	if cfg.Retention.Revisions != nil {
+		r.Revisions = *cfg.Retention.Revisions
+	}
+	return r
 }
 
 // bindPolicy looks up an operator-approved host path for a bind name in

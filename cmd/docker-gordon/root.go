@@ -343,6 +343,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		PrivilegePolicy: func(app string, svc *core.ServiceSpec) error {
 			return privilegePolicy(e.opts.stateDir, app, svc)
 		},
+		Retention:    retentionPolicy(e.opts.stateDir),
 		PortCheck:    checkPort,
 		RegistryAuth: e.registryAuth,
 		TrafficHint:  e.trafficHint(),

@@ -79,6 +79,9 @@ type Engine struct {
 	// <state>/config.toml); nil refuses all of it (privilege.Privileges{}).
 	// Errors should wrap ErrInvalid and name the line to add.
 	PrivilegePolicy func(app string, svc *core.ServiceSpec) error
+	// Retention is applied to an app before its lock is released after
+	// every operation (Prune); the zero value keeps everything.
+	Retention Retention
 
 	// RegistryAuth, if set, returns the X-Registry-Auth value for pulling
 	// ref ("" for an anonymous pull); pinImage passes it to

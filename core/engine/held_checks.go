@@ -40,9 +40,11 @@ type heldLock struct {
 	once sync.Once
 }
 
-// Unlock drops the memo, then releases the lock.
+// Unlock applies the retention (pruneHeld) and drops the memo, then
+// releases the lock.
 func (l *heldLock) Unlock() error {
 	l.once.Do(func() {
+		l.e.pruneHeld(l.app)
 		l.e.heldMu.Lock()
 		if l.e.held[l.app] == l.memo {
 			delete(l.e.held, l.app)
