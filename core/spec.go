@@ -209,6 +209,14 @@ type L4Interface struct {
 	Port int `json:"port"`
 	// Publish is the edge's listen address, "IP:port" (e.g. "0.0.0.0:9000").
 	Publish string `json:"publish,omitempty"`
+	// IdleTimeout closes a relayed TCP connection, or ends a UDP session,
+	// silent both ways this long (manifest idle_timeout, 1s..24h; 0: the
+	// edge's default, 50 s for TCP, 30 s for UDP).
+	IdleTimeout Duration `json:"idle_timeout,omitempty"`
+	// MaxConns bounds the interface's relayed TCP connections or UDP
+	// sessions at once (manifest max_conns, 1..100000; 0: the edge's
+	// default, 2000 for TCP, 4096 for UDP).
+	MaxConns int `json:"max_conns,omitempty"`
 }
 
 // Readiness types (R29).

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/accesslog"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 )
@@ -123,4 +126,25 @@ func (s *Server) serveHTTPLogged(w http.ResponseWriter, r *http.Request) {
 	}
 	*aw = accessWriter{}
 	accessWriterPool.Put(aw)
+}
+
+// watchAccessLog reports the access log's failing writes: the first of a
+// run is logged (error), and the recovery (info); the series
+// gordon_edge_access_log_write_errors_total and
+// gordon_edge_access_log_dropped_lines_total count failed writes and lines
+// dropped while the output failed.
+func watchAccessLog(reg *prometheus.Registry, a *accesslog.Log, logger hclog.Logger, name string) {
+	a.SetReporter(func(err error) {
+		if err != nil {
+			logger.Error("access log: writing failed; lines are kept (up to 64 KiB) and retried every 500 ms", "destination", name, "error", err)
+			return
+		}
+		logger.Info("access log: writing again", "destination", name)
+	})
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "gordon_edge", Name: "access_log_write_errors_total",
+			Help: "Writes to the access log that failed (a full disk, a closed pipe); each is retried."}, func() float64 { return float64(a.WriteErrors()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "gordon_edge", Name: "access_log_dropped_lines_total",
+			Help: "Access log lines dropped because the buffer was full while writes failed."}, func() float64 { return float64(a.Dropped()) }),
+	)
 }

@@ -62,31 +62,29 @@ type accessLine struct {
 // JSON object with exactly the documented fields fails the test.
 func waitAccess(t *testing.T, buf *syncBuffer, n int) []accessLine {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	linesOf := func() (string, []string) {
 		text := buf.String()
-		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-		if text != "" && len(lines) >= n {
-			out := make([]accessLine, 0, len(lines))
-			for _, l := range lines {
-				var fields map[string]any
-				require.NoError(t, json.Unmarshal([]byte(l), &fields), "line %q", l)
-				assert.Len(t, fields, 13, "line %q", l)
-				var a accessLine
-				dec := json.NewDecoder(strings.NewReader(l))
-				dec.DisallowUnknownFields()
-				require.NoError(t, dec.Decode(&a), "line %q", l)
-				_, err := time.Parse(time.RFC3339Nano, a.Time)
-				require.NoError(t, err)
-				out = append(out, a)
-			}
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("access log has %d lines after 5s, want %d:\n%s", len(lines), n, text)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return text, strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	}
+	if !assert.Eventually(t, func() bool { text, lines := linesOf(); return text != "" && len(lines) >= n }, 5*time.Second, 20*time.Millisecond) {
+		text, lines := linesOf()
+		t.Fatalf("access log has %d lines after 5s, want %d:\n%s", len(lines), n, text)
+	}
+	_, lines := linesOf()
+	out := make([]accessLine, 0, len(lines))
+	for _, l := range lines {
+		var fields map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &fields), "line %q", l)
+		assert.Len(t, fields, 13, "line %q", l)
+		var a accessLine
+		dec := json.NewDecoder(strings.NewReader(l))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&a), "line %q", l)
+		_, err := time.Parse(time.RFC3339Nano, a.Time)
+		require.NoError(t, err)
+		out = append(out, a)
+	}
+	return out
 }
 
 // idBackend answers "id=<X-Request-Id it got>" (so the test knows the
@@ -101,7 +99,7 @@ func idBackend(t *testing.T) *httptest.Server {
 	return b
 }
 
-// Issue 27 item 5: every HTTP/1.1 request gets one line, with the host,
+// R74 (access log): every HTTP/1.1 request gets one line, with the host,
 // method, path, status, body bytes, app, service, instance (container),
 // client, the request id the backend saw and the protocol, whichever
 // path served it: the event loop, a connection goroutine (no loops),
@@ -171,7 +169,7 @@ func do(t *testing.T, e *edge, method, host, path, body string) (*http.Response,
 	return resp, string(b)
 }
 
-// Issue 27 item 5: a client's own X-Request-Id is the one logged, and
+// R74 (access log): a client's own X-Request-Id is the one logged, and
 // behind a trusted proxy the client is the rightmost X-Forwarded-For
 // entry that is not a trusted proxy; from an untrusted peer a claimed
 // X-Forwarded-For is ignored.
@@ -198,7 +196,7 @@ func TestAccessLogClientAfterTrustedProxiesAndClientRequestID(t *testing.T) {
 	}
 }
 
-// Issue 27 item 5: HTTP/2 requests are logged with protocol "HTTP/2", on
+// R74 (access log): HTTP/2 requests are logged with protocol "HTTP/2", on
 // the fast path (GET) and through net/http (POST), with the request id
 // the backend got.
 func TestAccessLogHTTP2BothPaths(t *testing.T) {
@@ -242,7 +240,7 @@ func TestAccessLogHTTP2BothPaths(t *testing.T) {
 	assert.Equal(t, "/slow", byMethod["POST"].Path)
 }
 
-// Issue 27 item 5: lines still buffered when the edge stops are written
+// R74 (access log): lines still buffered when the edge stops are written
 // (the flush at shutdown), and keep-alive pipelined requests on one
 // connection each get their line.
 func TestAccessLogFlushedAtShutdownAndOneLinePerPipelinedRequest(t *testing.T) {
@@ -270,7 +268,7 @@ func TestAccessLogFlushedAtShutdownAndOneLinePerPipelinedRequest(t *testing.T) {
 	assert.Equal(t, n, strings.Count(text, `"path":"/p"`), text)
 }
 
-// Issue 27 item 5: a request the edge answers itself gets its line too:
+// R74 (access log): a request the edge answers itself gets its line too:
 // a stopped service's 503 names the app and service (no instance).
 func TestAccessLogLineForAnswersOfTheEdgeItself(t *testing.T) {
 	buf := &syncBuffer{}
@@ -289,7 +287,7 @@ func TestAccessLogLineForAnswersOfTheEdgeItself(t *testing.T) {
 	assert.Positive(t, l.BytesOut, "the 503 page's body")
 }
 
-// Issue 27 item 5: with the access log on, an upgrade still tunnels
+// R74 (access log): with the access log on, an upgrade still tunnels
 // (the log's writer lets the proxy hijack the connection), and its line
 // (101) is written when the tunnel ends.
 func TestAccessLogUpgradeTunnelsAndIsLogged(t *testing.T) {

@@ -135,19 +135,19 @@ func waitIssued(t *testing.T, e *edge, host string, pool *x509.CertPool, within 
 func waitIssuedAt(t *testing.T, httpsAddr, host string, pool *x509.CertPool, within time.Duration) *x509.Certificate {
 	t.Helper()
 	var leaf *x509.Certificate
-	var lastErr error
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	served := func() error {
 		conn, err := tls.Dial("tcp", httpsAddr, &tls.Config{ServerName: host, RootCAs: pool})
-		if err == nil {
-			leaf = conn.ConnectionState().PeerCertificates[0]
-			conn.Close()
-			return leaf
+		if err != nil {
+			return err
 		}
-		lastErr = err
-		time.Sleep(100 * time.Millisecond)
+		defer conn.Close()
+		leaf = conn.ConnectionState().PeerCertificates[0]
+		return nil
 	}
-	t.Fatalf("no certificate issued for %s within %s: %v", host, within, lastErr)
+	if assert.Eventually(t, func() bool { return served() == nil }, within, 100*time.Millisecond) {
+		return leaf
+	}
+	t.Fatalf("no certificate issued for %s within %s: %v", host, within, served())
 	return nil
 }
 
@@ -266,13 +266,12 @@ func TestACMERenewsShortLivedCertificate(t *testing.T) {
 	b := nameBackend(t, "blue")
 	e.publish(t, httpTable(1, tlsRoute("renew.test", "", addrOf(b))))
 	first := waitIssued(t, e, "renew.test", p.issuerPool(), 60*time.Second)
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		leaf := waitIssued(t, e, "renew.test", p.issuerPool(), 10*time.Second)
-		if leaf.SerialNumber.Cmp(first.SerialNumber) != 0 {
-			return
+	require.Eventually(t, func() bool {
+		conn, err := tls.Dial("tcp", e.srv.HTTPSAddr(), &tls.Config{ServerName: "renew.test", RootCAs: p.issuerPool()})
+		if err != nil {
+			return false
 		}
-		time.Sleep(2 * time.Second)
-	}
-	t.Fatal("certificate not renewed within 3 minutes")
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.Cmp(first.SerialNumber) != 0
+	}, 3*time.Minute, 2*time.Second, "certificate not renewed within 3 minutes")
 }

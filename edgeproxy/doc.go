@@ -17,8 +17,8 @@
 // Prometheus text format; POST /reload re-reads the table at once;
 // /debug/pprof/ with Config.Pprof).
 //
-// On a swarm, where the edge cannot read the publisher's state directory
-// (issue 25), Config.RoutesToken adds PUT /routes and GET /routes to the
+// On a swarm, where the edge cannot read the publisher's state directory,
+// Config.RoutesToken adds PUT /routes and GET /routes to the
 // admin endpoint (bearer token; a pushed table is written as the edge's
 // own routes.json, then read and applied as above before the answer) and
 // Config.Peers pulls a newer table from the other edges every

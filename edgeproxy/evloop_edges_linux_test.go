@@ -129,7 +129,8 @@ func TestEventLoopExact16KiBThenStrayBytesPooled(t *testing.T) {
 	resp, body := get(t, c1, bufio.NewReader(c1), "/first")
 	require.Equal(t, 200, resp.StatusCode)
 	require.Len(t, body, dataplane.EvMaxResponse-len("HTTP/1.1 200 OK\r\nContent-Length: 00000\r\n\r\n"))
-	time.Sleep(50 * time.Millisecond)
+	// The stray bytes came in the backend's one write with the answer:
+	// they are in the pooled connection's buffer by now.
 	c2, err := net.Dial("tcp", s.HTTPAddr())
 	require.NoError(t, err)
 	defer c2.Close()
@@ -183,6 +184,8 @@ func TestRetryAfterDeadPooledConnectionDials(t *testing.T) {
 					return
 				}
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") // then closes without saying so
+				// Jitter, not a wait: it varies the race between this
+				// close and the pooled connection's next use.
 				time.Sleep(time.Duration(1+len(c.RemoteAddr().String())%3) * time.Millisecond)
 			})
 			s := runEdge(t, loops, backend)
@@ -211,6 +214,8 @@ func TestRetryAfterDeadPooledConnectionDials(t *testing.T) {
 						if resp.StatusCode != http.StatusOK {
 							bad.Add(1)
 						}
+						// Jitter, not a wait: it varies when the next
+						// request meets a pooled connection the backend closed.
 						time.Sleep(time.Duration(i%4) * time.Millisecond)
 					}
 				}()

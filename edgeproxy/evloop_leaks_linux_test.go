@@ -132,13 +132,13 @@ func TestEventLoopOddRequestsLeaveNoCountsOrDescriptors(t *testing.T) {
 	e := startLoopEdgeCfg(t, Config{DialTimeout: time.Second, ShutdownTimeout: 2 * time.Second, ReadHeaderTimeout: 300 * time.Millisecond},
 		route(backend, func(rt *routetable.HTTPRoute) { rt.ResponseHeaderTimeoutMS = 300 }))
 	addr := e.s.HTTPAddr()
-	send := func(raw string, read bool, closeAfter time.Duration) string {
+	send := func(raw string, read bool, closeWhenBusy bool) string {
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		defer c.Close()
 		io.WriteString(c, raw)
-		if closeAfter > 0 {
-			time.Sleep(closeAfter)
+		if closeWhenBusy {
+			require.Eventually(t, func() bool { g, _ := inFlight(e.s, backend); return g > 0 }, 10*time.Second, 5*time.Millisecond, "the request reaches the backend")
 			return ""
 		}
 		if !read {
@@ -151,20 +151,20 @@ func TestEventLoopOddRequestsLeaveNoCountsOrDescriptors(t *testing.T) {
 	g := func(p string) string { return "GET " + p + " HTTP/1.1\r\nHost: app.test\r\n\r\n" }
 	gc := func(p string) string { return "GET " + p + " HTTP/1.1\r\nHost: app.test\r\nConnection: close\r\n\r\n" }
 	for range 3 {
-		assert.Contains(t, send(gc("/"), true, 0), "ok /")
-		assert.Contains(t, send(gc("/chunked"), true, 0), "c1 ")
-		assert.Contains(t, send(gc("/big"), true, 0), "BBBB")
-		assert.Contains(t, send(gc("/hints"), true, 0), "hinted")
-		assert.Contains(t, send(gc("/close"), true, 0), "closing")
-		assert.Contains(t, send(gc("/nocontent"), true, 0), "204")
-		assert.Contains(t, send(gc("/slow"), true, 0), "504")
-		assert.Contains(t, send("POST /post HTTP/1.1\r\nHost: app.test\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi", true, 0), "got hi")
-		assert.Contains(t, send("GET / HTTP/1.1\r\nHost: nope.test\r\nConnection: close\r\n\r\n", true, 0), "404")
-		assert.Contains(t, send("garbage\r\n\r\n", true, 0), "400")
-		send("GET / HTTP/1.1\r\nHo", true, 0)         // header timeout
-		send(g("/slow"), false, 100*time.Millisecond) // client gone while busy
-		send(g("/"), false, 0)                        // gone right away
-		send(g("/mid")+g("/mid")+g("/mid"), false, 0) // gone mid pipelining
+		assert.Contains(t, send(gc("/"), true, false), "ok /")
+		assert.Contains(t, send(gc("/chunked"), true, false), "c1 ")
+		assert.Contains(t, send(gc("/big"), true, false), "BBBB")
+		assert.Contains(t, send(gc("/hints"), true, false), "hinted")
+		assert.Contains(t, send(gc("/close"), true, false), "closing")
+		assert.Contains(t, send(gc("/nocontent"), true, false), "204")
+		assert.Contains(t, send(gc("/slow"), true, false), "504")
+		assert.Contains(t, send("POST /post HTTP/1.1\r\nHost: app.test\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi", true, false), "got hi")
+		assert.Contains(t, send("GET / HTTP/1.1\r\nHost: nope.test\r\nConnection: close\r\n\r\n", true, false), "404")
+		assert.Contains(t, send("garbage\r\n\r\n", true, false), "400")
+		send("GET / HTTP/1.1\r\nHo", true, false)         // header timeout
+		send(g("/slow"), false, true)                     // client gone while busy
+		send(g("/"), false, false)                        // gone right away
+		send(g("/mid")+g("/mid")+g("/mid"), false, false) // gone mid pipelining
 		// half-close after the request
 		c, _ := net.Dial("tcp", addr)
 		io.WriteString(c, g("/slow"))
@@ -177,8 +177,9 @@ func TestEventLoopOddRequestsLeaveNoCountsOrDescriptors(t *testing.T) {
 			return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024) })
 		}}
 		c, _ = d.Dial("tcp", addr)
+		_, handoffs := loopCounts(e.s)
 		io.WriteString(c, g("/mid")+g("/mid")+gc("/mid"))
-		time.Sleep(100 * time.Millisecond)
+		require.Eventually(t, func() bool { _, h := loopCounts(e.s); return h > handoffs }, 10*time.Second, 5*time.Millisecond, "the answer the client does not take leaves the loop")
 		c.SetReadDeadline(time.Now().Add(3 * time.Second))
 		b, _ := io.ReadAll(c)
 		assert.Equal(t, 3, strings.Count(string(b), "HTTP/1.1 200"))
@@ -224,7 +225,13 @@ func TestEventLoopForcedShutdownLeavesNothingRunning(t *testing.T) {
 	defer c2.Close()
 	io.WriteString(c2, "GET /stream HTTP/1.1\r\nHost: app.test\r\n\r\n")
 	require.Eventually(t, func() bool { return started.Load() == 2 }, 2*time.Second, 10*time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
+	_ = c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br2 := bufio.NewReader(c2)
+	for line := ""; !strings.HasPrefix(line, "tick"); {
+		var err error
+		line, err = br2.ReadString('\n')
+		require.NoError(t, err, "the stream reaches the client")
+	}
 	start := time.Now()
 	require.NoError(t, e.stop())
 	assert.Less(t, time.Since(start), 2*time.Second)
@@ -249,7 +256,6 @@ func TestEventLoopGoneWhenRunReturns(t *testing.T) {
 	c, _ := net.Dial("tcp", e.s.HTTPAddr())
 	get(t, c, bufio.NewReader(c), "/")
 	c.Close()
-	time.Sleep(50 * time.Millisecond)
 	require.NoError(t, e.stop())
 	buf := make([]byte, 1<<20)
 	st := string(buf[:runtime.Stack(buf, true)])

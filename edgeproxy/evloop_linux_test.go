@@ -143,11 +143,7 @@ func TestEventLoopHandsOverWhatItDoesNotServe(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	br := bufio.NewReader(c)
-	_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHo")
-	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond)
-	_, err = io.WriteString(c, "st: app.test\r\n\r\nPOST /post HTTP/1.1\r\nHost: app.test\r\nContent-Length: 3\r\n\r\nabc")
-	require.NoError(t, err)
+	trickle(c, 50*time.Millisecond, "GET / HTTP/1.1\r\nHo", "st: app.test\r\n\r\nPOST /post HTTP/1.1\r\nHost: app.test\r\nContent-Length: 3\r\n\r\nabc")
 	resp, err := http.ReadResponse(br, nil)
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
@@ -216,14 +212,17 @@ func TestEventLoopBackendFailuresAnsweredOrRetried(t *testing.T) {
 		assert.Contains(t, string(b), "backend unavailable")
 	})
 	t.Run("backend closes idle connections", func(t *testing.T) {
-		// A raw backend that answers one request per connection, then
-		// closes it without saying so.
+		// A raw backend that answers one request per connection, then,
+		// once the client has the answer, closes it without saying so.
+		relayed, closed := make(chan struct{}), make(chan struct{})
 		backend := rawBackend(t, func(c net.Conn) {
 			if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
 				return
 			}
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			time.Sleep(20 * time.Millisecond)
+			<-relayed
+			c.Close()
+			closed <- struct{}{}
 		})
 		s := loopEdge(t, backend)
 		c, err := net.Dial("tcp", s.HTTPAddr())
@@ -234,7 +233,8 @@ func TestEventLoopBackendFailuresAnsweredOrRetried(t *testing.T) {
 			resp, body := get(t, c, br, "/")
 			assert.Equal(t, 200, resp.StatusCode)
 			assert.Equal(t, "ok", body)
-			time.Sleep(60 * time.Millisecond) // the backend has closed it by now
+			relayed <- struct{}{}
+			awaitSignal(t, closed, "the backend closed its connection")
 		}
 	})
 }
@@ -244,7 +244,9 @@ func TestEventLoopBackendFailuresAnsweredOrRetried(t *testing.T) {
 // recorded as 499, not left in flight.
 func TestEventLoopClientGoneClosesBackend(t *testing.T) {
 	gone := make(chan struct{})
+	arrived := make(chan struct{}, 1)
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
 		select {
 		case <-r.Context().Done():
 			close(gone)
@@ -256,7 +258,7 @@ func TestEventLoopClientGoneClosesBackend(t *testing.T) {
 	require.NoError(t, err)
 	_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: app.test\r\n\r\n")
 	require.NoError(t, err)
-	time.Sleep(100 * time.Millisecond)
+	awaitSignal(t, arrived, "the request reaches the backend")
 	start := time.Now()
 	c.Close()
 	select {
@@ -289,7 +291,8 @@ func TestEventLoopSlowClientGetsWholeAnswer(t *testing.T) {
 	}
 	_, err = io.WriteString(c, req.String())
 	require.NoError(t, err)
-	time.Sleep(200 * time.Millisecond) // not reading: the edge's writes fill up
+	// Not reading: the edge's writes fill up and it hands the answer over.
+	require.Eventually(t, func() bool { _, h := loopCounts(s); return h >= 1 }, 10*time.Second, 10*time.Millisecond)
 	br := bufio.NewReader(c)
 	for range 4 {
 		resp, err := http.ReadResponse(br, nil)
@@ -305,10 +308,10 @@ func TestEventLoopSlowClientGetsWholeAnswer(t *testing.T) {
 // Shutdown: idle connections are closed, a request in progress is
 // answered (with Connection: close) before the edge stops.
 func TestEventLoopShutdownClosesIdleAnswersInProgress(t *testing.T) {
-	started := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		close(started)
-		time.Sleep(300 * time.Millisecond)
+		<-release // answers once the shutdown has begun
 		io.WriteString(w, "late")
 	})
 	s := New(Config{StateDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", EventLoops: 1, PollInterval: time.Hour, ShutdownTimeout: 3 * time.Second})
@@ -329,14 +332,15 @@ func TestEventLoopShutdownClosesIdleAnswersInProgress(t *testing.T) {
 	require.NoError(t, err)
 	<-started
 	cancel()
+	_ = idle.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err = idle.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "idle connection closed")
+	close(release)
 	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	assert.Equal(t, "late", string(b))
 	assert.True(t, resp.Close, "Connection: close during shutdown")
-	_ = idle.SetReadDeadline(time.Now().Add(2 * time.Second))
-	_, err = idle.Read(make([]byte, 1))
-	assert.ErrorIs(t, err, io.EOF, "idle connection closed")
 	select {
 	case err := <-done:
 		assert.NoError(t, err)

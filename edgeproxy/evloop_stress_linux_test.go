@@ -200,6 +200,8 @@ func TestEventLoopRelaysSegmentedBackendAnswersUnderLoad(t *testing.T) {
 			step := len(msg)/seg + 1
 			for i := 0; i < len(msg); i += step {
 				c.Write([]byte(msg[i:min(i+step, len(msg))]))
+				// A gap between segments so that the edge reads them
+				// apart: segmentation is the input under test, not a wait.
 				time.Sleep(time.Millisecond)
 			}
 		}

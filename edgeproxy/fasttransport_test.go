@@ -70,15 +70,25 @@ func TestFastPathReusesBackendConnection(t *testing.T) {
 // not an error for the client: the GET is retried on a fresh connection.
 func TestFastPathRetriesConnectionClosedWhileIdle(t *testing.T) {
 	e := startEdge(t)
+	var closed atomic.Int64
 	be, conns := countingBackend(t, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "hi")
-	}, func(s *http.Server) { s.IdleTimeout = 50 * time.Millisecond })
+	}, func(s *http.Server) {
+		s.IdleTimeout = 50 * time.Millisecond
+		counted := s.ConnState
+		s.ConnState = func(c net.Conn, st http.ConnState) {
+			counted(c, st)
+			if st == http.StateClosed {
+				closed.Add(1)
+			}
+		}
+	})
 	e.publish(t, httpTable(1, route("app.test", addrOf(be))))
-	for range 3 {
+	for i := range 3 {
 		code, body := e.get(t, "app.test", "/")
 		require.Equal(t, http.StatusOK, code)
 		require.Equal(t, "hi", body)
-		time.Sleep(200 * time.Millisecond) // the backend closes the idle connection
+		require.Eventually(t, func() bool { return closed.Load() > int64(i) }, 10*time.Second, 5*time.Millisecond, "the backend closes the idle connection")
 	}
 	assert.GreaterOrEqual(t, conns.Load(), int64(2), "closed idle connections were replaced")
 }

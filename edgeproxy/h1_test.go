@@ -402,8 +402,10 @@ func skipResponse(br *bufio.Reader) error {
 func TestClientGoneCancelsBackendRequest(t *testing.T) {
 	e := startEdge(t)
 	canceled := make(chan time.Duration, 1)
+	arrived := make(chan struct{}, 1)
 	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		arrived <- struct{}{}
 		select {
 		case <-r.Context().Done():
 			canceled <- time.Since(start)
@@ -416,7 +418,7 @@ func TestClientGoneCancelsBackendRequest(t *testing.T) {
 	require.NoError(t, err)
 	_, err = io.WriteString(c, "GET /poll HTTP/1.1\r\nHost: app.test\r\n\r\n")
 	require.NoError(t, err)
-	time.Sleep(200 * time.Millisecond)
+	awaitSignal(t, arrived, "the request reaches the backend")
 	require.NoError(t, c.Close())
 	select {
 	case d := <-canceled:
@@ -439,21 +441,24 @@ func TestClientGoneCancelsBackendRequest(t *testing.T) {
 // response arrives whole.
 func TestSlowAndPausingBackendsRelayedWhole(t *testing.T) {
 	e := startEdge(t)
+	// The behaviour under test is the passage of time itself: a backend
+	// silent for longer than the loop's client check interval (1 s).
+	pause := func() { time.Sleep(1500 * time.Millisecond) }
 	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/slowhead":
-			time.Sleep(1500 * time.Millisecond)
+			pause()
 			_, _ = io.WriteString(w, "slow")
 		case "/pause-length":
 			w.Header().Set("Content-Length", "10")
 			_, _ = io.WriteString(w, "hello")
 			w.(http.Flusher).Flush()
-			time.Sleep(1500 * time.Millisecond)
+			pause()
 			_, _ = io.WriteString(w, "world")
 		case "/pause-chunked":
 			_, _ = io.WriteString(w, "hel")
 			w.(http.Flusher).Flush()
-			time.Sleep(1500 * time.Millisecond)
+			pause()
 			_, _ = io.WriteString(w, "lo")
 		}
 	})
@@ -471,6 +476,7 @@ func TestSlowAndPausingBackendsRelayedWhole(t *testing.T) {
 // checked before reuse and dropped.
 func TestUnsolicitedBackendBytesNeverReachAnotherClient(t *testing.T) {
 	e := startEdge(t)
+	answered, injected := make(chan struct{}), make(chan struct{})
 	be := serveConns(t, func(c net.Conn, br *bufio.Reader) {
 		for {
 			req, err := http.ReadRequest(br)
@@ -479,8 +485,9 @@ func TestUnsolicitedBackendBytesNeverReachAnotherClient(t *testing.T) {
 			}
 			if req.URL.Path == "/late-extra" {
 				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
-				time.Sleep(100 * time.Millisecond)
+				<-answered // the edge relayed the response and pooled the connection
 				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Injected: yes\r\nContent-Length: 5\r\n\r\nPWNED")
+				close(injected)
 				continue
 			}
 			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\necho")
@@ -489,7 +496,8 @@ func TestUnsolicitedBackendBytesNeverReachAnotherClient(t *testing.T) {
 	e.publish(t, httpTable(1, route("app.test", be)))
 	rs := rawExchange(t, e, "GET /late-extra HTTP/1.1\r\nHost: app.test\r\n\r\n", "GET")
 	assert.Equal(t, "hello", bodyOf(t, rs[0]))
-	time.Sleep(300 * time.Millisecond)
+	close(answered)
+	awaitSignal(t, injected, "the backend wrote its unsolicited response")
 	for i := range 3 {
 		rs = rawExchange(t, e, "GET /echo HTTP/1.1\r\nHost: app.test\r\n\r\n", "GET")
 		assert.Equal(t, "echo", bodyOf(t, rs[0]), "request %d", i)
@@ -503,7 +511,9 @@ func TestUnsolicitedBackendBytesNeverReachAnotherClient(t *testing.T) {
 func TestSlowlorisBehindEmptyLinesAndAbandonBehindExtraBytes(t *testing.T) {
 	e := startEdge(t, func(c *edgeproxy.Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
 	canceled := make(chan struct{}, 1)
+	arrived := make(chan struct{}, 1)
 	be := nameBackendFunc(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
 		select {
 		case <-r.Context().Done():
 			canceled <- struct{}{}
@@ -537,7 +547,7 @@ func TestSlowlorisBehindEmptyLinesAndAbandonBehindExtraBytes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = io.WriteString(a, "GET /poll HTTP/1.1\r\nHost: app.test\r\n\r\nG")
 	require.NoError(t, err)
-	time.Sleep(200 * time.Millisecond)
+	awaitSignal(t, arrived, "the request reaches the backend")
 	require.NoError(t, a.Close())
 	select {
 	case <-canceled:

@@ -65,6 +65,8 @@ func TestR62_H2IdleConnectionEndsWithGoAway(t *testing.T) {
 	start := time.Now()
 	go func() {
 		for range 3 {
+			// PINGs spread over the idle timeout: the passage of time
+			// with pings in it is the behaviour under test.
 			time.Sleep(50 * time.Millisecond)
 			_ = fr.WritePing(false, [8]byte{})
 		}

@@ -27,7 +27,12 @@ import (
 // result arrives on; the edge is stopped at test cleanup.
 func runEdge(t *testing.T, cfg edgeproxy.Config) (*edgeproxy.Server, <-chan error) {
 	t.Helper()
-	srv := edgeproxy.New(cfg)
+	return runServer(t, edgeproxy.New(cfg))
+}
+
+// runServer is runEdge for an edge already created.
+func runServer(t *testing.T, srv *edgeproxy.Server) (*edgeproxy.Server, <-chan error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
@@ -185,7 +190,8 @@ func TestR60_HandoverUnderLoadDropsNothing(t *testing.T) {
 	require.NoError(t, err)
 	defer tc2.Close()
 	assert.Equal(t, "echo:new\n", roundTrip(t, tc2, bufio.NewReader(tc2), "new"))
-	require.Eventually(t, func() bool { return openConns(next.Status(), echo) == 1 }, 2*time.Second, 10*time.Millisecond)
+	// Counted at once: the relay counts a connection before it dials.
+	require.Equal(t, int64(1), openConns(next.Status(), echo), "the new edge relays the connection made after it was ready")
 
 	require.NoError(t, <-slowDone, "the request in flight on the old edge completes")
 	select {
@@ -221,6 +227,79 @@ func TestR60_HandoverUnderLoadDropsNothing(t *testing.T) {
 	st := (&edge{srv: next, stateDir: state}).readStatus(t)
 	assert.Equal(t, uint64(1), st.AppliedGeneration)
 	assert.Equal(t, next.Status().PID, st.PID)
+}
+
+// R60: the new edge reports ready only once the old one has stopped
+// accepting, even when the old one is slow to act on the confirmation: every
+// TCP connection made after that is relayed, and counted in the status, by
+// the new edge; none is accepted by the old one (which would cut it at its
+// drain bound).
+func TestR60_ConnectionsAfterTheHandoverReachTheNewEdge(t *testing.T) {
+	echo := echoTCP(t, "echo")
+	state := t.TempDir()
+	tcpAddr := freePort(t)
+	cfg := edgeproxy.Config{
+		StateDir:        state,
+		HTTPAddr:        freePort(t),
+		AdminAddr:       freePort(t),
+		PollInterval:    20 * time.Millisecond,
+		DialTimeout:     time.Second,
+		ShutdownTimeout: 5 * time.Second,
+	}
+	stopping, release := make(chan struct{}), make(chan struct{})
+	oldSrv := edgeproxy.New(cfg)
+	edgeproxy.SetStopAcceptHook(oldSrv, func() { close(stopping); <-release })
+	old, oldDone := runServer(t, oldSrv)
+	releaseOld := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOld)
+	table := httpTable(1)
+	table.TCP = []routetable.L4Route{tcpRoute(tcpAddr, echo)}
+	(&edge{srv: old, stateDir: state}).publish(t, table)
+	dial := func(msg string) net.Conn {
+		c, err := net.Dial("tcp", tcpAddr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		require.Equal(t, "echo:"+msg+"\n", roundTrip(t, c, bufio.NewReader(c), msg))
+		return c
+	}
+	first := dial("old")
+
+	next := edgeproxy.New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	nextDone := make(chan error, 1)
+	go func() { nextDone <- next.Run(ctx) }()
+	select {
+	case <-stopping:
+	case err := <-nextDone:
+		t.Fatalf("new edge exited: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old edge never got the hand-over's confirmation")
+	}
+	// The old edge holds where it stops accepting: the new one is not
+	// ready meanwhile.
+	select {
+	case <-next.Ready():
+		t.Error("the new edge reported ready while the old one still accepted connections")
+	case <-time.After(300 * time.Millisecond):
+	}
+	releaseOld()
+	select {
+	case <-next.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("new edge not ready")
+	}
+	const n = 8
+	for i := range n {
+		dial(fmt.Sprint("new", i))
+	}
+	// Counted at once: the relay counts a connection before it dials.
+	assert.Equal(t, int64(n), openConns(next.Status(), echo), "connections relayed by the new edge")
+	assert.Equal(t, int64(1), openConns(old.Status(), echo), "connections relayed by the old edge")
+	_ = first.Close() // the old edge's drain ends with it
+	require.NoError(t, <-oldDone)
+	cancel()
+	require.NoError(t, <-nextDone)
 }
 
 // R60: a new edge that dies before it confirms leaves the old one serving;

@@ -117,8 +117,18 @@ func (s *Server) listenHandover() (net.Listener, error) {
 			uc := c.(*net.UnixConn)
 			if s.giveListeners(uc) {
 				_ = ln.Close()
-				_ = uc.Close() // EOF: the new edge may listen now
 				s.handoverOnce.Do(func() { close(s.handedOver) })
+				// The new edge reports ready on EOF: only once this one
+				// accepts nothing more (Run's stopAccepting), so that a
+				// connection made after it is ready is never accepted here
+				// and cut at this edge's drain bound.
+				t := time.NewTimer(handoverTimeout)
+				select {
+				case <-s.acceptStopped:
+				case <-t.C:
+				}
+				t.Stop()
+				_ = uc.Close() // EOF: the new edge may listen now
 				return
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 )
 
-// Passive health (issue 24 item 4, SPEC R21), the route's side: a
+// Passive health (SPEC R21), the route's side: a
 // backend's ejections are upstream.Health's; a route never ejects its last
 // instance not ejected, and picks and retries only admitted ones.
 

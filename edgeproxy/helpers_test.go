@@ -107,16 +107,33 @@ func (e *edge) waitStatus(t *testing.T, ok func(routetable.Status) bool) routeta
 // waitStatusFor polls status.json until ok holds or d passes.
 func (e *edge) waitStatusFor(t *testing.T, d time.Duration, ok func(routetable.Status) bool) routetable.Status {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		st := e.readStatus(t)
-		if ok(st) {
-			return st
+	var got routetable.Status
+	matched := assert.Eventually(t, func() bool {
+		data, err := os.ReadFile(filepath.Join(e.stateDir, "edge", edgeproxy.StatusFile))
+		var st routetable.Status
+		if err != nil || json.Unmarshal(data, &st) != nil || !ok(st) {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status.json never matched; last: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
+		got = st
+		return true
+	}, d, 10*time.Millisecond)
+	if !matched {
+		t.Fatalf("status.json never matched; last: %+v", e.readStatus(t))
+	}
+	return got
+}
+
+// awaitSignal waits (10 s at most) for a value on ch: an event the test
+// code under observation reports, such as a request reaching a backend.
+func awaitSignal[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting: %s", what)
+		var zero T
+		return zero
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -80,7 +81,7 @@ func TestR58_HeldRequestsGoToTheNextGeneration(t *testing.T) {
 		}
 		held = append(held, getAsync(e.srv.HTTPAddr(), "app.test", c))
 	}
-	time.Sleep(300 * time.Millisecond)
+	awaitHeld(t, e, 16)
 	for _, ch := range held {
 		select {
 		case r := <-ch:
@@ -93,15 +94,13 @@ func TestR58_HeldRequestsGoToTheNextGeneration(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, code)
 
 	e.publish(t, httpTable(3, route("app.test", addrOf(b))))
-	var longest time.Duration
 	for _, ch := range held {
 		r := <-ch
 		require.NoError(t, r.err)
 		assert.Equal(t, http.StatusOK, r.code)
 		assert.Equal(t, "b", r.body, "released to the new generation")
-		longest = max(longest, r.took)
 	}
-	assert.GreaterOrEqual(t, longest, 300*time.Millisecond)
+	awaitHeld(t, e, 0)
 }
 
 // R58: a hold whose bound passes answers 503 with Retry-After; a hold that
@@ -126,7 +125,7 @@ func TestR58_HoldEndsIn503WithRetryAfter(t *testing.T) {
 
 	e.publish(t, httpTable(2, heldRoute("app.test", time.Now().Add(10*time.Second), 2)))
 	first, second := getAsync(e.srv.HTTPAddr(), "app.test", c), getAsync(e.srv.HTTPAddr(), "app.test", c)
-	time.Sleep(200 * time.Millisecond)
+	awaitHeld(t, e, 2)
 	r = <-getAsync(e.srv.HTTPAddr(), "app.test", c)
 	require.NoError(t, r.err)
 	assert.Equal(t, http.StatusServiceUnavailable, r.code, "the third request overflows a queue of 2")
@@ -203,6 +202,9 @@ func TestR58_HeldTCPConnectionSplicedToNextBackend(t *testing.T) {
 			replies[i], _ = bufio.NewReader(c).ReadString('\n')
 		}()
 	}
+	// The connections are accepted and held by now: the edge counts held
+	// TCP connections only inside its relay, so this is a settle, not a
+	// wait for an event it reports.
 	time.Sleep(200 * time.Millisecond)
 	e.publish(t, tcpTable(3, tcpRoute(listen, two)))
 	wg.Wait()
@@ -218,4 +220,11 @@ func TestR58_HeldTCPConnectionSplicedToNextBackend(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
 	_, err = c.Read(make([]byte, 1))
 	assert.Error(t, err, "closed at the bound")
+}
+
+// awaitHeld waits (10 s at most) until the edge holds n HTTP requests.
+func awaitHeld(t *testing.T, e *edge, n float64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return testutil.ToFloat64(e.srv.Metrics.Held) == n }, 10*time.Second, 5*time.Millisecond,
+		"%v requests held", n)
 }

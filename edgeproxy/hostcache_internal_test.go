@@ -113,6 +113,7 @@ func TestHostCacheConcurrentApplyAndLookups(t *testing.T) {
 			hosts = append(hosts, "*.other.test")
 		}
 		require.NoError(t, s.Apply(wildTable(gen, hosts...)))
+		// Pacing, not a wait: it spreads the swaps over the readers.
 		time.Sleep(time.Millisecond)
 	}
 	close(done)

@@ -236,12 +236,15 @@ func TestResponseTimeoutByDefaultIs504AndSparesStreams(t *testing.T) {
 			assert.Less(t, time.Since(start), 3*time.Second)
 		}
 
+		// The behaviour under test is the passage of time itself: a
+		// backend silent for longer than the response timeout.
+		pastTheTimeout := func() { time.Sleep(500 * time.Millisecond) }
 		stream := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			for i := range 3 {
 				fmt.Fprintf(w, "data: %d\n\n", i)
 				w.(http.Flusher).Flush()
-				time.Sleep(400 * time.Millisecond) // > the response timeout
+				pastTheTimeout()
 			}
 		})
 		s2 := hostileEdge(t, loops, Config{ResponseTimeout: 300 * time.Millisecond}, stream)
@@ -250,7 +253,7 @@ func TestResponseTimeoutByDefaultIs504AndSparesStreams(t *testing.T) {
 		assert.Equal(t, "data: 0\n\ndata: 1\n\ndata: 2\n\n", a.body)
 
 		slow := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(500 * time.Millisecond)
+			pastTheTimeout()
 			_, _ = io.WriteString(w, "late")
 		})
 		s3 := hostileEdge(t, loops, Config{ResponseTimeout: 200 * time.Millisecond}, slow, func(r *routetable.HTTPRoute) { r.ResponseHeaderTimeoutMS = 3000 })
@@ -286,10 +289,7 @@ func TestStalledRequestBodyIs408AndClosesBothConnections(t *testing.T) {
 		require.NoError(t, err)
 		defer c.Close()
 		_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 6\r\n\r\n")
-		for range 6 {
-			time.Sleep(100 * time.Millisecond)
-			_, _ = io.WriteString(c, "x")
-		}
+		trickle(c, 100*time.Millisecond, "x", "x", "x", "x", "x", "x")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -390,10 +390,7 @@ func TestPartialHeadsAreServedWhenWholeAndCutAtTheHeaderTimeout(t *testing.T) {
 		require.NoError(t, err)
 		defer c.Close()
 		_, handoffs0 := loopCounts(s)
-		for _, part := range []string{"GET / HT", "TP/1.1\r\nHo", "st: app.test\r\n", "\r\n"} {
-			_, _ = io.WriteString(c, part)
-			time.Sleep(50 * time.Millisecond)
-		}
+		trickle(c, 50*time.Millisecond, "GET / HT", "TP/1.1\r\nHo", "st: app.test\r\n", "\r\n")
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(3*time.Second)))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		require.NoError(t, err)
@@ -441,6 +438,8 @@ func TestPartialHeadConnectionsAreSmall(t *testing.T) {
 				c.Close()
 			}
 		}()
+		// A settle for the edge to read the 300 heads: it counts no
+		// connections that hold a partial head, so there is nothing to await.
 		time.Sleep(300 * time.Millisecond)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -575,10 +574,7 @@ func TestResponseTimeoutStartsAfterTheUploadIsSent(t *testing.T) {
 		require.NoError(t, err)
 		defer c.Close()
 		_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 8\r\n\r\n")
-		for range 8 {
-			time.Sleep(100 * time.Millisecond) // 800 ms in all
-			_, _ = io.WriteString(c, "u")
-		}
+		trickle(c, 100*time.Millisecond, strings.Split("uuuuuuuu", "")...) // 800 ms in all
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(3*time.Second)))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		require.NoError(t, err)
@@ -601,4 +597,14 @@ func TestLongResponseTimeoutIs504(t *testing.T) {
 		assert.GreaterOrEqual(t, took, 2400*time.Millisecond)
 		assert.Less(t, took, 4500*time.Millisecond)
 	})
+}
+
+// trickle writes parts to w with gap before each: a request spread over
+// time is the input under test (a slow upload, a head in pieces), so the
+// pauses are the test's data, not a wait for a condition.
+func trickle(w io.Writer, gap time.Duration, parts ...string) {
+	for _, p := range parts {
+		time.Sleep(gap)
+		_, _ = io.WriteString(w, p)
+	}
 }

@@ -136,11 +136,15 @@ func TestDecision11_SwapUnderLoadNoErrorsNoFlipBack(t *testing.T) {
 			addr = addrOf(b)
 		}
 		require.NoError(t, e.srv.Apply(httpTable(gen, route("app.test", addr))))
+		// Pacing, not a wait: it spreads the swaps over the clients'
+		// requests.
 		time.Sleep(2 * time.Millisecond)
 	}
 	require.NoError(t, e.srv.Apply(httpTable(52, route("app.test", addrOf(b)))))
 	close(final)
-	time.Sleep(200 * time.Millisecond)
+	afterFinal := requests.Load()
+	require.Eventually(t, func() bool { return requests.Load() >= afterFinal+100 }, 10*time.Second, 5*time.Millisecond,
+		"100 requests after the final swap")
 	stop.Store(true)
 	wg.Wait()
 
@@ -157,10 +161,10 @@ func TestDecision11_SwapUnderLoadNoErrorsNoFlipBack(t *testing.T) {
 // endpoint while it runs, then drops to 0.
 func TestDecision16_InFlightRequestFinishesOnOldBackendAndIsCounted(t *testing.T) {
 	e := startEdge(t)
-	started := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		close(started)
-		time.Sleep(time.Second)
+		<-release // answers once the swap was checked
 		_, _ = io.WriteString(w, "old")
 	}))
 	t.Cleanup(old.Close)
@@ -189,6 +193,7 @@ func TestDecision16_InFlightRequestFinishesOnOldBackendAndIsCounted(t *testing.T
 	st := e.readStatus(t)
 	assert.Equal(t, int64(1), inFlight(st, addrOf(old)), "status.json written at the swap carries the old backend's in-flight request")
 
+	close(release)
 	r := <-res
 	require.NoError(t, r.err)
 	assert.Equal(t, http.StatusOK, r.code)

@@ -10,10 +10,13 @@ package edgeproxy
 //	old → new  one message: JSON handoverOffer + every listening descriptor
 //	new        binds nothing it was given, starts serving
 //	new → old  "serving\n"
-//	old        closes its hand-over socket, stops accepting, drains its
-//	           in-flight HTTP requests and TCP connections within
-//	           Config.ShutdownTimeout, then Run returns
+//	old        closes its hand-over socket, stops accepting (every
+//	           listener: a connection made from here on reaches the new
+//	           edge)
 //	old → new  EOF: the new edge listens on handover.sock for the next one
+//	           and reports ready
+//	old        drains its in-flight HTTP requests and TCP connections
+//	           within Config.ShutdownTimeout, then Run returns
 //
 // Until "serving" arrives the old edge keeps serving: a new edge that dies
 // half-way costs nothing. Every listener is registered by a name (Server.

@@ -3,6 +3,8 @@ package edgeproxy
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
@@ -16,6 +18,27 @@ const (
 	// listener (a client behind NAT uses several ports).
 	DefaultUDPMaxSessionsPerSource = l4.DefaultUDPMaxSessionsPerSource
 )
+
+// registerRelayMetrics adds the relays' bounds to reg:
+// gordon_edge_relay_connections (TCP connections and UDP sessions open),
+// gordon_edge_relay_descriptors (their descriptors),
+// gordon_edge_relay_descriptors_max (what they may use: the limit less the
+// reserve) and gordon_edge_relay_refused_total (TCP connections closed at
+// accept over a bound).
+func registerRelayMetrics(reg *prometheus.Registry, tcp *l4.TCPRelays, b *l4.Budget) {
+	_, maxFDs := b.Limits()
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "gordon_edge", Name: "relay_connections",
+			Help: "TCP connections and UDP sessions the relays hold."}, func() float64 { c, _ := b.Used(); return float64(c) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "gordon_edge", Name: "relay_descriptors",
+			Help: "Descriptors the relays' connections and sessions use."}, func() float64 { _, f := b.Used(); return float64(f) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "gordon_edge", Name: "relay_descriptors_max",
+			Help: "Descriptors the relays may use: the process limit less the reserve left to HTTP."}, func() float64 { return float64(maxFDs) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "gordon_edge", Name: "relay_refused_total",
+			Help: "TCP connections closed at accept because the route's max_conns, the relays' cap or their descriptors were reached."},
+			func() float64 { return float64(tcp.Refused()) }),
+	)
+}
 
 // tcpDialRetryHook, when set (tests, before the edge is created), is
 // called each time a relayed connection's connects all failed and it

@@ -51,7 +51,9 @@ func TestGracefulRestartWithReusePort(t *testing.T) {
 
 	stopped := make(chan struct{})
 	go func() { old.stop(); close(stopped) }()
-	time.Sleep(100 * time.Millisecond) // the old edge closed its listener and is draining
+	// A settle: the old edge closes its listener and drains; it reports
+	// no event for the listener closed that this test could await.
+	time.Sleep(100 * time.Millisecond)
 
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 3 * time.Second}
 	for range 10 {

@@ -65,7 +65,7 @@ func (e *edge) routesOnDisk(t *testing.T) routetable.Table {
 	return table
 }
 
-// Issue 25: PUT /routes applies the table before it answers, with the
+// Route push: PUT /routes applies the table before it answers, with the
 // status after the apply (the generation, or the rejection of a table the
 // edge refuses), and writes it as the edge's own routes.json.
 func TestRoutePush_PutAppliesAtOnceAndAnswersWithTheGeneration(t *testing.T) {
@@ -97,7 +97,7 @@ func TestRoutePush_PutAppliesAtOnceAndAnswersWithTheGeneration(t *testing.T) {
 	assert.Equal(t, uint64(4), e.routesOnDisk(t).Generation)
 }
 
-// Issue 25: an edge never goes back: a lower generation is 409 with the
+// Route push: an edge never goes back: a lower generation is 409 with the
 // status and changes nothing; the same generation again is 200 and
 // writes nothing.
 func TestRoutePush_LowerGenerationIsRefusedAndChangesNothing(t *testing.T) {
@@ -119,7 +119,7 @@ func TestRoutePush_LowerGenerationIsRefusedAndChangesNothing(t *testing.T) {
 	assert.Equal(t, addrOf(newer), e.routesOnDisk(t).HTTP[0].Backends[0].Addr)
 }
 
-// Issue 25: without the token (missing, wrong, another scheme) both
+// Route push: without the token (missing, wrong, another scheme) both
 // endpoints answer 401 and nothing is written.
 func TestRoutePush_WrongOrMissingTokenIs401AndChangesNothing(t *testing.T) {
 	e := startEdge(t, withToken)
@@ -135,7 +135,7 @@ func TestRoutePush_WrongOrMissingTokenIs401AndChangesNothing(t *testing.T) {
 	assert.Equal(t, uint64(0), e.srv.Status().AppliedGeneration)
 }
 
-// Issue 25: an edge without a routes token serves neither endpoint.
+// Route push: an edge without a routes token serves neither endpoint.
 func TestRoutePush_WithoutTokenTheEndpointsDoNotExist(t *testing.T) {
 	e := startEdge(t)
 	code, _ := adminDo(t, e, http.MethodPut, "/routes", "Bearer "+pushToken, mustJSON(t, httpTable(1)))
@@ -146,7 +146,7 @@ func TestRoutePush_WithoutTokenTheEndpointsDoNotExist(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
-// Issue 25: GET /routes serves the applied table, whichever way it came
+// Route push: GET /routes serves the applied table, whichever way it came
 // (here a publisher's routes.json); ?after=N is 204 until a newer one.
 func TestRoutePush_GetServesTheAppliedTableAndAfterIs204UntilNewer(t *testing.T) {
 	e := startEdge(t, func(c *edgeproxy.Config) { c.RoutesToken = pushToken })
@@ -175,7 +175,7 @@ func TestRoutePush_GetServesTheAppliedTableAndAfterIs204UntilNewer(t *testing.T)
 	assert.Equal(t, http.StatusBadRequest, code)
 }
 
-// Issue 25: a PUT body over 16 MiB is 413 and changes nothing.
+// Route push: a PUT body over 16 MiB is 413 and changes nothing.
 func TestRoutePush_BodyOver16MiBIs413(t *testing.T) {
 	e := startEdge(t, withToken)
 	big := append([]byte(`{"schema":1,"generation":1,"pad":"`), bytes.Repeat([]byte("x"), 16<<20)...)
@@ -184,7 +184,7 @@ func TestRoutePush_BodyOver16MiBIs413(t *testing.T) {
 	assert.Equal(t, uint64(0), e.srv.Status().AppliedGeneration)
 }
 
-// Issue 25: the pushed table is the edge's routes.json, so an edge that
+// Route push: the pushed table is the edge's routes.json, so an edge that
 // restarts on the same state directory serves it.
 func TestRoutePush_PushedTableSurvivesARestart(t *testing.T) {
 	first := startEdge(t, withToken)
@@ -202,7 +202,7 @@ func TestRoutePush_PushedTableSurvivesARestart(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 }
 
-// Issue 25: an edge learns a newer table from its peers (--peers): the
+// Route push: an edge learns a newer table from its peers (--peers): the
 // one a table was pushed to answers GET /routes?after=N, the other adopts
 // it as a PUT would (routes.json written), also after a restart that
 // missed the push. Lookup hands out both edges' admin addresses; each
@@ -240,7 +240,7 @@ func TestRoutePush_EdgeLearnsTheTableFromAPeer(t *testing.T) {
 	assert.Equal(t, uint64(5), a.srv.Status().AppliedGeneration)
 }
 
-// Issue 25: without a routes token the admin address must be loopback
+// Route push: without a routes token the admin address must be loopback
 // and --peers is refused; with one, any address may be bound.
 func TestRoutePush_NonLoopbackAdminAndPeersNeedTheToken(t *testing.T) {
 	run := func(cfg edgeproxy.Config) error {

@@ -48,6 +48,9 @@ func (s *Server) Run(ctx context.Context) error {
 	stopPeers := s.startPeers(ctx)
 	stopCertShare := s.startCertShare(ctx)
 	runErr, handedOver := s.watchTable(ctx, w, r.errc)
+	if handedOver {
+		s.stopAccepting(r)
+	}
 	stopCertShare()
 	stopPeers()
 	s.shutdownRun(r, handedOver)
@@ -237,12 +240,38 @@ func (s *Server) watchTable(ctx context.Context, w *watcher, errc <-chan error) 
 	}
 }
 
+// stopAccepting closes every listener of an edge that handed them over
+// (the new edge accepts on the same sockets) and then acceptStopped, on
+// which the hand-over's last step waits: once the new edge reports ready,
+// a new connection (HTTP, HTTPS, TCP relay, admin) or UDP datagram reaches
+// the new edge, never this one. UDP sessions end here (they re-form on the
+// new edge); requests in flight and relayed TCP connections continue
+// (shutdownRun drains them).
+func (s *Server) stopAccepting(r *runSet) {
+	if s.stopAcceptHook != nil {
+		s.stopAcceptHook()
+	}
+	// Each Close returns once no accept is under way on that descriptor.
+	_ = r.httpLn.Close()
+	s.closeTLSListener()
+	_ = r.adminSrv.Close()
+	s.tcp.StopAccepting()
+	s.udp.Close()
+	s.markAcceptStopped()
+}
+
+// markAcceptStopped closes acceptStopped (once).
+func (s *Server) markAcceptStopped() {
+	s.acceptStoppedOnce.Do(func() { close(s.acceptStopped) })
+}
+
 // shutdownRun stops what Run started, within ShutdownTimeout: the public
 // listener closes, in-flight HTTP requests (loop, net/http and HTTPS)
 // drain together, relayed TCP connections and UDP sessions close. After a
-// hand-over every listener stops at once and relayed TCP connections
-// drain first.
+// hand-over every listener has stopped already (stopAccepting) and
+// relayed TCP connections drain first.
 func (s *Server) shutdownRun(r *runSet, handedOver bool) {
+	defer s.markAcceptStopped()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	_ = r.httpLn.Close()
@@ -254,12 +283,8 @@ func (s *Server) shutdownRun(r *runSet, handedOver bool) {
 	}
 	tcpDrained := make(chan struct{})
 	if handedOver {
-		// Every listener stops at once (the new edge accepts on the same
-		// sockets); relayed TCP connections stay on this edge until they
-		// end or the drain bound passes, UDP sessions re-form on the new
-		// edge.
-		_ = r.adminSrv.Close()
-		s.udp.Close()
+		// Relayed TCP connections stay on this edge until they end or the
+		// drain bound passes.
 		go func() { s.tcp.Drain(sctx); close(tcpDrained) }()
 	} else {
 		close(tcpDrained)

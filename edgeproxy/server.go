@@ -137,6 +137,17 @@ type Config struct {
 	// of the process's descriptor limit, so HTTP never runs out.
 	UDPMaxSessions          int
 	UDPMaxSessionsPerSource int
+	// RelayMaxConns bounds every relayed TCP connection and UDP session
+	// together (0: DefaultRelayMaxConns, 4000). RelayFDReserve is how
+	// many of the process's descriptors the relays leave to HTTP and the
+	// edge itself (0: a quarter of the limit, at least 256): relays use
+	// at most the limit less the reserve, two per TCP connection, one per
+	// UDP session. A TCP connection over a bound, or over its route's
+	// max_conns (default 2000), is closed at accept; a TCP connection
+	// silent both ways for its route's idle_timeout (default 50 s) is
+	// closed.
+	RelayMaxConns  int
+	RelayFDReserve int
 	// EventLoops is how many event loop threads serve the public HTTP
 	// listener's simple requests (Linux; internal/dataplane). 0: the
 	// environment's GORDON_EDGE_EVENT_LOOPS if set, else one per four
@@ -198,6 +209,14 @@ type Server struct {
 	// handedOver is closed once a new edge took the listeners over.
 	handedOver   chan struct{}
 	handoverOnce sync.Once
+	// acceptStopped is closed once this edge accepts nothing any more
+	// (stopAccepting after a hand-over, or the end of Run): the hand-over
+	// socket's EOF, on which the new edge reports ready, waits for it.
+	acceptStopped     chan struct{}
+	acceptStoppedOnce sync.Once
+	// stopAcceptHook, when set (tests), runs when a handed-over edge is
+	// about to stop accepting.
+	stopAcceptHook func()
 
 	startedAt time.Time
 	ready     chan struct{}
@@ -270,12 +289,14 @@ func New(cfg Config) *Server {
 
 		certShareNow: make(chan struct{}, 1),
 
-		socks:      newListenerSet(),
-		handedOver: make(chan struct{}),
+		socks:         newListenerSet(),
+		handedOver:    make(chan struct{}),
+		acceptStopped: make(chan struct{}),
 	}
 	s.Metrics = dataplane.NewMetrics()
 	if cfg.AccessLog != nil {
 		s.Metrics.Access = dataplane.NewAccessLog(cfg.AccessLog, cfg.TrustedProxies)
+		watchAccessLog(s.Metrics.Reg, s.Metrics.Access.Log, cfg.Logger, cfg.AccessLogName)
 	}
 	s.auth = policy.NewVerifier()
 	s.Reg = dataplane.NewRegistry(cfg.DialTimeout, cfg.TrustedProxies, cfg.Logger)
@@ -298,18 +319,24 @@ func New(cfg Config) *Server {
 		cfg.Logger.Warn("host cache disabled", "error", err)
 	}
 	s.Hosts = hosts
+	reserve := cfg.RelayFDReserve
+	if reserve <= 0 {
+		reserve = -1 // l4's default
+	}
+	budget := l4.NewBudget(cfg.RelayMaxConns, reserve)
 	s.tcp = l4.NewTCPRelays(l4.TCPConfig{
-		Backends: l4Backends{s.Reg}, DialTimeout: cfg.DialTimeout, Logger: cfg.Logger,
+		Backends: l4Backends{s.Reg}, DialTimeout: cfg.DialTimeout, Logger: cfg.Logger, Budget: budget,
 		Listen: func(addr string) (net.Listener, error) {
 			return s.listenStream("tcp "+addr, addr, net.ListenConfig{})
 		},
 		Forget:     func(addr string) { s.socks.forget("tcp " + addr) },
 		PeerClosed: dataplane.PeerClosed, DialRetryHook: tcpDialRetryHook,
 	})
+	registerRelayMetrics(s.Metrics.Reg, s.tcp, budget)
 	s.push = s.newPusher()
 	s.udp = l4.NewUDPRelays(l4.UDPConfig{
 		Backends: l4Backends{s.Reg}, IdleTimeout: cfg.UDPIdleTimeout, Logger: cfg.Logger,
-		MaxSessions: cfg.UDPMaxSessions, MaxSessionsPerSource: cfg.UDPMaxSessionsPerSource,
+		MaxSessions: cfg.UDPMaxSessions, MaxSessionsPerSource: cfg.UDPMaxSessionsPerSource, Budget: budget,
 		Listen: func(addr string) (*net.UDPConn, error) { return s.listenPacket("udp "+addr, addr) },
 		Forget: func(addr string) { s.socks.forget("udp " + addr) },
 	})

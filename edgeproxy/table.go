@@ -106,6 +106,10 @@ func ValidateTable(t *routetable.Table) error {
 				return fmt.Errorf("route table: %s listen %q used twice (app %q, service %q): %w", proto, r.Listen, r.App, r.Service, ErrInvalidTable)
 			}
 			listens[r.Listen] = struct{}{}
+			if r.IdleTimeoutMS < 0 || r.IdleTimeoutMS > maxRelayIdleMS || r.MaxConns < 0 || r.MaxConns > maxRelayConns {
+				return fmt.Errorf("route table: %s listen %q (app %q, service %q): idle_timeout_ms must be within 0..%d and max_conns within 0..%d: %w",
+					proto, r.Listen, r.App, r.Service, maxRelayIdleMS, maxRelayConns, ErrInvalidTable)
+			}
 			if r.Hold != nil {
 				if proto != "tcp" || r.Backend != "" || r.Hold.Queue < 0 {
 					return fmt.Errorf("route table: %s listen %q (app %q, service %q): only a TCP route is held, without a backend, queue >= 0: %w", proto, r.Listen, r.App, r.Service, ErrInvalidTable)
@@ -127,6 +131,13 @@ func ValidateTable(t *routetable.Table) error {
 	}
 	return nil
 }
+
+// maxRelayIdleMS (24 hours) and maxRelayConns bound a TCP or UDP route's
+// idle_timeout_ms and max_conns.
+const (
+	maxRelayIdleMS = 24 * 3600 * 1000
+	maxRelayConns  = 100000
+)
 
 // maxRouteTimeoutMS bounds the optional per-route timeouts (one hour).
 const maxRouteTimeoutMS = 3600 * 1000

@@ -133,16 +133,32 @@ func TestR67_TCPBackendThatAnsweredIsNeverReplaced(t *testing.T) {
 // have been consumed by the old backend, so they are not replayed.
 func TestR67_TCPHalfClosedClientIsNotReplayed(t *testing.T) {
 	e := startEdge(t)
-	oldBE, accepted, release := closingTCP(t, false)
+	// The old backend reads what it is sent until the half-close.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	accepted, halfClosed, release := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		accepted <- struct{}{}
+		_, _ = io.Copy(io.Discard, c)
+		halfClosed <- struct{}{}
+		<-release
+		_ = c.Close()
+	}()
+	oldBE := ln.Addr().String()
 	newBE, newAccepted, _ := closingTCP(t, false)
 	listen := freePort(t)
 	e.publish(t, tcpTable(1, tcpRoute(listen, oldBE)))
 
 	c := dialRelay(t, listen, accepted)
-	_, err := io.WriteString(c, "fire-and-forget\n")
+	_, err = io.WriteString(c, "fire-and-forget\n")
 	require.NoError(t, err)
 	require.NoError(t, c.(*net.TCPConn).CloseWrite())
-	time.Sleep(50 * time.Millisecond) // the relay passes the half-close on
+	awaitSignal(t, halfClosed, "the relay passes the half-close on")
 	e.publish(t, tcpTable(2, tcpRoute(listen, newBE)))
 	close(release)
 	require.NoError(t, c.SetDeadline(time.Now().Add(3*time.Second)))
@@ -260,17 +276,15 @@ func answeringTCP(t *testing.T) (addr string, got <-chan string, answer chan str
 // endpoint answers) until ok holds or d passes.
 func (e *edge) waitLive(t *testing.T, d time.Duration, ok func(routetable.Status) bool) routetable.Status {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	var got routetable.Status
+	if !assert.Eventually(t, func() bool {
 		st := e.srv.Status()
-		if ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the live status never matched; last: %+v", st.Backends)
-		}
-		time.Sleep(10 * time.Millisecond)
+		got = st
+		return ok(st)
+	}, d, 10*time.Millisecond) {
+		t.Fatalf("the live status never matched; last: %+v", e.srv.Status().Backends)
 	}
+	return got
 }
 
 func backendInFlight(st routetable.Status, addr string) int64 {

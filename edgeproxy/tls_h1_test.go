@@ -287,12 +287,14 @@ func TestHTTPSHTTP11InFlightCountedAndAnsweredThroughADrain(t *testing.T) {
 	assert.Equal(t, int64(1), inFlight, "an HTTP/1.1 request over TLS counts in flight on its backend")
 	stopped := make(chan struct{})
 	go func() { e.stop(); close(stopped) }()
-	time.Sleep(200 * time.Millisecond)
-	select {
-	case <-stopped:
-		t.Fatal("the edge stopped with a request in flight")
-	default:
-	}
+	require.Never(t, func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	}, 200*time.Millisecond, 10*time.Millisecond, "the edge stopped with a request in flight")
 	close(release)
 	a := <-done
 	require.NotNil(t, a.resp, "the in-flight request was answered")
@@ -375,10 +377,12 @@ func TestHTTPSHandshakeUnderWayAtDrainIsServed(t *testing.T) {
 	silent, err := net.Dial("tcp", e.srv.HTTPSAddr())
 	require.NoError(t, err)
 	t.Cleanup(func() { silent.Close() })
+	// Settles, not waits for events: the edge reports neither the two
+	// connections accepted nor the drain begun.
 	time.Sleep(50 * time.Millisecond) // both accepted
 	stopped := make(chan struct{})
 	go func() { e.stop(); close(stopped) }()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // the drain began
 	tc := tls.Client(raw, &tls.Config{ServerName: "hsdrain.test", RootCAs: ca.pool, NextProtos: []string{"http/1.1"}})
 	require.NoError(t, tc.SetDeadline(time.Now().Add(3*time.Second)))
 	require.NoError(t, tc.Handshake(), "the handshake under way at the drain completes")

@@ -450,11 +450,15 @@ func TestHTTPSRestartWithReusePortLosesNoRequest(t *testing.T) {
 			}()
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
-	next := start() // binds the same addresses next to the old edge
+	moreRequests := func(n int64) {
+		from := requests.Load()
+		require.Eventually(t, func() bool { return requests.Load() >= from+n }, 10*time.Second, 5*time.Millisecond, "%d more requests", n)
+	}
+	moreRequests(50) // load on the old edge
+	next := start()  // binds the same addresses next to the old edge
 	next.publish(t, httpTable(2, tlsRoute("keep.test", "", addrOf(b))))
 	old.stop()
-	time.Sleep(700 * time.Millisecond)
+	moreRequests(50) // load on the new edge alone
 	cancel()
 	wg.Wait()
 	require.Greater(t, requests.Load(), int64(50))

@@ -33,6 +33,8 @@ func TestR5_AtomicWriteSurvivesKill9(t *testing.T) {
 	for ; iterations < 200 && (time.Now().Before(deadline) || iterations < 10); iterations++ {
 		h := startHelper(t, "writer", dir)
 		h.expect(t, "ready", 10*time.Second)
+		// A random point of the writer's work to kill it at: the delay is
+		// the test's input, not a wait.
 		time.Sleep(time.Duration(rand.IntN(20000)) * time.Microsecond)
 		h.kill9(t)
 

@@ -76,7 +76,8 @@ func helperLocker() int {
 		select {}
 	} else {
 		d, _ := time.ParseDuration(h)
-		time.Sleep(d)
+		time.Sleep(d) // the child holds the lock for the span the test asked for
+
 	}
 	if err := l.Unlock(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -5,7 +5,7 @@
 // plugins/runtime/swarm, plugins/probe/{http,tcp,log} and
 // plugins/traffic/edge; the SDK in plugins/sdk never imports them.
 //
-// runtime/swarm (issue 25) is served like any built-in, with the options
+// runtime/swarm is served like any built-in, with the options
 // swarm.OptionsFromEnv reads (GORDON_SWARM_EDGE_NETWORK, GORDON_STATE_DIR);
 // the CLI decides when a state directory uses it (docs/swarm.md).
 package plugins
@@ -22,9 +22,9 @@ import (
 	tcpprobe "github.com/gordon-deploy/docker-gordon/plugins/probe/tcp"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker"
 	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 	"github.com/gordon-deploy/docker-gordon/plugins/traffic/edge"
+	"github.com/gordon-deploy/docker-gordon/system"
 )
 
 // EnvStateDir names the state directory the traffic/edge plugin writes
@@ -62,8 +62,8 @@ var builtins = []builtin{
 	{kind: sdk.KindProbe, name: "log", probe: func() (core.Prober, error) {
 		// The log probe reads container logs through its own runtime client
 		// inside this plugin process: the swarm's (service logs) when the
-		// state directory serves a swarm (swarmsys), else the engine's.
-		if swarmsys.Present(os.Getenv(EnvStateDir)) {
+		// state directory serves a swarm (system/swarm), else the engine's.
+		if system.Resolve(os.Getenv(EnvStateDir)).OnSwarm() {
 			rt, err := swarm.NewFromEnv()
 			if err != nil {
 				return nil, err

@@ -19,7 +19,7 @@ import (
 )
 
 // `edgebench attack` (make bench-abuse): the HTTP/2 abuse bounds of
-// gordon-edge beside nginx (issue 26). Both serve the same ECDSA
+// gordon-edge beside nginx. Both serve the same ECDSA
 // certificate for bench.test (nginx: ssl + http2, http2_max_concurrent_
 // streams 128, the HTTPS comparison's config) in front of one in-process
 // Go backend; each attack of attack_h2.go runs against each target in

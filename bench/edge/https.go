@@ -130,7 +130,7 @@ var (
 
 // h2PerConn is how many requests h2load makes on each connection before
 // it closes it and opens the next: fewer than the edge's per-connection
-// stream budget (1,000 streams, then GOAWAY, issue 26), which h2load
+// stream budget (1,000 streams, then GOAWAY), which h2load
 // would otherwise hit after 1,000 requests without reconnecting. nginx
 // sends its GOAWAY after keepalive_requests (1,000 by default), so
 // browsers and load balancers reconnect there too; the bench's nginx has

@@ -61,7 +61,7 @@ func main() {
 // backendMain serves a 13-byte body on -addr until killed, printing the
 // bound address on stdout first. With -n N (N > 1) the one process listens
 // N times (-addr must then have port 0) and prints the N addresses on one
-// line, comma-separated: N instances of the same backend (issue 24's
+// line, comma-separated: N instances of the same backend (as in the
 // instance cost in bench/suite).
 func backendMain(args []string) error {
 	fs := flag.NewFlagSet("backend", flag.ExitOnError)
@@ -420,7 +420,7 @@ func writeJSON(path string, targets []*target, conns int, d time.Duration, hs []
 
 // printAccessLogCost compares gordon-edge (access log to a file) with
 // gordon-edge (access log off) of the same run: throughput and CPU per
-// request (issue 27: the goal is under 5 % of throughput).
+// request (the goal: under 5 % of throughput).
 func printAccessLogCost(w io.Writer, targets []*target) {
 	var on, off *target
 	for _, t := range targets {

@@ -15,7 +15,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// Issue 24 item 6: the cost of replicas and of instances at the edge, each
+// The cost of replicas and of instances at the edge, each
 // measured beside its one-replica figure in the same run.
 const (
 	replicaReps   = 3               // measured deploys per replica count

@@ -106,7 +106,7 @@ func (b *bench) measureEdge(ctx context.Context, s *section) error {
 
 // noteAccessLogCost adds the access log's cost: gordon-edge (its access
 // log to a file, as deployed) against gordon-edge with --access-log off in
-// the same run (issue 27: goal under 5 % of throughput).
+// the same run (goal: under 5 % of throughput).
 func noteAccessLogCost(s *section, eb edgebenchJSON) {
 	var on, off float64
 	for _, t := range eb.Targets {

@@ -128,7 +128,7 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 		app = spec.Name
 		// A bind the swarm edge does not publish is refused before
 		// anything is built, stored or created.
-		if err := env.checkSwarmBinds(spec); err != nil {
+		if err := env.platform().CheckBinds(spec); err != nil {
 			return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %v; nothing was changed", err)}
 		}
 	} else {

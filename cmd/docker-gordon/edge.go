@@ -16,7 +16,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 func newEdgeCommand(env *cliEnv) *cobra.Command {
@@ -73,7 +73,7 @@ func newEdgeStatusCommand(env *cliEnv) *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var view edgeStatusView
-			cs, cerr := syscontainer.Inspect(cmd.Context(), env.dockerCli.Client(), syscontainer.EdgeName)
+			cs, cerr := docker.Inspect(cmd.Context(), env.dockerCli.Client(), docker.EdgeName)
 			if cerr == nil && cs.State != "absent" {
 				view.Container = &cs
 			}
@@ -163,8 +163,8 @@ type edgeStatusView struct {
 	Listeners       []routetable.ListenerStatus `json:"listeners,omitempty"`
 	// RetiredBackends are the backends no route leads to any more (the
 	// edge keeps their counters a few minutes after a switch).
-	RetiredBackends []string             `json:"retired_backends,omitempty"`
-	Container       *syscontainer.Status `json:"container,omitempty"`
+	RetiredBackends []string       `json:"retired_backends,omitempty"`
+	Container       *docker.Status `json:"container,omitempty"`
 }
 
 // fill copies the traffic status st into v.

@@ -16,9 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/routetable"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/system"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 // The edge's access log destinations and rotation defaults, as gordon-edge
@@ -88,7 +87,7 @@ func (f *edgeAccessFlags) remembered() edgeStartAccess {
 // the default, stdout, so an edge started before keeps its flags). A file
 // must be an absolute path under the state directory, the only host path
 // the edge container sees.
-func withEdgeAccessLog(u *syscontainer.Unit, f *edgeAccessFlags, stateDir string) error {
+func withEdgeAccessLog(u *docker.Unit, f *edgeAccessFlags, stateDir string) error {
 	switch f.dest {
 	case accessLogStdout:
 	case accessLogOff:
@@ -121,14 +120,8 @@ func withEdgeAccessLog(u *syscontainer.Unit, f *edgeAccessFlags, stateDir string
 // stateDir (its status.json names it: "stdout", a file, or none: off),
 // else of the last edge start (start.json): stdout unless one was given.
 func lastAccessDest(stateDir string) string {
-	if data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgestate.StatusFile)); err == nil {
-		var st routetable.Status
-		if json.Unmarshal(data, &st) == nil && st.PID != 0 {
-			if st.AccessLog == "" {
-				return accessLogOff
-			}
-			return st.AccessLog
-		}
+	if dest, ok := system.EdgeAccessLog(stateDir); ok {
+		return dest
 	}
 	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
 	if err != nil {
@@ -195,7 +188,7 @@ func showAccessLog(ctx context.Context, env *cliEnv, app, service string, follow
 	case accessLogOff:
 		return fmt.Errorf("the edge's access log is off (edge start --access-log off); start it with --access-log stdout or a file: %w", core.ErrInvalid)
 	case accessLogStdout:
-		return syscontainer.StreamLogs(ctx, env.dockerCli.Client(), syscontainer.EdgeName, follow, tail, filter, nil)
+		return docker.StreamLogs(ctx, env.dockerCli.Client(), docker.EdgeName, follow, tail, filter, nil)
 	}
 	return tailFile(ctx, dest, follow, tail, filter)
 }
@@ -268,7 +261,7 @@ container's output or from the file edge start --access-log named.`,
 			if access {
 				return quietEnd(cmd.Context(), follow, showAccessLog(cmd.Context(), env, "", "", follow, tail, out))
 			}
-			return syscontainer.StreamLogs(cmd.Context(), env.dockerCli.Client(), syscontainer.EdgeName, follow, tail, nil, out)
+			return docker.StreamLogs(cmd.Context(), env.dockerCli.Client(), docker.EdgeName, follow, tail, nil, out)
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log output")

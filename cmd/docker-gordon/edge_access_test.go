@@ -14,7 +14,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 const (
@@ -49,8 +49,8 @@ func TestLogsAccess_FilterKeepsOneAppsLines(t *testing.T) {
 // container sees only the state directory).
 func TestEdgeStart_AccessLogFlags(t *testing.T) {
 	state := t.TempDir()
-	unit := func(dest string) (syscontainer.Unit, error) {
-		u := syscontainer.Unit{Cmd: []string{"run"}}
+	unit := func(dest string) (docker.Unit, error) {
+		u := docker.Unit{Cmd: []string{"run"}}
 		f := edgeAccessFlags{dest: dest, maxSize: 100 << 20, keep: 5}
 		return u, withEdgeAccessLog(&u, &f, state)
 	}

@@ -3,7 +3,7 @@ package main
 // The CLI side of the system containers: the edge's unit, the flags of
 // `edge start` and `system start` (remembered in <state>/edge/start.json),
 // and the edge start|stop|logs commands. The Docker plumbing is
-// plugins/runtime/docker/syscontainer.
+// plugins/runtime/docker/docker.
 
 import (
 	"context"
@@ -20,12 +20,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 // renderSystemStatus writes one line per container.
-func renderSystemStatus(w io.Writer, sts ...syscontainer.Status) error {
+func renderSystemStatus(w io.Writer, sts ...docker.Status) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "CONTAINER\tSTATE\tIMAGE\tSTARTED\tRESTARTS")
 	for _, s := range sts {
@@ -62,16 +61,16 @@ func containerUser() string {
 
 // edgeUnit is the gordon-edge system container: /gordon-edge run on the
 // host network with the state directory at the same path.
-func edgeUnit(stateDir, httpAddr, adminAddr string, drain time.Duration) (syscontainer.Unit, error) {
+func edgeUnit(stateDir, httpAddr, adminAddr string, drain time.Duration) (docker.Unit, error) {
 	bin, err := findEdgeBinary()
 	if err != nil {
-		return syscontainer.Unit{}, fmt.Errorf("%w: %w", core.ErrNotFound, err)
+		return docker.Unit{}, fmt.Errorf("%w: %w", core.ErrNotFound, err)
 	}
 	if bin, err = filepath.EvalSymlinks(bin); err != nil {
-		return syscontainer.Unit{}, fmt.Errorf("gordon-edge binary: %w", err)
+		return docker.Unit{}, fmt.Errorf("gordon-edge binary: %w", err)
 	}
 	if httpAddr == "" {
-		return syscontainer.Unit{}, fmt.Errorf("--http-addr is required: %w", core.ErrInvalid)
+		return docker.Unit{}, fmt.Errorf("--http-addr is required: %w", core.ErrInvalid)
 	}
 	cmd := []string{"run", "--state-dir", stateDir, "--http-addr", httpAddr}
 	if adminAddr != "" {
@@ -83,9 +82,9 @@ func edgeUnit(stateDir, httpAddr, adminAddr string, drain time.Duration) (syscon
 	if drain != defaultEdgeDrain {
 		cmd = append(cmd, "--shutdown-timeout", drain.String())
 	}
-	return syscontainer.Unit{
+	return docker.Unit{
 		Kind:       "edge",
-		Name:       syscontainer.EdgeName,
+		Name:       docker.EdgeName,
 		Binaries:   map[string]string{"/gordon-edge": bin},
 		Entrypoint: []string{"/gordon-edge"},
 		Cmd:        cmd,
@@ -186,8 +185,8 @@ func printEdgeAddr(w io.Writer, f edgeContainerFlags, remembered bool) {
 	fmt.Fprintln(w)
 }
 
-// printStart reports what syscontainer.Ensure did.
-func printStart(w io.Writer, name string, r syscontainer.Result) {
+// printStart reports what docker.Ensure did.
+func printStart(w io.Writer, name string, r docker.Result) {
 	fmt.Fprintf(w, "%s: %s (%s, image %s)\n", name, r.Action, shortID(r.ID), r.Image)
 }
 
@@ -229,7 +228,7 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 --access-log-max-size bytes, keeping --access-log-keep old files.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if swarmsys.Present(env.opts.stateDir) {
+			if env.platform().OnSwarm() {
 				return fmt.Errorf("this state directory serves a swarm: its edge is the global service gordon-edge; use docker gordon system start (or system status): %w", core.ErrConflict)
 			}
 			remembered := flags.resolve(cmd, env.opts.stateDir)
@@ -246,7 +245,7 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 			if err := ensureStateDir(env.opts.stateDir); err != nil {
 				return err
 			}
-			r, err := syscontainer.Ensure(cmd.Context(), env.dockerCli.Client(), u)
+			r, err := docker.Ensure(cmd.Context(), env.dockerCli.Client(), u)
 			if err != nil {
 				return err
 			}
@@ -275,7 +274,7 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 			if err := stopEdgeWatcher(cmd.Context(), env); err != nil {
 				return err
 			}
-			return runStopSystem(cmd.Context(), env, syscontainer.EdgeName, 35*time.Second)
+			return runStopSystem(cmd.Context(), env, docker.EdgeName, 35*time.Second)
 		},
 	}
 
@@ -283,7 +282,7 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 }
 
 func runStopSystem(ctx context.Context, env *cliEnv, name string, grace time.Duration) error {
-	found, err := syscontainer.Stop(ctx, env.dockerCli.Client(), name, env.opts.stateDir, grace)
+	found, err := docker.Stop(ctx, env.dockerCli.Client(), name, env.opts.stateDir, grace)
 	if err != nil {
 		return err
 	}
@@ -318,7 +317,7 @@ func newSystemLogsCommand(env *cliEnv, use, short string, pick func(arg string) 
 					return fmt.Errorf("--tail %q: a number of lines or \"all\": %w", tail, core.ErrInvalid)
 				}
 			}
-			return syscontainer.Logs(cmd.Context(), env.dockerCli.Client(), name, follow, tail, env.dockerCli.Out(), env.dockerCli.Err())
+			return docker.Logs(cmd.Context(), env.dockerCli.Client(), name, follow, tail, env.dockerCli.Out(), env.dockerCli.Err())
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log output")

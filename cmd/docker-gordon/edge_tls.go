@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/system"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 // edgeTLSFlags are the HTTPS flags of `edge run`, `edge start` and
@@ -114,21 +114,15 @@ func (f *edgeTLSFlags) args(stateDir string, container bool) ([]string, error) {
 	return out, nil
 }
 
-// ensureCertsDir creates <state>/edge/certs (0700) before the edge runs,
-// so its owner is the operator, not the container's user.
-func ensureCertsDir(stateDir string) error {
-	return os.MkdirAll(certstore.Root(stateDir), 0o700)
-}
-
 // withEdgeTLS appends the HTTPS flags to the edge unit's command (the unit's
 // hash covers them, so changing them replaces the container).
-func withEdgeTLS(u *syscontainer.Unit, f *edgeTLSFlags, stateDir string) error {
+func withEdgeTLS(u *docker.Unit, f *edgeTLSFlags, stateDir string) error {
 	args, err := f.args(stateDir, true)
 	if err != nil {
 		return err
 	}
 	if len(args) > 0 {
-		if err := ensureCertsDir(stateDir); err != nil {
+		if err := system.EnsureCertsDir(stateDir); err != nil {
 			return err
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 // isEdgeWatcher reports whether st is gordon-reconcile as `edge start` runs it: `reconcile
@@ -20,7 +20,7 @@ import (
 // start` (SPEC R41.9). system start's gordon-reconcile (with --boot) does
 // the same and more; edge start leaves it alone, and edge stop stops only
 // its own.
-func isEdgeWatcher(st syscontainer.Status) bool {
+func isEdgeWatcher(st docker.Status) bool {
 	return st.State != "absent" && !slices.Contains(st.Cmd, "--boot")
 }
 
@@ -31,12 +31,12 @@ func isEdgeWatcher(st syscontainer.Status) bool {
 // verbs until the next `reconcile`.
 func ensureEdgeWatcher(cmd *cobra.Command, env *cliEnv) error {
 	api := env.dockerCli.Client()
-	st, err := syscontainer.Inspect(cmd.Context(), api, syscontainer.ReconcileName)
+	st, err := docker.Inspect(cmd.Context(), api, docker.ReconcileName)
 	if err != nil {
 		return err
 	}
 	if st.State != "absent" && !isEdgeWatcher(st) {
-		fmt.Fprintf(env.dockerCli.Out(), "%s: left as is (system start's, state %s)\n", syscontainer.ReconcileName, st.State)
+		fmt.Fprintf(env.dockerCli.Out(), "%s: left as is (system start's, state %s)\n", docker.ReconcileName, st.State)
 		return nil
 	}
 	u, err := reconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, reconcileUnitOpts{})
@@ -47,7 +47,7 @@ func ensureEdgeWatcher(cmd *cobra.Command, env *cliEnv) error {
 	if err != nil {
 		return err
 	}
-	r, err := syscontainer.Ensure(cmd.Context(), api, u)
+	r, err := docker.Ensure(cmd.Context(), api, u)
 	if err != nil {
 		return fmt.Errorf("the edge runs, but its watcher does not: %w (retry `docker gordon edge start`, or --watch=false for the edge alone)", err)
 	}
@@ -58,9 +58,9 @@ func ensureEdgeWatcher(cmd *cobra.Command, env *cliEnv) error {
 // stopEdgeWatcher stops edge start's watcher, if that is what runs as
 // gordon-reconcile; system start's is left to `system stop`.
 func stopEdgeWatcher(ctx context.Context, env *cliEnv) error {
-	st, err := syscontainer.Inspect(ctx, env.dockerCli.Client(), syscontainer.ReconcileName)
+	st, err := docker.Inspect(ctx, env.dockerCli.Client(), docker.ReconcileName)
 	if err != nil || !isEdgeWatcher(st) || st.StateDir != env.opts.stateDir {
 		return err
 	}
-	return runStopSystem(ctx, env, syscontainer.ReconcileName, 30*time.Second)
+	return runStopSystem(ctx, env, docker.ReconcileName, 30*time.Second)
 }

@@ -64,7 +64,7 @@ picked).`,
 			if err != nil {
 				return err
 			}
-			rt, err := host.Runtime(ctx, env.runtimeName())
+			rt, err := host.Runtime(ctx, env.platform().RuntimeName())
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 type reconcileOptions struct {
@@ -245,8 +245,8 @@ func (q okPasses) same(r engine.ReconcileReport) bool {
 // owner is checked, so a state directory another manager took over does
 // nothing. A repeated error is logged once.
 type swarmStateMirror struct {
-	m               *swarmsys.Mirror
-	cfg             swarmsys.Config
+	m               *swarm.Mirror
+	cfg             swarm.Config
 	lastErr, fenced string
 	// onSuperseded runs when a pass finds the state directory superseded.
 	onSuperseded func()
@@ -258,11 +258,11 @@ func stateMirror(env *cliEnv, watch bool) *swarmStateMirror {
 	if !watch {
 		return nil
 	}
-	cfg, ok, err := swarmsys.Load(env.opts.stateDir)
+	cfg, ok, err := swarm.Load(env.opts.stateDir)
 	if err != nil || !ok {
 		return nil
 	}
-	m := &swarmsys.Mirror{API: env.dockerCli.Client(), StateDir: env.opts.stateDir, Node: cfg.ManagerNode, Owner: cfg.StateID}
+	m := &swarm.Mirror{API: env.dockerCli.Client(), StateDir: env.opts.stateDir, Node: cfg.ManagerNode, Owner: cfg.StateID}
 	if store, err := env.openStore(); err == nil {
 		holder := core.LockHolder{PID: os.Getpid(), Verb: "reconcile", Host: hostname()}
 		m.TryLock = func(ctx context.Context, app string) (func(), bool, error) {
@@ -282,7 +282,7 @@ func (s *swarmStateMirror) superseded(ctx context.Context, env *cliEnv) bool {
 	if s == nil {
 		return false
 	}
-	err := swarmsys.CheckOwner(ctx, s.m.API, s.cfg)
+	err := swarm.CheckOwner(ctx, s.m.API, s.cfg)
 	if !errors.Is(err, core.ErrConflict) {
 		s.fenced = ""
 		return false

@@ -37,10 +37,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
+	"github.com/gordon-deploy/docker-gordon/system/image"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // Engine labels (dockerd --label) that move a server's gordon paths: the
@@ -131,7 +131,7 @@ func (e *cliEnv) routeEngine(cmd *cobra.Command) error {
 	e.target = t
 	fmt.Fprintf(e.dockerCli.Err(), "engine: %s\n", t)
 	if !t.Remote {
-		if !e.localSwarmRunner() || cmd.Annotations[annotationRemoteSelf] == "true" {
+		if !e.platform().NeedsRunner(runnerSession != nil) || cmd.Annotations[annotationRemoteSelf] == "true" {
 			return nil
 		}
 		// A swarm's state directory: the verb runs in a runner on the
@@ -186,8 +186,8 @@ func readServerPaths(ctx context.Context, api client.APIClient) (serverPaths, er
 	}
 	p.Arch = info.Info.Architecture
 	if info.Info.Swarm.ControlAvailable {
-		if _, err := api.NetworkInspect(ctx, swarmsys.DefaultNetwork, client.NetworkInspectOptions{}); err == nil {
-			p.Network = swarmsys.DefaultNetwork
+		if _, err := api.NetworkInspect(ctx, swarm.DefaultNetwork, client.NetworkInspectOptions{}); err == nil {
+			p.Network = swarm.DefaultNetwork
 		}
 	}
 	return p, nil
@@ -196,10 +196,10 @@ func readServerPaths(ctx context.Context, api client.APIClient) (serverPaths, er
 // runnerImage builds (or finds, cached by content) the runner image on the
 // engine: this binary as /docker-gordon and gordon-edge beside it when it is
 // installed (edge start and system start build the edge's image there).
-func runnerImage(ctx context.Context, api client.APIClient) (sysimage.Image, error) {
+func runnerImage(ctx context.Context, api client.APIClient) (image.Image, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return sysimage.Image{}, fmt.Errorf("find own executable: %w", err)
+		return image.Image{}, fmt.Errorf("find own executable: %w", err)
 	}
 	bins := map[string]string{"/docker-gordon": self}
 	if edge, err := findEdgeBinary(); err == nil {
@@ -213,12 +213,12 @@ func runnerImage(ctx context.Context, api client.APIClient) (sysimage.Image, err
 			var c runnerImageCache
 			if json.Unmarshal(data, &c) == nil && c.Key == key && c.Ref != "" {
 				if res, err := api.ImageInspect(ctx, c.Ref); err == nil {
-					return sysimage.Image{ID: res.ID, Ref: c.Ref}, nil
+					return image.Image{ID: res.ID, Ref: c.Ref}, nil
 				}
 			}
 		}
 	}
-	img, err := sysimage.Build(ctx, api, "runner", bins, map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: roleRunner})
+	img, err := image.Build(ctx, api, "runner", bins, map[string]string{docker.LabelManaged: "true", docker.LabelRole: roleRunner})
 	if err == nil && key != "" {
 		if data, merr := json.Marshal(runnerImageCache{Key: key, Ref: img.Ref}); merr == nil && os.MkdirAll(filepath.Dir(cacheFile), 0o700) == nil {
 			_ = writeFileAtomic(cacheFile, data)
@@ -230,7 +230,7 @@ func runnerImage(ctx context.Context, api client.APIClient) (sysimage.Image, err
 // pruneRunnerImages removes the runner images of other versions (best
 // effort: the engine refuses to remove one a runner still uses).
 func pruneRunnerImages(ctx context.Context, api client.APIClient, keep string) {
-	res, err := api.ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", sysimage.Repo+"runner")})
+	res, err := api.ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", image.Repo+"runner")})
 	if err != nil {
 		return
 	}
@@ -408,7 +408,7 @@ func createRunner(ctx context.Context, e *cliEnv, api client.APIClient, image st
 			AttachStdin:  true,
 			AttachStdout: true,
 			AttachStderr: true,
-			Labels:       map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: roleRunner},
+			Labels:       map[string]string{docker.LabelManaged: "true", docker.LabelRole: roleRunner},
 		},
 		HostConfig: &container.HostConfig{
 			// The edge and the apps' loopback binds are on the host

@@ -134,6 +134,8 @@ func TestRemote_RunnerStopsWhenTheCLIGoesAwayOrSilent(t *testing.T) {
 	for range 8 {
 		_, err := pw.Write([]byte{0})
 		require.NoError(t, err)
+		// Heartbeats spread over more than the 300 ms silence bound: the
+		// passage of time with heartbeats in it is the behaviour under test.
 		time.Sleep(100 * time.Millisecond)
 	}
 	select {

@@ -21,8 +21,8 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/journal"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
+	"github.com/gordon-deploy/docker-gordon/system"
 )
 
 // globalOptions are the flags every verb shares.
@@ -47,9 +47,10 @@ type cliEnv struct {
 	// target is the engine the verb acts on (remote.go).
 	target engineTarget
 
-	// swarmCfg caches swarm.json (swarm.go; nil: not read yet; a zero
-	// Config: one engine). A verb's own goroutine reads it.
-	swarmCfg *swarmsys.Config
+	// plat is the state directory's platform (one engine or a swarm),
+	// resolved once (platform; nil: not yet). A verb's own goroutine
+	// reads it.
+	plat *system.Platform
 	// ownerInPasses: the watcher checks the swarm owner before each pass
 	// (R80) instead of refusing to start.
 	ownerInPasses bool
@@ -283,7 +284,7 @@ func (e *cliEnv) pluginHost() (*sdk.Host, error) {
 // --context) and the state directory to the backend plugins.
 func (e *cliEnv) pluginEnv() []string {
 	env := []string{"GORDON_STATE_DIR=" + e.opts.stateDir}
-	env = append(env, e.swarmPluginEnv()...)
+	env = append(env, e.platform().PluginEnv()...)
 	if ep := e.dockerCli.DockerEndpoint(); ep.Host != "" {
 		env = append(env, "DOCKER_HOST="+ep.Host)
 	}
@@ -317,7 +318,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		defer close(trDone)
 		tr, trErr = host.Traffic(ctx, "edge")
 	}()
-	rt, err := host.Runtime(ctx, e.runtimeName())
+	rt, err := host.Runtime(ctx, e.platform().RuntimeName())
 	<-trDone
 	if err != nil {
 		return nil, err
@@ -326,6 +327,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		return nil, trErr
 	}
 	fs := faultStore(store)
+	opts := e.platform().EngineOptions()
 	e.eng = &engine.Engine{
 		Store:        fs,
 		AfterCreate:  faultAfterCreate(fs),
@@ -347,10 +349,10 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		PortCheck:    checkPort,
 		RegistryAuth: e.registryAuth,
 		TrafficHint:  e.trafficHint(),
-		EdgeNetwork:  e.edgeNetwork(),
+		EdgeNetwork:  opts.EdgeNetwork,
 		// Swarm replaces a task whose restart policy changes (R59).
-		CreateWithRestartPolicy: e.runtimeName() == "swarm",
-		RegistryOnly:            e.runtimeName() == "swarm",
+		CreateWithRestartPolicy: opts.CreateWithRestartPolicy,
+		RegistryOnly:            opts.RegistryOnly,
 	}
 	return e.eng, nil
 }

@@ -29,7 +29,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
+	"github.com/gordon-deploy/docker-gordon/system/image"
 )
 
 // Runner environment (set by runRunner on the runner container).
@@ -435,7 +435,7 @@ func bundlePlugins(e *cliEnv, b *runnerBundle, dirs []string, arch string) (int,
 			if err != nil {
 				return n, fmt.Errorf("plugin %s: %w", full, err)
 			}
-			if why := sysimage.StaticLinuxExecutable(data, arch); why != "" {
+			if why := image.StaticLinuxExecutable(data, arch); why != "" {
 				fmt.Fprintf(e.dockerCli.Err(), "warning: plugin %s is not sent to the engine: %s (only static Linux executables run in the runner)\n", full, why)
 				continue
 			}

@@ -36,7 +36,7 @@ func newStatusCommand(env *cliEnv) *cobra.Command {
 			// The runtime is optional for status: without an engine the
 			// state column says "unknown" instead of failing.
 			if host, herr := env.pluginHost(); herr == nil {
-				if rt, rerr := host.Runtime(ctx, env.runtimeName()); rerr == nil {
+				if rt, rerr := host.Runtime(ctx, env.platform().RuntimeName()); rerr == nil {
 					eng.Runtime = rt
 				} else {
 					env.logger.Warn("runtime unavailable; container state unknown", "error", rerr)

@@ -1,7 +1,7 @@
 package main
 
 // Docker Swarm (issue 25). `system start` on a swarm manager puts
-// gordon-edge on the nodes as a global service (swarmsys) and writes
+// gordon-edge on the nodes as a global service (system/swarm) and writes
 // <state>/swarm.json. From then on this state directory's runtime is
 // runtime/swarm, and every engine verb runs in a runner container on the
 // manager attached to the edge overlay: the probes reach task IPs there,
@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,62 +21,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
+	"github.com/gordon-deploy/docker-gordon/system/image"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
-// envOnEdgeNetwork is set in the containers that already run on the edge
-// overlay (the swarm reconcile loop): their verbs run in place instead of
-// in a runner.
-const envOnEdgeNetwork = "GORDON_ON_EDGE_NETWORK"
-
-// swarmNetwork is the edge overlay of this state directory's swarm ("" on
-// one engine).
-func (e *cliEnv) swarmNetwork() string { return e.swarmConfig().Network }
-
-// swarmConfig is <state>/swarm.json (a zero Config on one engine), read
-// once per process: every verb asks several times (runtime, plugin
-// environment, engine fields, the deploy's published ports).
-func (e *cliEnv) swarmConfig() swarmsys.Config {
-	if e.swarmCfg == nil {
-		var c swarmsys.Config
-		if cfg, ok, err := swarmsys.Load(e.opts.stateDir); err == nil && ok {
-			c = cfg
-		}
-		e.swarmCfg = &c
+// platform is the state directory's platform (one engine or a swarm),
+// resolved once per process: every verb asks several times (runtime,
+// plugin environment, engine fields, the deploy's published ports).
+func (e *cliEnv) platform() system.Platform {
+	if e.plat == nil {
+		p := system.Resolve(e.opts.stateDir)
+		e.plat = &p
 	}
-	return *e.swarmCfg
-}
-
-// runtimeName is the runtime backend this state directory uses: "swarm"
-// once `system start` ran on a swarm manager (<state>/swarm.json), else
-// "docker".
-func (e *cliEnv) runtimeName() string {
-	if e.swarmNetwork() != "" {
-		return "swarm"
-	}
-	return "docker"
-}
-
-// edgeNetwork is the swarm's edge overlay ("" on one engine): the engine
-// routes instances at their address there (R18).
-func (e *cliEnv) edgeNetwork() string { return e.swarmNetwork() }
-
-// swarmPluginEnv is the backends' extra environment on a swarm: the edge
-// overlay runtime/swarm attaches instances to.
-func (e *cliEnv) swarmPluginEnv() []string {
-	if n := e.swarmNetwork(); n != "" {
-		return []string{swarmsys.EnvEdgeNetwork + "=" + n}
-	}
-	return nil
-}
-
-// localSwarmRunner reports whether a verb on this machine's engine must
-// run in a runner on the edge overlay: the state directory is a swarm's
-// and this process is not already on that overlay.
-func (e *cliEnv) localSwarmRunner() bool {
-	return runnerSession == nil && os.Getenv(envOnEdgeNetwork) == "" && swarmsys.Present(e.opts.stateDir)
+	return *e.plat
 }
 
 // swarmStartOpts are system start's swarm flags.
@@ -93,7 +51,7 @@ func (o *swarmStartOpts) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "auto (swarm when the engine is a swarm manager), docker (this engine only) or swarm")
 	cmd.Flags().StringVar(&o.registry, "registry", "", "on a swarm: the registry (host[:port][/path]) the edge image is pushed to; every node pulls it from there")
 	cmd.Flags().BoolVar(&o.adopt, "adopt", false, "on a swarm: take over the apps whose records another manager's state directory holds even though that manager is up (stop gordon there first)")
-	cmd.Flags().StringVar(&o.edgeNodes, "edge-nodes", "all", "on a swarm: run the edge on all nodes, or only on nodes labelled "+swarmsys.EdgeNodeLabel+"=true (labelled)")
+	cmd.Flags().StringVar(&o.edgeNodes, "edge-nodes", "all", "on a swarm: run the edge on all nodes, or only on nodes labelled "+swarm.EdgeNodeLabel+"=true (labelled)")
 	cmd.Flags().StringVar(&o.tcpPorts, "tcp-ports", "", "on a swarm: the ports (comma-separated) every edge node publishes for the apps' TCP binds; default: the last start's, else none")
 }
 
@@ -108,7 +66,7 @@ func chooseSwarm(ctx context.Context, api client.APIClient, o swarmStartOpts) (n
 	default:
 		return "", false, fmt.Errorf("--runtime %q: want auto, docker or swarm: %w", o.runtime, core.ErrInvalid)
 	}
-	id, manager, err := swarmsys.Manager(ctx, api)
+	id, manager, err := swarm.Manager(ctx, api)
 	if err != nil {
 		return "", false, err
 	}
@@ -133,7 +91,7 @@ func swarmHTTPPort(addr string) (int, error) { return swarmPort("--http-addr", a
 func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmStartOpts, ef edgeContainerFlags, interval time.Duration) error {
 	ctx := cmd.Context()
 	out, api, stateDir := env.dockerCli.Out(), env.dockerCli.Client(), env.opts.stateDir
-	old, wasSwarm, err := swarmsys.Load(stateDir)
+	old, wasSwarm, err := swarm.Load(stateDir)
 	if err != nil {
 		return err
 	}
@@ -163,7 +121,7 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	if err := ensureStateDir(stateDir); err != nil {
 		return err
 	}
-	cfg := swarmsys.Config{Registry: o.registry, ManagerNode: nodeID, HTTPPort: port, Labelled: o.edgeNodes == "labelled", Drain: ef.drain}
+	cfg := swarm.Config{Registry: o.registry, ManagerNode: nodeID, HTTPPort: port, Labelled: o.edgeNodes == "labelled", Drain: ef.drain}
 	if wasSwarm || adopted {
 		cfg.Network, cfg.Service, cfg.AdminPort, cfg.StateID = old.Network, old.Service, old.AdminPort, old.StateID
 	}
@@ -192,11 +150,11 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	if err != nil {
 		return err
 	}
-	action, err := swarmsys.EnsureEdgeService(ctx, api, swarmsys.EdgeService{Config: cfg, Token: token, Drain: ef.drain, CARootConfigID: caID}, env.registryAuth(target))
+	action, err := swarm.EnsureEdgeService(ctx, api, swarm.EdgeService{Config: cfg, Token: token, Drain: ef.drain, CARootConfigID: caID}, env.registryAuth(target))
 	if err != nil {
 		return err
 	}
-	if err := swarmsys.Save(stateDir, cfg); err != nil {
+	if err := swarm.Save(stateDir, cfg); err != nil {
 		return fmt.Errorf("swarm configuration: %w", err)
 	}
 	printEdgeServiceAction(out, cfg, old, wasSwarm, action)
@@ -210,7 +168,7 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 	if err != nil {
 		return err
 	}
-	r, err := syscontainer.Ensure(ctx, api, ru)
+	r, err := docker.Ensure(ctx, api, ru)
 	if err != nil {
 		return err
 	}
@@ -223,7 +181,7 @@ func startSwarmSystem(cmd *cobra.Command, env *cliEnv, nodeID string, o swarmSta
 // changes anything: the running edge and its owner (R80), the flags, a
 // state directory serving one-engine apps, the apps to adopt, and the
 // reconcile container's name.
-func swarmStartChecks(ctx context.Context, env *cliEnv, api client.APIClient, o *swarmStartOpts, old swarmsys.Config, wasSwarm bool) (swarmsys.RunningEdge, adoption, error) {
+func swarmStartChecks(ctx context.Context, env *cliEnv, api client.APIClient, o *swarmStartOpts, old swarm.Config, wasSwarm bool) (swarm.RunningEdge, adoption, error) {
 	running, err := adoptSwarmEdge(ctx, env, api, o, old, wasSwarm)
 	if err != nil {
 		return running, adoption{}, err
@@ -240,7 +198,7 @@ func swarmStartChecks(ctx context.Context, env *cliEnv, api client.APIClient, o 
 	if err != nil {
 		return running, adoption{}, err
 	}
-	if err := syscontainer.CheckFree(ctx, api, syscontainer.ReconcileName, env.opts.stateDir); err != nil {
+	if err := docker.CheckFree(ctx, api, docker.ReconcileName, env.opts.stateDir); err != nil {
 		return running, adoption{}, fmt.Errorf("%w; nothing was changed", err)
 	}
 	return running, plan, nil
@@ -251,11 +209,11 @@ func swarmStartChecks(ctx context.Context, env *cliEnv, api client.APIClient, o 
 // directory's, made when it has none.
 func swarmEdgeToken(stateDir, adopted string, wasSwarm bool) (string, error) {
 	if adopted != "" && !wasSwarm {
-		if err := swarmsys.WriteToken(stateDir, adopted); err != nil {
+		if err := swarm.WriteToken(stateDir, adopted); err != nil {
 			return "", fmt.Errorf("edge route-push token: %w", err)
 		}
 	}
-	token, err := swarmsys.EnsureToken(stateDir)
+	token, err := swarm.EnsureToken(stateDir)
 	if err != nil {
 		return "", fmt.Errorf("edge route-push token: %w", err)
 	}
@@ -264,7 +222,7 @@ func swarmEdgeToken(stateDir, adopted string, wasSwarm bool) (string, error) {
 
 // ensureSwarmNetwork creates the edge overlay (attachable) when missing.
 func ensureSwarmNetwork(ctx context.Context, out io.Writer, api client.APIClient, name string) error {
-	if err := swarmsys.EnsureNetwork(ctx, api, name); err != nil {
+	if err := swarm.EnsureNetwork(ctx, api, name); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "network %s: attachable overlay\n", name)
@@ -273,22 +231,22 @@ func ensureSwarmNetwork(ctx context.Context, out io.Writer, api client.APIClient
 
 // swarmConfigDefaults fills a new StateID and the default network,
 // service and admin port.
-func swarmConfigDefaults(cfg *swarmsys.Config) error {
+func swarmConfigDefaults(cfg *swarm.Config) error {
 	if cfg.StateID == "" {
-		id, err := swarmsys.NewStateID()
+		id, err := swarm.NewStateID()
 		if err != nil {
 			return err
 		}
 		cfg.StateID = id
 	}
 	if cfg.Network == "" {
-		cfg.Network = swarmsys.DefaultNetwork
+		cfg.Network = swarm.DefaultNetwork
 	}
 	if cfg.Service == "" {
-		cfg.Service = swarmsys.DefaultService
+		cfg.Service = swarm.DefaultService
 	}
 	if cfg.AdminPort == 0 {
-		cfg.AdminPort = swarmsys.DefaultAdminPort
+		cfg.AdminPort = swarm.DefaultAdminPort
 	}
 	return nil
 }
@@ -297,11 +255,11 @@ func swarmConfigDefaults(cfg *swarmsys.Config) error {
 // registry (target is <registry>/gordon-edge), returning the pinned
 // reference every node pulls.
 func pushSwarmEdgeImage(ctx context.Context, env *cliEnv, api client.APIClient, bin, registry, target string) (string, error) {
-	img, err := sysimage.Build(ctx, api, "edge", map[string]string{"/gordon-edge": bin}, map[string]string{syscontainer.LabelManaged: "true", syscontainer.LabelRole: syscontainer.RoleSystem})
+	img, err := image.Build(ctx, api, "edge", map[string]string{"/gordon-edge": bin}, map[string]string{docker.LabelManaged: "true", docker.LabelRole: docker.RoleSystem})
 	if err != nil {
 		return "", fmt.Errorf("edge image: %w", err)
 	}
-	ref, err := swarmsys.PushImage(ctx, api, img.Ref, registry, img.Hash, env.registryAuth(target))
+	ref, err := swarm.PushImage(ctx, api, img.Ref, registry, img.Hash, env.registryAuth(target))
 	if err != nil {
 		return "", err
 	}
@@ -350,8 +308,8 @@ func checkSwarmStart(o swarmStartOpts) error {
 // overlay (it re-routes rescheduled tasks: their new IPs are pushed to
 // every edge), polling every interval (default 1 s on a swarm: Swarm has
 // no task events). With HTTPS it also serves the edges' shared certificate
-// storage on the overlay (swarmsys.CertStoragePort).
-func swarmReconcileUnit(stateDir, dockerHost string, cfg swarmsys.Config, interval time.Duration, boot bool) (syscontainer.Unit, error) {
+// storage on the overlay (swarm.CertStoragePort).
+func swarmReconcileUnit(stateDir, dockerHost string, cfg swarm.Config, interval time.Duration, boot bool) (docker.Unit, error) {
 	if interval <= 0 || interval > time.Second {
 		interval = time.Second
 	}
@@ -361,24 +319,24 @@ func swarmReconcileUnit(stateDir, dockerHost string, cfg swarmsys.Config, interv
 	}
 	u.Network = cfg.Network
 	if cfg.HTTPSPort > 0 {
-		u.Cmd = append(u.Cmd, "--cert-storage-addr", ":"+strconv.Itoa(swarmsys.CertStoragePort))
+		u.Cmd = append(u.Cmd, "--cert-storage-addr", ":"+strconv.Itoa(swarm.CertStoragePort))
 	}
-	u.Env = append(u.Env, envOnEdgeNetwork+"=1", swarmsys.EnvEdgeNetwork+"="+cfg.Network)
+	u.Env = append(u.Env, system.EnvOnEdgeNetwork+"=1", swarm.EnvEdgeNetwork+"="+cfg.Network)
 	return u, nil
 }
 
 // awaitSwarmEdge waits (printing progress, at most 2 minutes without any)
 // until every edge task runs and Swarm has finished rolling an update of
 // the service out, then lists where the edge runs.
-func awaitSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, cfg swarmsys.Config) error {
+func awaitSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, cfg swarm.Config) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	last := ""
 	for {
-		tasks, err := swarmsys.EdgeTasks(ctx, api, cfg.Service, cfg.Network)
+		tasks, err := swarm.EdgeTasks(ctx, api, cfg.Service, cfg.Network)
 		if err != nil {
 			return err
 		}
-		updating, ustate, err := swarmsys.EdgeUpdating(ctx, api, cfg.Service)
+		updating, ustate, err := swarm.EdgeUpdating(ctx, api, cfg.Service)
 		if err != nil {
 			return err
 		}
@@ -422,10 +380,10 @@ func awaitSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, cfg 
 // service; swarm.json stays (apps keep their runtime; system start brings
 // the edge back).
 func stopSwarmSystem(ctx context.Context, env *cliEnv, keepEdge bool) error {
-	if err := runStopSystem(ctx, env, syscontainer.ReconcileName, 30*time.Second); err != nil {
+	if err := runStopSystem(ctx, env, docker.ReconcileName, 30*time.Second); err != nil {
 		return err
 	}
-	cfg, _, err := swarmsys.Load(env.opts.stateDir)
+	cfg, _, err := swarm.Load(env.opts.stateDir)
 	if err != nil {
 		return err
 	}
@@ -433,13 +391,13 @@ func stopSwarmSystem(ctx context.Context, env *cliEnv, keepEdge bool) error {
 		fmt.Fprintf(env.dockerCli.Out(), "%s: left serving (system start --adopt on another manager takes it over)\n", cfg.Service)
 		return nil
 	}
-	if err := swarmsys.CheckOwner(ctx, env.dockerCli.Client(), cfg); errors.Is(err, core.ErrConflict) {
+	if err := swarm.CheckOwner(ctx, env.dockerCli.Client(), cfg); errors.Is(err, core.ErrConflict) {
 		fmt.Fprintf(env.dockerCli.Out(), "%s: left serving: another state directory drives it now\n", cfg.Service)
 		return nil
 	} else if err != nil {
 		return err
 	}
-	found, err := swarmsys.RemoveEdgeService(ctx, env.dockerCli.Client(), cfg.Service)
+	found, err := swarm.RemoveEdgeService(ctx, env.dockerCli.Client(), cfg.Service)
 	if err != nil {
 		return err
 	}
@@ -454,10 +412,10 @@ func stopSwarmSystem(ctx context.Context, env *cliEnv, keepEdge bool) error {
 // renderSwarmLine prints "runtime: swarm, 3 nodes (3 ready): n1 ready
 // manager, …" on a swarm's state directory (nothing on one engine).
 func renderSwarmLine(ctx context.Context, env *cliEnv) {
-	if env.runtimeName() != "swarm" {
+	if env.platform().Kind != system.Swarm {
 		return
 	}
-	nodes, err := swarmsys.Nodes(ctx, env.dockerCli.Client())
+	nodes, err := swarm.Nodes(ctx, env.dockerCli.Client())
 	if err != nil {
 		fmt.Fprintf(env.dockerCli.Out(), "runtime: swarm (nodes unknown: %v)\n\n", err)
 		return
@@ -475,31 +433,31 @@ func renderSwarmLine(ctx context.Context, env *cliEnv) {
 
 // swarmStatusView is system status --format json on a swarm.
 type swarmStatusView struct {
-	Runtime               string              `json:"runtime"`
-	Nodes                 []swarmsys.Node     `json:"nodes"`
-	Edge                  []swarmsys.EdgeTask `json:"edge_tasks"`
-	Reconcile             syscontainer.Status `json:"reconcile"`
-	EdgeAppliedGeneration *uint64             `json:"edge_applied_generation,omitempty"`
-	EdgeError             string              `json:"edge_error,omitempty"`
-	Config                swarmsys.Config     `json:"config"`
+	Runtime               string           `json:"runtime"`
+	Nodes                 []swarm.Node     `json:"nodes"`
+	Edge                  []swarm.EdgeTask `json:"edge_tasks"`
+	Reconcile             docker.Status    `json:"reconcile"`
+	EdgeAppliedGeneration *uint64          `json:"edge_applied_generation,omitempty"`
+	EdgeError             string           `json:"edge_error,omitempty"`
+	Config                swarm.Config     `json:"config"`
 }
 
 // swarmSystemStatus is system status on a swarm: the nodes, the edge's
 // task on each, gordon-reconcile, and the generation every edge applied.
 func swarmSystemStatus(ctx context.Context, env *cliEnv, format string) error {
 	api := env.dockerCli.Client()
-	cfg, _, err := swarmsys.Load(env.opts.stateDir)
+	cfg, _, err := swarm.Load(env.opts.stateDir)
 	if err != nil {
 		return err
 	}
 	view := swarmStatusView{Runtime: "swarm", Config: cfg}
-	if view.Nodes, err = swarmsys.Nodes(ctx, api); err != nil {
+	if view.Nodes, err = swarm.Nodes(ctx, api); err != nil {
 		return err
 	}
-	if view.Edge, err = swarmsys.EdgeTasks(ctx, api, cfg.Service, cfg.Network); err != nil {
+	if view.Edge, err = swarm.EdgeTasks(ctx, api, cfg.Service, cfg.Network); err != nil {
 		return err
 	}
-	if view.Reconcile, err = syscontainer.Inspect(ctx, api, syscontainer.ReconcileName); err != nil {
+	if view.Reconcile, err = docker.Inspect(ctx, api, docker.ReconcileName); err != nil {
 		return err
 	}
 	if es, err := edgeTrafficStatus(ctx, env); err == nil {

@@ -1,7 +1,7 @@
 package main
 
 // Adoption (issue 25, SPEC R80): the reconcile loop on a swarm manager
-// mirrors every app's records into a Docker config (swarmsys.Mirror);
+// mirrors every app's records into a Docker config (swarm.Mirror);
 // system start on a manager whose state directory does not know an app
 // writes those records back, so another manager takes the apps over when
 // the one whose state directory held them is lost.
@@ -20,7 +20,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // adoptSwarmEdge reads the running edge service ("found" false when there
@@ -29,13 +30,13 @@ import (
 // directory drives is refused when this one was superseded by it
 // (wasSwarm), or when its manager is still up, unless --adopt (R80). It
 // changes nothing.
-func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *swarmStartOpts, old swarmsys.Config, wasSwarm bool) (swarmsys.RunningEdge, error) {
-	e, found, err := swarmsys.AdoptEdge(ctx, api, swarmsys.DefaultService)
+func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *swarmStartOpts, old swarm.Config, wasSwarm bool) (swarm.RunningEdge, error) {
+	e, found, err := swarm.AdoptEdge(ctx, api, swarm.DefaultService)
 	if err != nil || !found {
-		return swarmsys.RunningEdge{}, err
+		return swarm.RunningEdge{}, err
 	}
 	if wasSwarm {
-		return e, swarmsys.CheckOwner(ctx, api, old)
+		return e, swarm.CheckOwner(ctx, api, old)
 	}
 	if o.registry == "" && e.Registry != "" {
 		o.registry = e.Registry
@@ -44,7 +45,7 @@ func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *s
 	if e.Owner == "" || o.adopt {
 		return e, nil
 	}
-	nodes, err := swarmsys.Nodes(ctx, api)
+	nodes, err := swarm.Nodes(ctx, api)
 	if err != nil {
 		return e, err
 	}
@@ -60,9 +61,9 @@ func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *s
 // adoption is what system start adopts: the state configs of the apps
 // this state directory does not hold, and the swarm's nodes by ID.
 type adoption struct {
-	apps    []swarmsys.Adoptable
-	bundles []swarmsys.Bundle
-	nodes   map[string]swarmsys.Node
+	apps    []swarm.Adoptable
+	bundles []swarm.Bundle
+	nodes   map[string]swarm.Node
 }
 
 // planAdoption lists the apps the swarm's state configs hold and this
@@ -71,7 +72,7 @@ type adoption struct {
 // two state directories would drive the same services. It changes
 // nothing.
 func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, force bool) (adoption, error) {
-	all, err := swarmsys.ListAdoptable(ctx, api)
+	all, err := swarm.ListAdoptable(ctx, api)
 	if err != nil || len(all) == 0 {
 		return adoption{}, err
 	}
@@ -88,11 +89,11 @@ func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, force 
 	if len(plan.apps) == 0 {
 		return adoption{}, nil
 	}
-	nodes, err := swarmsys.Nodes(ctx, api)
+	nodes, err := swarm.Nodes(ctx, api)
 	if err != nil {
 		return adoption{}, err
 	}
-	plan.nodes = map[string]swarmsys.Node{}
+	plan.nodes = map[string]swarm.Node{}
 	for _, n := range nodes {
 		plan.nodes[n.ID] = n
 	}
@@ -110,7 +111,7 @@ func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, force 
 	// why), never a failure after the edge changed.
 	apps := plan.apps[:0]
 	for _, a := range plan.apps {
-		b, err := swarmsys.Fetch(ctx, api, a)
+		b, err := swarm.Fetch(ctx, api, a)
 		if err != nil {
 			fmt.Fprintf(env.dockerCli.Err(), "warning: not adopted: %v\n", err)
 			continue
@@ -125,7 +126,7 @@ func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, force 
 func (p adoption) adopt(env *cliEnv) error {
 	now := time.Now()
 	for i, a := range p.apps {
-		if err := swarmsys.WriteBundle(env.opts.stateDir, p.bundles[i]); err != nil {
+		if err := swarm.WriteBundle(env.opts.stateDir, p.bundles[i]); err != nil {
 			return fmt.Errorf("adopt %w (run system start again to adopt the rest)", err)
 		}
 		from := a.Node
@@ -133,7 +134,7 @@ func (p adoption) adopt(env *cliEnv) error {
 			from = n.Name + ", " + n.State + ","
 		}
 		fmt.Fprintf(env.dockerCli.Out(), "app %s: adopted from the swarm (its records as manager %s wrote them %s); secrets are not adopted: set them again before its next deploy\n",
-			a.App, from, swarmsys.StateAge(a.At, now))
+			a.App, from, swarm.StateAge(a.At, now))
 	}
 	return nil
 }
@@ -142,14 +143,11 @@ func (p adoption) adopt(env *cliEnv) error {
 // another manager's state directory took over (R80): on a swarm, with the
 // engine reached directly (in the runner, or the reconcile container).
 func (e *cliEnv) checkSwarmOwner(ctx context.Context) error {
-	if e.runtimeName() != "swarm" || e.localSwarmRunner() || e.ownerInPasses {
+	p := e.platform()
+	if p.Kind != system.Swarm || p.NeedsRunner(runnerSession != nil) || e.ownerInPasses {
 		return nil
 	}
-	cfg, ok, err := swarmsys.Load(e.opts.stateDir)
-	if err != nil || !ok {
-		return err
-	}
-	return swarmsys.CheckOwner(ctx, e.dockerCli.Client(), cfg)
+	return swarm.CheckOwner(ctx, e.dockerCli.Client(), p.Config)
 }
 
 // adoptedEdgeSettings reads the swarm.json the swarm's state configs hold
@@ -157,10 +155,10 @@ func (e *cliEnv) checkSwarmOwner(ctx context.Context) error {
 // directory without one: its HTTP port and drain become the flags' values
 // unless given, and the rest is what system start remembers. Its StateID
 // and manager are not taken: they are the other state directory's.
-func adoptedEdgeSettings(cmd *cobra.Command, api client.APIClient, ef *edgeContainerFlags) (swarmsys.Config, bool, error) {
-	c, found, err := swarmsys.AdoptableConfig(cmd.Context(), api)
+func adoptedEdgeSettings(cmd *cobra.Command, api client.APIClient, ef *edgeContainerFlags) (swarm.Config, bool, error) {
+	c, found, err := swarm.AdoptableConfig(cmd.Context(), api)
 	if err != nil || !found {
-		return swarmsys.Config{}, false, err
+		return swarm.Config{}, false, err
 	}
 	c.StateID, c.ManagerNode = "", ""
 	if !cmd.Flags().Changed("http-addr") && c.HTTPPort > 0 {

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // swarmPort is the host-mode port of an edge listen address (--http-addr,
@@ -40,7 +40,7 @@ func swarmPort(flag, addr string) (int, error) {
 // (old, from swarm.json). caRoot is --acme-ca-root's content when given
 // now (cfg.ACME.CARootConfig is then its config's name). Nothing changes
 // here: an invalid flag is refused before the swarm is touched.
-func resolveSwarmEdge(cmd *cobra.Command, cfg *swarmsys.Config, old swarmsys.Config, tls edgeTLSFlags, tcpList string) (caRoot []byte, err error) {
+func resolveSwarmEdge(cmd *cobra.Command, cfg *swarm.Config, old swarm.Config, tls edgeTLSFlags, tcpList string) (caRoot []byte, err error) {
 	changed := cmd.Flags().Changed
 	cfg.HTTPSPort, cfg.ACME = old.HTTPSPort, old.ACME
 	if changed("https-addr") {
@@ -70,7 +70,7 @@ func resolveSwarmEdge(cmd *cobra.Command, cfg *swarmsys.Config, old swarmsys.Con
 			if caRoot, err = readCertFile("acme-ca-root", tls.acmeCARoot); err != nil {
 				return nil, err
 			}
-			cfg.ACME.CARootConfig = swarmsys.CARootConfigName(caRoot)
+			cfg.ACME.CARootConfig = swarm.CARootConfigName(caRoot)
 		}
 	}
 	switch {
@@ -79,11 +79,11 @@ func resolveSwarmEdge(cmd *cobra.Command, cfg *swarmsys.Config, old swarmsys.Con
 	case acmeGiven:
 		cfg.ACME.Off = false // an --acme-* flag means ACME
 	}
-	list := swarmsys.FormatPorts(old.TCPPorts)
+	list := swarm.FormatPorts(old.TCPPorts)
 	if changed("tcp-ports") {
 		list = tcpList
 	}
-	if cfg.TCPPorts, err = swarmsys.ParseTCPPorts(list, cfg.HTTPPort, cfg.HTTPSPort, cfg.AdminPort); err != nil {
+	if cfg.TCPPorts, err = swarm.ParseTCPPorts(list, cfg.HTTPPort, cfg.HTTPSPort, cfg.AdminPort); err != nil {
 		return nil, err
 	}
 	return caRoot, nil
@@ -92,15 +92,15 @@ func resolveSwarmEdge(cmd *cobra.Command, cfg *swarmsys.Config, old swarmsys.Con
 // ensureCARoot returns the ID of the CA root's Docker config when HTTPS
 // with ACME trusts one: created from caRoot when given now, else the last
 // start's, which must still exist.
-func ensureCARoot(ctx context.Context, api client.APIClient, cfg swarmsys.Config, caRoot []byte) (string, error) {
+func ensureCARoot(ctx context.Context, api client.APIClient, cfg swarm.Config, caRoot []byte) (string, error) {
 	name := cfg.ACME.CARootConfig
 	switch {
 	case cfg.HTTPSPort == 0 || cfg.ACME.Off || name == "":
 		return "", nil
 	case caRoot != nil:
-		return swarmsys.EnsureConfig(ctx, api, name, caRoot)
+		return swarm.EnsureConfig(ctx, api, name, caRoot)
 	}
-	id, err := swarmsys.ConfigID(ctx, api, name)
+	id, err := swarm.ConfigID(ctx, api, name)
 	if err != nil {
 		return "", fmt.Errorf("the last start's --acme-ca-root: %w: pass --acme-ca-root FILE again (or --acme-ca-root \"\" for none)", err)
 	}
@@ -108,7 +108,7 @@ func ensureCARoot(ctx context.Context, api client.APIClient, cfg swarmsys.Config
 }
 
 // swarmPortsText is "HTTP :80, HTTPS :443, TCP :9000 :9001".
-func swarmPortsText(c swarmsys.Config) string {
+func swarmPortsText(c swarm.Config) string {
 	s := fmt.Sprintf("HTTP :%d", c.HTTPPort)
 	if c.HTTPSPort > 0 {
 		s += fmt.Sprintf(", HTTPS :%d", c.HTTPSPort)
@@ -124,7 +124,7 @@ func swarmPortsText(c swarmsys.Config) string {
 
 // printEdgeServiceAction says what system start did to the edge service
 // and, for an update, that Swarm replaces each node's edge task once.
-func printEdgeServiceAction(w io.Writer, cfg, old swarmsys.Config, wasSwarm bool, action string) {
+func printEdgeServiceAction(w io.Writer, cfg, old swarm.Config, wasSwarm bool, action string) {
 	fmt.Fprintf(w, "%s: global service %s (%s on every edge node, host mode)\n", cfg.Service, action, swarmPortsText(cfg))
 	if action != "updated" {
 		return
@@ -133,17 +133,6 @@ func printEdgeServiceAction(w io.Writer, cfg, old swarmsys.Config, wasSwarm bool
 		fmt.Fprintf(w, "%s: published ports changed from %s\n", cfg.Service, swarmPortsText(old))
 	}
 	fmt.Fprintf(w, "%s: Swarm replaces the edge task of each node once (stop, then start: that node's edge does not answer for a moment)\n", cfg.Service)
-}
-
-// checkSwarmBinds refuses, before anything changes, a spec with a TCP or
-// UDP bind this state directory's swarm edge does not publish (nil on one
-// engine).
-func (e *cliEnv) checkSwarmBinds(spec core.AppSpec) error {
-	cfg := e.swarmConfig()
-	if cfg.Network == "" {
-		return nil
-	}
-	return cfg.CheckBinds(spec)
 }
 
 // refuseUnpublishingBoundPorts refuses (core.ErrConflict, before anything

@@ -17,7 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // startFlags parses system start's flags from argv.
@@ -33,10 +34,10 @@ func startFlags(t *testing.T, argv ...string) (*cobra.Command, edgeContainerFlag
 }
 
 // resolve runs resolveSwarmEdge on a config with HTTP :80 and admin 9180.
-func resolve(t *testing.T, old swarmsys.Config, argv ...string) (swarmsys.Config, []byte, error) {
+func resolve(t *testing.T, old swarm.Config, argv ...string) (swarm.Config, []byte, error) {
 	t.Helper()
 	cmd, ef, so := startFlags(t, argv...)
-	cfg := swarmsys.Config{HTTPPort: 80, AdminPort: 9180}
+	cfg := swarm.Config{HTTPPort: 80, AdminPort: 9180}
 	root, err := resolveSwarmEdge(cmd, &cfg, old, ef.tls, so.tcpPorts)
 	return cfg, root, err
 }
@@ -49,12 +50,12 @@ func resolve(t *testing.T, old swarmsys.Config, argv ...string) (swarmsys.Config
 func TestResolveSwarmEdge_FlagsWinTheLastStartIsRemembered(t *testing.T) {
 	pem := filepath.Join(t.TempDir(), "root.pem")
 	require.NoError(t, os.WriteFile(pem, []byte("-----BEGIN CERTIFICATE-----\n"), 0o600))
-	cfg, root, err := resolve(t, swarmsys.Config{}, "--https-addr", ":443", "--acme-email", "ops@example.com", "--acme-ca-root", pem, "--tcp-ports", "9001,9000")
+	cfg, root, err := resolve(t, swarm.Config{}, "--https-addr", ":443", "--acme-email", "ops@example.com", "--acme-ca-root", pem, "--tcp-ports", "9001,9000")
 	require.NoError(t, err)
 	assert.Equal(t, 443, cfg.HTTPSPort)
 	assert.Equal(t, []int{9000, 9001}, cfg.TCPPorts)
 	assert.Equal(t, "ops@example.com", cfg.ACME.Email)
-	assert.Equal(t, swarmsys.CARootConfigName(root), cfg.ACME.CARootConfig)
+	assert.Equal(t, swarm.CARootConfigName(root), cfg.ACME.CARootConfig)
 	assert.Equal(t, "-----BEGIN CERTIFICATE-----\n", string(root))
 
 	again, root2, err := resolve(t, cfg)
@@ -92,10 +93,10 @@ func TestResolveSwarmEdge_RefusesPortsTheEdgeCannotPublish(t *testing.T) {
 		{"--tcp-ports", "70000"},
 		{"--https-addr", ":443", "--acme-ca-root", filepath.Join(t.TempDir(), "missing.pem")},
 	} {
-		_, _, err := resolve(t, swarmsys.Config{}, argv...)
+		_, _, err := resolve(t, swarm.Config{}, argv...)
 		require.ErrorIs(t, err, core.ErrInvalid, "%v", argv)
 	}
-	_, _, err := resolve(t, swarmsys.Config{HTTPSPort: 443}, "--tcp-ports", "443")
+	_, _, err := resolve(t, swarm.Config{HTTPSPort: 443}, "--tcp-ports", "443")
 	require.ErrorIs(t, err, core.ErrInvalid, "the remembered HTTPS port is taken too")
 }
 
@@ -103,7 +104,7 @@ func TestResolveSwarmEdge_RefusesPortsTheEdgeCannotPublish(t *testing.T) {
 // the overlay (--cert-storage-addr :9190); without, it does not.
 func TestSwarmReconcileUnit_ServesTheCertStorageWithHTTPS(t *testing.T) {
 	t.Setenv("DOCKER_TLS_VERIFY", "")
-	cfg := swarmsys.Config{Network: "gordon-edge", HTTPPort: 80}
+	cfg := swarm.Config{Network: "gordon-edge", HTTPPort: 80}
 	u, err := swarmReconcileUnit("/state", "tcp://127.0.0.1:2375", cfg, time.Second, false)
 	require.NoError(t, err)
 	assert.NotContains(t, u.Cmd, "--cert-storage-addr")
@@ -117,7 +118,7 @@ func TestSwarmReconcileUnit_ServesTheCertStorageWithHTTPS(t *testing.T) {
 // An update of the edge service says the published ports changed and
 // that Swarm replaces each node's edge task once.
 func TestPrintEdgeServiceAction_APortChangeSaysEachTaskIsReplaced(t *testing.T) {
-	old := swarmsys.Config{Service: "gordon-edge", HTTPPort: 80}
+	old := swarm.Config{Service: "gordon-edge", HTTPPort: 80}
 	cfg := old
 	cfg.HTTPSPort, cfg.TCPPorts = 443, []int{9000}
 	var b bytes.Buffer
@@ -136,7 +137,7 @@ func TestPrintEdgeServiceAction_APortChangeSaysEachTaskIsReplaced(t *testing.T) 
 func TestDeploy_ATCPBindTheSwarmEdgeDoesNotPublishChangesNothing(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	state := t.TempDir()
-	require.NoError(t, swarmsys.Save(state, swarmsys.Config{Registry: "reg:5000", HTTPPort: 80, TCPPorts: []int{9000}}))
+	require.NoError(t, swarm.Save(state, swarm.Config{Registry: "reg:5000", HTTPPort: 80, TCPPorts: []int{9000}}))
 	before, err := os.ReadDir(state)
 	require.NoError(t, err)
 	manifest := filepath.Join(t.TempDir(), "db.toml")
@@ -166,13 +167,13 @@ publish = "0.0.0.0:9001"
 	require.NoError(t, err)
 	assert.Equal(t, len(before), len(after), "nothing was written to the state directory: %v", after)
 
-	ok := swarmsys.Config{Network: "gordon-edge", TCPPorts: []int{9000, 9001}}
-	env.swarmCfg = &ok
+	ok := swarm.Config{Network: "gordon-edge", TCPPorts: []int{9000, 9001}}
+	env.plat = &system.Platform{Kind: system.Swarm, Config: ok}
 	spec := core.AppSpec{Name: "db", Services: []core.ServiceSpec{{Name: "db", TCP: []core.L4Interface{{Port: 5432, Publish: "0.0.0.0:9001"}}}}}
-	require.NoError(t, env.checkSwarmBinds(spec), "published now")
+	require.NoError(t, env.platform().CheckBinds(spec), "published now")
 	one := &cliEnv{}
 	one.opts.stateDir = t.TempDir()
-	require.NoError(t, one.checkSwarmBinds(spec), "one engine: the edge listens on any port")
+	require.NoError(t, one.platform().CheckBinds(spec), "one engine: the edge listens on any port")
 }
 
 // A --tcp-ports list without a port a serving app's TCP bind publishes is

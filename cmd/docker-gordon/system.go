@@ -12,8 +12,8 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // reconcileOpts are the flags of `system start` for the reconcile loop.
@@ -28,13 +28,13 @@ type reconcileUnitOpts struct {
 // dockerHost is the engine endpoint the CLI uses (DOCKER_HOST form); a unix
 // socket is mounted at /var/run/docker.sock, a tcp:// endpoint is used as is
 // (host network); anything else (ssh://, TLS) is core.ErrInvalid.
-func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (syscontainer.Unit, error) {
+func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (docker.Unit, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return syscontainer.Unit{}, fmt.Errorf("find own executable: %w", err)
+		return docker.Unit{}, fmt.Errorf("find own executable: %w", err)
 	}
 	if self, err = filepath.EvalSymlinks(self); err != nil {
-		return syscontainer.Unit{}, fmt.Errorf("own executable: %w", err)
+		return docker.Unit{}, fmt.Errorf("own executable: %w", err)
 	}
 	env := []string{
 		"GORDON_STATE_DIR=" + stateDir,
@@ -52,17 +52,17 @@ func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (syscontain
 		}
 		fi, err := os.Stat(sock)
 		if err != nil {
-			return syscontainer.Unit{}, fmt.Errorf("docker socket %s: %w: %w", sock, core.ErrUnavailable, err)
+			return docker.Unit{}, fmt.Errorf("docker socket %s: %w: %w", sock, core.ErrUnavailable, err)
 		}
-		binds = append(binds, sock+":"+syscontainer.DockerSock)
-		env = append(env, "DOCKER_HOST=unix://"+syscontainer.DockerSock)
+		binds = append(binds, sock+":"+docker.DockerSock)
+		env = append(env, "DOCKER_HOST=unix://"+docker.DockerSock)
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() != 0 {
 			groups = append(groups, fmt.Sprint(st.Gid))
 		}
 	case strings.HasPrefix(dockerHost, "tcp://") && os.Getenv("DOCKER_TLS_VERIFY") == "":
 		env = append(env, "DOCKER_HOST="+dockerHost)
 	default:
-		return syscontainer.Unit{}, fmt.Errorf("engine endpoint %s: the reconcile container supports a local unix socket or plain tcp:// only: %w", dockerHost, core.ErrInvalid)
+		return docker.Unit{}, fmt.Errorf("engine endpoint %s: the reconcile container supports a local unix socket or plain tcp:// only: %w", dockerHost, core.ErrInvalid)
 	}
 	cmd := []string{"gordon", "reconcile", "--watch"}
 	if o.interval > 0 {
@@ -71,9 +71,9 @@ func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (syscontain
 	if o.boot {
 		cmd = append(cmd, "--boot")
 	}
-	return syscontainer.Unit{
+	return docker.Unit{
 		Kind:       "reconcile",
-		Name:       syscontainer.ReconcileName,
+		Name:       docker.ReconcileName,
 		Binaries:   map[string]string{"/docker-gordon": self},
 		Entrypoint: []string{"/docker-gordon"},
 		Cmd:        cmd,
@@ -123,16 +123,16 @@ engine after a reboot; no registry and no systemd are needed.`,
 		Short: "Stop and remove gordon-reconcile and gordon-edge",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if swarmsys.Present(env.opts.stateDir) {
+			if env.platform().OnSwarm() {
 				return stopSwarmSystem(cmd.Context(), env, keepEdge)
 			}
 			if keepEdge {
 				return fmt.Errorf("--keep-edge: only on a swarm (to hand the edge to another manager's state directory); nothing was changed: %w", core.ErrInvalid)
 			}
-			if err := runStopSystem(cmd.Context(), env, syscontainer.ReconcileName, 30*time.Second); err != nil {
+			if err := runStopSystem(cmd.Context(), env, docker.ReconcileName, 30*time.Second); err != nil {
 				return err
 			}
-			return runStopSystem(cmd.Context(), env, syscontainer.EdgeName, 35*time.Second)
+			return runStopSystem(cmd.Context(), env, docker.EdgeName, 35*time.Second)
 		},
 	}
 
@@ -143,10 +143,10 @@ engine after a reboot; no registry and no systemd are needed.`,
 	logs := newSystemLogsCommand(env, "logs edge|reconcile", "Show the logs of a system container",
 		func(arg string) (string, error) {
 			switch arg {
-			case "edge", syscontainer.EdgeName:
-				return syscontainer.EdgeName, nil
-			case "reconcile", syscontainer.ReconcileName:
-				return syscontainer.ReconcileName, nil
+			case "edge", docker.EdgeName:
+				return docker.EdgeName, nil
+			case "reconcile", docker.ReconcileName:
+				return docker.ReconcileName, nil
 			}
 			return "", fmt.Errorf("system container %q: want edge or reconcile: %w", arg, core.ErrInvalid)
 		}, cobra.ExactArgs(1))
@@ -174,9 +174,9 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 			if onSwarm {
 				return startSwarmSystem(cmd, env, nodeID, swarmOpts, edgeFlags, interval)
 			}
-			if swarmsys.Present(env.opts.stateDir) {
+			if env.platform().OnSwarm() {
 				return fmt.Errorf("this state directory serves a swarm (%s): system start --runtime docker on it would strand its apps' services; use another --state-dir for a one-engine edge: %w",
-					filepath.Join(env.opts.stateDir, swarmsys.ConfigFile), core.ErrConflict)
+					filepath.Join(env.opts.stateDir, swarm.ConfigFile), core.ErrConflict)
 			}
 			eu, err := edgeUnit(env.opts.stateDir, edgeFlags.httpAddr, edgeFlags.adminAddr, edgeFlags.drain)
 			if err != nil {
@@ -199,8 +199,8 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 				return err
 			}
 			api := env.dockerCli.Client()
-			for _, u := range []syscontainer.Unit{eu, ru} {
-				r, err := syscontainer.Ensure(cmd.Context(), api, u)
+			for _, u := range []docker.Unit{eu, ru} {
+				r, err := docker.Ensure(cmd.Context(), api, u)
 				if err != nil {
 					return err
 				}
@@ -227,13 +227,13 @@ func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 		Short: "Show the system containers (state, image, start time) and the edge's applied generation",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if swarmsys.Present(env.opts.stateDir) {
+			if env.platform().OnSwarm() {
 				return swarmSystemStatus(cmd.Context(), env, format)
 			}
 			api := env.dockerCli.Client()
 			var view systemStatusView
-			for _, name := range []string{syscontainer.EdgeName, syscontainer.ReconcileName} {
-				st, err := syscontainer.Inspect(cmd.Context(), api, name)
+			for _, name := range []string{docker.EdgeName, docker.ReconcileName} {
+				st, err := docker.Inspect(cmd.Context(), api, name)
 				if err != nil {
 					return err
 				}
@@ -269,7 +269,7 @@ func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 
 // systemStatusView is `system status --format json`.
 type systemStatusView struct {
-	Containers            []syscontainer.Status `json:"containers"`
-	EdgeAppliedGeneration *uint64               `json:"edge_applied_generation,omitempty"`
-	EdgeError             string                `json:"edge_error,omitempty"`
+	Containers            []docker.Status `json:"containers"`
+	EdgeAppliedGeneration *uint64         `json:"edge_applied_generation,omitempty"`
+	EdgeError             string          `json:"edge_error,omitempty"`
 }

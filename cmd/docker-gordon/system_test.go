@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/syscontainer"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 // --- units (no engine) ---
@@ -42,7 +42,7 @@ func TestSystemUnit_ReconcileUnitRunsCLIDirectly(t *testing.T) {
 
 	u, err := reconcileUnit(state, "unix://"+sock, reconcileUnitOpts{interval: 7 * time.Second, boot: true})
 	require.NoError(t, err)
-	assert.Equal(t, syscontainer.ReconcileName, u.Name)
+	assert.Equal(t, docker.ReconcileName, u.Name)
 	assert.Equal(t, []string{"/docker-gordon"}, u.Entrypoint)
 	assert.Equal(t, []string{"gordon", "reconcile", "--watch", "--interval", "7s", "--boot"}, u.Cmd)
 	assert.Contains(t, u.Binds, state+":"+state)
@@ -136,7 +136,7 @@ func engineClient(t *testing.T) *client.Client {
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		t.Skipf("Docker engine not available: %v", err)
 	}
-	for _, n := range []string{syscontainer.EdgeName, syscontainer.ReconcileName} {
+	for _, n := range []string{docker.EdgeName, docker.ReconcileName} {
 		if _, err := cli.ContainerInspect(ctx, n, client.ContainerInspectOptions{}); err == nil {
 			t.Skipf("container %s already exists on this engine; not touching it", n)
 		}
@@ -150,9 +150,9 @@ func cleanupSystem(t *testing.T, cli *client.Client, stateDir string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for _, n := range []string{syscontainer.EdgeName, syscontainer.ReconcileName} {
+		for _, n := range []string{docker.EdgeName, docker.ReconcileName} {
 			got, err := cli.ContainerInspect(ctx, n, client.ContainerInspectOptions{})
-			if err == nil && got.Container.Config.Labels[syscontainer.LabelStateDir] == stateDir {
+			if err == nil && got.Container.Config.Labels[docker.LabelStateDir] == stateDir {
 				_, _ = cli.ContainerRemove(ctx, got.Container.ID, client.ContainerRemoveOptions{Force: true})
 			}
 		}
@@ -232,19 +232,19 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out, "gordon-edge: started")
 
-	c := inspect(t, cli, syscontainer.EdgeName)
+	c := inspect(t, cli, docker.EdgeName)
 	require.NotNil(t, c.State)
 	assert.True(t, c.State.Running)
 	assert.Equal(t, container.NetworkMode("host"), c.HostConfig.NetworkMode)
 	// R41.9: the watcher runs beside the edge (reconcile --watch, no --boot).
 	assert.Contains(t, r.out, "gordon-reconcile: started")
-	w := inspect(t, cli, syscontainer.ReconcileName)
+	w := inspect(t, cli, docker.ReconcileName)
 	assert.True(t, w.State.Running, "watcher: %+v", w.State)
 	assert.Equal(t, []string{"gordon", "reconcile", "--watch"}, []string(w.Config.Cmd))
 	assert.Equal(t, container.RestartPolicyUnlessStopped, c.HostConfig.RestartPolicy.Name)
 	assert.Contains(t, c.HostConfig.Binds, state+":"+state)
-	assert.Equal(t, "true", c.Config.Labels[syscontainer.LabelManaged])
-	assert.Equal(t, syscontainer.RoleSystem, c.Config.Labels[syscontainer.LabelRole])
+	assert.Equal(t, "true", c.Config.Labels[docker.LabelManaged])
+	assert.Equal(t, docker.RoleSystem, c.Config.Labels[docker.LabelRole])
 	assert.True(t, strings.HasPrefix(c.Config.Image, "gordon-system/edge:"), c.Config.Image)
 
 	// It answers HTTP: an unknown host is a 404 from the edge.
@@ -270,20 +270,20 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	r = dockerGordon(t, bins, state, "edge", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out, "already running")
-	assert.Equal(t, c.ID, inspect(t, cli, syscontainer.EdgeName).ID)
+	assert.Equal(t, c.ID, inspect(t, cli, docker.EdgeName).ID)
 
 	// Another state directory may not take it over.
 	other := t.TempDir()
 	r = dockerGordon(t, bins, other, "edge", "start", "--http-addr", httpAddr)
 	assert.NotEqual(t, 0, r.code)
 	assert.Contains(t, r.err, "serves state directory "+state)
-	assert.Equal(t, c.ID, inspect(t, cli, syscontainer.EdgeName).ID)
+	assert.Equal(t, c.ID, inspect(t, cli, docker.EdgeName).ID)
 
 	r = dockerGordon(t, bins, state, "edge", "status", "--format", "json")
 	require.Equal(t, 0, r.code, "%+v", r)
 	var st struct {
-		AppliedGeneration uint64               `json:"applied_generation"`
-		Container         *syscontainer.Status `json:"container"`
+		AppliedGeneration uint64         `json:"applied_generation"`
+		Container         *docker.Status `json:"container"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.out), &st), r.out)
 	require.NotNil(t, st.Container)
@@ -309,15 +309,15 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	r = dockerGordon(t, bins, state, "edge", "start", "--http-addr", httpAddr2, "--admin-addr", adminAddr)
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out, "replaced")
-	c2 := inspect(t, cli, syscontainer.EdgeName)
+	c2 := inspect(t, cli, docker.EdgeName)
 	assert.NotEqual(t, c.ID, c2.ID)
 	assert.Contains(t, c2.Config.Cmd, httpAddr2)
 
 	r = dockerGordon(t, bins, state, "edge", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out, "stopped and removed")
-	requireGone(t, cli, syscontainer.EdgeName)
-	requireGone(t, cli, syscontainer.ReconcileName) // edge start's watcher goes with it
+	requireGone(t, cli, docker.EdgeName)
+	requireGone(t, cli, docker.ReconcileName) // edge start's watcher goes with it
 	r = dockerGordon(t, bins, state, "edge", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out, "not running")
@@ -331,7 +331,7 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	assert.Contains(t, r.err, "exited right after start")
 	assert.Contains(t, r.err, "address already in use")
 	assert.Contains(t, r.err, "was removed")
-	requireGone(t, cli, syscontainer.EdgeName) // a refused start leaves no crash-looping container
+	requireGone(t, cli, docker.EdgeName) // a refused start leaves no crash-looping container
 	r = dockerGordon(t, bins, state, "edge", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
 
@@ -342,14 +342,14 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out, "HTTP on "+httpAddr2)
 	assert.Contains(t, r.out, "as at the last start")
-	assert.Contains(t, inspect(t, cli, syscontainer.EdgeName).Config.Cmd, httpAddr2)
+	assert.Contains(t, inspect(t, cli, docker.EdgeName).Config.Cmd, httpAddr2)
 	require.Eventually(t, func() bool {
 		r = dockerGordon(t, bins, state, "edge", "status")
 		return r.code == 0 && strings.Contains(r.out, "listening: http "+httpAddr2)
 	}, 10*time.Second, 200*time.Millisecond, "%+v", r)
 	r = dockerGordon(t, bins, state, "edge", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
-	requireGone(t, cli, syscontainer.EdgeName)
+	requireGone(t, cli, docker.EdgeName)
 }
 
 // testSystemStartRunsEdgeAndReconcile: `system start` runs the
@@ -366,7 +366,7 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 	assert.Contains(t, r.out, "gordon-edge: started")
 	assert.Contains(t, r.out, "gordon-reconcile: started")
 
-	rc := inspect(t, cli, syscontainer.ReconcileName)
+	rc := inspect(t, cli, docker.ReconcileName)
 	assert.Equal(t, []string{"/docker-gordon"}, []string(rc.Config.Entrypoint))
 	assert.Equal(t, []string{"gordon", "reconcile", "--watch"}, []string(rc.Config.Cmd[:3]))
 	assert.Contains(t, []string(rc.Config.Cmd), "--boot", "system start's watcher brings apps back at boot")
@@ -376,12 +376,14 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 
 	// Several passes run (1s interval) and the loop is still up, never
 	// restarted: plugins start inside the container and the engine answers.
+	// The behaviour under test is the passage of time: a crash loop would
+	// show within these passes.
 	time.Sleep(4 * time.Second)
-	rc = inspect(t, cli, syscontainer.ReconcileName)
+	rc = inspect(t, cli, docker.ReconcileName)
 	assert.True(t, rc.State.Running, "reconcile container: %+v", rc.State)
 	assert.Equal(t, 0, rc.RestartCount)
 	if !rc.State.Running || rc.RestartCount > 0 {
-		out, _ := exec.Command("docker", "logs", "--tail", "30", syscontainer.ReconcileName).CombinedOutput()
+		out, _ := exec.Command("docker", "logs", "--tail", "30", docker.ReconcileName).CombinedOutput()
 		t.Logf("reconcile logs:\n%s", out)
 	}
 
@@ -391,7 +393,7 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 	require.NoError(t, json.Unmarshal([]byte(r.out), &view), r.out)
 	require.Len(t, view.Containers, 2)
 	names := []string{view.Containers[0].Name, view.Containers[1].Name}
-	assert.True(t, slices.Equal([]string{syscontainer.EdgeName, syscontainer.ReconcileName}, names), names)
+	assert.True(t, slices.Equal([]string{docker.EdgeName, docker.ReconcileName}, names), names)
 	for _, c := range view.Containers {
 		assert.Equal(t, "running", c.State, c.Name)
 		assert.Equal(t, state, c.StateDir, c.Name)
@@ -402,18 +404,18 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 
 	// edge start leaves system start's watcher (with --boot) alone, and
 	// edge stop does not stop it.
-	before := inspect(t, cli, syscontainer.ReconcileName).ID
+	before := inspect(t, cli, docker.ReconcileName).ID
 	r = dockerGordon(t, bins, state, "edge", "start")
 	require.Equal(t, 0, r.code, "%+v", r)
 	assert.Contains(t, r.out, "gordon-reconcile: left as is")
 	r = dockerGordon(t, bins, state, "edge", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
-	assert.Equal(t, before, inspect(t, cli, syscontainer.ReconcileName).ID, "system start's watcher kept")
+	assert.Equal(t, before, inspect(t, cli, docker.ReconcileName).ID, "system start's watcher kept")
 
 	r = dockerGordon(t, bins, state, "system", "stop")
 	require.Equal(t, 0, r.code, "%+v", r)
-	requireGone(t, cli, syscontainer.EdgeName)
-	requireGone(t, cli, syscontainer.ReconcileName)
+	requireGone(t, cli, docker.EdgeName)
+	requireGone(t, cli, docker.ReconcileName)
 }
 
 // A verb given the wrong number of arguments says which command and shows

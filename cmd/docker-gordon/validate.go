@@ -69,7 +69,7 @@ func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error
 	host, err := env.pluginHost()
 	if err == nil {
 		var rt core.Runtime
-		if rt, err = host.Runtime(ctx, env.runtimeName()); err == nil {
+		if rt, err = host.Runtime(ctx, env.platform().RuntimeName()); err == nil {
 			if _, err = rt.Info(ctx); err == nil {
 				eng := &engine.Engine{Runtime: rt}
 				if err := eng.CheckImages(ctx, spec); err != nil {
@@ -96,7 +96,7 @@ func checkSwarmBindsHere(env *cliEnv, spec core.AppSpec) error {
 	if env.targetsRemote() {
 		return nil
 	}
-	return env.checkSwarmBinds(spec)
+	return env.platform().CheckBinds(spec)
 }
 
 // checkPrivilegesHere refuses, as deploy would, the options beyond

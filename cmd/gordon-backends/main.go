@@ -6,7 +6,7 @@
 // stamps both with one build id and installs this binary as
 // gordon-backends-<build id> (cmd/docker-gordon/backends.go). It links
 // neither the CLI nor the compose loader, so a backend starts and
-// completes its handshake in about a third of the time (issue 24 item 6).
+// completes its handshake in about a third of the time.
 // Without it, docker-gordon serves the same plugins itself.
 package main
 

@@ -3,6 +3,8 @@
 // ADDR] [--https-addr ADDR [--acme-email E] [--acme-ca URL]
 // [--acme-ca-root FILE] [--acme=false]] [--trusted-proxies CIDRS]
 // [--read-header-timeout D] [--reuse-port] [--pprof] [--no-handover]
+// [--relay-max-conns N] [--relay-fd-reserve N]
+// [--on-demand-ask URL] [--on-demand-max-pending N] [--on-demand-per-hour N]
 // [--access-log off|stdout|FILE [--access-log-max-size N] [--access-log-keep N]]
 // [--routes-token-file FILE [--peers NAME [--peer-interval D]]
 // [--cert-storage URL]]`
@@ -14,7 +16,7 @@
 // which then drains and exits (SPEC R60); `gordon-edge version` prints the
 // version.
 //
-// On a swarm (issue 25; docs/edge.md "Route table pushed over the admin
+// On a swarm (docs/edge.md "Route table pushed over the admin
 // endpoint") the edge cannot read the publisher's state directory: with a
 // routes token (--routes-token-file FILE, the token is the file's content
 // with surrounding white space trimmed; else the environment's
@@ -76,31 +78,36 @@ func newRootCommand() *cobra.Command {
 }
 
 type runOptions struct {
-	stateDir        string
-	httpAddr        string
-	adminAddr       string
-	logLevel        string
-	shutdownTimeout time.Duration
-	trustedProxies  string
-	readHeader      time.Duration
-	pprof           bool
-	reusePort       bool
-	eventLoops      int
-	noHandover      bool
-	httpsAddr       string
-	acme            bool
-	acmeEmail       string
-	acmeCA          string
-	acmeCARoot      string
-	defaultCert     string
-	accessLog       string
-	accessLogMax    int64
-	accessLogKeep   int
-	routesTokenFile string
-	peers           string
-	peerInterval    time.Duration
-	dialTimeout     time.Duration
-	certStorage     string
+	onDemandAsk        string
+	onDemandMaxPending int
+	onDemandPerHour    int
+	relayMaxConns      int
+	relayFDReserve     int
+	stateDir           string
+	httpAddr           string
+	adminAddr          string
+	logLevel           string
+	shutdownTimeout    time.Duration
+	trustedProxies     string
+	readHeader         time.Duration
+	pprof              bool
+	reusePort          bool
+	eventLoops         int
+	noHandover         bool
+	httpsAddr          string
+	acme               bool
+	acmeEmail          string
+	acmeCA             string
+	acmeCARoot         string
+	defaultCert        string
+	accessLog          string
+	accessLogMax       int64
+	accessLogKeep      int
+	routesTokenFile    string
+	peers              string
+	peerInterval       time.Duration
+	dialTimeout        time.Duration
+	certStorage        string
 }
 
 func newRunCommand() *cobra.Command {
@@ -138,6 +145,11 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&opts.peers, "peers", "", "DNS name of every edge's admin address (e.g. tasks.gordon-edge; needs the routes token): adopt a newer route table from any of them (GET /routes?after=N on this edge's admin port)")
 	f.DurationVar(&opts.peerInterval, "peer-interval", time.Second, "how often --peers are asked for a newer route table")
 	f.DurationVar(&opts.dialTimeout, "dial-timeout", 5*time.Second, "how long dialing a backend may take before the request is retried on another instance and the backend ejected (a route's own dial timeout wins); on a swarm the edge uses 1s: a task on a lost node answers nothing")
+	f.StringVar(&opts.onDemandAsk, "on-demand-ask", "", "URL asked GET URL?domain=NAME before a certificate is ordered for a name under a routed wildcard: only a 200 lets the order start (as Caddy's on_demand_tls ask)")
+	f.IntVar(&opts.onDemandMaxPending, "on-demand-max-pending", 0, "on-demand certificate orders (names under a routed wildcard) under way at once (0: 10)")
+	f.IntVar(&opts.onDemandPerHour, "on-demand-per-hour", 0, "on-demand certificate orders that may start an hour (0: 30)")
+	f.IntVar(&opts.relayMaxConns, "relay-max-conns", 0, "bound on every relayed TCP connection and UDP session together (0: 4000); a route's own bound is its interface's max_conns")
+	f.IntVar(&opts.relayFDReserve, "relay-fd-reserve", 0, "open-file descriptors the TCP/UDP relays leave to HTTP and the edge (0: a quarter of the limit, at least 256)")
 	f.StringVar(&opts.certStorage, "cert-storage", "", "URL of the certificate storage every edge of a swarm shares (e.g. http://gordon-reconcile:9190, served by docker gordon reconcile --cert-storage-addr; needs the routes token): one edge orders each certificate, any edge answers its HTTP-01 challenge, static certificates are mirrored from it")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
@@ -151,7 +163,8 @@ func runEdge(ctx context.Context, opts runOptions) error {
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
-	acme := edgeproxy.ACMEConfig{Disabled: !opts.acme, Email: opts.acmeEmail, CA: opts.acmeCA}
+	acme := edgeproxy.ACMEConfig{Disabled: !opts.acme, Email: opts.acmeEmail, CA: opts.acmeCA,
+		OnDemandAsk: opts.onDemandAsk, OnDemandMaxPending: opts.onDemandMaxPending, OnDemandPerHour: opts.onDemandPerHour}
 	if opts.acmeCARoot != "" {
 		b, err := os.ReadFile(opts.acmeCARoot)
 		if err != nil {
@@ -205,6 +218,8 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		Peers:             opts.peers,
 		PeerInterval:      opts.peerInterval,
 		DialTimeout:       opts.dialTimeout,
+		RelayMaxConns:     opts.relayMaxConns,
+		RelayFDReserve:    opts.relayFDReserve,
 		CertStorage:       opts.certStorage,
 	})
 	go func() {

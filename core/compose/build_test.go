@@ -12,7 +12,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
-// TestCompose_BuildMapsShortAndLongForm (issue 28): build: PATH and the
+// TestCompose_BuildMapsShortAndLongForm (image builds): build: PATH and the
 // long form (context, dockerfile, args, target, labels) become the
 // manifest's [services.X.build]; the context is written relative to the
 // project directory and is absolute in the spec; an argument without a

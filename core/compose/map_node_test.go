@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 25 item 4: x-gordon.node pins a service to a swarm node (the
+// On a swarm: x-gordon.node pins a service to a swarm node (the
 // manifest's node); anything but a non-empty string is refused.
 func TestCompose_XGordonNodePinsTheService(t *testing.T) {
 	dir := writeProject(t, map[string]string{"compose.yaml": `

@@ -9,7 +9,7 @@
 // draft's metaschema (some 10 ms). Every docker-gordon process pays the init
 // of what it links, and a `docker gordon VERB` starts two (the docker CLI's
 // metadata call, then the verb), while only a verb given a compose file
-// needs the loader (issue 24 item 6). The installed build
+// needs the loader. The installed build
 // (-tags gordoncomposehelper, see the Makefile) therefore runs the loader
 // through Exec; a plain `go build` links it in process.
 package composeapi

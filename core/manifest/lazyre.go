@@ -8,7 +8,7 @@ import (
 // lazyRE is a regular expression compiled on first use. core/manifest is
 // linked by every docker-gordon process, most of which never check a
 // manifest; compiling its expressions at package init cost each process
-// start about half a millisecond (issue 24 item 6). Every lazyRE is listed
+// start about half a millisecond. Every lazyRE is listed
 // in lazyREs, so that a test compiles them all.
 type lazyRE struct {
 	expr string

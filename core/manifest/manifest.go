@@ -26,7 +26,10 @@
 //     response_timeout 1s..1h if given (the edge's wait for response
 //     headers; default 60 s at the edge).
 //   - [[tcp]]/[[udp]]: port; publish "IP:port" (IPv6 bracketed), unique and
-//     non-overlapping (wildcards cover) across the app per protocol.
+//     non-overlapping (wildcards cover) across the app per protocol;
+//     idle_timeout 1s..24h and max_conns 1..100000 if given (the relay's
+//     bounds; defaults at the edge: 50 s and 2000 for TCP, 30 s and 4096
+//     for UDP).
 //   - readiness: type "", none, http, tcp, log or plugin; only the keys of
 //     that type; a port must be a declared http/tcp port; http and tcp
 //     without a port need exactly one port to probe (R30); log needs
@@ -245,6 +248,9 @@ type rawHTTP struct {
 type rawL4 struct {
 	Port    *int    `toml:"port"`
 	Publish *string `toml:"publish"`
+	// IdleTimeout (1s..24h) and MaxConns (1..100000) bound the relay.
+	IdleTimeout *string `toml:"idle_timeout"`
+	MaxConns    *int    `toml:"max_conns"`
 }
 
 type rawReadiness struct {
@@ -276,7 +282,7 @@ var (
 	lifecycleKeys = []string{"command", "user", "working_dir", "env"}
 	notifyKeys    = []string{"webhook"}
 	httpKeys      = []string{"port", "host", "visibility", "response_timeout", "tls", "protocol", "hsts", "basic_auth", "allow"}
-	l4Keys        = []string{"port", "publish"}
+	l4Keys        = []string{"port", "publish", "idle_timeout", "max_conns"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
 	mountKeys     = []string{"name", "path", "readonly", "adopt"}
 	secretKeys    = []string{"name", "as"}

@@ -32,6 +32,13 @@ func (v *validator) port(key string, raw *int) int {
 	return *raw
 }
 
+// Bounds of [[tcp]]/[[udp]] idle_timeout and max_conns.
+const (
+	minIdleTimeout = time.Second
+	maxIdleTimeout = 24 * time.Hour
+	maxL4Conns     = 100000
+)
+
 // Bounds of [[http]] response_timeout.
 const (
 	minResponseTimeout = time.Second
@@ -159,6 +166,14 @@ func (v *validator) l4(svcKey, proto string, list []rawL4, ports map[int]string)
 		} else {
 			iface.Publish = *raw.Publish
 			v.claimPublish(k+".publish", proto, published{ip: ip, port: port, addr: iface.Publish, key: k + ".publish"})
+		}
+		iface.IdleTimeout = v.duration(k+".idle_timeout", raw.IdleTimeout, minIdleTimeout, maxIdleTimeout)
+		if raw.MaxConns != nil {
+			if *raw.MaxConns < 1 || *raw.MaxConns > maxL4Conns {
+				v.addf(k+".max_conns", "invalid max_conns %d: want from 1 to %d connections (or sessions) at once", *raw.MaxConns, maxL4Conns)
+			} else {
+				iface.MaxConns = *raw.MaxConns
+			}
 		}
 		out = append(out, iface)
 	}

@@ -40,7 +40,7 @@ func TestManifest_ValidationService(t *testing.T) {
 	})
 }
 
-// TestManifest_Build: [services.X.build] (issue 28): image is optional with
+// TestManifest_Build: [services.X.build] (image builds): image is optional with
 // a build; context is required; dockerfile stays inside the context; args
 // are strings; a built image cannot be tagged with a digest.
 func TestManifest_Build(t *testing.T) {
@@ -85,7 +85,7 @@ func TestManifest_WithBuiltImages(t *testing.T) {
 }
 
 // TestManifest_Registry: registry = "host[:port]/prefix" names a registry
-// host and a repository prefix (issue 28: built images are pushed there).
+// host and a repository prefix (built images are pushed there).
 func TestManifest_Registry(t *testing.T) {
 	const want = `want "host[:port]/prefix", e.g. "registry.example.com/shop" or "127.0.0.1:5000/team"`
 	for _, bad := range []string{"shop", "registry.example.com", "registry.example.com/", "team/shop", "Registry.example.com/Shop"} {
@@ -99,7 +99,7 @@ func TestManifest_Registry(t *testing.T) {
 	}
 }
 
-// Issue 25 item 4: node = "<hostname or ID>" pins a service to a swarm
+// On a swarm: node = "<hostname or ID>" pins a service to a swarm
 // node; it reaches the spec as written.
 func TestManifest_NodePinsAServiceToASwarmNode(t *testing.T) {
 	spec, err := Parse("app.toml", []byte(base+"node = \"gsr-n2\"\n"))

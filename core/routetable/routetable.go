@@ -136,6 +136,12 @@ type L4Route struct {
 	// backend (then they are spliced to it), the hold ends or Hold.Until
 	// passes (then they are closed).
 	Hold *Hold `json:"hold,omitempty"`
+	// IdleTimeoutMS closes a relayed connection (UDP: ends a session)
+	// silent both ways this long; MaxConns bounds the route's connections
+	// (UDP: sessions) at once. 0: the edge's defaults (TCP 50 s and 2000,
+	// UDP 30 s and 4096).
+	IdleTimeoutMS int64 `json:"idle_timeout_ms,omitempty"`
+	MaxConns      int   `json:"max_conns,omitempty"`
 }
 
 // Status is edge/status.json, written by the edge after each apply attempt.

@@ -111,6 +111,8 @@ func TestLock_TwoClientsExclude(t *testing.T) {
 				if n > maxInside.Load() {
 					maxInside.Store(n)
 				}
+				// Held a moment so that an overlap would show: the
+				// span of time inside the lock is the test's input.
 				time.Sleep(time.Millisecond)
 				inside.Add(-1)
 				assert.NoError(t, c.Unlock(ctx, "hot"))

@@ -121,12 +121,8 @@ func processGone(pid int) bool {
 
 func waitGone(t *testing.T, pid int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !processGone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("plugin process %d still running after %s", pid, within)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !assert.Eventually(t, func() bool { return processGone(pid) }, within, 20*time.Millisecond) {
+		t.Fatalf("plugin process %d still running after %s", pid, within)
 	}
 }
 
@@ -371,7 +367,9 @@ func TestArch1_StartsOfDifferentPluginsAreConcurrent(t *testing.T) {
 	h := newTestHost(t, HostConfig{StartTimeout: 3 * time.Second})
 	slow := make(chan error, 1)
 	go func() { _, err := h.Probe(context.Background(), "sleepy"); slow <- err }()
-	time.Sleep(100 * time.Millisecond) // let the slow start take its turn first
+	// Let the slow start take its turn first: the host reports no event
+	// for a start begun, so this is an ordering settle.
+	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
 	_, err := h.Probe(context.Background(), "fake")
 	require.NoError(t, err)
@@ -470,19 +468,12 @@ func TestArch1_StalledScriptPluginAndItsChildAreKilled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close still waiting 10 s after the start was given up")
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	if !assert.Eventually(t, func() bool { return len(pidsWithArg(marker)) == 0 }, 3*time.Second, 50*time.Millisecond) {
 		left := pidsWithArg(marker)
-		if len(left) == 0 {
-			return
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if time.Now().After(deadline) {
-			for _, pid := range left {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			t.Fatalf("processes of the stalled plugin left: %v", left)
-		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("processes of the stalled plugin left: %v", left)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// The edge's package cut (issue 26). Each package under edgeproxy/ serves
+// The edge's package cut. Each package under edgeproxy/ serves
 // one seam and says which requests in its doc.go; none, the root that
 // wires them included, exceeds maxPackageLines non-test lines.
 const (

@@ -9,7 +9,7 @@ import (
 
 // startupHeavy are modules (a trailing "/") and project packages (with
 // their subpackages) whose package init costs every process that
-// links them milliseconds (issue 24 item 6): compose-go's JSON Schema
+// links them milliseconds: compose-go's JSON Schema
 // library compiles every draft's metaschema, Prometheus' client registers
 // its collectors.
 var startupHeavy = []string{

@@ -15,7 +15,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
-// TestAccessLog_LinePerRequestShownPerApp (issue 27 item 5): the edge,
+// TestAccessLog_LinePerRequestShownPerApp (R74): the edge,
 // its access log going to a file, writes one line per request with the
 // host and the status; `logs APP --access` shows that app's lines only
 // and `edge logs --access` every line (the unknown host's 404 too).

@@ -86,7 +86,7 @@ func TestR41_RevivedByRestartPolicyRoutedAtItsAddressWithin2sNeverToAnotherApp(t
 	var revivedAfter time.Duration
 	var routedAt time.Time
 	var wrong, failed int
-	for time.Since(killed) < 15*time.Second {
+	assert.Eventually(t, func() bool {
 		code, body := get("revive.test")
 		inst := instanceOf([]byte(body))
 		switch {
@@ -98,11 +98,8 @@ func TestR41_RevivedByRestartPolicyRoutedAtItsAddressWithin2sNeverToAnotherApp(t
 		case code != 200:
 			failed++
 		}
-		if revivedAfter > 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return revivedAfter > 0
+	}, 15*time.Second-time.Since(killed), 20*time.Millisecond)
 	newIP := containerIP(t, svc.Container, "gordon-"+a.Name)
 	require.NotZero(t, revivedAfter, "the revived process is routed")
 	sinceStart := routedAt.Sub(startedAt(t, svc.Container))
@@ -199,6 +196,6 @@ func pollHost(t *testing.T, edge *fixture.Edge, host, want string, polls *atomic
 			t.Errorf("%s answered by %q: %q", host, v, body)
 		}
 		polls.Add(1)
-		time.Sleep(10 * time.Millisecond) // pacing of the load, not a wait
+		time.Sleep(10 * time.Millisecond) // the pacing of a load loop, not a wait
 	}
 }

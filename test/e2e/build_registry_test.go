@@ -15,11 +15,11 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 )
 
-// Issue 28, item 4: with registry = "host[:port]/prefix" the built image
+// Image builds: with registry = "host[:port]/prefix" the built image
 // is tagged under the registry, pushed there with the client's
 // credentials (docker login; the registry requires them), and the
 // service runs it by digest.
-func TestIssue28_BuildPushesToTheManifestRegistry(t *testing.T) {
+func TestImageBuild_PushesToTheManifestRegistry(t *testing.T) {
 	rg := startRegistry(t)
 	rg.login(t)
 	reg := rg.Addr

@@ -87,12 +87,12 @@ func opDigests(t *testing.T, stdout string) map[string]string {
 
 var builtTagRE = regexp.MustCompile(`gordon/e2ebuild-web:[0-9a-f]{16}`)
 
-// Issue 28 through a remote context (a second engine): the build runs
+// An image build through a remote context (a second engine): the build runs
 // there (the context travels with the build API call), the image is not
 // on this machine's engine, the app serves from there, an unchanged
 // context builds nothing, and the server's journal names the image, not
 // the build.
-func TestIssue28_BuildThroughRemoteContext(t *testing.T) {
+func TestImageBuild_ThroughRemoteContext(t *testing.T) {
 	e := startEngine2(t)
 	client := t.TempDir()
 	app, host := "e2ebuildr", "buildr.test"
@@ -132,14 +132,14 @@ func TestIssue28_BuildThroughRemoteContext(t *testing.T) {
 	assert.NotEmpty(t, strings.TrimSpace(string(out)), "the journal names the built image")
 }
 
-// Issue 28 (SPEC R12): a compose project whose web service has build:
+// SPEC R12 (image builds): a compose project whose web service has build:
 // ./web deploys, built on the engine (one progress line per step, the op
 // JSON gives the image ID); an unchanged context builds nothing and
 // deploys nothing new; a source change redeploys under load with zero
 // failed requests; a broken Dockerfile fails the deploy naming the
 // failing step with the old generation still serving; --no-build refuses
 // an image that is not built.
-func TestIssue28_BuildOnDeploy(t *testing.T) {
+func TestImageBuild_OnDeploy(t *testing.T) {
 	removeBuiltImages(t, "e2ebuild") // before NewApp: runs after the containers are removed
 	a := fixture.NewApp(t, "e2ebuild")
 	state, app, edge := a.State, a.Name, a.Edge

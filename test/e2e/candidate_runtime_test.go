@@ -97,19 +97,12 @@ func TestR32_PluginThatNeverHandshakesIsBoundedAndLeavesNoProcess(t *testing.T) 
 	require.Less(t, r.Elapsed, timeout+10*time.Second, "bounded by the readiness timeout + 10 s")
 	require.Equal(t, before, fixture.Managed(t, a.Name, "web"), "old generation kept")
 	require.Zero(t, st.Transport+st.Non2xx, "old generation served throughout: %s %v", st, st.Errors)
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	if !assert.Eventually(t, func() bool { return len(procsWithArg(dir, marker)) == 0 }, 3*time.Second, 100*time.Millisecond) {
 		left := procsWithArg(dir, marker)
-		if len(left) == 0 {
-			break
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if time.Now().After(deadline) {
-			for _, pid := range left {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			t.Fatalf("plugin processes left after the deploy ended: %v", left)
-		}
-		time.Sleep(100 * time.Millisecond)
+		t.Fatalf("plugin processes left after the deploy ended: %v", left)
 	}
 }
 
@@ -155,16 +148,21 @@ func TestInterrupt_CtrlCDuringReadinessRemovesCandidateAndExits130(t *testing.T)
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !candidateRunning(t, a.Name, before[0]) {
+	var ended error
+	exited := false
+	probed := assert.Eventually(t, func() bool {
 		select {
-		case err := <-done:
-			t.Fatalf("deploy ended before Ctrl-C: %s", fixture.Finish(err, so, se, t0).String())
+		case ended = <-done:
+			exited = true
+			return true
 		default:
 		}
-		require.True(t, time.Now().Before(deadline), "no candidate being probed within 30 s: %s", se.String())
-		time.Sleep(100 * time.Millisecond)
+		return candidateRunning(t, a.Name, before[0])
+	}, 30*time.Second, 100*time.Millisecond)
+	if exited {
+		t.Fatalf("deploy ended before Ctrl-C: %s", fixture.Finish(ended, so, se, t0).String())
 	}
+	require.True(t, probed, "no candidate being probed within 30 s: %s", se.String())
 	require.NoError(t, syscall.Kill(cmd.Process.Pid, syscall.SIGINT))
 	var err error
 	select {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -115,9 +114,9 @@ func TestCompose_DeployDryRunEnvChangeConvert(t *testing.T) {
 
 	webBefore := fixture.Managed(t, app, "web")
 	l := fixture.StartLoad(t, "http://"+edge.HTTPAddr+"/", "shop.test", 8, instanceOf)
-	time.Sleep(300 * time.Millisecond)
+	waitMoreAnswers(t, l.Snapshot, 100)
 	r = fixture.Gordon(t, state, append([]string{"deploy"}, files...)...)
-	time.Sleep(300 * time.Millisecond)
+	waitMoreAnswers(t, l.Snapshot, 100)
 	st := l.Stop()
 	require.Equal(t, 0, r.Code, r.String())
 	t.Logf("load over the .env redeploy: %s", st)

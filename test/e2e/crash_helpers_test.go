@@ -175,20 +175,20 @@ func checkConverged(t testing.TB, stateDir, app, service string, edge *fixture.E
 	// applied, so the route is in place when reconcile exits; a short poll
 	// only absorbs the edge's keep-alive connections being re-dialled.
 	var got, body string
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	if !assert.Eventually(t, func() bool {
 		c, b, err := edge.Get(host, path)
 		body = fmt.Sprintf("%d %v %q", c, err, b)
 		if err == nil && c == 200 {
 			got = ident(b)
-			if got == want {
-				break
-			}
 		}
-		if time.Now().After(deadline) {
-			break
+		return got == want
+	}, 2*time.Second, 100*time.Millisecond) {
+		// The last answer, read here: the condition may still run.
+		c, b, err := edge.Get(host, path)
+		body = fmt.Sprintf("%d %v %q", c, err, b)
+		if err == nil && c == 200 {
+			got = ident(b)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	require.Equal(t, want, got, "the edge routes to ACTIVE's container %s (last edge answer %s)", short(svc.Container), body)
 	return converged{Container: svc.Container, Image: svc.Image, Served: want}
@@ -251,15 +251,17 @@ func pluginProcs(bin string) []int {
 // waitNoPlugins waits up to d for every plugin process of bin to be gone
 // and returns the survivors.
 func waitNoPlugins(bin string, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		left := pluginProcs(bin)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(50 * time.Millisecond)
+	if assert.Eventually(quietT{}, func() bool { return len(pluginProcs(bin)) == 0 }, d, 50*time.Millisecond) {
+		return nil
 	}
+	return pluginProcs(bin)
 }
+
+// quietT lets a helper await a condition with assert.Eventually and
+// report the outcome itself rather than fail the test.
+type quietT struct{}
+
+func (quietT) Errorf(string, ...any) {}
 
 // bindAddr is where the edge dials a status bind: ip:port, or
 // 127.0.0.1:port for a loopback bind (SPEC R18).

@@ -140,16 +140,24 @@ func TestPluginLifetime_NoPluginOutlivesKilledCLI(t *testing.T) {
 
 			// Wait until the candidate exists and is being probed: by then
 			// the runtime, traffic and probe plugins have all been started.
-			deadline := time.Now().Add(30 * time.Second)
-			for len(fixture.Managed(t, app, "web")) < 2 || len(pluginProcs(fixture.NormalBin())) < 3 {
+			var ended error
+			endedEarly := false
+			probed := assert.Eventually(t, func() bool {
 				select {
-				case err := <-done:
-					t.Fatalf("deploy ended before being killed: %v\n%s", err, fixture.Finish(err, so, se, t0).String())
+				case ended = <-done:
+					endedEarly = true
+					return true
 				default:
 				}
-				require.True(t, time.Now().Before(deadline), "no candidate and 3 plugins within 30s; plugins %v", pluginProcs(fixture.NormalBin()))
-				time.Sleep(100 * time.Millisecond)
+				return len(fixture.Managed(t, app, "web")) >= 2 && len(pluginProcs(fixture.NormalBin())) >= 3
+			}, 30*time.Second, 100*time.Millisecond)
+			if endedEarly {
+				t.Fatalf("deploy ended before being killed: %v\n%s", ended, fixture.Finish(ended, so, se, t0).String())
 			}
+			require.True(t, probed, "no candidate and 3 plugins within 30s; plugins %v", pluginProcs(fixture.NormalBin()))
+			// The kill lands while the candidate is probed, not at its
+			// create: the state this test is about is "a deploy in its
+			// readiness wait", which has no event the CLI reports.
 			time.Sleep(500 * time.Millisecond)
 			plugins := pluginProcs(fixture.NormalBin())
 			t.Logf("plugin processes before %s: %v", sig, plugins)

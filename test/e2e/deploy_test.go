@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +81,7 @@ func TestDecision16_InFlightRequestFinishesOnOldGeneration(t *testing.T) {
 		c, b, err := edge.Get("slow.test", "/slow?d=5s")
 		done <- res{c, b, err}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	require.Eventually(t, func() bool { return inFlight(a) > 0 }, 10*time.Second, 50*time.Millisecond, "the slow request reaches the old generation")
 	a.MustDeploy(webManifest(app, v2, "slow.test", ""))
 	got := <-done
 	require.NoError(t, got.err)
@@ -271,7 +273,11 @@ func TestDecision2_SecondDeployWaitsThenNamesHolder(t *testing.T) {
 	fixture.WriteFile(t, file, slow)
 	first := make(chan fixture.Result, 1)
 	go func() { first <- fixture.Gordon(t, state, "deploy", "-f", file) }()
-	time.Sleep(2 * time.Second)
+	lockRec := filepath.Join(state, "apps", app, "lock.json")
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(lockRec)
+		return err == nil && strings.Contains(string(b), `"deploy"`)
+	}, 30*time.Second, 20*time.Millisecond, "the first deploy never took the app lock")
 	second := fixture.Gordon(t, state, "--lock-timeout", "2s", "deploy", app)
 	require.Equal(t, 1, second.Code, second.String())
 	require.GreaterOrEqual(t, second.Elapsed, 2*time.Second, "it waited for the lock")

@@ -161,14 +161,15 @@ func TestR60_EdgeUpgradeUnderLoadDropsNothing(t *testing.T) {
 		}
 		sseEnd <- sc.Err()
 	}()
-	time.Sleep(500 * time.Millisecond)
+	require.Eventually(t, func() bool { return sseLast.Load() != 0 }, 10*time.Second, 20*time.Millisecond, "the event stream sends")
+	waitMoreAnswers(t, l.Snapshot, 100)
 
 	t0 := time.Now()
 	r = fixture.GordonPath(t, state, bin2, "edge", "start", "--watch=false", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--drain-timeout", drain.String())
 	upgradeTook := time.Since(t0)
 	require.Equal(t, 0, r.Code, "%s", r)
 	assert.Contains(t, r.Stdout, "listeners handed over")
-	time.Sleep(500 * time.Millisecond) // load on the new edge alone
+	waitMoreAnswers(t, l.Snapshot, 200) // load on the new edge alone
 	load := l.Stop()
 
 	second := dockerInspect("gordon-edge")

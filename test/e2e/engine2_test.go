@@ -127,16 +127,11 @@ func (e *engine2) launch(t *testing.T) {
 	}
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	require.NoError(t, e.cmd.Start())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if err := exec.Command("docker", "-H", e.TCP, "version").Run(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("second engine did not answer on %s within 30s:\n%s", e.TCP, fixture.LastLines(string(b), 30))
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !assert.Eventually(t, func() bool {
+		return exec.Command("docker", "-H", e.TCP, "version").Run() == nil
+	}, 30*time.Second, 200*time.Millisecond) {
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("second engine did not answer on %s within 30s:\n%s", e.TCP, fixture.LastLines(string(b), 30))
 	}
 }
 
@@ -184,7 +179,7 @@ func (e *engine2) managed(t testing.TB, app string) []string {
 	return strings.Fields(out)
 }
 
-// R18 + R41 + R57 across a real engine restart (issue 24): two apps on a
+// R18 + R41 + R57 across a real engine restart: two apps on a
 // second engine of their own (in its own network namespace), brought up by `system start` (the edge and
 // the watcher as containers, as on a server). The daemon is stopped as a
 // reboot would stop it (SIGTERM: every container stops) and started again;

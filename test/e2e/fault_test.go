@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,7 +69,7 @@ func TestFault_StateDiskErrorsDuringDeployConverge(t *testing.T) {
 				require.Equal(t, 0, r.Code, "retry after %s: %s", p, r.String())
 			}
 			cur = checkConverged(t, state, app, "web", edge, host, "/", httpIdent)
-			time.Sleep(200 * time.Millisecond)
+			waitMoreAnswers(t, l.Snapshot, 50)
 			_, failsAfter := l.Snapshot()
 			assert.Zero(t, failsAfter-failsBefore, "failed requests around %s: %v", p, l.Errors())
 		})

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/letsencrypt/challtestsrv"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
@@ -100,19 +101,17 @@ func startDebianPebble(t *testing.T, httpPort, tlsPort int) *debianPebble {
 	apiPool := x509.NewCertPool()
 	apiPool.AddCert(ca)
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: apiPool}}}
-	var rootPEM []byte
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	rootOf := func() ([]byte, bool) {
 		resp, err := c.Get("https://" + mgmt + "/roots/0")
-		if err == nil {
-			rootPEM, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+		if err != nil {
+			return nil, false
 		}
-		time.Sleep(100 * time.Millisecond)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return b, resp.StatusCode == 200
 	}
+	assert.Eventually(t, func() bool { _, ok := rootOf(); return ok }, 15*time.Second, 100*time.Millisecond, "pebble's root at %s", mgmt)
+	rootPEM, _ := rootOf()
 	issuers := x509.NewCertPool()
 	require.True(t, issuers.AppendCertsFromPEM(rootPEM), "pebble root from %s: %q", mgmt, rootPEM)
 	return &debianPebble{dirURL: "https://" + listen + "/dir", apiRoot: root, issuers: issuers}
@@ -205,18 +204,17 @@ func TestHTTPS_ACMECertificateAndZeroDowntimeDeploys(t *testing.T) {
 	op := a.MustDeploy(httpsManifest(app, v1, "secure.test", "auto"))
 	require.Equal(t, "success", op.Outcome)
 
-	var leaf *x509.Certificate
-	deadline := time.Now().Add(45 * time.Second)
-	for leaf == nil && time.Now().Before(deadline) {
+	leafOf := func() *x509.Certificate {
 		conn, err := tls.Dial("tcp", httpsAddr, &tls.Config{ServerName: "secure.test", RootCAs: pb.issuers})
-		if err == nil {
-			leaf = conn.ConnectionState().PeerCertificates[0]
-			conn.Close()
-			break
+		if err != nil {
+			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0]
 	}
-	require.NotNil(t, leaf, "no ACME certificate for secure.test within 45s")
+	require.Eventually(t, func() bool { return leafOf() != nil }, 45*time.Second, 200*time.Millisecond, "no ACME certificate for secure.test within 45s")
+	leaf := leafOf()
+	require.NotNil(t, leaf, "the ACME certificate for secure.test is still served")
 
 	resp, err := tlsClient(httpsAddr, pb.issuers, "h2").Get("https://secure.test/")
 	require.NoError(t, err)

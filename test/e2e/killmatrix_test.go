@@ -250,19 +250,14 @@ func assertEdgeServes(t *testing.T, edge *fixture.Edge, host, path string, addr 
 	require.NoError(t, err, "GET %s at %s", host, addr)
 	require.Equal(t, 200, code, direct)
 	want := ident(direct)
-	var last string
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	if assert.Eventually(quietT{}, func() bool {
 		c, b, err := edge.Get(host, path)
-		last = fmt.Sprintf("%d %v %q", c, err, b)
-		if err == nil && c == 200 && ident(b) == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil && c == 200 && ident(b) == want
+	}, 2*time.Second, 100*time.Millisecond) {
+		return
 	}
+	c, b, err := edge.Get(host, path)
+	last := fmt.Sprintf("%d %v %q", c, err, b)
 	assert.Fail(t, "the edge does not route "+host+" to ACTIVE's container", "want %q, last edge answer %s", want, last)
 }
 

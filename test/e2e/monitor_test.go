@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
@@ -62,15 +63,8 @@ min_requests = 5
 	require.Equal(t, "rolled-back (automatic)", journaled.Steps[i].Result, journaled.Steps[i].Detail)
 
 	// The original v1 container serves again; the bad one is gone.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ids := fixture.Managed(t, a.Name, "web")
-		if slices.Equal(ids, good) || time.Now().After(deadline) {
-			require.Equal(t, good, ids, "only the original v1 container remains")
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	assert.Eventually(t, func() bool { return slices.Equal(fixture.Managed(t, a.Name, "web"), good) }, 10*time.Second, 100*time.Millisecond)
+	require.Equal(t, good, fixture.Managed(t, a.Name, "web"), "only the original v1 container remains")
 	require.Equal(t, good, fixture.Running(a.Name, "web"), "the original v1 container runs")
 	// The first answer after the deploy returned is awaited (5 s), and
 	// anything else seen meanwhile is logged: once in 24 runs one request

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -90,16 +91,8 @@ func pluginProcesses(dir string) []string {
 // requireNoPluginProcess waits up to 3 s for every process of dir to end.
 func requireNoPluginProcess(t *testing.T, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		left := pluginProcesses(dir)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("plugin processes left after the command ended: %v", left)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !assert.Eventually(t, func() bool { return len(pluginProcesses(dir)) == 0 }, 3*time.Second, 100*time.Millisecond) {
+		t.Fatalf("plugin processes left after the command ended: %v", pluginProcesses(dir))
 	}
 }
 

@@ -210,12 +210,11 @@ secrets:
 	defer cancel()
 	cmd, so, se := remoteCmd(ctx, e.Context, client, "deploy", "-f", file)
 	require.NoError(t, cmd.Start())
-	deadline := time.Now().Add(30 * time.Second)
-	for len(e.managed(t, app)) < 2 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	assert.Eventually(t, func() bool { return len(e.managed(t, app)) >= 2 }, 30*time.Second, 100*time.Millisecond, "the candidate is created")
 	// The candidate is listed before its create call returns: give the
-	// deploy time to journal it and reach readiness (READY_AFTER 5s).
+	// deploy time to journal it and reach readiness (READY_AFTER 5s). A
+	// sleep: the remote CLI reports no event between the create and the
+	// readiness wait, and the journal is on the other engine.
 	time.Sleep(1500 * time.Millisecond)
 	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGINT), "Ctrl-C to the CLI's process group")
 	err = cmd.Wait()
@@ -232,12 +231,11 @@ secrets:
 	fixture.WriteFile(t, file, webManifest(app, v1, host, "[services.web.env]\nREADY_AFTER = \"5s\"\n"))
 	cmd, _, _ = remoteCmd(ctx, e.Context, client, "deploy", "-f", file)
 	require.NoError(t, cmd.Start())
-	deadline = time.Now().Add(30 * time.Second)
-	for len(e.managed(t, app)) < 2 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	assert.Eventually(t, func() bool { return len(e.managed(t, app)) >= 2 }, 30*time.Second, 100*time.Millisecond, "the candidate is created")
 	// The candidate is listed before its create call returns: give the
-	// deploy time to journal it and reach readiness (READY_AFTER 5s).
+	// deploy time to journal it and reach readiness (READY_AFTER 5s). A
+	// sleep: the remote CLI reports no event between the create and the
+	// readiness wait, and the journal is on the other engine.
 	time.Sleep(1500 * time.Millisecond)
 	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL))
 	_ = cmd.Wait()
@@ -258,7 +256,7 @@ secrets:
 	}
 	r = remote(t, e.Context, client, "reconcile", app)
 	require.Equal(t, 0, r.Code, r.String())
-	time.Sleep(500 * time.Millisecond)
+	waitMoreAnswers(t, load.Snapshot, 100)
 	stats := load.Stop()
 	t.Logf("load: %s", stats)
 	assert.Zero(t, stats.Transport+stats.Non2xx, "no request lost: %s", stats)

@@ -100,14 +100,10 @@ func TestRevisionsRollbackExecAndLockWait(t *testing.T) {
 	deployDone := make(chan fixture.Result, 1)
 	go func() { deployDone <- fixture.Gordon(t, a.State, "deploy", "-f", a.File) }()
 	lockRec := filepath.Join(a.State, "apps", a.Name, "lock.json")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(lockRec); err == nil && strings.Contains(string(b), `"deploy"`) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the deploy never took the app lock")
-		time.Sleep(20 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(lockRec)
+		return err == nil && strings.Contains(string(b), `"deploy"`)
+	}, 30*time.Second, 20*time.Millisecond, "the deploy never took the app lock")
 	r = a.Gordon("restart", a.Name)
 	require.Equal(t, 0, r.Code, r.String())
 	require.Regexp(t, regexp.MustCompile(`app e2erevs: restart waits for the app lock, held by pid \d+ \(deploy, since \S+, host \S+\); giving up after 1m0s \(--lock-timeout\)`), r.Stderr)

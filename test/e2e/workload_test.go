@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
@@ -134,6 +135,8 @@ func TestImageVolume_MappedVolumeNeverRunsTwoGenerationsAndKeepsItsData(t *testi
 				}
 				mu.Unlock()
 			}
+			// The sampling period of a watcher that runs beside the
+			// deploys, not a wait for a condition.
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
@@ -365,8 +368,7 @@ path = "/data"
 	events := fixture.WatchEvents(t, app)
 	_, r := fixture.DeployJSON(t, state, file)
 	require.Equal(t, 0, r.Code, r.String())
-	time.Sleep(300 * time.Millisecond)
-	var order []string
+	var order []string // Stop lets the last events arrive
 	for _, ev := range events.Stop() {
 		if ev.Status == "create" {
 			order = append(order, ev.Actor.Attributes["dev.gordon.service"])
@@ -383,14 +385,10 @@ func TestRestartPolicy_ACrashedGenerationComesBackWithoutReconcile(t *testing.T)
 	ids := fixture.Managed(t, app, "web")
 	require.Len(t, ids, 1)
 	_, _, _ = edge.Get("crash.test", "/crash")
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	assert.Eventually(t, func() bool {
 		ins := inspectJSON(t, ids[0])
-		if field(ins, "RestartCount").(float64) >= 1 && field(ins, "State", "Running") == true {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return field(ins, "RestartCount").(float64) >= 1 && field(ins, "State", "Running") == true
+	}, 15*time.Second, 100*time.Millisecond)
 	ins := inspectJSON(t, ids[0])
 	require.GreaterOrEqual(t, field(ins, "RestartCount").(float64), float64(1), "Docker restarted the crashed generation")
 	require.Equal(t, true, field(ins, "State", "Running"))
@@ -398,6 +396,8 @@ func TestRestartPolicy_ACrashedGenerationComesBackWithoutReconcile(t *testing.T)
 	// A stopped app's container stays stopped.
 	r := fixture.Gordon(t, state, "stop", app)
 	require.Equal(t, 0, r.Code, r.String())
+	// The behaviour under test is the passage of time: a restart policy
+	// would revive the stopped container within this window.
 	time.Sleep(1500 * time.Millisecond)
 	n, err := runningCount(app, "web")
 	require.NoError(t, err)
@@ -439,13 +439,7 @@ func TestRestartPolicy_EngineRestartRevivesOnlyServingGenerations(t *testing.T) 
 	require.Equal(t, 0, r.Code, r.String())
 
 	restartDockerd(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if n, _ := runningCount(serving, "web"); n == 1 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	assert.Eventually(t, func() bool { n, _ := runningCount(serving, "web"); return n == 1 }, 20*time.Second, 200*time.Millisecond)
 	require.Equal(t, gen2, fixture.Managed(t, serving, "web"), "only the serving generation exists")
 	n, err := runningCount(serving, "web")
 	require.NoError(t, err)
@@ -508,10 +502,7 @@ func TestR41_UnhealthyServingContainerIsRecoveredAndJournaled(t *testing.T) {
 	code, _, err := edge.Get("sick.test", "/sick")
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && field(inspectJSON(t, ids[0]), "State", "Health", "Status") != "unhealthy" {
-		time.Sleep(200 * time.Millisecond)
-	}
+	assert.Eventually(t, func() bool { return field(inspectJSON(t, ids[0]), "State", "Health", "Status") == "unhealthy" }, 20*time.Second, 200*time.Millisecond)
 	require.Equal(t, "unhealthy", field(inspectJSON(t, ids[0]), "State", "Health", "Status"))
 
 	r := fixture.Gordon(t, state, "reconcile", app)

@@ -71,6 +71,8 @@ func TestHTTP_DeadPortIsTransportFailure(t *testing.T) {
 	l.Close()
 	r, err := StartHTTP(HTTPConfig{URL: "http://" + addr + "/", Clients: 2, FailurePause: 10 * time.Millisecond, AbortOnStop: true})
 	require.NoError(t, err)
+	// The behaviour under test is pacing over time: failures in 100 ms
+	// are bounded by the 10 ms pause.
 	time.Sleep(100 * time.Millisecond)
 	st := r.Stop()
 	assert.Zero(t, st.OK)
@@ -121,7 +123,7 @@ func TestTCP_RefusedApartFromBroken(t *testing.T) {
 	}()
 	r, err := StartTCP(TCPConfig{Addr: echo.Addr().String(), Dialers: 1, Bounds: Bounds{MaxRequests: 6}})
 	require.NoError(t, err)
-	time.Sleep(200 * time.Millisecond)
+	require.Eventually(t, r.bounded.Load, 10*time.Second, 5*time.Millisecond, "the run reaches its bound")
 	st := r.Stop()
 	assert.Equal(t, TCPStats{Dials: 6, Broken: 3, Bounded: true}, st)
 
@@ -131,7 +133,7 @@ func TestTCP_RefusedApartFromBroken(t *testing.T) {
 	dead.Close()
 	r, err = StartTCP(TCPConfig{Addr: addr, Dialers: 1, Bounds: Bounds{MaxRequests: 5}})
 	require.NoError(t, err)
-	time.Sleep(100 * time.Millisecond)
+	require.Eventually(t, r.bounded.Load, 10*time.Second, 5*time.Millisecond, "the run reaches its bound")
 	st = r.Stop()
 	assert.Equal(t, TCPStats{Dials: 5, Refused: 5, Bounded: true}, st)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // R80 end to end on a lab of three managers: the manager whose state
@@ -38,7 +38,7 @@ func TestSwarm_AnotherManagerAdoptsTheAppsWhenItsManagerIsLost(t *testing.T) {
 			return false
 		}
 		out, err := g.Docker(ctx, 2, "config", "inspect", "--format", `{{index .Spec.Labels "dev.gordon.state-hash"}}`, ids)
-		b, ok, berr := swarmsys.ReadBundle(g.state, "web")
+		b, ok, berr := swarm.ReadBundle(g.state, "web")
 		return err == nil && berr == nil && ok && out == b.Hash()
 	}, 30*time.Second, 200*time.Millisecond, "the reconcile loop mirrors web's records, as they are now, into one state config")
 

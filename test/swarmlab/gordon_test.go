@@ -201,7 +201,7 @@ timeout = "60s"
 `, image, version)
 }
 
-// Docker Swarm end to end (issue 25) on the project's 3-node lab, one lab
+// Docker Swarm end to end on the project's 3-node lab, one lab
 // for every case in order: system start puts the edge on every node; a
 // 3-replica service spreads over the nodes and answers through the edge of
 // every node; a deploy under load fails no request; status names the

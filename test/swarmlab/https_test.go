@@ -133,7 +133,7 @@ timeout = "60s"
 `, image)
 }
 
-// HTTPS on a swarm (issue 25, R79): system start publishes :443 on every
+// HTTPS on a swarm (R79): system start publishes :443 on every
 // edge node; the edges share one certificate storage, served by
 // gordon-reconcile on the manager, so Pebble issues ONE certificate for a
 // routed host, which every node's edge serves, although Pebble validates

@@ -1,5 +1,5 @@
 // Package swarmlab brings up a multi-node Docker Swarm on one machine, as a
-// test bed for the Swarm runtime (issue 25).
+// test bed for the Swarm runtime.
 //
 // Each node is a dockerd (with its own managed containerd) in its own
 // network namespace and UTS namespace (hostname = the node's name), with its
@@ -10,7 +10,7 @@
 // namespace and every node trusts the lab subnet as an insecure registry, so
 // the nodes pull one image by name (nothing is reachable outside).
 //
-// What works on these machines (measured for issue 25): swarm init/join,
+// What works on these machines (measured): swarm init/join,
 // attachable overlays across nodes by task IP and by dnsrr names, host-mode
 // published ports. What does not: VIPs (no IP_VS), the ingress routing mesh,
 // encrypted overlays (no ESP).

@@ -17,7 +17,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
-// Issue 25 item 4 on a 3-node lab: a volume-backed instance is pinned to
+// On a 3-node lab: a volume-backed instance is pinned to
 // the least loaded node at its first placement (recorded in
 // placement.json and as the dev.gordon.node label), and its volume exists
 // there only; the next generation of the same (app, service) lands on the

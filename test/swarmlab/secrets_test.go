@@ -18,7 +18,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
-// Issue 25 item 4 on a 3-node lab: a file secret (the engine's
+// On a 3-node lab: a file secret (the engine's
 // per-container copy, marked core.Mount.Secret) becomes the Docker secret
 // gordon-<app>-<secret>-<sha12>, which the task reads at
 // /run/secrets/<name> on whatever node it runs; a second instance with

@@ -34,7 +34,7 @@ import (
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/client"
 
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
+	"github.com/gordon-deploy/docker-gordon/system/image"
 )
 
 // Repo is the repository prefix of every test image.
@@ -248,7 +248,7 @@ func buildOne(ctx context.Context, cli *client.Client, binDir, name, baked, tagV
 		if err != nil {
 			return "", fmt.Errorf("testimages: build %s: %w", hashRef, err)
 		}
-		err = sysimage.DrainBuild(res.Body)
+		err = image.DrainBuild(res.Body)
 		res.Body.Close()
 		if err != nil {
 			return "", fmt.Errorf("testimages: build %s: %w", hashRef, err)

@@ -82,19 +82,22 @@ func start(t *testing.T, r *docker.Runtime, image string, port int, env ...strin
 func waitGet(t *testing.T, url string) (int, string) {
 	t.Helper()
 	hc := &http.Client{Timeout: 5 * time.Second}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var code int
+	var body string
+	get := func() error {
 		resp, err := hc.Get(url)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode, string(b)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v", url, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		code, body = resp.StatusCode, string(b)
+		return nil
 	}
+	if !assert.Eventually(t, func() bool { return get() == nil }, 10*time.Second, 100*time.Millisecond) {
+		t.Fatalf("GET %s: %v", url, get())
+	}
+	return code, body
 }
 
 func TestBuild_VersionTagTmpAndEntrypoint(t *testing.T) {
@@ -202,6 +205,8 @@ func TestWorkload_HTTPDDrainsOnSIGTERM(t *testing.T) {
 		resp.Body.Close()
 		done <- result{code: resp.StatusCode}
 	}()
+	// Settles: the container reports neither the slow request arrived nor
+	// SIGTERM received, so there is no event to await for either.
 	time.Sleep(300 * time.Millisecond)
 	stopped := make(chan error, 1)
 	go func() { stopped <- r.StopContainer(context.Background(), id, 10*time.Second) }()

@@ -1,7 +1,6 @@
 package accesslog
 
 import (
-	"bufio"
 	"io"
 	"net/http"
 	"net/netip"
@@ -13,7 +12,7 @@ import (
 	"unicode/utf8"
 )
 
-// Log is the access log (issue 27 item 5): one JSON object per line for
+// Log is the access log (R74): one JSON object per line for
 // every HTTP request, proxied or answered by the edge itself (unknown
 // host, stopped or held service, redirect). A line is encoded by appending
 // into a pooled buffer (no reflection, no per-field allocation), copied
@@ -35,8 +34,16 @@ import (
 //	             the one the edge generated)
 //	protocol     "HTTP/1.1", "HTTP/1.0" or "HTTP/2"
 type Log struct {
-	mu sync.Mutex
-	bw *bufio.Writer
+	mu  sync.Mutex
+	out io.Writer
+	// buf holds whole lines not yet written (at most bufSize bytes);
+	// failing, torn, errs, dropped and report are writer.go's.
+	buf     []byte
+	failing bool
+	torn    bool
+	errs    atomic.Int64
+	dropped atomic.Int64
+	report  func(err error)
 	// trusted are the proxies whose X-Forwarded-For is followed (the
 	// edge's Config.TrustedProxies).
 	trusted []netip.Prefix
@@ -51,12 +58,13 @@ const flushEvery = 500 * time.Millisecond
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// New starts an access log writing to out (buffered, 64 KiB) with its
-// periodic flush; Close flushes and stops it. trusted are the proxies
+// New starts an access log writing to out (buffered, bufSize) with its
+// periodic flush; Close flushes and stops it. A failed write keeps its
+// lines buffered and is retried by the periodic flush (writer.go). trusted are the proxies
 // whose X-Forwarded-For names the client.
 func New(out io.Writer, trusted []netip.Prefix) *Log {
 	a := &Log{
-		bw: bufio.NewWriterSize(out, 64<<10), trusted: trusted,
+		out: out, buf: make([]byte, 0, bufSize), trusted: trusted,
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go a.flushLoop()
@@ -77,10 +85,10 @@ func (a *Log) flushLoop() {
 	}
 }
 
-// Flush writes the buffered lines out.
+// Flush writes the buffered lines out (a retry while writes fail).
 func (a *Log) Flush() {
 	a.mu.Lock()
-	_ = a.bw.Flush()
+	_ = a.flushLocked()
 	a.mu.Unlock()
 }
 
@@ -93,7 +101,7 @@ func (a *Log) Close() error {
 		<-a.done
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		err = a.bw.Flush()
+		err = a.flushLocked()
 	})
 	return err
 }
@@ -134,12 +142,7 @@ func (a *Log) Write(e *Entry) {
 	now := time.Now()
 	b := appendLine((*bp)[:0], e, now, &a.times)
 	a.mu.Lock()
-	if a.bw.Available() < len(b) {
-		// Whole lines per write: a file shared with the edge of a
-		// hand-over (O_APPEND) or rotated never holds half a line.
-		_ = a.bw.Flush()
-	}
-	_, _ = a.bw.Write(b)
+	a.queueLocked(b)
 	a.mu.Unlock()
 	if cap(b) <= 16<<10 {
 		*bp = b

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 27 item 5: a line is one valid JSON object whatever bytes the
+// R74 (access log): a line is one valid JSON object whatever bytes the
 // request carried (quotes, backslashes, control characters, invalid
 // UTF-8), and the values read back are the ones given (invalid UTF-8 as
 // U+FFFD).
@@ -40,7 +40,7 @@ func TestAccessLineIsValidJSONForHostileValues(t *testing.T) {
 	assert.InDelta(t, 1.5, got["duration_ms"], 1.0)
 }
 
-// Issue 27 item 5 (cost): encoding and queuing a line allocates nothing
+// R74 (cost): encoding and queuing a line allocates nothing
 // once the pooled buffer is warm.
 func TestAccessLogWriteDoesNotAllocate(t *testing.T) {
 	a := New(io.Discard, nil)
@@ -53,7 +53,7 @@ func TestAccessLogWriteDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
-// Issue 27 item 5: an access log file is rotated by size: PATH becomes
+// R74 (access log): an access log file is rotated by size: PATH becomes
 // PATH.1, PATH.1 becomes PATH.2, and no more than keep rotated files
 // stay; no line is split across files.
 func TestAccessLogFileRotatedBySizeKeepingN(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package accesslog writes the edge's access log: one JSON line for every
 // HTTP request the edge answers, HTTP/1.1 and HTTP/2, proxied or answered
-// by the edge itself (issue 27 item 5). It serves no request: the edge
+// by the edge itself (R74). It serves no request: the edge
 // (internal/dataplane, accesslog.go) fills an Entry when a request ends and
 // hands it to Log.Write, or Log.WriteRequest for a request a net/http
 // server answered.

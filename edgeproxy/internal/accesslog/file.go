@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -40,7 +41,7 @@ func Open(dest string, maxSize int64, keep int) (io.WriteCloser, error) {
 	if keep < 0 {
 		keep = DefaultKeep
 	}
-	r := &rotatingFile{path: dest, maxSize: maxSize, keep: keep}
+	r := &rotatingFile{path: dest, maxSize: maxSize, keep: keep, openFile: openOSFile}
 	if err := r.open(); err != nil {
 		return nil, err
 	}
@@ -51,20 +52,37 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
+// file is what rotatingFile needs of an open file (*os.File; tests inject
+// one whose disk fills up).
+type file interface {
+	io.WriteCloser
+	Stat() (os.FileInfo, error)
+	Truncate(size int64) error
+}
+
+func openOSFile(path string) (file, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+}
+
 // rotatingFile is an append-only file rotated by size (Open).
 // Writes come whole from the access log's buffer (lines are not split
-// across a rotation unless a single write exceeds maxSize).
+// across a rotation unless a single write exceeds maxSize). A write that
+// fails part way (a full disk) is cut back to its last whole line, so the
+// file never ends in half a line; a file that could not be opened (after
+// a rotation) is opened again at the next write.
 type rotatingFile struct {
-	mu      sync.Mutex
-	path    string
-	maxSize int64
-	keep    int
-	f       *os.File
-	size    int64
+	mu       sync.Mutex
+	path     string
+	maxSize  int64
+	keep     int
+	openFile func(path string) (file, error)
+	f        file
+	size     int64
+	closed   bool
 }
 
 func (r *rotatingFile) open() error {
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := r.openFile(r.path)
 	if err != nil {
 		return fmt.Errorf("access log: open %s: %w (check the directory exists and is writable, or use --access-log stdout)", r.path, err)
 	}
@@ -82,8 +100,13 @@ func (r *rotatingFile) open() error {
 func (r *rotatingFile) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.f == nil {
+	if r.closed {
 		return 0, errors.New("access log: file closed")
+	}
+	if r.f == nil {
+		if err := r.open(); err != nil {
+			return 0, err
+		}
 	}
 	if r.size > 0 && r.size+int64(len(p)) > r.maxSize {
 		if err := r.rotate(); err != nil {
@@ -91,6 +114,12 @@ func (r *rotatingFile) Write(p []byte) (int, error) {
 		}
 	}
 	n, err := r.f.Write(p)
+	if err != nil && n > 0 {
+		// Cut the file back to the last whole line written.
+		if whole := bytes.LastIndexByte(p[:n], '\n') + 1; whole < n && r.f.Truncate(r.size+int64(whole)) == nil {
+			n = whole
+		}
+	}
 	r.size += int64(n)
 	return n, err
 }
@@ -114,13 +143,22 @@ func (r *rotatingFile) rotate() error {
 			return fmt.Errorf("access log: rotate %s: %w", r.path, err)
 		}
 	}
-	return r.open()
+	if err := r.open(); err != nil {
+		// Undo the rotation so that a file stays open: the full file
+		// keeps taking lines until a later rotation succeeds.
+		if r.keep > 0 && os.Rename(r.path+".1", r.path) == nil && r.open() == nil {
+			return nil
+		}
+		return err
+	}
+	return nil
 }
 
 // Close closes the file.
 func (r *rotatingFile) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closed = true
 	if r.f == nil {
 		return nil
 	}

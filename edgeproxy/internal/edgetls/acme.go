@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"time"
 
@@ -86,6 +85,11 @@ func (c *Certs) setupACME() error {
 		cfg.Issuers = []certmagic.Issuer{iss}
 		return cfg, iss
 	}
+	bounds, err := newOnDemandBounds(ac)
+	if err != nil {
+		return err
+	}
+	c.odBounds = bounds
 	cm, c.issuer = newConfig(nil)
 	od, c.odIssuer = newConfig(&certmagic.OnDemandConfig{DecisionFunc: c.onDemandAllowed})
 	c.cm, c.od = cm, od
@@ -111,29 +115,47 @@ func (c *Certs) SetTLSPort(port int) {
 	}
 }
 
-// HandleHTTPChallenge answers an ACME HTTP-01 challenge request (a path
-// under /.well-known/acme-challenge/) and reports whether it did: false
-// without ACME or without a pending challenge for its token.
-func (c *Certs) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
-	return c.issuer != nil && c.issuer.HandleHTTPChallenge(w, r)
-}
-
 // onDemandAllowed is certmagic's on-demand decision: only a name under a
 // wildcard the serving snapshot routes (tls not "never"), no exact host
-// (those are managed) and at most one order per name per OnDemandInterval.
-func (c *Certs) onDemandAllowed(_ context.Context, name string) error {
+// (those are managed), at most one order per name per OnDemandInterval,
+// fewer than OnDemandMaxPending orders under way, the ask URL's approval
+// when one is set, and a token of the OnDemandPerHour bucket (taken last:
+// a refused name costs none). Refusals are counted
+// (gordon_edge_tls_on_demand_refused_total{reason}).
+func (c *Certs) onDemandAllowed(ctx context.Context, name string) error {
 	rt, ok := c.route(name)
 	if ok && rt.Exact {
 		return fmt.Errorf("gordon-edge: %s is managed, not on demand", name)
 	}
 	if !ok || !rt.HTTPS {
+		c.odRefused.WithLabelValues("not_routed").Inc()
 		return fmt.Errorf("%w: %s", errOnDemandRefused, name)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if last, ok := c.onDemandAt[name]; ok && time.Since(last) < c.odInterval {
+		c.mu.Unlock()
+		c.odRefused.WithLabelValues("name_interval").Inc()
 		return fmt.Errorf("gordon-edge: on-demand certificate for %s rate-limited (one order per %s)", name, c.odInterval)
 	}
+	if c.odBounds.pendingLocked(c.odInterval) >= c.odBounds.maxPending {
+		c.mu.Unlock()
+		c.odRefused.WithLabelValues("pending").Inc()
+		return fmt.Errorf("gordon-edge: on-demand certificate for %s refused: %d orders under way already; retry later", name, c.odBounds.maxPending)
+	}
+	c.odBounds.pending[name] = time.Now() // reserved: dropped on a refusal below or at the order's outcome
+	c.mu.Unlock()
+	if err := c.odBounds.asks(ctx, name); err != nil {
+		c.dropPending(name)
+		c.odRefused.WithLabelValues("ask").Inc()
+		return err
+	}
+	if !c.odBounds.limiter.Allow() {
+		c.dropPending(name)
+		c.odRefused.WithLabelValues("rate").Inc()
+		return fmt.Errorf("gordon-edge: on-demand certificate for %s refused: the edge's on-demand order rate is spent; retry later", name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(c.onDemandAt) > 10000 {
 		for n, at := range c.onDemandAt {
 			if time.Since(at) >= c.odInterval {
@@ -146,6 +168,16 @@ func (c *Certs) onDemandAllowed(_ context.Context, name string) error {
 		c.states[name] = &certstore.Info{Host: name, Source: certstore.SourceACME, State: certstore.StatePending}
 	}
 	return nil
+}
+
+// dropPending ends name's count among the pending on-demand orders.
+func (c *Certs) dropPending(name string) {
+	if c.odBounds == nil {
+		return
+	}
+	c.mu.Lock()
+	delete(c.odBounds.pending, name)
+	c.mu.Unlock()
 }
 
 // onEvent records certmagic's outcomes per host (state, last error, next
@@ -173,6 +205,7 @@ func (c *Certs) onEvent(_ context.Context, event string, data map[string]any) er
 		in.State, in.Error, in.RetryAt = certstore.StateValid, "", time.Time{}
 		c.failures[name] = 0
 		c.mu.Unlock()
+		c.dropPending(name)
 		go c.Refresh(true)
 	case "cached_managed_cert":
 		if sans, ok := data["sans"].([]string); ok {
@@ -181,6 +214,9 @@ func (c *Certs) onEvent(_ context.Context, event string, data map[string]any) er
 				in := c.stateLocked(n)
 				if in.State == certstore.StatePending {
 					in.State = certstore.StateValid
+				}
+				if c.odBounds != nil {
+					delete(c.odBounds.pending, n) // loaded from the storage: no order under way
 				}
 			}
 			c.mu.Unlock()
@@ -205,6 +241,7 @@ func (c *Certs) onEvent(_ context.Context, event string, data map[string]any) er
 			in.State = certstore.StateFailed
 		}
 		c.mu.Unlock()
+		c.dropPending(name)
 		go c.Refresh(true)
 	}
 	return nil

@@ -41,6 +41,14 @@ type ACMEConfig struct {
 	// start an order (default 10 min; later handshakes wait for it or get
 	// the fallback).
 	OnDemandInterval time.Duration
+	// OnDemandMaxPending bounds the on-demand orders under way at once
+	// (default DefaultOnDemandMaxPending); OnDemandPerHour how many may
+	// start an hour (default DefaultOnDemandPerHour). OnDemandAsk, when
+	// set, is an http(s) URL asked GET <url>?domain=<name> before each
+	// on-demand order: only a 200 within 5 s lets it start (Caddy's
+	// on_demand_tls ask).
+	OnDemandMaxPending, OnDemandPerHour int
+	OnDemandAsk                         string
 	// RenewWindow is the fraction of a certificate's lifetime left at
 	// which it is renewed (default certmagic's, 1/3).
 	RenewWindow float64
@@ -125,6 +133,10 @@ type Certs struct {
 	states map[string]*certstore.Info
 	// onDemandAt rate-limits on-demand orders per name.
 	onDemandAt map[string]time.Time
+	// odBounds bound the on-demand orders (nil without ACME);
+	// challenges the challenge lookups' storage reads.
+	odBounds   *onDemandBounds
+	challenges *challengeLookups
 	// failures counts consecutive failed orders per host.
 	failures   map[string]int
 	odInterval time.Duration
@@ -140,6 +152,10 @@ type Certs struct {
 	notAfter   *prometheus.GaugeVec
 	hsOK       prometheus.Counter
 	certEvents *prometheus.CounterVec
+	// odRefused counts refused on-demand orders by reason;
+	// challengeReads the challenge lookups that read the storage.
+	odRefused      *prometheus.CounterVec
+	challengeReads prometheus.Counter
 }
 
 // staticSet is the loaded static store.
@@ -155,7 +171,7 @@ func New(opts Options) (*Certs, error) {
 	c := &Certs{
 		opts: opts, logger: opts.Logger, stateDir: opts.StateDir, defaultName: hostName(opts.DefaultCertHost),
 		managed: map[string]bool{}, states: map[string]*certstore.Info{}, onDemandAt: map[string]time.Time{}, failures: map[string]int{}, absentSince: map[string]time.Time{},
-		odInterval: opts.ACME.OnDemandInterval,
+		odInterval: opts.ACME.OnDemandInterval, challenges: newChallengeLookups(),
 	}
 	if c.odInterval <= 0 {
 		c.odInterval = 10 * time.Minute
@@ -180,7 +196,15 @@ func New(opts Options) (*Certs, error) {
 		Namespace: "gordon_edge", Name: "tls_cert_events_total",
 		Help: "Certificate obtain and renewal outcomes: obtained, renewed, failed.",
 	}, []string{"event"})
-	opts.Registerer.MustRegister(c.handshakes, c.notAfter, c.certEvents)
+	c.odRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "gordon_edge", Name: "tls_on_demand_refused_total",
+		Help: "On-demand certificate orders refused, by reason: not_routed, name_interval, pending, ask, rate.",
+	}, []string{"reason"})
+	c.challengeReads = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "gordon_edge", Name: "acme_challenge_storage_reads_total",
+		Help: "HTTP-01 challenge requests that read the certificate storage (routed HTTPS hosts only, misses remembered 1 s, at most 20 a second).",
+	})
+	opts.Registerer.MustRegister(c.handshakes, c.notAfter, c.certEvents, c.odRefused, c.challengeReads)
 	c.hsOK = c.handshakes.WithLabelValues("ok")
 	if !opts.ACME.Disabled {
 		if err := c.setupACME(); err != nil {

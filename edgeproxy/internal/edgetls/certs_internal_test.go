@@ -126,7 +126,7 @@ func TestSNIPicksStaticExactThenWildcardElseFallbackForRoutedHostsOnly(t *testin
 	assert.Equal(t, 3.0, testutil.ToFloat64(c.handshakes.WithLabelValues("no_certificate")))
 }
 
-// R63 (issue 26, 9): a ClientHello without SNI gets the named default
+// R63: a ClientHello without SNI gets the named default
 // certificate, else the only one served; with several and none named it
 // fails.
 func TestNoSNIGetsTheNamedDefaultElseTheOnlyCertificate(t *testing.T) {

@@ -1,6 +1,7 @@
 package l4
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -31,6 +32,8 @@ type TCPConfig struct {
 	// DialRetryHook, when set (tests), is called each time a connection's
 	// connects all failed and it waits to retry.
 	DialRetryHook func()
+	// Budget is shared with the UDP relays (nil: NewBudget(0, -1)).
+	Budget *Budget
 }
 
 // TCPRelays owns the TCP listeners of the current route table. A listener
@@ -47,6 +50,9 @@ type TCPRelays struct {
 	forget     func(addr string)
 	peerClosed func(net.Conn) bool
 	retryHook  func()
+	budget     *Budget
+	// refused counts connections closed at accept over a bound.
+	refused atomic.Int64
 
 	mu        sync.Mutex
 	listeners map[string]*tcpListener
@@ -64,6 +70,18 @@ type tcpListener struct {
 	listen string
 	ln     net.Listener
 	target atomic.Pointer[tcpTarget]
+	// open counts the listener's connections (held or relayed); maxConns
+	// bounds it and idle is the idle timeout, both from the route.
+	open, maxConns atomic.Int64
+	idle           atomic.Int64 // time.Duration
+	// lastRefusal is when a refusal was last logged (unix nanos).
+	lastRefusal atomic.Int64
+}
+
+// bound sets l's cap and idle timeout from its route (0: the defaults).
+func (l *tcpListener) bound(r routetable.L4Route) {
+	l.maxConns.Store(int64(cmp.Or(r.MaxConns, DefaultTCPMaxConns)))
+	l.idle.Store(int64(time.Duration(cmp.Or(r.IdleTimeoutMS, DefaultTCPIdleTimeoutMS)) * time.Millisecond))
 }
 
 // tcpTarget is where a listener's new connections go: backend, or, while
@@ -137,6 +155,10 @@ func NewTCPRelays(cfg TCPConfig) *TCPRelays {
 		forget:      cfg.Forget,
 		peerClosed:  cfg.PeerClosed,
 		retryHook:   cfg.DialRetryHook,
+		budget:      cfg.Budget,
+	}
+	if t.budget == nil {
+		t.budget = NewBudget(0, -1)
 	}
 	if t.listen == nil {
 		t.listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
@@ -181,6 +203,7 @@ func (t *TCPRelays) Update(routes []routetable.L4Route) {
 			}
 		}
 		if l, ok := t.listeners[listen]; ok {
+			l.bound(r)
 			l.retarget(tg)
 			continue
 		}
@@ -194,6 +217,7 @@ func (t *TCPRelays) Update(routes []routetable.L4Route) {
 			continue
 		}
 		l := &tcpListener{listen: listen, ln: ln}
+		l.bound(r)
 		l.retarget(tg)
 		t.listeners[listen] = l
 		t.wg.Add(1)
@@ -218,15 +242,53 @@ func (t *TCPRelays) accept(l *tcpListener) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
+		if !t.admit(l) {
+			_ = c.Close()
+			continue
+		}
 		tg, b := acquireTCP(l) // read once: this connection stays on its backend
 		t.wg.Add(1)
 		if b == nil {
-			go t.holdConn(c, l, tg)
+			go func() { t.holdConn(c, l, tg); t.leave(l) }()
 			continue
 		}
-		go t.relay(c, l, b)
+		go func() { t.relay(c, l, b); t.leave(l) }()
 	}
 }
+
+// tcpRelayFDs is what one relayed connection costs in descriptors: the
+// client's and the backend's.
+const tcpRelayFDs = 2
+
+// admit counts a new connection on l and on the shared budget, or reports
+// false when that would pass the route's cap, the relays' cap or the
+// descriptors they may use: the connection is then closed unserved (the
+// refusal is logged at most once a minute per listener).
+func (t *TCPRelays) admit(l *tcpListener) bool {
+	if l.open.Add(1) <= l.maxConns.Load() {
+		if t.budget.acquire(tcpRelayFDs) {
+			return true
+		}
+	}
+	l.open.Add(-1)
+	t.refused.Add(1)
+	now := time.Now().UnixNano()
+	if last := l.lastRefusal.Load(); now-last > int64(time.Minute) && l.lastRefusal.CompareAndSwap(last, now) {
+		conns, fds := t.budget.Used()
+		t.logger.Warn("tcp connection refused: the relay is full (raise max_conns on the interface, or the edge's descriptor limit)",
+			"listen", l.listen, "route_conns", l.open.Load(), "route_max", l.maxConns.Load(), "relay_conns", conns, "relay_fds", fds)
+	}
+	return false
+}
+
+// leave gives back what admit took.
+func (t *TCPRelays) leave(l *tcpListener) {
+	l.open.Add(-1)
+	t.budget.release(tcpRelayFDs)
+}
+
+// Refused returns how many connections were closed at accept over a bound.
+func (t *TCPRelays) Refused() int64 { return t.refused.Load() }
 
 // holdConn holds an accepted connection while its listener's service is
 // between generations (SPEC R58): it is spliced to the backend of the
@@ -313,6 +375,10 @@ func (t *TCPRelays) relay(client net.Conn, l *tcpListener, b Backend) {
 		_ = up.Close()
 	}()
 
+	if idle := time.Duration(l.idle.Load()); idle > 0 {
+		s.idleTimer = time.AfterFunc(idle, func() { s.checkIdle(idle) })
+		defer s.stopIdle()
+	}
 	done := make(chan struct{}, 2)
 	go s.clientToUpstream(done)
 	go s.upstreamToClient(done)
@@ -334,16 +400,24 @@ func (t *TCPRelays) ListenerStatus() []routetable.ListenerStatus {
 	return out
 }
 
-// Drain stops accepting and waits until every relayed connection has ended
-// or ctx ends (Close then cuts the rest).
-func (t *TCPRelays) Drain(ctx context.Context) {
+// StopAccepting closes every listener (unregistering it, Forget): when it
+// returns no listener accepts a connection any more, so one made later is
+// accepted by whoever else holds the socket (the next edge after a
+// hand-over). Relayed connections continue; Update binds anew.
+func (t *TCPRelays) StopAccepting() {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	for listen, l := range t.listeners {
 		t.forget(listen)
-		_ = l.ln.Close()
+		_ = l.ln.Close() // returns once no accept is under way
 	}
 	t.listeners = map[string]*tcpListener{}
-	t.mu.Unlock()
+}
+
+// Drain stops accepting (StopAccepting) and waits until every relayed
+// connection has ended or ctx ends (Close then cuts the rest).
+func (t *TCPRelays) Drain(ctx context.Context) {
+	t.StopAccepting()
 	for {
 		t.mu.Lock()
 		n := len(t.conns)

@@ -93,6 +93,11 @@ type tcpSession struct {
 	// committed is set once the backend sent a byte or the replay limit
 	// passed: the connection stays on its backend from then on.
 	committed atomic.Bool
+	// idleTimer closes the connection once silent for the route's idle
+	// timeout (tcp_idle.go); idleStopped, under idleMu, once it ended.
+	idleMu      sync.Mutex
+	idleTimer   *time.Timer
+	idleStopped bool
 }
 
 // settle ends the connection's in-flight count (idempotent): the backend

@@ -1,6 +1,7 @@
 package l4
 
 import (
+	"cmp"
 	"errors"
 	"net"
 	"net/netip"
@@ -41,6 +42,8 @@ type UDPConfig struct {
 	// unregisters one that closes (nil: nothing).
 	Listen func(addr string) (*net.UDPConn, error)
 	Forget func(addr string)
+	// Budget is shared with the TCP relays (nil: NewBudget(0, -1)).
+	Budget *Budget
 }
 
 // datagramPool holds the buffers backend replies are read into: a session
@@ -65,6 +68,9 @@ type UDPRelays struct {
 	maxPerSource int
 	fdBudget     int64
 	open         atomic.Int64
+	// budget is shared with the TCP relays: a session counts one
+	// connection and one descriptor.
+	budget *Budget
 	// listen binds (or takes over) a socket; forget unregisters it.
 	listen func(addr string) (*net.UDPConn, error)
 	forget func(addr string)
@@ -80,6 +86,9 @@ type udpListener struct {
 	listen  string
 	pc      *net.UDPConn
 	backend atomic.Pointer[Backend]
+	// maxSessions and idle (a time.Duration) are the route's bounds
+	// (0 in the route: the relays' defaults).
+	maxSessions, idle atomic.Int64
 
 	mu       sync.Mutex
 	sessions map[netip.AddrPort]*udpSession
@@ -104,6 +113,7 @@ type udpSession struct {
 func (u *UDPRelays) release(s *udpSession) {
 	if s.released.CompareAndSwap(false, true) {
 		u.open.Add(-1)
+		u.budget.release(1)
 		s.backend.AddOpen(-1)
 	}
 }
@@ -121,6 +131,10 @@ func NewUDPRelays(cfg UDPConfig) *UDPRelays {
 		failed:       make(map[string]string),
 		listen:       cfg.Listen,
 		forget:       cfg.Forget,
+		budget:       cfg.Budget,
+	}
+	if u.budget == nil {
+		u.budget = NewBudget(0, -1)
 	}
 	if cfg.MaxSessions > 0 {
 		u.maxSessions = cfg.MaxSessions
@@ -166,6 +180,7 @@ func (u *UDPRelays) Update(routes []routetable.L4Route) {
 	for listen, r := range want {
 		b := u.reg.Get(r.Backend)
 		if l, ok := u.listeners[listen]; ok {
+			u.bound(l, r)
 			l.backend.Store(&b)
 			continue
 		}
@@ -179,11 +194,19 @@ func (u *UDPRelays) Update(routes []routetable.L4Route) {
 			continue
 		}
 		l := &udpListener{listen: listen, pc: pc, sessions: make(map[netip.AddrPort]*udpSession), perSource: make(map[netip.Addr]int)}
+		u.bound(l, r)
 		l.backend.Store(&b)
 		u.listeners[listen] = l
 		u.wg.Add(1)
 		go u.serve(l)
 	}
+}
+
+// bound sets l's session cap and idle timeout from its route (0: the
+// relays').
+func (u *UDPRelays) bound(l *udpListener, r routetable.L4Route) {
+	l.maxSessions.Store(int64(cmp.Or(r.MaxConns, u.maxSessions)))
+	l.idle.Store(int64(cmp.Or(time.Duration(r.IdleTimeoutMS)*time.Millisecond, u.idle)))
 }
 
 // serve reads client datagrams from one listener until it is closed.
@@ -229,7 +252,7 @@ func (u *UDPRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 		u.logger.Debug("udp session refused: too many from one source", "listen", l.listen, "source", src)
 		return nil
 	}
-	if len(l.sessions) >= u.maxSessions || u.open.Load() >= u.fdBudget {
+	if int64(len(l.sessions)) >= l.maxSessions.Load() || u.open.Load() >= u.fdBudget {
 		evicted := l.evictOldestLocked()
 		if evicted == nil {
 			u.logger.Debug("udp session refused: descriptor budget spent", "listen", l.listen)
@@ -237,13 +260,23 @@ func (u *UDPRelays) session(l *udpListener, client netip.AddrPort) *udpSession {
 		}
 		u.release(evicted)
 	}
+	for !u.budget.acquire(1) {
+		evicted := l.evictOldestLocked()
+		if evicted == nil {
+			u.logger.Debug("udp session refused: the relays are full", "listen", l.listen)
+			return nil
+		}
+		u.release(evicted)
+	}
 	b := *l.backend.Load()
 	raddr, err := net.ResolveUDPAddr("udp", b.Addr())
 	if err != nil {
+		u.budget.release(1)
 		return nil
 	}
 	up, err := net.DialUDP("udp", nil, raddr)
 	if err != nil {
+		u.budget.release(1)
 		u.logger.Debug("udp relay dial", "backend", b.Addr(), "error", err)
 		return nil
 	}
@@ -272,14 +305,15 @@ func (u *UDPRelays) replies(l *udpListener, s *udpSession) {
 		u.release(s)
 	}()
 	rd := newDatagramReader(s.upstream)
+	idle := time.Duration(l.idle.Load())
 	for {
 		last := time.Unix(0, s.lastActive.Load())
-		_ = s.upstream.SetReadDeadline(last.Add(u.idle))
+		_ = s.upstream.SetReadDeadline(last.Add(idle))
 		buf, n, err := rd.read()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				if time.Since(time.Unix(0, s.lastActive.Load())) >= u.idle {
+				if time.Since(time.Unix(0, s.lastActive.Load())) >= idle {
 					return // idle: the session expires
 				}
 				continue

@@ -86,7 +86,8 @@ func TestUDPSessionsBoundedPerListenerEvictingTheIdlest(t *testing.T) {
 		require.True(t, ok, "client %d", i)
 		cs = append(cs, c)
 	}
-	time.Sleep(10 * time.Millisecond)
+	// Each client waited for its answer: cs[0]'s session was the first
+	// active and is now, after the others speak again, the idlest.
 	for _, c := range cs[1:] {
 		require.True(t, udpSend(c, "again")) // cs[0] is now the idlest
 	}
@@ -194,7 +195,10 @@ func TestUDPSessionFloodFromManySourcesStaysBounded(t *testing.T) {
 			_ = c.Close()
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The relay reads its socket in order: once a marker sent after the
+	// flood is echoed, every datagram of the flood was handled.
+	require.Eventually(t, func() bool { _, ok := udpClient(t, addr.String(), "marker"); return ok }, 10*time.Second, 5*time.Millisecond,
+		"a datagram after the flood is answered")
 	l.mu.Lock()
 	n, sum := len(l.sessions), 0
 	for src, k := range l.perSource {

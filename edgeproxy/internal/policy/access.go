@@ -35,6 +35,9 @@ type Guard struct {
 	decoy []byte
 	// challenge is the WWW-Authenticate value of a 401.
 	challenge string
+	// slots are the route's own password check slots (authRouteSlots): a
+	// flood of checks on one route never takes another route's.
+	slots chan struct{}
 }
 
 // NewGuard builds the guard of a route ValidateAccess accepted; nil when
@@ -60,6 +63,7 @@ func NewGuard(hr routetable.HTTPRoute) *Guard {
 				}
 			}
 		}
+		g.slots = make(chan struct{}, authRouteSlots())
 		realm := strings.ReplaceAll(strings.ReplaceAll(hr.Host, `\`, ``), `"`, ``)
 		g.challenge = `Basic realm="` + realm + `", charset="UTF-8"`
 	}
@@ -95,7 +99,7 @@ func ValidateAccess(r *routetable.HTTPRoute) error {
 // address (clientAddr: the peer, or after trusted proxies the X-Forwarded-For
 // hop that is not one) is outside allow, client then being that address
 // (the zero Addr when it does not parse); then, with basic auth, 429 when
-// every password check slot of v stays busy for authSlotWait (or r's
+// every password check slot of the route (or of v, the edge's) stays busy for authSlotWait (or r's
 // context ends) while checking r's credentials, and 401 when r has no
 // valid credentials (answer it with WWW-Authenticate: Challenge). It
 // writes nothing: the caller answers, and removes the Authorization
@@ -188,6 +192,15 @@ const (
 	authBusy
 )
 
+// authRouteSlots is how many password checks of one route run at once:
+// half the CPUs, at least one.
+func authRouteSlots() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// authRoutesAtOnce is how many routes' checks may run at once at their
+// full share (the edge's bound, Verifier.cpu): floods on fewer routes
+// never make another route's check wait for the edge's bound.
+const authRoutesAtOnce = 8
+
 // Bounds of the password checks (SPEC R73).
 const (
 	// authCacheEntries bounds the verified-credentials cache.
@@ -202,23 +215,26 @@ const (
 // check is remembered (at most authCacheEntries; keyed by an HMAC, with a
 // per-process random key, of user, password and hash, so a changed hash
 // misses and the cache holds no password), so a client sending the same
-// credentials again costs a hash, not a bcrypt. At most cap(slots) bcrypt
-// comparisons run at once (half the CPUs, at least one).
+// credentials again costs a hash, not a bcrypt. Each route (Guard) has
+// its own check slots (half the CPUs, at least one), so a flood of wrong
+// passwords on one host never gives 429 to another host's first login;
+// the edge as a whole runs at most authRoutesAtOnce routes' worth at once
+// (cpu), which bounds the CPU a flood on many hosts takes.
 type Verifier struct {
-	key   [32]byte
-	mu    sync.Mutex
-	ok    map[[32]byte]struct{}
-	slots chan struct{}
-	wait  time.Duration
+	key  [32]byte
+	mu   sync.Mutex
+	ok   map[[32]byte]struct{}
+	cpu  chan struct{}
+	wait time.Duration
 }
 
 // NewVerifier returns a verifier with an empty cache, a fresh random
-// cache key and max(1, GOMAXPROCS/2) check slots.
+// cache key and authRoutesAtOnce routes' worth of check slots.
 func NewVerifier() *Verifier {
 	a := &Verifier{
-		ok:    make(map[[32]byte]struct{}),
-		slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
-		wait:  authSlotWait,
+		ok:   make(map[[32]byte]struct{}),
+		cpu:  make(chan struct{}, authRoutesAtOnce*authRouteSlots()),
+		wait: authSlotWait,
 	}
 	_, _ = rand.Read(a.key[:])
 	return a
@@ -240,11 +256,18 @@ func (a *Verifier) verify(ctx context.Context, g *Guard, user, pass string) int 
 			return authOK
 		}
 	}
-	if !a.acquire(ctx) {
+	deadline := time.NewTimer(a.wait)
+	defer deadline.Stop()
+	if !acquire(ctx, g.slots, deadline.C) {
+		return authBusy
+	}
+	if !acquire(ctx, a.cpu, deadline.C) {
+		<-g.slots
 		return authBusy
 	}
 	err := bcrypt.CompareHashAndPassword(hash, []byte(pass))
-	<-a.slots
+	<-a.cpu
+	<-g.slots
 	if err != nil || !known {
 		return authDenied
 	}
@@ -260,19 +283,17 @@ func (a *Verifier) verify(ctx context.Context, g *Guard, user, pass string) int 
 	return authOK
 }
 
-// acquire takes a check slot, waiting at most a.wait.
-func (a *Verifier) acquire(ctx context.Context) bool {
+// acquire takes a slot of slots, waiting until deadline fires or ctx ends.
+func acquire(ctx context.Context, slots chan struct{}, deadline <-chan time.Time) bool {
 	select {
-	case a.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return true
 	default:
 	}
-	t := time.NewTimer(a.wait)
-	defer t.Stop()
 	select {
-	case a.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return true
-	case <-t.C:
+	case <-deadline:
 		return false
 	case <-ctx.Done():
 		return false

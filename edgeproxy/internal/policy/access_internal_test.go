@@ -37,22 +37,44 @@ func TestR73_VerifiedCredentialsAreCachedAndChecksAreBounded(t *testing.T) {
 	require.Equal(t, authDenied, a.verify(ctx, g, "alice", "wrong"))
 	require.Equal(t, authDenied, a.verify(ctx, g, "bob", "s3cret"))
 
-	for range cap(a.slots) { // every slot busy
-		a.slots <- struct{}{}
+	for range cap(g.slots) { // every slot of the route busy
+		g.slots <- struct{}{}
 	}
 	assert.Equal(t, authOK, a.verify(ctx, g, "alice", "s3cret"), "cached: no slot needed")
 	assert.Equal(t, authBusy, a.verify(ctx, g, "alice", "wrong"), "uncached: busy, not queued")
 	assert.Equal(t, authBusy, a.verify(ctx, g, "bob", "s3cret"), "unknown user costs a check too")
 	g2 := guardFor(t, "alice", "s3cret") // same password, new hash (new salt)
+	for range cap(g2.slots) {
+		g2.slots <- struct{}{}
+	}
 	assert.Equal(t, authBusy, a.verify(ctx, g2, "alice", "s3cret"), "a new hash is not served from the cache")
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	a.wait = time.Hour
 	assert.Equal(t, authBusy, a.verify(canceled, g, "alice", "wrong"), "a gone client stops waiting")
-	for range cap(a.slots) {
-		<-a.slots
+	for range cap(g2.slots) {
+		<-g2.slots
 	}
 	assert.Equal(t, authOK, a.verify(ctx, g2, "alice", "s3cret"))
+}
+
+// R73 (password check slots per route): while every check slot of one
+// host stays busy (a flood of wrong passwords), another host's first login
+// is checked at once, never 429; the edge-wide bound is a multiple of a
+// route's share, so a flood on one route never reaches it.
+func TestR73_PasswordFloodOnOneHostNeverRefusesAnotherHostsFirstLogin(t *testing.T) {
+	a := NewVerifier()
+	a.wait = 20 * time.Millisecond
+	ctx := context.Background()
+	flooded, other := guardFor(t, "alice", "s3cret"), guardFor(t, "bob", "hunter2")
+	for range cap(flooded.slots) {
+		flooded.slots <- struct{}{}
+		a.cpu <- struct{}{} // the flood's checks hold the edge's slots too
+	}
+	assert.Equal(t, authBusy, a.verify(ctx, flooded, "alice", "wrong"), "the flooded host waits for its own slots")
+	assert.Equal(t, authOK, a.verify(ctx, other, "bob", "hunter2"), "another host's first login is checked")
+	assert.Equal(t, authDenied, a.verify(ctx, other, "bob", "wrong"))
+	assert.GreaterOrEqual(t, cap(a.cpu), 2*cap(flooded.slots), "one route's flood leaves the edge's bound room")
 }
 
 // R73: the cache stays within authCacheEntries however many distinct

@@ -1,6 +1,6 @@
 // Package routepush is the route table pushed over the edge's admin
 // endpoint, for an edge that cannot read the publisher's state directory
-// (a global Swarm service: one edge task per node, issue 25).
+// (a global Swarm service: one edge task per node).
 //
 // It serves two admin requests, both only when the edge has a routes
 // token and both authorized by "Authorization: Bearer <token>" (compared

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Passive health (issue 24 item 4, SPEC R21): the edge ejects an instance
+// Passive health (SPEC R21): the edge ejects an instance
 // for a bounded time when an exchange with it fails before any response
 // byte (a connect failure, a reset or close before the answer, a response
 // header timeout), as nginx's max_fails=1 fail_timeout. The first ejection

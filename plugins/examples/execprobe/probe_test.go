@@ -107,12 +107,11 @@ func TestExecProbe_ReadyOnExitZero(t *testing.T) {
 	assert.False(t, res.Ready, res.Detail)
 	assert.Regexp(t, `/grpcd -check: exit [12]`, res.Detail)
 
-	deadline := time.Now().Add(10 * time.Second)
-	for !res.Ready && time.Now().Before(deadline) {
-		time.Sleep(300 * time.Millisecond)
+	assert.Eventually(t, func() bool {
 		res, err = p.Check(ctx, check)
-		require.NoError(t, err)
-	}
+		return err == nil && res.Ready
+	}, 10*time.Second, 300*time.Millisecond)
+	require.NoError(t, err)
 	require.True(t, res.Ready, res.Detail)
 	assert.Contains(t, res.Detail, "exit 0: status: SERVING")
 

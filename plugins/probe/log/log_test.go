@@ -149,13 +149,13 @@ func TestR34_WaiterRereadsUntilPatternAppears(t *testing.T) {
 	rt := &logRuntime{}
 	start := time.Now()
 	rt.add("c-new", start, "booting")
-	go func() {
-		time.Sleep(150 * time.Millisecond)
-		rt.add("c-new", time.Now(), "ready to accept connections")
-	}()
+	var once sync.Once
+	appear := func(engine.WaitResult) { // after an attempt that did not find it
+		once.Do(func() { rt.add("c-new", time.Now(), "ready to accept connections") })
+	}
 	w := &engine.ReadinessWaiter{Probes: probeSet{logprobe.New(rt)}, LogInterval: 50 * time.Millisecond}
 	res, err := w.Wait(context.Background(), logReq("c-new", start, "ready to accept").Target,
-		core.Readiness{Type: core.ReadinessLog, Pattern: "ready to accept", Timeout: core.Duration(5 * time.Second)}, nil)
+		core.Readiness{Type: core.ReadinessLog, Pattern: "ready to accept", Timeout: core.Duration(5 * time.Second)}, appear)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, res.Attempts, 2)
 	assert.Less(t, time.Since(start), 2*time.Second)

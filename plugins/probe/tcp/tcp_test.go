@@ -168,7 +168,6 @@ func TestR32_ContextEndWinsOverArrivedData(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := serve(t, func(c *net.TCPConn) {
 		defer c.Close()
-		time.Sleep(50 * time.Millisecond)
 		cancel()
 		_, _ = c.Write([]byte("late banner"))
 		holdOpen(c)
@@ -202,8 +201,11 @@ func TestR33_WaiterOverRealSocketsBecomesReady(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
+	failed := make(chan struct{})
+	var once sync.Once
+	progress := func(engine.WaitResult) { once.Do(func() { close(failed) }) }
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		<-failed // the listener appears after an attempt found none
 		ln2, err := net.Listen("tcp", addr)
 		if err != nil {
 			return
@@ -219,7 +221,7 @@ func TestR33_WaiterOverRealSocketsBecomesReady(t *testing.T) {
 		}
 	}()
 	w := &engine.ReadinessWaiter{Probes: probeSet{tcpprobe.New()}, TCPInterval: 50 * time.Millisecond}
-	res, err := w.Wait(context.Background(), req(addr).Target, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(5 * time.Second)}, nil)
+	res, err := w.Wait(context.Background(), req(addr).Target, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(5 * time.Second)}, progress)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, res.Attempts, 2)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/sysimage"
+	"github.com/gordon-deploy/docker-gordon/system/image"
 )
 
 // EnvProbeHelper carries a HelperRequest (JSON) into the internal probe
@@ -139,7 +139,7 @@ func (r *Runtime) helperImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: locate own executable: %w", core.ErrInvalid, err)
 	}
-	img, err := sysimage.Build(ctx, r.cli, "probe-helper", map[string]string{"/gordon-probe": exe},
+	img, err := image.Build(ctx, r.cli, "probe-helper", map[string]string{"/gordon-probe": exe},
 		map[string]string{core.LabelManaged: "true", core.LabelRole: "probe-helper"})
 	if err != nil {
 		return "", err

@@ -34,7 +34,7 @@ import (
 	"github.com/moby/moby/client/pkg/versions"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
+	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
 )
 
 var _ core.Runtime = (*Runtime)(nil)

@@ -130,19 +130,22 @@ func (f *fixture) createStart(spec core.ContainerSpec) string {
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	hc := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var code int
+	var body string
+	try := func() error {
 		resp, err := hc.Get(url)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode, string(b)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v", url, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		code, body = resp.StatusCode, string(b)
+		return nil
 	}
+	if !assert.Eventually(t, func() bool { return try() == nil }, 10*time.Second, 100*time.Millisecond) {
+		t.Fatalf("GET %s: %v", url, try())
+	}
+	return code, body
 }
 
 // collectLogs returns the text of every line Logs delivers.

@@ -20,7 +20,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// Placement of single-writer services (issue 25 item 4). A named volume
+// Placement of single-writer services. A named volume
 // lives on the node whose engine created it, and a bind mount names a path
 // on one node, so an instance with either must always run on the same
 // node: its service gets the constraint node.id==<ID>. The node is, in

@@ -28,7 +28,7 @@ func labNodes() []swarm.Node {
 	}
 }
 
-// Issue 25 item 4: a first placement takes the ready, active node with
+// On a swarm: a first placement takes the ready, active node with
 // the fewest running gordon-managed tasks; ties go to the lowest
 // hostname; a down or drained node is never chosen.
 func TestSwarm_FirstPlacementIsTheLeastLoadedReadyActiveNode(t *testing.T) {

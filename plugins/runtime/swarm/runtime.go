@@ -1,5 +1,5 @@
 // Package swarm implements core.Runtime against a Docker Swarm manager
-// (issue 25, ARCHITECTURE §Swarm target) through the moby client.
+// (ARCHITECTURE §Swarm target) through the moby client.
 //
 // One instance is one Swarm service: a replicated service named
 // ContainerSpec.Name, created with 0 replicas and scaled to 1 to start, to
@@ -57,7 +57,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/docker/dockererr"
+	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
 )
 
 var _ core.Runtime = (*Runtime)(nil)

@@ -19,7 +19,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// File secrets (issue 25 item 4). On one engine a file secret is a
+// File secrets. On one engine a file secret is a
 // per-container copy in the state directory, bind-mounted read-only at
 // /run/secrets/<name> (core.Mount.Secret marks it). A task may run on
 // another machine, so on a swarm each becomes a Docker secret named

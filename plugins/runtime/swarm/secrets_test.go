@@ -20,7 +20,7 @@ import (
 // Swarm's secret name rule and length.
 var swarmSecretNameRE = regexp.MustCompile(`^[a-zA-Z0-9]+(?:[a-zA-Z0-9-_.]*[a-zA-Z0-9])?$`)
 
-// Issue 25 item 4: a file secret becomes the Docker secret
+// On a swarm: a file secret becomes the Docker secret
 // gordon-<app>-<secret>-<12 hex of sha256(content)>: a new one per
 // content, within Swarm's name rules.
 func TestSwarm_SecretNameIsPerAppSecretAndContent(t *testing.T) {

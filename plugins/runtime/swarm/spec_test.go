@@ -24,7 +24,7 @@ func baseSpec() core.ContainerSpec {
 	}
 }
 
-// Issue 25: an instance is a one-task service, created with 0 replicas,
+// On a swarm: an instance is a one-task service, created with 0 replicas,
 // dnsrr, no published port, no update or rollback config; labels on the
 // service and its container; the app network first with its aliases.
 func TestSwarm_InstanceIsAServiceCreatedAtZeroReplicasWithoutVIPOrIngress(t *testing.T) {
@@ -152,7 +152,7 @@ func TestSwarm_RestartPolicyRoundTrip(t *testing.T) {
 	assert.Equal(t, "always", restartPolicyName(nil), "Swarm's default is any")
 }
 
-// Issue 25 item 2: with the edge's shared overlay set, every instance also
+// With the edge's shared overlay set, every instance also
 // joins it (once, after the app network and the extra networks); unset,
 // the networks are as before.
 func TestSwarm_InstancesJoinTheEdgeNetworkWhenSet(t *testing.T) {

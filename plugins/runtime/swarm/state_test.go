@@ -133,7 +133,7 @@ func TestSwarm_CurrentTaskPrefersDesiredRunningThenNewest(t *testing.T) {
 	assert.False(t, ok)
 }
 
-// Issue 25 item 2: with the edge network set, the backend bind is the
+// With the edge's shared overlay set, the backend bind is the
 // task's IP on that network (where the edge and the probes sit), not on
 // the app's overlay; unset, it is the app overlay's; a task not attached
 // to the edge network has no bind there.

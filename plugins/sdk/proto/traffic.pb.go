@@ -355,7 +355,10 @@ type L4Route struct {
 	Hold *Hold `protobuf:"bytes,10,opt,name=hold,proto3" json:"hold,omitempty"`
 	// backends: every instance when the service runs more than one (the
 	// first is backend and container); new TCP connections go round-robin.
-	Backends      []*Backend `protobuf:"bytes,11,rep,name=backends,proto3" json:"backends,omitempty"`
+	Backends []*Backend `protobuf:"bytes,11,rep,name=backends,proto3" json:"backends,omitempty"`
+	// idle_timeout_ms, max_conns: the relay's bounds (0: the edge's).
+	IdleTimeoutMs int64 `protobuf:"varint,12,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
+	MaxConns      int32 `protobuf:"varint,13,opt,name=max_conns,json=maxConns,proto3" json:"max_conns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -437,6 +440,20 @@ func (x *L4Route) GetBackends() []*Backend {
 		return x.Backends
 	}
 	return nil
+}
+
+func (x *L4Route) GetIdleTimeoutMs() int64 {
+	if x != nil {
+		return x.IdleTimeoutMs
+	}
+	return 0
+}
+
+func (x *L4Route) GetMaxConns() int32 {
+	if x != nil {
+		return x.MaxConns
+	}
+	return 0
 }
 
 type Graph struct {
@@ -1117,7 +1134,7 @@ const file_traffic_proto_rawDesc = "" +
 	"\x05allow\x18\x02 \x03(\tR\x05allow\"@\n" +
 	"\x04Hold\x12\"\n" +
 	"\runtil_unix_ms\x18\x01 \x01(\x03R\vuntilUnixMs\x12\x14\n" +
-	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xe8\x01\n" +
+	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xad\x02\n" +
 	"\aL4Route\x12\x16\n" +
 	"\x06listen\x18\x01 \x01(\tR\x06listen\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
@@ -1126,7 +1143,9 @@ const file_traffic_proto_rawDesc = "" +
 	"\tcontainer\x18\x05 \x01(\tR\tcontainer\x12*\n" +
 	"\x04hold\x18\n" +
 	" \x01(\v2\x16.gordon.plugin.v1.HoldR\x04hold\x125\n" +
-	"\bbackends\x18\v \x03(\v2\x19.gordon.plugin.v1.BackendR\bbackends\"\x92\x01\n" +
+	"\bbackends\x18\v \x03(\v2\x19.gordon.plugin.v1.BackendR\bbackends\x12&\n" +
+	"\x0fidle_timeout_ms\x18\f \x01(\x03R\ridleTimeoutMs\x12\x1b\n" +
+	"\tmax_conns\x18\r \x01(\x05R\bmaxConns\"\x92\x01\n" +
 	"\x05Graph\x12/\n" +
 	"\x04http\x18\x01 \x03(\v2\x1b.gordon.plugin.v1.HTTPRouteR\x04http\x12+\n" +
 	"\x03tcp\x18\x02 \x03(\v2\x19.gordon.plugin.v1.L4RouteR\x03tcp\x12+\n" +

@@ -37,7 +37,7 @@ func TestContainerSpec_ContainerKeysCrossTheWire(t *testing.T) {
 			Logging:   &core.Logging{Driver: "json-file", Options: map[string]string{"max-size": "10m"}},
 		},
 		RestartPolicy: "unless-stopped",
-		Node:          "node-2", // issue 25: the swarm node it is pinned to
+		Node:          "node-2", // the swarm node it is pinned to
 		Mounts: []core.Mount{{Type: core.MountVolume, Source: "shop-data", Target: "/data"},
 			{Type: core.MountBind, Source: "/state/tls.key", Target: "/run/secrets/tls.key", ReadOnly: true, Secret: "tls.key"}},
 	}

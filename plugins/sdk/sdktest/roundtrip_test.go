@@ -270,6 +270,8 @@ func TestR32_3_ProbeCheckReturnsCallerContextError(t *testing.T) {
 	assert.Less(t, time.Since(start), 3*time.Second)
 
 	ctx2, cancel2 := context.WithCancel(context.Background())
+	// A cancel while the call is under way: the plugin reports no event
+	// for a Check begun, so the cancel comes after a short delay.
 	go func() { time.Sleep(50 * time.Millisecond); cancel2() }()
 	_, err = p.Check(ctx2, core.ProbeRequest{})
 	assert.Equal(t, context.Canceled, err, "got %v", err)

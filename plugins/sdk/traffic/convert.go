@@ -13,7 +13,8 @@ import (
 func l4ToProto(rs []routetable.L4Route) []*pb.L4Route {
 	var out []*pb.L4Route
 	for _, r := range rs {
-		pr := &pb.L4Route{Listen: r.Listen, App: r.App, Service: r.Service, Backend: r.Backend, Container: r.Container, Hold: holdToProto(r.Hold)}
+		pr := &pb.L4Route{Listen: r.Listen, App: r.App, Service: r.Service, Backend: r.Backend, Container: r.Container, Hold: holdToProto(r.Hold),
+			IdleTimeoutMs: r.IdleTimeoutMS, MaxConns: int32(r.MaxConns)}
 		for _, b := range r.Backends {
 			pr.Backends = append(pr.Backends, &pb.Backend{Addr: b.Addr, Container: b.Container})
 		}
@@ -25,7 +26,8 @@ func l4ToProto(rs []routetable.L4Route) []*pb.L4Route {
 func l4FromProto(rs []*pb.L4Route) []routetable.L4Route {
 	var out []routetable.L4Route
 	for _, r := range rs {
-		lr := routetable.L4Route{Listen: r.GetListen(), App: r.GetApp(), Service: r.GetService(), Backend: r.GetBackend(), Container: r.GetContainer(), Hold: holdFromProto(r.GetHold())}
+		lr := routetable.L4Route{Listen: r.GetListen(), App: r.GetApp(), Service: r.GetService(), Backend: r.GetBackend(), Container: r.GetContainer(), Hold: holdFromProto(r.GetHold()),
+			IdleTimeoutMS: r.GetIdleTimeoutMs(), MaxConns: int(r.GetMaxConns())}
 		for _, b := range r.GetBackends() {
 			lr.Backends = append(lr.Backends, routetable.Backend{Addr: b.GetAddr(), Container: b.GetContainer()})
 		}

@@ -137,7 +137,7 @@ func TestGraphRoundTripKeepsEveryHTTPRouteField(t *testing.T) {
 func TestGraphRoundTripKeepsEveryL4RouteField(t *testing.T) {
 	full := routetable.L4Route{Listen: "127.0.0.1:19000", App: "blog", Service: "db", Backend: "10.0.0.2:5432", Container: "c1",
 		Backends: []routetable.Backend{{Addr: "10.0.0.2:5432", Container: "c1"}, {Addr: "10.0.0.3:5432", Container: "c2"}},
-		Hold:     &routetable.Hold{Until: time.UnixMilli(1_780_000_000_123).UTC(), Queue: 3}}
+		Hold:     &routetable.Hold{Until: time.UnixMilli(1_780_000_000_123).UTC(), Queue: 3}, IdleTimeoutMS: 600_000, MaxConns: 50}
 	v := reflect.ValueOf(full)
 	for i := range v.NumField() {
 		assert.False(t, v.Field(i).IsZero(), "set L4Route.%s in this test (and carry it in traffic.proto)", v.Type().Field(i).Name)

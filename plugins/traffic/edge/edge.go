@@ -22,7 +22,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // File names inside <state>/edge, shared with gordon-edge.
@@ -114,7 +114,7 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 	if err != nil {
 		return 0, fmt.Errorf("traffic/edge: %w", err)
 	}
-	var edges []swarmsys.EdgeTask
+	var edges []swarm.EdgeTask
 	if onSwarm {
 		// Edges answer a lower generation with the one they hold, so a
 		// table of record that restarts (another manager adopted the

@@ -21,10 +21,10 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
-// On a swarm (issue 25; <state>/swarm.json present) gordon-edge runs as a
+// On a swarm (<state>/swarm.json present) gordon-edge runs as a
 // global service, one task per edge node, and no edge reads this state
 // directory. Apply still writes routes.json here (the table of record, for
 // reconcile and a restarted edge's peers), then PUTs the table to every
@@ -36,7 +36,7 @@ import (
 
 // swarmEdges is what the swarm publisher needs from the engine API.
 type swarmEdges interface {
-	edges(ctx context.Context, cfg swarmsys.Config) ([]swarmsys.EdgeTask, error)
+	edges(ctx context.Context, cfg swarm.Config) ([]swarm.EdgeTask, error)
 }
 
 // apiEdges lists the edge tasks through the manager's API (DOCKER_HOST).
@@ -46,29 +46,29 @@ type apiEdges struct {
 	err  error
 }
 
-func (a *apiEdges) edges(ctx context.Context, cfg swarmsys.Config) ([]swarmsys.EdgeTask, error) {
+func (a *apiEdges) edges(ctx context.Context, cfg swarm.Config) ([]swarm.EdgeTask, error) {
 	a.once.Do(func() { a.cli, a.err = client.New(client.FromEnv) })
 	if a.err != nil {
 		return nil, a.err
 	}
-	return swarmsys.EdgeTasks(ctx, a.cli, cfg.Service, cfg.Network)
+	return swarm.EdgeTasks(ctx, a.cli, cfg.Service, cfg.Network)
 }
 
 // swarmConfig is the state directory's swarm configuration (ok false: one
 // engine).
-func (t *Traffic) swarmConfig() (swarmsys.Config, bool, error) {
-	return swarmsys.Load(t.stateDir)
+func (t *Traffic) swarmConfig() (swarm.Config, bool, error) {
+	return swarm.Load(t.stateDir)
 }
 
 // targets are the edge tasks a table is pushed to: running, on a ready
 // node, with an address on the overlay. No such task is
 // core.ErrUnavailable.
-func (t *Traffic) targets(ctx context.Context, cfg swarmsys.Config) ([]swarmsys.EdgeTask, error) {
+func (t *Traffic) targets(ctx context.Context, cfg swarm.Config) ([]swarm.EdgeTask, error) {
 	all, err := t.swarm.edges(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("traffic/edge: the swarm edge's tasks: %w: %w", core.ErrUnavailable, err)
 	}
-	var out []swarmsys.EdgeTask
+	var out []swarm.EdgeTask
 	for _, e := range all {
 		if e.Running() && e.NodeReady && e.IP != "" {
 			out = append(out, e)
@@ -86,8 +86,8 @@ func (t *Traffic) targets(ctx context.Context, cfg swarmsys.Config) ([]swarmsys.
 // Errors: an edge rejected the table → core.ErrInvalid with its reason;
 // an edge did not confirm by the deadline → core.ErrUnavailable naming
 // the node and the last answer.
-func (t *Traffic) pushSwarm(ctx context.Context, cfg swarmsys.Config, edges []swarmsys.EdgeTask, table routetable.Table, deadline time.Time) error {
-	token, err := swarmsys.Token(t.stateDir)
+func (t *Traffic) pushSwarm(ctx context.Context, cfg swarm.Config, edges []swarm.EdgeTask, table routetable.Table, deadline time.Time) error {
+	token, err := swarm.Token(t.stateDir)
 	if err != nil {
 		return fmt.Errorf("traffic/edge: %w", err)
 	}
@@ -108,7 +108,7 @@ func (t *Traffic) pushSwarm(ctx context.Context, cfg swarmsys.Config, edges []sw
 
 // swarmGeneration is the highest generation any of edges reports
 // applied or rejected (0 when none answers within the admin timeout).
-func (t *Traffic) swarmGeneration(ctx context.Context, cfg swarmsys.Config, edges []swarmsys.EdgeTask) uint64 {
+func (t *Traffic) swarmGeneration(ctx context.Context, cfg swarm.Config, edges []swarm.EdgeTask) uint64 {
 	gens := make([]uint64, len(edges))
 	var wg sync.WaitGroup
 	for i, e := range edges {
@@ -129,7 +129,7 @@ func (t *Traffic) swarmGeneration(ctx context.Context, cfg swarmsys.Config, edge
 // pushOne PUTs the table to one edge task, retrying transient failures
 // (connection refused while the task starts, a timeout) every poll
 // interval until ctx ends.
-func (t *Traffic) pushOne(ctx context.Context, cfg swarmsys.Config, e swarmsys.EdgeTask, token string, body []byte, table routetable.Table) error {
+func (t *Traffic) pushOne(ctx context.Context, cfg swarm.Config, e swarm.EdgeTask, token string, body []byte, table routetable.Table) error {
 	url := "http://" + net.JoinHostPort(e.IP, strconv.Itoa(cfg.AdminPort)) + "/routes"
 	where := fmt.Sprintf("the edge on node %s (task %s, %s)", e.NodeName, short(e.ID), e.IP)
 	var last string
@@ -148,7 +148,7 @@ func (t *Traffic) pushOne(ctx context.Context, cfg swarmsys.Config, e swarmsys.E
 			last = fmt.Sprintf("answered %d with applied generation %d", code, st.AppliedGeneration)
 		case code == http.StatusUnauthorized:
 			return fmt.Errorf("traffic/edge: %s refused the route-push token (401): the edge service and %s disagree; run docker gordon system start again: %w",
-				where, swarmsys.TokenFile, core.ErrConflict)
+				where, swarm.TokenFile, core.ErrConflict)
 		default:
 			last = fmt.Sprintf("answered %d", code)
 		}
@@ -187,7 +187,7 @@ func (t *Traffic) putRoutes(ctx context.Context, url, token string, body []byte)
 // backend's counters are summed over the edges, so in-flight counts the
 // engine's drain waits on cover every node. An edge that does not answer
 // makes the result Stale with its node in Error.
-func (t *Traffic) swarmStatus(ctx context.Context, cfg swarmsys.Config) (core.TrafficStatus, error) {
+func (t *Traffic) swarmStatus(ctx context.Context, cfg swarm.Config) (core.TrafficStatus, error) {
 	edges, err := t.targets(ctx, cfg)
 	if err != nil {
 		return core.TrafficStatus{}, err
@@ -259,7 +259,7 @@ func short(id string) string {
 // swarmLagging is nil when every running edge task has applied the
 // generation of the table of record (routes.json), else an error wrapping
 // core.ErrUnavailable that names the lag.
-func (t *Traffic) swarmLagging(ctx context.Context, cfg swarmsys.Config) error {
+func (t *Traffic) swarmLagging(ctx context.Context, cfg swarm.Config) error {
 	data, err := os.ReadFile(filepath.Join(t.dir, routesFile))
 	if err != nil {
 		return fmt.Errorf("traffic/edge: table of record: %w: %w", core.ErrUnavailable, err)

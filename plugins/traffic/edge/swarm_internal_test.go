@@ -15,13 +15,13 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
-	"github.com/gordon-deploy/docker-gordon/plugins/runtime/swarm/swarmsys"
+	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // fakeEdges is the swarm's edge task list.
-type fakeEdges []swarmsys.EdgeTask
+type fakeEdges []swarm.EdgeTask
 
-func (f fakeEdges) edges(context.Context, swarmsys.Config) ([]swarmsys.EdgeTask, error) {
+func (f fakeEdges) edges(context.Context, swarm.Config) ([]swarm.EdgeTask, error) {
 	return f, nil
 }
 
@@ -51,8 +51,8 @@ func swarmEdge(t *testing.T, token string, adminPort int, ip string) *edgeproxy.
 func swarmState(t *testing.T, adminPort int) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, swarmsys.Save(dir, swarmsys.Config{AdminPort: adminPort, HTTPPort: 80}))
-	tok, err := swarmsys.EnsureToken(dir)
+	require.NoError(t, swarm.Save(dir, swarm.Config{AdminPort: adminPort, HTTPPort: 80}))
+	tok, err := swarm.EnsureToken(dir)
 	require.NoError(t, err)
 	return dir, tok
 }
@@ -120,9 +120,9 @@ func TestSwarmApply_AnEdgeThatDoesNotConfirmFailsTheSwitch(t *testing.T) {
 	assert.Contains(t, err.Error(), "the edge on node n2")
 
 	other := swarmEdge(t, "another-token", freePort(t), "127.0.0.1")
-	cfg, _, _ := swarmsys.Load(dir)
+	cfg, _, _ := swarm.Load(dir)
 	cfg.AdminPort = portOf(t, other.AdminAddr())
-	require.NoError(t, swarmsys.Save(dir, cfg))
+	require.NoError(t, swarm.Save(dir, cfg))
 	tr.swarm = fakeEdges{{ID: "t1", NodeName: "n1", NodeReady: true, State: "running", IP: "127.0.0.1"}}
 	_, err = tr.Apply(context.Background(), webGraph("10.0.1.5:8080"))
 	require.Error(t, err)
@@ -166,7 +166,7 @@ func TestSwarmRoutes_AnEdgeThatLagsTheTableOfRecordIsNotServedYet(t *testing.T) 
 	require.Len(t, g.HTTP, 1)
 
 	restarted := swarmEdge(t, tok, port, "127.0.0.2")
-	tr.swarm = append(one, swarmsys.EdgeTask{ID: "t2", NodeName: "n2", NodeReady: true, State: "running", IP: "127.0.0.2"})
+	tr.swarm = append(one, swarm.EdgeTask{ID: "t2", NodeName: "n2", NodeReady: true, State: "running", IP: "127.0.0.2"})
 	_, err = tr.Routes(context.Background())
 	require.ErrorIs(t, err, core.ErrUnavailable, "an edge without the table: not served")
 	assert.Contains(t, err.Error(), "applied generation 0 of 1")
@@ -197,7 +197,7 @@ func TestSwarmApply_ATableOfRecordThatStartsOverOutranksTheEdges(t *testing.T) {
 	}
 
 	adopted, _ := swarmState(t, port)
-	require.NoError(t, os.WriteFile(filepath.Join(adopted, swarmsys.TokenFile), []byte(tok+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(adopted, swarm.TokenFile), []byte(tok+"\n"), 0o600))
 	tr2 := New(adopted, WithApplyTimeout(5*time.Second))
 	tr2.swarm = tasks
 	gen2, err := tr2.Apply(context.Background(), webGraph("10.0.9.9:8080"))
