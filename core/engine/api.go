@@ -49,6 +49,7 @@ type (
 	ReadinessTimeoutError  = readiness.ReadinessTimeoutError
 	ReadinessWaiter        = readiness.ReadinessWaiter
 	ReconcileReport        = reconcile.ReconcileReport
+	Retention              = steps.Retention
 	Result                 = steps.Result
 	RetireOptions          = steps.RetireOptions
 	RetireResult           = steps.RetireResult
@@ -292,6 +293,11 @@ func WithUnservedRoutes(g routetable.Graph, actives []core.Active, stopped map[s
 // Boot: see reconcile.Engine.Boot.
 func (e *Engine) Boot(ctx context.Context) ([]reconcile.BootReport, error) {
 	return e.flows().Boot(ctx)
+}
+
+// Prune: see steps.Engine.Prune.
+func (e *Engine) Prune(ctx context.Context, app string) (ops, revisions []string, err error) {
+	return e.flows().Prune(ctx, app)
 }
 
 // CheckDeployable: see deploy.Engine.CheckDeployable.

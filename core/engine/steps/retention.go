@@ -1,4 +1,4 @@
-package engine
+package steps
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const pruneBound = 10 * time.Second
 // the ops and revisions it removed, oldest first. The engine also applies
 // it after every operation, before the app lock is released.
 func (e *Engine) Prune(ctx context.Context, app string) (ops, revisions []string, err error) {
-	lk, err := e.lock(ctx, app, "prune", "")
+	lk, err := e.Lock(ctx, app, "prune", "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("app %s: %w", app, err)
 	}
@@ -40,10 +40,10 @@ func (e *Engine) pruneHeld(app string) {
 	defer cancel()
 	ops, revs, err := e.Store.Prune(ctx, app, e.Retention.Ops, e.Retention.Revisions)
 	if err != nil {
-		e.log().Warn("retention: old ops and revisions not pruned; they are kept", "app", app, "error", err)
+		e.Log().Warn("retention: old ops and revisions not pruned; they are kept", "app", app, "error", err)
 		return
 	}
 	if len(ops)+len(revs) > 0 {
-		e.log().Debug("retention: pruned", "app", app, "ops", len(ops), "revisions", len(revs))
+		e.Log().Debug("retention: pruned", "app", app, "ops", len(ops), "revisions", len(revs))
 	}
 }
