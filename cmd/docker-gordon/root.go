@@ -207,9 +207,16 @@ func interruptedExits(c *cobra.Command) {
 	}
 }
 
-// close kills plugin subprocesses (removing their socket directory) and
+// close waits for the verb's webhook deliveries (at most the notification
+// budget: they are queued, so a slow webhook never delayed the verb's
+// result), kills plugin subprocesses (removing their socket directory) and
 // reports apps whose record a rebuild could not read. Idempotent.
 func (e *cliEnv) close() {
+	if e.eng != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), engine.NotifyBudget+time.Second)
+		e.eng.WaitNotifications(ctx)
+		cancel()
+	}
 	if e.host != nil {
 		e.host.Close()
 	}

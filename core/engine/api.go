@@ -115,6 +115,7 @@ const (
 	NotifyBudget               = steps.NotifyBudget
 	NotifyTimeout              = steps.NotifyTimeout
 	NotifyTries                = steps.NotifyTries
+	NotifyQueue                = steps.NotifyQueue
 	OpMaintenance              = lifecycle.OpMaintenance
 	OutcomePending             = lifecycle.OutcomePending
 	PhaseCreate                = steps.PhaseCreate
@@ -408,6 +409,11 @@ func (e *Engine) SubmitChecked(ctx context.Context, spec core.AppSpec, sourceSHA
 // SubmitRevision: see deploy.Engine.SubmitRevision.
 func (e *Engine) SubmitRevision(ctx context.Context, spec core.AppSpec, sourceSHA256 string) (core.Revision, error) {
 	return e.flows().SubmitRevision(ctx, spec, sourceSHA256)
+}
+
+// WaitNotifications: see steps.Engine.WaitNotifications.
+func (e *Engine) WaitNotifications(ctx context.Context) bool {
+	return e.flows().WaitNotifications(ctx)
 }
 
 // UnreadableApps: see steps.Engine.UnreadableApps.

@@ -141,6 +141,7 @@ type State struct {
 	liveOps map[string]string
 
 	notifyState
+	notifyQueue notifyQueue
 }
 
 // Phase is the step of long work a ProgressEvent reports (stderr
