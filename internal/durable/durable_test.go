@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestWriteFile_ReplacesAtomicallyAndLeavesNoTemp: the new content and
-// mode replace the old, no temporary file stays, and a directory that does
+// TestWriteFile_ReplacesAtomicallyAndLeavesNoTemp: the new content
+// replaces the old (a new file gets the mode asked), no temporary file stays, and a directory that does
 // not exist is an error naming it (its fsync cannot be skipped).
 func TestWriteFile_ReplacesAtomicallyAndLeavesNoTemp(t *testing.T) {
 	dir := t.TempDir()
@@ -20,11 +20,13 @@ func TestWriteFile_ReplacesAtomicallyAndLeavesNoTemp(t *testing.T) {
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	assert.Equal(t, "new", string(b))
-	fi, err := os.Stat(p)
+	fresh := filepath.Join(dir, "token")
+	require.NoError(t, WriteFile(fresh, []byte("t"), 0o600))
+	fi, err := os.Stat(fresh)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	assert.Len(t, entries, 1)
+	assert.Len(t, entries, 2)
 	assert.ErrorContains(t, SyncDir(filepath.Join(dir, "absent")), "fsync directory")
 }
