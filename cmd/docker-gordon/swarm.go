@@ -1,6 +1,6 @@
 package main
 
-// Docker Swarm (issue 25). `system start` on a swarm manager puts
+// Docker Swarm. `system start` on a swarm manager puts
 // gordon-edge on the nodes as a global service (system/swarm) and writes
 // <state>/swarm.json. From then on this state directory's runtime is
 // runtime/swarm, and every engine verb runs in a runner container on the

@@ -212,6 +212,7 @@ func tally(out io.Reader, path string, results map[string]*result, other *string
 			default:
 				r.fail++
 				r.keep(r.cur.String())
+				fmt.Printf("stress: FAIL %s (run %d)\n", r.name, r.runs)
 			}
 		}
 	}
