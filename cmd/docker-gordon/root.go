@@ -347,12 +347,12 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		NotifyFailed: func(msg string) { fmt.Fprintln(e.dockerCli.Err(), "warning: "+msg) },
 		Holder:       core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
 		BindPolicy: func(name string) (string, error) {
-			return bindPolicy(e.opts.stateDir, name)
+			return system.BindPath(e.opts.stateDir, name)
 		},
 		PrivilegePolicy: func(app string, svc *core.ServiceSpec) error {
-			return privilegePolicy(e.opts.stateDir, app, svc)
+			return system.PrivilegePolicy(e.opts.stateDir, app, svc)
 		},
-		Retention:    retentionPolicy(e.opts.stateDir),
+		Retention:    e.retention(),
 		PortCheck:    checkPort,
 		RegistryAuth: e.registryAuth,
 		TrafficHint:  e.trafficHint(),
@@ -362,6 +362,13 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		RegistryOnly:            opts.RegistryOnly,
 	}
 	return e.eng, nil
+}
+
+// retention is the engine's Retention from this state directory's
+// config.toml (system.Retention).
+func (e *cliEnv) retention() engine.Retention {
+	ops, revisions := system.Retention(e.opts.stateDir)
+	return engine.Retention{Ops: ops, Revisions: revisions}
 }
 
 // trafficHint tells the engine's refusal for a stopped edge which state

@@ -13,6 +13,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/core/privilege"
+	"github.com/gordon-deploy/docker-gordon/system"
 )
 
 func newValidateCommand(env *cliEnv) *cobra.Command {
@@ -113,7 +114,7 @@ func checkPrivilegesHere(env *cliEnv, spec core.AppSpec) error {
 		}
 		return nil
 	}
-	return checkPrivileges(env.opts.stateDir, spec)
+	return system.CheckPrivileges(env.opts.stateDir, spec)
 }
 
 // checkRoutesHere refuses a host or publish address of spec that another
