@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/api/types/registry"
 	"github.com/spf13/cobra"
 
+	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
@@ -313,7 +314,7 @@ func renderDeployResult(env *cliEnv, res *engine.DeployResult) {
 		tw.Flush()
 	}
 	for _, wa := range res.Warnings {
-		fmt.Fprintln(env.dockerCli.Err(), warningLine(wa))
+		fmt.Fprintln(env.dockerCli.Err(), usererr.WarningLine(wa))
 	}
 	fmt.Fprintf(w, "op %s: %s\n", res.Op.ID, res.Outcome)
 }

@@ -44,9 +44,8 @@ names it (never a candidate or a superseded container).
 
 With stdin a terminal, the command gets a TTY and stdin (as docker exec -it);
 otherwise its stdout and stderr stay apart and stdin is passed only with -i.
---instance picks one of the service's instances (numbered from 1, in the
-order status lists them); when the service runs several, the instance used
-is named on stderr.
+--instance picks an instance, numbered from 1 as status lists them (the one
+used is named on stderr when the service runs several).
 The exit status is the command's own.
 
 On a remote engine (docker --context prod gordon exec ...) a runner there
@@ -95,10 +94,8 @@ func runExecVerb(cmd *cobra.Command, env *cliEnv, o execOptions, args []string) 
 	return execIn(ctx, env.dockerCli, id, argv, o, fmt.Sprintf("%s/%s", app, service))
 }
 
-// localServingContainer resolves the container of instance from the
-// journal here. When the service runs more than one instance it names the
-// one chosen on stderr ("exec blog/web: instance 1 of 3 (container …);
-// pick another with --instance N"), so the default is never a surprise.
+// localServingContainer resolves instance's container here, naming it on
+// stderr when the service runs several.
 func localServingContainer(ctx context.Context, env *cliEnv, app, service string, instance int) (string, error) {
 	store, err := env.openStore()
 	if err != nil {

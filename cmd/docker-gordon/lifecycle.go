@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
@@ -57,6 +57,9 @@ func runLifecycle(cmd *cobra.Command, env *cliEnv, verb string, fn lifecycleVerb
 	return exitForOutcome(res.Outcome, verr)
 }
 
+// doneWords says what a succeeded step of a stop or remove did.
+var doneWords = map[string]string{"stop": "stopped", "remove": string(engine.ResultRemoved)}
+
 func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 	w := env.dockerCli.Out()
 	for _, s := range res.Services {
@@ -69,16 +72,8 @@ func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 		fmt.Fprintln(tw, "SERVICE\tRESULT\tBEFORE\tAFTER\tPORTS\tERROR")
 		for _, s := range res.Services {
 			result := string(s.Result)
-			// The journal records a stopped or removed service's result as
-			// "deployed" (its step succeeded); the table says what
-			// happened to it.
-			if s.Result == engine.ResultDeployed {
-				switch verb {
-				case "remove":
-					result = string(engine.ResultRemoved)
-				case "stop":
-					result = "stopped"
-				}
+			if done, ok := doneWords[verb]; ok && s.Result == engine.ResultDeployed {
+				result = done // the journal's "deployed": the step succeeded
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, orDash(result), orDash(shortID(s.Before)), orDash(shortID(s.After)),
 				formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds), orDash(s.Error))
@@ -86,26 +81,11 @@ func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 		tw.Flush()
 	}
 	for _, wa := range res.Warnings {
-		fmt.Fprintln(env.dockerCli.Err(), warningLine(wa))
+		fmt.Fprintln(env.dockerCli.Err(), usererr.WarningLine(wa))
 	}
 	replayed := ""
 	if res.Replayed {
 		replayed = " (replayed)"
 	}
 	fmt.Fprintf(w, "%s %s: op %s: %s%s\n", verb, res.Op.App, res.Op.ID, orDash(string(res.Outcome)), replayed)
-}
-
-// warningLine is one journal warning as printed: "warning: SERVICE:
-// DETAIL", then "(leftover container ID)" only when a container was left
-// behind.
-func warningLine(wa core.Warning) string {
-	line := "warning: "
-	if wa.Service != "" {
-		line += wa.Service + ": "
-	}
-	line += wa.Detail
-	if wa.Leftover != "" {
-		line += " (leftover container " + shortID(wa.Leftover) + ")"
-	}
-	return line
 }

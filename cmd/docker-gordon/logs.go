@@ -42,9 +42,6 @@ picked).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := core.LogOptions{Tail: o.tail, Follow: o.follow, Instance: o.instance}
-			if o.instance < 0 {
-				return fmt.Errorf("logs: --instance %d: instances are numbered from 1", o.instance)
-			}
 			if o.tail < 0 {
 				return fmt.Errorf("logs: --tail %d: want 0 (all) or more", o.tail)
 			}

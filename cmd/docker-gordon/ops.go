@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 
 	"github.com/spf13/cobra"
@@ -57,7 +58,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 				}
 				tw.Flush()
 				for _, wa := range op.Warnings {
-					fmt.Fprintln(w, warningLine(wa))
+					fmt.Fprintln(w, usererr.WarningLine(wa))
 				}
 				return nil
 			}
@@ -66,8 +67,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 				return err
 			}
 			if isJSON(format) {
-				// Every op carries "verb" (deploy, scale, rollback, stop …),
-				// as the table's KIND column shows it.
+				// Every op carries "verb", as the KIND column shows it.
 				for i := range ops {
 					ops[i].Verb = ops[i].VerbOrKind()
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/journal"
@@ -118,7 +119,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newCertsCommand(env),
 	)
 	interruptedExits(cmd)
-	plainErrors(cmd)
+	usererr.Plain(cmd)
 	return cmd
 }
 

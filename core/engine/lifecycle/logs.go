@@ -57,6 +57,9 @@ func (e *Engine) Logs(ctx context.Context, app, service string, opts core.LogOpt
 		}
 		names = []string{service}
 	}
+	if opts.Instance < 0 {
+		return fmt.Errorf("%w: logs %s: --instance %d: instances are numbered from 1", core.ErrInvalid, app, opts.Instance)
+	}
 	if opts.Instance > 0 && service == "" && len(names) != 1 {
 		return fmt.Errorf("%w: logs %s: --instance needs --service (the app runs %s)", core.ErrInvalid, app, strings.Join(names, ", "))
 	}

@@ -1,4 +1,4 @@
-package main
+package usererr
 
 import (
 	"testing"
@@ -19,6 +19,6 @@ func TestUserWordsDropErrorClassesAndGoContextErrors(t *testing.T) {
 		"gave up: context deadline exceeded":                                                             "gave up: timed out",
 		"image x not found: pull failed":                                                                 "image x not found: pull failed",
 	} {
-		assert.Equal(t, want, userWords(in), in)
+		assert.Equal(t, want, Words(in), in)
 	}
 }

@@ -1,7 +1,10 @@
-package main
+// Package usererr makes a command's errors speak the user's words: no
+// engine error classes and no Go context errors in what the CLI prints.
+package usererr
 
 import (
 	"errors"
+	"github.com/gordon-deploy/docker-gordon/core"
 	"strings"
 
 	"github.com/docker/cli/cli"
@@ -16,12 +19,12 @@ var errorClasses = []string{"state conflict", "not found", "invalid argument"}
 // goContextWords are Go's context errors and what they mean to a user.
 var goContextWords = strings.NewReplacer("context canceled", "interrupted", "context deadline exceeded", "timed out")
 
-// userWords rewrites an error message for the user: an error class that
+// Words rewrites an error message for the user: an error class that
 // starts the message or one of its ": "-separated parts is dropped
 // ("state conflict: before_switch hook failed" → "before_switch hook
 // failed"), as is one that ends it ("…; stop it first: state conflict");
 // Go's context errors read "interrupted" and "timed out".
-func userWords(msg string) string {
+func Words(msg string) string {
 	for _, class := range errorClasses {
 		msg = strings.TrimSuffix(msg, ": "+class)
 		if msg == class {
@@ -35,7 +38,7 @@ func userWords(msg string) string {
 	return strings.ReplaceAll(msg, "timed out: timed out", "timed out")
 }
 
-// userError is an error whose message is userWords of the one it wraps.
+// userError is an error whose message is Words of the one it wraps.
 type userError struct {
 	msg string
 	err error
@@ -44,12 +47,12 @@ type userError struct {
 func (e userError) Error() string { return e.msg }
 func (e userError) Unwrap() error { return e.err }
 
-// plainErrors makes every command's error speak the user's words
-// (userWords). A cli.StatusError keeps its type and exit code (the docker
+// Plain makes every command's error speak the user's words
+// (Words). A cli.StatusError keeps its type and exit code (the docker
 // CLI reads both) with its Status rewritten.
-func plainErrors(c *cobra.Command) {
+func Plain(c *cobra.Command) {
 	for _, sub := range c.Commands() {
-		plainErrors(sub)
+		Plain(sub)
 	}
 	run := c.RunE
 	if run == nil {
@@ -62,12 +65,35 @@ func plainErrors(c *cobra.Command) {
 		}
 		var se cli.StatusError
 		if errors.As(err, &se) {
-			se.Status = userWords(se.Status)
+			se.Status = Words(se.Status)
 			return se
 		}
-		if msg := userWords(err.Error()); msg != err.Error() {
+		if msg := Words(err.Error()); msg != err.Error() {
 			return userError{msg: msg, err: err}
 		}
 		return err
 	}
+}
+
+// WarningLine is one journal warning as printed: "warning: SERVICE:
+// DETAIL", then "(leftover container ID)" only when a container was left
+// behind.
+func WarningLine(wa core.Warning) string {
+	line := "warning: "
+	if wa.Service != "" {
+		line += wa.Service + ": "
+	}
+	line += wa.Detail
+	if wa.Leftover != "" {
+		line += " (leftover container " + shortID(wa.Leftover) + ")"
+	}
+	return line
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

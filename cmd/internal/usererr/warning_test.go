@@ -1,4 +1,4 @@
-package main
+package usererr
 
 import (
 	"testing"
@@ -11,8 +11,8 @@ import (
 // A warning names its leftover container only when there is one: never an
 // empty "(leftover )".
 func TestWarningLineNamesALeftoverOnlyWhenThereIsOne(t *testing.T) {
-	assert.Equal(t, "warning: web: after_switch hook failed", warningLine(core.Warning{Service: "web", Detail: "after_switch hook failed"}))
-	assert.Equal(t, "warning: notify failed", warningLine(core.Warning{Detail: "notify failed"}))
+	assert.Equal(t, "warning: web: after_switch hook failed", WarningLine(core.Warning{Service: "web", Detail: "after_switch hook failed"}))
+	assert.Equal(t, "warning: notify failed", WarningLine(core.Warning{Detail: "notify failed"}))
 	assert.Equal(t, "warning: web: not removed (leftover container 0123456789ab)",
-		warningLine(core.Warning{Service: "web", Detail: "not removed", Leftover: "0123456789abcdef0123"}))
+		WarningLine(core.Warning{Service: "web", Detail: "not removed", Leftover: "0123456789abcdef0123"}))
 }
