@@ -94,7 +94,15 @@ func startEdgeFor(tmp, name, edgeBin, routes string, prefix []string, start func
 // prefixes, summed over labels.
 func (e *edgeProc) metrics(prefixes ...string) map[string]float64 {
 	out := map[string]float64{}
-	resp, err := http.Get("http://" + e.admin + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, "http://"+e.admin+"/metrics", nil)
+	if err != nil {
+		return out
+	}
+	// Every admin request but /healthz carries the edge's admin token.
+	if tok, err := os.ReadFile(filepath.Join(e.state, "edge", "admin.token")); err == nil {
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return out
 	}
