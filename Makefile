@@ -120,7 +120,9 @@ bench-edge: bench-nginx bench-tls-tools
 	PATH="$$PATH:/usr/sbin" bin/edgebench run -edge bin/gordon-edge -d $(BENCH_DURATION) -c 16
 
 ## bench-abuse: HTTP/2 attacks (concurrent/stalled streams, header flood, rapid
-## reset, HPACK bomb) on gordon-edge and nginx, a normal client alongside
+## reset, HPACK bomb) on gordon-edge and nginx, a normal client alongside,
+## then the edge's resource attacks (1,500 idle TCP clients at 1,024 fds, an
+## SNI flood under a wildcard, a login flood) on gordon-edge
 ## (BENCH_ABUSE_DURATION bounds each attack, at most 10s)
 BENCH_ABUSE_DURATION ?= 5s
 bench-abuse: bench-nginx bench-tls-tools

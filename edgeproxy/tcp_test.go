@@ -32,64 +32,6 @@ func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, line string) string {
 	return got
 }
 
-// Decision 11: a TCP connection opened before a swap keeps working on its old
-// backend; new connections on the same listener go to the new backend; the
-// listener keeps listening across the swap and open_conns counts relays.
-func TestDecision11_TCPRelayKeepsOldConnNewConnsToNewBackend(t *testing.T) {
-	e := startEdge(t)
-	oldBE := echoTCP(t, "old")
-	newBE := echoTCP(t, "new")
-	listen := freePort(t)
-	e.publish(t, tcpTable(1, tcpRoute(listen, oldBE)))
-
-	c1, err := net.Dial("tcp", listen)
-	require.NoError(t, err)
-	defer c1.Close()
-	r1 := bufio.NewReader(c1)
-	assert.Equal(t, "old:hello\n", roundTrip(t, c1, r1, "hello"))
-	assert.Equal(t, int64(1), openConns(e.srv.Status(), oldBE))
-
-	e.publish(t, tcpTable(2, tcpRoute(listen, newBE)))
-
-	c2, err := net.Dial("tcp", listen)
-	require.NoError(t, err)
-	defer c2.Close()
-	r2 := bufio.NewReader(c2)
-	assert.Equal(t, "new:second\n", roundTrip(t, c2, r2, "second"))
-	assert.Equal(t, "old:still\n", roundTrip(t, c1, r1, "still"), "the old connection stays on the old backend")
-	st := e.srv.Status()
-	assert.Equal(t, int64(1), openConns(st, oldBE))
-	assert.Equal(t, int64(1), openConns(st, newBE))
-	assert.Contains(t, st.Listeners, routetable.ListenerStatus{Addr: listen, Proto: "tcp"})
-
-	// Half-close: the client shuts its write side, the backend sees EOF and
-	// closes, and the client reads EOF after any pending reply.
-	require.NoError(t, c2.(*net.TCPConn).CloseWrite())
-	_, err = r2.ReadString('\n')
-	assert.ErrorIs(t, err, io.EOF)
-	require.Eventually(t, func() bool { return openConns(e.srv.Status(), newBE) == 0 }, 3*time.Second, 10*time.Millisecond)
-}
-
-// Decision 11: a removed TCP route closes its listener, while a connection
-// relayed before the removal continues until a side closes it.
-func TestDecision11_TCPRouteRemovedClosesListenerKeepsConns(t *testing.T) {
-	e := startEdge(t)
-	be := echoTCP(t, "be")
-	listen := freePort(t)
-	e.publish(t, tcpTable(1, tcpRoute(listen, be)))
-
-	c, err := net.Dial("tcp", listen)
-	require.NoError(t, err)
-	defer c.Close()
-	r := bufio.NewReader(c)
-	assert.Equal(t, "be:one\n", roundTrip(t, c, r, "one"))
-
-	e.publish(t, tcpTable(2))
-	_, err = net.DialTimeout("tcp", listen, time.Second)
-	assert.Error(t, err, "listener of a removed route must be closed")
-	assert.Equal(t, "be:two\n", roundTrip(t, c, r, "two"))
-}
-
 // Decision 11: a TCP listener that cannot bind is reported in status.json
 // with its error, the other listeners keep serving, and the failed one is
 // bound once its port is free.

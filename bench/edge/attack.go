@@ -305,9 +305,11 @@ func attackMain(args []string) error {
 			results = append(results, r)
 		}
 	}
+	edgeResults := runEdgeAttacks(tmp, *edgeBin, *only, procs.start, *d)
 	printAttacks(os.Stdout, results)
+	printEdgeAttacks(os.Stdout, edgeResults)
 	if *jsonOut != "" {
-		return writeAttackJSON(*jsonOut, results)
+		return writeAttackJSON(*jsonOut, results, edgeResults)
 	}
 	return nil
 }
@@ -338,11 +340,12 @@ func printAttacks(w io.Writer, results []attackResult) {
 	fmt.Fprintf(w, "target gordon-edge: normal client 100%% and median within 2× quiet during every attack: %s\n", verdict)
 }
 
-func writeAttackJSON(path string, results []attackResult) error {
+func writeAttackJSON(path string, results []attackResult, edge []edgeAttack) error {
 	b, err := json.MarshalIndent(struct {
-		CPUs    int            `json:"cpus"`
-		Results []attackResult `json:"results"`
-	}{numCPU(), results}, "", "  ")
+		CPUs        int            `json:"cpus"`
+		Results     []attackResult `json:"results"`
+		EdgeResults []edgeAttack   `json:"edge_results,omitempty"`
+	}{numCPU(), results, edge}, "", "  ")
 	if err != nil {
 		return err
 	}

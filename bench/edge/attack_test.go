@@ -87,7 +87,7 @@ func TestHPACKIntegerUsesContinuationBytesPastThePrefix(t *testing.T) {
 func TestAttackJSONHasOneRowPerAttackAndTarget(t *testing.T) {
 	path := t.TempDir() + "/a.json"
 	rs := []attackResult{{Attack: "rapid reset", Target: "gordon-edge", attackFigures: attackFigures{Bound: "x", Figures: map[string]float64{"cpu_per_wall": 0.5}}, Ratio: 1.2}}
-	if err := writeAttackJSON(path, rs); err != nil {
+	if err := writeAttackJSON(path, rs, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out struct {

@@ -21,7 +21,7 @@ var backendsName = ""
 // executable file, else self, which serves every built-in as well. why
 // says, when self is returned although the file exists, why it was not
 // used (for the debug log); empty otherwise. It costs one stat, no exec
-// (issue 24 item 6: gordon-backends completes its handshake in about a
+// (gordon-backends completes its handshake in about a
 // third of the time docker-gordon takes, since it links neither the CLI
 // nor the compose loader).
 func builtinExe(self string) (exe, why string) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -11,10 +10,8 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/system"
 )
-
-// maxCertFile bounds a certificate or key file read by certs add.
-const maxCertFile = 1 << 20
 
 func newCertsCommand(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
@@ -47,24 +44,6 @@ func certStore(ctx context.Context, env *cliEnv) (core.CertStore, error) {
 	return cs, nil
 }
 
-func readCertFile(flag, path string) ([]byte, error) {
-	if path == "" {
-		return nil, fmt.Errorf("%w: --%s FILE is required", core.ErrInvalid, flag)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --%s: %w", core.ErrInvalid, flag, err)
-	}
-	if fi.Size() > maxCertFile {
-		return nil, fmt.Errorf("%w: --%s %s: larger than %d bytes", core.ErrInvalid, flag, path, maxCertFile)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --%s: %w", core.ErrInvalid, flag, err)
-	}
-	return b, nil
-}
-
 func newCertsAddCommand(env *cliEnv) *cobra.Command {
 	var certPath, keyPath string
 	cmd := &cobra.Command{
@@ -78,11 +57,11 @@ A wildcard HOST (*.example.com) needs a certificate naming *.example.com.`,
   docker gordon certs add '*.example.com' --cert wildcard.pem --key wildcard.key`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			certPEM, err := readCertFile("cert", certPath)
+			certPEM, err := system.ReadCertFile("cert", certPath)
 			if err != nil {
 				return fmt.Errorf("certs add %s: %w", args[0], err)
 			}
-			keyPEM, err := readCertFile("key", keyPath)
+			keyPEM, err := system.ReadCertFile("key", keyPath)
 			if err != nil {
 				return fmt.Errorf("certs add %s: %w", args[0], err)
 			}

@@ -231,7 +231,7 @@ func printDeployPlan(ctx context.Context, env *cliEnv, eng *engine.Engine, req e
 
 // deploySubmission runs the builds of in's services (checks too, SPEC R12:
 // a failed one changes nothing) and returns what the deploy checks and
-// stores under its app lock (engine.Submission; issue 24: one lock, each
+// stores under its app lock (engine.Submission: one lock, each
 // check once): after the engine's live-edge check (R68), an image VOLUME
 // the manifest does not map is refused (exit 1, "nothing was changed"),
 // then a compose project's secrets (or those a remote CLI sent) are stored,

@@ -25,7 +25,7 @@ import (
 // DefaultAccessLogMaxSize, DefaultAccessLogKeep; a test holds them equal).
 // They are repeated here rather than imported: importing edgeproxy links
 // the whole proxy and Prometheus' client into the CLI, whose package init
-// every docker-gordon process start pays (issue 24 item 6).
+// every docker-gordon process start pays.
 const (
 	accessLogOff            = "off"
 	accessLogStdout         = "stdout"

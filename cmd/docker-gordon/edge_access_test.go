@@ -22,7 +22,7 @@ const (
 	lineShop = `{"time":"2026-12-02T08:00:01.000Z","host":"shop.test","method":"POST","path":"/buy","status":502,"duration_ms":2.000,"bytes_out":0,"app":"shop","service":"api","instance":"shop-api-1","client":"192.0.2.2","request_id":"b","protocol":"HTTP/2"}` + "\n"
 )
 
-// Issue 27 item 5: logs APP --access keeps the access log lines of APP
+// R74 (access log): logs APP --access keeps the access log lines of APP
 // (and of --service when given) and drops the others and anything that
 // is not an access log line, whatever the chunking of the stream.
 func TestLogsAccess_FilterKeepsOneAppsLines(t *testing.T) {
@@ -43,7 +43,7 @@ func TestLogsAccess_FilterKeepsOneAppsLines(t *testing.T) {
 	}
 }
 
-// Issue 27 item 5: edge start passes no access log flag for the default
+// R74 (access log): edge start passes no access log flag for the default
 // (stdout: an edge started before keeps its flags), passes off and a file
 // under the state directory, and refuses a file outside it (the edge
 // container sees only the state directory).
@@ -86,7 +86,7 @@ func TestLogsAccess_TailFileLastLines(t *testing.T) {
 }
 
 // The CLI repeats the edge's access log names and rotation defaults so as
-// not to link edgeproxy (issue 24 item 6); they must stay what gordon-edge
+// not to link edgeproxy (start-up cost); they must stay what gordon-edge
 // takes, or edge start would pass flags the edge reads differently.
 func TestEdgeAccess_ConstantsAreTheEdges(t *testing.T) {
 	assert.Equal(t, edgeproxy.AccessLogOff, accessLogOff)

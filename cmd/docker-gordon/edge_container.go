@@ -6,7 +6,6 @@ package main
 // plugins/runtime/docker/docker.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/google/renameio/v2/maybe"
@@ -20,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
@@ -39,24 +39,6 @@ func renderSystemStatus(w io.Writer, sts ...docker.Status) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Name, s.State, img, started, s.RestartCount)
 	}
 	return tw.Flush()
-}
-
-// ensureStateDir creates the state directory (mode 0700) so Docker does
-// not create the bind source itself.
-func ensureStateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("state directory %s: %w", dir, err)
-	}
-	return nil
-}
-
-// containerUser runs system containers as the invoking user when it is not
-// root, so files they write in the state directory stay the user's.
-func containerUser() string {
-	if os.Geteuid() == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid())
 }
 
 // edgeUnit is the gordon-edge system container: /gordon-edge run on the
@@ -90,7 +72,7 @@ func edgeUnit(stateDir, httpAddr, adminAddr string, drain time.Duration) (docker
 		Cmd:        cmd,
 		Env:        []string{"GORDON_STATE_DIR=" + stateDir, "TMPDIR=/tmp"},
 		Binds:      []string{stateDir + ":" + stateDir},
-		User:       containerUser(),
+		User:       system.ContainerUser(),
 		StateDir:   stateDir,
 		StopGrace:  drain + 5*time.Second, // gordon-edge's drain bound, then a margin
 		Handover:   true,
@@ -185,11 +167,6 @@ func printEdgeAddr(w io.Writer, f edgeContainerFlags, remembered bool) {
 	fmt.Fprintln(w)
 }
 
-// printStart reports what docker.Ensure did.
-func printStart(w io.Writer, name string, r docker.Result) {
-	fmt.Fprintf(w, "%s: %s (%s, image %s)\n", name, r.Action, shortID(r.ID), r.Image)
-}
-
 // newEdgeContainerCommands returns `edge start`, `edge stop` and `edge logs`.
 func newEdgeContainerCommands(env *cliEnv) []*cobra.Command {
 	var flags edgeContainerFlags
@@ -242,7 +219,7 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 			if err := withEdgeAccessLog(&u, &flags.access, env.opts.stateDir); err != nil {
 				return err
 			}
-			if err := ensureStateDir(env.opts.stateDir); err != nil {
+			if err := system.EnsureStateDir(env.opts.stateDir); err != nil {
 				return err
 			}
 			r, err := docker.Ensure(cmd.Context(), env.dockerCli.Client(), u)
@@ -250,11 +227,11 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 				return err
 			}
 			flags.remember(env.opts.stateDir)
-			printStart(env.dockerCli.Out(), u.Name, r)
+			system.PrintStart(env.dockerCli.Out(), u.Name, r)
 			if watch {
-				err = ensureEdgeWatcher(cmd, env)
+				err = system.EnsureEdgeWatcher(cmd.Context(), env.sysEnv())
 			} else {
-				err = stopEdgeWatcher(cmd.Context(), env)
+				err = system.StopEdgeWatcher(cmd.Context(), env.sysEnv())
 			}
 			if err != nil {
 				return err
@@ -271,27 +248,14 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 		Short: "Stop and remove the gordon-edge system container (and edge start's watcher)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := stopEdgeWatcher(cmd.Context(), env); err != nil {
+			if err := system.StopEdgeWatcher(cmd.Context(), env.sysEnv()); err != nil {
 				return err
 			}
-			return runStopSystem(cmd.Context(), env, docker.EdgeName, 35*time.Second)
+			return system.StopContainer(cmd.Context(), env.sysEnv(), docker.EdgeName, 35*time.Second)
 		},
 	}
 
 	return []*cobra.Command{start, stop, newEdgeLogsCommand(env)}
-}
-
-func runStopSystem(ctx context.Context, env *cliEnv, name string, grace time.Duration) error {
-	found, err := docker.Stop(ctx, env.dockerCli.Client(), name, env.opts.stateDir, grace)
-	if err != nil {
-		return err
-	}
-	if found {
-		fmt.Fprintf(env.dockerCli.Out(), "%s: stopped and removed\n", name)
-	} else {
-		fmt.Fprintf(env.dockerCli.Out(), "%s: not running\n", name)
-	}
-	return nil
 }
 
 // newSystemLogsCommand is `logs [-f] [--tail N]` for the container chosen

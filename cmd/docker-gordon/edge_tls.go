@@ -71,6 +71,11 @@ func (f *edgeTLSFlags) resolve(cmd *cobra.Command, last edgeStartTLS) bool {
 	return used
 }
 
+// options are the flags as the system plane takes them.
+func (f edgeTLSFlags) options() system.TLSOptions {
+	return system.TLSOptions{HTTPSAddr: f.httpsAddr, ACMEEmail: f.acmeEmail, ACMECA: f.acmeCA, ACMECARoot: f.acmeCARoot, NoACME: f.noACME}
+}
+
 func (f *edgeTLSFlags) remembered() edgeStartTLS {
 	return edgeStartTLS{HTTPSAddr: f.httpsAddr, ACMEEmail: f.acmeEmail, ACMECA: f.acmeCA, ACMECARoot: f.acmeCARoot, NoACME: f.noACME}
 }

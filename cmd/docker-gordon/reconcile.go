@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
-	"github.com/gordon-deploy/docker-gordon/system/swarm"
+	"github.com/gordon-deploy/docker-gordon/system/reconcile"
 )
 
 type reconcileOptions struct {
@@ -55,9 +54,9 @@ an instance's address is re-resolved within about a second. A busy app
 			if mirror != nil {
 				// A superseded state directory's certificate storage is
 				// stale: the edges must not reach it (R80).
-				mirror.onSuperseded = stop
+				mirror.OnSuperseded = stop
 			}
-			if o.boot && !mirror.superseded(ctx, env) {
+			if o.boot && !mirror.Superseded(ctx) {
 				if err := o.runBoot(ctx, env, eng); err != nil {
 					return err
 				}
@@ -66,15 +65,15 @@ an instance's address is re-resolved within about a second. A busy app
 			var wake chan string
 			if o.watch {
 				wake = make(chan string, 64)
-				go watchEngineEvents(ctx, env.dockerCli.Client(), wake, env.logger.Named("events"))
+				go reconcile.WatchEngineEvents(ctx, env.dockerCli.Client(), wake, env.logger.Named("events"))
 			}
 			apps := args
 			for {
 				var reps []engine.ReconcileReport
 				var perr error
-				if !mirror.superseded(ctx, env) {
+				if !mirror.Superseded(ctx) {
 					reps, perr = eng.Reconcile(ctx, apps)
-					mirror.sync(ctx, env)
+					mirror.Sync(ctx)
 				}
 				if o.watch {
 					// Apps of other state directories on this engine wake
@@ -114,7 +113,7 @@ an instance's address is re-resolved within about a second. A busy app
 							apps = []string{}
 						}
 					case app := <-wake:
-						apps = wokenApps(args, drainWake(app, wake))
+						apps = reconcile.WokenApps(args, reconcile.DrainWake(app, wake))
 					}
 				}
 			}
@@ -178,29 +177,6 @@ func renderReconcile(env *cliEnv, r engine.ReconcileReport) {
 	}
 }
 
-// wokenApps is the pass an engine event asks for, as Reconcile's apps
-// argument: the woken apps among the watched ones (an empty non-nil
-// slice: every app, when woken is nil and every app is watched); nil when
-// no watched app was woken (no pass).
-func wokenApps(watched, woken []string) []string {
-	if woken == nil {
-		if len(watched) == 0 {
-			return []string{}
-		}
-		return watched
-	}
-	if len(watched) == 0 {
-		return woken
-	}
-	var out []string
-	for _, a := range woken {
-		if slices.Contains(watched, a) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // unknownAppsError is the error of a one-shot pass asked for apps this
 // state directory holds no record of (ReconcileReport.Unknown): nothing
 // was done to them, and the error says where their records may be.
@@ -239,33 +215,16 @@ func (q okPasses) same(r engine.ReconcileReport) bool {
 	return false
 }
 
-// swarmStateMirror is the watcher's part in adoption on a swarm (SPEC
-// R80): after each pass every app's records go to a Docker config, so
-// another manager can adopt them; before each pass the edge service's
-// owner is checked, so a state directory another manager took over does
-// nothing. A repeated error is logged once.
-type swarmStateMirror struct {
-	m               *swarm.Mirror
-	cfg             swarm.Config
-	lastErr, fenced string
-	// onSuperseded runs when a pass finds the state directory superseded.
-	onSuperseded func()
-}
-
 // stateMirror is nil unless watch is set and the state directory is a
-// swarm's.
-func stateMirror(env *cliEnv, watch bool) *swarmStateMirror {
+// swarm's; it takes each app's lock as this process (verb reconcile).
+func stateMirror(env *cliEnv, watch bool) *reconcile.StateMirror {
 	if !watch {
 		return nil
 	}
-	cfg, ok, err := swarm.Load(env.opts.stateDir)
-	if err != nil || !ok {
-		return nil
-	}
-	m := &swarm.Mirror{API: env.dockerCli.Client(), StateDir: env.opts.stateDir, Node: cfg.ManagerNode, Owner: cfg.StateID}
+	var tryLock func(ctx context.Context, app string) (func(), bool, error)
 	if store, err := env.openStore(); err == nil {
 		holder := core.LockHolder{PID: os.Getpid(), Verb: "reconcile", Host: hostname()}
-		m.TryLock = func(ctx context.Context, app string) (func(), bool, error) {
+		tryLock = func(ctx context.Context, app string) (func(), bool, error) {
 			l, ok, err := store.TryLock(ctx, app, holder)
 			if err != nil || !ok {
 				return nil, false, err
@@ -273,41 +232,5 @@ func stateMirror(env *cliEnv, watch bool) *swarmStateMirror {
 			return func() { _ = l.Unlock() }, true, nil
 		}
 	}
-	return &swarmStateMirror{cfg: cfg, m: m}
-}
-
-// superseded reports whether another state directory drives the edge
-// now: the pass is skipped.
-func (s *swarmStateMirror) superseded(ctx context.Context, env *cliEnv) bool {
-	if s == nil {
-		return false
-	}
-	err := swarm.CheckOwner(ctx, s.m.API, s.cfg)
-	if !errors.Is(err, core.ErrConflict) {
-		s.fenced = ""
-		return false
-	}
-	if msg := err.Error(); msg != s.fenced {
-		env.logger.Error("passes skipped", "error", err)
-		s.fenced = msg
-	}
-	if s.onSuperseded != nil {
-		s.onSuperseded()
-	}
-	return true
-}
-
-func (s *swarmStateMirror) sync(ctx context.Context, env *cliEnv) {
-	if s == nil {
-		return
-	}
-	err := s.m.Sync(ctx)
-	msg := ""
-	if err != nil && ctx.Err() == nil {
-		msg = err.Error()
-	}
-	if msg != "" && msg != s.lastErr {
-		env.logger.Error("state mirror: another manager could not adopt the latest records", "error", err)
-	}
-	s.lastErr = msg
+	return reconcile.NewStateMirror(env.dockerCli.Client(), env.opts.stateDir, tryLock, env.logger)
 }

@@ -159,7 +159,7 @@ type serverPaths struct {
 	Socket   string
 	Arch     string
 	// Network is the runner's network: the edge overlay on a swarm
-	// manager that has one (issue 25), else "" (the host network).
+	// manager that has one, else "" (the host network).
 	Network string
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/image"
 )
 
@@ -361,7 +362,7 @@ func shipFlagFiles(cmd *cobra.Command, verb string, b *runnerBundle, drop map[st
 			continue
 		}
 		path := fl.Value.String()
-		data, err := readCertFile(name, path)
+		data, err := system.ReadCertFile(name, path)
 		if err != nil {
 			return fmt.Errorf("%s: %w; nothing was changed", verb, err)
 		}

@@ -1,90 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
-
-// reconcileOpts are the flags of `system start` for the reconcile loop.
-type reconcileUnitOpts struct {
-	interval time.Duration
-	boot     bool // pass --boot (when the reconcile verb has that flag)
-}
-
-// reconcileUnit is the gordon-reconcile system container: this binary run
-// directly (not through the docker CLI) as `docker-gordon gordon reconcile
-// --watch [--boot]`, talking to the engine through the bind-mounted socket.
-// dockerHost is the engine endpoint the CLI uses (DOCKER_HOST form); a unix
-// socket is mounted at /var/run/docker.sock, a tcp:// endpoint is used as is
-// (host network); anything else (ssh://, TLS) is core.ErrInvalid.
-func reconcileUnit(stateDir, dockerHost string, o reconcileUnitOpts) (docker.Unit, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return docker.Unit{}, fmt.Errorf("find own executable: %w", err)
-	}
-	if self, err = filepath.EvalSymlinks(self); err != nil {
-		return docker.Unit{}, fmt.Errorf("own executable: %w", err)
-	}
-	env := []string{
-		"GORDON_STATE_DIR=" + stateDir,
-		"TMPDIR=/tmp",
-		"HOME=/tmp",
-		"DOCKER_CONFIG=/tmp/.docker",
-	}
-	binds := []string{stateDir + ":" + stateDir}
-	var groups []string
-	switch {
-	case dockerHost == "" || strings.HasPrefix(dockerHost, "unix://"):
-		sock := strings.TrimPrefix(dockerHost, "unix://")
-		if sock == "" {
-			sock = "/var/run/docker.sock"
-		}
-		fi, err := os.Stat(sock)
-		if err != nil {
-			return docker.Unit{}, fmt.Errorf("docker socket %s: %w: %w", sock, core.ErrUnavailable, err)
-		}
-		binds = append(binds, sock+":"+docker.DockerSock)
-		env = append(env, "DOCKER_HOST=unix://"+docker.DockerSock)
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() != 0 {
-			groups = append(groups, fmt.Sprint(st.Gid))
-		}
-	case strings.HasPrefix(dockerHost, "tcp://") && os.Getenv("DOCKER_TLS_VERIFY") == "":
-		env = append(env, "DOCKER_HOST="+dockerHost)
-	default:
-		return docker.Unit{}, fmt.Errorf("engine endpoint %s: the reconcile container supports a local unix socket or plain tcp:// only: %w", dockerHost, core.ErrInvalid)
-	}
-	cmd := []string{"gordon", "reconcile", "--watch"}
-	if o.interval > 0 {
-		cmd = append(cmd, "--interval", o.interval.String())
-	}
-	if o.boot {
-		cmd = append(cmd, "--boot")
-	}
-	return docker.Unit{
-		Kind:       "reconcile",
-		Name:       docker.ReconcileName,
-		Binaries:   map[string]string{"/docker-gordon": self},
-		Entrypoint: []string{"/docker-gordon"},
-		Cmd:        cmd,
-		Env:        env,
-		Binds:      binds,
-		User:       containerUser(),
-		GroupAdd:   groups,
-		StateDir:   stateDir,
-		StopGrace:  30 * time.Second,
-	}, nil
-}
 
 // reconcileHasBoot reports whether this build's reconcile verb has --boot:
 // the reconcile command beside cmd or beside one of its ancestors (as a
@@ -124,15 +53,15 @@ engine after a reboot; no registry and no systemd are needed.`,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if env.platform().OnSwarm() {
-				return stopSwarmSystem(cmd.Context(), env, keepEdge)
+				return system.StopSwarm(cmd.Context(), env.sysEnv(), keepEdge)
 			}
 			if keepEdge {
 				return fmt.Errorf("--keep-edge: only on a swarm (to hand the edge to another manager's state directory); nothing was changed: %w", core.ErrInvalid)
 			}
-			if err := runStopSystem(cmd.Context(), env, docker.ReconcileName, 30*time.Second); err != nil {
+			if err := system.StopContainer(cmd.Context(), env.sysEnv(), docker.ReconcileName, 30*time.Second); err != nil {
 				return err
 			}
-			return runStopSystem(cmd.Context(), env, docker.EdgeName, 35*time.Second)
+			return system.StopContainer(cmd.Context(), env.sysEnv(), docker.EdgeName, 35*time.Second)
 		},
 	}
 
@@ -167,12 +96,17 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			remembered := edgeFlags.resolve(cmd, env.opts.stateDir)
-			nodeID, onSwarm, err := chooseSwarm(cmd.Context(), env.dockerCli.Client(), swarmOpts)
+			nodeID, onSwarm, err := system.ChooseSwarm(cmd.Context(), env.dockerCli.Client(), swarmOpts.runtime)
 			if err != nil {
 				return err
 			}
 			if onSwarm {
-				return startSwarmSystem(cmd, env, nodeID, swarmOpts, edgeFlags, interval)
+				res, err := system.StartSwarm(cmd.Context(), env.sysEnv(), swarmOpts.options(cmd, nodeID, edgeFlags, interval))
+				if res.Ran {
+					edgeFlags.httpAddr, edgeFlags.drain = res.HTTPAddr, res.Drain
+					edgeFlags.remember(env.opts.stateDir)
+				}
+				return err
 			}
 			if env.platform().OnSwarm() {
 				return fmt.Errorf("this state directory serves a swarm (%s): system start --runtime docker on it would strand its apps' services; use another --state-dir for a one-engine edge: %w",
@@ -188,14 +122,14 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 			if err := withEdgeAccessLog(&eu, &edgeFlags.access, env.opts.stateDir); err != nil {
 				return err
 			}
-			ru, err := reconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, reconcileUnitOpts{
-				interval: interval,
-				boot:     reconcileHasBoot(cmd),
+			ru, err := system.ReconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, system.ReconcileOptions{
+				Interval: interval,
+				Boot:     reconcileHasBoot(cmd),
 			})
 			if err != nil {
 				return err
 			}
-			if err := ensureStateDir(env.opts.stateDir); err != nil {
+			if err := system.EnsureStateDir(env.opts.stateDir); err != nil {
 				return err
 			}
 			api := env.dockerCli.Client()
@@ -204,7 +138,7 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				printStart(env.dockerCli.Out(), u.Name, r)
+				system.PrintStart(env.dockerCli.Out(), u.Name, r)
 			}
 			edgeFlags.remember(env.opts.stateDir)
 			printEdgeAddr(env.dockerCli.Out(), edgeFlags, remembered)
@@ -230,21 +164,9 @@ func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 			if env.platform().OnSwarm() {
 				return swarmSystemStatus(cmd.Context(), env, format)
 			}
-			api := env.dockerCli.Client()
-			var view systemStatusView
-			for _, name := range []string{docker.EdgeName, docker.ReconcileName} {
-				st, err := docker.Inspect(cmd.Context(), api, name)
-				if err != nil {
-					return err
-				}
-				view.Containers = append(view.Containers, st)
-			}
-			if es, err := edgeTrafficStatus(cmd.Context(), env); err == nil {
-				g := es.AppliedGeneration
-				view.EdgeAppliedGeneration = &g
-				view.EdgeError = es.Error
-			} else {
-				view.EdgeError = err.Error()
+			view, err := system.Status(cmd.Context(), env.sysEnv(), func(ctx context.Context) (core.TrafficStatus, error) { return edgeTrafficStatus(ctx, env) })
+			if err != nil {
+				return err
 			}
 			if isJSON(format) {
 				return writeJSON(env.dockerCli.Out(), view)
@@ -265,11 +187,4 @@ func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 	addFormatFlag(status, &format)
 
 	return status
-}
-
-// systemStatusView is `system status --format json`.
-type systemStatusView struct {
-	Containers            []docker.Status `json:"containers"`
-	EdgeAppliedGeneration *uint64         `json:"edge_applied_generation,omitempty"`
-	EdgeError             string          `json:"edge_error,omitempty"`
 }

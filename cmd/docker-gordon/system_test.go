@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"net"
 	"net/http"
 	"os"
@@ -23,49 +24,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 // --- units (no engine) ---
-
-// TestSystemUnit_ReconcileUnitRunsCLIDirectly: the reconcile container runs
-// this binary as `docker-gordon gordon reconcile --watch --boot`, reaches the
-// engine through the socket mounted at /var/run/docker.sock, and gets
-// TMPDIR, GORDON_STATE_DIR and the state directory at the same path.
-func TestSystemUnit_ReconcileUnitRunsCLIDirectly(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "docker.sock")
-	l, err := net.Listen("unix", sock)
-	require.NoError(t, err)
-	defer l.Close()
-	state := t.TempDir()
-
-	u, err := reconcileUnit(state, "unix://"+sock, reconcileUnitOpts{interval: 7 * time.Second, boot: true})
-	require.NoError(t, err)
-	assert.Equal(t, docker.ReconcileName, u.Name)
-	assert.Equal(t, []string{"/docker-gordon"}, u.Entrypoint)
-	assert.Equal(t, []string{"gordon", "reconcile", "--watch", "--interval", "7s", "--boot"}, u.Cmd)
-	assert.Contains(t, u.Binds, state+":"+state)
-	assert.Contains(t, u.Binds, sock+":/var/run/docker.sock")
-	assert.Contains(t, u.Env, "DOCKER_HOST=unix:///var/run/docker.sock")
-	assert.Contains(t, u.Env, "TMPDIR=/tmp")
-	assert.Contains(t, u.Env, "GORDON_STATE_DIR="+state)
-	self, _ := os.Executable()
-	self, _ = filepath.EvalSymlinks(self)
-	assert.Equal(t, map[string]string{"/docker-gordon": self}, u.Binaries)
-
-	noBoot, err := reconcileUnit(state, "unix://"+sock, reconcileUnitOpts{})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"gordon", "reconcile", "--watch"}, noBoot.Cmd)
-
-	_, err = reconcileUnit(state, "unix://"+filepath.Join(t.TempDir(), "missing.sock"), reconcileUnitOpts{})
-	assert.ErrorIs(t, err, core.ErrUnavailable)
-	_, err = reconcileUnit(state, "ssh://user@host", reconcileUnitOpts{})
-	assert.ErrorIs(t, err, core.ErrInvalid)
-	tcp, err := reconcileUnit(state, "tcp://127.0.0.1:2375", reconcileUnitOpts{})
-	require.NoError(t, err)
-	assert.Contains(t, tcp.Env, "DOCKER_HOST=tcp://127.0.0.1:2375")
-}
 
 // TestSystemUnit_BootFlagOnlyWhenReconcileHasIt: --boot is passed only when
 // this build's reconcile verb defines it.
@@ -389,7 +351,7 @@ func testSystemStartRunsEdgeAndReconcile(t *testing.T, cli *client.Client, bins 
 
 	r = dockerGordon(t, bins, state, "system", "status", "--format", "json")
 	require.Equal(t, 0, r.code, "%+v", r)
-	var view systemStatusView
+	var view system.StatusView
 	require.NoError(t, json.Unmarshal([]byte(r.out), &view), r.out)
 	require.Len(t, view.Containers, 2)
 	names := []string{view.Containers[0].Name, view.Containers[1].Name}
@@ -445,55 +407,4 @@ func TestCLI_FileGivenWithoutDashFIsNamed(t *testing.T) {
 	err = validate.Args(validate, []string{"no-such.toml"})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "pass it with -f", "only an existing file gets the hint")
-}
-
-// On a swarm the edge publishes one port on every edge node: --http-addr
-// must be :PORT (or a wildcard host); a loopback or specific address is
-// refused with the reason.
-func TestSwarmHTTPPort_OnlyAPortOnEveryNode(t *testing.T) {
-	for addr, want := range map[string]int{":80": 80, "0.0.0.0:8080": 8080, "[::]:81": 81} {
-		got, err := swarmHTTPPort(addr)
-		require.NoError(t, err, addr)
-		assert.Equal(t, want, got, addr)
-	}
-	for _, addr := range []string{"127.0.0.1:8080", "80", ":0", ":http"} {
-		_, err := swarmHTTPPort(addr)
-		require.ErrorIs(t, err, core.ErrInvalid, addr)
-		assert.Contains(t, err.Error(), "host mode", addr)
-	}
-}
-
-// What a swarm edge cannot do is refused before anything changes: no
-// registry, an unknown --edge-nodes.
-func TestCheckSwarmStart_RefusesWhatASwarmEdgeCannotDo(t *testing.T) {
-	ok := swarmStartOpts{registry: "reg:5000", edgeNodes: "all"}
-	require.NoError(t, checkSwarmStart(ok))
-	err := checkSwarmStart(swarmStartOpts{edgeNodes: "all"})
-	require.ErrorIs(t, err, core.ErrInvalid)
-	assert.Contains(t, err.Error(), "--registry")
-	bad := ok
-	bad.edgeNodes = "some"
-	require.ErrorIs(t, checkSwarmStart(bad), core.ErrInvalid)
-}
-
-// A state directory that serves one-engine apps is not turned into a
-// swarm's (their containers would be neither found nor routed); one whose
-// apps were all removed, or that has none, may be.
-func TestRefuseOneEngineApps_AStateDirectoryServingOneEngineAppsStaysOne(t *testing.T) {
-	env := &cliEnv{}
-	env.opts.stateDir = t.TempDir()
-	require.NoError(t, refuseOneEngineApps(context.Background(), env), "no apps")
-	store, err := env.openStore()
-	require.NoError(t, err)
-	ctx := context.Background()
-	_, err = store.EnsureApp(ctx, "gone")
-	require.NoError(t, err)
-	require.NoError(t, refuseOneEngineApps(ctx, env), "an app with nothing serving")
-	_, err = store.EnsureApp(ctx, "blog")
-	require.NoError(t, err)
-	require.NoError(t, store.SaveActive(ctx, core.Active{App: "blog", Services: map[string]*core.ActiveService{"web": {Container: "c1"}}}))
-	err = refuseOneEngineApps(ctx, env)
-	require.ErrorIs(t, err, core.ErrConflict)
-	assert.Contains(t, err.Error(), "one-engine apps (blog)")
-	assert.Contains(t, err.Error(), "--state-dir")
 }

@@ -9,8 +9,7 @@ import (
 // warmProbes starts, in the background, the built-in probe plugins that
 // spec's readiness checks will use (probe/http, probe/tcp, probe/log), so
 // their start and handshake (about 40-60 ms each) overlap the runtime and
-// traffic plugins' starts instead of delaying the probe phase (issue 24
-// item 6). A failed start is not reported here: the probe phase asks the
+// traffic plugins' starts instead of delaying the probe phase. A failed start is not reported here: the probe phase asks the
 // plugin host again, which starts it afresh and reports the error.
 func warmProbes(ctx context.Context, env *cliEnv, spec core.AppSpec) {
 	host, err := env.pluginHost()

@@ -70,8 +70,8 @@ func TestR12_RefusedFirstDeployStoresNothing(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		// deploy -f checks under the deploy's lock (Deploy with Submit,
-		// issue 24); SubmitChecked is the same checks alone.
+		// deploy -f checks under the deploy's lock (Deploy with Submit);
+		// SubmitChecked is the same checks alone.
 		for _, via := range []string{"SubmitChecked", "Deploy+Submit"} {
 			t.Run(name+"/"+via, func(t *testing.T) {
 				h := coretest.NewEngine(t)

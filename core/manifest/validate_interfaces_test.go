@@ -43,6 +43,8 @@ func TestManifest_ValidationHTTP(t *testing.T) {
 func TestManifest_ValidationTCPUDP(t *testing.T) {
 	checkRefusals(t, []refusalCase{
 		{"tcp port required", base + "[[services.web.tcp]]\npublish = \"0.0.0.0:9000\"\n", "services.web.tcp[0].port", "required: the container port, want a port number from 1 to 65535"},
+		{"tcp idle_timeout at least 1s", base + "[[services.web.tcp]]\nport = 9000\npublish = \"0.0.0.0:9000\"\nidle_timeout = \"10ms\"\n", "services.web.tcp[0].idle_timeout", "10ms is out of range: want from 1s to 24h"},
+		{"udp max_conns at least 1", base + "[[services.web.udp]]\nport = 53\npublish = \"0.0.0.0:53\"\nmax_conns = 0\n", "services.web.udp[0].max_conns", "invalid max_conns 0: want from 1 to 100000 connections (or sessions) at once"},
 		{"tcp publish required", base + "[[services.web.tcp]]\nport = 9000\n", "services.web.tcp[0].publish", `required: the edge's listen address "IP:port", e.g. "0.0.0.0:9000"`},
 		{"publish is an IP", base + "[[services.web.tcp]]\nport = 9000\npublish = \"localhost:9000\"\n", "services.web.tcp[0].publish", `invalid publish "localhost:9000": want "IP:port" with an IPv4 address or a bracketed IPv6 address and a port from 1 to 65535, e.g. "0.0.0.0:9000" or "[::]:9000"`},
 		{"publish port range", base + "[[services.web.udp]]\nport = 53\npublish = \"0.0.0.0:0\"\n", "services.web.udp[0].publish", `invalid publish "0.0.0.0:0": want "IP:port" with an IPv4 address or a bracketed IPv6 address and a port from 1 to 65535, e.g. "0.0.0.0:9000" or "[::]:9000"`},

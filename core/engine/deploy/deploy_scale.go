@@ -133,7 +133,7 @@ func (s *serviceRun) retireInstances(ctx context.Context, ins []core.Instance) {
 	t = time.Now()
 	// The instances retire in parallel (each with its own grace), as the
 	// candidates were created: a 10-replica generation does not take 10
-	// stop graces (issue 24 item 6). Warnings are added in instance order.
+	// stop graces. Warnings are added in instance order.
 	results := make([]steps.RetireResult, len(ins))
 	var wg sync.WaitGroup
 	for i, old := range ins {

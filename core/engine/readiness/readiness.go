@@ -440,7 +440,7 @@ func (w *ReadinessWaiter) Wait(ctx context.Context, target core.ProbeTarget, r c
 // the pauses double from it (50, 100, 200, 400, 800 ms) until they reach
 // the kind's interval. A container that listens a few milliseconds after
 // its start is then seen ready within about 50 ms instead of a whole
-// interval later (issue 24 item 6: deploy wall time against `docker run`
+// interval later (measured as the deploy's wall time against `docker run`
 // + first 200).
 const ProbeRampStart = 50 * time.Millisecond
 

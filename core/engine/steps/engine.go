@@ -85,7 +85,7 @@ type Engine struct {
 	TrafficHint TrafficHint
 	// EdgeNetwork is the network the edge reaches every app's instances
 	// on besides their app network ("": none). On a swarm it is the
-	// shared attachable overlay gordon-edge (issue 25), and an instance's
+	// shared attachable overlay gordon-edge (on a swarm), and an instance's
 	// address there is routed (R18, verifyBinds).
 	EdgeNetwork string
 	// CreateWithRestartPolicy creates candidates with their final restart

@@ -1,4 +1,4 @@
-package main
+package system
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
@@ -24,43 +22,43 @@ func isEdgeWatcher(st docker.Status) bool {
 	return st.State != "absent" && !slices.Contains(st.Cmd, "--boot")
 }
 
-// ensureEdgeWatcher starts (or updates) edge start's watcher unless a
+// EnsureEdgeWatcher starts (or updates) edge start's watcher unless a
 // gordon-reconcile of system start runs. An engine endpoint the watcher
 // container cannot use (core.ErrInvalid: TLS or ssh:// seen from this CLI)
 // is a warning, not a failure: the edge still runs, and routes follow the
 // verbs until the next `reconcile`.
-func ensureEdgeWatcher(cmd *cobra.Command, env *cliEnv) error {
-	api := env.dockerCli.Client()
-	st, err := docker.Inspect(cmd.Context(), api, docker.ReconcileName)
+func EnsureEdgeWatcher(ctx context.Context, env Env) error {
+	api := env.API
+	st, err := docker.Inspect(ctx, api, docker.ReconcileName)
 	if err != nil {
 		return err
 	}
 	if st.State != "absent" && !isEdgeWatcher(st) {
-		fmt.Fprintf(env.dockerCli.Out(), "%s: left as is (system start's, state %s)\n", docker.ReconcileName, st.State)
+		fmt.Fprintf(env.Out, "%s: left as is (system start's, state %s)\n", docker.ReconcileName, st.State)
 		return nil
 	}
-	u, err := reconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, reconcileUnitOpts{})
+	u, err := ReconcileUnit(env.StateDir, env.DockerHost, ReconcileOptions{})
 	if errors.Is(err, core.ErrInvalid) {
-		fmt.Fprintf(env.dockerCli.Err(), "warning: no watcher: %v; routes follow the verbs until the next `docker gordon reconcile`\n", err)
+		fmt.Fprintf(env.Err, "warning: no watcher: %v; routes follow the verbs until the next `docker gordon reconcile`\n", err)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	r, err := docker.Ensure(cmd.Context(), api, u)
+	r, err := docker.Ensure(ctx, api, u)
 	if err != nil {
 		return fmt.Errorf("the edge runs, but its watcher does not: %w (retry `docker gordon edge start`, or --watch=false for the edge alone)", err)
 	}
-	printStart(env.dockerCli.Out(), u.Name, r)
+	PrintStart(env.Out, u.Name, r)
 	return nil
 }
 
-// stopEdgeWatcher stops edge start's watcher, if that is what runs as
+// StopEdgeWatcher stops edge start's watcher, if that is what runs as
 // gordon-reconcile; system start's is left to `system stop`.
-func stopEdgeWatcher(ctx context.Context, env *cliEnv) error {
-	st, err := docker.Inspect(ctx, env.dockerCli.Client(), docker.ReconcileName)
-	if err != nil || !isEdgeWatcher(st) || st.StateDir != env.opts.stateDir {
+func StopEdgeWatcher(ctx context.Context, env Env) error {
+	st, err := docker.Inspect(ctx, env.API, docker.ReconcileName)
+	if err != nil || !isEdgeWatcher(st) || st.StateDir != env.StateDir {
 		return err
 	}
-	return runStopSystem(ctx, env, docker.ReconcileName, 30*time.Second)
+	return StopContainer(ctx, env, docker.ReconcileName, 30*time.Second)
 }

@@ -1,4 +1,4 @@
-package main
+package system
 
 // The swarm edge's published ports (issue 25): a Swarm host-mode port is
 // part of the service spec, so system start declares them all — HTTP,
@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/moby/moby/client"
-	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
@@ -40,13 +39,12 @@ func swarmPort(flag, addr string) (int, error) {
 // (old, from swarm.json). caRoot is --acme-ca-root's content when given
 // now (cfg.ACME.CARootConfig is then its config's name). Nothing changes
 // here: an invalid flag is refused before the swarm is touched.
-func resolveSwarmEdge(cmd *cobra.Command, cfg *swarm.Config, old swarm.Config, tls edgeTLSFlags, tcpList string) (caRoot []byte, err error) {
-	changed := cmd.Flags().Changed
+func resolveSwarmEdge(changed func(flag string) bool, cfg *swarm.Config, old swarm.Config, tls TLSOptions, tcpList string) (caRoot []byte, err error) {
 	cfg.HTTPSPort, cfg.ACME = old.HTTPSPort, old.ACME
 	if changed("https-addr") {
 		cfg.HTTPSPort = 0
-		if tls.httpsAddr != "" {
-			if cfg.HTTPSPort, err = swarmPort("--https-addr", tls.httpsAddr); err != nil {
+		if tls.HTTPSAddr != "" {
+			if cfg.HTTPSPort, err = swarmPort("--https-addr", tls.HTTPSAddr); err != nil {
 				return nil, err
 			}
 		}
@@ -59,15 +57,15 @@ func resolveSwarmEdge(cmd *cobra.Command, cfg *swarm.Config, old swarm.Config, t
 		name string
 		dst  *string
 		v    string
-	}{{"acme-email", &cfg.ACME.Email, tls.acmeEmail}, {"acme-ca", &cfg.ACME.CA, tls.acmeCA}} {
+	}{{"acme-email", &cfg.ACME.Email, tls.ACMEEmail}, {"acme-ca", &cfg.ACME.CA, tls.ACMECA}} {
 		if changed(f.name) {
 			*f.dst, acmeGiven = f.v, true
 		}
 	}
 	if changed("acme-ca-root") {
 		acmeGiven, cfg.ACME.CARootConfig = true, ""
-		if tls.acmeCARoot != "" {
-			if caRoot, err = readCertFile("acme-ca-root", tls.acmeCARoot); err != nil {
+		if tls.ACMECARoot != "" {
+			if caRoot, err = ReadCertFile("acme-ca-root", tls.ACMECARoot); err != nil {
 				return nil, err
 			}
 			cfg.ACME.CARootConfig = swarm.CARootConfigName(caRoot)
@@ -75,7 +73,7 @@ func resolveSwarmEdge(cmd *cobra.Command, cfg *swarm.Config, old swarm.Config, t
 	}
 	switch {
 	case changed("no-acme"):
-		cfg.ACME.Off = tls.noACME
+		cfg.ACME.Off = tls.NoACME
 	case acmeGiven:
 		cfg.ACME.Off = false // an --acme-* flag means ACME
 	}
@@ -107,8 +105,8 @@ func ensureCARoot(ctx context.Context, api client.APIClient, cfg swarm.Config, c
 	return id, nil
 }
 
-// swarmPortsText is "HTTP :80, HTTPS :443, TCP :9000 :9001".
-func swarmPortsText(c swarm.Config) string {
+// SwarmPortsText is "HTTP :80, HTTPS :443, TCP :9000 :9001".
+func SwarmPortsText(c swarm.Config) string {
 	s := fmt.Sprintf("HTTP :%d", c.HTTPPort)
 	if c.HTTPSPort > 0 {
 		s += fmt.Sprintf(", HTTPS :%d", c.HTTPSPort)
@@ -125,12 +123,12 @@ func swarmPortsText(c swarm.Config) string {
 // printEdgeServiceAction says what system start did to the edge service
 // and, for an update, that Swarm replaces each node's edge task once.
 func printEdgeServiceAction(w io.Writer, cfg, old swarm.Config, wasSwarm bool, action string) {
-	fmt.Fprintf(w, "%s: global service %s (%s on every edge node, host mode)\n", cfg.Service, action, swarmPortsText(cfg))
+	fmt.Fprintf(w, "%s: global service %s (%s on every edge node, host mode)\n", cfg.Service, action, SwarmPortsText(cfg))
 	if action != "updated" {
 		return
 	}
 	if wasSwarm && (old.HTTPPort != cfg.HTTPPort || old.HTTPSPort != cfg.HTTPSPort || !slices.Equal(old.TCPPorts, cfg.TCPPorts)) {
-		fmt.Fprintf(w, "%s: published ports changed from %s\n", cfg.Service, swarmPortsText(old))
+		fmt.Fprintf(w, "%s: published ports changed from %s\n", cfg.Service, SwarmPortsText(old))
 	}
 	fmt.Fprintf(w, "%s: Swarm replaces the edge task of each node once (stop, then start: that node's edge does not answer for a moment)\n", cfg.Service)
 }
@@ -138,8 +136,8 @@ func printEdgeServiceAction(w io.Writer, cfg, old swarm.Config, wasSwarm bool, a
 // refuseUnpublishingBoundPorts refuses (core.ErrConflict, before anything
 // changes) a --tcp-ports list without a port a serving app's TCP bind
 // publishes: its bind would stop answering from outside.
-func refuseUnpublishingBoundPorts(ctx context.Context, env *cliEnv, ports []int) error {
-	store, err := env.openStore()
+func refuseUnpublishingBoundPorts(ctx context.Context, env Env, ports []int) error {
+	store, err := env.Records()
 	if err != nil {
 		return err
 	}

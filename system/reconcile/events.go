@@ -1,7 +1,8 @@
-package main
+package reconcile
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,18 +21,18 @@ var engineEventActions = []string{"die", "start", "restart", "destroy", "health_
 // event stream ended (engine restarting, connection lost).
 const eventResubscribe = time.Second
 
-// eventSource is the part of the engine API watchEngineEvents uses.
-type eventSource interface {
+// EventSource is the part of the engine API WatchEngineEvents uses.
+type EventSource interface {
 	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
 }
 
-// watchEngineEvents follows the engine's events of managed workload
+// WatchEngineEvents follows the engine's events of managed workload
 // containers (engineEventActions) and sends each event's app (label
 // dev.gordon.app) on wake; a send never blocks (a full wake channel
 // already holds a pending pass). It re-subscribes eventResubscribe after
 // the stream ends, and then sends "" (any app: the engine may have
 // restarted, so every app is re-resolved). It returns when ctx ends.
-func watchEngineEvents(ctx context.Context, api eventSource, wake chan<- string, log hclog.Logger) {
+func WatchEngineEvents(ctx context.Context, api EventSource, wake chan<- string, log hclog.Logger) {
 	f := make(client.Filters).Add("type", string(events.ContainerEventType)).
 		Add("label", core.LabelManaged+"=true").Add("label", core.LabelRole+"=workload").
 		Add("event", engineEventActions...)
@@ -75,9 +76,9 @@ func send(wake chan<- string, app string) {
 	}
 }
 
-// drainWake returns the apps pending on wake: nil (every app) when any
+// DrainWake returns the apps pending on wake: nil (every app) when any
 // pending wake names no app, else the distinct names.
-func drainWake(first string, wake <-chan string) []string {
+func DrainWake(first string, wake <-chan string) []string {
 	all := first == ""
 	seen := map[string]bool{first: true}
 	apps := []string{first}
@@ -98,4 +99,27 @@ func drainWake(first string, wake <-chan string) []string {
 			return apps
 		}
 	}
+}
+
+// WokenApps is the pass an engine event asks for, as Reconcile's apps
+// argument: the woken apps among the watched ones (an empty non-nil
+// slice: every app, when woken is nil and every app is watched); nil when
+// no watched app was woken (no pass).
+func WokenApps(watched, woken []string) []string {
+	if woken == nil {
+		if len(watched) == 0 {
+			return []string{}
+		}
+		return watched
+	}
+	if len(watched) == 0 {
+		return woken
+	}
+	var out []string
+	for _, a := range woken {
+		if slices.Contains(watched, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package main
+package system
 
 // Adoption (issue 25, SPEC R80): the reconcile loop on a swarm manager
 // mirrors every app's records into a Docker config (swarm.Mirror);
@@ -17,10 +17,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
-	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
@@ -30,7 +28,7 @@ import (
 // directory drives is refused when this one was superseded by it
 // (wasSwarm), or when its manager is still up, unless --adopt (R80). It
 // changes nothing.
-func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *swarmStartOpts, old swarm.Config, wasSwarm bool) (swarm.RunningEdge, error) {
+func adoptSwarmEdge(ctx context.Context, env Env, api client.APIClient, o *SwarmStartOptions, old swarm.Config, wasSwarm bool) (swarm.RunningEdge, error) {
 	e, found, err := swarm.AdoptEdge(ctx, api, swarm.DefaultService)
 	if err != nil || !found {
 		return swarm.RunningEdge{}, err
@@ -38,11 +36,11 @@ func adoptSwarmEdge(ctx context.Context, env *cliEnv, api client.APIClient, o *s
 	if wasSwarm {
 		return e, swarm.CheckOwner(ctx, api, old)
 	}
-	if o.registry == "" && e.Registry != "" {
-		o.registry = e.Registry
-		fmt.Fprintf(env.dockerCli.Err(), "registry %s: the one the running edge service was pushed to\n", e.Registry)
+	if o.Registry == "" && e.Registry != "" {
+		o.Registry = e.Registry
+		fmt.Fprintf(env.Err, "registry %s: the one the running edge service was pushed to\n", e.Registry)
 	}
-	if e.Owner == "" || o.adopt {
+	if e.Owner == "" || o.Adopt {
 		return e, nil
 	}
 	nodes, err := swarm.Nodes(ctx, api)
@@ -71,7 +69,7 @@ type adoption struct {
 // ready node (its state directory is in use), it refuses unless force:
 // two state directories would drive the same services. It changes
 // nothing.
-func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, force bool) (adoption, error) {
+func planAdoption(ctx context.Context, env Env, api client.APIClient, force bool) (adoption, error) {
 	all, err := swarm.ListAdoptable(ctx, api)
 	if err != nil || len(all) == 0 {
 		return adoption{}, err
@@ -80,7 +78,7 @@ func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, force 
 	for _, a := range all {
 		// An app this state directory has any record of (held, or
 		// removed from here) is this state directory's to decide.
-		if _, err := os.Stat(filepath.Join(env.opts.stateDir, "apps", a.App)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(env.StateDir, "apps", a.App)); errors.Is(err, os.ErrNotExist) {
 			plan.apps = append(plan.apps, a)
 		} else if err != nil {
 			return adoption{}, fmt.Errorf("app %s: %w", a.App, err)
@@ -113,7 +111,7 @@ func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, force 
 	for _, a := range plan.apps {
 		b, err := swarm.Fetch(ctx, api, a)
 		if err != nil {
-			fmt.Fprintf(env.dockerCli.Err(), "warning: not adopted: %v\n", err)
+			fmt.Fprintf(env.Err, "warning: not adopted: %v\n", err)
 			continue
 		}
 		apps, plan.bundles = append(apps, a), append(plan.bundles, b)
@@ -123,31 +121,20 @@ func planAdoption(ctx context.Context, env *cliEnv, api client.APIClient, force 
 }
 
 // adopt writes each planned app's records into this state directory.
-func (p adoption) adopt(env *cliEnv) error {
+func (p adoption) adopt(env Env) error {
 	now := time.Now()
 	for i, a := range p.apps {
-		if err := swarm.WriteBundle(env.opts.stateDir, p.bundles[i]); err != nil {
+		if err := swarm.WriteBundle(env.StateDir, p.bundles[i]); err != nil {
 			return fmt.Errorf("adopt %w (run system start again to adopt the rest)", err)
 		}
 		from := a.Node
 		if n, ok := p.nodes[a.Node]; ok {
 			from = n.Name + ", " + n.State + ","
 		}
-		fmt.Fprintf(env.dockerCli.Out(), "app %s: adopted from the swarm (its records as manager %s wrote them %s); secrets are not adopted: set them again before its next deploy\n",
+		fmt.Fprintf(env.Out, "app %s: adopted from the swarm (its records as manager %s wrote them %s); secrets are not adopted: set them again before its next deploy\n",
 			a.App, from, swarm.StateAge(a.At, now))
 	}
 	return nil
-}
-
-// checkSwarmOwner refuses every engine verb from a state directory
-// another manager's state directory took over (R80): on a swarm, with the
-// engine reached directly (in the runner, or the reconcile container).
-func (e *cliEnv) checkSwarmOwner(ctx context.Context) error {
-	p := e.platform()
-	if p.Kind != system.Swarm || p.NeedsRunner(runnerSession != nil) || e.ownerInPasses {
-		return nil
-	}
-	return swarm.CheckOwner(ctx, e.dockerCli.Client(), p.Config)
 }
 
 // adoptedEdgeSettings reads the swarm.json the swarm's state configs hold
@@ -155,17 +142,17 @@ func (e *cliEnv) checkSwarmOwner(ctx context.Context) error {
 // directory without one: its HTTP port and drain become the flags' values
 // unless given, and the rest is what system start remembers. Its StateID
 // and manager are not taken: they are the other state directory's.
-func adoptedEdgeSettings(cmd *cobra.Command, api client.APIClient, ef *edgeContainerFlags) (swarm.Config, bool, error) {
-	c, found, err := swarm.AdoptableConfig(cmd.Context(), api)
+func adoptedEdgeSettings(ctx context.Context, api client.APIClient, o *SwarmStartOptions) (swarm.Config, bool, error) {
+	c, found, err := swarm.AdoptableConfig(ctx, api)
 	if err != nil || !found {
 		return swarm.Config{}, false, err
 	}
 	c.StateID, c.ManagerNode = "", ""
-	if !cmd.Flags().Changed("http-addr") && c.HTTPPort > 0 {
-		ef.httpAddr = ":" + strconv.Itoa(c.HTTPPort)
+	if !o.changed("http-addr") && c.HTTPPort > 0 {
+		o.HTTPAddr = ":" + strconv.Itoa(c.HTTPPort)
 	}
-	if !cmd.Flags().Changed("drain-timeout") && c.Drain > 0 {
-		ef.drain = c.Drain
+	if !o.changed("drain-timeout") && c.Drain > 0 {
+		o.Drain = c.Drain
 	}
 	return c, true, nil
 }

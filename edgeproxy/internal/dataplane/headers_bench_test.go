@@ -1,4 +1,4 @@
-package edgeproxy
+package dataplane_test
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package main
+package reconcile
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
 
 // fakeEvents serves one stream per subscription: the messages of streams[i],
@@ -52,7 +51,7 @@ func TestR41_WatcherWakesTheAppOfAManagedContainerEventAndEveryAppAfterTheStream
 	wake := make(chan string, 8)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go watchEngineEvents(ctx, f, wake, hclog.NewNullLogger())
+	go WatchEngineEvents(ctx, f, wake, hclog.NewNullLogger())
 
 	got := func() string {
 		select {
@@ -79,40 +78,14 @@ func TestR41_WakesCoalesceIntoOnePassOverTheWokenWatchedApps(t *testing.T) {
 	wake <- "shop"
 	wake <- "kv"
 	wake <- "kv"
-	assert.Equal(t, []string{"kv", "shop"}, drainWake("kv", wake))
+	assert.Equal(t, []string{"kv", "shop"}, DrainWake("kv", wake))
 	require.Empty(t, wake)
 	wake <- ""
-	assert.Nil(t, drainWake("kv", wake), "an app-less wake: every app")
+	assert.Nil(t, DrainWake("kv", wake), "an app-less wake: every app")
 
-	assert.Equal(t, []string{"kv"}, wokenApps(nil, []string{"kv"}))
-	assert.Equal(t, []string{}, wokenApps(nil, nil), "every app")
-	assert.Equal(t, []string{"kv"}, wokenApps([]string{"kv", "blog"}, []string{"kv", "shop"}))
-	assert.Nil(t, wokenApps([]string{"blog"}, []string{"shop"}), "no watched app woken: no pass")
-	assert.Equal(t, []string{"blog"}, wokenApps([]string{"blog"}, nil))
-}
-
-// A one-shot reconcile of an app the state directory holds no record of
-// fails with ErrNotFound naming the app and the state directory; known
-// apps (even busy or failing ones) are no such error.
-func TestR39_ReconcileOfAnUnknownAppSaysWhereItsRecordsMayBe(t *testing.T) {
-	require.NoError(t, unknownAppsError([]engine.ReconcileReport{{App: "blog"}, {App: "api", Skipped: true}}, "/s"))
-	err := unknownAppsError([]engine.ReconcileReport{{App: "blog"}, {App: "shop", Unknown: true}}, "/var/lib/gordon")
-	require.ErrorIs(t, err, core.ErrNotFound)
-	require.Contains(t, err.Error(), "app shop: not known to state directory /var/lib/gordon")
-	require.NotContains(t, err.Error(), "blog")
-}
-
-// A watcher prints an app's plain "ok" pass once, then again only after
-// something else happened to the app (a retire, an error, a different
-// count).
-func TestOkPasses_AWatcherSaysAnUnchangedOkPassOnce(t *testing.T) {
-	q := okPasses{}
-	ok := engine.ReconcileReport{App: "web", Verified: []string{"a"}}
-	assert.False(t, q.same(ok), "the first ok pass is printed")
-	assert.True(t, q.same(ok), "the same ok pass is not")
-	assert.False(t, q.same(engine.ReconcileReport{App: "kv", Verified: []string{"b"}}), "another app's is")
-	retired := engine.ReconcileReport{App: "web", Verified: []string{"a"}, Retired: []string{"x"}}
-	assert.False(t, q.same(retired), "a pass that did something is printed")
-	assert.False(t, q.same(ok), "and the next ok pass is printed again")
-	assert.False(t, q.same(engine.ReconcileReport{App: "web", Verified: []string{"a", "b"}}), "a different count is printed")
+	assert.Equal(t, []string{"kv"}, WokenApps(nil, []string{"kv"}))
+	assert.Equal(t, []string{}, WokenApps(nil, nil), "every app")
+	assert.Equal(t, []string{"kv"}, WokenApps([]string{"kv", "blog"}, []string{"kv", "shop"}))
+	assert.Nil(t, WokenApps([]string{"blog"}, []string{"shop"}), "no watched app woken: no pass")
+	assert.Equal(t, []string{"blog"}, WokenApps([]string{"blog"}, nil))
 }

@@ -1,4 +1,4 @@
-package edgeproxy_test
+package l4
 
 import (
 	"net"
@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy"
 )
 
 // echoUDP is a UDP backend that answers every datagram with name + ":" + it.
@@ -56,32 +55,32 @@ func udpExchange(t *testing.T, c net.Conn, msg string) string {
 // existing session drains on the old one until it has been idle for the
 // idle timeout; its next datagram then opens a session on the new backend.
 func TestDecision11_UDPSessionsPinnedThenExpire(t *testing.T) {
-	e := startEdge(t, func(c *edgeproxy.Config) { c.UDPIdleTimeout = time.Second }) // long enough for a publish on a loaded machine
+	reg := newFakeBackends()
+	u := NewUDPRelays(UDPConfig{Backends: reg, IdleTimeout: time.Second}) // long enough for an update on a loaded machine
+	t.Cleanup(u.Close)
 	oldBE := echoUDP(t, "old")
 	newBE := echoUDP(t, "new")
 	listen := freeUDPPort(t)
-	udp := func(gen uint64, backend string) routetable.Table {
-		return routetable.Table{Schema: routetable.Schema, Generation: gen, Graph: routetable.Graph{
-			UDP: []routetable.L4Route{{Listen: listen, App: "game", Service: "srv", Backend: backend}},
-		}}
+	route := func(backend string) []routetable.L4Route {
+		return []routetable.L4Route{{Listen: listen, App: "game", Service: "srv", Backend: backend}}
 	}
-	e.publish(t, udp(1, oldBE))
+	u.Update(route(oldBE))
 
 	c1, err := net.Dial("udp", listen)
 	require.NoError(t, err)
 	defer c1.Close()
 	assert.Equal(t, "old:a", udpExchange(t, c1, "a"))
-	assert.Equal(t, int64(1), openConns(e.srv.Status(), oldBE))
+	assert.Equal(t, int64(1), reg.get(oldBE).open.Load())
 
-	e.publish(t, udp(2, newBE))
+	u.Update(route(newBE))
 	c2, err := net.Dial("udp", listen)
 	require.NoError(t, err)
 	defer c2.Close()
 	assert.Equal(t, "new:b", udpExchange(t, c2, "b"))
 	assert.Equal(t, "old:c", udpExchange(t, c1, "c"), "an existing session stays on its backend")
-	assert.Contains(t, e.srv.Status().Listeners, routetable.ListenerStatus{Addr: listen, Proto: "udp"})
+	assert.Contains(t, u.ListenerStatus(), routetable.ListenerStatus{Addr: listen, Proto: "udp"})
 
-	require.Eventually(t, func() bool { return openConns(e.srv.Status(), oldBE) == 0 }, 3*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return reg.get(oldBE).open.Load() == 0 }, 3*time.Second, 20*time.Millisecond,
 		"the old session expires after the idle timeout")
 	assert.Equal(t, "new:d", udpExchange(t, c1, "d"), "after expiry the client gets a session on the new backend")
 }
