@@ -1,14 +1,20 @@
 package edgeproxy
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
+	"strings"
+
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 )
 
 // adminHandler serves GET /status (live routetable.Status as JSON), GET
 // /healthz ("ok"), GET /metrics, POST /reload and, with RoutesToken, PUT
-// and GET /routes.
+// and GET /routes; every one but /healthz and /routes (which checks the
+// routes token itself) behind requireAdminToken.
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
@@ -34,5 +40,41 @@ func (s *Server) adminHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return mux
+	return s.requireAdminToken(mux)
+}
+
+// requireAdminToken answers 401 to an admin request without "Bearer
+// <AdminToken>" or "Bearer <RoutesToken>" (Config.AdminToken), except GET
+// /healthz and /routes. With neither token configured it lets every
+// request through (a loopback admin address: checkAdminAccess).
+func (s *Server) requireAdminToken(next http.Handler) http.Handler {
+	var accepted [][sha256.Size]byte
+	for _, tok := range []string{s.cfg.AdminToken, s.cfg.RoutesToken} {
+		if tok != "" {
+			accepted = append(accepted, sha256.Sum256([]byte(tok)))
+		}
+	}
+	if len(accepted) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/routes" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if ok {
+			// Hashed first: the comparison takes the same time whatever
+			// the presented token.
+			got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+			for _, want := range accepted {
+				if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
+					next.ServeHTTP(w, r)
+					return
+				}
+			}
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gordon-edge admin"`)
+		http.Error(w, "missing or wrong admin token (<state>/edge/"+edgestate.AdminTokenFile+")", http.StatusUnauthorized)
+	})
 }

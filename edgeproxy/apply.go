@@ -37,7 +37,7 @@ func (s *Server) Apply(t routetable.Table) error {
 	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	snap, referenced := dataplane.BuildSnapshot(t, s.Reg, s.Metrics)
+	snap, referenced := dataplane.BuildSnapshot(s.narrowAllow(t), s.Reg, s.Metrics)
 	if s.tls != nil {
 		s.tls.annotate(snap)
 	}

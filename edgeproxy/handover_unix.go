@@ -7,7 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,29 +17,84 @@ import (
 	"time"
 )
 
-// handoverPath is the hand-over socket's address: the file in the state
-// directory, or, when that path is too long for a unix socket address, an
-// abstract name derived from it (both edges share the host network
-// namespace, where abstract names live).
-func handoverPath(stateDir string) string {
-	p := filepath.Join(stateDir, "edge", HandoverFile)
-	if len(p) < 100 {
-		return p
+// handoverSockMax is the longest socket path used as is: sun_path holds
+// 104 bytes on the BSDs and 108 on Linux, with the terminating NUL.
+const handoverSockMax = 100
+
+// handoverAddr returns the address of the hand-over socket
+// <state>/edge/handover.sock and a release to call once the socket is
+// bound or connected. The socket is never abstract (an abstract name has
+// no permissions, and every process in the network namespace can reach
+// it). A path too long for a socket address is reached through a
+// descriptor of <state>/edge (/proc/self/fd/<n>/handover.sock on Linux),
+// so the socket stays in the state directory, the one place two edge
+// containers share; without /proc it is a socket in a private directory
+// (privateHandoverDir). The error says what to do.
+func handoverAddr(stateDir string) (string, func(), error) {
+	dir := filepath.Join(stateDir, "edge")
+	p := filepath.Join(dir, HandoverFile)
+	if len(p) < handoverSockMax {
+		return p, func() {}, nil
+	}
+	if d, err := os.Open(dir); err == nil {
+		short := fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), HandoverFile)
+		if _, err := os.Stat(filepath.Dir(short)); err == nil {
+			return short, func() { _ = d.Close() }, nil
+		}
+		_ = d.Close()
+	}
+	private, err := privateHandoverDir(p)
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Join(private, HandoverFile), func() {}, nil
+}
+
+// privateHandoverDir returns the directory for the hand-over socket of
+// the too long path p where /proc is missing: gordon-edge-<uid>-<hash of
+// p> under $XDG_RUNTIME_DIR or else the temporary directory, created 0700.
+// It refuses a directory that is a symbolic link, is not owned by this
+// process's user or is open to others (someone else made it first).
+func privateHandoverDir(p string) (string, error) {
+	base := os.Getenv("XDG_RUNTIME_DIR")
+	if base == "" {
+		base = os.TempDir()
 	}
 	h := sha256.Sum256([]byte(p))
-	return "@gordon-edge-handover-" + hex.EncodeToString(h[:8])
+	dir := filepath.Join(base, fmt.Sprintf("gordon-edge-%d-%s", os.Getuid(), hex.EncodeToString(h[:8])))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("hand-over directory %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("hand-over directory %s: %w", dir, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm() != 0o700 {
+		return "", fmt.Errorf("hand-over directory %s is not a private directory of this user (mode 0700): remove it, or use a shorter --state-dir", dir)
+	}
+	return dir, nil
 }
 
 // takeOver asks the edge serving the same state directory for its
-// listeners. It returns nil, nil when no edge answers (none runs, or the
+// listeners, and takes them only from a process of this edge's user or
+// root (checkPeer). It returns nil, nil when no edge answers (none runs, or the
 // socket is stale); the connection is kept open for confirm.
 func (s *Server) takeOver() (*net.UnixConn, error) {
-	path := handoverPath(s.cfg.StateDir)
+	path, release, err := handoverAddr(s.cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("listener hand-over: %w", err)
+	}
 	c, err := net.DialTimeout("unix", path, time.Second)
+	release()
 	if err != nil {
 		return nil, nil // nobody to take over from
 	}
 	uc := c.(*net.UnixConn)
+	if err := checkPeer(uc); err != nil {
+		_ = uc.Close()
+		return nil, fmt.Errorf("listener hand-over: refused the edge answering on %s: %w", path, err)
+	}
 	_ = uc.SetDeadline(time.Now().Add(handoverTimeout))
 	if _, err := uc.Write([]byte("take\n")); err != nil {
 		_ = uc.Close()
@@ -96,13 +153,16 @@ func (s *Server) confirmTakeOver(uc *net.UnixConn) {
 }
 
 // listenHandover serves hand-over requests until the first successful one
-// (then handedOver is closed) or ln closes.
+// (then handedOver is closed) or ln closes. It answers only a process of
+// this edge's user or root (checkPeer).
 func (s *Server) listenHandover() (net.Listener, error) {
-	path := handoverPath(s.cfg.StateDir)
-	if path[0] != '@' {
-		_ = os.Remove(path)
+	path, release, err := handoverAddr(s.cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("gordon-edge: hand-over socket: %w", err)
 	}
+	_ = os.Remove(path)
 	ln, err := net.Listen("unix", path)
+	release()
 	if err != nil {
 		return nil, fmt.Errorf("gordon-edge: hand-over socket %s: %w", path, err)
 	}
@@ -146,6 +206,10 @@ func (s *Server) giveListeners(uc *net.UnixConn) bool {
 			_ = uc.Close()
 		}
 	}()
+	if err := checkPeer(uc); err != nil {
+		s.Logger.Warn("listener hand-over refused", "error", err)
+		return false
+	}
 	_ = uc.SetDeadline(time.Now().Add(handoverTimeout))
 	br := bufio.NewReader(uc)
 	line, err := br.ReadString('\n')
@@ -186,4 +250,19 @@ func (s *Server) giveListeners(uc *net.UnixConn) bool {
 	ok = true
 	s.Logger.Info("listeners handed over to the new edge; draining", "listeners", len(entries))
 	return true
+}
+
+// checkPeer admits the process at the other end of a hand-over connection
+// when it runs as this edge's user or as root, on either end (the edge
+// handing its listeners over and the edge taking them): another user can
+// neither take the listeners nor hand in descriptors of its own.
+func checkPeer(uc *net.UnixConn) error {
+	uid, pid, err := peerUID(uc)
+	if err != nil {
+		return fmt.Errorf("cannot read the peer's credentials: %w", err)
+	}
+	if own := os.Getuid(); uid != 0 && int64(uid) != int64(own) {
+		return fmt.Errorf("the peer (pid %d) runs as uid %d, neither this edge's user (uid %d) nor root", pid, uid, own)
+	}
+	return nil
 }

@@ -70,6 +70,16 @@ type Config struct {
 	// internal/routepush; routepush.go) and lets AdminAddr be any address.
 	// "": neither endpoint exists (404).
 	RoutesToken string
+	// AdminToken, when set, is the bearer token every admin request but
+	// GET /healthz must carry ("Authorization: Bearer <token>"), even on
+	// loopback: /status, /metrics, POST /reload and /debug/pprof/ answer
+	// 401 without it. RoutesToken is accepted in its place (the swarm
+	// publisher holds that one); AdminToken never authorizes /routes.
+	// gordon-edge run sets it from <state>/edge/admin.token
+	// (edgestate.EnsureAdminToken). "" with RoutesToken set: RoutesToken
+	// is required the same way; "" with neither: no admin authentication
+	// (loopback only).
+	AdminToken string
 	// Peers is a DNS name resolving to every edge task's admin address
 	// (e.g. "tasks.gordon-edge" on a swarm; requires RoutesToken). Every
 	// PeerInterval (default 1 s) the edge asks each peer but itself for a
@@ -98,6 +108,14 @@ type Config struct {
 	// kept and extended; from any other peer the chain is replaced (see
 	// ParseTrustedProxies). Default: none.
 	TrustedProxies []netip.Prefix
+	// ContainerNets returns the networks app containers have addresses
+	// on (DetectContainerNets for gordon-edge run). Such a network lying
+	// strictly inside a TrustedProxies entry (or a block of Docker's
+	// address pools: policy.DockerPools) is not trusted, and one lying
+	// strictly inside a route's allow entry is not admitted by it; an
+	// entry inside a container network (naming it) is kept. Called at New
+	// and at every table apply. nil: no container networks.
+	ContainerNets func() []netip.Prefix
 	// ReusePort binds the public HTTP listener with SO_REUSEPORT (Linux),
 	// for a graceful restart: start the new edge on the same address, then
 	// SIGTERM the old one, which stops accepting and lets its in-flight
@@ -280,6 +298,7 @@ func New(cfg Config) *Server {
 	if cfg.EventLoops == 0 {
 		cfg.EventLoops, _ = strconv.Atoi(os.Getenv("GORDON_EDGE_EVENT_LOOPS"))
 	}
+	narrowTrusted(&cfg)
 	s := &Server{
 		cfg:       cfg,
 		Core:      dataplane.Core{Logger: cfg.Logger},

@@ -189,8 +189,9 @@ edge starts beside the old one (as gordon-edge-next), takes its listening
 sockets over, the old one drains its in-flight requests and streams
 (--drain-timeout) and exits, and the new one is renamed gordon-edge.
 
-Metrics: GET http://<admin-addr>/metrics (Prometheus text; --admin-addr,
-default 127.0.0.1:9180; keep it on loopback): gordon_edge_http_requests_total
+Metrics: GET http://<admin-addr>/metrics with "Authorization: Bearer
+<token>", the token in <state>/edge/admin.token (Prometheus text;
+--admin-addr, default 127.0.0.1:9180; keep it on loopback): gordon_edge_http_requests_total
 {app,service,backend,code}, gordon_edge_http_request_duration_seconds,
 gordon_edge_http_in_flight_requests, gordon_edge_http_proxy_errors_total
 {app,service,backend,status}, gordon_edge_http_unrouted_requests_total,

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/privilege"
+	"github.com/gordon-deploy/docker-gordon/system"
 )
 
 func newValidateCommand(env *cliEnv) *cobra.Command {
@@ -34,6 +36,9 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 			if ierr := checkLocalImages(cmd.Context(), env, res.spec); ierr != nil {
 				printImageRefusal(env, res, ierr)
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", in.files[0])}
+			}
+			if perr := checkPrivilegesHere(env, res.spec); perr != nil {
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %s: %v", in.files[0], perr)}
 			}
 			if serr := checkSwarmBindsHere(env, res.spec); serr != nil {
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %s: %v", in.files[0], serr)}
@@ -93,6 +98,23 @@ func checkSwarmBindsHere(env *cliEnv, spec core.AppSpec) error {
 		return nil
 	}
 	return env.platform().CheckBinds(spec)
+}
+
+// checkPrivilegesHere refuses, as deploy would, the options beyond
+// Docker's defaults that [privileges.<app>] of this machine's config.toml
+// does not approve (checkPrivileges). A remote engine's config.toml is on
+// its machine: skipped with a note, its deploy checks them there.
+func checkPrivilegesHere(env *cliEnv, spec core.AppSpec) error {
+	if env.targetsRemote() {
+		for i := range spec.Services {
+			if caps, devices := (privilege.Privileges{}).Unapproved(&spec.Services[i]); len(caps)+len(devices) > 0 {
+				fmt.Fprintf(env.dockerCli.Err(), "note: privilege checks skipped (the remote engine's config.toml is on its machine; deploy checks them there)\n")
+				break
+			}
+		}
+		return nil
+	}
+	return system.CheckPrivileges(env.opts.stateDir, spec)
 }
 
 // checkRoutesHere refuses a host or publish address of spec that another

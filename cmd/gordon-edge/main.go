@@ -10,7 +10,11 @@
 // [--cert-storage URL]]`
 // serves in the foreground until SIGTERM or SIGINT, then drains (in-flight
 // requests finish within --shutdown-timeout) and stops; SIGHUP re-reads the
-// route table. Every HTTP request is logged as one JSON line on stdout
+// route table. The admin address answers GET /healthz to anyone and every
+// other request (/status, /metrics, POST /reload, /debug/pprof/) only with
+// "Authorization: Bearer <token>", the token in <state>/edge/admin.token
+// (made at the first start, mode 0600; the routes token works too), even
+// on loopback. Every HTTP request is logged as one JSON line on stdout
 // (the default --access-log; hclog lines go to stderr). A second edge started on the same state directory takes the
 // listeners over from the running one through <state>/edge/handover.sock,
 // which then drains and exits (SPEC R60); `gordon-edge version` prints the
@@ -54,6 +58,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 )
 
 // version is stamped by the Makefile (-X main.version=…).
@@ -123,7 +128,7 @@ func newRunCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.stateDir, "state-dir", defaultStateDir(), "gordon state directory (env GORDON_STATE_DIR)")
 	f.StringVar(&opts.httpAddr, "http-addr", "", "public HTTP listen address, e.g. :80 (required)")
-	f.StringVar(&opts.adminAddr, "admin-addr", "127.0.0.1:0", "admin address (GET /metrics, /status, /healthz); loopback unless a routes token is set")
+	f.StringVar(&opts.adminAddr, "admin-addr", "127.0.0.1:0", "admin address (GET /metrics, /status, /healthz; all but /healthz need the bearer token in <state>/edge/admin.token); loopback unless a routes token is set")
 	f.StringVar(&opts.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	f.DurationVar(&opts.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on shutdown")
 	f.StringVar(&opts.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or IPs of proxies in front of the edge whose Forwarded/X-Forwarded-* headers are kept, and past which an interface's allow list takes the client address from X-Forwarded-For (default: none, the chain is replaced)")
@@ -185,6 +190,14 @@ func runEdge(ctx context.Context, opts runOptions) error {
 	if err != nil {
 		return err
 	}
+	edgeDir := filepath.Join(opts.stateDir, "edge")
+	if err := os.MkdirAll(edgeDir, 0o700); err != nil {
+		return fmt.Errorf("--state-dir: %w", err)
+	}
+	adminToken, err := edgestate.EnsureAdminToken(edgeDir)
+	if err != nil {
+		return err
+	}
 	tuneGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -207,6 +220,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		ShutdownTimeout:   opts.shutdownTimeout,
 		ReadHeaderTimeout: opts.readHeader,
 		TrustedProxies:    trusted,
+		ContainerNets:     edgeproxy.DetectContainerNets,
 		Pprof:             opts.pprof,
 		ReusePort:         opts.reusePort,
 		EventLoops:        opts.eventLoops,
@@ -215,6 +229,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		AccessLog:         accessOut,
 		AccessLogName:     opts.accessLog,
 		RoutesToken:       token,
+		AdminToken:        adminToken,
 		Peers:             opts.peers,
 		PeerInterval:      opts.peerInterval,
 		DialTimeout:       opts.dialTimeout,

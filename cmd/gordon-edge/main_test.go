@@ -361,3 +361,37 @@ func TestGordonEdgeRoutesPushedWithTheTokenFile(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "finished", body)
 }
+
+// gordon-edge run makes <state>/edge/admin.token (0600) at its first start
+// and keeps it across restarts; the admin endpoint on loopback answers
+// POST /reload and GET /status only with it, GET /healthz to anyone.
+func TestGordonEdgeAdminNeedsTheStateDirectoryToken(t *testing.T) {
+	e := startEdgeBinary(t)
+	path := filepath.Join(e.state, "edge", edgestate.AdminTokenFile)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	tok, err := edgestate.ReadAdminToken(filepath.Join(e.state, "edge"))
+	require.NoError(t, err)
+	assert.Len(t, tok, 64)
+	do := func(method, path, token string) int {
+		req, err := http.NewRequest(method, "http://"+e.adminAddr+path, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, do(http.MethodPost, "/reload", ""))
+	assert.Equal(t, http.StatusUnauthorized, do(http.MethodGet, "/status", ""))
+	assert.Equal(t, http.StatusOK, do(http.MethodPost, "/reload", tok))
+	assert.Equal(t, http.StatusOK, do(http.MethodGet, "/status", tok))
+	assert.Equal(t, http.StatusOK, do(http.MethodGet, "/healthz", ""))
+
+	again, err := edgestate.EnsureAdminToken(filepath.Join(e.state, "edge"))
+	require.NoError(t, err)
+	assert.Equal(t, tok, again, "the token stays")
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 )
 
 // The relays' bounds (docs/edge.md, "TCP and UDP relays"): with the edge
@@ -70,7 +71,7 @@ func TestRelayBounds_IdleTCPClientsLeaveHTTPServed(t *testing.T) {
 	// Every connection was either relayed or refused by the edge.
 	var m map[string]float64
 	require.Eventually(t, func() bool {
-		m = relayMetrics(t, admin)
+		m = relayMetrics(t, admin, state)
 		return m["gordon_edge_relay_connections"]+m["gordon_edge_relay_refused_total"] >= clients
 	}, 30*time.Second, 50*time.Millisecond, "the edge never saw every client: %v", m)
 
@@ -167,10 +168,15 @@ func dialMany(t *testing.T, addr string, n int) []net.Conn {
 
 // relayMetrics reads the gordon_edge_relay_* series of the edge's admin
 // /metrics.
-func relayMetrics(t *testing.T, admin string) map[string]float64 {
+func relayMetrics(t *testing.T, admin, state string) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
-	resp, err := http.Get("http://" + admin + "/metrics")
+	tok, err := edgestate.ReadAdminToken(filepath.Join(state, "edge"))
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodGet, "http://"+admin+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok) // the admin token (docs/security.md)
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
 		return out
 	}

@@ -119,7 +119,7 @@ func (m *mapper) refusals(name string, svc *types.ServiceConfig, raw map[string]
 		}
 	}
 	if svc.Privileged {
-		m.refuse(base+".privileged", "privileged cannot be honoured: docker gordon does not run privileged containers; remove it and grant only what the program needs (cap_add, devices)")
+		m.refuse(base+".privileged", "privileged cannot be honoured: docker gordon does not run privileged containers; remove it and grant only what the program needs (cap_add, devices: the operator approves those beyond Docker's defaults under [privileges.<app>] in config.toml)")
 	}
 	if svc.Pid != "" {
 		m.refuse(base+".pid", "pid: %s cannot be honoured: each container has its own PID namespace; remove it", svc.Pid)

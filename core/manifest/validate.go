@@ -71,6 +71,8 @@ func (v *validator) app(raw rawApp) core.AppSpec {
 		v.add("name", `required: the app name, a DNS label such as "blog"`)
 	case !dnsLabelRE.MatchString(*raw.Name):
 		v.addf("name", "invalid app name %q: %s", *raw.Name, dnsLabelRule)
+	case ReservedAppName(*raw.Name):
+		v.addf("name", "app name %q is reserved: %s", *raw.Name, reservedAppRule)
 	default:
 		spec.Name = *raw.Name
 	}
@@ -115,6 +117,8 @@ func (v *validator) networks(raw []string) []string {
 		switch {
 		case !dockerNameRE.MatchString(n):
 			v.addf(k, "invalid network name %q: %s", n, dockerNameRule)
+		case strings.HasPrefix(n, SystemPrefix):
+			v.addf(k, "network %q is reserved: %s", n, reservedNetworkRule)
 		case seen[n] != "":
 			v.addf(k, "network %q is already listed at %s", n, seen[n])
 		default:

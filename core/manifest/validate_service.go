@@ -14,8 +14,11 @@ import (
 func (v *validator) service(name string, raw rawService, appEnv map[string]string) core.ServiceSpec {
 	key := "services." + name
 	svc := core.ServiceSpec{Name: name}
-	if !dnsLabelRE.MatchString(name) {
+	switch {
+	case !dnsLabelRE.MatchString(name):
 		v.addf(key, "invalid service name %q: %s", name, dnsLabelRule)
+	case strings.HasPrefix(name, SystemPrefix):
+		v.addf(key, "service name %q is reserved: %s", name, reservedServiceRule)
 	}
 	svc.Build = v.build(key+".build", raw.Build, raw.Image)
 	switch {

@@ -17,6 +17,17 @@ type Graph struct {
 	UDP  []L4Route   `json:"udp"`
 }
 
+// MaxGenerationStep is how far above its applied generation (0 before
+// any) an edge takes a pushed or peer table: a generation more than 2^32
+// above is refused, since no publisher gets there one deploy at a time
+// and a table pushed at 2^64-1 would otherwise hold every later one off.
+const MaxGenerationStep uint64 = 1 << 32
+
+// FarAhead reports whether gen is more than MaxGenerationStep above base.
+func FarAhead(gen, base uint64) bool {
+	return gen > base && gen-base > MaxGenerationStep
+}
+
 // Table is edge/routes.json: a Graph stamped with a generation.
 type Table struct {
 	Schema     int    `json:"schema"`

@@ -52,6 +52,8 @@ type DeployRequest struct {
 	// lockWait is how long Deploy waited for the app lock; journaled as the
 	// preflight step's "lock" phase, so deploy latency splits by phase.
 	lockWait time.Duration
+	// held is the memo of checks of the lock hold Deploy took.
+	held *steps.HeldChecks
 }
 
 // UnsavedRevision is the revision id a plan of DeployRequest.Spec shows.
@@ -150,9 +152,10 @@ func (e *Engine) Deploy(ctx context.Context, req DeployRequest) (res *DeployResu
 		return nil, fmt.Errorf("deploy %s: %w", req.App, err)
 	}
 	req.lockWait = time.Since(lockStart)
+	req.held = lk.Checks
 	// R68 under the lock: its answer is the preflight's traffic check too
 	// (heldChecks); a refusal has changed nothing.
-	if err := e.RequireLiveTrafficFor(ctx, req.App, "deploy"); err != nil {
+	if err := e.RequireLiveTrafficFor(ctx, req.held, "deploy"); err != nil {
 		lk.Unlock()
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/privilege"
 )
 
 // deployRun is the state of one executing deploy (R12 execute phase).
@@ -25,6 +26,8 @@ type deployRun struct {
 	pinned []*pinnedService
 	active core.Active
 	plan   Plan
+	// checks is the memo of the lock hold the deploy runs under.
+	checks *steps.HeldChecks
 
 	results     []steps.ServiceResult
 	appWarnings []core.Warning
@@ -57,7 +60,7 @@ func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID stri
 	if op.Terminal() {
 		return replayResult(op), steps.ReplayError(op)
 	}
-	d := &deployRun{e: e, req: req, op: &op, app: app}
+	d := &deployRun{e: e, req: req, op: &op, app: app, checks: req.held}
 	d.rev, err = e.resolveRevision(ctx, app, op.Revision)
 	if err != nil {
 		return d.failApp(ctx, steps.StepError, err)
@@ -77,7 +80,7 @@ func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID stri
 	for _, p := range d.pinned {
 		resolved[p.spec.Name] = p.img
 	}
-	in, err := e.observe(ctx, d.rev, d.active, resolved)
+	in, err := e.observe(ctx, d.checks, d.rev, d.active, resolved)
 	if err != nil {
 		return d.failApp(ctx, steps.StepError, err)
 	}
@@ -162,7 +165,7 @@ func (d *deployRun) preflight(ctx context.Context) error {
 	start := time.Now()
 	fail := func(service string, err error) error { return d.failPreflight(ctx, service, err, start) }
 	names := d.preflightNames()
-	if err := e.checkTraffic(ctx, app); err != nil {
+	if err := e.checkTraffic(ctx, d.checks, app); err != nil {
 		return fail("", err)
 	}
 	owners, err := e.PublishOwners(ctx)
@@ -242,12 +245,15 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 	if err := e.CheckHookRuntime(spec); err != nil {
 		return nil, err
 	}
+	if err := e.checkPrivileges(app, spec); err != nil {
+		return nil, fmt.Errorf("app %s: service %s: %w", app, name, err)
+	}
 	p := &pinnedService{spec: spec}
 	e.Emit(steps.ProgressEvent{App: app, Service: name, Phase: steps.PhaseResolve, Detail: spec.Image, Elapsed: time.Since(start)})
 	img, ok := e.takePin(spec.Image, d.req.Pull)
 	if !ok {
 		var err error
-		if img, err = e.pinImage(ctx, app, name, spec.Image, d.req.Pull, start); err != nil {
+		if img, err = e.pinImage(ctx, d.checks, app, name, spec.Image, d.req.Pull, start); err != nil {
 			return nil, err
 		}
 	}
@@ -255,17 +261,17 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 	if err := checkPinnedImage(app, spec, img); err != nil {
 		return nil, err
 	}
-	if err := e.CheckSecretsSet(ctx, app, spec); err != nil {
+	if err := e.CheckSecretsSet(ctx, d.checks, app, spec); err != nil {
 		return nil, err
 	}
-	env, values, err := e.SecretEnv(ctx, app, spec)
+	env, values, err := e.SecretEnv(ctx, d.checks, app, spec)
 	if err != nil {
 		return nil, err
 	}
 	p.secrets = values
 	p.env = dpContainerEnv(d.rev.Spec.Env, spec.Env, env)
 	p.files = steps.SecretFiles(spec, values)
-	if p.binds, err = e.ResolveBinds(app, spec); err != nil {
+	if p.binds, err = e.ResolveBinds(d.checks, app, spec); err != nil {
 		return nil, fmt.Errorf("app %s: service %s: %w", app, name, err)
 	}
 	if err := e.CheckPublish(ctx, app, spec, owners); err != nil {
@@ -322,7 +328,7 @@ func (d *deployRun) journalPinned(ctx context.Context, start time.Time) error {
 // pinImage resolves (and per policy pulls) ref (R13, decision 15):
 // always → pull then resolve; missing → resolve, pull only on not-found,
 // resolve again; never → not found is a failure naming the image.
-func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, start time.Time) (core.ImageRef, error) {
+func (e *Engine) pinImage(ctx context.Context, c *steps.HeldChecks, app, service, ref, pull string, start time.Time) (core.ImageRef, error) {
 	if pull == "" {
 		pull = PullMissing
 	}
@@ -332,7 +338,7 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 		if e.RegistryAuth != nil {
 			pctx = core.WithRegistryAuth(ctx, e.RegistryAuth(ref))
 		}
-		e.ForgetImage(app, ref)
+		e.ForgetImage(c, ref)
 		if err := e.Runtime.PullImage(pctx, ref); err != nil {
 			return fmt.Errorf("pull image %s: %w", ref, err)
 		}
@@ -343,14 +349,14 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 			return core.ImageRef{}, err
 		}
 	}
-	img, err := e.ResolveImage(ctx, app, ref)
+	img, err := e.ResolveImage(ctx, c, ref)
 	if errors.Is(err, core.ErrNotFound) && pull == PullMissing {
 		if err := doPull(); err != nil && e.RegistryOnly {
 			return core.ImageRef{}, fmt.Errorf("image %s could not be pulled (%w): every node pulls it from a registry, so push it to one the nodes can reach (docker push %s), correct the name, or log in to its registry (docker login)", ref, err, ref)
 		} else if err != nil {
 			return core.ImageRef{}, fmt.Errorf("image %s is not on the engine, and pulling it failed (%w); build or load it on that engine (docker build -t %s DIR, docker load), correct the name, or log in to its registry (docker login); from another machine's engine, deploy --copy-images sends it", ref, err, ref)
 		}
-		img, err = e.ResolveImage(ctx, app, ref)
+		img, err = e.ResolveImage(ctx, c, ref)
 	}
 	if err != nil {
 		if errors.Is(err, core.ErrNotFound) && pull == PullNever {
@@ -361,11 +367,21 @@ func (e *Engine) pinImage(ctx context.Context, app, service, ref, pull string, s
 	return img, nil
 }
 
+// checkPrivileges refuses, before anything changes (R13), the options of s
+// beyond Docker's defaults that e.PrivilegePolicy does not approve (nil:
+// none is approved).
+func (e *Engine) checkPrivileges(app string, s *core.ServiceSpec) error {
+	if e.PrivilegePolicy != nil {
+		return e.PrivilegePolicy(app, s)
+	}
+	return privilege.Refusal(app, "<state>/config.toml", privilege.Privileges{}, s)
+}
+
 // resolveBinds looks every bind of s up in e.BindPolicy (R13, R18.1,
 // R19.1); nil policy refuses every bind. Errors wrap ErrInvalid unless the
 // policy's error has a class. While this engine holds app's lock, each
 // bind's answer is asked once (the policy reads <state>/config.toml).
-func (e *Engine) ResolveBinds(app string, s *core.ServiceSpec) (map[string]string, error) {
+func (e *Engine) ResolveBinds(c *steps.HeldChecks, app string, s *core.ServiceSpec) (map[string]string, error) {
 	if len(s.Binds) == 0 {
 		return nil, nil
 	}
@@ -374,7 +390,7 @@ func (e *Engine) ResolveBinds(app string, s *core.ServiceSpec) (map[string]strin
 		if e.BindPolicy == nil {
 			return nil, fmt.Errorf("%w: bind %q refused: no bind policy is configured (add it to <state>/config.toml)", core.ErrInvalid, b.Name)
 		}
-		hp, ok := e.Checks(app).BindPath(b.Name)
+		hp, ok := c.BindPath(b.Name)
 		var err error
 		if !ok {
 			hp, err = e.BindPolicy(b.Name)
@@ -385,7 +401,7 @@ func (e *Engine) ResolveBinds(app string, s *core.ServiceSpec) (map[string]strin
 		if hp == "" {
 			return nil, fmt.Errorf("%w: bind %q: policy gives no host path", core.ErrInvalid, b.Name)
 		}
-		e.Checks(app).SetBindPath(b.Name, hp)
+		c.SetBindPath(b.Name, hp)
 		out[b.Name] = hp
 	}
 	return out, nil

@@ -29,7 +29,7 @@ const runOncePoll = 200 * time.Millisecond
 func (s *serviceRun) runOnce(ctx context.Context) error {
 	e := s.d.e
 	s.res.Flow = steps.FlowRunOnce
-	if _, err := e.ResolveBinds(s.d.app, s.pin.spec); err != nil {
+	if _, err := e.ResolveBinds(s.d.checks, s.d.app, s.pin.spec); err != nil {
 		return s.fail(ctx, err, nil)
 	}
 	if err, diags := s.createCandidate(ctx); err != nil {

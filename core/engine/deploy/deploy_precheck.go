@@ -15,7 +15,7 @@ import (
 // CheckDeployable runs every check that can refuse a deploy of spec before
 // anything of it is stored (SPEC R12 "a refusal changes nothing"): the
 // engine answers (Info), each service's image resolves (pulling per the
-// pull policy, "" = missing), its secrets are set, its binds are approved,
+// pull policy, "" = missing), its secrets are set, its binds and privileged options are approved,
 // a custom readiness plugin accepts its config, the engine can grant its
 // ulimits (checkUlimits), no public host or publish
 // address is routed to another app (or is unbindable), the traffic backend
@@ -31,10 +31,12 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 	if app == "" {
 		return fmt.Errorf("%w: app spec has no name", core.ErrInvalid)
 	}
+	// Under the deploy's lock (Submission.Prepare), the hold's memo.
+	c := steps.HeldOf(ctx)
 	if _, err := e.Runtime.Info(ctx); err != nil {
 		return fmt.Errorf("deploy %s: container engine: %w", app, core.WithClass(err, core.ErrUnavailable))
 	}
-	if err := e.checkTraffic(ctx, app); err != nil {
+	if err := e.checkTraffic(ctx, c, app); err != nil {
 		return fmt.Errorf("deploy %s: %w", app, err)
 	}
 	owners, err := e.PublishOwners(ctx)
@@ -56,12 +58,15 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 		refuse := func(err error) error {
 			return fmt.Errorf("deploy %s: service %s: %w", app, name, err)
 		}
+		if err := e.checkPrivileges(app, s); err != nil {
+			return refuse(err)
+		}
 		if e.Readiness != nil && e.Readiness.Probes != nil {
 			if err := readiness.ValidatePluginReadiness(ctx, e.Readiness.Probes, app, []core.ServiceSpec{*s}); err != nil {
 				return refuse(err)
 			}
 		}
-		img, err := e.pinImage(ctx, app, name, s.Image, pull, start)
+		img, err := e.pinImage(ctx, c, app, name, s.Image, pull, start)
 		if err != nil {
 			return refuse(core.WithClass(err, core.ErrUnavailable))
 		}
@@ -69,10 +74,10 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 		if err := e.CheckUlimits(ctx, app, s, img); err != nil {
 			return refuse(err)
 		}
-		if err := e.CheckSecretsSet(ctx, app, s); err != nil {
+		if err := e.CheckSecretsSet(ctx, c, app, s); err != nil {
 			return refuse(err)
 		}
-		if _, err := e.ResolveBinds(app, s); err != nil {
+		if _, err := e.ResolveBinds(c, app, s); err != nil {
 			return refuse(err)
 		}
 		if err := e.CheckPublish(ctx, app, s, owners); err != nil {
@@ -109,11 +114,11 @@ func specServiceNames(spec core.AppSpec) []string {
 // state directory) refuses the deploy. A backend that cannot be reached is
 // not a refusal here (the CLI requires a live edge before it starts; the
 // switch would fail cleanly).
-func (e *Engine) checkTraffic(ctx context.Context, app string) error {
+func (e *Engine) checkTraffic(ctx context.Context, c *steps.HeldChecks, app string) error {
 	if e.Traffic == nil {
 		return nil
 	}
-	if _, err := e.TrafficStatus(ctx, app); err != nil && errors.Is(err, core.ErrConflict) {
+	if _, err := e.TrafficStatus(ctx, c); err != nil && errors.Is(err, core.ErrConflict) {
 		return fmt.Errorf("traffic backend: %w", err)
 	}
 	return nil

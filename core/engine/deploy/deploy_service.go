@@ -164,7 +164,7 @@ func (s *serviceRun) unchanged(ctx context.Context) error {
 func (s *serviceRun) overlap(ctx context.Context) error {
 	e, app, name := s.d.e, s.d.app, s.ps.Service
 	// 1. Re-resolve binds and devices against current policy.
-	if _, err := e.ResolveBinds(s.d.app, s.pin.spec); err != nil {
+	if _, err := e.ResolveBinds(s.d.checks, s.d.app, s.pin.spec); err != nil {
 		return s.fail(ctx, err, nil)
 	}
 	// 2. A pending withdrawal is retried before any candidate exists.
@@ -240,7 +240,7 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 	e, app, name := s.d.e, s.d.app, s.ps.Service
 	spec := s.pin.spec
 	// 1. Re-resolve binds and devices.
-	if _, err := e.ResolveBinds(app, spec); err != nil {
+	if _, err := e.ResolveBinds(s.d.checks, app, spec); err != nil {
 		return s.fail(ctx, err, nil)
 	}
 	if s.before != "" {

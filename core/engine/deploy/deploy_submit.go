@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
 )
 
 // Submission is a manifest that Deploy checks and stores as the app's new
 // revision under the same app lock it deploys under (DeployRequest.Submit;
-// `deploy -f`). Before, the checks, the store and the deploy each took the
-// lock and asked again (issue 24 item 6).
+// `deploy -f`), so the checks, the store and the deploy share one hold of
+// the lock and its memo of checks.
 type Submission struct {
 	// Spec is the manifest (its Name is the app); SourceSHA256 the
 	// source's hash (SubmitRevision).
@@ -31,6 +32,7 @@ type Submission struct {
 // revision id.
 func (e *Engine) submitLocked(ctx context.Context, req DeployRequest) (string, error) {
 	sub := req.Submit
+	ctx = steps.WithHeld(ctx, req.held)
 	if sub.Prepare != nil {
 		if err := sub.Prepare(ctx); err != nil {
 			return "", err

@@ -94,7 +94,7 @@ func (r *LifecycleRun) rebuildPin(ctx context.Context, name string, as *core.Act
 	e, app := r.E, r.App
 	spec := as.Spec
 	spec.Name = name
-	img, err := e.pinImage(ctx, app, name, as.Image, PullMissing, start)
+	img, err := e.pinImage(ctx, r.Checks, app, name, as.Image, PullMissing, start)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild: pinned image: %w", err)
 	}
@@ -102,13 +102,13 @@ func (r *LifecycleRun) rebuildPin(ctx context.Context, name string, as *core.Act
 	if as.Digest != "" {
 		img.Digest = as.Digest
 	}
-	env, values, err := e.SecretEnv(ctx, app, &spec)
+	env, values, err := e.SecretEnv(ctx, r.Checks, app, &spec)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild: %w", err)
 	}
 	pin := &pinnedService{spec: &spec, img: img, env: dpContainerEnv(rev.Spec.Env, spec.Env, env), secrets: values,
 		files: steps.SecretFiles(&spec, values)}
-	if pin.binds, err = e.ResolveBinds(r.App, &spec); err != nil {
+	if pin.binds, err = e.ResolveBinds(r.Checks, r.App, &spec); err != nil {
 		return nil, fmt.Errorf("rebuild: %w", err)
 	}
 	return pin, nil

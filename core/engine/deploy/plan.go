@@ -12,6 +12,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/depgraph"
+	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
 )
 
 // Action is what a plan decides for one service (R14.2, R56); it marshals
@@ -360,7 +361,7 @@ func (e *Engine) PlanDeploy(ctx context.Context, req DeployRequest) (Plan, error
 		} else {
 			warnings = append(warnings, missingImageWarning(&rev.Spec.Services[i], req.Pull))
 		}
-		if err := e.CheckSecretsSet(ctx, rev.App, &rev.Spec.Services[i]); err != nil {
+		if err := e.CheckSecretsSet(ctx, nil, rev.App, &rev.Spec.Services[i]); err != nil {
 			warnings = append(warnings, fmt.Sprintf("service %s: %v; the deploy is refused unless it is set first or a compose file provides it", s.Name, err))
 		}
 	}
@@ -372,7 +373,7 @@ func (e *Engine) PlanDeploy(ctx context.Context, req DeployRequest) (Plan, error
 	if err != nil {
 		return Plan{}, err
 	}
-	in, err := e.observe(ctx, rev, active, resolved)
+	in, err := e.observe(ctx, nil, rev, active, resolved)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -447,8 +448,9 @@ func specFields(s *core.ServiceSpec) map[string]json.RawMessage {
 
 // observe gathers the planner's inputs for rev: markers, pending
 // withdrawals, the inspected ACTIVE containers, effective revisions' app
-// env and the desired env (with secret values) of every service.
-func (e *Engine) observe(ctx context.Context, rev core.Revision, active core.Active, resolved map[string]core.ImageRef) (PlanInput, error) {
+// env and the desired env (with secret values) of every service; c is the
+// memo of the lock hold it runs under (nil: PlanDeploy, which holds none).
+func (e *Engine) observe(ctx context.Context, c *steps.HeldChecks, rev core.Revision, active core.Active, resolved map[string]core.ImageRef) (PlanInput, error) {
 	app := rev.App
 	in := PlanInput{Revision: rev, Active: active, Resolved: resolved,
 		Observed: map[string]core.ContainerState{}, EffectiveEnv: map[string]map[string]string{}, DesiredEnv: map[string][]string{}}
@@ -477,7 +479,7 @@ func (e *Engine) observe(ctx context.Context, rev core.Revision, active core.Act
 				in.EffectiveEnv[cur.EffectiveRevision] = r.Spec.Env
 			}
 		}
-		env, _, err := e.SecretEnv(ctx, app, &s)
+		env, _, err := e.SecretEnv(ctx, c, app, &s)
 		if err != nil {
 			// Unknown secret values can never prove the env unchanged.
 			in.DesiredEnv[s.Name] = []string{"\x00unresolved secrets"}

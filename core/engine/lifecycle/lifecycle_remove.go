@@ -56,6 +56,7 @@ func (e *Engine) Remove(ctx context.Context, req oprun.LifecycleRequest) (*oprun
 	if r == nil {
 		return replay, err
 	}
+	r.Checks = lk.Checks
 	return e.Run(r).remove(ctx)
 }
 

@@ -65,6 +65,7 @@ func (e *Engine) Restart(ctx context.Context, req oprun.LifecycleRequest) (*opru
 	if r == nil {
 		return replay, err
 	}
+	r.Checks = lk.Checks
 	return e.Run(r).restart(ctx, selected)
 }
 
@@ -116,7 +117,7 @@ func (r *LifecycleRun) restartService(ctx context.Context, name string, as *core
 		fail(errors.New("no container recorded in ACTIVE"), nil, false)
 		return
 	}
-	if _, err := e.ResolveBinds(r.App, &as.Spec); err != nil {
+	if _, err := e.ResolveBinds(r.Checks, r.App, &as.Spec); err != nil {
 		fail(err, nil, false)
 		return
 	}
@@ -188,7 +189,7 @@ func (r *LifecycleRun) restartService(ctx context.Context, name string, as *core
 	if err := e.ProbeRunning(ctx, app, name, &as.Spec, readiness.DeployReadiness(&as.Spec), id, st.StartedAt, ep); err != nil {
 		// The values only redact the log tail; the probe failure is the
 		// step's error, so an unreadable secret is logged, not reported.
-		_, secrets, serr := e.SecretEnv(ctx, app, &as.Spec)
+		_, secrets, serr := e.SecretEnv(ctx, r.Checks, app, &as.Spec)
 		if serr != nil {
 			e.Log().Warn("load secrets to redact diagnostics", "app", app, "service", name, "error", serr)
 		}

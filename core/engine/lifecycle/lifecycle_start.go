@@ -44,11 +44,12 @@ func (e *Engine) Start(ctx context.Context, req oprun.LifecycleRequest) (*oprun.
 		return res, err
 	}
 	defer lk.Unlock()
-	return e.StartLocked(ctx, req)
+	return e.StartLocked(ctx, lk.Checks, req)
 }
 
-// startLocked is Start with the app lock held (Boot, R57).
-func (e *Engine) StartLocked(ctx context.Context, req oprun.LifecycleRequest) (*oprun.OpResult, error) {
+// StartLocked is Start with the app lock held (Boot, R57); held is that
+// hold's memo of checks.
+func (e *Engine) StartLocked(ctx context.Context, held *steps.HeldChecks, req oprun.LifecycleRequest) (*oprun.OpResult, error) {
 	if _, err := e.activeOrNeverDeployed(ctx, core.OpStart, req.App); err != nil {
 		return nil, err
 	}
@@ -57,6 +58,7 @@ func (e *Engine) StartLocked(ctx context.Context, req oprun.LifecycleRequest) (*
 	if r == nil {
 		return replay, err
 	}
+	r.Checks = held
 	return e.Run(r).start(ctx)
 }
 
@@ -120,7 +122,7 @@ func (r *LifecycleRun) startService(ctx context.Context, name string, as *core.A
 	}
 	if id != "" {
 		// 1. Recorded container: policy, markers, then verify or start.
-		if _, err := e.ResolveBinds(r.App, &as.Spec); err != nil {
+		if _, err := e.ResolveBinds(r.Checks, r.App, &as.Spec); err != nil {
 			fail(err, nil)
 			return
 		}

@@ -45,6 +45,7 @@ func (e *Engine) Stop(ctx context.Context, req oprun.LifecycleRequest) (*oprun.O
 	if r == nil {
 		return replay, err
 	}
+	r.Checks = lk.Checks
 	return e.Run(r).stop(ctx)
 }
 

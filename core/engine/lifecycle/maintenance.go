@@ -78,6 +78,7 @@ func (e *Engine) Maintenance(ctx context.Context, req MaintenanceRequest) (*opru
 	if r == nil {
 		return replay, err
 	}
+	r.Checks = lk.Checks
 	in, err := e.Store.LoadIntent(ctx, req.App)
 	if err != nil {
 		err = fmt.Errorf("maintenance %s: load intent: %w", req.App, err)

@@ -50,6 +50,9 @@ type LifecycleRun struct {
 	AppWarnings []core.Warning
 	AppFailed   bool
 	Started     time.Time
+	// Checks is the memo of the app lock's hold the run is under (nil:
+	// none; every check asks afresh).
+	Checks *steps.HeldChecks
 }
 
 // progress reports a phase of service with the time since the op started.
@@ -255,7 +258,7 @@ func BlockingMarker(markers []core.Marker, container string) (core.Marker, bool)
 // the request's key stored replays that op), then the app lock is taken.
 // ok is false when res and err answer the call; else the caller holds lk
 // and must Unlock it. A lock error names the verb and app.
-func (e *Engine) LifecyclePreamble(ctx context.Context, kind string, req LifecycleRequest, fp string) (lk core.AppLock, res *OpResult, ok bool, err error) {
+func (e *Engine) LifecyclePreamble(ctx context.Context, kind string, req LifecycleRequest, fp string) (lk *steps.Hold, res *OpResult, ok bool, err error) {
 	if res, ok, err := e.checkApp(ctx, kind, req, fp); !ok {
 		return nil, res, false, err
 	}

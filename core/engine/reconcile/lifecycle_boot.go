@@ -110,7 +110,7 @@ func (e *Engine) bootApp(ctx context.Context, app string) (BootReport, error) {
 		return rep, errors.Join(errs...)
 	}
 	rep.Action = BootStarted
-	res, err := e.StartLocked(ctx, oprun.LifecycleRequest{App: app})
+	res, err := e.StartLocked(ctx, lk.Checks, oprun.LifecycleRequest{App: app})
 	rep.Start = res
 	if err != nil {
 		return rep, err

@@ -75,6 +75,15 @@ type Engine struct {
 	// (R13, <state>/config.toml). nil refuses every bind. Errors should wrap
 	// ErrInvalid (name not approved).
 	BindPolicy func(name string) (hostPath string, err error)
+	// PrivilegePolicy refuses what a service of app asks beyond Docker's
+	// defaults (capabilities outside privilege.DefaultCapabilities, host
+	// devices) that the operator did not approve ([privileges.<app>] of
+	// <state>/config.toml); nil refuses all of it (privilege.Privileges{}).
+	// Errors should wrap ErrInvalid and name the line to add.
+	PrivilegePolicy func(app string, svc *core.ServiceSpec) error
+	// Retention is applied to an app before its lock is released after
+	// every operation (Prune); the zero value keeps everything.
+	Retention Retention
 
 	// RegistryAuth, if set, returns the X-Registry-Auth value for pulling
 	// ref ("" for an anonymous pull); pinImage passes it to
@@ -117,9 +126,6 @@ type State struct {
 	// deploy (pull policy + ref → image), used once by its preflight.
 	PinMu sync.Mutex
 	Pins  map[string]core.ImageRef
-	// held: the checks of each app lock this engine holds (held_checks.go).
-	heldMu sync.Mutex
-	held   map[string]*heldChecks
 	// ulimitChecks remembers checkUlimits results by image and limits.
 	ulimitChecks map[string]error
 
@@ -132,6 +138,7 @@ type State struct {
 	liveOps map[string]string
 
 	notifyState
+	notifyQueue notifyQueue
 }
 
 // Phase is the step of long work a ProgressEvent reports (stderr
@@ -196,7 +203,7 @@ func (e *Engine) Emit(ev ProgressEvent) {
 // lock is busy it says so at once, before waiting: through LockWait when
 // set, else as a PhaseLock progress event, naming the holder from the lock
 // record (pid, verb, op, since, host) and how long it waits.
-func (e *Engine) Lock(ctx context.Context, app, verb, op string) (core.AppLock, error) {
+func (e *Engine) Lock(ctx context.Context, app, verb, op string) (*Hold, error) {
 	t := e.LockTimeout
 	if t <= 0 {
 		t = 60 * time.Second
@@ -206,7 +213,7 @@ func (e *Engine) Lock(ctx context.Context, app, verb, op string) (core.AppLock, 
 	h := e.Holder
 	h.Verb, h.Op, h.StartedAt = verb, op, e.Now()
 	if lk, ok, err := e.Store.TryLock(lctx, app, h); err == nil && ok {
-		return e.hold(app, lk), nil
+		return hold(e, app, lk), nil
 	}
 	holder, herr := e.Store.LockHolder(ctx, app)
 	msg := LockWaitText(app, verb, holder, herr, t)
@@ -219,7 +226,7 @@ func (e *Engine) Lock(ctx context.Context, app, verb, op string) (core.AppLock, 
 	if err != nil {
 		return nil, err
 	}
-	return e.hold(app, lk), nil
+	return hold(e, app, lk), nil
 }
 
 // LockWaitText is the lock-wait notice: "app blog: deploy waits for the

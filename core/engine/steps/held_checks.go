@@ -7,18 +7,19 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// heldChecks memoizes the checks of one hold of an app lock (issue 24
-// item 6: a deploy asked the edge's status, read each secret, resolved each
-// image and read the bind policy several times). It is created when
-// Engine.lock acquires the app lock and dropped when that lock is
-// released: nothing is remembered across ops or across the lock, and a
-// verb that holds no lock checks afresh every time.
+// HeldChecks memoizes the checks of one hold of an app lock, so a deploy
+// asks the edge's status, reads each secret, resolves each image and reads
+// the bind policy once. Engine.Lock creates it with the Hold; the flow
+// that holds the lock passes it down as a value (deployRun.checks,
+// LifecycleRun.Checks; through Submission.Prepare's context, WithHeld), so
+// nothing is remembered across ops or across the lock, and a step given
+// nil (a verb that holds no lock) checks afresh every time.
 //
 // Memoized: the edge's Status as a pre-change check (checkTraffic,
 // RequireLiveTraffic; never the drain's or the monitor's in-flight polls),
 // secret values read (not failures), bind policy answers (not refusals),
 // image resolutions (forgotten when the image is pulled).
-type heldChecks struct {
+type HeldChecks struct {
 	mu       sync.Mutex
 	status   *statusAnswer
 	secrets  map[string][]byte
@@ -31,51 +32,52 @@ type statusAnswer struct {
 	err error
 }
 
-// heldLock releases the app lock and drops its heldChecks.
-type heldLock struct {
+// Hold is one hold of an app lock (Engine.Lock) and the memo of its
+// checks. The flow that took the lock passes Checks down to every step
+// that asks a check (nil: ask afresh); the memo ends with the hold.
+type Hold struct {
 	core.AppLock
+	Checks *HeldChecks
+
 	e    *Engine
 	app  string
-	memo *heldChecks
 	once sync.Once
 }
 
-// Unlock drops the memo, then releases the lock.
-func (l *heldLock) Unlock() error {
-	l.once.Do(func() {
-		l.e.heldMu.Lock()
-		if l.e.held[l.app] == l.memo {
-			delete(l.e.held, l.app)
+// Unlock applies the retention (pruneHeld) once, then releases the lock.
+func (h *Hold) Unlock() error {
+	h.once.Do(func() {
+		if h.e != nil {
+			h.e.pruneHeld(h.app)
 		}
-		l.e.heldMu.Unlock()
 	})
-	return l.AppLock.Unlock()
+	return h.AppLock.Unlock()
 }
 
-// hold starts app's heldChecks for lk (just acquired) and returns lk
-// wrapped so that its Unlock drops them.
-func (e *Engine) hold(app string, lk core.AppLock) core.AppLock {
-	memo := &heldChecks{secrets: map[string][]byte{}, binds: map[string]string{}, resolved: map[string]core.ImageRef{}}
-	e.heldMu.Lock()
-	if e.held == nil {
-		e.held = map[string]*heldChecks{}
-	}
-	e.held[app] = memo
-	e.heldMu.Unlock()
-	return &heldLock{AppLock: lk, e: e, app: app, memo: memo}
+// hold wraps lk (just acquired) with a fresh memo of checks; its Unlock
+// applies e's retention to app first.
+func hold(e *Engine, app string, lk core.AppLock) *Hold {
+	return &Hold{AppLock: lk, Checks: &HeldChecks{secrets: map[string][]byte{}, binds: map[string]string{}, resolved: map[string]core.ImageRef{}},
+		e: e, app: app}
 }
 
-// checks returns app's heldChecks while this engine holds its lock, else
-// nil (every method of a nil *heldChecks asks afresh).
-func (e *Engine) Checks(app string) *heldChecks {
-	e.heldMu.Lock()
-	defer e.heldMu.Unlock()
-	return e.held[app]
+type heldKey struct{}
+
+// WithHeld is ctx carrying c, for the one place a flow hands control to
+// its caller under the lock (Submission.Prepare) and the caller calls the
+// engine back (CheckImages, CheckDeployable).
+func WithHeld(ctx context.Context, c *HeldChecks) context.Context {
+	return context.WithValue(ctx, heldKey{}, c)
+}
+
+// HeldOf is the memo WithHeld put in ctx (nil: none, ask afresh).
+func HeldOf(ctx context.Context) *HeldChecks {
+	c, _ := ctx.Value(heldKey{}).(*HeldChecks)
+	return c
 }
 
 // trafficStatus is Traffic.Status as a check: asked once per lock hold.
-func (e *Engine) TrafficStatus(ctx context.Context, app string) (core.TrafficStatus, error) {
-	c := e.Checks(app)
+func (e *Engine) TrafficStatus(ctx context.Context, c *HeldChecks) (core.TrafficStatus, error) {
 	if c != nil {
 		c.mu.Lock()
 		a := c.status
@@ -90,7 +92,7 @@ func (e *Engine) TrafficStatus(ctx context.Context, app string) (core.TrafficSta
 }
 
 // setStatus remembers a Status answer (no-op on nil).
-func (c *heldChecks) setStatus(st core.TrafficStatus, err error) {
+func (c *HeldChecks) setStatus(st core.TrafficStatus, err error) {
 	if c == nil {
 		return
 	}
@@ -100,7 +102,7 @@ func (c *heldChecks) setStatus(st core.TrafficStatus, err error) {
 }
 
 // secret returns a remembered secret value.
-func (c *heldChecks) secret(service, name string) ([]byte, bool) {
+func (c *HeldChecks) secret(service, name string) ([]byte, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -110,7 +112,7 @@ func (c *heldChecks) secret(service, name string) ([]byte, bool) {
 	return v, ok
 }
 
-func (c *heldChecks) setSecret(service, name string, v []byte) {
+func (c *HeldChecks) setSecret(service, name string, v []byte) {
 	if c == nil {
 		return
 	}
@@ -120,7 +122,7 @@ func (c *heldChecks) setSecret(service, name string, v []byte) {
 }
 
 // bindPath returns a remembered bind policy answer.
-func (c *heldChecks) BindPath(name string) (string, bool) {
+func (c *HeldChecks) BindPath(name string) (string, bool) {
 	if c == nil {
 		return "", false
 	}
@@ -130,7 +132,7 @@ func (c *heldChecks) BindPath(name string) (string, bool) {
 	return p, ok
 }
 
-func (c *heldChecks) SetBindPath(name, path string) {
+func (c *HeldChecks) SetBindPath(name, path string) {
 	if c == nil {
 		return
 	}
@@ -141,8 +143,7 @@ func (c *heldChecks) SetBindPath(name, path string) {
 
 // resolveImage is Runtime.ResolveImage, asked once per lock hold per ref
 // (until the ref is pulled: forgetImage).
-func (e *Engine) ResolveImage(ctx context.Context, app, ref string) (core.ImageRef, error) {
-	c := e.Checks(app)
+func (e *Engine) ResolveImage(ctx context.Context, c *HeldChecks, ref string) (core.ImageRef, error) {
 	if c != nil {
 		c.mu.Lock()
 		img, ok := c.resolved[ref]
@@ -161,8 +162,8 @@ func (e *Engine) ResolveImage(ctx context.Context, app, ref string) (core.ImageR
 }
 
 // forgetImage drops ref's remembered resolution (it is being pulled).
-func (e *Engine) ForgetImage(app, ref string) {
-	if c := e.Checks(app); c != nil {
+func (e *Engine) ForgetImage(c *HeldChecks, ref string) {
+	if c != nil {
 		c.mu.Lock()
 		delete(c.resolved, ref)
 		c.mu.Unlock()

@@ -96,7 +96,7 @@ func (e *Engine) CheckImages(ctx context.Context, spec core.AppSpec) error {
 	var errs []error
 	for i := range spec.Services {
 		s := &spec.Services[i]
-		img, err := e.ResolveImage(ctx, spec.Name, s.Image)
+		img, err := e.ResolveImage(ctx, HeldOf(ctx), s.Image)
 		if errors.Is(err, core.ErrNotFound) {
 			continue
 		}
@@ -124,7 +124,7 @@ func (e *Engine) MissingImages(ctx context.Context, spec core.AppSpec) ([]string
 	var out []string
 	for i := range spec.Services {
 		s := &spec.Services[i]
-		_, err := e.ResolveImage(ctx, spec.Name, s.Image)
+		_, err := e.ResolveImage(ctx, HeldOf(ctx), s.Image)
 		switch {
 		case errors.Is(err, core.ErrNotFound):
 			out = append(out, s.Name+": "+s.Image)

@@ -14,8 +14,7 @@ import (
 //
 // While this engine holds app's lock, a value read is remembered for the
 // rest of that hold (heldChecks).
-func (e *Engine) getSecret(ctx context.Context, app, service, name string) ([]byte, error) {
-	c := e.Checks(app)
+func (e *Engine) getSecret(ctx context.Context, c *HeldChecks, app, service, name string) ([]byte, error) {
 	if v, ok := c.secret(service, name); ok {
 		return v, nil
 	}
@@ -44,11 +43,11 @@ func (e *Engine) readSecret(ctx context.Context, app, service, name string) ([]b
 // secretEnv loads the values of s's secrets: env secrets as a map, and the
 // list of every value (for log redaction). A missing secret wraps
 // ErrNotFound and names it.
-func (e *Engine) SecretEnv(ctx context.Context, app string, s *core.ServiceSpec) (map[string]string, []string, error) {
+func (e *Engine) SecretEnv(ctx context.Context, c *HeldChecks, app string, s *core.ServiceSpec) (map[string]string, []string, error) {
 	env := map[string]string{}
 	var values []string
 	for _, ref := range s.Secrets {
-		v, err := e.getSecret(ctx, app, s.Name, ref.Name)
+		v, err := e.getSecret(ctx, c, app, s.Name, ref.Name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("app %s: service %s: secret %q: %w", app, s.Name, ref.Name, err)
 		}
@@ -83,9 +82,9 @@ func SecretFiles(s *core.ServiceSpec, values []string) map[string][]byte {
 
 // checkSecretsSet reports the first secret of s that is not set, as one
 // statement of what is missing and how to set it (wraps ErrNotFound).
-func (e *Engine) CheckSecretsSet(ctx context.Context, app string, s *core.ServiceSpec) error {
+func (e *Engine) CheckSecretsSet(ctx context.Context, c *HeldChecks, app string, s *core.ServiceSpec) error {
 	for _, ref := range s.Secrets {
-		if _, err := e.getSecret(ctx, app, s.Name, ref.Name); err != nil {
+		if _, err := e.getSecret(ctx, c, app, s.Name, ref.Name); err != nil {
 			if errors.Is(err, core.ErrNotFound) {
 				return fmt.Errorf("%w: secret %q is not set (set it with: docker gordon secrets set %s %s %s, or for every service: docker gordon secrets set %s %s)",
 					core.ErrNotFound, ref.Name, app, s.Name, ref.Name, app, ref.Name)

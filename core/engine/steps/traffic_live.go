@@ -58,25 +58,25 @@ func (e *TrafficDownError) Unwrap() error { return core.ErrUnavailable }
 // edge proxy is not running[ on <engine>]: <why>; nothing was changed.
 // <how to start it>, then retry".
 func (e *Engine) RequireLiveTraffic(ctx context.Context, verb string) error {
-	return e.RequireLiveTrafficFor(ctx, "", verb)
+	return e.RequireLiveTrafficFor(ctx, nil, verb)
 }
 
 // requireLiveTraffic is RequireLiveTraffic for app: while this engine holds
 // app's lock, its first Status answer is the lock hold's (heldChecks), so
 // the preflight's checkTraffic does not ask again; a retry asks afresh and
 // replaces it.
-func (e *Engine) RequireLiveTrafficFor(ctx context.Context, app, verb string) error {
+func (e *Engine) RequireLiveTrafficFor(ctx context.Context, c *HeldChecks, verb string) error {
 	if e.Traffic == nil {
 		return nil
 	}
 	deadline := time.Now().Add(TrafficStartWait)
-	live, written, reason := e.trafficLive(ctx, app, true)
+	live, written, reason := e.trafficLive(ctx, c, true)
 	// A status written seconds ago or none yet: maybe starting. An older
 	// one from an edge that does not answer: stopped, no need to wait.
 	starting := func() bool { return written.IsZero() || time.Since(written) < 2*TrafficStartWait }
 	for !live && starting() && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
-		live, written, reason = e.trafficLive(ctx, app, false)
+		live, written, reason = e.trafficLive(ctx, c, false)
 	}
 	if live {
 		return nil
@@ -107,18 +107,16 @@ func (e *Engine) RequireLiveTrafficFor(ctx context.Context, app, verb string) er
 // edge last wrote its status (zero when unknown); reason is a stale
 // status's error ("" when it gives none). With memo, a Status
 // answer of app's lock hold is reused; every answer is remembered there.
-func (e *Engine) trafficLive(ctx context.Context, app string, memo bool) (live bool, written time.Time, reason string) {
+func (e *Engine) trafficLive(ctx context.Context, c *HeldChecks, memo bool) (live bool, written time.Time, reason string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var st core.TrafficStatus
 	var err error
-	if memo && app != "" {
-		st, err = e.TrafficStatus(ctx, app)
+	if memo && c != nil {
+		st, err = e.TrafficStatus(ctx, c)
 	} else {
 		st, err = e.Traffic.Status(ctx)
-		if app != "" {
-			e.Checks(app).setStatus(st, err)
-		}
+		c.setStatus(st, err)
 	}
 	if err != nil {
 		return errors.Is(err, core.ErrConflict), time.Time{}, ""

@@ -13,6 +13,9 @@
 //     error and rejected_generation, as for any table); 200 with the
 //     status and nothing written when the generation equals the applied
 //     one; 409 with the status when it is lower (an edge never goes back);
+//     422 and nothing written when it is more than
+//     routetable.MaxGenerationStep (2^32) above the applied one (0 before
+//     any), so a table pushed at 2^64-1 cannot hold every later one off;
 //     202 when the apply was queued but not seen within the reload bound;
 //     400 when the body is not a JSON object with a generation; 500 when
 //     routes.json cannot be written.
@@ -22,7 +25,8 @@
 //
 // With Config.Peers set, RunPeers asks every other edge task named by
 // that DNS name for a newer table (GET /routes?after=<applied>) every
-// Config.Interval and adopts the newest one as a PUT would, so an edge
+// Config.Interval and adopts the newest one as a PUT would (a table far
+// ahead is refused the same way, and not asked for again), so an edge
 // task that (re)starts converges within about one interval. It serves no
 // public request and imports nothing of the edge but core/routetable.
 package routepush

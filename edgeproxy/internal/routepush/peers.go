@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
 // peerTimeout bounds the lookup of Config.Peers and each request to a
@@ -84,6 +86,9 @@ func (p *Pusher) syncPeers(ctx context.Context) {
 	if err != nil {
 		p.cfg.Logger.Warn("route table from a peer not written", "peer", best.peer, "generation", best.generation, "error", err)
 		return
+	}
+	if out == tooFar {
+		return // far ahead of what the edge applied meanwhile: not adopted
 	}
 	p.tried = best.generation
 	if out == unchanged || out == older {
@@ -168,6 +173,11 @@ func (p *Pusher) askPeers(ctx context.Context, targets []string, after uint64, h
 			t, err := p.askPeer(ctx, target, after, hasAfter)
 			if err != nil {
 				p.cfg.Logger.Debug("peer not asked", "peer", target, "error", err)
+				return
+			}
+			if t != nil && routetable.FarAhead(t.generation, p.appliedGeneration()) {
+				p.cfg.Logger.Warn("route table from a peer refused: its generation is far ahead of the applied one",
+					"peer", target, "generation", t.generation, "applied", p.appliedGeneration())
 				return
 			}
 			mu.Lock()

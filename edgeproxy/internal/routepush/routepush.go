@@ -171,6 +171,9 @@ func (p *Pusher) servePut(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 	case out == older:
 		p.writeStatus(w, http.StatusConflict)
+	case out == tooFar:
+		http.Error(w, fmt.Sprintf("generation %d is more than %d above the applied generation %d: refused (the edge keeps its table)",
+			gen, routetable.MaxGenerationStep, p.appliedGeneration()), http.StatusUnprocessableEntity)
 	default:
 		p.writeStatus(w, http.StatusOK)
 	}
@@ -218,13 +221,27 @@ const (
 	unchanged                // same generation as applied: nothing written
 	older                    // lower generation than applied: nothing written
 	queued                   // written, apply not seen within the bound
+	tooFar                   // more than MaxGenerationStep above applied: nothing written
 )
 
+// appliedGeneration is the generation of the table the edge applied, 0
+// before any.
+func (p *Pusher) appliedGeneration() uint64 {
+	if cur := p.cur.Load(); cur != nil {
+		return cur.generation
+	}
+	return 0
+}
+
 // publish writes and applies data (generation gen) unless the edge
-// applied gen or a higher generation already.
+// applied gen or a higher generation already, or gen is far ahead of the
+// applied one (routetable.FarAhead).
 func (p *Pusher) publish(ctx context.Context, data []byte, gen uint64) (outcome, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if routetable.FarAhead(gen, p.appliedGeneration()) {
+		return tooFar, nil
+	}
 	if cur := p.cur.Load(); cur != nil {
 		if gen < cur.generation {
 			return older, nil

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -122,7 +123,13 @@ func (t *Traffic) Apply(ctx context.Context, graph routetable.Graph) (uint64, er
 		if edges, err = t.targets(ctx, cfg); err != nil {
 			return 0, err
 		}
-		cur = max(cur, t.swarmGeneration(ctx, cfg, edges))
+		cur = max(cur, t.swarmGeneration(ctx, cfg, edges, cur))
+	}
+	if cur == math.MaxUint64 {
+		// Never wraps: an edge answers a lower generation with the one
+		// it holds.
+		return 0, fmt.Errorf("traffic/edge: the route table generation in %s is at its maximum (%d), which no deploy reaches: remove %s and %s there, then run the command again: %w",
+			t.dir, cur, routesFile, statusFile, core.ErrConflict)
 	}
 	gen := cur + 1
 	table := routetable.Table{Schema: routetable.Schema, Generation: gen, Graph: sortedGraph(graph)}
@@ -161,6 +168,7 @@ func (t *Traffic) reload(ctx context.Context, admin string) (routetable.Status, 
 	if err != nil {
 		return routetable.Status{}, false
 	}
+	t.authorize(req)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return routetable.Status{}, false
@@ -174,7 +182,8 @@ func (t *Traffic) reload(ctx context.Context, admin string) (routetable.Status, 
 }
 
 // confirmed judges one status of the edge for table: done with nil when
-// the edge applied table's generation (or a later one) with every TCP/UDP
+// the edge applied table's generation (exactly: a later one is another
+// publisher's table, not this one) with every TCP/UDP
 // listener it asks for bound; done with an error when the edge rejected
 // that generation, cannot bind a listener of it, or (live) serves another
 // state directory; not done otherwise.
@@ -183,7 +192,7 @@ func (t *Traffic) confirmed(st routetable.Status, live bool, table routetable.Ta
 	switch {
 	case live && st.StateID != "" && st.StateID != t.stateID():
 		return true, t.foreignEdge(st)
-	case st.AppliedGeneration >= gen:
+	case st.AppliedGeneration == gen:
 		return true, listenerErr(st, table)
 	case st.Error != "" && st.RejectedGeneration == gen:
 		return true, fmt.Errorf("traffic/edge: edge rejected generation %d: %w: %s", gen, core.ErrInvalid, st.Error)
@@ -372,6 +381,7 @@ func (t *Traffic) fetchLive(ctx context.Context, admin string) (routetable.Statu
 	if err != nil {
 		return routetable.Status{}, err
 	}
+	t.authorize(req)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return routetable.Status{}, err
@@ -385,6 +395,22 @@ func (t *Traffic) fetchLive(ctx context.Context, admin string) (routetable.Statu
 		return routetable.Status{}, fmt.Errorf("edge admin %s: decode: %w", admin, err)
 	}
 	return st, nil
+}
+
+// authorize adds the edge admin API's bearer token to req: on a swarm the
+// route-push token (swarm.Token), on one engine the edge's
+// <state>/edge/admin.token; none when it cannot be read (an edge that has
+// not started yet then answers 401, taken as no answer).
+func (t *Traffic) authorize(req *http.Request) {
+	var tok string
+	if _, onSwarm, err := t.swarmConfig(); err == nil && onSwarm {
+		tok, _ = swarm.Token(t.stateDir)
+	} else {
+		tok, _ = edgestate.ReadAdminToken(t.dir)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 }
 
 // readStatusFile reads status.json. Errors wrap core.ErrUnavailable.

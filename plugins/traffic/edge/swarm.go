@@ -107,8 +107,11 @@ func (t *Traffic) pushSwarm(ctx context.Context, cfg swarm.Config, edges []swarm
 }
 
 // swarmGeneration is the highest generation any of edges reports
-// applied or rejected (0 when none answers within the admin timeout).
-func (t *Traffic) swarmGeneration(ctx context.Context, cfg swarm.Config, edges []swarm.EdgeTask) uint64 {
+// applied or rejected (0 when none answers within the admin timeout),
+// leaving out a report far ahead of own, the table of record's generation
+// (routetable.FarAhead: no table published from here gets there, and
+// counting it would make the next generation wrap).
+func (t *Traffic) swarmGeneration(ctx context.Context, cfg swarm.Config, edges []swarm.EdgeTask, own uint64) uint64 {
 	gens := make([]uint64, len(edges))
 	var wg sync.WaitGroup
 	for i, e := range edges {
@@ -121,7 +124,9 @@ func (t *Traffic) swarmGeneration(ctx context.Context, cfg swarm.Config, edges [
 	wg.Wait()
 	var gen uint64
 	for _, g := range gens {
-		gen = max(gen, g)
+		if !routetable.FarAhead(g, own) {
+			gen = max(gen, g)
+		}
 	}
 	return gen
 }
@@ -134,18 +139,27 @@ func (t *Traffic) pushOne(ctx context.Context, cfg swarm.Config, e swarm.EdgeTas
 	where := fmt.Sprintf("the edge on node %s (task %s, %s)", e.NodeName, short(e.ID), e.IP)
 	var last string
 	for {
-		st, code, err := t.putRoutes(ctx, url, token, body)
+		st, code, msg, err := t.putRoutes(ctx, url, token, body)
 		switch {
 		case err != nil:
 			last = err.Error()
 		case code == http.StatusOK || code == http.StatusConflict:
-			if st.AppliedGeneration >= table.Generation {
+			if st.AppliedGeneration == table.Generation {
 				return listenerErr(st, table)
 			}
 			if st.Error != "" && st.RejectedGeneration == table.Generation {
 				return fmt.Errorf("traffic/edge: %s rejected generation %d: %w: %s", where, table.Generation, core.ErrInvalid, st.Error)
 			}
+			if st.AppliedGeneration > table.Generation {
+				// Never success: that edge serves a table not published
+				// from here (another state directory, or a generation
+				// forced far ahead) and keeps it.
+				return fmt.Errorf("traffic/edge: %s serves generation %d, above this table's %d, so it keeps a table this state directory did not publish: restart that task (docker service update --force %s) and run the command again: %w",
+					where, st.AppliedGeneration, table.Generation, cfg.Service, core.ErrConflict)
+			}
 			last = fmt.Sprintf("answered %d with applied generation %d", code, st.AppliedGeneration)
+		case code == http.StatusUnprocessableEntity:
+			return fmt.Errorf("traffic/edge: %s refused generation %d: %w: %s", where, table.Generation, core.ErrInvalid, msg)
 		case code == http.StatusUnauthorized:
 			return fmt.Errorf("traffic/edge: %s refused the route-push token (401): the edge service and %s disagree; run docker gordon system start again: %w",
 				where, swarm.TokenFile, core.ErrConflict)
@@ -160,25 +174,27 @@ func (t *Traffic) pushOne(ctx context.Context, cfg swarm.Config, e swarm.EdgeTas
 	}
 }
 
-// putRoutes is one PUT /routes; st is the edge's status answer.
-func (t *Traffic) putRoutes(ctx context.Context, url, token string, body []byte) (routetable.Status, int, error) {
+// putRoutes is one PUT /routes; st is the edge's status answer, msg the
+// answer's text when it is not a status (at most 200 bytes).
+func (t *Traffic) putRoutes(ctx context.Context, url, token string, body []byte) (st routetable.Status, code int, msg string, err error) {
 	actx, cancel := context.WithTimeout(ctx, 3*t.adminTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPut, url, bytes.NewReader(body))
 	if err != nil {
-		return routetable.Status{}, 0, err
+		return st, 0, "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := t.pushClient.Do(req)
 	if err != nil {
-		return routetable.Status{}, 0, err
+		return st, 0, "", err
 	}
 	defer resp.Body.Close()
-	var st routetable.Status
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	_ = json.Unmarshal(data, &st)
-	return st, resp.StatusCode, nil
+	if json.Unmarshal(data, &st) != nil {
+		msg = strings.TrimSpace(string(data[:min(len(data), 200)]))
+	}
+	return st, resp.StatusCode, msg, nil
 }
 
 // swarmStatus is Status on a swarm: every running edge task's live

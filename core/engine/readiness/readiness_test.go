@@ -1,4 +1,4 @@
-package engine_test
+package readiness_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/engine/readiness"
 )
 
 func pubHTTP(port int, host string) core.HTTPInterface {
@@ -69,13 +69,13 @@ func TestS33_ProbeSelection(t *testing.T) {
 			s := tc.spec
 			s.Name = "web"
 			before := s.Readiness
-			got := engine.DeployReadiness(&s)
+			got := readiness.DeployReadiness(&s)
 			assert.Equal(t, tc.wantType, got.Type)
 			assert.Equal(t, tc.wantPort, got.Port)
 			assert.Equal(t, tc.wantPath, got.Path)
 			assert.Equal(t, core.Duration(30*time.Second), got.Timeout, "R35 default budget")
 			assert.Equal(t, before, s.Readiness, "the spec is not modified")
-			decl := engine.DeclaredReadiness(&s)
+			decl := readiness.DeclaredReadiness(&s)
 			assert.Equal(t, tc.declared, decl.Type, "R29: verification uses the declared check only")
 			assert.Equal(t, core.Duration(30*time.Second), decl.Timeout)
 		})
@@ -90,7 +90,7 @@ func TestS33_SingleWriterIffVolumesOrBinds(t *testing.T) {
 
 func TestR35_DeclaredTimeoutKept(t *testing.T) {
 	s := core.ServiceSpec{Name: "web", HTTP: []core.HTTPInterface{pubHTTP(8080, "a.example")}, Readiness: core.Readiness{Timeout: core.Duration(90 * time.Second)}}
-	r := engine.DeployReadiness(&s)
+	r := readiness.DeployReadiness(&s)
 	assert.Equal(t, core.ReadinessHTTP, r.Type)
 	assert.Equal(t, 90*time.Second, r.Timeout.D())
 }
@@ -104,8 +104,8 @@ func TestR30_ProbeTargetFor(t *testing.T) {
 	}
 	t.Run("http address and first public host", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "web", HTTP: []core.HTTPInterface{pubHTTP(8080, "blog.example.com"), pubHTTP(8080, "www.example.com")}}
-		r := engine.DeployReadiness(&s)
-		tg, err := engine.ProbeTargetFor("blog", &s, r, "c-new", start, binds)
+		r := readiness.DeployReadiness(&s)
+		tg, err := readiness.ProbeTargetFor("blog", &s, r, "c-new", start, binds)
 		require.NoError(t, err)
 		assert.Equal(t, "127.0.0.1:18080", tg.Address)
 		assert.Equal(t, "blog.example.com", tg.Host)
@@ -118,13 +118,13 @@ func TestR30_ProbeTargetFor(t *testing.T) {
 	})
 	t.Run("readiness.host overrides (decision 9)", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "web", HTTP: []core.HTTPInterface{pubHTTP(8080, "blog.example.com")}, Readiness: core.Readiness{Type: core.ReadinessHTTP, Host: "health.internal"}}
-		tg, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)
+		tg, err := readiness.ProbeTargetFor("blog", &s, readiness.DeployReadiness(&s), "c-new", start, binds)
 		require.NoError(t, err)
 		assert.Equal(t, "health.internal", tg.Host)
 	})
 	t.Run("tcp readiness of an undeclared port is internal (R30)", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "cache", Readiness: core.Readiness{Type: core.ReadinessTCP, Port: 6379}}
-		tg, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)
+		tg, err := readiness.ProbeTargetFor("blog", &s, readiness.DeployReadiness(&s), "c-new", start, binds)
 		require.NoError(t, err)
 		assert.True(t, tg.Internal, "probed from the helper on the app network")
 		assert.Empty(t, tg.Address)
@@ -132,37 +132,37 @@ func TestR30_ProbeTargetFor(t *testing.T) {
 	})
 	t.Run("wildcard host becomes a matching name", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "web", HTTP: []core.HTTPInterface{pubHTTP(8080, "*.example.com")}}
-		tg, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)
+		tg, err := readiness.ProbeTargetFor("blog", &s, readiness.DeployReadiness(&s), "c-new", start, binds)
 		require.NoError(t, err)
 		assert.Equal(t, "readiness.example.com", tg.Host)
 	})
 	t.Run("no public host falls back to the dialled address", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "api", TCP: []core.L4Interface{{Port: 8080}}, Readiness: core.Readiness{Type: core.ReadinessHTTP, Path: "/healthz"}}
-		tg, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)
+		tg, err := readiness.ProbeTargetFor("blog", &s, readiness.DeployReadiness(&s), "c-new", start, binds)
 		require.NoError(t, err)
 		assert.Equal(t, "127.0.0.1:18080", tg.Host)
 	})
 	t.Run("tcp never dials a udp bind", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "game", TCP: []core.L4Interface{{Port: 28015}}}
-		_, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)
+		_, err := readiness.ProbeTargetFor("blog", &s, readiness.DeployReadiness(&s), "c-new", start, binds)
 		require.ErrorIs(t, err, core.ErrInvalid)
 		assert.Contains(t, err.Error(), "28015")
 		assert.Contains(t, err.Error(), "game")
 	})
 	t.Run("missing bind is ErrInvalid", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "db", TCP: []core.L4Interface{{Port: 5432}}}
-		_, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)
+		_, err := readiness.ProbeTargetFor("blog", &s, readiness.DeployReadiness(&s), "c-new", start, binds)
 		require.ErrorIs(t, err, core.ErrInvalid)
 		assert.Contains(t, err.Error(), "has no backend address")
 	})
 	t.Run("http without a port is ErrInvalid", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "web", HTTP: []core.HTTPInterface{pubHTTP(8080, "a.example")}, TCP: []core.L4Interface{{Port: 9000}}, Readiness: core.Readiness{Type: core.ReadinessHTTP}}
-		_, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, binds)
+		_, err := readiness.ProbeTargetFor("blog", &s, readiness.DeployReadiness(&s), "c-new", start, binds)
 		require.ErrorIs(t, err, core.ErrInvalid)
 	})
 	t.Run("log needs no bind", func(t *testing.T) {
 		s := core.ServiceSpec{Name: "worker", Readiness: core.Readiness{Type: core.ReadinessLog, Pattern: "up"}}
-		tg, err := engine.ProbeTargetFor("blog", &s, engine.DeployReadiness(&s), "c-new", start, nil)
+		tg, err := readiness.ProbeTargetFor("blog", &s, readiness.DeployReadiness(&s), "c-new", start, nil)
 		require.NoError(t, err)
 		assert.Empty(t, tg.Address)
 		assert.Equal(t, start, tg.StartedAt)
@@ -225,7 +225,7 @@ func TestS41_SuccessAfterBudgetRejected(t *testing.T) {
 		}
 		return core.ProbeResult{Ready: true, Detail: "connected"}, nil
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
 	start := time.Now()
 	res, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(200 * time.Millisecond)}, nil)
 	require.Error(t, err)
@@ -233,7 +233,7 @@ func TestS41_SuccessAfterBudgetRejected(t *testing.T) {
 	assert.Contains(t, err.Error(), "TCP readiness timeout")
 	assert.Regexp(t, `^TCP readiness timeout after 200ms on 127\.0\.0\.1:18081`, err.Error())
 	assert.ErrorIs(t, err, core.ErrUnavailable)
-	var te *engine.ReadinessTimeoutError
+	var te *readiness.ReadinessTimeoutError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, 1, te.Attempts)
 	assert.Equal(t, 1, res.Attempts)
@@ -243,13 +243,13 @@ func TestS42_CallerCancelReturned(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(context.Context, int, core.ProbeRequest) (core.ProbeResult, error) {
 		return core.ProbeResult{Detail: "127.0.0.1:18081: " + core.ProbeDetailClosedAfterAccept}, nil
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, TCPInterval: 20 * time.Millisecond}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, TCPInterval: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var progressed []engine.WaitResult
+	var progressed []readiness.WaitResult
 	var mu sync.Mutex
 	start := time.Now()
-	res, err := w.Wait(ctx, tcpTarget, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(10 * time.Second)}, func(r engine.WaitResult) {
+	res, err := w.Wait(ctx, tcpTarget, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(10 * time.Second)}, func(r readiness.WaitResult) {
 		mu.Lock()
 		progressed = append(progressed, r)
 		mu.Unlock()
@@ -273,7 +273,7 @@ func TestR33_CallerDeadlineBeforeBudgetIsCallersError(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(context.Context, int, core.ProbeRequest) (core.ProbeResult, error) {
 		return core.ProbeResult{Detail: "connect: refused"}, nil
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, TCPInterval: 10 * time.Millisecond}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, TCPInterval: 10 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := w.Wait(ctx, tcpTarget, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(5 * time.Second)}, nil)
@@ -290,10 +290,10 @@ func TestR33_TCPRetriesEvery500msUntilReady(t *testing.T) {
 		return core.ProbeResult{Ready: true, Detail: "connected"}, nil
 	}}
 	ps := &fakeProbeSet{p: fp}
-	w := &engine.ReadinessWaiter{Probes: ps}
+	w := &readiness.ReadinessWaiter{Probes: ps}
 	var calls int
 	start := time.Now()
-	res, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(5 * time.Second)}, func(r engine.WaitResult) {
+	res, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: core.ReadinessTCP, Port: 9000, Timeout: core.Duration(5 * time.Second)}, func(r readiness.WaitResult) {
 		calls++
 		assert.Contains(t, r.LastDetail, "connection refused")
 	})
@@ -313,7 +313,7 @@ func TestR33_TCPRetriesEvery500msUntilReady(t *testing.T) {
 
 func TestR29_NoneIsReadyAtOnce(t *testing.T) {
 	ps := &fakeProbeSet{}
-	w := &engine.ReadinessWaiter{Probes: ps}
+	w := &readiness.ReadinessWaiter{Probes: ps}
 	for _, typ := range []string{"", core.ReadinessNone} {
 		res, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: typ}, nil)
 		require.NoError(t, err)
@@ -329,7 +329,7 @@ func TestR31_HTTPAttemptBoundedAndRetriedEverySecond(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(_ context.Context, n int, req core.ProbeRequest) (core.ProbeResult, error) {
 		return core.ProbeResult{Detail: "GET http://127.0.0.1:18080/healthz: 503 Service Unavailable"}, nil
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
 	target := core.ProbeTarget{App: "blog", Service: "web", ContainerID: "c-new", Address: "127.0.0.1:18080", Port: 8080}
 	start := time.Now()
 	res, err := w.Wait(context.Background(), target, core.Readiness{Type: core.ReadinessHTTP, Path: "/healthz", Port: 8080, Timeout: core.Duration(1500 * time.Millisecond)}, nil)
@@ -348,7 +348,7 @@ func TestR31_HTTPAttemptCapTwoSeconds(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(_ context.Context, n int, req core.ProbeRequest) (core.ProbeResult, error) {
 		return core.ProbeResult{Ready: true}, nil
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
 	_, err := w.Wait(context.Background(), core.ProbeTarget{Address: "127.0.0.1:1"}, core.Readiness{Type: core.ReadinessHTTP, Timeout: core.Duration(30 * time.Second)}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 2*time.Second, fp.requests()[0].AttemptTimeout)
@@ -362,7 +362,7 @@ func TestR31_HTTPAttemptOverrunIsNotReadyAndRetried(t *testing.T) {
 		}
 		return core.ProbeResult{Ready: true, Detail: "GET http://x/: 200 OK"}, nil
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, HTTPInterval: 10 * time.Millisecond}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, HTTPInterval: 10 * time.Millisecond}
 	start := time.Now()
 	res, err := w.Wait(context.Background(), core.ProbeTarget{Address: "127.0.0.1:1"}, core.Readiness{Type: core.ReadinessHTTP, Timeout: core.Duration(10 * time.Second)}, nil)
 	require.NoError(t, err)
@@ -374,7 +374,7 @@ func TestR32_BackendErrorEndsWaitAtOnce(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(context.Context, int, core.ProbeRequest) (core.ProbeResult, error) {
 		return core.ProbeResult{}, fmt.Errorf("%w: probe tcp", core.ErrPluginExited)
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
 	res, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: core.ReadinessTCP, Timeout: core.Duration(5 * time.Second)}, nil)
 	require.ErrorIs(t, err, core.ErrPluginExited)
 	assert.Contains(t, err.Error(), "app blog service db container c-new")
@@ -382,7 +382,7 @@ func TestR32_BackendErrorEndsWaitAtOnce(t *testing.T) {
 }
 
 func TestR29_UnknownProbeIsNotFound(t *testing.T) {
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{}}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{}}
 	_, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: core.ReadinessPlugin, Plugin: "pg"}, nil)
 	require.ErrorIs(t, err, core.ErrNotFound)
 	assert.Contains(t, err.Error(), "db")
@@ -392,7 +392,7 @@ func TestR34_LogWaiterFailsClosedWithoutStartTime(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(context.Context, int, core.ProbeRequest) (core.ProbeResult, error) {
 		return core.ProbeResult{Ready: true}, nil
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}}
 	start := time.Now()
 	_, err := w.Wait(context.Background(), core.ProbeTarget{App: "blog", Service: "worker", ContainerID: "c-new"}, core.Readiness{Type: core.ReadinessLog, Pattern: "up"}, nil)
 	require.ErrorIs(t, err, core.ErrInvalid)
@@ -405,7 +405,7 @@ func TestR34_LogWaiterRereadsUntilBudget(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(context.Context, int, core.ProbeRequest) (core.ProbeResult, error) {
 		return core.ProbeResult{Detail: `pattern "up" not in logs`}, nil
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, LogInterval: 40 * time.Millisecond}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, LogInterval: 40 * time.Millisecond}
 	target := core.ProbeTarget{App: "blog", Service: "worker", ContainerID: "c-new", StartedAt: time.Now()}
 	res, err := w.Wait(context.Background(), target, core.Readiness{Type: core.ReadinessLog, Pattern: "up", Timeout: core.Duration(300 * time.Millisecond)}, nil)
 	require.Error(t, err)
@@ -419,7 +419,7 @@ func TestR31_PluginAttemptCapAndConfig(t *testing.T) {
 		return core.ProbeResult{Ready: n == 2, Detail: "replica lag"}, nil
 	}}
 	ps := &fakeProbeSet{p: fp}
-	w := &engine.ReadinessWaiter{Probes: ps, PluginInterval: 10 * time.Millisecond}
+	w := &readiness.ReadinessWaiter{Probes: ps, PluginInterval: 10 * time.Millisecond}
 	r := core.Readiness{Type: core.ReadinessPlugin, Plugin: "pg", Config: map[string]any{"lag": 5}, Timeout: core.Duration(time.Minute)}
 	res, err := w.Wait(context.Background(), tcpTarget, r, nil)
 	require.NoError(t, err)
@@ -438,7 +438,7 @@ func TestR33_AttemptCutByBudgetKeepsLastVerdict(t *testing.T) {
 		<-ctx.Done() // a connect that hangs until the budget ends
 		return core.ProbeResult{}, ctx.Err()
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, TCPInterval: 20 * time.Millisecond}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, TCPInterval: 20 * time.Millisecond}
 	res, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: core.ReadinessTCP, Timeout: core.Duration(200 * time.Millisecond)}, nil)
 	require.Error(t, err)
 	assert.Equal(t, 2, res.Attempts)
@@ -450,7 +450,7 @@ func TestR31_PluginTimeoutErrorNamesPlugin(t *testing.T) {
 	fp := &fakeProber{CheckFn: func(context.Context, int, core.ProbeRequest) (core.ProbeResult, error) {
 		return core.ProbeResult{Detail: "replica lag 12s"}, nil
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, PluginInterval: 20 * time.Millisecond}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, PluginInterval: 20 * time.Millisecond}
 	_, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: core.ReadinessPlugin, Plugin: "pg", Timeout: core.Duration(100 * time.Millisecond)}, nil)
 	require.ErrorIs(t, err, core.ErrUnavailable)
 	assert.Contains(t, err.Error(), "plugin pg readiness timeout after 100ms")
@@ -470,10 +470,10 @@ func TestR33_CheckErrorAtTheAttemptDeadlineIsTheTimeout(t *testing.T) {
 		time.Sleep(time.Until(dl) - 20*time.Millisecond)
 		return core.ProbeResult{}, errors.New("rpc error: code = Canceled desc = stream terminated by RST_STREAM with error code: CANCEL")
 	}}
-	w := &engine.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, PluginInterval: 20 * time.Millisecond}
+	w := &readiness.ReadinessWaiter{Probes: &fakeProbeSet{p: fp}, PluginInterval: 20 * time.Millisecond}
 	_, err := w.Wait(context.Background(), tcpTarget, core.Readiness{Type: core.ReadinessPlugin, Plugin: "hang", Timeout: core.Duration(300 * time.Millisecond)}, nil)
 	require.ErrorIs(t, err, core.ErrUnavailable)
-	var te *engine.ReadinessTimeoutError
+	var te *readiness.ReadinessTimeoutError
 	require.ErrorAs(t, err, &te, "the attempt's bound, not a backend failure: %v", err)
 	assert.Contains(t, err.Error(), "plugin hang readiness timeout after 300ms")
 }

@@ -1,4 +1,4 @@
-package engine_test
+package readiness_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/engine/readiness"
 )
 
 // rpPluginSet is a ProbeSet of custom plugins by name; asked lists every
@@ -73,7 +73,7 @@ func TestR13_PluginReadinessAccepted(t *testing.T) {
 		{Name: "web", Image: "img", HTTP: []core.HTTPInterface{{Port: 8080, Host: "w.test"}}},
 		rpService("worker", "grpc", nil),
 	}
-	require.NoError(t, engine.ValidatePluginReadiness(context.Background(), set, "blog", services))
+	require.NoError(t, readiness.ValidatePluginReadiness(context.Background(), set, "blog", services))
 	assert.Equal(t, []string{"plugin/grpc", "plugin/grpc"}, set.asked)
 	assert.Equal(t, []string{`{"service":"x"}`, ""}, p.seen, "config sent as JSON; absent config sent as nil")
 }
@@ -87,11 +87,11 @@ func TestR13_PluginReadinessProblemsListed(t *testing.T) {
 		rpService("api", "grpc", map[string]any{"bad": 1}),
 		rpService("db", "redis", nil),
 	}
-	err := engine.ValidatePluginReadiness(context.Background(), set, "blog", services)
+	err := readiness.ValidatePluginReadiness(context.Background(), set, "blog", services)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, core.ErrInvalid)
 	assert.ErrorIs(t, err, core.ErrNotFound)
-	var perr *engine.PluginReadinessError
+	var perr *readiness.PluginReadinessError
 	require.True(t, errors.As(err, &perr))
 	require.Len(t, perr.Problems, 2)
 	assert.Equal(t, "services.api.readiness.config", perr.Problems[0].Key)
@@ -104,7 +104,7 @@ func TestR13_PluginReadinessProblemsListed(t *testing.T) {
 // R13 preflight: only config messages → ErrInvalid but not ErrNotFound.
 func TestR13_PluginReadinessConfigOnlyIsInvalid(t *testing.T) {
 	set := &rpPluginSet{plugins: map[string]core.Prober{"grpc": &rpCfgProbe{}}}
-	err := engine.ValidatePluginReadiness(context.Background(), set, "blog",
+	err := readiness.ValidatePluginReadiness(context.Background(), set, "blog",
 		[]core.ServiceSpec{rpService("api", "grpc", map[string]any{"bad": true})})
 	assert.ErrorIs(t, err, core.ErrInvalid)
 	assert.NotErrorIs(t, err, core.ErrNotFound)
@@ -114,7 +114,7 @@ func TestR13_PluginReadinessConfigOnlyIsInvalid(t *testing.T) {
 // is named with the service.
 func TestR13_PluginReadinessBrokenPluginKeepsClass(t *testing.T) {
 	set := &rpPluginSet{err: map[string]error{"crash": fmt.Errorf("plugin probe/crash exited: %w", core.ErrPluginExited)}}
-	err := engine.ValidatePluginReadiness(context.Background(), set, "blog",
+	err := readiness.ValidatePluginReadiness(context.Background(), set, "blog",
 		[]core.ServiceSpec{rpService("api", "crash", nil)})
 	require.ErrorIs(t, err, core.ErrPluginExited)
 	assert.Contains(t, err.Error(), "service api")
