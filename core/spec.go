@@ -109,6 +109,10 @@ type ServiceSpec struct {
 	// volumes live there, and a bind mount names a path there. A one-engine
 	// runtime has one node and ignores it.
 	Node string `json:"node,omitempty"`
+	// Aliases are extra names other services reach this one by on the app
+	// network, besides its service name (manifest aliases, compose
+	// container_name and networks.<net>.aliases).
+	Aliases []string `json:"aliases,omitempty"`
 	// Hooks are the commands run in the service's containers around the
 	// switch, after start and before stop (SPEC R72); nil runs none.
 	Hooks *Hooks `json:"hooks,omitempty"`

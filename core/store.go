@@ -95,6 +95,13 @@ type Store interface {
 	// Revisions and ops are kept for history.
 	EndIncarnation(ctx context.Context, app string) error
 
+	// Prune removes the app's oldest ops beyond the newest keepOps and its
+	// oldest revisions beyond the newest keepRevisions, never an unfinished
+	// op, the latest op, nor a revision DESIRED, ACTIVE or a kept op names
+	// (retention.Select); 0 or less keeps every record of that kind. It
+	// returns the removed ids, oldest first. Callers hold the app lock.
+	Prune(ctx context.Context, app string, keepOps, keepRevisions int) (ops, revisions []string, err error)
+
 	// Secrets (decision 13). Values are never logged or journaled.
 	SetSecret(ctx context.Context, app, service, name string, value []byte) error
 	GetSecret(ctx context.Context, app, service, name string) ([]byte, error)

@@ -1,6 +1,6 @@
 package system
 
-// Adoption (issue 25, SPEC R80): the reconcile loop on a swarm manager
+// Adoption (SPEC R80): the reconcile loop on a swarm manager
 // mirrors every app's records into a Docker config (swarm.Mirror);
 // system start on a manager whose state directory does not know an app
 // writes those records back, so another manager takes the apps over when

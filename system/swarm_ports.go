@@ -1,6 +1,6 @@
 package system
 
-// The swarm edge's published ports (issue 25): a Swarm host-mode port is
+// The swarm edge's published ports: a Swarm host-mode port is
 // part of the service spec, so system start declares them all — HTTP,
 // HTTPS (with the ACME settings) and the TCP ports the apps' TCP binds
 // use — and a deploy whose bind the edge does not publish is refused

@@ -91,7 +91,7 @@ func startEdgeFor(tmp, name, edgeBin, routes string, prefix []string, start func
 }
 
 // metrics reads the edge's /metrics series whose name starts with one of
-// prefixes, summed over labels.
+// prefixes, summed over labels (none when it does not answer within 5 s).
 func (e *edgeProc) metrics(prefixes ...string) map[string]float64 {
 	out := map[string]float64{}
 	req, err := http.NewRequest(http.MethodGet, "http://"+e.admin+"/metrics", nil)
@@ -102,7 +102,8 @@ func (e *edgeProc) metrics(prefixes ...string) map[string]float64 {
 	if tok, err := os.ReadFile(filepath.Join(e.state, "edge", "admin.token")); err == nil {
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	cl := &http.Client{Timeout: 5 * time.Second} // an edge out of descriptors accepts nothing
+	resp, err := cl.Do(req)
 	if err != nil {
 		return out
 	}

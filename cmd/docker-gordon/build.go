@@ -48,7 +48,9 @@ type builtImage struct {
 // service's image when it names one (tagged with it, as compose does),
 // else gordon/<app>-<service>:<hash>. A build whose tag exists is not run
 // again (unless mode is buildAlways), so an unchanged context and
-// unchanged settings deploy nothing new. Progress goes to progress (nil:
+// unchanged settings deploy nothing new. A plan (buildPlan) computes the
+// tags and keeps each build section, so the planner knows the image is
+// built on deploy. Progress goes to progress (nil:
 // none), one line per Dockerfile step. A failed build returns an error
 // naming the service and the failing step; its last output lines are
 // written to errw. spec is changed only when every build succeeded.
@@ -106,7 +108,12 @@ func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImag
 	}
 	for i := range spec.Services {
 		if ref, ok := images[spec.Services[i].Name]; ok {
-			spec.Services[i].Image, spec.Services[i].Build = ref, nil
+			spec.Services[i].Image = ref
+			if bd.mode != buildPlan {
+				// A plan keeps the build: it tells "built on deploy" from
+				// "pulled", and a changed context from a changed image.
+				spec.Services[i].Build = nil
+			}
 		}
 	}
 	return out, nil

@@ -149,9 +149,8 @@ func TestBuild_PlanSetsTagsWithoutBuilding(t *testing.T) {
 	assert.Regexp(t, `^gordon/shop-web:[0-9a-f]{16}$`, spec.Services[0].Image)
 	assert.Equal(t, "shop/api:1", spec.Services[1].Image)
 	assert.Equal(t, "postgres:16", spec.Services[2].Image)
-	for _, s := range spec.Services {
-		assert.Nil(t, s.Build, s.Name)
-	}
+	assert.NotNil(t, spec.Services[0].Build, "a plan keeps the build: the image is built on deploy, not pulled")
+	assert.NotNil(t, spec.Services[1].Build)
 }
 
 // TestBuild_RemoteBundleNamesTheImageOnly: a remote deploy -f of a

@@ -208,9 +208,16 @@ func interruptedExits(c *cobra.Command) {
 	}
 }
 
-// close kills plugin subprocesses (removing their socket directory) and
+// close waits for the verb's webhook deliveries (at most the notification
+// budget: they are queued, so a slow webhook never delayed the verb's
+// result), kills plugin subprocesses (removing their socket directory) and
 // reports apps whose record a rebuild could not read. Idempotent.
 func (e *cliEnv) close() {
+	if e.eng != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), engine.NotifyBudget+time.Second)
+		e.eng.WaitNotifications(ctx)
+		cancel()
+	}
 	if e.host != nil {
 		e.host.Close()
 	}
@@ -341,8 +348,12 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		NotifyFailed: func(msg string) { fmt.Fprintln(e.dockerCli.Err(), "warning: "+msg) },
 		Holder:       core.LockHolder{PID: os.Getpid(), Verb: verb, Host: hostname()},
 		BindPolicy: func(name string) (string, error) {
-			return bindPolicy(e.opts.stateDir, name)
+			return system.BindPath(e.opts.stateDir, name)
 		},
+		PrivilegePolicy: func(app string, svc *core.ServiceSpec) error {
+			return system.PrivilegePolicy(e.opts.stateDir, app, svc)
+		},
+		Retention:    e.retention(),
 		PortCheck:    checkPort,
 		RegistryAuth: e.registryAuth,
 		TrafficHint:  e.trafficHint(),
@@ -352,6 +363,13 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		RegistryOnly:            opts.RegistryOnly,
 	}
 	return e.eng, nil
+}
+
+// retention is the engine's Retention from this state directory's
+// config.toml (system.Retention).
+func (e *cliEnv) retention() engine.Retention {
+	ops, revisions := system.Retention(e.opts.stateDir)
+	return engine.Retention{Ops: ops, Revisions: revisions}
 }
 
 // trafficHint tells the engine's refusal for a stopped edge which state

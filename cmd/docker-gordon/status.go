@@ -153,6 +153,9 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 	tw.Flush()
 	printInstances(w, st.Services)
 	for _, s := range st.Services {
+		fmt.Fprintf(w, "%s: readiness %s\n", s.Service, s.Readiness)
+	}
+	for _, s := range st.Services {
 		if r := s.LastRecovery; r != nil {
 			fmt.Fprintf(w, "%s: recovered %s at %s: %s (%s)\n", s.Service, shortID(r.Container), r.At.UTC().Format(time.RFC3339), r.Reason, r.Action)
 		}

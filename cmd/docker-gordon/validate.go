@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/docker/cli/cli"
@@ -12,6 +14,9 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/privilege"
+	"github.com/gordon-deploy/docker-gordon/core/readycheck"
+	"github.com/gordon-deploy/docker-gordon/system"
 )
 
 func newValidateCommand(env *cliEnv) *cobra.Command {
@@ -28,12 +33,17 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 			}
 			// A built service is checked under its build's tag (its
 			// context must be readable); nothing is built.
-			if _, err := resolveBuilds(cmd.Context(), nil, &res.spec, buildPlan, nil, nil); err != nil {
+			built, err := resolveBuilds(cmd.Context(), nil, &res.spec, buildPlan, nil, nil)
+			if err != nil {
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %v", err)}
 			}
-			if ierr := checkLocalImages(cmd.Context(), env, res.spec); ierr != nil {
+			imageHC, ierr := checkLocalImages(cmd.Context(), env, res.spec, built)
+			if ierr != nil {
 				printImageRefusal(env, res, ierr)
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("%s: refused by its images", in.files[0])}
+			}
+			if perr := checkPrivilegesHere(env, res.spec); perr != nil {
+				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %s: %v", in.files[0], perr)}
 			}
 			if serr := checkSwarmBindsHere(env, res.spec); serr != nil {
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %s: %v", in.files[0], serr)}
@@ -49,6 +59,7 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 				kind = "compose project, "
 			}
 			fmt.Fprintf(env.dockerCli.Out(), "%s: ok (%sapp %s, %d service(s))\n", in.files[0], kind, res.spec.Name, len(res.spec.Services))
+			printReadiness(env.dockerCli.Out(), res.spec, imageHC)
 			return nil
 		},
 	}
@@ -59,9 +70,12 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 
 // checkLocalImages runs the engine's image checks (an unmapped image
 // VOLUME, readiness "docker" without a healthcheck) for the images that
-// are present on the engine. When the runtime backend cannot be reached
-// the checks are skipped with a note on stderr: validate needs no engine.
-func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error {
+// are present on the engine, and returns, by service, whether its image
+// has a HEALTHCHECK (absent: unknown). A service of built is built by the
+// deploy: its image is not said to be pulled. When the runtime backend
+// cannot be reached the checks are skipped with a note on stderr:
+// validate needs no engine.
+func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec, built []builtImage) (map[string]bool, error) {
 	host, err := env.pluginHost()
 	if err == nil {
 		var rt core.Runtime
@@ -69,20 +83,51 @@ func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec) error
 			if _, err = rt.Info(ctx); err == nil {
 				eng := &engine.Engine{Runtime: rt}
 				if err := eng.CheckImages(ctx, spec); err != nil {
-					return err
+					return nil, err
+				}
+				imageHC := map[string]bool{}
+				for _, s := range spec.Services {
+					if img, err := rt.ResolveImage(ctx, s.Image); err == nil {
+						imageHC[s.Name] = img.HasHealthcheck
+					}
 				}
 				// A missing image is no refusal (the deploy pulls it), but
 				// a deploy fails on it when it cannot be pulled: say so.
 				missing, err := eng.MissingImages(ctx, spec)
 				for _, m := range missing {
-					fmt.Fprintf(env.dockerCli.Err(), "note: service %s is not on the engine: deploy pulls it first and fails if it cannot (build or load it there, or deploy --copy-images from another machine)\n", strings.Replace(m, ": ", ": image ", 1))
+					service, image, _ := strings.Cut(m, ": ")
+					if slices.ContainsFunc(built, func(b builtImage) bool { return b.Service == service }) {
+						fmt.Fprintf(env.dockerCli.Err(), "note: service %s: image %s is built on deploy (from its build context)\n", service, image)
+						continue
+					}
+					fmt.Fprintf(env.dockerCli.Err(), "note: service %s: image %s is not on the engine: deploy pulls it first and fails if it cannot (build or load it there, or deploy --copy-images from another machine)\n", service, image)
 				}
-				return err
+				return imageHC, err
 			}
 		}
 	}
 	fmt.Fprintf(env.dockerCli.Err(), "note: image checks skipped (no engine: %v)\n", err)
-	return nil
+	return nil, nil
+}
+
+// printReadiness prints, per service, the check a new container passes
+// before it is routed and where it comes from (R29): "  web: readiness
+// tcp connect :8080 (default)". A service whose image is unknown here
+// (absent from imageHC) is shown without an image HEALTHCHECK, noted.
+func printReadiness(w io.Writer, spec core.AppSpec, imageHC map[string]bool) {
+	for i := range spec.Services {
+		s := &spec.Services[i]
+		if s.Run == core.RunOnce {
+			continue
+		}
+		hc, known := imageHC[s.Name]
+		r := readycheck.Deploy(s, hc)
+		note := ""
+		if !known && r.Source == readycheck.FromDefault {
+			note = "; an image HEALTHCHECK, unknown here, would be used instead"
+		}
+		fmt.Fprintf(w, "  %s: readiness %s%s\n", s.Name, r, note)
+	}
 }
 
 // checkSwarmBindsHere refuses, as deploy would, a bind the swarm edge of
@@ -93,6 +138,23 @@ func checkSwarmBindsHere(env *cliEnv, spec core.AppSpec) error {
 		return nil
 	}
 	return env.platform().CheckBinds(spec)
+}
+
+// checkPrivilegesHere refuses, as deploy would, the options beyond
+// Docker's defaults that [privileges.<app>] of this machine's config.toml
+// does not approve (checkPrivileges). A remote engine's config.toml is on
+// its machine: skipped with a note, its deploy checks them there.
+func checkPrivilegesHere(env *cliEnv, spec core.AppSpec) error {
+	if env.targetsRemote() {
+		for i := range spec.Services {
+			if caps, devices := (privilege.Privileges{}).Unapproved(&spec.Services[i]); len(caps)+len(devices) > 0 {
+				fmt.Fprintf(env.dockerCli.Err(), "note: privilege checks skipped (the remote engine's config.toml is on its machine; deploy checks them there)\n")
+				break
+			}
+		}
+		return nil
+	}
+	return system.CheckPrivileges(env.opts.stateDir, spec)
 }
 
 // checkRoutesHere refuses a host or publish address of spec that another

@@ -176,7 +176,7 @@ func relayMetrics(t *testing.T, admin, state string) map[string]float64 {
 	req, err := http.NewRequest(http.MethodGet, "http://"+admin+"/metrics", nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+tok) // the admin token (docs/security.md)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
 		return out
 	}

@@ -99,6 +99,9 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	}
 	project, err := po.LoadProject(ctx)
 	if err != nil {
+		if p, ok := unsetVarProblem(err, po.ConfigPaths, po.Environment); ok {
+			return nil, &Error{Files: ps.names(), Problems: []Problem{p}}
+		}
 		return nil, loadError(err, ps)
 	}
 	files := append([]string(nil), project.ComposeFiles...)

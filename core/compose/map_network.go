@@ -2,7 +2,9 @@ package compose
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -14,11 +16,20 @@ var httpLikePorts = map[int]bool{80: true, 3000: true, 5000: true, 8000: true, 8
 
 // networks: project networks collapse into the app network; external ones
 // are the app's shared networks, which every service joins.
-func (m *mapper) networks(name string, svc *types.ServiceConfig) {
+func (m *mapper) networks(name string, svc *types.ServiceConfig, out *service) {
 	base := "services." + name + ".networks"
-	for net, cfg := range svc.Networks {
-		if cfg != nil && (len(cfg.Aliases) > 0 || cfg.Ipv4Address != "" || cfg.Ipv6Address != "" || cfg.MacAddress != "" || len(cfg.LinkLocalIPs) > 0 || len(cfg.DriverOpts) > 0 || cfg.InterfaceName != "") {
-			m.refuse(base+"."+net, "network options (aliases, addresses, driver_opts) cannot be honoured: a service is reached by its name on the app network; remove them")
+	for _, net := range slices.Sorted(maps.Keys(svc.Networks)) {
+		cfg := svc.Networks[net]
+		if cfg != nil {
+			for _, a := range cfg.Aliases {
+				if a != name {
+					out.Aliases = appendNew(out.Aliases, a)
+					m.from(fmt.Sprintf("services.%s.aliases[%d]", name, len(out.Aliases)-1), base+"."+net+".aliases")
+				}
+			}
+		}
+		if cfg != nil && (cfg.Ipv4Address != "" || cfg.Ipv6Address != "" || cfg.MacAddress != "" || len(cfg.LinkLocalIPs) > 0 || len(cfg.DriverOpts) > 0 || cfg.InterfaceName != "") {
+			m.refuse(base+"."+net, "network options (addresses, driver_opts, interface_name) cannot be honoured: a service is reached by its name and aliases on the app network; remove them (aliases are kept)")
 		}
 		def, ok := m.p.Networks[net]
 		if ok && bool(def.External) {

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ var acceptedKeys = map[string]bool{
 	"ports": true, "expose": true, "volumes": true, "secrets": true, "labels": true, "deploy": true,
 	"networks": true, "restart": true, "container_name": true, "devices": true, "privileged": true,
 	"hostname": true, "pull_policy": true, "scale": true, "network_mode": true, "pid": true, "ipc": true,
-	"links": true, "external_links": true, "post_start": true, "pre_stop": true,
+	"links": true, "external_links": true, "post_start": true, "pre_stop": true, "stdin_open": true, "tty": true,
 	// resolved by the loader, or not a property of the running container
 	"profiles": true, "extends": true, "develop": true, "attach": true, "label_file": true,
 }
@@ -46,8 +47,6 @@ var refusedReasons = map[string]string{
 	"configs":        "not supported yet: configs; deliver the file as a secret (mounted at /run/secrets/NAME) or through an approved bind",
 	"platform":       "not supported: the image is run for the engine's platform; pin a platform-specific image instead",
 	"runtime":        "not supported: containers use the engine's default runtime",
-	"stdin_open":     "not supported: services run detached with no stdin",
-	"tty":            "not supported: services run detached with no terminal",
 	"gpus":           "not supported yet: GPU requests",
 	"cgroup_parent":  "not supported: containers use the engine's cgroup parent",
 	"group_add":      "not supported yet: supplementary groups",
@@ -85,7 +84,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 		m.note("%s: a one-shot (another service waits for it to complete): each deploy runs it to completion first, then removes it", name)
 	}
 
-	m.refusals(name, svc, raw)
+	m.refusals(name, svc, out)
 	m.environment(name, svc, out)
 	if svc.StopGracePeriod != nil {
 		out.StopGrace = manifest.FormatDuration(time.Duration(*svc.StopGracePeriod))
@@ -96,7 +95,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	m.volumes(name, svc, out)
 	m.secretsOf(name, svc, out)
 	m.devices(name, svc, out)
-	m.networks(name, svc)
+	m.networks(name, svc, out)
 	m.interfaces(name, svc, out) // before container: x-gordon readiness wins over the healthcheck's
 	m.container(name, svc, raw, out)
 	m.lifecycleHooks(name, svc, out)
@@ -108,7 +107,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 
 // refusals checks the keys whose value decides whether they can be
 // honoured.
-func (m *mapper) refusals(name string, svc *types.ServiceConfig, raw map[string]any) {
+func (m *mapper) refusals(name string, svc *types.ServiceConfig, out *service) {
 	base := "services." + name
 	if svc.NetworkMode != "" {
 		switch {
@@ -119,7 +118,7 @@ func (m *mapper) refusals(name string, svc *types.ServiceConfig, raw map[string]
 		}
 	}
 	if svc.Privileged {
-		m.refuse(base+".privileged", "privileged cannot be honoured: docker gordon does not run privileged containers; remove it and grant only what the program needs (cap_add, devices)")
+		m.refuse(base+".privileged", "privileged cannot be honoured: docker gordon does not run privileged containers; remove it and grant only what the program needs (cap_add, devices: the operator approves those beyond Docker's defaults under [privileges.<app>] in config.toml)")
 	}
 	if svc.Pid != "" {
 		m.refuse(base+".pid", "pid: %s cannot be honoured: each container has its own PID namespace; remove it", svc.Pid)
@@ -155,45 +154,33 @@ func (m *mapper) refusals(name string, svc *types.ServiceConfig, raw map[string]
 		m.refuse(base+".restart", "restart: %s: want always, unless-stopped or on-failure", svc.Restart)
 	}
 	if svc.ContainerName != "" {
-		m.containerName(name, svc)
+		m.containerName(name, svc, out)
+	}
+	if svc.StdinOpen || svc.Tty {
+		m.note("%s: stdin_open and tty have no effect: services run detached, with no terminal attached (docker gordon exec -it opens one)", name)
 	}
 }
 
-// containerName: a fixed container name collides with the next generation
-// (overlap) and with docker gordon's per-generation names.
-func (m *mapper) containerName(name string, svc *types.ServiceConfig) {
-	key := "services." + name + ".container_name"
-	if m.overlapCandidate(svc) {
-		m.refuse(key, "container_name cannot be honoured on %s, which is replaced with an overlap: two generations run side by side and cannot share one name; remove it (other services reach it as %s on the app network)", name, name)
+// containerName: a fixed container name becomes a network alias, so
+// other services (and the program's own configuration) reach the service
+// by it on the app network; the container itself keeps docker gordon's
+// per-generation name, so two generations can overlap.
+func (m *mapper) containerName(name string, svc *types.ServiceConfig, out *service) {
+	if svc.ContainerName == name {
+		m.note("%s: container_name %s is the service name, which other services reach it by; the container itself is named per generation", name, svc.ContainerName)
 		return
 	}
-	if svc.ContainerName != name {
-		m.refuse(key, "container_name %q cannot be honoured: docker gordon names each generation gordon-<app>-%s-<op>; remove it (other services reach it as %s on the app network)", svc.ContainerName, name, name)
-		return
-	}
-	m.note("%s: container_name %s is the service name, which other services reach it by; the container itself is named per generation", name, svc.ContainerName)
+	out.Aliases = appendNew(out.Aliases, svc.ContainerName)
+	m.from(fmt.Sprintf("services.%s.aliases[%d]", name, len(out.Aliases)-1), "services."+name+".container_name")
+	m.note("%s: container_name %s is an alias on the app network (other services reach it by that name); the container itself is named per generation", name, svc.ContainerName)
 }
 
-// overlapCandidate reports whether svc maps to an overlap-eligible service
-// not declared stop-first (SPEC R16).
-func (m *mapper) overlapCandidate(svc *types.ServiceConfig) bool {
-	if svc.Deploy != nil && svc.Deploy.UpdateConfig != nil && svc.Deploy.UpdateConfig.Order == "stop-first" {
-		return false
+// appendNew appends v to list unless it is there.
+func appendNew(list []string, v string) []string {
+	if slices.Contains(list, v) {
+		return list
 	}
-	for _, v := range svc.Volumes {
-		if v.Type == types.VolumeTypeVolume || v.Type == types.VolumeTypeBind {
-			return false
-		}
-	}
-	if len(svc.Devices) > 0 {
-		return false
-	}
-	for _, p := range svc.Ports {
-		if p.Protocol == "udp" {
-			return false
-		}
-	}
-	return true
+	return append(list, v)
 }
 
 // environment: environment and env_file (resolved by the loader); a

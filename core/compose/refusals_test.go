@@ -57,8 +57,6 @@ func TestCompose_Refusals(t *testing.T) {
 		{"network_mode host", webHead + "    network_mode: host\n", "services.web.network_mode", 5, "publish what must be reached with ports:"},
 		{"network_mode service", webHead + "    network_mode: service:db\n  db:\n    image: db:1\n", "services.web.network_mode", 5, "every service joins the app network"},
 		{"privileged", webHead + "    privileged: true\n", "services.web.privileged", 5, "cap_add"},
-		{"container_name on overlap", webHead + "    container_name: web\n", "services.web.container_name", 5, "replaced with an overlap"},
-		{"container_name other name", webHead + "    container_name: shop-db\n    volumes: [data:/data]\nvolumes: {data: {}}\n", "services.web.container_name", 5, "names each generation"},
 		{"replicas of a volume-backed service", webHead + "    deploy:\n      replicas: 3\n    volumes: [data:/data]\nvolumes: {data: {}}\n", "services.web.deploy.replicas", 6, "replicas = 3: the service runs one instance (single-writer: volume data)"},
 		{"scale of a volume-backed service", webHead + "    scale: 2\n    volumes: [data:/data]\nvolumes: {data: {}}\n", "services.web.scale", 5, "replicas = 2: the service runs one instance"},
 		{"build ssh", "services:\n  web:\n    build:\n      context: .\n      ssh: [default]\n", "services.web.build.ssh", 5, "no SSH agent"},
@@ -68,7 +66,7 @@ func TestCompose_Refusals(t *testing.T) {
 		{"links", webHead + "    links: [db]\n  db:\n    image: db:1\n", "services.web.links", 5, "by service name"},
 		{"external_links", webHead + "    external_links: [other]\n", "services.web.external_links", 5, "external network"},
 		{"hostname", webHead + "    hostname: box\n", "services.web.hostname", 5, "remove hostname"},
-		{"unknown key", webHead + "    stdin_open: true\n", "services.web.stdin_open", 5, "no stdin"},
+		{"unknown key", webHead + "    mac_address: 02:42:ac:11:00:02\n", "services.web.mac_address", 5, "cannot share a MAC address"},
 		{"generic unsupported", webHead + "    cpu_shares: 512\n", "services.web.cpu_shares", 5, "cannot honour cpu_shares"},
 		{"restart no", webHead + "    restart: \"no\"\n", "services.web.restart", 5, "keeps every service running"},
 		{"pull_policy always", webHead + "    pull_policy: always\n", "services.web.pull_policy", 5, "--pull always"},
@@ -96,7 +94,7 @@ func TestCompose_Refusals(t *testing.T) {
 		{"configs", webHead + "configs:\n  c:\n    file: ./c\n", "configs", 5, "deliver the file as a secret"},
 		{"secret target elsewhere", webHead + "    secrets:\n      - source: s\n        target: /etc/s\nsecrets:\n  s:\n    file: ./s\n", "services.web.secrets[0]", 6, "/run/secrets/NAME"},
 		{"privileged device remap", webHead + "    devices: [\"/dev/ttyUSB0:/dev/ttyS0\"]\n", "services.web.devices[0]", 5, "host path"},
-		{"network aliases", webHead + "    networks:\n      back:\n        aliases: [x]\nnetworks:\n  back: {}\n", "services.web.networks.back", 6, "reached by its name"},
+		{"network addresses", webHead + "    networks:\n      back:\n        ipv4_address: 172.28.0.5\nnetworks:\n  back: {}\n", "services.web.networks.back", 6, "reached by its name and aliases"},
 		{"start_interval", webHead + "    healthcheck:\n      test: [\"CMD\", \"true\"]\n      start_interval: 1s\n", "services.web.healthcheck.start_interval", 7, "1.44"},
 		{"invalid service name", "name: shop\nservices:\n  my_web:\n    image: web:1\n", "services.my_web", 3, "invalid service name"},
 		{"project name", "name: my_shop\nservices:\n  web:\n    image: web:1\n", "name", 1, "invalid app name"},
@@ -248,4 +246,48 @@ func TestCompose_LoaderErrorsAreLocated(t *testing.T) {
 			}
 		})
 	}
+}
+
+// container_name and network aliases keep their meaning: extra names on
+// the app network (the container keeps its per-generation name, so an
+// overlap still works); stdin_open and tty are accepted and noted.
+func TestCompose_ContainerNameAndAliasesAreNetworkAliases(t *testing.T) {
+	dir := writeProject(t, map[string]string{"compose.yaml": `name: shop
+services:
+  web:
+    image: nginx:1
+    container_name: shop_web
+    stdin_open: true
+    tty: true
+    networks:
+      back:
+        aliases: [www, shop_web]
+  db:
+    image: postgres:16
+    container_name: db
+networks:
+  back: {}
+`})
+	res, err := load(t, dir, "compose.yaml")
+	require.NoError(t, err)
+	assert.Contains(t, string(res.Manifest), `aliases = ['shop_web', 'www']`)
+	notes := strings.Join(res.Notes, "\n")
+	assert.Contains(t, notes, "container_name shop_web is an alias on the app network")
+	assert.Contains(t, notes, "stdin_open and tty have no effect")
+	assert.Contains(t, notes, "container_name db is the service name")
+}
+
+// An unset variable that breaks a volume spec (compose says only
+// ":/media/") is reported at its file and line, with the variable's name.
+func TestCompose_UnsetVariableInAVolumeIsLocated(t *testing.T) {
+	dir := writeProject(t, map[string]string{"compose.yaml": "services:\n  plex:\n    image: plex:1\n    volumes:\n      - ${MEDIA}:/media/\n      - cfg:/config\nvolumes:\n  cfg: {}\n"})
+	_, err := load(t, dir, "compose.yaml")
+	require.Error(t, err)
+	var cerr *Error
+	require.True(t, errors.As(err, &cerr), "want *compose.Error, got %T: %v", err, err)
+	require.Len(t, cerr.Problems, 1)
+	p := cerr.Problems[0]
+	assert.Equal(t, 5, p.Line)
+	assert.Contains(t, p.Message, "variable MEDIA is not set")
+	assert.Contains(t, err.Error(), "compose.yaml:5:9:")
 }

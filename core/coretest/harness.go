@@ -60,6 +60,9 @@ func NewEngine(t testing.TB) *Harness {
 		LockTimeout:  2 * time.Second,
 		DrainTimeout: 50 * time.Millisecond,
 		DrainPoll:    time.Millisecond,
+		// The flows under test approve every privileged option; the
+		// privilege tests set a policy of their own.
+		PrivilegePolicy: func(string, *core.ServiceSpec) error { return nil },
 		OnEffect: func(kind, id, detail string) {
 			ev.AddDetail(kind, id, detail)
 		},

@@ -41,6 +41,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"Decision13_ContainerSecrets", storeContainerSecrets},
 		{"R1_LockExclusiveAndTry", storeLock},
 		{"R1_LockWaitsForRelease", storeLockWaits},
+		{"Retention_Prune", storePrune},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
 	}

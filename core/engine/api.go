@@ -49,6 +49,7 @@ type (
 	ReadinessTimeoutError  = readiness.ReadinessTimeoutError
 	ReadinessWaiter        = readiness.ReadinessWaiter
 	ReconcileReport        = reconcile.ReconcileReport
+	Retention              = steps.Retention
 	Result                 = steps.Result
 	RetireOptions          = steps.RetireOptions
 	RetireResult           = steps.RetireResult
@@ -114,6 +115,7 @@ const (
 	NotifyBudget               = steps.NotifyBudget
 	NotifyTimeout              = steps.NotifyTimeout
 	NotifyTries                = steps.NotifyTries
+	NotifyQueue                = steps.NotifyQueue
 	OpMaintenance              = lifecycle.OpMaintenance
 	OutcomePending             = lifecycle.OutcomePending
 	PhaseCreate                = steps.PhaseCreate
@@ -294,6 +296,11 @@ func (e *Engine) Boot(ctx context.Context) ([]reconcile.BootReport, error) {
 	return e.flows().Boot(ctx)
 }
 
+// Prune: see steps.Engine.Prune.
+func (e *Engine) Prune(ctx context.Context, app string) (ops, revisions []string, err error) {
+	return e.flows().Prune(ctx, app)
+}
+
 // CheckDeployable: see deploy.Engine.CheckDeployable.
 func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull string) error {
 	return e.flows().CheckDeployable(ctx, spec, pull)
@@ -402,6 +409,11 @@ func (e *Engine) SubmitChecked(ctx context.Context, spec core.AppSpec, sourceSHA
 // SubmitRevision: see deploy.Engine.SubmitRevision.
 func (e *Engine) SubmitRevision(ctx context.Context, spec core.AppSpec, sourceSHA256 string) (core.Revision, error) {
 	return e.flows().SubmitRevision(ctx, spec, sourceSHA256)
+}
+
+// WaitNotifications: see steps.Engine.WaitNotifications.
+func (e *Engine) WaitNotifications(ctx context.Context) bool {
+	return e.flows().WaitNotifications(ctx)
 }
 
 // UnreadableApps: see steps.Engine.UnreadableApps.

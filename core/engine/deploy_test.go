@@ -180,7 +180,9 @@ func TestDryRun_PrintsThePlanWithoutEffects(t *testing.T) {
 	require.NotNil(t, res.Plan)
 	assert.Equal(t, "app blog, revision rev-1 (full deploy):\n"+
 		"  db: sequential (first deployment)\n"+
-		"  web: overlap (stateless: no volume, bind, device or UDP), changed: image digest\n", res.Plan.String())
+		"    readiness: none (no HTTP or TCP interface to probe)\n"+
+		"  web: overlap (stateless: no volume, bind, device or UDP), changed: image digest\n"+
+		"    readiness: http GET /healthz on :8080 (declared)\n", res.Plan.String())
 	for _, k := range []string{"create", "pull", "journal-claim", "journal-save", "publish-active", "ensure-network"} {
 		assert.Equal(t, 0, h.Events.Count(k, ""), k)
 	}
@@ -353,7 +355,8 @@ func TestDryRun_UnsavedSpecIsPlannedAndNothingStored(t *testing.T) {
 	p, err := h.Engine.PlanDeploy(h.Ctx(), engine.DeployRequest{App: "blog", Spec: &spec, DryRun: true})
 	require.NoError(t, err)
 	assert.Equal(t, "app blog, revision (unsaved) (full deploy):\n"+
-		"  web: overlap (stateless: no volume, bind, device or UDP), changed: image digest\n", p.String())
+		"  web: overlap (stateless: no volume, bind, device or UDP), changed: image digest\n"+
+		"    readiness: http GET /healthz on :8080 (declared)\n", p.String())
 	revs, err := h.Store.ListRevisions(h.Ctx(), "blog")
 	require.NoError(t, err)
 	assert.Len(t, revs, 1)
@@ -362,7 +365,7 @@ func TestDryRun_UnsavedSpecIsPlannedAndNothingStored(t *testing.T) {
 	fresh.Name = "shop"
 	p, err = h.Engine.PlanDeploy(h.Ctx(), engine.DeployRequest{Spec: &fresh})
 	require.NoError(t, err)
-	assert.Equal(t, "app shop, revision (unsaved) (full deploy):\n  web: sequential (first deployment)\n", p.String())
+	assert.Equal(t, "app shop, revision (unsaved) (full deploy):\n  web: sequential (first deployment)\n    readiness: http GET /healthz on :8080 (declared)\n", p.String())
 
 	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Spec: &spec})
 	assert.ErrorIs(t, err, core.ErrInvalid)

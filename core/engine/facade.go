@@ -80,6 +80,15 @@ type Engine struct {
 	// (R13, <state>/config.toml). nil refuses every bind. Errors should wrap
 	// ErrInvalid (name not approved).
 	BindPolicy func(name string) (hostPath string, err error)
+	// PrivilegePolicy refuses what a service of app asks beyond Docker's
+	// defaults (capabilities outside privilege.DefaultCapabilities, host
+	// devices) that the operator did not approve ([privileges.<app>] of
+	// <state>/config.toml); nil refuses all of it (privilege.Privileges{}).
+	// Errors should wrap ErrInvalid and name the line to add.
+	PrivilegePolicy func(app string, svc *core.ServiceSpec) error
+	// Retention is applied to an app before its lock is released after
+	// every operation (Prune); the zero value keeps everything.
+	Retention Retention
 
 	// RegistryAuth, if set, returns the X-Registry-Auth value for pulling
 	// ref ("" for an anonymous pull); pinImage passes it to
@@ -141,6 +150,8 @@ func (e *Engine) flows() *reconcile.Engine {
 		OnEffect:                e.OnEffect,
 		AfterCreate:             e.AfterCreate,
 		BindPolicy:              e.BindPolicy,
+		PrivilegePolicy:         e.PrivilegePolicy,
+		Retention:               e.Retention,
 		RegistryAuth:            e.RegistryAuth,
 		TrafficHint:             e.TrafficHint,
 		EdgeNetwork:             e.EdgeNetwork,

@@ -54,6 +54,12 @@ func newNotifyReceiver(t *testing.T, failFirst int) *notifyReceiver {
 	return r
 }
 
+// notified waits until the engine's queued webhook deliveries are done.
+func notified(t *testing.T, h *coretest.Harness) {
+	t.Helper()
+	require.True(t, h.Engine.WaitNotifications(h.Ctx()), "the webhook deliveries end within the test's context")
+}
+
 func (r *notifyReceiver) got() ([]engine.Notification, []string, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -83,6 +89,7 @@ func TestNotify_DeployAndRollbackOutcomesArePosted(t *testing.T) {
 	res, err := h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: rev.ID})
 	require.NoError(t, err)
 
+	notified(t, h)
 	docs, raw, posts := recv.got()
 	require.Len(t, docs, 1, "one document per outcome")
 	assert.Equal(t, 2, posts, "the first answer was 500: retried once")
@@ -109,6 +116,7 @@ func TestNotify_DeployAndRollbackOutcomesArePosted(t *testing.T) {
 	h.Runtime.Fail(coretest.MResolve, "registry.example/blog:broken", fmt.Errorf("%w: no such image", core.ErrNotFound), 0)
 	_, derr := h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: bad.ID})
 	require.Error(t, derr)
+	notified(t, h)
 	docs, _, _ = recv.got()
 	require.Len(t, docs, 2)
 	assert.Equal(t, core.OutcomeFailed, docs[1].Outcome)
@@ -118,6 +126,7 @@ func TestNotify_DeployAndRollbackOutcomesArePosted(t *testing.T) {
 	// A rollback is notified as a rollback of its target.
 	rb, err := h.Engine.Rollback(h.Ctx(), engine.RollbackRequest{App: "blog", ToRevision: rev.ID})
 	require.NoError(t, err)
+	notified(t, h)
 	docs, _, _ = recv.got()
 	require.Len(t, docs, 3)
 	assert.Equal(t, "rollback", docs[2].Verb)
@@ -141,6 +150,7 @@ func TestNotify_UndeliverableNeverChangesTheOutcome(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, time.Since(t0), engine.NotifyBudget+10*time.Second)
 	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+	notified(t, h)
 	_, _, posts := recv.got()
 	assert.Equal(t, engine.NotifyTries, posts)
 	require.Len(t, notices, 1)
@@ -161,6 +171,7 @@ func TestNotify_FailedRecoveryOfThePassOncePerError(t *testing.T) {
 	require.Error(t, err)
 	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
 	require.Error(t, err)
+	notified(t, h)
 	docs, _, _ := recv.got()
 	require.Len(t, docs, 1, "the same failure is sent once")
 	assert.Equal(t, "reconcile", docs[0].Verb)
@@ -186,6 +197,7 @@ func TestNotify_AutomaticRollbackIsPostedAsARollback(t *testing.T) {
 	res, err := h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: rev.ID})
 	require.Error(t, err)
 
+	notified(t, h)
 	docs, raw, _ := recv.got()
 	require.Len(t, docs, 2, "the rollback's document, then the deploy's")
 	rb := docs[0]
@@ -234,6 +246,7 @@ func TestNotify_NoRollbackNoRollbackDocument(t *testing.T) {
 	h.Reset()
 	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: rev.ID})
 	require.NoError(t, err)
+	notified(t, h)
 	docs, raw, _ := recv.got()
 	require.Len(t, docs, 1)
 	assert.Equal(t, engine.EventOutcome, docs[0].Event)

@@ -61,7 +61,9 @@ func TestBuildPlan_FirstDeploymentIsSequential(t *testing.T) {
 	p := engine.BuildPlan(rev, core.Active{App: "blog"}, nil, nil, nil, map[string]core.ImageRef{"web": imgWeb, "db": imgDB})
 	assert.Equal(t, "app blog, revision rev-2 (full deploy):\n"+
 		"  db: sequential (first deployment)\n"+
-		"  web: sequential (first deployment)\n", p.String())
+		"    readiness: tcp connect :5432 (default)\n"+
+		"  web: sequential (first deployment)\n"+
+		"    readiness: http GET / on :8080 (default)\n", p.String())
 }
 
 func TestBuildPlan_R15_NothingChangedIsUnchanged(t *testing.T) {
@@ -82,7 +84,9 @@ func TestBuildPlan_R16_DigestChangeChoosesFlowByEligibility(t *testing.T) {
 	p := engine.BuildPlan(rev, active, obs, nil, nil, next)
 	assert.Equal(t, "app blog, revision rev-2 (full deploy):\n"+
 		"  db: sequential (single-writer: volume data), changed: image digest\n"+
-		"  web: overlap (stateless: no volume, bind, device or UDP), changed: image digest\n", p.String())
+		"    readiness: tcp connect :5432 (default)\n"+
+		"  web: overlap (stateless: no volume, bind, device or UDP), changed: image digest\n"+
+		"    readiness: http GET / on :8080 (default)\n", p.String())
 	assert.Equal(t, "c-web", p.Service("web").Before)
 }
 
@@ -92,7 +96,7 @@ func TestBuildPlan_R16_PredecessorWithVolumeNeverOverlaps(t *testing.T) {
 	res := map[string]core.ImageRef{"web": imgWeb}
 	active, obs := serving(planRev(old), res)
 	p := engine.BuildPlan(planRev(planWeb()), active, obs, nil, nil, res)
-	assert.Equal(t, "  web: sequential (predecessor single-writer: volume cache), changed: service spec: volumes\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
+	assert.Equal(t, "  web: sequential (predecessor single-writer: volume cache), changed: service spec: volumes\n    readiness: http GET / on :8080 (default)\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
 }
 
 func TestBuildPlan_R16_UDPAndDeviceAreSequential(t *testing.T) {
@@ -104,7 +108,9 @@ func TestBuildPlan_R16_UDPAndDeviceAreSequential(t *testing.T) {
 	p := engine.BuildPlan(planRev(udp, dev), active, obs, nil, nil, res)
 	require.Len(t, p.Services, 2)
 	assert.Equal(t, "  gpu: sequential (exclusive device /dev/dri), changed: devices are always re-resolved\n"+
-		"  web: sequential (UDP port 28015), changed: service spec: udp\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
+		"    readiness: none (no HTTP or TCP interface to probe)\n"+
+		"  web: sequential (UDP port 28015), changed: service spec: udp\n"+
+		"    readiness: tcp connect :8080 (default)\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
 }
 
 func TestR15_UnchangedBlockedByEachCondition(t *testing.T) {
@@ -181,9 +187,45 @@ func TestBuildPlan_R16_DeclaredSequentialNeverOverlaps(t *testing.T) {
 	seq := planWeb()
 	seq.Replace = core.ReplaceSequential
 	p := engine.BuildPlan(planRev(seq), active, obs, nil, nil, next)
-	assert.Equal(t, "  web: sequential (declared replace = \"sequential\"), changed: image digest\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
+	assert.Equal(t, "  web: sequential (declared replace = \"sequential\"), changed: image digest\n    readiness: http GET / on :8080 (default)\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
 	ov := planWeb()
 	ov.Replace = core.ReplaceOverlap
 	p = engine.BuildPlan(planRev(ov), active, obs, nil, nil, next)
 	assert.Equal(t, engine.ActionOverlap, p.Service("web").Action)
+}
+
+// R15: the replacement decision compares the image the service runs, not
+// its reference: a build context change that built the same image ID (a
+// new tag) replaces nothing, and says so; a plan that has not built the
+// new context says the deploy builds it and replaces only on a new image;
+// a built image that differs is "image changed".
+func TestR15_SameImageUnderANewTagIsUnchanged(t *testing.T) {
+	old := planWeb()
+	old.Image = "gordon/blog-web:h1"
+	res := map[string]core.ImageRef{"web": imgWeb}
+	active, obs := serving(planRev(old), res)
+
+	next := planWeb()
+	next.Image = "gordon/blog-web:h2"
+	p := engine.BuildPlan(planRev(next), active, obs, nil, nil, res)
+	assert.Equal(t, engine.ActionUnchanged, p.Service("web").Action)
+	assert.Contains(t, p.Service("web").Reason, "gordon/blog-web:h2 is the same image as gordon/blog-web:h1")
+
+	planned := next
+	planned.Build = &core.BuildSpec{Context: "/src/web"}
+	p = engine.BuildPlan(planRev(planned), active, obs, nil, nil, res)
+	assert.Equal(t, engine.ActionUnchanged, p.Service("web").Action)
+	assert.Contains(t, p.Service("web").Reason, "build context changed; image unchanged")
+
+	p = engine.BuildPlan(planRev(planned), active, obs, nil, nil, map[string]core.ImageRef{})
+	assert.Equal(t, engine.ActionOverlap, p.Service("web").Action)
+	assert.Contains(t, p.Service("web").Change, "replaces the service only if the built image differs")
+
+	p = engine.BuildPlan(planRev(planned), active, obs, nil, nil, map[string]core.ImageRef{"web": {Ref: "sha256:bbb", Digest: "sha256:bbb", Local: true}})
+	assert.Equal(t, "build context; image changed", p.Service("web").Change)
+
+	changedEnv := next
+	changedEnv.Env = map[string]string{"X": "1"}
+	p = engine.BuildPlan(planRev(changedEnv), active, obs, nil, nil, res)
+	assert.Equal(t, "service spec: env", p.Service("web").Change, "the image reference is no spec change; the env is")
 }

@@ -119,6 +119,12 @@ func TestR13_ValidateRefusesAHostOrPortAnotherAppRoutes(t *testing.T) {
 	require.Contains(t, err.Error(), "service web: state conflict: host Other.Example.com is already routed to other/web")
 	require.Contains(t, err.Error(), "service db: state conflict: publish 127.0.0.1:15432/tcp is already routed to other/web")
 
+	both := web
+	both.TCP = db.TCP
+	err = h.Engine.CheckRoutesFree(h.Ctx(), core.AppSpec{Name: "shop", Services: []core.ServiceSpec{both}})
+	require.Contains(t, err.Error(), "host Other.Example.com is already routed to other/web", "every conflict of a service at once")
+	require.Contains(t, err.Error(), "publish 127.0.0.1:15432/tcp is already routed to other/web", "every conflict of a service at once")
+
 	require.NoError(t, h.Engine.CheckRoutesFree(h.Ctx(), coretest.BlogApp(coretest.WebSpec(0))), "blog's own host is no conflict")
 	apps, err := h.Store.ListApps(h.Ctx())
 	require.NoError(t, err)

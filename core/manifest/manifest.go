@@ -203,6 +203,7 @@ type rawService struct {
 	Run         *string         `toml:"run"`
 	Replicas    *int            `toml:"replicas"`
 	Node        *string         `toml:"node"`
+	Aliases     []string        `toml:"aliases"`
 	Hooks       *rawHooks       `toml:"hooks"`
 	Monitor     *rawMonitor     `toml:"monitor"`
 }
@@ -276,7 +277,7 @@ type rawMount struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
-	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "hooks", "monitor"}
+	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "aliases", "hooks", "monitor"}
 	hooksKeys     = []string{"before_switch", "after_switch", "timeout", "post_start", "pre_stop"}
 	monitorKeys   = []string{"window", "max_error_rate", "min_requests"}
 	lifecycleKeys = []string{"command", "user", "working_dir", "env"}

@@ -71,6 +71,8 @@ func (v *validator) app(raw rawApp) core.AppSpec {
 		v.add("name", `required: the app name, a DNS label such as "blog"`)
 	case !dnsLabelRE.MatchString(*raw.Name):
 		v.addf("name", "invalid app name %q: %s", *raw.Name, dnsLabelRule)
+	case ReservedAppName(*raw.Name):
+		v.addf("name", "app name %q is reserved: %s", *raw.Name, reservedAppRule)
 	default:
 		spec.Name = *raw.Name
 	}
@@ -85,6 +87,7 @@ func (v *validator) app(raw rawApp) core.AppSpec {
 		spec.Services = append(spec.Services, v.service(name, raw.Services[name], spec.Env))
 	}
 	v.dependencies(spec.Services)
+	v.aliasClashes(spec.Services)
 	return spec
 }
 
@@ -115,6 +118,8 @@ func (v *validator) networks(raw []string) []string {
 		switch {
 		case !dockerNameRE.MatchString(n):
 			v.addf(k, "invalid network name %q: %s", n, dockerNameRule)
+		case strings.HasPrefix(n, SystemPrefix):
+			v.addf(k, "network %q is reserved: %s", n, reservedNetworkRule)
 		case seen[n] != "":
 			v.addf(k, "network %q is already listed at %s", n, seen[n])
 		default:
@@ -203,5 +208,24 @@ func tomlType(v any) string {
 		return "a table"
 	default:
 		return "a date or time"
+	}
+}
+
+// aliasClashes refuses an alias that is another service's name or
+// another service's alias: on the app network it would reach two
+// services.
+func (v *validator) aliasClashes(services []core.ServiceSpec) {
+	owner := map[string]string{}
+	for _, s := range services {
+		owner[s.Name] = s.Name
+	}
+	for _, s := range services {
+		for i, a := range s.Aliases {
+			if o, ok := owner[a]; ok && o != s.Name {
+				v.addf(fmt.Sprintf("services.%s.aliases[%d]", s.Name, i), "alias %q is already the name or an alias of service %s: other services could not tell them apart on the app network; choose another", a, o)
+				continue
+			}
+			owner[a] = s.Name
+		}
 	}
 }

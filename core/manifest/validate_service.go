@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -14,8 +15,11 @@ import (
 func (v *validator) service(name string, raw rawService, appEnv map[string]string) core.ServiceSpec {
 	key := "services." + name
 	svc := core.ServiceSpec{Name: name}
-	if !dnsLabelRE.MatchString(name) {
+	switch {
+	case !dnsLabelRE.MatchString(name):
 		v.addf(key, "invalid service name %q: %s", name, dnsLabelRule)
+	case strings.HasPrefix(name, SystemPrefix):
+		v.addf(key, "service name %q is reserved: %s", name, reservedServiceRule)
 	}
 	svc.Build = v.build(key+".build", raw.Build, raw.Image)
 	switch {
@@ -77,6 +81,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Run = v.run(key, raw.Run, &svc)
 	svc.Replicas = v.replicas(key+".replicas", raw.Replicas, &svc)
 	svc.Node = v.node(key+".node", raw.Node)
+	svc.Aliases = v.aliases(key+".aliases", raw.Aliases)
 	svc.Hooks = v.hooks(key+".hooks", raw.Hooks, &svc)
 	svc.Monitor = v.monitor(key+".monitor", raw.Monitor, &svc)
 	return svc
@@ -106,6 +111,25 @@ func (v *validator) replicas(key string, raw *int, svc *core.ServiceSpec) int {
 		return 0
 	}
 	return n
+}
+
+// aliasRE is a network alias: a DNS name of letters, digits, ".", "_"
+// and "-" (compose container names such as "my_app_db" included).
+var aliasRE = newLazyRE(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// aliases validates aliases = ["name", ...]: extra names of the service
+// on the app network; duplicates are dropped.
+func (v *validator) aliases(key string, raw []string) []string {
+	var out []string
+	for i, a := range raw {
+		switch {
+		case !aliasRE.MatchString(a):
+			v.addf(fmt.Sprintf("%s[%d]", key, i), `invalid alias %q: want 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit`, a)
+		case !slices.Contains(out, a):
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // nodeRE is a swarm node's hostname or ID: DNS-ish characters only.

@@ -9,8 +9,12 @@ import (
 	"time"
 )
 
-// errStillHeld ends a lock wait that reached MaxWait.
-var errStillHeld = errors.New("lock still held")
+// errStillHeld ends a lock wait that reached MaxWait; errTooManyLocks
+// refuses a lock past MaxLocks.
+var (
+	errStillHeld    = errors.New("lock still held")
+	errTooManyLocks = errors.New("too many locks held: ask again later")
+)
 
 // lockReply is the answer to POST /v1/lock.
 type lockReply struct {
@@ -38,6 +42,8 @@ func (s *Server) serveLock(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, errStillHeld):
 		http.Error(w, "lock held by another client: ask again", http.StatusConflict)
+	case errors.Is(err, errTooManyLocks):
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 	case err != nil:
 		// The client went away (its context ended): nobody reads this.
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -79,10 +85,15 @@ func (s *Server) acquire(ctx context.Context, name string) (string, error) {
 	for {
 		s.mu.Lock()
 		now := time.Now()
+		s.sweepLocked(now)
 		l := s.locks[name]
 		if l != nil && now.After(l.expires) {
 			s.dropLocked(name, l) // its holder stopped renewing
 			l = nil
+		}
+		if l == nil && len(s.locks) >= s.MaxLocks {
+			s.mu.Unlock()
+			return "", errTooManyLocks
 		}
 		if l == nil {
 			id := newLeaseID()

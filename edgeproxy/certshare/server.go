@@ -41,14 +41,23 @@ type Server struct {
 	LeaseTTL time.Duration
 	// MaxWait bounds one POST /v1/lock wait (default DefaultMaxWait).
 	MaxWait time.Duration
+	// MaxKeys and MaxBytes bound what acme/ holds (files, and their bytes
+	// in total): a store past them is refused with 507 (defaults
+	// DefaultMaxKeys, DefaultMaxBytes). MaxLocks bounds the leases held at
+	// once: a lock past it is refused with 503 (default DefaultMaxLocks).
+	MaxKeys  int
+	MaxBytes int64
+	MaxLocks int
 
 	root      string
 	acme      fileStore
 	tokenHash [32]byte
 	mux       *http.ServeMux
 
-	mu    sync.Mutex
-	locks map[string]*lease
+	mu        sync.Mutex
+	locks     map[string]*lease
+	nextSweep time.Time
+	used      usage
 }
 
 // lease is one held lock: its holder's id, when it lapses without a
@@ -69,6 +78,7 @@ func NewServer(certsRoot, token string) (*Server, error) {
 	}
 	s := &Server{
 		LeaseTTL: DefaultLeaseTTL, MaxWait: DefaultMaxWait,
+		MaxKeys: DefaultMaxKeys, MaxBytes: DefaultMaxBytes, MaxLocks: DefaultMaxLocks,
 		root:      certsRoot,
 		acme:      fileStore{dir: filepath.Join(certsRoot, ACMEDir)},
 		tokenHash: sha256.Sum256([]byte(token)),
@@ -164,11 +174,22 @@ func (s *Server) serveStore(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if err := s.acme.store(key, b); err != nil {
-		fail(w, err)
-		return
+	s.mu.Lock()
+	err = s.reserveLocked(key, int64(len(b)))
+	if err == nil {
+		if err = s.acme.store(key, b); err != nil {
+			s.used.known = false // recount: the write may have failed half-way
+		}
 	}
-	w.WriteHeader(http.StatusNoContent)
+	s.mu.Unlock()
+	switch {
+	case errors.Is(err, errQuota):
+		http.Error(w, err.Error(), http.StatusInsufficientStorage)
+	case err != nil:
+		fail(w, err)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
 }
 
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +197,11 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.acme.delete(key); err != nil {
+	s.mu.Lock()
+	err := s.acme.delete(key)
+	s.used.known = false // a directory may have gone with everything under it
+	s.mu.Unlock()
+	if err != nil {
 		fail(w, err)
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // staticFiles are the files of one static/<name>/ directory, in the order
@@ -197,7 +198,7 @@ func (c *Client) syncStaticDir(ctx context.Context, dir string, e StaticEntry) (
 }
 
 // writeFileAtomic writes data to path through a 0600 temp file renamed
-// over it.
+// over it, then fsyncs the directory so the rename survives a crash.
 func writeFileAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
 	if err != nil {
@@ -218,8 +219,24 @@ func writeFileAtomic(path string, data []byte) error {
 	if err == nil {
 		err = os.Rename(name, path)
 	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
 	if err != nil {
 		return fmt.Errorf("certshare: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs directory dir (a rename in it is durable only then).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
 	}
 	return nil
 }

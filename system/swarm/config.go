@@ -22,9 +22,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2/maybe"
-
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/internal/durable"
 )
 
 // Names and defaults of the swarm edge.
@@ -125,7 +124,8 @@ func Present(stateDir string) bool {
 	return err == nil
 }
 
-// Save writes c as <stateDir>/swarm.json atomically (mode 0644).
+// Save writes c as <stateDir>/swarm.json atomically (mode 0644), its
+// directory fsynced: its presence decides the runtime.
 func Save(stateDir string, c Config) error {
 	c.defaults()
 	data, err := json.MarshalIndent(c, "", "  ")
@@ -135,7 +135,7 @@ func Save(stateDir string, c Config) error {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("state directory %s: %w", stateDir, err)
 	}
-	return maybe.WriteFile(filepath.Join(stateDir, ConfigFile), append(data, '\n'), 0o644)
+	return durable.WriteFile(filepath.Join(stateDir, ConfigFile), append(data, '\n'), 0o644)
 }
 
 func (c *Config) defaults() {
@@ -177,7 +177,7 @@ func EnsureToken(stateDir string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}
-	if err := maybe.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+	if err := durable.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", err
 	}
 	return tok, nil

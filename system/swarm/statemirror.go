@@ -18,12 +18,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2/maybe"
 	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
+	"github.com/gordon-deploy/docker-gordon/internal/durable"
 )
 
 // The state mirror (SPEC R80): the reconcile loop on the manager keeps,
@@ -415,37 +415,79 @@ func Adopt(ctx context.Context, api client.APIClient, stateDir string, a Adoptab
 	return WriteBundle(stateDir, b)
 }
 
-// WriteBundle writes b's records into stateDir/apps/<app>/ (each file
-// atomic, mode 0600, app.json last). An app stateDir already holds
-// (app.json present) is refused with core.ErrConflict and nothing is
-// written; so is an app name that is not one (core.ErrInvalid).
+// WriteBundle writes b's records into stateDir/apps/<app>/: each file
+// (mode 0600) into a private directory apps/.adopt-<app>-<random>, fsynced,
+// which is then renamed into place and apps/ fsynced. So a failure part-way
+// (ENOSPC, EIO, a crash) leaves no apps/<app>/ and the next system start
+// adopts the app again; the leftover private directory is removed then.
+// An app stateDir already has records of (apps/<app>/ present: held, or
+// removed here) is refused with core.ErrConflict and nothing is written;
+// so is an app name that is not one (core.ErrInvalid).
 func WriteBundle(stateDir string, b Bundle) error {
 	if !appName.MatchString(b.App) {
 		return fmt.Errorf("app %q is not an app name: %w", b.App, core.ErrInvalid)
 	}
-	dir := filepath.Join(stateDir, "apps", b.App)
-	if _, err := os.Stat(filepath.Join(dir, "app.json")); err == nil {
-		return fmt.Errorf("app %s: this state directory already holds it: %w", b.App, core.ErrConflict)
+	apps := filepath.Join(stateDir, "apps")
+	dir := filepath.Join(apps, b.App)
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("app %s: this state directory already has records of it: %w", b.App, core.ErrConflict)
 	}
-	names := make([]string, 0, len(b.Files))
 	for n := range b.Files {
 		if !bundleFileName.MatchString(n) {
 			return fmt.Errorf("app %s: state file %q is not an app record: %w", b.App, n, core.ErrInvalid)
 		}
+	}
+	if err := os.MkdirAll(apps, 0o700); err != nil {
+		return fmt.Errorf("app %s: %w", b.App, err)
+	}
+	stale, _ := filepath.Glob(filepath.Join(apps, ".adopt-"+b.App+"-*"))
+	for _, s := range stale {
+		_ = os.RemoveAll(s) // a failed adoption's leftovers
+	}
+	tmp, err := os.MkdirTemp(apps, ".adopt-"+b.App+"-")
+	if err != nil {
+		return fmt.Errorf("app %s: %w", b.App, err)
+	}
+	defer os.RemoveAll(tmp) // nothing left once renamed
+	if err := writeBundleFiles(tmp, b); err != nil {
+		return fmt.Errorf("app %s: %w", b.App, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("app %s: %w", b.App, err)
+	}
+	return durable.SyncDir(apps)
+}
+
+// writeAdopted writes one adopted record (tests inject a failure).
+var writeAdopted = durable.WriteFile
+
+// writeBundleFiles writes b's files under dir, each durably, and fsyncs
+// every directory it created.
+func writeBundleFiles(dir string, b Bundle) error {
+	names := make([]string, 0, len(b.Files))
+	for n := range b.Files {
 		names = append(names, n)
 	}
-	// app.json last: until it is written the app is not known here.
-	sort.Slice(names, func(i, j int) bool { return names[j] == "app.json" || (names[i] != "app.json" && names[i] < names[j]) })
+	sort.Strings(names)
+	dirs := map[string]bool{}
 	for _, n := range names {
 		p := filepath.Join(dir, filepath.FromSlash(n))
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return fmt.Errorf("app %s: %w", b.App, err)
+			return err
 		}
-		if err := maybe.WriteFile(p, b.Files[n], 0o600); err != nil {
-			return fmt.Errorf("app %s: write %s: %w", b.App, n, err)
+		if err := writeAdopted(p, b.Files[n], 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", n, err)
+		}
+		for d := filepath.Dir(p); d != dir && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
 		}
 	}
-	return nil
+	for d := range dirs {
+		if err := durable.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return durable.SyncDir(dir)
 }
 
 // StateAge says how old a state config is, for messages ("12s ago").
@@ -535,5 +577,5 @@ func WriteToken(stateDir, token string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return maybe.WriteFile(path, []byte(token+"\n"), 0o600)
+	return durable.WriteFile(path, []byte(token+"\n"), 0o600)
 }

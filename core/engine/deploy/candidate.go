@@ -267,7 +267,7 @@ func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.Cont
 		Env:           s.pin.env,
 		Hostname:      name,
 		Network:       steps.NetworkName(app),
-		Aliases:       []string{name},
+		Aliases:       append([]string{name}, spec.Aliases...),
 		ExtraNetworks: d.rev.Spec.Networks,
 		Ports:         spec.BackendPorts(),
 		Devices:       spec.Devices,

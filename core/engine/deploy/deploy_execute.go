@@ -12,6 +12,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/privilege"
 )
 
 // deployRun is the state of one executing deploy (R12 execute phase).
@@ -244,6 +245,9 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 	if err := e.CheckHookRuntime(spec); err != nil {
 		return nil, err
 	}
+	if err := e.checkPrivileges(app, spec); err != nil {
+		return nil, fmt.Errorf("app %s: service %s: %w", app, name, err)
+	}
 	p := &pinnedService{spec: spec}
 	e.Emit(steps.ProgressEvent{App: app, Service: name, Phase: steps.PhaseResolve, Detail: spec.Image, Elapsed: time.Since(start)})
 	img, ok := e.takePin(spec.Image, d.req.Pull)
@@ -361,6 +365,16 @@ func (e *Engine) pinImage(ctx context.Context, c *steps.HeldChecks, app, service
 		return core.ImageRef{}, fmt.Errorf("resolve image %s: %w", ref, err)
 	}
 	return img, nil
+}
+
+// checkPrivileges refuses, before anything changes (R13), the options of s
+// beyond Docker's defaults that e.PrivilegePolicy does not approve (nil:
+// none is approved).
+func (e *Engine) checkPrivileges(app string, s *core.ServiceSpec) error {
+	if e.PrivilegePolicy != nil {
+		return e.PrivilegePolicy(app, s)
+	}
+	return privilege.Refusal(app, "<state>/config.toml", privilege.Privileges{}, s)
 }
 
 // resolveBinds looks every bind of s up in e.BindPolicy (R13, R18.1,

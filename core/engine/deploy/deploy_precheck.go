@@ -15,7 +15,7 @@ import (
 // CheckDeployable runs every check that can refuse a deploy of spec before
 // anything of it is stored (SPEC R12 "a refusal changes nothing"): the
 // engine answers (Info), each service's image resolves (pulling per the
-// pull policy, "" = missing), its secrets are set, its binds are approved,
+// pull policy, "" = missing), its secrets are set, its binds and privileged options are approved,
 // a custom readiness plugin accepts its config, the engine can grant its
 // ulimits (checkUlimits), no public host or publish
 // address is routed to another app (or is unbindable), the traffic backend
@@ -57,6 +57,9 @@ func (e *Engine) CheckDeployable(ctx context.Context, spec core.AppSpec, pull st
 		s, _ := spec.Service(name)
 		refuse := func(err error) error {
 			return fmt.Errorf("deploy %s: service %s: %w", app, name, err)
+		}
+		if err := e.checkPrivileges(app, s); err != nil {
+			return refuse(err)
 		}
 		if e.Readiness != nil && e.Readiness.Probes != nil {
 			if err := readiness.ValidatePluginReadiness(ctx, e.Readiness.Probes, app, []core.ServiceSpec{*s}); err != nil {

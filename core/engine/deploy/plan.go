@@ -13,6 +13,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/depgraph"
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
+	"github.com/gordon-deploy/docker-gordon/core/readycheck"
 )
 
 // Action is what a plan decides for one service (R14.2, R56); it marshals
@@ -67,6 +68,10 @@ type PlannedService struct {
 	Before string `json:"before,omitempty"`
 	// Image is the resolved image of the new generation (zero for removals).
 	Image core.ImageRef `json:"image"`
+	// Readiness is the check a new container of the service passes before
+	// anything is routed to it, and where it comes from (R29); absent for
+	// removals and one-shots.
+	Readiness *readycheck.Check `json:"readiness,omitempty"`
 }
 
 // Service returns the planned decision for name, or nil.
@@ -95,6 +100,9 @@ func (p Plan) String() string {
 			fmt.Fprintf(&b, ", changed: %s", s.Change)
 		}
 		b.WriteString("\n")
+		if s.Readiness != nil && s.Action != ActionUnchanged {
+			fmt.Fprintf(&b, "    readiness: %s\n", s.Readiness)
+		}
 	}
 	for _, s := range p.Services {
 		line(s)
@@ -179,6 +187,8 @@ func (in PlanInput) planService(s *core.ServiceSpec) PlannedService {
 		ps.Action, ps.Reason = ActionRunOnce, "one-shot: runs to completion before the services that depend on it"
 		return ps
 	}
+	r := readycheck.Deploy(s, ps.Image.HasHealthcheck)
+	ps.Readiness = &r
 	cur := in.Active.Services[s.Name]
 	if cur == nil || cur.Container == "" {
 		ps.Action, ps.Reason = ActionSequential, "first deployment"
@@ -188,6 +198,9 @@ func (in PlanInput) planService(s *core.ServiceSpec) PlannedService {
 	if why := in.changed(s, cur); why == "" {
 		ps.Action = ActionUnchanged
 		ps.Reason = "already running " + cur.Running()
+		if s.Image != cur.Spec.Image {
+			ps.Reason += sameImageNote(s, cur)
+		}
 		return ps
 	} else {
 		ps.Change = why
@@ -219,14 +232,18 @@ func notEligible(s *core.ServiceSpec) string { return core.NotOverlapEligible(s)
 func (in PlanInput) changed(s *core.ServiceSpec, cur *core.ActiveService) string {
 	img, ok := in.Resolved[s.Name]
 	switch {
+	case !ok && s.Build != nil:
+		return "build context: the deploy builds it, and replaces the service only if the built image differs from the serving one"
+	case (!ok || img.Digest == "" || img.Digest != cur.Digest) && s.Build != nil:
+		return "build context; image changed"
 	case !ok || img.Digest == "" || img.Digest != cur.Digest:
 		return "image digest"
 	case len(s.Binds) > 0:
 		return "binds are always re-resolved"
 	case len(s.Devices) > 0:
 		return "devices are always re-resolved"
-	case !dpSameSpec(s, &cur.Spec):
-		if keys := SpecChanges(&cur.Spec, s); len(keys) > 0 {
+	case !dpSameSpec(sameImageRef(s, cur), &cur.Spec):
+		if keys := SpecChanges(&cur.Spec, sameImageRef(s, cur)); len(keys) > 0 {
 			return "service spec: " + strings.Join(keys, ", ")
 		}
 		return "service spec"
@@ -310,6 +327,30 @@ func dpContainerEnv(app, svc map[string]string, secrets map[string]string) []str
 		out = append(out, k+"="+m[k])
 	}
 	return out
+}
+
+// sameImageRef returns s with the serving spec's image reference when
+// both name the image the service runs (changed checked the digests
+// first): a new tag of the same image (a build context change that built
+// the same image ID) replaces nothing.
+func sameImageRef(s *core.ServiceSpec, cur *core.ActiveService) *core.ServiceSpec {
+	if s.Image == cur.Spec.Image {
+		return s
+	}
+	c := *s
+	c.Image = cur.Spec.Image
+	return &c
+}
+
+// sameImageNote is the unchanged reason's tail for a service whose image
+// reference changed to the same image: "; build context changed; image
+// unchanged" for a service a plan builds, else that the new reference
+// names the same image.
+func sameImageNote(s *core.ServiceSpec, cur *core.ActiveService) string {
+	if s.Build != nil {
+		return "; build context changed; image unchanged"
+	}
+	return fmt.Sprintf("; %s is the same image as %s", s.Image, cur.Spec.Image)
 }
 
 func dpSameSpec(a, b *core.ServiceSpec) bool {

@@ -186,7 +186,7 @@ func (r *LifecycleRun) restartService(ctx context.Context, name string, as *core
 		fail(err, nil, true)
 		return
 	}
-	if err := e.ProbeRunning(ctx, app, name, &as.Spec, readiness.DeployReadiness(&as.Spec), id, st.StartedAt, ep); err != nil {
+	if err := e.ProbeRunning(ctx, app, name, &as.Spec, readiness.DeployReadinessFor(&as.Spec, st.HasHealthcheck), id, st.StartedAt, ep); err != nil {
 		// The values only redact the log tail; the probe failure is the
 		// step's error, so an unreadable secret is logged, not reported.
 		_, secrets, serr := e.SecretEnv(ctx, r.Checks, app, &as.Spec)

@@ -11,6 +11,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine/readiness"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/readycheck"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
@@ -96,6 +97,9 @@ type ServiceStatus struct {
 	// Node is the swarm node the serving instance runs on ("" on one
 	// engine).
 	Node string `json:"node,omitempty"`
+	// Readiness is the check a new container of the service passes before
+	// it is routed (deploy, restart), and where it comes from (R29).
+	Readiness readycheck.Check `json:"readiness"`
 	// LastRecovery is the periodic pass's last recovery of this service's
 	// serving container (why it was withdrawn and restarted), if any.
 	LastRecovery *core.RecoveryEvent `json:"last_recovery,omitempty"`
@@ -179,26 +183,13 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 			BackendBinds: a.BackendBinds, UDPBackendBinds: a.UDPBackendBinds, IP: a.IP, Network: a.Network,
 			SingleWriter: a.Spec.SingleWriter(),
 		}
-		for _, h := range a.Spec.HTTP {
-			if h.Public() {
-				ss.Routes = append(ss.Routes, fmt.Sprintf("http://%s -> :%d", h.Host, h.Port))
-			}
-		}
-		for _, t := range a.Spec.TCP {
-			if t.Publish != "" {
-				ss.Routes = append(ss.Routes, fmt.Sprintf("tcp %s -> :%d", t.Publish, t.Port))
-			}
-		}
-		for _, u := range a.Spec.UDP {
-			if u.Publish != "" {
-				ss.Routes = append(ss.Routes, fmt.Sprintf("udp %s -> :%d", u.Publish, u.Port))
-			}
-		}
+		ss.Routes = routesOf(&a.Spec)
 		for _, m := range markers {
 			if m.Service == n {
 				ss.Markers = append(ss.Markers, m.Reason+":"+m.Container)
 			}
 		}
+		imageHC := false // the container's healthcheck: the manifest's, else its image's
 		if e.Runtime != nil && a.Container != "" {
 			cs, err := e.Runtime.InspectContainer(ctx, a.Container)
 			switch {
@@ -208,8 +199,10 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 				ss.State = "missing"
 			case err == nil:
 				ss.State, ss.StartedAt, ss.Health, ss.Node = cs.Status, cs.StartedAt, cs.Health, cs.Node
+				imageHC = cs.HasHealthcheck
 			}
 		}
+		ss.Readiness = readycheck.Deploy(&a.Spec, imageHC)
 		if len(a.Replicas) > 0 {
 			ss.Instances = e.instanceStatuses(ctx, a, ss)
 		}
@@ -220,6 +213,28 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 		st.Services = append(st.Services, ss)
 	}
 	return st, nil
+}
+
+// routesOf lists s's public hosts and published L4 addresses:
+// "http://host -> :port", "tcp addr -> :port", "udp addr -> :port".
+func routesOf(s *core.ServiceSpec) []string {
+	var out []string
+	for _, h := range s.HTTP {
+		if h.Public() {
+			out = append(out, fmt.Sprintf("http://%s -> :%d", h.Host, h.Port))
+		}
+	}
+	for _, t := range s.TCP {
+		if t.Publish != "" {
+			out = append(out, fmt.Sprintf("tcp %s -> :%d", t.Publish, t.Port))
+		}
+	}
+	for _, u := range s.UDP {
+		if u.Publish != "" {
+			out = append(out, fmt.Sprintf("udp %s -> :%d", u.Publish, u.Port))
+		}
+	}
+	return out
 }
 
 // instanceStatuses lists a's instances: the primary as ss describes it,

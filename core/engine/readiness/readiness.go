@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/readycheck"
 )
 
 // DefaultReadinessTimeout is the readiness budget when none is declared (R35).
-const DefaultReadinessTimeout = 30 * time.Second
+const DefaultReadinessTimeout = readycheck.DefaultReadinessTimeout
 
 // Readiness timing defaults (SPEC §4 "Defaults and numbers").
 const (
@@ -38,118 +39,15 @@ const (
 // the manifest is known: DeployReadinessFor(s, false).
 func DeployReadiness(s *core.ServiceSpec) core.Readiness { return DeployReadinessFor(s, false) }
 
-// DeployReadinessFor returns the deploy-time probe of s (SPEC R29): the
-// declared check when its type is http, tcp, log, plugin or docker (never
-// replaced), and unchecked for an explicit "none"; otherwise (empty) type docker when a healthcheck runs (the manifest's,
-// or the image's, imageHealthcheck, unless the manifest disables it); else
-// the implicit HTTP probe on "/" (≥ 1 HTTP interface, all public, no TCP,
-// no UDP, no volume, no bind); else the implicit TCP probe (exactly one
-// TCP interface and no HTTP interface, overlap-eligible or sequential);
-// else type "none". Port is resolved per R30 (0 when nothing can be
-// probed); Path defaults to "/" for http; Timeout to 30 s (R35).
+// DeployReadinessFor returns the deploy-time probe of s (SPEC R29) given
+// whether its image has a HEALTHCHECK: readycheck.Deploy's check.
 func DeployReadinessFor(s *core.ServiceSpec, imageHealthcheck bool) core.Readiness {
-	r := s.Readiness
-	switch r.Type {
-	case core.ReadinessHTTP, core.ReadinessTCP, core.ReadinessLog, core.ReadinessPlugin, core.ReadinessDocker, core.ReadinessNone:
-		// Declared, never replaced; an explicit "none" means unchecked.
-		return withReadinessDefaults(s, r)
-	}
-	hc := imageHealthcheck
-	if s.Healthcheck != nil {
-		hc = s.Healthcheck.Enabled()
-	}
-	switch {
-	case hc:
-		r.Type = core.ReadinessDocker
-	case implicitHTTP(s):
-		r.Type = core.ReadinessHTTP
-	case implicitTCP(s):
-		r.Type = core.ReadinessTCP
-	default:
-		r.Type = core.ReadinessNone
-	}
-	return withReadinessDefaults(s, r)
+	return readycheck.Deploy(s, imageHealthcheck).Readiness
 }
 
 // DeclaredReadiness returns the check used to verify a running generation
-// (start, boot, periodic pass): the declared check only (R29 last line).
-// An empty or "none" type yields type "none". Defaults are filled as in
-// DeployReadiness.
-func DeclaredReadiness(s *core.ServiceSpec) core.Readiness {
-	r := s.Readiness
-	if r.Type == "" {
-		r.Type = core.ReadinessNone
-	}
-	return withReadinessDefaults(s, r)
-}
-
-// withReadinessDefaults fills path, port and timeout of r for s.
-func withReadinessDefaults(s *core.ServiceSpec, r core.Readiness) core.Readiness {
-	if r.Timeout == 0 {
-		r.Timeout = core.Duration(DefaultReadinessTimeout)
-	}
-	switch r.Type {
-	case core.ReadinessHTTP:
-		if r.Path == "" {
-			r.Path = "/"
-		}
-		if r.Port == 0 {
-			r.Port = readinessPort(s)
-		}
-	case core.ReadinessTCP, core.ReadinessPlugin:
-		if r.Port == 0 {
-			r.Port = readinessPort(s)
-		}
-	}
-	return r
-}
-
-// implicitHTTP is R29's implicit HTTP condition.
-func implicitHTTP(s *core.ServiceSpec) bool {
-	if len(s.HTTP) == 0 || len(s.TCP) > 0 || len(s.UDP) > 0 || len(s.Volumes) > 0 || len(s.Binds) > 0 {
-		return false
-	}
-	for _, h := range s.HTTP {
-		if !h.Public() {
-			return false
-		}
-	}
-	return true
-}
-
-// implicitTCP is R29's implicit TCP condition: exactly one TCP interface
-// and no HTTP interface (a sequential service such as postgres or redis
-// included: it is ready when it accepts, R32).
-func implicitTCP(s *core.ServiceSpec) bool {
-	return len(s.TCP) == 1 && len(s.HTTP) == 0
-}
-
-// readinessPort resolves the probed container port when none is declared
-// (R30): the public HTTP port when the service has no TCP interface (the
-// first one when there are several), else the single TCP-capable port (the
-// one distinct port among all HTTP and TCP interfaces), else 0.
-func readinessPort(s *core.ServiceSpec) int {
-	if len(s.TCP) == 0 {
-		for _, h := range s.HTTP {
-			if h.Public() {
-				return h.Port
-			}
-		}
-	}
-	ports := map[int]bool{}
-	for _, h := range s.HTTP {
-		ports[h.Port] = true
-	}
-	for _, t := range s.TCP {
-		ports[t.Port] = true
-	}
-	if len(ports) == 1 {
-		for p := range ports {
-			return p
-		}
-	}
-	return 0
-}
+// (start, boot, periodic pass): readycheck.Declared.
+func DeclaredReadiness(s *core.ServiceSpec) core.Readiness { return readycheck.Declared(s) }
 
 // ProbeTargetFor builds the probe target for r on a container (R30): the
 // address of r.Port's tcp bind, the one the edge dials (R18):

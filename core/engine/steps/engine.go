@@ -75,6 +75,15 @@ type Engine struct {
 	// (R13, <state>/config.toml). nil refuses every bind. Errors should wrap
 	// ErrInvalid (name not approved).
 	BindPolicy func(name string) (hostPath string, err error)
+	// PrivilegePolicy refuses what a service of app asks beyond Docker's
+	// defaults (capabilities outside privilege.DefaultCapabilities, host
+	// devices) that the operator did not approve ([privileges.<app>] of
+	// <state>/config.toml); nil refuses all of it (privilege.Privileges{}).
+	// Errors should wrap ErrInvalid and name the line to add.
+	PrivilegePolicy func(app string, svc *core.ServiceSpec) error
+	// Retention is applied to an app before its lock is released after
+	// every operation (Prune); the zero value keeps everything.
+	Retention Retention
 
 	// RegistryAuth, if set, returns the X-Registry-Auth value for pulling
 	// ref ("" for an anonymous pull); pinImage passes it to
@@ -129,6 +138,7 @@ type State struct {
 	liveOps map[string]string
 
 	notifyState
+	notifyQueue notifyQueue
 }
 
 // Phase is the step of long work a ProgressEvent reports (stderr
@@ -203,7 +213,7 @@ func (e *Engine) Lock(ctx context.Context, app, verb, op string) (*Hold, error) 
 	h := e.Holder
 	h.Verb, h.Op, h.StartedAt = verb, op, e.Now()
 	if lk, ok, err := e.Store.TryLock(lctx, app, h); err == nil && ok {
-		return hold(lk), nil
+		return hold(e, app, lk), nil
 	}
 	holder, herr := e.Store.LockHolder(ctx, app)
 	msg := LockWaitText(app, verb, holder, herr, t)
@@ -216,7 +226,7 @@ func (e *Engine) Lock(ctx context.Context, app, verb, op string) (*Hold, error) 
 	if err != nil {
 		return nil, err
 	}
-	return hold(lk), nil
+	return hold(e, app, lk), nil
 }
 
 // LockWaitText is the lock-wait notice: "app blog: deploy waits for the

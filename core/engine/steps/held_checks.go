@@ -38,11 +38,27 @@ type statusAnswer struct {
 type Hold struct {
 	core.AppLock
 	Checks *HeldChecks
+
+	e    *Engine
+	app  string
+	once sync.Once
 }
 
-// hold wraps lk (just acquired) with a fresh memo of checks.
-func hold(lk core.AppLock) *Hold {
-	return &Hold{AppLock: lk, Checks: &HeldChecks{secrets: map[string][]byte{}, binds: map[string]string{}, resolved: map[string]core.ImageRef{}}}
+// Unlock applies the retention (pruneHeld) once, then releases the lock.
+func (h *Hold) Unlock() error {
+	h.once.Do(func() {
+		if h.e != nil {
+			h.e.pruneHeld(h.app)
+		}
+	})
+	return h.AppLock.Unlock()
+}
+
+// hold wraps lk (just acquired) with a fresh memo of checks; its Unlock
+// applies e's retention to app first.
+func hold(e *Engine, app string, lk core.AppLock) *Hold {
+	return &Hold{AppLock: lk, Checks: &HeldChecks{secrets: map[string][]byte{}, binds: map[string]string{}, resolved: map[string]core.ImageRef{}},
+		e: e, app: app}
 }
 
 type heldKey struct{}

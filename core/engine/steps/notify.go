@@ -117,9 +117,9 @@ func notification(op core.Operation, errText string) Notification {
 
 // notifyOp sends op's outcome to the webhook of the revision it deployed
 // (nothing when that revision has no [notify], or op is not terminal).
-// Call it after the outcome is journaled and the app lock released: it
-// waits at most NotifyBudget, and a failure is only logged, so it never
-// changes the op's outcome or error.
+// Call it after the outcome is journaled and the app lock released: the
+// documents are queued (postNotification) and a failure is only logged,
+// so it never delays nor changes the op's outcome or error.
 func (e *Engine) NotifyOp(ctx context.Context, op core.Operation, opErr error) {
 	if !op.Terminal() || op.Revision == "" {
 		return
@@ -132,7 +132,7 @@ func (e *Engine) NotifyOp(ctx context.Context, op core.Operation, opErr error) {
 	if opErr != nil && op.Outcome != core.OutcomeSuccess {
 		errText = opErr.Error()
 	}
-	e.postNotification(ctx, rev.Spec.Notify.Webhook, append(rollbackNotifications(op), notification(op, errText))...)
+	e.postNotification(rev.Spec.Notify.Webhook, append(rollbackNotifications(op), notification(op, errText))...)
 }
 
 // notifyRecoveryFailure sends a failed recovery of app by the periodic
@@ -164,28 +164,38 @@ func (e *Engine) NotifyRecoveryFailure(ctx context.Context, app string, started 
 		return
 	}
 	now := e.Now()
-	e.postNotification(ctx, rev.Spec.Notify.Webhook, Notification{Schema: 1, Event: EventOutcome, App: app, Verb: VerbReconcile, Revision: id,
+	e.postNotification(rev.Spec.Notify.Webhook, Notification{Schema: 1, Event: EventOutcome, App: app, Verb: VerbReconcile, Revision: id,
 		Outcome: core.OutcomeFailed, Error: passErr.Error(), StartedAt: started, FinishedAt: now, DurationMS: now.Sub(started).Milliseconds()})
 }
 
-// postNotification POSTs each of docs, in order, as JSON to url: up to
+// deliver POSTs each of docs, in order, as JSON to url: up to
 // NotifyTries attempts each, each bounded by NotifyTimeout, all docs
-// together by NotifyBudget (even when ctx is already cancelled, so an
-// interrupted op is still reported). A 2xx answer is delivered; anything
-// else is retried and finally logged as a warning.
-func (e *Engine) postNotification(ctx context.Context, url string, docs ...Notification) {
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), NotifyBudget)
+// together by NotifyBudget. A 2xx answer is delivered; a redirect is not
+// followed (a 3xx is a failure); anything else is retried and finally
+// logged as a warning that never shows the URL's path or query.
+func (e *Engine) deliver(url string, docs []Notification) {
+	bctx, cancel := context.WithTimeout(context.Background(), NotifyBudget)
 	defer cancel()
-	client := e.NotifyClient
-	if client == nil {
-		client = &http.Client{Timeout: NotifyTimeout}
-	}
+	client := noRedirects(e.NotifyClient)
 	for _, n := range docs {
 		e.postOne(bctx, client, url, n)
 	}
 }
 
-// postOne is one document of postNotification, within bctx's budget.
+// noRedirects returns a copy of c (nil: an http.Client bounded by
+// NotifyTimeout) that never follows a redirect: the document only ever
+// goes to the host the manifest named.
+func noRedirects(c *http.Client) *http.Client {
+	out := &http.Client{Timeout: NotifyTimeout}
+	if c != nil {
+		cp := *c
+		out = &cp
+	}
+	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return out
+}
+
+// postOne is one document of deliver, within bctx's budget.
 func (e *Engine) postOne(bctx context.Context, client *http.Client, url string, n Notification) {
 	body, err := json.Marshal(n)
 	if err != nil {
@@ -207,9 +217,10 @@ func (e *Engine) postOne(bctx context.Context, client *http.Client, url string, 
 		}
 		wait *= 2
 	}
-	e.Log().Warn("notify: webhook not delivered; the operation's outcome stands", "app", n.App, "op", n.Op, "verb", n.Verb, "error", last)
+	why := RedactWebhookError(url, last)
+	e.Log().Warn("notify: webhook not delivered; the operation's outcome stands", "app", n.App, "op", n.Op, "verb", n.Verb, "webhook", RedactWebhook(url), "error", why)
 	if e.NotifyFailed != nil {
-		e.NotifyFailed(fmt.Sprintf("app %s: notification of %s %s not delivered to its [notify] webhook: %v", n.App, n.Verb, n.Op, last))
+		e.NotifyFailed(fmt.Sprintf("app %s: notification of %s %s not delivered to its [notify] webhook %s: %s", n.App, n.Verb, n.Op, RedactWebhook(url), why))
 	}
 }
 

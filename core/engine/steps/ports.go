@@ -94,6 +94,8 @@ func (e *Engine) checkPublishWith(ctx context.Context, app string, spec *core.Se
 		}
 		return nil
 	}
+	// Every conflict of the service at once, joined.
+	var errs []error
 	for _, h := range spec.HTTP {
 		if !h.Public() || h.Host == "" {
 			continue
@@ -102,20 +104,20 @@ func (e *Engine) checkPublishWith(ctx context.Context, app string, spec *core.Se
 		// refused here, before its table would be rejected (and block
 		// every later apply). Within one app the manifest keeps hosts unique.
 		if owner, ok := owners["host "+strings.ToLower(h.Host)]; ok && !strings.HasPrefix(owner, app+"/") {
-			return fmt.Errorf("%w: host %s is already routed to %s", core.ErrConflict, h.Host, owner)
+			errs = append(errs, fmt.Errorf("%w: host %s is already routed to %s", core.ErrConflict, h.Host, owner))
 		}
 	}
 	for _, t := range spec.TCP {
 		if err := check("tcp", t.Publish); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
 	for _, u := range spec.UDP {
 		if err := check("udp", u.Publish); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // CheckRoutesFree is R13's route reservation check of spec alone, as

@@ -32,6 +32,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		return "", err
 	}
 	what := fmt.Sprintf("create swarm instance %q", c.Name)
+	if c.Healthcheck == nil {
+		withImageHealthcheck(spec.TaskTemplate.ContainerSpec, r.imageHealthcheck(ctx, c.Image))
+	}
 	if err := r.checkEdgeNetwork(ctx, what); err != nil {
 		return "", err
 	}

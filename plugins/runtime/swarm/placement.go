@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
-	"github.com/google/renameio/v2"
+
 	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/internal/durable"
 )
 
 // Placement of single-writer services. A named volume
@@ -318,7 +319,7 @@ func (r *Runtime) record(key string, n swarm.Node, what string) error {
 	if err != nil {
 		return fmt.Errorf("%s: placement record: %w", what, err)
 	}
-	if err := renameio.WriteFile(p, append(b, '\n'), 0o600); err != nil {
+	if err := durable.WriteFile(p, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("%s: placement record: %w", what, err)
 	}
 	return nil

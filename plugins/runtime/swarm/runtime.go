@@ -53,6 +53,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
 
@@ -270,6 +271,18 @@ func (r *Runtime) ResolveImage(ctx context.Context, ref string) (core.ImageRef, 
 		out.ID = out.Digest
 	}
 	return out, nil
+}
+
+// imageHealthcheck is the HEALTHCHECK of image ref as the manager's
+// engine has it, nil when it has none or does not have the image (then
+// ResolveImage did not report one either, and the engine does not wait
+// for a health status).
+func (r *Runtime) imageHealthcheck(ctx context.Context, ref string) *container.HealthConfig {
+	img, err := r.cli.ImageInspect(ctx, ref)
+	if err != nil || img.Config == nil {
+		return nil
+	}
+	return img.Config.Healthcheck
 }
 
 // PullImage pulls ref on the manager (so ResolveImage can read the image's

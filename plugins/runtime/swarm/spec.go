@@ -197,6 +197,21 @@ func healthConfig(h *core.Healthcheck) *container.HealthConfig {
 	}
 }
 
+// withImageHealthcheck writes the image's HEALTHCHECK hc (nil: none) into
+// a task container that declares none. The node's engine runs that check
+// anyway; written into the service, it tells InspectContainer (stateOf)
+// that the instance has one, so the health Swarm reports through the
+// task's state (starting until healthy, failed when unhealthy) is read as
+// the container's, as docker readiness needs.
+func withImageHealthcheck(cs *swarm.ContainerSpec, hc *container.HealthConfig) {
+	if cs == nil || cs.Healthcheck != nil || hc == nil || len(hc.Test) == 0 || hc.Test[0] == "NONE" {
+		return
+	}
+	c := *hc
+	c.Test = append([]string(nil), hc.Test...)
+	cs.Healthcheck = &c
+}
+
 // mounts maps c's named volumes, bind mounts, tmpfs mounts and shm size. A volume is
 // created by the engine of the node the task lands on, labelled with the
 // instance's managed and app labels.

@@ -161,3 +161,36 @@ func TestSwarm_BackendBindsAreOnTheEdgeNetworkWhenSet(t *testing.T) {
 	_, err = bindsOf(tk, "gordon-edge", ports)
 	require.ErrorIs(t, err, core.ErrConflict, "not on the edge network")
 }
+
+// R29 on a swarm: an instance whose image has a HEALTHCHECK and whose
+// manifest declares none carries the image's check in its service, so
+// its state reports one, and Swarm's task states are read as its health
+// (starting, then healthy; an unhealthy task fails) as docker readiness
+// needs; a manifest's own check, or none in the image, is left as is.
+func TestSwarm_ImageHealthcheckIsTheInstancesHealth(t *testing.T) {
+	img := &container.HealthConfig{Test: []string{"CMD", "/app", "health"}, Interval: time.Second}
+	svc := service(false)
+	withImageHealthcheck(svc.Spec.TaskTemplate.ContainerSpec, img)
+	require.NotNil(t, svc.Spec.TaskTemplate.ContainerSpec.Healthcheck)
+	assert.Equal(t, img.Test, svc.Spec.TaskTemplate.ContainerSpec.Healthcheck.Test)
+
+	cur := task("cur", swarm.TaskStateRunning, swarm.TaskStateStarting, t0, -1)
+	st := stateOf(svc, []swarm.Task{cur})
+	assert.True(t, st.HasHealthcheck)
+	assert.Equal(t, "starting", st.Health)
+	cur.Status.State = swarm.TaskStateRunning
+	assert.Equal(t, "healthy", stateOf(svc, []swarm.Task{cur}).Health)
+	failed := task("f", swarm.TaskStateShutdown, swarm.TaskStateFailed, t0, 137)
+	failed.Status.Err = "task: unhealthy container"
+	assert.Equal(t, "unhealthy", stateOf(svc, []swarm.Task{failed}).Health)
+
+	own := service(true)
+	withImageHealthcheck(own.Spec.TaskTemplate.ContainerSpec, img)
+	assert.Equal(t, []string{"CMD", "/app", "health"}, own.Spec.TaskTemplate.ContainerSpec.Healthcheck.Test)
+	assert.Zero(t, own.Spec.TaskTemplate.ContainerSpec.Healthcheck.Interval, "the manifest's check is kept")
+
+	none := service(false)
+	withImageHealthcheck(none.Spec.TaskTemplate.ContainerSpec, nil)
+	withImageHealthcheck(none.Spec.TaskTemplate.ContainerSpec, &container.HealthConfig{Test: []string{"NONE"}})
+	assert.False(t, stateOf(none, []swarm.Task{cur}).HasHealthcheck)
+}

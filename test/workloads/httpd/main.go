@@ -9,6 +9,7 @@
 //	-exit-at-once EXIT_AT_ONCE     exit with status 3 right after start
 //	-ignore-sigterm IGNORE_SIGTERM ignore SIGTERM (only SIGKILL stops it)
 //	-ready-after READY_AFTER (0)   /healthz answers 503 until this long after start
+//	-start-delay START_DELAY (0)   listen only this long after start (a slow-starting program)
 //	-fail-root FAIL_ROOT           / (and /slow) answer 500 "failing" (/healthz is unaffected)
 //	-get URL                       healthcheck mode: GET URL, exit 0 on 2xx, else 1 (serves nothing)
 //
@@ -56,6 +57,7 @@ func main() {
 	ignoreTerm := flag.Bool("ignore-sigterm", envBool("IGNORE_SIGTERM"), "ignore SIGTERM")
 	failRoot := flag.Bool("fail-root", envBool("FAIL_ROOT"), "/ answers 500 (a broken release that still passes readiness)")
 	readyAfter := flag.Duration("ready-after", envDur("READY_AFTER"), "healthz 503 until this long after start")
+	startDelay := flag.Duration("start-delay", envDur("START_DELAY"), "listen only this long after start")
 	get := flag.String("get", "", "GET this URL, exit 0 on a 2xx answer, else 1 (a healthcheck command)")
 	flag.Parse()
 	if *get != "" {
@@ -137,10 +139,19 @@ func main() {
 		close(done)
 	}()
 
+	delayStart(*startDelay)
 	log.Printf("listening on :%s (version %s)", *port, *version)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		log.Fatalf("serve: %v", err)
 	}
 	<-done
 	log.Printf("stopped")
+}
+
+// delayStart waits d (a program that listens d after it starts), saying so.
+func delayStart(d time.Duration) {
+	if d > 0 {
+		log.Printf("starting: listening in %s", d)
+		time.Sleep(d)
+	}
 }
