@@ -21,6 +21,28 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 )
 
+// stallBound fails a client of the load tests below whose connection makes
+// no progress for this long: a stall of the event loops (a lost wake-up, a
+// write never resumed) fails them however long it lasts. There is no bound
+// on a whole run: with the race detector and a CPU hog on a loaded 2-core
+// machine, 200 clients took 14-22 s, and those still unanswered at 20 s
+// had all had a byte within the last 2.5 s.
+const stallBound = 15 * time.Second
+
+// stallConn is a client connection whose every read and write must make
+// progress within stallBound.
+type stallConn struct{ net.Conn }
+
+func (c stallConn) Read(p []byte) (int, error) {
+	_ = c.Conn.SetDeadline(time.Now().Add(stallBound))
+	return c.Conn.Read(p)
+}
+
+func (c stallConn) Write(p []byte) (int, error) {
+	_ = c.Conn.SetDeadline(time.Now().Add(stallBound))
+	return c.Conn.Write(p)
+}
+
 func TestEventLoopAnswers200ConcurrentClientsMixedRequests(t *testing.T) {
 	body := func(p string, n int) string { return strings.Repeat(p[1:2], n) }
 	backend := goBackend(t, func(w http.ResponseWriter, r *http.Request) {
@@ -48,13 +70,13 @@ func TestEventLoopAnswers200ConcurrentClientsMixedRequests(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := net.Dial("tcp", e.s.HTTPAddr())
+			nc, err := net.Dial("tcp", e.s.HTTPAddr())
 			if err != nil {
 				fails.Add(1)
 				return
 			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			defer nc.Close()
+			c := stallConn{nc}
 			br := bufio.NewReader(c)
 			for j := range 15 {
 				k := (i + j) % 6
@@ -212,12 +234,12 @@ func TestEventLoopRelaysSegmentedBackendAnswersUnderLoad(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := net.Dial("tcp", e.s.HTTPAddr())
+			nc, err := net.Dial("tcp", e.s.HTTPAddr())
 			if !assert.NoError(t, err) {
 				return
 			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			defer nc.Close()
+			c := stallConn{nc}
 			br := bufio.NewReader(c)
 			for j := range 30 {
 				n := (i*131 + j*977) % 16200

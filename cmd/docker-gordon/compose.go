@@ -19,6 +19,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/composeapi"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
+	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
 // inputOptions select an app's source: one TOML manifest, or a compose
@@ -170,21 +171,21 @@ func (e *cliEnv) targetsRemote() bool {
 
 // composeSecretValues reads the compose secrets with a file: or
 // environment: source (their values; an unreadable source is an error).
-func composeSecretValues(secrets []composeapi.Secret) ([]secretValue, error) {
-	values := make([]secretValue, 0, len(secrets))
+func composeSecretValues(secrets []composeapi.Secret) ([]remote.SecretValue, error) {
+	values := make([]remote.SecretValue, 0, len(secrets))
 	for _, s := range secrets {
 		v, err := s.Value()
 		if err != nil {
 			return nil, err
 		}
-		values = append(values, secretValue{Service: s.Service, Name: s.Name, Value: v})
+		values = append(values, remote.SecretValue{Service: s.Service, Name: s.Name, Value: v})
 	}
 	return values, nil
 }
 
 // storeSecretValues stores values in app's secret store under the app lock
 // (writeSecretValues).
-func storeSecretValues(ctx context.Context, env *cliEnv, app string, values []secretValue) error {
+func storeSecretValues(ctx context.Context, env *cliEnv, app string, values []remote.SecretValue) error {
 	if len(values) == 0 {
 		return nil
 	}
@@ -196,7 +197,7 @@ func storeSecretValues(ctx context.Context, env *cliEnv, app string, values []se
 // writeSecretValues writes values into st, the app's store, whose app lock
 // the caller holds (a compose project's secrets: read here, or sent by the
 // CLI to a runner). Values are never printed; only names and sizes.
-func writeSecretValues(ctx context.Context, env *cliEnv, st core.Store, app string, values []secretValue) error {
+func writeSecretValues(ctx context.Context, env *cliEnv, st core.Store, app string, values []remote.SecretValue) error {
 	for _, s := range values {
 		if err := st.SetSecret(ctx, app, s.Service, s.Name, s.Value); err != nil {
 			return err

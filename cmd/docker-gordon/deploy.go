@@ -269,7 +269,7 @@ func deploySubmission(ctx context.Context, env *cliEnv, eng *engine.Engine, o de
 			case runnerSession != nil:
 				// A remote deploy of a compose project: the CLI sent the
 				// converted manifest and its secrets' values.
-				return writeSecretValues(ctx, env, eng.Store, app, runnerSession.secrets)
+				return writeSecretValues(ctx, env, eng.Store, app, runnerSession.Secrets)
 			}
 			return nil
 		},

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/gordon-deploy/docker-gordon/system/remote"
+
 	"bytes"
 	"context"
 	"io"
@@ -81,7 +83,7 @@ func remoteVerbCall(t *testing.T, parent string, cmd func(*cliEnv) *cobra.Comman
 	dcli, err := command.NewDockerCli(command.WithInputStream(io.NopCloser(strings.NewReader(""))), command.WithOutputStream(io.Discard), command.WithErrorStream(&stderr))
 	require.NoError(t, err)
 	env := &cliEnv{dockerCli: dcli, logger: hclog.NewNullLogger(),
-		target: engineTarget{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
+		target: remote.Target{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
 	env.opts.stateDir = t.TempDir()
 	root := &cobra.Command{Use: "gordon", SilenceErrors: true, SilenceUsage: true}
 	root.PersistentFlags().StringVar(&env.opts.stateDir, "state-dir", env.opts.stateDir, "")
@@ -91,7 +93,7 @@ func remoteVerbCall(t *testing.T, parent string, cmd func(*cliEnv) *cobra.Comman
 	var rc remoteCall
 	var perr error
 	c.RunE = func(cmd *cobra.Command, args []string) error {
-		rc, perr = prepareBundle(context.Background(), cmd, env, args, serverPaths{Arch: "x86_64"})
+		rc, perr = prepareBundle(context.Background(), cmd, env, args, remote.ServerPaths{Arch: "x86_64"})
 		return nil
 	}
 	p.AddCommand(c)
@@ -113,7 +115,7 @@ func TestRemote_FilesNamedByFlagsAreReadOnTheClient(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, rc.args, "--acme-ca-root=/tmp/gordon-in/flagfiles/acme-ca-root/pebble.minica.pem")
 	assert.NotContains(t, strings.Join(rc.args, " "), dir, "the client's path is not sent")
-	assert.Contains(t, rc.bundle.Files, runnerFile{Path: "flagfiles/acme-ca-root/pebble.minica.pem", Mode: 0o600, Data: []byte("root-pem")})
+	assert.Contains(t, rc.bundle.Files, remote.File{Path: "flagfiles/acme-ca-root/pebble.minica.pem", Mode: 0o600, Data: []byte("root-pem")})
 
 	cert, key := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
 	require.NoError(t, os.WriteFile(cert, []byte("cert-pem"), 0o644))
@@ -122,7 +124,7 @@ func TestRemote_FilesNamedByFlagsAreReadOnTheClient(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, rc.args, "--cert=/tmp/gordon-in/flagfiles/cert/c.pem")
 	assert.Contains(t, rc.args, "--key=/tmp/gordon-in/flagfiles/key/k.pem")
-	assert.Contains(t, rc.bundle.Files, runnerFile{Path: "flagfiles/key/k.pem", Mode: 0o600, Data: []byte("key-pem")})
+	assert.Contains(t, rc.bundle.Files, remote.File{Path: "flagfiles/key/k.pem", Mode: 0o600, Data: []byte("key-pem")})
 
 	_, err = remoteVerbCall(t, "edge", edgeStart, "edge", "start", "--acme-ca-root", filepath.Join(dir, "missing.pem"))
 	require.Error(t, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
+	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
 type execOptions struct {
@@ -115,7 +116,7 @@ func localServingContainer(ctx context.Context, env *cliEnv, app, service string
 // container serves (the journal lives there); its stderr is passed on.
 func remoteServingContainer(ctx context.Context, env *cliEnv, app, service string, instance int) (string, error) {
 	api := env.dockerCli.Client()
-	paths, err := readServerPaths(ctx, api)
+	paths, err := remote.ReadServerPaths(ctx, api)
 	if err != nil {
 		return "", err
 	}
@@ -127,7 +128,7 @@ func remoteServingContainer(ctx context.Context, env *cliEnv, app, service strin
 	capture := *env
 	capture.dockerCli = outCapture{Cli: env.dockerCli, out: streams.NewOut(&out)}
 	args := []string{"gordon", "exec", "--print-container", fmt.Sprintf("--instance=%d", instance), app, service, "--", "true"}
-	code, err := runRunner(ctx, &capture, api, img.Ref, paths, args, runnerBundle{})
+	code, err := remote.Run(ctx, capture.streams(), api, env.target, img.Ref, paths, args, remote.Bundle{})
 	if err != nil {
 		return "", err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/probehelper"
 	"github.com/gordon-deploy/docker-gordon/plugins"
+	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
 // version is stamped by the Makefile (-X main.version=…).
@@ -31,9 +32,10 @@ func main() {
 	if plugins.ServeBuiltinIfRequested() {
 		return
 	}
-	// A runner container (remote.go) takes its bundle from stdin first.
-	if os.Getenv(runnerEnv) == "1" {
-		if err := startRunnerSession(); err != nil {
+	// A runner container (system/remote) takes its bundle from stdin first.
+	if os.Getenv(remote.RunnerEnv) == "1" {
+		var err error
+		if runnerSession, err = remote.StartSession(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

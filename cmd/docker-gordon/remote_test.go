@@ -3,15 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/docker/cli/cli/command"
 	configtypes "github.com/docker/cli/cli/config/types"
@@ -20,26 +16,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/compose"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
+	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
-
-// A unix socket is this machine's engine; every other endpoint is remote.
-func TestRemote_EndpointClassification(t *testing.T) {
-	for host, remote := range map[string]bool{
-		"unix:///var/run/docker.sock":     false,
-		"unix:///tmp/x/docker.sock":       false,
-		"npipe:////./pipe/docker_engine":  false,
-		"tcp://127.0.0.1:2375":            true,
-		"tcp://vps.example:2376":          true,
-		"ssh://deploy@vps.example":        true,
-		"ssh://root@127.0.0.1:2222":       true,
-		"http://engine.example:2375/path": true,
-	} {
-		assert.Equal(t, remote, isRemoteEndpoint(host), host)
-	}
-}
 
 // The runner's command line is rebuilt from what cobra parsed: the verb
 // path below the gordon root (also under the docker CLI's root), every set
@@ -98,72 +78,6 @@ func TestRemote_InputFlagsReadFromEveryInputVerb(t *testing.T) {
 	assert.Error(t, err, "a verb without the input flags is an error, not an empty input")
 }
 
-// The bundle survives the trip; a length over the bound is refused before
-// anything is read into memory.
-func TestRemote_BundleRoundTripAndBound(t *testing.T) {
-	var buf bytes.Buffer
-	in := runnerBundle{
-		Files:        []runnerFile{{Path: "manifest/app.toml", Mode: 0o600, Data: []byte("name = \"blog\"\n")}},
-		Stdin:        []byte("s3cret"),
-		RegistryAuth: map[string]string{"127.0.0.1:5000": "eyJ1In0"},
-	}
-	require.NoError(t, writeBundle(&buf, in))
-	buf.WriteString("trailing: the control stream")
-	out, err := readBundle(&buf)
-	require.NoError(t, err)
-	assert.Equal(t, in, out)
-	assert.Equal(t, "trailing: the control stream", buf.String(), "the bundle reader stops at the bundle's end")
-
-	var big [8]byte
-	binary.BigEndian.PutUint64(big[:], maxBundle+1)
-	_, err = readBundle(bytes.NewReader(big[:]))
-	assert.ErrorIs(t, err, core.ErrInvalid)
-}
-
-// The runner stops (SIGTERM to itself) when the CLI's stdin ends or falls
-// silent, and not while heartbeats arrive.
-func TestRemote_RunnerStopsWhenTheCLIGoesAwayOrSilent(t *testing.T) {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-
-	// Silence: heartbeats for a while, then none.
-	pr, pw := io.Pipe()
-	done := make(chan struct{})
-	go func() { watchControl(pr, 300*time.Millisecond); close(done) }()
-	for range 8 {
-		_, err := pw.Write([]byte{0})
-		require.NoError(t, err)
-		// Heartbeats spread over more than the 300 ms silence bound: the
-		// passage of time with heartbeats in it is the behaviour under test.
-		time.Sleep(100 * time.Millisecond)
-	}
-	select {
-	case <-sigs:
-		t.Fatal("SIGTERM while heartbeats arrive")
-	default:
-	}
-	select {
-	case <-sigs:
-	case <-time.After(2 * time.Second):
-		t.Fatal("no SIGTERM after the heartbeats stopped")
-	}
-	<-done
-	pw.Close()
-
-	// End of stdin: at once.
-	pr2, pw2 := io.Pipe()
-	go watchControl(pr2, time.Hour)
-	t0 := time.Now()
-	pw2.Close()
-	select {
-	case <-sigs:
-		assert.Less(t, time.Since(t0), time.Second)
-	case <-time.After(2 * time.Second):
-		t.Fatal("no SIGTERM at the end of stdin")
-	}
-}
-
 // remoteDeployCall parses argv with the real deploy command under a gordon
 // root (as the docker CLI runs it) and prepares it for a runner of a remote
 // engine, as runRemote does; stderr is what the client printed.
@@ -175,7 +89,7 @@ func remoteDeployCall(t *testing.T, argv ...string) (remoteCall, string, error) 
 	dcli, err := command.NewDockerCli(command.WithInputStream(io.NopCloser(strings.NewReader(""))), command.WithOutputStream(io.Discard), command.WithErrorStream(&stderr))
 	require.NoError(t, err)
 	env := &cliEnv{dockerCli: dcli, logger: hclog.NewNullLogger(),
-		target: engineTarget{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
+		target: remote.Target{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
 	env.opts.stateDir = t.TempDir()
 	root := &cobra.Command{Use: "gordon", SilenceErrors: true, SilenceUsage: true}
 	root.PersistentFlags().StringVar(&env.opts.stateDir, "state-dir", env.opts.stateDir, "")
@@ -184,7 +98,7 @@ func remoteDeployCall(t *testing.T, argv ...string) (remoteCall, string, error) 
 	var rc remoteCall
 	var perr error
 	deploy.RunE = func(cmd *cobra.Command, args []string) error {
-		rc, perr = prepareBundle(context.Background(), cmd, env, args, serverPaths{Arch: "x86_64"})
+		rc, perr = prepareBundle(context.Background(), cmd, env, args, remote.ServerPaths{Arch: "x86_64"})
 		return nil
 	}
 	root.AddCommand(deploy)
@@ -207,7 +121,7 @@ func TestRemote_DeployBundleOfTOMLManifest(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"gordon", "deploy", "--pull=never", "--service=web", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.args)
 	require.Len(t, rc.bundle.Files, 1, "the manifest is sent")
-	assert.Equal(t, runnerFile{Path: "manifest/blog.toml", Mode: 0o600, Data: data}, rc.bundle.Files[0])
+	assert.Equal(t, remote.File{Path: "manifest/blog.toml", Mode: 0o600, Data: data}, rc.bundle.Files[0])
 	assert.Equal(t, []string{"blog-web:2", "blog-worker:2"}, rc.images)
 	assert.True(t, rc.shipImages)
 	assert.True(t, rc.copyImages)
@@ -273,7 +187,7 @@ secrets:
 	assert.Equal(t, []string{"shop-debug:1", "shop-web:2.5"}, rc.images, "the env file's tag")
 	assert.Equal(t, "prod", spec.Services[1].Env["MODE"])
 
-	assert.Equal(t, []secretValue{{Service: "web", Name: "api_key", Value: []byte("k3y-value")}}, rc.bundle.Secrets)
+	assert.Equal(t, []remote.SecretValue{{Service: "web", Name: "api_key", Value: []byte("k3y-value")}}, rc.bundle.Secrets)
 	for _, f := range rc.bundle.Files {
 		assert.NotContains(t, string(f.Data), "k3y-value", "a secret value is never a bundle file")
 	}
@@ -313,7 +227,7 @@ func TestRemote_RunnerStoresSentSecrets(t *testing.T) {
 	require.NoError(t, err)
 	env := &cliEnv{dockerCli: dcli, logger: hclog.NewNullLogger()}
 	env.opts.stateDir = t.TempDir()
-	require.NoError(t, storeSecretValues(context.Background(), env, "shop", []secretValue{{Service: "web", Name: "api_key", Value: []byte("k3y-value")}}))
+	require.NoError(t, storeSecretValues(context.Background(), env, "shop", []remote.SecretValue{{Service: "web", Name: "api_key", Value: []byte("k3y-value")}}))
 	store, err := env.openStore()
 	require.NoError(t, err)
 	got, err := store.GetSecret(context.Background(), "shop", "web", "api_key")
@@ -329,7 +243,7 @@ func TestRemote_RunnerStoresSentSecrets(t *testing.T) {
 func TestRemote_BindPolicyByVerbAndEngine(t *testing.T) {
 	state := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(state, "config.toml"), []byte("[binds]\nsite = \"/srv/site\"\n"), 0o600))
-	env := &cliEnv{target: engineTarget{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
+	env := &cliEnv{target: remote.Target{Context: "prod", Host: "tcp://vps.example:2376", Remote: true}}
 	env.opts.stateDir = state
 	for _, verb := range []string{"deploy", "validate"} {
 		_, err := env.bindPolicy(verb).Name("/srv/site")
@@ -339,7 +253,7 @@ func TestRemote_BindPolicyByVerbAndEngine(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "site", name)
 
-	env.target = engineTarget{Context: "default", Host: "unix:///var/run/docker.sock"}
+	env.target = remote.Target{Context: "default", Host: "unix:///var/run/docker.sock"}
 	name, err = env.bindPolicy("deploy").Name("/srv/site")
 	require.NoError(t, err)
 	assert.Equal(t, "site", name)
@@ -356,7 +270,7 @@ func TestRemote_SystemStartBundleCarriesRegistryCredentials(t *testing.T) {
 	// process, so the login is added to the loaded file, not written).
 	dcli.ConfigFile().AuthConfigs["reg.lab:5000"] = configtypes.AuthConfig{ServerAddress: "reg.lab:5000", Username: "u", Password: "p"}
 	env := &cliEnv{dockerCli: dcli, logger: hclog.NewNullLogger(),
-		target: engineTarget{Context: "default", Host: "unix:///var/run/docker.sock"}}
+		target: remote.Target{Context: "default", Host: "unix:///var/run/docker.sock"}}
 	env.opts.stateDir = t.TempDir()
 	root := &cobra.Command{Use: "gordon", SilenceErrors: true, SilenceUsage: true}
 	root.PersistentFlags().StringVar(&env.opts.stateDir, "state-dir", env.opts.stateDir, "")
@@ -366,7 +280,7 @@ func TestRemote_SystemStartBundleCarriesRegistryCredentials(t *testing.T) {
 	var rc remoteCall
 	var perr error
 	start.RunE = func(cmd *cobra.Command, args []string) error {
-		rc, perr = prepareBundle(context.Background(), cmd, env, args, serverPaths{Arch: "x86_64"})
+		rc, perr = prepareBundle(context.Background(), cmd, env, args, remote.ServerPaths{Arch: "x86_64"})
 		return nil
 	}
 	system.AddCommand(start)

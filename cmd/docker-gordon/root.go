@@ -24,6 +24,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/journal"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 	"github.com/gordon-deploy/docker-gordon/system"
+	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
 // globalOptions are the flags every verb shares.
@@ -46,7 +47,7 @@ type cliEnv struct {
 	eng   *engine.Engine
 
 	// target is the engine the verb acts on (remote.go).
-	target engineTarget
+	target remote.Target
 
 	// plat is the state directory's platform (one engine or a swarm),
 	// resolved once (platform; nil: not yet). A verb's own goroutine
@@ -379,8 +380,8 @@ func (e *cliEnv) retention() engine.Retention {
 func (e *cliEnv) trafficHint() engine.TrafficHint {
 	h := engine.TrafficHint{StateDir: e.opts.stateDir}
 	if runnerSession != nil {
-		h.Engine = runnerSession.engine
-		h.Start = fmt.Sprintf("Start the edge and the reconcile loop there with `docker --context %s gordon system start`", runnerSession.context)
+		h.Engine = runnerSession.Engine
+		h.Start = fmt.Sprintf("Start the edge and the reconcile loop there with `docker --context %s gordon system start`", runnerSession.Context)
 	}
 	return h
 }

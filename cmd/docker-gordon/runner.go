@@ -2,26 +2,20 @@ package main
 
 // The runner side of a remote verb (remote.go), and the bundle the CLI sends
 // it: the runner reads the bundle from its stdin before the CLI framework
-// starts, writes the files under runnerInputDir, keeps registry credentials
+// starts, writes the files under remote.RunnerInputDir, keeps registry credentials
 // in memory only, and then watches stdin: its end (the CLI's Ctrl-C, a kill
 // of the CLI, a lost connection) is SIGTERM to itself, which interrupts the
 // verb as it interrupts a local one (SPEC R45–R48 converge the rest).
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
-	"github.com/distribution/reference"
 	"github.com/docker/cli/cli/command"
 	"github.com/docker/cli/cli/config/credentials"
 	"github.com/spf13/cobra"
@@ -31,171 +25,12 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
 	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/image"
+	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
-// Runner environment (set by runRunner on the runner container).
-const (
-	runnerEnv        = "GORDON_RUNNER"         // "1" in a runner container
-	runnerEngineEnv  = "GORDON_RUNNER_ENGINE"  // the engine as the CLI names it
-	runnerContextEnv = "GORDON_RUNNER_CONTEXT" // the CLI's context name
-	runnerInputDir   = "/tmp/gordon-in"        // where bundle files land
-
-	// maxBundle bounds the bundle (manifest, plugins, stdin).
-	maxBundle = 512 << 20
-)
-
-// runnerBundle is what the CLI sends the runner: one big-endian uint64
-// length, then this as JSON, on the container's stdin.
-type runnerBundle struct {
-	// Files are written under runnerInputDir at Path (relative, slash
-	// separated) with Mode.
-	Files []runnerFile `json:"files,omitempty"`
-	// Stdin is the verb's standard input (secrets set).
-	Stdin []byte `json:"stdin,omitempty"`
-	// RegistryAuth maps a registry host ("docker.io", "127.0.0.1:5000")
-	// to its X-Registry-Auth value, resolved by the CLI from its own
-	// credentials (SPEC R13, S26). Held in memory only.
-	RegistryAuth map[string]string `json:"registry_auth,omitempty"`
-	// Secrets are the values of a compose project's file: and
-	// environment: secrets, read by the CLI, which deploy stores in the
-	// server's secret store before the revision (as a local deploy of the
-	// compose project does). Held in memory only: never a bundle file.
-	Secrets []secretValue `json:"secrets,omitempty"`
-}
-
-// secretValue is one secret to store for the deployed app: Service
-// (core.AppWideSecrets for an app-wide one), Name, and the raw Value.
-type secretValue struct {
-	Service string `json:"service"`
-	Name    string `json:"name"`
-	Value   []byte `json:"value"`
-}
-
-type runnerFile struct {
-	Path string      `json:"path"`
-	Mode os.FileMode `json:"mode"`
-	Data []byte      `json:"data"`
-}
-
-func writeBundle(w io.Writer, b runnerBundle) error {
-	data, err := json.Marshal(b)
-	if err != nil {
-		return err
-	}
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(data)))
-	if _, err := w.Write(n[:]); err != nil {
-		return err
-	}
-	_, err = w.Write(data)
-	return err
-}
-
-func readBundle(r io.Reader) (runnerBundle, error) {
-	var b runnerBundle
-	var n [8]byte
-	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return b, fmt.Errorf("read the bundle length: %w", err)
-	}
-	size := binary.BigEndian.Uint64(n[:])
-	if size > maxBundle {
-		return b, fmt.Errorf("bundle of %d bytes exceeds %d: %w", size, maxBundle, core.ErrInvalid)
-	}
-	data := make([]byte, size)
-	if _, err := io.ReadFull(r, data); err != nil {
-		return b, fmt.Errorf("read the bundle: %w", err)
-	}
-	if err := json.Unmarshal(data, &b); err != nil {
-		return b, fmt.Errorf("decode the bundle: %w", err)
-	}
-	return b, nil
-}
-
-// runnerState is set once, in a runner container, before the CLI starts.
-type runnerState struct {
-	auth    map[string]string
-	secrets []secretValue
-	engine  string
-	context string
-}
-
-// runnerSession is non-nil in a runner container.
-var runnerSession *runnerState
-
-// startRunnerSession is called by main when GORDON_RUNNER=1: it takes the
-// bundle from stdin and arms the stdin watchdog.
-func startRunnerSession() error {
-	b, err := readBundle(os.Stdin)
-	if err != nil {
-		return fmt.Errorf("docker gordon runner: %w", err)
-	}
-	for _, f := range b.Files {
-		clean := path.Clean("/" + f.Path)
-		dst := filepath.Join(runnerInputDir, filepath.FromSlash(clean))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-			return err
-		}
-		if err := os.WriteFile(dst, f.Data, f.Mode.Perm()); err != nil {
-			return err
-		}
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	go func() {
-		_, _ = pw.Write(b.Stdin)
-		pw.Close()
-	}()
-	control := os.Stdin
-	os.Stdin = pr
-	runnerSession = &runnerState{auth: b.RegistryAuth, secrets: b.Secrets, engine: os.Getenv(runnerEngineEnv), context: os.Getenv(runnerContextEnv)}
-	go watchControl(control, runnerSilence)
-	return nil
-}
-
-// Heartbeats on the runner's stdin: the CLI writes one byte every
-// runnerHeartbeat; a runner that hears nothing for runnerSilence (a
-// connection dropped without a reset) stops as on Ctrl-C.
-const (
-	runnerHeartbeat = 5 * time.Second
-	runnerSilence   = 20 * time.Second
-)
-
-// watchControl SIGTERMs this process when control ends or stays silent for
-// silence; a signal context then interrupts the verb (root.go setup).
-func watchControl(control io.Reader, silence time.Duration) {
-	beats := make(chan struct{}, 1)
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			if _, err := control.Read(buf); err != nil {
-				close(beats)
-				return
-			}
-			select {
-			case beats <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	timer := time.NewTimer(silence)
-	defer timer.Stop()
-	for {
-		select {
-		case _, ok := <-beats:
-			if !ok {
-				_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
-				return
-			}
-			timer.Reset(silence)
-		case <-timer.C:
-			fmt.Fprintf(os.Stderr, "docker gordon runner: no word from the CLI for %s (connection lost?): stopping as on Ctrl-C\n", silence)
-			_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
-			return
-		}
-	}
-}
+// runnerSession is non-nil in a runner container: set once by main, before
+// the CLI starts, from the bundle on stdin (remote.StartSession).
+var runnerSession *remote.Session
 
 // registryAuth is engine.Engine.RegistryAuth: the X-Registry-Auth value for
 // pulling ref from the CLI's own credentials (docker login, credential
@@ -203,7 +38,7 @@ func watchControl(control io.Reader, silence time.Duration) {
 // are none.
 func (e *cliEnv) registryAuth(ref string) string {
 	if runnerSession != nil {
-		return runnerSession.auth[registryHost(ref)]
+		return runnerSession.Auth[remote.RegistryHost(ref)]
 	}
 	tok, err := command.RetrieveAuthTokenFromImage(e.dockerCli.ConfigFile(), ref)
 	if err != nil {
@@ -211,16 +46,6 @@ func (e *cliEnv) registryAuth(ref string) string {
 		return ""
 	}
 	return tok
-}
-
-// registryHost is the registry part of an image reference ("docker.io" for
-// Docker Hub images).
-func registryHost(ref string) string {
-	n, err := reference.ParseNormalizedNamed(ref)
-	if err != nil {
-		return ""
-	}
-	return reference.Domain(n)
 }
 
 // clientRegistryAuth resolves the credentials the runner may need: for the
@@ -231,7 +56,7 @@ func clientRegistryAuth(e *cliEnv, images []string) map[string]string {
 	cfg := e.dockerCli.ConfigFile()
 	if images != nil {
 		for _, img := range images {
-			host := registryHost(img)
+			host := remote.RegistryHost(img)
 			if host == "" || out[host] != "" {
 				continue
 			}
@@ -266,7 +91,7 @@ func clientRegistryAuth(e *cliEnv, images []string) map[string]string {
 // its command line, and the images to check (and with copyImages send)
 // on the target engine before it starts.
 type remoteCall struct {
-	bundle     runnerBundle
+	bundle     remote.Bundle
 	args       []string
 	images     []string
 	shipImages bool
@@ -288,7 +113,7 @@ const runnerManifestDir = "manifest"
 // --plugin-dir (static Linux executables only), the value of secrets set,
 // registry credentials for the images the input names. Only the builds of
 // a deploy -f talk to the engine (remoteBuilds).
-func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []string, p serverPaths) (remoteCall, error) {
+func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []string, p remote.ServerPaths) (remoteCall, error) {
 	var rc remoteCall
 	b := &rc.bundle
 	drop := map[string]bool{"state-dir": true}
@@ -307,7 +132,7 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 			return rc, err
 		}
 		if n > 0 {
-			extra = append(extra, "--plugin-dir="+runnerInputDir+"/plugins")
+			extra = append(extra, "--plugin-dir="+remote.RunnerInputDir+"/plugins")
 		}
 	}
 
@@ -355,7 +180,7 @@ var clientFileFlags = []string{"acme-ca-root", "cert", "key"}
 // gives the runner the flag with that copy's path instead. An unreadable
 // file is refused here (ErrInvalid naming the flag), before the engine is
 // touched.
-func shipFlagFiles(cmd *cobra.Command, verb string, b *runnerBundle, drop map[string]bool, extra *[]string) error {
+func shipFlagFiles(cmd *cobra.Command, verb string, b *remote.Bundle, drop map[string]bool, extra *[]string) error {
 	for _, name := range clientFileFlags {
 		fl := cmd.Flags().Lookup(name)
 		if fl == nil || !fl.Changed || fl.Value.String() == "" {
@@ -367,9 +192,9 @@ func shipFlagFiles(cmd *cobra.Command, verb string, b *runnerBundle, drop map[st
 			return fmt.Errorf("%s: %w; nothing was changed", verb, err)
 		}
 		rel := "flagfiles/" + name + "/" + filepath.Base(path)
-		b.Files = append(b.Files, runnerFile{Path: rel, Mode: 0o600, Data: data})
+		b.Files = append(b.Files, remote.File{Path: rel, Mode: 0o600, Data: data})
 		drop[name] = true
-		*extra = append(*extra, "--"+name+"="+runnerInputDir+"/"+rel)
+		*extra = append(*extra, "--"+name+"="+remote.RunnerInputDir+"/"+rel)
 	}
 	return nil
 }
@@ -416,7 +241,7 @@ func specImages(spec core.AppSpec) []string {
 // bundlePlugins adds the custom plugins (gordon-<kind>-<name>) of dirs that
 // are static Linux executables for arch; others are named on stderr and
 // left out (they could not run on the server). It returns how many it added.
-func bundlePlugins(e *cliEnv, b *runnerBundle, dirs []string, arch string) (int, error) {
+func bundlePlugins(e *cliEnv, b *remote.Bundle, dirs []string, arch string) (int, error) {
 	n := 0
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
@@ -440,7 +265,7 @@ func bundlePlugins(e *cliEnv, b *runnerBundle, dirs []string, arch string) (int,
 				fmt.Fprintf(e.dockerCli.Err(), "warning: plugin %s is not sent to the engine: %s (only static Linux executables run in the runner)\n", full, why)
 				continue
 			}
-			b.Files = append(b.Files, runnerFile{Path: "plugins/" + ent.Name(), Mode: 0o755, Data: data})
+			b.Files = append(b.Files, remote.File{Path: "plugins/" + ent.Name(), Mode: 0o755, Data: data})
 			n++
 		}
 	}
@@ -486,9 +311,9 @@ func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *re
 	if err != nil {
 		return nil, err
 	}
-	var file runnerFile
+	var file remote.File
 	if in.compose != nil {
-		file = runnerFile{Path: runnerManifestDir + "/" + in.spec.Name + ".toml", Mode: 0o600, Data: in.compose.Manifest}
+		file = remote.File{Path: runnerManifestDir + "/" + in.spec.Name + ".toml", Mode: 0o600, Data: in.compose.Manifest}
 		if !dryRun {
 			// A dry run stores nothing, so it reads no secret.
 			for _, s := range in.compose.Secrets {
@@ -496,7 +321,7 @@ func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *re
 				if err != nil {
 					return nil, fmt.Errorf("deploy: %w; nothing was changed", err)
 				}
-				b.Secrets = append(b.Secrets, secretValue{Service: s.Service, Name: s.Name, Value: v})
+				b.Secrets = append(b.Secrets, remote.SecretValue{Service: s.Service, Name: s.Name, Value: v})
 			}
 		}
 	} else {
@@ -504,13 +329,13 @@ func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *re
 		if err != nil {
 			return nil, fmt.Errorf("deploy: %w", err)
 		}
-		file = runnerFile{Path: runnerManifestDir + "/" + filepath.Base(o.files[0]), Mode: 0o600, Data: data}
+		file = remote.File{Path: runnerManifestDir + "/" + filepath.Base(o.files[0]), Mode: 0o600, Data: data}
 	}
 	if file.Data, err = manifest.WithBuiltImages(file.Data, built); err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
 	b.Files = append(b.Files, file)
-	*extra = append(*extra, "--file="+runnerInputDir+"/"+file.Path)
+	*extra = append(*extra, "--file="+remote.RunnerInputDir+"/"+file.Path)
 	images := specImages(in.spec)
 	rc.images, rc.copyImages, rc.shipImages = images, copyImages, !dryRun
 	return images, nil

@@ -28,10 +28,10 @@ const (
 // non-test lines while its cut is under way. TEMPORARY: each entry goes
 // when its package is cut; the bound may only go down.
 var temporaryPackageAllowance = map[string]int{
-	// The CLI still holds the one-engine system start, the edge and
-	// reconcile verbs' bodies and the remote runner (system/remote is the
-	// next step).
-	"cmd/docker-gordon": 7200,
+	// The CLI still holds the one-engine system start and the edge and
+	// reconcile verbs' bodies (the edge unit and start.json go to system
+	// next).
+	"cmd/docker-gordon": 6400,
 }
 
 // srcPackage is one directory's non-test Go: its lines (generated files

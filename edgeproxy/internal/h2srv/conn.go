@@ -119,10 +119,11 @@ type Conn struct {
 	flushQueued bool
 	flushSig    chan struct{}
 	werr        error
-	peerMaxRead uint32 // SETTINGS_MAX_FRAME_SIZE of the client
-	peerWindow  int32  // SETTINGS_INITIAL_WINDOW_SIZE of the client
-	sendWindow  int32  // the connection's send window
-	stalled     int    // streams waiting for send window (h2MaxStalledPerConn)
+	wcut        time.Time // once set, no write may end later (outOverBound)
+	peerMaxRead uint32    // SETTINGS_MAX_FRAME_SIZE of the client
+	peerWindow  int32     // SETTINGS_INITIAL_WINDOW_SIZE of the client
+	sendWindow  int32     // the connection's send window
+	stalled     int       // streams waiting for send window (h2MaxStalledPerConn)
 
 	// mu guards the stream registry and the drain state.
 	mu        sync.Mutex
@@ -498,11 +499,18 @@ func (c *Conn) streamError(id uint32, code http2.ErrCode) {
 }
 
 // outOverBound reports whether the output buffer passed h2MaxOutput (DATA
-// alone stays within h2MaxBuffered: writers wait for room).
+// alone stays within h2MaxBuffered: writers wait for room). Past it the
+// client is not reading: every write, the one under way included, ends
+// within h2GoAwayLinger (not Config.WriteTimeout), and so the connection.
 func (c *Conn) outOverBound() bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return len(c.out.b) > h2MaxOutput
+	if len(c.out.b) <= h2MaxOutput {
+		return false
+	}
+	c.wcut = time.Now().Add(h2GoAwayLinger)
+	_ = c.tc.SetWriteDeadline(c.wcut)
+	return true
 }
 
 // kickLocked queues a flush of the output buffer (under wmu); none once
@@ -538,9 +546,14 @@ func (c *Conn) flushOnce() {
 	c.out.b = c.spare[:0]
 	c.spare = nil
 	err := c.werr
+	if dl := time.Now().Add(c.cfg.WriteTimeout); len(buf) > 0 && err == nil {
+		if !c.wcut.IsZero() && c.wcut.Before(dl) {
+			dl = c.wcut
+		}
+		_ = c.tc.SetWriteDeadline(dl) // under wmu: outOverBound's cut stays
+	}
 	c.wmu.Unlock()
 	if len(buf) > 0 && err == nil {
-		_ = c.tc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
 		if _, err = c.tc.Write(buf); err != nil {
 			_ = c.tc.Close()
 		}

@@ -1,4 +1,4 @@
-package main
+package remote
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func localEngine() (*client.Client, error) {
 	return client.New(client.WithHost(client.DefaultDockerHost))
 }
 
-// shipImages makes sure the target engine can run every image the manifest
+// ShipImages makes sure the target engine can run every image the manifest
 // names, before anything changes there. An image the target has (by
 // reference) is fine. One it lacks that this machine's engine has is sent
 // (ImageSave → ImageLoad, streamed, with progress and size) when copy is
@@ -32,9 +32,9 @@ func localEngine() (*client.Client, error) {
 // credentials (SPEC R13), and only when that pull fails is it refused,
 // naming the image, the pull's error and --copy-images. One neither has is
 // left to the remote deploy's pull. An image the target already has by ID
-// is never sent again.
-func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) error {
-	dst := e.dockerCli.Client()
+// is never sent again. Progress goes to w; registryAuth gives the
+// X-Registry-Auth value for a reference ("" for none).
+func ShipImages(ctx context.Context, w io.Writer, dst client.APIClient, t Target, images []string, copy bool, registryAuth func(ref string) string) error {
 	var src *client.Client
 	defer func() {
 		if src != nil {
@@ -55,7 +55,7 @@ func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) erro
 		}
 		have, herr := dst.ImageInspect(ctx, ref)
 		if herr != nil && !cerrdefs.IsNotFound(herr) {
-			return fmt.Errorf("image %s on %s: %w", ref, e.target, dockererr.Classify(herr))
+			return fmt.Errorf("image %s on %s: %w", ref, t, dockererr.Classify(herr))
 		}
 		local, lerr := src.ImageInspect(ctx, ref)
 		if lerr != nil && !cerrdefs.IsNotFound(lerr) {
@@ -64,31 +64,31 @@ func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) erro
 		switch {
 		case herr == nil && (lerr != nil || local.ID == have.ID):
 			if copy {
-				fmt.Fprintf(e.dockerCli.Err(), "image %s: already on %s (%s)\n", ref, e.target.Context, shortID(have.ID))
+				fmt.Fprintf(w, "image %s: already on %s (%s)\n", ref, t.Context, shortID(have.ID))
 			}
 			continue
 		case herr == nil && !copy:
-			fmt.Fprintf(e.dockerCli.Err(), "warning: image %s on %s (%s) is not this machine's (%s); the server's is deployed (--copy-images sends this one)\n",
-				ref, e.target.Context, shortID(have.ID), shortID(local.ID))
+			fmt.Fprintf(w, "warning: image %s on %s (%s) is not this machine's (%s); the server's is deployed (--copy-images sends this one)\n",
+				ref, t.Context, shortID(have.ID), shortID(local.ID))
 			continue
 		case lerr != nil:
 			continue // on neither engine: the remote deploy's pull decides
 		case !copy:
-			if err := pullOnTarget(ctx, e, dst, ref, local.ID); err != nil {
+			if err := pullOnTarget(ctx, w, dst, t, ref, local.ID, registryAuth(ref)); err != nil {
 				return fmt.Errorf("image %s is not on %s, which could not pull it (%w)%s; it is on this machine's engine: pass --copy-images to send it (or push it to a registry the server can pull from); nothing was changed",
-					ref, e.target, err, loginHint(ref, err))
+					ref, t, err, loginHint(ref, err))
 			}
 			continue
 		}
 		if byID, err := dst.ImageInspect(ctx, local.ID); err == nil {
 			// The target has the image under another name: tag it.
 			if _, err := dst.ImageTag(ctx, client.ImageTagOptions{Source: byID.ID, Target: ref}); err != nil {
-				return fmt.Errorf("image %s: tag %s on %s: %w", ref, shortID(byID.ID), e.target, dockererr.Classify(err))
+				return fmt.Errorf("image %s: tag %s on %s: %w", ref, shortID(byID.ID), t, dockererr.Classify(err))
 			}
-			fmt.Fprintf(e.dockerCli.Err(), "image %s: already on %s by ID (%s), tagged\n", ref, e.target.Context, shortID(byID.ID))
+			fmt.Fprintf(w, "image %s: already on %s by ID (%s), tagged\n", ref, t.Context, shortID(byID.ID))
 			continue
 		}
-		if err := copyImage(ctx, e, src, dst, ref, local.ID, local.Size); err != nil {
+		if err := copyImage(ctx, w, src, dst, t, ref, local.ID, local.Size); err != nil {
 			return err
 		}
 	}
@@ -100,10 +100,9 @@ func shipImages(ctx context.Context, e *cliEnv, images []string, copy bool) erro
 // A pulled image whose ID is not localID (this machine's copy) is deployed
 // all the same, with a warning. The error is the engine's, classified
 // (core.ErrNotFound, ErrUnavailable, …).
-func pullOnTarget(ctx context.Context, e *cliEnv, dst client.APIClient, ref, localID string) error {
-	w := e.dockerCli.Err()
-	fmt.Fprintf(w, "image %s: not on %s; pulling it there\n", ref, e.target.Context)
-	resp, err := dst.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: e.registryAuth(ref)})
+func pullOnTarget(ctx context.Context, w io.Writer, dst client.APIClient, t Target, ref, localID, auth string) error {
+	fmt.Fprintf(w, "image %s: not on %s; pulling it there\n", ref, t.Context)
+	resp, err := dst.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: auth})
 	if err != nil {
 		return dockererr.Classify(err)
 	}
@@ -120,10 +119,10 @@ func pullOnTarget(ctx context.Context, e *cliEnv, dst client.APIClient, ref, loc
 	}
 	if have.ID != localID {
 		fmt.Fprintf(w, "warning: image %s pulled on %s (%s) is not this machine's (%s); the pulled one is deployed (--copy-images sends this one)\n",
-			ref, e.target.Context, shortID(have.ID), shortID(localID))
+			ref, t.Context, shortID(have.ID), shortID(localID))
 		return nil
 	}
-	fmt.Fprintf(w, "image %s: pulled on %s (%s)\n", ref, e.target.Context, shortID(have.ID))
+	fmt.Fprintf(w, "image %s: pulled on %s (%s)\n", ref, t.Context, shortID(have.ID))
 	return nil
 }
 
@@ -134,7 +133,7 @@ func loginHint(ref string, err error) string {
 	s := strings.ToLower(err.Error())
 	for _, k := range []string{"unauthorized", "authentication required", "no basic auth credentials", "denied"} {
 		if strings.Contains(s, k) {
-			return "; if the registry needs a login: docker login " + registryHost(ref) + ", then retry"
+			return "; if the registry needs a login: docker login " + RegistryHost(ref) + ", then retry"
 		}
 	}
 	return ""
@@ -142,10 +141,9 @@ func loginHint(ref string, err error) string {
 
 // copyImage streams ImageSave of ref on src into ImageLoad on dst, printing
 // progress (bytes sent of the image's size) at most once a second.
-func copyImage(ctx context.Context, e *cliEnv, src, dst client.APIClient, ref, id string, size int64) error {
+func copyImage(ctx context.Context, w io.Writer, src, dst client.APIClient, t Target, ref, id string, size int64) error {
 	t0 := time.Now()
-	w := e.dockerCli.Err()
-	fmt.Fprintf(w, "image %s: copying %s (%s) to %s\n", ref, shortID(id), humanBytes(size), e.target.Context)
+	fmt.Fprintf(w, "image %s: copying %s (%s) to %s\n", ref, shortID(id), HumanBytes(size), t.Context)
 	rc, err := src.ImageSave(ctx, []string{ref})
 	if err != nil {
 		return fmt.Errorf("copy image %s: save: %w", ref, dockererr.Classify(err))
@@ -162,21 +160,21 @@ func copyImage(ctx context.Context, e *cliEnv, src, dst client.APIClient, ref, i
 			case <-stop:
 				return
 			case <-tick.C:
-				fmt.Fprintf(w, "image %s: %s sent (%s)\n", ref, humanBytes(cr.n.Load()), time.Since(t0).Round(time.Second))
+				fmt.Fprintf(w, "image %s: %s sent (%s)\n", ref, HumanBytes(cr.n.Load()), time.Since(t0).Round(time.Second))
 			}
 		}
 	}()
 	res, err := dst.ImageLoad(ctx, cr, client.ImageLoadWithQuiet(true))
 	if err != nil {
-		return fmt.Errorf("copy image %s: load on %s: %w", ref, e.target, dockererr.Classify(err))
+		return fmt.Errorf("copy image %s: load on %s: %w", ref, t, dockererr.Classify(err))
 	}
 	defer res.Close()
 	if err := drainJSONStream(res); err != nil {
-		return fmt.Errorf("copy image %s: load on %s: %w", ref, e.target, err)
+		return fmt.Errorf("copy image %s: load on %s: %w", ref, t, err)
 	}
 	el := time.Since(t0)
 	n := cr.n.Load()
-	fmt.Fprintf(w, "image %s: copied %s in %s (%s/s)\n", ref, humanBytes(n), el.Round(time.Millisecond), humanBytes(int64(float64(n)/max(el.Seconds(), 0.001))))
+	fmt.Fprintf(w, "image %s: copied %s in %s (%s/s)\n", ref, HumanBytes(n), el.Round(time.Millisecond), HumanBytes(int64(float64(n)/max(el.Seconds(), 0.001))))
 	return nil
 }
 
@@ -209,8 +207,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// humanBytes formats n as B, kB, MB or GB (powers of 1000).
-func humanBytes(n int64) string {
+// HumanBytes formats n as B, kB, MB or GB (powers of 1000).
+func HumanBytes(n int64) string {
 	f := float64(n)
 	for _, u := range []string{"B", "kB", "MB", "GB"} {
 		if f < 1000 || u == "GB" {
