@@ -31,7 +31,7 @@ var temporaryPackageAllowance = map[string]int{
 	// The CLI still holds the one-engine system start and the edge and
 	// reconcile verbs' bodies (the edge unit and start.json go to system
 	// next).
-	"cmd/docker-gordon": 6400,
+	"cmd/docker-gordon": 6500,
 }
 
 // srcPackage is one directory's non-test Go: its lines (generated files
