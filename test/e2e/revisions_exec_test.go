@@ -106,7 +106,7 @@ func TestRevisionsRollbackExecAndLockWait(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond, "the deploy never took the app lock")
 	r = a.Gordon("restart", a.Name)
 	require.Equal(t, 0, r.Code, r.String())
-	require.Regexp(t, regexp.MustCompile(`app e2erevs: restart waits for the app lock, held by pid \d+ \(deploy, since \S+, host \S+\); giving up after 1m0s \(--lock-timeout\)`), r.Stderr)
+	require.Regexp(t, regexp.MustCompile(`app e2erevs: restart waits for the app lock, held by pid \d+ \(deploy, since \S+, host \S+\); waiting up to 1m0s \(--lock-timeout\)`), r.Stderr)
 	d := <-deployDone
 	require.Equal(t, 0, d.Code, d.String())
 }

@@ -239,7 +239,7 @@ func LockWaitText(app, verb string, h core.LockHolder, herr error, timeout time.
 	if herr == nil {
 		who = fmt.Sprintf("pid %d (%s)", h.PID, h.Describe())
 	}
-	return fmt.Sprintf("app %s: %s waits for the app lock, held by %s; giving up after %s (--lock-timeout)", app, verb, who, timeout)
+	return fmt.Sprintf("app %s: %s waits for the app lock, held by %s; waiting up to %s (--lock-timeout)", app, verb, who, timeout)
 }
 
 // notifyState is the Engine's memory of notified recovery failures.
