@@ -29,7 +29,10 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require golang.org/x/time v0.16.0 // indirect
+require (
+	github.com/klauspost/compress v1.20.1 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)
 
 require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
