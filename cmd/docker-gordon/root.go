@@ -21,6 +21,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 	"github.com/gordon-deploy/docker-gordon/journal"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 	"github.com/gordon-deploy/docker-gordon/system"
@@ -118,6 +119,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newLogsCommand(env),
 		newSecretsCommand(env),
 		newCertsCommand(env),
+		newSnapshotsCommand(env),
 	)
 	interruptedExits(cmd)
 	usererr.Plain(cmd)
@@ -363,6 +365,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		// Swarm replaces a task whose restart policy changes (R59).
 		CreateWithRestartPolicy: opts.CreateWithRestartPolicy,
 		RegistryOnly:            opts.RegistryOnly,
+		Snapshots:               snapshot.Open(e.opts.stateDir),
 	}
 	return e.eng, nil
 }

@@ -56,6 +56,7 @@ type service struct {
 	Devices     []string             `toml:"devices,omitempty"`
 	Hooks       *hooks               `toml:"hooks,omitempty"`
 	Monitor     *monitor             `toml:"monitor,omitempty"`
+	Snapshots   *snapshots           `toml:"snapshots,omitempty"`
 }
 
 type healthcheck struct {

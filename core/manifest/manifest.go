@@ -206,6 +206,13 @@ type rawService struct {
 	Aliases     []string        `toml:"aliases"`
 	Hooks       *rawHooks       `toml:"hooks"`
 	Monitor     *rawMonitor     `toml:"monitor"`
+	Snapshots   *rawSnapshots   `toml:"snapshots"`
+}
+
+// rawSnapshots is [services.X.snapshots].
+type rawSnapshots struct {
+	BeforeDeploy *string `toml:"before_deploy"`
+	Keep         *int    `toml:"keep"`
 }
 
 // rawMonitor is [services.X.monitor] (SPEC R76).

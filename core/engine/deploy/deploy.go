@@ -43,6 +43,12 @@ type DeployRequest struct {
 	// "rollback", Scale "scale"), and RollbackTo as Operation.RollbackTo.
 	Verb       string
 	RollbackTo string
+	// RestoreData is journaled as Operation.RestoreData (a rollback with
+	// its data): service → the snapshot its volumes are restored from.
+	RestoreData map[string]string
+	// Warnings are app-level warnings journaled with the op's own (a
+	// rollback's note that the data was kept).
+	Warnings []core.Warning
 	// Submit, when set, is a manifest Deploy checks (CheckDeployable) and
 	// stores as the app's new revision under the deploy's own app lock,
 	// then deploys (deploy -f): one lock, each check once. Revision must
@@ -221,6 +227,7 @@ func (e *Engine) startDeploy(ctx context.Context, req DeployRequest) (core.Opera
 		Kind:        core.OpDeploy,
 		Verb:        req.Verb,
 		RollbackTo:  req.RollbackTo,
+		RestoreData: req.RestoreData,
 		App:         app,
 		Key:         req.OpKey,
 		Fingerprint: steps.Fingerprint(core.OpDeploy, app, rev.ID, steps.SortedJoin(req.Services), pull),
@@ -240,7 +247,7 @@ func (e *Engine) startDeploy(ctx context.Context, req DeployRequest) (core.Opera
 func replayResult(op core.Operation) *DeployResult {
 	r := &DeployResult{Op: op, Outcome: op.Outcome, Warnings: op.Warnings, Replayed: true}
 	for _, s := range op.Steps {
-		if s.Service == "" || steps.IsHookStep(s.ID) {
+		if s.Service == "" || steps.IsSubStep(s.ID) {
 			continue
 		}
 		sr := steps.ServiceResult{Service: s.Service, Before: s.Before, After: s.After, Error: s.Error, Diagnostics: s.Diagnostics}

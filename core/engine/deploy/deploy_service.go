@@ -42,6 +42,9 @@ type serviceRun struct {
 	// (ActionScale, R69).
 	scaling bool
 	scaled  []core.Instance
+	// oldStopped: the data step stopped the old generation (its pre_stop
+	// hooks ran), so its retirement only removes it.
+	oldStopped bool
 }
 
 func (d *deployRun) pinnedFor(name string) *pinnedService {
@@ -272,9 +275,18 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		}
 		// 4. Retire Before with its grace, keeping its marker; a watched
 		// service only stops it: it is the standby (R76.8).
+		// The data step (deploy_data.go) stops the old generation first.
+		if take, restore := s.dataPlan(); take || restore != "" {
+			if err := s.preserveData(ctx, take, restore); err != nil {
+				return err
+			}
+		}
 		retire := s.retirePredecessor
 		if s.monitored() {
 			retire = s.stopPredecessor
+			if s.oldStopped {
+				retire = func(context.Context) error { return nil }
+			}
 		}
 		if err := retire(ctx); err != nil {
 			return s.fail(ctx, err, nil)
@@ -307,6 +319,9 @@ func (s *serviceRun) retirePredecessor(ctx context.Context) error {
 	t := time.Now()
 	s.progress(steps.PhaseRetire, s.before, 0)
 	o := steps.PreStopOf(app, s.prev)
+	if s.oldStopped {
+		o = steps.RetireOptions{Force: true} // stopped already: remove it
+	}
 	o.Service, o.Grace = name, s.predGrace
 	r := e.Retire(ctx, app, s.before, o)
 	s.timer.done("retire", t)
