@@ -284,7 +284,7 @@ type rawMount struct {
 type rawConfig struct {
 	Source *string `toml:"source"`
 	Path   *string `toml:"path"`
-	Mode   *int64  `toml:"mode"`
+	Mode   any     `toml:"mode"` // octal string "0444" or integer 0o444
 }
 
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -54,15 +55,28 @@ func (v *validator) config(k string, c rawConfig, mounts map[string]string) (cor
 		}
 	}
 	if c.Mode != nil {
-		m := *c.Mode
-		if m <= 0 || m > 0o777 || m&0o222 != 0 || m&0o444 == 0 {
-			v.addf(k+".mode", "mode %#o: a config is read-only: want read bits, optionally execute bits, no write bit (TOML octal, e.g. 0o444 or 0o555)", m)
+		m, isMode := configMode(c.Mode)
+		if !isMode || m <= 0 || m > 0o777 || m&0o222 != 0 || m&0o444 == 0 {
+			v.addf(k+".mode", "mode %v: a config is read-only: want read bits, optionally execute bits, no write bit, in octal: \"0444\" or 0o444, \"0555\" for a script", c.Mode)
 			ok = false
 		} else {
 			out.Mode = uint32(m)
 		}
 	}
 	return out, ok
+}
+
+// configMode reads a mode: an octal string ("0444") or an integer
+// (TOML 0o444).
+func configMode(v any) (int64, bool) {
+	switch m := v.(type) {
+	case int64:
+		return m, true
+	case string:
+		n, err := strconv.ParseInt(m, 8, 32)
+		return n, err == nil
+	}
+	return 0, false
 }
 
 // cleanConfigSource returns the slash-separated clean form of a config

@@ -46,7 +46,7 @@ path = "/docker-entrypoint-initdb.d"
 [[services.web.config]]
 source = "nginx.conf"
 path = "/etc/copy.conf"
-mode = 0o440
+mode = "0440"
 `})
 	spec, _, err := Load(filepath.Join(dir, "app.toml"))
 	require.NoError(t, err)
