@@ -277,7 +277,7 @@ type BindMount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-// ConfigFile is one project file a service receives read-only (SPEC R81):
+// ConfigFile is one project file a service receives read-only (SPEC R82):
 // shipped with the deploy, stored by content, the same bytes at the same
 // path on one engine, a remote engine and a swarm.
 type ConfigFile struct {
@@ -304,7 +304,7 @@ const (
 	ConfigModeExec = 0o555
 )
 
-// Bounds of project files (SPEC R81): one file, and all the files of an
+// Bounds of project files (SPEC R82): one file, and all the files of an
 // app (a Docker config on a swarm holds at most 500 KiB).
 const (
 	MaxConfigFileSize = 500 << 10

@@ -112,7 +112,7 @@ type Store interface {
 	WriteContainerSecret(ctx context.Context, app, container, name string, value []byte) (string, error)
 	DeleteContainerSecrets(ctx context.Context, app, container string) error
 
-	// Project files (SPEC R81), content-addressed: PutFile stores data
+	// Project files (SPEC R82), content-addressed: PutFile stores data
 	// under name (ConfigFile.StoreName) with mode (read-only bits) unless
 	// that name is stored already, and returns its host path; FilePath
 	// returns the host path of a stored name (absent: wraps ErrNotFound).

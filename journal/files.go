@@ -13,7 +13,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// Project files (SPEC R81): files/<app>/<name>, name the file's
+// Project files (SPEC R82): files/<app>/<name>, name the file's
 // content-addressed core.ConfigFile.StoreName. A stored file is never
 // rewritten: the same name is the same bytes and mode, so containers of
 // every generation bind-mount one copy read-only.

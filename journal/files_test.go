@@ -12,10 +12,10 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// R81: a project file is stored once under its content-addressed name,
+// R82: a project file is stored once under its content-addressed name,
 // read-only with the given execute bits (write bits never), and found by
 // name; an unknown name wraps ErrNotFound.
-func TestR81_StoredProjectFile(t *testing.T) {
+func TestR82_StoredProjectFile(t *testing.T) {
 	s := newTestStore(t)
 	ctx := context.Background()
 	_, err := s.FilePath(ctx, "blog", "abc-444")

@@ -108,7 +108,7 @@ type readiness struct {
 	Timeout string         `toml:"timeout,omitempty"`
 }
 
-// configEntry is one [[config]]: a project file (SPEC R81).
+// configEntry is one [[config]]: a project file (SPEC R82).
 type configEntry struct {
 	Source string `toml:"source"`
 	Path   string `toml:"path"`

@@ -13,7 +13,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// Project files (SPEC R81): compose configs with file:, and binds of
+// Project files (SPEC R82): compose configs with file:, and binds of
 // files or read-only directories inside the project directory, become
 // [[config]] entries shipped with the deploy.
 

@@ -43,7 +43,7 @@ func (m *mapper) volumes(name string, svc *types.ServiceConfig, out *service) {
 
 // bind maps one bind mount: a host path the operator approved becomes
 // a [[bind]]; else a path inside the project directory is a project file
-// shipped with the deploy (SPEC R81, projectFile); else it is refused
+// shipped with the deploy (SPEC R82, projectFile); else it is refused
 // with how to approve it.
 func (m *mapper) bind(name, key string, v types.ServiceVolumeConfig, out *service) {
 	src := path.Clean(v.Source)

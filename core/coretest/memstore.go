@@ -55,7 +55,7 @@ type MemStore struct {
 	recovery  map[string]core.Recovery
 	secrets   map[string][]byte // app/service/name
 	csecrets  map[string][]byte // app/container/name
-	files     map[string][]byte // app/name (project files, SPEC R81)
+	files     map[string][]byte // app/name (project files, SPEC R82)
 	locks     map[string]chan struct{}
 	holders   map[string]core.LockHolder
 	recovered int

@@ -35,11 +35,11 @@ func deployConfig(t *testing.T, h *coretest.Harness, content string) engine.Serv
 	return res.Services[0]
 }
 
-// R81: a project file is stored by its content before the revision, never
+// R82: a project file is stored by its content before the revision, never
 // journaled in it, and bind-mounted read-only at its path from the stored
 // copy; the same file again replaces nothing, a changed file replaces the
 // service and mounts the new copy.
-func TestR81_ProjectFileShippedByContent(t *testing.T) {
+func TestR82_ProjectFileShippedByContent(t *testing.T) {
 	h := coretest.NewEngine(t)
 	first := deployConfig(t, h, "worker_processes 1;")
 	require.Equal(t, engine.ResultDeployed, first.Result)
@@ -78,10 +78,10 @@ func TestR81_ProjectFileShippedByContent(t *testing.T) {
 		Target: "/etc/nginx/nginx.conf", ReadOnly: true, Config: newName})
 }
 
-// R81: a revision whose project file is no longer stored (a state
+// R82: a revision whose project file is no longer stored (a state
 // directory restored without its files) is refused before anything is
 // touched, saying to deploy the project again.
-func TestR81_MissingStoredFileRefusedInPreflight(t *testing.T) {
+func TestR82_MissingStoredFileRefusedInPreflight(t *testing.T) {
 	h := coretest.NewEngine(t)
 	app := coretest.BlogApp(configSpec("a"))
 	app.Services[0].Configs[0].Data = nil // as read back from a revision

@@ -280,7 +280,7 @@ type rawMount struct {
 }
 
 // rawConfig is one [[services.X.config]]: a project file shipped with
-// the deploy (SPEC R81).
+// the deploy (SPEC R82).
 type rawConfig struct {
 	Source *string `toml:"source"`
 	Path   *string `toml:"path"`

@@ -19,7 +19,7 @@ import (
 // configRule says what a [[config]] source may be.
 const configRule = `want a path relative to the manifest's directory and inside it, e.g. "./nginx.conf" or "conf.d" (a host path outside the project is a [[bind]] the operator approves in config.toml)`
 
-// config validates one [[services.X.config]] (SPEC R81): source relative
+// config validates one [[services.X.config]] (SPEC R82): source relative
 // and inside the manifest's directory, path a mount path no other mount
 // takes, mode read-only bits. The files are read later (ReadConfigFiles);
 // Mode stays 0 unless the manifest sets it.
@@ -94,7 +94,7 @@ func cleanConfigSource(src string) (string, string) {
 }
 
 // ReadConfigFiles reads the project files of spec's configs from dir (the
-// manifest's directory, a compose project's directory; SPEC R81): a
+// manifest's directory, a compose project's directory; SPEC R82): a
 // directory source becomes one config per regular file under it, at the
 // same relative path below its target; each gets its content, digest and
 // mode (the manifest's, else 0555 when its owner may execute it, else

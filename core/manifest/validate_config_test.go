@@ -28,10 +28,10 @@ func writeProject(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-// R81: [[config]] ships a file or a directory's files read-only, by
+// R82: [[config]] ships a file or a directory's files read-only, by
 // content; a file its owner may execute keeps execute bits; mode is the
 // manifest's when given.
-func TestR81_ConfigFilesRead(t *testing.T) {
+func TestR82_ConfigFilesRead(t *testing.T) {
 	dir := writeProject(t, map[string]string{
 		"nginx.conf": "events {}", "initdb/01.sql": "create table t();", "initdb/02.sh": "#!/bin/sh",
 		"app.toml": `name = "shop"
@@ -67,10 +67,10 @@ mode = "0440"
 	require.Equal(t, "/docker-entrypoint-initdb.d/01.sql", cs[0].Path, "sorted by path")
 }
 
-// R81: sources outside the project, writable modes, missing keys and
+// R82: sources outside the project, writable modes, missing keys and
 // paths another mount takes are refused at once with their lines; a
 // missing or oversized file is refused when the files are read.
-func TestR81_ConfigRefusals(t *testing.T) {
+func TestR82_ConfigRefusals(t *testing.T) {
 	_, err := Parse("app.toml", []byte(`name = "shop"
 [services.web]
 image = "nginx:1"

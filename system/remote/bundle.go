@@ -200,7 +200,7 @@ func RegistryHost(ref string) string {
 	return reference.Domain(n)
 }
 
-// ProjectFiles are the bundle files of spec's project files (SPEC R81,
+// ProjectFiles are the bundle files of spec's project files (SPEC R82,
 // read by the CLI's loader): each at dir/<its source>, so that the
 // runner's loader, reading the manifest written in dir, finds the same
 // bytes at the same relative paths (a file two configs name is sent

@@ -11,11 +11,11 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
-// R81 through a remote engine: the project files the CLI read travel in
+// R82 through a remote engine: the project files the CLI read travel in
 // the bundle beside the manifest, so the runner's loader finds the same
 // bytes, sources and modes (a directory's files included) without
 // reading anything of the CLI's machine.
-func TestR81_ProjectFilesTravelWithTheBundle(t *testing.T) {
+func TestR82_ProjectFilesTravelWithTheBundle(t *testing.T) {
 	src := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(src, "initdb"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "nginx.conf"), []byte("events {}"), 0o644))

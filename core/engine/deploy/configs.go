@@ -8,7 +8,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// storeConfigFiles stores the content of spec's project files (SPEC R81)
+// storeConfigFiles stores the content of spec's project files (SPEC R82)
 // by their content-addressed names, before the revision that names them
 // is saved; a file stored already is left as is.
 func (e *Engine) storeConfigFiles(ctx context.Context, spec core.AppSpec) error {

@@ -43,7 +43,7 @@ type pinnedService struct {
 	secrets []string // secret values, for redaction
 	files   map[string][]byte
 	binds   map[string]string // bind name → host path
-	configs []core.Mount      // project files' read-only binds (SPEC R81)
+	configs []core.Mount      // project files' read-only binds (SPEC R82)
 }
 
 // executeDeploy is R12's execute phase; the caller holds the app lock and

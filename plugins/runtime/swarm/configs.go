@@ -15,7 +15,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// Project files (SPEC R81). On one engine a project file is the stored
+// Project files (SPEC R82). On one engine a project file is the stored
 // content-addressed copy in the state directory, bind-mounted read-only
 // (core.Mount.Config names it). A task may run on another machine, so on
 // a swarm each becomes a Docker config named gordon-<app>-<first 24 hex

@@ -12,12 +12,12 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 )
 
-// R81 on a swarm: a project file becomes the Docker config
+// R82 on a swarm: a project file becomes the Docker config
 // gordon-<app>-<24 hex of its digest> (content-addressed: the same bytes
 // are one config, new bytes a new one), referenced at the mount's target
 // with the stored copy's mode; the copy is not bind-mounted, does not pin
 // the instance and is not refused as a host path.
-func TestR81_SwarmProjectFileIsAContentAddressedConfig(t *testing.T) {
+func TestR82_SwarmProjectFileIsAContentAddressedConfig(t *testing.T) {
 	digest := strings.Repeat("ab", 32)
 	assert.Equal(t, "gordon-shop-"+digest[:24], configName("shop", digest+"-444"))
 	assert.Equal(t, configName("shop", digest+"-444"), configName("shop", digest+"-555"), "one config per content")
