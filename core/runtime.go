@@ -164,10 +164,7 @@ type Mount struct {
 	// runtime whose tasks run on other machines (swarm) delivers the
 	// file's content its own way (a Docker secret) at Target.
 	Secret string `json:"secret,omitempty"`
-	// Config, on a read-only bind mount, is the content-addressed name of
-	// the project file it delivers (ConfigFile.StoreName; Source is the
-	// stored copy, whose mode is the file's). The Docker runtime
-	// bind-mounts it; a swarm runtime delivers it as a Docker config.
+	// Config: a project file's copy (ConfigFile.StoreName; swarm: a config).
 	Config string `json:"config,omitempty"`
 }
 

@@ -87,9 +87,7 @@ type ServiceSpec struct {
 	Volumes []VolumeMount `json:"volumes,omitempty"`
 	// Binds are operator-approved host paths.
 	Binds []BindMount `json:"binds,omitempty"`
-	// Configs are project files the service receives read-only (manifest
-	// [[config]], compose configs and project binds), one entry per file,
-	// sorted by Path. They do not make the service single-writer.
+	// Configs are project files, one per file, sorted by Path.
 	Configs []ConfigFile `json:"configs,omitempty"`
 	// Devices are host device paths (exclusive: force the sequential flow).
 	Devices []string `json:"devices,omitempty"`
@@ -277,43 +275,18 @@ type BindMount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-// ConfigFile is one project file a service receives read-only (SPEC R82):
-// shipped with the deploy, stored by content, the same bytes at the same
-// path on one engine, a remote engine and a swarm.
+// ConfigFile is one project file a service receives read-only (SPEC R82).
 type ConfigFile struct {
-	// Source is the file's path relative to the manifest's directory (a
-	// compose project's directory), slash-separated and clean; for a
-	// directory source, the path of each file in it.
+	// Source: slash-separated, relative to the manifest's directory.
 	Source string `json:"source"`
-	// Path is the absolute, clean path the container sees the file at.
-	Path string `json:"path"`
-	// Mode is the file's permission bits: ConfigModeFile (0444), or
-	// ConfigModeExec (0555) for a source its owner may execute, unless the
-	// manifest's mode says otherwise (never writable).
-	Mode uint32 `json:"mode"`
-	// Digest is the lower-case hex sha256 of the content.
-	Digest string `json:"digest"`
-	// Data is the content, read by the loader. It is never journaled: a
-	// deploy stores it by StoreName before its revision (Store.PutFile).
+	Path   string `json:"path"`   // absolute, clean, in the container
+	Mode   uint32 `json:"mode"`   // read (and execute) bits, never write
+	Digest string `json:"digest"` // hex sha256 of the content
+	// Data is the content; never journaled (stored by StoreName).
 	Data []byte `json:"-"`
 }
 
-// Config file modes (ConfigFile.Mode).
-const (
-	ConfigModeFile = 0o444
-	ConfigModeExec = 0o555
-)
-
-// Bounds of project files (SPEC R82): one file, and all the files of an
-// app (a Docker config on a swarm holds at most 500 KiB).
-const (
-	MaxConfigFileSize = 500 << 10
-	MaxConfigAppSize  = 4 << 20
-	MaxConfigFiles    = 256
-)
-
-// StoreName is the file's content-addressed name: "<digest>-<mode in
-// octal>" (the same bytes with another mode are another file).
+// StoreName is the file's content-addressed name "<digest>-<octal mode>".
 func (c ConfigFile) StoreName() string {
 	return c.Digest + "-" + strconv.FormatUint(uint64(c.Mode), 8)
 }

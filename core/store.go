@@ -112,11 +112,8 @@ type Store interface {
 	WriteContainerSecret(ctx context.Context, app, container, name string, value []byte) (string, error)
 	DeleteContainerSecrets(ctx context.Context, app, container string) error
 
-	// Project files (SPEC R82), content-addressed: PutFile stores data
-	// under name (ConfigFile.StoreName) with mode (read-only bits) unless
-	// that name is stored already, and returns its host path; FilePath
-	// returns the host path of a stored name (absent: wraps ErrNotFound).
-	// A file is never changed once stored; the app's files go with it.
+	// Project files by ConfigFile.StoreName (R82): PutFile stores once and
+	// returns the host path; FilePath's absent name wraps ErrNotFound.
 	PutFile(ctx context.Context, app, name string, data []byte, mode uint32) (string, error)
 	FilePath(ctx context.Context, app, name string) (string, error)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
-	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
 // Project files (SPEC R82): compose configs with file:, and binds of
@@ -122,14 +122,14 @@ func (m *mapper) inProject(p string) (string, bool) {
 }
 
 // projectFileBounds says why the file or directory at p cannot be shipped
-// ("" when it can): a file over core.MaxConfigFileSize, a directory with
-// more than core.MaxConfigFiles files, over core.MaxConfigAppSize, or
+// ("" when it can): a file over manifest.MaxConfigFileSize, a directory with
+// more than manifest.MaxConfigFiles files, over manifest.MaxConfigAppSize, or
 // holding something other than files and directories.
 func projectFileBounds(p string, st fs.FileInfo) string {
 	tooBig := "put it in the image (COPY in the Dockerfile) or in a named volume"
 	if !st.IsDir() {
-		if st.Size() > core.MaxConfigFileSize {
-			return fmt.Sprintf("%d bytes; a project file is shipped up to %d KiB: %s", st.Size(), core.MaxConfigFileSize>>10, tooBig)
+		if st.Size() > manifest.MaxConfigFileSize {
+			return fmt.Sprintf("%d bytes; a project file is shipped up to %d KiB: %s", st.Size(), manifest.MaxConfigFileSize>>10, tooBig)
 		}
 		return ""
 	}
@@ -151,10 +151,10 @@ func projectFileBounds(p string, st fs.FileInfo) string {
 				break
 			}
 			n, total = n+1, total+info.Size()
-			if info.Size() > core.MaxConfigFileSize {
-				msg = fmt.Sprintf("%s is %d bytes; a project file is shipped up to %d KiB: %s", path.Base(f), info.Size(), core.MaxConfigFileSize>>10, tooBig)
-			} else if n > core.MaxConfigFiles || total > core.MaxConfigAppSize {
-				msg = fmt.Sprintf("a directory is shipped up to %d files and %d MiB: %s", core.MaxConfigFiles, core.MaxConfigAppSize>>20, tooBig)
+			if info.Size() > manifest.MaxConfigFileSize {
+				msg = fmt.Sprintf("%s is %d bytes; a project file is shipped up to %d KiB: %s", path.Base(f), info.Size(), manifest.MaxConfigFileSize>>10, tooBig)
+			} else if n > manifest.MaxConfigFiles || total > manifest.MaxConfigAppSize {
+				msg = fmt.Sprintf("a directory is shipped up to %d files and %d MiB: %s", manifest.MaxConfigFiles, manifest.MaxConfigAppSize>>20, tooBig)
 			}
 		}
 		if msg != "" {

@@ -11,13 +11,14 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/coretest"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/manifest"
 )
 
 // configSpec is a web service that receives one project file.
 func configSpec(content string) core.ServiceSpec {
 	s := coretest.WebSpec(0)
 	sum := sha256.Sum256([]byte(content))
-	s.Configs = []core.ConfigFile{{Source: "nginx.conf", Path: "/etc/nginx/nginx.conf", Mode: core.ConfigModeFile,
+	s.Configs = []core.ConfigFile{{Source: "nginx.conf", Path: "/etc/nginx/nginx.conf", Mode: manifest.ConfigModeFile,
 		Digest: hex.EncodeToString(sum[:]), Data: []byte(content)}}
 	return s
 }

@@ -132,9 +132,9 @@ func ReadConfigFiles(spec *core.AppSpec, dir string) error {
 		}
 		svc.Configs = out
 	}
-	if total > core.MaxConfigAppSize || count > core.MaxConfigFiles {
+	if total > MaxConfigAppSize || count > MaxConfigFiles {
 		problems = append(problems, fmt.Sprintf("the project files add up to %d files and %d bytes; at most %d files and %d MiB are shipped with a deploy: put large or many files in the image (COPY in the Dockerfile) or in a named volume",
-			count, total, core.MaxConfigFiles, core.MaxConfigAppSize>>20))
+			count, total, MaxConfigFiles, MaxConfigAppSize>>20))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", core.ErrInvalid, strings.Join(problems, "; "))
@@ -192,8 +192,8 @@ func readConfig(dir string, c core.ConfigFile) ([]core.ConfigFile, error) {
 			return err
 		}
 		out = append(out, f)
-		if len(out) > core.MaxConfigFiles {
-			return fmt.Errorf("more than %d files: put them in the image (COPY in the Dockerfile) or in a named volume", core.MaxConfigFiles)
+		if len(out) > MaxConfigFiles {
+			return fmt.Errorf("more than %d files: put them in the image (COPY in the Dockerfile) or in a named volume", MaxConfigFiles)
 		}
 		return nil
 	})
@@ -207,19 +207,29 @@ func configFile(p, source, target string, mode uint32) (core.ConfigFile, error) 
 	if err != nil {
 		return core.ConfigFile{}, err
 	}
-	if st.Size() > core.MaxConfigFileSize {
-		return core.ConfigFile{}, fmt.Errorf("%s is %d bytes; a project file is shipped up to %d KiB: put it in the image (COPY in the Dockerfile) or in a named volume", p, st.Size(), core.MaxConfigFileSize>>10)
+	if st.Size() > MaxConfigFileSize {
+		return core.ConfigFile{}, fmt.Errorf("%s is %d bytes; a project file is shipped up to %d KiB: put it in the image (COPY in the Dockerfile) or in a named volume", p, st.Size(), MaxConfigFileSize>>10)
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return core.ConfigFile{}, err
 	}
 	if mode == 0 {
-		mode = core.ConfigModeFile
+		mode = ConfigModeFile
 		if st.Mode().Perm()&0o100 != 0 {
-			mode = core.ConfigModeExec
+			mode = ConfigModeExec
 		}
 	}
 	sum := sha256.Sum256(data)
 	return core.ConfigFile{Source: source, Path: target, Mode: mode, Digest: hex.EncodeToString(sum[:]), Data: data}, nil
 }
+
+// Project file modes and bounds (SPEC R82): one file, and all the files
+// of an app (a Docker config on a swarm holds at most 1000 KiB).
+const (
+	ConfigModeFile    = 0o444
+	ConfigModeExec    = 0o555
+	MaxConfigFileSize = 500 << 10
+	MaxConfigAppSize  = 4 << 20
+	MaxConfigFiles    = 256
+)

@@ -99,7 +99,7 @@ path = "/etc/c"
 	require.Contains(t, msgs, "read-only")
 	require.Contains(t, msgs, "required")
 
-	dir := writeProject(t, map[string]string{"big.conf": strings.Repeat("x", core.MaxConfigFileSize+1)})
+	dir := writeProject(t, map[string]string{"big.conf": strings.Repeat("x", MaxConfigFileSize+1)})
 	spec := core.AppSpec{Name: "shop", Services: []core.ServiceSpec{{Name: "web", Configs: []core.ConfigFile{
 		{Source: "big.conf", Path: "/etc/big"}, {Source: "missing.conf", Path: "/etc/m"}}}}}
 	err = ReadConfigFiles(&spec, dir)
