@@ -1,4 +1,4 @@
-package main
+package system
 
 import (
 	"bufio"
@@ -13,10 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
@@ -27,18 +24,20 @@ import (
 // the whole proxy and Prometheus' client into the CLI, whose package init
 // every docker-gordon process start pays.
 const (
-	accessLogOff            = "off"
-	accessLogStdout         = "stdout"
-	defaultAccessLogMaxSize = 100 << 20
-	defaultAccessLogKeep    = 5
+	AccessLogOff            = "off"
+	AccessLogStdout         = "stdout"
+	DefaultAccessLogMaxSize = 100 << 20
+	DefaultAccessLogKeep    = 5
 )
 
-// edgeAccessFlags are the access log flags of `edge start` and `system
-// start` (gordon-edge --access-log).
-type edgeAccessFlags struct {
-	dest    string
-	maxSize int64
-	keep    int
+// AccessLogOptions are the edge's access log settings (gordon-edge
+// --access-log, --access-log-max-size in bytes, --access-log-keep files).
+type AccessLogOptions struct {
+	// Dest is AccessLogOff, AccessLogStdout or an absolute file path under
+	// the state directory.
+	Dest    string
+	MaxSize int64
+	Keep    int
 }
 
 // edgeStartAccess is what start.json remembers of them (empty: stdout,
@@ -49,35 +48,29 @@ type edgeStartAccess struct {
 	AccessLogKeep *int   `json:"access_log_keep,omitempty"`
 }
 
-func (f *edgeAccessFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.dest, "access-log", accessLogStdout, "the edge's access log, one JSON line per HTTP request: off, stdout (read with edge logs --access), or a file under the state directory, rotated by size; default: the last start's")
-	cmd.Flags().Int64Var(&f.maxSize, "access-log-max-size", defaultAccessLogMaxSize, "size in bytes at which an --access-log file is rotated (FILE becomes FILE.1)")
-	cmd.Flags().IntVar(&f.keep, "access-log-keep", defaultAccessLogKeep, "rotated --access-log files kept (FILE.1 .. FILE.N)")
-}
-
-// resolve takes the flags not given from the last start.
-func (f *edgeAccessFlags) resolve(cmd *cobra.Command, last edgeStartAccess) {
-	if !cmd.Flags().Changed("access-log") && last.AccessLog != "" {
-		f.dest = last.AccessLog
+// resolve takes the settings not given now from the last start.
+func (o *AccessLogOptions) resolve(changed func(string) bool, last edgeStartAccess) {
+	if !changed("access-log") && last.AccessLog != "" {
+		o.Dest = last.AccessLog
 	}
-	if !cmd.Flags().Changed("access-log-max-size") && last.AccessLogMax > 0 {
-		f.maxSize = last.AccessLogMax
+	if !changed("access-log-max-size") && last.AccessLogMax > 0 {
+		o.MaxSize = last.AccessLogMax
 	}
-	if !cmd.Flags().Changed("access-log-keep") && last.AccessLogKeep != nil {
-		f.keep = *last.AccessLogKeep
+	if !changed("access-log-keep") && last.AccessLogKeep != nil {
+		o.Keep = *last.AccessLogKeep
 	}
 }
 
-func (f *edgeAccessFlags) remembered() edgeStartAccess {
+func (o *AccessLogOptions) remembered() edgeStartAccess {
 	r := edgeStartAccess{}
-	if f.dest != accessLogStdout {
-		r.AccessLog = f.dest
+	if o.Dest != AccessLogStdout {
+		r.AccessLog = o.Dest
 	}
-	if f.maxSize != defaultAccessLogMaxSize {
-		r.AccessLogMax = f.maxSize
+	if o.MaxSize != DefaultAccessLogMaxSize {
+		r.AccessLogMax = o.MaxSize
 	}
-	if f.keep != defaultAccessLogKeep {
-		keep := f.keep
+	if o.Keep != DefaultAccessLogKeep {
+		keep := o.Keep
 		r.AccessLogKeep = &keep
 	}
 	return r
@@ -87,31 +80,31 @@ func (f *edgeAccessFlags) remembered() edgeStartAccess {
 // the default, stdout, so an edge started before keeps its flags). A file
 // must be an absolute path under the state directory, the only host path
 // the edge container sees.
-func withEdgeAccessLog(u *docker.Unit, f *edgeAccessFlags, stateDir string) error {
-	switch f.dest {
-	case accessLogStdout:
-	case accessLogOff:
-		u.Cmd = append(u.Cmd, "--access-log", accessLogOff)
+func withEdgeAccessLog(u *docker.Unit, o *AccessLogOptions, stateDir string) error {
+	switch o.Dest {
+	case AccessLogStdout:
+	case AccessLogOff:
+		u.Cmd = append(u.Cmd, "--access-log", AccessLogOff)
 	default:
-		p := filepath.Clean(f.dest)
+		p := filepath.Clean(o.Dest)
 		rel, err := filepath.Rel(stateDir, p)
 		if !filepath.IsAbs(p) || err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-			return fmt.Errorf("--access-log %q: want off, stdout or an absolute file path under the state directory %s (the edge container sees only that): %w", f.dest, stateDir, core.ErrInvalid)
+			return fmt.Errorf("--access-log %q: want off, stdout or an absolute file path under the state directory %s (the edge container sees only that): %w", o.Dest, stateDir, core.ErrInvalid)
 		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return fmt.Errorf("--access-log: %w", err)
 		}
-		f.dest = p
+		o.Dest = p
 		u.Cmd = append(u.Cmd, "--access-log", p)
 	}
-	if f.maxSize <= 0 || f.keep < 0 {
+	if o.MaxSize <= 0 || o.Keep < 0 {
 		return fmt.Errorf("--access-log-max-size must be positive and --access-log-keep 0 or more: %w", core.ErrInvalid)
 	}
-	if f.maxSize != defaultAccessLogMaxSize {
-		u.Cmd = append(u.Cmd, "--access-log-max-size", strconv.FormatInt(f.maxSize, 10))
+	if o.MaxSize != DefaultAccessLogMaxSize {
+		u.Cmd = append(u.Cmd, "--access-log-max-size", strconv.FormatInt(o.MaxSize, 10))
 	}
-	if f.keep != defaultAccessLogKeep {
-		u.Cmd = append(u.Cmd, "--access-log-keep", strconv.Itoa(f.keep))
+	if o.Keep != DefaultAccessLogKeep {
+		u.Cmd = append(u.Cmd, "--access-log-keep", strconv.Itoa(o.Keep))
 	}
 	return nil
 }
@@ -120,16 +113,12 @@ func withEdgeAccessLog(u *docker.Unit, f *edgeAccessFlags, stateDir string) erro
 // stateDir (its status.json names it: "stdout", a file, or none: off),
 // else of the last edge start (start.json): stdout unless one was given.
 func lastAccessDest(stateDir string) string {
-	if dest, ok := system.EdgeAccessLog(stateDir); ok {
+	if dest, ok := EdgeAccessLog(stateDir); ok {
 		return dest
 	}
-	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
-	if err != nil {
-		return accessLogStdout
-	}
-	var last edgeStartAddrs
-	if json.Unmarshal(data, &last) != nil || last.AccessLog == "" {
-		return accessLogStdout
+	last, ok := loadEdgeStart(stateDir)
+	if !ok || last.AccessLog == "" {
+		return AccessLogStdout
 	}
 	return last.AccessLog
 }
@@ -176,19 +165,19 @@ func (f *accessFilter) keep(line []byte) bool {
 	return (f.app == "" || l.App == f.app) && (f.service == "" || l.Service == f.service)
 }
 
-// showAccessLog writes the edge's access log lines of app/service ("":
+// ShowAccessLog writes the edge's access log lines of app/service ("":
 // all) to out: from the edge container's stdout, or from the file the
 // last `edge start` named (its rotated files are not read); tail is
 // docker's --tail ("all" or a number of lines), follow waits for new
-// lines until ctx ends.
-func showAccessLog(ctx context.Context, env *cliEnv, app, service string, follow bool, tail string, out io.Writer) error {
+// lines until ctx ends. An access log turned off is core.ErrInvalid.
+func ShowAccessLog(ctx context.Context, env Env, app, service string, follow bool, tail string, out io.Writer) error {
 	filter := &accessFilter{w: out, app: app, service: service}
-	dest := lastAccessDest(env.opts.stateDir)
+	dest := lastAccessDest(env.StateDir)
 	switch dest {
-	case accessLogOff:
+	case AccessLogOff:
 		return fmt.Errorf("the edge's access log is off (edge start --access-log off); start it with --access-log stdout or a file: %w", core.ErrInvalid)
-	case accessLogStdout:
-		return docker.StreamLogs(ctx, env.dockerCli.Client(), docker.EdgeName, follow, tail, filter, nil)
+	case AccessLogStdout:
+		return docker.StreamLogs(ctx, env.API, docker.EdgeName, follow, tail, filter, nil)
 	}
 	return tailFile(ctx, dest, follow, tail, filter)
 }
@@ -237,44 +226,4 @@ func tailFile(ctx context.Context, path string, follow bool, tail string, w io.W
 			}
 		}
 	}
-}
-
-// newEdgeLogsCommand is `edge logs [-f] [--tail N] [--access [--app A]]`:
-// the edge's own log (its stderr), or with --access its access log.
-func newEdgeLogsCommand(env *cliEnv) *cobra.Command {
-	var follow, access bool
-	var tail string
-	cmd := &cobra.Command{
-		Use:   "logs [-f] [--tail N] [--access]",
-		Short: "Show the logs of the gordon-edge system container (--access: its access log)",
-		Long: `Show the edge's own log (route tables applied, errors). With --access show
-its access log instead: one JSON line per HTTP request, from the edge
-container's output or from the file edge start --access-log named.`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if tail != "all" {
-				if n, err := strconv.Atoi(tail); err != nil || n < 0 {
-					return fmt.Errorf("--tail %q: a number of lines or \"all\": %w", tail, core.ErrInvalid)
-				}
-			}
-			out := env.dockerCli.Out()
-			if access {
-				return quietEnd(cmd.Context(), follow, showAccessLog(cmd.Context(), env, "", "", follow, tail, out))
-			}
-			return docker.StreamLogs(cmd.Context(), env.dockerCli.Client(), docker.EdgeName, follow, tail, nil, out)
-		},
-	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log output")
-	cmd.Flags().StringVar(&tail, "tail", "all", "number of lines to show from the end of the logs")
-	cmd.Flags().BoolVar(&access, "access", false, "show the access log (one JSON line per HTTP request) instead of the edge's own log")
-	return cmd
-}
-
-// quietEnd drops the error of a follow that ended because ctx did
-// (Ctrl-C is how a follow ends).
-func quietEnd(ctx context.Context, follow bool, err error) error {
-	if err != nil && follow && ctx.Err() != nil {
-		return nil
-	}
-	return err
 }
