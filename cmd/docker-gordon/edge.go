@@ -170,7 +170,7 @@ container's output or from the file edge start --access-log named.`,
 			}
 			out := env.dockerCli.Out()
 			if access {
-				return quietEnd(cmd.Context(), follow, system.ShowAccessLog(cmd.Context(), env.sysEnv(), "", "", follow, tail, out))
+				return quietEnd(cmd.Context(), follow, system.ShowAccessLog(cmd.Context(), env.dockerCli.Client(), env.opts.stateDir, "", "", follow, tail, out))
 			}
 			return docker.StreamLogs(cmd.Context(), env.dockerCli.Client(), docker.EdgeName, follow, tail, nil, out)
 		},

@@ -59,7 +59,7 @@ picked).`,
 				if o.tail > 0 {
 					tail = strconv.Itoa(o.tail)
 				}
-				return quietEnd(ctx, o.follow, system.ShowAccessLog(ctx, env.sysEnv(), args[0], o.service, o.follow, tail, env.dockerCli.Out()))
+				return quietEnd(ctx, o.follow, system.ShowAccessLog(ctx, env.dockerCli.Client(), env.opts.stateDir, args[0], o.service, o.follow, tail, env.dockerCli.Out()))
 			}
 			store, err := env.openStore()
 			if err != nil {

@@ -119,6 +119,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newLogsCommand(env),
 		newSecretsCommand(env),
 		newCertsCommand(env),
+		newDashboardCommand(env),
 	)
 	interruptedExits(cmd)
 	usererr.Plain(cmd)
