@@ -8,7 +8,6 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
-	"github.com/gordon-deploy/docker-gordon/core/engine/readiness"
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
 	"github.com/gordon-deploy/docker-gordon/core/engine/volsnap"
 	"github.com/gordon-deploy/docker-gordon/core/snapshot"
@@ -161,54 +160,19 @@ func (r *LifecycleRun) restartInPlace(ctx context.Context, name, id string, as *
 // just taken when that fails). Each is a journaled step.
 func (r *LifecycleRun) dataStep(ctx context.Context, name, id string, as *core.ActiveService) error {
 	se := r.E.Engine.Engine.Engine
+	j := volsnap.Journal{Op: r.Op, Save: func() { r.Save(ctx) }}
 	r.Emit(name, steps.PhaseSnapshot, id, false)
-	i := r.subStep(ctx, steps.SnapshotStepID(name), name, "snapshot of the volumes of "+readiness.ShortID(id))
-	res, err := volsnap.Take(ctx, se, volsnap.Request{App: r.App, Service: name, Container: id, Volumes: as.Spec.Volumes,
+	m, _, err := volsnap.TakeStep(ctx, se, j, volsnap.Request{App: r.App, Service: name, Container: id, Volumes: as.Spec.Volumes,
 		Policy: snapshot.PolicyAlways, Trigger: snapshot.TriggerManual, Op: r.Op.ID, Verb: r.data.verb, Revision: as.EffectiveRevision})
 	if err != nil {
-		r.endStep(ctx, i, nil, err)
 		return err
 	}
-	r.data.taken = append(r.data.taken, res.Manifest)
-	r.endStep(ctx, i, &res.Record, nil)
+	if m != nil {
+		r.data.taken = append(r.data.taken, *m)
+	}
 	if r.data.restore == nil {
 		return nil
 	}
 	r.Emit(name, steps.PhaseRestore, r.data.restore.ID, false)
-	i = r.subStep(ctx, steps.RestoreStepID(name), name, "restore snapshot "+r.data.restore.ID)
-	rec, err := volsnap.Restore(ctx, se, *r.data.restore)
-	if err != nil {
-		if _, back := volsnap.Restore(context.WithoutCancel(ctx), se, res.Manifest); back != nil {
-			err = fmt.Errorf("%w; putting back the data from snapshot %s failed too: %v", err, res.Manifest.ID, back)
-		} else {
-			err = fmt.Errorf("%w; the data was put back from snapshot %s", err, res.Manifest.ID)
-		}
-		r.endStep(ctx, i, nil, err)
-		return err
-	}
-	r.endStep(ctx, i, &rec, nil)
-	return nil
-}
-
-// subStep appends a pending journal step and saves; it returns its index.
-func (r *LifecycleRun) subStep(ctx context.Context, id, service, detail string) int {
-	now := r.E.Now()
-	r.Op.Steps = append(r.Op.Steps, core.Step{ID: id, State: core.StepPending, Service: service, Detail: detail, StartedAt: now, UpdatedAt: now})
-	r.Save(ctx)
-	return len(r.Op.Steps) - 1
-}
-
-// endStep ends step i with rec, or failed with err, and saves.
-func (r *LifecycleRun) endStep(ctx context.Context, i int, rec *core.StepSnapshot, err error) {
-	st := &r.Op.Steps[i]
-	st.UpdatedAt, st.Snapshot = r.E.Now(), rec
-	if err != nil {
-		st.State, st.Error = core.StepFailed, err.Error()
-	} else {
-		st.State = core.StepSucceeded
-		if rec != nil && rec.ID != "" {
-			st.Detail = fmt.Sprintf("%s: snapshot %s, %d bytes", st.Detail, rec.ID, rec.Size)
-		}
-	}
-	r.Save(ctx)
+	return volsnap.RestoreStep(ctx, se, j, r.App, name, r.data.restore.ID, m)
 }
