@@ -190,9 +190,7 @@ type Operation struct {
 	// RollbackTo is, for a rollback, the revision rolled back to; Revision
 	// is the new revision that copies it with pinned images.
 	RollbackTo string `json:"rollback_to,omitempty"`
-	// RestoreData: service → the snapshot a rollback restores.
-	RestoreData map[string]string `json:"restore_data,omitempty"`
-	App         string            `json:"app"`
+	App        string `json:"app"`
 	// Key is the caller's idempotency key (--op-key); empty when generated.
 	Key string `json:"key,omitempty"`
 	// Fingerprint identifies the request (R6): same key + different
@@ -258,18 +256,6 @@ type Step struct {
 	// Rollback is set on a monitor step (service.X.monitor) whose window
 	// ended in an automatic rollback (R76).
 	Rollback *AutoRollback `json:"rollback,omitempty"`
-	// Snapshot: what a service.X.snapshot or .restore step did.
-	Snapshot *StepSnapshot `json:"snapshot,omitempty"`
-}
-
-// StepSnapshot: sizes in bytes, "<volume> sha256:<hex>" digests, Skipped why none.
-type StepSnapshot struct {
-	ID       string   `json:"id,omitempty"`
-	Size     int64    `json:"size"`
-	Stored   int64    `json:"stored,omitempty"`
-	Digests  []string `json:"digests,omitempty"`
-	Duration Duration `json:"duration"`
-	Skipped  string   `json:"skipped,omitempty"`
 }
 
 // AutoRollback is what R76's automatic rollback of one service measured

@@ -120,15 +120,9 @@ type ServiceSpec struct {
 	Hooks *Hooks `json:"hooks,omitempty"`
 	// Monitor is SPEC R76's post-switch watch (nil: none).
 	Monitor *Monitor `json:"monitor,omitempty"`
-	// Snapshots is [services.X.snapshots] (nil: snapshot.Policy's defaults).
-	Snapshots *Snapshots `json:"snapshots,omitempty"`
-}
-
-// Snapshots is [services.X.snapshots]: BeforeDeploy "auto" (or ""),
-// "always" or "never"; Keep 1..100 (0: the default).
-type Snapshots struct {
-	BeforeDeploy string `json:"before_deploy,omitempty"`
-	Keep         int    `json:"keep,omitempty"`
+	// SnapshotsBeforeDeploy and SnapshotsKeep are [services.X.snapshots] (snapshot.Policy).
+	SnapshotsBeforeDeploy string `json:"snapshots_before_deploy,omitempty"`
+	SnapshotsKeep         int    `json:"snapshots_keep,omitempty"`
 }
 
 // Monitor is [services.X.monitor] (SPEC R76; see the engine's monitor).

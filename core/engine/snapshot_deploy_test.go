@@ -71,9 +71,9 @@ func TestSnapshot_SequentialReplacementSnapshotsBetweenStopAndCreate(t *testing.
 	st := depLastOp(t, h).Step("service.web.snapshot")
 	require.NotNil(t, st)
 	assert.Equal(t, core.StepSucceeded, st.State)
-	require.NotNil(t, st.Snapshot)
-	assert.Equal(t, m.ID, st.Snapshot.ID)
-	assert.Equal(t, []string{"gordon-blog-data " + m.Volumes[0].Digest}, st.Snapshot.Digests)
+	assert.Contains(t, st.Detail, "snapshot "+m.ID+": 1 volume(s), 7 bytes")
+	assert.Equal(t, "gordon-blog-data "+m.Volumes[0].Digest, st.Digest)
+	assert.Contains(t, st.Phases, "data")
 	require.Len(t, res.Services, 1, "the snapshot step is no service result")
 	r, _, err := store.OpenVolume("blog", m.ID, "gordon-blog-data")
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestSnapshot_SequentialReplacementSnapshotsBetweenStopAndCreate(t *testing.
 func TestSnapshot_PolicyNeverTakesNone(t *testing.T) {
 	h, _, store := snapSeed(t, nil)
 	_, err := depDeploy(t, h, engine.DeployRequest{}, snapNext(func(s *core.ServiceSpec) {
-		s.Snapshots = &core.Snapshots{BeforeDeploy: snapshot.PolicyNever}
+		s.SnapshotsBeforeDeploy = snapshot.PolicyNever
 	}))
 	require.NoError(t, err)
 	assert.Zero(t, h.Events.Count("export-volume", "c-old"))
@@ -128,7 +128,7 @@ func TestSnapshot_FailedSnapshotRestartsTheOldGeneration(t *testing.T) {
 // taken before replacements of the service.
 func TestSnapshot_KeepBoundsTheDeploySnapshots(t *testing.T) {
 	h, ar, store := snapSeed(t, nil)
-	keep1 := func(s *core.ServiceSpec) { s.Snapshots = &core.Snapshots{Keep: 1} }
+	keep1 := func(s *core.ServiceSpec) { s.SnapshotsKeep = 1 }
 	_, err := depDeploy(t, h, engine.DeployRequest{}, snapNext(keep1))
 	require.NoError(t, err)
 	ar.SetVolume("gordon-blog-data", []byte("v2 data"))
@@ -161,7 +161,6 @@ func TestSnapshot_RollbackWithDataRestoresTheDataOfBeforeTheDeploy(t *testing.T)
 	assert.Equal(t, []string{"stop c-new", "export-volume c-new", "restore-volume gordon-blog-data", "remove c-new", "create c-3", "start c-3"},
 		h.Events.Seq("stop", "export-volume", "restore-volume", "remove", "create", "start"))
 	op := depLastOp(t, h)
-	require.Len(t, op.RestoreData, 1)
 	restored := op.Step("service.web.restore")
 	require.NotNil(t, restored)
 	assert.Equal(t, core.StepSucceeded, restored.State)
@@ -169,7 +168,7 @@ func TestSnapshot_RollbackWithDataRestoresTheDataOfBeforeTheDeploy(t *testing.T)
 	require.NoError(t, err)
 	require.Len(t, list, 2, "the one before the deploy, and the one before the rollback")
 	assert.Equal(t, res.Op.ID, list[0].Op)
-	assert.Equal(t, op.RestoreData["web"], list[0].ID)
+	assert.Contains(t, restored.Detail, "restored snapshot "+list[0].ID)
 	assert.Equal(t, op.ID, list[1].Op)
 }
 
@@ -180,7 +179,7 @@ func TestSnapshot_RollbackWithoutDataNamesTheSnapshotAndRefusesWithoutOne(t *tes
 	h, ar, store := snapSeed(t, func(s *core.ServiceSpec) {})
 	// No snapshot exists yet: the seeded generation was never replaced.
 	_, err := depDeploy(t, h, engine.DeployRequest{}, snapNext(func(s *core.ServiceSpec) {
-		s.Snapshots = &core.Snapshots{BeforeDeploy: snapshot.PolicyNever}
+		s.SnapshotsBeforeDeploy = snapshot.PolicyNever
 	}))
 	require.NoError(t, err)
 	h.Reset()

@@ -89,7 +89,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Aliases = v.aliases(key+".aliases", raw.Aliases)
 	svc.Hooks = v.hooks(key+".hooks", raw.Hooks, &svc)
 	svc.Monitor = v.monitor(key+".monitor", raw.Monitor, &svc)
-	svc.Snapshots = v.snapshots(key+".snapshots", raw.Snapshots, &svc)
+	v.snapshots(key+".snapshots", raw.Snapshots, &svc)
 	return svc
 }
 

@@ -260,7 +260,7 @@ func (s *Store) Sweep(app string) ([]string, error) {
 	return removed, nil
 }
 
-// Snapshot policies of core.Snapshots.BeforeDeploy.
+// Snapshot policies of core.ServiceSpec.SnapshotsBeforeDeploy.
 const (
 	// PolicyAuto snapshots volumes whose total is at most AutoLimit and
 	// warns, without failing, above it.
@@ -281,13 +281,11 @@ const DefaultKeep = 5
 // Policy returns the service's effective before-deploy policy and keep.
 func Policy(s *core.ServiceSpec) (policy string, keep int) {
 	policy, keep = PolicyAuto, DefaultKeep
-	if s.Snapshots != nil {
-		if s.Snapshots.BeforeDeploy != "" {
-			policy = s.Snapshots.BeforeDeploy
-		}
-		if s.Snapshots.Keep > 0 {
-			keep = s.Snapshots.Keep
-		}
+	if s.SnapshotsBeforeDeploy != "" {
+		policy = s.SnapshotsBeforeDeploy
+	}
+	if s.SnapshotsKeep > 0 {
+		keep = s.SnapshotsKeep
 	}
 	return policy, keep
 }

@@ -43,8 +43,8 @@ type DeployRequest struct {
 	// "rollback", Scale "scale"), and RollbackTo as Operation.RollbackTo.
 	Verb       string
 	RollbackTo string
-	// RestoreData is journaled as Operation.RestoreData (a rollback with
-	// its data): service → the snapshot its volumes are restored from.
+	// RestoreData is, for a rollback with its data, service → the snapshot
+	// its volumes are restored from (each restore is a journaled step).
 	RestoreData map[string]string
 	// Warnings are app-level warnings journaled with the op's own (a
 	// rollback's note that the data was kept).
@@ -230,7 +230,6 @@ func (e *Engine) startDeploy(ctx context.Context, req DeployRequest) (core.Opera
 		Kind:        core.OpDeploy,
 		Verb:        req.Verb,
 		RollbackTo:  req.RollbackTo,
-		RestoreData: req.RestoreData,
 		App:         app,
 		Key:         req.OpKey,
 		Fingerprint: steps.Fingerprint(core.OpDeploy, app, rev.ID, steps.SortedJoin(req.Services), pull),

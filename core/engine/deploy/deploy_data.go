@@ -21,7 +21,7 @@ import (
 // dataPlan says whether this replacement snapshots the old generation's
 // volumes and which snapshot it restores ("" none).
 func (s *serviceRun) dataPlan() (take bool, restore string) {
-	restore = s.d.op.RestoreData[s.ps.Service]
+	restore = s.d.req.RestoreData[s.ps.Service]
 	if s.prev == nil || len(s.prev.Spec.Volumes) == 0 || s.d.e.Snapshots == nil {
 		return false, restore
 	}

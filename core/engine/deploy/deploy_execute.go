@@ -91,7 +91,7 @@ func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID stri
 		}
 	}
 	in.Services = req.Services
-	in.Restore = op.RestoreData
+	in.Restore = req.RestoreData
 	d.plan = in.Build()
 	for _, drop := range d.plan.Drops {
 		if err := d.dropService(ctx, drop); err != nil {

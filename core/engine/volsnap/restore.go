@@ -16,21 +16,21 @@ import (
 // volume; no container of the service may run meanwhile (the caller
 // stopped it). A damaged snapshot (digest mismatch) fails at the volume
 // it damages. The returned record has the sizes restored.
-func Restore(ctx context.Context, e *steps.Engine, m snapshot.Manifest) (core.StepSnapshot, error) {
+func Restore(ctx context.Context, e *steps.Engine, m snapshot.Manifest) (Record, error) {
 	start := time.Now()
 	if err := CanRestore(e); err != nil {
-		return core.StepSnapshot{}, err
+		return Record{}, err
 	}
 	va := e.Runtime.(snapshot.Archiver)
 	for _, v := range m.Volumes {
 		r, _, err := e.Snapshots.OpenVolume(m.App, m.ID, v.Name)
 		if err != nil {
-			return core.StepSnapshot{}, err
+			return Record{}, err
 		}
 		err = va.RestoreVolume(ctx, v.Name, r)
 		r.Close()
 		if err != nil {
-			return core.StepSnapshot{}, fmt.Errorf("restore volume %s from snapshot %s: %w", v.Name, m.ID, err)
+			return Record{}, fmt.Errorf("restore volume %s from snapshot %s: %w", v.Name, m.ID, err)
 		}
 	}
 	rec := RecordOf(m)

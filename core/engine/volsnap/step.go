@@ -3,6 +3,7 @@ package volsnap
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -26,9 +27,13 @@ func (j Journal) begin(e *steps.Engine, id, service, detail string) int {
 	return len(j.Op.Steps) - 1
 }
 
-func (j Journal) end(e *steps.Engine, i int, rec *core.StepSnapshot, detail string, err error) {
+func (j Journal) end(e *steps.Engine, i int, rec *Record, detail string, err error) {
 	st := &j.Op.Steps[i]
-	st.UpdatedAt, st.Snapshot = e.Now(), rec
+	st.UpdatedAt = e.Now()
+	if rec != nil {
+		st.Digest = strings.Join(rec.Digests, " ")
+		st.Phases = map[string]core.Duration{"data": rec.Duration}
+	}
 	if err != nil {
 		st.State, st.Error = core.StepFailed, err.Error()
 	} else {
@@ -66,7 +71,7 @@ func TakeStep(ctx context.Context, e *steps.Engine, j Journal, req Request) (*sn
 func RestoreStep(ctx context.Context, e *steps.Engine, j Journal, app, service, id string, undo *snapshot.Manifest) error {
 	i := j.begin(e, steps.RestoreStepID(service), service, "restore snapshot "+id)
 	m, err := e.Snapshots.Get(app, id)
-	var rec core.StepSnapshot
+	var rec Record
 	if err == nil {
 		rec, err = Restore(ctx, e, m)
 	}

@@ -36,7 +36,7 @@ type Request struct {
 // goes on.
 type Result struct {
 	Manifest snapshot.Manifest
-	Record   core.StepSnapshot
+	Record   Record
 	Warning  string
 	// Removed are the snapshots the retention removed.
 	Removed []string
@@ -55,7 +55,7 @@ var errTooLarge = errors.New("the volumes hold more than the auto snapshot bound
 func Take(ctx context.Context, e *steps.Engine, req Request) (Result, error) {
 	start := time.Now()
 	if e.Snapshots == nil || len(req.Volumes) == 0 {
-		return Result{Record: core.StepSnapshot{Skipped: "no snapshot store"}}, nil
+		return Result{Record: Record{Skipped: "no snapshot store"}}, nil
 	}
 	va, ok := e.Runtime.(snapshot.Archiver)
 	if !ok {
@@ -81,7 +81,7 @@ func Take(ctx context.Context, e *steps.Engine, req Request) (Result, error) {
 			case errors.Is(err, errTooLarge):
 				msg := fmt.Sprintf("service %s: no snapshot was taken before this replacement: its volumes hold more than %d MiB, the bound of before_deploy = \"auto\"; set [services.%s.snapshots] before_deploy = \"always\" to take one anyway, or \"never\" to silence this",
 					req.Service, snapshot.AutoLimit>>20, req.Service)
-				return Result{Record: core.StepSnapshot{Skipped: "above the auto bound", Duration: core.Duration(time.Since(start))}, Warning: msg}, nil
+				return Result{Record: Record{Skipped: "above the auto bound", Duration: core.Duration(time.Since(start))}, Warning: msg}, nil
 			case errors.Is(err, errors.ErrUnsupported):
 				return unsupported(req)
 			}
@@ -104,9 +104,23 @@ func Take(ctx context.Context, e *steps.Engine, req Request) (Result, error) {
 	return res, nil
 }
 
+// Record is what a snapshot or restore step did: the snapshot's id, the
+// total tar size and the stored (compressed) size in bytes, each volume's
+// digest ("<volume> sha256:<hex>"), how long it took, and why no snapshot
+// was taken (Skipped). The journal keeps it in the step's detail, digest
+// and phases.
+type Record struct {
+	ID       string
+	Size     int64
+	Stored   int64
+	Digests  []string
+	Duration core.Duration
+	Skipped  string
+}
+
 // RecordOf is the journal's record of snapshot m.
-func RecordOf(m snapshot.Manifest) core.StepSnapshot {
-	r := core.StepSnapshot{ID: m.ID, Duration: m.Duration}
+func RecordOf(m snapshot.Manifest) Record {
+	r := Record{ID: m.ID, Duration: m.Duration}
 	for _, v := range m.Volumes {
 		r.Size += v.Size
 		r.Stored += v.Stored
@@ -119,7 +133,7 @@ func unsupported(req Request) (Result, error) {
 	if req.Policy == snapshot.PolicyAlways {
 		return Result{}, fmt.Errorf("snapshot of service %s: %w: this container runtime cannot read volumes; set [services.%s.snapshots] before_deploy = \"never\" or \"auto\"", req.Service, core.ErrUnavailable, req.Service)
 	}
-	return Result{Record: core.StepSnapshot{Skipped: "the runtime takes no snapshots"},
+	return Result{Record: Record{Skipped: "the runtime takes no snapshots"},
 		Warning: fmt.Sprintf("service %s: no snapshot was taken before this replacement: this container runtime cannot read volumes", req.Service)}, nil
 }
 
