@@ -87,6 +87,7 @@ func serviceSpec(c core.ContainerSpec, edgeNet string) (swarm.ServiceSpec, error
 	if l := c.Options.Logging; l != nil {
 		spec.TaskTemplate.LogDriver = &swarm.Driver{Name: l.Driver, Options: l.Options}
 	}
+	withPlacement(&spec, c)
 	return spec, nil
 }
 
