@@ -67,6 +67,7 @@ type builder struct {
 	// pushAuth returns the encoded credentials for pushing ref (nil:
 	// none).
 	pushAuth       func(ref string) string
+	app            string
 	mode           buildMode
 	progress, errw io.Writer
 }
@@ -75,6 +76,7 @@ type builder struct {
 func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImage, error) {
 	var out []builtImage
 	images := map[string]string{}
+	bd.app = spec.Name
 	for _, s := range spec.Services {
 		if s.Build == nil {
 			continue
@@ -217,7 +219,7 @@ func (bd *builder) runBuild(ctx context.Context, bc *buildContext, s core.Servic
 	}
 	res, err := api.ImageBuild(ctx, pr, client.ImageBuildOptions{
 		Tags: []string{tag}, Dockerfile: bc.dockerfile, BuildArgs: args, Target: s.Build.Target,
-		Labels: s.Build.Labels, Remove: true, ForceRemove: true, Version: build.BuilderV1, AuthConfigs: bd.auths,
+		Labels: core.BuildLabels(bd.app, s.Name, s.Build.Labels), Remove: true, ForceRemove: true, Version: build.BuilderV1, AuthConfigs: bd.auths,
 	})
 	if err != nil {
 		return "", fmt.Errorf("service %s: build: %w", s.Name, dockererr.Classify(err))

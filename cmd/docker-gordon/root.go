@@ -118,6 +118,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newLogsCommand(env),
 		newSecretsCommand(env),
 		newCertsCommand(env),
+		newPruneCommand(env),
 	)
 	interruptedExits(cmd)
 	usererr.Plain(cmd)
