@@ -19,19 +19,3 @@ type BuildSpec struct {
 	// Labels are set on the built image.
 	Labels map[string]string
 }
-
-// RoleBuild is the LabelRole of an image docker gordon built.
-const RoleBuild = "build"
-
-// BuildLabels are the labels of a service's built image: the build's own
-// (user) labels plus docker gordon's (managed, app, service, role build),
-// which `docker gordon prune` finds its images by. A user label under
-// LabelPrefix is overridden.
-func BuildLabels(app, service string, user map[string]string) map[string]string {
-	out := make(map[string]string, len(user)+4)
-	for k, v := range user {
-		out[k] = v
-	}
-	out[LabelManaged], out[LabelApp], out[LabelService], out[LabelRole] = "true", app, service, RoleBuild
-	return out
-}

@@ -21,8 +21,9 @@ const (
 	KindRevision  = "revision"
 )
 
-// RoleBuild is the dev.gordon.role label of an image docker gordon built.
-const RoleBuild = core.RoleBuild
+// RoleBuild is the dev.gordon.role label of an image docker gordon built
+// (imagebuild.Labels sets it).
+const RoleBuild = "build"
 
 // DefaultKeepImages is how many earlier built images per service a prune
 // keeps besides the serving one (the image `rollback` returns to).

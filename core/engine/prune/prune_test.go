@@ -33,7 +33,7 @@ func (f *fakeObjects) ImagesInUse(context.Context) (map[string]bool, error) { re
 func (f *fakeObjects) BuiltImages(context.Context) ([]prune.Image, error) {
 	var out []prune.Image
 	for _, im := range f.images {
-		if im.Labels[core.LabelManaged] == "true" && im.Labels[core.LabelRole] == core.RoleBuild {
+		if im.Labels[core.LabelManaged] == "true" && im.Labels[core.LabelRole] == prune.RoleBuild {
 			out = append(out, im)
 		}
 	}
@@ -83,9 +83,13 @@ func (f *fakeObjects) Volumes(_ context.Context, app string) ([]prune.Volume, er
 	return out, nil
 }
 
+func buildLabels(app, svc string) map[string]string {
+	return map[string]string{core.LabelManaged: "true", core.LabelApp: app, core.LabelService: svc, core.LabelRole: prune.RoleBuild}
+}
+
 func builtImage(app, svc string, n int) prune.Image {
 	return prune.Image{ID: fmt.Sprintf("sha256:%s-%s-%d", app, svc, n), Tags: []string{fmt.Sprintf("gordon/%s-%s:h%d", app, svc, n)},
-		Labels: core.BuildLabels(app, svc, nil)}
+		Labels: buildLabels(app, svc)}
 }
 
 // seedBuilt seeds app blog whose web service was built four times
@@ -141,7 +145,7 @@ func workload(app, svc, inc string) map[string]string {
 // removes nothing.
 func TestPruneKeepsServingAndRollbackImagesAndRemovesOlderBuilds(t *testing.T) {
 	h, objs := seedBuilt(t)
-	objs.images["sha256:other"] = prune.Image{ID: "sha256:other", Tags: []string{"gordon/shop-web:h0"}, Labels: core.BuildLabels("shop", "web", nil)}
+	objs.images["sha256:other"] = prune.Image{ID: "sha256:other", Tags: []string{"gordon/shop-web:h0"}, Labels: buildLabels("shop", "web")}
 	objs.images["sha256:plain"] = prune.Image{ID: "sha256:plain", Tags: []string{"gordon/blog-web:manual"}} // no gordon labels
 
 	dry, err := h.Engine.PruneObjects(h.Ctx(), objs, h.Store, prune.Request{App: "blog", DryRun: true, KeepImages: -1})
