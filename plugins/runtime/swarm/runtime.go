@@ -27,8 +27,9 @@
 // (app, service) at its first placement (<StateDir>/swarm/placement.json
 // and the service label dev.gordon.node), else the least loaded ready,
 // active node. StartContainer fails, naming the node, when that node is
-// lost. File secrets become Docker secrets, one per content, removed with
-// the last service that references them.
+// lost. File secrets become Docker secrets, one per content, named with a
+// keyed MAC of it (never a plain hash), removed with the last service that
+// references them.
 //
 // Errors wrap exactly one core class as the Docker runtime's do
 // (dockererr): a missing service or image wraps core.ErrNotFound, a spec
@@ -112,6 +113,8 @@ type Runtime struct {
 	spreadMu sync.Mutex
 	// nodeNames caches node ID → hostname for status (nameNode; under mu).
 	nodeNames map[string]string
+	// nameKey is the secret names' MAC key (secretNameKey; under mu).
+	nameKey []byte
 }
 
 // New returns a Runtime talking to the manager at host ("" = the default
