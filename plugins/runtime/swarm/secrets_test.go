@@ -76,7 +76,7 @@ func TestSwarm_FileSecretsMapOntoSecretReferences(t *testing.T) {
 	c := baseSpec()
 	c.Mounts = []core.Mount{{Type: core.MountBind, Source: copyPath, Target: "/run/secrets/tls.key", ReadOnly: true, Secret: "tls.key"}}
 	assert.False(t, singleWriter(c), "a secret's copy is no host path")
-	s, err := serviceSpec(c, "")
+	s, err := serviceSpec(c)
 	require.NoError(t, err, "not refused as a bind mount")
 	assert.Empty(t, s.TaskTemplate.ContainerSpec.Mounts, "not bind-mounted")
 
