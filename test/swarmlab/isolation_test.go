@@ -118,11 +118,13 @@ func TestSwarmIsolation_AnAppReachesNeitherAnotherAppNorTheEdgeAdmin(t *testing.
 	require.Equal(t, "connected", g.dialFrom(ctx, t, attacker["gordon-attacker"][0]+":8080"), "the dialer reaches its own app (the probe works)")
 	for _, ip := range victim["gordon-victim"] {
 		got := g.dialFrom(ctx, t, ip+":8080")
+		t.Logf("attacker → victim %s:8080: %s", ip, got)
 		assert.True(t, strings.HasPrefix(got, "failed"), "app attacker must not reach app victim at %s:8080: %s", ip, got)
 	}
 	for _, net := range []string{"gordon-edge", "gordon-attacker"} {
 		for _, ip := range edge[net] {
 			got := g.dialFrom(ctx, t, ip+":9180")
+			t.Logf("attacker → edge admin %s:9180 (%s): %s", ip, net, got)
 			assert.True(t, strings.HasPrefix(got, "failed"), "app attacker must not reach the edge admin at %s:9180 (%s): %s", ip, net, got)
 		}
 	}
