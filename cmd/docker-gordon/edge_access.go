@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -116,127 +112,10 @@ func withEdgeAccessLog(u *docker.Unit, f *edgeAccessFlags, stateDir string) erro
 	return nil
 }
 
-// lastAccessDest is the access log destination of the edge serving
-// stateDir (its status.json names it: "stdout", a file, or none: off),
-// else of the last edge start (start.json): stdout unless one was given.
-func lastAccessDest(stateDir string) string {
-	if dest, ok := system.EdgeAccessLog(stateDir); ok {
-		return dest
-	}
-	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
-	if err != nil {
-		return accessLogStdout
-	}
-	var last edgeStartAddrs
-	if json.Unmarshal(data, &last) != nil || last.AccessLog == "" {
-		return accessLogStdout
-	}
-	return last.AccessLog
-}
-
-// accessFilter passes the access log lines of app (every app when "") and
-// service (every service when "") to w, dropping anything else; it is an
-// io.Writer that takes arbitrary chunks.
-type accessFilter struct {
-	w            io.Writer
-	app, service string
-	partial      []byte
-}
-
-func (f *accessFilter) Write(p []byte) (int, error) {
-	n := len(p)
-	f.partial = append(f.partial, p...)
-	for {
-		i := bytes.IndexByte(f.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := f.partial[:i+1]
-		if f.keep(line) {
-			if _, err := f.w.Write(line); err != nil {
-				return 0, err
-			}
-		}
-		f.partial = f.partial[i+1:]
-	}
-	f.partial = append([]byte(nil), f.partial...)
-	return n, nil
-}
-
-func (f *accessFilter) keep(line []byte) bool {
-	var l struct {
-		App     string `json:"app"`
-		Service string `json:"service"`
-		Method  string `json:"method"`
-		Status  int    `json:"status"`
-	}
-	if json.Unmarshal(line, &l) != nil || l.Method == "" || l.Status == 0 {
-		return false
-	}
-	return (f.app == "" || l.App == f.app) && (f.service == "" || l.Service == f.service)
-}
-
-// showAccessLog writes the edge's access log lines of app/service ("":
-// all) to out: from the edge container's stdout, or from the file the
-// last `edge start` named (its rotated files are not read); tail is
-// docker's --tail ("all" or a number of lines), follow waits for new
-// lines until ctx ends.
+// showAccessLog is system.ShowAccessLog on the CLI's engine and state
+// directory.
 func showAccessLog(ctx context.Context, env *cliEnv, app, service string, follow bool, tail string, out io.Writer) error {
-	filter := &accessFilter{w: out, app: app, service: service}
-	dest := lastAccessDest(env.opts.stateDir)
-	switch dest {
-	case accessLogOff:
-		return fmt.Errorf("the edge's access log is off (edge start --access-log off); start it with --access-log stdout or a file: %w", core.ErrInvalid)
-	case accessLogStdout:
-		return docker.StreamLogs(ctx, env.dockerCli.Client(), docker.EdgeName, follow, tail, filter, nil)
-	}
-	return tailFile(ctx, dest, follow, tail, filter)
-}
-
-// tailFile writes the last tail lines of path ("all": every line) to w,
-// then, with follow, what is appended (polled every 250 ms; a rotation
-// reopens the file) until ctx ends.
-func tailFile(ctx context.Context, path string, follow bool, tail string, w io.Writer) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("access log %s: %w", path, err)
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return fmt.Errorf("access log %s: %w", path, err)
-	}
-	if n, err := strconv.Atoi(tail); err == nil {
-		lines := bytes.SplitAfter(data, []byte("\n"))
-		if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-			lines = lines[:len(lines)-1]
-		}
-		data = bytes.Join(lines[max(len(lines)-n, 0):], nil)
-	}
-	if _, err := w.Write(data); err != nil || !follow {
-		return err
-	}
-	r := bufio.NewReader(f)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(250 * time.Millisecond):
-		}
-		if _, err := io.Copy(w, r); err != nil {
-			return err
-		}
-		if st, err := os.Stat(path); err == nil {
-			if cur, err := f.Stat(); err == nil && !os.SameFile(st, cur) {
-				nf, err := os.Open(path)
-				if err == nil {
-					_ = f.Close()
-					f = nf
-					r.Reset(f)
-				}
-			}
-		}
-	}
+	return system.ShowAccessLog(ctx, env.dockerCli.Client(), env.opts.stateDir, app, service, follow, tail, out)
 }
 
 // newEdgeLogsCommand is `edge logs [-f] [--tail N] [--access [--app A]]`:

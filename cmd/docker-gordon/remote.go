@@ -117,6 +117,11 @@ func runnerArgs(cmd *cobra.Command, args []string, drop map[string]bool, extra [
 
 // runRemote runs the verb in a runner container on the target engine.
 func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
+	return runRemoteTo(cmd, e, args, e.streams())
+}
+
+// runRemoteTo is runRemote with the runner's output sent to s.
+func runRemoteTo(cmd *cobra.Command, e *cliEnv, args []string, s remote.Streams) error {
 	ctx := cmd.Context()
 	api := e.dockerCli.Client()
 	t := e.target
@@ -151,7 +156,7 @@ func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 		remote.PruneRunnerImages(ctx, api, img.ID)
 	}
 	e.logger.Debug("runner", "image", img.Ref, "args", runArgs, "state_dir", paths.StateDir, "socket", paths.Socket)
-	code, err := remote.Run(ctx, e.streams(), api, t, img.Ref, paths, runArgs, b)
+	code, err := remote.Run(ctx, s, api, t, img.Ref, paths, runArgs, b)
 	e.logger.Debug("runner finished", "exit", code, "elapsed", time.Since(t0))
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/internal/faultstore"
 	"github.com/gordon-deploy/docker-gordon/journal"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 	"github.com/gordon-deploy/docker-gordon/system"
@@ -118,6 +119,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newLogsCommand(env),
 		newSecretsCommand(env),
 		newCertsCommand(env),
+		newDashboardCommand(env),
 	)
 	interruptedExits(cmd)
 	usererr.Plain(cmd)
@@ -336,11 +338,11 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 	if trErr != nil {
 		return nil, trErr
 	}
-	fs := faultStore(store)
+	fs := faultstore.Wrap(store)
 	opts := e.platform().EngineOptions()
 	e.eng = &engine.Engine{
 		Store:        fs,
-		AfterCreate:  faultAfterCreate(fs),
+		AfterCreate:  faultstore.AfterCreate(fs),
 		Runtime:      rt,
 		Traffic:      tr,
 		Readiness:    &engine.ReadinessWaiter{Probes: hostProbes{host}},

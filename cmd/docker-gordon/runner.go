@@ -334,7 +334,7 @@ func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *re
 	if file.Data, err = manifest.WithBuiltImages(file.Data, built); err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
-	b.Files = append(b.Files, file)
+	b.Files = append(append(b.Files, remote.ProjectFiles(in.spec, runnerManifestDir)...), file)
 	*extra = append(*extra, "--file="+remote.RunnerInputDir+"/"+file.Path)
 	images := specImages(in.spec)
 	rc.images, rc.copyImages, rc.shipImages = images, copyImages, !dryRun

@@ -199,3 +199,24 @@ func RegistryHost(ref string) string {
 	}
 	return reference.Domain(n)
 }
+
+// ProjectFiles are the bundle files of spec's project files (SPEC R82,
+// read by the CLI's loader): each at dir/<its source>, so that the
+// runner's loader, reading the manifest written in dir, finds the same
+// bytes at the same relative paths (a file two configs name is sent
+// once). The files travel with the deploy; nothing is read on the server.
+func ProjectFiles(spec core.AppSpec, dir string) []File {
+	var out []File
+	seen := map[string]bool{}
+	for _, s := range spec.Services {
+		for _, c := range s.Configs {
+			p := path.Join(dir, c.Source)
+			if seen[p] || c.Data == nil {
+				continue
+			}
+			seen[p] = true
+			out = append(out, File{Path: p, Mode: os.FileMode(c.Mode).Perm(), Data: c.Data})
+		}
+	}
+	return out
+}
