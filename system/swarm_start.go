@@ -123,7 +123,7 @@ func startSwarm(ctx context.Context, env Env, o *SwarmStartOptions) (bool, error
 	if o.Registry == "" && (wasSwarm || adopted) {
 		o.Registry = old.Registry // as at the last system start
 	}
-	running, plan, err := swarmStartChecks(ctx, env, api, o, old, wasSwarm)
+	_, plan, err := swarmStartChecks(ctx, env, api, o, old, wasSwarm)
 	if err != nil {
 		return false, err
 	}
@@ -162,7 +162,7 @@ func startSwarm(ctx context.Context, env Env, o *SwarmStartOptions) (bool, error
 	if cfg.Image, err = pushSwarmEdgeImage(ctx, env, api, bin, o.Registry, target); err != nil {
 		return false, err
 	}
-	ctl, secretID, err := swarmControl(ctx, env, cfg, running, wasSwarm, env.registryAuth(target))
+	ctl, secretID, err := swarmControl(ctx, env, cfg, plan.control)
 	if err != nil {
 		return false, err
 	}
@@ -215,7 +215,11 @@ func swarmStartChecks(ctx context.Context, env Env, api client.APIClient, o *Swa
 			return running, adoption{}, err
 		}
 	}
-	plan, err := planAdoption(ctx, env, api, o.Adopt)
+	ctl, err := recoverControl(ctx, env, api, o, running, wasSwarm)
+	if err != nil {
+		return running, adoption{}, err
+	}
+	plan, err := planAdoption(ctx, env, api, o.Adopt, ctl)
 	if err != nil {
 		return running, adoption{}, err
 	}
@@ -226,20 +230,20 @@ func swarmStartChecks(ctx context.Context, env Env, api client.APIClient, o *Swa
 }
 
 // swarmControl settles the control channel's credentials
-// (<state>/edge/control.json): a state directory taking over a running
-// edge (adopted, R80) recovers the driving one's from the swarm, else
-// this state directory's are made when it has none. Their Docker secrets
-// are made: the edges' (baked anew after a rotate-token, which replaces
-// each edge task once) and the manager-only record.
-func swarmControl(ctx context.Context, env Env, cfg swarm.Config, running swarm.RunningEdge, wasSwarm bool, auth string) (swarm.Control, string, error) {
+// (<state>/edge/control.json): recovered, the record of the state
+// directory that drove the running edge (adopted, R80), else this state
+// directory's, made when it has none. Their Docker secrets are made: the
+// edges' (baked anew after a rotate-token, which replaces each edge task
+// once) and the manager-only record.
+func swarmControl(ctx context.Context, env Env, cfg swarm.Config, recovered *swarm.Control) (swarm.Control, string, error) {
 	stateDir := env.StateDir
-	if _, ok, err := swarm.LoadControl(stateDir); err != nil {
-		return swarm.Control{}, "", err
-	} else if !ok && !wasSwarm && running.Image != "" {
-		if _, found, err := swarm.RecoverControl(ctx, env.API, stateDir, cfg.ManagerNode, cfg.Image, auth); err != nil {
+	if recovered != nil {
+		if _, ok, err := swarm.LoadControl(stateDir); err != nil {
 			return swarm.Control{}, "", err
-		} else if found {
-			fmt.Fprintf(env.Out, "control credentials: recovered from the swarm (the running edges keep theirs)\n")
+		} else if !ok {
+			if err := swarm.SaveControl(stateDir, *recovered); err != nil {
+				return swarm.Control{}, "", fmt.Errorf("control credentials: %w", err)
+			}
 		}
 	}
 	ctl, err := swarm.EnsureControl(stateDir)

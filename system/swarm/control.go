@@ -48,6 +48,9 @@ type Control struct {
 	EdgeKey     string `json:"edge_key"`
 	StorageCert string `json:"storage_cert"`
 	StorageKey  string `json:"storage_key"`
+	// MirrorKey seals the state configs (hex, 32 bytes;
+	// statemirror_crypt.go).
+	MirrorKey string `json:"mirror_key,omitempty"`
 }
 
 // BakedTokens are the tokens of the edge service's Docker secret.
@@ -93,7 +96,7 @@ func SaveControl(stateDir string, c Control) error {
 // NewControl makes fresh credentials: random 32-byte tokens (hex), a new
 // CA, the edges' and the storage's certificates; generation 1, baked.
 func NewControl() (Control, error) {
-	c := Control{Generation: 1, Push: randomToken(), Edge: randomToken()}
+	c := Control{Generation: 1, Push: randomToken(), Edge: randomToken(), MirrorKey: randomToken()}
 	var err error
 	if c.CA, c.CAKey, err = control.NewCA(); err != nil {
 		return c, err
@@ -112,7 +115,14 @@ func NewControl() (Control, error) {
 // saving them when there are none.
 func EnsureControl(stateDir string) (Control, error) {
 	c, ok, err := LoadControl(stateDir)
-	if err != nil || ok {
+	if err != nil {
+		return c, err
+	}
+	if ok {
+		if c.MirrorKey == "" {
+			c.MirrorKey = randomToken()
+			err = SaveControl(stateDir, c)
+		}
 		return c, err
 	}
 	if c, err = NewControl(); err != nil {

@@ -70,12 +70,13 @@ func EnsureRecordSecret(ctx context.Context, api client.APIClient, c Control, ow
 	return nil
 }
 
-// RecoverControl copies the newest control record secret into
-// <stateDir>/edge/control.json (0600) with a one-shot task of image (the
-// edge image: `gordon-edge copy-secret`) pinned to node (this manager),
-// bind-mounting <stateDir>/edge; auth pulls the image. found is false
-// when the swarm has no record secret (an edge from before split
-// credentials: system start makes new ones).
+// RecoverControl reads the newest control record secret with a one-shot
+// task of image (the edge image: `gordon-edge copy-secret`) pinned to
+// node (this manager), which copies it into a private directory (0700)
+// under stateDir, bind-mounted; the directory is removed once read, and
+// nothing is saved (the caller does, once system start goes ahead). auth
+// pulls the image. found is false when the swarm has no record secret (an
+// edge from before split credentials: system start makes new ones).
 func RecoverControl(ctx context.Context, api client.APIClient, stateDir, node, image, auth string) (c Control, found bool, err error) {
 	res, err := api.SecretList(ctx, client.SecretListOptions{Filters: make(client.Filters).Add("label", labelControl+"=record")})
 	if err != nil {
@@ -86,10 +87,14 @@ func RecoverControl(ctx context.Context, api client.APIClient, stateDir, node, i
 	}
 	sort.Slice(res.Items, func(i, j int) bool { return res.Items[i].CreatedAt.After(res.Items[j].CreatedAt) })
 	sec := res.Items[0]
-	dir := filepath.Join(stateDir, "edge")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return Control{}, true, err
 	}
+	dir, err := os.MkdirTemp(stateDir, ".recover-control-")
+	if err != nil {
+		return Control{}, true, err
+	}
+	defer os.RemoveAll(dir)
 	once := uint64(1)
 	spec := swarm.ServiceSpec{
 		Annotations: swarm.Annotations{Name: "gordon-control-recover-" + randomToken()[:8], Labels: map[string]string{labelManaged: "true", labelRole: roleSystem}},
@@ -114,14 +119,14 @@ func RecoverControl(ctx context.Context, api client.APIClient, stateDir, node, i
 	if err := awaitTaskDone(ctx, api, cr.ID); err != nil {
 		return Control{}, true, err
 	}
-	c, ok, err := LoadControl(stateDir)
-	if err == nil && !ok {
-		err = fmt.Errorf("recover the control credentials: the task wrote no %s: %w", ControlFile, core.ErrUnavailable)
-	}
+	data, err := os.ReadFile(filepath.Join(dir, "control.json"))
 	if err != nil {
-		return Control{}, true, err
+		return Control{}, true, fmt.Errorf("recover the control credentials: the one-shot task wrote nothing: %w: %w", core.ErrUnavailable, err)
 	}
-	return c, true, SaveControl(stateDir, c)
+	if err := json.Unmarshal(data, &c); err != nil || c.Push == "" || c.CA == "" {
+		return Control{}, true, fmt.Errorf("recover the control credentials: the record secret %s does not read: %w", sec.Spec.Name, core.ErrInvalid)
+	}
+	return c, true, nil
 }
 
 // awaitTaskDone waits (at most 2 minutes) until the one task of service
