@@ -36,7 +36,7 @@ func lastAccessDest(stateDir string) string {
 	if dest, ok := EdgeAccessLog(stateDir); ok {
 		return dest
 	}
-	data, err := os.ReadFile(filepath.Join(stateDir, "edge", "start.json"))
+	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
 	if err != nil {
 		return AccessLogStdout
 	}

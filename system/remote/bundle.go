@@ -115,9 +115,18 @@ type Session struct {
 	Context string
 }
 
+// current is the runner's session: nil but in a runner container, where
+// StartSession sets it once, before the CLI starts.
+var current *Session
+
+// Current is the runner's session (StartSession), or nil outside a runner
+// container.
+func Current() *Session { return current }
+
 // StartSession is called by main when GORDON_RUNNER=1: it takes the bundle
 // from stdin, writes its files under RunnerInputDir, gives the verb the
 // bundle's stdin as os.Stdin and arms the stdin watchdog (WatchControl).
+// The session is Current from then on.
 func StartSession() (*Session, error) {
 	b, err := ReadBundle(os.Stdin)
 	if err != nil {
@@ -144,7 +153,8 @@ func StartSession() (*Session, error) {
 	control := os.Stdin
 	os.Stdin = pr
 	go WatchControl(control, Silence)
-	return &Session{Auth: b.RegistryAuth, Secrets: b.Secrets, Engine: os.Getenv(RunnerEngineEnv), Context: os.Getenv(RunnerContextEnv)}, nil
+	current = &Session{Auth: b.RegistryAuth, Secrets: b.Secrets, Engine: os.Getenv(RunnerEngineEnv), Context: os.Getenv(RunnerContextEnv)}
+	return current, nil
 }
 
 // Heartbeats on the runner's stdin: the CLI writes one byte every

@@ -1,4 +1,4 @@
-package main
+package system
 
 import (
 	"path/filepath"
@@ -21,7 +21,7 @@ func TestEdgeStart_AccessLogFlags(t *testing.T) {
 	state := t.TempDir()
 	unit := func(dest string) (docker.Unit, error) {
 		u := docker.Unit{Cmd: []string{"run"}}
-		f := edgeAccessFlags{dest: dest, maxSize: 100 << 20, keep: 5}
+		f := AccessLogOptions{Dest: dest, MaxSize: 100 << 20, Keep: 5}
 		return u, withEdgeAccessLog(&u, &f, state)
 	}
 	u, err := unit("stdout")
@@ -42,13 +42,11 @@ func TestEdgeStart_AccessLogFlags(t *testing.T) {
 	}
 }
 
-// The CLI repeats the edge's access log names and rotation defaults so as
+// The system plane repeats the edge's access log rotation defaults so as
 // not to link edgeproxy (start-up cost); they must stay what gordon-edge
 // takes, or edge start would pass flags the edge reads differently.
-func TestEdgeAccess_ConstantsAreTheEdges(t *testing.T) {
-	assert.Equal(t, edgeproxy.AccessLogOff, accessLogOff)
-	assert.Equal(t, edgeproxy.AccessLogStdout, accessLogStdout)
-	assert.EqualValues(t, edgeproxy.DefaultAccessLogMaxSize, defaultAccessLogMaxSize)
-	assert.EqualValues(t, edgeproxy.DefaultAccessLogKeep, defaultAccessLogKeep)
+func TestEdgeAccess_RotationDefaultsAreTheEdges(t *testing.T) {
+	assert.EqualValues(t, edgeproxy.DefaultAccessLogMaxSize, DefaultAccessLogMaxSize)
+	assert.EqualValues(t, edgeproxy.DefaultAccessLogKeep, DefaultAccessLogKeep)
 	assert.Equal(t, edgeproxy.StatusFile, edgestate.StatusFile)
 }
