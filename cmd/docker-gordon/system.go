@@ -67,7 +67,16 @@ engine after a reboot; no registry and no systemd are needed.`,
 			return "", fmt.Errorf("system container %q: want edge or reconcile: %w", arg, core.ErrInvalid)
 		}, cobra.ExactArgs(1))
 
-	cmd.AddCommand(start, stop, status, logs)
+	rotate := &cobra.Command{
+		Use:   "rotate-token",
+		Short: "On a swarm: replace the edges' push and edge tokens without replacing an edge task",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return system.RotateToken(cmd.Context(), env.sysEnv())
+		},
+	}
+
+	cmd.AddCommand(start, stop, status, logs, rotate)
 	return cmd
 }
 
