@@ -28,7 +28,7 @@ func labNode(id, host string, role swarm.NodeRole, labels map[string]string) swa
 func TestSwarm_PlacementConstraintsOnEveryInstance(t *testing.T) {
 	c := baseSpec()
 	c.Labels[core.LabelPlacement] = "node.role==worker\nnode.labels.zone!=b"
-	s, err := serviceSpec(c, "")
+	s, err := serviceSpec(c)
 	require.NoError(t, err)
 	require.NotNil(t, s.TaskTemplate.Placement)
 	assert.Equal(t, []string{"node.role==worker", "node.labels.zone!=b"}, s.TaskTemplate.Placement.Constraints)
