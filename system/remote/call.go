@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/composeapi"
 	"github.com/gordon-deploy/docker-gordon/system/image"
 )
 
@@ -250,4 +251,18 @@ func ServingContainer(ctx context.Context, s Streams, api client.APIClient, t Ta
 		return "", 0, fmt.Errorf("exec %s %s: the runner on %s named no serving container (it said %q)", app, service, t, id)
 	}
 	return id, 0, nil
+}
+
+// SecretValues reads the compose secrets with a file: or environment:
+// source (their values; an unreadable source is an error).
+func SecretValues(secrets []composeapi.Secret) ([]SecretValue, error) {
+	values := make([]SecretValue, 0, len(secrets))
+	for _, s := range secrets {
+		v, err := s.Value()
+		if err != nil {
+			return nil, err
+		}
+		values = append(values, SecretValue{Service: s.Service, Name: s.Name, Value: v})
+	}
+	return values, nil
 }
