@@ -185,12 +185,8 @@ func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *re
 		file = remote.File{Path: runnerManifestDir + "/" + in.spec.Name + ".toml", Mode: 0o600, Data: in.compose.Manifest}
 		if !dryRun {
 			// A dry run stores nothing, so it reads no secret.
-			for _, s := range in.compose.Secrets {
-				v, err := s.Value()
-				if err != nil {
-					return nil, fmt.Errorf("deploy: %w; nothing was changed", err)
-				}
-				b.Secrets = append(b.Secrets, remote.SecretValue{Service: s.Service, Name: s.Name, Value: v})
+			if b.Secrets, err = remote.SecretValues(in.compose.Secrets); err != nil {
+				return nil, fmt.Errorf("deploy: %w; nothing was changed", err)
 			}
 		}
 	} else {

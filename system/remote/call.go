@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/composeapi"
 	"github.com/gordon-deploy/docker-gordon/system/image"
 )
 
@@ -224,4 +225,44 @@ func SpecImages(spec core.AppSpec) []string {
 		images = append(images, s.Image)
 	}
 	return images
+}
+
+// ServingContainer asks a runner on the engine api reaches (t) which
+// container serves instance (from 1) of app's service: the journal lives
+// there. The runner's stderr goes to s.Err; code is its exit status when
+// not 0 (it has said why).
+func ServingContainer(ctx context.Context, s Streams, api client.APIClient, t Target, app, service string, instance int, edgeBinary string) (id string, code int, err error) {
+	paths, err := ReadServerPaths(ctx, api)
+	if err != nil {
+		return "", 0, err
+	}
+	img, err := RunnerImage(ctx, api, edgeBinary)
+	if err != nil {
+		return "", 0, fmt.Errorf("runner image on %s: %w", t, err)
+	}
+	var out strings.Builder
+	s.Out = &out
+	args := []string{"gordon", "exec", "--print-container", fmt.Sprintf("--instance=%d", instance), app, service, "--", "true"}
+	if code, err = Run(ctx, s, api, t, img.Ref, paths, args, Bundle{}); err != nil || code != 0 {
+		return "", code, err
+	}
+	id = strings.TrimSpace(out.String())
+	if id == "" || strings.ContainsAny(id, " \n") {
+		return "", 0, fmt.Errorf("exec %s %s: the runner on %s named no serving container (it said %q)", app, service, t, id)
+	}
+	return id, 0, nil
+}
+
+// SecretValues reads the compose secrets with a file: or environment:
+// source (their values; an unreadable source is an error).
+func SecretValues(secrets []composeapi.Secret) ([]SecretValue, error) {
+	values := make([]SecretValue, 0, len(secrets))
+	for _, s := range secrets {
+		v, err := s.Value()
+		if err != nil {
+			return nil, err
+		}
+		values = append(values, SecretValue{Service: s.Service, Name: s.Name, Value: v})
+	}
+	return values, nil
 }
