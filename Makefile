@@ -14,7 +14,7 @@ CLI_TAGS := gordoncomposehelper
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
 FUZZTIME ?= 5s
 
-.PHONY: all build install check test test-unit test-race test-e2e fuzz-smoke stress vet staticcheck fmt proto demo bench bench-go bench-edge bench-abuse bench-nginx bench-tls-tools clean
+.PHONY: all build install check docs test test-unit test-race test-e2e fuzz-smoke stress vet staticcheck fmt proto demo bench bench-go bench-edge bench-abuse bench-nginx bench-tls-tools clean
 
 all: build
 
@@ -97,6 +97,11 @@ proto:
 ## demo: build the demo images, start the edge, deploy examples/demo, print the URL
 demo: build
 	./examples/demo/run.sh
+
+## docs: regenerate docs/cli.md from the command tree (a test fails when it
+## is stale: TestCLIReferenceIsCurrent)
+docs:
+	$(GO) test ./cmd/docker-gordon -run '^TestCLIReferenceIsCurrent$$' -count=1 -args -update-docs
 
 ## bench: the performance suite (issue 7): every measurement side by side with
 ## a baseline from the same run -> bench/report.md and bench/report.json
