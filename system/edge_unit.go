@@ -301,4 +301,3 @@ func Stop(ctx context.Context, env Env, keepEdge bool) error {
 	}
 	return StopContainer(ctx, env, docker.EdgeName, 35*time.Second)
 }
-
