@@ -33,10 +33,9 @@ func newDashboardCommand(env *cliEnv) *cobra.Command {
 					AccessLog: func(ctx context.Context, w io.Writer) error {
 						return system.ShowAccessLog(ctx, env.dockerCli.Client(), o.StateDir, "", "", false, "1000", w)
 					}}
+				c.Certs = func(context.Context) ([]core.CertInfo, error) { return system.EdgeCerts(o.StateDir) }
 				if host, herr := env.pluginHost(); herr == nil {
 					c.Runtime, _ = host.Runtime(ctx, env.platform().RuntimeName())
-					tr, _ := host.Traffic(ctx, "edge")
-					c.Certs, _ = tr.(core.CertStore)
 				}
 				return c, err
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
@@ -120,7 +121,8 @@ func remoteServingContainer(ctx context.Context, env *cliEnv, app, service strin
 	if err != nil {
 		return "", err
 	}
-	img, err := runnerImage(ctx, api)
+	edge, _ := system.FindEdgeBinary()
+	img, err := remote.RunnerImage(ctx, api, edge)
 	if err != nil {
 		return "", fmt.Errorf("runner image on %s: %w", env.target, err)
 	}
