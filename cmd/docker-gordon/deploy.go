@@ -390,13 +390,15 @@ func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInpu
 	return built, nil
 }
 
-// writeDeployJSON writes the op as JSON; with builds, the object has one
-// more key, "builds": [{service, tag, id (the image ID), built}].
+// writeDeployJSON writes the op as `ops APP OP --format json` shows it
+// (engine.OpView: verb set, phases in phases_ms); with builds, the object
+// has one more key, "builds": [{service, tag, id (the image ID), built}].
 func writeDeployJSON(w io.Writer, op core.Operation, builds []imagebuild.Image) error {
+	view := engine.OpViewOf(op)
 	if len(builds) == 0 {
-		return writeJSON(w, op)
+		return writeJSON(w, view)
 	}
-	data, err := json.Marshal(op)
+	data, err := json.Marshal(view)
 	if err != nil {
 		return err
 	}
