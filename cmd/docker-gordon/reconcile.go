@@ -13,6 +13,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/dashboard"
 	"github.com/gordon-deploy/docker-gordon/system/reconcile"
 )
 
@@ -24,6 +25,8 @@ type reconcileOptions struct {
 	// certStorageAddr serves the edges' certificate storage
 	// (reconcile_certshare.go) while the loop runs.
 	certStorageAddr string
+	// dashboard is where the loop also serves the dashboard ("": not).
+	dashboard string
 }
 
 func newReconcileCommand(env *cliEnv) *cobra.Command {
@@ -63,6 +66,7 @@ an instance's address is re-resolved within about a second. A busy app
 			}
 			quiet := okPasses{}
 			var wake chan string
+			go o.serveDashboard(ctx, env)
 			if o.watch {
 				wake = make(chan string, 64)
 				go reconcile.WatchEngineEvents(ctx, env.dockerCli.Client(), wake, env.logger.Named("events"))
@@ -119,12 +123,31 @@ an instance's address is re-resolved within about a second. A busy app
 			}
 		},
 	}
+	o.register(cmd)
+	addFormatFlag(cmd, &o.format)
+	return cmd
+}
+
+// register adds the reconcile verb's flags of o to cmd.
+func (o *reconcileOptions) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.boot, "boot", false, "first run the boot reconciliation: bring every running app back (start, verify, route) and keep stopped apps stopped")
 	cmd.Flags().BoolVar(&o.watch, "watch", false, "repeat the pass until stopped")
 	cmd.Flags().DurationVar(&o.interval, "interval", engine.DefaultReconcileInterval, "time between passes with --watch")
 	cmd.Flags().StringVar(&o.certStorageAddr, "cert-storage-addr", "", "with --watch, also serve the state directory's edge certificates on this address (e.g. :9190) as the certificate storage every swarm edge shares (gordon-edge --cert-storage), authorized by the route-push token edge/swarm-token")
-	addFormatFlag(cmd, &o.format)
-	return cmd
+	cmd.Flags().StringVar(&o.dashboard, "dashboard", "", "with --watch, also serve the read-only dashboard on this loopback address (system start --dashboard)")
+}
+
+// serveDashboard serves the dashboard on o.dashboard while a --watch loop
+// runs (nothing without both); its failure is logged, the loop goes on.
+func (o reconcileOptions) serveDashboard(ctx context.Context, env *cliEnv) {
+	if !o.watch || o.dashboard == "" {
+		return
+	}
+	err := dashboard.Run(ctx, dashboard.Options{Addr: o.dashboard, CLI: "docker gordon", Engine: "this engine", Stderr: env.dockerCli.Err(),
+		StateDir: env.opts.stateDir, Collector: dashboardCollector(env, env.opts.stateDir)})
+	if err != nil && ctx.Err() == nil {
+		env.logger.Error("dashboard stopped", "error", err)
+	}
 }
 
 // runBoot runs the boot reconciliation (--boot) and prints its reports;
