@@ -248,6 +248,9 @@ func Start(ctx context.Context, env Env, o StartOptions) error {
 	if err != nil {
 		return err
 	}
+	if onSwarm && o.Reconcile.Dashboard != "" {
+		return fmt.Errorf("--dashboard: on a swarm, run docker gordon dashboard on the manager or through its context instead; nothing was changed: %w", core.ErrInvalid)
+	}
 	if onSwarm {
 		so := o.Swarm
 		so.NodeID, so.HTTPAddr, so.Drain, so.TLS, so.Interval, so.Changed = nodeID, o.Edge.HTTPAddr, o.Edge.Drain, o.Edge.TLS, o.Reconcile.Interval, changed

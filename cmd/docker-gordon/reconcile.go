@@ -9,12 +9,13 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/dashboard"
 	"github.com/gordon-deploy/docker-gordon/system/reconcile"
 )
 
 func newReconcileCommand(env *cliEnv) *cobra.Command {
 	var o reconcile.Options
-	var format string
+	var format, dashboardAddr string
 	cmd := &cobra.Command{
 		Use:   "reconcile [APP...]",
 		Short: "Converge apps: finish interrupted operations, verify and route serving generations, retire superseded ones",
@@ -47,6 +48,7 @@ an instance's address is re-resolved within about a second. A busy app
 				}
 			}
 			o.Booted = func(reps []engine.BootReport) { renderBoot(env, format, reps) }
+			go serveDashboard(cmd.Context(), env, o.Watch, dashboardAddr)
 			return reconcile.Run(cmd.Context(), o)
 		},
 	}
@@ -54,8 +56,22 @@ an instance's address is re-resolved within about a second. A busy app
 	cmd.Flags().BoolVar(&o.Watch, "watch", false, "repeat the pass until stopped")
 	cmd.Flags().DurationVar(&o.Interval, "interval", engine.DefaultReconcileInterval, "time between passes with --watch")
 	cmd.Flags().StringVar(&o.CertStorageAddr, "cert-storage-addr", "", "with --watch, also serve the state directory's edge certificates on this address (e.g. :9190) as the certificate storage every swarm edge shares (gordon-edge --cert-storage), authorized by the route-push token edge/swarm-token")
+	cmd.Flags().StringVar(&dashboardAddr, "dashboard", "", "with --watch, also serve the read-only dashboard on this loopback address (system start --dashboard)")
 	addFormatFlag(cmd, &format)
 	return cmd
+}
+
+// serveDashboard serves the dashboard on addr while a --watch loop runs
+// (nothing without both); its failure is logged, the loop goes on.
+func serveDashboard(ctx context.Context, env *cliEnv, watch bool, addr string) {
+	if !watch || addr == "" {
+		return
+	}
+	err := dashboard.Run(ctx, dashboard.Options{Addr: addr, CLI: "docker gordon", Engine: "this engine", Stderr: env.dockerCli.Err(),
+		StateDir: env.opts.stateDir, Collector: dashboardCollector(env, env.opts.stateDir)})
+	if err != nil && ctx.Err() == nil {
+		env.logger.Error("dashboard stopped", "error", err)
+	}
 }
 
 // renderBoot prints the boot reconciliation's reports.

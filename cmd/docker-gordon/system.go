@@ -7,6 +7,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/dashboard"
 	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
@@ -96,6 +97,8 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 	registerEdgeFlags(start, &o.Edge)
 	registerSwarmStartFlags(start, &o)
 	start.Flags().DurationVar(&o.Reconcile.Interval, "interval", engine.DefaultReconcileInterval, "time between reconcile passes")
+	start.Flags().StringVar(&o.Reconcile.Dashboard, "dashboard", "", "also serve the read-only dashboard from gordon-reconcile on the engine's host: --dashboard (on "+dashboard.DefaultAddr+") or --dashboard=ADDR, a loopback address")
+	start.Flags().Lookup("dashboard").NoOptDefVal = dashboard.DefaultAddr
 
 	return start
 }
