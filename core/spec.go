@@ -100,17 +100,16 @@ type ServiceSpec struct {
 	// deploy runs it to completion before the services that depend on it,
 	// and it is never published, routed or restarted).
 	Run string `json:"run,omitempty"`
-	// Replicas is how many instances of the service's generation run at
-	// once (manifest replicas, compose deploy.replicas or scale): 0 and 1
-	// both mean one. More than one needs an overlap-eligible service that
-	// is not a one-shot (a single-writer service runs one instance); the
-	// edge balances the service's routes over them.
+	// Replicas is how many instances run at once (manifest replicas, compose
+	// deploy.replicas or scale; 0 and 1 mean one). More than one needs an
+	// overlap-eligible long-running service; the edge balances over them.
 	Replicas int `json:"replicas,omitempty"`
 	// Node pins the service to one node of a multi-node runtime (manifest
 	// node, compose x-gordon.node): a swarm node's hostname or ID. Its
 	// volumes live there, and a bind mount names a path there. A one-engine
 	// runtime has one node and ignores it.
-	Node string `json:"node,omitempty"`
+	Node      string   `json:"node,omitempty"`
+	Placement []string `json:"placement,omitempty"` // swarm constraints ("node.role==worker"); one engine: none
 	// Aliases are extra names other services reach this one by on the app
 	// network, besides its service name (manifest aliases, compose
 	// container_name and networks.<net>.aliases).
@@ -119,10 +118,9 @@ type ServiceSpec struct {
 	// switch, after start and before stop (SPEC R72); nil runs none.
 	Hooks *Hooks `json:"hooks,omitempty"`
 	// Monitor is SPEC R76's post-switch watch (nil: none).
-	Monitor *Monitor `json:"monitor,omitempty"`
-	// SnapshotsBeforeDeploy and SnapshotsKeep are [services.X.snapshots] (snapshot.Policy).
-	SnapshotsBeforeDeploy string `json:"snapshots_before_deploy,omitempty"`
-	SnapshotsKeep         int    `json:"snapshots_keep,omitempty"`
+	Monitor               *Monitor `json:"monitor,omitempty"`
+	SnapshotsBeforeDeploy string   `json:"snapshots_before_deploy,omitempty"` // [services.X.snapshots], see snapshot.Policy
+	SnapshotsKeep         int      `json:"snapshots_keep,omitempty"`
 }
 
 // Monitor is [services.X.monitor] (SPEC R76; see the engine's monitor).
@@ -280,13 +278,11 @@ type BindMount struct {
 
 // ConfigFile is one project file a service receives read-only (SPEC R82).
 type ConfigFile struct {
-	// Source: slash-separated, relative to the manifest's directory.
-	Source string `json:"source"`
+	Source string `json:"source"` // relative to the manifest's directory
 	Path   string `json:"path"`   // absolute, clean, in the container
 	Mode   uint32 `json:"mode"`   // read (and execute) bits, never write
 	Digest string `json:"digest"` // hex sha256 of the content
-	// Data is the content; never journaled (stored by StoreName).
-	Data []byte `json:"-"`
+	Data   []byte `json:"-"`      // never journaled: stored by StoreName
 }
 
 // StoreName is the file's content-addressed name "<digest>-<octal mode>".

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/gordon-deploy/docker-gordon/cmd/internal/helptext"
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
@@ -121,10 +122,12 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newSecretsCommand(env),
 		newCertsCommand(env),
 		newSnapshotsCommand(env),
+		newPruneCommand(env),
 		newDashboardCommand(env),
 	)
 	interruptedExits(cmd)
 	usererr.Plain(cmd)
+	helptext.Install(cmd)
 	return cmd
 }
 
