@@ -3,6 +3,8 @@ package engine_test
 import (
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -232,4 +234,22 @@ func TestSnapshot_CreateAndRestoreRestartInPlace(t *testing.T) {
 
 	_, err = h.Engine.SnapshotRestore(h.Ctx(), "blog", "20990101-000000.000-web-0000", "")
 	assert.ErrorIs(t, err, core.ErrNotFound)
+}
+
+// A snapshot a crash cut off (its files written, its manifest not) is
+// never listed, and the next reconcile removes it.
+func TestSnapshot_ReconcileRemovesAPartialSnapshot(t *testing.T) {
+	h, _, _ := snapSeed(t, nil)
+	dir := t.TempDir()
+	store := snapshot.Open(dir)
+	h.Engine.Snapshots = store
+	partial := filepath.Join(dir, "snapshots", "blog", "20261204-000000.000-web-abcd")
+	require.NoError(t, os.MkdirAll(partial, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(partial, "gordon-blog-data.tar.zst"), []byte("cut off"), 0o600))
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Empty(t, list, "a snapshot without its manifest is not listed")
+	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	assert.NoDirExists(t, partial)
 }
