@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -82,6 +83,10 @@ func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 	}
 	for _, wa := range res.Warnings {
 		fmt.Fprintln(env.dockerCli.Err(), usererr.WarningLine(wa))
+	}
+	if len(res.KeptVolumes) > 0 {
+		fmt.Fprintf(env.dockerCli.Err(), "kept volumes (their data stays; a new app of this name does not see them): %s; delete with docker volume rm %s\n",
+			strings.Join(res.KeptVolumes, ", "), strings.Join(res.KeptVolumes, " "))
 	}
 	replayed := ""
 	if res.Replayed {
