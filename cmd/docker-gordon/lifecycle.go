@@ -19,6 +19,7 @@ type lifecycleOptions struct {
 	services []string
 	opKey    string
 	format   string
+	quiet    bool
 }
 
 // lifecycleVerb is one engine verb over a LifecycleRequest.
@@ -30,6 +31,7 @@ func addLifecycleFlags(cmd *cobra.Command, o *lifecycleOptions, services bool) {
 		f.StringArrayVar(&o.services, "service", nil, "act only on this service (repeatable)")
 	}
 	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
 	addFormatFlag(cmd, &o.format)
 }
 
@@ -42,7 +44,9 @@ func runLifecycle(cmd *cobra.Command, env *cliEnv, verb string, fn lifecycleVerb
 		return err
 	}
 	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
-	eng.Progress = pr.event
+	if !o.quiet {
+		eng.Progress = pr.event
+	}
 	res, verr := fn(eng, ctx, engine.LifecycleRequest{App: app, Services: o.services, OpKey: o.opKey})
 	pr.finish()
 	if res == nil {
