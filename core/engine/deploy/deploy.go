@@ -43,12 +43,10 @@ type DeployRequest struct {
 	// "rollback", Scale "scale"), and RollbackTo as Operation.RollbackTo.
 	Verb       string
 	RollbackTo string
-	// RestoreData is, for a rollback with its data, service → the snapshot
-	// its volumes are restored from (each restore is a journaled step).
+	// RestoreData: service → the snapshot rollback --with-data restores;
+	// Warnings: app-level ones journaled with the op's (the data was kept).
 	RestoreData map[string]string
-	// Warnings are app-level warnings journaled with the op's own (a
-	// rollback's note that the data was kept).
-	Warnings []core.Warning
+	Warnings    []core.Warning
 	// Submit, when set, is a manifest Deploy checks (CheckDeployable) and
 	// stores as the app's new revision under the deploy's own app lock,
 	// then deploys (deploy -f): one lock, each check once. Revision must

@@ -12,11 +12,10 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 )
 
-// The data step of a sequential replacement (docs/data.md, package
-// volsnap): after the old generation stopped and before the new one is
-// created, while the edge holds the service, its volumes are snapshotted
-// ([services.X.snapshots]) and, for a rollback with its data, restored.
-// A failed step starts the old generation again: nothing changes.
+// The data step of a sequential replacement (docs/data.md): between the
+// old generation's stop and the new one's create, held at the edge, its
+// volumes are snapshotted and, for rollback --with-data, restored; a
+// failure starts the old generation again and changes nothing.
 
 // dataPlan says whether this replacement snapshots the old generation's
 // volumes and which snapshot it restores ("" none).
@@ -71,11 +70,9 @@ func (s *serviceRun) preserveData(ctx context.Context, take bool, restore string
 	return nil
 }
 
-// undoStop starts the stopped old generation again (readiness probed,
-// binds re-read), publishes it without a hold, clears its
-// replacement-pending marker and routes it, then fails the step with
-// cause: nothing changed. If the old generation cannot serve again, the
-// error says so and names reconcile.
+// undoStop starts the stopped old generation again (probed, binds
+// re-read), publishes it unheld, clears its marker, routes it and fails
+// the step with cause; if it cannot serve again, the error names reconcile.
 func (s *serviceRun) undoStop(ctx context.Context, cause error) error {
 	e, app, name := s.d.e, s.d.app, s.ps.Service
 	ctx = context.WithoutCancel(ctx)

@@ -42,8 +42,7 @@ type serviceRun struct {
 	// (ActionScale, R69).
 	scaling bool
 	scaled  []core.Instance
-	// oldStopped: the data step stopped the old generation (its pre_stop
-	// hooks ran), so its retirement only removes it.
+	// oldStopped: the data step stopped the old generation; retire removes it.
 	oldStopped bool
 }
 
@@ -275,7 +274,6 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		}
 		// 4. Retire Before with its grace, keeping its marker; a watched
 		// service only stops it: it is the standby (R76.8).
-		// The data step (deploy_data.go) stops the old generation first.
 		if take, restore := s.dataPlan(); take || restore != "" {
 			if err := s.preserveData(ctx, take, restore); err != nil {
 				return err
