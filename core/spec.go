@@ -118,6 +118,10 @@ type ServiceSpec struct {
 	Hooks *Hooks `json:"hooks,omitempty"`
 	// Monitor is SPEC R76's post-switch watch (nil: none).
 	Monitor *Monitor `json:"monitor,omitempty"`
+	// SleepAfter is the idle time after which the service sleeps (SPEC
+	// R81; 0: never); WakeIgnore are paths that do not wake it.
+	SleepAfter Duration `json:"sleep_after,omitempty"`
+	WakeIgnore []string `json:"wake_ignore,omitempty"`
 }
 
 // Monitor is [services.X.monitor] (SPEC R76; see the engine's monitor).
