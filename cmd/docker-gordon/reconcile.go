@@ -62,11 +62,7 @@ an instance's address is re-resolved within about a second. A busy app
 				}
 			}
 			quiet := okPasses{}
-			var wake chan string
-			if o.watch {
-				wake = make(chan string, 64)
-				go reconcile.WatchEngineEvents(ctx, env.dockerCli.Client(), wake, env.logger.Named("events"))
-			}
+			wake := o.watchers(ctx, env, eng, mirror)
 			apps := args
 			for {
 				var reps []engine.ReconcileReport
@@ -125,6 +121,19 @@ an instance's address is re-resolved within about a second. A busy app
 	cmd.Flags().StringVar(&o.certStorageAddr, "cert-storage-addr", "", "with --watch, also serve the state directory's edge certificates on this address (e.g. :9190) as the certificate storage every swarm edge shares (gordon-edge --cert-storage), authorized by the route-push token edge/swarm-token")
 	addFormatFlag(cmd, &o.format)
 	return cmd
+}
+
+// watchers starts, with --watch, the watch of the engine's events (the
+// apps they name arrive on the returned channel; nil without --watch)
+// and, on one engine, scale to zero (R81).
+func (o reconcileOptions) watchers(ctx context.Context, env *cliEnv, eng *engine.Engine, mirror *reconcile.StateMirror) chan string {
+	if !o.watch {
+		return nil
+	}
+	wake := make(chan string, 64)
+	go reconcile.WatchEngineEvents(ctx, env.dockerCli.Client(), wake, env.logger.Named("events"))
+	go reconcile.WatchScaleToZero(ctx, env.opts.stateDir, env.openStore, eng, mirror, env.logger.Named("scale-to-zero"))
+	return wake
 }
 
 // runBoot runs the boot reconciliation (--boot) and prints its reports;
