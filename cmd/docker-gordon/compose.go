@@ -19,6 +19,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/composeapi"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
+	"github.com/gordon-deploy/docker-gordon/imagebuild"
 	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
@@ -49,7 +50,7 @@ type appInput struct {
 	// compose is set for a compose project.
 	compose *composeapi.Result
 	// builds are the builds deploy ran (or found done) for spec.
-	builds []builtImage
+	builds []imagebuild.Image
 }
 
 // loadInput reads the -f files: a compose project when the first file is

@@ -19,6 +19,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/imagebuild"
 )
 
 type deployOptions struct {
@@ -38,16 +39,16 @@ type deployOptions struct {
 }
 
 // buildMode returns the build mode the flags select.
-func (o deployOptions) buildMode() buildMode {
+func (o deployOptions) buildMode() imagebuild.Mode {
 	switch {
 	case o.dryRun:
-		return buildPlan
+		return imagebuild.Plan
 	case o.build:
-		return buildAlways
+		return imagebuild.Always
 	case o.noBuild:
-		return buildNever
+		return imagebuild.Never
 	}
-	return buildMissing
+	return imagebuild.Missing
 }
 
 func newDeployCommand(env *cliEnv) *cobra.Command {
@@ -147,7 +148,7 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 
 	if o.dryRun {
 		if fromFile {
-			if _, err := resolveBuilds(ctx, nil, &in.spec, buildPlan, nil, nil); err != nil {
+			if _, err := imagebuild.Resolve(ctx, nil, &in.spec, imagebuild.Plan, nil, nil); err != nil {
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %v; nothing was changed", err)}
 			}
 			spec = in.spec
@@ -176,7 +177,7 @@ func runDeploy(cmd *cobra.Command, env *cliEnv, o deployOptions, args []string) 
 	}
 	printCandidateDiagnostics(env, res)
 	if isJSON(o.format) {
-		var builds []builtImage
+		var builds []imagebuild.Image
 		if in != nil {
 			builds = in.builds
 		}
@@ -239,7 +240,7 @@ func printDeployPlan(ctx context.Context, env *cliEnv, eng *engine.Engine, req e
 // since CheckDeployable requires them set; a refused manifest is never
 // stored.
 func deploySubmission(ctx context.Context, env *cliEnv, eng *engine.Engine, o deployOptions, in *appInput) (*engine.Submission, error) {
-	if hasBuilds(in.spec) {
+	if imagebuild.HasBuilds(in.spec) {
 		// A stopped edge refuses before a build that may take minutes
 		// (the deploy asks again under its lock).
 		if err := eng.RequireLiveTraffic(ctx, "deploy"); err != nil {
@@ -369,23 +370,23 @@ func formatBinds(ip string, tcp, udp map[int]int) string {
 // the op's steps (--format json) carry each built image's ID as its
 // digest. A failed build is a refusal (exit 1) that says nothing was
 // changed.
-func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInput) ([]builtImage, error) {
-	if !hasBuilds(in.spec) {
+func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInput) ([]imagebuild.Image, error) {
+	if !imagebuild.HasBuilds(in.spec) {
 		return nil, nil
 	}
 	var progress io.Writer = env.dockerCli.Err()
 	if o.quiet {
 		progress = nil
 	}
-	bd := &builder{mode: o.buildMode(), progress: progress, errw: env.dockerCli.Err()}
-	if bd.mode != buildPlan { // a dry run talks to no engine
-		bd.api, bd.auths = env.dockerCli.Client(), buildAuths(env)
-		bd.pushAuth = func(ref string) string {
+	bd := &imagebuild.Builder{Mode: o.buildMode(), Progress: progress, Errw: env.dockerCli.Err()}
+	if bd.Mode != imagebuild.Plan { // a dry run talks to no engine
+		bd.API, bd.Auths = env.dockerCli.Client(), buildAuths(env)
+		bd.PushAuth = func(ref string) string {
 			tok, _ := command.RetrieveAuthTokenFromImage(env.dockerCli.ConfigFile(), ref)
 			return tok
 		}
 	}
-	built, err := bd.resolve(ctx, &in.spec)
+	built, err := bd.Resolve(ctx, &in.spec)
 	if err != nil {
 		return nil, cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("deploy: %v; nothing was changed", err)}
 	}
@@ -412,7 +413,7 @@ func buildAuths(env *cliEnv) map[string]registry.AuthConfig {
 
 // writeDeployJSON writes the op as JSON; with builds, the object has one
 // more key, "builds": [{service, tag, id (the image ID), built}].
-func writeDeployJSON(w io.Writer, op core.Operation, builds []builtImage) error {
+func writeDeployJSON(w io.Writer, op core.Operation, builds []imagebuild.Image) error {
 	if len(builds) == 0 {
 		return writeJSON(w, op)
 	}

@@ -290,3 +290,33 @@ func TestRemote_SystemStartBundleCarriesRegistryCredentials(t *testing.T) {
 	require.NoError(t, perr)
 	assert.NotEmpty(t, rc.bundle.RegistryAuth["reg.lab:5000"], "the runner gets the credentials for --registry")
 }
+
+// TestBuild_RemoteBundleNamesTheImageOnly: a remote deploy -f of a
+// manifest with a build sends the runner a manifest that names the
+// build's tag and has no build table (its args stay here); --build and
+// --no-build are consumed here. A dry run builds nothing.
+func TestBuild_RemoteBundleNamesTheImageOnly(t *testing.T) {
+	dir := writeTree(t, map[string]string{"web/Dockerfile": "FROM scratch\n"})
+	file := filepath.Join(dir, "blog.toml")
+	require.NoError(t, os.WriteFile(file, []byte("name = \"blog\"\n[services.web.build]\ncontext = \"web\"\nargs = { TOKEN = \"s3cret\" }\n"), 0o644))
+	rc, _, err := remoteDeployCall(t, "deploy", "-f", file, "--dry-run", "--build")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gordon", "deploy", "--dry-run=true", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.args)
+	require.Len(t, rc.bundle.Files, 1)
+	sent := string(rc.bundle.Files[0].Data)
+	assert.NotContains(t, sent, "s3cret")
+	assert.NotContains(t, sent, "build")
+	assert.Regexp(t, `image = 'gordon/blog-web:[0-9a-f]{16}'`, sent)
+	assert.Len(t, rc.images, 1)
+}
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	}
+	return dir
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/internal/faultstore"
 	"github.com/gordon-deploy/docker-gordon/journal"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
 	"github.com/gordon-deploy/docker-gordon/system"
@@ -336,11 +337,11 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 	if trErr != nil {
 		return nil, trErr
 	}
-	fs := faultStore(store)
+	fs := faultstore.Wrap(store)
 	opts := e.platform().EngineOptions()
 	e.eng = &engine.Engine{
 		Store:        fs,
-		AfterCreate:  faultAfterCreate(fs),
+		AfterCreate:  faultstore.AfterCreate(fs),
 		Runtime:      rt,
 		Traffic:      tr,
 		Readiness:    &engine.ReadinessWaiter{Probes: hostProbes{host}},

@@ -16,6 +16,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/core/privilege"
 	"github.com/gordon-deploy/docker-gordon/core/readycheck"
+	"github.com/gordon-deploy/docker-gordon/imagebuild"
 	"github.com/gordon-deploy/docker-gordon/system"
 )
 
@@ -33,7 +34,7 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 			}
 			// A built service is checked under its build's tag (its
 			// context must be readable); nothing is built.
-			built, err := resolveBuilds(cmd.Context(), nil, &res.spec, buildPlan, nil, nil)
+			built, err := imagebuild.Resolve(cmd.Context(), nil, &res.spec, imagebuild.Plan, nil, nil)
 			if err != nil {
 				return cli.StatusError{StatusCode: 1, Status: fmt.Sprintf("validate: %v", err)}
 			}
@@ -75,7 +76,7 @@ func newValidateCommand(env *cliEnv) *cobra.Command {
 // deploy: its image is not said to be pulled. When the runtime backend
 // cannot be reached the checks are skipped with a note on stderr:
 // validate needs no engine.
-func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec, built []builtImage) (map[string]bool, error) {
+func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec, built []imagebuild.Image) (map[string]bool, error) {
 	host, err := env.pluginHost()
 	if err == nil {
 		var rt core.Runtime
@@ -96,7 +97,7 @@ func checkLocalImages(ctx context.Context, env *cliEnv, spec core.AppSpec, built
 				missing, err := eng.MissingImages(ctx, spec)
 				for _, m := range missing {
 					service, image, _ := strings.Cut(m, ": ")
-					if slices.ContainsFunc(built, func(b builtImage) bool { return b.Service == service }) {
+					if slices.ContainsFunc(built, func(b imagebuild.Image) bool { return b.Service == service }) {
 						fmt.Fprintf(env.dockerCli.Err(), "note: service %s: image %s is built on deploy (from its build context)\n", service, image)
 						continue
 					}

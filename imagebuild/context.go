@@ -1,4 +1,4 @@
-package main
+package imagebuild
 
 import (
 	"archive/tar"
@@ -212,9 +212,9 @@ func copyFile(w io.Writer, p string) error {
 	return err
 }
 
-// builtTag is the tag of a service's build: <prefix>/<app>-<service>:<first
+// BuiltTag is the tag of a service's build: <prefix>/<app>-<service>:<first
 // 16 hex digits of the build hash>, prefix "gordon" or the manifest's
 // registry.
-func builtTag(prefix, app, service, hash string) string {
+func BuiltTag(prefix, app, service, hash string) string {
 	return path.Join(prefix, app+"-"+service) + ":" + hash[:16]
 }

@@ -1,4 +1,4 @@
-package main
+package imagebuild
 
 import (
 	"archive/tar"
@@ -113,8 +113,8 @@ func TestBuild_MissingContextOrDockerfile(t *testing.T) {
 
 // TestBuild_Tag: gordon/<app>-<service>:<16 hex digits of the hash>.
 func TestBuild_Tag(t *testing.T) {
-	assert.Equal(t, "gordon/shop-web:0123456789abcdef", builtTag("gordon", "shop", "web", "0123456789abcdef0123"))
-	assert.Equal(t, "127.0.0.1:5000/team/shop-web:0123456789abcdef", builtTag("127.0.0.1:5000/team", "shop", "web", "0123456789abcdef0123"))
+	assert.Equal(t, "gordon/shop-web:0123456789abcdef", BuiltTag("gordon", "shop", "web", "0123456789abcdef0123"))
+	assert.Equal(t, "127.0.0.1:5000/team/shop-web:0123456789abcdef", BuiltTag("127.0.0.1:5000/team", "shop", "web", "0123456789abcdef0123"))
 }
 
 // TestBuild_FollowerNamesTheFailingStep: each step is one progress line;
@@ -143,7 +143,7 @@ func TestBuild_PlanSetsTagsWithoutBuilding(t *testing.T) {
 		{Name: "api", Image: "shop/api:1", Build: &core.BuildSpec{Context: dir}},
 		{Name: "db", Image: "postgres:16"},
 	}}
-	built, err := resolveBuilds(t.Context(), nil, &spec, buildPlan, nil, nil)
+	built, err := Resolve(t.Context(), nil, &spec, Plan, nil, nil)
 	require.NoError(t, err)
 	require.Len(t, built, 2)
 	assert.Regexp(t, `^gordon/shop-web:[0-9a-f]{16}$`, spec.Services[0].Image)
@@ -151,23 +151,4 @@ func TestBuild_PlanSetsTagsWithoutBuilding(t *testing.T) {
 	assert.Equal(t, "postgres:16", spec.Services[2].Image)
 	assert.NotNil(t, spec.Services[0].Build, "a plan keeps the build: the image is built on deploy, not pulled")
 	assert.NotNil(t, spec.Services[1].Build)
-}
-
-// TestBuild_RemoteBundleNamesTheImageOnly: a remote deploy -f of a
-// manifest with a build sends the runner a manifest that names the
-// build's tag and has no build table (its args stay here); --build and
-// --no-build are consumed here. A dry run builds nothing.
-func TestBuild_RemoteBundleNamesTheImageOnly(t *testing.T) {
-	dir := writeTree(t, map[string]string{"web/Dockerfile": "FROM scratch\n"})
-	file := filepath.Join(dir, "blog.toml")
-	require.NoError(t, os.WriteFile(file, []byte("name = \"blog\"\n[services.web.build]\ncontext = \"web\"\nargs = { TOKEN = \"s3cret\" }\n"), 0o644))
-	rc, _, err := remoteDeployCall(t, "deploy", "-f", file, "--dry-run", "--build")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"gordon", "deploy", "--dry-run=true", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.args)
-	require.Len(t, rc.bundle.Files, 1)
-	sent := string(rc.bundle.Files[0].Data)
-	assert.NotContains(t, sent, "s3cret")
-	assert.NotContains(t, sent, "build")
-	assert.Regexp(t, `image = 'gordon/blog-web:[0-9a-f]{16}'`, sent)
-	assert.Len(t, rc.images, 1)
 }

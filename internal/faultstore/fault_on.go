@@ -1,6 +1,6 @@
 //go:build gordonfault
 
-package main
+package faultstore
 
 import (
 	"context"
@@ -47,11 +47,11 @@ const (
 	envFaultFail = "GORDON_FAULT_FAIL"
 )
 
-// faultStore wraps s with the crash hook when GORDON_FAULT or
+// Wrap wraps s with the crash hook when GORDON_FAULT or
 // GORDON_FAULT_LOG is set; otherwise it returns s unchanged. A malformed
 // GORDON_FAULT (not "<name>#<positive int>") makes the process exit 1 at
 // once, so a test never silently runs without its fault.
-func faultStore(s core.Store) core.Store {
+func Wrap(s core.Store) core.Store {
 	spec, logPath, failSpec := os.Getenv(envFault), os.Getenv(envFaultLog), os.Getenv(envFaultFail)
 	if spec == "" && logPath == "" && failSpec == "" {
 		return s
@@ -228,10 +228,10 @@ func (f *faultingStore) SaveRevision(ctx context.Context, rev core.Revision) err
 	return f.after("SaveRevision", f.Store.SaveRevision(ctx, rev))
 }
 
-// faultAfterCreate returns the engine's AfterCreate hook for s: with the
-// crash hook installed (s from faultStore), every candidate creation is the
+// AfterCreate returns the engine's AfterCreate hook for s: with the
+// crash hook installed (s from Wrap), every candidate creation is the
 // boundary "CreateContainer"; otherwise nil.
-func faultAfterCreate(s core.Store) func(string) {
+func AfterCreate(s core.Store) func(string) {
 	f, ok := s.(*faultingStore)
 	if !ok {
 		return nil

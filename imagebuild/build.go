@@ -1,4 +1,9 @@
-package main
+// Package imagebuild builds an app's services' images on the engine a
+// deploy acts on, as docker build does (the context minus .dockerignore,
+// the classic builder's API), under tags derived from the context's
+// contents and the build settings, so an unchanged service builds nothing
+// new; with a manifest registry it pushes them and pins the digest.
+package imagebuild
 
 import (
 	"context"
@@ -18,62 +23,65 @@ import (
 	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
 )
 
-// buildMode says whether deploy builds: when the tag is missing (""),
+// Mode says whether deploy builds: when the tag is missing (""),
 // always ("always", deploy --build), never ("never", deploy --no-build:
 // a missing image is refused) or not at all ("plan", a dry run: the tags
 // are computed, nothing is built).
-type buildMode string
+type Mode string
 
 const (
-	buildMissing buildMode = ""
-	buildAlways  buildMode = "always"
-	buildNever   buildMode = "never"
-	buildPlan    buildMode = "plan"
+	Missing Mode = ""
+	Always  Mode = "always"
+	Never   Mode = "never"
+	Plan    Mode = "plan"
 )
 
 // buildTailLines is how many of a failed build's last output lines are
 // shown.
 const buildTailLines = 10
 
-// builtImage is one service's build result.
-type builtImage struct {
+// Image is one service's build result.
+type Image struct {
 	Service string `json:"service"`
 	Tag     string `json:"tag"`
 	ID      string `json:"id,omitempty"`
 	Built   bool   `json:"built"`
 }
 
-// resolveBuilds builds, on the engine api talks to, each service of spec
+// Resolve builds, on the engine api talks to, each service of spec
 // that has a build, and replaces its build with the resulting image: the
 // service's image when it names one (tagged with it, as compose does),
 // else gordon/<app>-<service>:<hash>. A build whose tag exists is not run
-// again (unless mode is buildAlways), so an unchanged context and
-// unchanged settings deploy nothing new. A plan (buildPlan) computes the
+// again (unless mode is Always), so an unchanged context and
+// unchanged settings deploy nothing new. A plan (Plan) computes the
 // tags and keeps each build section, so the planner knows the image is
 // built on deploy. Progress goes to progress (nil:
 // none), one line per Dockerfile step. A failed build returns an error
 // naming the service and the failing step; its last output lines are
 // written to errw. spec is changed only when every build succeeded.
-func resolveBuilds(ctx context.Context, api client.APIClient, spec *core.AppSpec, mode buildMode, progress, errw io.Writer) ([]builtImage, error) {
-	return (&builder{api: api, mode: mode, progress: progress, errw: errw}).resolve(ctx, spec)
+func Resolve(ctx context.Context, api client.APIClient, spec *core.AppSpec, mode Mode, progress, errw io.Writer) ([]Image, error) {
+	return (&Builder{API: api, Mode: mode, Progress: progress, Errw: errw}).Resolve(ctx, spec)
 }
 
-// builder runs the builds of one deploy. auths are the client's registry
+// Builder runs the builds of one deploy. Auths are the client's registry
 // credentials by registry host, which the engine uses to pull base images
-// (FROM), as docker build sends them.
-type builder struct {
-	api   client.APIClient
-	auths map[string]registry.AuthConfig
-	// pushAuth returns the encoded credentials for pushing ref (nil:
+// (FROM), as docker build sends them. API may be nil for a Plan (a dry
+// run talks to no engine).
+type Builder struct {
+	API   client.APIClient
+	Auths map[string]registry.AuthConfig
+	// PushAuth returns the encoded credentials for pushing ref (nil:
 	// none).
-	pushAuth       func(ref string) string
-	mode           buildMode
-	progress, errw io.Writer
+	PushAuth func(ref string) string
+	Mode     Mode
+	// Progress gets one line per Dockerfile step (nil: none); Errw a
+	// failed build's last output lines.
+	Progress, Errw io.Writer
 }
 
-// resolve is resolveBuilds.
-func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImage, error) {
-	var out []builtImage
+// Resolve is the package-level Resolve with bd's settings.
+func (bd *Builder) Resolve(ctx context.Context, spec *core.AppSpec) ([]Image, error) {
+	var out []Image
 	images := map[string]string{}
 	for _, s := range spec.Services {
 		if s.Build == nil {
@@ -87,15 +95,15 @@ func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImag
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", s.Name, err)
 		}
-		bi := builtImage{Service: s.Name, Tag: builtTag(cmpOr(spec.Registry, "gordon"), spec.Name, s.Name, h)}
-		if bd.mode != buildPlan {
+		bi := Image{Service: s.Name, Tag: BuiltTag(cmpOr(spec.Registry, "gordon"), spec.Name, s.Name, h)}
+		if bd.Mode != Plan {
 			if err := bd.buildOne(ctx, bc, s, &bi); err != nil {
 				return nil, err
 			}
 		}
 		images[s.Name] = bi.Tag
 		switch {
-		case spec.Registry != "" && bd.mode != buildPlan:
+		case spec.Registry != "" && bd.Mode != Plan:
 			dg, err := bd.push(ctx, s.Name, bi.Tag)
 			if err != nil {
 				return nil, err
@@ -109,7 +117,7 @@ func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImag
 	for i := range spec.Services {
 		if ref, ok := images[spec.Services[i].Name]; ok {
 			spec.Services[i].Image = ref
-			if bd.mode != buildPlan {
+			if bd.Mode != Plan {
 				// A plan keeps the build: it tells "built on deploy" from
 				// "pulled", and a changed context from a changed image.
 				spec.Services[i].Build = nil
@@ -121,12 +129,12 @@ func (bd *builder) resolve(ctx context.Context, spec *core.AppSpec) ([]builtImag
 
 // push pushes ref (a tag under the manifest's registry) with the
 // client's credentials and returns the digest the registry gave it.
-func (bd *builder) push(ctx context.Context, service, ref string) (string, error) {
+func (bd *Builder) push(ctx context.Context, service, ref string) (string, error) {
 	auth := ""
-	if bd.pushAuth != nil {
-		auth = bd.pushAuth(ref)
+	if bd.PushAuth != nil {
+		auth = bd.PushAuth(ref)
 	}
-	res, err := bd.api.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: auth})
+	res, err := bd.API.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: auth})
 	if err != nil {
 		return "", fmt.Errorf("service %s: push %s: %w", service, ref, dockererr.Classify(err))
 	}
@@ -151,8 +159,8 @@ func (bd *builder) push(ctx context.Context, service, ref string) (string, error
 	if digest == "" {
 		return "", fmt.Errorf("service %s: push %s: the registry reported no digest", service, ref)
 	}
-	if bd.progress != nil {
-		fmt.Fprintf(bd.progress, "build %s: pushed %s@%s\n", service, ref, digest)
+	if bd.Progress != nil {
+		fmt.Fprintf(bd.Progress, "build %s: pushed %s@%s\n", service, ref, digest)
 	}
 	return digest, nil
 }
@@ -164,8 +172,8 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// hasBuilds reports whether a service of spec has a build.
-func hasBuilds(spec core.AppSpec) bool {
+// HasBuilds reports whether a service of spec has a build.
+func HasBuilds(spec core.AppSpec) bool {
 	for _, s := range spec.Services {
 		if s.Build != nil {
 			return true
@@ -176,15 +184,15 @@ func hasBuilds(spec core.AppSpec) bool {
 
 // buildOne builds service s unless its tag exists (and mode allows), then
 // tags the image with s.Image when set. bi gets the image ID.
-func (bd *builder) buildOne(ctx context.Context, bc *buildContext, s core.ServiceSpec, bi *builtImage) error {
-	api, mode, progress := bd.api, bd.mode, bd.progress
+func (bd *Builder) buildOne(ctx context.Context, bc *buildContext, s core.ServiceSpec, bi *Image) error {
+	api, mode, progress := bd.API, bd.Mode, bd.Progress
 	have, err := api.ImageInspect(ctx, bi.Tag)
 	switch {
 	case err != nil && !cerrdefs.IsNotFound(err):
 		return fmt.Errorf("service %s: image %s: %w", s.Name, bi.Tag, dockererr.Classify(err))
-	case err != nil && mode == buildNever:
+	case err != nil && mode == Never:
 		return fmt.Errorf("service %s: image %s is not built and --no-build was given: deploy without --no-build to build it", s.Name, bi.Tag)
-	case err == nil && mode != buildAlways:
+	case err == nil && mode != Always:
 		bi.ID = have.ID
 		if progress != nil {
 			fmt.Fprintf(progress, "build %s: unchanged context and settings: %s (%s)\n", s.Name, bi.Tag, shortID(bi.ID))
@@ -206,8 +214,8 @@ func (bd *builder) buildOne(ctx context.Context, bc *buildContext, s core.Servic
 
 // runBuild streams the context to the engine's build API and follows its
 // output; it returns the built image's ID.
-func (bd *builder) runBuild(ctx context.Context, bc *buildContext, s core.ServiceSpec, tag string) (string, error) {
-	api, progress, errw := bd.api, bd.progress, bd.errw
+func (bd *Builder) runBuild(ctx context.Context, bc *buildContext, s core.ServiceSpec, tag string) (string, error) {
+	api, progress, errw := bd.API, bd.Progress, bd.Errw
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(bc.writeTar(pw)) }()
 	defer pr.Close()
@@ -217,7 +225,7 @@ func (bd *builder) runBuild(ctx context.Context, bc *buildContext, s core.Servic
 	}
 	res, err := api.ImageBuild(ctx, pr, client.ImageBuildOptions{
 		Tags: []string{tag}, Dockerfile: bc.dockerfile, BuildArgs: args, Target: s.Build.Target,
-		Labels: s.Build.Labels, Remove: true, ForceRemove: true, Version: build.BuilderV1, AuthConfigs: bd.auths,
+		Labels: s.Build.Labels, Remove: true, ForceRemove: true, Version: build.BuilderV1, AuthConfigs: bd.Auths,
 	})
 	if err != nil {
 		return "", fmt.Errorf("service %s: build: %w", s.Name, dockererr.Classify(err))
@@ -288,4 +296,13 @@ func (f *buildFollower) line(line string) {
 	if len(f.tail) > buildTailLines {
 		f.tail = f.tail[1:]
 	}
+}
+
+// shortID is the first 12 characters of a Docker ID (without "sha256:").
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
