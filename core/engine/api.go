@@ -76,6 +76,7 @@ const (
 	AppStateDegraded           = lifecycle.AppStateDegraded
 	AppStateNotDeployed        = lifecycle.AppStateNotDeployed
 	AppStateRunning            = lifecycle.AppStateRunning
+	AppStateAsleep             = lifecycle.AppStateAsleep
 	AppStateStopped            = lifecycle.AppStateStopped
 	AppStateUnknown            = lifecycle.AppStateUnknown
 	AppStateUnreadable         = lifecycle.AppStateUnreadable

@@ -120,3 +120,19 @@ func TestR81_RestartWakesFirstAndStopEndsTheSleep(t *testing.T) {
 	_, err = h.Engine.Wake(ctx, engine.SleepRequest{App: "blog"})
 	require.ErrorIs(t, err, core.ErrConflict, "a stopped app does not wake")
 }
+
+// R81 (status): a sleeping app's status says asleep, since when, and
+// names no problem.
+func TestR81_StatusSaysAsleepSince(t *testing.T) {
+	h := lcSeed(t, "c1", 18080, 0)
+	ctx := context.Background()
+	_, err := h.Engine.Sleep(ctx, engine.SleepRequest{App: "blog"})
+	require.NoError(t, err)
+	st, err := h.Engine.Status(ctx, "blog")
+	require.NoError(t, err)
+	assert.Equal(t, engine.AppStateAsleep, st.State)
+	assert.Empty(t, st.Problems)
+	require.Len(t, st.Services, 1)
+	require.NotNil(t, st.Services[0].AsleepSince)
+	assert.Equal(t, "asleep", st.Services[0].State)
+}
