@@ -47,9 +47,9 @@ type AppStatus struct {
 
 // App states of AppStatus.State.
 const (
-	AppStateRunning     = "running"
+	AppStateRunning = "running"
 	// AppStateAsleep: every service with a container sleeps (SPEC R81).
-	AppStateAsleep = "asleep"
+	AppStateAsleep      = "asleep"
 	AppStateStopped     = "stopped"
 	AppStateDegraded    = "degraded"
 	AppStateNotDeployed = "not-deployed"
