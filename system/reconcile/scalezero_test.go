@@ -25,9 +25,9 @@ func TestR81_IdleServicesSleepDependantsFirst(t *testing.T) {
 	}}
 	act := []edgestate.ServiceActivity{{App: "blog", Service: "web", Last: t0}}
 
-	got, why := Idle(a, act, t0, t0.Add(5*time.Second))
+	got, _ := Idle(a, act, t0, t0.Add(5*time.Second))
 	assert.Empty(t, got, "5 s idle of 6")
-	got, why = Idle(a, act, t0, t0.Add(7*time.Second))
+	got, why := Idle(a, act, t0, t0.Add(7*time.Second))
 	assert.Equal(t, []string{"web", "db"}, got, "dependants first")
 	assert.Contains(t, why, "web: no request for 7s")
 	got, _ = Idle(a, act, t0.Add(3*time.Second), t0.Add(7*time.Second))

@@ -24,8 +24,10 @@ import (
 // Nothing to put to sleep returns (nil, nil) and journals nothing.
 // Errors: unknown app → ErrNotFound; a stopped app, or a selected service
 // an awake unselected service depends on → ErrConflict (nothing changed);
-// lock and R7 refusals → ErrConflict; an instance that did not stop fails
-// its step (the service stays asleep: its routes still wake it).
+// lock and R7 refusals → ErrConflict; a rejected route rebuild restores
+// ACTIVE and stops nothing (the error wraps the traffic backend's); an
+// instance that did not stop fails its step (the service stays asleep:
+// its routes still wake it).
 func (e *Engine) Sleep(ctx context.Context, req Request) (*oprun.OpResult, error) {
 	lreq := oprun.LifecycleRequest{App: req.App, OpKey: req.OpKey}
 	fp := steps.Fingerprint(core.OpSleep, req.App, strings.Join(req.Services, ","))
@@ -52,7 +54,13 @@ func (e *Engine) Sleep(ctx context.Context, req Request) (*oprun.OpResult, error
 		return r.Result(), err
 	}
 	if err := e.Rebuild(ctx); err != nil {
-		e.Log().Warn("sleep: rebuild traffic", "app", req.App, "error", err)
+		// Nothing stops while the edge still routes to it: ACTIVE as it was.
+		err = fmt.Errorf("sleep %s: %w; nothing was stopped", req.App, err)
+		if serr := e.Store.SaveActive(ctx, active); serr != nil {
+			err = errors.Join(err, fmt.Errorf("restore ACTIVE: %w", serr))
+		}
+		r.Fail(ctx, steps.StepTrafficPublish, err)
+		return r.Result(), err
 	}
 	for i, n := range names {
 		e.stopInstances(ctx, r, i, n, active.Services[n])
