@@ -66,14 +66,15 @@ func TestR81_SleepAfterIdleAndOneWakeFor20FirstRequests(t *testing.T) {
 	a.MustDeploy(webManifest(a.Name, img, "sleep.test", `sleep_after = "6s"`))
 	startWatcher(t, a)
 
+	var idleFrom time.Time
 	for i := range 6 { // 12 s of a request every 2 s: never 6 s idle
 		code, body, err := a.Edge.Get("sleep.test", "/")
+		idleFrom = time.Now()
 		require.NoError(t, err)
 		require.Equal(t, 200, code, body)
 		require.NotEmpty(t, fixture.Running(a.Name, "web"), "awake after %d requests 2 s apart", i+1)
 		time.Sleep(2 * time.Second) // the client's pace, not a wait for a condition
 	}
-	idleFrom := time.Now()
 	awaitAsleep(t, a, "web", 30*time.Second)
 	t.Logf("asleep %s after the last request (sleep_after 6s)", time.Since(idleFrom).Round(100*time.Millisecond))
 
