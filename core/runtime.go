@@ -164,6 +164,8 @@ type Mount struct {
 	// runtime whose tasks run on other machines (swarm) delivers the
 	// file's content its own way (a Docker secret) at Target.
 	Secret string `json:"secret,omitempty"`
+	// Config: a project file's copy (ConfigFile.StoreName; swarm: a config).
+	Config string `json:"config,omitempty"`
 }
 
 // Container statuses as the engine reports them.

@@ -87,6 +87,8 @@ type ServiceSpec struct {
 	Volumes []VolumeMount `json:"volumes,omitempty"`
 	// Binds are operator-approved host paths.
 	Binds []BindMount `json:"binds,omitempty"`
+	// Configs are project files, one per file, sorted by Path.
+	Configs []ConfigFile `json:"configs,omitempty"`
 	// Devices are host device paths (exclusive: force the sequential flow).
 	Devices []string `json:"devices,omitempty"`
 	// Replace is the declared replacement flow: "" (overlap when eligible,
@@ -275,6 +277,22 @@ type BindMount struct {
 	Name     string `json:"name"`
 	Path     string `json:"path"`
 	ReadOnly bool   `json:"readonly,omitempty"`
+}
+
+// ConfigFile is one project file a service receives read-only (SPEC R82).
+type ConfigFile struct {
+	// Source: slash-separated, relative to the manifest's directory.
+	Source string `json:"source"`
+	Path   string `json:"path"`   // absolute, clean, in the container
+	Mode   uint32 `json:"mode"`   // read (and execute) bits, never write
+	Digest string `json:"digest"` // hex sha256 of the content
+	// Data is the content; never journaled (stored by StoreName).
+	Data []byte `json:"-"`
+}
+
+// StoreName is the file's content-addressed name "<digest>-<octal mode>".
+func (c ConfigFile) StoreName() string {
+	return c.Digest + "-" + strconv.FormatUint(uint64(c.Mode), 8)
 }
 
 // OverlapEligible reports SPEC R16 overlapEligible(spec): no volumes, no

@@ -111,6 +111,11 @@ type Store interface {
 	// returns its host path; DeleteContainerSecrets removes all of them.
 	WriteContainerSecret(ctx context.Context, app, container, name string, value []byte) (string, error)
 	DeleteContainerSecrets(ctx context.Context, app, container string) error
+
+	// Project files by ConfigFile.StoreName (R82): PutFile stores once and
+	// returns the host path; FilePath's absent name wraps ErrNotFound.
+	PutFile(ctx context.Context, app, name string, data []byte, mode uint32) (string, error)
+	FilePath(ctx context.Context, app, name string) (string, error)
 }
 
 // AppLock is a held app lock.

@@ -161,7 +161,7 @@ func (e *cliEnv) bindPolicy(verb string) composeapi.BindPolicy {
 // a runner: there the engine is local). It resolves the target when
 // routeEngine has not (a local-only verb).
 func (e *cliEnv) targetsRemote() bool {
-	if runnerSession != nil {
+	if remote.Current() != nil {
 		return false
 	}
 	if e.target.Host == "" {

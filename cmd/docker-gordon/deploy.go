@@ -20,6 +20,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/imagebuild"
+	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
 type deployOptions struct {
@@ -267,10 +268,10 @@ func deploySubmission(ctx context.Context, env *cliEnv, eng *engine.Engine, o de
 					return err
 				}
 				return writeSecretValues(ctx, env, eng.Store, app, values)
-			case runnerSession != nil:
+			case remote.Current() != nil:
 				// A remote deploy of a compose project: the CLI sent the
 				// converted manifest and its secrets' values.
-				return writeSecretValues(ctx, env, eng.Store, app, runnerSession.Secrets)
+				return writeSecretValues(ctx, env, eng.Store, app, remote.Current().Secrets)
 			}
 			return nil
 		},

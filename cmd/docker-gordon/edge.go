@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"syscall"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core"
-	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
@@ -29,37 +25,24 @@ func newEdgeCommand(env *cliEnv) *cobra.Command {
 // newEdgeRunCommand is `edge run`: gordon-edge in the foreground for this
 // state directory, until Ctrl-C.
 func newEdgeRunCommand(env *cliEnv) *cobra.Command {
-	var httpAddr, adminAddr, accessLog string
-	var tlsFlags edgeTLSFlags
+	var o system.EdgeRunOptions
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run gordon-edge in the foreground for this state directory",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bin, err := findEdgeBinary()
+			bin, args, err := system.EdgeRunCommand(env.sysEnv(), o)
 			if err != nil {
 				return err
-			}
-			args := []string{bin, "run", "--state-dir", env.opts.stateDir, "--http-addr", httpAddr}
-			if adminAddr != "" {
-				args = append(args, "--admin-addr", adminAddr)
-			}
-			tlsArgs, err := tlsFlags.args(env.opts.stateDir, false)
-			if err != nil {
-				return err
-			}
-			args = append(args, tlsArgs...)
-			if accessLog != accessLogStdout {
-				args = append(args, "--access-log", accessLog)
 			}
 			env.close()
-			return runChild(cmd.Context(), bin, args[1:])
+			return system.RunForeground(cmd.Context(), bin, args)
 		},
 	}
-	run.Flags().StringVar(&httpAddr, "http-addr", ":80", "HTTP listen address")
-	run.Flags().StringVar(&adminAddr, "admin-addr", "", "admin address (GET /metrics, edge status); default a free loopback port")
-	run.Flags().StringVar(&accessLog, "access-log", accessLogStdout, "access log, one JSON line per HTTP request: off, stdout or a file (rotated by size)")
-	tlsFlags.register(run)
+	run.Flags().StringVar(&o.HTTPAddr, "http-addr", ":80", "HTTP listen address")
+	run.Flags().StringVar(&o.AdminAddr, "admin-addr", "", "admin address (GET /metrics, edge status); default a free loopback port")
+	run.Flags().StringVar(&o.AccessLog, "access-log", system.AccessLogStdout, "access log, one JSON line per HTTP request: off, stdout or a file (rotated by size)")
+	registerTLSFlags(run, &o.TLS)
 	return run
 }
 
@@ -72,19 +55,13 @@ func newEdgeStatusCommand(env *cliEnv) *cobra.Command {
 		Short: "Show the edge system container (if any) and what the edge applied: generation, listeners, per-backend in-flight counts and passive-health ejections",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var view edgeStatusView
-			cs, cerr := docker.Inspect(cmd.Context(), env.dockerCli.Client(), docker.EdgeName)
-			if cerr == nil && cs.State != "absent" {
-				view.Container = &cs
-			}
-			st, err := edgeTrafficStatus(cmd.Context(), env)
+			view, err := system.InspectEdge(cmd.Context(), env.sysEnv(), env.edgeStatus)
 			if err != nil {
 				if view.Container != nil && !isJSON(format) {
-					_ = renderSystemStatus(env.dockerCli.Out(), cs)
+					_ = renderSystemStatus(env.dockerCli.Out(), *view.Container)
 				}
 				return fmt.Errorf("edge status: %w (is gordon-edge running? docker gordon edge start, or edge run)", err)
 			}
-			view.fill(st)
 			if isJSON(format) {
 				return writeJSON(env.dockerCli.Out(), view)
 			}
@@ -98,7 +75,7 @@ func newEdgeStatusCommand(env *cliEnv) *cobra.Command {
 // renderEdgeStatus writes `edge status` as text: the container, whether
 // the edge answers, the applied generation, listeners, the last error and
 // one line per backend (with its passive-health ejection, if any).
-func renderEdgeStatus(w io.Writer, view edgeStatusView) error {
+func renderEdgeStatus(w io.Writer, view system.EdgeView) error {
 	if view.Container != nil {
 		if err := renderSystemStatus(w, *view.Container); err != nil {
 			return err
@@ -149,42 +126,17 @@ func renderEdgeStatus(w io.Writer, view edgeStatusView) error {
 	return nil
 }
 
-// edgeStatusView is `edge status --format json`: what the traffic backend
-// reports, plus the system container when there is one.
-type edgeStatusView struct {
-	AppliedGeneration uint64                     `json:"applied_generation"`
-	Error             string                     `json:"error,omitempty"`
-	Backends          []routetable.BackendStatus `json:"backends,omitempty"`
-	// Live is false when the edge does not answer on its admin address:
-	// the figures are then its last written status, from
-	// StatusWrittenAt, not live counts.
-	Live            bool                        `json:"live"`
-	StatusWrittenAt time.Time                   `json:"status_written_at,omitzero"`
-	Listeners       []routetable.ListenerStatus `json:"listeners,omitempty"`
-	// RetiredBackends are the backends no route leads to any more (the
-	// edge keeps their counters a few minutes after a switch).
-	RetiredBackends []string       `json:"retired_backends,omitempty"`
-	Container       *docker.Status `json:"container,omitempty"`
-}
-
-// fill copies the traffic status st into v.
-func (v *edgeStatusView) fill(st core.TrafficStatus) {
-	v.AppliedGeneration, v.Error, v.Backends = st.AppliedGeneration, st.Error, st.Backends
-	v.Live, v.StatusWrittenAt = !st.Stale, st.UpdatedAt
-	v.Listeners, v.RetiredBackends = st.Listeners, st.RetiredBackends
-}
-
 // edgeLive reports whether the traffic backend reports the edge answering
 // (Status succeeds and is not stale).
 func edgeLive(ctx context.Context, env *cliEnv) bool {
-	st, err := edgeTrafficStatus(ctx, env)
+	st, err := env.edgeStatus(ctx)
 	return err == nil && !st.Stale
 }
 
-// edgeTrafficStatus asks the traffic/edge plugin what the edge applied
-// (bounded by 5s). Errors wrap the plugin's (core.ErrUnavailable when the
-// edge never ran for this state directory).
-func edgeTrafficStatus(ctx context.Context, env *cliEnv) (core.TrafficStatus, error) {
+// edgeStatus asks the traffic/edge plugin what the edge applied (bounded
+// by 5s): a system.EdgeStatus. Errors wrap the plugin's
+// (core.ErrUnavailable when the edge never ran for this state directory).
+func (env *cliEnv) edgeStatus(ctx context.Context) (core.TrafficStatus, error) {
 	host, err := env.pluginHost()
 	if err != nil {
 		return core.TrafficStatus{}, err
@@ -198,41 +150,42 @@ func edgeTrafficStatus(ctx context.Context, env *cliEnv) (core.TrafficStatus, er
 	return tr.Status(ctx)
 }
 
-// runChild runs bin in the foreground until it exits. When ctx ends (Ctrl-C,
-// SIGTERM, or the docker CLI's plugin socket closing) the child gets SIGTERM
-// and time to drain; a second signal is not needed. The child dies with us
-// (Pdeathsig) if this process is killed.
-func runChild(ctx context.Context, bin string, args []string) error {
-	c := exec.Command(bin, args...)
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := c.Start(); err != nil {
-		return err
+// newEdgeLogsCommand is `edge logs [-f] [--tail N] [--access [--app A]]`:
+// the edge's own log (its stderr), or with --access its access log.
+func newEdgeLogsCommand(env *cliEnv) *cobra.Command {
+	var follow, access bool
+	var tail string
+	cmd := &cobra.Command{
+		Use:   "logs [-f] [--tail N] [--access]",
+		Short: "Show the logs of the gordon-edge system container (--access: its access log)",
+		Long: `Show the edge's own log (route tables applied, errors). With --access show
+its access log instead: one JSON line per HTTP request, from the edge
+container's output or from the file edge start --access-log named.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tail != "all" {
+				if n, err := strconv.Atoi(tail); err != nil || n < 0 {
+					return fmt.Errorf("--tail %q: a number of lines or \"all\": %w", tail, core.ErrInvalid)
+				}
+			}
+			out := env.dockerCli.Out()
+			if access {
+				return quietEnd(cmd.Context(), follow, system.ShowAccessLog(cmd.Context(), env.dockerCli.Client(), env.opts.stateDir, "", "", follow, tail, out))
+			}
+			return docker.StreamLogs(cmd.Context(), env.dockerCli.Client(), docker.EdgeName, follow, tail, nil, out)
+		},
 	}
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		_ = c.Process.Signal(syscall.SIGTERM)
-		return <-done
-	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log output")
+	cmd.Flags().StringVar(&tail, "tail", "all", "number of lines to show from the end of the logs")
+	cmd.Flags().BoolVar(&access, "access", false, "show the access log (one JSON line per HTTP request) instead of the edge's own log")
+	return cmd
 }
 
-// findEdgeBinary looks for gordon-edge on PATH, then next to this binary.
-func findEdgeBinary() (string, error) {
-	if p, err := exec.LookPath("gordon-edge"); err == nil {
-		return p, nil
+// quietEnd drops the error of a follow that ended because ctx did
+// (Ctrl-C is how a follow ends).
+func quietEnd(ctx context.Context, follow bool, err error) error {
+	if err != nil && follow && ctx.Err() != nil {
+		return nil
 	}
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "gordon-edge")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	if runnerSession != nil {
-		return "", errors.New("gordon-edge is not in the runner image: install it next to docker-gordon on the machine you run docker gordon from (./install.sh); the runner image carries it from there")
-	}
-	return "", errors.New("gordon-edge not found on PATH: run ./install.sh")
+	return err
 }

@@ -1,17 +1,12 @@
 package main
 
-// The CLI side of the system containers: the edge's unit, the flags of
-// `edge start` and `system start` (remembered in <state>/edge/start.json),
-// and the edge start|stop|logs commands. The Docker plumbing is
-// plugins/runtime/docker/docker.
+// The CLI side of the system containers: the flags of `edge start` and
+// `system start` and the edge start|stop commands. The flows are
+// system's (StartEdge, Start, StopEdge, Stop).
 
 import (
-	"encoding/json"
 	"fmt"
-	"github.com/google/renameio/v2/maybe"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -41,135 +36,34 @@ func renderSystemStatus(w io.Writer, sts ...docker.Status) error {
 	return tw.Flush()
 }
 
-// edgeUnit is the gordon-edge system container: /gordon-edge run on the
-// host network with the state directory at the same path.
-func edgeUnit(stateDir, httpAddr, adminAddr string, drain time.Duration) (docker.Unit, error) {
-	bin, err := findEdgeBinary()
-	if err != nil {
-		return docker.Unit{}, fmt.Errorf("%w: %w", core.ErrNotFound, err)
-	}
-	if bin, err = filepath.EvalSymlinks(bin); err != nil {
-		return docker.Unit{}, fmt.Errorf("gordon-edge binary: %w", err)
-	}
-	if httpAddr == "" {
-		return docker.Unit{}, fmt.Errorf("--http-addr is required: %w", core.ErrInvalid)
-	}
-	cmd := []string{"run", "--state-dir", stateDir, "--http-addr", httpAddr}
-	if adminAddr != "" {
-		cmd = append(cmd, "--admin-addr", adminAddr)
-	}
-	if drain <= 0 {
-		drain = defaultEdgeDrain
-	}
-	if drain != defaultEdgeDrain {
-		cmd = append(cmd, "--shutdown-timeout", drain.String())
-	}
-	return docker.Unit{
-		Kind:       "edge",
-		Name:       docker.EdgeName,
-		Binaries:   map[string]string{"/gordon-edge": bin},
-		Entrypoint: []string{"/gordon-edge"},
-		Cmd:        cmd,
-		Env:        []string{"GORDON_STATE_DIR=" + stateDir, "TMPDIR=/tmp"},
-		Binds:      []string{stateDir + ":" + stateDir},
-		User:       system.ContainerUser(),
-		StateDir:   stateDir,
-		StopGrace:  drain + 5*time.Second, // gordon-edge's drain bound, then a margin
-		Handover:   true,
-	}, nil
+// registerEdgeFlags registers the flags of `edge start` and `system
+// start` into o (system.EdgeOptions.Resolve fills those not given from the
+// last start).
+func registerEdgeFlags(cmd *cobra.Command, o *system.EdgeOptions) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.HTTPAddr, "http-addr", ":80", "public HTTP listen address of the edge (host network); default: the last start's, else :80")
+	fl.StringVar(&o.AdminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (GET /metrics, edge status); default: the last start's")
+	fl.DurationVar(&o.Drain, "drain-timeout", system.DefaultEdgeDrain, "how long a stopping or upgraded edge lets in-flight requests and streams (SSE, WebSocket, TCP relays) run before it cuts them; default: the last start's")
+	registerTLSFlags(cmd, &o.TLS)
+	fl.StringVar(&o.Access.Dest, "access-log", system.AccessLogStdout, "the edge's access log, one JSON line per HTTP request: off, stdout (read with edge logs --access), or a file under the state directory, rotated by size; default: the last start's")
+	fl.Int64Var(&o.Access.MaxSize, "access-log-max-size", system.DefaultAccessLogMaxSize, "size in bytes at which an --access-log file is rotated (FILE becomes FILE.1)")
+	fl.IntVar(&o.Access.Keep, "access-log-keep", system.DefaultAccessLogKeep, "rotated --access-log files kept (FILE.1 .. FILE.N)")
 }
 
-// defaultEdgeDrain is gordon-edge's default --shutdown-timeout: how long a
-// stopping or superseded edge lets its in-flight requests and streams run.
-const defaultEdgeDrain = 30 * time.Second
-
-// edgeContainerFlags are the flags of `edge start` and `system start`.
-type edgeContainerFlags struct {
-	httpAddr, adminAddr string
-	drain               time.Duration
-	tls                 edgeTLSFlags
-	access              edgeAccessFlags
-}
-
-// edgeStartFile (in <state>/edge) remembers the addresses of the last
-// `edge start` / `system start`, so a later start without flags comes back
-// where it was (a demo on 127.0.0.1:8080 must not reappear on :80).
-const edgeStartFile = "start.json"
-
-type edgeStartAddrs struct {
-	HTTPAddr  string `json:"http_addr"`
-	AdminAddr string `json:"admin_addr,omitempty"`
-	// Drain is --drain-timeout in seconds (0: the default).
-	Drain float64 `json:"drain_seconds,omitempty"`
-	edgeStartTLS
-	edgeStartAccess
-}
-
-func (f *edgeContainerFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.httpAddr, "http-addr", ":80", "public HTTP listen address of the edge (host network); default: the last start's, else :80")
-	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9180", "loopback admin address of the edge (GET /metrics, edge status); default: the last start's")
-	cmd.Flags().DurationVar(&f.drain, "drain-timeout", defaultEdgeDrain, "how long a stopping or upgraded edge lets in-flight requests and streams (SSE, WebSocket, TCP relays) run before it cuts them; default: the last start's")
-	f.tls.register(cmd)
-	f.access.register(cmd)
-}
-
-// resolve fills the addresses not given on the command line from the last
-// start (edgeStartFile); it reports whether any came from there.
-func (f *edgeContainerFlags) resolve(cmd *cobra.Command, stateDir string) bool {
-	data, err := os.ReadFile(filepath.Join(stateDir, "edge", edgeStartFile))
-	if err != nil {
-		return false
-	}
-	var last edgeStartAddrs
-	if json.Unmarshal(data, &last) != nil {
-		return false
-	}
-	used := false
-	if !cmd.Flags().Changed("http-addr") && last.HTTPAddr != "" && last.HTTPAddr != f.httpAddr {
-		f.httpAddr, used = last.HTTPAddr, true
-	}
-	if !cmd.Flags().Changed("admin-addr") && last.AdminAddr != "" && last.AdminAddr != f.adminAddr {
-		f.adminAddr, used = last.AdminAddr, true
-	}
-	if d := time.Duration(last.Drain * float64(time.Second)); !cmd.Flags().Changed("drain-timeout") && d > 0 {
-		f.drain = d
-	}
-	if f.tls.resolve(cmd, last.edgeStartTLS) {
-		used = true
-	}
-	f.access.resolve(cmd, last.edgeStartAccess)
-	return used
-}
-
-// remember records the addresses of a successful start (best effort).
-func (f *edgeContainerFlags) remember(stateDir string) {
-	last := edgeStartAddrs{HTTPAddr: f.httpAddr, AdminAddr: f.adminAddr, edgeStartTLS: f.tls.remembered(), edgeStartAccess: f.access.remembered()}
-	if f.drain != defaultEdgeDrain {
-		last.Drain = f.drain.Seconds()
-	}
-	data, err := json.Marshal(last)
-	dir := filepath.Join(stateDir, "edge")
-	if err == nil && os.MkdirAll(dir, 0o700) == nil {
-		_ = writeFileAtomic(filepath.Join(dir, edgeStartFile), append(data, '\n'))
-	}
-}
-
-// printEdgeAddr says where the edge listens (and that the address is the
-// last start's when no flag gave it).
-func printEdgeAddr(w io.Writer, f edgeContainerFlags, remembered bool) {
-	fmt.Fprintf(w, "gordon-edge: HTTP on %s, admin on %s", f.httpAddr, f.adminAddr)
-	if f.tls.httpsAddr != "" {
-		fmt.Fprintf(w, ", HTTPS on %s", f.tls.httpsAddr)
-	}
-	if remembered {
-		fmt.Fprint(w, " (as at the last start; --http-addr/--admin-addr change them)")
-	}
-	fmt.Fprintln(w)
+// registerTLSFlags registers the HTTPS flags of `edge run`, `edge start`
+// and `system start` (passed to gordon-edge run; SPEC R62) into o.
+func registerTLSFlags(cmd *cobra.Command, o *system.TLSOptions) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.HTTPSAddr, "https-addr", "", "public HTTPS listen address, e.g. :443 (HTTP/2 and HTTP/1.1; certificates by ACME and docker gordon certs add); default: the last start's, else none")
+	fl.StringVar(&o.ACMEEmail, "acme-email", "", "ACME account contact email")
+	fl.StringVar(&o.ACMECA, "acme-ca", "", "ACME directory URL (default Let's Encrypt production; a staging URL works the same)")
+	fl.StringVar(&o.ACMECARoot, "acme-ca-root", "", "PEM file of the root to trust for the ACME server (private CAs, tests)")
+	fl.BoolVar(&o.NoACME, "no-acme", false, "obtain no certificates: serve only those added with docker gordon certs add (remembered; a later start with an --acme-* flag, or --no-acme=false, obtains them again)")
 }
 
 // newEdgeContainerCommands returns `edge start`, `edge stop` and `edge logs`.
 func newEdgeContainerCommands(env *cliEnv) []*cobra.Command {
-	var flags edgeContainerFlags
+	var o system.EdgeOptions
 	watch := true
 	start := &cobra.Command{
 		Use:   "start",
@@ -206,42 +100,10 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 --access-log-max-size bytes, keeping --access-log-keep old files.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if env.platform().OnSwarm() {
-				return fmt.Errorf("this state directory serves a swarm: its edge is the global service gordon-edge; use docker gordon system start (or system status): %w", core.ErrConflict)
-			}
-			remembered := flags.resolve(cmd, env.opts.stateDir)
-			u, err := edgeUnit(env.opts.stateDir, flags.httpAddr, flags.adminAddr, flags.drain)
-			if err != nil {
-				return err
-			}
-			if err := withEdgeTLS(&u, &flags.tls, env.opts.stateDir); err != nil {
-				return err
-			}
-			if err := withEdgeAccessLog(&u, &flags.access, env.opts.stateDir); err != nil {
-				return err
-			}
-			if err := system.EnsureStateDir(env.opts.stateDir); err != nil {
-				return err
-			}
-			r, err := docker.Ensure(cmd.Context(), env.dockerCli.Client(), u)
-			if err != nil {
-				return err
-			}
-			flags.remember(env.opts.stateDir)
-			system.PrintStart(env.dockerCli.Out(), u.Name, r)
-			if watch {
-				err = system.EnsureEdgeWatcher(cmd.Context(), env.sysEnv())
-			} else {
-				err = system.StopEdgeWatcher(cmd.Context(), env.sysEnv())
-			}
-			if err != nil {
-				return err
-			}
-			printEdgeAddr(env.dockerCli.Out(), flags, remembered)
-			return nil
+			return system.StartEdge(cmd.Context(), env.sysEnv(), &o, cmd.Flags().Changed, watch)
 		},
 	}
-	flags.register(start)
+	registerEdgeFlags(start, &o)
 	start.Flags().BoolVar(&watch, "watch", true, "also run gordon-reconcile (reconcile --watch), which re-routes instances the engine restarts or moves")
 
 	stop := &cobra.Command{
@@ -249,10 +111,7 @@ off; --access-log FILE (under the state directory) writes a file rotated at
 		Short: "Stop and remove the gordon-edge system container (and edge start's watcher)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := system.StopEdgeWatcher(cmd.Context(), env.sysEnv()); err != nil {
-				return err
-			}
-			return system.StopContainer(cmd.Context(), env.sysEnv(), docker.EdgeName, 35*time.Second)
+			return system.StopEdge(cmd.Context(), env.sysEnv())
 		},
 	}
 
@@ -288,11 +147,4 @@ func newSystemLogsCommand(env *cliEnv, use, short string, pick func(arg string) 
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log output")
 	cmd.Flags().StringVar(&tail, "tail", "all", "number of lines to show from the end of the logs")
 	return cmd
-}
-
-// writeFileAtomic replaces path with data (mode 0644): a reader sees the
-// old or the new content, never a mix (the CLI's own remembered flags and
-// caches; the edge's files are the traffic backend's).
-func writeFileAtomic(path string, data []byte) error {
-	return maybe.WriteFile(path, data, 0o644)
 }

@@ -11,12 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/system"
 )
 
 // edge status shows the routed backends and the retired ones still serving
 // something; idle retired backends are one summary line, not one each.
 func TestEdgeStatus_IdleRetiredBackendsAreSummed(t *testing.T) {
-	view := edgeStatusView{Live: true, AppliedGeneration: 7}
+	view := system.EdgeView{Live: true, AppliedGeneration: 7}
 	view.Backends = []routetable.BackendStatus{
 		{Addr: "127.0.0.1:4001", InFlight: 2},
 		{Addr: "127.0.0.1:4002", OpenConns: 1},
@@ -38,7 +39,7 @@ func TestEdgeStatus_IdleRetiredBackendsAreSummed(t *testing.T) {
 // text and in --format json.
 func TestR21_EdgeStatusShowsEjections(t *testing.T) {
 	until := time.Date(2026, 12, 2, 12, 4, 31, 0, time.UTC)
-	view := edgeStatusView{Live: true, AppliedGeneration: 3, Backends: []routetable.BackendStatus{
+	view := system.EdgeView{Live: true, AppliedGeneration: 3, Backends: []routetable.BackendStatus{
 		{Addr: "172.18.0.2:8080"},
 		{Addr: "172.18.0.3:8080", EjectedUntil: until, EjectReason: "connect failed"},
 	}}

@@ -80,7 +80,7 @@ func runExecVerb(cmd *cobra.Command, env *cliEnv, o execOptions, args []string) 
 	}
 	var id string
 	var err error
-	if env.target.Remote && runnerSession == nil {
+	if env.target.Remote && remote.Current() == nil {
 		id, err = remoteServingContainer(ctx, env, app, service, o.instance)
 	} else {
 		id, err = localServingContainer(ctx, env, app, service, o.instance)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/system"
 )
 
 type logsOptions struct {
@@ -58,7 +59,7 @@ picked).`,
 				if o.tail > 0 {
 					tail = strconv.Itoa(o.tail)
 				}
-				return quietEnd(ctx, o.follow, showAccessLog(ctx, env, args[0], o.service, o.follow, tail, env.dockerCli.Out()))
+				return quietEnd(ctx, o.follow, system.ShowAccessLog(ctx, env.dockerCli.Client(), env.opts.stateDir, args[0], o.service, o.follow, tail, env.dockerCli.Out()))
 			}
 			store, err := env.openStore()
 			if err != nil {

@@ -34,8 +34,7 @@ func main() {
 	}
 	// A runner container (system/remote) takes its bundle from stdin first.
 	if os.Getenv(remote.RunnerEnv) == "1" {
-		var err error
-		if runnerSession, err = remote.StartSession(); err != nil {
+		if _, err := remote.StartSession(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

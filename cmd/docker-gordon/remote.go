@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/image"
 	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
@@ -58,14 +59,14 @@ func localOnly(cmd *cobra.Command) bool {
 // a runner-container run. In a runner the engine is local by construction
 // and the CLI that started it has already named the engine.
 func (e *cliEnv) routeEngine(cmd *cobra.Command) error {
-	if runnerSession != nil || localOnly(cmd) {
+	if remote.Current() != nil || localOnly(cmd) {
 		return nil
 	}
 	t := resolveTarget(e.dockerCli)
 	e.target = t
 	fmt.Fprintf(e.dockerCli.Err(), "engine: %s\n", t)
 	if !t.Remote {
-		if !e.platform().NeedsRunner(runnerSession != nil) || cmd.Annotations[annotationRemoteSelf] == "true" {
+		if !e.platform().NeedsRunner(remote.Current() != nil) || cmd.Annotations[annotationRemoteSelf] == "true" {
 			return nil
 		}
 		// A swarm's state directory: the verb runs in a runner on the
@@ -117,6 +118,11 @@ func runnerArgs(cmd *cobra.Command, args []string, drop map[string]bool, extra [
 
 // runRemote runs the verb in a runner container on the target engine.
 func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
+	return runRemoteTo(cmd, e, args, e.streams())
+}
+
+// runRemoteTo is runRemote with the runner's output sent to s.
+func runRemoteTo(cmd *cobra.Command, e *cliEnv, args []string, s remote.Streams) error {
 	ctx := cmd.Context()
 	api := e.dockerCli.Client()
 	t := e.target
@@ -151,7 +157,7 @@ func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 		remote.PruneRunnerImages(ctx, api, img.ID)
 	}
 	e.logger.Debug("runner", "image", img.Ref, "args", runArgs, "state_dir", paths.StateDir, "socket", paths.Socket)
-	code, err := remote.Run(ctx, e.streams(), api, t, img.Ref, paths, runArgs, b)
+	code, err := remote.Run(ctx, s, api, t, img.Ref, paths, runArgs, b)
 	e.logger.Debug("runner finished", "exit", code, "elapsed", time.Since(t0))
 	if err != nil {
 		return err
@@ -166,7 +172,7 @@ func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 // runnerImage is remote.RunnerImage with the gordon-edge binary installed
 // beside this one (none: the runner image has no edge binary).
 func runnerImage(ctx context.Context, api client.APIClient) (image.Image, error) {
-	edge, _ := findEdgeBinary()
+	edge, _ := system.FindEdgeBinary()
 	return remote.RunnerImage(ctx, api, edge)
 }
 

@@ -121,6 +121,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newLogsCommand(env),
 		newSecretsCommand(env),
 		newCertsCommand(env),
+		newDashboardCommand(env),
 	)
 	interruptedExits(cmd)
 	usererr.Plain(cmd)
@@ -382,9 +383,9 @@ func (e *cliEnv) retention() engine.Retention {
 // start it from the user's machine.
 func (e *cliEnv) trafficHint() engine.TrafficHint {
 	h := engine.TrafficHint{StateDir: e.opts.stateDir}
-	if runnerSession != nil {
-		h.Engine = runnerSession.Engine
-		h.Start = fmt.Sprintf("Start the edge and the reconcile loop there with `docker --context %s gordon system start`", runnerSession.Context)
+	if remote.Current() != nil {
+		h.Engine = remote.Current().Engine
+		h.Start = fmt.Sprintf("Start the edge and the reconcile loop there with `docker --context %s gordon system start`", remote.Current().Context)
 	}
 	return h
 }

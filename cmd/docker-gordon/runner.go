@@ -28,17 +28,13 @@ import (
 	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
-// runnerSession is non-nil in a runner container: set once by main, before
-// the CLI starts, from the bundle on stdin (remote.StartSession).
-var runnerSession *remote.Session
-
 // registryAuth is engine.Engine.RegistryAuth: the X-Registry-Auth value for
 // pulling ref from the CLI's own credentials (docker login, credential
 // helpers, credsStore); in a runner, from what the CLI sent. "" when there
 // are none.
 func (e *cliEnv) registryAuth(ref string) string {
-	if runnerSession != nil {
-		return runnerSession.Auth[remote.RegistryHost(ref)]
+	if remote.Current() != nil {
+		return remote.Current().Auth[remote.RegistryHost(ref)]
 	}
 	tok, err := command.RetrieveAuthTokenFromImage(e.dockerCli.ConfigFile(), ref)
 	if err != nil {
@@ -334,7 +330,7 @@ func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *re
 	if file.Data, err = manifest.WithBuiltImages(file.Data, built); err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
-	b.Files = append(b.Files, file)
+	b.Files = append(append(b.Files, remote.ProjectFiles(in.spec, runnerManifestDir)...), file)
 	*extra = append(*extra, "--file="+remote.RunnerInputDir+"/"+file.Path)
 	images := specImages(in.spec)
 	rc.images, rc.copyImages, rc.shipImages = images, copyImages, !dryRun

@@ -10,13 +10,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/gordon-deploy/docker-gordon/core"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/system"
+	"github.com/gordon-deploy/docker-gordon/system/remote"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
@@ -48,35 +47,19 @@ func (e *cliEnv) sysEnv() system.Env {
 			}
 			return s, nil
 		},
-		EdgeBinary: findEdgeBinary,
+		EdgeBinary: system.FindEdgeBinary,
 		Platform:   e.platform(),
 	}
 }
 
-// swarmStartOpts are system start's swarm flags.
-type swarmStartOpts struct {
-	runtime   string // auto, docker or swarm
-	registry  string
-	edgeNodes string // all or labelled
-	adopt     bool   // adopt apps whose manager is still up
-	tcpPorts  string // comma-separated ports the edge publishes for TCP binds
-}
-
-// options are system start's settings on a swarm manager nodeID.
-func (o swarmStartOpts) options(cmd *cobra.Command, nodeID string, ef edgeContainerFlags, interval time.Duration) system.SwarmStartOptions {
-	return system.SwarmStartOptions{
-		NodeID: nodeID, Registry: o.registry, EdgeNodes: o.edgeNodes, Adopt: o.adopt, TCPPorts: o.tcpPorts,
-		HTTPAddr: ef.httpAddr, Drain: ef.drain, TLS: ef.tls.options(), Interval: interval,
-		Changed: cmd.Flags().Changed,
-	}
-}
-
-func (o *swarmStartOpts) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "auto (swarm when the engine is a swarm manager), docker (this engine only) or swarm")
-	cmd.Flags().StringVar(&o.registry, "registry", "", "on a swarm: the registry (host[:port][/path]) the edge image is pushed to; every node pulls it from there")
-	cmd.Flags().BoolVar(&o.adopt, "adopt", false, "on a swarm: take over the apps whose records another manager's state directory holds even though that manager is up (stop gordon there first)")
-	cmd.Flags().StringVar(&o.edgeNodes, "edge-nodes", "all", "on a swarm: run the edge on all nodes, or only on nodes labelled "+swarm.EdgeNodeLabel+"=true (labelled)")
-	cmd.Flags().StringVar(&o.tcpPorts, "tcp-ports", "", "on a swarm: the ports (comma-separated) every edge node publishes for the apps' TCP binds; default: the last start's, else none")
+// registerSwarmStartFlags registers system start's swarm flags into o.
+func registerSwarmStartFlags(cmd *cobra.Command, o *system.StartOptions) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.Runtime, "runtime", "auto", "auto (swarm when the engine is a swarm manager), docker (this engine only) or swarm")
+	fl.StringVar(&o.Swarm.Registry, "registry", "", "on a swarm: the registry (host[:port][/path]) the edge image is pushed to; every node pulls it from there")
+	fl.BoolVar(&o.Swarm.Adopt, "adopt", false, "on a swarm: take over the apps whose records another manager's state directory holds even though that manager is up (stop gordon there first)")
+	fl.StringVar(&o.Swarm.EdgeNodes, "edge-nodes", "all", "on a swarm: run the edge on all nodes, or only on nodes labelled "+swarm.EdgeNodeLabel+"=true (labelled)")
+	fl.StringVar(&o.Swarm.TCPPorts, "tcp-ports", "", "on a swarm: the ports (comma-separated) every edge node publishes for the apps' TCP binds; default: the last start's, else none")
 }
 
 // renderSwarmLine prints "runtime: swarm, 3 nodes (3 ready): n1 ready
@@ -104,7 +87,7 @@ func renderSwarmLine(ctx context.Context, env *cliEnv) {
 // swarmSystemStatus is system status on a swarm: the nodes, the edge's
 // task on each, gordon-reconcile, and the generation every edge applied.
 func swarmSystemStatus(ctx context.Context, env *cliEnv, format string) error {
-	view, err := system.SwarmStatus(ctx, env.sysEnv(), func(ctx context.Context) (core.TrafficStatus, error) { return edgeTrafficStatus(ctx, env) })
+	view, err := system.SwarmStatus(ctx, env.sysEnv(), env.edgeStatus)
 	if err != nil {
 		return err
 	}
@@ -151,7 +134,7 @@ func swarmSystemStatus(ctx context.Context, env *cliEnv, format string) error {
 // engine reached directly (in the runner, or the reconcile container).
 func (e *cliEnv) checkSwarmOwner(ctx context.Context) error {
 	p := e.platform()
-	if p.Kind != system.Swarm || p.NeedsRunner(runnerSession != nil) || e.ownerInPasses {
+	if p.Kind != system.Swarm || p.NeedsRunner(remote.Current() != nil) || e.ownerInPasses {
 		return nil
 	}
 	return swarm.CheckOwner(ctx, e.dockerCli.Client(), p.Config)

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +9,6 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
-	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
 // reconcileHasBoot reports whether this build's reconcile verb has --boot:
@@ -52,16 +48,7 @@ engine after a reboot; no registry and no systemd are needed.`,
 		Short: "Stop and remove gordon-reconcile and gordon-edge",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if env.platform().OnSwarm() {
-				return system.StopSwarm(cmd.Context(), env.sysEnv(), keepEdge)
-			}
-			if keepEdge {
-				return fmt.Errorf("--keep-edge: only on a swarm (to hand the edge to another manager's state directory); nothing was changed: %w", core.ErrInvalid)
-			}
-			if err := system.StopContainer(cmd.Context(), env.sysEnv(), docker.ReconcileName, 30*time.Second); err != nil {
-				return err
-			}
-			return system.StopContainer(cmd.Context(), env.sysEnv(), docker.EdgeName, 35*time.Second)
+			return system.Stop(cmd.Context(), env.sysEnv(), keepEdge)
 		},
 	}
 
@@ -87,67 +74,19 @@ engine after a reboot; no registry and no systemd are needed.`,
 // newSystemStartCommand is `system start`: build and run gordon-edge and
 // gordon-reconcile (idempotent), then say where the edge listens.
 func newSystemStartCommand(env *cliEnv) *cobra.Command {
-	var edgeFlags edgeContainerFlags
-	var interval time.Duration
-	var swarmOpts swarmStartOpts
+	var o system.StartOptions
 	start := &cobra.Command{
 		Use:   "start",
 		Short: "Start (or update) gordon-edge and gordon-reconcile; idempotent",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			remembered := edgeFlags.resolve(cmd, env.opts.stateDir)
-			nodeID, onSwarm, err := system.ChooseSwarm(cmd.Context(), env.dockerCli.Client(), swarmOpts.runtime)
-			if err != nil {
-				return err
-			}
-			if onSwarm {
-				res, err := system.StartSwarm(cmd.Context(), env.sysEnv(), swarmOpts.options(cmd, nodeID, edgeFlags, interval))
-				if res.Ran {
-					edgeFlags.httpAddr, edgeFlags.drain = res.HTTPAddr, res.Drain
-					edgeFlags.remember(env.opts.stateDir)
-				}
-				return err
-			}
-			if env.platform().OnSwarm() {
-				return fmt.Errorf("this state directory serves a swarm (%s): system start --runtime docker on it would strand its apps' services; use another --state-dir for a one-engine edge: %w",
-					filepath.Join(env.opts.stateDir, swarm.ConfigFile), core.ErrConflict)
-			}
-			eu, err := edgeUnit(env.opts.stateDir, edgeFlags.httpAddr, edgeFlags.adminAddr, edgeFlags.drain)
-			if err != nil {
-				return err
-			}
-			if err := withEdgeTLS(&eu, &edgeFlags.tls, env.opts.stateDir); err != nil {
-				return err
-			}
-			if err := withEdgeAccessLog(&eu, &edgeFlags.access, env.opts.stateDir); err != nil {
-				return err
-			}
-			ru, err := system.ReconcileUnit(env.opts.stateDir, env.dockerCli.DockerEndpoint().Host, system.ReconcileOptions{
-				Interval: interval,
-				Boot:     reconcileHasBoot(cmd),
-			})
-			if err != nil {
-				return err
-			}
-			if err := system.EnsureStateDir(env.opts.stateDir); err != nil {
-				return err
-			}
-			api := env.dockerCli.Client()
-			for _, u := range []docker.Unit{eu, ru} {
-				r, err := docker.Ensure(cmd.Context(), api, u)
-				if err != nil {
-					return err
-				}
-				system.PrintStart(env.dockerCli.Out(), u.Name, r)
-			}
-			edgeFlags.remember(env.opts.stateDir)
-			printEdgeAddr(env.dockerCli.Out(), edgeFlags, remembered)
-			return nil
+			o.Reconcile.Boot, o.Changed = reconcileHasBoot(cmd), cmd.Flags().Changed
+			return system.Start(cmd.Context(), env.sysEnv(), o)
 		},
 	}
-	edgeFlags.register(start)
-	swarmOpts.register(start)
-	start.Flags().DurationVar(&interval, "interval", engine.DefaultReconcileInterval, "time between reconcile passes")
+	registerEdgeFlags(start, &o.Edge)
+	registerSwarmStartFlags(start, &o)
+	start.Flags().DurationVar(&o.Reconcile.Interval, "interval", engine.DefaultReconcileInterval, "time between reconcile passes")
 
 	return start
 }
@@ -164,7 +103,7 @@ func newSystemStatusCommand(env *cliEnv) *cobra.Command {
 			if env.platform().OnSwarm() {
 				return swarmSystemStatus(cmd.Context(), env, format)
 			}
-			view, err := system.Status(cmd.Context(), env.sysEnv(), func(ctx context.Context) (core.TrafficStatus, error) { return edgeTrafficStatus(ctx, env) })
+			view, err := system.Status(cmd.Context(), env.sysEnv(), env.edgeStatus)
 			if err != nil {
 				return err
 			}

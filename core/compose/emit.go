@@ -53,6 +53,7 @@ type service struct {
 	Readiness   *readiness           `toml:"readiness,omitempty"`
 	Volume      []mount              `toml:"volume,omitempty"`
 	Bind        []mount              `toml:"bind,omitempty"`
+	Config      []configEntry        `toml:"config,omitempty"`
 	Devices     []string             `toml:"devices,omitempty"`
 	Hooks       *hooks               `toml:"hooks,omitempty"`
 	Monitor     *monitor             `toml:"monitor,omitempty"`
@@ -107,6 +108,13 @@ type readiness struct {
 	Plugin  string         `toml:"plugin,omitempty"`
 	Config  map[string]any `toml:"config,omitempty"`
 	Timeout string         `toml:"timeout,omitempty"`
+}
+
+// configEntry is one [[config]]: a project file (SPEC R82).
+type configEntry struct {
+	Source string `toml:"source"`
+	Path   string `toml:"path"`
+	Mode   string `toml:"mode,omitempty"` // octal, "0440"
 }
 
 type mount struct {

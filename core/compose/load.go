@@ -130,6 +130,9 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	composeapi.AbsBuildContexts(&spec, project.WorkingDir)
+	if err := manifest.ReadConfigFiles(&spec, project.WorkingDir); err != nil {
+		return nil, err
+	}
 	sum := sha256.Sum256(data)
 	return &Result{
 		Files:    displayNames(files),

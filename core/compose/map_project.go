@@ -48,7 +48,7 @@ func (m *mapper) topLevel(d *doc) {
 		case k == "secrets":
 			m.topSecrets(v)
 		case k == "configs":
-			m.refuse("configs", "not supported yet: configs; deliver the file as a secret (secrets: NAME: file: PATH, mounted at /run/secrets/NAME) or through an approved bind")
+			m.topConfigs(v)
 		default:
 			m.refuse(k, "not supported: top-level key %s", k)
 		}

@@ -18,7 +18,7 @@ import (
 var acceptedKeys = map[string]bool{
 	// mapped below
 	"image": true, "build": true, "environment": true, "env_file": true, "stop_grace_period": true,
-	"ports": true, "expose": true, "volumes": true, "secrets": true, "labels": true, "deploy": true,
+	"ports": true, "expose": true, "volumes": true, "secrets": true, "configs": true, "labels": true, "deploy": true,
 	"networks": true, "restart": true, "container_name": true, "devices": true, "privileged": true,
 	"hostname": true, "pull_policy": true, "scale": true, "network_mode": true, "pid": true, "ipc": true,
 	"links": true, "external_links": true, "post_start": true, "pre_stop": true, "stdin_open": true, "tty": true,
@@ -44,7 +44,6 @@ var refusedReasons = map[string]string{
 	"mac_address":    "not supported: two generations of a service may run at once and cannot share a MAC address",
 	"userns_mode":    "not supported: the container runs in the engine's default user namespace",
 	"security_opt":   "not supported yet: security options are not passed to the container",
-	"configs":        "not supported yet: configs; deliver the file as a secret (mounted at /run/secrets/NAME) or through an approved bind",
 	"platform":       "not supported: the image is run for the engine's platform; pin a platform-specific image instead",
 	"runtime":        "not supported: containers use the engine's default runtime",
 	"gpus":           "not supported yet: GPU requests",
@@ -94,6 +93,7 @@ func (m *mapper) service(name string, svc *types.ServiceConfig) *service {
 	m.scale(name, svc, out)
 	m.volumes(name, svc, out)
 	m.secretsOf(name, svc, out)
+	m.configsOf(name, svc, out)
 	m.devices(name, svc, out)
 	m.networks(name, svc, out)
 	m.interfaces(name, svc, out) // before container: x-gordon readiness wins over the healthcheck's

@@ -31,18 +31,7 @@ func (m *mapper) volumes(name string, svc *types.ServiceConfig, out *service) {
 			if v.Bind != nil && (v.Bind.Propagation != "" || v.Bind.SELinux != "" || v.Bind.Recursive != "") {
 				m.refuse(key, "bind options (propagation, selinux, recursive) are not supported yet; remove them")
 			}
-			src := path.Clean(v.Source)
-			if m.o.BindName == nil {
-				m.refuse(key, "bind %s cannot be honoured: no bind policy is available", m.shown(src))
-				continue
-			}
-			bn, err := m.o.BindName(src)
-			if err != nil {
-				m.refuse(key, "bind %s → %s: %v", m.shown(src), v.Target, err)
-				continue
-			}
-			out.Bind = append(out.Bind, mount{Name: bn, Path: v.Target, ReadOnly: v.ReadOnly})
-			m.from(fmt.Sprintf("services.%s.bind[%d]", name, len(out.Bind)-1), key)
+			m.bind(name, key, v, out)
 		case types.VolumeTypeTmpfs:
 			out.Tmpfs = append(out.Tmpfs, tmpfsOf(v))
 			m.from("services."+name+".tmpfs", key)
@@ -50,6 +39,38 @@ func (m *mapper) volumes(name string, svc *types.ServiceConfig, out *service) {
 			m.refuse(key, "a %s mount cannot be honoured: use a named volume or an approved bind", v.Type)
 		}
 	}
+}
+
+// bind maps one bind mount: a host path the operator approved becomes
+// a [[bind]]; else a path inside the project directory is a project file
+// shipped with the deploy (SPEC R82, projectFile); else it is refused
+// with how to approve it.
+func (m *mapper) bind(name, key string, v types.ServiceVolumeConfig, out *service) {
+	src := path.Clean(v.Source)
+	var policyErr error
+	if m.o.BindName != nil {
+		bn, err := m.o.BindName(src)
+		if err == nil {
+			out.Bind = append(out.Bind, mount{Name: bn, Path: v.Target, ReadOnly: v.ReadOnly})
+			m.from(fmt.Sprintf("services.%s.bind[%d]", name, len(out.Bind)-1), key)
+			return
+		}
+		policyErr = err
+	}
+	if rel, inside := m.inProject(src); inside {
+		if m.projectFile(key, src, v.Target, 0, !v.ReadOnly, out) {
+			m.from(fmt.Sprintf("services.%s.config[%d]", name, len(out.Config)-1), key)
+			if !v.ReadOnly {
+				m.note("%s: ./%s is shipped read-only with the deploy at %s (compose would bind the live file, writable): a change to it deploys the service again", name, rel, v.Target)
+			}
+		}
+		return
+	}
+	if policyErr == nil {
+		m.refuse(key, "bind %s cannot be honoured: no bind policy is available", m.shown(src))
+		return
+	}
+	m.refuse(key, "bind %s → %s: %v", m.shown(src), v.Target, policyErr)
 }
 
 // secretsOf: a service secret → a file secret at /run/secrets/TARGET.

@@ -107,6 +107,9 @@ func (r Response) Load() (*Result, error) {
 		return nil, fmt.Errorf("the compose loader's manifest: %w", err)
 	}
 	AbsBuildContexts(&spec, w.WorkDir)
+	if err := manifest.ReadConfigFiles(&spec, w.WorkDir); err != nil {
+		return nil, err
+	}
 	sum := sha256.Sum256(w.Manifest)
 	res := &Result{Files: w.Files, Manifest: w.Manifest, Spec: spec, WorkDir: w.WorkDir, Source: hex.EncodeToString(sum[:]), Notes: w.Notes}
 	for _, ws := range w.Secrets {

@@ -55,6 +55,7 @@ type MemStore struct {
 	recovery  map[string]core.Recovery
 	secrets   map[string][]byte // app/service/name
 	csecrets  map[string][]byte // app/container/name
+	files     map[string][]byte // app/name (project files, SPEC R82)
 	locks     map[string]chan struct{}
 	holders   map[string]core.LockHolder
 	recovered int
@@ -86,7 +87,7 @@ func NewMemStore(ev *Events) *MemStore {
 		desired: map[string]string{}, active: map[string]core.Active{}, intent: map[string]core.Intent{},
 		ops: map[string][]core.Operation{}, latest: map[string]string{}, markers: map[string][]core.Marker{},
 		owner: map[string]core.Ownership{}, archived: map[string][]core.Ownership{},
-		recovery: map[string]core.Recovery{}, secrets: map[string][]byte{}, csecrets: map[string][]byte{},
+		recovery: map[string]core.Recovery{}, secrets: map[string][]byte{}, csecrets: map[string][]byte{}, files: map[string][]byte{},
 		locks: map[string]chan struct{}{}, holders: map[string]core.LockHolder{},
 	}
 }

@@ -233,3 +233,45 @@ func (s *MemStore) ContainerSecrets(app, container string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// PutFile implements core.Store (event file-put with the name when it
+// was not stored yet); the path is "/mem/files/<app>/<name>".
+func (s *MemStore) PutFile(ctx context.Context, app, name string, data []byte, mode uint32) (string, error) {
+	if err := checkNames("file", app, name); err != nil {
+		return "", err
+	}
+	if err := s.enter("PutFile"); err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.files[skey(app, "", name)]; !ok {
+		s.files[skey(app, "", name)] = append([]byte(nil), data...)
+		s.ev.Add("file-put", name)
+	}
+	s.ok("PutFile")
+	return "/mem/files/" + app + "/" + name, nil
+}
+
+// FilePath implements core.Store.
+func (s *MemStore) FilePath(ctx context.Context, app, name string) (string, error) {
+	if err := checkNames("file", app, name); err != nil {
+		return "", err
+	}
+	if err := s.enter("FilePath"); err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.files[skey(app, "", name)]; !ok {
+		return "", fmt.Errorf("app %s: stored file %s: %w", app, name, core.ErrNotFound)
+	}
+	s.ok("FilePath")
+	return "/mem/files/" + app + "/" + name, nil
+}
+
+// File returns the content of a stored project file and whether it is.
+func (s *MemStore) File(app, name string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.files[skey(app, "", name)]
+	return v, ok
+}

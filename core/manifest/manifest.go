@@ -37,6 +37,9 @@
 //   - [[volume]]/[[bind]]: name [a-zA-Z0-9][a-zA-Z0-9_.-]*; absolute clean
 //     path, not /, /proc, /sys, /dev, /run/secrets or below; one mount per
 //     container path.
+//   - [[config]]: source a relative path inside the manifest's directory
+//     (a file or a directory), path as a mount's, mode read-only bits
+//     (no write bit) if given; Load reads the files (ReadConfigFiles).
 //   - devices: clean paths under /dev; networks: Docker names, listed once.
 //   - replace: "sequential", or "overlap" on an overlap-eligible service.
 //   - run: "once" (a one-shot: no interfaces, readiness, healthcheck or
@@ -96,6 +99,7 @@ func Load(path string) (core.AppSpec, string, error) {
 	spec, err := Parse(path, data)
 	if err == nil {
 		resolveBuildContexts(&spec, filepath.Dir(path))
+		err = ReadConfigFiles(&spec, filepath.Dir(path))
 	}
 	return spec, hex.EncodeToString(sum[:]), err
 }
@@ -178,6 +182,7 @@ type rawService struct {
 	Readiness *rawReadiness  `toml:"readiness"`
 	Volume    []rawMount     `toml:"volume"`
 	Bind      []rawMount     `toml:"bind"`
+	Config    []rawConfig    `toml:"config"`
 	Devices   []string       `toml:"devices"`
 
 	// Container keys, compose's names (validate_container.go).
@@ -276,10 +281,18 @@ type rawMount struct {
 	Adopt *bool `toml:"adopt"`
 }
 
+// rawConfig is one [[services.X.config]]: a project file shipped with
+// the deploy (SPEC R82).
+type rawConfig struct {
+	Source *string `toml:"source"`
+	Path   *string `toml:"path"`
+	Mode   any     `toml:"mode"` // octal string "0444" or integer 0o444
+}
+
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
-	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "aliases", "hooks", "monitor", "sleep_after", "wake_ignore"}
+	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "config", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "aliases", "hooks", "monitor", "sleep_after", "wake_ignore"}
 	hooksKeys     = []string{"before_switch", "after_switch", "timeout", "post_start", "pre_stop"}
 	monitorKeys   = []string{"window", "max_error_rate", "min_requests"}
 	lifecycleKeys = []string{"command", "user", "working_dir", "env"}
@@ -288,6 +301,7 @@ var (
 	l4Keys        = []string{"port", "publish", "idle_timeout", "max_conns"}
 	readinessKeys = []string{"type", "path", "port", "host", "pattern", "plugin", "config", "timeout"}
 	mountKeys     = []string{"name", "path", "readonly", "adopt"}
+	configKeys    = []string{"source", "path", "mode"}
 	secretKeys    = []string{"name", "as"}
 	buildKeys     = []string{"context", "dockerfile", "args", "target", "labels"}
 )
@@ -459,6 +473,8 @@ func allowedKeys(parent string) []string {
 			return readinessKeys
 		case "volume", "bind":
 			return mountKeys
+		case "config":
+			return configKeys
 		case "healthcheck":
 			return healthcheckKeys
 		case "resources":

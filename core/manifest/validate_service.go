@@ -46,7 +46,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Env = v.env(key+".env", raw.Env)
 	svc.Secrets = v.secrets(key, raw.Secrets, svc.Env, appEnv)
 
-	for _, list := range []string{"http", "tcp", "udp", "volume", "bind"} {
+	for _, list := range []string{"http", "tcp", "udp", "volume", "bind", "config"} {
 		if v.idx.tables[key+"."+list] {
 			v.addf(key+"."+list, "wrong type: want an array of tables, written [[%s.%s]], got a table", key, list)
 		}
@@ -74,6 +74,11 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 			v.add(k+".adopt", "adopt applies to volumes only: a bind mounts an operator-approved host path")
 		}
 		svc.Binds = append(svc.Binds, v.mount(k, "bind", m, mounts))
+	}
+	for i, c := range raw.Config {
+		if cf, ok := v.config(fmt.Sprintf("%s.config[%d]", key, i), c, mounts); ok {
+			svc.Configs = append(svc.Configs, cf)
+		}
 	}
 	svc.Devices = v.devices(key, raw.Devices)
 	v.containerKeys(key, raw, &svc)

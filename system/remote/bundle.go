@@ -115,9 +115,18 @@ type Session struct {
 	Context string
 }
 
+// current is the runner's session: nil but in a runner container, where
+// StartSession sets it once, before the CLI starts.
+var current *Session
+
+// Current is the runner's session (StartSession), or nil outside a runner
+// container.
+func Current() *Session { return current }
+
 // StartSession is called by main when GORDON_RUNNER=1: it takes the bundle
 // from stdin, writes its files under RunnerInputDir, gives the verb the
 // bundle's stdin as os.Stdin and arms the stdin watchdog (WatchControl).
+// The session is Current from then on.
 func StartSession() (*Session, error) {
 	b, err := ReadBundle(os.Stdin)
 	if err != nil {
@@ -144,7 +153,8 @@ func StartSession() (*Session, error) {
 	control := os.Stdin
 	os.Stdin = pr
 	go WatchControl(control, Silence)
-	return &Session{Auth: b.RegistryAuth, Secrets: b.Secrets, Engine: os.Getenv(RunnerEngineEnv), Context: os.Getenv(RunnerContextEnv)}, nil
+	current = &Session{Auth: b.RegistryAuth, Secrets: b.Secrets, Engine: os.Getenv(RunnerEngineEnv), Context: os.Getenv(RunnerContextEnv)}
+	return current, nil
 }
 
 // Heartbeats on the runner's stdin: the CLI writes one byte every
@@ -198,4 +208,25 @@ func RegistryHost(ref string) string {
 		return ""
 	}
 	return reference.Domain(n)
+}
+
+// ProjectFiles are the bundle files of spec's project files (SPEC R82,
+// read by the CLI's loader): each at dir/<its source>, so that the
+// runner's loader, reading the manifest written in dir, finds the same
+// bytes at the same relative paths (a file two configs name is sent
+// once). The files travel with the deploy; nothing is read on the server.
+func ProjectFiles(spec core.AppSpec, dir string) []File {
+	var out []File
+	seen := map[string]bool{}
+	for _, s := range spec.Services {
+		for _, c := range s.Configs {
+			p := path.Join(dir, c.Source)
+			if seen[p] || c.Data == nil {
+				continue
+			}
+			seen[p] = true
+			out = append(out, File{Path: p, Mode: os.FileMode(c.Mode).Perm(), Data: c.Data})
+		}
+	}
+	return out
 }

@@ -268,7 +268,7 @@ func (s *serviceRun) dropInstance(ctx context.Context, r instanceRun) {
 
 // candidateSpec is the container spec of the service's candidate named
 // cname (R17): pinned image and env, app network and alias, container keys,
-// gordon labels, volume, bind and secret-file mounts. Secret files are
+// gordon labels, volume, bind, project-file and secret-file mounts. Secret files are
 // written per container, keyed by cname.
 func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.ContainerSpec, error) {
 	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
@@ -303,6 +303,7 @@ func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.Cont
 	for _, b := range spec.Binds {
 		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountBind, Source: s.pin.binds[b.Name], Target: b.Path, ReadOnly: b.ReadOnly})
 	}
+	cs.Mounts = append(cs.Mounts, s.pin.configs...)
 	for _, fn := range slices.Sorted(maps.Keys(s.pin.files)) {
 		// Per-container copies are keyed by the container name: the ID is
 		// not known before creation (decision 13).

@@ -84,6 +84,9 @@ func (e *Engine) storeRevision(ctx context.Context, spec core.AppSpec, sourceSHA
 	if _, err := e.Store.EnsureApp(ctx, app); err != nil {
 		return core.Revision{}, fmt.Errorf("app %s: %w", app, err)
 	}
+	if err := e.storeConfigFiles(ctx, spec); err != nil {
+		return core.Revision{}, fmt.Errorf("app %s: %w", app, err)
+	}
 	if id, err := e.Store.LoadDesired(ctx, app); err == nil && id != "" {
 		if cur, err := e.Store.LoadRevision(ctx, app, id); err == nil && cur.SourceSHA256 == sourceSHA256 && DpSameJSON(cur.Spec, spec) {
 			return cur, nil

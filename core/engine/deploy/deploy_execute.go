@@ -43,6 +43,7 @@ type pinnedService struct {
 	secrets []string // secret values, for redaction
 	files   map[string][]byte
 	binds   map[string]string // bind name → host path
+	configs []core.Mount      // project files' read-only binds (SPEC R82)
 }
 
 // executeDeploy is R12's execute phase; the caller holds the app lock and
@@ -273,6 +274,9 @@ func (d *deployRun) pinService(ctx context.Context, name string, owners map[stri
 	p.files = steps.SecretFiles(spec, values)
 	if p.binds, err = e.ResolveBinds(d.checks, app, spec); err != nil {
 		return nil, fmt.Errorf("app %s: service %s: %w", app, name, err)
+	}
+	if p.configs, err = e.configMounts(ctx, app, spec); err != nil {
+		return nil, err
 	}
 	if err := e.CheckPublish(ctx, app, spec, owners); err != nil {
 		return nil, err

@@ -111,6 +111,9 @@ func (r *LifecycleRun) rebuildPin(ctx context.Context, name string, as *core.Act
 	if pin.binds, err = e.ResolveBinds(r.Checks, r.App, &spec); err != nil {
 		return nil, fmt.Errorf("rebuild: %w", err)
 	}
+	if pin.configs, err = e.configMounts(ctx, app, &spec); err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
 	return pin, nil
 }
 

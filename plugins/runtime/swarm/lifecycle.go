@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -56,9 +57,16 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 		return "", err
 	}
 	spec.TaskTemplate.ContainerSpec.Secrets = refs
+	crefs, err := r.ensureConfigs(ctx, c, what)
+	if err != nil {
+		_ = r.dropSecrets(ctx, refs, what)
+		return "", err
+	}
+	spec.TaskTemplate.ContainerSpec.Configs = crefs
 	res, err := r.cli.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec, EncodedRegistryAuth: core.RegistryAuthFrom(ctx)})
 	if err != nil {
 		_ = r.dropSecrets(ctx, refs, what)
+		_ = r.dropConfigs(ctx, crefs, what)
 		return "", r.classify(err, what)
 	}
 	return res.ID, nil
@@ -241,8 +249,8 @@ func (r *Runtime) nodeLost(ctx context.Context, node, what string) func() error 
 
 // RemoveContainer removes the instance's service; Swarm stops its task
 // (signal, then grace) whether force is set or not. Volumes stay (R3).
-// Then the Docker secrets the service referenced go, unless another
-// service references them (dropSecrets).
+// Then the Docker secrets and configs the service referenced go, unless
+// another service references them (dropSecrets, dropConfigs).
 func (r *Runtime) RemoveContainer(ctx context.Context, id string, _ bool) error {
 	if err := r.connect(ctx); err != nil {
 		return err
@@ -256,7 +264,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string, _ bool) error 
 		return r.classify(err, what)
 	}
 	if cs := svc.Spec.TaskTemplate.ContainerSpec; cs != nil {
-		return r.dropSecrets(ctx, cs.Secrets, what)
+		return errors.Join(r.dropSecrets(ctx, cs.Secrets, what), r.dropConfigs(ctx, cs.Configs, what))
 	}
 	return nil
 }

@@ -61,13 +61,14 @@ type placedNode struct {
 
 // singleWriter reports whether c must stay on one node: it names a node,
 // or mounts a named volume or a host path (a file secret's copy is no
-// host path: it becomes a Docker secret).
+// host path: it becomes a Docker secret; nor is a project file's: a
+// Docker config).
 func singleWriter(c core.ContainerSpec) bool {
 	if c.Node != "" {
 		return true
 	}
 	for _, m := range c.Mounts {
-		if m.Type == core.MountVolume || (m.Type == core.MountBind && m.Secret == "") {
+		if m.Type == core.MountVolume || (m.Type == core.MountBind && m.Secret == "" && m.Config == "") {
 			return true
 		}
 	}

@@ -101,7 +101,7 @@ func refused(c core.ContainerSpec) error {
 		return fmt.Errorf("devices %v name a node's device files and a task may run on any node; Swarm services cannot map devices", c.Devices)
 	}
 	for _, m := range c.Mounts {
-		if m.Type == core.MountBind && m.Secret == "" && c.Node == "" {
+		if m.Type == core.MountBind && m.Secret == "" && m.Config == "" && c.Node == "" {
 			return fmt.Errorf(`bind mount %s:%s names a path on one node, and an unpinned task may run on any node: pin the service to the node that has the path with node = "<hostname>" (compose: x-gordon.node), or use a named volume`, m.Source, m.Target)
 		}
 	}
@@ -226,6 +226,7 @@ func mounts(c core.ContainerSpec) ([]mount.Mount, error) {
 	for _, m := range c.Mounts {
 		switch {
 		case m.Secret != "": // a Docker secret (secrets.go)
+		case m.Config != "": // a Docker config (configs.go)
 		case m.Type == core.MountVolume:
 			out = append(out, mount.Mount{Type: mount.TypeVolume, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly,
 				VolumeOptions: &mount.VolumeOptions{Labels: copyLabels(vlabels)}})

@@ -595,6 +595,7 @@ type Mount struct {
 	Target        string                 `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
 	ReadOnly      bool                   `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
 	Secret        string                 `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"` // the file secret a bind mount delivers (core.Mount.Secret)
+	Config        string                 `protobuf:"bytes,6,opt,name=config,proto3" json:"config,omitempty"` // the project file a read-only bind mount delivers (core.Mount.Config)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -660,6 +661,13 @@ func (x *Mount) GetReadOnly() bool {
 func (x *Mount) GetSecret() string {
 	if x != nil {
 		return x.Secret
+	}
+	return ""
+}
+
+func (x *Mount) GetConfig() string {
+	if x != nil {
+		return x.Config
 	}
 	return ""
 }
@@ -2374,13 +2382,14 @@ const file_runtime_proto_rawDesc = "" +
 	"\x06labels\x18\x02 \x03(\v2(.gordon.plugin.v1.VolumeSpec.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x80\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x98\x01\n" +
 	"\x05Mount\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x16\n" +
 	"\x06target\x18\x03 \x01(\tR\x06target\x12\x1b\n" +
 	"\tread_only\x18\x04 \x01(\bR\breadOnly\x12\x16\n" +
-	"\x06secret\x18\x05 \x01(\tR\x06secret\"\xea\x06\n" +
+	"\x06secret\x18\x05 \x01(\tR\x06secret\x12\x16\n" +
+	"\x06config\x18\x06 \x01(\tR\x06config\"\xea\x06\n" +
 	"\rContainerSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +

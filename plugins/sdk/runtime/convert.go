@@ -76,7 +76,7 @@ func containerSpecToProto(c core.ContainerSpec) *pb.ContainerSpec {
 		Healthcheck: healthcheckToProto(c.Healthcheck), Options: optionsToProto(c.Options), Node: c.Node,
 	}
 	for _, m := range c.Mounts {
-		out.Mounts = append(out.Mounts, &pb.Mount{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly, Secret: m.Secret})
+		out.Mounts = append(out.Mounts, &pb.Mount{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly, Secret: m.Secret, Config: m.Config})
 	}
 	return out
 }
@@ -94,7 +94,7 @@ func containerSpecFromProto(p *pb.ContainerSpec) core.ContainerSpec {
 		out.Entrypoint = append([]string{}, p.GetEntrypoint()...)
 	}
 	for _, m := range p.GetMounts() {
-		out.Mounts = append(out.Mounts, core.Mount{Type: m.GetType(), Source: m.GetSource(), Target: m.GetTarget(), ReadOnly: m.GetReadOnly(), Secret: m.GetSecret()})
+		out.Mounts = append(out.Mounts, core.Mount{Type: m.GetType(), Source: m.GetSource(), Target: m.GetTarget(), ReadOnly: m.GetReadOnly(), Secret: m.GetSecret(), Config: m.GetConfig()})
 	}
 	return out
 }

@@ -39,7 +39,8 @@ func TestContainerSpec_ContainerKeysCrossTheWire(t *testing.T) {
 		RestartPolicy: "unless-stopped",
 		Node:          "node-2", // the swarm node it is pinned to
 		Mounts: []core.Mount{{Type: core.MountVolume, Source: "shop-data", Target: "/data"},
-			{Type: core.MountBind, Source: "/state/tls.key", Target: "/run/secrets/tls.key", ReadOnly: true, Secret: "tls.key"}},
+			{Type: core.MountBind, Source: "/state/tls.key", Target: "/run/secrets/tls.key", ReadOnly: true, Secret: "tls.key"},
+			{Type: core.MountBind, Source: "/state/files/shop/ab12-444", Target: "/etc/nginx/nginx.conf", ReadOnly: true, Config: "ab12-444"}},
 	}
 	assert.Equal(t, c, roundTrip(t, c))
 

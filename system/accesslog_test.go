@@ -1,4 +1,4 @@
-package main
+package system
 
 import (
 	"bytes"
@@ -11,10 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy"
-	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
-	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 const (
@@ -43,35 +40,6 @@ func TestLogsAccess_FilterKeepsOneAppsLines(t *testing.T) {
 	}
 }
 
-// R74 (access log): edge start passes no access log flag for the default
-// (stdout: an edge started before keeps its flags), passes off and a file
-// under the state directory, and refuses a file outside it (the edge
-// container sees only the state directory).
-func TestEdgeStart_AccessLogFlags(t *testing.T) {
-	state := t.TempDir()
-	unit := func(dest string) (docker.Unit, error) {
-		u := docker.Unit{Cmd: []string{"run"}}
-		f := edgeAccessFlags{dest: dest, maxSize: 100 << 20, keep: 5}
-		return u, withEdgeAccessLog(&u, &f, state)
-	}
-	u, err := unit("stdout")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"run"}, u.Cmd)
-	u, err = unit("off")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"run", "--access-log", "off"}, u.Cmd)
-	file := filepath.Join(state, "logs", "access.log")
-	u, err = unit(file)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"run", "--access-log", file}, u.Cmd)
-	assert.DirExists(t, filepath.Dir(file))
-	for _, bad := range []string{"/var/log/access.log", "relative.log", state + "/../x.log"} {
-		_, err = unit(bad)
-		require.ErrorIs(t, err, core.ErrInvalid, bad)
-		assert.Contains(t, err.Error(), "under the state directory", bad)
-	}
-}
-
 // tailFile prints the last N lines of the access log file (all with
 // "all").
 func TestLogsAccess_TailFileLastLines(t *testing.T) {
@@ -85,13 +53,8 @@ func TestLogsAccess_TailFileLastLines(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(out.String(), "\n"))
 }
 
-// The CLI repeats the edge's access log names and rotation defaults so as
-// not to link edgeproxy (start-up cost); they must stay what gordon-edge
-// takes, or edge start would pass flags the edge reads differently.
-func TestEdgeAccess_ConstantsAreTheEdges(t *testing.T) {
-	assert.Equal(t, edgeproxy.AccessLogOff, accessLogOff)
-	assert.Equal(t, edgeproxy.AccessLogStdout, accessLogStdout)
-	assert.EqualValues(t, edgeproxy.DefaultAccessLogMaxSize, defaultAccessLogMaxSize)
-	assert.EqualValues(t, edgeproxy.DefaultAccessLogKeep, defaultAccessLogKeep)
-	assert.Equal(t, edgeproxy.StatusFile, edgestate.StatusFile)
+// The access log destinations are the edge's own words.
+func TestAccessLog_ConstantsAreTheEdges(t *testing.T) {
+	assert.Equal(t, edgeproxy.AccessLogOff, AccessLogOff)
+	assert.Equal(t, edgeproxy.AccessLogStdout, AccessLogStdout)
 }
