@@ -71,10 +71,8 @@ type ActiveService struct {
 	// the publication of its successor): the edge holds requests for its
 	// hosts and connections to its published TCP ports until then. A
 	// record with binds is routed normally whatever HoldUntil says.
-	HoldUntil *time.Time `json:"hold_until,omitempty"`
-	// AsleepSince is set while the service sleeps (SPEC R81): its instances
-	// are stopped (not removed) and its routes wake it.
-	AsleepSince *time.Time `json:"asleep_since,omitempty"`
+	HoldUntil   *time.Time `json:"hold_until,omitempty"`
+	AsleepSince *time.Time `json:"asleep_since,omitempty"` // SPEC R81: instances stopped, not removed; routes wake it
 	// Replicas are the generation's other instances when the spec asks for
 	// more than one (ServiceSpec.Replicas): the primary instance is
 	// Container with BackendBinds and UDPBackendBinds above, every replica
@@ -157,8 +155,6 @@ const (
 	OpRemove  = "remove"
 	// VerbRollback is Operation.Verb of a deploy a rollback started.
 	VerbRollback = "rollback"
-	OpSleep      = "sleep" // SPEC R81: idle services' instances stopped
-	OpWake       = "wake"  // SPEC R81: sleeping services started again
 	// VerbScale is Operation.Verb of a deploy `scale` started (its
 	// revision differs from the serving one in replica counts only).
 	VerbScale = "scale"

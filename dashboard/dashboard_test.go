@@ -53,7 +53,7 @@ func TestPages_RenderAppsAppAndOp(t *testing.T) {
 	}
 	code, body = get(t, ts.URL+"/app/shop")
 	require.Equal(t, http.StatusOK, code)
-	for _, want := range []string{"10.0.0.3:30002", "running", "1h0m ago", "serving", "p99", "/api/cart", "/index.html",
+	for _, want := range []string{"10.0.0.3:30002", "running", ">1h0m<", "serving", "p99", "/api/cart", "/index.html",
 		"2027-03-01", "op-shop-1", "docker gordon rollback shop", "docker gordon logs shop --access", "No snapshot yet.", "docker gordon snapshots ls shop"} {
 		assertHas(t, body, want)
 	}

@@ -56,19 +56,35 @@ func (f accessFilter) Query() string {
 	return q.Encode()
 }
 
+// AccessShown is how many access log lines the app page shows at most
+// (the filter searches the Snapshot's MaxAccessLines).
+const AccessShown = 50
+
+// AccessShown is the package's AccessShown, for the templates.
+func (v *view) AccessShown() int { return AccessShown }
+
 // AccessLines are the app's access log lines that pass the filter,
-// newest first.
+// newest first, at most AccessShown.
 func (v *view) AccessLines() []AccessLine {
 	if v.App == nil {
 		return nil
 	}
 	var out []AccessLine
-	for i := len(v.App.Access) - 1; i >= 0; i-- {
+	for i := len(v.App.Access) - 1; i >= 0 && len(out) < AccessShown; i-- {
 		if v.Filter.keep(v.App.Access[i]) {
 			out = append(out, v.App.Access[i])
 		}
 	}
 	return out
+}
+
+// LastOp is the app's latest operation when its steps are known (the
+// app page shows them live while it runs).
+func (v *view) LastOp() *OpView {
+	if v.App == nil || len(v.App.Ops) == 0 || v.App.Ops[0].Steps == nil {
+		return nil
+	}
+	return &v.App.Ops[0]
 }
 
 // AppCerts are the certificates of the hosts the app routes.
@@ -156,6 +172,7 @@ func (a *App) op(id string) *OpView {
 func (s *Server) funcs() template.FuncMap {
 	return template.FuncMap{
 		"age":   age,
+		"since": func(t, now time.Time) string { return dur(now.Sub(t)) },
 		"dur":   dur,
 		"short": shortID,
 		"pct":   func(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) + "%" },

@@ -74,6 +74,7 @@ type Builder struct {
 	// none).
 	PushAuth func(ref string) string
 	Mode     Mode
+	app      string
 	// Progress gets one line per Dockerfile step (nil: none); Errw a
 	// failed build's last output lines.
 	Progress, Errw io.Writer
@@ -83,6 +84,7 @@ type Builder struct {
 func (bd *Builder) Resolve(ctx context.Context, spec *core.AppSpec) ([]Image, error) {
 	var out []Image
 	images := map[string]string{}
+	bd.app = spec.Name
 	for _, s := range spec.Services {
 		if s.Build == nil {
 			continue
@@ -225,7 +227,7 @@ func (bd *Builder) runBuild(ctx context.Context, bc *buildContext, s core.Servic
 	}
 	res, err := api.ImageBuild(ctx, pr, client.ImageBuildOptions{
 		Tags: []string{tag}, Dockerfile: bc.dockerfile, BuildArgs: args, Target: s.Build.Target,
-		Labels: s.Build.Labels, Remove: true, ForceRemove: true, Version: build.BuilderV1, AuthConfigs: bd.Auths,
+		Labels: Labels(bd.app, s.Name, s.Build.Labels), Remove: true, ForceRemove: true, Version: build.BuilderV1, AuthConfigs: bd.Auths,
 	})
 	if err != nil {
 		return "", fmt.Errorf("service %s: build: %w", s.Name, dockererr.Classify(err))
@@ -305,4 +307,20 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// RoleBuild is the LabelRole of an image docker gordon built (prune.RoleBuild).
+const RoleBuild = "build"
+
+// Labels are the labels of a service's built image: the build's own (user)
+// labels plus docker gordon's (managed, app, service, role build), which
+// `docker gordon prune` finds its images by. A user label under
+// core.LabelPrefix is overridden.
+func Labels(app, service string, user map[string]string) map[string]string {
+	out := make(map[string]string, len(user)+4)
+	for k, v := range user {
+		out[k] = v
+	}
+	out[core.LabelManaged], out[core.LabelApp], out[core.LabelService], out[core.LabelRole] = "true", app, service, RoleBuild
+	return out
 }

@@ -35,7 +35,8 @@ type watchRSS struct {
 }
 
 // measureApps: deploy latency (2), then with 1, 10 and 100 apps in one
-// state directory: status (3), reconcile (5), reconcile --watch memory (6).
+// state directory: status (3), reconcile (5), reconcile --watch memory (6);
+// with 1 and 100, the dashboard's apps page and memory (3).
 func (b *bench) measureApps(ctx context.Context, s, secCLI, secRec, secMem *section) error {
 	state := filepath.Join(b.tmp, "state-apps")
 	edge, _, err := b.startEdge(ctx, state, "edge-apps")
@@ -93,6 +94,11 @@ func (b *bench) measureApps(ctx context.Context, s, secCLI, secRec, secMem *sect
 				return err
 			}
 			b.watch = append(b.watch, w)
+			d, err := b.measureDashboard(ctx, state, n)
+			if err != nil {
+				return err
+			}
+			b.dash = append(b.dash, d)
 		}
 	}
 	one := res[1]
@@ -112,6 +118,7 @@ func (b *bench) measureApps(ctx context.Context, s, secCLI, secRec, secMem *sect
 		lv := res[n]
 		secRec.add(fmt.Sprintf("reconcile pass, %d app(s): engine API calls", n), float64(lv.reconcileCalls), "calls", "1 app", float64(one.reconcileCalls), "")
 	}
+	reportDashboard(secCLI, b.dash)
 	_ = secMem
 	return nil
 }

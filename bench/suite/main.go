@@ -52,6 +52,7 @@ type bench struct {
 	// edgebench's VmRSS (KiB): gordon-edge and the direct backend
 	ebEdgeIdle, ebEdgeLoad, ebDirectIdle, ebDirectLoad int64
 	watch                                              []watchRSS
+	dash                                               []dashRun
 	loadWalls, naiveWalls                              []time.Duration
 }
 

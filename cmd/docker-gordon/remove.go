@@ -4,6 +4,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/engine/prune"
+	sysprune "github.com/gordon-deploy/docker-gordon/system/prune"
 )
 
 func newRemoveCommand(env *cliEnv) *cobra.Command {
@@ -26,5 +28,26 @@ Exit status: 0 success, 1 failed (the app is then left as it was, stopped).`,
 		},
 	}
 	addLifecycleFlags(cmd, &o, false)
+	return cmd
+}
+
+func newPruneCommand(env *cliEnv) *cobra.Command {
+	var format string
+	req := prune.Request{}
+	cmd := &cobra.Command{
+		Use: "prune [APP]", Short: sysprune.Short, Long: sysprune.Long,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.App = append(args, "")[0]
+			eng, err := env.engine(cmd.Context(), "prune")
+			if err != nil {
+				return err
+			}
+			return sysprune.Verb(cmd.Context(), eng, env.dockerCli.Client(), env.store, req, isJSON(format), env.dockerCli.Out())
+		},
+	}
+	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "list what would be removed; remove nothing")
+	cmd.Flags().IntVar(&req.KeepImages, "keep", prune.DefaultKeepImages, "earlier built images kept per service besides the serving one")
+	addFormatFlag(cmd, &format)
 	return cmd
 }

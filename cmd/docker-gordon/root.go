@@ -121,6 +121,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newLogsCommand(env),
 		newSecretsCommand(env),
 		newCertsCommand(env),
+		newPruneCommand(env),
 		newDashboardCommand(env),
 	)
 	interruptedExits(cmd)

@@ -234,6 +234,25 @@ func (s *MemStore) ContainerSecrets(app, container string) []string {
 	return out
 }
 
+// ArchivedOwnership is Archived with the journal's signature (prune.Archive).
+func (s *MemStore) ArchivedOwnership(ctx context.Context, app string) ([]core.Ownership, error) {
+	return s.Archived(app), nil
+}
+
+// ArchivedApps returns, sorted, the apps with an archived ownership.
+func (s *MemStore) ArchivedApps(ctx context.Context) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for a, o := range s.archived {
+		if len(o) > 0 {
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // PutFile implements core.Store (event file-put with the name when it
 // was not stored yet); the path is "/mem/files/<app>/<name>".
 func (s *MemStore) PutFile(ctx context.Context, app, name string, data []byte, mode uint32) (string, error) {

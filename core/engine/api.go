@@ -13,6 +13,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine/deploy"
 	"github.com/gordon-deploy/docker-gordon/core/engine/lifecycle"
 	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
+	"github.com/gordon-deploy/docker-gordon/core/engine/prune"
 	"github.com/gordon-deploy/docker-gordon/core/engine/readiness"
 	"github.com/gordon-deploy/docker-gordon/core/engine/reconcile"
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
@@ -429,4 +430,10 @@ func (e *Engine) WaitNotifications(ctx context.Context) bool {
 // UnreadableApps: see steps.Engine.UnreadableApps.
 func (e *Engine) UnreadableApps() map[string]string {
 	return e.flows().UnreadableApps()
+}
+
+// PruneObjects removes what docker gordon made and no longer needs, or in
+// a dry run lists it: see package prune.
+func (e *Engine) PruneObjects(ctx context.Context, objs prune.Objects, arch prune.Archive, req prune.Request) (*prune.Report, error) {
+	return prune.Run(ctx, e.flows().Engine.Engine.Engine.Engine, objs, arch, req)
 }

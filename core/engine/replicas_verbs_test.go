@@ -91,6 +91,33 @@ func TestReplicas_StartRestoresTheDeclaredCount(t *testing.T) {
 	assert.ElementsMatch(t, repIDs(ins), repRouted(t, h), "every instance is routed")
 }
 
+// start after stop with the recorded container gone rebuilds the service
+// (R54) with every declared instance recorded: 3 instances, every one
+// routed, no instance left running that ACTIVE does not name.
+func TestReplicas_StartRebuildRecordsEveryInstance(t *testing.T) {
+	h := depSeedWeb(t, coretest.WebSpec(0))
+	lcDeployV15(t, h)
+	h.Runtime.NextIDs = []string{"c-s2", "c-s3"}
+	_, err := h.Engine.Scale(h.Ctx(), engine.ScaleRequest{App: "blog", Replicas: map[string]int{"web": 3}})
+	require.NoError(t, err)
+	_, err = h.Engine.Stop(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	primary := repInstances(t, h)[0].Container
+	h.Runtime.Delete(primary)
+	h.Reset()
+	h.Runtime.NextIDs = []string{"c-r1", "c-r2", "c-r3", "c-x1", "c-x2", "c-x3"}
+	res, err := h.Engine.Start(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+	ins := repInstances(t, h)
+	require.Len(t, ins, 3, "the rebuild records every instance it started")
+	assert.Equal(t, []string{"c-r1", "c-r2", "c-r3"}, repIDs(ins), "no second round of instances")
+	assert.ElementsMatch(t, repIDs(ins), repRouted(t, h))
+	for _, id := range []string{"c-x1", "c-x2", "c-x3"} {
+		assert.False(t, h.Runtime.Exists(id))
+	}
+}
+
 // status counts the instances that serve against the declared count: all
 // three serve → running, 3 of 3; one exited → degraded, 2 of 3, naming the
 // instance; fewer recorded than declared → degraded, naming the remedy.

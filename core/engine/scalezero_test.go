@@ -10,6 +10,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/engine/scalezero"
 )
 
 func loadActive(t *testing.T, s core.Store, app string) core.Active {
@@ -29,7 +30,7 @@ func TestR81_SleepStopsWakeStartsAndReconcileKeepsItAsleep(t *testing.T) {
 	res, err := h.Engine.Sleep(ctx, engine.SleepRequest{App: "blog", Reason: "idle 6s"})
 	require.NoError(t, err)
 	require.NotNil(t, res)
-	assert.Equal(t, core.OpSleep, res.Op.Kind)
+	assert.Equal(t, scalezero.OpSleep, res.Op.Kind)
 	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
 	assert.True(t, h.Runtime.Exists("c1"), "stopped, not removed")
 	assert.False(t, h.Runtime.Running("c1"))
@@ -59,7 +60,7 @@ func TestR81_SleepStopsWakeStartsAndReconcileKeepsItAsleep(t *testing.T) {
 	res, err = h.Engine.Wake(ctx, engine.SleepRequest{App: "blog", Reason: "first request at the edge"})
 	require.NoError(t, err)
 	require.NotNil(t, res)
-	assert.Equal(t, core.OpWake, res.Op.Kind)
+	assert.Equal(t, scalezero.OpWake, res.Op.Kind)
 	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
 	assert.Contains(t, res.Op.Steps[0].Detail, "woke in")
 	assert.True(t, h.Runtime.Running("c1"))
@@ -109,7 +110,7 @@ func TestR81_RestartWakesFirstAndStopEndsTheSleep(t *testing.T) {
 	for _, op := range ops {
 		kinds = append(kinds, op.Kind)
 	}
-	assert.Contains(t, kinds, core.OpWake)
+	assert.Contains(t, kinds, scalezero.OpWake)
 	assert.Nil(t, loadActive(t, h.Store, "blog").Services["web"].AsleepSince)
 
 	_, err = h.Engine.Sleep(ctx, engine.SleepRequest{App: "blog"})

@@ -103,9 +103,7 @@ type Hold struct {
 	Queue int `json:"queue,omitempty"`
 }
 
-// Asleep is a sleeping service's route (SPEC R81): the edge holds each
-// request or connection WakeTimeoutMS from its arrival (0: 60 s); Ignore
-// are request paths that do not wake it (exact, or a prefix ending in *).
+// Asleep is a sleeping service's route (SPEC R81): requests and connections are held WakeTimeoutMS (0: 60 s), but Ignore paths (exact, or prefix*) do not wake it.
 type Asleep struct {
 	WakeTimeoutMS int64    `json:"wake_timeout_ms,omitempty"`
 	Ignore        []string `json:"ignore,omitempty"`

@@ -176,6 +176,16 @@ func (l *Lab) waitRegistry(ctx context.Context) error {
 // registry as <registry>/<name>; it returns that reference, which every
 // node can pull.
 func (l *Lab) PushImage(ctx context.Context, name, bin string, env ...string) (string, error) {
+	lines := make([]string, 0, len(env))
+	for _, kv := range env {
+		lines = append(lines, "ENV "+kv)
+	}
+	return l.PushImageWith(ctx, name, bin, lines...)
+}
+
+// PushImageWith is PushImage with Dockerfile instructions (ENV,
+// HEALTHCHECK, STOPSIGNAL...) written after the COPY, one a line.
+func (l *Lab) PushImageWith(ctx context.Context, name, bin string, lines ...string) (string, error) {
 	if l.Registry == "" {
 		return "", errors.New("swarmlab: PushImage needs a lab started with Options.Registry")
 	}
@@ -192,8 +202,8 @@ func (l *Lab) PushImage(ctx context.Context, name, bin string, env ...string) (s
 		return "", err
 	}
 	df := "FROM scratch\nCOPY app /app\n"
-	for _, kv := range env {
-		df += "ENV " + kv + "\n"
+	for _, line := range lines {
+		df += line + "\n"
 	}
 	df += "ENTRYPOINT [\"/app\"]\n"
 	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {

@@ -17,7 +17,10 @@ import (
 // replacement-pending marker for a single-writer spec, retire Before (marker
 // kept), create the candidate (R17, journaled as After on the caller's step
 // i before it starts, deploy-time readiness) — and publish ACTIVE (R21a,
-// clearing Before's marker). No traffic rebuild and no execution recording:
+// clearing Before's marker). The recorded generation's other instances
+// are retired with Before, and every instance the candidate creation
+// started (spec.Replicas) is recorded, so a rebuilt service runs its
+// declared count. No traffic rebuild and no execution recording:
 // the caller does both after its single rebuild.
 //
 // The returned result carries After (the candidate, also on failure when
@@ -144,6 +147,17 @@ func (r *LifecycleRun) retireRebuilt(ctx context.Context, s *serviceRun, singleW
 	if !rr.Gone {
 		return fmt.Errorf("superseded container %s not confirmed gone: %w", before, rr.Err(before))
 	}
+	// The recorded generation's other instances go with it: the rebuilt
+	// generation brings its own (publishRebuilt records them).
+	if s.prev != nil {
+		for _, id := range s.prev.ReplicaIDs() {
+			rr := e.Retire(ctx, app, id, steps.RetireOptions{Service: name, Grace: s.predGrace})
+			s.warn(rr.Warnings...)
+			if !rr.Gone {
+				return fmt.Errorf("superseded instance %s not confirmed gone: %w", id, rr.Err(id))
+			}
+		}
+	}
 	return nil
 }
 
@@ -163,6 +177,9 @@ func (r *LifecycleRun) publishRebuilt(ctx context.Context, s *serviceRun, prev *
 		Image: prev.Image, Digest: prev.Digest, Container: s.after, Spec: prev.Spec, StopSignal: prev.StopSignal,
 	}
 	steps.EndpointsOf(s.binds).SetOn(rec)
+	for _, rp := range s.replicas {
+		rec.Replicas = append(rec.Replicas, steps.EndpointsOf(rp.binds).Instance(rp.id))
+	}
 	active.Services[name] = rec
 	if err := e.Store.SaveActive(ctx, active); err != nil {
 		return fmt.Errorf("publish ACTIVE: %w", err)

@@ -11,6 +11,12 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
 )
 
+// The op kinds of scale to zero (core.Operation.Kind).
+const (
+	OpSleep = "sleep" // idle services' instances stopped (not removed)
+	OpWake  = "wake"  // sleeping services started, probed and routed again
+)
+
 // Engine is the scale-to-zero layer: it embeds the oprun layer, whose
 // claim and steps it composes.
 type Engine struct{ *oprun.Engine }

@@ -30,8 +30,8 @@ import (
 // its routes still wake it).
 func (e *Engine) Sleep(ctx context.Context, req Request) (*oprun.OpResult, error) {
 	lreq := oprun.LifecycleRequest{App: req.App, OpKey: req.OpKey}
-	fp := steps.Fingerprint(core.OpSleep, req.App, strings.Join(req.Services, ","))
-	lk, res, ok, err := e.LifecyclePreamble(ctx, core.OpSleep, lreq, fp)
+	fp := steps.Fingerprint(OpSleep, req.App, strings.Join(req.Services, ","))
+	lk, res, ok, err := e.LifecyclePreamble(ctx, OpSleep, lreq, fp)
 	if !ok {
 		return res, err
 	}
@@ -42,9 +42,9 @@ func (e *Engine) Sleep(ctx context.Context, req Request) (*oprun.OpResult, error
 	}
 	var stepsOf []core.Step
 	for _, n := range names {
-		stepsOf = append(stepsOf, core.Step{ID: steps.ServiceStepID(n, core.OpSleep), State: core.StepPending, Service: n, Before: active.Services[n].Container, Detail: req.Reason})
+		stepsOf = append(stepsOf, core.Step{ID: steps.ServiceStepID(n, OpSleep), State: core.StepPending, Service: n, Before: active.Services[n].Container, Detail: req.Reason})
 	}
-	r, replay, err := e.ClaimLifecycle(ctx, core.OpSleep, lreq, fp, stepsOf)
+	r, replay, err := e.ClaimLifecycle(ctx, OpSleep, lreq, fp, stepsOf)
 	if r == nil {
 		return replay, err
 	}
@@ -67,7 +67,7 @@ func (e *Engine) Sleep(ctx context.Context, req Request) (*oprun.OpResult, error
 	}
 	r.Finalize()
 	r.Save(ctx)
-	return r.Result(), r.FailedErr(core.OpSleep)
+	return r.Result(), r.FailedErr(OpSleep)
 }
 
 // sleepers loads ACTIVE and returns the services req puts to sleep, in

@@ -32,8 +32,8 @@ import (
 // R7 refusals → ErrConflict; a failed service → ErrConflict naming it.
 func (e *Engine) Wake(ctx context.Context, req Request) (*oprun.OpResult, error) {
 	lreq := oprun.LifecycleRequest{App: req.App, OpKey: req.OpKey}
-	fp := steps.Fingerprint(core.OpWake, req.App, strings.Join(req.Services, ","))
-	lk, res, ok, err := e.LifecyclePreamble(ctx, core.OpWake, lreq, fp)
+	fp := steps.Fingerprint(OpWake, req.App, strings.Join(req.Services, ","))
+	lk, res, ok, err := e.LifecyclePreamble(ctx, OpWake, lreq, fp)
 	if !ok {
 		return res, err
 	}
@@ -45,16 +45,16 @@ func (e *Engine) Wake(ctx context.Context, req Request) (*oprun.OpResult, error)
 // held is that hold's memo of checks.
 func (e *Engine) WakeLocked(ctx context.Context, held *steps.HeldChecks, req Request) (*oprun.OpResult, error) {
 	lreq := oprun.LifecycleRequest{App: req.App, OpKey: req.OpKey}
-	fp := steps.Fingerprint(core.OpWake, req.App, strings.Join(req.Services, ","))
+	fp := steps.Fingerprint(OpWake, req.App, strings.Join(req.Services, ","))
 	active, names, err := e.sleeping(ctx, req)
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
 	var stepsOf []core.Step
 	for _, n := range names {
-		stepsOf = append(stepsOf, core.Step{ID: steps.ServiceStepID(n, core.OpWake), State: core.StepPending, Service: n, Before: active.Services[n].Container, Detail: req.Reason})
+		stepsOf = append(stepsOf, core.Step{ID: steps.ServiceStepID(n, OpWake), State: core.StepPending, Service: n, Before: active.Services[n].Container, Detail: req.Reason})
 	}
-	r, replay, err := e.ClaimLifecycle(ctx, core.OpWake, lreq, fp, stepsOf)
+	r, replay, err := e.ClaimLifecycle(ctx, OpWake, lreq, fp, stepsOf)
 	if r == nil {
 		return replay, err
 	}
@@ -69,7 +69,7 @@ func (e *Engine) WakeLocked(ctx context.Context, held *steps.HeldChecks, req Req
 		r.Fail(ctx, steps.StepTrafficPublish, err)
 		return r.Result(), err
 	}
-	return r.Result(), r.FailedErr(core.OpWake)
+	return r.Result(), r.FailedErr(OpWake)
 }
 
 // sleeping loads ACTIVE and returns the services req wakes, in dependency
@@ -121,7 +121,7 @@ func (e *Engine) sleeping(ctx context.Context, req Request) (core.Active, []stri
 func (e *Engine) wakeService(ctx context.Context, r *oprun.LifecycleRun, i int, name string, as *core.ActiveService) {
 	t0 := time.Now()
 	r.Save(ctx) // R5.1: the step is journaled before runtime work
-	ss := r.NewSvcStep(i, core.OpWake, name, as.Container, as)
+	ss := r.NewSvcStep(i, OpWake, name, as.Container, as)
 	instances := as.Instances()
 	eps := make([]steps.Endpoints, len(instances))
 	errs := make([]error, len(instances))

@@ -90,6 +90,30 @@ func (e *Engine) ownedContainers(ctx context.Context, app string) (map[string]bo
 // creating a container meanwhile. It returns the removed IDs; an error
 // names every container not confirmed gone.
 func (e *Engine) RemoveUnowned(ctx context.Context, app string) ([]string, error) {
+	cs, err := e.UnownedContainers(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, c := range cs {
+		svc := c.Labels[core.LabelService]
+		e.Log().Warn("removing container no record owns", "app", app, "service", svc, "container", c.ID, "status", c.Status)
+		res := e.Retire(ctx, app, c.ID, RetireOptions{Service: svc, Force: true})
+		if !res.Gone {
+			errs = append(errs, fmt.Errorf("app %s: container %s (service %s) no record owns could not be removed: %w", app, c.ID, svc, res.Err(c.ID)))
+			continue
+		}
+		removed = append(removed, c.ID)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// UnownedContainers lists the workload containers labelled for app and
+// for this state directory's incarnation of it that no record owns
+// (ownedContainers); none when the app has no incarnation here. Callers
+// hold the app lock for the answer to stay true.
+func (e *Engine) UnownedContainers(ctx context.Context, app string) ([]core.ContainerState, error) {
 	owned, err := e.ownedContainers(ctx, app)
 	if err != nil {
 		return nil, fmt.Errorf("app %s: unowned containers: %w", app, err)
@@ -105,20 +129,11 @@ func (e *Engine) RemoveUnowned(ctx context.Context, app string) ([]string, error
 	if err != nil {
 		return nil, fmt.Errorf("app %s: list containers: %w", app, err)
 	}
-	var removed []string
-	var errs []error
+	var out []core.ContainerState
 	for _, c := range cs {
-		if c.ID == "" || owned[c.ID] {
-			continue
+		if c.ID != "" && !owned[c.ID] {
+			out = append(out, c)
 		}
-		svc := c.Labels[core.LabelService]
-		e.Log().Warn("removing container no record owns", "app", app, "service", svc, "container", c.ID, "status", c.Status)
-		res := e.Retire(ctx, app, c.ID, RetireOptions{Service: svc, Force: true})
-		if !res.Gone {
-			errs = append(errs, fmt.Errorf("app %s: container %s (service %s) no record owns could not be removed: %w", app, c.ID, svc, res.Err(c.ID)))
-			continue
-		}
-		removed = append(removed, c.ID)
 	}
-	return removed, errors.Join(errs...)
+	return out, nil
 }
