@@ -4,8 +4,11 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # BUILD_ID ties docker-gordon to the gordon-backends and gordon-compose
 # binaries of the same build: it looks for gordon-backends-$(BUILD_ID) and
-# gordon-compose-$(BUILD_ID) beside itself.
-BUILD_ID := $(shell od -An -N5 -tx1 /dev/urandom | tr -d ' \n')
+# gordon-compose-$(BUILD_ID) beside itself. It is a hash of the sources
+# (every Go file, go.mod, go.sum, committed or not), so the same sources
+# build byte-identical binaries (-trimpath, no timestamps): reinstalling
+# the same commit leaves a running edge "unchanged".
+BUILD_ID := $(shell git ls-files -co --exclude-standard -z -- '*.go' go.mod go.sum 2>/dev/null | xargs -0 sha256sum 2>/dev/null | sha256sum | cut -c1-10)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.backendsName=gordon-backends-$(BUILD_ID) -X main.composeName=gordon-compose-$(BUILD_ID)
 # CLI_TAGS: docker-gordon without the compose loader, which it runs in
 # gordon-compose-$(BUILD_ID) (core/composeapi: the loader's package init
@@ -14,7 +17,7 @@ CLI_TAGS := gordoncomposehelper
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
 FUZZTIME ?= 5s
 
-.PHONY: all build install check test test-unit test-race test-e2e fuzz-smoke stress vet staticcheck fmt proto demo bench bench-go bench-edge bench-abuse bench-nginx bench-tls-tools clean
+.PHONY: all build install check docs test test-unit test-race test-e2e fuzz-smoke stress vet staticcheck fmt proto demo bench bench-go bench-edge bench-abuse bench-nginx bench-tls-tools clean
 
 all: build
 
@@ -97,6 +100,11 @@ proto:
 ## demo: build the demo images, start the edge, deploy examples/demo, print the URL
 demo: build
 	./examples/demo/run.sh
+
+## docs: regenerate docs/cli.md from the command tree (a test fails when it
+## is stale: TestCLIReferenceIsCurrent)
+docs:
+	$(GO) test ./cmd/docker-gordon -run '^TestCLIReferenceIsCurrent$$' -count=1 -args -update-docs
 
 ## bench: the performance suite (issue 7): every measurement side by side with
 ## a baseline from the same run -> bench/report.md and bench/report.json

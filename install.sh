@@ -3,11 +3,15 @@
 #   docker-gordon -> ${DOCKER_CONFIG:-~/.docker}/cli-plugins/ (so `docker gordon` works)
 #   gordon-backends-<build id> -> beside it (the built-in backend plugins)
 #   gordon-compose-<build id>  -> beside it (the compose loader)
-#   gordon-edge   -> $PREFIX/bin (default /usr/local/bin as root, else ~/.local/bin)
-# Re-running it upgrades in place.
+#   gordon-edge   -> $PREFIX/bin (default /usr/local/bin as root, else ~/.local/bin),
+#                    linked beside the plugin: edge start and system start use that one
+# Re-running it upgrades in place (the same sources build the same binaries);
+# then run `docker gordon system start` (or `edge start`) to move a running
+# edge and watcher to the new build.
 #
 # Usage: ./install.sh [--engine] [--prefix DIR]
-#   --engine   install (Debian docker.io) and start a Docker engine if none answers
+#   --engine      install (Debian docker.io) and start a Docker engine if none answers
+#   --prefix DIR  gordon-edge goes to DIR/bin (keep it on PATH for gordon-edge run)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -62,6 +66,8 @@ install -m 0755 bin/docker-gordon "$plugdir/.docker-gordon.new" && mv -f "$plugd
 find "$plugdir" -maxdepth 1 -name 'gordon-backends-*' ! -name "$backends" -delete
 find "$plugdir" -maxdepth 1 -name 'gordon-compose-*' ! -name "$composer" -delete
 install -m 0755 bin/gordon-edge "$prefix/bin/.gordon-edge.new" && mv -f "$prefix/bin/.gordon-edge.new" "$prefix/bin/gordon-edge"
+# The edge the plugin runs is the one beside it, whatever PATH holds.
+ln -sfn "$(cd "$prefix/bin" && pwd)/gordon-edge" "$plugdir/gordon-edge"
 
 echo "install.sh: installed $plugdir/docker-gordon (with $backends and $composer) and $prefix/bin/gordon-edge" >&2
 case ":$PATH:" in *":$prefix/bin:"*) ;; *) echo "install.sh: note: $prefix/bin is not on your PATH" >&2 ;; esac

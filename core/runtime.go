@@ -258,5 +258,6 @@ const (
 	LabelIncarnation = LabelPrefix + "incarnation"
 	LabelOp          = LabelPrefix + "op"
 	LabelRevision    = LabelPrefix + "revision"
-	LabelRole        = LabelPrefix + "role" // "workload" or "system"
+	LabelRole        = LabelPrefix + "role"      // "workload" or "system"
+	LabelPlacement   = LabelPrefix + "placement" // ServiceSpec.Placement, one a line
 )

@@ -110,7 +110,8 @@ type ServiceSpec struct {
 	// node, compose x-gordon.node): a swarm node's hostname or ID. Its
 	// volumes live there, and a bind mount names a path there. A one-engine
 	// runtime has one node and ignores it.
-	Node string `json:"node,omitempty"`
+	Node      string   `json:"node,omitempty"`
+	Placement []string `json:"placement,omitempty"` // swarm constraints ("node.role==worker"); one engine: none
 	// Aliases are extra names other services reach this one by on the app
 	// network, besides its service name (manifest aliases, compose
 	// container_name and networks.<net>.aliases).
@@ -279,13 +280,11 @@ type BindMount struct {
 
 // ConfigFile is one project file a service receives read-only (SPEC R82).
 type ConfigFile struct {
-	// Source: slash-separated, relative to the manifest's directory.
-	Source string `json:"source"`
+	Source string `json:"source"` // relative to the manifest's directory
 	Path   string `json:"path"`   // absolute, clean, in the container
 	Mode   uint32 `json:"mode"`   // read (and execute) bits, never write
 	Digest string `json:"digest"` // hex sha256 of the content
-	// Data is the content; never journaled (stored by StoreName).
-	Data []byte `json:"-"`
+	Data   []byte `json:"-"`      // never journaled: stored by StoreName
 }
 
 // StoreName is the file's content-addressed name "<digest>-<octal mode>".

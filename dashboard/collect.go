@@ -24,7 +24,7 @@ type Collector struct {
 	// (without it they are "unknown", as in `docker gordon status`).
 	Runtime core.Runtime
 	// Certs, if set, lists the edge's certificates.
-	Certs core.CertStore
+	Certs func(ctx context.Context) ([]core.CertInfo, error)
 	// Metrics, if set, returns the edge's /metrics text.
 	Metrics func(ctx context.Context) ([]byte, error)
 	// AccessLog, if set, writes the last lines of the edge's access log
@@ -85,7 +85,7 @@ func (c *Collector) Collect(ctx context.Context) (Snapshot, error) {
 		snap.Apps = append(snap.Apps, a)
 	}
 	if c.Certs != nil {
-		if snap.Certs, err = c.Certs.ListCerts(ctx); err != nil {
+		if snap.Certs, err = c.Certs(ctx); err != nil {
 			snap.Problems = append(snap.Problems, fmt.Sprintf("certificates: %v", err))
 		}
 	}

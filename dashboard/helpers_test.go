@@ -81,22 +81,12 @@ func (f *fixture) collector() *Collector {
 		c.AccessLog = func(_ context.Context, w io.Writer) error { _, err := io.WriteString(w, f.access); return err }
 	}
 	if f.certs != nil {
-		c.Certs = fakeCerts(f.certs)
+		c.Certs = func(context.Context) ([]core.CertInfo, error) { return f.certs, nil }
 	}
 	if f.sections != nil {
 		c.Sections = func(_ context.Context, app string) ([]Section, error) { return f.sections(app), nil }
 	}
 	return c
-}
-
-type fakeCerts []core.CertInfo
-
-func (c fakeCerts) AddCert(context.Context, string, []byte, []byte) (core.CertInfo, error) {
-	return core.CertInfo{}, core.ErrInvalid
-}
-func (c fakeCerts) RemoveCert(context.Context, string) error { return core.ErrInvalid }
-func (c fakeCerts) ListCerts(context.Context) ([]core.CertInfo, error) {
-	return c, nil
 }
 
 // serve runs the Feed from the fixture (RunLocal, watching the journal,

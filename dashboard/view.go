@@ -146,6 +146,8 @@ func appNext(c string, st engine.AppStatus) []string {
 	switch {
 	case st.Maintenance != nil:
 		out = append(out, fmt.Sprintf("%s maintenance off %s", c, a))
+	case st.State == "asleep":
+		out = append(out, fmt.Sprintf("%s wake %s", c, a))
 	case st.Stopped:
 		out = append(out, fmt.Sprintf("%s start %s", c, a))
 	case st.State == engine.AppStateDegraded:

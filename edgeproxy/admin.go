@@ -37,6 +37,9 @@ func (s *Server) adminHandler() http.Handler {
 		// PUT and GET /routes, with RoutesToken only (routepush.go).
 		s.push.Register(mux)
 	}
+	if s.cfg.Control != nil {
+		mux.HandleFunc("PUT /control", s.cfg.Control.ServeUpdate)
+	}
 	if s.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -61,7 +64,7 @@ func (s *Server) requireAdminToken(next http.Handler) http.Handler {
 			accepted = append(accepted, sha256.Sum256([]byte(tok)))
 		}
 	}
-	if len(accepted) == 0 {
+	if len(accepted) == 0 && s.cfg.Control == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -73,6 +76,10 @@ func (s *Server) requireAdminToken(next http.Handler) http.Handler {
 		if ok {
 			// Hashed first: the comparison takes the same time whatever
 			// the presented token.
+			if s.cfg.Control != nil && s.cfg.Control.AcceptsPush(strings.TrimSpace(tok)) {
+				next.ServeHTTP(w, r)
+				return
+			}
 			got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 			for _, want := range accepted {
 				if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {

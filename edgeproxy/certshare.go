@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/caddyserver/certmagic"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certshare"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/control"
 )
 
 // Certificates shared by the edges of a swarm (Config.CertStorage,
@@ -32,12 +34,22 @@ func (s *Server) newCertShare() error {
 	if s.cfg.CertStorage == "" {
 		return nil
 	}
-	if s.cfg.RoutesToken == "" {
+	tok, hc := s.cfg.RoutesToken, s.cfg.CertStorageClient
+	if ctl := s.cfg.Control; ctl != nil {
+		tok = ctl.EdgeToken()
+		if hc == nil {
+			hc = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: ctl.ClientTLS(control.StorageServerName)}}
+		}
+	}
+	if tok == "" {
 		return errors.New("gordon-edge: --cert-storage needs the routes token as its bearer token (GORDON_EDGE_ROUTES_TOKEN or --routes-token-file), and it is empty")
 	}
-	c, err := certshare.NewClient(s.cfg.CertStorage, s.cfg.RoutesToken, s.cfg.CertStorageClient)
+	c, err := certshare.NewClient(s.cfg.CertStorage, tok, hc)
 	if err != nil {
 		return fmt.Errorf("gordon-edge: --cert-storage: %w", err)
+	}
+	if ctl := s.cfg.Control; ctl != nil {
+		c.Token = ctl.EdgeToken
 	}
 	if s.cfg.HTTPSAddr == "" {
 		s.Logger.Warn("--cert-storage without an HTTPS address: certificates are neither ordered nor served")

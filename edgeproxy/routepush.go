@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/control"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/routepush"
 )
@@ -21,17 +22,15 @@ import (
 // newPusher returns the pushed route table's server, nil without
 // RoutesToken.
 func (s *Server) newPusher() *routepush.Pusher {
-	if s.cfg.RoutesToken == "" {
+	if s.cfg.RoutesToken == "" && s.cfg.Control == nil {
 		return nil
 	}
-	return routepush.New(routepush.Config{
-		Token:     s.cfg.RoutesToken,
-		Peers:     s.cfg.Peers,
-		Interval:  s.cfg.PeerInterval,
-		Lookup:    s.cfg.PeerLookup,
-		AdminAddr: s.AdminAddr,
-		Logger:    s.cfg.Logger,
-	}, pushEdge{s})
+	cfg := routepush.Config{Token: s.cfg.RoutesToken, Peers: s.cfg.Peers, Interval: s.cfg.PeerInterval,
+		Lookup: s.cfg.PeerLookup, AdminAddr: s.AdminAddr, Logger: s.cfg.Logger}
+	if c := s.cfg.Control; c != nil {
+		cfg.Auth, cfg.PeerTLS = c, c.ClientTLS(control.EdgeServerName)
+	}
+	return routepush.New(cfg, pushEdge{s})
 }
 
 // pushEdge is the Server as routepush.Edge.
@@ -68,7 +67,7 @@ func (s *Server) startPeers(ctx context.Context) (stop func()) {
 // address other than loopback without RoutesToken (the admin endpoint
 // then has no authentication at all).
 func (s *Server) checkAdminAccess() error {
-	if s.cfg.RoutesToken != "" {
+	if s.cfg.RoutesToken != "" || s.cfg.Control != nil {
 		return nil
 	}
 	if s.cfg.Peers != "" {

@@ -2,6 +2,7 @@ package edgeproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -195,7 +196,11 @@ func (s *Server) startServers(r *runSet) {
 	}
 	go func() { r.errc <- serveErr("http", s.ConnSrv.Serve(r.httpLn)); close(r.h1Stopped) }()
 	go func() { r.errc <- serveErr("http handoff", r.httpSrv.Serve(s.ConnSrv.Handoff)) }()
-	go func() { r.errc <- serveErr("admin", r.adminSrv.Serve(r.adminLn)) }()
+	adminLn := r.adminLn
+	if c := s.cfg.Control; c != nil {
+		adminLn = tls.NewListener(adminLn, c.ServerTLS())
+	}
+	go func() { r.errc <- serveErr("admin", r.adminSrv.Serve(adminLn)) }()
 }
 
 // handOverNext confirms a hand-over taken from the previous edge (which

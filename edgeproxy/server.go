@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certshare"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/control"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/l4"
@@ -81,6 +82,13 @@ type Config struct {
 	// is required the same way; "" with neither: no admin authentication
 	// (loopback only).
 	AdminToken string
+	// Control, when set (a swarm edge), replaces RoutesToken with split
+	// credentials (package control): a push token pushes and opens the
+	// admin endpoints, an edge token pulls from the peers and the
+	// certificate storage, PUT /control takes newer credentials, the
+	// admin address serves TLS, and the peers and the storage are asked
+	// over TLS with the control CA pinned.
+	Control *control.Keyring
 	// Peers is a DNS name resolving to every edge task's admin address
 	// (e.g. "tasks.gordon-edge" on a swarm; requires RoutesToken). Every
 	// PeerInterval (default 1 s) the edge asks each peer but itself for a

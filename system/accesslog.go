@@ -98,21 +98,32 @@ func (f *accessFilter) keep(line []byte) bool {
 // waits for new lines until ctx ends. An edge whose access log is off is
 // an error wrapping core.ErrInvalid that says how to turn it on.
 func ShowAccessLog(ctx context.Context, api client.APIClient, stateDir, app, service string, follow bool, tail string, out io.Writer) error {
-	filter := &accessFilter{w: out, app: app, service: service}
+	filter := func(w io.Writer) io.Writer { return &accessFilter{w: w, app: app, service: service} }
 	dest := lastAccessDest(stateDir)
+	n, numeric := tailLines(tail)
 	switch dest {
 	case AccessLogOff:
 		return fmt.Errorf("the edge's access log is off (edge start --access-log off); start it with --access-log stdout or a file: %w", core.ErrInvalid)
 	case AccessLogStdout:
-		return docker.StreamLogs(ctx, api, docker.EdgeName, follow, tail, filter, nil)
+		if numeric {
+			return docker.StreamLogsLast(ctx, api, docker.EdgeName, follow, n, out, nil, filter)
+		}
+		return docker.StreamLogs(ctx, api, docker.EdgeName, follow, tail, filter(out), nil)
 	}
-	return tailFile(ctx, dest, follow, tail, filter)
+	return tailFile(ctx, dest, follow, tail, out, filter)
 }
 
-// tailFile writes the last tail lines of path ("all": every line) to w,
-// then, with follow, what is appended (polled every 250 ms; a rotation
-// reopens the file) until ctx ends.
-func tailFile(ctx context.Context, path string, follow bool, tail string, w io.Writer) error {
+// tailLines reads --tail: a number of lines (numeric) or "all".
+func tailLines(tail string) (n int, numeric bool) {
+	n, err := strconv.Atoi(tail)
+	return n, err == nil && n >= 0
+}
+
+// tailFile writes the last tail lines of path that filter passes ("all":
+// every one) to out, then, with follow, what is appended (polled every
+// 250 ms; a rotation reopens the file) until ctx ends.
+func tailFile(ctx context.Context, path string, follow bool, tail string, out io.Writer, filter func(io.Writer) io.Writer) error {
+	w := filter(out)
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("access log %s: %w", path, err)
@@ -122,14 +133,15 @@ func tailFile(ctx context.Context, path string, follow bool, tail string, w io.W
 	if err != nil {
 		return fmt.Errorf("access log %s: %w", path, err)
 	}
-	if n, err := strconv.Atoi(tail); err == nil {
-		lines := bytes.SplitAfter(data, []byte("\n"))
-		if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-			lines = lines[:len(lines)-1]
+	if n, ok := tailLines(tail); ok {
+		last := &docker.LastLines{N: n, W: out}
+		if _, err := filter(last).Write(data); err != nil {
+			return err
 		}
-		data = bytes.Join(lines[max(len(lines)-n, 0):], nil)
-	}
-	if _, err := w.Write(data); err != nil || !follow {
+		if err := last.Flush(); err != nil || !follow {
+			return err
+		}
+	} else if _, err := w.Write(data); err != nil || !follow {
 		return err
 	}
 	r := bufio.NewReader(f)

@@ -3,6 +3,7 @@ package system
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,16 +42,23 @@ func TestLogsAccess_FilterKeepsOneAppsLines(t *testing.T) {
 }
 
 // tailFile prints the last N lines of the access log file (all with
-// "all").
+// "all"), counting only the lines of the app asked for: logs APP --access
+// --tail 2 shows that app's last 2 requests even when other apps' came
+// after them.
 func TestLogsAccess_TailFileLastLines(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "access.log")
-	require.NoError(t, os.WriteFile(p, []byte(lineBlog+lineShop+lineBlog), 0o600))
+	require.NoError(t, os.WriteFile(p, []byte(lineBlog+lineShop+lineBlog+lineBlog+lineBlog), 0o600))
+	every := func(w io.Writer) io.Writer { return &accessFilter{w: w} }
+	shop := func(w io.Writer) io.Writer { return &accessFilter{w: w, app: "shop"} }
 	var out bytes.Buffer
-	require.NoError(t, tailFile(context.Background(), p, false, "2", &out))
-	assert.Equal(t, lineShop+lineBlog, out.String())
+	require.NoError(t, tailFile(context.Background(), p, false, "2", &out, every))
+	assert.Equal(t, lineBlog+lineBlog, out.String())
 	out.Reset()
-	require.NoError(t, tailFile(context.Background(), p, false, "all", &out))
-	assert.Equal(t, 3, strings.Count(out.String(), "\n"))
+	require.NoError(t, tailFile(context.Background(), p, false, "2", &out, shop))
+	assert.Equal(t, lineShop, out.String(), "the app's last requests, not the file's last lines")
+	out.Reset()
+	require.NoError(t, tailFile(context.Background(), p, false, "all", &out, every))
+	assert.Equal(t, 5, strings.Count(out.String(), "\n"))
 }
 
 // The access log destinations are the edge's own words.

@@ -7,11 +7,9 @@ package system
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -19,7 +17,6 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
-	"github.com/gordon-deploy/docker-gordon/system/remote"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
@@ -195,6 +192,7 @@ func StartEdge(ctx context.Context, env Env, o *EdgeOptions, changed func(string
 	if err := EnsureStateDir(env.StateDir); err != nil {
 		return err
 	}
+	NoteEdgeBinary(env.Out, env.Err, u)
 	r, err := docker.Ensure(ctx, env.API, u)
 	if err != nil {
 		return err
@@ -250,6 +248,9 @@ func Start(ctx context.Context, env Env, o StartOptions) error {
 	if err != nil {
 		return err
 	}
+	if onSwarm && o.Reconcile.Dashboard != "" {
+		return fmt.Errorf("--dashboard: on a swarm, run docker gordon dashboard on the manager or through its context instead; nothing was changed: %w", core.ErrInvalid)
+	}
 	if onSwarm {
 		so := o.Swarm
 		so.NodeID, so.HTTPAddr, so.Drain, so.TLS, so.Interval, so.Changed = nodeID, o.Edge.HTTPAddr, o.Edge.Drain, o.Edge.TLS, o.Reconcile.Interval, changed
@@ -268,6 +269,7 @@ func Start(ctx context.Context, env Env, o StartOptions) error {
 	if err != nil {
 		return err
 	}
+	NoteEdgeBinary(env.Out, env.Err, eu)
 	ru, err := ReconcileUnit(env.StateDir, env.DockerHost, o.Reconcile)
 	if err != nil {
 		return err
@@ -301,21 +303,4 @@ func Stop(ctx context.Context, env Env, keepEdge bool) error {
 		return err
 	}
 	return StopContainer(ctx, env, docker.EdgeName, 35*time.Second)
-}
-
-// FindEdgeBinary looks for gordon-edge on PATH, then next to this binary.
-func FindEdgeBinary() (string, error) {
-	if p, err := exec.LookPath("gordon-edge"); err == nil {
-		return p, nil
-	}
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "gordon-edge")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	if remote.Current() != nil {
-		return "", errors.New("gordon-edge is not in the runner image: install it next to docker-gordon on the machine you run docker gordon from (./install.sh); the runner image carries it from there")
-	}
-	return "", errors.New("gordon-edge not found on PATH: run ./install.sh")
 }

@@ -79,3 +79,18 @@ func EdgeMetrics(ctx context.Context, stateDir string) ([]byte, error) {
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 }
+
+// EdgeCerts lists the HTTPS certificates of the edge serving stateDir,
+// sorted by host, as `certs ls` shows them through the traffic backend;
+// read here from the edge's certificate store without starting it.
+func EdgeCerts(stateDir string) ([]core.CertInfo, error) {
+	list, err := certstore.List(stateDir, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("list the edge's certificates: %w", err)
+	}
+	out := make([]core.CertInfo, len(list))
+	for i, in := range list {
+		out[i] = core.CertInfo(in)
+	}
+	return out, nil
+}

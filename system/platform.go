@@ -67,11 +67,12 @@ func (p Platform) RuntimeName() string { return string(p.Kind) }
 // EdgeNetwork is the swarm's edge overlay ("" on one engine).
 func (p Platform) EdgeNetwork() string { return p.Config.Network }
 
-// PluginEnv is the backends' extra environment: on a swarm, the edge
-// overlay runtime/swarm attaches instances to (none on one engine).
+// PluginEnv is the backends' extra environment: on a swarm, the edge's
+// control overlay and service, which runtime/swarm joins to each app's
+// overlay (none on one engine).
 func (p Platform) PluginEnv() []string {
 	if n := p.EdgeNetwork(); n != "" {
-		return []string{swarm.EnvEdgeNetwork + "=" + n}
+		return []string{swarm.EnvEdgeNetwork + "=" + n, swarm.EnvEdgeService + "=" + p.Config.Service}
 	}
 	return nil
 }

@@ -62,6 +62,10 @@ type adoption struct {
 	apps    []swarm.Adoptable
 	bundles []swarm.Bundle
 	nodes   map[string]swarm.Node
+	// control is the driving state directory's control record, recovered
+	// from the swarm (nil: this state directory has its own, or the
+	// swarm has none); its mirror key opened the state configs.
+	control *swarm.Control
 }
 
 // planAdoption lists the apps the swarm's state configs hold and this
@@ -69,12 +73,12 @@ type adoption struct {
 // ready node (its state directory is in use), it refuses unless force:
 // two state directories would drive the same services. It changes
 // nothing.
-func planAdoption(ctx context.Context, env Env, api client.APIClient, force bool) (adoption, error) {
+func planAdoption(ctx context.Context, env Env, api client.APIClient, force bool, ctl *swarm.Control) (adoption, error) {
 	all, err := swarm.ListAdoptable(ctx, api)
 	if err != nil || len(all) == 0 {
-		return adoption{}, err
+		return adoption{control: ctl}, err
 	}
-	var plan adoption
+	plan := adoption{control: ctl}
 	for _, a := range all {
 		// An app this state directory has any record of (held, or
 		// removed from here) is this state directory's to decide.
@@ -85,7 +89,7 @@ func planAdoption(ctx context.Context, env Env, api client.APIClient, force bool
 		}
 	}
 	if len(plan.apps) == 0 {
-		return adoption{}, nil
+		return plan, nil
 	}
 	nodes, err := swarm.Nodes(ctx, api)
 	if err != nil {
@@ -109,7 +113,7 @@ func planAdoption(ctx context.Context, env Env, api client.APIClient, force bool
 	// why), never a failure after the edge changed.
 	apps := plan.apps[:0]
 	for _, a := range plan.apps {
-		b, err := swarm.Fetch(ctx, api, a)
+		b, err := swarm.Fetch(ctx, api, a, mirrorKeyOf(env.StateDir, ctl))
 		if err != nil {
 			fmt.Fprintf(env.Err, "warning: not adopted: %v\n", err)
 			continue
@@ -155,4 +159,36 @@ func adoptedEdgeSettings(ctx context.Context, api client.APIClient, o *SwarmStar
 		o.Drain = c.Drain
 	}
 	return c, true, nil
+}
+
+// mirrorKeyOf is the key that opens the state configs: this state
+// directory's control record's, else the recovered one's.
+func mirrorKeyOf(stateDir string, recovered *swarm.Control) []byte {
+	if c, ok, err := swarm.LoadControl(stateDir); err == nil && ok {
+		return c.Key()
+	}
+	if recovered != nil {
+		return recovered.Key()
+	}
+	return nil
+}
+
+// recoverControl recovers the control record of the state directory that
+// drives the running edge, for a state directory that has none and takes
+// the swarm over (not wasSwarm, an edge runs): nil when not needed or the
+// swarm has none. The one-shot task runs the running edge's image.
+func recoverControl(ctx context.Context, env Env, api client.APIClient, o *SwarmStartOptions, running swarm.RunningEdge, wasSwarm bool) (*swarm.Control, error) {
+	if wasSwarm || running.Image == "" {
+		return nil, nil
+	}
+	if _, ok, err := swarm.LoadControl(env.StateDir); err != nil || ok {
+		return nil, err
+	}
+	auth := env.registryAuth(strings.TrimSuffix(o.Registry, "/") + "/gordon-edge")
+	c, found, err := swarm.RecoverControl(ctx, api, env.StateDir, o.NodeID, running.Image, auth)
+	if err != nil || !found {
+		return nil, err
+	}
+	fmt.Fprintf(env.Out, "control credentials: recovered from the swarm (the running edges keep theirs)\n")
+	return &c, nil
 }

@@ -123,7 +123,7 @@ func startSwarm(ctx context.Context, env Env, o *SwarmStartOptions) (bool, error
 	if o.Registry == "" && (wasSwarm || adopted) {
 		o.Registry = old.Registry // as at the last system start
 	}
-	running, plan, err := swarmStartChecks(ctx, env, api, o, old, wasSwarm)
+	_, plan, err := swarmStartChecks(ctx, env, api, o, old, wasSwarm)
 	if err != nil {
 		return false, err
 	}
@@ -155,11 +155,14 @@ func startSwarm(ctx context.Context, env Env, o *SwarmStartOptions) (bool, error
 	if err := ensureSwarmNetwork(ctx, out, api, cfg.Network); err != nil {
 		return false, err
 	}
+	if cfg.ControlSubnet, err = swarm.ControlSubnet(ctx, api, cfg.Network); err != nil {
+		return false, err
+	}
 	target := strings.TrimSuffix(o.Registry, "/") + "/gordon-edge"
 	if cfg.Image, err = pushSwarmEdgeImage(ctx, env, api, bin, o.Registry, target); err != nil {
 		return false, err
 	}
-	token, err := swarmEdgeToken(stateDir, running.Token, wasSwarm)
+	ctl, secretID, err := swarmControl(ctx, env, cfg, plan.control)
 	if err != nil {
 		return false, err
 	}
@@ -167,10 +170,12 @@ func startSwarm(ctx context.Context, env Env, o *SwarmStartOptions) (bool, error
 	if err != nil {
 		return false, err
 	}
-	action, err := swarm.EnsureEdgeService(ctx, api, swarm.EdgeService{Config: cfg, Token: token, Drain: o.Drain, CARootConfigID: caID}, env.registryAuth(target))
+	action, err := swarm.EnsureEdgeService(ctx, api, swarm.EdgeService{Config: cfg, ControlSecretID: secretID, ControlSecretName: ctl.SecretName,
+		Drain: o.Drain, CARootConfigID: caID}, env.registryAuth(target))
 	if err != nil {
 		return false, err
 	}
+	swarm.DropControlSecrets(ctx, api, ctl.SecretName)
 	if err := swarm.Save(stateDir, cfg); err != nil {
 		return false, fmt.Errorf("swarm configuration: %w", err)
 	}
@@ -210,7 +215,11 @@ func swarmStartChecks(ctx context.Context, env Env, api client.APIClient, o *Swa
 			return running, adoption{}, err
 		}
 	}
-	plan, err := planAdoption(ctx, env, api, o.Adopt)
+	ctl, err := recoverControl(ctx, env, api, o, running, wasSwarm)
+	if err != nil {
+		return running, adoption{}, err
+	}
+	plan, err := planAdoption(ctx, env, api, o.Adopt, ctl)
 	if err != nil {
 		return running, adoption{}, err
 	}
@@ -220,23 +229,42 @@ func swarmStartChecks(ctx context.Context, env Env, api client.APIClient, o *Swa
 	return running, plan, nil
 }
 
-// swarmEdgeToken is the route-push token: the running edge's for a state
-// directory that takes it over (adopted, R80), else this state
-// directory's, made when it has none.
-func swarmEdgeToken(stateDir, adopted string, wasSwarm bool) (string, error) {
-	if adopted != "" && !wasSwarm {
-		if err := swarm.WriteToken(stateDir, adopted); err != nil {
-			return "", fmt.Errorf("edge route-push token: %w", err)
+// swarmControl settles the control channel's credentials
+// (<state>/edge/control.json): recovered, the record of the state
+// directory that drove the running edge (adopted, R80), else this state
+// directory's, made when it has none. Their Docker secrets are made: the
+// edges' (baked anew after a rotate-token, which replaces each edge task
+// once) and the manager-only record.
+func swarmControl(ctx context.Context, env Env, cfg swarm.Config, recovered *swarm.Control) (swarm.Control, string, error) {
+	stateDir := env.StateDir
+	if recovered != nil {
+		if _, ok, err := swarm.LoadControl(stateDir); err != nil {
+			return swarm.Control{}, "", err
+		} else if !ok {
+			if err := swarm.SaveControl(stateDir, *recovered); err != nil {
+				return swarm.Control{}, "", fmt.Errorf("control credentials: %w", err)
+			}
 		}
 	}
-	token, err := swarm.EnsureToken(stateDir)
+	ctl, err := swarm.EnsureControl(stateDir)
 	if err != nil {
-		return "", fmt.Errorf("edge route-push token: %w", err)
+		return ctl, "", err
 	}
-	return token, nil
+	id, baked, err := swarm.EnsureControlSecret(ctx, env.API, stateDir, &ctl)
+	if err != nil {
+		return ctl, "", err
+	}
+	if baked {
+		fmt.Fprintf(env.Out, "control credentials: generation %d baked into the edge service's secret %s\n", ctl.Generation, ctl.SecretName)
+	}
+	if err := swarm.EnsureRecordSecret(ctx, env.API, ctl, cfg.StateID); err != nil {
+		return ctl, "", err
+	}
+	return ctl, id, nil
 }
 
-// ensureSwarmNetwork creates the edge overlay (attachable) when missing.
+// ensureSwarmNetwork creates the edge's control overlay (attachable) when
+// missing.
 func ensureSwarmNetwork(ctx context.Context, out io.Writer, api client.APIClient, name string) error {
 	if err := swarm.EnsureNetwork(ctx, api, name); err != nil {
 		return err
@@ -335,9 +363,11 @@ func SwarmReconcileUnit(stateDir, dockerHost string, cfg swarm.Config, interval 
 	}
 	u.Network = cfg.Network
 	if cfg.HTTPSPort > 0 {
-		u.Cmd = append(u.Cmd, "--cert-storage-addr", ":"+strconv.Itoa(swarm.CertStoragePort))
+		// On its control-network address only: the container also joins
+		// the apps' networks, for its probes.
+		u.Cmd = append(u.Cmd, "--cert-storage-addr", cfg.ControlSubnet+":"+strconv.Itoa(swarm.CertStoragePort))
 	}
-	u.Env = append(u.Env, EnvOnEdgeNetwork+"=1", swarm.EnvEdgeNetwork+"="+cfg.Network)
+	u.Env = append(u.Env, EnvOnEdgeNetwork+"=1", swarm.EnvEdgeNetwork+"="+cfg.Network, swarm.EnvEdgeService+"="+cfg.Service)
 	return u, nil
 }
 

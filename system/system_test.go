@@ -88,6 +88,26 @@ func TestSystemUnit_ReconcileUnitRunsCLIDirectly(t *testing.T) {
 	assert.Contains(t, tcp.Env, "DOCKER_HOST=tcp://127.0.0.1:2375")
 }
 
+// system start --dashboard: the reconcile container serves the dashboard
+// (reconcile --watch --dashboard ADDR) on a loopback address only, since it
+// has no token; another address is refused before any container changes.
+func TestSystemUnit_ReconcileUnitServesTheDashboardOnLoopbackOnly(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer l.Close()
+	state := t.TempDir()
+	u, err := ReconcileUnit(state, "unix://"+sock, ReconcileOptions{Boot: true, Dashboard: "127.0.0.1:9190"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gordon", "reconcile", "--watch", "--boot", "--dashboard", "127.0.0.1:9190"}, u.Cmd)
+	assert.Empty(t, u.Network, "the host network: the engine host's loopback")
+	for _, bad := range []string{"0.0.0.0:9190", ":9190", "10.0.0.1:9190", "9190"} {
+		_, err := ReconcileUnit(state, "unix://"+sock, ReconcileOptions{Dashboard: bad})
+		require.ErrorIs(t, err, core.ErrInvalid, bad)
+		assert.Contains(t, err.Error(), "loopback", bad)
+	}
+}
+
 // On a swarm the edge publishes one port on every edge node: --http-addr
 // must be :PORT (or a wildcard host); a loopback or specific address is
 // refused with the reason.

@@ -3,6 +3,7 @@ package system
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,10 @@ import (
 type ReconcileOptions struct {
 	Interval time.Duration
 	Boot     bool
+	// Dashboard, if set, is the loopback address on the engine's host
+	// where the loop also serves the read-only dashboard (reconcile
+	// --dashboard); a non-loopback one is core.ErrInvalid.
+	Dashboard string
 }
 
 // ReconcileUnit is the gordon-reconcile system container: this binary run
@@ -28,6 +33,9 @@ type ReconcileOptions struct {
 // socket is mounted at /var/run/docker.sock, a tcp:// endpoint is used as is
 // (host network); anything else (ssh://, TLS) is core.ErrInvalid.
 func ReconcileUnit(stateDir, dockerHost string, o ReconcileOptions) (docker.Unit, error) {
+	if host, _, err := net.SplitHostPort(o.Dashboard); o.Dashboard != "" && (err != nil || host != "localhost" && !net.ParseIP(host).IsLoopback()) {
+		return docker.Unit{}, fmt.Errorf("--dashboard %s: the reconcile container serves the dashboard without a token, so on a loopback HOST:PORT only (for example 127.0.0.1:9190); nothing was changed: %w", o.Dashboard, core.ErrInvalid)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return docker.Unit{}, fmt.Errorf("find own executable: %w", err)
@@ -69,6 +77,9 @@ func ReconcileUnit(stateDir, dockerHost string, o ReconcileOptions) (docker.Unit
 	}
 	if o.Boot {
 		cmd = append(cmd, "--boot")
+	}
+	if o.Dashboard != "" {
+		cmd = append(cmd, "--dashboard", o.Dashboard)
 	}
 	return docker.Unit{
 		Kind:       "reconcile",

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/docker/cli/cli"
-	"github.com/pelletier/go-toml/v2"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -61,7 +59,7 @@ func loadInput(ctx context.Context, env *cliEnv, verb string, o inputOptions, fo
 	if len(o.files) == 0 {
 		return nil, fmt.Errorf("%s: -f FILE is required (an app manifest or a compose file)", verb)
 	}
-	isCompose, err := sniffCompose(o.files[0])
+	isCompose, err := composeapi.IsComposeFile(o.files[0])
 	if err != nil {
 		return nil, err
 	}
@@ -114,34 +112,6 @@ func loadInput(ctx context.Context, env *cliEnv, verb string, o inputOptions, fo
 	return &appInput{spec: res.Spec, sha: res.Source, compose: res}, nil
 }
 
-// sniffCompose reads the head of path and reports whether it is a compose
-// file (YAML with services: or include:) rather than a TOML manifest; a
-// .yml/.yaml file that parses as neither counts as compose, so that its
-// YAML error is the one reported.
-func sniffCompose(path string) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, manifest.MaxSize+1))
-	if err != nil {
-		return false, err
-	}
-	if composeapi.IsCompose(data) {
-		return true, nil
-	}
-	// A .yml/.yaml file that is no TOML either is a compose file with a
-	// mistake: the compose loader, not the TOML parser, reports it.
-	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yml" || ext == ".yaml" {
-		var probe map[string]any
-		if toml.Unmarshal(data, &probe) != nil {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // bindPolicy is the compose loader's bind check for verb: the approved
 // binds of the state directory's config.toml ([binds]); for a remote engine
 // (deploy and validate through a remote context) every bind is refused,
@@ -168,20 +138,6 @@ func (e *cliEnv) targetsRemote() bool {
 		e.target = resolveTarget(e.dockerCli)
 	}
 	return e.target.Remote
-}
-
-// composeSecretValues reads the compose secrets with a file: or
-// environment: source (their values; an unreadable source is an error).
-func composeSecretValues(secrets []composeapi.Secret) ([]remote.SecretValue, error) {
-	values := make([]remote.SecretValue, 0, len(secrets))
-	for _, s := range secrets {
-		v, err := s.Value()
-		if err != nil {
-			return nil, err
-		}
-		values = append(values, remote.SecretValue{Service: s.Service, Name: s.Name, Value: v})
-	}
-	return values, nil
 }
 
 // storeSecretValues stores values in app's secret store under the app lock

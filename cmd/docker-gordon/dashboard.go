@@ -27,19 +27,7 @@ func newDashboardCommand(env *cliEnv) *cobra.Command {
 		Annotations: map[string]string{annotationRemoteSelf: "true"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Engine, o.Stderr, o.StateDir = env.target.Context, env.dockerCli.Err(), env.opts.stateDir
-			o.Collector = func(ctx context.Context) (*dashboard.Collector, error) {
-				store, err := env.openStore()
-				c := &dashboard.Collector{Store: store, Words: usererr.Words, Metrics: func(ctx context.Context) ([]byte, error) { return system.EdgeMetrics(ctx, o.StateDir) },
-					AccessLog: func(ctx context.Context, w io.Writer) error {
-						return system.ShowAccessLog(ctx, env.dockerCli.Client(), o.StateDir, "", "", false, "1000", w)
-					}}
-				if host, herr := env.pluginHost(); herr == nil {
-					c.Runtime, _ = host.Runtime(ctx, env.platform().RuntimeName())
-					tr, _ := host.Traffic(ctx, "edge")
-					c.Certs, _ = tr.(core.CertStore)
-				}
-				return c, err
-			}
+			o.Collector = dashboardCollector(env, o.StateDir)
 			if feed {
 				return dashboard.RunFeed(cmd.Context(), o, env.dockerCli.Out())
 			}
@@ -63,4 +51,22 @@ func newDashboardCommand(env *cliEnv) *cobra.Command {
 	cmd.Flags().BoolVar(&feed, "feed", false, "write the state as JSON lines on stdout (a runner's side)")
 	_ = cmd.Flags().MarkHidden("feed")
 	return cmd
+}
+
+// dashboardCollector reads what status, ops, logs --access and certs ls
+// read of stateDir (the runtime backend is left out when it cannot start).
+func dashboardCollector(env *cliEnv, stateDir string) func(context.Context) (*dashboard.Collector, error) {
+	return func(ctx context.Context) (*dashboard.Collector, error) {
+		store, err := env.openStore()
+		c := &dashboard.Collector{Store: store, Words: usererr.Words,
+			Metrics: func(ctx context.Context) ([]byte, error) { return system.EdgeMetrics(ctx, stateDir) },
+			Certs:   func(context.Context) ([]core.CertInfo, error) { return system.EdgeCerts(stateDir) },
+			AccessLog: func(ctx context.Context, w io.Writer) error {
+				return system.ShowAccessLog(ctx, env.dockerCli.Client(), stateDir, "", "", false, "1000", w)
+			}}
+		if host, herr := env.pluginHost(); herr == nil {
+			c.Runtime, _ = host.Runtime(ctx, env.platform().RuntimeName())
+		}
+		return c, err
+	}
 }

@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/docker/cli/cli"
-	"github.com/docker/cli/cli/command"
-	"github.com/moby/moby/api/types/registry"
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
@@ -263,7 +261,7 @@ func deploySubmission(ctx context.Context, env *cliEnv, eng *engine.Engine, o de
 			// Under the deploy's app lock: written to its own store.
 			switch {
 			case in.compose != nil:
-				values, err := composeSecretValues(in.compose.Secrets)
+				values, err := remote.SecretValues(in.compose.Secrets)
 				if err != nil {
 					return err
 				}
@@ -381,11 +379,8 @@ func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInpu
 	}
 	bd := &imagebuild.Builder{Mode: o.buildMode(), Progress: progress, Errw: env.dockerCli.Err()}
 	if bd.Mode != imagebuild.Plan { // a dry run talks to no engine
-		bd.API, bd.Auths = env.dockerCli.Client(), buildAuths(env)
-		bd.PushAuth = func(ref string) string {
-			tok, _ := command.RetrieveAuthTokenFromImage(env.dockerCli.ConfigFile(), ref)
-			return tok
-		}
+		bd.API = env.dockerCli.Client()
+		bd.Auths, bd.PushAuth = imagebuild.ClientAuths(env.dockerCli.ConfigFile(), env.logger)
 	}
 	built, err := bd.Resolve(ctx, &in.spec)
 	if err != nil {
@@ -395,30 +390,15 @@ func deployBuilds(ctx context.Context, env *cliEnv, o deployOptions, in *appInpu
 	return built, nil
 }
 
-// buildAuths returns the client's registry credentials (docker login,
-// credential helpers) by registry host, for the builds' base image pulls;
-// none when they cannot be read.
-func buildAuths(env *cliEnv) map[string]registry.AuthConfig {
-	all, err := env.dockerCli.ConfigFile().GetAllCredentials()
-	if err != nil {
-		env.logger.Warn("registry credentials unavailable", "error", err)
-		return nil
-	}
-	out := make(map[string]registry.AuthConfig, len(all))
-	for host, ac := range all {
-		out[host] = registry.AuthConfig{Username: ac.Username, Password: ac.Password, Auth: ac.Auth, ServerAddress: ac.ServerAddress,
-			IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken}
-	}
-	return out
-}
-
-// writeDeployJSON writes the op as JSON; with builds, the object has one
-// more key, "builds": [{service, tag, id (the image ID), built}].
+// writeDeployJSON writes the op as `ops APP OP --format json` shows it
+// (engine.OpView: verb set, phases in phases_ms); with builds, the object
+// has one more key, "builds": [{service, tag, id (the image ID), built}].
 func writeDeployJSON(w io.Writer, op core.Operation, builds []imagebuild.Image) error {
+	view := engine.OpViewOf(op)
 	if len(builds) == 0 {
-		return writeJSON(w, op)
+		return writeJSON(w, view)
 	}
-	data, err := json.Marshal(op)
+	data, err := json.Marshal(view)
 	if err != nil {
 		return err
 	}

@@ -172,6 +172,9 @@ container's output or from the file edge start --access-log named.`,
 			if access {
 				return quietEnd(cmd.Context(), follow, system.ShowAccessLog(cmd.Context(), env.dockerCli.Client(), env.opts.stateDir, "", "", follow, tail, out))
 			}
+			if n, err := strconv.Atoi(tail); err == nil {
+				return docker.StreamLogsLast(cmd.Context(), env.dockerCli.Client(), docker.EdgeName, follow, n, nil, out, nil)
+			}
 			return docker.StreamLogs(cmd.Context(), env.dockerCli.Client(), docker.EdgeName, follow, tail, nil, out)
 		},
 	}

@@ -90,7 +90,7 @@ Metrics: GET http://<admin-addr>/metrics with "Authorization: Bearer
 gordon_edge_http_in_flight_requests, gordon_edge_http_proxy_errors_total
 {app,service,backend,status}, gordon_edge_http_unrouted_requests_total,
 gordon_edge_held, gordon_edge_applied_generation and the TLS series. The
-README lists them; edge run picks a free loopback port unless given one.
+docs/operations.md lists them; edge run picks a free loopback port unless given one.
 
 Access log: one JSON line per HTTP request (time, host, method, path,
 status, duration_ms, bytes_out, app, service, instance, client, request_id,

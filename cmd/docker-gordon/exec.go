@@ -2,30 +2,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/docker/cli/cli"
-	"github.com/docker/cli/cli/command"
-	"github.com/docker/cli/cli/streams"
-	"github.com/moby/moby/api/pkg/stdcopy"
-	"github.com/moby/moby/client"
 	"github.com/spf13/cobra"
 
 	"github.com/gordon-deploy/docker-gordon/core/engine"
-	"github.com/gordon-deploy/docker-gordon/internal/dockererr"
+	"github.com/gordon-deploy/docker-gordon/system"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
 type execOptions struct {
-	instance    int
-	interactive bool
-	noTTY       bool
-	user        string
-	workdir     string
-	env         []string
+	instance int
+	exec     docker.ExecOptions
 	// printContainer only resolves and prints the serving container's ID
 	// (what a remote exec asks its runner).
 	printContainer bool
@@ -60,11 +51,11 @@ context's own connection, as docker exec does.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.instance, "instance", 1, "which instance of the service, from 1 (as status lists them)")
-	f.BoolVarP(&o.interactive, "interactive", "i", false, "pass stdin even when it is not a terminal")
-	f.BoolVarP(&o.noTTY, "no-tty", "T", false, "no terminal, even when stdin is one")
-	f.StringVarP(&o.user, "user", "u", "", "user to run the command as (name or uid[:gid])")
-	f.StringVarP(&o.workdir, "workdir", "w", "", "working directory in the container")
-	f.StringArrayVarP(&o.env, "env", "e", nil, "environment variable KEY=VALUE (repeatable)")
+	f.BoolVarP(&o.exec.Interactive, "interactive", "i", false, "pass stdin even when it is not a terminal")
+	f.BoolVarP(&o.exec.NoTTY, "no-tty", "T", false, "no terminal, even when stdin is one")
+	f.StringVarP(&o.exec.User, "user", "u", "", "user to run the command as (name or uid[:gid])")
+	f.StringVarP(&o.exec.Workdir, "workdir", "w", "", "working directory in the container")
+	f.StringArrayVarP(&o.exec.Env, "env", "e", nil, "environment variable KEY=VALUE (repeatable)")
 	f.BoolVar(&o.printContainer, "print-container", false, "only print the serving container's ID")
 	_ = f.MarkHidden("print-container")
 	return cmd
@@ -92,7 +83,11 @@ func runExecVerb(cmd *cobra.Command, env *cliEnv, o execOptions, args []string) 
 		_, err := fmt.Fprintln(env.dockerCli.Out(), id)
 		return err
 	}
-	return execIn(ctx, env.dockerCli, id, argv, o, fmt.Sprintf("%s/%s", app, service))
+	code, err := docker.Exec(ctx, env.dockerCli.Client(), env.dockerCli.In(), env.dockerCli.Out(), env.dockerCli.Err(), id, argv, o.exec, app+"/"+service)
+	if err == nil && code != 0 {
+		err = cli.StatusError{StatusCode: code}
+	}
+	return err
 }
 
 // localServingContainer resolves instance's container here, naming it on
@@ -115,97 +110,10 @@ func localServingContainer(ctx context.Context, env *cliEnv, app, service string
 // remoteServingContainer asks a runner on the remote engine which
 // container serves (the journal lives there); its stderr is passed on.
 func remoteServingContainer(ctx context.Context, env *cliEnv, app, service string, instance int) (string, error) {
-	api := env.dockerCli.Client()
-	paths, err := remote.ReadServerPaths(ctx, api)
-	if err != nil {
-		return "", err
+	edge, _ := system.FindEdgeBinary()
+	id, code, err := remote.ServingContainer(ctx, env.streams(), env.dockerCli.Client(), env.target, app, service, instance, edge)
+	if err == nil && code != 0 {
+		err = cli.StatusError{StatusCode: code}
 	}
-	img, err := runnerImage(ctx, api)
-	if err != nil {
-		return "", fmt.Errorf("runner image on %s: %w", env.target, err)
-	}
-	var out strings.Builder
-	capture := *env
-	capture.dockerCli = outCapture{Cli: env.dockerCli, out: streams.NewOut(&out)}
-	args := []string{"gordon", "exec", "--print-container", fmt.Sprintf("--instance=%d", instance), app, service, "--", "true"}
-	code, err := remote.Run(ctx, capture.streams(), api, env.target, img.Ref, paths, args, remote.Bundle{})
-	if err != nil {
-		return "", err
-	}
-	if code != 0 {
-		return "", cli.StatusError{StatusCode: code}
-	}
-	id := strings.TrimSpace(out.String())
-	if id == "" || strings.ContainsAny(id, " \n") {
-		return "", fmt.Errorf("exec %s %s: the runner on %s named no serving container (it said %q)", app, service, env.target, id)
-	}
-	return id, nil
-}
-
-// outCapture is a docker CLI whose stdout goes to out.
-type outCapture struct {
-	command.Cli
-	out *streams.Out
-}
-
-func (c outCapture) Out() *streams.Out { return c.out }
-
-// execIn runs argv in container id through dcli's engine connection: a TTY
-// (and stdin) when stdin is a terminal and -T is not given, stdin alone
-// with -i; it returns the command's exit status as a cli.StatusError (nil
-// for 0).
-func execIn(ctx context.Context, dcli command.Cli, id string, argv []string, o execOptions, what string) error {
-	api := dcli.Client()
-	insp, err := api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-	if err != nil {
-		return fmt.Errorf("exec %s: container %s: %w", what, shortID(id), dockererr.Classify(err))
-	}
-	if insp.Container.State == nil || !insp.Container.State.Running {
-		return fmt.Errorf("exec %s: container %s is not running (see docker gordon status; the reconcile pass or docker gordon start brings it back)", what, shortID(id))
-	}
-	in := dcli.In()
-	tty := !o.noTTY && in.IsTerminal()
-	withStdin := tty || o.interactive
-	opts := client.ExecCreateOptions{Cmd: argv, TTY: tty, AttachStdin: withStdin, AttachStdout: true, AttachStderr: true,
-		User: o.user, WorkingDir: o.workdir, Env: o.env}
-	if tty {
-		h, w := dcli.Out().GetTtySize()
-		opts.ConsoleSize = client.ConsoleSize{Height: h, Width: w}
-	}
-	created, err := api.ExecCreate(ctx, id, opts)
-	if err != nil {
-		return fmt.Errorf("exec %s: %w", what, dockererr.Classify(err))
-	}
-	att, err := api.ExecAttach(ctx, created.ID, client.ExecAttachOptions{TTY: tty, ConsoleSize: opts.ConsoleSize})
-	if err != nil {
-		return fmt.Errorf("exec %s: attach: %w", what, dockererr.Classify(err))
-	}
-	defer att.Close()
-	if tty {
-		if err := in.SetRawTerminal(); err == nil {
-			defer in.RestoreTerminal()
-		}
-	}
-	if withStdin {
-		go func() {
-			_, _ = io.Copy(att.Conn, in)
-			_ = att.CloseWrite()
-		}()
-	}
-	if tty {
-		_, err = io.Copy(dcli.Out(), att.Reader)
-	} else {
-		_, err = stdcopy.StdCopy(dcli.Out(), dcli.Err(), att.Reader)
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("exec %s: stream: %w", what, err)
-	}
-	res, err := api.ExecInspect(context.WithoutCancel(ctx), created.ID, client.ExecInspectOptions{})
-	if err != nil {
-		return fmt.Errorf("exec %s: exit status: %w", what, dockererr.Classify(err))
-	}
-	if res.ExitCode != 0 {
-		return cli.StatusError{StatusCode: res.ExitCode}
-	}
-	return nil
+	return id, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
 
 	"github.com/spf13/cobra"
 )
@@ -46,8 +47,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 					return err
 				}
 				if isJSON(format) {
-					op.Verb = op.VerbOrKind() // the same "verb" as the list
-					return writeJSON(env.dockerCli.Out(), op)
+					return writeJSON(env.dockerCli.Out(), engine.OpViewOf(op))
 				}
 				w := env.dockerCli.Out()
 				fmt.Fprintf(w, "op %s %s app %s revision %s started %s outcome %s\n", op.ID, op.VerbOrKind(), op.App, opRevision(op), op.StartedAt.Format("2006-01-02T15:04:05Z07:00"), orDash(string(op.Outcome)))
@@ -67,11 +67,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 				return err
 			}
 			if isJSON(format) {
-				// Every op carries "verb", as the KIND column shows it.
-				for i := range ops {
-					ops[i].Verb = ops[i].VerbOrKind()
-				}
-				return writeJSON(env.dockerCli.Out(), ops)
+				return writeJSON(env.dockerCli.Out(), engine.OpViews(ops))
 			}
 			tw := newTable(env.dockerCli.Out())
 			fmt.Fprintln(tw, "OP\tKIND\tREVISION\tSTARTED\tOUTCOME\tSTEPS")

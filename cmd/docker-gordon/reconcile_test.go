@@ -4,22 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 )
-
-// A one-shot reconcile of an app the state directory holds no record of
-// fails with ErrNotFound naming the app and the state directory; known
-// apps (even busy or failing ones) are no such error.
-func TestR39_ReconcileOfAnUnknownAppSaysWhereItsRecordsMayBe(t *testing.T) {
-	require.NoError(t, unknownAppsError([]engine.ReconcileReport{{App: "blog"}, {App: "api", Skipped: true}}, "/s"))
-	err := unknownAppsError([]engine.ReconcileReport{{App: "blog"}, {App: "shop", Unknown: true}}, "/var/lib/gordon")
-	require.ErrorIs(t, err, core.ErrNotFound)
-	require.Contains(t, err.Error(), "app shop: not known to state directory /var/lib/gordon")
-	require.NotContains(t, err.Error(), "blog")
-}
 
 // A watcher prints an app's plain "ok" pass once, then again only after
 // something else happened to the app (a retire, an error, a different

@@ -6,20 +6,13 @@ package main
 // every verb runs here.
 
 import (
-	"context"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/docker/cli/cli"
 	"github.com/docker/cli/cli/command"
-	"github.com/moby/moby/client"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/system"
-	"github.com/gordon-deploy/docker-gordon/system/image"
 	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
@@ -88,34 +81,6 @@ func (e *cliEnv) routeEngine(cmd *cobra.Command) error {
 	return nil
 }
 
-// runnerArgs rebuilds the verb's command line for the runner from what
-// cobra parsed: the verb path, every flag the user set (repeatable flags
-// once per value) except those the client consumes (drop) or rewrites
-// (extra), then the positional arguments.
-func runnerArgs(cmd *cobra.Command, args []string, drop map[string]bool, extra []string) []string {
-	out := append([]string{"gordon"}, verbPath(cmd)...)
-	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if drop[f.Name] {
-			return
-		}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			for _, v := range sv.GetSlice() {
-				out = append(out, "--"+f.Name+"="+v)
-			}
-			return
-		}
-		out = append(out, "--"+f.Name+"="+f.Value.String())
-	})
-	out = append(out, extra...)
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			out = append(out, "--")
-			break
-		}
-	}
-	return append(out, args...)
-}
-
 // runRemote runs the verb in a runner container on the target engine.
 func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 	return runRemoteTo(cmd, e, args, e.streams())
@@ -123,42 +88,17 @@ func runRemote(cmd *cobra.Command, e *cliEnv, args []string) error {
 
 // runRemoteTo is runRemote with the runner's output sent to s.
 func runRemoteTo(cmd *cobra.Command, e *cliEnv, args []string, s remote.Streams) error {
-	ctx := cmd.Context()
-	api := e.dockerCli.Client()
-	t := e.target
-	t0 := time.Now()
-	paths, err := remote.ReadServerPaths(ctx, api)
+	ctx, api, t := cmd.Context(), e.dockerCli.Client(), e.target
+	paths, err := remote.ServerPathsFor(ctx, api, t, e.opts.stateDir)
 	if err != nil {
 		return err
-	}
-	if !t.Remote {
-		// This machine's engine, a swarm manager: same paths as here.
-		paths.StateDir, paths.Socket = e.opts.stateDir, strings.TrimPrefix(t.Host, "unix://")
 	}
 	rc, err := prepareBundle(ctx, cmd, e, args, paths)
 	if err != nil {
 		return err
 	}
-	if paths.Network != "" && rc.copyImages {
-		return fmt.Errorf("--copy-images: %s is a swarm manager and every node pulls an instance's image by digest from a registry; an image sent to the manager alone reaches no other node: push it to a registry the nodes can pull from; nothing was changed: %w", t, core.ErrInvalid)
-	}
-	if rc.shipImages && paths.Network == "" {
-		if err := remote.ShipImages(ctx, e.dockerCli.Err(), api, t, rc.images, rc.copyImages, e.registryAuth); err != nil {
-			return err
-		}
-	}
-	b, runArgs := rc.bundle, rc.args
-	img, err := runnerImage(ctx, api)
-	if err != nil {
-		return fmt.Errorf("runner image on %s: %w", t, err)
-	}
-	if img.Built {
-		fmt.Fprintf(e.dockerCli.Err(), "built the runner image %s on %s in %s (once per version)\n", img.Ref, t.Context, time.Since(t0).Round(time.Millisecond))
-		remote.PruneRunnerImages(ctx, api, img.ID)
-	}
-	e.logger.Debug("runner", "image", img.Ref, "args", runArgs, "state_dir", paths.StateDir, "socket", paths.Socket)
-	code, err := remote.Run(ctx, s, api, t, img.Ref, paths, runArgs, b)
-	e.logger.Debug("runner finished", "exit", code, "elapsed", time.Since(t0))
+	edge, _ := system.FindEdgeBinary()
+	code, err := remote.Dispatch(ctx, s, api, t, paths, rc, e.registryAuth, edge)
 	if err != nil {
 		return err
 	}
@@ -167,13 +107,6 @@ func runRemoteTo(cmd *cobra.Command, e *cliEnv, args []string, s remote.Streams)
 		return cli.StatusError{StatusCode: code}
 	}
 	return nil
-}
-
-// runnerImage is remote.RunnerImage with the gordon-edge binary installed
-// beside this one (none: the runner image has no edge binary).
-func runnerImage(ctx context.Context, api client.APIClient) (image.Image, error) {
-	edge, _ := system.FindEdgeBinary()
-	return remote.RunnerImage(ctx, api, edge)
 }
 
 // streams are the CLI's output and logger for a runner.

@@ -44,15 +44,15 @@ func TestRemote_RunnerArgsFromParsedFlags(t *testing.T) {
 	deploy.RunE = func(c *cobra.Command, a []string) error { got, gotArgs = c, a; return nil }
 	require.NoError(t, docker.Execute())
 	assert.Equal(t, []string{"deploy"}, verbPath(got))
-	args := runnerArgs(got, gotArgs, map[string]bool{"file": true, "copy-images": true, "state-dir": true}, []string{"--file=/tmp/gordon-in/manifest/app.toml"})
+	args := remote.RunnerArgs(verbPath(got), got.Flags(), gotArgs, map[string]bool{"file": true, "copy-images": true, "state-dir": true}, []string{"--file=/tmp/gordon-in/manifest/app.toml"})
 	assert.Equal(t, []string{"gordon", "deploy", "--debug=true", "--format=json", "--service=web", "--service=db", "--file=/tmp/gordon-in/manifest/app.toml"}, args)
 
 	assert.Equal(t, []string{"gordon", "deploy", "--debug=true", "--file=/home/me/app.toml", "--format=json", "--service=web", "--service=db"},
-		runnerArgs(got, gotArgs, map[string]bool{"copy-images": true, "state-dir": true}, nil), "a repeatable -f is passed once per value")
+		remote.RunnerArgs(verbPath(got), got.Flags(), gotArgs, map[string]bool{"copy-images": true, "state-dir": true}, nil), "a repeatable -f is passed once per value")
 
 	status := &cobra.Command{Use: "status", Run: func(*cobra.Command, []string) {}}
 	root.AddCommand(status)
-	assert.Equal(t, []string{"gordon", "status", "--", "-odd"}, runnerArgs(status, []string{"-odd"}, nil, nil))
+	assert.Equal(t, []string{"gordon", "status", "--", "-odd"}, remote.RunnerArgs(verbPath(status), status.Flags(), []string{"-odd"}, nil, nil))
 	assert.True(t, localOnly(root), "the root (help) runs here")
 	version := &cobra.Command{Use: "version"}
 	root.AddCommand(version)
@@ -81,7 +81,7 @@ func TestRemote_InputFlagsReadFromEveryInputVerb(t *testing.T) {
 // remoteDeployCall parses argv with the real deploy command under a gordon
 // root (as the docker CLI runs it) and prepares it for a runner of a remote
 // engine, as runRemote does; stderr is what the client printed.
-func remoteDeployCall(t *testing.T, argv ...string) (remoteCall, string, error) {
+func remoteDeployCall(t *testing.T, argv ...string) (remote.Call, string, error) {
 	t.Helper()
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	t.Setenv("COMPOSE_PROFILES", "")
@@ -95,7 +95,7 @@ func remoteDeployCall(t *testing.T, argv ...string) (remoteCall, string, error) 
 	root.PersistentFlags().StringVar(&env.opts.stateDir, "state-dir", env.opts.stateDir, "")
 	root.PersistentFlags().StringArrayVar(&env.opts.pluginDirs, "plugin-dir", nil, "")
 	deploy := newDeployCommand(env)
-	var rc remoteCall
+	var rc remote.Call
 	var perr error
 	deploy.RunE = func(cmd *cobra.Command, args []string) error {
 		rc, perr = prepareBundle(context.Background(), cmd, env, args, remote.ServerPaths{Arch: "x86_64"})
@@ -119,18 +119,18 @@ func TestRemote_DeployBundleOfTOMLManifest(t *testing.T) {
 
 	rc, _, err := remoteDeployCall(t, "deploy", "-f", file, "--service", "web", "--copy-images", "--pull=never")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"gordon", "deploy", "--pull=never", "--service=web", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.args)
-	require.Len(t, rc.bundle.Files, 1, "the manifest is sent")
-	assert.Equal(t, remote.File{Path: "manifest/blog.toml", Mode: 0o600, Data: data}, rc.bundle.Files[0])
-	assert.Equal(t, []string{"blog-web:2", "blog-worker:2"}, rc.images)
-	assert.True(t, rc.shipImages)
-	assert.True(t, rc.copyImages)
-	assert.Empty(t, rc.bundle.Secrets)
+	assert.Equal(t, []string{"gordon", "deploy", "--pull=never", "--service=web", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.Args)
+	require.Len(t, rc.Bundle.Files, 1, "the manifest is sent")
+	assert.Equal(t, remote.File{Path: "manifest/blog.toml", Mode: 0o600, Data: data}, rc.Bundle.Files[0])
+	assert.Equal(t, []string{"blog-web:2", "blog-worker:2"}, rc.Images)
+	assert.True(t, rc.ShipImages)
+	assert.True(t, rc.CopyImages)
+	assert.Empty(t, rc.Bundle.Secrets)
 
 	rc, _, err = remoteDeployCall(t, "deploy", "-f", file, "--dry-run")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"gordon", "deploy", "--dry-run=true", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.args)
-	assert.False(t, rc.shipImages, "a dry run checks no image on the engine")
+	assert.Equal(t, []string{"gordon", "deploy", "--dry-run=true", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.Args)
+	assert.False(t, rc.ShipImages, "a dry run checks no image on the engine")
 
 	// A manifest with problems is refused here, as a local deploy does.
 	require.NoError(t, os.WriteFile(file, []byte("name = \"blog\"\n[services.web]\n"), 0o644))
@@ -173,29 +173,29 @@ secrets:
 	argv := []string{"deploy", "-f", base, "-f", override, "--env-file", envFile, "--profile", "debug", "-p", "shop", "--project-directory", dir, "--op-key", "k1"}
 	rc, _, err := remoteDeployCall(t, argv...)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"gordon", "deploy", "--op-key=k1", "--file=/tmp/gordon-in/manifest/shop.toml"}, rc.args)
+	assert.Equal(t, []string{"gordon", "deploy", "--op-key=k1", "--file=/tmp/gordon-in/manifest/shop.toml"}, rc.Args)
 
 	want, err := compose.Load(context.Background(), compose.Options{Files: []string{base, override}, EnvFiles: []string{envFile}, Profiles: []string{"debug"}, ProjectName: "shop", WorkDir: dir})
 	require.NoError(t, err)
-	require.Len(t, rc.bundle.Files, 1, "one manifest, not the compose files")
-	assert.Equal(t, "manifest/shop.toml", rc.bundle.Files[0].Path)
-	assert.Equal(t, want.Manifest, rc.bundle.Files[0].Data, "the converted manifest, as convert prints it")
-	spec, err := manifest.Parse("sent", rc.bundle.Files[0].Data)
+	require.Len(t, rc.Bundle.Files, 1, "one manifest, not the compose files")
+	assert.Equal(t, "manifest/shop.toml", rc.Bundle.Files[0].Path)
+	assert.Equal(t, want.Manifest, rc.Bundle.Files[0].Data, "the converted manifest, as convert prints it")
+	spec, err := manifest.Parse("sent", rc.Bundle.Files[0].Data)
 	require.NoError(t, err)
 	assert.Equal(t, "shop", spec.Name)
 	require.Len(t, spec.Services, 2, "the debug profile is on")
-	assert.Equal(t, []string{"shop-debug:1", "shop-web:2.5"}, rc.images, "the env file's tag")
+	assert.Equal(t, []string{"shop-debug:1", "shop-web:2.5"}, rc.Images, "the env file's tag")
 	assert.Equal(t, "prod", spec.Services[1].Env["MODE"])
 
-	assert.Equal(t, []remote.SecretValue{{Service: "web", Name: "api_key", Value: []byte("k3y-value")}}, rc.bundle.Secrets)
-	for _, f := range rc.bundle.Files {
+	assert.Equal(t, []remote.SecretValue{{Service: "web", Name: "api_key", Value: []byte("k3y-value")}}, rc.Bundle.Secrets)
+	for _, f := range rc.Bundle.Files {
 		assert.NotContains(t, string(f.Data), "k3y-value", "a secret value is never a bundle file")
 	}
 
 	rc, _, err = remoteDeployCall(t, append(argv, "--dry-run")...)
 	require.NoError(t, err)
-	assert.Empty(t, rc.bundle.Secrets, "a dry run stores no secret, so it reads none")
-	assert.False(t, rc.shipImages)
+	assert.Empty(t, rc.Bundle.Secrets, "a dry run stores no secret, so it reads none")
+	assert.False(t, rc.ShipImages)
 
 	// A secret file that cannot be read stops the deploy here.
 	require.NoError(t, os.Remove(filepath.Join(dir, "api_key.txt")))
@@ -216,7 +216,7 @@ func TestRemote_ComposeBindRefusedForRemoteEngine(t *testing.T) {
 	assert.Contains(t, err.Error(), "nothing was changed")
 	assert.Contains(t, stderr, "is a remote engine")
 	assert.Contains(t, stderr, "[[services.NAME.bind]]")
-	assert.Empty(t, rc.bundle.Files)
+	assert.Empty(t, rc.Bundle.Files)
 }
 
 // The runner stores the secrets the CLI sent under the app lock, in the
@@ -277,7 +277,7 @@ func TestRemote_SystemStartBundleCarriesRegistryCredentials(t *testing.T) {
 	root.PersistentFlags().StringArrayVar(&env.opts.pluginDirs, "plugin-dir", nil, "")
 	system := &cobra.Command{Use: "system"}
 	start := newSystemStartCommand(env)
-	var rc remoteCall
+	var rc remote.Call
 	var perr error
 	start.RunE = func(cmd *cobra.Command, args []string) error {
 		rc, perr = prepareBundle(context.Background(), cmd, env, args, remote.ServerPaths{Arch: "x86_64"})
@@ -288,7 +288,7 @@ func TestRemote_SystemStartBundleCarriesRegistryCredentials(t *testing.T) {
 	root.SetArgs([]string{"system", "start", "--registry", "reg.lab:5000", "--http-addr", ":80"})
 	require.NoError(t, root.Execute())
 	require.NoError(t, perr)
-	assert.NotEmpty(t, rc.bundle.RegistryAuth["reg.lab:5000"], "the runner gets the credentials for --registry")
+	assert.NotEmpty(t, rc.Bundle.RegistryAuth["reg.lab:5000"], "the runner gets the credentials for --registry")
 }
 
 // TestBuild_RemoteBundleNamesTheImageOnly: a remote deploy -f of a
@@ -301,13 +301,13 @@ func TestBuild_RemoteBundleNamesTheImageOnly(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte("name = \"blog\"\n[services.web.build]\ncontext = \"web\"\nargs = { TOKEN = \"s3cret\" }\n"), 0o644))
 	rc, _, err := remoteDeployCall(t, "deploy", "-f", file, "--dry-run", "--build")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"gordon", "deploy", "--dry-run=true", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.args)
-	require.Len(t, rc.bundle.Files, 1)
-	sent := string(rc.bundle.Files[0].Data)
+	assert.Equal(t, []string{"gordon", "deploy", "--dry-run=true", "--file=/tmp/gordon-in/manifest/blog.toml"}, rc.Args)
+	require.Len(t, rc.Bundle.Files, 1)
+	sent := string(rc.Bundle.Files[0].Data)
 	assert.NotContains(t, sent, "s3cret")
 	assert.NotContains(t, sent, "build")
 	assert.Regexp(t, `image = 'gordon/blog-web:[0-9a-f]{16}'`, sent)
-	assert.Len(t, rc.images, 1)
+	assert.Len(t, rc.Images, 1)
 }
 
 func writeTree(t *testing.T, files map[string]string) string {
@@ -324,7 +324,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 // remoteVerbCall parses argv with the real command under a gordon root (as
 // the docker CLI runs it) and prepares it for a runner of a remote engine,
 // as runRemote does.
-func remoteVerbCall(t *testing.T, parent string, cmd func(*cliEnv) *cobra.Command, argv ...string) (remoteCall, error) {
+func remoteVerbCall(t *testing.T, parent string, cmd func(*cliEnv) *cobra.Command, argv ...string) (remote.Call, error) {
 	t.Helper()
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	var stderr bytes.Buffer
@@ -338,7 +338,7 @@ func remoteVerbCall(t *testing.T, parent string, cmd func(*cliEnv) *cobra.Comman
 	p := &cobra.Command{Use: parent}
 	root.AddCommand(p)
 	c := cmd(env)
-	var rc remoteCall
+	var rc remote.Call
 	var perr error
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		rc, perr = prepareBundle(context.Background(), cmd, env, args, remote.ServerPaths{Arch: "x86_64"})
@@ -361,18 +361,18 @@ func TestRemote_FilesNamedByFlagsAreReadOnTheClient(t *testing.T) {
 	edgeStart := func(env *cliEnv) *cobra.Command { return newEdgeContainerCommands(env)[0] }
 	rc, err := remoteVerbCall(t, "edge", edgeStart, "edge", "start", "--https-addr", ":443", "--acme-ca-root", root)
 	require.NoError(t, err)
-	assert.Contains(t, rc.args, "--acme-ca-root=/tmp/gordon-in/flagfiles/acme-ca-root/pebble.minica.pem")
-	assert.NotContains(t, strings.Join(rc.args, " "), dir, "the client's path is not sent")
-	assert.Contains(t, rc.bundle.Files, remote.File{Path: "flagfiles/acme-ca-root/pebble.minica.pem", Mode: 0o600, Data: []byte("root-pem")})
+	assert.Contains(t, rc.Args, "--acme-ca-root=/tmp/gordon-in/flagfiles/acme-ca-root/pebble.minica.pem")
+	assert.NotContains(t, strings.Join(rc.Args, " "), dir, "the client's path is not sent")
+	assert.Contains(t, rc.Bundle.Files, remote.File{Path: "flagfiles/acme-ca-root/pebble.minica.pem", Mode: 0o600, Data: []byte("root-pem")})
 
 	cert, key := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
 	require.NoError(t, os.WriteFile(cert, []byte("cert-pem"), 0o644))
 	require.NoError(t, os.WriteFile(key, []byte("key-pem"), 0o600))
 	rc, err = remoteVerbCall(t, "certs", newCertsAddCommand, "certs", "add", "blog.example.com", "--cert", cert, "--key", key)
 	require.NoError(t, err)
-	assert.Contains(t, rc.args, "--cert=/tmp/gordon-in/flagfiles/cert/c.pem")
-	assert.Contains(t, rc.args, "--key=/tmp/gordon-in/flagfiles/key/k.pem")
-	assert.Contains(t, rc.bundle.Files, remote.File{Path: "flagfiles/key/k.pem", Mode: 0o600, Data: []byte("key-pem")})
+	assert.Contains(t, rc.Args, "--cert=/tmp/gordon-in/flagfiles/cert/c.pem")
+	assert.Contains(t, rc.Args, "--key=/tmp/gordon-in/flagfiles/key/k.pem")
+	assert.Contains(t, rc.Bundle.Files, remote.File{Path: "flagfiles/key/k.pem", Mode: 0o600, Data: []byte("key-pem")})
 
 	_, err = remoteVerbCall(t, "edge", edgeStart, "edge", "start", "--acme-ca-root", filepath.Join(dir, "missing.pem"))
 	require.Error(t, err)

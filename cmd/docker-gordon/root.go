@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/gordon-deploy/docker-gordon/cmd/internal/helptext"
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
@@ -126,6 +127,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 	)
 	interruptedExits(cmd)
 	usererr.Plain(cmd)
+	helptext.Install(cmd)
 	return cmd
 }
 

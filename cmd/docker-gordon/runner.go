@@ -17,14 +17,11 @@ import (
 	"strings"
 
 	"github.com/docker/cli/cli/command"
-	"github.com/docker/cli/cli/config/credentials"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/manifest"
 	"github.com/gordon-deploy/docker-gordon/system"
-	"github.com/gordon-deploy/docker-gordon/system/image"
 	"github.com/gordon-deploy/docker-gordon/system/remote"
 )
 
@@ -44,56 +41,6 @@ func (e *cliEnv) registryAuth(ref string) string {
 	return tok
 }
 
-// clientRegistryAuth resolves the credentials the runner may need: for the
-// images a manifest names when there is one, else for every registry the
-// CLI has credentials for (the verb may pull any pinned image again).
-func clientRegistryAuth(e *cliEnv, images []string) map[string]string {
-	out := map[string]string{}
-	cfg := e.dockerCli.ConfigFile()
-	if images != nil {
-		for _, img := range images {
-			host := remote.RegistryHost(img)
-			if host == "" || out[host] != "" {
-				continue
-			}
-			ac, err := cfg.GetAuthConfig(host)
-			if err != nil || (ac.Username == "" && ac.IdentityToken == "" && ac.RegistryToken == "" && ac.Auth == "") {
-				continue
-			}
-			if tok, err := command.RetrieveAuthTokenFromImage(cfg, img); err == nil {
-				out[host] = tok
-			}
-		}
-		return out
-	}
-	all, err := cfg.GetAllCredentials()
-	if err != nil {
-		e.logger.Warn("registry credentials unavailable", "error", err)
-		return out
-	}
-	for key := range all {
-		host := credentials.ConvertToHostname(key)
-		if host == "index.docker.io" {
-			host = "docker.io"
-		}
-		if tok, err := command.RetrieveAuthTokenFromImage(cfg, host+"/x"); err == nil {
-			out[host] = tok
-		}
-	}
-	return out
-}
-
-// remoteCall is a verb prepared for the runner: what goes over its stdin,
-// its command line, and the images to check (and with copyImages send)
-// on the target engine before it starts.
-type remoteCall struct {
-	bundle     remote.Bundle
-	args       []string
-	images     []string
-	shipImages bool
-	copyImages bool
-}
-
 // runnerManifestDir is where the deploy's manifest lands in the runner.
 const runnerManifestDir = "manifest"
 
@@ -109,9 +56,9 @@ const runnerManifestDir = "manifest"
 // --plugin-dir (static Linux executables only), the value of secrets set,
 // registry credentials for the images the input names. Only the builds of
 // a deploy -f talk to the engine (remoteBuilds).
-func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []string, p remote.ServerPaths) (remoteCall, error) {
-	var rc remoteCall
-	b := &rc.bundle
+func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []string, p remote.ServerPaths) (remote.Call, error) {
+	var rc remote.Call
+	b := &rc.Bundle
 	drop := map[string]bool{"state-dir": true}
 	var extra []string
 	verb := strings.Join(verbPath(cmd), " ")
@@ -123,7 +70,7 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		if err != nil {
 			return rc, err
 		}
-		n, err := bundlePlugins(e, b, dirs, p.Arch)
+		n, err := remote.BundlePlugins(b, dirs, p.Arch, e.dockerCli.Err())
 		if err != nil {
 			return rc, err
 		}
@@ -132,7 +79,7 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		}
 	}
 
-	if err := shipFlagFiles(cmd, verb, b, drop, &extra); err != nil {
+	if err := remote.ShipFlagFiles(cmd.Flags(), verb, b, drop, &extra, system.ReadCertFile); err != nil {
 		return rc, err
 	}
 	var images []string
@@ -159,40 +106,10 @@ func prepareBundle(ctx context.Context, cmd *cobra.Command, e *cliEnv, args []st
 		b.Stdin = data
 	}
 	if pulls {
-		b.RegistryAuth = clientRegistryAuth(e, images)
+		b.RegistryAuth = remote.ClientRegistryAuth(e.dockerCli.ConfigFile(), images, e.logger)
 	}
-	rc.args = runnerArgs(cmd, args, drop, extra)
+	rc.Args = remote.RunnerArgs(verbPath(cmd), cmd.Flags(), args, drop, extra)
 	return rc, nil
-}
-
-// clientFileFlags are the flags that name a file of the client's machine
-// (edge start / system start --acme-ca-root, certs add --cert and --key):
-// a remote verb reads the file here and the runner gets its copy, like the
-// other inputs.
-var clientFileFlags = []string{"acme-ca-root", "cert", "key"}
-
-// shipFlagFiles reads the file of each clientFileFlags flag given to cmd
-// (at most maxCertFile bytes), adds it to b under flagfiles/<flag>/ and
-// gives the runner the flag with that copy's path instead. An unreadable
-// file is refused here (ErrInvalid naming the flag), before the engine is
-// touched.
-func shipFlagFiles(cmd *cobra.Command, verb string, b *remote.Bundle, drop map[string]bool, extra *[]string) error {
-	for _, name := range clientFileFlags {
-		fl := cmd.Flags().Lookup(name)
-		if fl == nil || !fl.Changed || fl.Value.String() == "" {
-			continue
-		}
-		path := fl.Value.String()
-		data, err := system.ReadCertFile(name, path)
-		if err != nil {
-			return fmt.Errorf("%s: %w; nothing was changed", verb, err)
-		}
-		rel := "flagfiles/" + name + "/" + filepath.Base(path)
-		b.Files = append(b.Files, remote.File{Path: rel, Mode: 0o600, Data: data})
-		drop[name] = true
-		*extra = append(*extra, "--"+name+"="+remote.RunnerInputDir+"/"+rel)
-	}
-	return nil
 }
 
 // inputFlagNames are the flags of addInputFlags: the client consumes them
@@ -224,50 +141,6 @@ func inputOptionsFromFlags(f *pflag.FlagSet) (inputOptions, error) {
 	return o, nil
 }
 
-// specImages lists the images an app's services name, in service order
-// (duplicates kept; shipImages skips repeats).
-func specImages(spec core.AppSpec) []string {
-	images := make([]string, 0, len(spec.Services))
-	for _, s := range spec.Services {
-		images = append(images, s.Image)
-	}
-	return images
-}
-
-// bundlePlugins adds the custom plugins (gordon-<kind>-<name>) of dirs that
-// are static Linux executables for arch; others are named on stderr and
-// left out (they could not run on the server). It returns how many it added.
-func bundlePlugins(e *cliEnv, b *remote.Bundle, dirs []string, arch string) (int, error) {
-	n := 0
-	for _, dir := range dirs {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return n, fmt.Errorf("--plugin-dir %s: %w", dir, err)
-		}
-		for _, ent := range entries {
-			if ent.IsDir() || !strings.HasPrefix(ent.Name(), "gordon-") {
-				continue
-			}
-			full := filepath.Join(dir, ent.Name())
-			fi, err := os.Stat(full)
-			if err != nil || fi.Mode().Perm()&0o111 == 0 {
-				continue
-			}
-			data, err := os.ReadFile(full)
-			if err != nil {
-				return n, fmt.Errorf("plugin %s: %w", full, err)
-			}
-			if why := image.StaticLinuxExecutable(data, arch); why != "" {
-				fmt.Fprintf(e.dockerCli.Err(), "warning: plugin %s is not sent to the engine: %s (only static Linux executables run in the runner)\n", full, why)
-				continue
-			}
-			b.Files = append(b.Files, remote.File{Path: "plugins/" + ent.Name(), Mode: 0o755, Data: data})
-			n++
-		}
-	}
-	return n, nil
-}
-
 // errNoCopyWithoutFile is deploy --copy-images without a manifest.
 var errNoCopyWithoutFile = errors.New("deploy --copy-images needs -f FILE: the images to copy are the ones the manifest or compose project names; nothing was changed")
 
@@ -275,8 +148,8 @@ var errNoCopyWithoutFile = errors.New("deploy --copy-images needs -f FILE: the i
 // input loaded here, its services built on the target engine (build.go,
 // remoteBuilds), and one TOML manifest naming the built images (no build
 // tables) added to the bundle. It returns the images the manifest names.
-func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *remoteCall, drop map[string]bool, extra *[]string) ([]string, error) {
-	b := &rc.bundle
+func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *remote.Call, drop map[string]bool, extra *[]string) ([]string, error) {
+	b := &rc.Bundle
 	o, err := inputOptionsFromFlags(f)
 	if err != nil {
 		return nil, err
@@ -312,12 +185,8 @@ func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *re
 		file = remote.File{Path: runnerManifestDir + "/" + in.spec.Name + ".toml", Mode: 0o600, Data: in.compose.Manifest}
 		if !dryRun {
 			// A dry run stores nothing, so it reads no secret.
-			for _, s := range in.compose.Secrets {
-				v, err := s.Value()
-				if err != nil {
-					return nil, fmt.Errorf("deploy: %w; nothing was changed", err)
-				}
-				b.Secrets = append(b.Secrets, remote.SecretValue{Service: s.Service, Name: s.Name, Value: v})
+			if b.Secrets, err = remote.SecretValues(in.compose.Secrets); err != nil {
+				return nil, fmt.Errorf("deploy: %w; nothing was changed", err)
 			}
 		}
 	} else {
@@ -332,8 +201,8 @@ func prepareDeployInput(ctx context.Context, e *cliEnv, f *pflag.FlagSet, rc *re
 	}
 	b.Files = append(append(b.Files, remote.ProjectFiles(in.spec, runnerManifestDir)...), file)
 	*extra = append(*extra, "--file="+remote.RunnerInputDir+"/"+file.Path)
-	images := specImages(in.spec)
-	rc.images, rc.copyImages, rc.shipImages = images, copyImages, !dryRun
+	images := remote.SpecImages(in.spec)
+	rc.Images, rc.CopyImages, rc.ShipImages = images, copyImages, !dryRun
 	return images, nil
 }
 

@@ -109,32 +109,15 @@ func newSecretsRmCommand(env *cliEnv) *cobra.Command {
 	}
 }
 
-// withSecretsLock runs fn holding the app lock (writers of one app hold
-// it, decision 2), bounded by --lock-timeout; a busy lock is said at once
-// on stderr, naming its holder.
+// withSecretsLock runs fn holding the app lock (engine.WithAppLock),
+// bounded by --lock-timeout.
 func withSecretsLock(ctx context.Context, env *cliEnv, app string, fn func(core.Store) error) error {
 	store, err := env.openStore()
 	if err != nil {
 		return err
 	}
-	timeout := env.opts.lockTimeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
-	lctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	holder := core.LockHolder{PID: os.Getpid(), Verb: "secrets", StartedAt: time.Now().UTC(), Host: hostname()}
-	lk, ok, err := store.TryLock(lctx, app, holder)
-	if err == nil && !ok {
-		h, herr := store.LockHolder(ctx, app)
-		fmt.Fprintln(env.dockerCli.Err(), engine.LockWaitText(app, "secrets", h, herr, timeout))
-		lk, err = store.Lock(lctx, app, holder)
-	}
-	if err != nil {
-		return fmt.Errorf("app %s: %w", app, err)
-	}
-	defer lk.Unlock()
-	return fn(store)
+	return engine.WithAppLock(ctx, store, app, holder, env.opts.lockTimeout, env.dockerCli.Err(), func() error { return fn(store) })
 }
 
 type secretsLsOptions struct{ format string }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/dashboard"
 	"github.com/gordon-deploy/docker-gordon/system"
 	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
@@ -67,7 +68,16 @@ engine after a reboot; no registry and no systemd are needed.`,
 			return "", fmt.Errorf("system container %q: want edge or reconcile: %w", arg, core.ErrInvalid)
 		}, cobra.ExactArgs(1))
 
-	cmd.AddCommand(start, stop, status, logs)
+	rotate := &cobra.Command{
+		Use:   "rotate-token",
+		Short: "On a swarm: replace the edges' push and edge tokens without replacing an edge task",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return system.RotateToken(cmd.Context(), env.sysEnv())
+		},
+	}
+
+	cmd.AddCommand(start, stop, status, logs, rotate)
 	return cmd
 }
 
@@ -87,6 +97,8 @@ func newSystemStartCommand(env *cliEnv) *cobra.Command {
 	registerEdgeFlags(start, &o.Edge)
 	registerSwarmStartFlags(start, &o)
 	start.Flags().DurationVar(&o.Reconcile.Interval, "interval", engine.DefaultReconcileInterval, "time between reconcile passes")
+	start.Flags().StringVar(&o.Reconcile.Dashboard, "dashboard", "", "also serve the read-only dashboard from gordon-reconcile on the engine's host: --dashboard (on "+dashboard.DefaultAddr+") or --dashboard=ADDR, a loopback address")
+	start.Flags().Lookup("dashboard").NoOptDefVal = dashboard.DefaultAddr
 
 	return start
 }

@@ -78,7 +78,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newVersionCommand(), newCopySecretCommand())
 	return root
 }
 
@@ -113,6 +113,7 @@ type runOptions struct {
 	peerInterval       time.Duration
 	dialTimeout        time.Duration
 	certStorage        string
+	controlFile        string
 }
 
 func newRunCommand() *cobra.Command {
@@ -128,7 +129,7 @@ func newRunCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.stateDir, "state-dir", defaultStateDir(), "gordon state directory (env GORDON_STATE_DIR)")
 	f.StringVar(&opts.httpAddr, "http-addr", "", "public HTTP listen address, e.g. :80 (required)")
-	f.StringVar(&opts.adminAddr, "admin-addr", "127.0.0.1:0", "admin address (GET /metrics, /status, /healthz; all but /healthz need the bearer token in <state>/edge/admin.token); loopback unless a routes token is set")
+	f.StringVar(&opts.adminAddr, "admin-addr", "127.0.0.1:0", "admin address (GET /metrics, /status, /healthz; all but /healthz need the bearer token in <state>/edge/admin.token); loopback unless a routes token is set; CIDR:PORT binds this container's address inside CIDR only (a swarm's control network), and --peers then asks only peers inside it")
 	f.StringVar(&opts.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	f.DurationVar(&opts.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on shutdown")
 	f.StringVar(&opts.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or IPs of proxies in front of the edge whose Forwarded/X-Forwarded-* headers are kept, and past which an interface's allow list takes the client address from X-Forwarded-For (default: none, the chain is replaced)")
@@ -156,6 +157,7 @@ func newRunCommand() *cobra.Command {
 	f.IntVar(&opts.relayMaxConns, "relay-max-conns", 0, "bound on every relayed TCP connection and UDP session together (0: 4000); a route's own bound is its interface's max_conns")
 	f.IntVar(&opts.relayFDReserve, "relay-fd-reserve", 0, "open-file descriptors the TCP/UDP relays leave to HTTP and the edge (0: a quarter of the limit, at least 256)")
 	f.StringVar(&opts.certStorage, "cert-storage", "", "URL of the certificate storage every edge of a swarm shares (e.g. http://gordon-reconcile:9190, served by docker gordon reconcile --cert-storage-addr; needs the routes token): one edge orders each certificate, any edge answers its HTTP-01 challenge, static certificates are mirrored from it")
+	f.StringVar(&opts.controlFile, "control-file", "", "file of a swarm edge's control credentials (its Docker secret, JSON: push token hashes, edge tokens, the control CA and this edge's certificate): replaces the routes token; the admin address serves TLS, the peers and --cert-storage are asked over TLS with the CA pinned, and PUT /control takes newer credentials from the manager")
 	_ = cmd.MarkFlagRequired("http-addr")
 	return cmd
 }
@@ -190,11 +192,19 @@ func runEdge(ctx context.Context, opts runOptions) error {
 	if err != nil {
 		return err
 	}
+	adminAddr, peerLookup, err := controlAddr(ctx, opts.adminAddr)
+	if err != nil {
+		return fmt.Errorf("--admin-addr: %w", err)
+	}
 	edgeDir := filepath.Join(opts.stateDir, "edge")
 	if err := os.MkdirAll(edgeDir, 0o700); err != nil {
 		return fmt.Errorf("--state-dir: %w", err)
 	}
 	adminToken, err := edgestate.EnsureAdminToken(edgeDir)
+	if err != nil {
+		return err
+	}
+	ctl, err := loadControl(opts.controlFile, edgeDir)
 	if err != nil {
 		return err
 	}
@@ -215,7 +225,7 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		HTTPAddr:          opts.httpAddr,
 		HTTPSAddr:         opts.httpsAddr,
 		ACME:              acme,
-		AdminAddr:         opts.adminAddr,
+		AdminAddr:         adminAddr,
 		Logger:            logger,
 		ShutdownTimeout:   opts.shutdownTimeout,
 		ReadHeaderTimeout: opts.readHeader,
@@ -232,10 +242,12 @@ func runEdge(ctx context.Context, opts runOptions) error {
 		AdminToken:        adminToken,
 		Peers:             opts.peers,
 		PeerInterval:      opts.peerInterval,
+		PeerLookup:        peerLookup,
 		DialTimeout:       opts.dialTimeout,
 		RelayMaxConns:     opts.relayMaxConns,
 		RelayFDReserve:    opts.relayFDReserve,
 		CertStorage:       opts.certStorage,
+		Control:           ctl,
 	})
 	go func() {
 		for {

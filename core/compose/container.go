@@ -128,7 +128,11 @@ func (m *mapper) resources(name string, svc *types.ServiceConfig, raw map[string
 	dep, _ := raw["deploy"].(map[string]any)
 	res, _ := dep["resources"].(map[string]any)
 	for k := range res {
-		if k != "limits" {
+		switch {
+		case k == "limits":
+		case k == "reservations" && hasDeviceReservation(res[k]):
+			m.refuse(base+".deploy.resources.reservations", "deploy.resources.reservations.devices (GPUs and other device requests) cannot be honoured yet: the container is created without device requests, so the program would find no GPU; run it with docker run --gpus, or keep it in a compose deployment of its own")
+		default:
 			m.refuse(base+".deploy.resources."+k, "deploy.resources.%s cannot be honoured: only limits are set on the container (reservations are scheduling hints for a swarm); remove it", k)
 		}
 	}
@@ -295,4 +299,12 @@ func tmpfsOf(v types.ServiceVolumeConfig) string {
 		return v.Target
 	}
 	return v.Target + ":" + strings.Join(opts, ",")
+}
+
+// hasDeviceReservation reports whether a reservations mapping names
+// devices.
+func hasDeviceReservation(v any) bool {
+	r, _ := v.(map[string]any)
+	_, ok := r["devices"]
+	return ok
 }

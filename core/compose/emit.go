@@ -28,6 +28,7 @@ type service struct {
 	Run         string               `toml:"run,omitempty"`
 	Replicas    int                  `toml:"replicas,omitempty"`
 	Node        string               `toml:"node,omitempty"`
+	Placement   []string             `toml:"placement,omitempty"`
 	Aliases     []string             `toml:"aliases,omitempty"`
 	DependsOn   []string             `toml:"depends_on,omitempty"`
 	User        string               `toml:"user,omitempty"`

@@ -6,7 +6,7 @@ import (
 
 // deploy maps deploy: update_config.order → replace, replicas → replicas
 // (the manifest refuses more than one instance of a single-writer
-// service), limits.
+// service), placement.constraints → placement, limits.
 func (m *mapper) deploy(name string, svc *types.ServiceConfig, raw map[string]any, out *service) {
 	base := "services." + name + ".deploy"
 	dep, _ := raw["deploy"].(map[string]any)
@@ -15,8 +15,10 @@ func (m *mapper) deploy(name string, svc *types.ServiceConfig, raw map[string]an
 		case "replicas", "update_config", "restart_policy":
 		case "mode":
 			if s, _ := v.(string); s != "replicated" {
-				m.refuse(base+".mode", "deploy.mode: %v cannot be honoured: a service runs the number of instances deploy.replicas says (1 by default) on one engine, not one per node; remove it, and set deploy.replicas instead", v)
+				m.refuse(base+".mode", "deploy.mode: %v cannot be honoured: a service runs the number of instances deploy.replicas says (1 by default), also on a swarm, where they spread over the nodes (one per node when replicas equals the node count, and placement constraints choose the nodes); remove it, and set deploy.replicas instead", v)
 			}
+		case "placement":
+			m.placement(name, v, out)
 		case "resources":
 		case "rollback_config":
 			m.refuse(base+".rollback_config", "deploy.rollback_config cannot be honoured: a failed deploy keeps the old generation serving, with nothing to roll back; remove it (docker gordon rollback APP goes back to an earlier revision)")
@@ -76,5 +78,32 @@ func (m *mapper) deploy(name string, svc *types.ServiceConfig, raw map[string]an
 		}
 	default:
 		m.refuse(base+".update_config.failure_action", "failure_action: %s cannot be honoured: a failed service stops the deploy and its old generation keeps serving; use rollback (the default) or remove it", uc.FailureAction)
+	}
+}
+
+// placement maps deploy.placement.constraints onto placement (honoured on
+// a swarm, noted as ignored on one engine); preferences and
+// max_replicas_per_node are refused.
+func (m *mapper) placement(name string, v any, out *service) {
+	base := "services." + name + ".deploy.placement"
+	pl, _ := v.(map[string]any)
+	for k, raw := range pl {
+		switch k {
+		case "constraints":
+			list, _ := raw.([]any)
+			for _, c := range list {
+				if s, ok := c.(string); ok {
+					out.Placement = append(out.Placement, s)
+				}
+			}
+			m.from("services."+name+".placement", base+".constraints")
+		case "preferences":
+			m.refuse(base+".preferences", "deploy.placement.preferences cannot be honoured: the instances of a service spread over the nodes by themselves; remove it")
+		default:
+			m.refuse(base+"."+k, "deploy.placement.%s cannot be honoured: use placement constraints, or deploy.replicas; remove it", k)
+		}
+	}
+	if len(out.Placement) > 0 {
+		m.note("%s: placement constraints are honoured on a swarm; one engine has one node and ignores them", name)
 	}
 }

@@ -46,7 +46,7 @@ var refusedReasons = map[string]string{
 	"security_opt":   "not supported yet: security options are not passed to the container",
 	"platform":       "not supported: the image is run for the engine's platform; pin a platform-specific image instead",
 	"runtime":        "not supported: containers use the engine's default runtime",
-	"gpus":           "not supported yet: GPU requests",
+	"gpus":           "not supported yet: the container is created without device requests, so the program would find no GPU; run it with docker run --gpus, or keep it in a compose deployment of its own",
 	"cgroup_parent":  "not supported: containers use the engine's cgroup parent",
 	"group_add":      "not supported yet: supplementary groups",
 	"oom_score_adj":  "not supported yet: oom_score_adj",

@@ -93,3 +93,18 @@ func TestR82_MissingStoredFileRefusedInPreflight(t *testing.T) {
 	require.ErrorContains(t, err, "deploy -f")
 	require.Empty(t, h.Runtime.Created())
 }
+
+// A service's placement constraints reach the runtime on every instance
+// (the placement label, one a line); a runtime with one node ignores it.
+func TestPlacement_ConstraintsReachTheRuntime(t *testing.T) {
+	h := coretest.NewEngine(t)
+	s := coretest.WebSpec(0)
+	s.Placement = []string{"node.role==worker", "node.labels.zone!=b"}
+	_, err := h.Engine.SubmitRevision(h.Ctx(), coretest.BlogApp(s), "sha-p")
+	require.NoError(t, err)
+	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog"})
+	require.NoError(t, err)
+	created := h.Runtime.Created()
+	require.Len(t, created, 1)
+	require.Equal(t, "node.role==worker\nnode.labels.zone!=b", created[0].Labels[core.LabelPlacement])
+}

@@ -40,6 +40,9 @@
 //   - [[config]]: source a relative path inside the manifest's directory
 //     (a file or a directory), path as a mount's, mode read-only bits
 //     (no write bit) if given; Load reads the files (ReadConfigFiles).
+//   - placement: Swarm constraints, ATTRIBUTE == or != VALUE (node.id,
+//     node.hostname, node.role manager|worker, node.platform.os/arch,
+//     node.labels.NAME, engine.labels.NAME), kept without spaces.
 //   - devices: clean paths under /dev; networks: Docker names, listed once.
 //   - replace: "sequential", or "overlap" on an overlap-eligible service.
 //   - run: "once" (a one-shot: no interfaces, readiness, healthcheck or
@@ -208,6 +211,7 @@ type rawService struct {
 	Run         *string         `toml:"run"`
 	Replicas    *int            `toml:"replicas"`
 	Node        *string         `toml:"node"`
+	Placement   []string        `toml:"placement"`
 	Aliases     []string        `toml:"aliases"`
 	Hooks       *rawHooks       `toml:"hooks"`
 	Monitor     *rawMonitor     `toml:"monitor"`
@@ -292,7 +296,7 @@ type rawConfig struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
-	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "config", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "aliases", "hooks", "monitor", "sleep_after", "wake_ignore"}
+	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "config", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "placement", "aliases", "hooks", "monitor", "sleep_after", "wake_ignore"}
 	hooksKeys     = []string{"before_switch", "after_switch", "timeout", "post_start", "pre_stop"}
 	monitorKeys   = []string{"window", "max_error_rate", "min_requests"}
 	lifecycleKeys = []string{"command", "user", "working_dir", "env"}

@@ -115,7 +115,7 @@ func ReadConfigFiles(spec *core.AppSpec, dir string) error {
 		for _, c := range svc.Configs {
 			files, err := readConfig(dir, c)
 			if err != nil {
-				problems = append(problems, fmt.Sprintf("services.%s: config %s (at %s): %v", svc.Name, c.Source, c.Path, err))
+				problems = append(problems, fmt.Sprintf("services.%s.config: project file %s (for %s): %v", svc.Name, c.Source, c.Path, err))
 				continue
 			}
 			for _, f := range files {
@@ -137,7 +137,7 @@ func ReadConfigFiles(spec *core.AppSpec, dir string) error {
 			count, total, MaxConfigFiles, MaxConfigAppSize>>20))
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", core.ErrInvalid, strings.Join(problems, "; "))
+		return fmt.Errorf("%w: %s; nothing was changed", core.ErrInvalid, strings.Join(problems, "; "))
 	}
 	return nil
 }
@@ -152,7 +152,8 @@ func readConfig(dir string, c core.ConfigFile) ([]core.ConfigFile, error) {
 	full := filepath.Join(dir, filepath.FromSlash(c.Source))
 	real, err := filepath.EvalSymlinks(full)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no such file or directory %s", full)
+		abs, _ := filepath.Abs(dir)
+		return nil, fmt.Errorf("no such file or directory in %s: create it, or correct source (it is relative to the manifest's directory)", abs)
 	}
 	if err != nil {
 		return nil, err

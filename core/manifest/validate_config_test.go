@@ -107,3 +107,24 @@ path = "/etc/c"
 	require.ErrorContains(t, err, "put it in the image")
 	require.ErrorContains(t, err, "no such file")
 }
+
+// Swarm placement constraints: each of Swarm's attributes with == or !=,
+// kept without spaces; anything else refused with what is valid.
+func TestManifest_PlacementConstraints(t *testing.T) {
+	spec, err := Parse("app.toml", []byte(`name = "shop"
+[services.web]
+image = "web:1"
+placement = ["node.role == worker", "node.labels.zone!=b", "engine.labels.gpu==yes"]
+`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"node.role==worker", "node.labels.zone!=b", "engine.labels.gpu==yes"}, spec.Services[0].Placement)
+	_, err = Parse("app.toml", []byte(`name = "shop"
+[services.web]
+image = "web:1"
+placement = ["node.role == boss", "spread=node.labels.zone", "node.labels.zone"]
+`))
+	var merr *ManifestError
+	require.ErrorAs(t, err, &merr)
+	require.Len(t, merr.Problems, 3, merr.Error())
+	require.Contains(t, merr.Error(), "node.role is manager or worker")
+}

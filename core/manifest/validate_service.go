@@ -86,6 +86,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Run = v.run(key, raw.Run, &svc)
 	svc.Replicas = v.replicas(key+".replicas", raw.Replicas, &svc)
 	svc.Node = v.node(key+".node", raw.Node)
+	svc.Placement = v.placement(key+".placement", raw.Placement)
 	svc.Aliases = v.aliases(key+".aliases", raw.Aliases)
 	svc.Hooks = v.hooks(key+".hooks", raw.Hooks, &svc)
 	svc.Monitor = v.monitor(key+".monitor", raw.Monitor, &svc)

@@ -31,6 +31,10 @@ const maxReply = 16 << 20
 // as certmagic requires. A held lock is renewed every third of the
 // server's lease TTL until Unlock. It is safe for concurrent use.
 type Client struct {
+	// Token, when set, is asked for the bearer token of each request (a
+	// swarm edge's token rotates); NewClient's token otherwise.
+	Token func() string
+
 	base  string
 	token string
 	hc    *http.Client
@@ -103,7 +107,11 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	tok := c.token
+	if c.Token != nil {
+		tok = c.Token()
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err

@@ -89,7 +89,7 @@ func (u Unit) ConfigHash(imageID string) string {
 
 // Result says what Ensure did.
 type Result struct {
-	Action string // "started", "already running" or "replaced"
+	Action string // "started", "unchanged (already running)" or "replaced"
 	ID     string
 	Image  string
 }
@@ -123,7 +123,7 @@ func Ensure(ctx context.Context, api client.APIClient, u Unit) (Result, error) {
 		if cur.Config.Labels[LabelSystemConfig] == cfgHash {
 			res.ID = cur.ID
 			if running {
-				res.Action = "already running"
+				res.Action = "unchanged (already running)"
 				return res, nil
 			}
 			if _, err := api.ContainerStart(ctx, cur.ID, client.ContainerStartOptions{}); err != nil {

@@ -40,10 +40,17 @@ func Render(w io.Writer, rep *prune.Report) {
 	case len(rep.Removed) == 0:
 		fmt.Fprintln(w, "nothing to remove")
 	case rep.DryRun:
-		fmt.Fprintf(w, "%d objects would be removed (run without --dry-run to remove them)\n", len(rep.Removed))
+		fmt.Fprintf(w, "%s would be removed (run without --dry-run to remove them)\n", objects(len(rep.Removed)))
 	default:
-		fmt.Fprintf(w, "%d objects removed\n", len(rep.Removed))
+		fmt.Fprintf(w, "%s removed\n", objects(len(rep.Removed)))
 	}
+}
+
+func objects(n int) string {
+	if n == 1 {
+		return "1 object"
+	}
+	return fmt.Sprintf("%d objects", n)
 }
 
 func dash(s string) string {

@@ -5,12 +5,16 @@ package reconcile
 
 import (
 	"context"
+	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -18,6 +22,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certshare"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/certstore"
+	"github.com/gordon-deploy/docker-gordon/internal/subnetaddr"
 	"github.com/gordon-deploy/docker-gordon/system/swarm"
 )
 
@@ -53,9 +58,21 @@ func ServeCertStorage(stateDir, addr string, out io.Writer, logger hclog.Logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--cert-storage-addr: %w", err)
 	}
+	tlsCfg, err := controlStorage(stateDir, h)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--cert-storage-addr: %w", err)
+	}
+	// "CIDR:PORT": this container's address on the control network only
+	// (never on the app networks it joins for its probes).
+	if addr, err = subnetaddr.Resolve(context.Background(), addr, 30*time.Second); err != nil {
+		return nil, nil, fmt.Errorf("--cert-storage-addr: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--cert-storage-addr: %w: %w", core.ErrUnavailable, err)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	base, cancel := context.WithCancel(context.Background())
 	srv := &http.Server{
@@ -81,4 +98,49 @@ func ServeCertStorage(stateDir, addr string, out io.Writer, logger hclog.Logger)
 		}
 		<-done
 	}, nil
+}
+
+// controlStorage sets the storage's authorization from the control
+// credentials (<state>/edge/control.json: the edge tokens, current,
+// rotating and baked, re-read when the file changes) and returns its TLS
+// configuration (the storage certificate the control CA issued). Without
+// that record (an edge from before split credentials) the route-push
+// token authorizes, over plain HTTP: nil, nil.
+func controlStorage(stateDir string, h *certshare.Server) (*tls.Config, error) {
+	ctl, ok, err := swarm.LoadControl(stateDir)
+	if err != nil || !ok {
+		return nil, err
+	}
+	tlsCfg, err := ctl.StorageTLS()
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	tokens, stamp := ctl.EdgeTokens(), fileStamp(filepath.Join(stateDir, swarm.ControlFile))
+	h.Accept = func(tok string) bool {
+		mu.Lock()
+		if st := fileStamp(filepath.Join(stateDir, swarm.ControlFile)); st != stamp {
+			if c, ok, err := swarm.LoadControl(stateDir); err == nil && ok {
+				tokens, stamp = c.EdgeTokens(), st
+			}
+		}
+		set := tokens
+		mu.Unlock()
+		ok := 0
+		for _, want := range set {
+			ok |= subtle.ConstantTimeCompare([]byte(tok), []byte(want))
+		}
+		return tok != "" && ok == 1
+	}
+	return tlsCfg, nil
+}
+
+// fileStamp is a file's modification time and size ("" when it cannot
+// be read).
+func fileStamp(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprint(st.ModTime().UnixNano(), st.Size())
 }

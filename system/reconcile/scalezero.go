@@ -46,15 +46,9 @@ type Sleeper interface {
 	Wake(ctx context.Context, req engine.SleepRequest) (*engine.OpResult, error)
 }
 
-// WatchScaleToZero runs a ScaleToZero over eng and the store openStore
-// opens until ctx ends: the one-engine watcher's (`reconcile --watch`). A
-// swarm's watcher (it has a state mirror) returns at once: a swarm does
-// not scale to zero yet.
-func WatchScaleToZero[S core.Store](ctx context.Context, stateDir string, openStore func() (S, error), eng Sleeper, mirror *StateMirror, log hclog.Logger) {
-	store, err := openStore()
-	if mirror != nil || err != nil {
-		return
-	}
+// WatchScaleToZero runs a ScaleToZero over eng and store until ctx ends:
+// the one-engine watcher's (`reconcile --watch`).
+func WatchScaleToZero(ctx context.Context, stateDir string, store core.Store, eng Sleeper, log hclog.Logger) {
 	call := func(f func(context.Context, engine.SleepRequest) (*engine.OpResult, error)) func(context.Context, string, []string, string) error {
 		return func(ctx context.Context, app string, services []string, reason string) error {
 			_, err := f(ctx, engine.SleepRequest{App: app, Services: services, Reason: reason})

@@ -33,8 +33,10 @@ const (
 	// TokenFile holds the edge's route-push token (mode 0600), relative
 	// to the state directory.
 	TokenFile = "edge/swarm-token"
-	// DefaultNetwork is the attachable overlay every edge task, instance,
-	// runner and reconcile container joins.
+	// DefaultNetwork is the edge's control overlay (attachable): the edge
+	// tasks, the runner and the reconcile container join it, no app
+	// instance does. The admin, route-push and certificate-storage
+	// endpoints listen only there.
 	DefaultNetwork = "gordon-edge"
 	// DefaultService is the edge's global Swarm service.
 	DefaultService = "gordon-edge"
@@ -44,9 +46,12 @@ const (
 	// EdgeNodeLabel restricts the edge to nodes labelled
 	// dev.gordon.edge=true when `system start --edge-nodes labelled`.
 	EdgeNodeLabel = "dev.gordon.edge"
-	// EnvEdgeNetwork tells runtime/swarm which overlay the edge reaches
-	// instances on (set by the CLI from Config.Network).
+	// EnvEdgeNetwork tells runtime/swarm the edge's control overlay (set
+	// by the CLI from Config.Network): no instance joins it.
 	EnvEdgeNetwork = "GORDON_SWARM_EDGE_NETWORK"
+	// EnvEdgeService tells runtime/swarm the edge's service, which joins
+	// each app's overlay (set by the CLI from Config.Service).
+	EnvEdgeService = "GORDON_SWARM_EDGE_SERVICE"
 	// edgeRepo is the repository the edge image is pushed to, under the
 	// configured registry.
 	edgeRepo = "gordon-edge"
@@ -60,6 +65,10 @@ type Config struct {
 	Service string `json:"service"`
 	// AdminPort is the edge tasks' admin port on Network.
 	AdminPort int `json:"admin_port"`
+	// ControlSubnet is Network's subnet (CIDR): the edge's admin address
+	// and the certificate storage bind their address inside it only,
+	// never one on an app's overlay.
+	ControlSubnet string `json:"control_subnet,omitempty"`
 	// Registry is host[:port][/path] the edge image is pushed to.
 	Registry string `json:"registry"`
 	// Image is the edge's pinned image (repo@sha256:…).

@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -125,8 +126,11 @@ func PushImage(ctx context.Context, api client.APIClient, localRef, registry, ta
 // EdgeService is the desired gordon-edge global service.
 type EdgeService struct {
 	Config
-	// Token is the route-push token (GORDON_EDGE_ROUTES_TOKEN).
-	Token string
+	// ControlSecretID and ControlSecretName are the Docker secret of the
+	// edges' control credentials (Control.SecretData), mounted at
+	// ControlSecretPath: never an environment variable, so no `docker
+	// inspect` on a node shows a token.
+	ControlSecretID, ControlSecretName string
 	// Drain is gordon-edge's --shutdown-timeout (0: its default, 30 s).
 	Drain time.Duration
 	// CARootConfigID is the ID of the Docker config ACME.CARootConfig
@@ -134,14 +138,23 @@ type EdgeService struct {
 	CARootConfigID string
 }
 
+// ControlSecretPath is where an edge task reads its control credentials
+// (the Docker secret's file); controlSecretTarget is its name under
+// /run/secrets.
+const (
+	ControlSecretPath   = "/run/secrets/" + controlSecretTarget
+	controlSecretTarget = "gordon-control"
+)
+
 // hostRoots is where the nodes keep the system CAs: bind-mounted into the
 // edge tasks (the image is FROM scratch) when they use a public ACME CA.
 const hostRoots = "/etc/ssl/certs"
 
 // edgeSpec is the service: one task per node (or per labelled node), on
-// the edge overlay with endpoint mode dnsrr (no VIP), HTTP, HTTPS and the
-// TCP ports published in host mode on each node, the admin port on the
-// overlay only, state and temp on tmpfs (a task's route table comes from
+// the control overlay with endpoint mode dnsrr (no VIP), HTTP, HTTPS and
+// the TCP ports published in host mode on each node, the admin port on
+// its address on the control overlay only (the app overlays it joins,
+// EnsureEdgeService, are not in the spec hash), state and temp on tmpfs (a task's route table comes from
 // the push or from its peers; its certificates from gordon-reconcile's
 // storage), restart on any exit.
 func edgeSpec(e EdgeService) swarm.ServiceSpec {
@@ -159,13 +172,17 @@ func edgeSpec(e EdgeService) swarm.ServiceSpec {
 		Image:           e.Image,
 		Command:         []string{"/gordon-edge"},
 		Args:            edgeArgs(e),
-		Env:             []string{"GORDON_EDGE_ROUTES_TOKEN=" + e.Token, "TMPDIR=/tmp"},
+		Env:             []string{"TMPDIR=/tmp"},
 		Labels:          labels,
 		StopGracePeriod: &grace,
 		Mounts: []mount.Mount{
 			{Type: mount.TypeTmpfs, Target: "/state"},
 			{Type: mount.TypeTmpfs, Target: "/tmp"},
 		},
+	}
+	if e.ControlSecretName != "" {
+		cs.Secrets = []*swarm.SecretReference{{SecretID: e.ControlSecretID, SecretName: e.ControlSecretName,
+			File: &swarm.SecretReferenceFileTarget{Name: controlSecretTarget, UID: "0", GID: "0", Mode: 0o400}}}
 	}
 	if e.HTTPSPort > 0 && !e.ACME.Off {
 		if e.ACME.CARootConfig != "" {
@@ -204,8 +221,9 @@ func edgeSpec(e EdgeService) swarm.ServiceSpec {
 func edgeArgs(e EdgeService) []string {
 	args := []string{"run", "--state-dir", "/state",
 		"--http-addr", ":" + strconv.Itoa(e.HTTPPort),
-		"--admin-addr", "0.0.0.0:" + strconv.Itoa(e.AdminPort),
+		"--admin-addr", cmp.Or(e.ControlSubnet, "0.0.0.0") + ":" + strconv.Itoa(e.AdminPort),
 		"--peers", "tasks." + e.Service,
+		"--control-file", ControlSecretPath,
 		// A task on a lost node answers no SYN: give up on it after 1 s
 		// (not the default 5 s) and retry the request on another.
 		"--dial-timeout", "1s"}
@@ -282,6 +300,11 @@ func EnsureEdgeService(ctx context.Context, api client.APIClient, e EdgeService,
 	if err != nil {
 		return "", err
 	}
+	apps, err := AppNetworks(ctx, api)
+	if err != nil {
+		return "", err
+	}
+	joined := withAppNetworks(&spec, svc.Spec.TaskTemplate.Networks, apps)
 	if !found {
 		if _, err := api.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec, EncodedRegistryAuth: auth}); err != nil {
 			return "", fmt.Errorf("create the edge service %s: %w", e.Service, dockererr.Classify(err))
@@ -291,7 +314,7 @@ func EnsureEdgeService(ctx context.Context, api client.APIClient, e EdgeService,
 	if svc.Spec.Labels[labelManaged] != "true" || svc.Spec.Labels[labelSystem] != "edge" {
 		return "", fmt.Errorf("a service named %s exists and is not gordon's edge: remove it or rename it: %w", e.Service, core.ErrConflict)
 	}
-	sameTasks := svc.Spec.Labels[labelConfig] == spec.Labels[labelConfig]
+	sameTasks := svc.Spec.Labels[labelConfig] == spec.Labels[labelConfig] && joined
 	if sameTasks && svc.Spec.Labels[LabelStateOwner] == spec.Labels[LabelStateOwner] && svc.Spec.Labels[LabelStateNode] == spec.Labels[LabelStateNode] {
 		return "already running", nil
 	}
@@ -302,6 +325,66 @@ func EnsureEdgeService(ctx context.Context, api client.APIClient, e EdgeService,
 		return "taken over (its tasks run on)", nil
 	}
 	return "updated", nil
+}
+
+// AppNetworks lists the IDs of the apps' overlays on the swarm (gordon
+// managed, labelled with an app), sorted.
+func AppNetworks(ctx context.Context, api client.APIClient) ([]string, error) {
+	res, err := api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("label", labelManaged+"=true").Add("label", core.LabelApp).Add("driver", "overlay")})
+	if err != nil {
+		return nil, fmt.Errorf("list the apps' networks: %w", dockererr.Classify(err))
+	}
+	var out []string
+	for _, n := range res.Items {
+		if n.Scope == "swarm" && n.Labels[core.LabelApp] != "" {
+			out = append(out, n.ID)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// withAppNetworks adds to spec (after its hash is taken: joining an app's
+// network is no change of the edge's settings) every app overlay in apps
+// (IDs). It reports whether the running service's networks (Swarm keeps
+// IDs) hold every one of them already.
+func withAppNetworks(spec *swarm.ServiceSpec, running []swarm.NetworkAttachmentConfig, apps []string) bool {
+	on := map[string]bool{}
+	for _, n := range running {
+		on[n.Target] = true
+	}
+	all := true
+	for _, id := range apps {
+		all = all && on[id]
+		spec.TaskTemplate.Networks = append(spec.TaskTemplate.Networks, swarm.NetworkAttachmentConfig{Target: id})
+	}
+	return all
+}
+
+// ControlSubnet returns the subnet (CIDR) of the overlay name, waiting
+// up to 30 s for Swarm's allocator to give a new one its subnet. None by
+// then wraps core.ErrUnavailable.
+func ControlSubnet(ctx context.Context, api client.APIClient, name string) (string, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := api.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
+		if err != nil {
+			return "", fmt.Errorf("inspect the network %s: %w", name, dockererr.Classify(err))
+		}
+		for _, c := range res.Network.IPAM.Config {
+			if c.Subnet.IsValid() {
+				return c.Subnet.String(), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("the network %s has no subnet after 30 s (docker network inspect %s): %w", name, name, core.ErrUnavailable)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // RemoveEdgeService removes the edge service; found is false when there

@@ -20,8 +20,9 @@ const (
 	// storage on the overlay (reconcile --cert-storage-addr :9190).
 	CertStoragePort = 9190
 	// CertStorageURL is the edge tasks' --cert-storage: gordon-reconcile
-	// (its container name on the overlay) at CertStoragePort.
-	CertStorageURL = "http://gordon-reconcile:9190"
+	// (its container name on the control overlay) at CertStoragePort,
+	// over TLS with the control CA pinned.
+	CertStorageURL = "https://gordon-reconcile:9190"
 	// CARootPath is where --acme-ca-root's Docker config is mounted in
 	// every edge task.
 	CARootPath = "/etc/gordon/acme-ca-root.pem"

@@ -28,7 +28,7 @@ func publishedPorts(s swarm.ServiceSpec) []uint32 {
 // points; --no-acme passes --acme=false and mounts nothing; a public CA
 // gets the nodes' system roots. Each change is a new config label.
 func TestEdgeSpec_PublishesHTTPSAndTCPPortsWithTheSharedCertStorage(t *testing.T) {
-	base := EdgeService{Config: Config{Network: "gordon-edge", Service: "gordon-edge", AdminPort: 9180, HTTPPort: 80, Image: "reg/gordon-edge@sha256:abc"}, Token: "tok"}
+	base := EdgeService{Config: Config{Network: "gordon-edge", Service: "gordon-edge", AdminPort: 9180, HTTPPort: 80, Image: "reg/gordon-edge@sha256:abc"}, ControlSecretID: "sid", ControlSecretName: "gordon-edge-control-x"}
 	plain := edgeSpec(base)
 	assert.Equal(t, []uint32{80}, publishedPorts(plain))
 	assert.NotContains(t, plain.TaskTemplate.ContainerSpec.Args, "--cert-storage")
@@ -41,8 +41,8 @@ func TestEdgeSpec_PublishesHTTPSAndTCPPortsWithTheSharedCertStorage(t *testing.T
 	assert.Equal(t, []uint32{80, 443, 5432, 9000}, publishedPorts(s))
 	assert.Len(t, s.EndpointSpec.Ports, 4, "only host-mode ports")
 	cs := s.TaskTemplate.ContainerSpec
-	assert.Equal(t, []string{"run", "--state-dir", "/state", "--http-addr", ":80", "--admin-addr", "0.0.0.0:9180", "--peers", "tasks.gordon-edge", "--dial-timeout", "1s",
-		"--https-addr", ":443", "--cert-storage", "http://gordon-reconcile:9190",
+	assert.Equal(t, []string{"run", "--state-dir", "/state", "--http-addr", ":80", "--admin-addr", "0.0.0.0:9180", "--peers", "tasks.gordon-edge", "--control-file", ControlSecretPath, "--dial-timeout", "1s",
+		"--https-addr", ":443", "--cert-storage", "https://gordon-reconcile:9190",
 		"--acme-email", "ops@example.com", "--acme-ca", "https://acme.example/dir", "--acme-ca-root", CARootPath}, cs.Args)
 	require.Len(t, cs.Configs, 1)
 	c := cs.Configs[0]
@@ -58,7 +58,7 @@ func TestEdgeSpec_PublishesHTTPSAndTCPPortsWithTheSharedCertStorage(t *testing.T
 	off := e
 	off.ACME = ACME{Off: true}
 	so := edgeSpec(off)
-	assert.Equal(t, []string{"--https-addr", ":443", "--cert-storage", CertStorageURL, "--acme=false"}, so.TaskTemplate.ContainerSpec.Args[11:])
+	assert.Equal(t, []string{"--https-addr", ":443", "--cert-storage", CertStorageURL, "--acme=false"}, so.TaskTemplate.ContainerSpec.Args[13:])
 	assert.Empty(t, so.TaskTemplate.ContainerSpec.Configs)
 
 	pub := e

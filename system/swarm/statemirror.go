@@ -153,7 +153,8 @@ func namedRevisions(files map[string][]byte) []string {
 	return out
 }
 
-func encodeBundle(b Bundle) ([]byte, error) {
+// encodeBundle is b as gzipped JSON, sealed with key (nil: not sealed).
+func encodeBundle(b Bundle, key []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if err := json.NewEncoder(zw).Encode(b); err != nil {
@@ -165,10 +166,18 @@ func encodeBundle(b Bundle) ([]byte, error) {
 	if buf.Len() > maxBundle {
 		return nil, fmt.Errorf("app %s: its state is %d bytes compressed, more than a Docker config holds (%d): %w", b.App, buf.Len(), maxBundle, core.ErrInvalid)
 	}
-	return buf.Bytes(), nil
+	if key == nil {
+		return buf.Bytes(), nil
+	}
+	return seal(key, buf.Bytes())
 }
 
-func decodeBundle(data []byte) (Bundle, error) {
+// decodeBundle opens data (sealed with key, or not sealed) and decodes it.
+func decodeBundle(data, key []byte) (Bundle, error) {
+	data, err := unseal(key, data)
+	if err != nil {
+		return Bundle{}, err
+	}
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return Bundle{}, err
@@ -190,8 +199,8 @@ func decodeBundle(data []byte) (Bundle, error) {
 
 // stateConfig is one state config as listed.
 type stateConfig struct {
-	ID, Name, App, Hash, Node, Owner string
-	At                               time.Time
+	ID, Name, App, Hash, Node, Owner, Enc string
+	At                                    time.Time
 }
 
 func listStateConfigs(ctx context.Context, api client.APIClient) (map[string][]stateConfig, error) {
@@ -203,7 +212,7 @@ func listStateConfigs(ctx context.Context, api client.APIClient) (map[string][]s
 	for _, c := range res.Items {
 		l := c.Spec.Labels
 		at, _ := time.Parse(time.RFC3339Nano, l[LabelStateAt])
-		sc := stateConfig{ID: c.ID, Name: c.Spec.Name, App: l[LabelState], Hash: l[LabelStateHash], Node: l[LabelStateNode], Owner: l[LabelStateOwner], At: at}
+		sc := stateConfig{ID: c.ID, Name: c.Spec.Name, App: l[LabelState], Hash: l[LabelStateHash], Node: l[LabelStateNode], Owner: l[LabelStateOwner], Enc: l[LabelStateEnc], At: at}
 		out[sc.App] = append(out[sc.App], sc)
 	}
 	for app := range out {
@@ -318,9 +327,14 @@ func (m *Mirror) read(ctx context.Context, app string) (Bundle, bool, error) {
 
 func (m *Mirror) syncApp(ctx context.Context, b Bundle, ok bool, hash string, have []stateConfig) error {
 	keep := ""
+	key := mirrorKey(m.StateDir)
+	enc := ""
+	if key != nil {
+		enc = sealAESGCM
+	}
 	if ok {
 		for _, c := range have {
-			if c.Hash == hash && c.Owner == m.Owner {
+			if c.Hash == hash && c.Owner == m.Owner && c.Enc == enc {
 				keep = c.ID
 				break
 			}
@@ -331,14 +345,21 @@ func (m *Mirror) syncApp(ctx context.Context, b Bundle, ok bool, hash string, ha
 				now = m.Now
 			}
 			b.Node, b.At = m.Node, now().UTC()
-			data, err := encodeBundle(b)
+			data, err := encodeBundle(b, key)
 			if err != nil {
 				return err
 			}
 			labels := map[string]string{labelManaged: "true", LabelState: b.App, LabelStateHash: hash,
 				LabelStateNode: m.Node, LabelStateOwner: m.Owner, LabelStateAt: b.At.Format(time.RFC3339Nano)}
+			if enc != "" {
+				labels[LabelStateEnc] = enc
+			}
+			nameHash := hash
+			if enc != "" {
+				nameHash = "s" + hash[1:] // a sealed config's name differs from the unsealed one it replaces
+			}
 			res, err := m.API.ConfigCreate(ctx, client.ConfigCreateOptions{Spec: swarm.ConfigSpec{
-				Annotations: swarm.Annotations{Name: configName(b.App, hash, m.Owner), Labels: labels}, Data: data}})
+				Annotations: swarm.Annotations{Name: configName(b.App, nameHash, m.Owner), Labels: labels}, Data: data}})
 			if err != nil {
 				// A config of that name exists (another pass wrote it and
 				// was cut short): the next pass lists it and finishes.
@@ -384,10 +405,12 @@ func ListAdoptable(ctx context.Context, api client.APIClient) ([]Adoptable, erro
 	return out, nil
 }
 
-// Fetch reads and decodes a's state config. A config that does not
-// decode, names a file outside the app's records, or holds another app is
-// core.ErrInvalid; a newer schema is core.ErrConflict.
-func Fetch(ctx context.Context, api client.APIClient, a Adoptable) (Bundle, error) {
+// Fetch reads, opens (with key, the mirror key of the control record;
+// a sealed config without it wraps ErrSealed) and decodes a's state
+// config. A config that does not decode, names a file outside the app's
+// records, or holds another app is core.ErrInvalid; a newer schema is
+// core.ErrConflict.
+func Fetch(ctx context.Context, api client.APIClient, a Adoptable, key []byte) (Bundle, error) {
 	if !appName.MatchString(a.App) {
 		return Bundle{}, fmt.Errorf("a state config names app %q, which is not an app name: %w", a.App, core.ErrInvalid)
 	}
@@ -395,7 +418,7 @@ func Fetch(ctx context.Context, api client.APIClient, a Adoptable) (Bundle, erro
 	if err != nil {
 		return Bundle{}, fmt.Errorf("app %s: read its state config: %w", a.App, dockererr.Classify(err))
 	}
-	b, err := decodeBundle(res.Config.Spec.Data)
+	b, err := decodeBundle(res.Config.Spec.Data, key)
 	if err != nil {
 		return Bundle{}, fmt.Errorf("app %s: its state config %s: %w: %w", a.App, res.Config.Spec.Name, core.ErrInvalid, err)
 	}
@@ -408,7 +431,7 @@ func Fetch(ctx context.Context, api client.APIClient, a Adoptable) (Bundle, erro
 // Adopt fetches a's state config (Fetch) and writes its records into
 // stateDir (WriteBundle).
 func Adopt(ctx context.Context, api client.APIClient, stateDir string, a Adoptable) error {
-	b, err := Fetch(ctx, api, a)
+	b, err := Fetch(ctx, api, a, mirrorKey(stateDir))
 	if err != nil {
 		return err
 	}

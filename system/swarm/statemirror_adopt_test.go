@@ -24,7 +24,7 @@ func TestR80_AdoptRefusesAStateConfigWhoseAppNameLeavesTheAppsDirectory(t *testi
 	require.NoError(t, os.MkdirAll(stateDir, 0o700))
 	app := "../../escaped"
 	data, err := encodeBundle(Bundle{Schema: bundleSchema, App: app, Node: "n1", At: time.Now(),
-		Files: map[string][]byte{"app.json": []byte(`{"app":"x"}`)}})
+		Files: map[string][]byte{"app.json": []byte(`{"app":"x"}`)}}, nil)
 	require.NoError(t, err)
 	f := &fakeConfigs{configs: map[string]swarm.Config{"cfg1": {ID: "cfg1", Spec: swarm.ConfigSpec{
 		Annotations: swarm.Annotations{Name: "gordon-state-evil", Labels: map[string]string{LabelState: app, LabelStateNode: "n1"}},

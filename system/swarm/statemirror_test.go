@@ -166,7 +166,7 @@ func TestR80_AStateConfigWithAForeignFileIsRefused(t *testing.T) {
 	dst := t.TempDir()
 	f := &fakeConfigs{configs: map[string]swarm.Config{}}
 	data, err := encodeBundle(Bundle{Schema: bundleSchema, App: "web", Files: map[string][]byte{
-		"app.json": []byte(`{}`), "../../../etc/evil.json": []byte("x")}})
+		"app.json": []byte(`{}`), "../../../etc/evil.json": []byte("x")}}, nil)
 	require.NoError(t, err)
 	f.configs["c1"] = swarm.Config{ID: "c1", Spec: swarm.ConfigSpec{Annotations: swarm.Annotations{Name: "gordon-state-x-web",
 		Labels: map[string]string{LabelState: "web", LabelStateAt: time.Now().UTC().Format(time.RFC3339Nano)}}, Data: data}}

@@ -15,11 +15,13 @@ import (
 
 // The edge service: one task per node (global), dnsrr (no VIP), HTTP
 // published in host mode only, the admin port on the overlay only, the
-// peers' name, the token in the environment, state on tmpfs, restarted on
-// any exit; labelled nodes only with Labelled; a changed spec changes the
-// config label, the same spec keeps it.
-func TestEdgeSpec_GlobalHostModeDNSRRWithTheTokenAndPeers(t *testing.T) {
-	e := EdgeService{Config: Config{Network: "gordon-edge", Service: "gordon-edge", AdminPort: 9180, HTTPPort: 80, Image: "reg:5000/gordon-edge@sha256:abc"}, Token: "tok"}
+// peers' name, the control credentials as a Docker secret file (no token
+// in the environment: docker inspect on a node shows none), state on
+// tmpfs, restarted on any exit; labelled nodes only with Labelled; a
+// changed spec changes the config label, the same spec keeps it.
+func TestEdgeSpec_GlobalHostModeDNSRRWithTheControlSecretAndPeers(t *testing.T) {
+	e := EdgeService{Config: Config{Network: "gordon-edge", Service: "gordon-edge", AdminPort: 9180, HTTPPort: 80, Image: "reg:5000/gordon-edge@sha256:abc"},
+		ControlSecretID: "sid", ControlSecretName: "gordon-edge-control-x"}
 	s := edgeSpec(e)
 	require.NotNil(t, s.Mode.Global, "one task per node")
 	assert.Equal(t, swarm.ResolutionModeDNSRR, s.EndpointSpec.Mode)
@@ -30,8 +32,13 @@ func TestEdgeSpec_GlobalHostModeDNSRRWithTheTokenAndPeers(t *testing.T) {
 	assert.Equal(t, uint32(80), p.TargetPort)
 	cs := s.TaskTemplate.ContainerSpec
 	assert.Equal(t, "reg:5000/gordon-edge@sha256:abc", cs.Image)
-	assert.Equal(t, []string{"run", "--state-dir", "/state", "--http-addr", ":80", "--admin-addr", "0.0.0.0:9180", "--peers", "tasks.gordon-edge", "--dial-timeout", "1s"}, cs.Args)
-	assert.Contains(t, cs.Env, "GORDON_EDGE_ROUTES_TOKEN=tok")
+	assert.Equal(t, []string{"run", "--state-dir", "/state", "--http-addr", ":80", "--admin-addr", "0.0.0.0:9180", "--peers", "tasks.gordon-edge",
+		"--control-file", "/run/secrets/gordon-control", "--dial-timeout", "1s"}, cs.Args)
+	assert.Equal(t, []string{"TMPDIR=/tmp"}, cs.Env, "no token in the environment")
+	require.Len(t, cs.Secrets, 1)
+	assert.Equal(t, "gordon-edge-control-x", cs.Secrets[0].SecretName)
+	assert.Equal(t, "gordon-control", cs.Secrets[0].File.Name)
+	assert.Equal(t, os.FileMode(0o400), cs.Secrets[0].File.Mode)
 	assert.Equal(t, 35*time.Second, *cs.StopGracePeriod, "the default drain plus a margin")
 	assert.Equal(t, swarm.RestartPolicyConditionAny, s.TaskTemplate.RestartPolicy.Condition)
 	assert.Equal(t, []swarm.NetworkAttachmentConfig{{Target: "gordon-edge"}}, s.TaskTemplate.Networks)

@@ -26,13 +26,9 @@ const (
 // temporaryPackageAllowance lets a package named here exceed
 // maxPackageLines (and, for the CLI, maxCLILines) up to the given
 // non-test lines while its cut is under way. TEMPORARY: each entry goes
-// when its package is cut; the bound may only go down.
-var temporaryPackageAllowance = map[string]int{
-	// The CLI still holds the one-engine system start and the edge and
-	// reconcile verbs' bodies (the edge unit and start.json go to system
-	// next).
-	"cmd/docker-gordon": 6500,
-}
+// when its package is cut; the bound may only go down. Empty: every
+// package is cut.
+var temporaryPackageAllowance = map[string]int{}
 
 // srcPackage is one directory's non-test Go: its lines (generated files
 // aside) and imports.
@@ -89,11 +85,15 @@ func sortedDirs(pkgs map[string]*srcPackage) []string {
 }
 
 // No package is over maxPackageLines non-test, non-generated lines (but
-// those of temporaryPackageAllowance, up to their bound).
+// the CLI, which has maxCLILines, and those of temporaryPackageAllowance,
+// up to their bound).
 func TestLayout_NoPackageOver4000Lines(t *testing.T) {
 	pkgs, _ := sourceTree(t)
 	for _, dir := range sortedDirs(pkgs) {
 		n, limit := pkgs[dir].lines, maxPackageLines
+		if dir == "cmd/docker-gordon" {
+			limit = maxCLILines // its own rule: TestLayout_CLIImportsNoRuntimePluginNorEdge
+		}
 		if a, ok := temporaryPackageAllowance[dir]; ok {
 			limit = a
 			t.Logf("%s: %d non-test lines, under a temporary allowance of %d (the rule is %d)", dir, n, a, maxPackageLines)

@@ -31,9 +31,10 @@ func TestStartup_InstalledCLILinksNoHeavyInit(t *testing.T) {
 	}
 	// The edge's state files and certificate store are read by the CLI,
 	// and its certificate storage server (certshare) runs in the CLI's
-	// reconcile loop on a swarm manager; they link no more than the
+	// reconcile loop on a swarm manager, as are the control credentials
+	// (control); they link no more than the
 	// standard library and the core.
-	light := []string{module + "/edgeproxy/edgestate", module + "/edgeproxy/certstore", module + "/edgeproxy/certshare"}
+	light := []string{module + "/edgeproxy/edgestate", module + "/edgeproxy/certstore", module + "/edgeproxy/certshare", module + "/edgeproxy/control"}
 	check := func(name string, deps []string, allowed ...string) {
 		t.Helper()
 		n := 0

@@ -211,3 +211,31 @@ func TestDashboard_RemoteContextShowsThatEnginesApps(t *testing.T) {
 	screenshot(t, bctx, "remote-app")
 	assert.NotEmpty(t, e.managed(t, app), "the app runs on the second engine")
 }
+
+// TestDashboard_SystemStartServesItFromReconcile: system start --dashboard
+// refuses a non-loopback address and changes nothing; with a loopback one,
+// gordon-reconcile serves the dashboard there on the engine's host.
+func TestDashboard_SystemStartServesItFromReconcile(t *testing.T) {
+	state := t.TempDir()
+	httpAddr, adminAddr, dash := fixture.FreeAddr(t), fixture.FreeAddr(t), fixture.FreeAddr(t)
+	t.Cleanup(func() {
+		if r := fixture.GordonPath(t, state, fixture.BinDir(), "system", "stop"); r.Code != 0 {
+			t.Logf("system stop: %s", r)
+		}
+	})
+	r := fixture.GordonPath(t, state, fixture.BinDir(), "system", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--dashboard=0.0.0.0:9190")
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "loopback")
+	assert.NotContains(t, r.Stdout+r.Stderr, "gordon-edge: started", "nothing was started")
+
+	r = fixture.GordonPath(t, state, fixture.BinDir(), "system", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr, "--dashboard="+dash)
+	require.Equal(t, 0, r.Code, r.String())
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + dash + "/")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 100*time.Millisecond, "gordon-reconcile does not serve the dashboard on %s", dash)
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
@@ -235,8 +234,8 @@ func probePhase(t *testing.T, stdout, id string) time.Duration {
 	t.Helper()
 	var op struct {
 		Steps []struct {
-			ID     string                   `json:"id"`
-			Phases map[string]core.Duration `json:"phases"`
+			ID       string           `json:"id"`
+			PhasesMS map[string]int64 `json:"phases_ms"`
 		} `json:"steps"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &op); err != nil {
@@ -246,7 +245,7 @@ func probePhase(t *testing.T, stdout, id string) time.Duration {
 	}
 	for _, s := range op.Steps {
 		if s.ID == id {
-			return s.Phases["probe"].D()
+			return time.Duration(s.PhasesMS["probe"]) * time.Millisecond
 		}
 	}
 	return 0

@@ -48,6 +48,8 @@ path = "/etc/db/db.conf"
 // unchanged redeploy replaces nothing. Its project file is a Docker config
 // named by its content: the task reads it at its path, a changed file is
 // a new config, and the old one goes with the last service using it.
+// Placement constraints keep a stateless service's replicas on the
+// nodes that satisfy them, spread over those.
 func TestSwarm_ImageHealthcheckIsTheReadinessOfAVolumeService(t *testing.T) {
 	need(t)
 	began := time.Now()
@@ -111,5 +113,22 @@ func TestSwarm_ImageHealthcheckIsTheReadinessOfAVolumeService(t *testing.T) {
 
 	r = g.must(ctx, t, "deploy", "-f", file)
 	assert.Equal(t, second, services(), "an unchanged file and spec replace nothing")
+
+	// Placement constraints: 2 replicas kept off the manager.
+	g.must(ctx, t, "deploy", "-f", writeManifest(t, fmt.Sprintf(`name = "pl"
+[services.web]
+image = %q
+replicas = 2
+placement = ["node.role == worker"]
+[[services.web.http]]
+port = 8080
+host = "pl.lab"
+`, g.httpd)))
+	nodes, err := g.tasksOf(ctx, "pl", "web")
+	require.NoError(t, err)
+	require.Len(t, nodes, 2, "2 running replicas: %v", nodes)
+	assert.NotContains(t, nodes, g.Nodes[0].Name, "none on the manager")
+	assert.Equal(t, 2, distinct(nodes), "spread over the two workers: %v", nodes)
+	g.answersEverywhere(ctx, t, "pl.lab", "version=")
 	t.Logf("whole test in %v", time.Since(began).Round(time.Millisecond))
 }

@@ -20,7 +20,7 @@ import (
 
 // On a 3-node lab: a file secret (the engine's
 // per-container copy, marked core.Mount.Secret) becomes the Docker secret
-// gordon-<app>-<secret>-<sha12>, which the task reads at
+// gordon-<app>-<secret>-<12 hex of a keyed MAC>, which the task reads at
 // /run/secrets/<name> on whatever node it runs; a second instance with
 // the same content shares it, new content makes a new one; removing an
 // instance removes its secrets only once no other service references

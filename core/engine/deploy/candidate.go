@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -296,6 +297,9 @@ func (s *serviceRun) candidateSpec(ctx context.Context, cname string) (core.Cont
 		core.LabelOp: d.op.ID, core.LabelRevision: d.rev.ID, core.LabelRole: "workload",
 	} {
 		cs.Labels[k] = v
+	}
+	if len(spec.Placement) > 0 {
+		cs.Labels[core.LabelPlacement] = strings.Join(spec.Placement, "\n")
 	}
 	for _, v := range spec.Volumes {
 		cs.Mounts = append(cs.Mounts, core.Mount{Type: core.MountVolume, Source: steps.VolumeName(app, v.Name), Target: v.Path, ReadOnly: v.ReadOnly})

@@ -2,6 +2,7 @@ package routepush
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -24,10 +25,11 @@ const peersAskedAtOnce = 8
 
 // newPeerClient is the HTTP client of the peer requests: no proxy, no
 // redirects, every request bounded by peerTimeout.
-func newPeerClient() *http.Client {
+func newPeerClient(tlsCfg *tls.Config) *http.Client {
 	return &http.Client{
 		Timeout: peerTimeout,
 		Transport: &http.Transport{
+			TLSClientConfig:       tlsCfg,
 			DialContext:           (&net.Dialer{Timeout: peerTimeout}).DialContext,
 			ResponseHeaderTimeout: peerTimeout,
 			MaxIdleConnsPerHost:   1,
@@ -194,7 +196,11 @@ func (p *Pusher) askPeers(ctx context.Context, targets []string, after uint64, h
 // askPeer is one GET /routes to target; nil, nil when the peer has no
 // newer table (204) or none at all (404).
 func (p *Pusher) askPeer(ctx context.Context, target string, after uint64, hasAfter bool) (*peerTable, error) {
-	url := "http://" + target + "/routes"
+	scheme := "http://"
+	if p.cfg.PeerTLS != nil {
+		scheme = "https://"
+	}
+	url := scheme + target + "/routes"
 	if hasAfter {
 		url += "?after=" + strconv.FormatUint(after, 10)
 	}
@@ -202,7 +208,7 @@ func (p *Pusher) askPeer(ctx context.Context, target string, after uint64, hasAf
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+p.cfg.Token)
+	req.Header.Set("Authorization", "Bearer "+p.cfg.Auth.EdgeToken())
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return nil, err

@@ -53,6 +53,29 @@ func TestAuthorizedOnlyWithTheBearerToken(t *testing.T) {
 		if auth != "" {
 			r.Header.Set("Authorization", auth)
 		}
-		assert.Equal(t, want, p.authorized(r), "%q", auth)
+		assert.Equal(t, want, p.authorized(r, false), "%q", auth)
+		assert.Equal(t, want, p.authorized(r, true), "%q", auth)
 	}
 }
+
+// With split credentials, an edge token pulls (GET /routes) but never
+// pushes; the push token does both.
+func TestAuthorized_AnEdgeTokenPullsButNeverPushes(t *testing.T) {
+	p := New(Config{Auth: splitAuth{push: "P", edge: "E"}}, nopEdge{})
+	req := func(tok string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/routes", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return r
+	}
+	assert.True(t, p.authorized(req("P"), false))
+	assert.True(t, p.authorized(req("P"), true))
+	assert.False(t, p.authorized(req("E"), false), "an edge token never pushes")
+	assert.True(t, p.authorized(req("E"), true))
+	assert.False(t, p.authorized(req("X"), true))
+}
+
+type splitAuth struct{ push, edge string }
+
+func (a splitAuth) AcceptsPush(tok string) bool { return tok == a.push }
+func (a splitAuth) AcceptsEdge(tok string) bool { return tok == a.edge }
+func (a splitAuth) EdgeToken() string           { return a.edge }

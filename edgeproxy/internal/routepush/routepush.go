@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,10 +42,28 @@ type Edge interface {
 	Status() routetable.Status
 }
 
+// Auth decides who may push and pull, and what this edge sends its peers
+// (a swarm's control credentials, edgeproxy/control.Keyring).
+type Auth interface {
+	// AcceptsPush reports whether tok may PUT /routes (and GET /routes).
+	AcceptsPush(tok string) bool
+	// AcceptsEdge reports whether tok may GET /routes (a peer).
+	AcceptsEdge(tok string) bool
+	// EdgeToken is the token this edge sends to its peers.
+	EdgeToken() string
+}
+
 // Config configures a Pusher.
 type Config struct {
-	// Token is the bearer token every request must carry (required).
+	// Token is the bearer token every request must carry, when Auth is
+	// nil: then one token both pushes and pulls.
 	Token string
+	// Auth, when set, replaces Token: pushes need a push token, pulls an
+	// edge token (or a push token), and the peers get EdgeToken.
+	Auth Auth
+	// PeerTLS, when set, asks the peers over HTTPS with it (the control
+	// CA pinned); nil asks over HTTP.
+	PeerTLS *tls.Config
 	// Peers is the DNS name of every edge task's admin address (e.g.
 	// "tasks.gordon-edge" on a swarm); "" asks no peer.
 	Peers string
@@ -66,10 +85,9 @@ type Config struct {
 // Pusher serves PUT and GET /routes and asks the peers (package doc).
 // Create it with New.
 type Pusher struct {
-	cfg       Config
-	edge      Edge
-	tokenHash [sha256.Size]byte
-	client    *http.Client
+	cfg    Config
+	edge   Edge
+	client *http.Client
 	// mu serializes publishes (PUTs and tables adopted from peers), so the
 	// generation check and the write are one step.
 	mu sync.Mutex
@@ -85,8 +103,12 @@ type appliedTable struct {
 	data       []byte
 }
 
-// New returns a Pusher serving edge with cfg (cfg.Token must be set).
+// New returns a Pusher serving edge with cfg (cfg.Token or cfg.Auth
+// must be set).
 func New(cfg Config, edge Edge) *Pusher {
+	if cfg.Auth == nil {
+		cfg.Auth = tokenAuth{tok: sha256.Sum256([]byte(cfg.Token)), raw: cfg.Token}
+	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultPeerInterval
 	}
@@ -100,12 +122,26 @@ func New(cfg Config, edge Edge) *Pusher {
 		cfg.AdminAddr = func() string { return "" }
 	}
 	return &Pusher{
-		cfg:       cfg,
-		edge:      edge,
-		tokenHash: sha256.Sum256([]byte(cfg.Token)),
-		client:    newPeerClient(),
+		cfg:    cfg,
+		edge:   edge,
+		client: newPeerClient(cfg.PeerTLS),
 	}
 }
+
+// tokenAuth is one token for everything (Config.Token).
+type tokenAuth struct {
+	tok [sha256.Size]byte
+	raw string
+}
+
+// AcceptsPush compares hashes, so the comparison takes the same time
+// whatever the length or content of the presented token.
+func (a tokenAuth) AcceptsPush(tok string) bool {
+	got := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(got[:], a.tok[:]) == 1
+}
+func (a tokenAuth) AcceptsEdge(tok string) bool { return a.AcceptsPush(tok) }
+func (a tokenAuth) EdgeToken() string           { return a.raw }
 
 // SetApplied records t as the table the edge applied (the edge calls it
 // after every successful apply, from any source: routes.json, a PUT, a
@@ -125,17 +161,16 @@ func (p *Pusher) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /routes", p.serveGet)
 }
 
-// authorized reports whether r carries "Authorization: Bearer <token>".
-// Both sides are hashed first, so the comparison takes the same time
-// whatever the length or content of the presented token.
-func (p *Pusher) authorized(r *http.Request) bool {
+// authorized reports whether r carries "Authorization: Bearer <token>"
+// with a push token, or, when pull, an edge token.
+func (p *Pusher) authorized(r *http.Request, pull bool) bool {
 	h := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok {
 		return false
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return subtle.ConstantTimeCompare(got[:], p.tokenHash[:]) == 1
+	tok = strings.TrimSpace(tok)
+	return p.cfg.Auth.AcceptsPush(tok) || (pull && p.cfg.Auth.AcceptsEdge(tok))
 }
 
 func unauthorized(w http.ResponseWriter) {
@@ -145,7 +180,7 @@ func unauthorized(w http.ResponseWriter) {
 
 // servePut is PUT /routes (package doc).
 func (p *Pusher) servePut(w http.ResponseWriter, r *http.Request) {
-	if !p.authorized(r) {
+	if !p.authorized(r, false) {
 		unauthorized(w)
 		return
 	}
@@ -187,7 +222,7 @@ func (p *Pusher) writeStatus(w http.ResponseWriter, code int) {
 
 // serveGet is GET /routes[?after=N] (package doc).
 func (p *Pusher) serveGet(w http.ResponseWriter, r *http.Request) {
-	if !p.authorized(r) {
+	if !p.authorized(r, true) {
 		unauthorized(w)
 		return
 	}

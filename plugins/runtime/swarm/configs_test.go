@@ -32,7 +32,7 @@ func TestR82_SwarmProjectFileIsAContentAddressedConfig(t *testing.T) {
 	c := baseSpec()
 	c.Mounts = []core.Mount{{Type: core.MountBind, Source: stored, Target: "/docker-entrypoint-initdb.d/01.sh", ReadOnly: true, Config: digest + "-555"}}
 	assert.False(t, singleWriter(c), "a project file's copy is no host path")
-	s, err := serviceSpec(c, "")
+	s, err := serviceSpec(c)
 	require.NoError(t, err, "not refused as a bind mount")
 	assert.Empty(t, s.TaskTemplate.ContainerSpec.Mounts, "not bind-mounted")
 

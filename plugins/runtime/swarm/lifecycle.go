@@ -28,7 +28,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c core.ContainerSpec) (st
 	if err := r.connect(ctx); err != nil {
 		return "", err
 	}
-	spec, err := serviceSpec(c, r.opts.EdgeNetwork)
+	spec, err := serviceSpec(c)
 	if err != nil {
 		return "", err
 	}
@@ -291,10 +291,10 @@ func (r *Runtime) InspectContainer(ctx context.Context, id string) (core.Contain
 
 // BackendBinds returns, per port, the running task's IP and the container
 // port (bindsOf): never a VIP, never a service name. The IP is the task's
-// on the edge network when Options.EdgeNetwork is set (the edge and the
-// readiness probes sit there), else on the instance's primary network
-// (the app's overlay). No running task, or none attached to that network,
-// wraps core.ErrConflict.
+// on the instance's primary network (the app's overlay, which the edge
+// joins; this process's container joins it too, joinSelf, so its probes
+// reach it). No running task, or none attached to that network, wraps
+// core.ErrConflict.
 func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.PortSpec) ([]core.BackendBind, error) {
 	if err := r.connect(ctx); err != nil {
 		return nil, err
@@ -304,9 +304,12 @@ func (r *Runtime) BackendBinds(ctx context.Context, id string, ports []core.Port
 	if err != nil {
 		return nil, err
 	}
-	target := bindNetwork(svc.Spec.TaskTemplate.Networks, r.opts.EdgeNetwork)
+	target := bindNetwork(svc.Spec.TaskTemplate.Networks)
 	if target == "" {
 		return nil, fmt.Errorf("%s: %w: the service has no network", what, core.ErrConflict)
+	}
+	if err := r.joinSelf(ctx, target, what); err != nil {
+		return nil, err
 	}
 	tasks, err := r.tasks(ctx, id)
 	if err != nil {

@@ -176,6 +176,9 @@ func (r *Runtime) place(ctx context.Context, c core.ContainerSpec, what string) 
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", what, err)
 		}
+		if !satisfies(n, placementOf(c)) {
+			return "", fmt.Errorf("%s: %w: node %s does not satisfy the placement constraints %s: change node or placement", what, core.ErrInvalid, hostname(n), strings.Join(placementOf(c), ", "))
+		}
 		return n.ID, r.record(key, n, what)
 	}
 	id, err := r.recorded(ctx, key, app, svc, what)
@@ -184,6 +187,10 @@ func (r *Runtime) place(ctx context.Context, c core.ContainerSpec, what string) 
 	}
 	if id != "" {
 		for _, n := range nodes {
+			if n.ID == id && !satisfies(n, placementOf(c)) {
+				return "", fmt.Errorf("%s: %w: %s's volumes live on node %s, which the placement constraints %s exclude: change placement, or pin the service to another node with node = \"<hostname>\" (its volumes start empty there)",
+					what, core.ErrInvalid, key, hostname(n), strings.Join(placementOf(c), ", "))
+			}
 			if n.ID == id {
 				return id, r.record(key, n, what)
 			}
@@ -195,7 +202,11 @@ func (r *Runtime) place(ctx context.Context, c core.ContainerSpec, what string) 
 	if err != nil {
 		return "", err
 	}
-	n, err := chooseNode(nodes, running)
+	fit := satisfying(nodes, placementOf(c))
+	if len(fit) == 0 {
+		return "", fmt.Errorf("%s: %w", what, unplaceable(c))
+	}
+	n, err := chooseNode(fit, running)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}

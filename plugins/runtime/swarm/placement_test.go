@@ -80,7 +80,7 @@ func TestSwarm_SingleWriterInstancesArePinnedByNodeID(t *testing.T) {
 	c.Node = "n2"
 	assert.True(t, singleWriter(c), "named node")
 
-	s, err := serviceSpec(c, "")
+	s, err := serviceSpec(c)
 	require.NoError(t, err)
 	pin(&s, "id2")
 	assert.Equal(t, []string{"node.id==id2"}, s.TaskTemplate.Placement.Constraints)
@@ -93,11 +93,11 @@ func TestSwarm_SingleWriterInstancesArePinnedByNodeID(t *testing.T) {
 func TestSwarm_BindMountNeedsANamedNode(t *testing.T) {
 	c := baseSpec()
 	c.Mounts = []core.Mount{{Type: core.MountBind, Source: "/srv/media", Target: "/media", ReadOnly: true}}
-	_, err := serviceSpec(c, "")
+	_, err := serviceSpec(c)
 	require.ErrorIs(t, err, core.ErrInvalid)
 	assert.Contains(t, err.Error(), `pin the service to the node that has the path with node = "<hostname>" (compose: x-gordon.node)`)
 	c.Node = "n2"
-	s, err := serviceSpec(c, "")
+	s, err := serviceSpec(c)
 	require.NoError(t, err)
 	assert.Equal(t, []mount.Mount{{Type: mount.TypeBind, Source: "/srv/media", Target: "/media", ReadOnly: true}},
 		s.TaskTemplate.ContainerSpec.Mounts)

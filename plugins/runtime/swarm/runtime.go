@@ -16,8 +16,9 @@
 // reach one task, not a balancer), and no update or rollback config: the
 // engine keeps its own overlap, readiness, switch, drain and journal.
 // BackendBinds returns the running task's IP on the app's attachable
-// overlay, or, with Options.EdgeNetwork (GORDON_SWARM_EDGE_NETWORK), on
-// the edge's shared overlay, which every instance then also joins. Images
+// overlay: an instance joins no network shared with other apps, and the
+// edge service (Options.EdgeService) joins each app's overlay instead
+// (edgejoin.go). Images
 // are pinned by registry digest on the manager, so every node runs the
 // same image; an image with no registry digest is refused.
 //
@@ -27,8 +28,9 @@
 // (app, service) at its first placement (<StateDir>/swarm/placement.json
 // and the service label dev.gordon.node), else the least loaded ready,
 // active node. StartContainer fails, naming the node, when that node is
-// lost. File secrets become Docker secrets, one per content, removed with
-// the last service that references them.
+// lost. File secrets become Docker secrets, one per content, named with a
+// keyed MAC of it (never a plain hash), removed with the last service that
+// references them.
 //
 // Errors wrap exactly one core class as the Docker runtime's do
 // (dockererr): a missing service or image wraps core.ErrNotFound, a spec
@@ -71,6 +73,9 @@ const (
 	// EnvEdgeNetwork names the edge's shared attachable overlay
 	// (Options.EdgeNetwork), e.g. "gordon-edge".
 	EnvEdgeNetwork = "GORDON_SWARM_EDGE_NETWORK"
+	// EnvEdgeService names the edge's global service (Options.EdgeService),
+	// e.g. "gordon-edge".
+	EnvEdgeService = "GORDON_SWARM_EDGE_SERVICE"
 	// EnvStateDir is the state directory (Options.StateDir).
 	EnvStateDir = "GORDON_STATE_DIR"
 )
@@ -79,11 +84,14 @@ const (
 // today's behaviour: instances on the app network only, placements
 // recorded only as service labels.
 type Options struct {
-	// EdgeNetwork, when set, is the edge's shared attachable overlay:
-	// every instance also joins it, and BackendBinds returns the task's IP
-	// there (the edge and the readiness probes sit on it), not on the app
-	// network.
+	// EdgeNetwork, when set, is the edge's control overlay (route push,
+	// admin, certificate storage), which no instance joins: a process in a
+	// container attached to it (the runner, the reconcile loop) connects
+	// its own container to each app's overlay for its probes (joinSelf).
 	EdgeNetwork string
+	// EdgeService, when set, is the edge's global service: each app's
+	// overlay is added to its networks at the app's first deploy (joinEdge).
+	EdgeService string
 	// StateDir, when set, holds the placement record
 	// <StateDir>/swarm/placement.json (placement.go).
 	StateDir string
@@ -92,9 +100,10 @@ type Options struct {
 	StartTimeout time.Duration
 }
 
-// OptionsFromEnv reads GORDON_SWARM_EDGE_NETWORK and GORDON_STATE_DIR.
+// OptionsFromEnv reads GORDON_SWARM_EDGE_NETWORK,
+// GORDON_SWARM_EDGE_SERVICE and GORDON_STATE_DIR.
 func OptionsFromEnv() Options {
-	return Options{EdgeNetwork: strings.TrimSpace(os.Getenv(EnvEdgeNetwork)), StateDir: os.Getenv(EnvStateDir)}
+	return Options{EdgeNetwork: strings.TrimSpace(os.Getenv(EnvEdgeNetwork)), EdgeService: strings.TrimSpace(os.Getenv(EnvEdgeService)), StateDir: os.Getenv(EnvStateDir)}
 }
 
 // Runtime is the Swarm implementation of core.Runtime. Safe for concurrent
@@ -112,6 +121,11 @@ type Runtime struct {
 	spreadMu sync.Mutex
 	// nodeNames caches node ID → hostname for status (nameNode; under mu).
 	nodeNames map[string]string
+	// nameKey is the secret names' MAC key (secretNameKey; under mu).
+	nameKey []byte
+	// edgeJoined and selfJoined are the app networks the edge service
+	// and this process's container are known to be on (under mu).
+	edgeJoined, selfJoined map[string]bool
 }
 
 // New returns a Runtime talking to the manager at host ("" = the default
@@ -323,6 +337,19 @@ func (r *Runtime) EnsureNetwork(ctx context.Context, n core.NetworkSpec) (string
 	if n.Name == "" {
 		return "", fmt.Errorf("%s: %w: empty name", what, core.ErrInvalid)
 	}
+	id, err := r.findOrCreateOverlay(ctx, n, what)
+	if err != nil || n.Labels[core.LabelApp] == "" {
+		return id, err
+	}
+	// An app's own network: the edge and this process reach its
+	// instances there (edgejoin.go).
+	if err := r.joinEdge(ctx, id, n.Name, what); err != nil {
+		return "", err
+	}
+	return id, r.joinSelf(ctx, id, what)
+}
+
+func (r *Runtime) findOrCreateOverlay(ctx context.Context, n core.NetworkSpec, what string) (string, error) {
 	find := func() (string, error) { return r.findOverlay(ctx, n.Name, what) }
 	if id, err := find(); err != nil || id != "" {
 		return id, err
@@ -444,6 +471,11 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	for _, nw := range res.Items {
 		if nw.Name != name || nw.Scope != "swarm" {
 			continue
+		}
+		if nw.Labels[core.LabelApp] != "" {
+			if err := r.leaveApp(ctx, nw.ID, name, what); err != nil {
+				return err
+			}
 		}
 		if _, err := r.cli.NetworkRemove(ctx, nw.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			return r.classify(err, what)

@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -23,8 +24,9 @@ import (
 // per-container copy in the state directory, bind-mounted read-only at
 // /run/secrets/<name> (core.Mount.Secret marks it). A task may run on
 // another machine, so on a swarm each becomes a Docker secret named
-// gordon-<app>-<secret>-<first 12 hex of sha256(content)> (a new secret
-// per content; labels dev.gordon.managed=true and dev.gordon.app), created
+// gordon-<app>-<secret>-<12 hex of HMAC-SHA256(key, app, secret, content)>
+// (a new secret per content; labels dev.gordon.managed=true and
+// dev.gordon.app), created
 // when absent and referenced by the service at the same target, with the
 // copy's uid, gid and mode. RemoveContainer removes the secrets the
 // service referenced once no other service references them.
@@ -41,22 +43,27 @@ type secretFile struct {
 	mode     os.FileMode
 }
 
-// secretName is gordon-<app>-<secret>-<12 hex of sha256(data)>, within
-// Swarm's 64 characters (app and secret are cut when longer; the content
-// hash still tells contents apart).
-func secretName(app, secret string, data []byte) string {
-	sum := sha256.Sum256(data)
+// secretName is gordon-<app>-<secret>-<12 hex of HMAC-SHA256(key,
+// app NUL secret NUL data)>, within Swarm's 64 characters (app and secret
+// are cut when longer; the MAC still tells contents apart). The key is
+// the state directory's secret-name key (nameKey): a name lets nobody
+// who lacks it (anyone who lists secrets or reads a task spec) test
+// guesses of a low-entropy value, as a plain content hash would.
+func secretName(key []byte, app, secret string, data []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(app + "\x00" + secret + "\x00"))
+	m.Write(data)
 	head := "gordon-" + app + "-" + secret
 	if max := 64 - 13; len(head) > max {
 		head = head[:max]
 	}
-	return head + "-" + hex.EncodeToString(sum[:])[:12]
+	return head + "-" + hex.EncodeToString(m.Sum(nil))[:12]
 }
 
 // secretFiles reads the file secrets among c's mounts (the per-container
 // copies the engine wrote): content, target, owner and mode. A missing
 // copy wraps core.ErrNotFound; content over 500 KiB core.ErrInvalid.
-func secretFiles(c core.ContainerSpec) ([]secretFile, error) {
+func secretFiles(key []byte, c core.ContainerSpec) ([]secretFile, error) {
 	var out []secretFile
 	app := c.Labels[core.LabelApp]
 	for _, m := range c.Mounts {
@@ -77,7 +84,7 @@ func secretFiles(c core.ContainerSpec) ([]secretFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("file secret %s: %w: %w", m.Secret, core.ErrUnavailable, err)
 		}
-		f := secretFile{name: secretName(app, m.Secret, data), data: data, target: m.Target, uid: "0", gid: "0", mode: st.Mode().Perm()}
+		f := secretFile{name: secretName(key, app, m.Secret, data), data: data, target: m.Target, uid: "0", gid: "0", mode: st.Mode().Perm()}
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 			f.uid, f.gid = strconv.FormatUint(uint64(sys.Uid), 10), strconv.FormatUint(uint64(sys.Gid), 10)
 		}
@@ -95,7 +102,11 @@ func secretRef(f secretFile, id string) *swarm.SecretReference {
 // ensureSecrets creates the Docker secrets of c's file secrets that do not
 // exist yet and returns the service's references to them.
 func (r *Runtime) ensureSecrets(ctx context.Context, c core.ContainerSpec, what string) ([]*swarm.SecretReference, error) {
-	files, err := secretFiles(c)
+	key, err := r.secretNameKey()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	files, err := secretFiles(key, c)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -42,8 +42,7 @@ const refusedCopyImages = "push it to a registry the nodes can reach; --copy-ima
 //     root, tmpfs and shm size as tmpfs mounts, ulimits, capabilities,
 //     sysctls, extra hosts, CPU/memory/pids limits, log driver);
 //   - c.Network (required: the app's attachable overlay) with c.Aliases,
-//     then c.ExtraNetworks, then edgeNet (the edge's shared overlay, when
-//     set);
+//     then c.ExtraNetworks (never the edge's control overlay);
 //   - c.RestartPolicy "" → none, "unless-stopped"/"always" → any,
 //     "on-failure" → on-failure;
 //   - named volumes, each created by the node's engine at the task's
@@ -59,7 +58,7 @@ const refusedCopyImages = "push it to a registry the nodes can reach; --copy-ima
 // a bind mount without c.Node and devices (each names something on one
 // node), an unknown mount type, restart policy or tmpfs option, a bad
 // port.
-func serviceSpec(c core.ContainerSpec, edgeNet string) (swarm.ServiceSpec, error) {
+func serviceSpec(c core.ContainerSpec) (swarm.ServiceSpec, error) {
 	what := fmt.Sprintf("create swarm instance %q", c.Name)
 	if err := refused(c); err != nil {
 		return swarm.ServiceSpec{}, fmt.Errorf("%s: %w: %s", what, core.ErrInvalid, err)
@@ -78,7 +77,7 @@ func serviceSpec(c core.ContainerSpec, edgeNet string) (swarm.ServiceSpec, error
 		TaskTemplate: swarm.TaskSpec{
 			ContainerSpec: cs,
 			RestartPolicy: rp,
-			Networks:      networks(c, edgeNet),
+			Networks:      networks(c),
 			Resources:     resources(c.Options.Resources),
 		},
 		Mode:         swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &zero}},
@@ -87,6 +86,7 @@ func serviceSpec(c core.ContainerSpec, edgeNet string) (swarm.ServiceSpec, error
 	if l := c.Options.Logging; l != nil {
 		spec.TaskTemplate.LogDriver = &swarm.Driver{Name: l.Driver, Options: l.Options}
 	}
+	withPlacement(&spec, c)
 	return spec, nil
 }
 
@@ -311,11 +311,12 @@ func restartPolicyName(p *swarm.RestartPolicy) string {
 }
 
 // networks attaches the task to c.Network (with c.Aliases), then to each
-// extra network and to edgeNet ("" = none) once.
-func networks(c core.ContainerSpec, edgeNet string) []swarm.NetworkAttachmentConfig {
+// extra network once: never to the edge's control overlay nor to another
+// app's network (the edge joins the app's, edgejoin.go).
+func networks(c core.ContainerSpec) []swarm.NetworkAttachmentConfig {
 	out := []swarm.NetworkAttachmentConfig{{Target: c.Network, Aliases: append([]string(nil), c.Aliases...)}}
 	seen := map[string]bool{c.Network: true, "": true}
-	for _, n := range append(append([]string(nil), c.ExtraNetworks...), edgeNet) {
+	for _, n := range c.ExtraNetworks {
 		if !seen[n] {
 			seen[n] = true
 			out = append(out, swarm.NetworkAttachmentConfig{Target: n})

@@ -29,7 +29,7 @@ func baseSpec() core.ContainerSpec {
 // service and its container; the app network first with its aliases.
 func TestSwarm_InstanceIsAServiceCreatedAtZeroReplicasWithoutVIPOrIngress(t *testing.T) {
 	c := baseSpec()
-	s, err := serviceSpec(c, "")
+	s, err := serviceSpec(c)
 	require.NoError(t, err)
 	assert.Equal(t, c.Name, s.Name)
 	assert.Equal(t, c.Labels, s.Labels)
@@ -70,7 +70,7 @@ func TestSwarm_ContainerKeysMapOntoTheTaskContainer(t *testing.T) {
 	}
 	c.Mounts = []core.Mount{{Type: core.MountVolume, Source: "shop-data", Target: "/data"}}
 	c.RestartPolicy = "unless-stopped"
-	s, err := serviceSpec(c, "")
+	s, err := serviceSpec(c)
 	require.NoError(t, err)
 	cs := s.TaskTemplate.ContainerSpec
 	assert.Equal(t, "SIGQUIT", cs.StopSignal)
@@ -135,7 +135,7 @@ func TestSwarm_NodeBoundKeysAreRefusedWithTheReason(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := baseSpec()
 			tc.edit(&c)
-			_, err := serviceSpec(c, "")
+			_, err := serviceSpec(c)
 			require.ErrorIs(t, err, core.ErrInvalid)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, err.Error(), c.Name)
@@ -152,29 +152,25 @@ func TestSwarm_RestartPolicyRoundTrip(t *testing.T) {
 	assert.Equal(t, "always", restartPolicyName(nil), "Swarm's default is any")
 }
 
-// With the edge's shared overlay set, every instance also
-// joins it (once, after the app network and the extra networks); unset,
-// the networks are as before.
-func TestSwarm_InstancesJoinTheEdgeNetworkWhenSet(t *testing.T) {
+// An instance joins its app's overlay and the shared networks the
+// manifest names, never the edge's control overlay: nothing a task spec
+// says puts two apps, or an app and the control plane, on one network.
+func TestSwarm_InstancesJoinOnlyTheirAppsNetworks(t *testing.T) {
 	c := baseSpec()
-	s, err := serviceSpec(c, "gordon-edge")
+	s, err := serviceSpec(c)
 	require.NoError(t, err)
 	assert.Equal(t, []swarm.NetworkAttachmentConfig{
-		{Target: "gordon-shop", Aliases: []string{"web"}}, {Target: "shared"}, {Target: "gordon-edge"},
+		{Target: "gordon-shop", Aliases: []string{"web"}}, {Target: "shared"},
 	}, s.TaskTemplate.Networks)
-	c.ExtraNetworks = []string{"gordon-edge"}
-	s, err = serviceSpec(c, "gordon-edge")
+	c.ExtraNetworks = []string{"shared", "shared"}
+	s, err = serviceSpec(c)
 	require.NoError(t, err)
-	assert.Equal(t, []swarm.NetworkAttachmentConfig{
-		{Target: "gordon-shop", Aliases: []string{"web"}}, {Target: "gordon-edge"},
-	}, s.TaskTemplate.Networks, "joined once")
-	s, err = serviceSpec(baseSpec(), "")
-	require.NoError(t, err)
-	assert.Len(t, s.TaskTemplate.Networks, 2, "unset: no extra attachment")
+	assert.Len(t, s.TaskTemplate.Networks, 2, "joined once")
 }
 
 func TestSwarm_OptionsFromEnv(t *testing.T) {
 	t.Setenv(EnvEdgeNetwork, " gordon-edge ")
+	t.Setenv(EnvEdgeService, "gordon-edge")
 	t.Setenv(EnvStateDir, "/var/lib/docker-gordon")
-	assert.Equal(t, Options{EdgeNetwork: "gordon-edge", StateDir: "/var/lib/docker-gordon"}, OptionsFromEnv())
+	assert.Equal(t, Options{EdgeNetwork: "gordon-edge", EdgeService: "gordon-edge", StateDir: "/var/lib/docker-gordon"}, OptionsFromEnv())
 }

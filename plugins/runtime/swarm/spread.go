@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -87,7 +88,11 @@ func (r *Runtime) spread(ctx context.Context, c core.ContainerSpec, spec *swarm.
 	if err != nil {
 		return err
 	}
-	node := spreadNode(nl.Items, siblings, load)
+	fit := satisfying(nl.Items, placementOf(c))
+	if len(fit) == 0 {
+		return fmt.Errorf("%s: %w", what, unplaceable(c))
+	}
+	node := spreadNode(fit, siblings, load)
 	if node == "" {
 		return nil
 	}

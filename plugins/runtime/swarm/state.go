@@ -121,13 +121,10 @@ func taskError(t swarm.Task) string {
 	return s
 }
 
-// bindNetwork is the network the edge reaches a task on: edgeNet when set,
-// else the service's first (the app's overlay); "" without any.
-func bindNetwork(nets []swarm.NetworkAttachmentConfig, edgeNet string) string {
-	switch {
-	case edgeNet != "":
-		return edgeNet
-	case len(nets) > 0:
+// bindNetwork is the network the edge reaches a task on: the service's
+// first (the app's overlay); "" without any.
+func bindNetwork(nets []swarm.NetworkAttachmentConfig) string {
+	if len(nets) > 0 {
 		return nets[0].Target
 	}
 	return ""

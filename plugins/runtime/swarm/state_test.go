@@ -133,33 +133,28 @@ func TestSwarm_CurrentTaskPrefersDesiredRunningThenNewest(t *testing.T) {
 	assert.False(t, ok)
 }
 
-// With the edge's shared overlay set, the backend bind is the
-// task's IP on that network (where the edge and the probes sit), not on
-// the app's overlay; unset, it is the app overlay's; a task not attached
-// to the edge network has no bind there.
-func TestSwarm_BackendBindsAreOnTheEdgeNetworkWhenSet(t *testing.T) {
-	nets := []swarm.NetworkAttachmentConfig{{Target: "appid"}, {Target: "edgeid"}}
-	assert.Equal(t, "gordon-edge", bindNetwork(nets, "gordon-edge"))
-	assert.Equal(t, "appid", bindNetwork(nets, ""))
-	assert.Empty(t, bindNetwork(nil, ""))
+// The backend bind is the task's IP on its app's overlay (which the edge
+// and the probes join), never on another network it is on; a task not
+// attached there has no bind.
+func TestSwarm_BackendBindsAreOnTheAppsNetwork(t *testing.T) {
+	nets := []swarm.NetworkAttachmentConfig{{Target: "appid"}, {Target: "sharedid"}}
+	assert.Equal(t, "appid", bindNetwork(nets))
+	assert.Empty(t, bindNetwork(nil))
 
 	tk := task("t", swarm.TaskStateRunning, swarm.TaskStateRunning, t0, -1)
 	tk.NetworksAttachments = []swarm.NetworkAttachment{
 		{Network: swarm.Network{ID: "appid", Spec: swarm.NetworkSpec{Annotations: swarm.Annotations{Name: "gordon-shop"}}},
 			Addresses: []netip.Prefix{netip.MustParsePrefix("10.101.1.6/24")}},
-		{Network: swarm.Network{ID: "edgeid", Spec: swarm.NetworkSpec{Annotations: swarm.Annotations{Name: "gordon-edge"}}},
+		{Network: swarm.Network{ID: "sharedid", Spec: swarm.NetworkSpec{Annotations: swarm.Annotations{Name: "shared"}}},
 			Addresses: []netip.Prefix{netip.MustParsePrefix("10.101.9.4/24")}},
 	}
 	ports := []core.PortSpec{{Port: 8080}}
-	got, err := bindsOf(tk, bindNetwork(nets, "gordon-edge"), ports)
+	got, err := bindsOf(tk, bindNetwork(nets), ports)
 	require.NoError(t, err)
-	assert.Equal(t, []core.BackendBind{{ContainerPort: 8080, HostPort: 8080, Protocol: "tcp", IP: "10.101.9.4", Network: "gordon-edge"}}, got)
-	got, err = bindsOf(tk, bindNetwork(nets, ""), ports)
-	require.NoError(t, err)
-	assert.Equal(t, "10.101.1.6", got[0].IP)
-	tk.NetworksAttachments = tk.NetworksAttachments[:1]
-	_, err = bindsOf(tk, "gordon-edge", ports)
-	require.ErrorIs(t, err, core.ErrConflict, "not on the edge network")
+	assert.Equal(t, []core.BackendBind{{ContainerPort: 8080, HostPort: 8080, Protocol: "tcp", IP: "10.101.1.6", Network: "gordon-shop"}}, got)
+	tk.NetworksAttachments = tk.NetworksAttachments[1:]
+	_, err = bindsOf(tk, "appid", ports)
+	require.ErrorIs(t, err, core.ErrConflict, "not on the app's network")
 }
 
 // R29 on a swarm: an instance whose image has a HEALTHCHECK and whose

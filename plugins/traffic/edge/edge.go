@@ -47,6 +47,8 @@ type Traffic struct {
 	// configuration (swarm.go); pushClient PUTs tables to them.
 	swarm      swarmEdges
 	pushClient *http.Client
+	// tls are the clients of the swarm's control CA (control.go).
+	tls *tlsClients
 }
 
 var (
@@ -377,12 +379,13 @@ func (t *Traffic) Routes(ctx context.Context) (routetable.Graph, error) {
 func (t *Traffic) fetchLive(ctx context.Context, admin string) (routetable.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.adminTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/status", nil)
+	scheme, client, _, _, _ := t.adminClients()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+admin+"/status", nil)
 	if err != nil {
 		return routetable.Status{}, err
 	}
 	t.authorize(req)
-	resp, err := t.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return routetable.Status{}, err
 	}

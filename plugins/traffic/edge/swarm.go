@@ -91,6 +91,10 @@ func (t *Traffic) pushSwarm(ctx context.Context, cfg swarm.Config, edges []swarm
 	if err != nil {
 		return fmt.Errorf("traffic/edge: %w", err)
 	}
+	tokens := []string{token}
+	if _, _, _, ctl, ok := t.adminClients(); ok {
+		tokens = ctl.PushTokens()
+	}
 	body, err := json.Marshal(table)
 	if err != nil {
 		return fmt.Errorf("traffic/edge: encode route table generation %d: %w: %w", table.Generation, core.ErrInvalid, err)
@@ -100,7 +104,7 @@ func (t *Traffic) pushSwarm(ctx context.Context, cfg swarm.Config, edges []swarm
 	errs := make([]error, len(edges))
 	var wg sync.WaitGroup
 	for i, e := range edges {
-		wg.Go(func() { errs[i] = t.pushOne(dctx, cfg, e, token, body, table) })
+		wg.Go(func() { errs[i] = t.pushOne(dctx, cfg, e, tokens, body, table) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -134,12 +138,24 @@ func (t *Traffic) swarmGeneration(ctx context.Context, cfg swarm.Config, edges [
 // pushOne PUTs the table to one edge task, retrying transient failures
 // (connection refused while the task starts, a timeout) every poll
 // interval until ctx ends.
-func (t *Traffic) pushOne(ctx context.Context, cfg swarm.Config, e swarm.EdgeTask, token string, body []byte, table routetable.Table) error {
-	url := "http://" + net.JoinHostPort(e.IP, strconv.Itoa(cfg.AdminPort)) + "/routes"
+func (t *Traffic) pushOne(ctx context.Context, cfg swarm.Config, e swarm.EdgeTask, tokens []string, body []byte, table routetable.Table) error {
+	scheme, _, client, ctl, split := t.adminClients()
+	base := scheme + net.JoinHostPort(e.IP, strconv.Itoa(cfg.AdminPort))
+	url := base + "/routes"
 	where := fmt.Sprintf("the edge on node %s (task %s, %s)", e.NodeName, short(e.ID), e.IP)
 	var last string
+	try := 0
 	for {
-		st, code, msg, err := t.putRoutes(ctx, url, token, body)
+		st, code, msg, err := t.putRoutes(ctx, client, url, tokens[try], body)
+		if code == http.StatusUnauthorized && try+1 < len(tokens) {
+			try++ // a task that holds older credentials (the baked ones)
+			continue
+		}
+		if split && try > 0 && err == nil && code != http.StatusUnauthorized {
+			if rerr := t.rekey(ctx, client, base, tokens[try], ctl); rerr == nil {
+				try = 0
+			}
+		}
 		switch {
 		case err != nil:
 			last = err.Error()
@@ -176,7 +192,7 @@ func (t *Traffic) pushOne(ctx context.Context, cfg swarm.Config, e swarm.EdgeTas
 
 // putRoutes is one PUT /routes; st is the edge's status answer, msg the
 // answer's text when it is not a status (at most 200 bytes).
-func (t *Traffic) putRoutes(ctx context.Context, url, token string, body []byte) (st routetable.Status, code int, msg string, err error) {
+func (t *Traffic) putRoutes(ctx context.Context, client *http.Client, url, token string, body []byte) (st routetable.Status, code int, msg string, err error) {
 	actx, cancel := context.WithTimeout(ctx, 3*t.adminTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPut, url, bytes.NewReader(body))
@@ -185,7 +201,7 @@ func (t *Traffic) putRoutes(ctx context.Context, url, token string, body []byte)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := t.pushClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return st, 0, "", err
 	}
