@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,26 +18,30 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
 // startWatcher runs `reconcile --watch` (the watcher that puts idle
-// services to sleep and wakes them) for the app's state directory until
-// the test ends.
-func startWatcher(t *testing.T, a *fixture.App) {
+// services to sleep and wakes them) with extra arguments for the app's
+// state directory until the test ends or the returned stop is called.
+func startWatcher(t *testing.T, a *fixture.App, extra ...string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	watch, wso, wse := fixture.Command(ctx, fixture.NormalBin(), a.State, nil, "reconcile", "--watch", "--interval", "1h")
+	watch, wso, wse := fixture.Command(ctx, fixture.NormalBin(), a.State, nil, append([]string{"reconcile", "--watch", "--interval", "1h"}, extra...)...)
 	require.NoError(t, watch.Start())
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		_ = watch.Wait()
 		if t.Failed() {
 			t.Logf("watcher stdout:\n%s\nstderr:\n%s", fixture.LastLines(wso.String(), 20), fixture.LastLines(wse.String(), 30))
 		}
 	})
+	t.Cleanup(stop)
 	require.Eventually(t, func() bool { return strings.Contains(wso.String(), a.Name) }, 60*time.Second, 100*time.Millisecond, "the watcher's first pass")
+	return stop
 }
 
 // opKinds counts the app's journaled ops by kind.
@@ -78,11 +86,15 @@ func TestR81_SleepAfterIdleAndOneWakeFor20FirstRequests(t *testing.T) {
 	awaitAsleep(t, a, "web", 30*time.Second)
 	t.Logf("asleep %s after the last request (sleep_after 6s)", time.Since(idleFrom).Round(100*time.Millisecond))
 
+	resp, err := http.Get("http://" + edgeAdminAddr(t, a.State) + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode, "the edge's own health")
 	code, _, err := a.Edge.Get("unknown.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 404, code, "an unknown host is not routed")
 	assert.Never(t, func() bool { return len(fixture.Running(a.Name, "web")) > 0 }, 2*time.Second, 100*time.Millisecond,
-		"an unknown host does not wake it")
+		"the edge's /healthz and an unknown host do not wake it")
 	require.Zero(t, opKinds(t, a)["wake"])
 
 	var wg sync.WaitGroup
@@ -102,6 +114,18 @@ func TestR81_SleepAfterIdleAndOneWakeFor20FirstRequests(t *testing.T) {
 	t.Logf("20 concurrent first requests: slowest %s", maxDuration(took))
 	assert.Equal(t, 1, opKinds(t, a)["wake"], "one wake for 20 first requests")
 	assert.Contains(t, a.Gordon("ops", a.Name).Stdout, "wake")
+}
+
+// edgeAdminAddr is the admin address the edge serving stateDir reports
+// in its status file.
+func edgeAdminAddr(t *testing.T, stateDir string) string {
+	t.Helper()
+	var st routetable.Status
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(stateDir, "edge", edgestate.StatusFile))
+		return err == nil && json.Unmarshal(b, &st) == nil && st.AdminAddr != ""
+	}, 10*time.Second, 100*time.Millisecond, "the edge reports its admin address")
+	return st.AdminAddr
 }
 
 func maxDuration(ds []time.Duration) time.Duration {
@@ -192,4 +216,35 @@ func minDuration(ds []time.Duration) time.Duration {
 		m = min(m, d)
 	}
 	return m
+}
+
+// R81 (engine restart): a sleeping service stays asleep across a restart
+// of the Docker engine and the watcher's boot reconciliation, and the
+// first request after it wakes it. It restarts dockerd, so it runs only
+// where TestR57_EngineRestartBootBringsAppsBack does.
+func TestR81_EngineRestartKeepsItAsleepThenARequestWakesIt(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("GORDON_E2E_RESTART_ENGINE") != "1" {
+		t.Skip("restarts dockerd: set GORDON_E2E_RESTART_ENGINE=1 (CI sets CI=true)")
+	}
+	if exec.Command("systemctl", "is-active", "--quiet", "docker").Run() == nil {
+		t.Skip("dockerd is a systemd unit here; not restarting it from a test")
+	}
+	img := testimages.Require(t, "v1", "httpd")["httpd"]
+	a := fixture.NewApp(t, "e2esleepboot")
+	a.MustDeploy(webManifest(a.Name, img, "sleepboot.test", `sleep_after = "6s"`))
+	stop := startWatcher(t, a)
+	awaitAsleep(t, a, "web", 40*time.Second)
+	stop()
+
+	restartDockerd(t)
+	startWatcher(t, a, "--boot")
+	assert.Never(t, func() bool { return len(fixture.Running(a.Name, "web")) > 0 }, 3*time.Second, 100*time.Millisecond,
+		"the engine's restart and the boot reconciliation leave it asleep")
+	require.Contains(t, a.Gordon("status", a.Name).Stdout, "asleep since")
+	require.Zero(t, opKinds(t, a)["wake"])
+
+	code, body, err := a.Edge.Get("sleepboot.test", "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+	assert.Equal(t, 1, opKinds(t, a)["wake"], "the request woke it")
 }
