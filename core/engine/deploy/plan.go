@@ -228,16 +228,24 @@ func (in PlanInput) planService(s *core.ServiceSpec) PlannedService {
 // notEligible names the first reason s is not overlap-eligible (R16), "".
 func notEligible(s *core.ServiceSpec) string { return core.NotOverlapEligible(s) }
 
-// changed returns why s cannot stay unchanged (R15), "" when it can.
+// changed returns why s cannot stay unchanged (R15), "" when it can. When
+// the image changes, the manifest keys that change with it are named too
+// ("image digest; also env, stop_grace"), so the plan hides none of them.
 func (in PlanInput) changed(s *core.ServiceSpec, cur *core.ActiveService) string {
 	img, ok := in.Resolved[s.Name]
+	also := func(reason string) string {
+		if keys := SpecChanges(&cur.Spec, sameImageRef(s, cur)); len(keys) > 0 {
+			return reason + "; also " + strings.Join(keys, ", ")
+		}
+		return reason
+	}
 	switch {
 	case !ok && s.Build != nil:
-		return "build context: the deploy builds it, and replaces the service only if the built image differs from the serving one"
+		return also("build context: the deploy builds it, and replaces the service only if the built image differs from the serving one")
 	case (!ok || img.Digest == "" || img.Digest != cur.Digest) && s.Build != nil:
-		return "build context; image changed"
+		return also("build context; image changed")
 	case !ok || img.Digest == "" || img.Digest != cur.Digest:
-		return "image digest"
+		return also("image digest")
 	case len(s.Binds) > 0:
 		return "binds are always re-resolved"
 	case len(s.Devices) > 0:
