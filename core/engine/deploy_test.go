@@ -96,6 +96,9 @@ func TestR15_UnchangedRecordsNoExecutionAndRetiresNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, engine.ResultUnchanged, res.Services[0].Result)
 	assert.Equal(t, 1, h.Events.Count("traffic", ""), "unchanged still routes")
+	for _, p := range h.Progress() {
+		assert.NotEqual(t, "switch", string(p.Phase), "an unchanged service shows no switch")
+	}
 	assert.Equal(t, 0, h.Events.Count("recovery-save", ""))
 	assert.Equal(t, []string{"c-older"}, h.Store.MarkerContainers("blog"))
 }
