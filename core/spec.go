@@ -121,6 +121,8 @@ type ServiceSpec struct {
 	Monitor               *Monitor `json:"monitor,omitempty"`
 	SnapshotsBeforeDeploy string   `json:"snapshots_before_deploy,omitempty"` // [services.X.snapshots], see snapshot.Policy
 	SnapshotsKeep         int      `json:"snapshots_keep,omitempty"`
+	SleepAfter            Duration `json:"sleep_after,omitempty"` // SPEC R81: idle time before it sleeps (0: never)
+	WakeIgnore            []string `json:"wake_ignore,omitempty"` // SPEC R81: request paths that do not wake it
 }
 
 // Monitor is [services.X.monitor] (SPEC R76; see the engine's monitor).

@@ -63,7 +63,7 @@ func runLifecycle(cmd *cobra.Command, env *cliEnv, verb string, fn lifecycleVerb
 }
 
 // doneWords says what a succeeded step of a stop or remove did.
-var doneWords = map[string]string{"stop": "stopped", "remove": string(engine.ResultRemoved)}
+var doneWords = map[string]string{"stop": "stopped", "remove": string(engine.ResultRemoved), "sleep": "asleep", "wake": "awake"}
 
 func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 	w := env.dockerCli.Out()

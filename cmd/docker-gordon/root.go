@@ -115,6 +115,8 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newReconcileCommand(env),
 		newSystemCommand(env),
 		newStopCommand(env),
+		newSleepCommand(env),
+		newWakeCommand(env),
 		newStartCommand(env),
 		newRestartCommand(env),
 		newRemoveCommand(env),

@@ -59,6 +59,8 @@ type service struct {
 	Hooks       *hooks               `toml:"hooks,omitempty"`
 	Monitor     *monitor             `toml:"monitor,omitempty"`
 	Snapshots   *snapshots           `toml:"snapshots,omitempty"`
+	SleepAfter  string               `toml:"sleep_after,omitempty"`
+	WakeIgnore  []string             `toml:"wake_ignore,omitempty"`
 }
 
 type healthcheck struct {

@@ -12,9 +12,13 @@ type snapshots struct {
 	Keep         *int   `toml:"keep,omitempty"`
 }
 
-// xSnapshots maps x-gordon.snapshots { before_deploy, keep } onto the
-// manifest's [services.X.snapshots].
-func (m *mapper) xSnapshots(name string, r any, out *service) {
+// xSnapshots maps x-gordon.snapshots { before_deploy, keep }, when xg (the
+// service's x-gordon) has it, onto the manifest's [services.X.snapshots].
+func (m *mapper) xSnapshots(name string, xg map[string]any, out *service) {
+	r, has := xg["snapshots"]
+	if !has {
+		return
+	}
 	base := "services." + name + ".x-gordon.snapshots"
 	raw, ok := r.(map[string]any)
 	if !ok {

@@ -43,8 +43,7 @@ type DeployRequest struct {
 	// "rollback", Scale "scale"), and RollbackTo as Operation.RollbackTo.
 	Verb       string
 	RollbackTo string
-	// RestoreData: service → the snapshot rollback --with-data restores;
-	// Warnings: app-level ones journaled with the op's (the data was kept).
+	// RestoreData: service → snapshot (rollback --with-data); Warnings: app-level.
 	RestoreData map[string]string
 	Warnings    []core.Warning
 	// Submit, when set, is a manifest Deploy checks (CheckDeployable) and

@@ -12,13 +12,11 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 )
 
-// The data step of a sequential replacement (docs/data.md): between the
-// old generation's stop and the new one's create, held at the edge, its
-// volumes are snapshotted and, for rollback --with-data, restored; a
-// failure starts the old generation again and changes nothing.
+// The data step (docs/data.md): between the old generation's stop and the
+// new one's create, held, its volumes are snapshotted and, for rollback
+// --with-data, restored; a failure starts the old generation again.
 
-// dataPlan says whether this replacement snapshots the old generation's
-// volumes and which snapshot it restores ("" none).
+// dataPlan: does this replacement snapshot, and which snapshot it restores.
 func (s *serviceRun) dataPlan() (take bool, restore string) {
 	restore = s.d.req.RestoreData[s.ps.Service]
 	if s.prev == nil || len(s.prev.Spec.Volumes) == 0 || s.d.e.Snapshots == nil {
@@ -28,8 +26,7 @@ func (s *serviceRun) dataPlan() (take bool, restore string) {
 	return policy != snapshot.PolicyNever, restore
 }
 
-// preserveData stops the old generation and runs the data step. An error
-// is the step's failure, already journaled: the caller returns it.
+// preserveData stops the old generation and runs the data step; an error is journaled.
 func (s *serviceRun) preserveData(ctx context.Context, take bool, restore string) error {
 	d, se, name := s.d, s.d.e.Engine.Engine, s.ps.Service
 	if err := s.stopPredecessor(ctx); err != nil {
@@ -38,6 +35,7 @@ func (s *serviceRun) preserveData(ctx context.Context, take bool, restore string
 	s.oldStopped = true
 	j := volsnap.Journal{Op: d.op, Save: func() { d.save(ctx) }}
 	cur := s.step.ID
+	back := func() { s.step = d.op.Step(cur); s.timer = phaseTimer{step: s.step} }
 	var taken *snapshot.Manifest
 	if take {
 		s.progress(steps.PhaseSnapshot, s.before, 0)
@@ -46,8 +44,7 @@ func (s *serviceRun) preserveData(ctx context.Context, take bool, restore string
 		m, res, err := volsnap.TakeStep(ctx, se, j, volsnap.Request{App: d.app, Service: name, Container: s.before,
 			Volumes: s.prev.Spec.Volumes, Policy: policy, Keep: keep, Trigger: snapshot.TriggerDeploy,
 			Op: d.op.ID, Verb: d.op.VerbOrKind(), Revision: s.prev.EffectiveRevision})
-		s.step = d.op.Step(cur)
-		s.timer = phaseTimer{step: s.step}
+		back()
 		s.timer.done("snapshot", t)
 		if err != nil {
 			return s.undoStop(ctx, fmt.Errorf("the snapshot of its volumes before the replacement failed: %w", err))
@@ -62,17 +59,15 @@ func (s *serviceRun) preserveData(ctx context.Context, take bool, restore string
 	}
 	s.progress(steps.PhaseRestore, restore, 0)
 	err := volsnap.RestoreStep(ctx, se, j, d.app, name, restore, taken)
-	s.step = d.op.Step(cur)
-	s.timer = phaseTimer{step: s.step}
+	back()
 	if err != nil {
 		return s.undoStop(ctx, err)
 	}
 	return nil
 }
 
-// undoStop starts the stopped old generation again (probed, binds
-// re-read), publishes it unheld, clears its marker, routes it and fails
-// the step with cause; if it cannot serve again, the error names reconcile.
+// undoStop starts the old generation again, publishes it unheld and routes
+// it, then fails the step with cause (naming reconcile if it cannot serve).
 func (s *serviceRun) undoStop(ctx context.Context, cause error) error {
 	e, app, name := s.d.e, s.d.app, s.ps.Service
 	ctx = context.WithoutCancel(ctx)

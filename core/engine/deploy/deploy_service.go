@@ -40,10 +40,9 @@ type serviceRun struct {
 	journalMu sync.Mutex
 	// scaling: publish the serving generation with scaled as its replicas
 	// (ActionScale, R69).
-	scaling bool
-	scaled  []core.Instance
-	// oldStopped: the data step stopped the old generation; retire removes it.
-	oldStopped bool
+	scaling    bool
+	scaled     []core.Instance
+	oldStopped bool // the data step stopped the old generation: retire removes it
 }
 
 func (d *deployRun) pinnedFor(name string) *pinnedService {
@@ -345,7 +344,10 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
 	spec := s.pin.spec
 	t := time.Now()
-	s.progress(steps.PhaseSwitch, s.after, 0)
+	if s.res.Flow != steps.FlowUnchanged {
+		// An unchanged service is re-routed as it is: nothing switches.
+		s.progress(steps.PhaseSwitch, s.after, 0)
+	}
 	defer func() { s.timer.done("switch", t) }()
 	active, err := e.LoadActive(ctx, app)
 	if err != nil {

@@ -95,7 +95,12 @@ func (p Plan) String() string {
 	}
 	fmt.Fprintf(&b, "app %s, revision %s (%s deploy):\n", p.App, p.Revision, scope)
 	line := func(s PlannedService) {
-		fmt.Fprintf(&b, "  %s: %s (%s)", s.Service, s.Action, s.Reason)
+		action := string(s.Action)
+		if s.Action == ActionSequential && s.Before == "" {
+			// Nothing serves it yet: it is started, not replaced.
+			action = "new"
+		}
+		fmt.Fprintf(&b, "  %s: %s (%s)", s.Service, action, s.Reason)
 		if s.Change != "" {
 			fmt.Fprintf(&b, ", changed: %s", s.Change)
 		}
@@ -138,9 +143,7 @@ type PlanInput struct {
 	// would receive (app env + service env + env secrets, S28). When absent
 	// for a service, app env + service env are used.
 	DesiredEnv map[string][]string
-	// Restore maps service → the snapshot a rollback with its data
-	// restores: the service is replaced sequentially even when unchanged.
-	Restore map[string]string
+	Restore    map[string]string // service → snapshot restored: replaced sequentially even if unchanged
 }
 
 // BuildPlan is the pure planner of SPEC R14.2, R15, R16 and R56 for a full
@@ -194,7 +197,7 @@ func (in PlanInput) planService(s *core.ServiceSpec) PlannedService {
 	ps.Readiness = &r
 	cur := in.Active.Services[s.Name]
 	if cur == nil || cur.Container == "" {
-		ps.Action, ps.Reason = ActionSequential, "first deployment"
+		ps.Action, ps.Reason = ActionSequential, "nothing serves it yet"
 		return ps
 	}
 	ps.Before = cur.Container
