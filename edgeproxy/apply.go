@@ -47,6 +47,7 @@ func (s *Server) Apply(t routetable.Table) error {
 	if prev != nil {
 		close(prev.Replaced) // held requests re-route on snap
 	}
+	s.firstTable.Mark() // requests waiting for a first table route on snap
 	if s.Hosts != nil {
 		s.Hosts.Clear()
 	}

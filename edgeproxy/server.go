@@ -1,6 +1,7 @@
 package edgeproxy
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net"
@@ -95,6 +96,10 @@ type Config struct {
 	// adopts the newest as a PUT would. "": no peer is asked.
 	Peers        string
 	PeerInterval time.Duration
+	// FirstTableWait (with Peers; default 3 s) bounds how long after New
+	// a request for a host no route matches waits for the edge's first
+	// route table instead of a 404 (dataplane.FirstTable).
+	FirstTableWait time.Duration
 	// PeerLookup resolves Peers (tests): addresses "ip" (the peer's admin
 	// port is this edge's own) or "ip:port". nil: DNS A/AAAA records.
 	PeerLookup func(ctx context.Context, name string) ([]string, error)
@@ -240,6 +245,8 @@ type Server struct {
 	// socket's EOF, on which the new edge reports ready, waits for it.
 	acceptStopped     chan struct{}
 	acceptStoppedOnce sync.Once
+	// firstTable: a request for an unknown host waits for the first table.
+	firstTable *dataplane.FirstTable
 	// stopAcceptHook, when set (tests), runs when a handed-over edge is
 	// about to stop accepting.
 	stopAcceptHook func()
@@ -270,6 +277,16 @@ type Server struct {
 }
 
 var _ http.Handler = (*Server)(nil)
+
+// firstTableWait is how long a request for an unknown host may wait for
+// the first table: Config.FirstTableWait (default 3 s) with Peers, none
+// without.
+func firstTableWait(cfg Config) time.Duration {
+	if cfg.Peers == "" {
+		return 0
+	}
+	return cmp.Or(cfg.FirstTableWait, 3*time.Second)
+}
 
 // New returns a Server for cfg. It binds nothing until Run.
 func New(cfg Config) *Server {
@@ -319,6 +336,7 @@ func New(cfg Config) *Server {
 		socks:         newListenerSet(),
 		handedOver:    make(chan struct{}),
 		acceptStopped: make(chan struct{}),
+		firstTable:    dataplane.NewFirstTable(firstTableWait(cfg)),
 	}
 	s.Metrics = dataplane.NewMetrics()
 	if cfg.AccessLog != nil {
