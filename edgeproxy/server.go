@@ -24,6 +24,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/routepush"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/wake"
 )
 
 // File names inside <state>/edge.
@@ -226,6 +227,10 @@ type Server struct {
 
 	tcp *l4.TCPRelays
 	udp *l4.UDPRelays
+	// wakes are the wake requests of sleeping services, activity when
+	// traffic last reached each routed service (SPEC R81).
+	wakes    *wake.Board
+	activity wake.Activity
 	// auth checks basic-auth passwords (internal/policy, SPEC R73).
 	auth *policy.Verifier
 	// h2Stalled counts the HTTP/2 streams of every connection waiting for
@@ -288,41 +293,46 @@ func firstTableWait(cfg Config) time.Duration {
 	return cmp.Or(cfg.FirstTableWait, 3*time.Second)
 }
 
+// setDefaults fills in the zero fields New gives a default.
+func (c *Config) setDefaults() {
+	if c.AdminAddr == "" {
+		c.AdminAddr = "127.0.0.1:0"
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 150 * time.Millisecond
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
+	}
+	if c.ResponseTimeout <= 0 {
+		c.ResponseTimeout = DefaultResponseTimeout
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = 60 * time.Second
+	}
+	if c.BackendIdleTimeout <= 0 {
+		c.BackendIdleTimeout = dataplane.DefaultBackendIdleTimeout
+	}
+	if c.UDPIdleTimeout <= 0 {
+		c.UDPIdleTimeout = 30 * time.Second
+	}
+	if c.EventLoops == 0 {
+		c.EventLoops, _ = strconv.Atoi(os.Getenv("GORDON_EDGE_EVENT_LOOPS"))
+	}
+}
+
 // New returns a Server for cfg. It binds nothing until Run.
 func New(cfg Config) *Server {
-	if cfg.AdminAddr == "" {
-		cfg.AdminAddr = "127.0.0.1:0"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 150 * time.Millisecond
-	}
-	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = 5 * time.Second
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 30 * time.Second
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = 10 * time.Second
-	}
-	if cfg.ResponseTimeout <= 0 {
-		cfg.ResponseTimeout = DefaultResponseTimeout
-	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = 60 * time.Second
-	}
-	if cfg.BackendIdleTimeout <= 0 {
-		cfg.BackendIdleTimeout = dataplane.DefaultBackendIdleTimeout
-	}
-	if cfg.UDPIdleTimeout <= 0 {
-		cfg.UDPIdleTimeout = 30 * time.Second
-	}
-	if cfg.EventLoops == 0 {
-		cfg.EventLoops, _ = strconv.Atoi(os.Getenv("GORDON_EDGE_EVENT_LOOPS"))
-	}
+	cfg.setDefaults()
 	narrowTrusted(&cfg)
 	s := &Server{
 		cfg:       cfg,
@@ -369,7 +379,10 @@ func New(cfg Config) *Server {
 		reserve = -1 // l4's default
 	}
 	budget := l4.NewBudget(cfg.RelayMaxConns, reserve)
+	s.wakes = wake.NewBoard(s.Metrics.Reg)
 	s.tcp = l4.NewTCPRelays(l4.TCPConfig{
+		Wake:     func(app, service string, bound time.Duration) { s.wakes.Ask(app, service, bound) },
+		WakeHeld: s.wakes.Held,
 		Backends: l4Backends{s.Reg}, DialTimeout: cfg.DialTimeout, Logger: cfg.Logger, Budget: budget,
 		Listen: func(addr string) (net.Listener, error) {
 			return s.listenStream("tcp "+addr, addr, net.ListenConfig{})

@@ -24,7 +24,9 @@ func TestR9_Outcome(t *testing.T) {
 	assert.Equal(t, core.OutcomeSuccess, Outcome(r(ResultUnchanged, ResultUnchanged), false), "decision 4")
 	assert.Equal(t, core.OutcomeFailed, Outcome(r(ResultFailed), false))
 	assert.Equal(t, core.OutcomeFailed, Outcome(r(ResultDeployed), true), "an app-level failure step forces failed")
-	assert.Equal(t, core.OutcomePartial, Outcome(r(ResultUnchanged, ResultFailed), false))
+	assert.Equal(t, core.OutcomeFailed, Outcome(r(ResultUnchanged, ResultFailed), false), "nothing changed: the app is as it was, so failed, not partial")
+	assert.Equal(t, core.OutcomePartial, Outcome(r(ResultUnchanged, ResultRemoved, ResultFailed), false), "a removal is a change")
+	assert.Equal(t, core.OutcomeSuccess, Outcome(nil, false), "nothing to do is not a failure")
 }
 
 func TestR10_WarningsInServiceNameOrderThenAppLevel(t *testing.T) {
