@@ -2,8 +2,10 @@ package steps
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,4 +114,16 @@ func TestR8_ReplayOfUnfinishedOpSaysNotTerminal(t *testing.T) {
 	assert.Contains(t, err.Error(), "has not reached a terminal outcome")
 	assert.False(t, claimed)
 	assert.Equal(t, "op-1", got.ID)
+}
+
+// A lock held from another host name (the gordon-reconcile container, a
+// runner) is named by that host, not by its pid, which means nothing here.
+func TestLockWaitText_HolderInAnotherContainerIsNamedByItsHost(t *testing.T) {
+	local, _ := os.Hostname()
+	msg := LockWaitText("shop", "secrets", core.LockHolder{PID: 1, Verb: "reconcile", Host: "3f2a9b0c1d2e"}, nil, time.Minute)
+	assert.Contains(t, msg, "held by a reconcile running in container or host 3f2a9b0c1d2e")
+	assert.NotContains(t, msg, "pid 1")
+	assert.Contains(t, msg, "waiting up to 1m0s")
+	msg = LockWaitText("shop", "deploy", core.LockHolder{PID: 4242, Verb: "deploy", Host: local}, nil, time.Minute)
+	assert.Contains(t, msg, "held by pid 4242 (deploy")
 }
