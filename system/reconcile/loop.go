@@ -64,7 +64,7 @@ type Options struct {
 // changed health. A failed pass is logged and the loop goes on. On a
 // swarm the state directory's records are mirrored after each pass, and
 // no pass runs while another manager's state directory owns the edge
-// (SPEC R80).
+// (SPEC R80). With Watch it also runs the scheduled backups (runBackups).
 func Run(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = hclog.NewNullLogger()
@@ -95,6 +95,11 @@ func Run(ctx context.Context, o Options) error {
 		wake = make(chan string, 64)
 		go WatchEngineEvents(ctx, o.API, wake, o.Log.Named("events"))
 		o.scaleToZero(ctx, eng, mirror)
+		if b, ok := eng.(Backuper); ok {
+			var wg sync.WaitGroup
+			wg.Go(func() { o.runBackups(ctx, b, func() bool { return mirror.Superseded(ctx) }) })
+			defer wg.Wait()
+		}
 	}
 	apps := o.Apps
 	for {
