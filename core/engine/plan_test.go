@@ -56,13 +56,15 @@ func serving(rev core.Revision, resolved map[string]core.ImageRef) (core.Active,
 	return a, obs
 }
 
-func TestBuildPlan_FirstDeploymentIsSequential(t *testing.T) {
+// A service nothing serves yet is shown as new: it is started, not
+// replaced (its step still runs the sequential flow, with no predecessor).
+func TestBuildPlan_FirstDeploymentIsNew(t *testing.T) {
 	rev := planRev(planWeb(), planDB())
 	p := engine.BuildPlan(rev, core.Active{App: "blog"}, nil, nil, nil, map[string]core.ImageRef{"web": imgWeb, "db": imgDB})
 	assert.Equal(t, "app blog, revision rev-2 (full deploy):\n"+
-		"  db: sequential (first deployment)\n"+
+		"  db: new (nothing serves it yet)\n"+
 		"    readiness: tcp connect :5432 (default)\n"+
-		"  web: sequential (first deployment)\n"+
+		"  web: new (nothing serves it yet)\n"+
 		"    readiness: http GET / on :8080 (default)\n", p.String())
 }
 

@@ -95,7 +95,12 @@ func (p Plan) String() string {
 	}
 	fmt.Fprintf(&b, "app %s, revision %s (%s deploy):\n", p.App, p.Revision, scope)
 	line := func(s PlannedService) {
-		fmt.Fprintf(&b, "  %s: %s (%s)", s.Service, s.Action, s.Reason)
+		action := string(s.Action)
+		if s.Action == ActionSequential && s.Before == "" {
+			// Nothing serves it yet: it is started, not replaced.
+			action = "new"
+		}
+		fmt.Fprintf(&b, "  %s: %s (%s)", s.Service, action, s.Reason)
 		if s.Change != "" {
 			fmt.Fprintf(&b, ", changed: %s", s.Change)
 		}
@@ -191,7 +196,7 @@ func (in PlanInput) planService(s *core.ServiceSpec) PlannedService {
 	ps.Readiness = &r
 	cur := in.Active.Services[s.Name]
 	if cur == nil || cur.Container == "" {
-		ps.Action, ps.Reason = ActionSequential, "first deployment"
+		ps.Action, ps.Reason = ActionSequential, "nothing serves it yet"
 		return ps
 	}
 	ps.Before = cur.Container
