@@ -234,30 +234,37 @@ func (s *Store) Retain(app, service, trigger string, keep int) ([]string, error)
 	return removed, nil
 }
 
-// Sweep removes the app's partial snapshots (no manifest: a crash or a
-// failure while they were taken) and returns their ids. Call it under the
-// app's lock, so no snapshot is being taken.
-func (s *Store) Sweep(app string) ([]string, error) {
+// Partial lists the app's partial snapshots (no manifest: a crash or a
+// failure while they were taken), which are never listed nor restored.
+func (s *Store) Partial(app string) ([]string, error) {
 	entries, err := os.ReadDir(s.appDir(app))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sweep snapshots of %s: %w", app, err)
+		return nil, fmt.Errorf("snapshots of %s: %w", app, err)
 	}
-	var removed []string
+	var ids []string
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(s.appDir(app), e.Name(), manifestFile)); errors.Is(err, os.ErrNotExist) {
-			if err := os.RemoveAll(filepath.Join(s.appDir(app), e.Name())); err != nil {
-				return removed, fmt.Errorf("sweep snapshot %s of %s: %w", e.Name(), app, err)
-			}
-			removed = append(removed, e.Name())
+		if _, err := os.Stat(filepath.Join(s.appDir(app), e.Name(), manifestFile)); e.IsDir() && errors.Is(err, os.ErrNotExist) {
+			ids = append(ids, e.Name())
 		}
 	}
-	return removed, nil
+	return ids, nil
+}
+
+// Sweep removes the app's partial snapshots and returns their ids. Call
+// it under the app's lock, so no snapshot is being taken.
+func (s *Store) Sweep(app string) ([]string, error) {
+	ids, err := s.Partial(app)
+	var removed []string
+	for _, id := range ids {
+		if err := os.RemoveAll(filepath.Join(s.appDir(app), id)); err != nil {
+			return removed, fmt.Errorf("sweep snapshot %s of %s: %w", id, app, err)
+		}
+		removed = append(removed, id)
+	}
+	return removed, err
 }
 
 // Snapshot policies of core.ServiceSpec.SnapshotsBeforeDeploy.

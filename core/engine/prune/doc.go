@@ -11,7 +11,9 @@
 //     and that are not among the newest KeepImages earlier images of their
 //     service (the rollback targets);
 //   - networks labelled for an incarnation of the app that ended in this
-//     state directory (a removed app), when no container is attached.
+//     state directory (a removed app), when no container is attached;
+//   - partial snapshots (a crash cut them off); complete ones are kept and
+//     named (they go by their keep or by `snapshots rm`).
 //
 // What it never removes: a container ACTIVE names, running or stopped (a
 // stopped or sleeping app keeps its serving generation), a named volume (it

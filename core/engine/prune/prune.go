@@ -19,6 +19,7 @@ const (
 	KindVolume    = "volume"
 	KindOp        = "op"
 	KindRevision  = "revision"
+	KindSnapshot  = "snapshot"
 )
 
 // RoleBuild is the dev.gordon.role label of an image docker gordon built
@@ -163,6 +164,9 @@ func pruneApp(ctx context.Context, e *steps.Engine, objs Objects, arch Archive, 
 	if err := pruneImages(ctx, e, objs, req, app, current, inUse, images, rep); err != nil {
 		return err
 	}
+	if err := pruneSnapshots(e, req, app, rep); err != nil {
+		return err
+	}
 	return pruneEnded(ctx, objs, arch, req, app, info.Incarnation, rep)
 }
 
@@ -287,4 +291,32 @@ func short(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// pruneSnapshots removes the app's partial snapshots (a crash cut them
+// off: never listed nor restored) and names the complete ones it keeps:
+// they go by their keep or by `snapshots rm` (docs/data.md).
+func pruneSnapshots(e *steps.Engine, req Request, app string, rep *Report) error {
+	if e.Snapshots == nil {
+		return nil
+	}
+	ids, err := e.Snapshots.Partial(app)
+	if err == nil && !req.DryRun {
+		ids, err = e.Snapshots.Sweep(app)
+	}
+	if err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	for _, id := range ids {
+		rep.Removed = append(rep.Removed, Item{Kind: KindSnapshot, App: app, Name: id, Reason: "partial: a crash cut it off while it was taken"})
+	}
+	list, err := e.Snapshots.List(app)
+	if err != nil {
+		return err
+	}
+	for _, m := range list {
+		rep.Kept = append(rep.Kept, Item{Kind: KindSnapshot, App: app, Service: m.Service, Name: m.ID,
+			Reason: "a " + m.Trigger + " snapshot: snapshots go by their keep or by snapshots rm", Hint: "docker gordon snapshots rm " + app + " " + m.ID})
+	}
+	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +19,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/coretest"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
 	"github.com/gordon-deploy/docker-gordon/core/engine/prune"
+	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 )
 
 // fakeObjects is prune.Objects in memory: images by ID with tags and
@@ -260,4 +264,37 @@ func TestPruneUnknownApp(t *testing.T) {
 	assert.True(t, errors.Is(err, core.ErrNotFound))
 	assert.Contains(t, err.Error(), `unknown app "nosuch"`)
 	assert.Empty(t, objs.removed)
+}
+
+// TestPruneRemovesPartialSnapshotsAndKeepsCompleteOnes: a snapshot a
+// crash cut off (no manifest) is removed, after a dry run that lists it
+// and removes nothing; a complete snapshot is kept and named with the
+// command that removes it.
+func TestPruneRemovesPartialSnapshotsAndKeepsCompleteOnes(t *testing.T) {
+	h, objs := seedBuilt(t)
+	dir := t.TempDir()
+	store := snapshot.Open(dir)
+	h.Engine.Snapshots = store
+	w, err := store.Begin(snapshot.Manifest{ID: "20261204-000000.000-web-0001", App: "blog", Service: "web", Trigger: snapshot.TriggerManual})
+	require.NoError(t, err)
+	_, err = w.AddVolume("gordon-blog-data", "/data", func(out io.Writer) error { _, err := out.Write([]byte("tar")); return err })
+	require.NoError(t, err)
+	_, err = w.Commit(w.Manifest())
+	require.NoError(t, err)
+	partial := filepath.Join(dir, "snapshots", "blog", "20261204-000001.000-web-0002")
+	require.NoError(t, os.MkdirAll(partial, 0o700))
+
+	dry, err := h.Engine.PruneObjects(h.Ctx(), objs, h.Store, prune.Request{App: "blog", DryRun: true, KeepImages: -1})
+	require.NoError(t, err)
+	assert.Contains(t, names(dry.Removed), "snapshot 20261204-000001.000-web-0002")
+	assert.DirExists(t, partial, "a dry run removes nothing")
+
+	real, err := h.Engine.PruneObjects(h.Ctx(), objs, h.Store, prune.Request{App: "blog", KeepImages: -1})
+	require.NoError(t, err)
+	assert.Contains(t, names(real.Removed), "snapshot 20261204-000001.000-web-0002")
+	assert.NoDirExists(t, partial)
+	assert.Contains(t, names(real.Kept), "snapshot 20261204-000000.000-web-0001")
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Len(t, list, 1)
 }
