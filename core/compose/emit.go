@@ -59,6 +59,7 @@ type service struct {
 	Hooks       *hooks               `toml:"hooks,omitempty"`
 	Monitor     *monitor             `toml:"monitor,omitempty"`
 	Snapshots   *snapshots           `toml:"snapshots,omitempty"`
+	Backup      *backup              `toml:"backup,omitempty"`
 	SleepAfter  string               `toml:"sleep_after,omitempty"`
 	WakeIgnore  []string             `toml:"wake_ignore,omitempty"`
 }

@@ -5,6 +5,51 @@ import (
 	"strconv"
 )
 
+// backup is the manifest's [services.X.backup]; the manifest validates
+// the values.
+type backup struct {
+	Every    string `toml:"every,omitempty"`
+	Schedule string `toml:"schedule,omitempty"`
+	Keep     *int   `toml:"keep,omitempty"`
+}
+
+// xBackup maps x-gordon.backup { every | schedule, keep }, when xg (the
+// service's x-gordon) has it, onto the manifest's [services.X.backup].
+func (m *mapper) xBackup(name string, xg map[string]any, out *service) {
+	r, has := xg["backup"]
+	if !has {
+		return
+	}
+	base := "services." + name + ".x-gordon.backup"
+	raw, ok := r.(map[string]any)
+	if !ok {
+		m.refuse(base, `backup must be a mapping, e.g. { every: 24h, keep: 7 }`)
+		return
+	}
+	b := &backup{}
+	for k, v := range raw {
+		s := fmt.Sprint(v)
+		switch k {
+		case "every":
+			b.Every = s
+		case "schedule":
+			b.Schedule = s
+		case "keep":
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				m.refuse(base+"."+k, "keep: %v: want a whole number of backups, such as 7", v)
+				continue
+			}
+			b.Keep = &n
+		default:
+			m.refuse(base+"."+k, "unknown backup key %q: want every, schedule or keep", k)
+			continue
+		}
+		m.from("services."+name+".backup."+k, base+"."+k)
+	}
+	out.Backup = b
+}
+
 // snapshots is the manifest's [services.X.snapshots]; the manifest
 // validates the values.
 type snapshots struct {
