@@ -203,6 +203,8 @@ type Operation struct {
 	// Outcome is success, failed or partial once terminal; "" before.
 	Outcome  Outcome   `json:"outcome,omitempty"`
 	Warnings []Warning `json:"warnings,omitempty"`
+	// Job is the run of a job op (Kind OpJob); nil otherwise.
+	Job *JobRun `json:"job,omitempty"`
 }
 
 // VerbOrKind is Verb when set, else Kind: what the user asked for.

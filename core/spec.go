@@ -20,6 +20,8 @@ type AppSpec struct {
 	Registry string `json:"-"`
 	// Notify is where operation outcomes are sent (optional, [notify]).
 	Notify *NotifySpec `json:"notify,omitempty"`
+	// Jobs are the scheduled jobs ([jobs.NAME]), ascending by name.
+	Jobs []JobSpec `json:"jobs,omitempty"`
 }
 
 // NotifySpec is the manifest's [notify] table.
