@@ -20,8 +20,11 @@ type rawJob struct {
 
 var jobKeys = []string{"service", "schedule", "command", "timeout"}
 
-// Bounds of a job's timeout.
-const minJobTimeout = time.Second
+// Bounds of a job's timeout (core/engine/jobs defaults it to 10m).
+const (
+	minJobTimeout = time.Second
+	maxJobTimeout = 24 * time.Hour
+)
 
 // jobs validates [jobs.NAME] against the app's services: a DNS label name,
 // service naming a declared service that keeps running (not a one-shot),
@@ -79,7 +82,7 @@ func (v *validator) jobs(raw map[string]rawJob, services []core.ServiceSpec) []c
 			j.Command = slices.Clone(*r.Command)
 		}
 		if r.Timeout != nil {
-			d := v.duration(key+".timeout", r.Timeout, minJobTimeout, core.MaxJobTimeout)
+			d := v.duration(key+".timeout", r.Timeout, minJobTimeout, maxJobTimeout)
 			if d == 0 {
 				ok = false
 			}

@@ -31,7 +31,7 @@ command = ["sh", "-c", "echo hi"]
 	require.Len(t, spec.Jobs, 2)
 	assert.Equal(t, core.JobSpec{Name: "cleanup", Service: "web", Schedule: "@every 1h", Command: []string{"./manage", "clearsessions"}, Timeout: core.Duration(2 * time.Minute)}, spec.Jobs[0])
 	assert.Equal(t, "report", spec.Jobs[1].Name)
-	assert.Equal(t, core.DefaultJobTimeout, spec.Jobs[1].EffectiveTimeout())
+	assert.Zero(t, spec.Jobs[1].Timeout, "no timeout: the engine's default")
 
 	job := func(body string) string { return base + "\n[jobs.cleanup]\n" + body }
 	checkRefusals(t, []refusalCase{
