@@ -23,12 +23,13 @@ type logsOptions struct {
 	format   string
 	access   bool
 	instance int
+	job      string
 }
 
 func newLogsCommand(env *cliEnv) *cobra.Command {
 	var o logsOptions
 	cmd := &cobra.Command{
-		Use:   "logs APP [--service S [--instance N]] [-f] [--tail N] [--since T] [--access]",
+		Use:   "logs APP [--service S [--instance N]] [-f] [--tail N] [--since T] [--access | --job NAME]",
 		Short: "Show the logs of an app's serving containers",
 		Long: `Show the logs of the app's serving containers (every service, or only
 --service), each line prefixed with its service, or with service-N when the
@@ -39,7 +40,10 @@ object {service, instance, time, stream, text} (instance only when the
 service runs several). With --access show the app's lines of
 the edge's access log instead (one JSON line per HTTP request; --service
 and --tail apply, --tail counting the edge's lines before the app's are
-picked).`,
+picked). With --job NAME show the output of the job's last run instead: the
+output its operation kept (the last 64 KiB) once it ended, its container's
+log while it runs (-f follows it to its end); the run's operation and outcome
+are named on stderr.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := core.LogOptions{Tail: o.tail, Follow: o.follow, Instance: o.instance}
@@ -75,6 +79,9 @@ picked).`,
 			}
 			eng := &engine.Engine{Store: store, Runtime: rt, Logger: env.logger.Named("engine")}
 			w := env.dockerCli.Out()
+			if o.job != "" {
+				return jobLogs(cmd, env, eng, args[0], o, opts)
+			}
 			width := len(o.service)
 			err = eng.Logs(ctx, args[0], o.service, opts, func(service string, l core.LogLine) error {
 				if isJSON(o.format) {
@@ -109,8 +116,40 @@ picked).`,
 	f.IntVar(&o.tail, "tail", 0, "only the last N lines of each container (0 = all)")
 	f.StringVar(&o.since, "since", "", "only lines since an RFC 3339 time or a duration ago (e.g. 10m)")
 	f.BoolVar(&o.access, "access", false, "show the app's requests from the edge's access log (JSON lines) instead of its containers' logs")
+	f.StringVar(&o.job, "job", "", "show the output of this scheduled job's last run instead")
 	addFormatFlag(cmd, &o.format)
 	return cmd
+}
+
+// jobLogs is logs --job: the last run's output, its op named on stderr.
+func jobLogs(cmd *cobra.Command, env *cliEnv, eng *engine.Engine, app string, o logsOptions, opts core.LogOptions) error {
+	if o.service != "" || o.instance != 0 || o.access {
+		return fmt.Errorf("logs %s --job %s: --service, --instance and --access do not apply to a job's output; nothing was shown", app, o.job)
+	}
+	w := env.dockerCli.Out()
+	op, err := eng.JobLogs(cmd.Context(), app, o.job, opts, func(l core.LogLine) error {
+		if isJSON(o.format) {
+			return writeJSONLine(w, struct {
+				Job    string    `json:"job"`
+				Time   time.Time `json:"time"`
+				Stream string    `json:"stream"`
+				Text   string    `json:"text"`
+			}{o.job, l.Time, l.Stream, l.Text})
+		}
+		_, err := fmt.Fprintln(w, l.Text)
+		return err
+	})
+	if err != nil && o.follow && cmd.Context().Err() != nil {
+		return nil
+	}
+	if op.ID != "" {
+		outcome := string(op.Outcome)
+		if outcome == "" {
+			outcome = "running"
+		}
+		fmt.Fprintf(env.dockerCli.Err(), "job %s of %s: op %s started %s, %s\n", o.job, app, op.ID, op.StartedAt.Local().Format(time.RFC3339), outcome)
+	}
+	return err
 }
 
 // parseSince accepts an RFC 3339 time or a Go duration meaning "that long

@@ -8,6 +8,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/engine/jobs"
 
 	"github.com/spf13/cobra"
 )
@@ -72,7 +73,11 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 			tw := newTable(env.dockerCli.Out())
 			fmt.Fprintln(tw, "OP\tKIND\tREVISION\tSTARTED\tOUTCOME\tSTEPS")
 			for _, op := range ops {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.ID, op.VerbOrKind(), opRevision(op), op.StartedAt.Format("2006-01-02 15:04:05"), orDash(string(op.Outcome)), len(op.Steps))
+				kind := op.VerbOrKind()
+				if name := jobs.NameOf(op); name != "" {
+					kind += " " + name
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.ID, kind, opRevision(op), op.StartedAt.Format("2006-01-02 15:04:05"), orDash(string(op.Outcome)), len(op.Steps))
 			}
 			return tw.Flush()
 		},

@@ -118,6 +118,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newMaintenanceCommand(env),
 		newScaleCommand(env),
 		newLogsCommand(env),
+		newJobsCommand(env),
 		newSecretsCommand(env),
 		newCertsCommand(env),
 		newPruneCommand(env),

@@ -36,7 +36,7 @@ func (e *Engine) LastJobRun(ctx context.Context, app, job string) (core.Operatio
 	return e.jobs().LastRunOf(ctx, app, job)
 }
 
-// TickJobs starts the due runs of the jobs of apps (nil: every app) with
+// TickJobs starts the due runs of the jobs of apps (none: every app) with
 // this engine's one scheduler and returns at once; done gets each run's
 // report when it ends (see jobs.Scheduler.Tick).
 func (e *Engine) TickJobs(ctx context.Context, apps []string, done func(JobReport)) {
@@ -49,4 +49,9 @@ func (e *Engine) WaitJobs() { e.scheduler().Wait() }
 func (e *Engine) scheduler() *jobs.Scheduler {
 	e.schedOnce.Do(func() { e.sched = jobs.NewScheduler() })
 	return e.sched
+}
+
+// JobLogs: see jobs.Engine.Logs.
+func (e *Engine) JobLogs(ctx context.Context, app, job string, opts core.LogOptions, fn func(core.LogLine) error) (core.Operation, error) {
+	return e.jobs().Logs(ctx, app, job, opts, fn)
 }

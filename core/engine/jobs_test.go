@@ -87,6 +87,7 @@ func TestJobs_RunIsANewContainerOfTheServingGenerationJournaledAsAJobOp(t *testi
 	assert.Empty(t, spec.Ports)
 	assert.Contains(t, spec.Env, "APP_MODE=prod")
 	assert.Equal(t, "cleanup", spec.Labels[jobs.LabelJob])
+	assert.Equal(t, "job-cleanup", spec.Hostname, "not the service name, which must reach the service")
 	active, err := h.Store.LoadActive(context.Background(), "blog")
 	require.NoError(t, err)
 	assert.Equal(t, active.Services["web"].Image, spec.Image, "the serving generation's image")

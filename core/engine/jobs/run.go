@@ -175,6 +175,9 @@ func (r *run) create(ctx context.Context) (string, error) {
 	}
 	r.secrets = secrets
 	cs.Cmd = append([]string(nil), j.Command...)
+	// Not the service's name: in its own container a hostname resolves to
+	// itself, and the job must reach the service by its name.
+	cs.Hostname = hostname(j.Name)
 	cs.Labels[core.LabelRole] = RoleJob
 	cs.Labels[LabelJob] = j.Name
 	id, err := e.Runtime.CreateContainer(ctx, cs)
@@ -345,6 +348,15 @@ func (r *run) triggerText() string {
 		return "run by jobs run"
 	}
 	return "run before its process ended"
+}
+
+// hostname is a run's hostname, "job-<name>" within a DNS label's 63.
+func hostname(job string) string {
+	h := "job-" + job
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-")
+	}
+	return h
 }
 
 // argv is a command for messages.

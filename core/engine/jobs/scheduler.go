@@ -37,11 +37,11 @@ func NewScheduler() *Scheduler {
 }
 
 // Tick starts, each in its own goroutine, the run of every job of apps
-// (nil: every app) that is due now, and returns at once. done, if set,
+// (none: every app) that is due now, and returns at once. done, if set,
 // gets the report of each started run when it ends. An app that cannot
 // be read is skipped (a later tick tries again).
 func (s *Scheduler) Tick(ctx context.Context, e *Engine, apps []string, done func(Report)) {
-	if apps == nil {
+	if len(apps) == 0 {
 		var err error
 		if apps, err = e.Store.ListApps(ctx); err != nil {
 			e.Log().Warn("jobs: list apps", "error", err)
