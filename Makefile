@@ -106,7 +106,7 @@ demo: build
 docs:
 	$(GO) test ./cmd/docker-gordon -run '^TestCLIReferenceIsCurrent$$' -count=1 -args -update-docs
 
-## bench: the performance suite (issue 7): every measurement side by side with
+## bench: the performance suite: every measurement side by side with
 ## a baseline from the same run -> bench/report.md and bench/report.json
 ## (needs a Docker engine; about 5-10 minutes; see bench/README.md)
 bench: build bench-nginx bench-tls-tools

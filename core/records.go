@@ -70,7 +70,8 @@ type ActiveService struct {
 	// the publication of its successor): the edge holds requests for its
 	// hosts and connections to its published TCP ports until then. A
 	// record with binds is routed normally whatever HoldUntil says.
-	HoldUntil *time.Time `json:"hold_until,omitempty"`
+	HoldUntil   *time.Time `json:"hold_until,omitempty"`
+	AsleepSince *time.Time `json:"asleep_since,omitempty"` // SPEC R81: instances stopped, not removed; routes wake it
 	// Replicas are the generation's other instances when the spec asks for
 	// more than one (ServiceSpec.Replicas): the primary instance is
 	// Container with BackendBinds and UDPBackendBinds above, every replica

@@ -127,7 +127,9 @@ type ServiceSpec struct {
 	// switch, after start and before stop (SPEC R72); nil runs none.
 	Hooks *Hooks `json:"hooks,omitempty"`
 	// Monitor is SPEC R76's post-switch watch (nil: none).
-	Monitor *Monitor `json:"monitor,omitempty"`
+	Monitor    *Monitor `json:"monitor,omitempty"`
+	SleepAfter Duration `json:"sleep_after,omitempty"` // SPEC R81: idle time before it sleeps (0: never)
+	WakeIgnore []string `json:"wake_ignore,omitempty"` // SPEC R81: request paths that do not wake it
 }
 
 // Monitor is [services.X.monitor] (SPEC R76; see the engine's monitor).

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -249,5 +250,35 @@ func assertHas(t *testing.T, body, want string) {
 	t.Helper()
 	if !strings.Contains(body, want) {
 		t.Errorf("the page does not show %q", want)
+	}
+}
+
+// A dashboard without a token answers only requests addressed to a
+// loopback name: a page that points its own DNS name at 127.0.0.1 (DNS
+// rebinding) gets 403 and no app's state.
+func TestAccess_WithoutATokenOnlyLoopbackHostsAreAnswered(t *testing.T) {
+	f := newFixture(t)
+	f.seedApp("blog", 1)
+	ts, _ := f.serve(time.Minute, "")
+	status := func(host string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, ts.URL+"/app/blog", nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, host := range []string{"attacker.example:9190", "attacker.example", "10.0.0.1:9190", "localhost.attacker.example"} {
+		code, body := status(host)
+		assert.Equal(t, http.StatusForbidden, code, host)
+		assert.NotContains(t, body, "op-blog-1", host)
+		assert.Contains(t, body, "--token-file", host)
+	}
+	for _, host := range []string{"127.0.0.1:9190", "localhost:9190", "LOCALHOST", "[::1]:9190", "127.0.0.2"} {
+		code, body := status(host)
+		assert.Equal(t, http.StatusOK, code, host)
+		assert.Contains(t, body, "op-blog-1", host)
 	}
 }

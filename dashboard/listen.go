@@ -77,3 +77,32 @@ func requireToken(token string, next http.Handler) http.Handler {
 		http.Error(w, "401: this dashboard needs its token: open it with ?token=TOKEN once, or send Authorization: Bearer TOKEN", http.StatusUnauthorized)
 	})
 }
+
+// loopbackHostOnly answers 403 to a request whose Host header does not
+// name a loopback address ("localhost", 127.0.0.0/8, ::1, with or without
+// a port). A dashboard without a token listens on loopback only; this
+// keeps a web page the user visits from reading it through a DNS name
+// that it points at 127.0.0.1 (DNS rebinding).
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, "403: this dashboard answers only to a loopback address (127.0.0.1, localhost or [::1]); to reach it by another name, start it with --token-file", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header value names loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -57,6 +57,8 @@ func (s *Server) Handler() (http.Handler, error) {
 	var h http.Handler = mux
 	if s.Token != "" {
 		h = requireToken(s.Token, h)
+	} else {
+		h = loopbackHostOnly(h)
 	}
 	return secureHeaders(h), nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // adminHandler serves GET /status (live routetable.Status as JSON), GET
-// /healthz ("ok"), GET /metrics, POST /reload and, with RoutesToken, PUT
+// /healthz ("ok"), GET /metrics, GET /wakes and GET /activity (SPEC R81), POST /reload and, with RoutesToken, PUT
 // and GET /routes; every one but /healthz and /routes (which checks the
 // routes token itself) behind requireAdminToken.
 func (s *Server) adminHandler() http.Handler {
@@ -22,6 +22,13 @@ func (s *Server) adminHandler() http.Handler {
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
 	mux.Handle("GET /metrics", s.Metrics.Handler())
+	// GET /wakes is the watcher's long poll for the services requests
+	// asked to wake (SPEC R81).
+	mux.HandleFunc("GET /wakes", s.wakes.ServeWakes)
+	mux.HandleFunc("GET /activity", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.activity.Sample(s.Snap.Load(), s.Reg.Status(), s.tcp.LastAccept))
+	})
 	// POST /reload re-reads the route table now instead of at the next
 	// poll (traffic/edge calls it right after writing a table) and answers
 	// with the outcome (serveReload, reload.go).

@@ -10,6 +10,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/dataplane"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/wake"
 )
 
 // Reload asks Run to re-read the route table now instead of at the next
@@ -47,6 +48,8 @@ func (s *Server) Apply(t routetable.Table) error {
 	if prev != nil {
 		close(prev.Replaced) // held requests re-route on snap
 	}
+	s.wakes.Routed(wake.RoutedServices(t))
+	s.activity.Sample(snap, s.Reg.Status(), s.tcp.LastAccept) // newly routed instances are activity
 	if s.Hosts != nil {
 		s.Hosts.Clear()
 	}

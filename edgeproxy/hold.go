@@ -58,6 +58,15 @@ func (s *Server) holdHTTP(w http.ResponseWriter, r *http.Request, snap *dataplan
 	}
 }
 
+// holdOrWake is holdHTTP, or for a sleeping service the wake's hold
+// (SPEC R81), whose bound *wakeUntil runs from the request's arrival.
+func (s *Server) holdOrWake(w http.ResponseWriter, r *http.Request, snap *dataplane.Snapshot, rt *dataplane.HTTPRoute, wakeUntil *time.Time) bool {
+	if rt.Asleep != nil {
+		return s.wakes.HoldHTTP(w, r, snap, rt, wakeUntil)
+	}
+	return s.holdHTTP(w, r, snap, rt)
+}
+
 // writeUnavailable answers 503 with Retry-After.
 func writeUnavailable(w http.ResponseWriter, msg string) {
 	w.Header().Set("Retry-After", holdRetryAfter)

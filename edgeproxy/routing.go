@@ -52,7 +52,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var i int
 	var b *dataplane.Backend
 	var counter *atomic.Int64
-	wasHeld := false
+	wasHeld, wakeUntil := false, time.Time{}
 	for {
 		snap := s.Snap.Load()
 		rt = nil
@@ -77,9 +77,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if len(rt.Backends) == 0 {
 			noteRoute(w, rt)
-			// Held or stopped (SPEC R58): the event loop and the h1 loop
-			// hand such requests here.
-			if !s.holdHTTP(w, r, snap, rt) {
+			// Held, stopped (SPEC R58) or asleep (R81): the event loop
+			// and the h1 loop hand such requests here.
+			if !s.holdOrWake(w, r, snap, rt, &wakeUntil) {
 				return
 			}
 			wasHeld = true

@@ -23,6 +23,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/policy"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/routepush"
 	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/upstream"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/internal/wake"
 )
 
 // File names inside <state>/edge.
@@ -221,6 +222,10 @@ type Server struct {
 
 	tcp *l4.TCPRelays
 	udp *l4.UDPRelays
+	// wakes are the wake requests of sleeping services, activity when
+	// traffic last reached each routed service (SPEC R81).
+	wakes    *wake.Board
+	activity wake.Activity
 	// auth checks basic-auth passwords (internal/policy, SPEC R73).
 	auth *policy.Verifier
 	// h2Stalled counts the HTTP/2 streams of every connection waiting for
@@ -351,7 +356,10 @@ func New(cfg Config) *Server {
 		reserve = -1 // l4's default
 	}
 	budget := l4.NewBudget(cfg.RelayMaxConns, reserve)
+	s.wakes = wake.NewBoard(s.Metrics.Reg)
 	s.tcp = l4.NewTCPRelays(l4.TCPConfig{
+		Wake:     func(app, service string, bound time.Duration) { s.wakes.Ask(app, service, bound) },
+		WakeHeld: s.wakes.Held,
 		Backends: l4Backends{s.Reg}, DialTimeout: cfg.DialTimeout, Logger: cfg.Logger, Budget: budget,
 		Listen: func(addr string) (net.Listener, error) {
 			return s.listenStream("tcp "+addr, addr, net.ListenConfig{})

@@ -72,11 +72,11 @@ func ValidateTable(t *routetable.Table) error {
 		if r.DialTimeoutMS < 0 || r.DialTimeoutMS > maxRouteTimeoutMS || r.ResponseHeaderTimeoutMS < 0 || r.ResponseHeaderTimeoutMS > maxRouteTimeoutMS {
 			return fmt.Errorf("route table: http host %q (app %q, service %q): timeouts must be within 0..%d ms: %w", host, r.App, r.Service, maxRouteTimeoutMS, ErrInvalidTable)
 		}
-		if n := btoi(r.Hold != nil) + btoi(r.Stopped) + btoi(r.Unavailable); n > 1 {
-			return fmt.Errorf("route table: http host %q (app %q, service %q) is more than one of held, stopped, unavailable: %w", host, r.App, r.Service, ErrInvalidTable)
+		if n := btoi(r.Hold != nil) + btoi(r.Stopped) + btoi(r.Unavailable) + btoi(r.Asleep != nil); n > 1 {
+			return fmt.Errorf("route table: http host %q (app %q, service %q) is more than one of held, stopped, unavailable, asleep: %w", host, r.App, r.Service, ErrInvalidTable)
 		}
-		if (r.Hold != nil || r.Stopped || r.Unavailable) && len(r.Backends) > 0 {
-			return fmt.Errorf("route table: http host %q (app %q, service %q): a held, stopped or unavailable route has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
+		if (r.Hold != nil || r.Stopped || r.Unavailable || r.Asleep != nil) && len(r.Backends) > 0 {
+			return fmt.Errorf("route table: http host %q (app %q, service %q): a held, stopped, unavailable or asleep route has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
 		}
 		if r.Hold != nil && r.Hold.Queue < 0 {
 			return fmt.Errorf("route table: http host %q (app %q, service %q): hold queue must be >= 0: %w", host, r.App, r.Service, ErrInvalidTable)
@@ -87,7 +87,7 @@ func ValidateTable(t *routetable.Table) error {
 		if err := validateRoutePolicy(r); err != nil {
 			return err
 		}
-		if len(r.Backends) == 0 && r.Hold == nil && !r.Stopped && !r.Unavailable {
+		if len(r.Backends) == 0 && r.Hold == nil && !r.Stopped && !r.Unavailable && r.Asleep == nil {
 			return fmt.Errorf("route table: http host %q (app %q, service %q) has no backends: %w", host, r.App, r.Service, ErrInvalidTable)
 		}
 		for _, b := range r.Backends {
@@ -109,6 +109,12 @@ func ValidateTable(t *routetable.Table) error {
 			if r.IdleTimeoutMS < 0 || r.IdleTimeoutMS > maxRelayIdleMS || r.MaxConns < 0 || r.MaxConns > maxRelayConns {
 				return fmt.Errorf("route table: %s listen %q (app %q, service %q): idle_timeout_ms must be within 0..%d and max_conns within 0..%d: %w",
 					proto, r.Listen, r.App, r.Service, maxRelayIdleMS, maxRelayConns, ErrInvalidTable)
+			}
+			if r.Asleep != nil {
+				if proto != "tcp" || r.Backend != "" || r.Hold != nil {
+					return fmt.Errorf("route table: %s listen %q (app %q, service %q): only a TCP route sleeps, without a backend or a hold: %w", proto, r.Listen, r.App, r.Service, ErrInvalidTable)
+				}
+				continue
 			}
 			if r.Hold != nil {
 				if proto != "tcp" || r.Backend != "" || r.Hold.Queue < 0 {

@@ -81,7 +81,11 @@ func renderEdgeStatus(w io.Writer, view system.EdgeView) error {
 			return err
 		}
 	}
-	if !view.Live {
+	switch {
+	case !view.Live && view.Container != nil && view.Container.State == "running":
+		fmt.Fprintf(w, "edge: its container runs, but its admin address does not answer from here (rootless Docker, or an engine in another network namespace? the admin address is on the engine's loopback); what follows is its last written status, from %s\n",
+			view.StatusWrittenAt.Local().Format(time.RFC3339))
+	case !view.Live:
 		fmt.Fprintf(w, "edge: not running (no answer on its admin address); what follows is its last written status, from %s\n",
 			view.StatusWrittenAt.Local().Format(time.RFC3339))
 	}

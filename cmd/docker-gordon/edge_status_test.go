@@ -12,6 +12,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
 	"github.com/gordon-deploy/docker-gordon/system"
+	"github.com/gordon-deploy/docker-gordon/system/docker"
 )
 
 // edge status shows the routed backends and the retired ones still serving
@@ -53,4 +54,20 @@ func TestR21_EdgeStatusShowsEjections(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `"ejected_until":"2026-12-02T12:04:31Z","eject_reason":"connect failed"`)
 	assert.Equal(t, 1, strings.Count(string(data), "ejected_until"), "an admitted backend has no ejection fields")
+}
+
+// An edge whose container runs but whose admin address does not answer
+// from here is not called "not running": the likely cause (rootless
+// Docker, another network namespace) is named instead.
+func TestEdgeStatus_RunningContainerWithoutAnswerNamesTheLikelyCause(t *testing.T) {
+	view := system.EdgeView{Live: false, StatusWrittenAt: time.Now(), Container: &docker.Status{Name: docker.EdgeName, State: "running"}}
+	var out bytes.Buffer
+	require.NoError(t, renderEdgeStatus(&out, view))
+	assert.Contains(t, out.String(), "its container runs, but its admin address does not answer from here (rootless Docker")
+	assert.NotContains(t, out.String(), "edge: not running")
+
+	view.Container.State = "exited"
+	out.Reset()
+	require.NoError(t, renderEdgeStatus(&out, view))
+	assert.Contains(t, out.String(), "edge: not running (no answer on its admin address)")
 }

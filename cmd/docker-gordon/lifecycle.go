@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,7 @@ type lifecycleOptions struct {
 	services []string
 	opKey    string
 	format   string
+	quiet    bool
 }
 
 // lifecycleVerb is one engine verb over a LifecycleRequest.
@@ -29,6 +31,7 @@ func addLifecycleFlags(cmd *cobra.Command, o *lifecycleOptions, services bool) {
 		f.StringArrayVar(&o.services, "service", nil, "act only on this service (repeatable)")
 	}
 	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
 	addFormatFlag(cmd, &o.format)
 }
 
@@ -41,7 +44,9 @@ func runLifecycle(cmd *cobra.Command, env *cliEnv, verb string, fn lifecycleVerb
 		return err
 	}
 	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
-	eng.Progress = pr.event
+	if !o.quiet {
+		eng.Progress = pr.event
+	}
 	res, verr := fn(eng, ctx, engine.LifecycleRequest{App: app, Services: o.services, OpKey: o.opKey})
 	pr.finish()
 	if res == nil {
@@ -58,7 +63,7 @@ func runLifecycle(cmd *cobra.Command, env *cliEnv, verb string, fn lifecycleVerb
 }
 
 // doneWords says what a succeeded step of a stop or remove did.
-var doneWords = map[string]string{"stop": "stopped", "remove": string(engine.ResultRemoved)}
+var doneWords = map[string]string{"stop": "stopped", "remove": string(engine.ResultRemoved), "sleep": "asleep", "wake": "awake"}
 
 func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 	w := env.dockerCli.Out()
@@ -82,6 +87,10 @@ func renderOpResult(env *cliEnv, verb string, res *engine.OpResult) {
 	}
 	for _, wa := range res.Warnings {
 		fmt.Fprintln(env.dockerCli.Err(), usererr.WarningLine(wa))
+	}
+	if len(res.KeptVolumes) > 0 {
+		fmt.Fprintf(env.dockerCli.Err(), "kept volumes (their data stays; a new app of this name does not see them): %s; delete with docker volume rm %s\n",
+			strings.Join(res.KeptVolumes, ", "), strings.Join(res.KeptVolumes, " "))
 	}
 	replayed := ""
 	if res.Replayed {

@@ -18,7 +18,7 @@ import (
 type logsOptions struct {
 	service  string
 	follow   bool
-	tail     int
+	tail     string
 	since    string
 	format   string
 	access   bool
@@ -29,7 +29,7 @@ type logsOptions struct {
 func newLogsCommand(env *cliEnv) *cobra.Command {
 	var o logsOptions
 	cmd := &cobra.Command{
-		Use:   "logs APP [--service S [--instance N]] [-f] [--tail N] [--since T] [--access | --job NAME]",
+		Use:   "logs APP [--service S [--instance N]] [-f] [--tail all|N] [--since T] [--access | --job NAME]",
 		Short: "Show the logs of an app's serving containers",
 		Long: `Show the logs of the app's serving containers (every service, or only
 --service), each line prefixed with its service, or with service-N when the
@@ -39,17 +39,17 @@ time or a duration ago (e.g. 10m). With --format json each line is one JSON
 object {service, instance, time, stream, text} (instance only when the
 service runs several). With --access show the app's lines of
 the edge's access log instead (one JSON line per HTTP request; --service
-and --tail apply, --tail counting the edge's lines before the app's are
-picked). With --job NAME show the output of the job's last run instead: the
-output its operation kept (the last 64 KiB) once it ended, its container's
-log while it runs (-f follows it to its end); the run's operation and outcome
-are named on stderr.`,
+and --tail apply: the last N of the app's requests). With --job NAME show
+the output of the job's last run instead: the output its operation kept (the
+last 64 KiB) once it ended, its container's log while it runs (-f follows it
+to its end); the run's operation and outcome are named on stderr.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := core.LogOptions{Tail: o.tail, Follow: o.follow, Instance: o.instance}
-			if o.tail < 0 {
-				return fmt.Errorf("logs: --tail %d: want 0 (all) or more", o.tail)
+			n, err := parseTail(o.tail)
+			if err != nil {
+				return err
 			}
+			opts := core.LogOptions{Tail: n, Follow: o.follow, Instance: o.instance}
 			if o.since != "" {
 				t, err := parseSince(o.since, time.Now())
 				if err != nil {
@@ -60,8 +60,8 @@ are named on stderr.`,
 			ctx := cmd.Context()
 			if o.access {
 				tail := "all"
-				if o.tail > 0 {
-					tail = strconv.Itoa(o.tail)
+				if n > 0 {
+					tail = strconv.Itoa(n)
 				}
 				return quietEnd(ctx, o.follow, system.ShowAccessLog(ctx, env.dockerCli.Client(), env.opts.stateDir, args[0], o.service, o.follow, tail, env.dockerCli.Out()))
 			}
@@ -113,7 +113,7 @@ are named on stderr.`,
 	f.StringVar(&o.service, "service", "", "only this service")
 	f.IntVar(&o.instance, "instance", 0, "only this instance of --service, from 1 (as status lists them; 0 = all)")
 	f.BoolVarP(&o.follow, "follow", "f", false, "follow new lines until interrupted")
-	f.IntVar(&o.tail, "tail", 0, "only the last N lines of each container (0 = all)")
+	f.StringVar(&o.tail, "tail", "all", "only the last N lines of each container (all: every line)")
 	f.StringVar(&o.since, "since", "", "only lines since an RFC 3339 time or a duration ago (e.g. 10m)")
 	f.BoolVar(&o.access, "access", false, "show the app's requests from the edge's access log (JSON lines) instead of its containers' logs")
 	f.StringVar(&o.job, "job", "", "show the output of this scheduled job's last run instead")
@@ -169,3 +169,15 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 // writeJSONLine writes v as one compact JSON line (a stream of log lines).
 func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+// parseTail reads --tail: "all" (or 0) is every line, else a count N ≥ 0.
+func parseTail(s string) (int, error) {
+	if s == "all" || s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("logs: --tail %q: want all or a number of lines (for example --tail 100)", s)
+	}
+	return n, nil
+}

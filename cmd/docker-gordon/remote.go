@@ -48,7 +48,8 @@ func localOnly(cmd *cobra.Command) bool {
 }
 
 // routeEngine runs before every verb: it prints the verb's first progress
-// line (the engine it acts on) and, for a remote engine, turns the verb into
+// line (the engine it acts on) unless that is the local default engine or
+// --quiet is given, and, for a remote engine, turns the verb into
 // a runner-container run. In a runner the engine is local by construction
 // and the CLI that started it has already named the engine.
 func (e *cliEnv) routeEngine(cmd *cobra.Command) error {
@@ -57,7 +58,10 @@ func (e *cliEnv) routeEngine(cmd *cobra.Command) error {
 	}
 	t := resolveTarget(e.dockerCli)
 	e.target = t
-	fmt.Fprintf(e.dockerCli.Err(), "engine: %s\n", t)
+	if quiet, _ := cmd.Flags().GetBool("quiet"); !quiet && (t.Remote || t.Context != "default") {
+		// The engine is named when it is not the local default one.
+		fmt.Fprintf(e.dockerCli.Err(), "engine: %s\n", t)
+	}
 	if !t.Remote {
 		if !e.platform().NeedsRunner(remote.Current() != nil) || cmd.Annotations[annotationRemoteSelf] == "true" {
 			return nil

@@ -40,6 +40,7 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 	f.StringVar(&o.to, "to", "", "revision to roll back to (default: the latest one before the serving revision whose manifest differs and that once deployed)")
 	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
 	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
+	cmd.Flags().BoolVarP(&env.quiet, "quiet", "q", false, "no progress lines on stderr")
 	addFormatFlag(cmd, &o.format)
 	return cmd
 }
@@ -60,14 +61,16 @@ func runPinnedDeploy(cmd *cobra.Command, env *cliEnv, verb, pull, format string,
 		return err
 	}
 	pr := newProgressRenderer(env.dockerCli.Err(), env.dockerCli.Err().IsTerminal())
-	eng.Progress = pr.event
+	if !env.quiet {
+		eng.Progress = pr.event
+	}
 	res, rerr := run(ctx, eng)
 	pr.finish()
 	if res == nil {
 		return rerr
 	}
 	if isJSON(format) {
-		if err := writeJSON(env.dockerCli.Out(), res.Op); err != nil {
+		if err := writeJSON(env.dockerCli.Out(), engine.OpViewOf(res.Op)); err != nil {
 			return err
 		}
 	} else {

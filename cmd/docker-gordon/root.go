@@ -58,6 +58,9 @@ type cliEnv struct {
 	// ownerInPasses: the watcher checks the swarm owner before each pass
 	// (R80) instead of refusing to start.
 	ownerInPasses bool
+	// quiet is --quiet of a verb with progress that has no options
+	// struct of its own for it (scale, rollback).
+	quiet bool
 }
 
 func newRootCommand(dockerCli command.Cli) *cobra.Command {
@@ -111,6 +114,8 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newReconcileCommand(env),
 		newSystemCommand(env),
 		newStopCommand(env),
+		newSleepCommand(env),
+		newWakeCommand(env),
 		newStartCommand(env),
 		newRestartCommand(env),
 		newRemoveCommand(env),
@@ -398,7 +403,8 @@ func (e *cliEnv) trafficHint() engine.TrafficHint {
 func usageArgs(rule cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := rule(cmd, args); err != nil {
-			return fmt.Errorf("%s: %w%s\nusage: %s", cmd.CommandPath(), err, fileArgHint(cmd, args), cmd.UseLine())
+			// 125, as docker itself exits on a usage error.
+			return cli.StatusError{StatusCode: 125, Status: fmt.Sprintf("%s: %v%s\nusage: %s", cmd.CommandPath(), err, fileArgHint(cmd, args), cmd.UseLine())}
 		}
 		return nil
 	}

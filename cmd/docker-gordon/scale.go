@@ -52,6 +52,7 @@ Exit status: 0 success, 2 partial, 1 failed.`,
 	f := cmd.Flags()
 	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
 	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
+	cmd.Flags().BoolVarP(&env.quiet, "quiet", "q", false, "no progress lines on stderr")
 	addFormatFlag(cmd, &o.format)
 	return cmd
 }

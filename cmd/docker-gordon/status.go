@@ -150,6 +150,9 @@ func renderStatus(env *cliEnv, st engine.AppStatus) {
 		if !st.Stopped && (s.Declared > 1 || s.Serving < s.Declared) {
 			state += fmt.Sprintf(", %d of %d", s.Serving, s.Declared)
 		}
+		if s.AsleepSince != nil {
+			state = "asleep since " + s.AsleepSince.UTC().Format(time.RFC3339)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\n", s.Service, shortID(s.Container), s.Image, shortID(s.Digest),
 			s.Revision, state, formatBinds(s.IP, s.BackendBinds, s.UDPBackendBinds), orDash(strings.Join(s.Routes, ", ")), orDash(strings.Join(flags, ",")))
 	}

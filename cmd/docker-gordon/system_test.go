@@ -239,6 +239,7 @@ func testEdgeStartRunsSystemContainer(t *testing.T, cli *client.Client, bins bin
 	r = dockerGordon(t, bins, other, "edge", "start", "--http-addr", httpAddr)
 	assert.NotEqual(t, 0, r.code)
 	assert.Contains(t, r.err, "serves state directory "+state)
+	assert.Contains(t, r.err, "docker gordon edge run", "the refusal names the foreground edge of this state directory")
 	assert.Equal(t, c.ID, inspect(t, cli, docker.EdgeName).ID)
 
 	r = dockerGordon(t, bins, state, "edge", "status", "--format", "json")

@@ -59,6 +59,8 @@ type service struct {
 	Devices     []string             `toml:"devices,omitempty"`
 	Hooks       *hooks               `toml:"hooks,omitempty"`
 	Monitor     *monitor             `toml:"monitor,omitempty"`
+	SleepAfter  string               `toml:"sleep_after,omitempty"`
+	WakeIgnore  []string             `toml:"wake_ignore,omitempty"`
 }
 
 type healthcheck struct {

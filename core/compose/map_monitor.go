@@ -51,3 +51,25 @@ func (m *mapper) xMonitor(name string, r any, out *service) {
 	}
 	out.Monitor = mo
 }
+
+// xSleep maps x-gordon.sleep_after (a duration, such as 15m) and
+// x-gordon.wake_ignore (a list of request paths) onto the manifest's
+// sleep_after and wake_ignore (SPEC R81); the manifest validates them.
+func (m *mapper) xSleep(name string, raw map[string]any, out *service) {
+	base := "services." + name + ".x-gordon"
+	if v, ok := raw["sleep_after"]; ok {
+		out.SleepAfter = fmt.Sprint(v)
+		m.from("services."+name+".sleep_after", base+".sleep_after")
+	}
+	if v, ok := raw["wake_ignore"]; ok {
+		list, ok := v.([]any)
+		if !ok {
+			m.refuse(base+".wake_ignore", `wake_ignore must be a list of request paths, e.g. ["/robots.txt", "/static/*"]`)
+			return
+		}
+		for _, p := range list {
+			out.WakeIgnore = append(out.WakeIgnore, fmt.Sprint(p))
+		}
+		m.from("services."+name+".wake_ignore", base+".wake_ignore")
+	}
+}

@@ -77,6 +77,7 @@ const (
 	AppStateDegraded           = lifecycle.AppStateDegraded
 	AppStateNotDeployed        = lifecycle.AppStateNotDeployed
 	AppStateRunning            = lifecycle.AppStateRunning
+	AppStateAsleep             = lifecycle.AppStateAsleep
 	AppStateStopped            = lifecycle.AppStateStopped
 	AppStateUnknown            = lifecycle.AppStateUnknown
 	AppStateUnreadable         = lifecycle.AppStateUnreadable
@@ -319,6 +320,9 @@ func (e *Engine) CheckRoutesFree(ctx context.Context, spec core.AppSpec) error {
 
 // Deploy: see deploy.Engine.Deploy.
 func (e *Engine) Deploy(ctx context.Context, req deploy.DeployRequest) (res *deploy.DeployResult, err error) {
+	if err := e.wakeFirst(ctx, req.App, "deploy"); err != nil {
+		return nil, err
+	}
 	return e.flows().Deploy(ctx, req)
 }
 
@@ -364,6 +368,9 @@ func (e *Engine) RequireLiveTraffic(ctx context.Context, verb string) error {
 
 // Restart: see lifecycle.Engine.Restart.
 func (e *Engine) Restart(ctx context.Context, req oprun.LifecycleRequest) (*oprun.OpResult, error) {
+	if err := e.wakeFirst(ctx, req.App, "restart"); err != nil {
+		return nil, err
+	}
 	return e.flows().Restart(ctx, req)
 }
 
@@ -379,6 +386,9 @@ func (e *Engine) Rollback(ctx context.Context, req lifecycle.RollbackRequest) (*
 
 // Scale: see lifecycle.Engine.Scale.
 func (e *Engine) Scale(ctx context.Context, req lifecycle.ScaleRequest) (*deploy.DeployResult, error) {
+	if err := e.wakeFirst(ctx, req.App, "scale"); err != nil {
+		return nil, err
+	}
 	return e.flows().Scale(ctx, req)
 }
 

@@ -115,7 +115,7 @@ func TestContainerKeys_ReachTheRuntimeWithDefaults(t *testing.T) {
 	assert.Equal(t, []string{"/entry"}, cs.Entrypoint)
 	assert.Equal(t, []string{"postgres", "-c", "fsync=off"}, cs.Cmd)
 	assert.Equal(t, "SIGQUIT", cs.StopSignal)
-	assert.Equal(t, "node-2", cs.Node, "issue 25: the node a swarm pins the service to")
+	assert.Equal(t, "node-2", cs.Node, "the node a swarm pins the service to")
 	assert.Equal(t, db.Healthcheck, cs.Healthcheck)
 	assert.Equal(t, "unless-stopped", cs.RestartPolicy)
 	assert.Equal(t, "data", cs.Labels["com.example.team"])

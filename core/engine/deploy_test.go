@@ -96,6 +96,9 @@ func TestR15_UnchangedRecordsNoExecutionAndRetiresNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, engine.ResultUnchanged, res.Services[0].Result)
 	assert.Equal(t, 1, h.Events.Count("traffic", ""), "unchanged still routes")
+	for _, p := range h.Progress() {
+		assert.NotEqual(t, "switch", string(p.Phase), "an unchanged service shows no switch")
+	}
 	assert.Equal(t, 0, h.Events.Count("recovery-save", ""))
 	assert.Equal(t, []string{"c-older"}, h.Store.MarkerContainers("blog"))
 }
@@ -179,7 +182,7 @@ func TestDryRun_PrintsThePlanWithoutEffects(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, res.Plan)
 	assert.Equal(t, "app blog, revision rev-1 (full deploy):\n"+
-		"  db: sequential (first deployment)\n"+
+		"  db: new (nothing serves it yet)\n"+
 		"    readiness: none (no HTTP or TCP interface to probe)\n"+
 		"  web: overlap (stateless: no volume, bind, device or UDP), changed: image digest\n"+
 		"    readiness: http GET /healthz on :8080 (declared)\n", res.Plan.String())
@@ -365,7 +368,7 @@ func TestDryRun_UnsavedSpecIsPlannedAndNothingStored(t *testing.T) {
 	fresh.Name = "shop"
 	p, err = h.Engine.PlanDeploy(h.Ctx(), engine.DeployRequest{Spec: &fresh})
 	require.NoError(t, err)
-	assert.Equal(t, "app shop, revision (unsaved) (full deploy):\n  web: sequential (first deployment)\n    readiness: http GET /healthz on :8080 (declared)\n", p.String())
+	assert.Equal(t, "app shop, revision (unsaved) (full deploy):\n  web: new (nothing serves it yet)\n    readiness: http GET /healthz on :8080 (declared)\n", p.String())
 
 	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Spec: &spec})
 	assert.ErrorIs(t, err, core.ErrInvalid)

@@ -192,3 +192,19 @@ func TestR55_RemoveReclaimsTheAppNetwork(t *testing.T) {
 	assert.Empty(t, h.Runtime.Networks())
 	assert.Less(t, h.Events.LastIndex("remove", ""), h.Events.Index("remove-network", "gordon-blog"), "network removed after its containers")
 }
+
+// TestR55_RemoveNamesTheVolumesItKept: remove deletes no data (R3); its
+// result names every volume the incarnation owned, so the user knows what
+// remains and how to delete it.
+func TestR55_RemoveNamesTheVolumesItKept(t *testing.T) {
+	h := coretest.NewEngine(t)
+	web := coretest.WebSpec(0)
+	web.Volumes = []core.VolumeMount{{Name: "data", Path: "/data"}, {Name: "cache", Path: "/cache"}}
+	rev, err := h.Engine.SubmitChecked(h.Ctx(), coretest.BlogApp(web), "sha", "")
+	require.NoError(t, err)
+	_, err = h.Engine.Deploy(h.Ctx(), engine.DeployRequest{App: "blog", Revision: rev.ID})
+	require.NoError(t, err)
+	res, err := h.Engine.Remove(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{engine.VolumeName("blog", "data"), engine.VolumeName("blog", "cache")}, res.KeptVolumes)
+}

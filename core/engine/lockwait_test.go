@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // is released.
 func TestDecision2_LockWaitSaysSoAtOnceAndNamesTheHolder(t *testing.T) {
 	h := lcSeed(t, "c-old", 17000, 0)
-	lock, err := h.Store.Lock(context.Background(), "blog", core.LockHolder{PID: 4242, Verb: "deploy", Op: "op-0123", Host: "vps"})
+	host, _ := os.Hostname()
+	lock, err := h.Store.Lock(context.Background(), "blog", core.LockHolder{PID: 4242, Verb: "deploy", Op: "op-0123", Host: host})
 	require.NoError(t, err)
 	notices := make(chan string, 4)
 	h.Engine.LockWait = func(msg string) { notices <- msg }
@@ -30,7 +32,7 @@ func TestDecision2_LockWaitSaysSoAtOnceAndNamesTheHolder(t *testing.T) {
 	select {
 	case msg := <-notices:
 		assert.Contains(t, msg, "app blog: restart waits for the app lock, held by pid 4242 (deploy, op op-0123")
-		assert.Contains(t, msg, "host vps")
+		assert.Contains(t, msg, "host "+host)
 		assert.Contains(t, msg, "--lock-timeout")
 	case err := <-done:
 		t.Fatalf("restart finished (%v) without saying it waited for the lock", err)

@@ -66,6 +66,7 @@ func TestNotify_WebhookTokenNeverPrinted(t *testing.T) {
 		assert.NotContains(t, out, "/services/")
 	}
 	assert.Contains(t, logs.String(), "webhook not delivered")
+	assert.NotContains(t, logs.String(), "[WARN]", "the failure reaches the user once, through NotifyFailed, not also as a logged warning")
 }
 
 // TestNotify_RedirectIsNotFollowed: a webhook answering 307 elsewhere is

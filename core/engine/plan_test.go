@@ -56,13 +56,15 @@ func serving(rev core.Revision, resolved map[string]core.ImageRef) (core.Active,
 	return a, obs
 }
 
-func TestBuildPlan_FirstDeploymentIsSequential(t *testing.T) {
+// A service nothing serves yet is shown as new: it is started, not
+// replaced (its step still runs the sequential flow, with no predecessor).
+func TestBuildPlan_FirstDeploymentIsNew(t *testing.T) {
 	rev := planRev(planWeb(), planDB())
 	p := engine.BuildPlan(rev, core.Active{App: "blog"}, nil, nil, nil, map[string]core.ImageRef{"web": imgWeb, "db": imgDB})
 	assert.Equal(t, "app blog, revision rev-2 (full deploy):\n"+
-		"  db: sequential (first deployment)\n"+
+		"  db: new (nothing serves it yet)\n"+
 		"    readiness: tcp connect :5432 (default)\n"+
-		"  web: sequential (first deployment)\n"+
+		"  web: new (nothing serves it yet)\n"+
 		"    readiness: http GET / on :8080 (default)\n", p.String())
 }
 
@@ -187,7 +189,7 @@ func TestBuildPlan_R16_DeclaredSequentialNeverOverlaps(t *testing.T) {
 	seq := planWeb()
 	seq.Replace = core.ReplaceSequential
 	p := engine.BuildPlan(planRev(seq), active, obs, nil, nil, next)
-	assert.Equal(t, "  web: sequential (declared replace = \"sequential\"), changed: image digest\n    readiness: http GET / on :8080 (default)\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
+	assert.Equal(t, "  web: sequential (declared replace = \"sequential\"), changed: image digest; also replace\n    readiness: http GET / on :8080 (default)\n", p.String()[len("app blog, revision rev-2 (full deploy):\n"):])
 	ov := planWeb()
 	ov.Replace = core.ReplaceOverlap
 	p = engine.BuildPlan(planRev(ov), active, obs, nil, nil, next)
@@ -228,4 +230,22 @@ func TestR15_SameImageUnderANewTagIsUnchanged(t *testing.T) {
 	changedEnv.Env = map[string]string{"X": "1"}
 	p = engine.BuildPlan(planRev(changedEnv), active, obs, nil, nil, res)
 	assert.Equal(t, "service spec: env", p.Service("web").Change, "the image reference is no spec change; the env is")
+}
+
+// A plan whose image changes also names the manifest keys that change
+// with it: an env or stop_grace edit is never hidden behind the image.
+func TestBuildPlan_R15_ImageChangeAlsoNamesTheKeysThatChange(t *testing.T) {
+	rev := planRev(planWeb())
+	active, obs := serving(rev, map[string]core.ImageRef{"web": imgWeb})
+	web := planWeb()
+	web.Env = map[string]string{"LEVEL": "debug"}
+	web.StopGrace = core.Duration(42e9)
+	next := planRev(web)
+	p := engine.BuildPlan(next, active, obs, nil, nil, map[string]core.ImageRef{"web": {Ref: "img@sha256:bbb", Digest: "sha256:bbb"}})
+	assert.Contains(t, p.Service("web").Change, "image digest; also ")
+	assert.Contains(t, p.Service("web").Change, "env")
+	assert.Contains(t, p.Service("web").Change, "stop_grace")
+
+	p = engine.BuildPlan(rev, active, obs, nil, nil, map[string]core.ImageRef{"web": {Ref: "img@sha256:bbb", Digest: "sha256:bbb"}})
+	assert.Equal(t, "image digest", p.Service("web").Change, "nothing else changed: nothing else named")
 }

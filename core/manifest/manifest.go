@@ -219,6 +219,8 @@ type rawService struct {
 	Aliases     []string        `toml:"aliases"`
 	Hooks       *rawHooks       `toml:"hooks"`
 	Monitor     *rawMonitor     `toml:"monitor"`
+	SleepAfter  *string         `toml:"sleep_after"`
+	WakeIgnore  []string        `toml:"wake_ignore"`
 }
 
 // rawMonitor is [services.X.monitor] (SPEC R76).
@@ -298,7 +300,7 @@ type rawConfig struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify", "jobs"}
-	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "config", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "placement", "aliases", "hooks", "monitor"}
+	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "config", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "placement", "aliases", "hooks", "monitor", "sleep_after", "wake_ignore"}
 	hooksKeys     = []string{"before_switch", "after_switch", "timeout", "post_start", "pre_stop"}
 	monitorKeys   = []string{"window", "max_error_rate", "min_requests"}
 	lifecycleKeys = []string{"command", "user", "working_dir", "env"}

@@ -87,6 +87,7 @@ func (v *validator) app(raw rawApp) core.AppSpec {
 		spec.Services = append(spec.Services, v.service(name, raw.Services[name], spec.Env))
 	}
 	v.dependencies(spec.Services)
+	v.sleepers(spec.Services)
 	v.aliasClashes(spec.Services)
 	spec.Jobs = v.jobs(raw.Jobs, spec.Services)
 	return spec

@@ -58,7 +58,8 @@ type HTTPRoute struct {
 	Hold *Hold `json:"hold,omitempty"`
 	// Stopped says the service is stopped (SPEC R58): Backends is empty and
 	// the edge answers 503 with Retry-After.
-	Stopped bool `json:"stopped,omitempty"`
+	Stopped bool    `json:"stopped,omitempty"`
+	Asleep  *Asleep `json:"asleep,omitempty"` // SPEC R81: no backends; requests wake it
 	// Unavailable says the app runs but no instance of the service is
 	// ready (withdrawn by recovery, SPEC R41: crashed, unhealthy,
 	// restarting): Backends is empty and the edge answers 503 with
@@ -100,6 +101,12 @@ type Hold struct {
 	// Queue is the most requests (HTTP) or connections (TCP) held at once
 	// for the route (0: 1024); beyond it the edge answers 503 (closes).
 	Queue int `json:"queue,omitempty"`
+}
+
+// Asleep is a sleeping service's route (SPEC R81): requests and connections are held WakeTimeoutMS (0: 60 s), but Ignore paths (exact, or prefix*) do not wake it.
+type Asleep struct {
+	WakeTimeoutMS int64    `json:"wake_timeout_ms,omitempty"`
+	Ignore        []string `json:"ignore,omitempty"`
 }
 
 // DefaultHoldQueue is the hold queue bound when Hold.Queue is 0.
@@ -146,7 +153,8 @@ type L4Route struct {
 	// connections are accepted and held until a table gives the listen a
 	// backend (then they are spliced to it), the hold ends or Hold.Until
 	// passes (then they are closed).
-	Hold *Hold `json:"hold,omitempty"`
+	Hold   *Hold   `json:"hold,omitempty"`
+	Asleep *Asleep `json:"asleep,omitempty"` // SPEC R81 (TCP): no backend; connections wake it
 	// IdleTimeoutMS closes a relayed connection (UDP: ends a session)
 	// silent both ways this long; MaxConns bounds the route's connections
 	// (UDP: sessions) at once. 0: the edge's defaults (TCP 50 s and 2000,

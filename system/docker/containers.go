@@ -367,7 +367,7 @@ func inspectUnit(ctx context.Context, api client.APIClient, name, stateDir strin
 		return nil, fmt.Errorf("container %s exists but is not a gordon system container (no %s=%s label); remove or rename it: %w", name, LabelRole, RoleSystem, core.ErrConflict)
 	}
 	if stateDir != "" && c.Config.Labels[LabelStateDir] != stateDir {
-		return nil, fmt.Errorf("%s serves state directory %s, not %s; stop it first (docker gordon --state-dir %s system stop): %w",
+		return nil, fmt.Errorf("%s serves state directory %s, not %s; stop it first (docker gordon --state-dir %s system stop), or run this state directory's edge in the foreground on other ports: docker gordon edge run --http-addr 127.0.0.1:8090 --admin-addr 127.0.0.1:9191: %w",
 			name, c.Config.Labels[LabelStateDir], stateDir, c.Config.Labels[LabelStateDir], core.ErrConflict)
 	}
 	return &c, nil

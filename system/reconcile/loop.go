@@ -104,6 +104,7 @@ func Run(ctx context.Context, o Options) error {
 		wake = make(chan string, 64)
 		go WatchEngineEvents(ctx, o.API, wake, o.Log.Named("events"))
 		defer o.runJobs(ctx, eng, &superseded)()
+		o.scaleToZero(ctx, eng, mirror)
 	}
 	apps := o.Apps
 	for {
@@ -247,6 +248,22 @@ func (o Options) stateMirror() *StateMirror {
 		}
 	}
 	return NewStateMirror(o.API, o.StateDir, tryLock, o.Log)
+}
+
+// scaleToZero starts scale to zero's watcher (SPEC R81) when the engine
+// can sleep and wake and the state directory is one engine's (a swarm's
+// has a state mirror: a swarm does not scale to zero yet).
+func (o Options) scaleToZero(ctx context.Context, eng Engine, mirror *StateMirror) {
+	s, ok := eng.(Sleeper)
+	if !ok || mirror != nil || o.Locker == nil {
+		return
+	}
+	l, err := o.Locker()
+	store, ok := l.(core.Store)
+	if err != nil || !ok {
+		return
+	}
+	go WatchScaleToZero(ctx, o.StateDir, store, s, o.Log.Named("scale-to-zero"))
 }
 
 // UnknownAppsError is the error of a one-shot pass asked for apps this

@@ -1,5 +1,5 @@
-// Package swarm is the swarm side of gordon's system services (issue
-// 25): the shared edge overlay, gordon-edge as a global Swarm service with
+// Package swarm is the swarm side of gordon's system services: the
+// shared edge overlay, gordon-edge as a global Swarm service with
 // host-mode ports, its image in a registry every node pulls from, and the
 // swarm configuration the CLI and the backends read from the state
 // directory (<state>/swarm.json).

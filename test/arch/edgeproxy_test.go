@@ -22,7 +22,7 @@ const (
 
 // edgeproxyPackages are the packages under edgeproxy/ (directories,
 // relative to it). A new one is added here, with its doc.go.
-var edgeproxyPackages = []string{".", "certshare", "certstore", "control", "edgestate", "internal/accesslog", "internal/dataplane", "internal/edgetls", "internal/evloop", "internal/h1wire", "internal/h2srv", "internal/handoff", "internal/l4", "internal/policy", "internal/routepush", "internal/upstream"}
+var edgeproxyPackages = []string{".", "certshare", "certstore", "control", "edgestate", "internal/accesslog", "internal/dataplane", "internal/edgetls", "internal/evloop", "internal/h1wire", "internal/h2srv", "internal/handoff", "internal/l4", "internal/policy", "internal/routepush", "internal/upstream", "internal/wake"}
 
 // edgeproxyLeaves import nothing of this module: the seams everything
 // else builds on.

@@ -252,7 +252,7 @@ secrets:
 
 	fixture.WriteFile(t, file, project("/missing", "two"))
 	r = fixture.Gordon(t, state, "deploy", "-f", file)
-	require.Equal(t, 2, r.Code, "partial (R9): db unchanged, the one-shot failed: %s", r.String())
+	require.Equal(t, 1, r.Code, "failed (R9): db unchanged and the one-shot failed, so nothing changed: %s", r.String())
 	require.Contains(t, r.Stderr, "exited with status 1")
 	require.Contains(t, r.Stderr, "404 Not Found", "the one-shot's last log lines are shown")
 	require.Equal(t, webBefore, fixture.Managed(t, app, "web"), "web is untouched when its one-shot fails")

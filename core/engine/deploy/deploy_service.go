@@ -332,7 +332,10 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 	d, e, app, name := s.d, s.d.e, s.d.app, s.ps.Service
 	spec := s.pin.spec
 	t := time.Now()
-	s.progress(steps.PhaseSwitch, s.after, 0)
+	if s.res.Flow != steps.FlowUnchanged {
+		// An unchanged service is re-routed as it is: nothing switches.
+		s.progress(steps.PhaseSwitch, s.after, 0)
+	}
 	defer func() { s.timer.done("switch", t) }()
 	active, err := e.LoadActive(ctx, app)
 	if err != nil {

@@ -95,7 +95,12 @@ func (p Plan) String() string {
 	}
 	fmt.Fprintf(&b, "app %s, revision %s (%s deploy):\n", p.App, p.Revision, scope)
 	line := func(s PlannedService) {
-		fmt.Fprintf(&b, "  %s: %s (%s)", s.Service, s.Action, s.Reason)
+		action := string(s.Action)
+		if s.Action == ActionSequential && s.Before == "" {
+			// Nothing serves it yet: it is started, not replaced.
+			action = "new"
+		}
+		fmt.Fprintf(&b, "  %s: %s (%s)", s.Service, action, s.Reason)
 		if s.Change != "" {
 			fmt.Fprintf(&b, ", changed: %s", s.Change)
 		}
@@ -191,7 +196,7 @@ func (in PlanInput) planService(s *core.ServiceSpec) PlannedService {
 	ps.Readiness = &r
 	cur := in.Active.Services[s.Name]
 	if cur == nil || cur.Container == "" {
-		ps.Action, ps.Reason = ActionSequential, "first deployment"
+		ps.Action, ps.Reason = ActionSequential, "nothing serves it yet"
 		return ps
 	}
 	ps.Before = cur.Container
@@ -228,16 +233,24 @@ func (in PlanInput) planService(s *core.ServiceSpec) PlannedService {
 // notEligible names the first reason s is not overlap-eligible (R16), "".
 func notEligible(s *core.ServiceSpec) string { return core.NotOverlapEligible(s) }
 
-// changed returns why s cannot stay unchanged (R15), "" when it can.
+// changed returns why s cannot stay unchanged (R15), "" when it can. When
+// the image changes, the manifest keys that change with it are named too
+// ("image digest; also env, stop_grace"), so the plan hides none of them.
 func (in PlanInput) changed(s *core.ServiceSpec, cur *core.ActiveService) string {
 	img, ok := in.Resolved[s.Name]
+	also := func(reason string) string {
+		if keys := SpecChanges(&cur.Spec, sameImageRef(s, cur)); len(keys) > 0 {
+			return reason + "; also " + strings.Join(keys, ", ")
+		}
+		return reason
+	}
 	switch {
 	case !ok && s.Build != nil:
-		return "build context: the deploy builds it, and replaces the service only if the built image differs from the serving one"
+		return also("build context: the deploy builds it, and replaces the service only if the built image differs from the serving one")
 	case (!ok || img.Digest == "" || img.Digest != cur.Digest) && s.Build != nil:
-		return "build context; image changed"
+		return also("build context; image changed")
 	case !ok || img.Digest == "" || img.Digest != cur.Digest:
-		return "image digest"
+		return also("image digest")
 	case len(s.Binds) > 0:
 		return "binds are always re-resolved"
 	case len(s.Devices) > 0:

@@ -120,6 +120,7 @@ func (r *LifecycleRun) remove(ctx context.Context) (*oprun.OpResult, error) {
 	if err := e.Store.EndIncarnation(ctx, app); err != nil {
 		return abort(fmt.Errorf("remove %s: end incarnation: %w", app, err))
 	}
+	r.KeptVolumes = slices.Clone(own.Volumes)
 	r.Finalize()
 	r.Op.Outcome = core.OutcomeSuccess // every container is gone; warnings never fail it
 	r.Save(ctx)

@@ -176,6 +176,13 @@ func (r *LifecycleRun) startService(ctx context.Context, name string, as *core.A
 		fail(fmt.Errorf("no ACTIVE record"), nil)
 		return
 	}
+	if as.AsleepSince != nil { // R81: boot keeps it asleep; a request wakes it
+		ss.Res.Result = steps.ResultUnchanged
+		r.Op.Steps[i].Detail = "asleep since " + as.AsleepSince.UTC().Format(time.RFC3339)
+		r.SetStep(i, core.StepSucceeded, "")
+		r.Results = append(r.Results, ss.Res)
+		return
+	}
 	if id != "" {
 		// 1. Recorded container: policy, markers, then verify or start.
 		if _, err := e.ResolveBinds(r.Checks, r.App, &as.Spec); err != nil {

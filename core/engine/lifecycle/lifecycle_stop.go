@@ -67,6 +67,10 @@ func (r *LifecycleRun) stop(ctx context.Context) (*oprun.OpResult, error) {
 		r.Fail(ctx, steps.StepError, err)
 		return r.Result(), err
 	}
+	if err := r.endSleep(ctx, &active); err != nil {
+		r.Fail(ctx, steps.StepError, err)
+		return r.Result(), err
+	}
 	named := map[string]bool{}
 	for _, name := range steps.ActiveServiceNamesReverse(active) {
 		as := active.Services[name]
@@ -87,6 +91,25 @@ func (r *LifecycleRun) stop(ctx context.Context) (*oprun.OpResult, error) {
 		return r.Result(), errors.Join(r.FailedErr(core.OpStop), fmt.Errorf("%w: stop %s: %s", core.ErrConflict, app, r.AppWarnings[len(r.AppWarnings)-1].Detail))
 	}
 	return r.Result(), r.FailedErr(core.OpStop)
+}
+
+// endSleep records every sleeping service of active awake (SPEC R81: a
+// stop ends a sleep; start brings every service back and it sleeps again
+// after its sleep_after).
+func (r *LifecycleRun) endSleep(ctx context.Context, active *core.Active) error {
+	changed := false
+	for _, s := range active.Services {
+		if s != nil && s.AsleepSince != nil {
+			s.AsleepSince, changed = nil, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.E.Store.SaveActive(ctx, *active); err != nil {
+		return fmt.Errorf("stop %s: save ACTIVE: %w", r.App, err)
+	}
+	return nil
 }
 
 // stopService is R50's per-service part.

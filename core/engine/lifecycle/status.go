@@ -47,7 +47,9 @@ type AppStatus struct {
 
 // App states of AppStatus.State.
 const (
-	AppStateRunning     = "running"
+	AppStateRunning = "running"
+	// AppStateAsleep: every service with a container sleeps (SPEC R81).
+	AppStateAsleep      = "asleep"
 	AppStateStopped     = "stopped"
 	AppStateDegraded    = "degraded"
 	AppStateNotDeployed = "not-deployed"
@@ -114,6 +116,9 @@ type ServiceStatus struct {
 	// recorded than declared.
 	Declared int `json:"declared"`
 	Serving  int `json:"serving"`
+	// AsleepSince is set while the service sleeps (SPEC R81; State is
+	// then "asleep").
+	AsleepSince *time.Time `json:"asleep_since,omitempty"`
 }
 
 // InstanceStatus is one instance of a service's generation: its container,
@@ -209,6 +214,9 @@ func (e *Engine) Status(ctx context.Context, app string) (st AppStatus, err erro
 				imageHC = cs.HasHealthcheck
 			}
 		}
+		if a.AsleepSince != nil {
+			ss.State, ss.AsleepSince = AppStateAsleep, a.AsleepSince
+		}
 		ss.Readiness = readycheck.Deploy(&a.Spec, imageHC)
 		if len(a.Replicas) > 0 {
 			ss.Instances = e.instanceStatuses(ctx, a, ss)
@@ -296,13 +304,17 @@ func appState(st AppStatus) (string, []string) {
 		return AppStateStopped, nil
 	}
 	var problems []string
-	withContainer, unknown := 0, 0
+	withContainer, unknown, asleep := 0, 0, 0
 	for _, s := range st.Services {
 		if s.Container == "" {
 			problems = append(problems, fmt.Sprintf("service %s has no container", s.Service))
 			continue
 		}
 		withContainer++
+		if s.State == AppStateAsleep {
+			asleep++
+			continue
+		}
 		switch s.State {
 		case core.StatusRunning:
 		case "unknown":
@@ -323,6 +335,8 @@ func appState(st AppStatus) (string, []string) {
 	switch {
 	case withContainer == 0:
 		return AppStateNotDeployed, problems
+	case asleep == withContainer:
+		return AppStateAsleep, nil
 	case len(problems) > 0:
 		return AppStateDegraded, problems
 	case unknown > 0:

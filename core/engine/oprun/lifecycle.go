@@ -39,6 +39,9 @@ type OpResult struct {
 	Warnings []core.Warning `json:"warnings,omitempty"`
 	// Replayed is true when OpKey named an existing op (R6, R8): nothing ran.
 	Replayed bool `json:"replayed,omitempty"`
+	// KeptVolumes are the Docker volume names a remove left in place (R3:
+	// data is never deleted by a verb), so the user knows what remains.
+	KeptVolumes []string `json:"kept_volumes,omitempty"`
 }
 
 // lifecycleRun is the state of one executing lifecycle op.
@@ -48,6 +51,8 @@ type LifecycleRun struct {
 	Op          *core.Operation
 	Results     []steps.ServiceResult
 	AppWarnings []core.Warning
+	// KeptVolumes is OpResult.KeptVolumes (set by remove).
+	KeptVolumes []string
 	AppFailed   bool
 	Started     time.Time
 	// Checks is the memo of the app lock's hold the run is under (nil:
@@ -187,7 +192,7 @@ func (r *LifecycleRun) Fail(ctx context.Context, stepID string, err error) {
 
 // result projects the run.
 func (r *LifecycleRun) Result() *OpResult {
-	return &OpResult{Op: *r.Op, Services: r.Results, Outcome: r.Op.Outcome, Warnings: r.Op.Warnings}
+	return &OpResult{Op: *r.Op, Services: r.Results, Outcome: r.Op.Outcome, Warnings: r.Op.Warnings, KeptVolumes: r.KeptVolumes}
 }
 
 // resultFor returns the result of service, appending an empty one when absent.

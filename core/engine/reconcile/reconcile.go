@@ -169,6 +169,10 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 			}
 			continue
 		}
+		if as := active.Services[name]; as != nil && as.AsleepSince != nil {
+			errs = append(errs, e.sleepConverge(ctx, app, name, as)) // R81: never started here
+			continue
+		}
 		sctx, cancel := context.WithTimeout(ctx, RecoveryBound)
 		t, ok, err := e.recoverService(sctx, app, name, blocking, overlapping[name], rep)
 		cancel()

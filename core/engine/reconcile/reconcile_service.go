@@ -364,6 +364,25 @@ func (e *Engine) stopConverge(ctx context.Context, app, name string, as *core.Ac
 	return nil
 }
 
+// sleepConverge keeps a sleeping service asleep (SPEC R81): an instance
+// found running (started by hand, or by the engine) is stopped again with
+// the service's grace; none is ever started, rebuilt or routed here.
+func (e *Engine) sleepConverge(ctx context.Context, app, name string, as *core.ActiveService) error {
+	var errs []error
+	for _, in := range as.Instances() {
+		st, err := e.Runtime.InspectContainer(ctx, in.Container)
+		if err != nil {
+			continue // gone: a wake rebuilds nothing; the wake's failure says so
+		}
+		if st.Running() || st.Status == core.StatusRestarting || st.Status == "starting" {
+			if err := e.Runtime.StopContainer(ctx, in.Container, steps.EffectiveGrace(as.Spec.StopGrace)); err != nil && !errors.Is(err, core.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("service %s: stop sleeping instance %s: %w", name, in.Container, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (e *Engine) forgetVerified(ctx context.Context, app, name string) error {
 	rec, err := e.Store.LoadRecovery(ctx, app)
 	if err != nil {

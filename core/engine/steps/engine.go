@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -230,13 +231,16 @@ func (e *Engine) Lock(ctx context.Context, app, verb, op string) (*Hold, error) 
 }
 
 // LockWaitText is the lock-wait notice: "app blog: deploy waits for the
-// app lock, held by pid 4242 (deploy, op op-…, since …, host h); giving up
-// after 1m0s (--lock-timeout)". A holder whose record cannot be read, or
-// names no process running here (another PID namespace, e.g. a remote
-// runner), is said to be another process.
+// app lock, held by pid 4242 (deploy, op op-…, since …, host h); waiting
+// up to 1m0s (--lock-timeout)". A holder on another host name (a
+// container such as gordon-reconcile, or a remote runner) is named by
+// that host, since its pid means nothing here; a holder whose record
+// cannot be read is said to be another process.
 func LockWaitText(app, verb string, h core.LockHolder, herr error, timeout time.Duration) string {
 	who := "another process (its lock record names no process running here)"
-	if herr == nil {
+	if local, _ := os.Hostname(); herr == nil && h.Host != "" && h.Host != local {
+		who = fmt.Sprintf("a %s running in container or host %s (%s)", orUnknown(h.Verb), h.Host, h.Describe())
+	} else if herr == nil {
 		who = fmt.Sprintf("pid %d (%s)", h.PID, h.Describe())
 	}
 	return fmt.Sprintf("app %s: %s waits for the app lock, held by %s; waiting up to %s (--lock-timeout)", app, verb, who, timeout)
@@ -246,4 +250,11 @@ func LockWaitText(app, verb string, h core.LockHolder, herr error, timeout time.
 type notifyState struct {
 	NotifyMu sync.Mutex
 	Notified map[string]string
+}
+
+func orUnknown(verb string) string {
+	if verb == "" {
+		return "process"
+	}
+	return verb
 }

@@ -218,10 +218,13 @@ func (e *Engine) postOne(bctx context.Context, client *http.Client, url string, 
 		wait *= 2
 	}
 	why := RedactWebhookError(url, last)
-	e.Log().Warn("notify: webhook not delivered; the operation's outcome stands", "app", n.App, "op", n.Op, "verb", n.Verb, "webhook", RedactWebhook(url), "error", why)
 	if e.NotifyFailed != nil {
+		// The user's channel says it once; the log keeps it for debugging.
+		e.Log().Debug("notify: webhook not delivered", "app", n.App, "op", n.Op, "verb", n.Verb, "webhook", RedactWebhook(url), "error", why)
 		e.NotifyFailed(fmt.Sprintf("app %s: notification of %s %s not delivered to its [notify] webhook %s: %s", n.App, n.Verb, n.Op, RedactWebhook(url), why))
+		return
 	}
+	e.Log().Warn("notify: webhook not delivered; the operation's outcome stands", "app", n.App, "op", n.Op, "verb", n.Verb, "webhook", RedactWebhook(url), "error", why)
 }
 
 func postOnce(ctx context.Context, client *http.Client, url string, body []byte) error {

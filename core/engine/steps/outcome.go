@@ -67,31 +67,31 @@ type ServiceResult struct {
 	StartedAt time.Time `json:"started_at,omitempty"`
 }
 
-// outcome computes SPEC R9 over per-service results: partial when at least
-// one deployed and one failed; success when some deployed (or, decision 4,
-// unchanged/removed) and none failed; else failed. appFailed (an app-level
-// failure step: pending.retire, traffic.publish, error) forces failed.
+// Outcome computes SPEC R9 over per-service results: success when none
+// failed (decision 4: unchanged and removed count as success, and an
+// empty set is not a failure); partial when one failed and another was
+// changed (deployed or removed); failed when one failed and nothing was
+// changed, since then the app is exactly as it was. appFailed (an
+// app-level failure step: pending.retire, traffic.publish, error) forces
+// failed.
 func Outcome(results []ServiceResult, appFailed bool) core.Outcome {
 	if appFailed {
 		return core.OutcomeFailed
 	}
-	var ok, failed int
+	var changed, failed int
 	for _, r := range results {
 		switch r.Result {
-		case ResultDeployed, ResultUnchanged, ResultRemoved:
-			ok++
+		case ResultDeployed, ResultRemoved:
+			changed++
 		case ResultFailed:
 			failed++
 		}
 	}
 	switch {
-	case ok > 0 && failed > 0:
+	case failed == 0:
+		return core.OutcomeSuccess
+	case changed > 0:
 		return core.OutcomePartial
-	case ok > 0:
-		return core.OutcomeSuccess
-	case failed == 0 && len(results) == 0:
-		// Nothing to do at all (e.g. an empty targeted set): not a failure.
-		return core.OutcomeSuccess
 	default:
 		return core.OutcomeFailed
 	}

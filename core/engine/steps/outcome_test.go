@@ -2,8 +2,10 @@ package steps
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,7 +26,9 @@ func TestR9_Outcome(t *testing.T) {
 	assert.Equal(t, core.OutcomeSuccess, Outcome(r(ResultUnchanged, ResultUnchanged), false), "decision 4")
 	assert.Equal(t, core.OutcomeFailed, Outcome(r(ResultFailed), false))
 	assert.Equal(t, core.OutcomeFailed, Outcome(r(ResultDeployed), true), "an app-level failure step forces failed")
-	assert.Equal(t, core.OutcomePartial, Outcome(r(ResultUnchanged, ResultFailed), false))
+	assert.Equal(t, core.OutcomeFailed, Outcome(r(ResultUnchanged, ResultFailed), false), "nothing changed: the app is as it was, so failed, not partial")
+	assert.Equal(t, core.OutcomePartial, Outcome(r(ResultUnchanged, ResultRemoved, ResultFailed), false), "a removal is a change")
+	assert.Equal(t, core.OutcomeSuccess, Outcome(nil, false), "nothing to do is not a failure")
 }
 
 func TestR10_WarningsInServiceNameOrderThenAppLevel(t *testing.T) {
@@ -110,4 +114,16 @@ func TestR8_ReplayOfUnfinishedOpSaysNotTerminal(t *testing.T) {
 	assert.Contains(t, err.Error(), "has not reached a terminal outcome")
 	assert.False(t, claimed)
 	assert.Equal(t, "op-1", got.ID)
+}
+
+// A lock held from another host name (the gordon-reconcile container, a
+// runner) is named by that host, not by its pid, which means nothing here.
+func TestLockWaitText_HolderInAnotherContainerIsNamedByItsHost(t *testing.T) {
+	local, _ := os.Hostname()
+	msg := LockWaitText("shop", "secrets", core.LockHolder{PID: 1, Verb: "reconcile", Host: "3f2a9b0c1d2e"}, nil, time.Minute)
+	assert.Contains(t, msg, "held by a reconcile running in container or host 3f2a9b0c1d2e")
+	assert.NotContains(t, msg, "pid 1")
+	assert.Contains(t, msg, "waiting up to 1m0s")
+	msg = LockWaitText("shop", "deploy", core.LockHolder{PID: 4242, Verb: "deploy", Host: local}, nil, time.Minute)
+	assert.Contains(t, msg, "held by pid 4242 (deploy")
 }

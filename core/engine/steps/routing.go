@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -47,6 +48,10 @@ func BuildGraph(actives []core.Active) routetable.Graph {
 	g := routetable.Graph{HTTP: []routetable.HTTPRoute{}, TCP: []routetable.L4Route{}, UDP: []routetable.L4Route{}}
 	for _, a := range actives {
 		for name, s := range a.Services {
+			if s != nil && s.AsleepSince != nil {
+				routeAsleep(&g, a.App, name, s)
+				continue
+			}
 			if s != nil && s.HoldUntil != nil && len(s.BackendBinds) == 0 {
 				hold := &routetable.Hold{Until: s.HoldUntil.UTC()}
 				for _, h := range s.Spec.HTTP {
@@ -68,6 +73,31 @@ func BuildGraph(actives []core.Active) routetable.Graph {
 		}
 	}
 	return sortGraph(g)
+}
+
+// routeAsleep adds the routes of a sleeping service (SPEC R81) to g: each
+// public HTTP host and each published TCP port becomes a waking route
+// without backend, whose wake bound is WakeBound of the spec.
+func routeAsleep(g *routetable.Graph, app, name string, s *core.ActiveService) {
+	asleep := &routetable.Asleep{WakeTimeoutMS: WakeBound(&s.Spec).Milliseconds(), Ignore: s.Spec.WakeIgnore}
+	for _, h := range s.Spec.HTTP {
+		if h.Public() && h.Host != "" {
+			g.HTTP = append(g.HTTP, routetable.HTTPRoute{Host: h.Host, App: app, Service: name, Asleep: asleep,
+				TLS: h.TLS, HSTS: h.HSTS, BasicAuth: h.BasicAuth, Allow: h.Allow})
+		}
+	}
+	for _, t := range s.Spec.TCP {
+		if t.Publish != "" {
+			g.TCP = append(g.TCP, routetable.L4Route{Listen: t.Publish, App: app, Service: name, Asleep: asleep})
+		}
+	}
+}
+
+// WakeBound is how long the edge holds a request or a connection for a
+// sleeping service's wake (SPEC R81): its readiness timeout plus 10 s to
+// start its containers, at most MaxHold.
+func WakeBound(spec *core.ServiceSpec) time.Duration {
+	return min(MaxHold, readiness.OrDefault(readiness.DeployReadiness(spec).Timeout.D(), readiness.DefaultReadinessTimeout)+10*time.Second)
 }
 
 // routeService adds the routes of one service with a container to g: each
@@ -200,6 +230,18 @@ func WithUnservedRoutes(g routetable.Graph, actives []core.Active, stopped map[s
 	return g
 }
 
+// stoppedNotAsleep turns the waking routes of stopped apps into stopped
+// routes (HTTP) or drops them (TCP): a request never wakes a stopped app.
+func stoppedNotAsleep(g routetable.Graph, stopped map[string]bool) routetable.Graph {
+	for i := range g.HTTP {
+		if r := &g.HTTP[i]; r.Asleep != nil && stopped[r.App] {
+			r.Asleep, r.Stopped = nil, true
+		}
+	}
+	g.TCP = slices.DeleteFunc(g.TCP, func(r routetable.L4Route) bool { return r.Asleep != nil && stopped[r.App] })
+	return g
+}
+
 // effect reports an engine-internal effect to OnEffect (tests).
 func (e *Engine) effect(kind, id, detail string) {
 	if e.OnEffect != nil {
@@ -235,7 +277,7 @@ func (e *Engine) Rebuild(ctx context.Context) error {
 			maint[a.App] = in.Maintenance
 		}
 	}
-	g = WithMaintenance(WithUnservedRoutes(g, actives, stopped), maint)
+	g = WithMaintenance(WithUnservedRoutes(stoppedNotAsleep(g, stopped), actives, stopped), maint)
 	if len(unreadable) > 0 {
 		kept, kerr := e.keptRoutes(ctx, unreadable)
 		if kerr != nil {

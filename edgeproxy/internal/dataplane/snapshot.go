@@ -53,7 +53,10 @@ type HTTPRoute struct {
 	Stopped bool
 	// Unavailable: the app runs but no instance is ready (503, not 404).
 	Unavailable bool
-	Held        *atomic.Int64
+	// Asleep is set while the service sleeps (SPEC R81): a request asks
+	// for a wake and is held.
+	Asleep *routetable.Asleep
+	Held   *atomic.Int64
 	// TLS is the HTTPS policy ("auto", "always", "never"; tls.go), H2C
 	// whether backends speak cleartext HTTP/2 (H2.go).
 	TLS string
@@ -99,7 +102,7 @@ func BuildSnapshot(t routetable.Table, reg *Registry, m *Metrics) (*Snapshot, ma
 	referenced := make(map[string]struct{})
 	for _, hr := range t.HTTP {
 		r := &HTTPRoute{Host: hr.Host, App: hr.App, Service: hr.Service, next: new(atomic.Uint64),
-			Hold: hr.Hold, Stopped: hr.Stopped, Unavailable: hr.Unavailable, Held: new(atomic.Int64),
+			Hold: hr.Hold, Stopped: hr.Stopped, Unavailable: hr.Unavailable, Asleep: hr.Asleep, Held: new(atomic.Int64),
 			TLS: hr.TLS, H2C: hr.Protocol == "h2c", HSTS: hr.HSTS, Guard: policy.NewGuard(hr), Maint: policy.NewMaintenance(hr)}
 		if r.TLS == "" {
 			r.TLS = TLSAuto

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/edgeproxy/edgestate"
 )
 
 // TCPConfig is what TCP relays need from the edge that runs them.
@@ -34,6 +35,11 @@ type TCPConfig struct {
 	DialRetryHook func()
 	// Budget is shared with the UDP relays (nil: NewBudget(0, -1)).
 	Budget *Budget
+	// Wake, when set, is told of each connection to a sleeping service's
+	// listener (SPEC R81), which is held for the route's wake bound.
+	Wake func(app, service string, bound time.Duration)
+	// WakeHeld counts the connections held for a wake (nil: none).
+	WakeHeld interface{ Add(float64) }
 }
 
 // TCPRelays owns the TCP listeners of the current route table. A listener
@@ -51,6 +57,8 @@ type TCPRelays struct {
 	peerClosed func(net.Conn) bool
 	retryHook  func()
 	budget     *Budget
+	wake       func(app, service string, bound time.Duration)
+	wakeHeld   interface{ Add(float64) }
 	// refused counts connections closed at accept over a bound.
 	refused atomic.Int64
 
@@ -76,6 +84,9 @@ type tcpListener struct {
 	idle           atomic.Int64 // time.Duration
 	// lastRefusal is when a refusal was last logged (unix nanos).
 	lastRefusal atomic.Int64
+	// lastAccept is when the listener last accepted a connection (unix
+	// nanos; 0: never).
+	lastAccept atomic.Int64
 }
 
 // bound sets l's cap and idle timeout from its route (0: the defaults).
@@ -91,6 +102,10 @@ type tcpTarget struct {
 	backends []Backend
 	next     atomic.Uint64
 	hold     *routetable.Hold
+	// asleep is set while the service sleeps (SPEC R81): app and service
+	// name it to Wake.
+	asleep       *routetable.Asleep
+	app, service string
 	// replaced is closed when the listener gets its next target.
 	replaced chan struct{}
 	held     atomic.Int64
@@ -156,6 +171,8 @@ func NewTCPRelays(cfg TCPConfig) *TCPRelays {
 		peerClosed:  cfg.PeerClosed,
 		retryHook:   cfg.DialRetryHook,
 		budget:      cfg.Budget,
+		wake:        cfg.Wake,
+		wakeHeld:    cfg.WakeHeld,
 	}
 	if t.budget == nil {
 		t.budget = NewBudget(0, -1)
@@ -196,7 +213,7 @@ func (t *TCPRelays) Update(routes []routetable.L4Route) {
 	prevFailed := t.failed
 	t.failed = make(map[string]string)
 	for listen, r := range want {
-		tg := &tcpTarget{hold: r.Hold, replaced: make(chan struct{})}
+		tg := &tcpTarget{hold: r.Hold, asleep: r.Asleep, app: r.App, service: r.Service, replaced: make(chan struct{})}
 		if r.Hold == nil {
 			for _, b := range r.L4Backends() {
 				tg.backends = append(tg.backends, t.reg.Get(b.Addr))
@@ -242,6 +259,7 @@ func (t *TCPRelays) accept(l *tcpListener) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
+		l.lastAccept.Store(time.Now().UnixNano())
 		if !t.admit(l) {
 			_ = c.Close()
 			continue
@@ -291,11 +309,14 @@ func (t *TCPRelays) leave(l *tcpListener) {
 func (t *TCPRelays) Refused() int64 { return t.refused.Load() }
 
 // holdConn holds an accepted connection while its listener's service is
-// between generations (SPEC R58): it is spliced to the backend of the
-// first target that has one, or closed when the hold's Until passes, the
-// queue is full, a target without hold arrives, or the relays close.
+// between generations (SPEC R58) or wakes (R81: the connection asks for
+// the wake, and is held for the route's wake bound from its arrival): it
+// is spliced to the backend of the first target that has one, or closed
+// when the bound passes, the queue is full, a target that neither holds
+// nor sleeps arrives, or the relays close.
 func (t *TCPRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
 	var b Backend
+	arrived := time.Now()
 	for {
 		if b != nil {
 			t.relay(c, l, b) // takes over the wg count
@@ -306,31 +327,68 @@ func (t *TCPRelays) holdConn(c net.Conn, l *tcpListener, tg *tcpTarget) {
 		if tg.hold != nil && tg.hold.Queue > 0 {
 			queue = int64(tg.hold.Queue)
 		}
-		if !tg.hold.Holding(now) || tg.held.Add(1) > queue {
-			if tg.hold.Holding(now) {
+		until := time.Time{}
+		if tg.hold != nil {
+			until = tg.hold.Until
+		}
+		if tg.asleep != nil {
+			until = arrived.Add(edgestate.WakeTimeout(tg.asleep.WakeTimeoutMS))
+		}
+		holding := now.Before(until)
+		if !holding || tg.held.Add(1) > queue {
+			if holding {
 				tg.held.Add(-1)
 			}
 			_ = c.Close()
 			t.wg.Done()
 			return
 		}
-		timer := time.NewTimer(tg.hold.Until.Sub(now))
-		var next *tcpTarget
-		select {
-		case <-tg.replaced:
-			next, b = acquireTCP(l)
-		case <-timer.C:
-		case <-t.done:
+		if tg.asleep != nil && t.wake != nil {
+			t.wake(tg.app, tg.service, edgestate.WakeTimeout(tg.asleep.WakeTimeoutMS))
 		}
-		timer.Stop()
+		next, nb := t.awaitTarget(l, tg, until.Sub(now))
 		tg.held.Add(-1)
 		if next == nil {
 			_ = c.Close()
 			t.wg.Done()
 			return
 		}
-		tg = next
+		tg, b = next, nb
 	}
+}
+
+// awaitTarget waits up to d for l's next target after tg (nil when d
+// passes or the relays close), counting the wait as held for a wake when
+// tg sleeps.
+func (t *TCPRelays) awaitTarget(l *tcpListener, tg *tcpTarget, d time.Duration) (*tcpTarget, Backend) {
+	if tg.asleep != nil && t.wakeHeld != nil {
+		t.wakeHeld.Add(1)
+		defer t.wakeHeld.Add(-1)
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-tg.replaced:
+		return acquireTCP(l)
+	case <-timer.C:
+	case <-t.done:
+	}
+	return nil, nil
+}
+
+// LastAccept returns when the listener on listen last accepted a
+// connection (zero: never, or no such listener).
+func (t *TCPRelays) LastAccept(listen string) time.Time {
+	t.mu.Lock()
+	l := t.listeners[listen]
+	t.mu.Unlock()
+	if l == nil {
+		return time.Time{}
+	}
+	if n := l.lastAccept.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // relay dials b, already counted by acquireTCP (open, and in flight until

@@ -101,7 +101,9 @@ type HTTPRoute struct {
 	Maintenance *Maintenance `protobuf:"bytes,17,opt,name=maintenance,proto3" json:"maintenance,omitempty"`
 	// unavailable: the app runs but no instance of the service is ready
 	// (SPEC R41, R58): 503 with Retry-After, not 404; no backends.
-	Unavailable   bool `protobuf:"varint,18,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
+	Unavailable bool `protobuf:"varint,18,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
+	// asleep: the service sleeps (SPEC R81): requests wake it; no backends.
+	Asleep        *Asleep `protobuf:"bytes,19,opt,name=asleep,proto3" json:"asleep,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -234,6 +236,68 @@ func (x *HTTPRoute) GetUnavailable() bool {
 	return false
 }
 
+func (x *HTTPRoute) GetAsleep() *Asleep {
+	if x != nil {
+		return x.Asleep
+	}
+	return nil
+}
+
+// Asleep is a sleeping service's route (SPEC R81).
+type Asleep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// wake_timeout_ms: how long a request or connection is held for the wake (0: 60 s).
+	WakeTimeoutMs int64 `protobuf:"varint,1,opt,name=wake_timeout_ms,json=wakeTimeoutMs,proto3" json:"wake_timeout_ms,omitempty"`
+	// ignore: request paths that do not wake it (exact, or a prefix ending in *).
+	Ignore        []string `protobuf:"bytes,2,rep,name=ignore,proto3" json:"ignore,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Asleep) Reset() {
+	*x = Asleep{}
+	mi := &file_traffic_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Asleep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Asleep) ProtoMessage() {}
+
+func (x *Asleep) ProtoReflect() protoreflect.Message {
+	mi := &file_traffic_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Asleep.ProtoReflect.Descriptor instead.
+func (*Asleep) Descriptor() ([]byte, []int) {
+	return file_traffic_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Asleep) GetWakeTimeoutMs() int64 {
+	if x != nil {
+		return x.WakeTimeoutMs
+	}
+	return 0
+}
+
+func (x *Asleep) GetIgnore() []string {
+	if x != nil {
+		return x.Ignore
+	}
+	return nil
+}
+
 // Maintenance is an app's maintenance mode on a route (SPEC R75).
 type Maintenance struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -247,7 +311,7 @@ type Maintenance struct {
 
 func (x *Maintenance) Reset() {
 	*x = Maintenance{}
-	mi := &file_traffic_proto_msgTypes[2]
+	mi := &file_traffic_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -259,7 +323,7 @@ func (x *Maintenance) String() string {
 func (*Maintenance) ProtoMessage() {}
 
 func (x *Maintenance) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[2]
+	mi := &file_traffic_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -272,7 +336,7 @@ func (x *Maintenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Maintenance.ProtoReflect.Descriptor instead.
 func (*Maintenance) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{2}
+	return file_traffic_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Maintenance) GetMessage() string {
@@ -302,7 +366,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_traffic_proto_msgTypes[3]
+	mi := &file_traffic_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +378,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[3]
+	mi := &file_traffic_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +391,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{3}
+	return file_traffic_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Hold) GetUntilUnixMs() int64 {
@@ -359,13 +423,15 @@ type L4Route struct {
 	// idle_timeout_ms, max_conns: the relay's bounds (0: the edge's).
 	IdleTimeoutMs int64 `protobuf:"varint,12,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
 	MaxConns      int32 `protobuf:"varint,13,opt,name=max_conns,json=maxConns,proto3" json:"max_conns,omitempty"`
+	// asleep: the service sleeps (TCP, SPEC R81): connections wake it; no backend.
+	Asleep        *Asleep `protobuf:"bytes,14,opt,name=asleep,proto3" json:"asleep,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *L4Route) Reset() {
 	*x = L4Route{}
-	mi := &file_traffic_proto_msgTypes[4]
+	mi := &file_traffic_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -377,7 +443,7 @@ func (x *L4Route) String() string {
 func (*L4Route) ProtoMessage() {}
 
 func (x *L4Route) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[4]
+	mi := &file_traffic_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,7 +456,7 @@ func (x *L4Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use L4Route.ProtoReflect.Descriptor instead.
 func (*L4Route) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{4}
+	return file_traffic_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *L4Route) GetListen() string {
@@ -456,6 +522,13 @@ func (x *L4Route) GetMaxConns() int32 {
 	return 0
 }
 
+func (x *L4Route) GetAsleep() *Asleep {
+	if x != nil {
+		return x.Asleep
+	}
+	return nil
+}
+
 type Graph struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Http          []*HTTPRoute           `protobuf:"bytes,1,rep,name=http,proto3" json:"http,omitempty"`
@@ -467,7 +540,7 @@ type Graph struct {
 
 func (x *Graph) Reset() {
 	*x = Graph{}
-	mi := &file_traffic_proto_msgTypes[5]
+	mi := &file_traffic_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +552,7 @@ func (x *Graph) String() string {
 func (*Graph) ProtoMessage() {}
 
 func (x *Graph) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[5]
+	mi := &file_traffic_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +565,7 @@ func (x *Graph) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Graph.ProtoReflect.Descriptor instead.
 func (*Graph) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{5}
+	return file_traffic_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Graph) GetHttp() []*HTTPRoute {
@@ -525,7 +598,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_traffic_proto_msgTypes[6]
+	mi := &file_traffic_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -537,7 +610,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[6]
+	mi := &file_traffic_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -550,7 +623,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{6}
+	return file_traffic_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ApplyRequest) GetGraph() *Graph {
@@ -569,7 +642,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_traffic_proto_msgTypes[7]
+	mi := &file_traffic_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +654,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[7]
+	mi := &file_traffic_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +667,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{7}
+	return file_traffic_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ApplyResponse) GetGeneration() uint64 {
@@ -625,7 +698,7 @@ type BackendStatus struct {
 
 func (x *BackendStatus) Reset() {
 	*x = BackendStatus{}
-	mi := &file_traffic_proto_msgTypes[8]
+	mi := &file_traffic_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +710,7 @@ func (x *BackendStatus) String() string {
 func (*BackendStatus) ProtoMessage() {}
 
 func (x *BackendStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[8]
+	mi := &file_traffic_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +723,7 @@ func (x *BackendStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendStatus.ProtoReflect.Descriptor instead.
 func (*BackendStatus) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{8}
+	return file_traffic_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BackendStatus) GetAddr() string {
@@ -715,7 +788,7 @@ type ListenerStatus struct {
 
 func (x *ListenerStatus) Reset() {
 	*x = ListenerStatus{}
-	mi := &file_traffic_proto_msgTypes[9]
+	mi := &file_traffic_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +800,7 @@ func (x *ListenerStatus) String() string {
 func (*ListenerStatus) ProtoMessage() {}
 
 func (x *ListenerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[9]
+	mi := &file_traffic_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +813,7 @@ func (x *ListenerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenerStatus.ProtoReflect.Descriptor instead.
 func (*ListenerStatus) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{9}
+	return file_traffic_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListenerStatus) GetAddr() string {
@@ -783,7 +856,7 @@ type TrafficStatus struct {
 
 func (x *TrafficStatus) Reset() {
 	*x = TrafficStatus{}
-	mi := &file_traffic_proto_msgTypes[10]
+	mi := &file_traffic_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -795,7 +868,7 @@ func (x *TrafficStatus) String() string {
 func (*TrafficStatus) ProtoMessage() {}
 
 func (x *TrafficStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[10]
+	mi := &file_traffic_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -808,7 +881,7 @@ func (x *TrafficStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrafficStatus.ProtoReflect.Descriptor instead.
 func (*TrafficStatus) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{10}
+	return file_traffic_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TrafficStatus) GetAppliedGeneration() uint64 {
@@ -871,7 +944,7 @@ type AddCertRequest struct {
 
 func (x *AddCertRequest) Reset() {
 	*x = AddCertRequest{}
-	mi := &file_traffic_proto_msgTypes[11]
+	mi := &file_traffic_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +956,7 @@ func (x *AddCertRequest) String() string {
 func (*AddCertRequest) ProtoMessage() {}
 
 func (x *AddCertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[11]
+	mi := &file_traffic_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +969,7 @@ func (x *AddCertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCertRequest.ProtoReflect.Descriptor instead.
 func (*AddCertRequest) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{11}
+	return file_traffic_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AddCertRequest) GetHost() string {
@@ -929,7 +1002,7 @@ type RemoveCertRequest struct {
 
 func (x *RemoveCertRequest) Reset() {
 	*x = RemoveCertRequest{}
-	mi := &file_traffic_proto_msgTypes[12]
+	mi := &file_traffic_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1014,7 @@ func (x *RemoveCertRequest) String() string {
 func (*RemoveCertRequest) ProtoMessage() {}
 
 func (x *RemoveCertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[12]
+	mi := &file_traffic_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1027,7 @@ func (x *RemoveCertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveCertRequest.ProtoReflect.Descriptor instead.
 func (*RemoveCertRequest) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{12}
+	return file_traffic_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RemoveCertRequest) GetHost() string {
@@ -983,7 +1056,7 @@ type CertInfo struct {
 
 func (x *CertInfo) Reset() {
 	*x = CertInfo{}
-	mi := &file_traffic_proto_msgTypes[13]
+	mi := &file_traffic_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1068,7 @@ func (x *CertInfo) String() string {
 func (*CertInfo) ProtoMessage() {}
 
 func (x *CertInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[13]
+	mi := &file_traffic_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1081,7 @@ func (x *CertInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertInfo.ProtoReflect.Descriptor instead.
 func (*CertInfo) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{13}
+	return file_traffic_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CertInfo) GetHost() string {
@@ -1069,7 +1142,7 @@ type CertList struct {
 
 func (x *CertList) Reset() {
 	*x = CertList{}
-	mi := &file_traffic_proto_msgTypes[14]
+	mi := &file_traffic_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1154,7 @@ func (x *CertList) String() string {
 func (*CertList) ProtoMessage() {}
 
 func (x *CertList) ProtoReflect() protoreflect.Message {
-	mi := &file_traffic_proto_msgTypes[14]
+	mi := &file_traffic_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1167,7 @@ func (x *CertList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertList.ProtoReflect.Descriptor instead.
 func (*CertList) Descriptor() ([]byte, []int) {
-	return file_traffic_proto_rawDescGZIP(), []int{14}
+	return file_traffic_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CertList) GetCerts() []*CertInfo {
@@ -1111,7 +1184,7 @@ const file_traffic_proto_rawDesc = "" +
 	"\rtraffic.proto\x12\x10gordon.plugin.v1\x1a\fcommon.proto\";\n" +
 	"\aBackend\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1c\n" +
-	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\xdf\x03\n" +
+	"\tcontainer\x18\x02 \x01(\tR\tcontainer\"\x91\x04\n" +
 	"\tHTTPRoute\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
@@ -1128,13 +1201,17 @@ const file_traffic_proto_rawDesc = "" +
 	"basic_auth\x18\x0f \x03(\tR\tbasicAuth\x12\x14\n" +
 	"\x05allow\x18\x10 \x03(\tR\x05allow\x12?\n" +
 	"\vmaintenance\x18\x11 \x01(\v2\x1d.gordon.plugin.v1.MaintenanceR\vmaintenance\x12 \n" +
-	"\vunavailable\x18\x12 \x01(\bR\vunavailable\"=\n" +
+	"\vunavailable\x18\x12 \x01(\bR\vunavailable\x120\n" +
+	"\x06asleep\x18\x13 \x01(\v2\x18.gordon.plugin.v1.AsleepR\x06asleep\"H\n" +
+	"\x06Asleep\x12&\n" +
+	"\x0fwake_timeout_ms\x18\x01 \x01(\x03R\rwakeTimeoutMs\x12\x16\n" +
+	"\x06ignore\x18\x02 \x03(\tR\x06ignore\"=\n" +
 	"\vMaintenance\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x14\n" +
 	"\x05allow\x18\x02 \x03(\tR\x05allow\"@\n" +
 	"\x04Hold\x12\"\n" +
 	"\runtil_unix_ms\x18\x01 \x01(\x03R\vuntilUnixMs\x12\x14\n" +
-	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xad\x02\n" +
+	"\x05queue\x18\x02 \x01(\x05R\x05queue\"\xdf\x02\n" +
 	"\aL4Route\x12\x16\n" +
 	"\x06listen\x18\x01 \x01(\tR\x06listen\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x18\n" +
@@ -1145,7 +1222,8 @@ const file_traffic_proto_rawDesc = "" +
 	" \x01(\v2\x16.gordon.plugin.v1.HoldR\x04hold\x125\n" +
 	"\bbackends\x18\v \x03(\v2\x19.gordon.plugin.v1.BackendR\bbackends\x12&\n" +
 	"\x0fidle_timeout_ms\x18\f \x01(\x03R\ridleTimeoutMs\x12\x1b\n" +
-	"\tmax_conns\x18\r \x01(\x05R\bmaxConns\"\x92\x01\n" +
+	"\tmax_conns\x18\r \x01(\x05R\bmaxConns\x120\n" +
+	"\x06asleep\x18\x0e \x01(\v2\x18.gordon.plugin.v1.AsleepR\x06asleep\"\x92\x01\n" +
 	"\x05Graph\x12/\n" +
 	"\x04http\x18\x01 \x03(\v2\x1b.gordon.plugin.v1.HTTPRouteR\x04http\x12+\n" +
 	"\x03tcp\x18\x02 \x03(\v2\x19.gordon.plugin.v1.L4RouteR\x03tcp\x12+\n" +
@@ -1215,59 +1293,62 @@ func file_traffic_proto_rawDescGZIP() []byte {
 	return file_traffic_proto_rawDescData
 }
 
-var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_traffic_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_traffic_proto_goTypes = []any{
 	(*Backend)(nil),           // 0: gordon.plugin.v1.Backend
 	(*HTTPRoute)(nil),         // 1: gordon.plugin.v1.HTTPRoute
-	(*Maintenance)(nil),       // 2: gordon.plugin.v1.Maintenance
-	(*Hold)(nil),              // 3: gordon.plugin.v1.Hold
-	(*L4Route)(nil),           // 4: gordon.plugin.v1.L4Route
-	(*Graph)(nil),             // 5: gordon.plugin.v1.Graph
-	(*ApplyRequest)(nil),      // 6: gordon.plugin.v1.ApplyRequest
-	(*ApplyResponse)(nil),     // 7: gordon.plugin.v1.ApplyResponse
-	(*BackendStatus)(nil),     // 8: gordon.plugin.v1.BackendStatus
-	(*ListenerStatus)(nil),    // 9: gordon.plugin.v1.ListenerStatus
-	(*TrafficStatus)(nil),     // 10: gordon.plugin.v1.TrafficStatus
-	(*AddCertRequest)(nil),    // 11: gordon.plugin.v1.AddCertRequest
-	(*RemoveCertRequest)(nil), // 12: gordon.plugin.v1.RemoveCertRequest
-	(*CertInfo)(nil),          // 13: gordon.plugin.v1.CertInfo
-	(*CertList)(nil),          // 14: gordon.plugin.v1.CertList
-	(*DescribeRequest)(nil),   // 15: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),             // 16: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),  // 17: gordon.plugin.v1.DescribeResponse
+	(*Asleep)(nil),            // 2: gordon.plugin.v1.Asleep
+	(*Maintenance)(nil),       // 3: gordon.plugin.v1.Maintenance
+	(*Hold)(nil),              // 4: gordon.plugin.v1.Hold
+	(*L4Route)(nil),           // 5: gordon.plugin.v1.L4Route
+	(*Graph)(nil),             // 6: gordon.plugin.v1.Graph
+	(*ApplyRequest)(nil),      // 7: gordon.plugin.v1.ApplyRequest
+	(*ApplyResponse)(nil),     // 8: gordon.plugin.v1.ApplyResponse
+	(*BackendStatus)(nil),     // 9: gordon.plugin.v1.BackendStatus
+	(*ListenerStatus)(nil),    // 10: gordon.plugin.v1.ListenerStatus
+	(*TrafficStatus)(nil),     // 11: gordon.plugin.v1.TrafficStatus
+	(*AddCertRequest)(nil),    // 12: gordon.plugin.v1.AddCertRequest
+	(*RemoveCertRequest)(nil), // 13: gordon.plugin.v1.RemoveCertRequest
+	(*CertInfo)(nil),          // 14: gordon.plugin.v1.CertInfo
+	(*CertList)(nil),          // 15: gordon.plugin.v1.CertList
+	(*DescribeRequest)(nil),   // 16: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),             // 17: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),  // 18: gordon.plugin.v1.DescribeResponse
 }
 var file_traffic_proto_depIdxs = []int32{
 	0,  // 0: gordon.plugin.v1.HTTPRoute.backends:type_name -> gordon.plugin.v1.Backend
-	3,  // 1: gordon.plugin.v1.HTTPRoute.hold:type_name -> gordon.plugin.v1.Hold
-	2,  // 2: gordon.plugin.v1.HTTPRoute.maintenance:type_name -> gordon.plugin.v1.Maintenance
-	3,  // 3: gordon.plugin.v1.L4Route.hold:type_name -> gordon.plugin.v1.Hold
-	0,  // 4: gordon.plugin.v1.L4Route.backends:type_name -> gordon.plugin.v1.Backend
-	1,  // 5: gordon.plugin.v1.Graph.http:type_name -> gordon.plugin.v1.HTTPRoute
-	4,  // 6: gordon.plugin.v1.Graph.tcp:type_name -> gordon.plugin.v1.L4Route
-	4,  // 7: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
-	5,  // 8: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
-	8,  // 9: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
-	9,  // 10: gordon.plugin.v1.TrafficStatus.listeners:type_name -> gordon.plugin.v1.ListenerStatus
-	13, // 11: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
-	15, // 12: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	6,  // 13: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
-	16, // 14: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
-	16, // 15: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
-	11, // 16: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
-	12, // 17: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
-	16, // 18: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
-	17, // 19: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	7,  // 20: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
-	10, // 21: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
-	5,  // 22: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
-	13, // 23: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
-	16, // 24: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
-	14, // 25: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	4,  // 1: gordon.plugin.v1.HTTPRoute.hold:type_name -> gordon.plugin.v1.Hold
+	3,  // 2: gordon.plugin.v1.HTTPRoute.maintenance:type_name -> gordon.plugin.v1.Maintenance
+	2,  // 3: gordon.plugin.v1.HTTPRoute.asleep:type_name -> gordon.plugin.v1.Asleep
+	4,  // 4: gordon.plugin.v1.L4Route.hold:type_name -> gordon.plugin.v1.Hold
+	0,  // 5: gordon.plugin.v1.L4Route.backends:type_name -> gordon.plugin.v1.Backend
+	2,  // 6: gordon.plugin.v1.L4Route.asleep:type_name -> gordon.plugin.v1.Asleep
+	1,  // 7: gordon.plugin.v1.Graph.http:type_name -> gordon.plugin.v1.HTTPRoute
+	5,  // 8: gordon.plugin.v1.Graph.tcp:type_name -> gordon.plugin.v1.L4Route
+	5,  // 9: gordon.plugin.v1.Graph.udp:type_name -> gordon.plugin.v1.L4Route
+	6,  // 10: gordon.plugin.v1.ApplyRequest.graph:type_name -> gordon.plugin.v1.Graph
+	9,  // 11: gordon.plugin.v1.TrafficStatus.backends:type_name -> gordon.plugin.v1.BackendStatus
+	10, // 12: gordon.plugin.v1.TrafficStatus.listeners:type_name -> gordon.plugin.v1.ListenerStatus
+	14, // 13: gordon.plugin.v1.CertList.certs:type_name -> gordon.plugin.v1.CertInfo
+	16, // 14: gordon.plugin.v1.Traffic.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	7,  // 15: gordon.plugin.v1.Traffic.Apply:input_type -> gordon.plugin.v1.ApplyRequest
+	17, // 16: gordon.plugin.v1.Traffic.Status:input_type -> gordon.plugin.v1.Empty
+	17, // 17: gordon.plugin.v1.Traffic.Routes:input_type -> gordon.plugin.v1.Empty
+	12, // 18: gordon.plugin.v1.Traffic.AddCert:input_type -> gordon.plugin.v1.AddCertRequest
+	13, // 19: gordon.plugin.v1.Traffic.RemoveCert:input_type -> gordon.plugin.v1.RemoveCertRequest
+	17, // 20: gordon.plugin.v1.Traffic.ListCerts:input_type -> gordon.plugin.v1.Empty
+	18, // 21: gordon.plugin.v1.Traffic.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	8,  // 22: gordon.plugin.v1.Traffic.Apply:output_type -> gordon.plugin.v1.ApplyResponse
+	11, // 23: gordon.plugin.v1.Traffic.Status:output_type -> gordon.plugin.v1.TrafficStatus
+	6,  // 24: gordon.plugin.v1.Traffic.Routes:output_type -> gordon.plugin.v1.Graph
+	14, // 25: gordon.plugin.v1.Traffic.AddCert:output_type -> gordon.plugin.v1.CertInfo
+	17, // 26: gordon.plugin.v1.Traffic.RemoveCert:output_type -> gordon.plugin.v1.Empty
+	15, // 27: gordon.plugin.v1.Traffic.ListCerts:output_type -> gordon.plugin.v1.CertList
+	21, // [21:28] is the sub-list for method output_type
+	14, // [14:21] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_traffic_proto_init() }
@@ -1282,7 +1363,7 @@ func file_traffic_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_traffic_proto_rawDesc), len(file_traffic_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

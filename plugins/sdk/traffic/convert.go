@@ -14,7 +14,7 @@ func l4ToProto(rs []routetable.L4Route) []*pb.L4Route {
 	var out []*pb.L4Route
 	for _, r := range rs {
 		pr := &pb.L4Route{Listen: r.Listen, App: r.App, Service: r.Service, Backend: r.Backend, Container: r.Container, Hold: holdToProto(r.Hold),
-			IdleTimeoutMs: r.IdleTimeoutMS, MaxConns: int32(r.MaxConns)}
+			IdleTimeoutMs: r.IdleTimeoutMS, MaxConns: int32(r.MaxConns), Asleep: asleepToProto(r.Asleep)}
 		for _, b := range r.Backends {
 			pr.Backends = append(pr.Backends, &pb.Backend{Addr: b.Addr, Container: b.Container})
 		}
@@ -27,7 +27,7 @@ func l4FromProto(rs []*pb.L4Route) []routetable.L4Route {
 	var out []routetable.L4Route
 	for _, r := range rs {
 		lr := routetable.L4Route{Listen: r.GetListen(), App: r.GetApp(), Service: r.GetService(), Backend: r.GetBackend(), Container: r.GetContainer(), Hold: holdFromProto(r.GetHold()),
-			IdleTimeoutMS: r.GetIdleTimeoutMs(), MaxConns: int(r.GetMaxConns())}
+			IdleTimeoutMS: r.GetIdleTimeoutMs(), MaxConns: int(r.GetMaxConns()), Asleep: asleepFromProto(r.GetAsleep())}
 		for _, b := range r.GetBackends() {
 			lr.Backends = append(lr.Backends, routetable.Backend{Addr: b.GetAddr(), Container: b.GetContainer()})
 		}
@@ -50,10 +50,24 @@ func holdFromProto(h *pb.Hold) *routetable.Hold {
 	return &routetable.Hold{Until: time.UnixMilli(h.GetUntilUnixMs()).UTC(), Queue: int(h.GetQueue())}
 }
 
+func asleepToProto(a *routetable.Asleep) *pb.Asleep {
+	if a == nil {
+		return nil
+	}
+	return &pb.Asleep{WakeTimeoutMs: a.WakeTimeoutMS, Ignore: a.Ignore}
+}
+
+func asleepFromProto(a *pb.Asleep) *routetable.Asleep {
+	if a == nil {
+		return nil
+	}
+	return &routetable.Asleep{WakeTimeoutMS: a.GetWakeTimeoutMs(), Ignore: a.GetIgnore()}
+}
+
 func graphToProto(g routetable.Graph) *pb.Graph {
 	out := &pb.Graph{Tcp: l4ToProto(g.TCP), Udp: l4ToProto(g.UDP)}
 	for _, h := range g.HTTP {
-		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service, Hold: holdToProto(h.Hold), Stopped: h.Stopped, Unavailable: h.Unavailable, ResponseHeaderTimeoutMs: h.ResponseHeaderTimeoutMS, Tls: h.TLS, Protocol: h.Protocol, Hsts: h.HSTS, BasicAuth: h.BasicAuth, Allow: h.Allow}
+		r := &pb.HTTPRoute{Host: h.Host, App: h.App, Service: h.Service, Hold: holdToProto(h.Hold), Stopped: h.Stopped, Unavailable: h.Unavailable, ResponseHeaderTimeoutMs: h.ResponseHeaderTimeoutMS, Tls: h.TLS, Protocol: h.Protocol, Hsts: h.HSTS, BasicAuth: h.BasicAuth, Allow: h.Allow, Asleep: asleepToProto(h.Asleep)}
 		if m := h.Maintenance; m != nil {
 			r.Maintenance = &pb.Maintenance{Message: m.Message, Allow: m.Allow}
 		}
@@ -68,7 +82,7 @@ func graphToProto(g routetable.Graph) *pb.Graph {
 func graphFromProto(p *pb.Graph) routetable.Graph {
 	out := routetable.Graph{TCP: l4FromProto(p.GetTcp()), UDP: l4FromProto(p.GetUdp())}
 	for _, h := range p.GetHttp() {
-		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService(), Hold: holdFromProto(h.GetHold()), Stopped: h.GetStopped(), Unavailable: h.GetUnavailable(), ResponseHeaderTimeoutMS: h.GetResponseHeaderTimeoutMs(), TLS: h.GetTls(), Protocol: h.GetProtocol(), HSTS: h.GetHsts(), BasicAuth: h.GetBasicAuth(), Allow: h.GetAllow()}
+		r := routetable.HTTPRoute{Host: h.GetHost(), App: h.GetApp(), Service: h.GetService(), Hold: holdFromProto(h.GetHold()), Stopped: h.GetStopped(), Unavailable: h.GetUnavailable(), ResponseHeaderTimeoutMS: h.GetResponseHeaderTimeoutMs(), TLS: h.GetTls(), Protocol: h.GetProtocol(), HSTS: h.GetHsts(), BasicAuth: h.GetBasicAuth(), Allow: h.GetAllow(), Asleep: asleepFromProto(h.GetAsleep())}
 		if m := h.GetMaintenance(); m != nil {
 			r.Maintenance = &routetable.Maintenance{Message: m.GetMessage(), Allow: m.GetAllow()}
 		}

@@ -119,6 +119,7 @@ func TestGraphRoundTripKeepsEveryHTTPRouteField(t *testing.T) {
 		BasicAuth:               []string{"u:$2y$05$abc"},
 		Allow:                   []string{"10.0.0.0/8"},
 		Maintenance:             &routetable.Maintenance{Message: "soon", Allow: []string{"::1/128"}},
+		Asleep:                  &routetable.Asleep{WakeTimeoutMS: 30_000, Ignore: []string{"/robots.txt"}},
 	}
 	v := reflect.ValueOf(full)
 	for i := range v.NumField() {
@@ -137,7 +138,8 @@ func TestGraphRoundTripKeepsEveryHTTPRouteField(t *testing.T) {
 func TestGraphRoundTripKeepsEveryL4RouteField(t *testing.T) {
 	full := routetable.L4Route{Listen: "127.0.0.1:19000", App: "blog", Service: "db", Backend: "10.0.0.2:5432", Container: "c1",
 		Backends: []routetable.Backend{{Addr: "10.0.0.2:5432", Container: "c1"}, {Addr: "10.0.0.3:5432", Container: "c2"}},
-		Hold:     &routetable.Hold{Until: time.UnixMilli(1_780_000_000_123).UTC(), Queue: 3}, IdleTimeoutMS: 600_000, MaxConns: 50}
+		Hold:     &routetable.Hold{Until: time.UnixMilli(1_780_000_000_123).UTC(), Queue: 3}, IdleTimeoutMS: 600_000, MaxConns: 50,
+		Asleep: &routetable.Asleep{WakeTimeoutMS: 20_000}}
 	v := reflect.ValueOf(full)
 	for i := range v.NumField() {
 		assert.False(t, v.Field(i).IsZero(), "set L4Route.%s in this test (and carry it in traffic.proto)", v.Type().Field(i).Name)
@@ -147,4 +149,18 @@ func TestGraphRoundTripKeepsEveryL4RouteField(t *testing.T) {
 	require.Len(t, back.UDP, 1)
 	assert.Equal(t, full, back.TCP[0])
 	assert.Equal(t, full, back.UDP[0])
+}
+
+// R81: a sleeping service's routes (HTTP and TCP, with their wake bound
+// and ignored paths) cross the plugin protocol; without them the edge
+// would refuse a route without backends.
+func TestR81_GraphRoundTripKeepsAsleep(t *testing.T) {
+	asleep := &routetable.Asleep{WakeTimeoutMS: 30_000, Ignore: []string{"/robots.txt"}}
+	g := routetable.Graph{
+		HTTP: []routetable.HTTPRoute{{Host: "a.example", App: "blog", Service: "web", Asleep: asleep}},
+		TCP:  []routetable.L4Route{{Listen: "127.0.0.1:9000", App: "blog", Service: "db", Asleep: &routetable.Asleep{}}},
+	}
+	back := graphFromProto(graphToProto(g))
+	assert.Equal(t, g.HTTP, back.HTTP)
+	assert.Equal(t, g.TCP, back.TCP)
 }
