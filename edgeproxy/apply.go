@@ -48,6 +48,7 @@ func (s *Server) Apply(t routetable.Table) error {
 	if prev != nil {
 		close(prev.Replaced) // held requests re-route on snap
 	}
+	s.firstTable.Mark() // requests waiting for a first table route on snap
 	s.wakes.Routed(wake.RoutedServices(t))
 	s.activity.Sample(snap, s.Reg.Status(), s.tcp.LastAccept) // newly routed instances are activity
 	if s.Hosts != nil {

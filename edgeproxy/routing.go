@@ -42,6 +42,22 @@ func (s *Server) answeredBeforeRouting(w http.ResponseWriter, r *http.Request) b
 	return s.tls != nil && s.tls.servePolicy(w, r)
 }
 
+// answeredNoRoute answers a request whose host has no route and reports
+// whether it did: 503 when a hold ended without a new generation (the
+// replacement failed, SPEC R58), else 404, unless the edge's first table
+// came while the request waited for it (false: route again).
+func (s *Server) answeredNoRoute(w http.ResponseWriter, r *http.Request, wasHeld bool) bool {
+	if wasHeld {
+		writeUnavailable(w, "gordon-edge: "+dataplane.StripPort(r.Host)+" has no serving generation (its replacement did not complete)\n")
+		return true
+	}
+	if s.firstTable.Await(r.Context()) {
+		return false
+	}
+	s.answerUnrouted(w, r)
+	return true
+}
+
 // serveHTTP is ServeHTTP's routing and proxying.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.answeredBeforeRouting(w, r) {
@@ -60,14 +76,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			rt = s.Route(snap, r.Host)
 		}
 		if rt == nil {
-			if wasHeld {
-				// The hold ended without a new generation: the replacement
-				// failed (SPEC R58).
-				writeUnavailable(w, "gordon-edge: "+dataplane.StripPort(r.Host)+" has no serving generation (its replacement did not complete)\n")
+			if s.answeredNoRoute(w, r, wasHeld) {
 				return
 			}
-			s.answerUnrouted(w, r)
-			return
+			continue // the edge's first table came: route on it
 		}
 		if rt.Maint != nil && s.answerMaintenance(w, r, rt) {
 			return

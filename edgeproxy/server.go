@@ -1,6 +1,7 @@
 package edgeproxy
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net"
@@ -96,6 +97,10 @@ type Config struct {
 	// adopts the newest as a PUT would. "": no peer is asked.
 	Peers        string
 	PeerInterval time.Duration
+	// FirstTableWait (with Peers; default 3 s) bounds how long after New
+	// a request for a host no route matches waits for the edge's first
+	// route table instead of a 404 (dataplane.FirstTable).
+	FirstTableWait time.Duration
 	// PeerLookup resolves Peers (tests): addresses "ip" (the peer's admin
 	// port is this edge's own) or "ip:port". nil: DNS A/AAAA records.
 	PeerLookup func(ctx context.Context, name string) ([]string, error)
@@ -245,6 +250,8 @@ type Server struct {
 	// socket's EOF, on which the new edge reports ready, waits for it.
 	acceptStopped     chan struct{}
 	acceptStoppedOnce sync.Once
+	// firstTable: a request for an unknown host waits for the first table.
+	firstTable *dataplane.FirstTable
 	// stopAcceptHook, when set (tests), runs when a handed-over edge is
 	// about to stop accepting.
 	stopAcceptHook func()
@@ -276,41 +283,56 @@ type Server struct {
 
 var _ http.Handler = (*Server)(nil)
 
+// firstTableWait is how long a request for an unknown host may wait for
+// the first table: Config.FirstTableWait (default 3 s) with Peers, none
+// without.
+func firstTableWait(cfg Config) time.Duration {
+	if cfg.Peers == "" {
+		return 0
+	}
+	return cmp.Or(cfg.FirstTableWait, 3*time.Second)
+}
+
+// setDefaults fills in the zero fields New gives a default.
+func (c *Config) setDefaults() {
+	if c.AdminAddr == "" {
+		c.AdminAddr = "127.0.0.1:0"
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 150 * time.Millisecond
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
+	}
+	if c.ResponseTimeout <= 0 {
+		c.ResponseTimeout = DefaultResponseTimeout
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = 60 * time.Second
+	}
+	if c.BackendIdleTimeout <= 0 {
+		c.BackendIdleTimeout = dataplane.DefaultBackendIdleTimeout
+	}
+	if c.UDPIdleTimeout <= 0 {
+		c.UDPIdleTimeout = 30 * time.Second
+	}
+	if c.EventLoops == 0 {
+		c.EventLoops, _ = strconv.Atoi(os.Getenv("GORDON_EDGE_EVENT_LOOPS"))
+	}
+}
+
 // New returns a Server for cfg. It binds nothing until Run.
 func New(cfg Config) *Server {
-	if cfg.AdminAddr == "" {
-		cfg.AdminAddr = "127.0.0.1:0"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 150 * time.Millisecond
-	}
-	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = 5 * time.Second
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 30 * time.Second
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = 10 * time.Second
-	}
-	if cfg.ResponseTimeout <= 0 {
-		cfg.ResponseTimeout = DefaultResponseTimeout
-	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = 60 * time.Second
-	}
-	if cfg.BackendIdleTimeout <= 0 {
-		cfg.BackendIdleTimeout = dataplane.DefaultBackendIdleTimeout
-	}
-	if cfg.UDPIdleTimeout <= 0 {
-		cfg.UDPIdleTimeout = 30 * time.Second
-	}
-	if cfg.EventLoops == 0 {
-		cfg.EventLoops, _ = strconv.Atoi(os.Getenv("GORDON_EDGE_EVENT_LOOPS"))
-	}
+	cfg.setDefaults()
 	narrowTrusted(&cfg)
 	s := &Server{
 		cfg:       cfg,
@@ -324,6 +346,7 @@ func New(cfg Config) *Server {
 		socks:         newListenerSet(),
 		handedOver:    make(chan struct{}),
 		acceptStopped: make(chan struct{}),
+		firstTable:    dataplane.NewFirstTable(firstTableWait(cfg)),
 	}
 	s.Metrics = dataplane.NewMetrics()
 	if cfg.AccessLog != nil {

@@ -103,7 +103,20 @@ func TestSwarmIsolation_AnAppReachesNeitherAnotherAppNorTheEdgeAdmin(t *testing.
 	r := g.must(ctx, t, "system", "start", "--registry", g.Registry, "--http-addr", ":80")
 	t.Logf("system start:\n%s", r.out)
 	g.must(ctx, t, "deploy", "-f", writeManifest(t, appManifest("victim", g.httpd, "victim.lab")))
+	// Measured, not asserted: the edge service joins a new app's network
+	// by replacing each node's edge task in turn (docs/swarm.md), and a
+	// client of that node's published port sees the gap.
+	load := startLabLoad(t, g.Lab, "http://"+g.Nodes[0].IP+"/", "victim.lab", 8, 3*time.Minute)
+	load.awaitOK(t, 100, 30*time.Second)
+	d0 := time.Now()
 	g.must(ctx, t, "deploy", "-f", writeManifest(t, appManifest("attacker", dialer, "attacker.lab")))
+	took := time.Since(d0)
+	st := load.Stop()
+	first, last := load.failWindow()
+	t.Logf("another app's first deploy (the edge joins its network) in %v: load on victim through node 1: %d OK, %d failed (%d transport, %d non-2xx), longest gap %v, failures from +%v to +%v, errors %v",
+		took.Round(time.Millisecond), st.OK, st.Failed(), st.Transport, st.Non2xx, st.LongestGap,
+		sinceOrZero(d0, first), sinceOrZero(d0, last), st.Errors)
+	g.edgeTimeline(ctx, t, 1, d0)
 	g.answersEverywhere(ctx, t, "victim.lab", "version")
 	g.answersEverywhere(ctx, t, "attacker.lab", "")
 
@@ -177,17 +190,68 @@ func (g *gordonLab) noTokenInInspect(ctx context.Context, t *testing.T) {
 		if strings.TrimSpace(ids) == "" {
 			continue
 		}
-		out, err := g.Docker(ctx, i+1, append([]string{"inspect"}, strings.Fields(ids)...)...)
-		require.NoError(t, err)
-		inspected += len(strings.Fields(ids))
-		assert.NotContains(t, out, ctl.Push, "the push token in docker inspect on %s", g.Nodes[i].Name)
-		assert.NotContains(t, out, ctl.Edge, "the edge token in docker inspect on %s", g.Nodes[i].Name)
+		var out strings.Builder
+		for _, id := range strings.Fields(ids) {
+			one, err := g.Docker(ctx, i+1, "inspect", id)
+			if err != nil && strings.Contains(one, "No such") {
+				continue // removed since ps (a retired generation's task)
+			}
+			require.NoError(t, err)
+			out.WriteString(one)
+			inspected++
+		}
+		assert.NotContains(t, out.String(), ctl.Push, "the push token in docker inspect on %s", g.Nodes[i].Name)
+		assert.NotContains(t, out.String(), ctl.Edge, "the edge token in docker inspect on %s", g.Nodes[i].Name)
 		svc, err := g.Docker(ctx, 1, "service", "inspect", "gordon-edge")
 		require.NoError(t, err)
 		assert.NotContains(t, svc, ctl.Push)
 		assert.NotContains(t, svc, ctl.Edge)
 	}
 	t.Logf("%d containers inspected on %d nodes: no token", inspected, len(g.Nodes))
+}
+
+// sinceOrZero is at-d0 rounded to 100 ms (0 for a zero at).
+func sinceOrZero(d0, at time.Time) time.Duration {
+	if at.IsZero() {
+		return 0
+	}
+	return at.Sub(d0).Round(100 * time.Millisecond)
+}
+
+// edgeTimeline logs, for every edge container node i has run (old and
+// new), when it started and finished relative to d0, and its last log
+// lines: where a node's port went unserved while Swarm replaced its task.
+func (g *gordonLab) edgeTimeline(ctx context.Context, t *testing.T, i int, d0 time.Time) {
+	t.Helper()
+	ids, err := g.Docker(ctx, i, "ps", "-aq", "--filter", "label=com.docker.swarm.service.name=gordon-edge")
+	if err != nil {
+		t.Logf("edge containers on node %d: %v", i, err)
+		return
+	}
+	for _, id := range strings.Fields(ids) {
+		out, err := g.Docker(ctx, i, "inspect", "--format", "{{.State.StartedAt}} {{.State.FinishedAt}} {{.State.Status}}", id)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(out)
+		rel := func(s string) string {
+			at, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil || at.Year() < 2000 {
+				return "-"
+			}
+			return "+" + at.Sub(d0).Round(time.Millisecond).String()
+		}
+		if len(f) == 3 {
+			logs, _ := g.Docker(ctx, i, "logs", id)
+			var lines []string
+			for _, line := range strings.Split(logs, "\n") {
+				if !strings.Contains(line, `"method":`) { // not an access log line
+					lines = append(lines, line)
+				}
+			}
+			t.Logf("edge container %.12s on node %d: started %s, finished %s, %s; its log but the access log:\n%s", id, i, rel(f[0]), rel(f[1]), f[2], strings.Join(lines, "\n"))
+		}
+	}
 }
 
 func keys(m map[string][]string) []string {

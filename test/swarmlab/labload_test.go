@@ -48,7 +48,7 @@ func runLabLoad(raw string) int {
 		return 2
 	}
 	run, err := loadgen.StartHTTP(loadgen.HTTPConfig{URL: c.URL, Host: c.Host, Clients: c.Clients, FailurePause: 10 * time.Millisecond, NetNS: c.NetNS,
-		Bounds: loadgen.Bounds{MaxDuration: c.Max}})
+		Bounds: loadgen.Bounds{MaxDuration: c.Max}, DistinctErrors: true})
 	if err != nil {
 		fmt.Println("error", err)
 		return 2
@@ -82,6 +82,9 @@ type labLoad struct {
 	done  chan struct{}
 	once  sync.Once
 	res   loadgen.HTTPStats
+	// firstFail and lastFail are when a progress line first and last
+	// showed more failures than the one before (zero: none failed).
+	firstFail, lastFail time.Time
 }
 
 // startLabLoad runs clients keep-alive HTTP/1.1 clients against url (Host
@@ -116,6 +119,13 @@ func (l *labLoad) read(r io.Reader) {
 			var ok, fail int64
 			if _, err := fmt.Sscanf(line, "progress %d %d", &ok, &fail); err == nil {
 				l.mu.Lock()
+				if fail > l.fail {
+					now := time.Now()
+					if l.firstFail.IsZero() {
+						l.firstFail = now
+					}
+					l.lastFail = now
+				}
 				l.ok, l.fail = ok, fail
 				l.mu.Unlock()
 			}
@@ -137,6 +147,15 @@ func (l *labLoad) counts() (ok, failed int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ok, l.fail
+}
+
+// failWindow is when requests failed, to the 100 ms of the progress
+// lines: from the first to the last line that counted a new failure
+// (zero times: none failed).
+func (l *labLoad) failWindow() (first, last time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.firstFail, l.lastFail
 }
 
 // awaitOK waits until at least n more requests than now have been
