@@ -107,11 +107,9 @@ type ServiceSpec struct {
 	// deploy runs it to completion before the services that depend on it,
 	// and it is never published, routed or restarted).
 	Run string `json:"run,omitempty"`
-	// Replicas is how many instances of the service's generation run at
-	// once (manifest replicas, compose deploy.replicas or scale): 0 and 1
-	// both mean one. More than one needs an overlap-eligible service that
-	// is not a one-shot (a single-writer service runs one instance); the
-	// edge balances the service's routes over them.
+	// Replicas is how many instances run at once (manifest replicas, compose
+	// deploy.replicas or scale; 0 and 1 mean one). More than one needs an
+	// overlap-eligible long-running service; the edge balances over them.
 	Replicas int `json:"replicas,omitempty"`
 	// Node pins the service to one node of a multi-node runtime (manifest
 	// node, compose x-gordon.node): a swarm node's hostname or ID. Its
@@ -127,9 +125,11 @@ type ServiceSpec struct {
 	// switch, after start and before stop (SPEC R72); nil runs none.
 	Hooks *Hooks `json:"hooks,omitempty"`
 	// Monitor is SPEC R76's post-switch watch (nil: none).
-	Monitor    *Monitor `json:"monitor,omitempty"`
-	SleepAfter Duration `json:"sleep_after,omitempty"` // SPEC R81: idle time before it sleeps (0: never)
-	WakeIgnore []string `json:"wake_ignore,omitempty"` // SPEC R81: request paths that do not wake it
+	Monitor               *Monitor `json:"monitor,omitempty"`
+	SnapshotsBeforeDeploy string   `json:"snapshots_before_deploy,omitempty"` // [services.X.snapshots], see snapshot.Policy
+	SnapshotsKeep         int      `json:"snapshots_keep,omitempty"`
+	SleepAfter            Duration `json:"sleep_after,omitempty"` // SPEC R81: idle time before it sleeps (0: never)
+	WakeIgnore            []string `json:"wake_ignore,omitempty"` // SPEC R81: request paths that do not wake it
 }
 
 // Monitor is [services.X.monitor] (SPEC R76; see the engine's monitor).

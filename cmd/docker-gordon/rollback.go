@@ -10,10 +10,11 @@ import (
 )
 
 type rollbackOptions struct {
-	to     string
-	pull   string
-	opKey  string
-	format string
+	withData bool
+	to       string
+	pull     string
+	opKey    string
+	format   string
 }
 
 func newRollbackCommand(env *cliEnv) *cobra.Command {
@@ -28,16 +29,22 @@ it, as the scale stored a revision). The target's manifest is stored as a new re
 whose images are pinned to the digests that revision last ran with, then
 deployed like any revision (overlap or sequential, readiness, journal).
 
+The data stays as it is unless --with-data: then each service with volumes
+is replaced sequentially and its volumes are restored from the snapshot
+taken before the deploy being rolled back (refused, changing nothing, when
+one has none; see docs/data.md).
+
 Exit status: 0 success, 2 partial, 1 failed.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPinnedDeploy(cmd, env, "rollback", o.pull, o.format, func(ctx context.Context, eng *engine.Engine) (*engine.DeployResult, error) {
-				return eng.Rollback(ctx, engine.RollbackRequest{App: args[0], ToRevision: o.to, OpKey: o.opKey, Pull: o.pull})
+				return eng.Rollback(ctx, engine.RollbackRequest{App: args[0], ToRevision: o.to, OpKey: o.opKey, Pull: o.pull, WithData: o.withData})
 			})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "", "revision to roll back to (default: the latest one before the serving revision whose manifest differs and that once deployed)")
+	f.BoolVar(&o.withData, "with-data", false, "also restore the volumes from the snapshot taken before the deploy being rolled back")
 	f.StringVar(&o.pull, "pull", "missing", "image pull policy: always, missing or never")
 	f.StringVar(&o.opKey, "op-key", "", "idempotency key: a repeat with the same key returns the stored result")
 	cmd.Flags().BoolVarP(&env.quiet, "quiet", "q", false, "no progress lines on stderr")

@@ -22,6 +22,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/cmd/internal/usererr"
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 	"github.com/gordon-deploy/docker-gordon/internal/faultstore"
 	"github.com/gordon-deploy/docker-gordon/journal"
 	"github.com/gordon-deploy/docker-gordon/plugins/sdk"
@@ -126,6 +127,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newJobsCommand(env),
 		newSecretsCommand(env),
 		newCertsCommand(env),
+		newSnapshotsCommand(env),
 		newPruneCommand(env),
 		newDashboardCommand(env),
 	)
@@ -374,6 +376,7 @@ func (e *cliEnv) engine(ctx context.Context, verb string) (*engine.Engine, error
 		// Swarm replaces a task whose restart policy changes (R59).
 		CreateWithRestartPolicy: opts.CreateWithRestartPolicy,
 		RegistryOnly:            opts.RegistryOnly,
+		Snapshots:               snapshot.Open(e.opts.stateDir),
 	}
 	return e.eng, nil
 }

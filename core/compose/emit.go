@@ -59,6 +59,7 @@ type service struct {
 	Devices     []string             `toml:"devices,omitempty"`
 	Hooks       *hooks               `toml:"hooks,omitempty"`
 	Monitor     *monitor             `toml:"monitor,omitempty"`
+	Snapshots   *snapshots           `toml:"snapshots,omitempty"`
 	SleepAfter  string               `toml:"sleep_after,omitempty"`
 	WakeIgnore  []string             `toml:"wake_ignore,omitempty"`
 }

@@ -85,7 +85,7 @@ func TestCompose_Refusals(t *testing.T) {
 		{"one-shot restarted", webHead + "    depends_on:\n      migrate:\n        condition: service_completed_successfully\n  migrate:\n    image: m:1\n    restart: on-failure\n", "services.migrate.restart", 10, "runs once per deploy"},
 		{"healthy without healthcheck", webHead + "    depends_on:\n      db:\n        condition: service_healthy\n  db:\n    image: db:1\n", "services.web.depends_on.db", 6, "has no healthcheck"},
 		{"tls not auto", webHead + "    x-gordon:\n      host: a.example.com\n      port: 80\n      tls: off\n", "services.web.x-gordon.tls", 8, "want auto"},
-		{"x-gordon unknown key", webHead + "    x-gordon:\n      hots: a.example.com\n", "services.web.x-gordon.hots", 6, "want host, port, tls, readiness, monitor, node, sleep_after or wake_ignore"},
+		{"x-gordon unknown key", webHead + "    x-gordon:\n      hots: a.example.com\n", "services.web.x-gordon.hots", 6, "want host, port, tls, readiness, monitor, snapshots, node, sleep_after or wake_ignore"},
 		{"x-gordon no port", webHead + "    x-gordon:\n      host: a.example.com\n", "services.web.x-gordon.host", 6, "set x-gordon.port"},
 		{"x-gordon bad host", webHead + "    x-gordon:\n      host: A_B\n      port: 80\n", "services.web.x-gordon.host", 6, "invalid host"},
 		{"x-gordon readiness bad type", webHead + "    x-gordon:\n      readiness:\n        type: grpc\n", "services.web.x-gordon.readiness.type", 7, "grpc"},

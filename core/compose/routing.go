@@ -22,7 +22,7 @@ type route struct {
 }
 
 // xGordonKeys are the keys of a service's x-gordon extension.
-var xGordonKeys = map[string]bool{"host": true, "port": true, "tls": true, "readiness": true, "monitor": true, "node": true, "sleep_after": true, "wake_ignore": true}
+var xGordonKeys = map[string]bool{"host": true, "port": true, "tls": true, "readiness": true, "monitor": true, "node": true, "snapshots": true, "sleep_after": true, "wake_ignore": true}
 
 // routes collects the hosts of a service from x-gordon, Traefik router
 // labels and nginx-proxy's VIRTUAL_HOST, and sets the readiness x-gordon
@@ -79,7 +79,7 @@ func (m *mapper) xGordon(name string, svc *types.ServiceConfig, out *service) []
 	keys := slices.Sorted(maps.Keys(raw))
 	for _, k := range keys {
 		if !xGordonKeys[k] {
-			m.refuse(base+"."+k, "unknown x-gordon key %q: want host, port, tls, readiness, monitor, node, sleep_after or wake_ignore", k)
+			m.refuse(base+"."+k, "unknown x-gordon key %q: want host, port, tls, readiness, monitor, snapshots, node, sleep_after or wake_ignore", k)
 		}
 	}
 	tlsPolicy := ""
@@ -97,6 +97,7 @@ func (m *mapper) xGordon(name string, svc *types.ServiceConfig, out *service) []
 	if r, ok := raw["monitor"]; ok {
 		m.xMonitor(name, r, out)
 	}
+	m.xSnapshots(name, raw, out)
 	if n, ok := raw["node"]; ok {
 		m.xNode(base, n, out)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine/reconcile"
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
 	"github.com/gordon-deploy/docker-gordon/core/routetable"
+	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 )
 
 // The types of the engine's API.
@@ -382,6 +383,16 @@ func (e *Engine) Revisions(ctx context.Context, app string) ([]lifecycle.Revisio
 // Rollback: see lifecycle.Engine.Rollback.
 func (e *Engine) Rollback(ctx context.Context, req lifecycle.RollbackRequest) (*deploy.DeployResult, error) {
 	return e.flows().Rollback(ctx, req)
+}
+
+// SnapshotCreate: see lifecycle.Engine.SnapshotCreate.
+func (e *Engine) SnapshotCreate(ctx context.Context, req oprun.LifecycleRequest) (*oprun.OpResult, []snapshot.Manifest, error) {
+	return e.flows().SnapshotCreate(ctx, req)
+}
+
+// SnapshotRestore: see lifecycle.Engine.SnapshotRestore.
+func (e *Engine) SnapshotRestore(ctx context.Context, app, id, opKey string) (*oprun.OpResult, error) {
+	return e.flows().SnapshotRestore(ctx, app, id, opKey)
 }
 
 // Scale: see lifecycle.Engine.Scale.

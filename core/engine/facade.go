@@ -12,6 +12,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
 	"github.com/gordon-deploy/docker-gordon/core/engine/reconcile"
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
+	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -119,6 +120,10 @@ type Engine struct {
 	// NotifyFailed, if set, receives a one-line notice when a webhook was
 	// not delivered (the CLI prints it on stderr as a warning).
 	NotifyFailed func(msg string)
+	// Snapshots is the volume snapshot store (docs/data.md): replacements
+	// snapshot volumes into it, rollbacks with their data restore from it;
+	// nil takes and restores none.
+	Snapshots *snapshot.Store
 
 	stateOnce sync.Once
 	state     *steps.State
@@ -162,6 +167,7 @@ func (e *Engine) flows() *reconcile.Engine {
 		RegistryOnly:            e.RegistryOnly,
 		NotifyClient:            e.NotifyClient,
 		NotifyFailed:            e.NotifyFailed,
+		Snapshots:               e.Snapshots,
 		State:                   e.state,
 	}
 	return &reconcile.Engine{Engine: &lifecycle.Engine{Engine: &deploy.Engine{Engine: &oprun.Engine{Engine: s}}}}

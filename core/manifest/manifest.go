@@ -219,8 +219,15 @@ type rawService struct {
 	Aliases     []string        `toml:"aliases"`
 	Hooks       *rawHooks       `toml:"hooks"`
 	Monitor     *rawMonitor     `toml:"monitor"`
+	Snapshots   *rawSnapshots   `toml:"snapshots"`
 	SleepAfter  *string         `toml:"sleep_after"`
 	WakeIgnore  []string        `toml:"wake_ignore"`
+}
+
+// rawSnapshots is [services.X.snapshots].
+type rawSnapshots struct {
+	BeforeDeploy *string `toml:"before_deploy"`
+	Keep         *int    `toml:"keep"`
 }
 
 // rawMonitor is [services.X.monitor] (SPEC R76).

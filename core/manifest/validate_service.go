@@ -90,6 +90,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Aliases = v.aliases(key+".aliases", raw.Aliases)
 	svc.Hooks = v.hooks(key+".hooks", raw.Hooks, &svc)
 	svc.Monitor = v.monitor(key+".monitor", raw.Monitor, &svc)
+	v.snapshots(key+".snapshots", raw.Snapshots, &svc)
 	svc.SleepAfter, svc.WakeIgnore = v.sleep(key, raw.SleepAfter, raw.WakeIgnore, &svc)
 	return svc
 }

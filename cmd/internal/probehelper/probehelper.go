@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -35,8 +36,12 @@ func (helperProbes) Prober(_ context.Context, kind, _ string) (core.Prober, erro
 // when docker.EnvProbeHelper is set it runs the HTTP or TCP readiness wait
 // it describes (the same R31–R33 checks as the loopback probes, 500 ms
 // between attempts), prints a docker.HelperResult as the last stdout line and exits
-// (0 ready, 1 not ready, 2 bad request). It returns false otherwise.
+// (0 ready, 1 not ready, 2 bad request). When docker.EnvVolumeWipe is set
+// it empties that directory and exits (wipe). It returns false otherwise.
 func RunIfRequested() bool {
+	if dir, ok := os.LookupEnv(docker.EnvVolumeWipe); ok {
+		os.Exit(wipe(dir))
+	}
 	raw, ok := os.LookupEnv(docker.EnvProbeHelper)
 	if !ok {
 		return false
@@ -68,4 +73,23 @@ func RunIfRequested() bool {
 	}
 	os.Exit(0)
 	return true
+}
+
+// wipe is the volume helper's main (a snapshot restore, see
+// docker.Runtime.RestoreVolume): it removes every entry of dir, not dir
+// itself, and returns the exit status (0 done, 1 an entry could not be
+// removed, named on stderr).
+func wipe(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "empty the volume:", err)
+		return 1
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			fmt.Fprintln(os.Stderr, "empty the volume:", err)
+			return 1
+		}
+	}
+	return 0
 }

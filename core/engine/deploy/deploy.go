@@ -43,6 +43,9 @@ type DeployRequest struct {
 	// "rollback", Scale "scale"), and RollbackTo as Operation.RollbackTo.
 	Verb       string
 	RollbackTo string
+	// RestoreData: service → snapshot (rollback --with-data); Warnings: app-level.
+	RestoreData map[string]string
+	Warnings    []core.Warning
 	// Submit, when set, is a manifest Deploy checks (CheckDeployable) and
 	// stores as the app's new revision under the deploy's own app lock,
 	// then deploys (deploy -f): one lock, each check once. Revision must
@@ -243,7 +246,7 @@ func (e *Engine) startDeploy(ctx context.Context, req DeployRequest) (core.Opera
 func replayResult(op core.Operation) *DeployResult {
 	r := &DeployResult{Op: op, Outcome: op.Outcome, Warnings: op.Warnings, Replayed: true}
 	for _, s := range op.Steps {
-		if s.Service == "" || steps.IsHookStep(s.ID) {
+		if s.Service == "" || steps.IsSubStep(s.ID) {
 			continue
 		}
 		sr := steps.ServiceResult{Service: s.Service, Before: s.Before, After: s.After, Error: s.Error, Diagnostics: s.Diagnostics}

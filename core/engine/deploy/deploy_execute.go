@@ -61,7 +61,7 @@ func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID stri
 	if op.Terminal() {
 		return replayResult(op), steps.ReplayError(op)
 	}
-	d := &deployRun{e: e, req: req, op: &op, app: app, checks: req.held}
+	d := &deployRun{e: e, req: req, op: &op, app: app, checks: req.held, appWarnings: req.Warnings}
 	d.rev, err = e.resolveRevision(ctx, app, op.Revision)
 	if err != nil {
 		return d.failApp(ctx, steps.StepError, err)
@@ -91,6 +91,7 @@ func (e *Engine) executeDeploy(ctx context.Context, req DeployRequest, opID stri
 		}
 	}
 	in.Services = req.Services
+	in.Restore = req.RestoreData
 	d.plan = in.Build()
 	for _, drop := range d.plan.Drops {
 		if err := d.dropService(ctx, drop); err != nil {

@@ -40,8 +40,9 @@ type serviceRun struct {
 	journalMu sync.Mutex
 	// scaling: publish the serving generation with scaled as its replicas
 	// (ActionScale, R69).
-	scaling bool
-	scaled  []core.Instance
+	scaling    bool
+	scaled     []core.Instance
+	oldStopped bool // the data step stopped the old generation: retire removes it
 }
 
 func (d *deployRun) pinnedFor(name string) *pinnedService {
@@ -272,9 +273,17 @@ func (s *serviceRun) sequential(ctx context.Context) error {
 		}
 		// 4. Retire Before with its grace, keeping its marker; a watched
 		// service only stops it: it is the standby (R76.8).
+		if take, restore := s.dataPlan(); take || restore != "" {
+			if err := s.preserveData(ctx, take, restore); err != nil {
+				return err
+			}
+		}
 		retire := s.retirePredecessor
 		if s.monitored() {
 			retire = s.stopPredecessor
+			if s.oldStopped {
+				retire = func(context.Context) error { return nil }
+			}
 		}
 		if err := retire(ctx); err != nil {
 			return s.fail(ctx, err, nil)
@@ -307,6 +316,9 @@ func (s *serviceRun) retirePredecessor(ctx context.Context) error {
 	t := time.Now()
 	s.progress(steps.PhaseRetire, s.before, 0)
 	o := steps.PreStopOf(app, s.prev)
+	if s.oldStopped {
+		o = steps.RetireOptions{Force: true} // stopped already: remove it
+	}
 	o.Service, o.Grace = name, s.predGrace
 	r := e.Retire(ctx, app, s.before, o)
 	s.timer.done("retire", t)

@@ -34,7 +34,7 @@ func (s *serviceRun) stopPredecessor(ctx context.Context) error {
 		s.warn(e.PreStop(ctx, app, old.Container, o)...)
 		s.progress(steps.PhaseStop, old.Container, 0)
 		if err := e.Runtime.StopContainer(ctx, old.Container, s.predGrace); err != nil {
-			return fmt.Errorf("superseded container %s not confirmed stopped (it is kept as the monitor's standby, R76): %w", old.Container, err)
+			return fmt.Errorf("superseded container %s not confirmed stopped: %w", old.Container, err)
 		}
 	}
 	return nil

@@ -143,6 +143,7 @@ type PlanInput struct {
 	// would receive (app env + service env + env secrets, S28). When absent
 	// for a service, app env + service env are used.
 	DesiredEnv map[string][]string
+	Restore    map[string]string // service → snapshot restored: replaced sequentially even if unchanged
 }
 
 // BuildPlan is the pure planner of SPEC R14.2, R15, R16 and R56 for a full
@@ -200,6 +201,10 @@ func (in PlanInput) planService(s *core.ServiceSpec) PlannedService {
 		return ps
 	}
 	ps.Before = cur.Container
+	if id := in.Restore[s.Name]; id != "" {
+		ps.Action, ps.Reason = ActionSequential, "its volumes are restored from snapshot "+id
+		return ps
+	}
 	if why := in.changed(s, cur); why == "" {
 		ps.Action = ActionUnchanged
 		ps.Reason = "already running " + cur.Running()

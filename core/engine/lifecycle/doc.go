@@ -15,6 +15,9 @@ type Engine struct{ *deploy.Engine }
 type LifecycleRun struct {
 	*deploy.LifecycleRun
 	E *Engine
+	// data, when set, is done between the stop and the start of an
+	// in-place restart (snapshots create and restore).
+	data *dataAction
 }
 
 // Run is r with this layer's engine.

@@ -153,7 +153,7 @@ func (r *LifecycleRun) restartService(ctx context.Context, name string, as *core
 		return
 	}
 	r.Emit(name, steps.PhaseRestart, id, false)
-	err = e.Runtime.RestartContainer(ctx, id, steps.EffectiveGrace(as.Spec.StopGrace))
+	err = r.restartInPlace(ctx, name, id, as)
 	if errors.Is(err, core.ErrNotFound) {
 		rb, rerr := r.RebuildMissing(ctx, name, as, i)
 		ss.Res.Warnings = append(ss.Res.Warnings, rb.Warnings...)

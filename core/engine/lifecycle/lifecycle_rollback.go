@@ -27,6 +27,10 @@ type RollbackRequest struct {
 	OpKey string
 	// Pull is the pull policy (decision 15); "" = missing.
 	Pull string
+	// WithData restores, in the sequential replacement of each service
+	// with volumes, the snapshot taken before the deploy being rolled back
+	// (refused before anything changes when one has none).
+	WithData bool
 }
 
 // Rollback deploys an earlier revision by its pinned digests. The target's
@@ -86,13 +90,18 @@ func (e *Engine) Rollback(ctx context.Context, req RollbackRequest) (*deploy.Dep
 	if err != nil {
 		return nil, err
 	}
+	restore, notes, err := e.rollbackData(app, active, req.WithData)
+	if err != nil {
+		return nil, err
+	}
 	spec := e.pinnedSpec(ctx, target, ops, active)
 	e.Emit(steps.ProgressEvent{App: app, Phase: steps.PhaseResolve, Detail: "rollback to " + target.ID})
 	rev, err := e.SubmitRevision(ctx, spec, target.SourceSHA256)
 	if err != nil {
 		return nil, fmt.Errorf("rollback %s to %s: %w", app, target.ID, err)
 	}
-	return e.Deploy(ctx, deploy.DeployRequest{App: app, Revision: rev.ID, OpKey: req.OpKey, Pull: req.Pull, Verb: core.VerbRollback, RollbackTo: target.ID})
+	return e.Deploy(ctx, deploy.DeployRequest{App: app, Revision: rev.ID, OpKey: req.OpKey, Pull: req.Pull, Verb: core.VerbRollback, RollbackTo: target.ID,
+		RestoreData: restore, Warnings: notes})
 }
 
 // pinnedSpec returns a copy of rev's spec whose images are pinned to the

@@ -129,7 +129,7 @@ func (e *Engine) ClaimLifecycle(ctx context.Context, kind string, req LifecycleR
 func projectOp(op core.Operation) *OpResult {
 	r := &OpResult{Op: op, Outcome: op.Outcome, Warnings: op.Warnings, Replayed: true}
 	for _, s := range op.Steps {
-		if s.Service == "" || steps.IsHookStep(s.ID) {
+		if s.Service == "" || steps.IsSubStep(s.ID) {
 			continue
 		}
 		sr := steps.ServiceResult{Service: s.Service, Before: s.Before, After: s.After, Error: s.Error, Diagnostics: s.Diagnostics}

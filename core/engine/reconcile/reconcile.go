@@ -202,6 +202,12 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 	if err := e.sweepLeftovers(ctx, app); err != nil {
 		errs = append(errs, err)
 	}
+	// A snapshot a crash cut off has no manifest: never listed, removed here.
+	if e.Snapshots != nil {
+		if _, err := e.Snapshots.Sweep(app); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	removed, err := e.RemoveUnowned(ctx, app)
 	rep.Removed = append(rep.Removed, removed...)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core/engine/readiness"
+	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -114,6 +115,9 @@ type Engine struct {
 	// NotifyFailed, if set, receives a one-line notice when a webhook was
 	// not delivered (the CLI prints it on stderr as a warning).
 	NotifyFailed func(msg string)
+	// Snapshots is the volume snapshot store (docs/data.md); nil takes
+	// and restores no snapshots.
+	Snapshots *snapshot.Store
 	// State is what the engine remembers between calls in this process;
 	// the facade (package engine) keeps one per Engine.
 	*State
@@ -165,6 +169,8 @@ const (
 	PhaseDone      Phase = "done"
 	PhaseFailed    Phase = "failed"
 	PhaseUnchanged Phase = "unchanged"
+	PhaseSnapshot  Phase = "snapshot"
+	PhaseRestore   Phase = "restore"
 )
 
 // ProgressEvent is one line of live progress: a phase of one service (or

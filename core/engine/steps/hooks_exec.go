@@ -45,6 +45,23 @@ func IsHookStep(id string) bool {
 	return len(parts) == 4 && parts[0] == "service" && parts[2] == "hook"
 }
 
+// SnapshotStepID and RestoreStepID are the journal step ids of the
+// snapshot of a service's volumes before a replacement and of the restore
+// of one ("service.<service>.snapshot", "service.<service>.restore").
+func SnapshotStepID(service string) string { return ServiceStepID(service, "snapshot") }
+func RestoreStepID(service string) string  { return ServiceStepID(service, "restore") }
+
+// IsSubStep reports whether a journal step records part of a service's
+// step (a hook's run, a snapshot or a restore of its volumes), not a
+// service result.
+func IsSubStep(id string) bool {
+	if IsHookStep(id) {
+		return true
+	}
+	parts := strings.Split(id, ".")
+	return len(parts) == 3 && parts[0] == "service" && (parts[2] == "snapshot" || parts[2] == "restore")
+}
+
 // checkHookRuntime refuses hooks the runtime cannot run: a service that
 // declares any needs a core.ContainerExecer runtime (ErrUnavailable).
 func (e *Engine) CheckHookRuntime(spec *core.ServiceSpec) error {

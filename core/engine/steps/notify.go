@@ -93,7 +93,7 @@ func notification(op core.Operation, errText string) Notification {
 		if s.State == core.StepFailed && n.Error == "" && op.Outcome != core.OutcomeSuccess {
 			n.Error = s.Error
 		}
-		if s.Service == "" || IsHookStep(s.ID) {
+		if s.Service == "" || IsSubStep(s.ID) {
 			continue
 		}
 		ns := NotifiedService{Service: s.Service, State: s.State, Result: s.Result, Error: s.Error}

@@ -25,6 +25,112 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ExportVolumeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportVolumeRequest) Reset() {
+	*x = ExportVolumeRequest{}
+	mi := &file_runtime_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportVolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportVolumeRequest) ProtoMessage() {}
+
+func (x *ExportVolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportVolumeRequest.ProtoReflect.Descriptor instead.
+func (*ExportVolumeRequest) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ExportVolumeRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExportVolumeRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+// VolumeChunk is a piece of a volume's tar stream; volume is set on the
+// first message of a RestoreVolume call only.
+type VolumeChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	Volume        string                 `protobuf:"bytes,2,opt,name=volume,proto3" json:"volume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeChunk) Reset() {
+	*x = VolumeChunk{}
+	mi := &file_runtime_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeChunk) ProtoMessage() {}
+
+func (x *VolumeChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeChunk.ProtoReflect.Descriptor instead.
+func (*VolumeChunk) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *VolumeChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *VolumeChunk) GetVolume() string {
+	if x != nil {
+		return x.Volume
+	}
+	return ""
+}
+
 type VolumeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -34,7 +140,7 @@ type VolumeRequest struct {
 
 func (x *VolumeRequest) Reset() {
 	*x = VolumeRequest{}
-	mi := &file_runtime_proto_msgTypes[0]
+	mi := &file_runtime_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -46,7 +152,7 @@ func (x *VolumeRequest) String() string {
 func (*VolumeRequest) ProtoMessage() {}
 
 func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[0]
+	mi := &file_runtime_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -59,7 +165,7 @@ func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeRequest.ProtoReflect.Descriptor instead.
 func (*VolumeRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{0}
+	return file_runtime_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *VolumeRequest) GetName() string {
@@ -79,7 +185,7 @@ type VolumeState struct {
 
 func (x *VolumeState) Reset() {
 	*x = VolumeState{}
-	mi := &file_runtime_proto_msgTypes[1]
+	mi := &file_runtime_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -91,7 +197,7 @@ func (x *VolumeState) String() string {
 func (*VolumeState) ProtoMessage() {}
 
 func (x *VolumeState) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[1]
+	mi := &file_runtime_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -104,7 +210,7 @@ func (x *VolumeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeState.ProtoReflect.Descriptor instead.
 func (*VolumeState) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{1}
+	return file_runtime_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *VolumeState) GetName() string {
@@ -130,7 +236,7 @@ type NetworkRequest struct {
 
 func (x *NetworkRequest) Reset() {
 	*x = NetworkRequest{}
-	mi := &file_runtime_proto_msgTypes[2]
+	mi := &file_runtime_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -142,7 +248,7 @@ func (x *NetworkRequest) String() string {
 func (*NetworkRequest) ProtoMessage() {}
 
 func (x *NetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[2]
+	mi := &file_runtime_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -155,7 +261,7 @@ func (x *NetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkRequest.ProtoReflect.Descriptor instead.
 func (*NetworkRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{2}
+	return file_runtime_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NetworkRequest) GetName() string {
@@ -178,7 +284,7 @@ type RuntimeInfo struct {
 
 func (x *RuntimeInfo) Reset() {
 	*x = RuntimeInfo{}
-	mi := &file_runtime_proto_msgTypes[3]
+	mi := &file_runtime_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -190,7 +296,7 @@ func (x *RuntimeInfo) String() string {
 func (*RuntimeInfo) ProtoMessage() {}
 
 func (x *RuntimeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[3]
+	mi := &file_runtime_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -203,7 +309,7 @@ func (x *RuntimeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeInfo.ProtoReflect.Descriptor instead.
 func (*RuntimeInfo) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{3}
+	return file_runtime_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RuntimeInfo) GetName() string {
@@ -250,7 +356,7 @@ type ResolveImageRequest struct {
 
 func (x *ResolveImageRequest) Reset() {
 	*x = ResolveImageRequest{}
-	mi := &file_runtime_proto_msgTypes[4]
+	mi := &file_runtime_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +368,7 @@ func (x *ResolveImageRequest) String() string {
 func (*ResolveImageRequest) ProtoMessage() {}
 
 func (x *ResolveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[4]
+	mi := &file_runtime_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +381,7 @@ func (x *ResolveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveImageRequest.ProtoReflect.Descriptor instead.
 func (*ResolveImageRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{4}
+	return file_runtime_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ResolveImageRequest) GetRef() string {
@@ -298,7 +404,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_runtime_proto_msgTypes[5]
+	mi := &file_runtime_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +416,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[5]
+	mi := &file_runtime_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +429,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{5}
+	return file_runtime_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PullImageRequest) GetRef() string {
@@ -355,7 +461,7 @@ type ImageRef struct {
 
 func (x *ImageRef) Reset() {
 	*x = ImageRef{}
-	mi := &file_runtime_proto_msgTypes[6]
+	mi := &file_runtime_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -367,7 +473,7 @@ func (x *ImageRef) String() string {
 func (*ImageRef) ProtoMessage() {}
 
 func (x *ImageRef) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[6]
+	mi := &file_runtime_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -380,7 +486,7 @@ func (x *ImageRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRef.ProtoReflect.Descriptor instead.
 func (*ImageRef) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{6}
+	return file_runtime_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ImageRef) GetRef() string {
@@ -443,7 +549,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_runtime_proto_msgTypes[7]
+	mi := &file_runtime_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -455,7 +561,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[7]
+	mi := &file_runtime_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +574,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{7}
+	return file_runtime_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NetworkSpec) GetName() string {
@@ -501,7 +607,7 @@ type EnsureNetworkResponse struct {
 
 func (x *EnsureNetworkResponse) Reset() {
 	*x = EnsureNetworkResponse{}
-	mi := &file_runtime_proto_msgTypes[8]
+	mi := &file_runtime_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +619,7 @@ func (x *EnsureNetworkResponse) String() string {
 func (*EnsureNetworkResponse) ProtoMessage() {}
 
 func (x *EnsureNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[8]
+	mi := &file_runtime_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +632,7 @@ func (x *EnsureNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureNetworkResponse.ProtoReflect.Descriptor instead.
 func (*EnsureNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{8}
+	return file_runtime_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EnsureNetworkResponse) GetId() string {
@@ -546,7 +652,7 @@ type VolumeSpec struct {
 
 func (x *VolumeSpec) Reset() {
 	*x = VolumeSpec{}
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -558,7 +664,7 @@ func (x *VolumeSpec) String() string {
 func (*VolumeSpec) ProtoMessage() {}
 
 func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -571,7 +677,7 @@ func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeSpec.ProtoReflect.Descriptor instead.
 func (*VolumeSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{9}
+	return file_runtime_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *VolumeSpec) GetName() string {
@@ -602,7 +708,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +720,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +733,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{10}
+	return file_runtime_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Mount) GetType() string {
@@ -702,7 +808,7 @@ type ContainerSpec struct {
 
 func (x *ContainerSpec) Reset() {
 	*x = ContainerSpec{}
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +820,7 @@ func (x *ContainerSpec) String() string {
 func (*ContainerSpec) ProtoMessage() {}
 
 func (x *ContainerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +833,7 @@ func (x *ContainerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerSpec.ProtoReflect.Descriptor instead.
 func (*ContainerSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{11}
+	return file_runtime_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ContainerSpec) GetName() string {
@@ -898,7 +1004,7 @@ type Healthcheck struct {
 
 func (x *Healthcheck) Reset() {
 	*x = Healthcheck{}
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1016,7 @@ func (x *Healthcheck) String() string {
 func (*Healthcheck) ProtoMessage() {}
 
 func (x *Healthcheck) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1029,7 @@ func (x *Healthcheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Healthcheck.ProtoReflect.Descriptor instead.
 func (*Healthcheck) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{12}
+	return file_runtime_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Healthcheck) GetTest() []string {
@@ -978,7 +1084,7 @@ type TmpfsMount struct {
 
 func (x *TmpfsMount) Reset() {
 	*x = TmpfsMount{}
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1096,7 @@ func (x *TmpfsMount) String() string {
 func (*TmpfsMount) ProtoMessage() {}
 
 func (x *TmpfsMount) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1109,7 @@ func (x *TmpfsMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TmpfsMount.ProtoReflect.Descriptor instead.
 func (*TmpfsMount) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{13}
+	return file_runtime_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TmpfsMount) GetPath() string {
@@ -1031,7 +1137,7 @@ type Ulimit struct {
 
 func (x *Ulimit) Reset() {
 	*x = Ulimit{}
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1149,7 @@ func (x *Ulimit) String() string {
 func (*Ulimit) ProtoMessage() {}
 
 func (x *Ulimit) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1162,7 @@ func (x *Ulimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ulimit.ProtoReflect.Descriptor instead.
 func (*Ulimit) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{14}
+	return file_runtime_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Ulimit) GetName() string {
@@ -1105,7 +1211,7 @@ type ContainerOptions struct {
 
 func (x *ContainerOptions) Reset() {
 	*x = ContainerOptions{}
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1223,7 @@ func (x *ContainerOptions) String() string {
 func (*ContainerOptions) ProtoMessage() {}
 
 func (x *ContainerOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1236,7 @@ func (x *ContainerOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerOptions.ProtoReflect.Descriptor instead.
 func (*ContainerOptions) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{15}
+	return file_runtime_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ContainerOptions) GetUser() string {
@@ -1261,7 +1367,7 @@ type CreateContainerResponse struct {
 
 func (x *CreateContainerResponse) Reset() {
 	*x = CreateContainerResponse{}
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1379,7 @@ func (x *CreateContainerResponse) String() string {
 func (*CreateContainerResponse) ProtoMessage() {}
 
 func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1392,7 @@ func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateContainerResponse.ProtoReflect.Descriptor instead.
 func (*CreateContainerResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{16}
+	return file_runtime_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateContainerResponse) GetId() string {
@@ -1305,7 +1411,7 @@ type ContainerRequest struct {
 
 func (x *ContainerRequest) Reset() {
 	*x = ContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1423,7 @@ func (x *ContainerRequest) String() string {
 func (*ContainerRequest) ProtoMessage() {}
 
 func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1436,7 @@ func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerRequest.ProtoReflect.Descriptor instead.
 func (*ContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{17}
+	return file_runtime_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ContainerRequest) GetId() string {
@@ -1350,7 +1456,7 @@ type StopContainerRequest struct {
 
 func (x *StopContainerRequest) Reset() {
 	*x = StopContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1468,7 @@ func (x *StopContainerRequest) String() string {
 func (*StopContainerRequest) ProtoMessage() {}
 
 func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1481,7 @@ func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopContainerRequest.ProtoReflect.Descriptor instead.
 func (*StopContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{18}
+	return file_runtime_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StopContainerRequest) GetId() string {
@@ -1402,7 +1508,7 @@ type RemoveContainerRequest struct {
 
 func (x *RemoveContainerRequest) Reset() {
 	*x = RemoveContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1520,7 @@ func (x *RemoveContainerRequest) String() string {
 func (*RemoveContainerRequest) ProtoMessage() {}
 
 func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1533,7 @@ func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveContainerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{19}
+	return file_runtime_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RemoveContainerRequest) GetId() string {
@@ -1471,7 +1577,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1483,7 +1589,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1496,7 +1602,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{20}
+	return file_runtime_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ContainerState) GetId() string {
@@ -1607,7 +1713,7 @@ type BackendBindsRequest struct {
 
 func (x *BackendBindsRequest) Reset() {
 	*x = BackendBindsRequest{}
-	mi := &file_runtime_proto_msgTypes[21]
+	mi := &file_runtime_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1725,7 @@ func (x *BackendBindsRequest) String() string {
 func (*BackendBindsRequest) ProtoMessage() {}
 
 func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[21]
+	mi := &file_runtime_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1738,7 @@ func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsRequest.ProtoReflect.Descriptor instead.
 func (*BackendBindsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{21}
+	return file_runtime_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BackendBindsRequest) GetId() string {
@@ -1665,7 +1771,7 @@ type BackendBind struct {
 
 func (x *BackendBind) Reset() {
 	*x = BackendBind{}
-	mi := &file_runtime_proto_msgTypes[22]
+	mi := &file_runtime_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1783,7 @@ func (x *BackendBind) String() string {
 func (*BackendBind) ProtoMessage() {}
 
 func (x *BackendBind) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[22]
+	mi := &file_runtime_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1796,7 @@ func (x *BackendBind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBind.ProtoReflect.Descriptor instead.
 func (*BackendBind) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{22}
+	return file_runtime_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BackendBind) GetContainerPort() int32 {
@@ -1737,7 +1843,7 @@ type BackendBindsResponse struct {
 
 func (x *BackendBindsResponse) Reset() {
 	*x = BackendBindsResponse{}
-	mi := &file_runtime_proto_msgTypes[23]
+	mi := &file_runtime_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1749,7 +1855,7 @@ func (x *BackendBindsResponse) String() string {
 func (*BackendBindsResponse) ProtoMessage() {}
 
 func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[23]
+	mi := &file_runtime_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1762,7 +1868,7 @@ func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsResponse.ProtoReflect.Descriptor instead.
 func (*BackendBindsResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{23}
+	return file_runtime_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BackendBindsResponse) GetBinds() []*BackendBind {
@@ -1784,7 +1890,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_runtime_proto_msgTypes[24]
+	mi := &file_runtime_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +1902,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[24]
+	mi := &file_runtime_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +1915,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{24}
+	return file_runtime_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1851,7 +1957,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runtime_proto_msgTypes[25]
+	mi := &file_runtime_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +1969,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[25]
+	mi := &file_runtime_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +1982,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{25}
+	return file_runtime_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LogLine) GetTime() *timestamppb.Timestamp {
@@ -1909,7 +2015,7 @@ type ListManagedRequest struct {
 
 func (x *ListManagedRequest) Reset() {
 	*x = ListManagedRequest{}
-	mi := &file_runtime_proto_msgTypes[26]
+	mi := &file_runtime_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1921,7 +2027,7 @@ func (x *ListManagedRequest) String() string {
 func (*ListManagedRequest) ProtoMessage() {}
 
 func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[26]
+	mi := &file_runtime_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1934,7 +2040,7 @@ func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedRequest.ProtoReflect.Descriptor instead.
 func (*ListManagedRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{26}
+	return file_runtime_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListManagedRequest) GetLabels() map[string]string {
@@ -1953,7 +2059,7 @@ type ListManagedResponse struct {
 
 func (x *ListManagedResponse) Reset() {
 	*x = ListManagedResponse{}
-	mi := &file_runtime_proto_msgTypes[27]
+	mi := &file_runtime_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +2071,7 @@ func (x *ListManagedResponse) String() string {
 func (*ListManagedResponse) ProtoMessage() {}
 
 func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[27]
+	mi := &file_runtime_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2084,7 @@ func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedResponse.ProtoReflect.Descriptor instead.
 func (*ListManagedResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{27}
+	return file_runtime_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListManagedResponse) GetContainers() []*ContainerState {
@@ -2002,7 +2108,7 @@ type InternalProbeRequest struct {
 
 func (x *InternalProbeRequest) Reset() {
 	*x = InternalProbeRequest{}
-	mi := &file_runtime_proto_msgTypes[28]
+	mi := &file_runtime_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2120,7 @@ func (x *InternalProbeRequest) String() string {
 func (*InternalProbeRequest) ProtoMessage() {}
 
 func (x *InternalProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[28]
+	mi := &file_runtime_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2133,7 @@ func (x *InternalProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InternalProbeRequest.ProtoReflect.Descriptor instead.
 func (*InternalProbeRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{28}
+	return file_runtime_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *InternalProbeRequest) GetContainer() string {
@@ -2083,7 +2189,7 @@ type InternalProbeResponse struct {
 
 func (x *InternalProbeResponse) Reset() {
 	*x = InternalProbeResponse{}
-	mi := &file_runtime_proto_msgTypes[29]
+	mi := &file_runtime_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2095,7 +2201,7 @@ func (x *InternalProbeResponse) String() string {
 func (*InternalProbeResponse) ProtoMessage() {}
 
 func (x *InternalProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[29]
+	mi := &file_runtime_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2108,7 +2214,7 @@ func (x *InternalProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InternalProbeResponse.ProtoReflect.Descriptor instead.
 func (*InternalProbeResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{29}
+	return file_runtime_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *InternalProbeResponse) GetReady() bool {
@@ -2143,7 +2249,7 @@ type RestartPolicyRequest struct {
 
 func (x *RestartPolicyRequest) Reset() {
 	*x = RestartPolicyRequest{}
-	mi := &file_runtime_proto_msgTypes[30]
+	mi := &file_runtime_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2261,7 @@ func (x *RestartPolicyRequest) String() string {
 func (*RestartPolicyRequest) ProtoMessage() {}
 
 func (x *RestartPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[30]
+	mi := &file_runtime_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2274,7 @@ func (x *RestartPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicyRequest.ProtoReflect.Descriptor instead.
 func (*RestartPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{30}
+	return file_runtime_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RestartPolicyRequest) GetId() string {
@@ -2199,7 +2305,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_runtime_proto_msgTypes[31]
+	mi := &file_runtime_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2211,7 +2317,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[31]
+	mi := &file_runtime_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +2330,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{31}
+	return file_runtime_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExecRequest) GetId() string {
@@ -2282,7 +2388,7 @@ type ExecEvent struct {
 
 func (x *ExecEvent) Reset() {
 	*x = ExecEvent{}
-	mi := &file_runtime_proto_msgTypes[32]
+	mi := &file_runtime_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2400,7 @@ func (x *ExecEvent) String() string {
 func (*ExecEvent) ProtoMessage() {}
 
 func (x *ExecEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[32]
+	mi := &file_runtime_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2413,7 @@ func (x *ExecEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecEvent.ProtoReflect.Descriptor instead.
 func (*ExecEvent) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{32}
+	return file_runtime_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ExecEvent) GetLine() string {
@@ -2335,7 +2441,13 @@ var File_runtime_proto protoreflect.FileDescriptor
 
 const file_runtime_proto_rawDesc = "" +
 	"\n" +
-	"\rruntime.proto\x12\x10gordon.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\fcommon.proto\"#\n" +
+	"\rruntime.proto\x12\x10gordon.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\fcommon.proto\"9\n" +
+	"\x13ExportVolumeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"9\n" +
+	"\vVolumeChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x16\n" +
+	"\x06volume\x18\x02 \x01(\tR\x06volume\"#\n" +
 	"\rVolumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x9f\x01\n" +
 	"\vVolumeState\x12\x12\n" +
@@ -2554,7 +2666,7 @@ const file_runtime_proto_rawDesc = "" +
 	"\tExecEvent\x12\x12\n" +
 	"\x04line\x18\x01 \x01(\tR\x04line\x12\x16\n" +
 	"\x06exited\x18\x02 \x01(\bR\x06exited\x12\x1b\n" +
-	"\texit_code\x18\x03 \x01(\x05R\bexitCode2\x80\r\n" +
+	"\texit_code\x18\x03 \x01(\x05R\bexitCode2\xa3\x0e\n" +
 	"\aRuntime\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12>\n" +
 	"\x04Info\x12\x17.gordon.plugin.v1.Empty\x1a\x1d.gordon.plugin.v1.RuntimeInfo\x12Q\n" +
@@ -2575,7 +2687,9 @@ const file_runtime_proto_rawDesc = "" +
 	"\rInspectVolume\x12\x1f.gordon.plugin.v1.VolumeRequest\x1a\x1d.gordon.plugin.v1.VolumeState\x12J\n" +
 	"\rRemoveNetwork\x12 .gordon.plugin.v1.NetworkRequest\x1a\x17.gordon.plugin.v1.Empty\x12S\n" +
 	"\x10SetRestartPolicy\x12&.gordon.plugin.v1.RestartPolicyRequest\x1a\x17.gordon.plugin.v1.Empty\x12M\n" +
-	"\rExecContainer\x12\x1d.gordon.plugin.v1.ExecRequest\x1a\x1b.gordon.plugin.v1.ExecEvent0\x01B@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\rExecContainer\x12\x1d.gordon.plugin.v1.ExecRequest\x1a\x1b.gordon.plugin.v1.ExecEvent0\x01\x12V\n" +
+	"\fExportVolume\x12%.gordon.plugin.v1.ExportVolumeRequest\x1a\x1d.gordon.plugin.v1.VolumeChunk0\x01\x12I\n" +
+	"\rRestoreVolume\x12\x1d.gordon.plugin.v1.VolumeChunk\x1a\x17.gordon.plugin.v1.Empty(\x01B@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_runtime_proto_rawDescOnce sync.Once
@@ -2589,125 +2703,131 @@ func file_runtime_proto_rawDescGZIP() []byte {
 	return file_runtime_proto_rawDescData
 }
 
-var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_runtime_proto_goTypes = []any{
-	(*VolumeRequest)(nil),           // 0: gordon.plugin.v1.VolumeRequest
-	(*VolumeState)(nil),             // 1: gordon.plugin.v1.VolumeState
-	(*NetworkRequest)(nil),          // 2: gordon.plugin.v1.NetworkRequest
-	(*RuntimeInfo)(nil),             // 3: gordon.plugin.v1.RuntimeInfo
-	(*ResolveImageRequest)(nil),     // 4: gordon.plugin.v1.ResolveImageRequest
-	(*PullImageRequest)(nil),        // 5: gordon.plugin.v1.PullImageRequest
-	(*ImageRef)(nil),                // 6: gordon.plugin.v1.ImageRef
-	(*NetworkSpec)(nil),             // 7: gordon.plugin.v1.NetworkSpec
-	(*EnsureNetworkResponse)(nil),   // 8: gordon.plugin.v1.EnsureNetworkResponse
-	(*VolumeSpec)(nil),              // 9: gordon.plugin.v1.VolumeSpec
-	(*Mount)(nil),                   // 10: gordon.plugin.v1.Mount
-	(*ContainerSpec)(nil),           // 11: gordon.plugin.v1.ContainerSpec
-	(*Healthcheck)(nil),             // 12: gordon.plugin.v1.Healthcheck
-	(*TmpfsMount)(nil),              // 13: gordon.plugin.v1.TmpfsMount
-	(*Ulimit)(nil),                  // 14: gordon.plugin.v1.Ulimit
-	(*ContainerOptions)(nil),        // 15: gordon.plugin.v1.ContainerOptions
-	(*CreateContainerResponse)(nil), // 16: gordon.plugin.v1.CreateContainerResponse
-	(*ContainerRequest)(nil),        // 17: gordon.plugin.v1.ContainerRequest
-	(*StopContainerRequest)(nil),    // 18: gordon.plugin.v1.StopContainerRequest
-	(*RemoveContainerRequest)(nil),  // 19: gordon.plugin.v1.RemoveContainerRequest
-	(*ContainerState)(nil),          // 20: gordon.plugin.v1.ContainerState
-	(*BackendBindsRequest)(nil),     // 21: gordon.plugin.v1.BackendBindsRequest
-	(*BackendBind)(nil),             // 22: gordon.plugin.v1.BackendBind
-	(*BackendBindsResponse)(nil),    // 23: gordon.plugin.v1.BackendBindsResponse
-	(*LogsRequest)(nil),             // 24: gordon.plugin.v1.LogsRequest
-	(*LogLine)(nil),                 // 25: gordon.plugin.v1.LogLine
-	(*ListManagedRequest)(nil),      // 26: gordon.plugin.v1.ListManagedRequest
-	(*ListManagedResponse)(nil),     // 27: gordon.plugin.v1.ListManagedResponse
-	(*InternalProbeRequest)(nil),    // 28: gordon.plugin.v1.InternalProbeRequest
-	(*InternalProbeResponse)(nil),   // 29: gordon.plugin.v1.InternalProbeResponse
-	(*RestartPolicyRequest)(nil),    // 30: gordon.plugin.v1.RestartPolicyRequest
-	(*ExecRequest)(nil),             // 31: gordon.plugin.v1.ExecRequest
-	(*ExecEvent)(nil),               // 32: gordon.plugin.v1.ExecEvent
-	nil,                             // 33: gordon.plugin.v1.VolumeState.LabelsEntry
-	nil,                             // 34: gordon.plugin.v1.NetworkSpec.LabelsEntry
-	nil,                             // 35: gordon.plugin.v1.VolumeSpec.LabelsEntry
-	nil,                             // 36: gordon.plugin.v1.ContainerSpec.LabelsEntry
-	nil,                             // 37: gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	nil,                             // 38: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	nil,                             // 39: gordon.plugin.v1.ContainerState.LabelsEntry
-	nil,                             // 40: gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	(*PortSpec)(nil),                // 41: gordon.plugin.v1.PortSpec
-	(*durationpb.Duration)(nil),     // 42: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 43: google.protobuf.Timestamp
-	(*DescribeRequest)(nil),         // 44: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),                   // 45: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),        // 46: gordon.plugin.v1.DescribeResponse
+	(*ExportVolumeRequest)(nil),     // 0: gordon.plugin.v1.ExportVolumeRequest
+	(*VolumeChunk)(nil),             // 1: gordon.plugin.v1.VolumeChunk
+	(*VolumeRequest)(nil),           // 2: gordon.plugin.v1.VolumeRequest
+	(*VolumeState)(nil),             // 3: gordon.plugin.v1.VolumeState
+	(*NetworkRequest)(nil),          // 4: gordon.plugin.v1.NetworkRequest
+	(*RuntimeInfo)(nil),             // 5: gordon.plugin.v1.RuntimeInfo
+	(*ResolveImageRequest)(nil),     // 6: gordon.plugin.v1.ResolveImageRequest
+	(*PullImageRequest)(nil),        // 7: gordon.plugin.v1.PullImageRequest
+	(*ImageRef)(nil),                // 8: gordon.plugin.v1.ImageRef
+	(*NetworkSpec)(nil),             // 9: gordon.plugin.v1.NetworkSpec
+	(*EnsureNetworkResponse)(nil),   // 10: gordon.plugin.v1.EnsureNetworkResponse
+	(*VolumeSpec)(nil),              // 11: gordon.plugin.v1.VolumeSpec
+	(*Mount)(nil),                   // 12: gordon.plugin.v1.Mount
+	(*ContainerSpec)(nil),           // 13: gordon.plugin.v1.ContainerSpec
+	(*Healthcheck)(nil),             // 14: gordon.plugin.v1.Healthcheck
+	(*TmpfsMount)(nil),              // 15: gordon.plugin.v1.TmpfsMount
+	(*Ulimit)(nil),                  // 16: gordon.plugin.v1.Ulimit
+	(*ContainerOptions)(nil),        // 17: gordon.plugin.v1.ContainerOptions
+	(*CreateContainerResponse)(nil), // 18: gordon.plugin.v1.CreateContainerResponse
+	(*ContainerRequest)(nil),        // 19: gordon.plugin.v1.ContainerRequest
+	(*StopContainerRequest)(nil),    // 20: gordon.plugin.v1.StopContainerRequest
+	(*RemoveContainerRequest)(nil),  // 21: gordon.plugin.v1.RemoveContainerRequest
+	(*ContainerState)(nil),          // 22: gordon.plugin.v1.ContainerState
+	(*BackendBindsRequest)(nil),     // 23: gordon.plugin.v1.BackendBindsRequest
+	(*BackendBind)(nil),             // 24: gordon.plugin.v1.BackendBind
+	(*BackendBindsResponse)(nil),    // 25: gordon.plugin.v1.BackendBindsResponse
+	(*LogsRequest)(nil),             // 26: gordon.plugin.v1.LogsRequest
+	(*LogLine)(nil),                 // 27: gordon.plugin.v1.LogLine
+	(*ListManagedRequest)(nil),      // 28: gordon.plugin.v1.ListManagedRequest
+	(*ListManagedResponse)(nil),     // 29: gordon.plugin.v1.ListManagedResponse
+	(*InternalProbeRequest)(nil),    // 30: gordon.plugin.v1.InternalProbeRequest
+	(*InternalProbeResponse)(nil),   // 31: gordon.plugin.v1.InternalProbeResponse
+	(*RestartPolicyRequest)(nil),    // 32: gordon.plugin.v1.RestartPolicyRequest
+	(*ExecRequest)(nil),             // 33: gordon.plugin.v1.ExecRequest
+	(*ExecEvent)(nil),               // 34: gordon.plugin.v1.ExecEvent
+	nil,                             // 35: gordon.plugin.v1.VolumeState.LabelsEntry
+	nil,                             // 36: gordon.plugin.v1.NetworkSpec.LabelsEntry
+	nil,                             // 37: gordon.plugin.v1.VolumeSpec.LabelsEntry
+	nil,                             // 38: gordon.plugin.v1.ContainerSpec.LabelsEntry
+	nil,                             // 39: gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	nil,                             // 40: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	nil,                             // 41: gordon.plugin.v1.ContainerState.LabelsEntry
+	nil,                             // 42: gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	(*PortSpec)(nil),                // 43: gordon.plugin.v1.PortSpec
+	(*durationpb.Duration)(nil),     // 44: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 45: google.protobuf.Timestamp
+	(*DescribeRequest)(nil),         // 46: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),                   // 47: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),        // 48: gordon.plugin.v1.DescribeResponse
 }
 var file_runtime_proto_depIdxs = []int32{
-	33, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
-	34, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
-	35, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
-	36, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
-	41, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
-	10, // 5: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
-	42, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
-	12, // 7: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
-	15, // 8: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
-	42, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
-	42, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
-	42, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
-	13, // 12: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
-	14, // 13: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
-	37, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	38, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	42, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
-	43, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
-	39, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
-	41, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
-	22, // 20: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
-	43, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	43, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	40, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	20, // 24: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
-	42, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
-	44, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	45, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
-	4,  // 28: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
-	5,  // 29: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
-	7,  // 30: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
-	9,  // 31: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
-	11, // 32: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
-	17, // 33: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	18, // 34: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	19, // 35: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
-	18, // 36: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	17, // 37: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	21, // 38: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
-	24, // 39: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
-	26, // 40: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
-	28, // 41: gordon.plugin.v1.Runtime.ProbeInternal:input_type -> gordon.plugin.v1.InternalProbeRequest
-	0,  // 42: gordon.plugin.v1.Runtime.InspectVolume:input_type -> gordon.plugin.v1.VolumeRequest
-	2,  // 43: gordon.plugin.v1.Runtime.RemoveNetwork:input_type -> gordon.plugin.v1.NetworkRequest
-	30, // 44: gordon.plugin.v1.Runtime.SetRestartPolicy:input_type -> gordon.plugin.v1.RestartPolicyRequest
-	31, // 45: gordon.plugin.v1.Runtime.ExecContainer:input_type -> gordon.plugin.v1.ExecRequest
-	46, // 46: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	3,  // 47: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
-	6,  // 48: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
-	45, // 49: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
-	8,  // 50: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
-	45, // 51: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
-	16, // 52: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
-	45, // 53: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
-	45, // 54: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
-	45, // 55: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
-	45, // 56: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
-	20, // 57: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
-	23, // 58: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
-	25, // 59: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
-	27, // 60: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
-	29, // 61: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
-	1,  // 62: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
-	45, // 63: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
-	45, // 64: gordon.plugin.v1.Runtime.SetRestartPolicy:output_type -> gordon.plugin.v1.Empty
-	32, // 65: gordon.plugin.v1.Runtime.ExecContainer:output_type -> gordon.plugin.v1.ExecEvent
-	46, // [46:66] is the sub-list for method output_type
-	26, // [26:46] is the sub-list for method input_type
+	35, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
+	36, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
+	37, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
+	38, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
+	43, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
+	12, // 5: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
+	44, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
+	14, // 7: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
+	17, // 8: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
+	44, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
+	44, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
+	44, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
+	15, // 12: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
+	16, // 13: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
+	39, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	40, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	44, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
+	45, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
+	41, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
+	43, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
+	24, // 20: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
+	45, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	45, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	42, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	22, // 24: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
+	44, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
+	46, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	47, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
+	6,  // 28: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
+	7,  // 29: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
+	9,  // 30: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
+	11, // 31: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
+	13, // 32: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
+	19, // 33: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	20, // 34: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	21, // 35: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
+	20, // 36: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	19, // 37: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	23, // 38: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
+	26, // 39: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
+	28, // 40: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
+	30, // 41: gordon.plugin.v1.Runtime.ProbeInternal:input_type -> gordon.plugin.v1.InternalProbeRequest
+	2,  // 42: gordon.plugin.v1.Runtime.InspectVolume:input_type -> gordon.plugin.v1.VolumeRequest
+	4,  // 43: gordon.plugin.v1.Runtime.RemoveNetwork:input_type -> gordon.plugin.v1.NetworkRequest
+	32, // 44: gordon.plugin.v1.Runtime.SetRestartPolicy:input_type -> gordon.plugin.v1.RestartPolicyRequest
+	33, // 45: gordon.plugin.v1.Runtime.ExecContainer:input_type -> gordon.plugin.v1.ExecRequest
+	0,  // 46: gordon.plugin.v1.Runtime.ExportVolume:input_type -> gordon.plugin.v1.ExportVolumeRequest
+	1,  // 47: gordon.plugin.v1.Runtime.RestoreVolume:input_type -> gordon.plugin.v1.VolumeChunk
+	48, // 48: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	5,  // 49: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
+	8,  // 50: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
+	47, // 51: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
+	10, // 52: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
+	47, // 53: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
+	18, // 54: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
+	47, // 55: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
+	47, // 56: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
+	47, // 57: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
+	47, // 58: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
+	22, // 59: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
+	25, // 60: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
+	27, // 61: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
+	29, // 62: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
+	31, // 63: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
+	3,  // 64: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
+	47, // 65: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
+	47, // 66: gordon.plugin.v1.Runtime.SetRestartPolicy:output_type -> gordon.plugin.v1.Empty
+	34, // 67: gordon.plugin.v1.Runtime.ExecContainer:output_type -> gordon.plugin.v1.ExecEvent
+	1,  // 68: gordon.plugin.v1.Runtime.ExportVolume:output_type -> gordon.plugin.v1.VolumeChunk
+	47, // 69: gordon.plugin.v1.Runtime.RestoreVolume:output_type -> gordon.plugin.v1.Empty
+	48, // [48:70] is the sub-list for method output_type
+	26, // [26:48] is the sub-list for method input_type
 	26, // [26:26] is the sub-list for extension type_name
 	26, // [26:26] is the sub-list for extension extendee
 	0,  // [0:26] is the sub-list for field type_name
@@ -2725,7 +2845,7 @@ func file_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_proto_rawDesc), len(file_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

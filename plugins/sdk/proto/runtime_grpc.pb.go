@@ -41,6 +41,8 @@ const (
 	Runtime_RemoveNetwork_FullMethodName    = "/gordon.plugin.v1.Runtime/RemoveNetwork"
 	Runtime_SetRestartPolicy_FullMethodName = "/gordon.plugin.v1.Runtime/SetRestartPolicy"
 	Runtime_ExecContainer_FullMethodName    = "/gordon.plugin.v1.Runtime/ExecContainer"
+	Runtime_ExportVolume_FullMethodName     = "/gordon.plugin.v1.Runtime/ExportVolume"
+	Runtime_RestoreVolume_FullMethodName    = "/gordon.plugin.v1.Runtime/RestoreVolume"
 )
 
 // RuntimeClient is the client API for Runtime service.
@@ -81,6 +83,15 @@ type RuntimeClient interface {
 	// exited set and the exit code. Optional: Unimplemented means the runtime
 	// cannot run hooks.
 	ExecContainer(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecEvent], error)
+	// ExportVolume streams a tar of the contents of the volume mounted at
+	// path in a stopped container, entries relative to the volume's root
+	// (the engine's volume snapshots). Optional: UNIMPLEMENTED means
+	// the runtime takes no snapshots.
+	ExportVolume(ctx context.Context, in *ExportVolumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[VolumeChunk], error)
+	// RestoreVolume replaces the whole content of a volume with the streamed
+	// tar; the first message names the volume. Optional: UNIMPLEMENTED means
+	// the runtime restores no snapshots.
+	RestoreVolume(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[VolumeChunk, Empty], error)
 }
 
 type runtimeClient struct {
@@ -309,6 +320,38 @@ func (c *runtimeClient) ExecContainer(ctx context.Context, in *ExecRequest, opts
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runtime_ExecContainerClient = grpc.ServerStreamingClient[ExecEvent]
 
+func (c *runtimeClient) ExportVolume(ctx context.Context, in *ExportVolumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[VolumeChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Runtime_ServiceDesc.Streams[2], Runtime_ExportVolume_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExportVolumeRequest, VolumeChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runtime_ExportVolumeClient = grpc.ServerStreamingClient[VolumeChunk]
+
+func (c *runtimeClient) RestoreVolume(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[VolumeChunk, Empty], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Runtime_ServiceDesc.Streams[3], Runtime_RestoreVolume_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[VolumeChunk, Empty]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runtime_RestoreVolumeClient = grpc.ClientStreamingClient[VolumeChunk, Empty]
+
 // RuntimeServer is the server API for Runtime service.
 // All implementations must embed UnimplementedRuntimeServer
 // for forward compatibility.
@@ -347,6 +390,15 @@ type RuntimeServer interface {
 	// exited set and the exit code. Optional: Unimplemented means the runtime
 	// cannot run hooks.
 	ExecContainer(*ExecRequest, grpc.ServerStreamingServer[ExecEvent]) error
+	// ExportVolume streams a tar of the contents of the volume mounted at
+	// path in a stopped container, entries relative to the volume's root
+	// (the engine's volume snapshots). Optional: UNIMPLEMENTED means
+	// the runtime takes no snapshots.
+	ExportVolume(*ExportVolumeRequest, grpc.ServerStreamingServer[VolumeChunk]) error
+	// RestoreVolume replaces the whole content of a volume with the streamed
+	// tar; the first message names the volume. Optional: UNIMPLEMENTED means
+	// the runtime restores no snapshots.
+	RestoreVolume(grpc.ClientStreamingServer[VolumeChunk, Empty]) error
 	mustEmbedUnimplementedRuntimeServer()
 }
 
@@ -416,6 +468,12 @@ func (UnimplementedRuntimeServer) SetRestartPolicy(context.Context, *RestartPoli
 }
 func (UnimplementedRuntimeServer) ExecContainer(*ExecRequest, grpc.ServerStreamingServer[ExecEvent]) error {
 	return status.Error(codes.Unimplemented, "method ExecContainer not implemented")
+}
+func (UnimplementedRuntimeServer) ExportVolume(*ExportVolumeRequest, grpc.ServerStreamingServer[VolumeChunk]) error {
+	return status.Error(codes.Unimplemented, "method ExportVolume not implemented")
+}
+func (UnimplementedRuntimeServer) RestoreVolume(grpc.ClientStreamingServer[VolumeChunk, Empty]) error {
+	return status.Error(codes.Unimplemented, "method RestoreVolume not implemented")
 }
 func (UnimplementedRuntimeServer) mustEmbedUnimplementedRuntimeServer() {}
 func (UnimplementedRuntimeServer) testEmbeddedByValue()                 {}
@@ -784,6 +842,24 @@ func _Runtime_ExecContainer_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runtime_ExecContainerServer = grpc.ServerStreamingServer[ExecEvent]
 
+func _Runtime_ExportVolume_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExportVolumeRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RuntimeServer).ExportVolume(m, &grpc.GenericServerStream[ExportVolumeRequest, VolumeChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runtime_ExportVolumeServer = grpc.ServerStreamingServer[VolumeChunk]
+
+func _Runtime_RestoreVolume_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RuntimeServer).RestoreVolume(&grpc.GenericServerStream[VolumeChunk, Empty]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runtime_RestoreVolumeServer = grpc.ClientStreamingServer[VolumeChunk, Empty]
+
 // Runtime_ServiceDesc is the grpc.ServiceDesc for Runtime service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -874,6 +950,16 @@ var Runtime_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "ExecContainer",
 			Handler:       _Runtime_ExecContainer_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "ExportVolume",
+			Handler:       _Runtime_ExportVolume_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "RestoreVolume",
+			Handler:       _Runtime_RestoreVolume_Handler,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "runtime.proto",

@@ -1,0 +1,178 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
+	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
+	"github.com/gordon-deploy/docker-gordon/core/engine/volsnap"
+	"github.com/gordon-deploy/docker-gordon/core/snapshot"
+)
+
+// Verbs of the restarts that take or restore a snapshot (journaled as
+// Operation.Verb of a restart op, so every restart rule applies).
+const (
+	VerbSnapshot = "snapshot"
+	VerbRestore  = "restore"
+)
+
+// dataAction is what an in-place restart does between the stop and the
+// start of the service's container: take a snapshot (restore nil) or
+// restore one (after a snapshot of what the volumes hold).
+type dataAction struct {
+	verb    string
+	restore *snapshot.Manifest
+	taken   []snapshot.Manifest
+	errs    []string
+}
+
+// SnapshotCreate is `snapshots create APP [--service S]`: each selected
+// service with volumes (all of them when req.Services is empty) is
+// restarted in place (R53, journaled as a restart with verb snapshot)
+// and, between its stop and its start, while the edge holds its requests
+// (R58), its volumes are snapshotted (trigger manual, never removed by
+// retention). It returns the snapshots taken. Errors: no service with
+// volumes (or a named one without) is invalid and changes nothing; a
+// failed snapshot fails the op, and the service serves again.
+func (e *Engine) SnapshotCreate(ctx context.Context, req oprun.LifecycleRequest) (*oprun.OpResult, []snapshot.Manifest, error) {
+	d := &dataAction{verb: VerbSnapshot}
+	res, err := e.dataRestart(ctx, req, d)
+	return res, d.taken, err
+}
+
+// SnapshotRestore is `snapshots restore APP ID`: the snapshot's service is
+// restarted in place (journaled as a restart with verb restore) and,
+// between its stop and its start, while the edge holds its requests, what
+// its volumes hold is snapshotted (trigger manual), then the snapshot is
+// restored. A failed restore puts that data back and the service serves
+// again. Errors: an unknown snapshot is not found, a service the app does
+// not serve is invalid; both change nothing.
+func (e *Engine) SnapshotRestore(ctx context.Context, app, id, opKey string) (*oprun.OpResult, error) {
+	se := e.Engine.Engine.Engine
+	if err := volsnap.CanRestore(se); err != nil {
+		return nil, fmt.Errorf("snapshots restore %s: %w", app, err)
+	}
+	m, err := se.Snapshots.Get(app, id)
+	if err != nil {
+		return nil, err
+	}
+	return e.dataRestart(ctx, oprun.LifecycleRequest{App: app, Services: []string{m.Service}, OpKey: opKey}, &dataAction{verb: VerbRestore, restore: &m})
+}
+
+// dataRestart is Restart of the services with volumes, with d between
+// each one's stop and start.
+func (e *Engine) dataRestart(ctx context.Context, req oprun.LifecycleRequest, d *dataAction) (*oprun.OpResult, error) {
+	verb := "snapshots " + d.verb
+	if e.Snapshots == nil {
+		return nil, fmt.Errorf("%w: %s %s: this engine keeps no snapshots", core.ErrUnavailable, verb, req.App)
+	}
+	if err := e.RequireLiveTraffic(ctx, verb); err != nil {
+		return nil, err
+	}
+	id := ""
+	if d.restore != nil {
+		id = d.restore.ID
+	}
+	fp := steps.Fingerprint(core.OpRestart, req.App, d.verb, id, steps.SortedJoin(req.Services))
+	lk, res, ok, err := e.LifecyclePreamble(ctx, core.OpRestart, req, fp)
+	if !ok {
+		return res, err
+	}
+	defer lk.Unlock()
+	active, err := e.activeOrNeverDeployed(ctx, verb, req.App)
+	if err != nil {
+		return nil, err
+	}
+	selected, err := withVolumes(verb, req, active)
+	if err != nil {
+		return nil, err
+	}
+	r, replay, err := e.ClaimLifecycle(ctx, core.OpRestart, req, fp, nil)
+	if r == nil {
+		return replay, err
+	}
+	r.Checks = lk.Checks
+	r.Op.Verb = d.verb
+	run := e.Run(r)
+	run.data = d
+	res, err = run.restart(ctx, selected)
+	if len(d.errs) > 0 && err == nil {
+		err = fmt.Errorf("%w: %s %s: %s", core.ErrConflict, verb, req.App, strings.Join(d.errs, "; "))
+		r.Fail(ctx, steps.StepError, err)
+		res = r.Result()
+	}
+	return res, err
+}
+
+// withVolumes returns the selected services (req.Services, else every
+// ACTIVE one) that have volumes, in dependency order; a named service
+// absent or without volumes, or none at all, is refused.
+func withVolumes(verb string, req oprun.LifecycleRequest, active core.Active) ([]string, error) {
+	names := steps.ActiveServiceNames(active)
+	var out []string
+	for _, n := range names {
+		as := active.Services[n]
+		named := slices.Contains(req.Services, n)
+		if len(req.Services) > 0 && !named {
+			continue
+		}
+		if len(as.Spec.Volumes) == 0 {
+			if named {
+				return nil, fmt.Errorf("%w: %s %s: service %s has no volume, so there is nothing to snapshot", core.ErrInvalid, verb, req.App, n)
+			}
+			continue
+		}
+		out = append(out, n)
+	}
+	for _, s := range req.Services {
+		if !slices.Contains(names, s) {
+			return nil, fmt.Errorf("%w: %s %s: app %s serves no service %q (its services: %s)", core.ErrNotFound, verb, req.App, req.App, s, strings.Join(names, ", "))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s %s: no service of the app has a volume, so there is nothing to snapshot", core.ErrInvalid, verb, req.App)
+	}
+	return steps.InOrder(names, out), nil
+}
+
+// restartInPlace is the in-place restart of R53: the runtime's restart,
+// or, with a data action, a stop, the data step and a start.
+func (r *LifecycleRun) restartInPlace(ctx context.Context, name, id string, as *core.ActiveService) error {
+	grace := steps.EffectiveGrace(as.Spec.StopGrace)
+	if r.data == nil {
+		return r.E.Runtime.RestartContainer(ctx, id, grace)
+	}
+	if err := r.E.Runtime.StopContainer(ctx, id, grace); err != nil {
+		return err
+	}
+	if err := r.dataStep(ctx, name, id, as); err != nil {
+		r.data.errs = append(r.data.errs, fmt.Sprintf("service %s: %v", name, err))
+	}
+	return r.E.Runtime.StartContainer(ctx, id)
+}
+
+// dataStep takes a snapshot of the stopped container's volumes, then, for
+// a restore, restores the snapshot (putting the data back from the one
+// just taken when that fails). Each is a journaled step.
+func (r *LifecycleRun) dataStep(ctx context.Context, name, id string, as *core.ActiveService) error {
+	se := r.E.Engine.Engine.Engine
+	j := volsnap.Journal{Op: r.Op, Save: func() { r.Save(ctx) }}
+	r.Emit(name, steps.PhaseSnapshot, id, false)
+	m, _, err := volsnap.TakeStep(ctx, se, j, volsnap.Request{App: r.App, Service: name, Container: id, Volumes: as.Spec.Volumes,
+		Policy: snapshot.PolicyAlways, Trigger: snapshot.TriggerManual, Op: r.Op.ID, Verb: r.data.verb, Revision: as.EffectiveRevision})
+	if err != nil {
+		return err
+	}
+	if m != nil {
+		r.data.taken = append(r.data.taken, *m)
+	}
+	if r.data.restore == nil {
+		return nil
+	}
+	r.Emit(name, steps.PhaseRestore, r.data.restore.ID, false)
+	return volsnap.RestoreStep(ctx, se, j, r.App, name, r.data.restore.ID, m)
+}

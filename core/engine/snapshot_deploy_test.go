@@ -1,0 +1,255 @@
+package engine_test
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/coretest"
+	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/snapshot"
+)
+
+// snapSeed seeds blog/web with volume data at /data (engine volume
+// gordon-blog-data, content "v1 data") served by c-old, with an
+// archiving runtime and a snapshot store.
+func snapSeed(t *testing.T, mutate func(*core.ServiceSpec)) (*coretest.Harness, coretest.ArchiveRuntime, *snapshot.Store) {
+	t.Helper()
+	old := coretest.WebSpec(0)
+	old.Volumes = []core.VolumeMount{{Name: "data", Path: "/data"}}
+	if mutate != nil {
+		mutate(&old)
+	}
+	h := depSeedWeb(t, old)
+	ar := coretest.NewArchiveRuntime(h.Runtime)
+	h.Engine.Runtime = ar
+	store := snapshot.Open(t.TempDir())
+	h.Engine.Snapshots = store
+	ar.Mount("c-old", "/data", "gordon-blog-data")
+	ar.SetVolume("gordon-blog-data", []byte("v1 data"))
+	h.Runtime.NextIDs = []string{"c-new"}
+	return h, ar, store
+}
+
+func snapNext(mutate func(*core.ServiceSpec)) core.ServiceSpec {
+	next := depNewWeb(0)
+	next.Volumes = []core.VolumeMount{{Name: "data", Path: "/data"}}
+	if mutate != nil {
+		mutate(&next)
+	}
+	return next
+}
+
+// A sequential replacement of a volume service stops the old generation,
+// snapshots its volume from the stopped container, then removes it and
+// creates the new one: the snapshot is journaled as its own step with its
+// size and digest, bound to the op and the old revision.
+func TestSnapshot_SequentialReplacementSnapshotsBetweenStopAndCreate(t *testing.T) {
+	h, _, store := snapSeed(t, nil)
+	res, err := depDeploy(t, h, engine.DeployRequest{}, snapNext(nil))
+	require.NoError(t, err)
+	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+	assert.Equal(t, []string{"withdraw blog/web", "stop c-old", "export-volume c-old", "remove c-old", "create c-new", "start c-new"},
+		h.Events.Seq("withdraw", "stop", "export-volume", "remove", "create", "start"))
+
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	m := list[0]
+	assert.Equal(t, snapshot.TriggerDeploy, m.Trigger)
+	assert.Equal(t, res.Op.ID, m.Op)
+	assert.Equal(t, "rev-0", m.Revision)
+	assert.Equal(t, "web", m.Service)
+	require.Len(t, m.Volumes, 1)
+	assert.Equal(t, "gordon-blog-data", m.Volumes[0].Name)
+	assert.Equal(t, int64(len("v1 data")), m.Volumes[0].Size)
+
+	st := depLastOp(t, h).Step("service.web.snapshot")
+	require.NotNil(t, st)
+	assert.Equal(t, core.StepSucceeded, st.State)
+	assert.Contains(t, st.Detail, "snapshot "+m.ID+": 1 volume(s), 7 bytes")
+	assert.Equal(t, "gordon-blog-data "+m.Volumes[0].Digest, st.Digest)
+	assert.Contains(t, st.Phases, "data")
+	require.Len(t, res.Services, 1, "the snapshot step is no service result")
+	r, _, err := store.OpenVolume("blog", m.ID, "gordon-blog-data")
+	require.NoError(t, err)
+	b, err := io.ReadAll(r)
+	require.NoError(t, err)
+	assert.Equal(t, "v1 data", string(b))
+}
+
+// before_deploy = "never" takes no snapshot, and the old generation is
+// retired as before.
+func TestSnapshot_PolicyNeverTakesNone(t *testing.T) {
+	h, _, store := snapSeed(t, nil)
+	_, err := depDeploy(t, h, engine.DeployRequest{}, snapNext(func(s *core.ServiceSpec) {
+		s.SnapshotsBeforeDeploy = snapshot.PolicyNever
+	}))
+	require.NoError(t, err)
+	assert.Zero(t, h.Events.Count("export-volume", "c-old"))
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Empty(t, list)
+}
+
+// A failed snapshot fails the deploy before the new generation is
+// created: the old generation is started again and routed, its marker
+// cleared, nothing partial is kept, and the error says nothing changed.
+func TestSnapshot_FailedSnapshotRestartsTheOldGeneration(t *testing.T) {
+	h, _, store := snapSeed(t, nil)
+	h.Runtime.Fail(coretest.MExportVolume, "c-old", errors.New("disk full"), 1)
+	_, err := depDeploy(t, h, engine.DeployRequest{}, snapNext(nil))
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "disk full")
+	assert.ErrorContains(t, err, "serves again and nothing changed")
+	assert.Zero(t, h.Events.Count("create", "c-new"), "no candidate")
+	assert.Zero(t, h.Events.Count("remove", "c-old"))
+	assert.Equal(t, []string{"stop c-old", "start c-old"}, h.Events.Seq("stop", "start"))
+	a, err := h.Store.LoadActive(h.Ctx(), "blog")
+	require.NoError(t, err)
+	assert.Equal(t, "c-old", a.Services["web"].Container)
+	assert.Nil(t, a.Services["web"].HoldUntil)
+	assert.NotEmpty(t, a.Services["web"].BackendBinds)
+	assert.Empty(t, h.Store.Markers("blog"))
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	swept, err := store.Sweep("blog")
+	require.NoError(t, err)
+	assert.Empty(t, swept, "the failed snapshot left no partial files")
+	assert.Equal(t, core.StepFailed, depLastOp(t, h).Step("service.web.snapshot").State)
+}
+
+// Retention by keep: a replacement keeps only the newest keep snapshots
+// taken before replacements of the service.
+func TestSnapshot_KeepBoundsTheDeploySnapshots(t *testing.T) {
+	h, ar, store := snapSeed(t, nil)
+	keep1 := func(s *core.ServiceSpec) { s.SnapshotsKeep = 1 }
+	_, err := depDeploy(t, h, engine.DeployRequest{}, snapNext(keep1))
+	require.NoError(t, err)
+	ar.SetVolume("gordon-blog-data", []byte("v2 data"))
+	h.Runtime.NextIDs = []string{"c-3"}
+	_, err = depDeploy(t, h, engine.DeployRequest{}, snapNext(func(s *core.ServiceSpec) { keep1(s); s.Image = "registry.example/blog:1.6" }))
+	require.NoError(t, err)
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	r, _, err := store.OpenVolume("blog", list[0].ID, "gordon-blog-data")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(r)
+	assert.Equal(t, "v2 data", string(b), "the newest one is kept")
+}
+
+// rollback --with-data restores, in the sequential replacement, the
+// snapshot taken before the deploy being rolled back: the old code and
+// the data it had. What the volume held is snapshotted first.
+func TestSnapshot_RollbackWithDataRestoresTheDataOfBeforeTheDeploy(t *testing.T) {
+	h, ar, store := snapSeed(t, nil)
+	res, err := depDeploy(t, h, engine.DeployRequest{}, snapNext(nil))
+	require.NoError(t, err)
+	ar.SetVolume("gordon-blog-data", []byte("v2 wrote this"))
+	h.Runtime.NextIDs = []string{"c-3"}
+	h.Reset()
+	rb, err := h.Engine.Rollback(h.Ctx(), engine.RollbackRequest{App: "blog", ToRevision: "rev-0", WithData: true})
+	require.NoError(t, err)
+	assert.Equal(t, core.OutcomeSuccess, rb.Outcome)
+	assert.Equal(t, "v1 data", string(ar.Volume("gordon-blog-data")))
+	assert.Equal(t, []string{"stop c-new", "export-volume c-new", "restore-volume gordon-blog-data", "remove c-new", "create c-3", "start c-3"},
+		h.Events.Seq("stop", "export-volume", "restore-volume", "remove", "create", "start"))
+	op := depLastOp(t, h)
+	restored := op.Step("service.web.restore")
+	require.NotNil(t, restored)
+	assert.Equal(t, core.StepSucceeded, restored.State)
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	require.Len(t, list, 2, "the one before the deploy, and the one before the rollback")
+	assert.Equal(t, res.Op.ID, list[0].Op)
+	assert.Contains(t, restored.Detail, "restored snapshot "+list[0].ID)
+	assert.Equal(t, op.ID, list[1].Op)
+}
+
+// Without --with-data a rollback keeps the data and says so, naming the
+// snapshot; --with-data with no snapshot is refused before anything
+// changes.
+func TestSnapshot_RollbackWithoutDataNamesTheSnapshotAndRefusesWithoutOne(t *testing.T) {
+	h, ar, store := snapSeed(t, func(s *core.ServiceSpec) {})
+	// No snapshot exists yet: the seeded generation was never replaced.
+	_, err := depDeploy(t, h, engine.DeployRequest{}, snapNext(func(s *core.ServiceSpec) {
+		s.SnapshotsBeforeDeploy = snapshot.PolicyNever
+	}))
+	require.NoError(t, err)
+	h.Reset()
+	_, err = h.Engine.Rollback(h.Ctx(), engine.RollbackRequest{App: "blog", ToRevision: "rev-0", WithData: true})
+	require.ErrorIs(t, err, core.ErrConflict)
+	assert.ErrorContains(t, err, "has no snapshot taken before the deploy being rolled back")
+	assert.Empty(t, h.Events.Seq("stop", "create", "remove", "withdraw"), "nothing changed")
+
+	ar.SetVolume("gordon-blog-data", []byte("v2 data"))
+	h.Runtime.NextIDs = []string{"c-3"}
+	_, err = depDeploy(t, h, engine.DeployRequest{}, snapNext(func(s *core.ServiceSpec) { s.Image = "registry.example/blog:1.6" }))
+	require.NoError(t, err)
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	h.Runtime.NextIDs = []string{"c-4"}
+	rb, err := h.Engine.Rollback(h.Ctx(), engine.RollbackRequest{App: "blog", ToRevision: "rev-0"})
+	require.NoError(t, err)
+	require.Len(t, rb.Warnings, 1)
+	assert.Contains(t, rb.Warnings[0].Detail, "the rollback restored the code, not the data")
+	assert.Contains(t, rb.Warnings[0].Detail, "snapshots restore blog "+list[0].ID)
+	assert.Equal(t, "v2 data", string(ar.Volume("gordon-blog-data")), "the data is kept")
+}
+
+// snapshots create holds the service while it stops, snapshots it from
+// the stopped container and starts it again in place; snapshots restore
+// does the same with the restore (after a snapshot of what the volume
+// held), journaled as restarts with their verbs.
+func TestSnapshot_CreateAndRestoreRestartInPlace(t *testing.T) {
+	h, ar, store := snapSeed(t, nil)
+	res, taken, err := h.Engine.SnapshotCreate(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+	require.Len(t, taken, 1)
+	assert.Equal(t, snapshot.TriggerManual, taken[0].Trigger)
+	assert.Equal(t, "snapshot", res.Op.Verb)
+	assert.Equal(t, []string{"stop c-old", "export-volume c-old", "start c-old"}, h.Events.Seq("stop", "export-volume", "start", "create", "remove"))
+
+	ar.SetVolume("gordon-blog-data", []byte("changed"))
+	h.Reset()
+	res, err = h.Engine.SnapshotRestore(h.Ctx(), "blog", taken[0].ID, "")
+	require.NoError(t, err)
+	assert.Equal(t, "restore", res.Op.Verb)
+	assert.Equal(t, "v1 data", string(ar.Volume("gordon-blog-data")))
+	assert.Equal(t, []string{"stop c-old", "export-volume c-old", "restore-volume gordon-blog-data", "start c-old"},
+		h.Events.Seq("stop", "export-volume", "restore-volume", "start", "create", "remove"))
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Len(t, list, 2, "the restore kept what the volume held first")
+
+	_, err = h.Engine.SnapshotRestore(h.Ctx(), "blog", "20990101-000000.000-web-0000", "")
+	assert.ErrorIs(t, err, core.ErrNotFound)
+}
+
+// A snapshot a crash cut off (its files written, its manifest not) is
+// never listed, and the next reconcile removes it.
+func TestSnapshot_ReconcileRemovesAPartialSnapshot(t *testing.T) {
+	h, _, _ := snapSeed(t, nil)
+	dir := t.TempDir()
+	store := snapshot.Open(dir)
+	h.Engine.Snapshots = store
+	partial := filepath.Join(dir, "snapshots", "blog", "20261204-000000.000-web-abcd")
+	require.NoError(t, os.MkdirAll(partial, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(partial, "gordon-blog-data.tar.zst"), []byte("cut off"), 0o600))
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Empty(t, list, "a snapshot without its manifest is not listed")
+	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	assert.NoDirExists(t, partial)
+}

@@ -1,0 +1,37 @@
+package manifest
+
+import (
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/snapshot"
+)
+
+// maxSnapshotKeep bounds [services.X.snapshots].keep.
+const maxSnapshotKeep = 100
+
+// snapshots validates [services.X.snapshots]: before_deploy "auto",
+// "always" or "never"; keep from 1 to 100. A service without volumes has
+// nothing to snapshot. It sets svc's snapshot fields when valid.
+func (v *validator) snapshots(key string, raw *rawSnapshots, svc *core.ServiceSpec) {
+	if raw == nil {
+		return
+	}
+	if len(svc.Volumes) == 0 {
+		v.add(key, "this service declares no [[volume]], so there is nothing to snapshot; remove [snapshots]")
+		return
+	}
+	if raw.BeforeDeploy != nil {
+		switch *raw.BeforeDeploy {
+		case snapshot.PolicyAuto, snapshot.PolicyAlways, snapshot.PolicyNever:
+			svc.SnapshotsBeforeDeploy = *raw.BeforeDeploy
+		default:
+			v.addf(key+".before_deploy", `%q: want "auto" (volumes up to 1 GiB, a warning above), "always" or "never"`, *raw.BeforeDeploy)
+		}
+	}
+	if raw.Keep != nil {
+		if *raw.Keep < 1 || *raw.Keep > maxSnapshotKeep {
+			v.addf(key+".keep", "%d is out of range: want how many snapshots to keep, from 1 to %d", *raw.Keep, maxSnapshotKeep)
+			return
+		}
+		svc.SnapshotsKeep = *raw.Keep
+	}
+}

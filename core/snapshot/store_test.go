@@ -1,0 +1,136 @@
+package snapshot
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+)
+
+func take(t *testing.T, s *Store, app, service, trigger string, data map[string][]byte) Manifest {
+	t.Helper()
+	w, err := s.Begin(Manifest{ID: s.NewID(service), App: app, Service: service, Trigger: trigger, CreatedAt: s.now()})
+	require.NoError(t, err)
+	for name, b := range data {
+		_, err := w.AddVolume(name, "/data", func(out io.Writer) error { _, err := out.Write(b); return err })
+		require.NoError(t, err)
+	}
+	m, err := w.Commit(w.Manifest())
+	require.NoError(t, err)
+	return m
+}
+
+func readAll(t *testing.T, s *Store, app, id, vol string) []byte {
+	t.Helper()
+	r, _, err := s.OpenVolume(app, id, vol)
+	require.NoError(t, err)
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	require.NoError(t, err)
+	return b
+}
+
+// A snapshot round-trips its volumes byte for byte, records sizes and
+// digests, and is compressed.
+func TestSnapshot_RoundTripsAndRecordsSizeAndDigest(t *testing.T) {
+	s := Open(t.TempDir())
+	data := bytes.Repeat([]byte("gordon "), 100_000)
+	m := take(t, s, "blog", "db", TriggerDeploy, map[string][]byte{"blog_db": data})
+	require.Len(t, m.Volumes, 1)
+	v := m.Volumes[0]
+	assert.Equal(t, int64(len(data)), v.Size)
+	assert.Less(t, v.Stored, v.Size/10, "zstd compresses repetitive data")
+	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, v.Digest)
+	assert.Equal(t, data, readAll(t, s, "blog", m.ID, "blog_db"))
+	list, err := s.List("blog")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, m.ID, list[0].ID)
+}
+
+// A damaged snapshot is refused when read, never restored short.
+func TestSnapshot_DamagedFileFailsItsDigest(t *testing.T) {
+	dir := t.TempDir()
+	s := Open(dir)
+	m := take(t, s, "blog", "db", TriggerDeploy, map[string][]byte{"v": []byte("one")})
+	other := take(t, s, "blog", "db", TriggerDeploy, map[string][]byte{"v": []byte("two")})
+	src := filepath.Join(dir, "snapshots", "blog", other.ID, "v.tar.zst")
+	dst := filepath.Join(dir, "snapshots", "blog", m.ID, "v.tar.zst")
+	b, err := os.ReadFile(src)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(dst, b, 0o600))
+	r, _, err := s.OpenVolume("blog", m.ID, "v")
+	require.NoError(t, err)
+	_, err = io.ReadAll(r)
+	assert.ErrorContains(t, err, "is damaged")
+}
+
+// A snapshot without its manifest (a crash while it was taken) is never
+// listed, and Sweep removes it.
+func TestSnapshot_PartialIsNotListedAndIsSwept(t *testing.T) {
+	s := Open(t.TempDir())
+	w, err := s.Begin(Manifest{ID: s.NewID("db"), App: "blog", Service: "db", Trigger: TriggerDeploy})
+	require.NoError(t, err)
+	_, err = w.AddVolume("v", "/data", func(out io.Writer) error { _, err := out.Write([]byte("x")); return err })
+	require.NoError(t, err)
+	list, err := s.List("blog")
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	swept, err := s.Sweep("blog")
+	require.NoError(t, err)
+	assert.Equal(t, []string{w.Manifest().ID}, swept)
+	_, err = s.Get("blog", w.Manifest().ID)
+	assert.ErrorIs(t, err, core.ErrNotFound)
+}
+
+// Retention by keep counts one (service, trigger) and removes the oldest.
+func TestSnapshot_RetainKeepsTheNewestPerServiceAndTrigger(t *testing.T) {
+	s := Open(t.TempDir())
+	base := time.Date(2026, 9, 10, 12, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 4 {
+		s.now = func() time.Time { return base.Add(time.Duration(i) * time.Minute) }
+		ids = append(ids, take(t, s, "blog", "db", TriggerBackup, map[string][]byte{"v": {byte(i)}}).ID)
+	}
+	manual := take(t, s, "blog", "db", TriggerManual, map[string][]byte{"v": {9}})
+	removed, err := s.Retain("blog", "db", TriggerBackup, 2)
+	require.NoError(t, err)
+	assert.Equal(t, ids[:2], removed)
+	list, err := s.List("blog")
+	require.NoError(t, err)
+	var got []string
+	for _, m := range list {
+		got = append(got, m.ID)
+	}
+	assert.ElementsMatch(t, []string{ids[2], ids[3], manual.ID}, got)
+}
+
+// Export then import round-trips a snapshot into another app byte for
+// byte; an import of something else changes nothing.
+func TestSnapshot_ExportImportRoundTrip(t *testing.T) {
+	s := Open(t.TempDir())
+	data := bytes.Repeat([]byte{1, 2, 3, 4}, 50_000)
+	m := take(t, s, "blog", "db", TriggerDeploy, map[string][]byte{"blog_db": data})
+	var buf bytes.Buffer
+	require.NoError(t, s.Export("blog", m.ID, &buf))
+	got, err := s.Import("copy", bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	assert.Equal(t, TriggerImport, got.Trigger)
+	assert.Equal(t, m.Volumes[0].Digest, got.Volumes[0].Digest)
+	assert.Equal(t, data, readAll(t, s, "copy", m.ID, "blog_db"))
+
+	_, err = s.Import("other", bytes.NewReader([]byte("not a tar")))
+	assert.ErrorIs(t, err, core.ErrInvalid)
+	list, err := s.List("other")
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	_, err = s.Import("copy", bytes.NewReader(buf.Bytes()))
+	assert.ErrorIs(t, err, core.ErrConflict, "an id the app has already")
+}
