@@ -12,6 +12,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/engine/jobs"
 	"github.com/gordon-deploy/docker-gordon/system"
 )
 
@@ -39,10 +40,7 @@ time or a duration ago (e.g. 10m). With --format json each line is one JSON
 object {service, instance, time, stream, text} (instance only when the
 service runs several). With --access show the app's lines of
 the edge's access log instead (one JSON line per HTTP request; --service
-and --tail apply: the last N of the app's requests). With --job NAME show
-the output of the job's last run instead: the output its operation kept (the
-last 64 KiB) once it ended, its container's log while it runs (-f follows it
-to its end); the run's operation and outcome are named on stderr.`,
+and --tail apply: the last N of the app's requests). --job NAME: docs/jobs.md.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := parseTail(o.tail)
@@ -124,32 +122,19 @@ to its end); the run's operation and outcome are named on stderr.`,
 // jobLogs is logs --job: the last run's output, its op named on stderr.
 func jobLogs(cmd *cobra.Command, env *cliEnv, eng *engine.Engine, app string, o logsOptions, opts core.LogOptions) error {
 	if o.service != "" || o.instance != 0 || o.access {
-		return fmt.Errorf("logs %s --job %s: --service, --instance and --access do not apply to a job's output; nothing was shown", app, o.job)
+		return fmt.Errorf("logs %s --job %s: --service, --instance and --access do not apply to a job's output", app, o.job)
 	}
-	w := env.dockerCli.Out()
 	op, err := eng.JobLogs(cmd.Context(), app, o.job, opts, func(l core.LogLine) error {
 		if isJSON(o.format) {
-			return writeJSONLine(w, struct {
-				Job    string    `json:"job"`
-				Time   time.Time `json:"time"`
-				Stream string    `json:"stream"`
-				Text   string    `json:"text"`
-			}{o.job, l.Time, l.Stream, l.Text})
+			return writeJSONLine(env.dockerCli.Out(), l)
 		}
-		_, err := fmt.Fprintln(w, l.Text)
+		_, err := fmt.Fprintln(env.dockerCli.Out(), l.Text)
 		return err
 	})
-	if err != nil && o.follow && cmd.Context().Err() != nil {
-		return nil
-	}
 	if op.ID != "" {
-		outcome := string(op.Outcome)
-		if outcome == "" {
-			outcome = "running"
-		}
-		fmt.Fprintf(env.dockerCli.Err(), "job %s of %s: op %s started %s, %s\n", o.job, app, op.ID, op.StartedAt.Local().Format(time.RFC3339), outcome)
+		fmt.Fprintln(env.dockerCli.Err(), jobs.Summary(app, op))
 	}
-	return err
+	return quietEnd(cmd.Context(), o.follow, err)
 }
 
 // parseSince accepts an RFC 3339 time or a Go duration meaning "that long

@@ -73,11 +73,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 			tw := newTable(env.dockerCli.Out())
 			fmt.Fprintln(tw, "OP\tKIND\tREVISION\tSTARTED\tOUTCOME\tSTEPS")
 			for _, op := range ops {
-				kind := op.VerbOrKind()
-				if name := jobs.NameOf(op); name != "" {
-					kind += " " + name
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.ID, kind, opRevision(op), op.StartedAt.Format("2006-01-02 15:04:05"), orDash(string(op.Outcome)), len(op.Steps))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.ID, strings.TrimSpace(op.VerbOrKind()+" "+jobs.NameOf(op)), opRevision(op), op.StartedAt.Format("2006-01-02 15:04:05"), orDash(string(op.Outcome)), len(op.Steps))
 			}
 			return tw.Flush()
 		},

@@ -90,40 +90,32 @@ func (r *LifecycleRun) RebuildMissing(ctx context.Context, name string, as *core
 	return res, nil
 }
 
-// rebuildPin pins the service as ACTIVE records it (R54): see servingPin.
-func (r *LifecycleRun) rebuildPin(ctx context.Context, name string, as *core.ActiveService, rev core.Revision, start time.Time) (*pinnedService, error) {
-	pin, err := r.E.servingPin(ctx, r.Checks, r.App, name, as, rev, start)
-	if err != nil {
-		return nil, fmt.Errorf("rebuild: %w", err)
-	}
-	return pin, nil
-}
-
-// servingPin pins the service as ACTIVE records it: its spec, the
+// rebuildPin pins the service as ACTIVE records it (R54): its spec, the
 // recorded image (pulled when absent) with the recorded digest, env and
 // secrets as of now, secret files and binds re-resolved.
-func (e *Engine) servingPin(ctx context.Context, checks *steps.HeldChecks, app, name string, as *core.ActiveService, rev core.Revision, start time.Time) (*pinnedService, error) {
+func (r *LifecycleRun) rebuildPin(ctx context.Context, name string, as *core.ActiveService, rev core.Revision, start time.Time) (*pinnedService, error) {
+	e, app := r.E, r.App
 	spec := as.Spec
 	spec.Name = name
-	img, err := e.pinImage(ctx, checks, app, name, as.Image, PullMissing, start)
+	img, err := e.pinImage(ctx, r.Checks, app, name, as.Image, PullMissing, start)
 	if err != nil {
-		return nil, fmt.Errorf("pinned image: %w", err)
+		return nil, fmt.Errorf("rebuild: pinned image: %w", err)
 	}
 	img.Ref = as.Image
 	if as.Digest != "" {
 		img.Digest = as.Digest
 	}
-	env, values, err := e.SecretEnv(ctx, checks, app, &spec)
+	env, values, err := e.SecretEnv(ctx, r.Checks, app, &spec)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rebuild: %w", err)
 	}
 	pin := &pinnedService{spec: &spec, img: img, env: dpContainerEnv(rev.Spec.Env, spec.Env, env), secrets: values,
 		files: steps.SecretFiles(&spec, values)}
-	if pin.binds, err = e.ResolveBinds(checks, app, &spec); err != nil {
-		return nil, err
+	if pin.binds, err = e.ResolveBinds(r.Checks, r.App, &spec); err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
 	}
 	if pin.configs, err = e.configMounts(ctx, app, &spec); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rebuild: %w", err)
 	}
 	return pin, nil
 }

@@ -7,6 +7,6 @@ package jobs
 
 import "github.com/gordon-deploy/docker-gordon/core/engine/deploy"
 
-// Engine is the jobs layer of the engine: it embeds the deploy layer,
-// whose container spec of a serving generation a run uses.
+// Engine is the jobs layer of the engine: it embeds the deploy layer
+// (the bind policy and the steps a run's container is built with).
 type Engine struct{ *deploy.Engine }

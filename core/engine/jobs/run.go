@@ -169,17 +169,11 @@ func (r *run) create(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("load revision %s: %w", r.as.EffectiveRevision, err)
 		}
 	}
-	cs, secrets, err := e.GenerationContainer(ctx, app, r.a.info, j.Service, r.as, rev, r.cname, r.op.ID)
+	cs, err := r.containerSpec(ctx, rev)
 	if err != nil {
+		r.dropSecretFiles(ctx)
 		return "", err
 	}
-	r.secrets = secrets
-	cs.Cmd = append([]string(nil), j.Command...)
-	// Not the service's name: in its own container a hostname resolves to
-	// itself, and the job must reach the service by its name.
-	cs.Hostname = hostname(j.Name)
-	cs.Labels[core.LabelRole] = RoleJob
-	cs.Labels[LabelJob] = j.Name
 	id, err := e.Runtime.CreateContainer(ctx, cs)
 	if err != nil {
 		r.dropSecretFiles(ctx)
