@@ -100,12 +100,11 @@ type ServiceSpec struct {
 	Configs []ConfigFile `json:"configs,omitempty"`
 	// Devices are host device paths (exclusive: force the sequential flow).
 	Devices []string `json:"devices,omitempty"`
-	// Replace is the declared flow: "" (overlap when eligible, R16),
-	// ReplaceOverlap (an ineligible service is refused) or ReplaceSequential.
+	// Replace: "" (overlap when eligible, R16), ReplaceOverlap (the same; an
+	// ineligible service is refused) or ReplaceSequential (never overlap).
 	Replace string `json:"replace,omitempty"`
-	// Run is "" (a service kept running) or RunOnce (a one-shot: each
-	// deploy runs it to completion before the services that depend on it,
-	// and it is never published, routed or restarted).
+	// Run is "" (kept running) or RunOnce (a one-shot each deploy runs to
+	// completion before its dependents; never published, routed or restarted).
 	Run string `json:"run,omitempty"`
 	// Replicas is how many instances run at once (manifest replicas, compose
 	// deploy.replicas or scale; 0 and 1 mean one). More than one needs an
@@ -128,8 +127,11 @@ type ServiceSpec struct {
 	Monitor               *Monitor `json:"monitor,omitempty"`
 	SnapshotsBeforeDeploy string   `json:"snapshots_before_deploy,omitempty"` // [services.X.snapshots], see snapshot.Policy
 	SnapshotsKeep         int      `json:"snapshots_keep,omitempty"`
-	SleepAfter            Duration `json:"sleep_after,omitempty"` // SPEC R81: idle time before it sleeps (0: never)
-	WakeIgnore            []string `json:"wake_ignore,omitempty"` // SPEC R81: request paths that do not wake it
+	SleepAfter            Duration `json:"sleep_after,omitempty"`     // SPEC R81: idle time before it sleeps (0: never)
+	WakeIgnore            []string `json:"wake_ignore,omitempty"`     // SPEC R81: request paths that do not wake it
+	BackupEvery           Duration `json:"backup_every,omitempty"`    // [services.X.backup] (docs/data.md): every,
+	BackupSchedule        string   `json:"backup_schedule,omitempty"` // or a cron schedule; BackupKeep of them kept
+	BackupKeep            int      `json:"backup_keep,omitempty"`
 }
 
 // Monitor is [services.X.monitor] (SPEC R76; see the engine's monitor).

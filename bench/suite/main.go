@@ -65,7 +65,7 @@ func main() {
 	flag.IntVar(&b.clients, "clients", 16, "keep-alive load clients")
 	flag.IntVar(&b.apps, "apps", 100, "largest number of apps for status and reconcile")
 	flag.DurationVar(&b.edgeDur, "edge-duration", 10*time.Second, "edgebench load duration per target")
-	only := flag.String("only", "", "run only these steps, comma-separated: edge, switch, instances, cli, plugins, load, replicas, apps, memory, wake (default: all)")
+	only := flag.String("only", "", "run only these steps, comma-separated: edge, switch, instances, cli, plugins, load, replicas, apps, memory, wake, data (default: all)")
 	flag.Parse()
 	b.only = map[string]bool{}
 	for _, k := range strings.Split(*only, ",") {
@@ -212,6 +212,7 @@ func (b *bench) runSteps(ctx context.Context) error {
 		}},
 		{"memory", "memory baseline and edge memory", secMem, b.measureMemory},
 		{"wake", "scale to zero: wake latency", secLat, b.measureWake},
+		{"data", "volume snapshot and restore vs docker cp", secLat, b.measureData},
 	}
 	for _, st := range steps {
 		if len(b.only) > 0 && !b.only[st.key] {

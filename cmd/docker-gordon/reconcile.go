@@ -24,7 +24,9 @@ and exit; with --watch, repeat every --interval until stopped, and also
 run a pass for an app at once when the engine reports one of its
 containers died, started, restarted, was destroyed or changed health, so
 an instance's address is re-resolved within about a second. A busy app
-(another verb holds its lock) is skipped until the next pass.`,
+(another verb holds its lock) is skipped until the next pass. With
+--watch it also runs the scheduled backups ([services.X.backup],
+docs/data.md), each journaled as an op with verb backup.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			env.ownerInPasses = o.Watch
 			o.Apps, o.StateDir, o.API, o.Err, o.Log = args, env.opts.stateDir, env.dockerCli.Client(), env.dockerCli.Err(), env.logger

@@ -395,6 +395,16 @@ func (e *Engine) SnapshotRestore(ctx context.Context, app, id, opKey string) (*o
 	return e.flows().SnapshotRestore(ctx, app, id, opKey)
 }
 
+// DueBackups: see lifecycle.Engine.DueBackups.
+func (e *Engine) DueBackups(ctx context.Context, now time.Time) ([]lifecycle.DueBackup, error) {
+	return e.flows().DueBackups(ctx, now)
+}
+
+// Backup: see lifecycle.Engine.Backup.
+func (e *Engine) Backup(ctx context.Context, app, service string) (*oprun.OpResult, error) {
+	return e.flows().Backup(ctx, app, service)
+}
+
 // Scale: see lifecycle.Engine.Scale.
 func (e *Engine) Scale(ctx context.Context, req lifecycle.ScaleRequest) (*deploy.DeployResult, error) {
 	if err := e.wakeFirst(ctx, req.App, "scale"); err != nil {

@@ -55,3 +55,6 @@ func (e *Engine) scheduler() *jobs.Scheduler {
 func (e *Engine) JobLogs(ctx context.Context, app, job string, opts core.LogOptions, fn func(core.LogLine) error) (core.Operation, error) {
 	return e.jobs().Logs(ctx, app, job, opts, fn)
 }
+
+// JobName is jobs.NameOf: the job a job op ran ("" for other ops).
+func JobName(op core.Operation) string { return jobs.NameOf(op) }

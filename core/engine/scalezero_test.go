@@ -76,6 +76,30 @@ func TestR81_SleepStopsWakeStartsAndReconcileKeepsItAsleep(t *testing.T) {
 	assert.Nil(t, none, "nothing asleep: nothing journaled")
 }
 
+// R81 (speed): a wake's probe attempts stay wakeProbeEvery apart rather
+// than ramping to a deploy's interval: held requests wait on it. Within a
+// 1 s readiness budget, a deploy's ramp (50, 100, 200, 400 ms pauses)
+// makes 5 attempts; a service that answers on the tenth still wakes.
+func TestR81_WakeProbesAtItsOwnCadenceNotTheDeploys(t *testing.T) {
+	h := lcSeed(t, "c1", 18080, 0)
+	ctx := context.Background()
+	_, err := h.Engine.Sleep(ctx, engine.SleepRequest{App: "blog"})
+	require.NoError(t, err)
+	probes := 0
+	h.Prober.CheckFn = func(ctx context.Context, req core.ProbeRequest) (core.ProbeResult, error) {
+		probes++
+		if probes < 10 {
+			return core.ProbeResult{Detail: "dial tcp: connection refused"}, nil
+		}
+		return core.ProbeResult{Ready: true}, nil
+	}
+	res, err := h.Engine.Wake(ctx, engine.SleepRequest{App: "blog"})
+	require.NoError(t, err)
+	require.NotNil(t, res)
+	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+	assert.Equal(t, 10, probes)
+}
+
 // R81 (wake fails): a service that does not wake is recorded awake
 // without binds, so its host answers 503 at once (an unavailable route)
 // instead of being held to the bound.

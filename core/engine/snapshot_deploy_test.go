@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -252,4 +253,75 @@ func TestSnapshot_ReconcileRemovesAPartialSnapshot(t *testing.T) {
 	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
 	require.NoError(t, err)
 	assert.NoDirExists(t, partial)
+}
+
+// [services.X.backup]: a backup falls due every interval, counted from
+// the serving generation's activation, then from the last backup; each
+// is a restart journaled with verb backup whose snapshot (trigger backup)
+// is taken between the stop and the start; keep bounds them.
+func TestBackup_DueEveryIntervalJournaledAsBackupAndBoundedByKeep(t *testing.T) {
+	h, _, store := snapSeed(t, func(s *core.ServiceSpec) {
+		s.BackupEvery, s.BackupKeep = core.Duration(4*time.Second), 2
+	})
+	due, err := h.Engine.DueBackups(h.Ctx(), coretest.T0.Add(3*time.Second))
+	require.NoError(t, err)
+	assert.Empty(t, due, "not due before its interval from the activation")
+	due, err = h.Engine.DueBackups(h.Ctx(), coretest.T0.Add(5*time.Second))
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	assert.Equal(t, "blog", due[0].App)
+	assert.Equal(t, "web", due[0].Service)
+	assert.Equal(t, coretest.T0.Add(4*time.Second), due[0].Due)
+
+	for i := range 3 {
+		h.Reset()
+		res, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+		require.NoError(t, err, "backup %d", i)
+		assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+		assert.Equal(t, "backup", res.Op.Verb)
+		assert.Equal(t, []string{"stop c-old", "export-volume c-old", "start c-old"}, h.Events.Seq("stop", "export-volume", "start", "create", "remove"))
+	}
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	require.Len(t, list, 2, "keep = 2")
+	for _, m := range list {
+		assert.Equal(t, snapshot.TriggerBackup, m.Trigger)
+	}
+	last := list[1].CreatedAt
+	due, err = h.Engine.DueBackups(h.Ctx(), last.Add(3*time.Second))
+	require.NoError(t, err)
+	assert.Empty(t, due, "counted from the last backup")
+	due, err = h.Engine.DueBackups(h.Ctx(), last.Add(time.Hour))
+	require.NoError(t, err)
+	assert.Len(t, due, 1, "however many were missed, one is due")
+}
+
+// A failed scheduled backup fails its op, the service serves again, and
+// the failure is sent to the app's [notify] webhook as verb backup.
+func TestBackup_AFailedBackupIsNotified(t *testing.T) {
+	h, _, store := snapSeed(t, nil)
+	recv := newNotifyReceiver(t, 0)
+	web := coretest.WebSpec(0)
+	web.Volumes = []core.VolumeMount{{Name: "data", Path: "/data"}}
+	web.BackupEvery = core.Duration(time.Hour)
+	spec := coretest.BlogApp(web)
+	spec.Notify = &core.NotifySpec{Webhook: recv.srv.URL}
+	rev, err := h.Engine.SubmitRevision(h.Ctx(), spec, "sha-backup")
+	require.NoError(t, err)
+	h.Runtime.Fail(coretest.MExportVolume, "c-old", errors.New("disk full"), 1)
+	res, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "disk full")
+	assert.Equal(t, core.OutcomeFailed, res.Outcome)
+	assert.Equal(t, []string{"stop c-old", "start c-old"}, h.Events.Seq("stop", "start"))
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	notified(t, h)
+	docs, _, _ := recv.got()
+	require.Len(t, docs, 1)
+	assert.Equal(t, "backup", docs[0].Verb)
+	assert.Equal(t, rev.ID, docs[0].Revision)
+	assert.Equal(t, core.OutcomeFailed, docs[0].Outcome)
+	assert.Contains(t, docs[0].Error, "disk full")
 }

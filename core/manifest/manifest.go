@@ -222,6 +222,14 @@ type rawService struct {
 	Snapshots   *rawSnapshots   `toml:"snapshots"`
 	SleepAfter  *string         `toml:"sleep_after"`
 	WakeIgnore  []string        `toml:"wake_ignore"`
+	Backup      *rawBackup      `toml:"backup"`
+}
+
+// rawBackup is [services.X.backup].
+type rawBackup struct {
+	Every    *string `toml:"every"`
+	Schedule *string `toml:"schedule"`
+	Keep     *int    `toml:"keep"`
 }
 
 // rawSnapshots is [services.X.snapshots].

@@ -92,6 +92,7 @@ func (v *validator) service(name string, raw rawService, appEnv map[string]strin
 	svc.Monitor = v.monitor(key+".monitor", raw.Monitor, &svc)
 	v.snapshots(key+".snapshots", raw.Snapshots, &svc)
 	svc.SleepAfter, svc.WakeIgnore = v.sleep(key, raw.SleepAfter, raw.WakeIgnore, &svc)
+	v.backup(key+".backup", raw.Backup, &svc)
 	return svc
 }
 

@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"time"
+
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 )
@@ -33,5 +35,46 @@ func (v *validator) snapshots(key string, raw *rawSnapshots, svc *core.ServiceSp
 			return
 		}
 		svc.SnapshotsKeep = *raw.Keep
+	}
+}
+
+// Bounds of [services.X.backup].every.
+const (
+	minBackupEvery = time.Second
+	maxBackupEvery = 365 * 24 * time.Hour
+)
+
+// backup validates [services.X.backup] (docs/data.md): exactly one of
+// every (a duration) and schedule (cron fields or a descriptor); keep
+// from 1 to 100 (default 7). Only a service with volumes has data to
+// back up.
+func (v *validator) backup(key string, raw *rawBackup, svc *core.ServiceSpec) {
+	if raw == nil {
+		return
+	}
+	if len(svc.Volumes) == 0 {
+		v.add(key, "this service declares no [[volume]], so there is nothing to back up; remove [backup]")
+		return
+	}
+	switch {
+	case raw.Every != nil && raw.Schedule != nil:
+		v.add(key, `set either every (such as "24h") or schedule (such as "0 3 * * *"), not both`)
+	case raw.Every != nil:
+		svc.BackupEvery = v.duration(key+".every", raw.Every, minBackupEvery, maxBackupEvery)
+	case raw.Schedule != nil:
+		if _, err := snapshot.ParseSchedule(*raw.Schedule); err != nil {
+			v.add(key+".schedule", err.Error())
+		} else {
+			svc.BackupSchedule = *raw.Schedule
+		}
+	default:
+		v.add(key, `missing: set every (such as "24h") or schedule (such as "0 3 * * *")`)
+	}
+	if raw.Keep != nil {
+		if *raw.Keep < 1 || *raw.Keep > maxSnapshotKeep {
+			v.addf(key+".keep", "%d is out of range: want how many scheduled backups to keep, from 1 to %d", *raw.Keep, maxSnapshotKeep)
+			return
+		}
+		svc.BackupKeep = *raw.Keep
 	}
 }

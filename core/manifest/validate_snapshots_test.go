@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,5 +38,48 @@ func TestSnapshots_ManifestRefusals(t *testing.T) {
 			`"sometimes": want "auto" (volumes up to 1 GiB, a warning above), "always" or "never"`},
 		{"keep", snapshotsBase + "[services.web.snapshots]\nkeep = 0\n", "services.web.snapshots.keep",
 			"0 is out of range: want how many snapshots to keep, from 1 to 100"},
+	})
+}
+
+// [services.X.backup]: every or a cron schedule, and keep (default 7).
+func TestBackup_ManifestSchedule(t *testing.T) {
+	spec, err := Parse("app.toml", []byte(snapshotsBase+"[services.web.backup]\nevery = \"4s\"\nkeep = 2\n"))
+	require.NoError(t, err)
+	s := &spec.Services[0]
+	on, keep := snapshot.BackupPolicy(s)
+	assert.True(t, on)
+	assert.Equal(t, 2, keep)
+	t0 := time.Date(2026, 12, 4, 2, 0, 0, 0, time.Local)
+	assert.Equal(t, t0.Add(4*time.Second), snapshot.NextBackup(s, t0))
+
+	spec, err = Parse("app.toml", []byte(snapshotsBase+"[services.web.backup]\nschedule = \"0 3 * * *\"\n"))
+	require.NoError(t, err)
+	s = &spec.Services[0]
+	on, keep = snapshot.BackupPolicy(s)
+	assert.True(t, on)
+	assert.Equal(t, snapshot.DefaultBackupKeep, keep)
+	assert.Equal(t, time.Date(2026, 12, 4, 3, 0, 0, 0, time.Local), snapshot.NextBackup(s, t0))
+
+	spec, err = Parse("app.toml", []byte(snapshotsBase))
+	require.NoError(t, err)
+	on, _ = snapshot.BackupPolicy(&spec.Services[0])
+	assert.False(t, on)
+}
+
+// Each malformed backup table is refused at its key.
+func TestBackup_ManifestRefusals(t *testing.T) {
+	checkRefusals(t, []refusalCase{
+		{"no volume", base + "[services.web.backup]\nevery = \"24h\"\n", "services.web.backup",
+			"this service declares no [[volume]], so there is nothing to back up; remove [backup]"},
+		{"neither", snapshotsBase + "[services.web.backup]\nkeep = 2\n", "services.web.backup",
+			`missing: set every (such as "24h") or schedule (such as "0 3 * * *")`},
+		{"both", snapshotsBase + "[services.web.backup]\nevery = \"1h\"\nschedule = \"@daily\"\n", "services.web.backup",
+			`set either every (such as "24h") or schedule (such as "0 3 * * *"), not both`},
+		{"schedule", snapshotsBase + "[services.web.backup]\nschedule = \"at three\"\n", "services.web.backup.schedule",
+			`"at three" is no schedule: want five cron fields such as "0 3 * * *" (minute hour day month weekday) or "@daily": expected exactly 5 fields, found 2: [at three]`},
+		{"every", snapshotsBase + "[services.web.backup]\nevery = \"0s\"\n", "services.web.backup.every",
+			"0s is out of range: want from 1s to 8760h"},
+		{"keep", snapshotsBase + "[services.web.backup]\nevery = \"1h\"\nkeep = 101\n", "services.web.backup.keep",
+			"101 is out of range: want how many scheduled backups to keep, from 1 to 100"},
 	})
 }

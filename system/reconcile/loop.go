@@ -68,11 +68,11 @@ type Options struct {
 // state directory holds no record of is core.ErrNotFound), or with Watch
 // passes until ctx ends: every Interval, and at once for an app whose
 // container the engine reports died, started, restarted, was destroyed or
-// changed health. A failed pass is logged and the loop goes on. With
-// Watch the apps' scheduled jobs run when due (runJobs). On a swarm the
-// state directory's records are mirrored after each pass, and no pass or
-// job runs while another manager's state directory owns the edge (SPEC
-// R80).
+// changed health. A failed pass is logged and the loop goes on. On a
+// swarm the state directory's records are mirrored after each pass, and
+// no pass or job runs while another manager's state directory owns the
+// edge (SPEC R80). With Watch it also runs the scheduled backups
+// (runBackups) and the apps' scheduled jobs when due (runJobs).
 func Run(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = hclog.NewNullLogger()
@@ -105,6 +105,11 @@ func Run(ctx context.Context, o Options) error {
 		go WatchEngineEvents(ctx, o.API, wake, o.Log.Named("events"))
 		defer o.runJobs(ctx, eng, &superseded)()
 		o.scaleToZero(ctx, eng, mirror)
+		if b, ok := eng.(Backuper); ok {
+			var wg sync.WaitGroup
+			wg.Go(func() { o.runBackups(ctx, b, func() bool { return mirror.Superseded(ctx) }) })
+			defer wg.Wait()
+		}
 	}
 	apps := o.Apps
 	for {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -218,33 +217,57 @@ func minDuration(ds []time.Duration) time.Duration {
 	return m
 }
 
-// R81 (engine restart): a sleeping service stays asleep across a restart
-// of the Docker engine and the watcher's boot reconciliation, and the
-// first request after it wakes it. It restarts dockerd, so it runs only
-// where TestR57_EngineRestartBootBringsAppsBack does.
+// R81 (engine restart): on an engine of its own (in its own network
+// namespace, brought up by `system start`: the edge and the watcher as
+// containers, as on a server), a sleeping service stays asleep when the
+// daemon stops as a reboot stops it and starts again (the watcher's boot
+// reconciliation included), and the first request after it wakes it.
 func TestR81_EngineRestartKeepsItAsleepThenARequestWakesIt(t *testing.T) {
-	if os.Getenv("CI") != "true" && os.Getenv("GORDON_E2E_RESTART_ENGINE") != "1" {
-		t.Skip("restarts dockerd: set GORDON_E2E_RESTART_ENGINE=1 (CI sets CI=true)")
-	}
-	if exec.Command("systemctl", "is-active", "--quiet", "docker").Run() == nil {
-		t.Skip("dockerd is a systemd unit here; not restarting it from a test")
-	}
 	img := testimages.Require(t, "v1", "httpd")["httpd"]
-	a := fixture.NewApp(t, "e2esleepboot")
-	a.MustDeploy(webManifest(a.Name, img, "sleepboot.test", `sleep_after = "6s"`))
-	stop := startWatcher(t, a)
-	awaitAsleep(t, a, "web", 40*time.Second)
-	stop()
+	e := startEngine2InNetns(t, "10.218.0")
+	client := t.TempDir()
+	httpAddr, adminAddr := "10.218.0.2:18080", "127.0.0.1:18081"
+	r := remote(t, e.Context, client, "system", "start", "--http-addr", httpAddr, "--admin-addr", adminAddr)
+	require.Equal(t, 0, r.Code, r.String())
+	const app = "e2esleepboot"
+	file := filepath.Join(t.TempDir(), app+".toml")
+	fixture.WriteFile(t, file, webManifest(app, img, "sleepboot.test", `sleep_after = "6s"`))
+	r = remote(t, e.Context, client, "deploy", "-f", file, "--copy-images")
+	require.Equal(t, 0, r.Code, r.String())
+	running := func() bool {
+		out, err := e.docker("ps", "-q", "--filter", "label=dev.gordon.app="+app)
+		return err == nil && out != ""
+	}
+	asleep := func() bool {
+		return strings.Contains(remote(t, e.Context, client, "status", app).Stdout, "asleep since")
+	}
+	require.Eventually(t, func() bool { return !running() }, 60*time.Second, 200*time.Millisecond, "no container of %s runs", app)
+	require.Eventually(t, asleep, 20*time.Second, 200*time.Millisecond, "status says asleep since")
 
-	restartDockerd(t)
-	startWatcher(t, a, "--boot")
-	assert.Never(t, func() bool { return len(fixture.Running(a.Name, "web")) > 0 }, 3*time.Second, 100*time.Millisecond,
-		"the engine's restart and the boot reconciliation leave it asleep")
-	require.Contains(t, a.Gordon("status", a.Name).Stdout, "asleep since")
-	require.Zero(t, opKinds(t, a)["wake"])
+	e.terminate()
+	e.launch(t)
+	edge := &fixture.Edge{HTTPAddr: httpAddr}
+	require.Eventually(t, func() bool {
+		code, _, err := edge.Get("unknown.test", "/")
+		return err == nil && code == 404
+	}, 60*time.Second, 200*time.Millisecond, "the edge answers again after the engine's restart")
+	assert.Never(t, running, 5*time.Second, 200*time.Millisecond, "the engine's restart and the watcher's boot leave it asleep")
+	require.True(t, asleep(), "status still says asleep since")
 
-	code, body, err := a.Edge.Get("sleepboot.test", "/")
+	t0 := time.Now()
+	code, body, err := edge.Get("sleepboot.test", "/")
 	require.NoError(t, err)
 	require.Equal(t, 200, code, body)
-	assert.Equal(t, 1, opKinds(t, a)["wake"], "the request woke it")
+	t.Logf("after the engine's restart, the first request answered in %s", time.Since(t0).Round(time.Millisecond))
+	r = remote(t, e.Context, client, "ops", app, "--format", "json")
+	require.Equal(t, 0, r.Code, r.String())
+	var ops []opJSON
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &ops), r.String())
+	wakes := 0
+	for _, op := range ops {
+		if op.Kind == "wake" {
+			wakes++
+		}
+	}
+	assert.Equal(t, 1, wakes, "the request woke it, once")
 }

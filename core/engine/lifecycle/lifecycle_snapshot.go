@@ -67,6 +67,9 @@ func (e *Engine) SnapshotRestore(ctx context.Context, app, id, opKey string) (*o
 // each one's stop and start.
 func (e *Engine) dataRestart(ctx context.Context, req oprun.LifecycleRequest, d *dataAction) (*oprun.OpResult, error) {
 	verb := "snapshots " + d.verb
+	if d.verb == VerbBackup {
+		verb = VerbBackup
+	}
 	if e.Snapshots == nil {
 		return nil, fmt.Errorf("%w: %s %s: this engine keeps no snapshots", core.ErrUnavailable, verb, req.App)
 	}
@@ -162,8 +165,13 @@ func (r *LifecycleRun) dataStep(ctx context.Context, name, id string, as *core.A
 	se := r.E.Engine.Engine.Engine
 	j := volsnap.Journal{Op: r.Op, Save: func() { r.Save(ctx) }}
 	r.Emit(name, steps.PhaseSnapshot, id, false)
+	trigger, keep := snapshot.TriggerManual, 0
+	if r.data.verb == VerbBackup {
+		trigger = snapshot.TriggerBackup
+		_, keep = snapshot.BackupPolicy(&as.Spec)
+	}
 	m, _, err := volsnap.TakeStep(ctx, se, j, volsnap.Request{App: r.App, Service: name, Container: id, Volumes: as.Spec.Volumes,
-		Policy: snapshot.PolicyAlways, Trigger: snapshot.TriggerManual, Op: r.Op.ID, Verb: r.data.verb, Revision: as.EffectiveRevision})
+		Policy: snapshot.PolicyAlways, Keep: keep, Trigger: trigger, Op: r.Op.ID, Verb: r.data.verb, Revision: as.EffectiveRevision})
 	if err != nil {
 		return err
 	}

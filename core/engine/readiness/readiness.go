@@ -163,6 +163,19 @@ type ReadinessWaiter struct {
 	PluginInterval time.Duration
 }
 
+// Every is a copy of w whose HTTP, TCP and plugin attempts are d apart
+// (log probes keep their interval): a wait someone is held on, such as a
+// wake's (R81), ends as soon as the service answers, not up to an
+// interval later.
+func (w *ReadinessWaiter) Every(d time.Duration) *ReadinessWaiter {
+	if w == nil {
+		return nil
+	}
+	c := *w
+	c.HTTPInterval, c.TCPInterval, c.PluginInterval = d, d, d
+	return &c
+}
+
 // WaitResult reports how a wait went.
 type WaitResult struct {
 	// Attempts is the number of Check calls made (0 for type none).

@@ -14,15 +14,20 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
 )
 
+// wakeProbeEvery is how far apart a wake's HTTP, TCP and plugin probe
+// attempts are: requests are held on it, so it ends within this of the
+// service answering (a deploy's probes keep R31's and R33's intervals).
+const wakeProbeEvery = 25 * time.Millisecond
+
 // Wake wakes sleeping services of an app (SPEC R81), under the app lock:
 // the selected services that sleep (req.Services, or every one) and the
 // sleeping services they depend on, in dependency order: every instance is
 // started (at once, in parallel), its binds read from the live container,
-// its declared readiness probed, and the service recorded awake with its
-// binds; the routes are rebuilt once at the end, which releases what the
-// edge held. The op is kind "wake", one step `service.<name>.wake` per
-// service, its phases "start" and "probe" and its Detail the reason and
-// the time the wake took.
+// its declared readiness probed (attempts wakeProbeEvery apart), and the
+// service recorded awake with its binds; the routes are rebuilt once at
+// the end, which releases what the edge held. The op is kind "wake", one
+// step `service.<name>.wake` per service, its phase "start_probe" and its
+// Detail the reason and the time the wake took.
 //
 // A service that does not wake fails its step and is recorded awake
 // without binds: its routes answer 503 at once (never a Docker error),
@@ -170,7 +175,7 @@ func (e *Engine) startInstance(ctx context.Context, app, name string, as *core.A
 	if err != nil {
 		return steps.Endpoints{}, time.Time{}, err
 	}
-	if err := e.ProbeRunning(ctx, app, name, &as.Spec, readiness.DeclaredReadiness(&as.Spec), id, st.StartedAt, ep); err != nil {
+	if err := e.ProbeRunningEvery(ctx, wakeProbeEvery, app, name, &as.Spec, readiness.DeclaredReadiness(&as.Spec), id, st.StartedAt, ep); err != nil {
 		return steps.Endpoints{}, time.Time{}, err
 	}
 	return ep, st.StartedAt, nil

@@ -98,19 +98,24 @@ func (e *Engine) waitHealthy(ctx context.Context, target core.ProbeTarget, r cor
 	}
 }
 
-// waitReady runs readiness r on target: type docker reads the engine's
+// WaitReady runs readiness r on target: type docker reads the engine's
 // health status (waitHealthy); every other type goes through e.Readiness.
 func (e *Engine) WaitReady(ctx context.Context, target core.ProbeTarget, r core.Readiness, progress func(readiness.WaitResult)) (readiness.WaitResult, error) {
+	return e.waitReady(ctx, e.Readiness, target, r, progress)
+}
+
+// waitReady is WaitReady with w's cadence for the probes it runs.
+func (e *Engine) waitReady(ctx context.Context, w *readiness.ReadinessWaiter, target core.ProbeTarget, r core.Readiness, progress func(readiness.WaitResult)) (readiness.WaitResult, error) {
 	if r.Type == core.ReadinessDocker {
 		return e.waitHealthy(ctx, target, r, progress)
 	}
 	if target.Internal {
 		return e.waitInternal(ctx, target, r)
 	}
-	if e.Readiness == nil {
+	if w == nil {
 		return readiness.WaitResult{}, fmt.Errorf("%w: no readiness backend for %s readiness", core.ErrUnavailable, r.Type)
 	}
-	return e.Readiness.Wait(ctx, target, r, progress)
+	return w.Wait(ctx, target, r, progress)
 }
 
 // IsUnhealthy reports whether err is docker readiness's unhealthy verdict.
@@ -144,9 +149,16 @@ func (e *Engine) waitInternal(ctx context.Context, target core.ProbeTarget, r co
 	return w, nil
 }
 
-// probeRunning runs readiness r (declared or deploy-time) on a running
+// ProbeRunning runs readiness r (declared or deploy-time) on a running
 // container's fresh binds; type none succeeds at once.
 func (e *Engine) ProbeRunning(ctx context.Context, app, name string, spec *core.ServiceSpec, rd core.Readiness, id string, startedAt time.Time, ep Endpoints) error {
+	return e.ProbeRunningEvery(ctx, 0, app, name, spec, rd, id, startedAt, ep)
+}
+
+// ProbeRunningEvery is ProbeRunning with HTTP, TCP and plugin attempts
+// every apart (0: their SPEC intervals, R31, R33): a wake's probe (R81),
+// which a held request waits on.
+func (e *Engine) ProbeRunningEvery(ctx context.Context, every time.Duration, app, name string, spec *core.ServiceSpec, rd core.Readiness, id string, startedAt time.Time, ep Endpoints) error {
 	if rd.Type == "" || rd.Type == core.ReadinessNone {
 		return nil
 	}
@@ -156,7 +168,11 @@ func (e *Engine) ProbeRunning(ctx context.Context, app, name string, spec *core.
 	}
 	target.App, target.Service = app, name
 	e.Emit(ProgressEvent{App: app, Service: name, Phase: PhaseProbe, Detail: target.Address})
-	if _, err := e.WaitReady(ctx, target, rd, nil); err != nil {
+	w := e.Readiness
+	if every > 0 {
+		w = w.Every(every)
+	}
+	if _, err := e.waitReady(ctx, w, target, rd, nil); err != nil {
 		return fmt.Errorf("readiness of %s: %w", id, err)
 	}
 	return nil
