@@ -51,9 +51,8 @@ type ActiveService struct {
 	Digest    string      `json:"digest"`
 	Container string      `json:"container"`
 	Spec      ServiceSpec `json:"spec"`
-	// StopSignal is the generation's effective stop signal (R25: the
-	// manifest's, else the image's STOPSIGNAL, else SIGTERM), fixed on the
-	// container at creation; "" for generations recorded before it existed.
+	// StopSignal is the generation's effective stop signal (R25), fixed on
+	// the container at creation; "" in records older than the field.
 	StopSignal string `json:"stop_signal,omitempty"`
 	// BackendBinds maps TCP container port → the port the edge dials at
 	// IP (the container port itself when IP is set, else a 127.0.0.1 host
@@ -239,15 +238,12 @@ type Step struct {
 	Diagnostics []string  `json:"diagnostics,omitempty"`
 	Digest      string    `json:"digest,omitempty"`
 	Image       string    `json:"image,omitempty"`
-	// Replicas are the containers a deploy step created beside After for a
-	// service with more than one instance, each persisted before it is
-	// started (R5.3); interrupted-op reconciliation converges each one as
-	// it converges After.
+	// Replicas are the containers a deploy step created beside After, each
+	// persisted before it starts (R5.3) and converged as After is.
 	Replicas []string `json:"replicas,omitempty"`
-	// Result is the service result a succeeded deploy step reached
-	// ("deployed", "unchanged", "removed"), so a replay (R8) reports it
-	// without reading Detail. Empty on other steps and in journals written
-	// before the field existed (readers then derive it from ID and Detail).
+	// Result is the result a succeeded deploy step reached ("deployed",
+	// "unchanged", "removed"), read by a replay (R8); a job's step has its
+	// exit status ("exit 3"). Empty elsewhere and in older journals.
 	Result    string    `json:"result,omitempty"`
 	StartedAt time.Time `json:"started_at,omitempty"`
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
@@ -308,8 +304,7 @@ type Marker struct {
 	// StopGrace is the superseded generation's grace; zero = default (R25).
 	StopGrace Duration `json:"stop_grace,omitempty"`
 	// StopSignal is the superseded generation's stop signal (R25), for the
-	// record: the runtime stops the container with the signal fixed on it
-	// at its creation, so it is always this one.
+	// record (the container was created with it).
 	StopSignal string `json:"stop_signal,omitempty"`
 }
 

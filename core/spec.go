@@ -20,6 +20,17 @@ type AppSpec struct {
 	Registry string `json:"-"`
 	// Notify is where operation outcomes are sent (optional, [notify]).
 	Notify *NotifySpec `json:"notify,omitempty"`
+	Jobs   []JobSpec   `json:"jobs,omitempty"` // [jobs.NAME], by name
+}
+
+// JobSpec is [jobs.NAME]: Command (argv) run on Schedule in a new container
+// of Service's serving generation within Timeout (core/engine/jobs).
+type JobSpec struct {
+	Name     string   `json:"name"`
+	Service  string   `json:"service"`
+	Schedule string   `json:"schedule"`
+	Command  []string `json:"command"`
+	Timeout  Duration `json:"timeout,omitempty"`
 }
 
 // NotifySpec is the manifest's [notify] table.
@@ -56,12 +67,10 @@ type ServiceSpec struct {
 	// empty, non-nil slice clears it. The image's ENTRYPOINT still runs
 	// unless Entrypoint is set.
 	Command []string `json:"command,omitzero"`
-	// StopGrace: stop signal to SIGKILL; 1s..5m; zero means the 30 s
-	// default (R25).
+	// StopGrace: stop signal to SIGKILL; 1s..5m; zero: 30 s (R25).
 	StopGrace Duration `json:"stop_grace,omitempty"`
-	// StopSignal is the signal that asks a container to stop, normalized to
-	// "SIGxxx" (e.g. "SIGQUIT", "SIGRTMIN+3"); empty means the image's
-	// STOPSIGNAL, else SIGTERM (R25). Recorded per generation.
+	// StopSignal asks a container to stop, normalized to "SIGxxx" ("SIGQUIT",
+	// "SIGRTMIN+3"); "": the image's STOPSIGNAL, else SIGTERM (R25).
 	StopSignal string `json:"stop_signal,omitempty"`
 	// Healthcheck sets Docker's healthcheck on the container (compose's
 	// healthcheck); nil keeps the image's HEALTHCHECK.
@@ -176,9 +185,8 @@ type HTTPInterface struct {
 	// Host is the public host name ("*.example.com" allowed); empty for internal.
 	Host       string `json:"host,omitempty"`
 	Visibility string `json:"visibility"`
-	// ResponseTimeout bounds the edge's wait for a backend's response
-	// headers on this interface (manifest response_timeout, 1s..1h; 0: the
-	// edge's default, 60 s); exceeding it answers 504.
+	// ResponseTimeout bounds the edge's wait for response headers (1s..1h;
+	// 0: the edge's default, 60 s); exceeding it answers 504.
 	ResponseTimeout Duration `json:"response_timeout,omitempty"`
 	// TLS is the HTTPS policy (R62): "" or TLSAuto, TLSAlways, TLSNever.
 	TLS string `json:"tls,omitempty"`
@@ -188,9 +196,8 @@ type HTTPInterface struct {
 	// HSTS is the Strict-Transport-Security value the edge sends on the
 	// interface's HTTPS answers (R62; "": none).
 	HSTS string `json:"hsts,omitempty"`
-	// BasicAuth are htpasswd bcrypt lines "user:$2y$..." (manifest
-	// basic_auth; access.ParseBasicAuth): the edge answers 401 to a
-	// request without the credentials of one of them.
+	// BasicAuth are htpasswd bcrypt lines "user:$2y$..." (access.ParseBasicAuth):
+	// the edge answers 401 to a request without the credentials of one.
 	BasicAuth []string `json:"basic_auth,omitempty"`
 	// Allow are CIDRs or IPs (manifest allow; access.ParseAllow): the
 	// edge answers 403 to a client outside all of them.

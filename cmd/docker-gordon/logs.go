@@ -12,6 +12,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine"
+	"github.com/gordon-deploy/docker-gordon/core/engine/jobs"
 	"github.com/gordon-deploy/docker-gordon/system"
 )
 
@@ -23,12 +24,13 @@ type logsOptions struct {
 	format   string
 	access   bool
 	instance int
+	job      string
 }
 
 func newLogsCommand(env *cliEnv) *cobra.Command {
 	var o logsOptions
 	cmd := &cobra.Command{
-		Use:   "logs APP [--service S [--instance N]] [-f] [--tail all|N] [--since T] [--access]",
+		Use:   "logs APP [--service S [--instance N]] [-f] [--tail all|N] [--since T] [--access | --job NAME]",
 		Short: "Show the logs of an app's serving containers",
 		Long: `Show the logs of the app's serving containers (every service, or only
 --service), each line prefixed with its service, or with service-N when the
@@ -38,7 +40,7 @@ time or a duration ago (e.g. 10m). With --format json each line is one JSON
 object {service, instance, time, stream, text} (instance only when the
 service runs several). With --access show the app's lines of
 the edge's access log instead (one JSON line per HTTP request; --service
-and --tail apply: the last N of the app's requests).`,
+and --tail apply: the last N of the app's requests). --job NAME: docs/jobs.md.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := parseTail(o.tail)
@@ -75,6 +77,9 @@ and --tail apply: the last N of the app's requests).`,
 			}
 			eng := &engine.Engine{Store: store, Runtime: rt, Logger: env.logger.Named("engine")}
 			w := env.dockerCli.Out()
+			if o.job != "" {
+				return jobLogs(cmd, env, eng, args[0], o, opts)
+			}
 			width := len(o.service)
 			err = eng.Logs(ctx, args[0], o.service, opts, func(service string, l core.LogLine) error {
 				if isJSON(o.format) {
@@ -109,8 +114,27 @@ and --tail apply: the last N of the app's requests).`,
 	f.StringVar(&o.tail, "tail", "all", "only the last N lines of each container (all: every line)")
 	f.StringVar(&o.since, "since", "", "only lines since an RFC 3339 time or a duration ago (e.g. 10m)")
 	f.BoolVar(&o.access, "access", false, "show the app's requests from the edge's access log (JSON lines) instead of its containers' logs")
+	f.StringVar(&o.job, "job", "", "show the output of this scheduled job's last run instead")
 	addFormatFlag(cmd, &o.format)
 	return cmd
+}
+
+// jobLogs is logs --job: the last run's output, its op named on stderr.
+func jobLogs(cmd *cobra.Command, env *cliEnv, eng *engine.Engine, app string, o logsOptions, opts core.LogOptions) error {
+	if o.service != "" || o.instance != 0 || o.access {
+		return fmt.Errorf("logs %s --job %s: --service, --instance and --access do not apply to a job's output", app, o.job)
+	}
+	op, err := eng.JobLogs(cmd.Context(), app, o.job, opts, func(l core.LogLine) error {
+		if isJSON(o.format) {
+			return writeJSONLine(env.dockerCli.Out(), l)
+		}
+		_, err := fmt.Fprintln(env.dockerCli.Out(), l.Text)
+		return err
+	})
+	if op.ID != "" {
+		fmt.Fprintln(env.dockerCli.Err(), jobs.Summary(app, op))
+	}
+	return quietEnd(cmd.Context(), o.follow, err)
 }
 
 // parseSince accepts an RFC 3339 time or a Go duration meaning "that long

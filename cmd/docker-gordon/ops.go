@@ -72,7 +72,7 @@ func newOpsCommand(env *cliEnv) *cobra.Command {
 			tw := newTable(env.dockerCli.Out())
 			fmt.Fprintln(tw, "OP\tKIND\tREVISION\tSTARTED\tOUTCOME\tSTEPS")
 			for _, op := range ops {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.ID, op.VerbOrKind(), opRevision(op), op.StartedAt.Format("2006-01-02 15:04:05"), orDash(string(op.Outcome)), len(op.Steps))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.ID, strings.TrimSpace(op.VerbOrKind()+" "+engine.JobName(op)), opRevision(op), op.StartedAt.Format("2006-01-02 15:04:05"), orDash(string(op.Outcome)), len(op.Steps))
 			}
 			return tw.Flush()
 		},

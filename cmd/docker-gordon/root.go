@@ -124,6 +124,7 @@ func newRootCommand(dockerCli command.Cli) *cobra.Command {
 		newMaintenanceCommand(env),
 		newScaleCommand(env),
 		newLogsCommand(env),
+		newJobsCommand(env),
 		newSecretsCommand(env),
 		newCertsCommand(env),
 		newSnapshotsCommand(env),

@@ -15,6 +15,7 @@ type doc struct {
 	Name     string              `toml:"name"`
 	Networks []string            `toml:"networks,omitempty"`
 	Services map[string]*service `toml:"services"`
+	Jobs     map[string]*job     `toml:"jobs,omitempty"`
 }
 
 type service struct {

@@ -6,10 +6,12 @@ import (
 )
 
 // topLevel checks the project-wide keys: volumes, networks, secrets,
-// configs.
+// configs, and x-gordon (its jobs).
 func (m *mapper) topLevel(d *doc) {
 	for k, v := range m.model {
 		switch {
+		case k == "x-gordon":
+			m.xJobs(v, d)
 		case k == "version", k == "name", k == "services", k == "include", strings.HasPrefix(k, "x-"):
 		case k == "volumes":
 			vols, _ := v.(map[string]any)

@@ -509,3 +509,20 @@ func (s *MemStore) SaveIntent(ctx context.Context, app string, in core.Intent) e
 	s.ev.AddDetail("intent-save", app, "stopped="+strconv.FormatBool(in.Stopped))
 	return nil
 }
+
+// TryLockJob is the run lock of app's job (core/engine/jobs.RunLocker):
+// one semaphore per app and job, apart from the app's lock.
+func (s *MemStore) TryLockJob(ctx context.Context, app, job string, holder core.LockHolder) (core.AppLock, bool, error) {
+	if err := s.enter("TryLockJob"); err != nil {
+		return nil, false, err
+	}
+	key := app + "\x00job\x00" + job
+	ch := s.lockChan(key)
+	s.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return s.held(key, holder), true, nil
+	default:
+		return nil, false, nil
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine/deploy"
+	"github.com/gordon-deploy/docker-gordon/core/engine/jobs"
 	"github.com/gordon-deploy/docker-gordon/core/engine/lifecycle"
 	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
 	"github.com/gordon-deploy/docker-gordon/core/engine/reconcile"
@@ -126,6 +127,8 @@ type Engine struct {
 
 	stateOnce sync.Once
 	state     *steps.State
+	schedOnce sync.Once
+	sched     *jobs.Scheduler
 }
 
 // flows is the stack of the engine's layers over a copy of e's

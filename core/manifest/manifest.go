@@ -53,6 +53,9 @@
 //     working_dir and env; not on a one-shot (R72).
 //   - [notify]: webhook, an absolute http or https URL with a host and no
 //     user info (credentials would be stored in every revision).
+//   - [jobs.NAME]: a DNS label name; service a declared service that keeps
+//     running; schedule "@every D", a descriptor or five cron fields (UTC);
+//     command a non-empty argv; timeout 1s..24h (default 10m).
 package manifest
 
 import (
@@ -166,6 +169,7 @@ type rawApp struct {
 	Networks []string              `toml:"networks"`
 	Registry *string               `toml:"registry"`
 	Notify   *rawNotify            `toml:"notify"`
+	Jobs     map[string]rawJob     `toml:"jobs"`
 }
 
 type rawNotify struct {
@@ -310,7 +314,7 @@ type rawConfig struct {
 
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
-	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify"}
+	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify", "jobs"}
 	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "config", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "placement", "aliases", "hooks", "monitor", "sleep_after", "wake_ignore"}
 	hooksKeys     = []string{"before_switch", "after_switch", "timeout", "post_start", "pre_stop"}
 	monitorKeys   = []string{"window", "max_error_rate", "min_requests"}
@@ -480,6 +484,8 @@ func allowedKeys(parent string) []string {
 		return appKeys
 	case len(parts) == 1 && parts[0] == "notify":
 		return notifyKeys
+	case len(parts) == 2 && parts[0] == "jobs":
+		return jobKeys
 	case len(parts) == 2 && parts[0] == "services":
 		return serviceKeys
 	case len(parts) == 3 && parts[0] == "services":

@@ -89,6 +89,7 @@ func (v *validator) app(raw rawApp) core.AppSpec {
 	v.dependencies(spec.Services)
 	v.sleepers(spec.Services)
 	v.aliasClashes(spec.Services)
+	spec.Jobs = v.jobs(raw.Jobs, spec.Services)
 	return spec
 }
 

@@ -65,7 +65,7 @@ func TestManifest_ValidationApp(t *testing.T) {
 		{"name DNS label", strings.Replace(base, `"blog"`, `"-blog"`, 1), "name", `invalid app name "-blog": want a DNS label: 1-63 lowercase letters, digits or '-', not starting or ending with '-'`},
 		{"name at most 63", strings.Replace(base, `"blog"`, `"`+strings.Repeat("a", 64)+`"`, 1), "name", `invalid app name "` + strings.Repeat("a", 64) + `": want a DNS label: 1-63 lowercase letters, digits or '-', not starting or ending with '-'`},
 		{"at least one service", "name = \"blog\"\n", "services", "at least one service is required: add a [services.<name>] table with an image"},
-		{"unknown top-level key", base + "[deploy]\nstrategy = \"x\"\n", "deploy", `unknown key "deploy": want one of name, env, services, networks, registry, notify`},
+		{"unknown top-level key", base + "[deploy]\nstrategy = \"x\"\n", "deploy", `unknown key "deploy": want one of name, env, services, networks, registry, notify, jobs`},
 		{"network name", `networks = ["ok", "bad name"]` + "\n" + base, "networks[1]", `invalid network name "bad name": want a letter or digit followed by letters, digits, '_', '.' or '-'`},
 		{"network listed twice", `networks = ["edge", "edge"]` + "\n" + base, "networks[1]", `network "edge" is already listed at networks[0]`},
 		{"app env name", base + "[env]\n\"A-B\" = \"1\"\n", "env.A-B", `invalid environment variable name "A-B": want a letter or '_' followed by letters, digits or '_'`},

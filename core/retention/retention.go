@@ -17,6 +17,11 @@ const (
 	DefaultRevisions = 50
 )
 
+// JobRuns is how many finished runs of each scheduled job a prune keeps
+// (ops of kind "job", core/engine/jobs); they do not count against
+// keepOps, so a frequent job does not push the deploys out.
+const JobRuns = 20
+
 // Select returns the ids of the ops and revisions of one app that a prune
 // keeping keepOps ops and keepRevisions revisions removes, oldest first.
 //
@@ -30,6 +35,7 @@ const (
 //     service's effective revision) or by a kept op (its revision, its
 //     rollback target, or the revision an automatic rollback restored).
 //
+// A job's runs are bounded apart (JobRuns per job, when keepOps > 0).
 // keepOps or keepRevisions of 0 or less keeps every record of that kind.
 func Select(ops []core.Operation, revs []core.Revision, latest, desired string, active core.Active, keepOps, keepRevisions int) (opIDs, revIDs []string) {
 	ops = slices.Clone(ops)
@@ -45,8 +51,20 @@ func Select(ops []core.Operation, revs []core.Revision, latest, desired string, 
 			named[s.EffectiveRevision] = true
 		}
 	}
+	// rank is each op's place from the newest among the ops bounded with
+	// it: a job's runs, or every other op.
+	rank, seen := make([]int, len(ops)), map[string]int{}
+	for i := len(ops) - 1; i >= 0; i-- {
+		k := jobOf(ops[i])
+		rank[i] = seen[k]
+		seen[k]++
+	}
 	for i, op := range ops {
-		if keepOps > 0 && i < len(ops)-keepOps && op.Terminal() && op.ID != latest {
+		bound := keepOps
+		if jobOf(op) != "" {
+			bound = JobRuns
+		}
+		if keepOps > 0 && rank[i] >= bound && op.Terminal() && op.ID != latest {
 			opIDs = append(opIDs, op.ID)
 			continue
 		}
@@ -66,4 +84,12 @@ func Select(ops []core.Operation, revs []core.Revision, latest, desired string, 
 		}
 	}
 	return opIDs, revIDs
+}
+
+// jobOf is the job a run of a scheduled job ran ("" for other ops).
+func jobOf(op core.Operation) string {
+	if op.Kind != "job" || len(op.Steps) == 0 {
+		return ""
+	}
+	return op.Steps[0].ID
 }

@@ -240,3 +240,14 @@ func AfterCreate(s core.Store) func(string) {
 }
 
 var _ core.Store = (*faultingStore)(nil)
+
+// TryLockJob passes the jobs' run lock through (core/engine/jobs.RunLocker).
+func (f *faultingStore) TryLockJob(ctx context.Context, app, job string, holder core.LockHolder) (core.AppLock, bool, error) {
+	l, ok := f.Store.(interface {
+		TryLockJob(ctx context.Context, app, job string, holder core.LockHolder) (core.AppLock, bool, error)
+	})
+	if !ok {
+		return nil, false, fmt.Errorf("%w: the state store cannot hold a job's run lock", core.ErrUnavailable)
+	}
+	return l.TryLockJob(ctx, app, job, holder)
+}

@@ -7,20 +7,24 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/moby/moby/client"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/engine/jobs"
 	passes "github.com/gordon-deploy/docker-gordon/core/engine/reconcile"
 )
 
-// Engine is what the reconcile verb runs: the engine's passes and its
-// boot reconciliation (core/engine.Engine).
+// Engine is what the reconcile verb runs: the engine's passes, its boot
+// reconciliation and, with Watch, its job scheduler (core/engine.Engine).
 type Engine interface {
 	Reconcile(ctx context.Context, apps []string) ([]passes.ReconcileReport, error)
 	Boot(ctx context.Context) ([]passes.BootReport, error)
+	TickJobs(ctx context.Context, apps []string, done func(jobs.Report))
+	WaitJobs()
 }
 
 // Locker takes an app's lock without waiting (the journal's store).
@@ -36,6 +40,9 @@ type Options struct {
 	// every Interval and when the engine reports a container event.
 	Boot, Watch bool
 	Interval    time.Duration
+	// JobTick is how often, with Watch, the apps' scheduled jobs are
+	// checked for a due run (zero: DefaultJobTick).
+	JobTick time.Duration
 	// CertStorageAddr, with Watch, serves the edges' certificate storage
 	// (ServeCertStorage) while the loop runs.
 	CertStorageAddr string
@@ -63,8 +70,9 @@ type Options struct {
 // container the engine reports died, started, restarted, was destroyed or
 // changed health. A failed pass is logged and the loop goes on. On a
 // swarm the state directory's records are mirrored after each pass, and
-// no pass runs while another manager's state directory owns the edge
-// (SPEC R80). With Watch it also runs the scheduled backups (runBackups).
+// no pass or job runs while another manager's state directory owns the
+// edge (SPEC R80). With Watch it also runs the scheduled backups
+// (runBackups) and the apps' scheduled jobs when due (runJobs).
 func Run(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = hclog.NewNullLogger()
@@ -91,9 +99,11 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	var wake chan string
+	var superseded atomic.Bool
 	if o.Watch {
 		wake = make(chan string, 64)
 		go WatchEngineEvents(ctx, o.API, wake, o.Log.Named("events"))
+		defer o.runJobs(ctx, eng, &superseded)()
 		o.scaleToZero(ctx, eng, mirror)
 		if b, ok := eng.(Backuper); ok {
 			var wg sync.WaitGroup
@@ -105,7 +115,9 @@ func Run(ctx context.Context, o Options) error {
 	for {
 		var reps []passes.ReconcileReport
 		var perr error
-		if !mirror.Superseded(ctx) {
+		sup := mirror.Superseded(ctx)
+		superseded.Store(sup)
+		if !sup {
 			reps, perr = eng.Reconcile(ctx, apps)
 			mirror.Sync(ctx)
 		}
@@ -127,6 +139,51 @@ func Run(ctx context.Context, o Options) error {
 		if apps = o.next(ctx, wake); apps == nil {
 			return nil
 		}
+	}
+}
+
+// DefaultJobTick is how often the watcher checks for due jobs.
+const DefaultJobTick = time.Second
+
+// runJobs starts the apps' due jobs every JobTick until ctx ends, unless
+// the last pass found the state directory superseded; each run's end is
+// logged. The returned func waits for the ticker and every run to end
+// (a run cut short by ctx is journaled as cancelled).
+func (o Options) runJobs(ctx context.Context, eng Engine, superseded *atomic.Bool) (wait func()) {
+	tick := o.JobTick
+	if tick <= 0 {
+		tick = DefaultJobTick
+	}
+	log := o.Log.Named("jobs")
+	report := func(r jobs.Report) {
+		switch {
+		case r.Skipped():
+			log.Info("job skipped", "app", r.App, "job", r.Job, "reason", r.Result.Skipped)
+		case r.Err != nil:
+			log.Warn("job not run", "app", r.App, "job", r.Job, "error", r.Err)
+		default:
+			log.Info("job ran", "app", r.App, "job", r.Job, "op", r.Result.Op.ID, "outcome", r.Result.Op.Outcome)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !superseded.Load() {
+					eng.TickJobs(ctx, o.Apps, report)
+				}
+			}
+		}
+	}()
+	return func() {
+		<-done
+		eng.WaitJobs()
 	}
 }
 

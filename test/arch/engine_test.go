@@ -15,7 +15,7 @@ import (
 // engineLayers are the packages of core/engine, lowest first: each may
 // import the ones before it and none after it. The root (".") is the
 // facade over all of them; readiness keeps no engine state.
-var engineLayers = []string{"readiness", "steps", "oprun", "volsnap", "deploy", "lifecycle", "reconcile", "prune", "scalezero", "."}
+var engineLayers = []string{"readiness", "steps", "oprun", "volsnap", "deploy", "jobs", "lifecycle", "reconcile", "prune", "scalezero", "."}
 
 // engineTree reads every Go package under core/engine, keyed by its
 // directory relative to it ("." for the facade).
