@@ -31,7 +31,8 @@ const (
 // finishes even when ctx ends meanwhile (its service is stopped while
 // it runs). A failed backup is logged and retried after 30 s, then after
 // twice as long each time, up to an hour. skip says when the watcher
-// must not act (another manager's state directory owns the edge).
+// must not act (the loop's last pass found this state directory
+// superseded by another manager's, R80).
 func (o Options) runBackups(ctx context.Context, b Backuper, skip func() bool) {
 	type failure struct {
 		at   time.Time
@@ -41,6 +42,13 @@ func (o Options) runBackups(ctx context.Context, b Backuper, skip func() bool) {
 	t := time.NewTicker(BackupTick)
 	defer t.Stop()
 	for {
+		// A tick first: the loop's first pass has said by then whether
+		// this state directory is superseded.
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 		var due []lifecycle.DueBackup
 		var err error
 		if !skip() {
@@ -64,11 +72,6 @@ func (o Options) runBackups(ctx context.Context, b Backuper, skip func() bool) {
 			}
 			delete(failed, k)
 			o.Log.Info("scheduled backup", "app", d.App, "service", d.Service, "op", res.Op.ID)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
 		}
 	}
 }

@@ -107,7 +107,7 @@ func Run(ctx context.Context, o Options) error {
 		o.scaleToZero(ctx, eng, mirror)
 		if b, ok := eng.(Backuper); ok {
 			var wg sync.WaitGroup
-			wg.Go(func() { o.runBackups(ctx, b, func() bool { return mirror.Superseded(ctx) }) })
+			wg.Go(func() { o.runBackups(ctx, b, superseded.Load) })
 			defer wg.Wait()
 		}
 	}
