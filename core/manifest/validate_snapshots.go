@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/core/schedule"
 	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 )
 
@@ -62,7 +63,7 @@ func (v *validator) backup(key string, raw *rawBackup, svc *core.ServiceSpec) {
 	case raw.Every != nil:
 		svc.BackupEvery = v.duration(key+".every", raw.Every, minBackupEvery, maxBackupEvery)
 	case raw.Schedule != nil:
-		if _, err := snapshot.ParseSchedule(*raw.Schedule); err != nil {
+		if _, err := schedule.Parse(*raw.Schedule); err != nil {
 			v.add(key+".schedule", err.Error())
 		} else {
 			svc.BackupSchedule = *raw.Schedule

@@ -49,7 +49,7 @@ func TestBackup_ManifestSchedule(t *testing.T) {
 	on, keep := snapshot.BackupPolicy(s)
 	assert.True(t, on)
 	assert.Equal(t, 2, keep)
-	t0 := time.Date(2026, 12, 4, 2, 0, 0, 0, time.Local)
+	t0 := time.Date(2026, 12, 4, 2, 0, 0, 0, time.UTC)
 	assert.Equal(t, t0.Add(4*time.Second), snapshot.NextBackup(s, t0))
 
 	spec, err = Parse("app.toml", []byte(snapshotsBase+"[services.web.backup]\nschedule = \"0 3 * * *\"\n"))
@@ -58,7 +58,7 @@ func TestBackup_ManifestSchedule(t *testing.T) {
 	on, keep = snapshot.BackupPolicy(s)
 	assert.True(t, on)
 	assert.Equal(t, snapshot.DefaultBackupKeep, keep)
-	assert.Equal(t, time.Date(2026, 12, 4, 3, 0, 0, 0, time.Local), snapshot.NextBackup(s, t0))
+	assert.Equal(t, time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC), snapshot.NextBackup(s, t0).UTC(), "cron fields are read in UTC")
 
 	spec, err = Parse("app.toml", []byte(snapshotsBase))
 	require.NoError(t, err)
@@ -76,7 +76,7 @@ func TestBackup_ManifestRefusals(t *testing.T) {
 		{"both", snapshotsBase + "[services.web.backup]\nevery = \"1h\"\nschedule = \"@daily\"\n", "services.web.backup",
 			`set either every (such as "24h") or schedule (such as "0 3 * * *"), not both`},
 		{"schedule", snapshotsBase + "[services.web.backup]\nschedule = \"at three\"\n", "services.web.backup.schedule",
-			`"at three" is no schedule: want five cron fields such as "0 3 * * *" (minute hour day month weekday) or "@daily": expected exactly 5 fields, found 2: [at three]`},
+			`schedule "at three": expected exactly 5 fields, found 2: [at three]; want "@every 1h", a descriptor (@hourly, @daily, @weekly, @monthly, @yearly), or five cron fields (minute hour day-of-month month day-of-week) such as "0 3 * * *"`},
 		{"every", snapshotsBase + "[services.web.backup]\nevery = \"0s\"\n", "services.web.backup.every",
 			"0s is out of range: want from 1s to 8760h"},
 		{"keep", snapshotsBase + "[services.web.backup]\nevery = \"1h\"\nkeep = 101\n", "services.web.backup.keep",
