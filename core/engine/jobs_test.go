@@ -20,10 +20,13 @@ import (
 // cleanup, on web at schedule.
 func jobsApp(t *testing.T, schedule string) *coretest.Harness {
 	h := coretest.NewEngine(t)
-	spec := coretest.BlogApp(coretest.WebSpec(0))
+	web := coretest.WebSpec(0)
+	web.Secrets = []core.SecretRef{{Env: "API_KEY", Name: "api-key"}}
+	spec := coretest.BlogApp(web)
 	spec.Env = map[string]string{"APP_MODE": "prod"}
 	spec.Jobs = []core.JobSpec{{Name: "cleanup", Service: "web", Schedule: schedule, Command: []string{"./manage", "cleanup"}}}
 	h.SeedServing("blog", spec, map[string]string{"web": "web-1"}, map[string]map[int]int{"web": {8080: 30001}})
+	require.NoError(t, h.Store.SetSecret(context.Background(), "blog", "web", "api-key", []byte("s3cret")))
 	return h
 }
 
@@ -86,13 +89,14 @@ func TestJobs_RunIsANewContainerOfTheServingGenerationJournaledAsAJobOp(t *testi
 	assert.Empty(t, spec.Aliases, "a run answers to none of the service's names")
 	assert.Empty(t, spec.Ports)
 	assert.Contains(t, spec.Env, "APP_MODE=prod")
+	assert.Contains(t, spec.Env, "API_KEY=s3cret", "the service's secrets as they are now")
 	assert.Equal(t, "cleanup", spec.Labels[jobs.LabelJob])
 	assert.Equal(t, "job-cleanup", spec.Hostname, "not the service name, which must reach the service")
 	active, err := h.Store.LoadActive(context.Background(), "blog")
 	require.NoError(t, err)
 	assert.Equal(t, active.Services["web"].Image, spec.Image, "the serving generation's image")
 
-	h.Runtime.LogsFor(id, "removed 3 sessions", "done")
+	h.Runtime.LogsFor(id, "removed 3 sessions", "done with s3cret")
 	h.Runtime.SetExit(id, 0, false)
 	out := <-done
 	require.NoError(t, out.err)
@@ -102,7 +106,7 @@ func TestJobs_RunIsANewContainerOfTheServingGenerationJournaledAsAJobOp(t *testi
 	code, ok := jobs.ExitCode(op)
 	assert.True(t, ok)
 	assert.Equal(t, 0, code)
-	assert.Equal(t, []string{"removed 3 sessions", "done"}, jobs.Output(op))
+	assert.Equal(t, []string{"removed 3 sessions", "done with ****"}, jobs.Output(op), "secret values are redacted")
 	assert.Equal(t, id, jobs.Container(op))
 	assert.False(t, h.Runtime.Exists(id), "the run's container is removed")
 
@@ -163,7 +167,7 @@ func TestJobs_SkipWhileTheLastRunIsStillGoing(t *testing.T) {
 func TestJobs_RunWhoseProcessDiedIsFinalizedOrWaitedFor(t *testing.T) {
 	h := jobsApp(t, "@every 1h")
 	h.Runtime.AddContainer("orphan-1", core.ContainerState{Name: "gordon-blog-job-cleanup-dead", Status: core.StatusRunning, StartedAt: coretest.T0}, nil)
-	h.Runtime.LogsFor("orphan-1", "half done")
+	h.Runtime.LogsFor("orphan-1", "half done with s3cret")
 	dead := core.Operation{ID: "op-dead", Kind: jobs.Kind, App: "blog", StartedAt: coretest.T0,
 		Steps: []core.Step{{ID: "job.cleanup", State: core.StepPending, Service: "web", After: "orphan-1", StartedAt: coretest.T0}}}
 	require.NoError(t, h.Store.SaveOp(context.Background(), dead))
@@ -184,7 +188,7 @@ func TestJobs_RunWhoseProcessDiedIsFinalizedOrWaitedFor(t *testing.T) {
 	code, ok := jobs.ExitCode(old)
 	assert.True(t, ok)
 	assert.Equal(t, 2, code)
-	assert.Equal(t, []string{"half done"}, jobs.Output(old))
+	assert.Equal(t, []string{"half done with ****"}, jobs.Output(old), "secret values are redacted from a dead run's output too")
 	assert.False(t, h.Runtime.Exists("orphan-1"))
 }
 

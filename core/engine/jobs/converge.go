@@ -46,12 +46,14 @@ func (e *Engine) convergeLast(ctx context.Context, a appJobs, j core.JobSpec) (*
 	case err != nil:
 		return nil, fmt.Errorf("app %s job %s: inspect the last run's container %s: %w", app, j.Name, shortID(id), err)
 	case st.Status == core.StatusExited || st.Status == core.StatusDead:
+		r.secrets = e.runSecrets(ctx, app, op)
 		r.collect(ctx, id)
 		r.remove(ctx, id)
 		code := st.ExitCode
 		r.finishAt(ctx, &code, nil, op.StartedAt)
 		return nil, nil
 	case e.Now().Sub(op.StartedAt) > Timeout(j):
+		r.secrets = e.runSecrets(ctx, app, op)
 		r.collect(ctx, id)
 		r.remove(ctx, id)
 		r.finishAt(ctx, nil, fmt.Errorf("%w: the command did not exit within its timeout %s and was killed; make it faster or raise [jobs.%s] timeout", core.ErrConflict, Timeout(j), j.Name), op.StartedAt)
