@@ -38,7 +38,7 @@ func TestPages_RenderAppsAppAndOp(t *testing.T) {
 `, now, now, now)
 	f.certs = []core.CertInfo{{Host: "shop.example.com", Source: "acme", State: "valid", NotAfter: time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)}}
 	f.sections = func(app string) []Section {
-		return []Section{{Title: "Snapshots", Columns: []string{"ID"}, Empty: "No snapshot yet.", Command: "docker gordon snapshots ls " + app}}
+		return []Section{{Title: "Snapshots", Columns: []string{"ID"}, Empty: "No snapshot yet.", Command: "snapshots ls " + app}}
 	}
 	ts, feed := f.serve(MinInterval, "")
 	// Two samples of the edge's counters make a rate.

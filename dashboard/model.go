@@ -85,7 +85,8 @@ type AccessLine struct {
 // Section is a titled table an extension adds to the app page: Columns
 // are the header cells, Rows the body (each row as many cells), Empty
 // what the page says when Rows is empty, and Command the CLI command the
-// section's next action is.
+// section's next action is, without the CLI itself ("snapshots ls blog":
+// the page prefixes "docker gordon" or "docker --context X gordon").
 type Section struct {
 	Title   string     `json:"title"`
 	Columns []string   `json:"columns"`

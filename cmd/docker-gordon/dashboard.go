@@ -58,7 +58,7 @@ func newDashboardCommand(env *cliEnv) *cobra.Command {
 func dashboardCollector(env *cliEnv, stateDir string) func(context.Context) (*dashboard.Collector, error) {
 	return func(ctx context.Context) (*dashboard.Collector, error) {
 		store, err := env.openStore()
-		c := &dashboard.Collector{Store: store, Words: usererr.Words,
+		c := &dashboard.Collector{Store: store, Words: usererr.Words, Sections: dashboard.DataSections(store, env.snapshotStore()),
 			Metrics: func(ctx context.Context) ([]byte, error) { return system.EdgeMetrics(ctx, stateDir) },
 			Certs:   func(context.Context) ([]core.CertInfo, error) { return system.EdgeCerts(stateDir) },
 			AccessLog: func(ctx context.Context, w io.Writer) error {
