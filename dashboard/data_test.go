@@ -16,7 +16,7 @@ import (
 
 // The app page lists the app's volume snapshots (newest first) and its
 // scheduled jobs with their last and next run, each with the command of
-// the next action (issue 44's records on the dashboard).
+// the next action.
 func TestAppPage_ShowsSnapshotsAndJobs(t *testing.T) {
 	f := newFixture(t)
 	f.seedApp("blog", 1)
