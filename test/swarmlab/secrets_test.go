@@ -59,7 +59,9 @@ func TestSwarmSecrets_FileSecretsAreDockerSecretsRemovedWithTheirLastService(t *
 		require.NoError(t, rt.StartContainer(ctx, id))
 		return id
 	}
-	name := func(v string) string {
+	// plain is the name a bare content hash would give: what a keyed MAC
+	// must never be, or a listed name would confirm a guessed value.
+	plain := func(v string) string {
 		sum := sha256.Sum256([]byte(v))
 		return "gordon-sec-tls.key-" + hex.EncodeToString(sum[:])[:12]
 	}
@@ -70,20 +72,31 @@ func TestSwarmSecrets_FileSecretsAreDockerSecretsRemovedWithTheirLastService(t *
 	}
 
 	a := mk("op1", "KEY1")
-	assert.Equal(t, []string{name("KEY1")}, secrets())
+	first := secrets()
+	require.Len(t, first, 1)
+	key1 := first[0]
+	assert.True(t, strings.HasPrefix(key1, "gordon-sec-tls.key-"), key1)
+	assert.NotEqual(t, plain("KEY1"), key1, "a keyed MAC, not a content hash")
 	assert.Contains(t, readSecretOfTask(ctx, t, lab, a), "KEY1", "the task's node holds the secret for it")
 	target, err := lab.Docker(ctx, 1, "service", "inspect", "-f", "{{range .Spec.TaskTemplate.ContainerSpec.Secrets}}{{.File.Name}} {{.File.Mode}}{{end}}", a)
 	require.NoError(t, err)
 	assert.Equal(t, "/run/secrets/tls.key -rw-------", target, "at the engine's target, with the copy's mode")
 	b := mk("op2", "KEY1")
-	assert.Equal(t, []string{name("KEY1")}, secrets(), "same content: shared")
+	assert.Equal(t, []string{key1}, secrets(), "same content: shared")
 	c := mk("op3", "KEY2")
-	assert.ElementsMatch(t, []string{name("KEY1"), name("KEY2")}, secrets(), "new content: a new secret")
+	both := secrets()
+	require.Len(t, both, 2, "new content: a new secret")
+	require.Contains(t, both, key1)
+	key2 := both[0]
+	if key2 == key1 {
+		key2 = both[1]
+	}
+	assert.NotEqual(t, plain("KEY2"), key2)
 
 	require.NoError(t, rt.RemoveContainer(ctx, a, true))
-	assert.ElementsMatch(t, []string{name("KEY1"), name("KEY2")}, secrets(), "still referenced by the second instance")
+	assert.ElementsMatch(t, []string{key1, key2}, secrets(), "still referenced by the second instance")
 	require.NoError(t, rt.RemoveContainer(ctx, b, true))
-	assert.Equal(t, []string{name("KEY2")}, secrets(), "removed with its last service")
+	assert.Equal(t, []string{key2}, secrets(), "removed with its last service")
 	require.NoError(t, rt.RemoveContainer(ctx, c, true))
 	assert.Empty(t, secrets())
 	t.Logf("test took %v", time.Since(began).Round(time.Millisecond))
