@@ -50,13 +50,11 @@ func snapshotSection(snaps *snapshot.Store, app string) (Section, error) {
 	}
 	slices.Reverse(list)
 	for _, m := range list[:min(len(list), MaxSnapshotRows)] {
-		var size int64
 		names := make([]string, 0, len(m.Volumes))
 		for _, v := range m.Volumes {
-			size += v.Size
 			names = append(names, v.Name)
 		}
-		s.Rows = append(s.Rows, []string{m.ID, m.Service, m.Trigger, orDash(m.Revision), m.CreatedAt.UTC().Format(time.RFC3339), strings.Join(names, ", "), fmt.Sprintf("%.1f MiB", float64(size)/(1<<20))})
+		s.Rows = append(s.Rows, []string{m.ID, m.Service, m.Trigger, orDash(m.Revision), m.CreatedAt.UTC().Format(time.RFC3339), strings.Join(names, ", "), fmt.Sprintf("%.1f MiB", float64(m.Size())/(1<<20))})
 	}
 	if len(list) > 0 {
 		s.Command = "rollback " + app + " --with-data"
