@@ -132,6 +132,8 @@ type ServiceSpec struct {
 	BackupEvery           Duration `json:"backup_every,omitempty"`    // [services.X.backup] (docs/data.md): every,
 	BackupSchedule        string   `json:"backup_schedule,omitempty"` // or a cron schedule; BackupKeep of them kept
 	BackupKeep            int      `json:"backup_keep,omitempty"`
+	BackupCommand         []string `json:"backup_command,omitempty"` // an online dump's argv, and its bound
+	BackupTimeout         Duration `json:"backup_timeout,omitempty"` // (0: snapshot.DefaultDumpTimeout)
 }
 
 // Monitor is [services.X.monitor] (SPEC R76; see the engine's monitor).

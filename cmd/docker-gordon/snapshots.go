@@ -51,34 +51,16 @@ func newSnapshotsLsCommand(env *cliEnv) *cobra.Command {
 				return writeJSON(env.dockerCli.Out(), list)
 			}
 			tw := newTable(env.dockerCli.Out())
-			fmt.Fprintln(tw, "ID\tSERVICE\tTRIGGER\tOP\tREVISION\tCREATED\tSIZE\tSTORED")
+			fmt.Fprintln(tw, "ID\tSERVICE\tTRIGGER\tKIND\tOP\tREVISION\tCREATED\tSIZE\tSTORED")
 			for _, m := range list {
-				var stored int64
-				for _, v := range m.Volumes {
-					stored += v.Stored
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Service, m.Trigger, orDash(m.Op), orDash(m.Revision),
-					m.CreatedAt.UTC().Format(time.RFC3339), byteSize(m.Size()), byteSize(stored))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Service, m.Trigger, m.Kind(), orDash(m.Op), orDash(m.Revision),
+					m.CreatedAt.UTC().Format(time.RFC3339), snapshot.ByteSize(m.Size()), snapshot.ByteSize(m.Stored()))
 			}
 			return tw.Flush()
 		},
 	}
 	addFormatFlag(cmd, &format)
 	return cmd
-}
-
-// byteSize renders n bytes in binary units.
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func newSnapshotsCreateCommand(env *cliEnv) *cobra.Command {
@@ -96,7 +78,7 @@ func newSnapshotsCreateCommand(env *cliEnv) *cobra.Command {
 			}, o, args[0])
 			if !isJSON(o.format) {
 				for _, m := range taken {
-					fmt.Fprintf(env.dockerCli.Out(), "snapshot %s: service %s, %s\n", m.ID, m.Service, byteSize(m.Size()))
+					fmt.Fprintf(env.dockerCli.Out(), "snapshot %s: service %s, %s\n", m.ID, m.Service, snapshot.ByteSize(m.Size()))
 				}
 			}
 			return err
@@ -126,17 +108,23 @@ replaced by the snapshot's content, and started again in place.`,
 }
 
 func newSnapshotsExportCommand(env *cliEnv) *cobra.Command {
-	return &cobra.Command{
-		Use:   "export APP ID > FILE",
-		Short: "Write a snapshot to standard output as one file (manifest and compressed volumes)",
+	var dump bool
+	cmd := &cobra.Command{
+		Use:   "export APP ID [--dump] > FILE",
+		Short: "Write a snapshot to standard output as one file (manifest and compressed volumes), or an online dump's output itself",
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if env.dockerCli.Out().IsTerminal() {
 				return fmt.Errorf("snapshots export: standard output is a terminal; redirect it to a file: docker gordon snapshots export %s %s > FILE", args[0], args[1])
 			}
+			if dump {
+				return env.snapshotStore().WriteDump(args[0], args[1], env.dockerCli.Out())
+			}
 			return env.snapshotStore().Export(args[0], args[1], env.dockerCli.Out())
 		},
 	}
+	cmd.Flags().BoolVar(&dump, "dump", false, "write an online dump's output as the command wrote it (for the database's own restore tool)")
+	return cmd
 }
 
 func newSnapshotsImportCommand(env *cliEnv) *cobra.Command {
@@ -154,7 +142,7 @@ func newSnapshotsImportCommand(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.dockerCli.Out(), "snapshot %s: service %s, %s; restore it with `docker gordon snapshots restore %s %s`\n", m.ID, m.Service, byteSize(m.Size()), args[0], m.ID)
+			fmt.Fprintf(env.dockerCli.Out(), "snapshot %s: service %s, %s; restore it with `docker gordon snapshots restore %s %s`\n", m.ID, m.Service, snapshot.ByteSize(m.Size()), args[0], m.ID)
 			return nil
 		},
 	}

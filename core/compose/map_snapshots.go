@@ -8,12 +8,15 @@ import (
 // backup is the manifest's [services.X.backup]; the manifest validates
 // the values.
 type backup struct {
-	Every    string `toml:"every,omitempty"`
-	Schedule string `toml:"schedule,omitempty"`
-	Keep     *int   `toml:"keep,omitempty"`
+	Every    string   `toml:"every,omitempty"`
+	Schedule string   `toml:"schedule,omitempty"`
+	Keep     *int     `toml:"keep,omitempty"`
+	Command  []string `toml:"command,omitempty"`
+	Timeout  string   `toml:"timeout,omitempty"`
 }
 
-// xBackup maps x-gordon.backup { every | schedule, keep }, when xg (the
+// xBackup maps x-gordon.backup { every | schedule, keep, command,
+// timeout }, when xg (the
 // service's x-gordon) has it, onto the manifest's [services.X.backup].
 func (m *mapper) xBackup(name string, xg map[string]any, out *service) {
 	r, has := xg["backup"]
@@ -34,6 +37,18 @@ func (m *mapper) xBackup(name string, xg map[string]any, out *service) {
 			b.Every = s
 		case "schedule":
 			b.Schedule = s
+		case "timeout":
+			b.Timeout = s
+		case "command":
+			argv, ok := v.([]any)
+			if !ok {
+				m.refuse(base+"."+k, `command must be a list, the program and its arguments, e.g. ["pg_dumpall", "-U", "postgres"]`)
+				continue
+			}
+			b.Command = []string{}
+			for _, a := range argv {
+				b.Command = append(b.Command, fmt.Sprint(a))
+			}
 		case "keep":
 			n, err := strconv.Atoi(s)
 			if err != nil {
@@ -42,7 +57,7 @@ func (m *mapper) xBackup(name string, xg map[string]any, out *service) {
 			}
 			b.Keep = &n
 		default:
-			m.refuse(base+"."+k, "unknown backup key %q: want every, schedule or keep", k)
+			m.refuse(base+"."+k, "unknown backup key %q: want every, schedule, keep, command or timeout", k)
 			continue
 		}
 		m.from("services."+name+".backup."+k, base+"."+k)

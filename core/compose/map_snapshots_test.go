@@ -42,5 +42,20 @@ services:
 `})
 	_, err = load(t, dir, "compose.yaml")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "nothing to back up")
+	assert.Contains(t, err.Error(), "nothing to snapshot")
+
+	// An online dump needs no volume (a database on a bind mount, or one
+	// whose data another service holds).
+	dir = writeProject(t, map[string]string{"compose.yaml": `
+name: shop
+services:
+  db:
+    image: postgres:16
+    x-gordon: { backup: { every: 24h, command: [pg_dumpall, -U, postgres], timeout: 20m } }
+`})
+	res, err = load(t, dir, "compose.yaml")
+	require.NoError(t, err)
+	s = svcOf(t, res.Spec, "db")
+	assert.Equal(t, []string{"pg_dumpall", "-U", "postgres"}, s.BackupCommand)
+	assert.Equal(t, 20*time.Minute, s.BackupTimeout.D())
 }

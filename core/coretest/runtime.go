@@ -99,6 +99,7 @@ type Runtime struct {
 	networks    map[string]bool
 	volumes     map[string]map[string]string // name → labels
 	exec        ExecFunc
+	stream      StreamFunc
 	execs       []ExecCall
 }
 

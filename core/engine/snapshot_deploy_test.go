@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -324,4 +325,115 @@ func TestBackup_AFailedBackupIsNotified(t *testing.T) {
 	assert.Equal(t, rev.ID, docs[0].Revision)
 	assert.Equal(t, core.OutcomeFailed, docs[0].Outcome)
 	assert.Contains(t, docs[0].Error, "disk full")
+}
+
+// dumpSeed is snapSeed with a scheduled backup by command whose script
+// writes payload to stdout and a line to stderr, then exits with code.
+func dumpSeed(t *testing.T, payload string, code int) (*coretest.Harness, *snapshot.Store) {
+	t.Helper()
+	h, _, store := snapSeed(t, func(s *core.ServiceSpec) {
+		s.BackupEvery, s.BackupKeep = core.Duration(time.Hour), 2
+		s.BackupCommand = []string{"pg_dumpall", "-U", "postgres"}
+	})
+	h.Runtime.SetStream(func(_ context.Context, _ string, _ core.ExecSpec, stdout io.Writer, stderr func(string)) (int, error) {
+		if _, err := io.WriteString(stdout, payload); err != nil {
+			return -1, err
+		}
+		stderr("pg_dumpall: connection to server failed")
+		return code, nil
+	})
+	return h, store
+}
+
+// With [services.X.backup] command, a scheduled backup is an online dump:
+// the command runs by exec in the serving container, nothing stops, and
+// its output is kept byte for byte as a snapshot (trigger backup) bounded
+// by keep, journaled as op verb backup with a dump step; a dump is never
+// restored into the volumes.
+func TestBackup_CommandTakesAnOnlineDumpWithoutAStop(t *testing.T) {
+	payload := "-- PostgreSQL database cluster dump\n\x00\xffCREATE TABLE t (x int);\n"
+	h, store := dumpSeed(t, payload, 0)
+	for i := range 3 {
+		h.Reset()
+		res, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+		require.NoError(t, err, "backup %d", i)
+		assert.Equal(t, core.OutcomeSuccess, res.Outcome)
+		assert.Equal(t, "backup", res.Op.Verb)
+		assert.Equal(t, []string{"exec c-old"}, h.Events.Seq("stop", "start", "export-volume", "exec", "create", "remove"))
+		st := res.Op.Step("service.web.dump")
+		require.NotNil(t, st)
+		assert.Equal(t, core.StepSucceeded, st.State)
+		assert.Regexp(t, `^dump sha256:[0-9a-f]{64}$`, st.Digest)
+	}
+	assert.Equal(t, []string{"pg_dumpall", "-U", "postgres"}, h.Runtime.Execs()[0].Spec.Cmd)
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	require.Len(t, list, 2, "keep = 2")
+	for _, m := range list {
+		assert.Equal(t, snapshot.TriggerBackup, m.Trigger)
+		assert.True(t, m.IsDump())
+		r, _, err := store.OpenVolume("blog", m.ID, "dump")
+		require.NoError(t, err)
+		got, err := io.ReadAll(r)
+		r.Close()
+		require.NoError(t, err)
+		assert.Equal(t, payload, string(got))
+	}
+
+	h.Reset()
+	_, err = h.Engine.SnapshotRestore(h.Ctx(), "blog", list[0].ID, "")
+	require.ErrorIs(t, err, core.ErrInvalid)
+	assert.ErrorContains(t, err, "snapshots export blog "+list[0].ID+" --dump")
+	assert.Empty(t, h.Events.Seq("stop", "restore-volume"), "a refusal changes nothing")
+}
+
+// A dump whose command fails keeps nothing, fails its op with the
+// command's status and last stderr lines, and stops nothing.
+func TestBackup_AFailedDumpKeepsNothingAndSaysWhy(t *testing.T) {
+	h, store := dumpSeed(t, "half a dump", 2)
+	res, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "the command exited with status 2: pg_dumpall: connection to server failed")
+	assert.Equal(t, core.OutcomeFailed, res.Outcome)
+	assert.Empty(t, h.Events.Seq("stop", "start"))
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	partial, err := store.Partial("blog")
+	require.NoError(t, err)
+	assert.Empty(t, partial, "nothing of the dump is left behind")
+}
+
+// A dump that outlives its timeout is abandoned and says which setting
+// bounds it.
+func TestBackup_ADumpPastItsTimeoutFails(t *testing.T) {
+	h, _, store := snapSeed(t, func(s *core.ServiceSpec) {
+		s.BackupEvery, s.BackupTimeout = core.Duration(time.Hour), core.Duration(20*time.Millisecond)
+		s.BackupCommand = []string{"pg_dumpall"}
+	})
+	h.Runtime.SetStream(func(ctx context.Context, _ string, _ core.ExecSpec, _ io.Writer, _ func(string)) (int, error) {
+		<-ctx.Done()
+		return -1, ctx.Err()
+	})
+	_, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "did not finish within its timeout 20ms; raise [services.web.backup] timeout")
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Empty(t, list)
+}
+
+// A service without a volume can be backed up by command: it falls due
+// like any backup.
+func TestBackup_ACommandBackupNeedsNoVolume(t *testing.T) {
+	web := coretest.WebSpec(0)
+	web.BackupEvery, web.BackupCommand = core.Duration(4*time.Second), []string{"dump"}
+	h := depSeedWeb(t, web)
+	h.Engine.Snapshots = snapshot.Open(t.TempDir())
+	due, err := h.Engine.DueBackups(h.Ctx(), coretest.T0.Add(5*time.Second))
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	res, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+	require.NoError(t, err)
+	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
 }

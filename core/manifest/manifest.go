@@ -227,9 +227,11 @@ type rawService struct {
 
 // rawBackup is [services.X.backup].
 type rawBackup struct {
-	Every    *string `toml:"every"`
-	Schedule *string `toml:"schedule"`
-	Keep     *int    `toml:"keep"`
+	Every    *string   `toml:"every"`
+	Schedule *string   `toml:"schedule"`
+	Keep     *int      `toml:"keep"`
+	Command  *[]string `toml:"command"`
+	Timeout  *string   `toml:"timeout"`
 }
 
 // rawSnapshots is [services.X.snapshots].

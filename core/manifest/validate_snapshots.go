@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"slices"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -45,17 +46,36 @@ const (
 	maxBackupEvery = 365 * 24 * time.Hour
 )
 
+// Bounds of [services.X.backup].timeout.
+const (
+	minBackupTimeout = time.Second
+	maxBackupTimeout = 24 * time.Hour
+)
+
 // backup validates [services.X.backup] (docs/data.md): exactly one of
 // every (a duration) and schedule (cron fields or a descriptor); keep
-// from 1 to 100 (default 7). Only a service with volumes has data to
-// back up.
+// from 1 to 100 (default 7); command, an argv whose stdout is the backup
+// (an online dump), and its timeout (1s..24h, default 1h). Without a
+// command, only a service with volumes has data to back up.
 func (v *validator) backup(key string, raw *rawBackup, svc *core.ServiceSpec) {
 	if raw == nil {
 		return
 	}
-	if len(svc.Volumes) == 0 {
-		v.add(key, "this service declares no [[volume]], so there is nothing to back up; remove [backup]")
+	switch {
+	case raw.Command != nil && (len(*raw.Command) == 0 || (*raw.Command)[0] == ""):
+		v.add(key+".command", `want the program and its arguments, whose output is the backup, e.g. ["pg_dumpall", "-U", "postgres"] (no shell; use ["sh", "-c", "…"] for one)`)
 		return
+	case raw.Command != nil:
+		svc.BackupCommand = slices.Clone(*raw.Command)
+	case raw.Timeout != nil:
+		v.add(key+".timeout", "timeout bounds an online dump: set command too, or remove timeout")
+		return
+	case len(svc.Volumes) == 0:
+		v.add(key, `this service declares no [[volume]], so there is nothing to snapshot; remove [backup], or set command to a program whose output is the backup (e.g. ["pg_dumpall", "-U", "postgres"])`)
+		return
+	}
+	if raw.Timeout != nil {
+		svc.BackupTimeout = v.duration(key+".timeout", raw.Timeout, minBackupTimeout, maxBackupTimeout)
 	}
 	switch {
 	case raw.Every != nil && raw.Schedule != nil:

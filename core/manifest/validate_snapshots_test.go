@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 )
 
@@ -66,11 +67,29 @@ func TestBackup_ManifestSchedule(t *testing.T) {
 	assert.False(t, on)
 }
 
+// With command, a backup is an online dump: a service without a volume
+// (a database on a bind mount) may have one, and its timeout is read.
+func TestBackup_ManifestCommandIsAnOnlineDump(t *testing.T) {
+	spec, err := Parse("app.toml", []byte(base+"[services.web.backup]\nevery = \"24h\"\ncommand = [\"pg_dumpall\", \"-U\", \"postgres\"]\ntimeout = \"20m\"\n"))
+	require.NoError(t, err)
+	s := &spec.Services[0]
+	on, _ := snapshot.BackupPolicy(s)
+	assert.True(t, on)
+	assert.Equal(t, []string{"pg_dumpall", "-U", "postgres"}, s.BackupCommand)
+	assert.Equal(t, core.Duration(20*time.Minute), s.BackupTimeout)
+}
+
 // Each malformed backup table is refused at its key.
 func TestBackup_ManifestRefusals(t *testing.T) {
 	checkRefusals(t, []refusalCase{
 		{"no volume", base + "[services.web.backup]\nevery = \"24h\"\n", "services.web.backup",
-			"this service declares no [[volume]], so there is nothing to back up; remove [backup]"},
+			`this service declares no [[volume]], so there is nothing to snapshot; remove [backup], or set command to a program whose output is the backup (e.g. ["pg_dumpall", "-U", "postgres"])`},
+		{"empty command", snapshotsBase + "[services.web.backup]\nevery = \"1h\"\ncommand = []\n", "services.web.backup.command",
+			`want the program and its arguments, whose output is the backup, e.g. ["pg_dumpall", "-U", "postgres"] (no shell; use ["sh", "-c", "…"] for one)`},
+		{"timeout without command", snapshotsBase + "[services.web.backup]\nevery = \"1h\"\ntimeout = \"5m\"\n", "services.web.backup.timeout",
+			"timeout bounds an online dump: set command too, or remove timeout"},
+		{"timeout", base + "[services.web.backup]\nevery = \"1h\"\ncommand = [\"dump\"]\ntimeout = \"0s\"\n", "services.web.backup.timeout",
+			"0s is out of range: want from 1s to 24h"},
 		{"neither", snapshotsBase + "[services.web.backup]\nkeep = 2\n", "services.web.backup",
 			`missing: set every (such as "24h") or schedule (such as "0 3 * * *")`},
 		{"both", snapshotsBase + "[services.web.backup]\nevery = \"1h\"\nschedule = \"@daily\"\n", "services.web.backup",

@@ -27,7 +27,7 @@ func (s *Store) Export(app, id string, w io.Writer) error {
 	dir := filepath.Join(s.appDir(app), id)
 	names := []string{manifestFile}
 	for _, v := range m.Volumes {
-		names = append(names, v.Name+".tar.zst")
+		names = append(names, v.File())
 	}
 	for _, name := range names {
 		if err := addFile(tw, filepath.Join(dir, name), name); err != nil {
@@ -72,7 +72,10 @@ func (s *Store) Import(app string, r io.Reader) (Manifest, error) {
 	}
 	want := map[string]Volume{}
 	for _, v := range m.Volumes {
-		want[v.Name+".tar.zst"] = v
+		if v.Kind != "" && (v.Kind != KindDump || !m.IsDump()) {
+			return Manifest{}, fmt.Errorf("import a snapshot: %w: the manifest's entry %s is of an unknown kind %q; give a file `docker gordon snapshots export` wrote", core.ErrInvalid, v.Name, v.Kind)
+		}
+		want[v.File()] = v
 	}
 	m.App, m.Trigger = app, TriggerImport
 	w, err := s.Begin(m)
@@ -95,7 +98,7 @@ func (s *Store) Import(app string, r io.Reader) (Manifest, error) {
 			continue
 		}
 		delete(want, h.Name)
-		got, err := w.AddVolume(v.Name, v.Path, func(out io.Writer) error {
+		got, err := w.add(Volume{Name: v.Name, Path: v.Path, Kind: v.Kind}, func(out io.Writer) error {
 			zr, err := zstd.NewReader(tr)
 			if err != nil {
 				return err
@@ -128,4 +131,26 @@ func keys(m map[string]Volume) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// WriteDump writes the output of online dump id of app to w, decompressed
+// and checked against its digest (a mismatch is an error after the last
+// byte). A snapshot that is not a dump is invalid: export it whole.
+func (s *Store) WriteDump(app, id string, w io.Writer) error {
+	m, err := s.Get(app, id)
+	if err != nil {
+		return err
+	}
+	if !m.IsDump() {
+		return fmt.Errorf("%w: snapshot %s is a copy of volumes, not an online dump; export it whole: docker gordon snapshots export %s %s > FILE", core.ErrInvalid, id, app, id)
+	}
+	r, _, err := s.OpenVolume(app, id, KindDump)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if _, err := io.Copy(w, r); err != nil {
+		return fmt.Errorf("snapshot %s: write the dump: %w", id, err)
+	}
+	return nil
 }

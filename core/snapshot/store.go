@@ -2,8 +2,8 @@
 // directory (docs/data.md): one zstd-compressed tar per volume per
 // snapshot, and one manifest per snapshot that names them.
 //
-// Layout: <state>/snapshots/<app>/<id>/<volume>.tar.zst and
-// <state>/snapshots/<app>/<id>/manifest.json. Every file is written to a
+// Layout: <state>/snapshots/<app>/<id>/<volume>.tar.zst (an online
+// dump's output: dump.zst) and <state>/snapshots/<app>/<id>/manifest.json. Every file is written to a
 // temporary name, fsynced and renamed, and its directory fsynced; the
 // manifest is written last, so a snapshot without one (a crash while it
 // was taken) is partial: never listed, never restored, and removed by
@@ -66,8 +66,19 @@ type Manifest struct {
 	Container string        `json:"container,omitempty"`
 	CreatedAt time.Time     `json:"created_at"`
 	Duration  core.Duration `json:"duration,omitempty"`
-	Volumes   []Volume      `json:"volumes"`
+	// Command, when set, is the online dump's argv ([services.X.backup]
+	// command): the snapshot holds its output as one entry of kind
+	// KindDump, not the volumes' files.
+	Command []string `json:"command,omitempty"`
+	Volumes []Volume `json:"volumes"`
 }
+
+// KindDump is Volume.Kind of an online dump's output.
+const KindDump = "dump"
+
+// IsDump reports whether m is an online dump (restored by the database's
+// own tool, not by a restore).
+func (m Manifest) IsDump() bool { return len(m.Command) > 0 }
 
 // Volume is one volume of a snapshot.
 type Volume struct {
@@ -79,6 +90,18 @@ type Volume struct {
 	Size   int64  `json:"size"`
 	Stored int64  `json:"stored"`
 	Digest string `json:"digest"`
+	// Kind is "" for a tar of the volume's files, KindDump for a
+	// command's output (Name "dump", no Path).
+	Kind string `json:"kind,omitempty"`
+}
+
+// File is the entry's file name in the snapshot's directory:
+// <name>.tar.zst, or <name>.zst for a dump.
+func (v Volume) File() string {
+	if v.Kind == KindDump {
+		return v.Name + ".zst"
+	}
+	return v.Name + ".tar.zst"
 }
 
 // Size is the total tar size of every volume.
@@ -88,6 +111,37 @@ func (m Manifest) Size() int64 {
 		n += v.Size
 	}
 	return n
+}
+
+// Stored is the total compressed size of every entry, in bytes.
+func (m Manifest) Stored() int64 {
+	var n int64
+	for _, v := range m.Volumes {
+		n += v.Stored
+	}
+	return n
+}
+
+// Kind is "dump" for an online dump, else "volumes".
+func (m Manifest) Kind() string {
+	if m.IsDump() {
+		return KindDump
+	}
+	return "volumes"
+}
+
+// ByteSize renders n bytes in binary units ("512 B", "1.5 MiB").
+func ByteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // Store is the snapshot store of one state directory.
@@ -309,3 +363,21 @@ type Archiver interface {
 	ExportVolume(ctx context.Context, id, path string, w io.Writer) error
 	RestoreVolume(ctx context.Context, volume string, r io.Reader) error
 }
+
+// StreamExecer is the runtime's exec an online dump uses
+// ([services.X.backup] command; the docker runtime, coretest and the
+// plugin SDK's client implement it): ExecStream runs x in the running
+// container id without a terminal, writes the command's stdout to stdout
+// byte for byte, passes each stderr line to stderr (without its newline;
+// stderr may be nil), and returns the command's exit code once it exits.
+// A failed write to stdout ends the stream with that error; when ctx ends
+// first it returns ctx's error (in both cases the command may go on
+// running in the container). Errors otherwise as core.ContainerExecer's;
+// a runtime (plugin) without it answers errors.ErrUnsupported.
+type StreamExecer interface {
+	ExecStream(ctx context.Context, id string, x core.ExecSpec, stdout io.Writer, stderr func(line string)) (exitCode int, err error)
+}
+
+// DefaultDumpTimeout bounds one online dump when [services.X.backup] sets
+// no timeout.
+const DefaultDumpTimeout = time.Hour

@@ -134,3 +134,33 @@ func TestSnapshot_ExportImportRoundTrip(t *testing.T) {
 	_, err = s.Import("copy", bytes.NewReader(buf.Bytes()))
 	assert.ErrorIs(t, err, core.ErrConflict, "an id the app has already")
 }
+
+// An online dump is stored as one entry of kind dump (dump.zst), read
+// back byte for byte, and survives an export and import as a dump.
+func TestSnapshot_DumpRoundTripsThroughExportAndImport(t *testing.T) {
+	s := Open(t.TempDir())
+	dump := []byte("-- PostgreSQL database cluster dump\n\x00binary\xff\nCREATE TABLE t (x int);\n")
+	w, err := s.Begin(Manifest{ID: s.NewID("db"), App: "blog", Service: "db", Trigger: TriggerBackup, Command: []string{"pg_dumpall", "-U", "postgres"}, CreatedAt: s.now()})
+	require.NoError(t, err)
+	v, err := w.AddDump(func(out io.Writer) error { _, err := out.Write(dump); return err })
+	require.NoError(t, err)
+	assert.Equal(t, Volume{Name: "dump", Kind: KindDump, Size: int64(len(dump)), Stored: v.Stored, Digest: v.Digest}, v)
+	m, err := w.Commit(w.Manifest())
+	require.NoError(t, err)
+	assert.True(t, m.IsDump())
+	assert.FileExists(t, filepath.Join(s.appDir("blog"), m.ID, "dump.zst"))
+	assert.Equal(t, dump, readAll(t, s, "blog", m.ID, "dump"))
+	var raw bytes.Buffer
+	require.NoError(t, s.WriteDump("blog", m.ID, &raw))
+	assert.Equal(t, dump, raw.Bytes(), "export --dump writes the command's output itself")
+	vols := take(t, s, "blog", "db", TriggerManual, map[string][]byte{"blog_db": []byte("files")})
+	assert.ErrorIs(t, s.WriteDump("blog", vols.ID, &raw), core.ErrInvalid, "a copy of volumes is no dump")
+
+	var buf bytes.Buffer
+	require.NoError(t, s.Export("blog", m.ID, &buf))
+	got, err := s.Import("copy", bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	assert.True(t, got.IsDump())
+	assert.Equal(t, []string{"pg_dumpall", "-U", "postgres"}, got.Command)
+	assert.Equal(t, dump, readAll(t, s, "copy", m.ID, "dump"))
+}

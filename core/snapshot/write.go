@@ -56,10 +56,22 @@ func (s *Store) Begin(m Manifest) (*Writer, error) {
 // compressed with zstd into <volume>.tar.zst, hashed on the way, fsynced.
 // It returns the volume's entry (sizes and digest).
 func (w *Writer) AddVolume(name, path string, fill func(io.Writer) error) (Volume, error) {
+	return w.add(Volume{Name: name, Path: path}, fill)
+}
+
+// AddDump stores an online dump's output, which fill writes, as the
+// snapshot's one entry (kind KindDump, name "dump", dump.zst), as
+// AddVolume stores a tar. The manifest's Command names the command.
+func (w *Writer) AddDump(fill func(io.Writer) error) (Volume, error) {
+	return w.add(Volume{Name: KindDump, Kind: KindDump}, fill)
+}
+
+func (w *Writer) add(v Volume, fill func(io.Writer) error) (Volume, error) {
+	name := v.Name
 	if !volumeRE.MatchString(name) {
 		return Volume{}, fmt.Errorf("snapshot: volume name %q: %w", name, core.ErrInvalid)
 	}
-	final := filepath.Join(w.dir, name+".tar.zst")
+	final := filepath.Join(w.dir, v.File())
 	f, err := os.CreateTemp(w.dir, "."+name+"-*")
 	if err != nil {
 		return Volume{}, fmt.Errorf("snapshot of volume %s: %w", name, err)
@@ -94,7 +106,7 @@ func (w *Writer) AddVolume(name, path string, fill func(io.Writer) error) (Volum
 	if err := os.Rename(tmp, final); err != nil {
 		return Volume{}, fmt.Errorf("snapshot of volume %s: %w", name, err)
 	}
-	v := Volume{Name: name, Path: path, Size: tarLen.n, Stored: counted.n, Digest: digestOf(h)}
+	v.Size, v.Stored, v.Digest = tarLen.n, counted.n, digestOf(h)
 	w.m.Volumes = append(w.m.Volumes, v)
 	return v, nil
 }
@@ -142,7 +154,8 @@ func (c *countWriter) Write(p []byte) (int, error) {
 
 func digestOf(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
 
-// OpenVolume returns the tar of volume name of snapshot id, decompressed.
+// OpenVolume returns the tar of volume name of snapshot id (a dump's
+// output for name "dump" of a dump), decompressed.
 // Reading it to the end checks its digest: a mismatch is an error from
 // Read (the snapshot is damaged), never a silent short restore.
 func (s *Store) OpenVolume(app, id, name string) (io.ReadCloser, Volume, error) {
@@ -159,7 +172,7 @@ func (s *Store) OpenVolume(app, id, name string) (io.ReadCloser, Volume, error) 
 	if v.Name == "" {
 		return nil, Volume{}, fmt.Errorf("snapshot %s of %s holds no volume %s: %w", id, app, name, core.ErrNotFound)
 	}
-	f, err := os.Open(filepath.Join(s.appDir(app), id, name+".tar.zst"))
+	f, err := os.Open(filepath.Join(s.appDir(app), id, v.File()))
 	if err != nil {
 		return nil, Volume{}, fmt.Errorf("snapshot %s of %s: volume %s: %w", id, app, name, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +75,64 @@ func TestBackups_EveryFourSecondsTheWatcherKeepsExactlyTwo(t *testing.T) {
 	}
 	assert.Len(t, backups, 2, "keep = 2 of %d backups", ok)
 	assert.Equal(t, "backed up", getKV(t, a, host, "greeting"))
+}
+
+// An online dump ([services.kv.backup] command, docs/data.md): the
+// watcher runs `/kv dump` by exec in the serving container, under load,
+// with no stop and no restart (the same container, started once); the
+// dump is listed as a snapshot of kind dump, `snapshots export --dump`
+// writes exactly what the command wrote (the store's JSON), and
+// `snapshots restore` refuses it, naming the way to load it.
+func TestBackups_ACommandTakesAnOnlineDumpWithNoStop(t *testing.T) {
+	kv := testimages.Require(t, "v1", "kv")["kv"]
+	const host = "dump.test"
+	a := fixture.NewApp(t, "e2edump")
+	a.MustDeploy(kvManifest(a.Name, kv, host) + "[services.kv.backup]\nevery = \"4s\"\nkeep = 2\ncommand = [\"/kv\", \"dump\"]\n")
+	require.NoError(t, a.Edge.Put(host, "/k/greeting", "dumped online"))
+	ids := fixture.Running(a.Name, "kv")
+	require.Len(t, ids, 1)
+	started := func() string {
+		out, err := exec.Command("docker", "inspect", "-f", "{{.State.StartedAt}}", ids[0]).Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	before := started()
+
+	l := fixture.StartLoad(t, "http://"+a.Edge.HTTPAddr+"/k/greeting", host, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, so, se := fixture.Command(ctx, fixture.NormalBin(), a.State, nil, "reconcile", "--watch", a.Name)
+	t0 := time.Now()
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool {
+		ok, failed := backupOps(t, a)
+		require.Zero(t, failed, "failed backups")
+		return ok >= 2
+	}, time.Minute, 200*time.Millisecond, "2 scheduled dumps")
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	res := fixture.Finish(cmd.Wait(), so, se, t0)
+	st := l.Stop()
+	t.Logf("watcher ran %s; load: %s", res.Elapsed.Round(time.Millisecond), st)
+	assert.Zero(t, st.Failed(), "failed requests: %v", st.Errors)
+	assert.Equal(t, ids, fixture.Running(a.Name, "kv"), "the serving container is the same")
+	assert.Equal(t, before, started(), "and it was never restarted")
+
+	var dumps []snapListed
+	for _, s := range snapshotsOf(t, a) {
+		if s.Trigger == "backup" {
+			require.Len(t, s.Volumes, 1)
+			assert.Equal(t, "dump", s.Volumes[0].Kind)
+			dumps = append(dumps, s)
+		}
+	}
+	require.Len(t, dumps, 2, "keep = 2")
+	r := a.Gordon("snapshots", "export", a.Name, dumps[1].ID, "--dump")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.JSONEq(t, `{"greeting": "dumped online"}`, r.Stdout, "the dump is the store's JSON, byte for byte as /kv dump wrote it")
+	assert.Equal(t, string(volumeFiles(t, a.Name, "kv")["data/kv.json"]), r.Stdout)
+
+	r = a.Gordon("snapshots", "restore", a.Name, dumps[1].ID)
+	assert.NotEqual(t, 0, r.Code)
+	assert.Contains(t, r.Stderr, "is an online dump by `/kv dump`")
+	assert.Equal(t, before, started(), "a refusal changes nothing")
 }

@@ -34,6 +34,7 @@ type snapListed struct {
 		Size   int64  `json:"size"`
 		Stored int64  `json:"stored"`
 		Digest string `json:"digest"`
+		Kind   string `json:"kind"`
 	} `json:"volumes"`
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
+	"github.com/gordon-deploy/docker-gordon/core/engine/volsnap"
 	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 )
 
@@ -58,7 +59,7 @@ func (e *Engine) DueBackups(ctx context.Context, now time.Time) ([]DueBackup, er
 		}
 		for _, name := range steps.ActiveServiceNames(active) {
 			as := active.Services[name]
-			if on, _ := snapshot.BackupPolicy(&as.Spec); !on || len(as.Spec.Volumes) == 0 || as.AsleepSince != nil {
+			if on, _ := snapshot.BackupPolicy(&as.Spec); !on || (len(as.Spec.Volumes) == 0 && len(as.Spec.BackupCommand) == 0) || as.AsleepSince != nil {
 				continue // an asleep service writes nothing: due once it wakes
 			}
 			since := as.ActivatedAt
@@ -78,10 +79,17 @@ func (e *Engine) DueBackups(ctx context.Context, now time.Time) ([]DueBackup, er
 // Backup takes one scheduled backup of the service: an in-place restart
 // journaled with verb backup, whose snapshot (trigger backup, retention
 // by [services.X.backup].keep) is taken between the stop and the start
-// while the edge holds the service's requests. A failed backup is sent
-// to the [notify] webhook of the app's latest revision.
+// while the edge holds the service's requests; or, when the backup sets
+// a command, an online dump (dumpBackup). A failed backup is sent to the
+// [notify] webhook of the app's latest revision.
 func (e *Engine) Backup(ctx context.Context, app, service string) (*oprun.OpResult, error) {
-	res, err := e.dataRestart(ctx, oprun.LifecycleRequest{App: app, Services: []string{service}}, &dataAction{verb: VerbBackup})
+	var res *oprun.OpResult
+	var err error
+	if cmd := e.backupCommand(ctx, app, service); len(cmd) > 0 {
+		res, err = e.dumpBackup(ctx, app, service)
+	} else {
+		res, err = e.dataRestart(ctx, oprun.LifecycleRequest{App: app, Services: []string{service}}, &dataAction{verb: VerbBackup})
+	}
 	if err != nil && res != nil && res.Op.Terminal() {
 		op := res.Op
 		if id, derr := e.Store.LoadDesired(ctx, app); derr == nil && op.Revision == "" {
@@ -90,4 +98,66 @@ func (e *Engine) Backup(ctx context.Context, app, service string) (*oprun.OpResu
 		e.NotifyOp(ctx, op, err)
 	}
 	return res, err
+}
+
+// backupCommand is the serving service's [services.X.backup] command (nil
+// when it has none, or the app cannot be read: the restart path reports
+// that).
+func (e *Engine) backupCommand(ctx context.Context, app, service string) []string {
+	active, err := e.Store.LoadActive(ctx, app)
+	if err != nil || active.Services[service] == nil {
+		return nil
+	}
+	return active.Services[service].Spec.BackupCommand
+}
+
+// dumpBackup is a scheduled backup by [services.X.backup] command, under
+// the app lock: journaled as a restart op with verb backup and one step
+// service.X.dump, it runs the command by exec in the serving container
+// (no stop, no hold: requests are served meanwhile) and stores its
+// stdout as a snapshot (volsnap.Dump). Errors: an app that was never
+// deployed, or a service with no running container (asleep, stopped),
+// is a conflict and changes nothing; a failed dump fails the op, and
+// nothing is kept.
+func (e *Engine) dumpBackup(ctx context.Context, app, service string) (*oprun.OpResult, error) {
+	req := oprun.LifecycleRequest{App: app, Services: []string{service}}
+	fp := steps.Fingerprint(core.OpRestart, app, VerbBackup, "dump", service)
+	lk, res, ok, err := e.LifecyclePreamble(ctx, core.OpRestart, req, fp)
+	if !ok {
+		return res, err
+	}
+	defer lk.Unlock()
+	active, err := e.activeOrNeverDeployed(ctx, VerbBackup, app)
+	if err != nil {
+		return nil, err
+	}
+	as := active.Services[service]
+	switch {
+	case as == nil || len(as.Spec.BackupCommand) == 0:
+		return nil, fmt.Errorf("%w: backup %s: service %s has no backup command", core.ErrInvalid, app, service)
+	case as.Container == "" || as.AsleepSince != nil:
+		return nil, fmt.Errorf("%w: backup %s: service %s has no running container to dump from (asleep or stopped); start it, then retry", core.ErrConflict, app, service)
+	}
+	r, replay, err := e.ClaimLifecycle(ctx, core.OpRestart, req, fp, nil)
+	if r == nil {
+		return replay, err
+	}
+	r.Op.Verb = VerbBackup
+	_, keep := snapshot.BackupPolicy(&as.Spec)
+	j := volsnap.Journal{Op: r.Op, Save: func() { r.Save(ctx) }}
+	_, _, derr := volsnap.DumpStep(ctx, e.Engine.Engine.Engine, j, volsnap.DumpRequest{App: app, Service: service, Container: as.Container,
+		Command: as.Spec.BackupCommand, Timeout: as.Spec.BackupTimeout.D(), Keep: keep, Op: r.Op.ID, Revision: as.EffectiveRevision})
+	sr := r.ResultFor(service)
+	sr.Before, sr.Result = as.Container, steps.ResultUnchanged
+	if derr != nil {
+		sr.Result, sr.Error = steps.ResultFailed, derr.Error()
+	}
+	r.Finalize()
+	if err := r.SaveStrict(ctx); err != nil {
+		return r.Result(), errors.Join(derr, err)
+	}
+	if derr != nil {
+		return r.Result(), fmt.Errorf("backup %s: %w", app, derr)
+	}
+	return r.Result(), nil
 }

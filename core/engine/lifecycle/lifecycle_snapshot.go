@@ -60,6 +60,9 @@ func (e *Engine) SnapshotRestore(ctx context.Context, app, id, opKey string) (*o
 	if err != nil {
 		return nil, err
 	}
+	if m.IsDump() {
+		return nil, volsnap.DumpNotRestorable(m)
+	}
 	return e.dataRestart(ctx, oprun.LifecycleRequest{App: app, Services: []string{m.Service}, OpKey: opKey}, &dataAction{verb: VerbRestore, restore: &m})
 }
 

@@ -21,6 +21,9 @@ func Restore(ctx context.Context, e *steps.Engine, m snapshot.Manifest) (Record,
 	if err := CanRestore(e); err != nil {
 		return Record{}, err
 	}
+	if m.IsDump() {
+		return Record{}, DumpNotRestorable(m)
+	}
 	va := e.Runtime.(snapshot.Archiver)
 	for _, v := range m.Volumes {
 		r, _, err := e.Snapshots.OpenVolume(m.App, m.ID, v.Name)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -29,6 +30,27 @@ const maxExecLine = 4096
 // exec, so the command may go on running in the container. A missing
 // container wraps core.ErrNotFound, a stopped one core.ErrConflict.
 func (r *Runtime) ExecContainer(ctx context.Context, id string, x core.ExecSpec, output func(string)) (int, error) {
+	lw := &execLines{fn: output}
+	defer lw.flush()
+	return r.exec(ctx, id, x, lw, lw, false)
+}
+
+// ExecStream implements the engine's snapshot.StreamExecer ([services.X.backup]
+// command): as ExecContainer, with the command's stdout written to stdout
+// byte for byte and its stderr passed to stderr line by line. A failed
+// write to stdout ends the stream with that error.
+func (r *Runtime) ExecStream(ctx context.Context, id string, x core.ExecSpec, stdout io.Writer, stderr func(string)) (int, error) {
+	lw := &execLines{fn: stderr}
+	defer lw.flush()
+	return r.exec(ctx, id, x, stdout, lw, true)
+}
+
+// exec runs x in container id with the engine's exec API: create, attach
+// stdout and stderr (no terminal, no stdin), demultiplex them into stdout
+// and stderr, then read the exit code. With strict, an output stream cut
+// short (a failed write, a broken connection) is an error: the output is
+// incomplete.
+func (r *Runtime) exec(ctx context.Context, id string, x core.ExecSpec, stdout, stderr io.Writer, strict bool) (int, error) {
 	if len(x.Cmd) == 0 {
 		return -1, fmt.Errorf("%w: exec in container %s: no command", core.ErrInvalid, short(id))
 	}
@@ -47,22 +69,26 @@ func (r *Runtime) ExecContainer(ctx context.Context, id string, x core.ExecSpec,
 	if err != nil {
 		return -1, r.classify(ctxErr(ctx, err), what)
 	}
-	lw := &execLines{fn: output}
 	copied := make(chan error, 1)
 	go func() {
-		_, err := stdcopy.StdCopy(lw, lw, att.Reader)
+		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
 		copied <- err
 	}()
+	var cerr error
 	select {
-	case <-copied:
+	case cerr = <-copied:
 	case <-ctx.Done():
 		att.Close()
 		<-copied
-		lw.flush()
 		return -1, ctx.Err()
 	}
 	att.Close()
-	lw.flush()
+	if cerr != nil && strict {
+		if ctx.Err() != nil {
+			return -1, ctx.Err()
+		}
+		return -1, fmt.Errorf("%s: its output: %w", what, cerr)
+	}
 	for {
 		ins, err := r.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
 		if err != nil {

@@ -2375,6 +2375,84 @@ func (x *ExecRequest) GetPrivileged() bool {
 	return false
 }
 
+// ExecStreamEvent carries either a piece of the command's stdout, or one
+// stderr line (no newline), or, on the last message, the exit code.
+type ExecStreamEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stdout        []byte                 `protobuf:"bytes,1,opt,name=stdout,proto3" json:"stdout,omitempty"`
+	StderrLine    string                 `protobuf:"bytes,2,opt,name=stderr_line,json=stderrLine,proto3" json:"stderr_line,omitempty"`
+	HasStderr     bool                   `protobuf:"varint,3,opt,name=has_stderr,json=hasStderr,proto3" json:"has_stderr,omitempty"`
+	Exited        bool                   `protobuf:"varint,4,opt,name=exited,proto3" json:"exited,omitempty"`
+	ExitCode      int32                  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecStreamEvent) Reset() {
+	*x = ExecStreamEvent{}
+	mi := &file_runtime_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecStreamEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecStreamEvent) ProtoMessage() {}
+
+func (x *ExecStreamEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecStreamEvent.ProtoReflect.Descriptor instead.
+func (*ExecStreamEvent) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ExecStreamEvent) GetStdout() []byte {
+	if x != nil {
+		return x.Stdout
+	}
+	return nil
+}
+
+func (x *ExecStreamEvent) GetStderrLine() string {
+	if x != nil {
+		return x.StderrLine
+	}
+	return ""
+}
+
+func (x *ExecStreamEvent) GetHasStderr() bool {
+	if x != nil {
+		return x.HasStderr
+	}
+	return false
+}
+
+func (x *ExecStreamEvent) GetExited() bool {
+	if x != nil {
+		return x.Exited
+	}
+	return false
+}
+
+func (x *ExecStreamEvent) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
 type ExecEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// line is one output line (stdout or stderr, no newline).
@@ -2388,7 +2466,7 @@ type ExecEvent struct {
 
 func (x *ExecEvent) Reset() {
 	*x = ExecEvent{}
-	mi := &file_runtime_proto_msgTypes[34]
+	mi := &file_runtime_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2478,7 @@ func (x *ExecEvent) String() string {
 func (*ExecEvent) ProtoMessage() {}
 
 func (x *ExecEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[34]
+	mi := &file_runtime_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2491,7 @@ func (x *ExecEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecEvent.ProtoReflect.Descriptor instead.
 func (*ExecEvent) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{34}
+	return file_runtime_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExecEvent) GetLine() string {
@@ -2662,11 +2740,19 @@ const file_runtime_proto_rawDesc = "" +
 	"workingDir\x12\x1e\n" +
 	"\n" +
 	"privileged\x18\x06 \x01(\bR\n" +
-	"privileged\"T\n" +
+	"privileged\"\x9e\x01\n" +
+	"\x0fExecStreamEvent\x12\x16\n" +
+	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x1f\n" +
+	"\vstderr_line\x18\x02 \x01(\tR\n" +
+	"stderrLine\x12\x1d\n" +
+	"\n" +
+	"has_stderr\x18\x03 \x01(\bR\thasStderr\x12\x16\n" +
+	"\x06exited\x18\x04 \x01(\bR\x06exited\x12\x1b\n" +
+	"\texit_code\x18\x05 \x01(\x05R\bexitCode\"T\n" +
 	"\tExecEvent\x12\x12\n" +
 	"\x04line\x18\x01 \x01(\tR\x04line\x12\x16\n" +
 	"\x06exited\x18\x02 \x01(\bR\x06exited\x12\x1b\n" +
-	"\texit_code\x18\x03 \x01(\x05R\bexitCode2\xa3\x0e\n" +
+	"\texit_code\x18\x03 \x01(\x05R\bexitCode2\xf5\x0e\n" +
 	"\aRuntime\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12>\n" +
 	"\x04Info\x12\x17.gordon.plugin.v1.Empty\x1a\x1d.gordon.plugin.v1.RuntimeInfo\x12Q\n" +
@@ -2689,7 +2775,9 @@ const file_runtime_proto_rawDesc = "" +
 	"\x10SetRestartPolicy\x12&.gordon.plugin.v1.RestartPolicyRequest\x1a\x17.gordon.plugin.v1.Empty\x12M\n" +
 	"\rExecContainer\x12\x1d.gordon.plugin.v1.ExecRequest\x1a\x1b.gordon.plugin.v1.ExecEvent0\x01\x12V\n" +
 	"\fExportVolume\x12%.gordon.plugin.v1.ExportVolumeRequest\x1a\x1d.gordon.plugin.v1.VolumeChunk0\x01\x12I\n" +
-	"\rRestoreVolume\x12\x1d.gordon.plugin.v1.VolumeChunk\x1a\x17.gordon.plugin.v1.Empty(\x01B@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
+	"\rRestoreVolume\x12\x1d.gordon.plugin.v1.VolumeChunk\x1a\x17.gordon.plugin.v1.Empty(\x01\x12P\n" +
+	"\n" +
+	"ExecStream\x12\x1d.gordon.plugin.v1.ExecRequest\x1a!.gordon.plugin.v1.ExecStreamEvent0\x01B@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
 var (
 	file_runtime_proto_rawDescOnce sync.Once
@@ -2703,7 +2791,7 @@ func file_runtime_proto_rawDescGZIP() []byte {
 	return file_runtime_proto_rawDescData
 }
 
-var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_runtime_proto_goTypes = []any{
 	(*ExportVolumeRequest)(nil),     // 0: gordon.plugin.v1.ExportVolumeRequest
 	(*VolumeChunk)(nil),             // 1: gordon.plugin.v1.VolumeChunk
@@ -2739,51 +2827,52 @@ var file_runtime_proto_goTypes = []any{
 	(*InternalProbeResponse)(nil),   // 31: gordon.plugin.v1.InternalProbeResponse
 	(*RestartPolicyRequest)(nil),    // 32: gordon.plugin.v1.RestartPolicyRequest
 	(*ExecRequest)(nil),             // 33: gordon.plugin.v1.ExecRequest
-	(*ExecEvent)(nil),               // 34: gordon.plugin.v1.ExecEvent
-	nil,                             // 35: gordon.plugin.v1.VolumeState.LabelsEntry
-	nil,                             // 36: gordon.plugin.v1.NetworkSpec.LabelsEntry
-	nil,                             // 37: gordon.plugin.v1.VolumeSpec.LabelsEntry
-	nil,                             // 38: gordon.plugin.v1.ContainerSpec.LabelsEntry
-	nil,                             // 39: gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	nil,                             // 40: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	nil,                             // 41: gordon.plugin.v1.ContainerState.LabelsEntry
-	nil,                             // 42: gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	(*PortSpec)(nil),                // 43: gordon.plugin.v1.PortSpec
-	(*durationpb.Duration)(nil),     // 44: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 45: google.protobuf.Timestamp
-	(*DescribeRequest)(nil),         // 46: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),                   // 47: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),        // 48: gordon.plugin.v1.DescribeResponse
+	(*ExecStreamEvent)(nil),         // 34: gordon.plugin.v1.ExecStreamEvent
+	(*ExecEvent)(nil),               // 35: gordon.plugin.v1.ExecEvent
+	nil,                             // 36: gordon.plugin.v1.VolumeState.LabelsEntry
+	nil,                             // 37: gordon.plugin.v1.NetworkSpec.LabelsEntry
+	nil,                             // 38: gordon.plugin.v1.VolumeSpec.LabelsEntry
+	nil,                             // 39: gordon.plugin.v1.ContainerSpec.LabelsEntry
+	nil,                             // 40: gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	nil,                             // 41: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	nil,                             // 42: gordon.plugin.v1.ContainerState.LabelsEntry
+	nil,                             // 43: gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	(*PortSpec)(nil),                // 44: gordon.plugin.v1.PortSpec
+	(*durationpb.Duration)(nil),     // 45: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 46: google.protobuf.Timestamp
+	(*DescribeRequest)(nil),         // 47: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),                   // 48: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),        // 49: gordon.plugin.v1.DescribeResponse
 }
 var file_runtime_proto_depIdxs = []int32{
-	35, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
-	36, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
-	37, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
-	38, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
-	43, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
+	36, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
+	37, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
+	38, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
+	39, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
+	44, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
 	12, // 5: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
-	44, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
+	45, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
 	14, // 7: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
 	17, // 8: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
-	44, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
-	44, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
-	44, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
+	45, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
+	45, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
+	45, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
 	15, // 12: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
 	16, // 13: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
-	39, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	40, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	44, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
-	45, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
-	41, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
-	43, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
+	40, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	41, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	45, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
+	46, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
+	42, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
+	44, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
 	24, // 20: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
-	45, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	45, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	42, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	46, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	46, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	43, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
 	22, // 24: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
-	44, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
-	46, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	47, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
+	45, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
+	47, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	48, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
 	6,  // 28: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
 	7,  // 29: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
 	9,  // 30: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
@@ -2804,30 +2893,32 @@ var file_runtime_proto_depIdxs = []int32{
 	33, // 45: gordon.plugin.v1.Runtime.ExecContainer:input_type -> gordon.plugin.v1.ExecRequest
 	0,  // 46: gordon.plugin.v1.Runtime.ExportVolume:input_type -> gordon.plugin.v1.ExportVolumeRequest
 	1,  // 47: gordon.plugin.v1.Runtime.RestoreVolume:input_type -> gordon.plugin.v1.VolumeChunk
-	48, // 48: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	5,  // 49: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
-	8,  // 50: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
-	47, // 51: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
-	10, // 52: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
-	47, // 53: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
-	18, // 54: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
-	47, // 55: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
-	47, // 56: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
-	47, // 57: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
-	47, // 58: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
-	22, // 59: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
-	25, // 60: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
-	27, // 61: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
-	29, // 62: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
-	31, // 63: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
-	3,  // 64: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
-	47, // 65: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
-	47, // 66: gordon.plugin.v1.Runtime.SetRestartPolicy:output_type -> gordon.plugin.v1.Empty
-	34, // 67: gordon.plugin.v1.Runtime.ExecContainer:output_type -> gordon.plugin.v1.ExecEvent
-	1,  // 68: gordon.plugin.v1.Runtime.ExportVolume:output_type -> gordon.plugin.v1.VolumeChunk
-	47, // 69: gordon.plugin.v1.Runtime.RestoreVolume:output_type -> gordon.plugin.v1.Empty
-	48, // [48:70] is the sub-list for method output_type
-	26, // [26:48] is the sub-list for method input_type
+	33, // 48: gordon.plugin.v1.Runtime.ExecStream:input_type -> gordon.plugin.v1.ExecRequest
+	49, // 49: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	5,  // 50: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
+	8,  // 51: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
+	48, // 52: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
+	10, // 53: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
+	48, // 54: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
+	18, // 55: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
+	48, // 56: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
+	48, // 57: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
+	48, // 58: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
+	48, // 59: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
+	22, // 60: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
+	25, // 61: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
+	27, // 62: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
+	29, // 63: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
+	31, // 64: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
+	3,  // 65: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
+	48, // 66: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
+	48, // 67: gordon.plugin.v1.Runtime.SetRestartPolicy:output_type -> gordon.plugin.v1.Empty
+	35, // 68: gordon.plugin.v1.Runtime.ExecContainer:output_type -> gordon.plugin.v1.ExecEvent
+	1,  // 69: gordon.plugin.v1.Runtime.ExportVolume:output_type -> gordon.plugin.v1.VolumeChunk
+	48, // 70: gordon.plugin.v1.Runtime.RestoreVolume:output_type -> gordon.plugin.v1.Empty
+	34, // 71: gordon.plugin.v1.Runtime.ExecStream:output_type -> gordon.plugin.v1.ExecStreamEvent
+	49, // [49:72] is the sub-list for method output_type
+	26, // [26:49] is the sub-list for method input_type
 	26, // [26:26] is the sub-list for extension type_name
 	26, // [26:26] is the sub-list for extension extendee
 	0,  // [0:26] is the sub-list for field type_name
@@ -2845,7 +2936,7 @@ func file_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_proto_rawDesc), len(file_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -43,6 +43,7 @@ const (
 	Runtime_ExecContainer_FullMethodName    = "/gordon.plugin.v1.Runtime/ExecContainer"
 	Runtime_ExportVolume_FullMethodName     = "/gordon.plugin.v1.Runtime/ExportVolume"
 	Runtime_RestoreVolume_FullMethodName    = "/gordon.plugin.v1.Runtime/RestoreVolume"
+	Runtime_ExecStream_FullMethodName       = "/gordon.plugin.v1.Runtime/ExecStream"
 )
 
 // RuntimeClient is the client API for Runtime service.
@@ -92,6 +93,12 @@ type RuntimeClient interface {
 	// tar; the first message names the volume. Optional: UNIMPLEMENTED means
 	// the runtime restores no snapshots.
 	RestoreVolume(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[VolumeChunk, Empty], error)
+	// ExecStream runs a command in a running container and streams its
+	// stdout byte for byte (the engine's snapshot.StreamExecer: a backup's online
+	// dump): stdout chunks and stderr lines as they come, then a last
+	// message with exited set and the exit code. Optional: UNIMPLEMENTED
+	// means the runtime takes no online dumps.
+	ExecStream(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecStreamEvent], error)
 }
 
 type runtimeClient struct {
@@ -352,6 +359,25 @@ func (c *runtimeClient) RestoreVolume(ctx context.Context, opts ...grpc.CallOpti
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runtime_RestoreVolumeClient = grpc.ClientStreamingClient[VolumeChunk, Empty]
 
+func (c *runtimeClient) ExecStream(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecStreamEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Runtime_ServiceDesc.Streams[4], Runtime_ExecStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecRequest, ExecStreamEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runtime_ExecStreamClient = grpc.ServerStreamingClient[ExecStreamEvent]
+
 // RuntimeServer is the server API for Runtime service.
 // All implementations must embed UnimplementedRuntimeServer
 // for forward compatibility.
@@ -399,6 +425,12 @@ type RuntimeServer interface {
 	// tar; the first message names the volume. Optional: UNIMPLEMENTED means
 	// the runtime restores no snapshots.
 	RestoreVolume(grpc.ClientStreamingServer[VolumeChunk, Empty]) error
+	// ExecStream runs a command in a running container and streams its
+	// stdout byte for byte (the engine's snapshot.StreamExecer: a backup's online
+	// dump): stdout chunks and stderr lines as they come, then a last
+	// message with exited set and the exit code. Optional: UNIMPLEMENTED
+	// means the runtime takes no online dumps.
+	ExecStream(*ExecRequest, grpc.ServerStreamingServer[ExecStreamEvent]) error
 	mustEmbedUnimplementedRuntimeServer()
 }
 
@@ -474,6 +506,9 @@ func (UnimplementedRuntimeServer) ExportVolume(*ExportVolumeRequest, grpc.Server
 }
 func (UnimplementedRuntimeServer) RestoreVolume(grpc.ClientStreamingServer[VolumeChunk, Empty]) error {
 	return status.Error(codes.Unimplemented, "method RestoreVolume not implemented")
+}
+func (UnimplementedRuntimeServer) ExecStream(*ExecRequest, grpc.ServerStreamingServer[ExecStreamEvent]) error {
+	return status.Error(codes.Unimplemented, "method ExecStream not implemented")
 }
 func (UnimplementedRuntimeServer) mustEmbedUnimplementedRuntimeServer() {}
 func (UnimplementedRuntimeServer) testEmbeddedByValue()                 {}
@@ -860,6 +895,17 @@ func _Runtime_RestoreVolume_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runtime_RestoreVolumeServer = grpc.ClientStreamingServer[VolumeChunk, Empty]
 
+func _Runtime_ExecStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExecRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RuntimeServer).ExecStream(m, &grpc.GenericServerStream[ExecRequest, ExecStreamEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runtime_ExecStreamServer = grpc.ServerStreamingServer[ExecStreamEvent]
+
 // Runtime_ServiceDesc is the grpc.ServiceDesc for Runtime service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -960,6 +1006,11 @@ var Runtime_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "RestoreVolume",
 			Handler:       _Runtime_RestoreVolume_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "ExecStream",
+			Handler:       _Runtime_ExecStream_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "runtime.proto",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -78,3 +79,92 @@ func (s *RuntimeGRPCServer) ExecContainer(r *pb.ExecRequest, stream pb.Runtime_E
 	}
 	return stream.Send(&pb.ExecEvent{Exited: true, ExitCode: int32(code)})
 }
+
+// streamExecer (the engine's snapshot.StreamExecer, which the plugin side
+// does not import) over gRPC: the server streams the command's stdout as
+// it is written (one ExecStreamEvent per write, each at most
+// maxStreamChunk bytes) and each stderr line, then one with exited set.
+type streamExecer interface {
+	ExecStream(ctx context.Context, id string, x core.ExecSpec, stdout io.Writer, stderr func(string)) (int, error)
+}
+
+var _ streamExecer = (*RuntimeClient)(nil)
+
+// maxStreamChunk bounds the stdout bytes of one ExecStreamEvent (well
+// under gRPC's 4 MiB message limit).
+const maxStreamChunk = 256 << 10
+
+// ExecStream implements streamExecer.
+func (c *RuntimeClient) ExecStream(ctx context.Context, id string, x core.ExecSpec, stdout io.Writer, stderr func(string)) (int, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.rpc.ExecStream(sctx, &pb.ExecRequest{Id: id, Cmd: x.Cmd, Env: x.Env, User: x.User,
+		WorkingDir: x.WorkingDir, Privileged: x.Privileged})
+	if err != nil {
+		return -1, c.execErr(ctx, err)
+	}
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return -1, fmt.Errorf("runtime plugin: exec in %s: the stream ended without an exit code: %w", id, core.ErrUnavailable)
+		}
+		if err != nil {
+			return -1, c.execErr(ctx, err)
+		}
+		switch {
+		case m.GetExited():
+			return int(m.GetExitCode()), nil
+		case m.GetHasStderr():
+			if stderr != nil {
+				stderr(m.GetStderrLine())
+			}
+		case len(m.GetStdout()) > 0:
+			if _, err := stdout.Write(m.GetStdout()); err != nil {
+				return -1, err
+			}
+		}
+	}
+}
+
+// ExecStream serves streamExecer when impl has it.
+func (s *RuntimeGRPCServer) ExecStream(r *pb.ExecRequest, stream pb.Runtime_ExecStreamServer) error {
+	ex, ok := s.impl.(streamExecer)
+	if !ok {
+		return status.Error(codes.Unimplemented, "runtime cannot stream a command's output")
+	}
+	var (
+		mu      sync.Mutex // Send is not safe for concurrent use
+		sendErr error
+	)
+	out := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for n := 0; n < len(p); n += maxStreamChunk {
+			chunk := p[n:min(len(p), n+maxStreamChunk)]
+			if err := stream.Send(&pb.ExecStreamEvent{Stdout: chunk}); err != nil {
+				return n, err
+			}
+		}
+		return len(p), nil
+	})
+	code, err := ex.ExecStream(stream.Context(), r.GetId(), core.ExecSpec{Cmd: r.GetCmd(), Env: r.GetEnv(), User: r.GetUser(),
+		WorkingDir: r.GetWorkingDir(), Privileged: r.GetPrivileged()}, out, func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if sendErr == nil {
+			sendErr = stream.Send(&pb.ExecStreamEvent{StderrLine: line, HasStderr: true})
+		}
+	})
+	if err != nil {
+		return wire.ToGRPC(err)
+	}
+	if sendErr != nil {
+		return sendErr
+	}
+	return stream.Send(&pb.ExecStreamEvent{Exited: true, ExitCode: int32(code)})
+}
+
+// writerFunc is an io.Writer from a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

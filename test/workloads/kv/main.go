@@ -6,6 +6,8 @@
 //	GET /healthz → 200; GET /version → VERSION.
 //
 // Every write is atomic (temp file + rename). It logs "ready" once listening.
+// `/kv dump` (run by exec in a serving container: an online dump) writes
+// the store's JSON to stdout and "kv: dumped N bytes" to stderr.
 package main
 
 import (
@@ -79,6 +81,17 @@ func main() {
 	port := env("PORT", "8080")
 	version := env("VERSION", "dev")
 	dir := env("DATA_DIR", "/data")
+	if len(os.Args) == 2 && os.Args[1] == "dump" {
+		b, err := os.ReadFile(filepath.Join(dir, "kv.json"))
+		if err != nil {
+			log.Fatalf("kv: dump: %v", err)
+		}
+		if _, err := os.Stdout.Write(b); err != nil {
+			log.Fatalf("kv: dump: %v", err)
+		}
+		log.Printf("kv: dumped %d bytes", len(b))
+		return
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Fatalf("data dir: %v", err)
 	}
