@@ -265,3 +265,23 @@ func triggerOf(op core.Operation) string {
 func countJobContainers(h *coretest.Harness) int {
 	return len(slices.DeleteFunc(h.Runtime.Created(), func(c core.ContainerSpec) bool { return c.Labels[core.LabelRole] != jobs.RoleJob }))
 }
+
+// A removed app runs nothing: `remove` force-removes the container of a
+// job run still going, and that run ends failed.
+func TestJobs_RemoveEndsARunStillGoing(t *testing.T) {
+	h := jobsApp(t, "@every 1h")
+	done := runJob(h, jobs.TriggerManual)
+	id, _ := jobContainer(t, h, 1)
+	_, err := h.Engine.Remove(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	_, ok := h.Runtime.State(id)
+	assert.False(t, ok, "the run's container is gone")
+	var out runOutcome
+	select {
+	case out = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run goes on after its app was removed")
+	}
+	require.NotNil(t, out.res)
+	assert.Equal(t, core.OutcomeFailed, out.res.Op.Outcome)
+}

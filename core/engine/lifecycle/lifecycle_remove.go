@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gordon-deploy/docker-gordon/core/engine/jobs"
 	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
+	"github.com/gordon-deploy/docker-gordon/core/engine/readiness"
 	"github.com/gordon-deploy/docker-gordon/core/engine/steps"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -109,6 +111,9 @@ func (r *LifecycleRun) remove(ctx context.Context) (*oprun.OpResult, error) {
 	if _, err := e.RemoveUnowned(ctx, app); err != nil {
 		errs = append(errs, err)
 	}
+	if err := r.removeJobRuns(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return abort(fmt.Errorf("remove %s: %w", app, errors.Join(errs...)))
 	}
@@ -198,4 +203,29 @@ func (r *LifecycleRun) reclaimNetworks(ctx context.Context, own core.Ownership) 
 			r.AppWarnings = append(r.AppWarnings, core.Warning{Leftover: n, Detail: "network " + n + " kept: " + err.Error()})
 		}
 	}
+}
+
+// removeJobRuns force-removes the containers of the app's job runs that
+// are still going ([jobs.NAME], docs/jobs.md): a removed app runs
+// nothing. The run that started one ends failed (its container is gone).
+func (r *LifecycleRun) removeJobRuns(ctx context.Context) error {
+	e, app := r.E, r.App
+	info, err := e.Store.LoadApp(ctx, app)
+	if errors.Is(err, core.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("job runs: load app: %w", err)
+	}
+	cs, err := e.Runtime.ListManaged(ctx, map[string]string{core.LabelApp: app, core.LabelRole: jobs.RoleJob, core.LabelIncarnation: info.Incarnation})
+	if err != nil {
+		return fmt.Errorf("list the containers of its job runs: %w", err)
+	}
+	var errs []error
+	for _, c := range cs {
+		if err := e.Runtime.RemoveContainer(ctx, c.ID, true); err != nil && !errors.Is(err, core.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("job run container %s could not be removed: %w", readiness.ShortID(c.ID), err))
+		}
+	}
+	return errors.Join(errs...)
 }
