@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gordon-deploy/docker-gordon/test/e2e/fixture"
+	"github.com/gordon-deploy/docker-gordon/test/loadgen"
 	"github.com/gordon-deploy/docker-gordon/test/testimages"
 )
 
@@ -38,6 +39,30 @@ func backupOps(t *testing.T, a *fixture.App) (ok, failed int) {
 	return ok, failed
 }
 
+// watchBackups runs `reconcile --watch` under load on the app's kv key
+// greeting until n backups succeeded (none may fail), and returns how
+// many there were and the load's stats.
+func watchBackups(t *testing.T, a *fixture.App, host string, n int) (int, loadgen.HTTPStats) {
+	t.Helper()
+	l := fixture.StartLoad(t, "http://"+a.Edge.HTTPAddr+"/k/greeting", host, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, so, se := fixture.Command(ctx, fixture.NormalBin(), a.State, nil, "reconcile", "--watch", a.Name)
+	t0 := time.Now()
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool {
+		ok, failed := backupOps(t, a)
+		require.Zero(t, failed, "failed backups")
+		return ok >= n
+	}, time.Minute, 200*time.Millisecond, "%d scheduled backups", n)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	res := fixture.Finish(cmd.Wait(), so, se, t0)
+	st := l.Stop()
+	ok, _ := backupOps(t, a)
+	t.Logf("watcher ran %s: %d backups; load: %s", res.Elapsed.Round(time.Millisecond), ok, st)
+	return ok, st
+}
+
 // Scheduled backups (docs/data.md): with [services.kv.backup] every = "4s"
 // and keep = 2, the reconcile watcher takes a backup every 4 seconds,
 // each journaled as an op with verb backup, its requests held while the
@@ -49,22 +74,7 @@ func TestBackups_EveryFourSecondsTheWatcherKeepsExactlyTwo(t *testing.T) {
 	a.MustDeploy(kvManifest(a.Name, kv, host) + "[services.kv.backup]\nevery = \"4s\"\nkeep = 2\n")
 	require.NoError(t, a.Edge.Put(host, "/k/greeting", "backed up"))
 
-	l := fixture.StartLoad(t, "http://"+a.Edge.HTTPAddr+"/k/greeting", host, 2, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd, so, se := fixture.Command(ctx, fixture.NormalBin(), a.State, nil, "reconcile", "--watch", a.Name)
-	t0 := time.Now()
-	require.NoError(t, cmd.Start())
-	require.Eventually(t, func() bool {
-		ok, failed := backupOps(t, a)
-		require.Zero(t, failed, "failed backups")
-		return ok >= 3
-	}, time.Minute, 200*time.Millisecond, "3 scheduled backups")
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	res := fixture.Finish(cmd.Wait(), so, se, t0)
-	st := l.Stop()
-	ok, _ := backupOps(t, a)
-	t.Logf("watcher ran %s: %d backups; load: %s", res.Elapsed.Round(time.Millisecond), ok, st)
+	ok, st := watchBackups(t, a, host, 3)
 	assert.Zero(t, st.Failed(), "failed requests: %v", st.Errors)
 
 	var backups []snapListed
@@ -98,21 +108,7 @@ func TestBackups_ACommandTakesAnOnlineDumpWithNoStop(t *testing.T) {
 	}
 	before := started()
 
-	l := fixture.StartLoad(t, "http://"+a.Edge.HTTPAddr+"/k/greeting", host, 2, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd, so, se := fixture.Command(ctx, fixture.NormalBin(), a.State, nil, "reconcile", "--watch", a.Name)
-	t0 := time.Now()
-	require.NoError(t, cmd.Start())
-	require.Eventually(t, func() bool {
-		ok, failed := backupOps(t, a)
-		require.Zero(t, failed, "failed backups")
-		return ok >= 2
-	}, time.Minute, 200*time.Millisecond, "2 scheduled dumps")
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	res := fixture.Finish(cmd.Wait(), so, se, t0)
-	st := l.Stop()
-	t.Logf("watcher ran %s; load: %s", res.Elapsed.Round(time.Millisecond), st)
+	_, st := watchBackups(t, a, host, 2)
 	assert.Zero(t, st.Failed(), "failed requests: %v", st.Errors)
 	assert.Equal(t, ids, fixture.Running(a.Name, "kv"), "the serving container is the same")
 	assert.Equal(t, before, started(), "and it was never restarted")
