@@ -437,3 +437,16 @@ func TestBackup_ACommandBackupNeedsNoVolume(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, core.OutcomeSuccess, res.Outcome)
 }
+
+// A command that cannot start (the engine answers 126 and says why on
+// standard output) fails the dump with the engine's reason.
+func TestBackup_ADumpWhoseProgramIsMissingSaysSo(t *testing.T) {
+	h, _ := dumpSeed(t, "", 0)
+	h.Runtime.SetStream(func(_ context.Context, _ string, _ core.ExecSpec, stdout io.Writer, _ func(string)) (int, error) {
+		_, err := io.WriteString(stdout, "OCI runtime exec failed: exec: \"pg_dumpall\": executable file not found in $PATH: unknown\r\n")
+		return 126, err
+	})
+	_, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `the command could not be started in the container (status 126: its program is missing or not executable there): OCI runtime exec failed: exec: "pg_dumpall": executable file not found in $PATH: unknown`)
+}

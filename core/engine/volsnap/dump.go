@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -68,7 +69,8 @@ func Dump(ctx context.Context, e *steps.Engine, req DumpRequest) (Result, error)
 		stderr []string
 	)
 	_, err = w.AddDump(func(out io.Writer) error {
-		code, err := ex.ExecStream(dctx, req.Container, core.ExecSpec{Cmd: req.Command}, out, func(line string) {
+		head := &headWriter{w: out}
+		code, err := ex.ExecStream(dctx, req.Container, core.ExecSpec{Cmd: req.Command}, head, func(line string) {
 			mu.Lock()
 			defer mu.Unlock()
 			stderr = append(stderr, line)
@@ -85,8 +87,14 @@ func Dump(ctx context.Context, e *steps.Engine, req DumpRequest) (Result, error)
 			return err
 		case code != 0:
 			msg := fmt.Sprintf("the command exited with status %d", code)
-			if len(stderr) > 0 {
+			if code == 126 || code == 127 {
+				msg = fmt.Sprintf("the command could not be started in the container (status %d: its program is missing or not executable there)", code)
+			}
+			switch {
+			case len(stderr) > 0:
 				msg += ": " + strings.Join(stderr, " | ")
+			case head.firstLine() != "":
+				msg += ": " + head.firstLine()
 			}
 			return fmt.Errorf("%w: %s", core.ErrConflict, msg)
 		}
@@ -139,4 +147,32 @@ func DumpNotRestorable(m snapshot.Manifest) error {
 	return fmt.Errorf("%w: snapshot %s is an online dump by `%s`, not a copy of the volumes' files, so it cannot be restored into them; "+
 		"write it out with `docker gordon snapshots export %s %s --dump > dump.out` and load it with the program's own tool (for pg_dumpall: psql -f dump.out)",
 		core.ErrInvalid, m.ID, strings.Join(m.Command, " "), m.App, m.ID)
+}
+
+// headWriter passes writes to w and keeps their first headMax bytes: a
+// command that fails at once often says why on its standard output (the
+// engine's own "exec failed" does).
+type headWriter struct {
+	w    io.Writer
+	head []byte
+}
+
+const headMax = 512
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	if n := min(headMax-len(h.head), len(p)); n > 0 {
+		h.head = append(h.head, p[:n]...)
+	}
+	return h.w.Write(p)
+}
+
+// firstLine is the first line of what was written, trimmed, if it is
+// printable text.
+func (h *headWriter) firstLine() string {
+	line, _, _ := strings.Cut(string(h.head), "\n")
+	line = strings.TrimSpace(line)
+	if !utf8.ValidString(line) || strings.ContainsRune(line, 0) {
+		return ""
+	}
+	return line
 }
