@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -320,7 +322,7 @@ func TestMalformedChunkedBodyIs400(t *testing.T) {
 // loopback address (both paths, the loop's and net/http's pages).
 func TestErrorPagesNameAppAndServiceNotTheBackendAddress(t *testing.T) {
 	bothPaths(t, func(t *testing.T, loops int) {
-		refused := freeAddr(t)
+		refused := refusingAddr(t)
 		s := hostileEdge(t, loops, Config{}, refused)
 		for _, req := range []string{getApp, "POST / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 2\r\n\r\nhi"} {
 			a := rawRoundTrip(t, s.HTTPAddr(), req, 5*time.Second)
@@ -370,13 +372,18 @@ func TestManyConnectionNamedHeadersAreDroppedAndOthersKept(t *testing.T) {
 	})
 }
 
-func freeAddr(t *testing.T) string {
+// refusingAddr is a loopback address that refuses every connect for the
+// whole test: a socket bound to it that never listens holds the port, so
+// no listener of the test can be given it.
+func refusingAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	require.NoError(t, err)
-	a := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return a
+	t.Cleanup(func() { syscall.Close(fd) })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
 
 // A head that comes in pieces is served once whole (both paths); on the

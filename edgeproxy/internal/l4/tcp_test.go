@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +55,21 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// refusingAddr is a loopback address that refuses every connect for the
+// whole test: a socket bound to it that never listens holds the port, so
+// no other listener (an echo, the relay itself) can be given it, as one
+// freed by freeAddr can.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Close(fd) })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+}
+
 // roundTrip sends one line through the relay at listen and returns the
 // answer.
 func roundTrip(t *testing.T, listen string) string {
@@ -76,7 +93,7 @@ func TestR21_TCPRefusedInstanceIsEjectedAndTheConnectGoesToTheNext(t *testing.T)
 	reg := newFakeBackends()
 	relays := NewTCPRelays(TCPConfig{Backends: reg, DialTimeout: time.Second})
 	t.Cleanup(relays.Close)
-	dead, live, listen := freeAddr(t), echoTCP(t, "live"), freeAddr(t)
+	dead, live, listen := refusingAddr(t), echoTCP(t, "live"), freeAddr(t)
 	relays.Update([]routetable.L4Route{{Listen: listen, App: "app", Service: "db",
 		Backends: []routetable.Backend{{Addr: dead}, {Addr: live}}}})
 	require.Zero(t, relays.FailedCount())
