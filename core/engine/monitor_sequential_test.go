@@ -73,6 +73,7 @@ func TestR76_SequentialBreachRestoresTheOldGenerationNeverTwoRunning(t *testing.
 	assert.Contains(t, err.Error(), "restored the code, not the data")
 	require.NotNil(t, res)
 	require.Equal(t, engine.FlowSequential, res.Services[0].Flow)
+	assert.Empty(t, res.Services[0].After, "the result names no new generation: it was retired")
 
 	// (retire stops before it removes: the second stop of a stopped
 	// container is a no-op.)

@@ -54,6 +54,10 @@ func TestR76_BreachRollsBackToTheStandby(t *testing.T) {
 	assert.Contains(t, err.Error(), "automatic rollback of service web: error rate 50%")
 	assert.Contains(t, err.Error(), "c-old")
 	require.NotNil(t, res)
+	require.Len(t, res.Services, 1)
+	assert.Equal(t, "c-old", res.Services[0].Before)
+	assert.Empty(t, res.Services[0].After, "the result names no new generation: it was retired")
+	assert.Empty(t, depLastOp(t, h).Step("service.web.replace").After)
 
 	seq := h.Events.Seq("create", "start", "ready", "stop", "remove")
 	assert.Equal(t, []string{"create c-new", "start c-new", "ready c-new", "stop c-old", "start c-old", "ready c-old", "stop c-new", "remove c-new"}, seq,

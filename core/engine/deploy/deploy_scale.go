@@ -82,7 +82,7 @@ func (s *serviceRun) scaleUp(ctx context.Context, have []core.Instance, want int
 		}
 		return s.fail(ctx, first.err, first.diags)
 	}
-	s.scaled = cloneInstances(s.prev.Replicas)
+	s.scaled = steps.CloneInstances(s.prev.Replicas)
 	for _, r := range runs {
 		s.scaled = append(s.scaled, steps.EndpointsOf(r.binds).Instance(r.id))
 	}
@@ -105,7 +105,7 @@ func (s *serviceRun) scaleDown(ctx context.Context, have []core.Instance, want i
 			return s.fail(ctx, fmt.Errorf("save retirement-pending marker for %s: %w", old.Container, err), nil)
 		}
 	}
-	s.scaled = cloneInstances(have[1:want])
+	s.scaled = steps.CloneInstances(have[1:want])
 	if err := s.publishAndRoute(ctx, true); err != nil {
 		return s.fail(ctx, err, nil)
 	}

@@ -363,14 +363,14 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 		rec.ActivatedBy, rec.ActivatedAt = s.prev.ActivatedBy, s.prev.ActivatedAt
 		rec.Image, rec.Digest = s.prev.Image, s.prev.Digest
 		steps.ActiveEndpoints(s.prev).Clone().SetOn(rec)
-		rec.Replicas = cloneInstances(s.prev.Replicas)
+		rec.Replicas = steps.CloneInstances(s.prev.Replicas)
 		if cur := active.Services[name]; cur != nil && cur.Container == s.after {
 			// Keep what ACTIVE holds now (binds may have been refreshed).
 			steps.ActiveEndpoints(cur).Clone().SetOn(rec)
-			rec.Replicas = cloneInstances(cur.Replicas)
+			rec.Replicas = steps.CloneInstances(cur.Replicas)
 		}
 		if s.scaling {
-			rec.Replicas = cloneInstances(s.scaled)
+			rec.Replicas = steps.CloneInstances(s.scaled)
 		}
 	} else {
 		steps.EndpointsOf(s.binds).SetOn(rec)
@@ -405,15 +405,6 @@ func (s *serviceRun) publishAndRoute(ctx context.Context, unchanged bool) error 
 		return fmt.Errorf("route: %w", err)
 	}
 	return nil
-}
-
-// cloneInstances returns a deep copy of ins (nil for none).
-func cloneInstances(ins []core.Instance) []core.Instance {
-	var out []core.Instance
-	for _, in := range ins {
-		out = append(out, steps.InstanceEndpoints(in).Instance(in.Container))
-	}
-	return out
 }
 
 // dpConverged reports whether every service rev declares is published at

@@ -61,6 +61,7 @@ func (s *serviceRun) rollBack(ctx context.Context, reason string, rb *core.AutoR
 		r := e.Retire(ctx, app, in.Container, steps.RetireOptions{Service: name, Grace: grace, ClearMarker: true, RetryOnLeak: true})
 		s.warn(r.Warnings...)
 	}
+	s.after, s.res.After, s.step.After = "", "", "" // retired: the result names no new generation
 	return s.fail(ctx, fmt.Errorf("%w: automatic rollback of service %s: %s within the %s monitor window; the previous generation %s (revision %s) serves again",
 		core.ErrConflict, name, reason, s.pin.spec.Monitor.Window.D(), readiness.ShortID(s.before), s.prev.EffectiveRevision), nil)
 }

@@ -72,7 +72,7 @@ func (s *serviceRun) rollBackSequential(ctx context.Context, reason string, rb *
 	s.d.save(ctx)
 	s.progress(PhaseMonitor, "rolling back: "+reason, 0)
 	newGen := *s.d.active.Services[name]
-	newGen.Replicas = cloneInstances(newGen.Replicas)
+	newGen.Replicas = steps.CloneInstances(newGen.Replicas)
 	stopped, err := s.stopNewGeneration(ctx, &newGen)
 	if err != nil {
 		return s.rollbackNotStarted(ctx, reason, &newGen, stopped, err)
@@ -120,6 +120,7 @@ func (s *serviceRun) rollBackSequential(ctx context.Context, reason string, rb *
 		s.warn(core.Warning{Service: name, Detail: dataNotRolledBack})
 		msg += "; " + dataNotRolledBack
 	}
+	s.after, s.res.After, s.step.After = "", "", "" // retired: the result names no new generation
 	return s.fail(ctx, fmt.Errorf("%w: %s", core.ErrConflict, msg), nil)
 }
 

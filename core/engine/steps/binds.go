@@ -157,3 +157,12 @@ func (e *Engine) RegisterBackendClaims(ctx context.Context, app, id string, bind
 	}
 	return e.Store.RegisterClaims(ctx, claims)
 }
+
+// CloneInstances returns a deep copy of ins (nil for none).
+func CloneInstances(ins []core.Instance) []core.Instance {
+	var out []core.Instance
+	for _, in := range ins {
+		out = append(out, InstanceEndpoints(in).Instance(in.Container))
+	}
+	return out
+}
