@@ -115,7 +115,7 @@ func newSnapshotsExportCommand(env *cliEnv) *cobra.Command {
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if env.dockerCli.Out().IsTerminal() {
-				return fmt.Errorf("snapshots export: standard output is a terminal; redirect it to a file: docker gordon snapshots export %s %s > FILE", args[0], args[1])
+				return fmt.Errorf("snapshots export: standard output is a terminal; redirect it to a file: docker gordon snapshots export %s %s%s > FILE", args[0], args[1], map[bool]string{true: " --dump"}[dump])
 			}
 			if dump {
 				return env.snapshotStore().WriteDump(args[0], args[1], env.dockerCli.Out())
@@ -142,7 +142,11 @@ func newSnapshotsImportCommand(env *cliEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.dockerCli.Out(), "snapshot %s: service %s, %s; restore it with `docker gordon snapshots restore %s %s`\n", m.ID, m.Service, snapshot.ByteSize(m.Size()), args[0], m.ID)
+			next := "restore it with `docker gordon snapshots restore"
+			if m.IsDump() {
+				next = "write the dump out with `docker gordon snapshots export --dump"
+			}
+			fmt.Fprintf(env.dockerCli.Out(), "snapshot %s: service %s, %s; %s %s %s`\n", m.ID, m.Service, snapshot.ByteSize(m.Size()), next, args[0], m.ID)
 			return nil
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -417,7 +418,7 @@ func TestBackup_ADumpPastItsTimeoutFails(t *testing.T) {
 	})
 	_, err := h.Engine.Backup(h.Ctx(), "blog", "web")
 	require.Error(t, err)
-	assert.ErrorContains(t, err, "did not finish within its timeout 20ms; raise [services.web.backup] timeout")
+	assert.ErrorContains(t, err, "did not finish within its timeout 20ms, and the engine cannot stop a command it runs in a container, so it may still be running there (restarting the service ends it); raise [services.web.backup] timeout")
 	list, err := store.List("blog")
 	require.NoError(t, err)
 	assert.Empty(t, list)
@@ -430,6 +431,10 @@ func TestBackup_ACommandBackupNeedsNoVolume(t *testing.T) {
 	web.BackupEvery, web.BackupCommand = core.Duration(4*time.Second), []string{"dump"}
 	h := depSeedWeb(t, web)
 	h.Engine.Snapshots = snapshot.Open(t.TempDir())
+	h.Runtime.SetStream(func(_ context.Context, _ string, _ core.ExecSpec, stdout io.Writer, _ func(string)) (int, error) {
+		_, err := io.WriteString(stdout, "dumped")
+		return 0, err
+	})
 	due, err := h.Engine.DueBackups(h.Ctx(), coretest.T0.Add(5*time.Second))
 	require.NoError(t, err)
 	require.Len(t, due, 1)
@@ -449,4 +454,40 @@ func TestBackup_ADumpWhoseProgramIsMissingSaysSo(t *testing.T) {
 	_, err := h.Engine.Backup(h.Ctx(), "blog", "web")
 	require.Error(t, err)
 	assert.ErrorContains(t, err, `the command could not be started in the container (status 126: its program is missing or not executable there): OCI runtime exec failed: exec: "pg_dumpall": executable file not found in $PATH: unknown`)
+}
+
+// What a failed dump's error quotes of the command's output is safe to
+// journal and send: the service's secret values are masked, each line is
+// cut at 300 bytes, and the dump itself is never quoted; a command that
+// writes nothing on its standard output fails (it wrote its dump
+// elsewhere), so it cannot push good backups out of keep.
+func TestBackup_ADumpErrorQuotesNoSecretNoDumpAndNoHugeLine(t *testing.T) {
+	h, store := dumpSeed(t, "", 0)
+	require.NoError(t, h.Store.SetSecret(h.Ctx(), "blog", "web", "dbpw", []byte("S3cr3tValue")))
+	active, ok := h.Store.Active("blog")
+	require.True(t, ok)
+	as := active.Services["web"]
+	as.Spec.Secrets = []core.SecretRef{{Env: "DBPW", Name: "dbpw"}}
+	require.NoError(t, h.Store.SaveActive(h.Ctx(), active))
+
+	h.Runtime.SetStream(func(_ context.Context, _ string, _ core.ExecSpec, stdout io.Writer, stderr func(string)) (int, error) {
+		_, err := io.WriteString(stdout, "CREATE TABLE secret_rows (x int);\n")
+		stderr("password S3cr3tValue rejected")
+		stderr(strings.Repeat("e", 5000))
+		return 1, err
+	})
+	_, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "password **** rejected")
+	assert.NotContains(t, err.Error(), "S3cr3tValue")
+	assert.NotContains(t, err.Error(), "CREATE TABLE", "the dump is not quoted")
+	assert.Less(t, len(err.Error()), 1000, "each quoted line is cut")
+
+	h.Runtime.SetStream(nil)
+	_, err = h.Engine.Backup(h.Ctx(), "blog", "web")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "wrote nothing on its standard output")
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Empty(t, list)
 }

@@ -72,7 +72,10 @@ func (s *Store) Import(app string, r io.Reader) (Manifest, error) {
 	}
 	want := map[string]Volume{}
 	for _, v := range m.Volumes {
-		if v.Kind != "" && (v.Kind != KindDump || !m.IsDump()) {
+		switch {
+		case v.Kind == KindDump && (!m.IsDump() || m.Command[0] == ""):
+			return Manifest{}, fmt.Errorf("import a snapshot: %w: the manifest holds a dump but names no command that took it; give a file `docker gordon snapshots export` wrote", core.ErrInvalid)
+		case v.Kind != "" && v.Kind != KindDump:
 			return Manifest{}, fmt.Errorf("import a snapshot: %w: the manifest's entry %s is of an unknown kind %q; give a file `docker gordon snapshots export` wrote", core.ErrInvalid, v.Name, v.Kind)
 		}
 		want[v.File()] = v

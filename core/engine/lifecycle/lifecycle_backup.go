@@ -144,9 +144,12 @@ func (e *Engine) dumpBackup(ctx context.Context, app, service string) (*oprun.Op
 	}
 	r.Op.Verb = VerbBackup
 	_, keep := snapshot.BackupPolicy(&as.Spec)
+	se := e.Engine.Engine.Engine
+	spec := as.Spec
+	_, secrets, _ := se.SecretEnv(ctx, nil, app, &spec) // masked in what an error quotes; none readable: none masked
 	j := volsnap.Journal{Op: r.Op, Save: func() { r.Save(ctx) }}
-	_, _, derr := volsnap.DumpStep(ctx, e.Engine.Engine.Engine, j, volsnap.DumpRequest{App: app, Service: service, Container: as.Container,
-		Command: as.Spec.BackupCommand, Timeout: as.Spec.BackupTimeout.D(), Keep: keep, Op: r.Op.ID, Revision: as.EffectiveRevision})
+	_, _, derr := volsnap.DumpStep(ctx, se, j, volsnap.DumpRequest{App: app, Service: service, Container: as.Container,
+		Command: as.Spec.BackupCommand, Timeout: as.Spec.BackupTimeout.D(), Keep: keep, Op: r.Op.ID, Revision: as.EffectiveRevision, Secrets: secrets})
 	sr := r.ResultFor(service)
 	sr.Before, sr.Result = as.Container, steps.ResultUnchanged
 	if derr != nil {

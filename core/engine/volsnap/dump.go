@@ -29,11 +29,17 @@ type DumpRequest struct {
 	Keep int
 	// Op and Revision name the op that takes it and the revision served.
 	Op, Revision string
+	// Secrets are the service's secret values, masked in what an error
+	// quotes of the command's output.
+	Secrets []string
 }
 
-// dumpStderrLines is how many of the command's last stderr lines a failed
-// dump's error quotes.
-const dumpStderrLines = 5
+// A failed dump's error quotes the command's last dumpStderrLines stderr
+// lines, each cut at dumpLineMax bytes.
+const (
+	dumpStderrLines = 5
+	dumpLineMax     = 300
+)
 
 // Dump takes an online dump: req.Command runs by exec in the running
 // container, with no stop and no hold, and its stdout is stored, zstd
@@ -71,6 +77,7 @@ func Dump(ctx context.Context, e *steps.Engine, req DumpRequest) (Result, error)
 	_, err = w.AddDump(func(out io.Writer) error {
 		head := &headWriter{w: out}
 		code, err := ex.ExecStream(dctx, req.Container, core.ExecSpec{Cmd: req.Command}, head, func(line string) {
+			line = quoteLine(line, req.Secrets)
 			mu.Lock()
 			defer mu.Unlock()
 			stderr = append(stderr, line)
@@ -82,21 +89,25 @@ func Dump(ctx context.Context, e *steps.Engine, req DumpRequest) (Result, error)
 		defer mu.Unlock()
 		switch {
 		case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-			return fmt.Errorf("%w: it did not finish within its timeout %s; raise [services.%s.backup] timeout", core.ErrConflict, timeout, req.Service)
+			return fmt.Errorf("%w: it did not finish within its timeout %s, and the engine cannot stop a command it runs in a container, so it may still be running there (restarting the service ends it); raise [services.%s.backup] timeout, or make the command end sooner", core.ErrConflict, timeout, req.Service)
 		case err != nil:
 			return err
-		case code != 0:
-			msg := fmt.Sprintf("the command exited with status %d", code)
-			if code == 126 || code == 127 {
-				msg = fmt.Sprintf("the command could not be started in the container (status %d: its program is missing or not executable there)", code)
-			}
-			switch {
-			case len(stderr) > 0:
-				msg += ": " + strings.Join(stderr, " | ")
-			case head.firstLine() != "":
-				msg += ": " + head.firstLine()
+		case (code == 126 || code == 127) && len(stderr) == 0:
+			// The engine's own "exec failed" reason comes on stdout: the
+			// program never ran, so nothing of a dump is quoted.
+			msg := fmt.Sprintf("the command could not be started in the container (status %d: its program is missing or not executable there)", code)
+			if line := head.firstLine(); line != "" {
+				msg += ": " + quoteLine(line, req.Secrets)
 			}
 			return fmt.Errorf("%w: %s", core.ErrConflict, msg)
+		case code != 0:
+			msg := fmt.Sprintf("the command exited with status %d", code)
+			if len(stderr) > 0 {
+				msg += ": " + strings.Join(stderr, " | ")
+			}
+			return fmt.Errorf("%w: %s", core.ErrConflict, msg)
+		case head.n == 0:
+			return fmt.Errorf("%w: the command exited 0 but wrote nothing on its standard output: a dump must be written there, not to a file (for pg_dumpall, leave out -f)", core.ErrConflict)
 		}
 		return nil
 	})
@@ -155,6 +166,7 @@ func DumpNotRestorable(m snapshot.Manifest) error {
 type headWriter struct {
 	w    io.Writer
 	head []byte
+	n    int64
 }
 
 const headMax = 512
@@ -163,6 +175,7 @@ func (h *headWriter) Write(p []byte) (int, error) {
 	if n := min(headMax-len(h.head), len(p)); n > 0 {
 		h.head = append(h.head, p[:n]...)
 	}
+	h.n += int64(len(p))
 	return h.w.Write(p)
 }
 
@@ -173,6 +186,16 @@ func (h *headWriter) firstLine() string {
 	line = strings.TrimSpace(line)
 	if !utf8.ValidString(line) || strings.ContainsRune(line, 0) {
 		return ""
+	}
+	return line
+}
+
+// quoteLine is one line of a command's output as an error may quote it:
+// its secret values masked, cut at dumpLineMax bytes.
+func quoteLine(line string, secrets []string) string {
+	line = steps.DpRedact(line, secrets)
+	if len(line) > dumpLineMax {
+		line = strings.ToValidUTF8(line[:dumpLineMax], "") + "…"
 	}
 	return line
 }

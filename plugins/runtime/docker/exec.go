@@ -115,7 +115,8 @@ func ctxErr(ctx context.Context, err error) error {
 }
 
 // execLines passes every complete line written to it to fn (without the
-// newline or a trailing carriage return); flush passes what remains.
+// newline or a trailing carriage return), a line longer than maxExecLine
+// in pieces of at most that; flush passes what remains.
 type execLines struct {
 	fn  func(string)
 	buf bytes.Buffer
@@ -126,10 +127,14 @@ func (w *execLines) Write(p []byte) (int, error) {
 	for {
 		i := bytes.IndexByte(w.buf.Bytes(), '\n')
 		if i < 0 {
-			if w.buf.Len() > maxExecLine {
+			for w.buf.Len() > maxExecLine {
 				w.emit(w.buf.Next(maxExecLine))
 			}
 			return len(p), nil
+		}
+		if i > maxExecLine {
+			w.emit(w.buf.Next(maxExecLine))
+			continue
 		}
 		w.emit(w.buf.Next(i + 1)[:i])
 	}
@@ -141,8 +146,10 @@ func (w *execLines) flush() {
 	}
 }
 
+// emit passes one line on, its invalid UTF-8 replaced (a line is text:
+// it crosses the plugin protocol as a string).
 func (w *execLines) emit(line []byte) {
 	if w.fn != nil {
-		w.fn(strings.TrimSuffix(string(line), "\r"))
+		w.fn(strings.ToValidUTF8(strings.TrimSuffix(string(line), "\r"), "\uFFFD"))
 	}
 }

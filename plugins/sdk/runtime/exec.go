@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -68,7 +69,7 @@ func (s *RuntimeGRPCServer) ExecContainer(r *pb.ExecRequest, stream pb.Runtime_E
 	code, err := ex.ExecContainer(stream.Context(), r.GetId(), core.ExecSpec{Cmd: r.GetCmd(), Env: r.GetEnv(), User: r.GetUser(),
 		WorkingDir: r.GetWorkingDir(), Privileged: r.GetPrivileged()}, func(line string) {
 		if sendErr == nil {
-			sendErr = stream.Send(&pb.ExecEvent{Line: line})
+			sendErr = stream.Send(&pb.ExecEvent{Line: strings.ToValidUTF8(line, "\uFFFD")})
 		}
 	})
 	if err != nil {
@@ -152,7 +153,7 @@ func (s *RuntimeGRPCServer) ExecStream(r *pb.ExecRequest, stream pb.Runtime_Exec
 		mu.Lock()
 		defer mu.Unlock()
 		if sendErr == nil {
-			sendErr = stream.Send(&pb.ExecStreamEvent{StderrLine: line, HasStderr: true})
+			sendErr = stream.Send(&pb.ExecStreamEvent{StderrLine: strings.ToValidUTF8(line, "\uFFFD"), HasStderr: true})
 		}
 	})
 	if err != nil {
