@@ -27,13 +27,30 @@ var _ core.ContainerExecer = (*RuntimeClient)(nil)
 func (c *RuntimeClient) ExecContainer(ctx context.Context, id string, x core.ExecSpec, output func(string)) (int, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.rpc.ExecContainer(sctx, &pb.ExecRequest{Id: id, Cmd: x.Cmd, Env: x.Env, User: x.User,
-		WorkingDir: x.WorkingDir, Privileged: x.Privileged})
+	stream, err := c.rpc.ExecContainer(sctx, execRequest(id, x))
 	if err != nil {
 		return -1, c.execErr(ctx, err)
 	}
+	return recvExit(ctx, c, id, stream.Recv, func(m *pb.ExecEvent) error {
+		if output != nil {
+			output(m.GetLine())
+		}
+		return nil
+	})
+}
+
+// exitEvent is an exec stream's message: the last one has exited set.
+type exitEvent interface {
+	GetExited() bool
+	GetExitCode() int32
+}
+
+// recvExit reads an exec stream until its exit message and returns the
+// exit code; every message before it goes to handle, whose error ends the
+// stream. A stream that ends without one is unavailable.
+func recvExit[M exitEvent](ctx context.Context, c *RuntimeClient, id string, recv func() (M, error), handle func(M) error) (int, error) {
 	for {
-		m, err := stream.Recv()
+		m, err := recv()
 		if errors.Is(err, io.EOF) {
 			return -1, fmt.Errorf("runtime plugin: exec in %s: the stream ended without an exit code: %w", id, core.ErrUnavailable)
 		}
@@ -43,10 +60,19 @@ func (c *RuntimeClient) ExecContainer(ctx context.Context, id string, x core.Exe
 		if m.GetExited() {
 			return int(m.GetExitCode()), nil
 		}
-		if output != nil {
-			output(m.GetLine())
+		if err := handle(m); err != nil {
+			return -1, err
 		}
 	}
+}
+
+// execRequest is x in container id, on the wire; execSpec reads it back.
+func execRequest(id string, x core.ExecSpec) *pb.ExecRequest {
+	return &pb.ExecRequest{Id: id, Cmd: x.Cmd, Env: x.Env, User: x.User, WorkingDir: x.WorkingDir, Privileged: x.Privileged}
+}
+
+func execSpec(r *pb.ExecRequest) core.ExecSpec {
+	return core.ExecSpec{Cmd: r.GetCmd(), Env: r.GetEnv(), User: r.GetUser(), WorkingDir: r.GetWorkingDir(), Privileged: r.GetPrivileged()}
 }
 
 func (c *RuntimeClient) execErr(ctx context.Context, err error) error {
@@ -66,8 +92,7 @@ func (s *RuntimeGRPCServer) ExecContainer(r *pb.ExecRequest, stream pb.Runtime_E
 		return status.Error(codes.Unimplemented, "runtime cannot exec in containers")
 	}
 	var sendErr error
-	code, err := ex.ExecContainer(stream.Context(), r.GetId(), core.ExecSpec{Cmd: r.GetCmd(), Env: r.GetEnv(), User: r.GetUser(),
-		WorkingDir: r.GetWorkingDir(), Privileged: r.GetPrivileged()}, func(line string) {
+	code, err := ex.ExecContainer(stream.Context(), r.GetId(), execSpec(r), func(line string) {
 		if sendErr == nil {
 			sendErr = stream.Send(&pb.ExecEvent{Line: strings.ToValidUTF8(line, "\uFFFD")})
 		}
@@ -99,32 +124,22 @@ const maxStreamChunk = 256 << 10
 func (c *RuntimeClient) ExecStream(ctx context.Context, id string, x core.ExecSpec, stdout io.Writer, stderr func(string)) (int, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.rpc.ExecStream(sctx, &pb.ExecRequest{Id: id, Cmd: x.Cmd, Env: x.Env, User: x.User,
-		WorkingDir: x.WorkingDir, Privileged: x.Privileged})
+	stream, err := c.rpc.ExecStream(sctx, execRequest(id, x))
 	if err != nil {
 		return -1, c.execErr(ctx, err)
 	}
-	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return -1, fmt.Errorf("runtime plugin: exec in %s: the stream ended without an exit code: %w", id, core.ErrUnavailable)
-		}
-		if err != nil {
-			return -1, c.execErr(ctx, err)
-		}
+	return recvExit(ctx, c, id, stream.Recv, func(m *pb.ExecStreamEvent) error {
 		switch {
-		case m.GetExited():
-			return int(m.GetExitCode()), nil
 		case m.GetHasStderr():
 			if stderr != nil {
 				stderr(m.GetStderrLine())
 			}
 		case len(m.GetStdout()) > 0:
-			if _, err := stdout.Write(m.GetStdout()); err != nil {
-				return -1, err
-			}
+			_, err := stdout.Write(m.GetStdout())
+			return err
 		}
-	}
+		return nil
+	})
 }
 
 // ExecStream serves streamExecer when impl has it.
@@ -148,8 +163,7 @@ func (s *RuntimeGRPCServer) ExecStream(r *pb.ExecRequest, stream pb.Runtime_Exec
 		}
 		return len(p), nil
 	})
-	code, err := ex.ExecStream(stream.Context(), r.GetId(), core.ExecSpec{Cmd: r.GetCmd(), Env: r.GetEnv(), User: r.GetUser(),
-		WorkingDir: r.GetWorkingDir(), Privileged: r.GetPrivileged()}, out, func(line string) {
+	code, err := ex.ExecStream(stream.Context(), r.GetId(), execSpec(r), out, func(line string) {
 		mu.Lock()
 		defer mu.Unlock()
 		if sendErr == nil {
