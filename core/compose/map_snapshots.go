@@ -40,15 +40,12 @@ func (m *mapper) xBackup(name string, xg map[string]any, out *service) {
 		case "timeout":
 			b.Timeout = s
 		case "command":
-			argv, ok := v.([]any)
+			argv, ok := stringList(v)
 			if !ok {
 				m.refuse(base+"."+k, `command must be a list, the program and its arguments, e.g. ["pg_dumpall", "-U", "postgres"]`)
 				continue
 			}
-			b.Command = []string{}
-			for _, a := range argv {
-				b.Command = append(b.Command, fmt.Sprint(a))
-			}
+			b.Command = argv
 		case "keep":
 			n, err := strconv.Atoi(s)
 			if err != nil {
