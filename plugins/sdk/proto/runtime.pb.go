@@ -26,9 +26,18 @@ const (
 )
 
 type ExportVolumeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Path  string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// sink, when set, is the path of a Unix socket the caller listens on,
+	// on the plugin's host (a plugin is the caller's subprocess). The
+	// runtime may connect to it, write sink_token, then the whole tar, and
+	// close it, instead of sending the tar in VolumeChunk data: the call
+	// then ends with one VolumeChunk whose sink_bytes is the tar's length
+	// in bytes. A runtime that cannot connect, or an older one, ignores it
+	// and sends VolumeChunk data.
+	Sink          string `protobuf:"bytes,3,opt,name=sink,proto3" json:"sink,omitempty"`
+	SinkToken     []byte `protobuf:"bytes,4,opt,name=sink_token,json=sinkToken,proto3" json:"sink_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -77,12 +86,28 @@ func (x *ExportVolumeRequest) GetPath() string {
 	return ""
 }
 
+func (x *ExportVolumeRequest) GetSink() string {
+	if x != nil {
+		return x.Sink
+	}
+	return ""
+}
+
+func (x *ExportVolumeRequest) GetSinkToken() []byte {
+	if x != nil {
+		return x.SinkToken
+	}
+	return nil
+}
+
 // VolumeChunk is a piece of a volume's tar stream; volume is set on the
-// first message of a RestoreVolume call only.
+// first message of a RestoreVolume call only. sink_bytes is set on the
+// last message of an ExportVolume call whose tar went through its sink.
 type VolumeChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
 	Volume        string                 `protobuf:"bytes,2,opt,name=volume,proto3" json:"volume,omitempty"`
+	SinkBytes     int64                  `protobuf:"varint,3,opt,name=sink_bytes,json=sinkBytes,proto3" json:"sink_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -129,6 +154,13 @@ func (x *VolumeChunk) GetVolume() string {
 		return x.Volume
 	}
 	return ""
+}
+
+func (x *VolumeChunk) GetSinkBytes() int64 {
+	if x != nil {
+		return x.SinkBytes
+	}
+	return 0
 }
 
 type VolumeRequest struct {
@@ -2519,13 +2551,18 @@ var File_runtime_proto protoreflect.FileDescriptor
 
 const file_runtime_proto_rawDesc = "" +
 	"\n" +
-	"\rruntime.proto\x12\x10gordon.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\fcommon.proto\"9\n" +
+	"\rruntime.proto\x12\x10gordon.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\fcommon.proto\"l\n" +
 	"\x13ExportVolumeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\"9\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04sink\x18\x03 \x01(\tR\x04sink\x12\x1d\n" +
+	"\n" +
+	"sink_token\x18\x04 \x01(\fR\tsinkToken\"X\n" +
 	"\vVolumeChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x16\n" +
-	"\x06volume\x18\x02 \x01(\tR\x06volume\"#\n" +
+	"\x06volume\x18\x02 \x01(\tR\x06volume\x12\x1d\n" +
+	"\n" +
+	"sink_bytes\x18\x03 \x01(\x03R\tsinkBytes\"#\n" +
 	"\rVolumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x9f\x01\n" +
 	"\vVolumeState\x12\x12\n" +

@@ -29,26 +29,57 @@ var _ volumeArchiver = (*RuntimeClient)(nil)
 
 const volumeChunk = 1 << 20
 
-// ExportVolume implements volumeArchiver.
+// ExportVolume implements volumeArchiver: the tar comes through a sink
+// when the plugin can reach one (volume_sink.go), else in messages.
 func (c *RuntimeClient) ExportVolume(ctx context.Context, id, path string, w io.Writer) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.rpc.ExportVolume(sctx, &pb.ExportVolumeRequest{Id: id, Path: path})
-	if err != nil {
+	what := fmt.Sprintf("export volume at %s of %s", path, id)
+	req := &pb.ExportVolumeRequest{Id: id, Path: path}
+	sk, err := openSink()
+	if err == nil {
+		go sk.serve(w, cancel)
+		defer sk.close()
+		req.Sink, req.SinkToken = sk.path(), sk.token
+	}
+	// failed prefers the sink's write error (the reason the call ended).
+	failed := func(err error) error {
+		if sk != nil && sk.used() {
+			sk.close()
+			if sk.err != nil {
+				return sk.err
+			}
+		}
 		return c.archiveErr(ctx, "export volume", err)
 	}
+	stream, err := c.rpc.ExportVolume(sctx, req)
+	if err != nil {
+		return failed(err)
+	}
+	var sinkBytes int64
 	for {
 		m, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
-			return c.archiveErr(ctx, "export volume", err)
+			return failed(err)
+		}
+		sinkBytes = m.GetSinkBytes()
+		if len(m.GetData()) == 0 {
+			continue
+		}
+		if sk != nil && !sk.claim(sinkMessages) {
+			return fmt.Errorf("%s: the runtime sent the tar both through the socket and in messages", what)
 		}
 		if _, err := w.Write(m.GetData()); err != nil {
-			return fmt.Errorf("export volume at %s of %s: write: %w", path, id, err)
+			return fmt.Errorf("%s: write: %w", what, err)
 		}
 	}
+	if sk != nil && sk.used() {
+		return sk.wait(ctx, sinkBytes, what)
+	}
+	return nil
 }
 
 // RestoreVolume implements volumeArchiver.
@@ -102,6 +133,11 @@ func (s *RuntimeGRPCServer) ExportVolume(r *pb.ExportVolumeRequest, stream pb.Ru
 	va, ok := s.impl.(volumeArchiver)
 	if !ok {
 		return status.Error(codes.Unimplemented, "runtime takes no volume snapshots")
+	}
+	if r.GetSink() != "" {
+		if ok, err := exportToSink(va, r, stream); ok {
+			return err
+		}
 	}
 	w := &chunkWriter{send: func(b []byte) error { return stream.Send(&pb.VolumeChunk{Data: b}) }}
 	if err := va.ExportVolume(stream.Context(), r.GetId(), r.GetPath(), w); err != nil {

@@ -1,0 +1,147 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+
+	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
+)
+
+// payloadArchiver writes payload to w in one call.
+type payloadArchiver struct{ payload []byte }
+
+func (a payloadArchiver) ExportVolume(_ context.Context, _, _ string, w io.Writer) error {
+	_, err := w.Write(a.payload)
+	return err
+}
+func (payloadArchiver) RestoreVolume(context.Context, string, io.Reader) error { return nil }
+
+// sentStream is the plugin side of an ExportVolume call: it keeps what is
+// sent.
+type sentStream struct {
+	grpc.ServerStream
+	ctx  context.Context
+	sent []*pb.VolumeChunk
+}
+
+func (s *sentStream) Context() context.Context { return s.ctx }
+func (s *sentStream) Send(m *pb.VolumeChunk) error {
+	s.sent = append(s.sent, m)
+	return nil
+}
+
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*13 + i>>10)
+	}
+	return b
+}
+
+// The tar goes through the socket, not in messages: the call sends one
+// message with no data and the tar's length; a connection without the
+// token is closed and does not take the sink.
+func TestSnapshot_TheTarTakesTheSocketAndAStrangerIsRefused(t *testing.T) {
+	sk, err := openSink()
+	require.NoError(t, err)
+	var out bytes.Buffer
+	go sk.serve(&out, func() { t.Error("aborted") })
+	defer sk.close()
+	info, err := os.Stat(sk.dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the socket's directory is private")
+
+	stranger, err := net.Dial("unix", sk.path())
+	require.NoError(t, err)
+	_, _ = stranger.Write(bytes.Repeat([]byte{'x'}, sinkTokenLen))
+	_ = stranger.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = stranger.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "a connection with a wrong token is closed")
+	stranger.Close()
+
+	payload := pattern(3<<20 + 5)
+	st := &sentStream{ctx: context.Background()}
+	ok, err := exportToSink(payloadArchiver{payload}, &pb.ExportVolumeRequest{Id: "c1", Path: "/data", Sink: sk.path(), SinkToken: sk.token}, st)
+	require.True(t, ok)
+	require.NoError(t, err)
+	require.Len(t, st.sent, 1)
+	assert.Empty(t, st.sent[0].GetData())
+	assert.Equal(t, int64(len(payload)), st.sent[0].GetSinkBytes())
+	require.NoError(t, sk.wait(context.Background(), st.sent[0].GetSinkBytes(), "export"))
+	assert.True(t, sk.used())
+	assert.True(t, bytes.Equal(payload, out.Bytes()))
+}
+
+// A stream that ends before the length the call reports is an error,
+// never a short snapshot.
+func TestSnapshot_ATarCutShortThroughTheSocketIsAnError(t *testing.T) {
+	sk, err := openSink()
+	require.NoError(t, err)
+	go sk.serve(io.Discard, func() {})
+	defer sk.close()
+	c, err := net.Dial("unix", sk.path())
+	require.NoError(t, err)
+	_, err = c.Write(append(append([]byte{}, sk.token...), pattern(100)...))
+	require.NoError(t, err)
+	c.Close()
+	err = sk.wait(context.Background(), 200, "export volume at /data of c1")
+	assert.ErrorContains(t, err, "cut short: 100 of 200 bytes")
+}
+
+// The caller's write error (the auto snapshot's size bound) ends the
+// transfer: the plugin's writes fail, and wait returns that error.
+func TestSnapshot_ACallerWriteErrorEndsTheSocketTransfer(t *testing.T) {
+	sk, err := openSink()
+	require.NoError(t, err)
+	bound := errors.New("above the bound")
+	aborted := make(chan struct{})
+	go sk.serve(writerFunc(func(p []byte) (int, error) { return 0, bound }), func() { close(aborted) })
+	defer sk.close()
+	st := &sentStream{ctx: context.Background()}
+	ok, err := exportToSink(payloadArchiver{pattern(64 << 20)}, &pb.ExportVolumeRequest{Id: "c1", Path: "/data", Sink: sk.path(), SinkToken: sk.token}, st)
+	assert.True(t, ok)
+	assert.Error(t, err, "the plugin's write fails once the caller stops reading")
+	<-aborted
+	assert.ErrorIs(t, sk.wait(context.Background(), 0, "export"), bound)
+}
+
+// A sink the plugin cannot reach leaves the tar to the messages.
+func TestSnapshot_AnUnreachableSinkFallsBackToMessages(t *testing.T) {
+	st := &sentStream{ctx: context.Background()}
+	ok, err := exportToSink(payloadArchiver{pattern(10)}, &pb.ExportVolumeRequest{Id: "c1", Path: "/data", Sink: t.TempDir() + "/none", SinkToken: make([]byte, sinkTokenLen)}, st)
+	assert.False(t, ok)
+	assert.NoError(t, err)
+	assert.Empty(t, st.sent)
+}
+
+// copyConn stops at the writer's error and says which side failed.
+func TestSnapshot_TheSocketCopyStopsAtTheWritersError(t *testing.T) {
+	a, b := net.Pipe()
+	go func() {
+		_, _ = a.Write(pattern(3 * sinkBuffer))
+		a.Close()
+	}()
+	boom := errors.New("disk full")
+	taken := 0
+	n, werr, rerr := copyConn(writerFunc(func(p []byte) (int, error) {
+		if taken >= sinkBuffer {
+			return 0, boom
+		}
+		taken += len(p)
+		return len(p), nil
+	}), b)
+	assert.ErrorIs(t, werr, boom)
+	assert.NoError(t, rerr)
+	assert.Equal(t, int64(taken), n)
+	b.Close()
+}
