@@ -317,7 +317,7 @@ type rawConfig struct {
 // Allowed keys per table, for "unknown key" messages (ARCHITECTURE §8).
 var (
 	appKeys       = []string{"name", "env", "services", "networks", "registry", "notify", "jobs"}
-	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "config", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "placement", "aliases", "hooks", "monitor", "sleep_after", "wake_ignore"}
+	serviceKeys   = []string{"image", "build", "entrypoint", "command", "stop_grace", "stop_signal", "env", "secrets", "http", "tcp", "udp", "readiness", "healthcheck", "volume", "bind", "config", "devices", "depends_on", "user", "working_dir", "init", "read_only", "shm_size", "tmpfs", "ulimits", "cap_add", "cap_drop", "sysctls", "extra_hosts", "labels", "resources", "logging", "replace", "run", "replicas", "node", "placement", "aliases", "hooks", "monitor", "sleep_after", "wake_ignore", "snapshots", "backup"}
 	hooksKeys     = []string{"before_switch", "after_switch", "timeout", "post_start", "pre_stop"}
 	monitorKeys   = []string{"window", "max_error_rate", "min_requests"}
 	lifecycleKeys = []string{"command", "user", "working_dir", "env"}
@@ -329,6 +329,8 @@ var (
 	configKeys    = []string{"source", "path", "mode"}
 	secretKeys    = []string{"name", "as"}
 	buildKeys     = []string{"context", "dockerfile", "args", "target", "labels"}
+	snapshotsKeys = []string{"before_deploy", "keep"}
+	backupKeys    = []string{"every", "schedule", "keep", "command", "timeout"}
 )
 
 // decode runs go-toml's strict decoder. Unknown keys become problems and
@@ -514,6 +516,10 @@ func allowedKeys(parent string) []string {
 			return hooksKeys
 		case "monitor":
 			return monitorKeys
+		case "snapshots":
+			return snapshotsKeys
+		case "backup":
+			return backupKeys
 		}
 	case len(parts) == 4 && parts[0] == "services" && parts[2] == "secrets":
 		return secretKeys
