@@ -67,7 +67,7 @@ func newSnapshotsCreateCommand(env *cliEnv) *cobra.Command {
 	var o lifecycleOptions
 	cmd := &cobra.Command{
 		Use:   "create APP [--service S]",
-		Short: "Snapshot the volumes of an app's services (held while each stops, is copied and starts again)",
+		Short: "Snapshot the volumes of an app's services (held while each stops, is copied and starts again); a service with only a backup command is dumped online",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var taken []snapshot.Manifest

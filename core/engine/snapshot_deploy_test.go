@@ -491,3 +491,42 @@ func TestBackup_ADumpErrorQuotesNoSecretNoDumpAndNoHugeLine(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, list)
 }
+
+// `snapshots create` of a service with no volume but a backup command
+// takes an online dump on demand: no stop, trigger manual (outside the
+// scheduled backups' keep), journaled as verb snapshot; a service with
+// neither is refused and nothing runs.
+func TestSnapshotCreate_AServiceWithOnlyABackupCommandIsDumpedOnDemand(t *testing.T) {
+	web := coretest.WebSpec(0)
+	web.BackupEvery, web.BackupKeep, web.BackupCommand = core.Duration(time.Hour), 1, []string{"dump"}
+	h := depSeedWeb(t, web)
+	store := snapshot.Open(t.TempDir())
+	h.Engine.Snapshots = store
+	h.Runtime.SetStream(func(_ context.Context, _ string, _ core.ExecSpec, stdout io.Writer, _ func(string)) (int, error) {
+		_, err := io.WriteString(stdout, "dumped")
+		return 0, err
+	})
+	for range 2 {
+		h.Reset()
+		res, taken, err := h.Engine.SnapshotCreate(h.Ctx(), engine.LifecycleRequest{App: "blog", Services: []string{"web"}})
+		require.NoError(t, err)
+		require.Len(t, taken, 1)
+		assert.Equal(t, snapshot.TriggerManual, taken[0].Trigger)
+		assert.True(t, taken[0].IsDump())
+		assert.Equal(t, "snapshot", res.Op.Verb)
+		assert.NotNil(t, res.Op.Step("service.web.dump"))
+		assert.Empty(t, h.Events.Seq("stop", "start", "export-volume"), "an online dump stops nothing")
+	}
+	_, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+	require.NoError(t, err)
+	list, err := store.List("blog")
+	require.NoError(t, err)
+	assert.Len(t, list, 3, "a scheduled backup's keep = 1 removes no manual dump")
+
+	plain := depSeedWeb(t, coretest.WebSpec(0))
+	plain.Engine.Snapshots = snapshot.Open(t.TempDir())
+	_, _, err = plain.Engine.SnapshotCreate(plain.Ctx(), engine.LifecycleRequest{App: "blog", Services: []string{"web"}})
+	require.ErrorIs(t, err, core.ErrInvalid)
+	assert.ErrorContains(t, err, "service web has no volume and no backup command")
+	assert.Empty(t, plain.Runtime.Execs())
+}

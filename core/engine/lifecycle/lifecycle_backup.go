@@ -86,7 +86,7 @@ func (e *Engine) Backup(ctx context.Context, app, service string) (*oprun.OpResu
 	var res *oprun.OpResult
 	var err error
 	if cmd := e.backupCommand(ctx, app, service); len(cmd) > 0 {
-		res, err = e.dumpBackup(ctx, app, service)
+		res, _, err = e.dumpBackup(ctx, app, service, false)
 	} else {
 		res, err = e.dataRestart(ctx, oprun.LifecycleRequest{App: app, Services: []string{service}}, &dataAction{verb: VerbBackup})
 	}
@@ -111,45 +111,50 @@ func (e *Engine) backupCommand(ctx context.Context, app, service string) []strin
 	return active.Services[service].Spec.BackupCommand
 }
 
-// dumpBackup is a scheduled backup by [services.X.backup] command, under
-// the app lock: journaled as a restart op with verb backup and one step
-// service.X.dump, it runs the command by exec in the serving container
-// (no stop, no hold: requests are served meanwhile) and stores its
-// stdout as a snapshot (volsnap.Dump). Errors: an app that was never
+// dumpBackup is a backup by [services.X.backup] command, under the app
+// lock: journaled as a restart op with verb backup (verb snapshot when
+// manual: `snapshots create`, kept apart from the scheduled ones' keep)
+// and one step service.X.dump, it runs the command by exec in the serving
+// container (no stop, no hold: requests are served meanwhile) and stores
+// its stdout as a snapshot (volsnap.Dump). Errors: an app that was never
 // deployed, or a service with no running container (asleep, stopped),
 // is a conflict and changes nothing; a failed dump fails the op, and
 // nothing is kept.
-func (e *Engine) dumpBackup(ctx context.Context, app, service string) (*oprun.OpResult, error) {
+func (e *Engine) dumpBackup(ctx context.Context, app, service string, manual bool) (*oprun.OpResult, *snapshot.Manifest, error) {
+	verb, what := VerbBackup, "backup"
+	if manual {
+		verb, what = VerbSnapshot, "snapshots create"
+	}
 	req := oprun.LifecycleRequest{App: app, Services: []string{service}}
-	fp := steps.Fingerprint(core.OpRestart, app, VerbBackup, "dump", service)
+	fp := steps.Fingerprint(core.OpRestart, app, verb, "dump", service)
 	lk, res, ok, err := e.LifecyclePreamble(ctx, core.OpRestart, req, fp)
 	if !ok {
-		return res, err
+		return res, nil, err
 	}
 	defer lk.Unlock()
-	active, err := e.activeOrNeverDeployed(ctx, VerbBackup, app)
+	active, err := e.activeOrNeverDeployed(ctx, what, app)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	as := active.Services[service]
 	switch {
 	case as == nil || len(as.Spec.BackupCommand) == 0:
-		return nil, fmt.Errorf("%w: backup %s: service %s has no backup command", core.ErrInvalid, app, service)
+		return nil, nil, fmt.Errorf("%w: %s %s: service %s has no backup command", core.ErrInvalid, what, app, service)
 	case as.Container == "" || as.AsleepSince != nil:
-		return nil, fmt.Errorf("%w: backup %s: service %s has no running container to dump from (asleep or stopped); start it, then retry", core.ErrConflict, app, service)
+		return nil, nil, fmt.Errorf("%w: %s %s: service %s has no running container to dump from (asleep or stopped); start it, then retry", core.ErrConflict, what, app, service)
 	}
 	r, replay, err := e.ClaimLifecycle(ctx, core.OpRestart, req, fp, nil)
 	if r == nil {
-		return replay, err
+		return replay, nil, err
 	}
-	r.Op.Verb = VerbBackup
+	r.Op.Verb = verb
 	_, keep := snapshot.BackupPolicy(&as.Spec)
 	se := e.Engine.Engine.Engine
 	spec := as.Spec
 	_, secrets, _ := se.SecretEnv(ctx, nil, app, &spec) // masked in what an error quotes; none readable: none masked
 	j := volsnap.Journal{Op: r.Op, Save: func() { r.Save(ctx) }}
-	_, _, derr := volsnap.DumpStep(ctx, se, j, volsnap.DumpRequest{App: app, Service: service, Container: as.Container,
-		Command: as.Spec.BackupCommand, Timeout: as.Spec.BackupTimeout.D(), Keep: keep, Op: r.Op.ID, Revision: as.EffectiveRevision, Secrets: secrets})
+	m, _, derr := volsnap.DumpStep(ctx, se, j, volsnap.DumpRequest{App: app, Service: service, Container: as.Container,
+		Command: as.Spec.BackupCommand, Timeout: as.Spec.BackupTimeout.D(), Keep: keep, Op: r.Op.ID, Revision: as.EffectiveRevision, Secrets: secrets, Manual: manual})
 	sr := r.ResultFor(service)
 	sr.Before, sr.Result = as.Container, steps.ResultUnchanged
 	if derr != nil {
@@ -157,10 +162,10 @@ func (e *Engine) dumpBackup(ctx context.Context, app, service string) (*oprun.Op
 	}
 	r.Finalize()
 	if err := r.SaveStrict(ctx); err != nil {
-		return r.Result(), errors.Join(derr, err)
+		return r.Result(), nil, errors.Join(derr, err)
 	}
 	if derr != nil {
-		return r.Result(), fmt.Errorf("backup %s: %w", app, derr)
+		return r.Result(), nil, fmt.Errorf("%s %s: %w", what, app, derr)
 	}
-	return r.Result(), nil
+	return r.Result(), m, nil
 }

@@ -35,13 +35,70 @@ type dataAction struct {
 // restarted in place (R53, journaled as a restart with verb snapshot)
 // and, between its stop and its start, while the edge holds its requests
 // (R58), its volumes are snapshotted (trigger manual, never removed by
-// retention). It returns the snapshots taken. Errors: no service with
-// volumes (or a named one without) is invalid and changes nothing; a
-// failed snapshot fails the op, and the service serves again.
+// retention); then each selected service with no volume but a
+// [services.X.backup] command is dumped online, with no stop (one op
+// each, verb snapshot, trigger manual). It returns the snapshots taken.
+// Errors: nothing to take (no volume, no command, or a named service
+// with neither) is invalid and changes nothing; a failed snapshot fails
+// the op, and the service serves again.
 func (e *Engine) SnapshotCreate(ctx context.Context, req oprun.LifecycleRequest) (*oprun.OpResult, []snapshot.Manifest, error) {
-	d := &dataAction{verb: VerbSnapshot}
-	res, err := e.dataRestart(ctx, req, d)
-	return res, d.taken, err
+	dumps, volumes := e.createTargets(ctx, req)
+	var res *oprun.OpResult
+	var taken []snapshot.Manifest
+	if volumes {
+		vreq := req
+		if len(req.Services) > 0 {
+			vreq.Services = slices.DeleteFunc(slices.Clone(req.Services), func(s string) bool { return slices.Contains(dumps, s) })
+		}
+		d := &dataAction{verb: VerbSnapshot}
+		r, err := e.dataRestart(ctx, vreq, d)
+		res, taken = r, d.taken
+		if err != nil {
+			return res, taken, err
+		}
+	}
+	for _, s := range dumps {
+		r, m, err := e.dumpBackup(ctx, req.App, s, true)
+		res = r
+		if m != nil {
+			taken = append(taken, *m)
+		}
+		if err != nil {
+			return res, taken, err
+		}
+	}
+	return res, taken, nil
+}
+
+// createTargets splits what `snapshots create` takes: the selected
+// services (req.Services, else all) with no volume but a backup command
+// are dumped online (dumps); volumes is whether the volume snapshot runs
+// too: some selected service has a volume, or nothing can be dumped (its
+// refusal then says why).
+func (e *Engine) createTargets(ctx context.Context, req oprun.LifecycleRequest) (dumps []string, volumes bool) {
+	active, err := e.Store.LoadActive(ctx, req.App)
+	if err != nil {
+		return nil, true
+	}
+	for _, n := range steps.ActiveServiceNames(active) {
+		if len(req.Services) > 0 && !slices.Contains(req.Services, n) {
+			continue
+		}
+		switch sp := active.Services[n].Spec; {
+		case len(sp.Volumes) > 0:
+			volumes = true
+		case len(sp.BackupCommand) > 0:
+			dumps = append(dumps, n)
+		case len(req.Services) > 0:
+			volumes = true // named with nothing to take: refused by the volume path
+		}
+	}
+	for _, s := range req.Services {
+		if active.Services[s] == nil {
+			volumes = true // not served: refused by the volume path
+		}
+	}
+	return dumps, volumes || len(dumps) == 0
 }
 
 // SnapshotRestore is `snapshots restore APP ID`: the snapshot's service is
@@ -69,9 +126,9 @@ func (e *Engine) SnapshotRestore(ctx context.Context, app, id, opKey string) (*o
 // dataRestart is Restart of the services with volumes, with d between
 // each one's stop and start.
 func (e *Engine) dataRestart(ctx context.Context, req oprun.LifecycleRequest, d *dataAction) (*oprun.OpResult, error) {
-	verb := "snapshots " + d.verb
-	if d.verb == VerbBackup {
-		verb = VerbBackup
+	verb := map[string]string{VerbSnapshot: "snapshots create", VerbRestore: "snapshots restore"}[d.verb]
+	if verb == "" {
+		verb = d.verb
 	}
 	if e.Snapshots == nil {
 		return nil, fmt.Errorf("%w: %s %s: this engine keeps no snapshots", core.ErrUnavailable, verb, req.App)
@@ -128,7 +185,7 @@ func withVolumes(verb string, req oprun.LifecycleRequest, active core.Active) ([
 		}
 		if len(as.Spec.Volumes) == 0 {
 			if named {
-				return nil, fmt.Errorf("%w: %s %s: service %s has no volume, so there is nothing to snapshot", core.ErrInvalid, verb, req.App, n)
+				return nil, fmt.Errorf("%w: %s %s: service %s has no volume and no backup command, so there is nothing to snapshot", core.ErrInvalid, verb, req.App, n)
 			}
 			continue
 		}

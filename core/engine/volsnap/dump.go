@@ -27,6 +27,10 @@ type DumpRequest struct {
 	Timeout time.Duration
 	// Keep is the retention of the service's scheduled backups.
 	Keep int
+	// Manual marks a dump taken on demand (`snapshots create`): trigger
+	// manual and verb snapshot, and no retention. Else it is a scheduled
+	// backup's (trigger backup, verb backup).
+	Manual bool
 	// Op and Revision name the op that takes it and the revision served.
 	Op, Revision string
 	// Secrets are the service's secret values, masked in what an error
@@ -43,8 +47,9 @@ const (
 
 // Dump takes an online dump: req.Command runs by exec in the running
 // container, with no stop and no hold, and its stdout is stored, zstd
-// compressed and hashed on the way, as a snapshot (trigger backup) whose
-// manifest names the command; then the retention by req.Keep. A command
+// compressed and hashed on the way, as a snapshot (trigger backup, or
+// manual for req.Manual) whose manifest names the command; then the
+// retention of scheduled backups by req.Keep. A command
 // that exits non-zero, outlives its timeout or cannot start fails the
 // dump with its last stderr lines, and nothing is kept. A runtime that
 // cannot stream a command's output fails it (core.ErrUnavailable).
@@ -62,8 +67,12 @@ func Dump(ctx context.Context, e *steps.Engine, req DumpRequest) (Result, error)
 	if timeout <= 0 {
 		timeout = snapshot.DefaultDumpTimeout
 	}
+	trigger, verb := snapshot.TriggerBackup, "backup"
+	if req.Manual {
+		trigger, verb = snapshot.TriggerManual, "snapshot"
+	}
 	w, err := e.Snapshots.Begin(snapshot.Manifest{ID: e.Snapshots.NewID(req.Service), App: req.App, Service: req.Service,
-		Trigger: snapshot.TriggerBackup, Op: req.Op, Verb: "backup", Revision: req.Revision, Container: req.Container,
+		Trigger: trigger, Op: req.Op, Verb: verb, Revision: req.Revision, Container: req.Container,
 		Command: req.Command, CreatedAt: e.Now()})
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", what, err)
@@ -125,6 +134,9 @@ func Dump(ctx context.Context, e *steps.Engine, req DumpRequest) (Result, error)
 		return Result{}, err
 	}
 	res := Result{Manifest: m, Record: RecordOf(m)}
+	if req.Manual {
+		return res, nil
+	}
 	if removed, err := e.Snapshots.Retain(req.App, req.Service, snapshot.TriggerBackup, req.Keep); err == nil {
 		res.Removed = removed
 	} else {
