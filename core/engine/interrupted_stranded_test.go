@@ -92,3 +92,22 @@ func TestDecision13_RetiredGenerationSecretCopiesDeleted(t *testing.T) {
 	require.False(t, h.Runtime.Exists("c-1"), "c-1 retired")
 	require.Empty(t, h.Store.ContainerSecrets("blog", first.Name), "c-1's secret copies deleted with it")
 }
+
+// An online dump cut off by a crash is failed by reconciliation with what
+// happened to it (nothing kept, the command may still run) and how to
+// take one now, not as a replacement without a candidate.
+func TestBackup_AnInterruptedDumpSaysNothingWasKept(t *testing.T) {
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(coretest.WebSpec(0)), map[string]string{"web": "c-old"}, map[string]map[int]int{"web": {8080: 17000}})
+	h.SeedOp(core.Operation{ID: "op-7", Kind: core.OpRestart, Verb: "backup", App: "blog", Steps: []core.Step{
+		{ID: "service.web.dump", State: core.StepPending, Service: "web"},
+	}})
+	_, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	op, err := h.Store.LatestOp(context.Background(), "blog")
+	require.NoError(t, err)
+	st := op.Step("service.web.dump")
+	require.Equal(t, core.StepFailed, st.State)
+	require.Contains(t, st.Error, "interrupted during the online dump; nothing of it was kept")
+	require.Contains(t, st.Error, "docker gordon snapshots create blog --service web")
+}

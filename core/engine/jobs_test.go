@@ -284,4 +284,5 @@ func TestJobs_RemoveEndsARunStillGoing(t *testing.T) {
 	}
 	require.NotNil(t, out.res)
 	assert.Equal(t, core.OutcomeFailed, out.res.Op.Outcome)
+	assert.Contains(t, out.res.Op.Steps[0].Error, "was removed while it ran", "the run says what ended it, not the engine's lookup error")
 }

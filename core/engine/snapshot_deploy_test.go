@@ -360,6 +360,10 @@ func TestBackup_CommandTakesAnOnlineDumpWithoutAStop(t *testing.T) {
 		require.NoError(t, err, "backup %d", i)
 		assert.Equal(t, core.OutcomeSuccess, res.Outcome)
 		assert.Equal(t, "backup", res.Op.Verb)
+		act, err := h.Store.LoadActive(h.Ctx(), "blog")
+		require.NoError(t, err)
+		assert.Equal(t, act.Services["web"].EffectiveRevision, res.Op.Revision, "ops names the revision whose data was dumped")
+		assert.NotEmpty(t, res.Op.Revision)
 		assert.Equal(t, []string{"exec c-old"}, h.Events.Seq("stop", "start", "export-volume", "exec", "create", "remove"))
 		st := res.Op.Step("service.web.dump")
 		require.NotNil(t, st)
@@ -529,4 +533,28 @@ func TestSnapshotCreate_AServiceWithOnlyABackupCommandIsDumpedOnDemand(t *testin
 	require.ErrorIs(t, err, core.ErrInvalid)
 	assert.ErrorContains(t, err, "service web has no volume and no backup command")
 	assert.Empty(t, plain.Runtime.Execs())
+}
+
+// While a backup runs, the app lock's holder names it: a verb that waits
+// says "backup", not the restart its op is journaled as.
+func TestBackup_TheLockHolderNamesTheBackup(t *testing.T) {
+	h, _ := dumpSeed(t, "x", 0)
+	started, release := make(chan struct{}), make(chan struct{})
+	h.Runtime.SetStream(func(_ context.Context, _ string, _ core.ExecSpec, stdout io.Writer, _ func(string)) (int, error) {
+		close(started)
+		<-release
+		_, err := io.WriteString(stdout, "dumped")
+		return 0, err
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Engine.Backup(h.Ctx(), "blog", "web")
+		done <- err
+	}()
+	<-started
+	holder, err := h.Store.LockHolder(h.Ctx(), "blog")
+	close(release)
+	require.NoError(t, err)
+	assert.Equal(t, "backup", holder.Verb)
+	require.NoError(t, <-done)
 }

@@ -223,6 +223,9 @@ func (r *run) wait(ctx context.Context, id string) (core.ContainerState, error) 
 			}
 			return st, nil
 		}
+		if errors.Is(err, core.ErrNotFound) && wctx.Err() == nil {
+			return st, fmt.Errorf("%w: the run's container %s was removed while it ran (by docker gordon remove, or by hand): the run did not finish", core.ErrConflict, shortID(id))
+		}
 		if err != nil && wctx.Err() == nil {
 			return st, fmt.Errorf("inspect %s: %w", shortID(id), err)
 		}

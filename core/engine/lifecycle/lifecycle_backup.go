@@ -92,8 +92,8 @@ func (e *Engine) Backup(ctx context.Context, app, service string) (*oprun.OpResu
 	}
 	if err != nil && res != nil && res.Op.Terminal() {
 		op := res.Op
-		if id, derr := e.Store.LoadDesired(ctx, app); derr == nil && op.Revision == "" {
-			op.Revision = id
+		if id, derr := e.Store.LoadDesired(ctx, app); derr == nil {
+			op.Revision = id // the webhook of the app's latest revision
 		}
 		e.NotifyOp(ctx, op, err)
 	}
@@ -125,7 +125,7 @@ func (e *Engine) dumpBackup(ctx context.Context, app, service string, manual boo
 	if manual {
 		verb, what = VerbSnapshot, "snapshots create"
 	}
-	req := oprun.LifecycleRequest{App: app, Services: []string{service}}
+	req := oprun.LifecycleRequest{App: app, Services: []string{service}, Verb: verb}
 	fp := steps.Fingerprint(core.OpRestart, app, verb, "dump", service)
 	lk, res, ok, err := e.LifecyclePreamble(ctx, core.OpRestart, req, fp)
 	if !ok {
@@ -147,7 +147,7 @@ func (e *Engine) dumpBackup(ctx context.Context, app, service string, manual boo
 	if r == nil {
 		return replay, nil, err
 	}
-	r.Op.Verb = verb
+	r.Op.Verb, r.Op.Revision = verb, as.EffectiveRevision
 	_, keep := snapshot.BackupPolicy(&as.Spec)
 	se := e.Engine.Engine.Engine
 	spec := as.Spec

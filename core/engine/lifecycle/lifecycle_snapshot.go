@@ -140,6 +140,7 @@ func (e *Engine) dataRestart(ctx context.Context, req oprun.LifecycleRequest, d 
 	if d.restore != nil {
 		id = d.restore.ID
 	}
+	req.Verb = d.verb
 	fp := steps.Fingerprint(core.OpRestart, req.App, d.verb, id, steps.SortedJoin(req.Services))
 	lk, res, ok, err := e.LifecyclePreamble(ctx, core.OpRestart, req, fp)
 	if !ok {
@@ -160,6 +161,9 @@ func (e *Engine) dataRestart(ctx context.Context, req oprun.LifecycleRequest, d 
 	}
 	r.Checks = lk.Checks
 	r.Op.Verb = d.verb
+	if as := active.Services[selected[0]]; as != nil {
+		r.Op.Revision = as.EffectiveRevision // the revision whose data it copies
+	}
 	run := e.Run(r)
 	run.data = d
 	res, err = run.restart(ctx, selected)

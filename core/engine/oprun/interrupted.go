@@ -357,6 +357,11 @@ const textInterruptedBeforeFirstStep = "operation interrupted before it journale
 // before it created a candidate.
 const textInterruptedBeforeCandidate = "operation interrupted before a candidate was created; nothing of this step is left running"
 
+// textInterruptedDump (app, service) is the error of an online dump step
+// (service.X.dump) the crash cut off: its partial snapshot is never
+// listed, and is removed.
+const textInterruptedDump = "operation interrupted during the online dump; nothing of it was kept (its command may still be running in the container until it ends): take one now with docker gordon snapshots create %s --service %s"
+
 // clearStrandedReplacementMarkers finishes the steps of a non-terminal op
 // that never created a candidate (no After): such a step may have written a
 // replacement-pending marker for the old single-writer generation (R19.3)
@@ -396,6 +401,9 @@ func (e *Engine) clearStrandedReplacementMarkers(ctx context.Context, op *core.O
 			}
 		}
 		errText := textInterruptedBeforeCandidate
+		if strings.HasSuffix(st.ID, ".dump") {
+			errText = fmt.Sprintf(textInterruptedDump, op.App, st.Service)
+		}
 		if strings.Contains(st.Detail, noteUnjournaled) {
 			errText = textInterruptedUnjournaled
 		}

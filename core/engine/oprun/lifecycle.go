@@ -23,6 +23,10 @@ type LifecycleRequest struct {
 	Services []string
 	// OpKey is the caller's idempotency key (R6); "" generates an op id.
 	OpKey string
+	// Verb names the op in the app lock's holder when it is not the
+	// kind ("backup", "snapshot", "restore": restarts with data), so a
+	// verb that waits says what it waits for.
+	Verb string
 }
 
 // OpResult is the outcome of a lifecycle verb (SPEC R50–R55).
@@ -267,7 +271,11 @@ func (e *Engine) LifecyclePreamble(ctx context.Context, kind string, req Lifecyc
 	if res, ok, err := e.checkApp(ctx, kind, req, fp); !ok {
 		return nil, res, false, err
 	}
-	lk, err = e.Lock(ctx, req.App, kind, "")
+	holder := kind
+	if req.Verb != "" {
+		holder = req.Verb
+	}
+	lk, err = e.Lock(ctx, req.App, holder, "")
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("%s %s: %w", kind, req.App, err)
 	}
