@@ -558,3 +558,30 @@ func TestBackup_TheLockHolderNamesTheBackup(t *testing.T) {
 	assert.Equal(t, "backup", holder.Verb)
 	require.NoError(t, <-done)
 }
+
+// A backup that outlasts its every is not due again the moment it ends:
+// the next waits a short gap, so a verb waiting for the app lock gets it
+// between two backups.
+func TestBackup_ABackupLongerThanItsEveryIsNotDueBackToBack(t *testing.T) {
+	web := coretest.WebSpec(0)
+	web.BackupEvery, web.BackupCommand = core.Duration(4*time.Second), []string{"dump"}
+	h := depSeedWeb(t, web)
+	store := snapshot.Open(t.TempDir())
+	h.Engine.Snapshots = store
+	start := coretest.T0.Add(time.Minute)
+	w, err := store.Begin(snapshot.Manifest{ID: store.NewID("web"), App: "blog", Service: "web", Trigger: snapshot.TriggerBackup, CreatedAt: start})
+	require.NoError(t, err)
+	_, err = w.AddDump(func(out io.Writer) error { _, err := io.WriteString(out, "dumped"); return err })
+	require.NoError(t, err)
+	m := w.Manifest()
+	m.Command, m.Duration = []string{"dump"}, core.Duration(10*time.Second)
+	_, err = w.Commit(m)
+	require.NoError(t, err)
+
+	due, err := h.Engine.DueBackups(h.Ctx(), start.Add(10*time.Second+500*time.Millisecond))
+	require.NoError(t, err)
+	assert.Empty(t, due, "just after a backup ended, past its every")
+	due, err = h.Engine.DueBackups(h.Ctx(), start.Add(13*time.Second))
+	require.NoError(t, err)
+	assert.Len(t, due, 1, "due once the gap has passed")
+}

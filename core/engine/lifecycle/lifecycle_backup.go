@@ -17,6 +17,12 @@ import (
 // docs/data.md): a restart op, like a snapshot's.
 const VerbBackup = "backup"
 
+// backupGap is the least time between the end of a service's backup and
+// the start of its next: a backup that outlasts its every would
+// otherwise start again at once, and a verb waiting for the app lock
+// would never get it between two.
+const backupGap = 2 * time.Second
+
 // DueBackup is one scheduled backup due: the service, and when it fell due.
 type DueBackup struct {
 	App, Service string
@@ -28,7 +34,7 @@ type DueBackup struct {
 // nothing writes to its volumes). A service's next
 // backup counts from its last one (trigger backup), else from when its
 // serving generation was activated; one missed while the machine was down
-// is due once.
+// is due once; none is due within backupGap of the end of the last.
 func (e *Engine) DueBackups(ctx context.Context, now time.Time) ([]DueBackup, error) {
 	if e.Snapshots == nil {
 		return nil, nil
@@ -62,13 +68,17 @@ func (e *Engine) DueBackups(ctx context.Context, now time.Time) ([]DueBackup, er
 			if on, _ := snapshot.BackupPolicy(&as.Spec); !on || (len(as.Spec.Volumes) == 0 && len(as.Spec.BackupCommand) == 0) || as.AsleepSince != nil {
 				continue // an asleep service writes nothing: due once it wakes
 			}
-			since := as.ActivatedAt
+			since, ended := as.ActivatedAt, time.Time{}
 			for _, m := range list {
 				if m.Service == name && m.Trigger == snapshot.TriggerBackup {
-					since = m.CreatedAt // oldest first: the last one wins
+					since, ended = m.CreatedAt, m.CreatedAt.Add(m.Duration.D()) // oldest first: the last one wins
 				}
 			}
-			if at := snapshot.NextBackup(&as.Spec, since); !at.IsZero() && !at.After(now) {
+			at := snapshot.NextBackup(&as.Spec, since)
+			if gap := ended.Add(backupGap); !at.IsZero() && at.Before(gap) {
+				at = gap // a backup longer than its every: never back to back
+			}
+			if !at.IsZero() && !at.After(now) {
 				due = append(due, DueBackup{App: app, Service: name, Due: at})
 			}
 		}
