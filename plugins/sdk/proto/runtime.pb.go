@@ -163,6 +163,66 @@ func (x *VolumeChunk) GetSinkBytes() int64 {
 	return 0
 }
 
+type RestoreSourceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	Source        string                 `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	SourceToken   []byte                 `protobuf:"bytes,3,opt,name=source_token,json=sourceToken,proto3" json:"source_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreSourceRequest) Reset() {
+	*x = RestoreSourceRequest{}
+	mi := &file_runtime_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSourceRequest) ProtoMessage() {}
+
+func (x *RestoreSourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runtime_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSourceRequest.ProtoReflect.Descriptor instead.
+func (*RestoreSourceRequest) Descriptor() ([]byte, []int) {
+	return file_runtime_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RestoreSourceRequest) GetVolume() string {
+	if x != nil {
+		return x.Volume
+	}
+	return ""
+}
+
+func (x *RestoreSourceRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *RestoreSourceRequest) GetSourceToken() []byte {
+	if x != nil {
+		return x.SourceToken
+	}
+	return nil
+}
+
 type VolumeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -172,7 +232,7 @@ type VolumeRequest struct {
 
 func (x *VolumeRequest) Reset() {
 	*x = VolumeRequest{}
-	mi := &file_runtime_proto_msgTypes[2]
+	mi := &file_runtime_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -184,7 +244,7 @@ func (x *VolumeRequest) String() string {
 func (*VolumeRequest) ProtoMessage() {}
 
 func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[2]
+	mi := &file_runtime_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -197,7 +257,7 @@ func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeRequest.ProtoReflect.Descriptor instead.
 func (*VolumeRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{2}
+	return file_runtime_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *VolumeRequest) GetName() string {
@@ -217,7 +277,7 @@ type VolumeState struct {
 
 func (x *VolumeState) Reset() {
 	*x = VolumeState{}
-	mi := &file_runtime_proto_msgTypes[3]
+	mi := &file_runtime_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -229,7 +289,7 @@ func (x *VolumeState) String() string {
 func (*VolumeState) ProtoMessage() {}
 
 func (x *VolumeState) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[3]
+	mi := &file_runtime_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -242,7 +302,7 @@ func (x *VolumeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeState.ProtoReflect.Descriptor instead.
 func (*VolumeState) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{3}
+	return file_runtime_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *VolumeState) GetName() string {
@@ -268,7 +328,7 @@ type NetworkRequest struct {
 
 func (x *NetworkRequest) Reset() {
 	*x = NetworkRequest{}
-	mi := &file_runtime_proto_msgTypes[4]
+	mi := &file_runtime_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -280,7 +340,7 @@ func (x *NetworkRequest) String() string {
 func (*NetworkRequest) ProtoMessage() {}
 
 func (x *NetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[4]
+	mi := &file_runtime_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -293,7 +353,7 @@ func (x *NetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkRequest.ProtoReflect.Descriptor instead.
 func (*NetworkRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{4}
+	return file_runtime_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NetworkRequest) GetName() string {
@@ -316,7 +376,7 @@ type RuntimeInfo struct {
 
 func (x *RuntimeInfo) Reset() {
 	*x = RuntimeInfo{}
-	mi := &file_runtime_proto_msgTypes[5]
+	mi := &file_runtime_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +388,7 @@ func (x *RuntimeInfo) String() string {
 func (*RuntimeInfo) ProtoMessage() {}
 
 func (x *RuntimeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[5]
+	mi := &file_runtime_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +401,7 @@ func (x *RuntimeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeInfo.ProtoReflect.Descriptor instead.
 func (*RuntimeInfo) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{5}
+	return file_runtime_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RuntimeInfo) GetName() string {
@@ -388,7 +448,7 @@ type ResolveImageRequest struct {
 
 func (x *ResolveImageRequest) Reset() {
 	*x = ResolveImageRequest{}
-	mi := &file_runtime_proto_msgTypes[6]
+	mi := &file_runtime_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -400,7 +460,7 @@ func (x *ResolveImageRequest) String() string {
 func (*ResolveImageRequest) ProtoMessage() {}
 
 func (x *ResolveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[6]
+	mi := &file_runtime_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -413,7 +473,7 @@ func (x *ResolveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveImageRequest.ProtoReflect.Descriptor instead.
 func (*ResolveImageRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{6}
+	return file_runtime_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ResolveImageRequest) GetRef() string {
@@ -436,7 +496,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_runtime_proto_msgTypes[7]
+	mi := &file_runtime_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -448,7 +508,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[7]
+	mi := &file_runtime_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -461,7 +521,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{7}
+	return file_runtime_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PullImageRequest) GetRef() string {
@@ -493,7 +553,7 @@ type ImageRef struct {
 
 func (x *ImageRef) Reset() {
 	*x = ImageRef{}
-	mi := &file_runtime_proto_msgTypes[8]
+	mi := &file_runtime_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +565,7 @@ func (x *ImageRef) String() string {
 func (*ImageRef) ProtoMessage() {}
 
 func (x *ImageRef) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[8]
+	mi := &file_runtime_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +578,7 @@ func (x *ImageRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageRef.ProtoReflect.Descriptor instead.
 func (*ImageRef) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{8}
+	return file_runtime_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ImageRef) GetRef() string {
@@ -581,7 +641,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +653,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[9]
+	mi := &file_runtime_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +666,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{9}
+	return file_runtime_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NetworkSpec) GetName() string {
@@ -639,7 +699,7 @@ type EnsureNetworkResponse struct {
 
 func (x *EnsureNetworkResponse) Reset() {
 	*x = EnsureNetworkResponse{}
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +711,7 @@ func (x *EnsureNetworkResponse) String() string {
 func (*EnsureNetworkResponse) ProtoMessage() {}
 
 func (x *EnsureNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[10]
+	mi := &file_runtime_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +724,7 @@ func (x *EnsureNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureNetworkResponse.ProtoReflect.Descriptor instead.
 func (*EnsureNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{10}
+	return file_runtime_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EnsureNetworkResponse) GetId() string {
@@ -684,7 +744,7 @@ type VolumeSpec struct {
 
 func (x *VolumeSpec) Reset() {
 	*x = VolumeSpec{}
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +756,7 @@ func (x *VolumeSpec) String() string {
 func (*VolumeSpec) ProtoMessage() {}
 
 func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[11]
+	mi := &file_runtime_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +769,7 @@ func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeSpec.ProtoReflect.Descriptor instead.
 func (*VolumeSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{11}
+	return file_runtime_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *VolumeSpec) GetName() string {
@@ -740,7 +800,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +812,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[12]
+	mi := &file_runtime_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +825,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{12}
+	return file_runtime_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Mount) GetType() string {
@@ -840,7 +900,7 @@ type ContainerSpec struct {
 
 func (x *ContainerSpec) Reset() {
 	*x = ContainerSpec{}
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +912,7 @@ func (x *ContainerSpec) String() string {
 func (*ContainerSpec) ProtoMessage() {}
 
 func (x *ContainerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[13]
+	mi := &file_runtime_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +925,7 @@ func (x *ContainerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerSpec.ProtoReflect.Descriptor instead.
 func (*ContainerSpec) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{13}
+	return file_runtime_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ContainerSpec) GetName() string {
@@ -1036,7 +1096,7 @@ type Healthcheck struct {
 
 func (x *Healthcheck) Reset() {
 	*x = Healthcheck{}
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1108,7 @@ func (x *Healthcheck) String() string {
 func (*Healthcheck) ProtoMessage() {}
 
 func (x *Healthcheck) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[14]
+	mi := &file_runtime_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1121,7 @@ func (x *Healthcheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Healthcheck.ProtoReflect.Descriptor instead.
 func (*Healthcheck) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{14}
+	return file_runtime_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Healthcheck) GetTest() []string {
@@ -1116,7 +1176,7 @@ type TmpfsMount struct {
 
 func (x *TmpfsMount) Reset() {
 	*x = TmpfsMount{}
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1188,7 @@ func (x *TmpfsMount) String() string {
 func (*TmpfsMount) ProtoMessage() {}
 
 func (x *TmpfsMount) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[15]
+	mi := &file_runtime_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1201,7 @@ func (x *TmpfsMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TmpfsMount.ProtoReflect.Descriptor instead.
 func (*TmpfsMount) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{15}
+	return file_runtime_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TmpfsMount) GetPath() string {
@@ -1169,7 +1229,7 @@ type Ulimit struct {
 
 func (x *Ulimit) Reset() {
 	*x = Ulimit{}
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1241,7 @@ func (x *Ulimit) String() string {
 func (*Ulimit) ProtoMessage() {}
 
 func (x *Ulimit) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[16]
+	mi := &file_runtime_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1254,7 @@ func (x *Ulimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ulimit.ProtoReflect.Descriptor instead.
 func (*Ulimit) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{16}
+	return file_runtime_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Ulimit) GetName() string {
@@ -1243,7 +1303,7 @@ type ContainerOptions struct {
 
 func (x *ContainerOptions) Reset() {
 	*x = ContainerOptions{}
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1315,7 @@ func (x *ContainerOptions) String() string {
 func (*ContainerOptions) ProtoMessage() {}
 
 func (x *ContainerOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[17]
+	mi := &file_runtime_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1328,7 @@ func (x *ContainerOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerOptions.ProtoReflect.Descriptor instead.
 func (*ContainerOptions) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{17}
+	return file_runtime_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ContainerOptions) GetUser() string {
@@ -1399,7 +1459,7 @@ type CreateContainerResponse struct {
 
 func (x *CreateContainerResponse) Reset() {
 	*x = CreateContainerResponse{}
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1471,7 @@ func (x *CreateContainerResponse) String() string {
 func (*CreateContainerResponse) ProtoMessage() {}
 
 func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[18]
+	mi := &file_runtime_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1484,7 @@ func (x *CreateContainerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateContainerResponse.ProtoReflect.Descriptor instead.
 func (*CreateContainerResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{18}
+	return file_runtime_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateContainerResponse) GetId() string {
@@ -1443,7 +1503,7 @@ type ContainerRequest struct {
 
 func (x *ContainerRequest) Reset() {
 	*x = ContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1515,7 @@ func (x *ContainerRequest) String() string {
 func (*ContainerRequest) ProtoMessage() {}
 
 func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[19]
+	mi := &file_runtime_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1528,7 @@ func (x *ContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerRequest.ProtoReflect.Descriptor instead.
 func (*ContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{19}
+	return file_runtime_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ContainerRequest) GetId() string {
@@ -1488,7 +1548,7 @@ type StopContainerRequest struct {
 
 func (x *StopContainerRequest) Reset() {
 	*x = StopContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1560,7 @@ func (x *StopContainerRequest) String() string {
 func (*StopContainerRequest) ProtoMessage() {}
 
 func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[20]
+	mi := &file_runtime_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1573,7 @@ func (x *StopContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopContainerRequest.ProtoReflect.Descriptor instead.
 func (*StopContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{20}
+	return file_runtime_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StopContainerRequest) GetId() string {
@@ -1540,7 +1600,7 @@ type RemoveContainerRequest struct {
 
 func (x *RemoveContainerRequest) Reset() {
 	*x = RemoveContainerRequest{}
-	mi := &file_runtime_proto_msgTypes[21]
+	mi := &file_runtime_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1612,7 @@ func (x *RemoveContainerRequest) String() string {
 func (*RemoveContainerRequest) ProtoMessage() {}
 
 func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[21]
+	mi := &file_runtime_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1625,7 @@ func (x *RemoveContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveContainerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveContainerRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{21}
+	return file_runtime_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoveContainerRequest) GetId() string {
@@ -1609,7 +1669,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_runtime_proto_msgTypes[22]
+	mi := &file_runtime_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1681,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[22]
+	mi := &file_runtime_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1694,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{22}
+	return file_runtime_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ContainerState) GetId() string {
@@ -1745,7 +1805,7 @@ type BackendBindsRequest struct {
 
 func (x *BackendBindsRequest) Reset() {
 	*x = BackendBindsRequest{}
-	mi := &file_runtime_proto_msgTypes[23]
+	mi := &file_runtime_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +1817,7 @@ func (x *BackendBindsRequest) String() string {
 func (*BackendBindsRequest) ProtoMessage() {}
 
 func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[23]
+	mi := &file_runtime_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +1830,7 @@ func (x *BackendBindsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsRequest.ProtoReflect.Descriptor instead.
 func (*BackendBindsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{23}
+	return file_runtime_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BackendBindsRequest) GetId() string {
@@ -1803,7 +1863,7 @@ type BackendBind struct {
 
 func (x *BackendBind) Reset() {
 	*x = BackendBind{}
-	mi := &file_runtime_proto_msgTypes[24]
+	mi := &file_runtime_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +1875,7 @@ func (x *BackendBind) String() string {
 func (*BackendBind) ProtoMessage() {}
 
 func (x *BackendBind) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[24]
+	mi := &file_runtime_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +1888,7 @@ func (x *BackendBind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBind.ProtoReflect.Descriptor instead.
 func (*BackendBind) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{24}
+	return file_runtime_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BackendBind) GetContainerPort() int32 {
@@ -1875,7 +1935,7 @@ type BackendBindsResponse struct {
 
 func (x *BackendBindsResponse) Reset() {
 	*x = BackendBindsResponse{}
-	mi := &file_runtime_proto_msgTypes[25]
+	mi := &file_runtime_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1887,7 +1947,7 @@ func (x *BackendBindsResponse) String() string {
 func (*BackendBindsResponse) ProtoMessage() {}
 
 func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[25]
+	mi := &file_runtime_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1900,7 +1960,7 @@ func (x *BackendBindsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendBindsResponse.ProtoReflect.Descriptor instead.
 func (*BackendBindsResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{25}
+	return file_runtime_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BackendBindsResponse) GetBinds() []*BackendBind {
@@ -1922,7 +1982,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_runtime_proto_msgTypes[26]
+	mi := &file_runtime_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +1994,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[26]
+	mi := &file_runtime_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2007,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{26}
+	return file_runtime_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1989,7 +2049,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runtime_proto_msgTypes[27]
+	mi := &file_runtime_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2061,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[27]
+	mi := &file_runtime_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2074,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{27}
+	return file_runtime_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LogLine) GetTime() *timestamppb.Timestamp {
@@ -2047,7 +2107,7 @@ type ListManagedRequest struct {
 
 func (x *ListManagedRequest) Reset() {
 	*x = ListManagedRequest{}
-	mi := &file_runtime_proto_msgTypes[28]
+	mi := &file_runtime_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2119,7 @@ func (x *ListManagedRequest) String() string {
 func (*ListManagedRequest) ProtoMessage() {}
 
 func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[28]
+	mi := &file_runtime_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2132,7 @@ func (x *ListManagedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedRequest.ProtoReflect.Descriptor instead.
 func (*ListManagedRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{28}
+	return file_runtime_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListManagedRequest) GetLabels() map[string]string {
@@ -2091,7 +2151,7 @@ type ListManagedResponse struct {
 
 func (x *ListManagedResponse) Reset() {
 	*x = ListManagedResponse{}
-	mi := &file_runtime_proto_msgTypes[29]
+	mi := &file_runtime_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2103,7 +2163,7 @@ func (x *ListManagedResponse) String() string {
 func (*ListManagedResponse) ProtoMessage() {}
 
 func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[29]
+	mi := &file_runtime_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2116,7 +2176,7 @@ func (x *ListManagedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListManagedResponse.ProtoReflect.Descriptor instead.
 func (*ListManagedResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{29}
+	return file_runtime_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListManagedResponse) GetContainers() []*ContainerState {
@@ -2140,7 +2200,7 @@ type InternalProbeRequest struct {
 
 func (x *InternalProbeRequest) Reset() {
 	*x = InternalProbeRequest{}
-	mi := &file_runtime_proto_msgTypes[30]
+	mi := &file_runtime_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2152,7 +2212,7 @@ func (x *InternalProbeRequest) String() string {
 func (*InternalProbeRequest) ProtoMessage() {}
 
 func (x *InternalProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[30]
+	mi := &file_runtime_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2165,7 +2225,7 @@ func (x *InternalProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InternalProbeRequest.ProtoReflect.Descriptor instead.
 func (*InternalProbeRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{30}
+	return file_runtime_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *InternalProbeRequest) GetContainer() string {
@@ -2221,7 +2281,7 @@ type InternalProbeResponse struct {
 
 func (x *InternalProbeResponse) Reset() {
 	*x = InternalProbeResponse{}
-	mi := &file_runtime_proto_msgTypes[31]
+	mi := &file_runtime_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2233,7 +2293,7 @@ func (x *InternalProbeResponse) String() string {
 func (*InternalProbeResponse) ProtoMessage() {}
 
 func (x *InternalProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[31]
+	mi := &file_runtime_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2246,7 +2306,7 @@ func (x *InternalProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InternalProbeResponse.ProtoReflect.Descriptor instead.
 func (*InternalProbeResponse) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{31}
+	return file_runtime_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *InternalProbeResponse) GetReady() bool {
@@ -2281,7 +2341,7 @@ type RestartPolicyRequest struct {
 
 func (x *RestartPolicyRequest) Reset() {
 	*x = RestartPolicyRequest{}
-	mi := &file_runtime_proto_msgTypes[32]
+	mi := &file_runtime_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2293,7 +2353,7 @@ func (x *RestartPolicyRequest) String() string {
 func (*RestartPolicyRequest) ProtoMessage() {}
 
 func (x *RestartPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[32]
+	mi := &file_runtime_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2306,7 +2366,7 @@ func (x *RestartPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicyRequest.ProtoReflect.Descriptor instead.
 func (*RestartPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{32}
+	return file_runtime_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RestartPolicyRequest) GetId() string {
@@ -2337,7 +2397,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_runtime_proto_msgTypes[33]
+	mi := &file_runtime_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +2409,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[33]
+	mi := &file_runtime_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2422,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{33}
+	return file_runtime_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ExecRequest) GetId() string {
@@ -2422,7 +2482,7 @@ type ExecStreamEvent struct {
 
 func (x *ExecStreamEvent) Reset() {
 	*x = ExecStreamEvent{}
-	mi := &file_runtime_proto_msgTypes[34]
+	mi := &file_runtime_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2434,7 +2494,7 @@ func (x *ExecStreamEvent) String() string {
 func (*ExecStreamEvent) ProtoMessage() {}
 
 func (x *ExecStreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[34]
+	mi := &file_runtime_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2447,7 +2507,7 @@ func (x *ExecStreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStreamEvent.ProtoReflect.Descriptor instead.
 func (*ExecStreamEvent) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{34}
+	return file_runtime_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExecStreamEvent) GetStdout() []byte {
@@ -2498,7 +2558,7 @@ type ExecEvent struct {
 
 func (x *ExecEvent) Reset() {
 	*x = ExecEvent{}
-	mi := &file_runtime_proto_msgTypes[35]
+	mi := &file_runtime_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2510,7 +2570,7 @@ func (x *ExecEvent) String() string {
 func (*ExecEvent) ProtoMessage() {}
 
 func (x *ExecEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_proto_msgTypes[35]
+	mi := &file_runtime_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +2583,7 @@ func (x *ExecEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecEvent.ProtoReflect.Descriptor instead.
 func (*ExecEvent) Descriptor() ([]byte, []int) {
-	return file_runtime_proto_rawDescGZIP(), []int{35}
+	return file_runtime_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExecEvent) GetLine() string {
@@ -2562,7 +2622,11 @@ const file_runtime_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x16\n" +
 	"\x06volume\x18\x02 \x01(\tR\x06volume\x12\x1d\n" +
 	"\n" +
-	"sink_bytes\x18\x03 \x01(\x03R\tsinkBytes\"#\n" +
+	"sink_bytes\x18\x03 \x01(\x03R\tsinkBytes\"i\n" +
+	"\x14RestoreSourceRequest\x12\x16\n" +
+	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12!\n" +
+	"\fsource_token\x18\x03 \x01(\fR\vsourceToken\"#\n" +
 	"\rVolumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x9f\x01\n" +
 	"\vVolumeState\x12\x12\n" +
@@ -2789,7 +2853,7 @@ const file_runtime_proto_rawDesc = "" +
 	"\tExecEvent\x12\x12\n" +
 	"\x04line\x18\x01 \x01(\tR\x04line\x12\x16\n" +
 	"\x06exited\x18\x02 \x01(\bR\x06exited\x12\x1b\n" +
-	"\texit_code\x18\x03 \x01(\x05R\bexitCode2\xf5\x0e\n" +
+	"\texit_code\x18\x03 \x01(\x05R\bexitCode2\xcb\x0f\n" +
 	"\aRuntime\x12Q\n" +
 	"\bDescribe\x12!.gordon.plugin.v1.DescribeRequest\x1a\".gordon.plugin.v1.DescribeResponse\x12>\n" +
 	"\x04Info\x12\x17.gordon.plugin.v1.Empty\x1a\x1d.gordon.plugin.v1.RuntimeInfo\x12Q\n" +
@@ -2812,7 +2876,8 @@ const file_runtime_proto_rawDesc = "" +
 	"\x10SetRestartPolicy\x12&.gordon.plugin.v1.RestartPolicyRequest\x1a\x17.gordon.plugin.v1.Empty\x12M\n" +
 	"\rExecContainer\x12\x1d.gordon.plugin.v1.ExecRequest\x1a\x1b.gordon.plugin.v1.ExecEvent0\x01\x12V\n" +
 	"\fExportVolume\x12%.gordon.plugin.v1.ExportVolumeRequest\x1a\x1d.gordon.plugin.v1.VolumeChunk0\x01\x12I\n" +
-	"\rRestoreVolume\x12\x1d.gordon.plugin.v1.VolumeChunk\x1a\x17.gordon.plugin.v1.Empty(\x01\x12P\n" +
+	"\rRestoreVolume\x12\x1d.gordon.plugin.v1.VolumeChunk\x1a\x17.gordon.plugin.v1.Empty(\x01\x12T\n" +
+	"\x11RestoreVolumeFrom\x12&.gordon.plugin.v1.RestoreSourceRequest\x1a\x17.gordon.plugin.v1.Empty\x12P\n" +
 	"\n" +
 	"ExecStream\x12\x1d.gordon.plugin.v1.ExecRequest\x1a!.gordon.plugin.v1.ExecStreamEvent0\x01B@Z>github.com/gordon-deploy/docker-gordon/plugins/sdk/proto;protob\x06proto3"
 
@@ -2828,134 +2893,137 @@ func file_runtime_proto_rawDescGZIP() []byte {
 	return file_runtime_proto_rawDescData
 }
 
-var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_runtime_proto_goTypes = []any{
 	(*ExportVolumeRequest)(nil),     // 0: gordon.plugin.v1.ExportVolumeRequest
 	(*VolumeChunk)(nil),             // 1: gordon.plugin.v1.VolumeChunk
-	(*VolumeRequest)(nil),           // 2: gordon.plugin.v1.VolumeRequest
-	(*VolumeState)(nil),             // 3: gordon.plugin.v1.VolumeState
-	(*NetworkRequest)(nil),          // 4: gordon.plugin.v1.NetworkRequest
-	(*RuntimeInfo)(nil),             // 5: gordon.plugin.v1.RuntimeInfo
-	(*ResolveImageRequest)(nil),     // 6: gordon.plugin.v1.ResolveImageRequest
-	(*PullImageRequest)(nil),        // 7: gordon.plugin.v1.PullImageRequest
-	(*ImageRef)(nil),                // 8: gordon.plugin.v1.ImageRef
-	(*NetworkSpec)(nil),             // 9: gordon.plugin.v1.NetworkSpec
-	(*EnsureNetworkResponse)(nil),   // 10: gordon.plugin.v1.EnsureNetworkResponse
-	(*VolumeSpec)(nil),              // 11: gordon.plugin.v1.VolumeSpec
-	(*Mount)(nil),                   // 12: gordon.plugin.v1.Mount
-	(*ContainerSpec)(nil),           // 13: gordon.plugin.v1.ContainerSpec
-	(*Healthcheck)(nil),             // 14: gordon.plugin.v1.Healthcheck
-	(*TmpfsMount)(nil),              // 15: gordon.plugin.v1.TmpfsMount
-	(*Ulimit)(nil),                  // 16: gordon.plugin.v1.Ulimit
-	(*ContainerOptions)(nil),        // 17: gordon.plugin.v1.ContainerOptions
-	(*CreateContainerResponse)(nil), // 18: gordon.plugin.v1.CreateContainerResponse
-	(*ContainerRequest)(nil),        // 19: gordon.plugin.v1.ContainerRequest
-	(*StopContainerRequest)(nil),    // 20: gordon.plugin.v1.StopContainerRequest
-	(*RemoveContainerRequest)(nil),  // 21: gordon.plugin.v1.RemoveContainerRequest
-	(*ContainerState)(nil),          // 22: gordon.plugin.v1.ContainerState
-	(*BackendBindsRequest)(nil),     // 23: gordon.plugin.v1.BackendBindsRequest
-	(*BackendBind)(nil),             // 24: gordon.plugin.v1.BackendBind
-	(*BackendBindsResponse)(nil),    // 25: gordon.plugin.v1.BackendBindsResponse
-	(*LogsRequest)(nil),             // 26: gordon.plugin.v1.LogsRequest
-	(*LogLine)(nil),                 // 27: gordon.plugin.v1.LogLine
-	(*ListManagedRequest)(nil),      // 28: gordon.plugin.v1.ListManagedRequest
-	(*ListManagedResponse)(nil),     // 29: gordon.plugin.v1.ListManagedResponse
-	(*InternalProbeRequest)(nil),    // 30: gordon.plugin.v1.InternalProbeRequest
-	(*InternalProbeResponse)(nil),   // 31: gordon.plugin.v1.InternalProbeResponse
-	(*RestartPolicyRequest)(nil),    // 32: gordon.plugin.v1.RestartPolicyRequest
-	(*ExecRequest)(nil),             // 33: gordon.plugin.v1.ExecRequest
-	(*ExecStreamEvent)(nil),         // 34: gordon.plugin.v1.ExecStreamEvent
-	(*ExecEvent)(nil),               // 35: gordon.plugin.v1.ExecEvent
-	nil,                             // 36: gordon.plugin.v1.VolumeState.LabelsEntry
-	nil,                             // 37: gordon.plugin.v1.NetworkSpec.LabelsEntry
-	nil,                             // 38: gordon.plugin.v1.VolumeSpec.LabelsEntry
-	nil,                             // 39: gordon.plugin.v1.ContainerSpec.LabelsEntry
-	nil,                             // 40: gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	nil,                             // 41: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	nil,                             // 42: gordon.plugin.v1.ContainerState.LabelsEntry
-	nil,                             // 43: gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	(*PortSpec)(nil),                // 44: gordon.plugin.v1.PortSpec
-	(*durationpb.Duration)(nil),     // 45: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 46: google.protobuf.Timestamp
-	(*DescribeRequest)(nil),         // 47: gordon.plugin.v1.DescribeRequest
-	(*Empty)(nil),                   // 48: gordon.plugin.v1.Empty
-	(*DescribeResponse)(nil),        // 49: gordon.plugin.v1.DescribeResponse
+	(*RestoreSourceRequest)(nil),    // 2: gordon.plugin.v1.RestoreSourceRequest
+	(*VolumeRequest)(nil),           // 3: gordon.plugin.v1.VolumeRequest
+	(*VolumeState)(nil),             // 4: gordon.plugin.v1.VolumeState
+	(*NetworkRequest)(nil),          // 5: gordon.plugin.v1.NetworkRequest
+	(*RuntimeInfo)(nil),             // 6: gordon.plugin.v1.RuntimeInfo
+	(*ResolveImageRequest)(nil),     // 7: gordon.plugin.v1.ResolveImageRequest
+	(*PullImageRequest)(nil),        // 8: gordon.plugin.v1.PullImageRequest
+	(*ImageRef)(nil),                // 9: gordon.plugin.v1.ImageRef
+	(*NetworkSpec)(nil),             // 10: gordon.plugin.v1.NetworkSpec
+	(*EnsureNetworkResponse)(nil),   // 11: gordon.plugin.v1.EnsureNetworkResponse
+	(*VolumeSpec)(nil),              // 12: gordon.plugin.v1.VolumeSpec
+	(*Mount)(nil),                   // 13: gordon.plugin.v1.Mount
+	(*ContainerSpec)(nil),           // 14: gordon.plugin.v1.ContainerSpec
+	(*Healthcheck)(nil),             // 15: gordon.plugin.v1.Healthcheck
+	(*TmpfsMount)(nil),              // 16: gordon.plugin.v1.TmpfsMount
+	(*Ulimit)(nil),                  // 17: gordon.plugin.v1.Ulimit
+	(*ContainerOptions)(nil),        // 18: gordon.plugin.v1.ContainerOptions
+	(*CreateContainerResponse)(nil), // 19: gordon.plugin.v1.CreateContainerResponse
+	(*ContainerRequest)(nil),        // 20: gordon.plugin.v1.ContainerRequest
+	(*StopContainerRequest)(nil),    // 21: gordon.plugin.v1.StopContainerRequest
+	(*RemoveContainerRequest)(nil),  // 22: gordon.plugin.v1.RemoveContainerRequest
+	(*ContainerState)(nil),          // 23: gordon.plugin.v1.ContainerState
+	(*BackendBindsRequest)(nil),     // 24: gordon.plugin.v1.BackendBindsRequest
+	(*BackendBind)(nil),             // 25: gordon.plugin.v1.BackendBind
+	(*BackendBindsResponse)(nil),    // 26: gordon.plugin.v1.BackendBindsResponse
+	(*LogsRequest)(nil),             // 27: gordon.plugin.v1.LogsRequest
+	(*LogLine)(nil),                 // 28: gordon.plugin.v1.LogLine
+	(*ListManagedRequest)(nil),      // 29: gordon.plugin.v1.ListManagedRequest
+	(*ListManagedResponse)(nil),     // 30: gordon.plugin.v1.ListManagedResponse
+	(*InternalProbeRequest)(nil),    // 31: gordon.plugin.v1.InternalProbeRequest
+	(*InternalProbeResponse)(nil),   // 32: gordon.plugin.v1.InternalProbeResponse
+	(*RestartPolicyRequest)(nil),    // 33: gordon.plugin.v1.RestartPolicyRequest
+	(*ExecRequest)(nil),             // 34: gordon.plugin.v1.ExecRequest
+	(*ExecStreamEvent)(nil),         // 35: gordon.plugin.v1.ExecStreamEvent
+	(*ExecEvent)(nil),               // 36: gordon.plugin.v1.ExecEvent
+	nil,                             // 37: gordon.plugin.v1.VolumeState.LabelsEntry
+	nil,                             // 38: gordon.plugin.v1.NetworkSpec.LabelsEntry
+	nil,                             // 39: gordon.plugin.v1.VolumeSpec.LabelsEntry
+	nil,                             // 40: gordon.plugin.v1.ContainerSpec.LabelsEntry
+	nil,                             // 41: gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	nil,                             // 42: gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	nil,                             // 43: gordon.plugin.v1.ContainerState.LabelsEntry
+	nil,                             // 44: gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	(*PortSpec)(nil),                // 45: gordon.plugin.v1.PortSpec
+	(*durationpb.Duration)(nil),     // 46: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 47: google.protobuf.Timestamp
+	(*DescribeRequest)(nil),         // 48: gordon.plugin.v1.DescribeRequest
+	(*Empty)(nil),                   // 49: gordon.plugin.v1.Empty
+	(*DescribeResponse)(nil),        // 50: gordon.plugin.v1.DescribeResponse
 }
 var file_runtime_proto_depIdxs = []int32{
-	36, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
-	37, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
-	38, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
-	39, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
-	44, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
-	12, // 5: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
-	45, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
-	14, // 7: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
-	17, // 8: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
-	45, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
-	45, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
-	45, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
-	15, // 12: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
-	16, // 13: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
-	40, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
-	41, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
-	45, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
-	46, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
-	42, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
-	44, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
-	24, // 20: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
-	46, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	46, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	43, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
-	22, // 24: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
-	45, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
-	47, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
-	48, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
-	6,  // 28: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
-	7,  // 29: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
-	9,  // 30: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
-	11, // 31: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
-	13, // 32: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
-	19, // 33: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	20, // 34: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	21, // 35: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
-	20, // 36: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
-	19, // 37: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
-	23, // 38: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
-	26, // 39: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
-	28, // 40: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
-	30, // 41: gordon.plugin.v1.Runtime.ProbeInternal:input_type -> gordon.plugin.v1.InternalProbeRequest
-	2,  // 42: gordon.plugin.v1.Runtime.InspectVolume:input_type -> gordon.plugin.v1.VolumeRequest
-	4,  // 43: gordon.plugin.v1.Runtime.RemoveNetwork:input_type -> gordon.plugin.v1.NetworkRequest
-	32, // 44: gordon.plugin.v1.Runtime.SetRestartPolicy:input_type -> gordon.plugin.v1.RestartPolicyRequest
-	33, // 45: gordon.plugin.v1.Runtime.ExecContainer:input_type -> gordon.plugin.v1.ExecRequest
+	37, // 0: gordon.plugin.v1.VolumeState.labels:type_name -> gordon.plugin.v1.VolumeState.LabelsEntry
+	38, // 1: gordon.plugin.v1.NetworkSpec.labels:type_name -> gordon.plugin.v1.NetworkSpec.LabelsEntry
+	39, // 2: gordon.plugin.v1.VolumeSpec.labels:type_name -> gordon.plugin.v1.VolumeSpec.LabelsEntry
+	40, // 3: gordon.plugin.v1.ContainerSpec.labels:type_name -> gordon.plugin.v1.ContainerSpec.LabelsEntry
+	45, // 4: gordon.plugin.v1.ContainerSpec.ports:type_name -> gordon.plugin.v1.PortSpec
+	13, // 5: gordon.plugin.v1.ContainerSpec.mounts:type_name -> gordon.plugin.v1.Mount
+	46, // 6: gordon.plugin.v1.ContainerSpec.stop_grace:type_name -> google.protobuf.Duration
+	15, // 7: gordon.plugin.v1.ContainerSpec.healthcheck:type_name -> gordon.plugin.v1.Healthcheck
+	18, // 8: gordon.plugin.v1.ContainerSpec.options:type_name -> gordon.plugin.v1.ContainerOptions
+	46, // 9: gordon.plugin.v1.Healthcheck.interval:type_name -> google.protobuf.Duration
+	46, // 10: gordon.plugin.v1.Healthcheck.timeout:type_name -> google.protobuf.Duration
+	46, // 11: gordon.plugin.v1.Healthcheck.start_period:type_name -> google.protobuf.Duration
+	16, // 12: gordon.plugin.v1.ContainerOptions.tmpfs:type_name -> gordon.plugin.v1.TmpfsMount
+	17, // 13: gordon.plugin.v1.ContainerOptions.ulimits:type_name -> gordon.plugin.v1.Ulimit
+	41, // 14: gordon.plugin.v1.ContainerOptions.sysctls:type_name -> gordon.plugin.v1.ContainerOptions.SysctlsEntry
+	42, // 15: gordon.plugin.v1.ContainerOptions.log_options:type_name -> gordon.plugin.v1.ContainerOptions.LogOptionsEntry
+	46, // 16: gordon.plugin.v1.StopContainerRequest.grace:type_name -> google.protobuf.Duration
+	47, // 17: gordon.plugin.v1.ContainerState.started_at:type_name -> google.protobuf.Timestamp
+	43, // 18: gordon.plugin.v1.ContainerState.labels:type_name -> gordon.plugin.v1.ContainerState.LabelsEntry
+	45, // 19: gordon.plugin.v1.BackendBindsRequest.ports:type_name -> gordon.plugin.v1.PortSpec
+	25, // 20: gordon.plugin.v1.BackendBindsResponse.binds:type_name -> gordon.plugin.v1.BackendBind
+	47, // 21: gordon.plugin.v1.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	47, // 22: gordon.plugin.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	44, // 23: gordon.plugin.v1.ListManagedRequest.labels:type_name -> gordon.plugin.v1.ListManagedRequest.LabelsEntry
+	23, // 24: gordon.plugin.v1.ListManagedResponse.containers:type_name -> gordon.plugin.v1.ContainerState
+	46, // 25: gordon.plugin.v1.InternalProbeRequest.timeout:type_name -> google.protobuf.Duration
+	48, // 26: gordon.plugin.v1.Runtime.Describe:input_type -> gordon.plugin.v1.DescribeRequest
+	49, // 27: gordon.plugin.v1.Runtime.Info:input_type -> gordon.plugin.v1.Empty
+	7,  // 28: gordon.plugin.v1.Runtime.ResolveImage:input_type -> gordon.plugin.v1.ResolveImageRequest
+	8,  // 29: gordon.plugin.v1.Runtime.PullImage:input_type -> gordon.plugin.v1.PullImageRequest
+	10, // 30: gordon.plugin.v1.Runtime.EnsureNetwork:input_type -> gordon.plugin.v1.NetworkSpec
+	12, // 31: gordon.plugin.v1.Runtime.EnsureVolume:input_type -> gordon.plugin.v1.VolumeSpec
+	14, // 32: gordon.plugin.v1.Runtime.CreateContainer:input_type -> gordon.plugin.v1.ContainerSpec
+	20, // 33: gordon.plugin.v1.Runtime.StartContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	21, // 34: gordon.plugin.v1.Runtime.StopContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	22, // 35: gordon.plugin.v1.Runtime.RemoveContainer:input_type -> gordon.plugin.v1.RemoveContainerRequest
+	21, // 36: gordon.plugin.v1.Runtime.RestartContainer:input_type -> gordon.plugin.v1.StopContainerRequest
+	20, // 37: gordon.plugin.v1.Runtime.InspectContainer:input_type -> gordon.plugin.v1.ContainerRequest
+	24, // 38: gordon.plugin.v1.Runtime.BackendBinds:input_type -> gordon.plugin.v1.BackendBindsRequest
+	27, // 39: gordon.plugin.v1.Runtime.Logs:input_type -> gordon.plugin.v1.LogsRequest
+	29, // 40: gordon.plugin.v1.Runtime.ListManaged:input_type -> gordon.plugin.v1.ListManagedRequest
+	31, // 41: gordon.plugin.v1.Runtime.ProbeInternal:input_type -> gordon.plugin.v1.InternalProbeRequest
+	3,  // 42: gordon.plugin.v1.Runtime.InspectVolume:input_type -> gordon.plugin.v1.VolumeRequest
+	5,  // 43: gordon.plugin.v1.Runtime.RemoveNetwork:input_type -> gordon.plugin.v1.NetworkRequest
+	33, // 44: gordon.plugin.v1.Runtime.SetRestartPolicy:input_type -> gordon.plugin.v1.RestartPolicyRequest
+	34, // 45: gordon.plugin.v1.Runtime.ExecContainer:input_type -> gordon.plugin.v1.ExecRequest
 	0,  // 46: gordon.plugin.v1.Runtime.ExportVolume:input_type -> gordon.plugin.v1.ExportVolumeRequest
 	1,  // 47: gordon.plugin.v1.Runtime.RestoreVolume:input_type -> gordon.plugin.v1.VolumeChunk
-	33, // 48: gordon.plugin.v1.Runtime.ExecStream:input_type -> gordon.plugin.v1.ExecRequest
-	49, // 49: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
-	5,  // 50: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
-	8,  // 51: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
-	48, // 52: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
-	10, // 53: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
-	48, // 54: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
-	18, // 55: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
-	48, // 56: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
-	48, // 57: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
-	48, // 58: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
-	48, // 59: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
-	22, // 60: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
-	25, // 61: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
-	27, // 62: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
-	29, // 63: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
-	31, // 64: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
-	3,  // 65: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
-	48, // 66: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
-	48, // 67: gordon.plugin.v1.Runtime.SetRestartPolicy:output_type -> gordon.plugin.v1.Empty
-	35, // 68: gordon.plugin.v1.Runtime.ExecContainer:output_type -> gordon.plugin.v1.ExecEvent
-	1,  // 69: gordon.plugin.v1.Runtime.ExportVolume:output_type -> gordon.plugin.v1.VolumeChunk
-	48, // 70: gordon.plugin.v1.Runtime.RestoreVolume:output_type -> gordon.plugin.v1.Empty
-	34, // 71: gordon.plugin.v1.Runtime.ExecStream:output_type -> gordon.plugin.v1.ExecStreamEvent
-	49, // [49:72] is the sub-list for method output_type
-	26, // [26:49] is the sub-list for method input_type
+	2,  // 48: gordon.plugin.v1.Runtime.RestoreVolumeFrom:input_type -> gordon.plugin.v1.RestoreSourceRequest
+	34, // 49: gordon.plugin.v1.Runtime.ExecStream:input_type -> gordon.plugin.v1.ExecRequest
+	50, // 50: gordon.plugin.v1.Runtime.Describe:output_type -> gordon.plugin.v1.DescribeResponse
+	6,  // 51: gordon.plugin.v1.Runtime.Info:output_type -> gordon.plugin.v1.RuntimeInfo
+	9,  // 52: gordon.plugin.v1.Runtime.ResolveImage:output_type -> gordon.plugin.v1.ImageRef
+	49, // 53: gordon.plugin.v1.Runtime.PullImage:output_type -> gordon.plugin.v1.Empty
+	11, // 54: gordon.plugin.v1.Runtime.EnsureNetwork:output_type -> gordon.plugin.v1.EnsureNetworkResponse
+	49, // 55: gordon.plugin.v1.Runtime.EnsureVolume:output_type -> gordon.plugin.v1.Empty
+	19, // 56: gordon.plugin.v1.Runtime.CreateContainer:output_type -> gordon.plugin.v1.CreateContainerResponse
+	49, // 57: gordon.plugin.v1.Runtime.StartContainer:output_type -> gordon.plugin.v1.Empty
+	49, // 58: gordon.plugin.v1.Runtime.StopContainer:output_type -> gordon.plugin.v1.Empty
+	49, // 59: gordon.plugin.v1.Runtime.RemoveContainer:output_type -> gordon.plugin.v1.Empty
+	49, // 60: gordon.plugin.v1.Runtime.RestartContainer:output_type -> gordon.plugin.v1.Empty
+	23, // 61: gordon.plugin.v1.Runtime.InspectContainer:output_type -> gordon.plugin.v1.ContainerState
+	26, // 62: gordon.plugin.v1.Runtime.BackendBinds:output_type -> gordon.plugin.v1.BackendBindsResponse
+	28, // 63: gordon.plugin.v1.Runtime.Logs:output_type -> gordon.plugin.v1.LogLine
+	30, // 64: gordon.plugin.v1.Runtime.ListManaged:output_type -> gordon.plugin.v1.ListManagedResponse
+	32, // 65: gordon.plugin.v1.Runtime.ProbeInternal:output_type -> gordon.plugin.v1.InternalProbeResponse
+	4,  // 66: gordon.plugin.v1.Runtime.InspectVolume:output_type -> gordon.plugin.v1.VolumeState
+	49, // 67: gordon.plugin.v1.Runtime.RemoveNetwork:output_type -> gordon.plugin.v1.Empty
+	49, // 68: gordon.plugin.v1.Runtime.SetRestartPolicy:output_type -> gordon.plugin.v1.Empty
+	36, // 69: gordon.plugin.v1.Runtime.ExecContainer:output_type -> gordon.plugin.v1.ExecEvent
+	1,  // 70: gordon.plugin.v1.Runtime.ExportVolume:output_type -> gordon.plugin.v1.VolumeChunk
+	49, // 71: gordon.plugin.v1.Runtime.RestoreVolume:output_type -> gordon.plugin.v1.Empty
+	49, // 72: gordon.plugin.v1.Runtime.RestoreVolumeFrom:output_type -> gordon.plugin.v1.Empty
+	35, // 73: gordon.plugin.v1.Runtime.ExecStream:output_type -> gordon.plugin.v1.ExecStreamEvent
+	50, // [50:74] is the sub-list for method output_type
+	26, // [26:50] is the sub-list for method input_type
 	26, // [26:26] is the sub-list for extension type_name
 	26, // [26:26] is the sub-list for extension extendee
 	0,  // [0:26] is the sub-list for field type_name
@@ -2973,7 +3041,7 @@ func file_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_proto_rawDesc), len(file_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,29 +21,30 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Runtime_Describe_FullMethodName         = "/gordon.plugin.v1.Runtime/Describe"
-	Runtime_Info_FullMethodName             = "/gordon.plugin.v1.Runtime/Info"
-	Runtime_ResolveImage_FullMethodName     = "/gordon.plugin.v1.Runtime/ResolveImage"
-	Runtime_PullImage_FullMethodName        = "/gordon.plugin.v1.Runtime/PullImage"
-	Runtime_EnsureNetwork_FullMethodName    = "/gordon.plugin.v1.Runtime/EnsureNetwork"
-	Runtime_EnsureVolume_FullMethodName     = "/gordon.plugin.v1.Runtime/EnsureVolume"
-	Runtime_CreateContainer_FullMethodName  = "/gordon.plugin.v1.Runtime/CreateContainer"
-	Runtime_StartContainer_FullMethodName   = "/gordon.plugin.v1.Runtime/StartContainer"
-	Runtime_StopContainer_FullMethodName    = "/gordon.plugin.v1.Runtime/StopContainer"
-	Runtime_RemoveContainer_FullMethodName  = "/gordon.plugin.v1.Runtime/RemoveContainer"
-	Runtime_RestartContainer_FullMethodName = "/gordon.plugin.v1.Runtime/RestartContainer"
-	Runtime_InspectContainer_FullMethodName = "/gordon.plugin.v1.Runtime/InspectContainer"
-	Runtime_BackendBinds_FullMethodName     = "/gordon.plugin.v1.Runtime/BackendBinds"
-	Runtime_Logs_FullMethodName             = "/gordon.plugin.v1.Runtime/Logs"
-	Runtime_ListManaged_FullMethodName      = "/gordon.plugin.v1.Runtime/ListManaged"
-	Runtime_ProbeInternal_FullMethodName    = "/gordon.plugin.v1.Runtime/ProbeInternal"
-	Runtime_InspectVolume_FullMethodName    = "/gordon.plugin.v1.Runtime/InspectVolume"
-	Runtime_RemoveNetwork_FullMethodName    = "/gordon.plugin.v1.Runtime/RemoveNetwork"
-	Runtime_SetRestartPolicy_FullMethodName = "/gordon.plugin.v1.Runtime/SetRestartPolicy"
-	Runtime_ExecContainer_FullMethodName    = "/gordon.plugin.v1.Runtime/ExecContainer"
-	Runtime_ExportVolume_FullMethodName     = "/gordon.plugin.v1.Runtime/ExportVolume"
-	Runtime_RestoreVolume_FullMethodName    = "/gordon.plugin.v1.Runtime/RestoreVolume"
-	Runtime_ExecStream_FullMethodName       = "/gordon.plugin.v1.Runtime/ExecStream"
+	Runtime_Describe_FullMethodName          = "/gordon.plugin.v1.Runtime/Describe"
+	Runtime_Info_FullMethodName              = "/gordon.plugin.v1.Runtime/Info"
+	Runtime_ResolveImage_FullMethodName      = "/gordon.plugin.v1.Runtime/ResolveImage"
+	Runtime_PullImage_FullMethodName         = "/gordon.plugin.v1.Runtime/PullImage"
+	Runtime_EnsureNetwork_FullMethodName     = "/gordon.plugin.v1.Runtime/EnsureNetwork"
+	Runtime_EnsureVolume_FullMethodName      = "/gordon.plugin.v1.Runtime/EnsureVolume"
+	Runtime_CreateContainer_FullMethodName   = "/gordon.plugin.v1.Runtime/CreateContainer"
+	Runtime_StartContainer_FullMethodName    = "/gordon.plugin.v1.Runtime/StartContainer"
+	Runtime_StopContainer_FullMethodName     = "/gordon.plugin.v1.Runtime/StopContainer"
+	Runtime_RemoveContainer_FullMethodName   = "/gordon.plugin.v1.Runtime/RemoveContainer"
+	Runtime_RestartContainer_FullMethodName  = "/gordon.plugin.v1.Runtime/RestartContainer"
+	Runtime_InspectContainer_FullMethodName  = "/gordon.plugin.v1.Runtime/InspectContainer"
+	Runtime_BackendBinds_FullMethodName      = "/gordon.plugin.v1.Runtime/BackendBinds"
+	Runtime_Logs_FullMethodName              = "/gordon.plugin.v1.Runtime/Logs"
+	Runtime_ListManaged_FullMethodName       = "/gordon.plugin.v1.Runtime/ListManaged"
+	Runtime_ProbeInternal_FullMethodName     = "/gordon.plugin.v1.Runtime/ProbeInternal"
+	Runtime_InspectVolume_FullMethodName     = "/gordon.plugin.v1.Runtime/InspectVolume"
+	Runtime_RemoveNetwork_FullMethodName     = "/gordon.plugin.v1.Runtime/RemoveNetwork"
+	Runtime_SetRestartPolicy_FullMethodName  = "/gordon.plugin.v1.Runtime/SetRestartPolicy"
+	Runtime_ExecContainer_FullMethodName     = "/gordon.plugin.v1.Runtime/ExecContainer"
+	Runtime_ExportVolume_FullMethodName      = "/gordon.plugin.v1.Runtime/ExportVolume"
+	Runtime_RestoreVolume_FullMethodName     = "/gordon.plugin.v1.Runtime/RestoreVolume"
+	Runtime_RestoreVolumeFrom_FullMethodName = "/gordon.plugin.v1.Runtime/RestoreVolumeFrom"
+	Runtime_ExecStream_FullMethodName        = "/gordon.plugin.v1.Runtime/ExecStream"
 )
 
 // RuntimeClient is the client API for Runtime service.
@@ -93,6 +94,14 @@ type RuntimeClient interface {
 	// tar; the first message names the volume. Optional: UNIMPLEMENTED means
 	// the runtime restores no snapshots.
 	RestoreVolume(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[VolumeChunk, Empty], error)
+	// RestoreVolumeFrom is RestoreVolume with the tar read from the
+	// caller's Unix socket (source, on the plugin's host): the runtime
+	// connects, writes source_token, then reads frames, each a 4-byte
+	// big-endian length and that many bytes of the tar, until a frame of
+	// length 0 (the end: the caller read and checked the whole snapshot).
+	// A connection that ends before that frame is an error, never a short
+	// restore. Optional: UNIMPLEMENTED means the caller uses RestoreVolume.
+	RestoreVolumeFrom(ctx context.Context, in *RestoreSourceRequest, opts ...grpc.CallOption) (*Empty, error)
 	// ExecStream runs a command in a running container and streams its
 	// stdout byte for byte (the engine's snapshot.StreamExecer: a backup's online
 	// dump): stdout chunks and stderr lines as they come, then a last
@@ -359,6 +368,16 @@ func (c *runtimeClient) RestoreVolume(ctx context.Context, opts ...grpc.CallOpti
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runtime_RestoreVolumeClient = grpc.ClientStreamingClient[VolumeChunk, Empty]
 
+func (c *runtimeClient) RestoreVolumeFrom(ctx context.Context, in *RestoreSourceRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Runtime_RestoreVolumeFrom_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *runtimeClient) ExecStream(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecStreamEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Runtime_ServiceDesc.Streams[4], Runtime_ExecStream_FullMethodName, cOpts...)
@@ -425,6 +444,14 @@ type RuntimeServer interface {
 	// tar; the first message names the volume. Optional: UNIMPLEMENTED means
 	// the runtime restores no snapshots.
 	RestoreVolume(grpc.ClientStreamingServer[VolumeChunk, Empty]) error
+	// RestoreVolumeFrom is RestoreVolume with the tar read from the
+	// caller's Unix socket (source, on the plugin's host): the runtime
+	// connects, writes source_token, then reads frames, each a 4-byte
+	// big-endian length and that many bytes of the tar, until a frame of
+	// length 0 (the end: the caller read and checked the whole snapshot).
+	// A connection that ends before that frame is an error, never a short
+	// restore. Optional: UNIMPLEMENTED means the caller uses RestoreVolume.
+	RestoreVolumeFrom(context.Context, *RestoreSourceRequest) (*Empty, error)
 	// ExecStream runs a command in a running container and streams its
 	// stdout byte for byte (the engine's snapshot.StreamExecer: a backup's online
 	// dump): stdout chunks and stderr lines as they come, then a last
@@ -506,6 +533,9 @@ func (UnimplementedRuntimeServer) ExportVolume(*ExportVolumeRequest, grpc.Server
 }
 func (UnimplementedRuntimeServer) RestoreVolume(grpc.ClientStreamingServer[VolumeChunk, Empty]) error {
 	return status.Error(codes.Unimplemented, "method RestoreVolume not implemented")
+}
+func (UnimplementedRuntimeServer) RestoreVolumeFrom(context.Context, *RestoreSourceRequest) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestoreVolumeFrom not implemented")
 }
 func (UnimplementedRuntimeServer) ExecStream(*ExecRequest, grpc.ServerStreamingServer[ExecStreamEvent]) error {
 	return status.Error(codes.Unimplemented, "method ExecStream not implemented")
@@ -895,6 +925,24 @@ func _Runtime_RestoreVolume_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runtime_RestoreVolumeServer = grpc.ClientStreamingServer[VolumeChunk, Empty]
 
+func _Runtime_RestoreVolumeFrom_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreSourceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServer).RestoreVolumeFrom(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runtime_RestoreVolumeFrom_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServer).RestoreVolumeFrom(ctx, req.(*RestoreSourceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Runtime_ExecStream_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ExecRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -984,6 +1032,10 @@ var Runtime_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetRestartPolicy",
 			Handler:    _Runtime_SetRestartPolicy_Handler,
+		},
+		{
+			MethodName: "RestoreVolumeFrom",
+			Handler:    _Runtime_RestoreVolumeFrom_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -82,8 +82,13 @@ func (c *RuntimeClient) ExportVolume(ctx context.Context, id, path string, w io.
 	return nil
 }
 
-// RestoreVolume implements volumeArchiver.
+// RestoreVolume implements volumeArchiver: the tar goes through a source
+// socket when the plugin has RestoreVolumeFrom (volume_source.go), else
+// in messages.
 func (c *RuntimeClient) RestoreVolume(ctx context.Context, volume string, r io.Reader) error {
+	if err := c.restoreFrom(ctx, volume, r); !errors.Is(err, errNoSource) {
+		return err
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.rpc.RestoreVolume(sctx)

@@ -97,15 +97,14 @@ func (s *sink) used() bool {
 	return s.mode == sinkSocket
 }
 
-// serve accepts connections until one presents the token, then copies
-// what it sends to w until it ends. A failed write to w closes the
-// connection (the plugin's call then fails) and calls abort.
-func (s *sink) serve(w io.Writer, abort func()) {
-	defer close(s.done)
+// accept accepts connections until one presents the token, and takes
+// the sink for it; nil when the listener was closed first (the tar went
+// in messages, or the call ended).
+func (s *sink) accept() net.Conn {
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
-			return // closed: the tar came in messages, or the call ended
+			return nil
 		}
 		got := make([]byte, sinkTokenLen)
 		_ = c.SetReadDeadline(time.Now().Add(sinkHello))
@@ -118,13 +117,24 @@ func (s *sink) serve(w io.Writer, abort func()) {
 		s.conn = c
 		s.mu.Unlock()
 		_ = s.ln.Close()
-		n, werr, rerr := copyConn(w, c)
-		c.Close()
-		s.n, s.err, s.rerr = n, werr, rerr
-		if werr != nil {
-			abort()
-		}
+		return c
+	}
+}
+
+// serve copies what the connection that presents the token sends to w
+// until it ends. A failed write to w closes the connection (the plugin's
+// call then fails) and calls abort.
+func (s *sink) serve(w io.Writer, abort func()) {
+	defer close(s.done)
+	c := s.accept()
+	if c == nil {
 		return
+	}
+	n, werr, rerr := copyConn(w, c)
+	c.Close()
+	s.n, s.err, s.rerr = n, werr, rerr
+	if werr != nil {
+		abort()
 	}
 }
 

@@ -8,11 +8,18 @@ import (
 	"net"
 	"os"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/gordon-deploy/docker-gordon/core"
+	"github.com/gordon-deploy/docker-gordon/plugins/sdk/internal/wire"
 
 	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
 )
@@ -144,4 +151,88 @@ func TestSnapshot_TheSocketCopyStopsAtTheWritersError(t *testing.T) {
 	assert.NoError(t, rerr)
 	assert.Equal(t, int64(taken), n)
 	b.Close()
+}
+
+// recordingArchiver's restore reads the whole tar and keeps it, and the
+// error the read ended with.
+type recordingArchiver struct {
+	payloadArchiver
+	got     []byte
+	readErr error
+	done    chan struct{} // closed once a restore has read its tar
+}
+
+func (a *recordingArchiver) RestoreVolume(_ context.Context, _ string, r io.Reader) error {
+	a.got, a.readErr = io.ReadAll(r)
+	close(a.done)
+	return a.readErr
+}
+
+// restored waits until a's restore has read its tar.
+func (a *recordingArchiver) restored(t *testing.T) {
+	t.Helper()
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runtime's restore never ended")
+	}
+}
+
+// oldServer is a plugin from before RestoreVolumeFrom.
+type oldServer struct{ *RuntimeGRPCServer }
+
+func (oldServer) RestoreVolumeFrom(context.Context, *pb.RestoreSourceRequest) (*pb.Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "unknown method RestoreVolumeFrom")
+}
+
+// serveArchiver serves a runtime with a over gRPC on a Unix socket (old:
+// without RestoreVolumeFrom) and returns the client.
+func serveArchiver(t *testing.T, a volumeArchiver, old bool) *RuntimeClient {
+	t.Helper()
+	ln, err := net.Listen("unix", t.TempDir()+"/grpc")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	impl := &RuntimeGRPCServer{impl: struct {
+		core.Runtime
+		volumeArchiver
+	}{nil, a}}
+	if old {
+		pb.RegisterRuntimeServer(srv, oldServer{impl})
+	} else {
+		pb.RegisterRuntimeServer(srv, impl)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("unix://"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return NewClient(conn, wire.Origin{Name: "runtime/test"})
+}
+
+// A restore's tar reaches the runtime whole through the source socket,
+// and through messages from a plugin without it.
+func TestSnapshot_ARestoreTarReachesTheRuntimeWholeEitherWay(t *testing.T) {
+	payload := pattern(4<<20 + 9)
+	for _, old := range []bool{false, true} {
+		a := &recordingArchiver{done: make(chan struct{})}
+		c := serveArchiver(t, a, old)
+		require.NoError(t, c.RestoreVolume(context.Background(), "blog-data", bytes.NewReader(payload)), "old plugin: %v", old)
+		a.restored(t)
+		assert.True(t, bytes.Equal(payload, a.got), "old plugin %v: %d bytes in, %d out", old, len(payload), len(a.got))
+	}
+}
+
+// A snapshot that turns out damaged part way (its digest check fails at
+// the end) fails the restore with that reason, and the runtime never sees
+// a clean end of the tar.
+func TestSnapshot_ADamagedSnapshotNeverLooksWholeToTheRuntime(t *testing.T) {
+	a := &recordingArchiver{done: make(chan struct{})}
+	c := serveArchiver(t, a, false)
+	damaged := errors.New("snapshot s1 volume data is damaged")
+	r := io.MultiReader(bytes.NewReader(pattern(3<<20)), iotest.ErrReader(damaged))
+	err := c.RestoreVolume(context.Background(), "blog-data", r)
+	require.ErrorIs(t, err, damaged)
+	a.restored(t)
+	require.Error(t, a.readErr, "the runtime's read of the tar failed rather than ending cleanly")
+	assert.ErrorIs(t, a.readErr, io.ErrUnexpectedEOF)
 }
