@@ -294,3 +294,11 @@ func TestSwarm_PinnedNode(t *testing.T) {
 	assert.Equal(t, "lbl", pinnedNode(s))
 	assert.Equal(t, "", pinnedNode(swarm.Service{}))
 }
+
+// A helper that fails because the edge's image has no volume-helper (an
+// edge not updated since this runtime) says to update the edge.
+func TestSwarm_AnOldEdgeImageSaysToUpdateTheEdge(t *testing.T) {
+	old := `: it said: gordon-edge: unknown command "volume-helper" for "gordon-edge"`
+	assert.Contains(t, hinted(old), "docker gordon system start")
+	assert.Equal(t, ": it said: disk full", hinted(": it said: disk full"))
+}

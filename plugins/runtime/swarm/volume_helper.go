@@ -193,7 +193,7 @@ func (r *Runtime) watchHelper(ctx context.Context, cancel context.CancelCauseFun
 		if tasks, err := r.tasks(ctx, id); err == nil {
 			if t, ok := currentTask(tasks); ok {
 				if why := helperEnded(t, connected.Load()); why != "" {
-					cancel(fmt.Errorf("%w: the volume helper on node %s %s%s", core.ErrUnavailable, where, why, r.helperLog(ctx, id)))
+					cancel(fmt.Errorf("%w: the volume helper on node %s %s%s", core.ErrUnavailable, where, why, hinted(r.helperLog(ctx, id))))
 					return
 				}
 			}
@@ -226,6 +226,15 @@ func helperEnded(t swarm.Task, connected bool) string {
 		}
 	}
 	return ""
+}
+
+// hinted adds what to do to the helper's log when it says the edge's
+// image has no volume helper (an edge older than this runtime).
+func hinted(log string) string {
+	if strings.Contains(log, `unknown command "volume-helper"`) {
+		return log + "; the edge's image predates volume snapshots: update the edge with docker gordon system start, then try again"
+	}
+	return log
 }
 
 // helperState is the helper's current task, in words.
