@@ -10,6 +10,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Wipe removes every entry of root's directory (not the directory itself).
@@ -33,8 +35,8 @@ func Wipe(root *os.Root) error {
 
 // Extract writes the tar of r into root: directories, regular files,
 // symlinks and hardlinks with their numeric owners, modes (setuid, setgid
-// and sticky included) and modification times (a directory's once its
-// entries are written). An absolute name, a name with "..", or a path
+// and sticky included) and modification times (a symlink's own; a
+// directory's once its entries are written). An absolute name, a name with "..", or a path
 // through a symlink that leaves root is refused; so are device nodes,
 // FIFOs and any other type. An entry replaces what its name holds. r's
 // error is returned wrapped ("read the tar: …").
@@ -119,7 +121,10 @@ func extractOne(root *os.Root, tr *tar.Reader, h *tar.Header, name string) error
 		if err := root.Symlink(h.Linkname, name); err != nil {
 			return err
 		}
-		return root.Lchown(name, h.Uid, h.Gid)
+		if err := root.Lchown(name, h.Uid, h.Gid); err != nil {
+			return err
+		}
+		return lchtimes(root, name, accessTime(h), h.ModTime)
 	case tar.TypeLink:
 		target, err := entryName(h.Linkname)
 		if err != nil {
@@ -152,6 +157,18 @@ func writeFile(root *os.Root, name string, r io.Reader) error {
 		return fmt.Errorf("read the tar: %w", err)
 	}
 	return f.Close()
+}
+
+// lchtimes sets the times of the symlink name itself (os.Root has no
+// call that does not follow it): through its directory, opened in root.
+func lchtimes(root *os.Root, name string, atime, mtime time.Time) error {
+	dir, err := root.Open(path.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	ts := []unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(mtime.UnixNano())}
+	return unix.UtimesNanoAt(int(dir.Fd()), path.Base(name), ts, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 func accessTime(h *tar.Header) time.Time {

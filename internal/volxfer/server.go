@@ -77,15 +77,21 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	stop := context.AfterFunc(ctx, func() { l.ln.Close() })
 	defer stop()
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	pending := map[net.Conn]bool{}
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		mu.Lock()
+		pending[c] = true
+		mu.Unlock()
+		wg.Go(func() {
 			tc, ok := l.hello(c)
+			mu.Lock()
+			delete(pending, c)
+			mu.Unlock()
 			if !ok {
 				c.Close()
 				return
@@ -95,8 +101,15 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 			if !taken {
 				tc.Close()
 			}
-		}()
+		})
 	}
+	// The listener is closed: a connection still in its hello is not
+	// waited for.
+	mu.Lock()
+	for c := range pending {
+		c.Close()
+	}
+	mu.Unlock()
 	wg.Wait()
 	select {
 	case tc := <-good:

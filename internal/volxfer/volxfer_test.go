@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -344,4 +345,21 @@ func TestVolxfer_ConfigFromEnv(t *testing.T) {
 	t.Setenv(EnvPin, "short")
 	_, err = ConfigFromEnv()
 	assert.ErrorContains(t, err, EnvPin)
+}
+
+// Accept ends with its context at once, even while a connection that
+// never sends its hello is open.
+func TestVolxfer_AcceptEndsWithItsContext(t *testing.T) {
+	ln, err := Listen("127.0.0.1", ModeRestore)
+	require.NoError(t, err)
+	defer ln.Close()
+	idle, err := net.Dial("tcp", ln.Addr())
+	require.NoError(t, err)
+	defer idle.Close()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(200*time.Millisecond, func() { cancel(errors.New("the helper task failed")) })
+	t0 := time.Now()
+	_, err = ln.Accept(ctx)
+	assert.EqualError(t, err, "the helper task failed")
+	assert.Less(t, time.Since(t0), 2*time.Second, "not the hello's 10 s")
 }
