@@ -78,7 +78,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newVersionCommand(), newCopySecretCommand())
+	root.AddCommand(newRunCommand(), newVersionCommand(), newCopySecretCommand(), newVolumeHelperCommand())
 	return root
 }
 

@@ -210,7 +210,8 @@ timeout = "60s"
 // refused before anything changes, and once system start publishes it
 // (replacing each node's edge task) it answers through every node's edge;
 // a volume-backed service stays on its node and never
-// runs twice; a node killed under load fails no request and its replicas
+// runs twice; its volume is snapshotted on a worker before a deploy and
+// restored by rollback --with-data; a node killed under load fails no request and its replicas
 // come back on the other nodes within 60 s.
 func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
 	need(t)
@@ -276,6 +277,9 @@ func TestSwarm_GordonOnAThreeNodeSwarm(t *testing.T) {
 	})
 	ok = ok && t.Run("a volume-backed service stays on its node and never runs twice", func(t *testing.T) {
 		g.volumeService(ctx, t)
+	})
+	ok = ok && t.Run("a volume snapshot on a worker: deploy, rollback --with-data, export", func(t *testing.T) {
+		g.swarmSnapshots(ctx, t)
 	})
 	ok = ok && t.Run("every edge task restarted at once gets the routes back", func(t *testing.T) {
 		g.killEdges(ctx, t)

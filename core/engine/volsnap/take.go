@@ -59,7 +59,7 @@ func Take(ctx context.Context, e *steps.Engine, req Request) (Result, error) {
 	}
 	va, ok := e.Runtime.(snapshot.Archiver)
 	if !ok {
-		return unsupported(req)
+		return unsupported(req, nil)
 	}
 	w, err := e.Snapshots.Begin(snapshot.Manifest{ID: e.Snapshots.NewID(req.Service), App: req.App, Service: req.Service,
 		Trigger: req.Trigger, Op: req.Op, Verb: req.Verb, Revision: req.Revision, Container: req.Container, CreatedAt: e.Now()})
@@ -83,7 +83,7 @@ func Take(ctx context.Context, e *steps.Engine, req Request) (Result, error) {
 					req.Service, snapshot.AutoLimit>>20, req.Service)
 				return Result{Record: Record{Skipped: "above the auto bound", Duration: core.Duration(time.Since(start))}, Warning: msg}, nil
 			case errors.Is(err, errors.ErrUnsupported):
-				return unsupported(req)
+				return unsupported(req, err)
 			}
 			return Result{}, fmt.Errorf("snapshot of volume %s (%s) from container %s: %w", v.Name, v.Path, readiness.ShortID(req.Container), err)
 		}
@@ -129,12 +129,18 @@ func RecordOf(m snapshot.Manifest) Record {
 	return r
 }
 
-func unsupported(req Request) (Result, error) {
+// unsupported is Take's answer for a runtime that cannot read volumes
+// (why, when not nil, is the runtime's reason, quoted).
+func unsupported(req Request, why error) (Result, error) {
+	reason := "this container runtime cannot read volumes"
+	if why != nil {
+		reason += " (" + why.Error() + ")"
+	}
 	if req.Policy == snapshot.PolicyAlways {
-		return Result{}, fmt.Errorf("snapshot of service %s: %w: this container runtime cannot read volumes; set [services.%s.snapshots] before_deploy = \"never\" or \"auto\"", req.Service, core.ErrUnavailable, req.Service)
+		return Result{}, fmt.Errorf("snapshot of service %s: %w: %s; set [services.%s.snapshots] before_deploy = \"never\" or \"auto\"", req.Service, core.ErrUnavailable, reason, req.Service)
 	}
 	return Result{Record: Record{Skipped: "the runtime takes no snapshots"},
-		Warning: fmt.Sprintf("service %s: no snapshot was taken before this replacement: this container runtime cannot read volumes", req.Service)}, nil
+		Warning: fmt.Sprintf("service %s: no snapshot was taken before this replacement: %s", req.Service, reason)}, nil
 }
 
 // limitWriter passes writes to w until more than max bytes (max < 0: no

@@ -38,6 +38,12 @@
 // that is not a swarm manager, or a pinned node that is down, wraps
 // core.ErrUnavailable.
 //
+// Volume snapshots (volume_archive.go, volume_helper.go) are read and
+// written on the node that holds the volume by a one-shot helper service
+// of the edge's image, which sends or receives the tar over TLS on the
+// control network (internal/volxfer); only a process in a container on
+// that network (the runner, the reconcile loop) can do it.
+//
 // The stateless instances of one generation are spread over the nodes
 // (spread.go); on a node's loss Swarm reschedules them and the CLI's
 // reconcile loop routes their new addresses; stopping an instance does not

@@ -124,8 +124,8 @@ func (c *RuntimeClient) RestoreVolume(ctx context.Context, volume string, r io.R
 }
 
 func (c *RuntimeClient) archiveErr(ctx context.Context, op string, err error) error {
-	if u := unsupported(err, op); u != nil {
-		return u
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unimplemented {
+		return unsupportedArchive{msg: fmt.Sprintf("runtime plugin: %s: %s", op, st.Message())}
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
@@ -146,7 +146,7 @@ func (s *RuntimeGRPCServer) ExportVolume(r *pb.ExportVolumeRequest, stream pb.Ru
 	}
 	w := &chunkWriter{send: func(b []byte) error { return stream.Send(&pb.VolumeChunk{Data: b}) }}
 	if err := va.ExportVolume(stream.Context(), r.GetId(), r.GetPath(), w); err != nil {
-		return wire.ToGRPC(err)
+		return archiveStatus(err)
 	}
 	return w.flush()
 }
@@ -163,10 +163,29 @@ func (s *RuntimeGRPCServer) RestoreVolume(stream pb.Runtime_RestoreVolumeServer)
 	}
 	r := &chunkReader{pending: first.GetData(), recv: stream.Recv}
 	if err := va.RestoreVolume(stream.Context(), first.GetVolume(), r); err != nil {
-		return wire.ToGRPC(err)
+		return archiveStatus(err)
 	}
 	return stream.SendAndClose(&pb.Empty{})
 }
+
+// archiveStatus is err as a gRPC status: a runtime that cannot move this
+// volume's data from where it runs (errors.ErrUnsupported) answers
+// Unimplemented with its reason, which the client reports as an error
+// wrapping errors.ErrUnsupported (an auto snapshot is then skipped with
+// a warning).
+func archiveStatus(err error) error {
+	if errors.Is(err, errors.ErrUnsupported) {
+		return status.Error(codes.Unimplemented, err.Error())
+	}
+	return wire.ToGRPC(err)
+}
+
+// unsupportedArchive is the plugin's reason for not moving a volume's
+// data; it wraps errors.ErrUnsupported without repeating its text.
+type unsupportedArchive struct{ msg string }
+
+func (e unsupportedArchive) Error() string { return e.msg }
+func (e unsupportedArchive) Unwrap() error { return errors.ErrUnsupported }
 
 // chunkWriter buffers writes into messages of volumeChunk bytes.
 type chunkWriter struct {
