@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gordon-deploy/docker-gordon/plugins/sdk/internal/wire"
 	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
 )
 
@@ -191,7 +190,7 @@ func exportToSink(va volumeArchiver, r *pb.ExportVolumeRequest, stream pb.Runtim
 	bw := bufio.NewWriterSize(c, sinkBuffer)
 	cw := &countingWriter{w: bw}
 	if err := va.ExportVolume(ctx, r.GetId(), r.GetPath(), cw); err != nil {
-		return true, wire.ToGRPC(err)
+		return true, archiveStatus(err)
 	}
 	if err := bw.Flush(); err != nil {
 		return true, fmt.Errorf("export volume at %s of %s: write to the caller: %w", r.GetPath(), r.GetId(), err)

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/gordon-deploy/docker-gordon/plugins/sdk/internal/wire"
 	pb "github.com/gordon-deploy/docker-gordon/plugins/sdk/proto"
 )
 
@@ -109,7 +108,7 @@ func (s *RuntimeGRPCServer) RestoreVolumeFrom(ctx context.Context, req *pb.Resto
 	}
 	fr := &frameReader{r: bufio.NewReaderSize(c, sinkBuffer)}
 	if err := va.RestoreVolume(ctx, req.GetVolume(), fr); err != nil {
-		return nil, wire.ToGRPC(err)
+		return nil, archiveStatus(err)
 	}
 	if !fr.done {
 		return nil, status.Errorf(codes.Internal, "restore volume %s: the runtime stopped reading the snapshot before its end", req.GetVolume())
