@@ -60,7 +60,7 @@ func (o Options) runBackups(ctx context.Context, b Backuper, skip func() bool) {
 		for _, d := range due {
 			k := d.App + "/" + d.Service
 			f, ok := failed[k]
-			if ctx.Err() != nil || (o.Apps != nil && !slices.Contains(o.Apps, d.App)) || (ok && time.Since(f.at) < f.wait) {
+			if ctx.Err() != nil || (len(o.Apps) > 0 && !slices.Contains(o.Apps, d.App)) || (ok && time.Since(f.at) < f.wait) {
 				continue
 			}
 			res, err := b.Backup(context.WithoutCancel(ctx), d.App, d.Service)

@@ -75,3 +75,23 @@ func TestBackups_WatcherRunsDueBackupsAndWaitsBeforeRetryingAFailure(t *testing.
 	runs, _ := failing.count()
 	assert.Equal(t, 1, runs, "20 ticks, one attempt: no retry before the wait")
 }
+
+// A watcher given no app (an empty list, as `reconcile --watch` with no
+// argument passes, and as edge start and system start run it) takes the
+// backups of every app.
+func TestBackups_AWatcherOfEveryAppTakesEveryAppsBackups(t *testing.T) {
+	defer func(d time.Duration) { BackupTick = d }(BackupTick)
+	BackupTick = 5 * time.Millisecond
+	o := Options{Apps: []string{}, Log: hclog.NewNullLogger()}
+	f := &fakeBackuper{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { o.runBackups(ctx, f, func() bool { return false }); close(done) }()
+	require.Eventually(t, func() bool { n, _ := f.count(); return n >= 2 }, 5*time.Second, time.Millisecond)
+	cancel()
+	<-done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Contains(t, f.runs, "blog/db")
+	assert.Contains(t, f.runs, "shop/db")
+}
