@@ -101,13 +101,15 @@ func (x *ExportVolumeRequest) GetSinkToken() []byte {
 }
 
 // VolumeChunk is a piece of a volume's tar stream; volume is set on the
-// first message of a RestoreVolume call only. sink_bytes is set on the
-// last message of an ExportVolume call whose tar went through its sink.
+// first message of a RestoreVolume call only. The last message of an
+// ExportVolume call whose tar went through its sink has via_sink set and
+// sink_bytes, the tar's length (and no data).
 type VolumeChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
 	Volume        string                 `protobuf:"bytes,2,opt,name=volume,proto3" json:"volume,omitempty"`
 	SinkBytes     int64                  `protobuf:"varint,3,opt,name=sink_bytes,json=sinkBytes,proto3" json:"sink_bytes,omitempty"`
+	ViaSink       bool                   `protobuf:"varint,4,opt,name=via_sink,json=viaSink,proto3" json:"via_sink,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -161,6 +163,13 @@ func (x *VolumeChunk) GetSinkBytes() int64 {
 		return x.SinkBytes
 	}
 	return 0
+}
+
+func (x *VolumeChunk) GetViaSink() bool {
+	if x != nil {
+		return x.ViaSink
+	}
+	return false
 }
 
 type RestoreSourceRequest struct {
@@ -2617,12 +2626,13 @@ const file_runtime_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04sink\x18\x03 \x01(\tR\x04sink\x12\x1d\n" +
 	"\n" +
-	"sink_token\x18\x04 \x01(\fR\tsinkToken\"X\n" +
+	"sink_token\x18\x04 \x01(\fR\tsinkToken\"s\n" +
 	"\vVolumeChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x16\n" +
 	"\x06volume\x18\x02 \x01(\tR\x06volume\x12\x1d\n" +
 	"\n" +
-	"sink_bytes\x18\x03 \x01(\x03R\tsinkBytes\"i\n" +
+	"sink_bytes\x18\x03 \x01(\x03R\tsinkBytes\x12\x19\n" +
+	"\bvia_sink\x18\x04 \x01(\bR\aviaSink\"i\n" +
 	"\x14RestoreSourceRequest\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12!\n" +

@@ -57,6 +57,7 @@ func (c *RuntimeClient) ExportVolume(ctx context.Context, id, path string, w io.
 		return failed(err)
 	}
 	var sinkBytes int64
+	viaSink := false
 	for {
 		m, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -65,7 +66,9 @@ func (c *RuntimeClient) ExportVolume(ctx context.Context, id, path string, w io.
 		if err != nil {
 			return failed(err)
 		}
-		sinkBytes = m.GetSinkBytes()
+		if m.GetViaSink() {
+			viaSink, sinkBytes = true, m.GetSinkBytes()
+		}
 		if len(m.GetData()) == 0 {
 			continue
 		}
@@ -76,8 +79,11 @@ func (c *RuntimeClient) ExportVolume(ctx context.Context, id, path string, w io.
 			return fmt.Errorf("%s: write: %w", what, err)
 		}
 	}
-	if sk != nil && sk.used() {
+	switch {
+	case viaSink && sk != nil:
 		return sk.wait(ctx, sinkBytes, what)
+	case viaSink || (sk != nil && sk.used()):
+		return fmt.Errorf("%s: the runtime's stream broke the protocol (socket and messages mixed)", what)
 	}
 	return nil
 }

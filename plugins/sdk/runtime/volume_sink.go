@@ -24,8 +24,10 @@ import (
 // a Unix socket in a directory only this user can enter (mode 0700), which
 // the plugin, this process's subprocess on the same host, connects to and
 // writes the tar into as a plain byte stream after a 32-byte token. The
-// call's last message then carries the tar's length, so a stream cut short
-// is an error, never a short snapshot. A plugin that cannot connect, or
+// call's last message then says so and carries the tar's length: the
+// caller waits for the socket's copy to end and checks it, so a stream
+// cut short, or one the caller had not yet taken when the call ended, is
+// never a short snapshot. A plugin that cannot connect, or
 // an older one, sends the tar in messages as before.
 
 const (
@@ -53,12 +55,14 @@ type sink struct {
 	token []byte
 	done  chan struct{}
 
-	mu   sync.Mutex
-	mode sinkMode
-	conn net.Conn
-	n    int64 // bytes copied to w, valid once done is closed
-	err  error // w's write error, valid once done is closed
-	rerr error // the connection's read error, valid once done is closed
+	mu      sync.Mutex
+	mode    sinkMode
+	conn    net.Conn
+	pending map[net.Conn]bool // connections still in their hello
+	closed  bool
+	n       int64 // bytes copied to w, valid once done is closed
+	err     error // w's write error, valid once done is closed
+	rerr    error // the connection's read error, valid once done is closed
 }
 
 // openSink listens on a fresh Unix socket in a private temporary
@@ -96,28 +100,82 @@ func (s *sink) used() bool {
 	return s.mode == sinkSocket
 }
 
-// accept accepts connections until one presents the token, and takes
-// the sink for it; nil when the listener was closed first (the tar went
-// in messages, or the call ended).
+// accept returns the connection that presents the token, or nil once
+// the listener is closed with none. Each connection's hello is read apart
+// (at most sinkHello), so one that sends nothing delays no other.
 func (s *sink) accept() net.Conn {
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
+	got := make(chan net.Conn, 1) // claim lets one connection through
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		var hellos sync.WaitGroup
+		defer hellos.Wait()
+		for {
+			c, err := s.ln.Accept()
+			if err != nil {
+				return
+			}
+			if !s.track(c) {
+				c.Close()
+				continue
+			}
+			hellos.Add(1)
+			go func() {
+				defer hellos.Done()
+				if s.hello(c) {
+					got <- c
+				}
+			}()
+		}
+	}()
+	select {
+	case c := <-got:
+		return c
+	case <-ended:
+		select {
+		case c := <-got:
+			return c
+		default:
 			return nil
 		}
-		got := make([]byte, sinkTokenLen)
-		_ = c.SetReadDeadline(time.Now().Add(sinkHello))
-		if _, err := io.ReadFull(c, got); err != nil || subtle.ConstantTimeCompare(got, s.token) != 1 || !s.claim(sinkSocket) {
-			c.Close()
-			continue
-		}
-		_ = c.SetReadDeadline(time.Time{})
-		s.mu.Lock()
-		s.conn = c
-		s.mu.Unlock()
-		_ = s.ln.Close()
-		return c
 	}
+}
+
+// track notes c as pending its hello, so close can end it; false when the
+// sink is closed already.
+func (s *sink) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.pending == nil {
+		s.pending = map[net.Conn]bool{}
+	}
+	s.pending[c] = true
+	return true
+}
+
+// hello reads c's token and takes the sink for it; false (c closed) for a
+// wrong or missing token, or when another connection took it.
+func (s *sink) hello(c net.Conn) bool {
+	got := make([]byte, sinkTokenLen)
+	_ = c.SetReadDeadline(time.Now().Add(sinkHello))
+	_, err := io.ReadFull(c, got)
+	ok := err == nil && subtle.ConstantTimeCompare(got, s.token) == 1 && s.claim(sinkSocket)
+	s.mu.Lock()
+	delete(s.pending, c)
+	if ok {
+		s.conn = c
+	}
+	s.mu.Unlock()
+	if !ok {
+		c.Close()
+		return false
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	_ = s.ln.Close()
+	return true
 }
 
 // serve copies what the connection that presents the token sends to w
@@ -159,11 +217,16 @@ func (s *sink) wait(ctx context.Context, want int64, what string) error {
 	return nil
 }
 
-// close stops accepting, ends a copy still going and removes the socket's
-// directory; it waits for serve to return.
+// close stops accepting, ends the connections still in their hello and a
+// copy still going, and removes the socket's directory; it waits for serve
+// (or feed) to return.
 func (s *sink) close() {
 	_ = s.ln.Close()
 	s.mu.Lock()
+	s.closed = true
+	for c := range s.pending {
+		c.Close()
+	}
 	if s.conn != nil {
 		s.conn.Close()
 	}
@@ -198,7 +261,7 @@ func exportToSink(va volumeArchiver, r *pb.ExportVolumeRequest, stream pb.Runtim
 	if err := c.Close(); err != nil {
 		return true, fmt.Errorf("export volume at %s of %s: close the caller's stream: %w", r.GetPath(), r.GetId(), err)
 	}
-	return true, stream.Send(&pb.VolumeChunk{SinkBytes: cw.n})
+	return true, stream.Send(&pb.VolumeChunk{SinkBytes: cw.n, ViaSink: true})
 }
 
 // copyConn copies c to w in buffers of sinkBuffer bytes. It returns the

@@ -236,3 +236,35 @@ func TestSnapshot_ADamagedSnapshotNeverLooksWholeToTheRuntime(t *testing.T) {
 	require.Error(t, a.readErr, "the runtime's read of the tar failed rather than ending cleanly")
 	assert.ErrorIs(t, a.readErr, io.ErrUnexpectedEOF)
 }
+
+// A connection that sends nothing does not hold up the plugin's: the
+// transfer completes while the stranger still waits for its hello to
+// time out, and closing the sink ends the stranger at once.
+func TestSnapshot_AStrangerThatSendsNothingDelaysNoTransfer(t *testing.T) {
+	sk, err := openSink()
+	require.NoError(t, err)
+	var out bytes.Buffer
+	go sk.serve(&out, func() {})
+	stranger, err := net.Dial("unix", sk.path())
+	require.NoError(t, err)
+	defer stranger.Close()
+
+	payload := pattern(1 << 20)
+	st := &sentStream{ctx: context.Background()}
+	ok, err := exportToSink(payloadArchiver{payload}, &pb.ExportVolumeRequest{Id: "c1", Path: "/data", Sink: sk.path(), SinkToken: sk.token}, st)
+	require.True(t, ok)
+	require.NoError(t, err)
+	require.NoError(t, sk.wait(context.Background(), st.sent[0].GetSinkBytes(), "export"))
+	assert.True(t, bytes.Equal(payload, out.Bytes()))
+
+	_ = stranger.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	_, err = stranger.Read(make([]byte, 1))
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "the stranger is still in its hello: the transfer did not wait for it")
+	assert.True(t, ne.Timeout())
+
+	sk.close()
+	_ = stranger.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = stranger.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "close ends a connection still in its hello")
+}
