@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -584,4 +585,52 @@ func TestBackup_ABackupLongerThanItsEveryIsNotDueBackToBack(t *testing.T) {
 	due, err = h.Engine.DueBackups(h.Ctx(), start.Add(13*time.Second))
 	require.NoError(t, err)
 	assert.Len(t, due, 1, "due once the gap has passed")
+}
+
+// forgeVolume rewrites snapshot id of blog in store dir so that its one
+// volume is recorded as name mounted at path (an imported snapshot brings
+// whatever its manifest says).
+func forgeVolume(t *testing.T, dir, id, name, path string) {
+	t.Helper()
+	snap := filepath.Join(dir, "snapshots", "blog", id)
+	b, err := os.ReadFile(filepath.Join(snap, "manifest.json"))
+	require.NoError(t, err)
+	var m snapshot.Manifest
+	require.NoError(t, json.Unmarshal(b, &m))
+	require.NoError(t, os.Rename(filepath.Join(snap, m.Volumes[0].File()), filepath.Join(snap, name+".tar.zst")))
+	m.Volumes[0].Name, m.Volumes[0].Path = name, path
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(snap, "manifest.json"), b, 0o600))
+}
+
+// A restore writes into the service's own volume at the snapshot's mount
+// path, never into the volume name the manifest records (an imported
+// snapshot's could name another app's volume, or any volume on the
+// engine); a snapshot of a path the service does not mount is refused
+// before anything changes.
+func TestSnapshot_ARestoreWritesOnlyIntoTheServicesOwnVolumes(t *testing.T) {
+	h, ar, _ := snapSeed(t, nil)
+	dir := t.TempDir()
+	store := snapshot.Open(dir)
+	h.Engine.Snapshots = store
+	_, taken, err := h.Engine.SnapshotCreate(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	forgeVolume(t, dir, taken[0].ID, "victim", "/data")
+	ar.SetVolume("victim", []byte("precious"))
+	ar.SetVolume("gordon-blog-data", []byte("changed"))
+	h.Reset()
+	_, err = h.Engine.SnapshotRestore(h.Ctx(), "blog", taken[0].ID, "")
+	require.NoError(t, err)
+	assert.Equal(t, "v1 data", string(ar.Volume("gordon-blog-data")), "restored into the service's volume at /data")
+	assert.Equal(t, "precious", string(ar.Volume("victim")), "the volume the manifest names is untouched")
+
+	_, taken, err = h.Engine.SnapshotCreate(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	forgeVolume(t, dir, taken[0].ID, "gordon-blog-data", "/elsewhere")
+	h.Reset()
+	_, err = h.Engine.SnapshotRestore(h.Ctx(), "blog", taken[0].ID, "")
+	require.ErrorIs(t, err, core.ErrInvalid)
+	assert.ErrorContains(t, err, "mounts no named volume there")
+	assert.Empty(t, h.Events.Seq("stop", "restore-volume"), "a refusal changes nothing")
 }

@@ -58,7 +58,7 @@ func (s *serviceRun) preserveData(ctx context.Context, take bool, restore string
 		return nil
 	}
 	s.progress(steps.PhaseRestore, restore, 0)
-	err := volsnap.RestoreStep(ctx, se, j, d.app, name, restore, taken)
+	err := volsnap.RestoreStep(ctx, se, j, d.app, name, restore, s.pin.spec.Volumes, taken)
 	back()
 	if err != nil {
 		return s.undoStop(ctx, err)

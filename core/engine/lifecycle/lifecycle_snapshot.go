@@ -120,6 +120,11 @@ func (e *Engine) SnapshotRestore(ctx context.Context, app, id, opKey string) (*o
 	if m.IsDump() {
 		return nil, volsnap.DumpNotRestorable(m)
 	}
+	if active, err := se.Store.LoadActive(ctx, app); err == nil && active.Services[m.Service] != nil {
+		if _, err := volsnap.Targets(app, m, active.Services[m.Service].Spec.Volumes); err != nil {
+			return nil, fmt.Errorf("snapshots restore %s: %w", app, err)
+		}
+	}
 	return e.dataRestart(ctx, oprun.LifecycleRequest{App: app, Services: []string{m.Service}, OpKey: opKey}, &dataAction{verb: VerbRestore, restore: &m})
 }
 
@@ -246,5 +251,5 @@ func (r *LifecycleRun) dataStep(ctx context.Context, name, id string, as *core.A
 		return nil
 	}
 	r.Emit(name, steps.PhaseRestore, r.data.restore.ID, false)
-	return volsnap.RestoreStep(ctx, se, j, r.App, name, r.data.restore.ID, m)
+	return volsnap.RestoreStep(ctx, se, j, r.App, name, r.data.restore.ID, as.Spec.Volumes, m)
 }

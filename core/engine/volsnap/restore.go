@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
@@ -11,12 +12,16 @@ import (
 	"github.com/gordon-deploy/docker-gordon/core/snapshot"
 )
 
-// Restore replaces the content of every volume snapshot m holds with the
-// snapshot's (what the snapshot does not hold is deleted), volume by
+// Restore replaces the content of the service's named volumes with
+// snapshot m's (what the snapshot does not hold is deleted), volume by
 // volume; no container of the service may run meanwhile (the caller
-// stopped it). A damaged snapshot (digest mismatch) fails at the volume
-// it damages. The returned record has the sizes restored.
-func Restore(ctx context.Context, e *steps.Engine, m snapshot.Manifest) (Record, error) {
+// stopped it). Each volume of m goes into the volume of mounts (the
+// service's named volumes) mounted at the same path, named for app
+// (Targets): never into the volume name the manifest records, which an
+// imported snapshot brings from elsewhere. A damaged snapshot (digest
+// mismatch) fails at the volume it damages. The returned record has the
+// sizes restored.
+func Restore(ctx context.Context, e *steps.Engine, app string, m snapshot.Manifest, mounts []core.VolumeMount) (Record, error) {
 	start := time.Now()
 	if err := CanRestore(e); err != nil {
 		return Record{}, err
@@ -24,21 +29,45 @@ func Restore(ctx context.Context, e *steps.Engine, m snapshot.Manifest) (Record,
 	if m.IsDump() {
 		return Record{}, DumpNotRestorable(m)
 	}
+	into, err := Targets(app, m, mounts)
+	if err != nil {
+		return Record{}, err
+	}
 	va := e.Runtime.(snapshot.Archiver)
-	for _, v := range m.Volumes {
+	for i, v := range m.Volumes {
 		r, _, err := e.Snapshots.OpenVolume(m.App, m.ID, v.Name)
 		if err != nil {
 			return Record{}, err
 		}
-		err = va.RestoreVolume(ctx, v.Name, r)
+		err = va.RestoreVolume(ctx, into[i], r)
 		r.Close()
 		if err != nil {
-			return Record{}, fmt.Errorf("restore volume %s from snapshot %s: %w", v.Name, m.ID, err)
+			return Record{}, fmt.Errorf("restore volume %s from snapshot %s: %w", into[i], m.ID, err)
 		}
 	}
 	rec := RecordOf(m)
 	rec.Duration = core.Duration(time.Since(start))
 	return rec, nil
+}
+
+// Targets names, for each volume of m in order, the volume it is restored
+// into: the one of mounts (the service's named volumes) at the same path,
+// named for app. A volume of m at a path the service does not mount is
+// refused (core.ErrInvalid) before anything changes.
+func Targets(app string, m snapshot.Manifest, mounts []core.VolumeMount) ([]string, error) {
+	into := make([]string, len(m.Volumes))
+	for i, v := range m.Volumes {
+		for _, mt := range mounts {
+			if path.Clean(mt.Path) == path.Clean(v.Path) {
+				into[i] = steps.VolumeName(app, mt.Name)
+			}
+		}
+		if into[i] == "" {
+			return nil, fmt.Errorf("%w: snapshot %s holds a volume mounted at %s, and service %s of app %s mounts no named volume there, so it cannot be restored into it; restore it into an app whose service mounts a volume at that path",
+				core.ErrInvalid, m.ID, v.Path, m.Service, app)
+		}
+	}
+	return into, nil
 }
 
 // CanRestore refuses (core.ErrUnavailable) an engine without a snapshot

@@ -64,21 +64,21 @@ func TakeStep(ctx context.Context, e *steps.Engine, j Journal, req Request) (*sn
 	return &res.Manifest, res, nil
 }
 
-// RestoreStep is Restore of snapshot id of app journaled as step
-// service.<service>.restore. When it fails and undo is not nil, undo (the
-// snapshot taken just before) is restored, and the error says how that
-// went.
-func RestoreStep(ctx context.Context, e *steps.Engine, j Journal, app, service, id string, undo *snapshot.Manifest) error {
+// RestoreStep is Restore of snapshot id of app into the service's named
+// volumes (mounts) journaled as step service.<service>.restore. When it
+// fails and undo is not nil, undo (the snapshot taken just before) is
+// restored, and the error says how that went.
+func RestoreStep(ctx context.Context, e *steps.Engine, j Journal, app, service, id string, mounts []core.VolumeMount, undo *snapshot.Manifest) error {
 	i := j.begin(e, steps.RestoreStepID(service), service, "restore snapshot "+id)
 	m, err := e.Snapshots.Get(app, id)
 	var rec Record
 	if err == nil {
-		rec, err = Restore(ctx, e, m)
+		rec, err = Restore(ctx, e, app, m, mounts)
 	}
 	if err != nil {
 		err = fmt.Errorf("restoring snapshot %s failed: %w", id, err)
 		if undo != nil {
-			if _, back := Restore(context.WithoutCancel(ctx), e, *undo); back != nil {
+			if _, back := Restore(context.WithoutCancel(ctx), e, app, *undo, mounts); back != nil {
 				err = fmt.Errorf("%w; putting back the data from snapshot %s failed too (%v): restore a snapshot with `docker gordon snapshots restore %s ID`", err, undo.ID, back, app)
 			} else {
 				err = fmt.Errorf("%w; the data was put back from snapshot %s", err, undo.ID)
