@@ -61,6 +61,9 @@ func addFile(tw *tar.Writer, path, name string) error {
 // file that is not an export, or whose volumes do not match their
 // digests, is invalid and nothing is kept.
 func (s *Store) Import(app string, r io.Reader) (Manifest, error) {
+	if err := checkApp(app); err != nil {
+		return Manifest{}, err
+	}
 	tr := tar.NewReader(r)
 	h, err := tr.Next()
 	if err != nil || h.Name != manifestFile {

@@ -180,6 +180,17 @@ func (s *Store) NewID(service string) string {
 
 func (s *Store) appDir(app string) string { return filepath.Join(s.dir, app) }
 
+var appRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$`)
+
+// checkApp refuses (core.ErrInvalid) an app name that is not one path
+// component of the store: every entry point checks it before appDir.
+func checkApp(app string) error {
+	if !appRE.MatchString(app) {
+		return fmt.Errorf("%w: %q is not an app name (letters, digits, '.', '_' and '-', starting with a letter or digit)", core.ErrInvalid, app)
+	}
+	return nil
+}
+
 func checkID(id string) error {
 	if !idRE.MatchString(id) || strings.Contains(id, "..") {
 		return fmt.Errorf("snapshot id %q: %w: want an id as `docker gordon snapshots ls` lists it", id, core.ErrInvalid)
@@ -191,6 +202,9 @@ func checkID(id string) error {
 // starts with the time it was taken). A partial snapshot (no manifest) is
 // not listed.
 func (s *Store) List(app string) ([]Manifest, error) {
+	if err := checkApp(app); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(s.appDir(app))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -219,6 +233,9 @@ func (s *Store) List(app string) ([]Manifest, error) {
 // Get returns the manifest of snapshot id; a missing or partial one wraps
 // core.ErrNotFound.
 func (s *Store) Get(app, id string) (Manifest, error) {
+	if err := checkApp(app); err != nil {
+		return Manifest{}, err
+	}
 	if err := checkID(id); err != nil {
 		return Manifest{}, err
 	}
@@ -240,6 +257,9 @@ func (s *Store) Get(app, id string) (Manifest, error) {
 // core.ErrNotFound. The manifest goes first, so a crash midway leaves a
 // partial snapshot, never a listed one without its files.
 func (s *Store) Remove(app, id string) error {
+	if err := checkApp(app); err != nil {
+		return err
+	}
 	if err := checkID(id); err != nil {
 		return err
 	}
@@ -291,6 +311,9 @@ func (s *Store) Retain(app, service, trigger string, keep int) ([]string, error)
 // Partial lists the app's partial snapshots (no manifest: a crash or a
 // failure while they were taken), which are never listed nor restored.
 func (s *Store) Partial(app string) ([]string, error) {
+	if err := checkApp(app); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(s.appDir(app))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -310,6 +333,9 @@ func (s *Store) Partial(app string) ([]string, error) {
 // Sweep removes the app's partial snapshots and returns their ids. Call
 // it under the app's lock, so no snapshot is being taken.
 func (s *Store) Sweep(app string) ([]string, error) {
+	if err := checkApp(app); err != nil {
+		return nil, err
+	}
 	ids, err := s.Partial(app)
 	var removed []string
 	for _, id := range ids {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +164,33 @@ func TestSnapshot_DumpRoundTripsThroughExportAndImport(t *testing.T) {
 	assert.True(t, got.IsDump())
 	assert.Equal(t, []string{"pg_dumpall", "-U", "postgres"}, got.Command)
 	assert.Equal(t, dump, readAll(t, s, "copy", m.ID, "dump"))
+}
+
+// An app name that is not one component of the store is refused by every
+// entry point: nothing is read, written or removed outside it.
+func TestSnapshot_AnAppNameNeverLeavesTheStore(t *testing.T) {
+	dir := t.TempDir()
+	s := Open(filepath.Join(dir, "state"))
+	outside := filepath.Join(dir, "outside")
+	require.NoError(t, os.MkdirAll(filepath.Join(outside, "s1"), 0o700))
+	for _, app := range []string{"../../outside", "..", ".", "", "a/b", "../state/snapshots/x"} {
+		_, err := s.List(app)
+		assert.ErrorIs(t, err, core.ErrInvalid, "List %q", app)
+		_, err = s.Get(app, "s1")
+		assert.ErrorIs(t, err, core.ErrInvalid, "Get %q", app)
+		assert.ErrorIs(t, s.Remove(app, "s1"), core.ErrInvalid, "Remove %q", app)
+		_, err = s.Partial(app)
+		assert.ErrorIs(t, err, core.ErrInvalid, "Partial %q", app)
+		_, err = s.Sweep(app)
+		assert.ErrorIs(t, err, core.ErrInvalid, "Sweep %q", app)
+		_, err = s.Begin(Manifest{ID: "s2", App: app})
+		assert.ErrorIs(t, err, core.ErrInvalid, "Begin %q", app)
+		_, err = s.Import(app, strings.NewReader(""))
+		assert.ErrorIs(t, err, core.ErrInvalid, "Import %q", app)
+	}
+	_, err := os.Stat(filepath.Join(outside, "s1"))
+	assert.NoError(t, err, "nothing outside the store was removed")
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "nothing was written outside the store")
 }

@@ -32,6 +32,9 @@ var volumeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 // Begin starts snapshot m.ID of m.App (m.Volumes is filled by AddVolume).
 // An id already taken wraps core.ErrConflict.
 func (s *Store) Begin(m Manifest) (*Writer, error) {
+	if err := checkApp(m.App); err != nil {
+		return nil, err
+	}
 	if err := checkID(m.ID); err != nil {
 		return nil, err
 	}
