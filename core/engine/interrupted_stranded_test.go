@@ -111,3 +111,27 @@ func TestBackup_AnInterruptedDumpSaysNothingWasKept(t *testing.T) {
 	require.Contains(t, st.Error, "interrupted during the online dump; nothing of it was kept")
 	require.Contains(t, st.Error, "docker gordon snapshots create blog --service web")
 }
+
+// A finished op whose way back was cut off (its runtime plugin died
+// during the snapshot, so the old generation could not be started again
+// nor the marker cleared) left a replacement-pending marker and no
+// candidate: reconciliation clears the marker and the old generation
+// serves again, instead of "recovery inhibited" at every pass (found by a
+// breaker).
+func TestR47_AFinishedOpsStrandedMarkerIsClearedWhenItCreatedNoCandidate(t *testing.T) {
+	h := coretest.NewEngine(t)
+	kv := core.ServiceSpec{Name: "kv", Image: "registry.example/kv:1",
+		HTTP:    []core.HTTPInterface{{Port: 8080, Host: "kv.example.com", Visibility: core.VisibilityPublic}},
+		Volumes: []core.VolumeMount{{Name: "data", Path: "/data"}}}
+	h.SeedServing("blog", coretest.BlogApp(kv), map[string]string{"kv": "c-old"}, map[string]map[int]int{"kv": {8080: 17000}})
+	h.SeedOp(core.Operation{ID: "op-9", Kind: core.OpDeploy, App: "blog", Outcome: core.OutcomeFailed, Steps: []core.Step{
+		{ID: engine.StepPreflight, State: core.StepSucceeded},
+		{ID: "service.kv.snapshot", State: core.StepFailed, Service: "kv", Error: "runtime plugin exited"},
+		{ID: "service.kv.replace", State: core.StepFailed, Service: "kv", Error: "runtime plugin exited"},
+	}})
+	h.SeedMarker(core.Marker{App: "blog", Service: "kv", Container: "c-old", Reason: core.MarkerReplacementPending, Operation: "op-9"})
+	_, err := h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	require.Empty(t, h.Store.Markers("blog"), "the stranded marker is cleared")
+	require.Equal(t, []int{17000}, h.LastRoute("blog", "kv"), "the old generation serves again")
+}

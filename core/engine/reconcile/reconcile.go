@@ -144,6 +144,9 @@ func (e *Engine) pass(ctx context.Context, app string, rep *ReconcileReport) err
 	if err != nil {
 		return fmt.Errorf("load markers: %w", err)
 	}
+	if markers, err = e.clearFinishedStrandedMarkers(ctx, app, markers); err != nil {
+		return err
+	}
 	blocking := map[string]core.Marker{}
 	var pending []core.Marker
 	overlapping := map[string]bool{}
@@ -304,4 +307,42 @@ func (e *Engine) pruneRecovery(ctx context.Context, app string, active core.Acti
 		return nil
 	}
 	return e.Store.SaveRecovery(ctx, app, rec)
+}
+
+// clearFinishedStrandedMarkers clears the replacement-pending markers of
+// finished ops that never created a candidate for the marker's service:
+// the op's own way back (start the old generation again, then clear the
+// marker) was cut off, by a runtime plugin that died during the snapshot,
+// say. No candidate exists, so nothing can write beside the old
+// generation: the marker protects nothing and would keep the service down
+// for good (R47's rule for an unfinished op, applied to a finished one).
+// It returns the markers left.
+func (e *Engine) clearFinishedStrandedMarkers(ctx context.Context, app string, markers []core.Marker) ([]core.Marker, error) {
+	var left []core.Marker
+	for _, m := range markers {
+		if m.Reason != core.MarkerReplacementPending || m.Operation == "" {
+			left = append(left, m)
+			continue
+		}
+		op, err := e.Store.LoadOp(ctx, app, m.Operation)
+		if err != nil || !op.Terminal() || createdCandidate(op, m.Service) {
+			left = append(left, m)
+			continue
+		}
+		if err := e.Store.ClearMarker(ctx, app, m.Service, m.Container); err != nil {
+			return nil, fmt.Errorf("service %s: clear the replacement-pending marker of %s left by finished op %s: %w", m.Service, m.Container, m.Operation, err)
+		}
+		e.Log().Info("cleared a stranded replacement-pending marker", "app", app, "service", m.Service, "container", m.Container, "op", m.Operation)
+	}
+	return left, nil
+}
+
+// createdCandidate reports whether op created a new container for service.
+func createdCandidate(op core.Operation, service string) bool {
+	for _, st := range op.Steps {
+		if st.Service == service && st.After != "" {
+			return true
+		}
+	}
+	return false
 }
