@@ -634,3 +634,46 @@ func TestSnapshot_ARestoreWritesOnlyIntoTheServicesOwnVolumes(t *testing.T) {
 	assert.ErrorContains(t, err, "mounts no named volume there")
 	assert.Empty(t, h.Events.Seq("stop", "restore-volume"), "a refusal changes nothing")
 }
+
+// A restore cut off by a crash may leave part of the snapshot in the
+// volume; reconcile puts back the data the op snapshotted just before the
+// restore, then starts the service, and the step says so (a breaker saw
+// the service started on a half-restored volume, reported "ok").
+func TestSnapshot_ReconcilePutsBackTheDataOfAnInterruptedRestore(t *testing.T) {
+	h, ar, store := snapSeed(t, nil)
+	_, taken, err := h.Engine.SnapshotCreate(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.NoError(t, err)
+	target := taken[0].ID
+
+	// The crashed restore: it had snapshotted what the volume held (v2),
+	// then was cut off while writing the target into it.
+	w, err := store.Begin(snapshot.Manifest{ID: store.NewID("web"), App: "blog", Service: "web", Trigger: snapshot.TriggerManual, Op: "op-r", Verb: "restore", CreatedAt: coretest.T0})
+	require.NoError(t, err)
+	_, err = w.AddVolume("gordon-blog-data", "/data", func(out io.Writer) error { _, err := io.WriteString(out, "v2 data"); return err })
+	require.NoError(t, err)
+	_, err = w.Commit(w.Manifest())
+	require.NoError(t, err)
+	h.SeedOp(core.Operation{ID: "op-r", Kind: core.OpRestart, Verb: "restore", App: "blog", Steps: []core.Step{
+		{ID: "service.web.snapshot", State: core.StepSucceeded, Service: "web"},
+		{ID: "service.web.restore", State: core.StepPending, Service: "web", Detail: "restore snapshot " + target},
+	}})
+	h.Runtime.SetState("c-old", core.StatusExited, coretest.T0)
+	ar.SetVolume("gordon-blog-data", []byte("half of v1"))
+
+	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	assert.Equal(t, "v2 data", string(ar.Volume("gordon-blog-data")), "the data from before the restore is back")
+	op, err := h.Store.LoadOp(h.Ctx(), "blog", "op-r")
+	require.NoError(t, err)
+	st := op.Step("service.web.restore")
+	require.NotNil(t, st)
+	assert.Equal(t, core.StepFailed, st.State)
+	assert.Contains(t, st.Error, "interrupted while restoring a snapshot")
+	assert.Contains(t, st.Error, "reconcile put back the data from snapshot")
+
+	h.Reset()
+	ar.SetVolume("gordon-blog-data", []byte("written since"))
+	_, err = h.Engine.Reconcile(h.Ctx(), []string{"blog"})
+	require.NoError(t, err)
+	assert.Equal(t, "written since", string(ar.Volume("gordon-blog-data")), "put back once, never again")
+}

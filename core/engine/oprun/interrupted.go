@@ -357,6 +357,12 @@ const textInterruptedBeforeFirstStep = "operation interrupted before it journale
 // before it created a candidate.
 const textInterruptedBeforeCandidate = "operation interrupted before a candidate was created; nothing of this step is left running"
 
+// TextInterruptedRestore begins the error of a restore step
+// (service.X.restore) the crash cut off: the volumes may hold part of the
+// snapshot. Reconciliation then puts back the data the op snapshotted
+// just before, and adds what it did.
+const TextInterruptedRestore = "operation interrupted while restoring a snapshot into the volumes, which may hold part of it"
+
 // textInterruptedDump (app, service) is the error of an online dump step
 // (service.X.dump) the crash cut off: its partial snapshot is never
 // listed, and is removed.
@@ -401,8 +407,11 @@ func (e *Engine) clearStrandedReplacementMarkers(ctx context.Context, op *core.O
 			}
 		}
 		errText := textInterruptedBeforeCandidate
-		if strings.HasSuffix(st.ID, ".dump") {
+		switch {
+		case strings.HasSuffix(st.ID, ".dump"):
 			errText = fmt.Sprintf(textInterruptedDump, op.App, st.Service)
+		case strings.HasSuffix(st.ID, ".restore"):
+			errText = TextInterruptedRestore
 		}
 		if strings.Contains(st.Detail, noteUnjournaled) {
 			errText = textInterruptedUnjournaled

@@ -111,6 +111,9 @@ func (e *Engine) reconcileApp(ctx context.Context, app string) (ReconcileReport,
 		rep.Errors = append(rep.Errors, err.Error())
 		return rep, err
 	}
+	if err := e.undoInterruptedRestores(actx, app); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
 	err = e.pass(actx, app, &rep)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
