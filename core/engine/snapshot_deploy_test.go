@@ -677,3 +677,36 @@ func TestSnapshot_ReconcilePutsBackTheDataOfAnInterruptedRestore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "written since", string(ar.Volume("gordon-blog-data")), "put back once, never again")
 }
+
+// `snapshots create APP` dumps every service with only a backup command:
+// one that fails does not stop the others, the result has a row for each,
+// and the error names the one that failed.
+func TestSnapshotCreate_AFailedDumpDoesNotStopTheOthers(t *testing.T) {
+	a, b := coretest.WebSpec(0), coretest.WebSpec(0)
+	a.Name, b.Name = "a", "b"
+	a.HTTP[0].Host, b.HTTP[0].Host = "a.example.com", "b.example.com"
+	a.BackupEvery, a.BackupCommand = core.Duration(time.Hour), []string{"dump"}
+	b.BackupEvery, b.BackupCommand = core.Duration(time.Hour), []string{"dump"}
+	h := coretest.NewEngine(t)
+	h.SeedServing("blog", coretest.BlogApp(a, b), map[string]string{"a": "c-a", "b": "c-b"}, map[string]map[int]int{"a": {8080: 17000}, "b": {8080: 17001}})
+	h.Engine.Snapshots = snapshot.Open(t.TempDir())
+	h.Runtime.SetStream(func(_ context.Context, id string, _ core.ExecSpec, stdout io.Writer, stderr func(string)) (int, error) {
+		if id == "c-a" {
+			stderr("could not connect")
+			return 1, nil
+		}
+		_, err := io.WriteString(stdout, "dumped")
+		return 0, err
+	})
+	res, taken, err := h.Engine.SnapshotCreate(h.Ctx(), engine.LifecycleRequest{App: "blog"})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "could not connect")
+	require.Len(t, taken, 1, "b is dumped although a failed")
+	assert.Equal(t, "b", taken[0].Service)
+	require.NotNil(t, res)
+	var names []string
+	for _, s := range res.Services {
+		names = append(names, s.Service)
+	}
+	assert.ElementsMatch(t, []string{"a", "b"}, names)
+}

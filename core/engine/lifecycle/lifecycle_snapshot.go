@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,17 +58,23 @@ func (e *Engine) SnapshotCreate(ctx context.Context, req oprun.LifecycleRequest)
 			return res, taken, err
 		}
 	}
+	var errs []error
 	for _, s := range dumps {
 		r, m, err := e.dumpBackup(ctx, req.App, s, true)
-		res = r
+		switch {
+		case res == nil:
+			res = r
+		case r != nil:
+			res.Services = append(res.Services, r.Services...) // one table: every service's row
+		}
 		if m != nil {
 			taken = append(taken, *m)
 		}
 		if err != nil {
-			return res, taken, err
+			errs = append(errs, err) // the other services are still dumped
 		}
 	}
-	return res, taken, nil
+	return res, taken, errors.Join(errs...)
 }
 
 // createTargets splits what `snapshots create` takes: the selected
