@@ -23,6 +23,26 @@ import (
 // probehelper.RunIfRequested.
 const EnvVolumeWipe = "GORDON_VOLUME_WIPE"
 
+// labelHelperVolume names, on a volume helper container, the volume it
+// restores into.
+const labelHelperVolume = "dev.gordon.volume"
+
+// removeStaleHelpers removes the stopped volume helpers of volume a dead
+// process left (a CLI killed during a restore): they pin the volume
+// (`docker volume rm` refuses it). Restores of one volume never run side
+// by side (they hold its app's lock), so a stopped helper of the volume is
+// never another restore's. Failures are ignored: the restore goes on.
+func (r *Runtime) removeStaleHelpers(ctx context.Context, volume string) {
+	f := labelFilters(map[string]string{core.LabelRole: "volume-helper", labelHelperVolume: volume}).Add("status", "exited").Add("status", "created")
+	res, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return
+	}
+	for _, c := range res.Items {
+		_, _ = r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+	}
+}
+
 // volumeMount is where the volume helper mounts the volume it restores.
 const volumeMount = "/gordon-volume"
 
@@ -108,11 +128,12 @@ func (r *Runtime) RestoreVolume(ctx context.Context, volume string, rd io.Reader
 	if err != nil {
 		return fmt.Errorf("%s: helper image: %w", what, err)
 	}
+	r.removeStaleHelpers(ctx, volume)
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:   "gordon-volume-" + hex.EncodeToString(suffix),
-		Config: &container.Config{Image: img, Env: []string{EnvVolumeWipe + "=" + volumeMount}, Labels: map[string]string{core.LabelManaged: "true", core.LabelRole: "volume-helper"}},
+		Config: &container.Config{Image: img, Env: []string{EnvVolumeWipe + "=" + volumeMount}, Labels: map[string]string{core.LabelManaged: "true", core.LabelRole: "volume-helper", labelHelperVolume: volume}},
 		HostConfig: &container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "json-file"},
 			Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: volumeMount}}},
 	})
