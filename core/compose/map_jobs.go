@@ -2,7 +2,8 @@ package compose
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/mattn/go-shellwords"
 )
 
 // job is the manifest's [jobs.NAME]; the manifest validates it.
@@ -59,7 +60,7 @@ func (m *mapper) xJob(name string, r any, d *doc) {
 		case "command":
 			argv, ok := stringList(v)
 			if !ok {
-				m.refuse(base+".command", "command must be a list of strings (argv, no shell), e.g. [./manage, cleanup]")
+				m.refuse(base+".command", "command must be a list of strings (argv, no shell), e.g. [./manage, cleanup], or one string split into words like a shell would (check its quotes)")
 				continue
 			}
 			j.Command = &argv
@@ -80,7 +81,13 @@ func (m *mapper) xJob(name string, r any, d *doc) {
 func stringList(v any) ([]string, bool) {
 	switch t := v.(type) {
 	case string:
-		return strings.Fields(t), true
+		// Split as compose splits a service's command string (shell
+		// words: quotes group, backslashes escape), never on every space.
+		args, err := shellwords.Parse(t)
+		if err != nil {
+			return nil, false
+		}
+		return args, true
 	case []any:
 		out := make([]string, 0, len(t))
 		for _, e := range t {

@@ -42,3 +42,13 @@ x-gordon:
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `names service "worker", which this manifest does not declare`)
 }
+
+// A command given as one string is split into words as compose splits a
+// service's command: quotes keep a shell script whole.
+func TestCompose_AStringCommandIsSplitIntoShellWords(t *testing.T) {
+	got, ok := stringList(`sh -c 'pg_dumpall -U postgres | gzip' "a b"`)
+	require.True(t, ok)
+	assert.Equal(t, []string{"sh", "-c", "pg_dumpall -U postgres | gzip", "a b"}, got)
+	_, ok = stringList(`sh -c 'unbalanced`)
+	assert.False(t, ok, "an unbalanced quote is refused, not guessed")
+}

@@ -42,7 +42,7 @@ func (m *mapper) xBackup(name string, xg map[string]any, out *service) {
 		case "command":
 			argv, ok := stringList(v)
 			if !ok {
-				m.refuse(base+"."+k, `command must be a list, the program and its arguments, e.g. ["pg_dumpall", "-U", "postgres"]`)
+				m.refuse(base+"."+k, `command must be a list, the program and its arguments, e.g. ["pg_dumpall", "-U", "postgres"], or one string split into words like a shell would (check its quotes)`)
 				continue
 			}
 			b.Command = argv
