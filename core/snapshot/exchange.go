@@ -17,11 +17,25 @@ import (
 
 // Export writes snapshot id of app to w as one uncompressed tar holding
 // manifest.json first, then each volume's .tar.zst as stored, so a copy
-// off the machine keeps the compression and the digests.
+// off the machine keeps the compression and the digests. Every volume is
+// decompressed and its digest checked first: a damaged snapshot is an
+// error and nothing is written (a copy kept off the machine must be one
+// that restores).
 func (s *Store) Export(app, id string, w io.Writer) error {
 	m, err := s.Get(app, id)
 	if err != nil {
 		return err
+	}
+	for _, v := range m.Volumes {
+		r, _, err := s.OpenVolume(app, id, v.Name)
+		if err != nil {
+			return fmt.Errorf("export snapshot %s: %w", id, err)
+		}
+		_, err = io.Copy(io.Discard, r)
+		r.Close()
+		if err != nil {
+			return fmt.Errorf("export snapshot %s: %w; nothing was written", id, err)
+		}
 	}
 	tw := tar.NewWriter(w)
 	dir := filepath.Join(s.appDir(app), id)

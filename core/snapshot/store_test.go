@@ -56,7 +56,8 @@ func TestSnapshot_RoundTripsAndRecordsSizeAndDigest(t *testing.T) {
 	assert.Equal(t, m.ID, list[0].ID)
 }
 
-// A damaged snapshot is refused when read, never restored short.
+// A damaged snapshot is refused when read, never restored short, and
+// never exported.
 func TestSnapshot_DamagedFileFailsItsDigest(t *testing.T) {
 	dir := t.TempDir()
 	s := Open(dir)
@@ -71,6 +72,11 @@ func TestSnapshot_DamagedFileFailsItsDigest(t *testing.T) {
 	require.NoError(t, err)
 	_, err = io.ReadAll(r)
 	assert.ErrorContains(t, err, "is damaged")
+
+	var out bytes.Buffer
+	err = s.Export("blog", m.ID, &out)
+	assert.ErrorContains(t, err, "is damaged", "a damaged snapshot is not exported as if it were whole")
+	assert.Zero(t, out.Len(), "nothing is written")
 }
 
 // A snapshot without its manifest (a crash while it was taken) is never
