@@ -710,3 +710,31 @@ func TestSnapshotCreate_AFailedDumpDoesNotStopTheOthers(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"a", "b"}, names)
 }
+
+// cancelOnExport is an archive runtime whose export is where the verb is
+// interrupted (Ctrl-C, SIGTERM): it cancels the verb's context.
+type cancelOnExport struct {
+	coretest.ArchiveRuntime
+	cancel func()
+}
+
+func (c cancelOnExport) ExportVolume(ctx context.Context, _, _ string, _ io.Writer) error {
+	c.cancel()
+	return ctx.Err()
+}
+
+// A snapshots create interrupted while the service is stopped for its
+// snapshot starts the service again before it returns (a breaker's
+// SIGTERM left it stopped until a reconcile).
+func TestSnapshot_AnInterruptedCreateStartsTheServiceAgain(t *testing.T) {
+	h, ar, _ := snapSeed(t, nil)
+	ctx, cancel := context.WithCancel(h.Ctx())
+	defer cancel()
+	h.Engine.Runtime = cancelOnExport{ArchiveRuntime: ar, cancel: cancel}
+	_, _, err := h.Engine.SnapshotCreate(ctx, engine.LifecycleRequest{App: "blog"})
+	require.Error(t, err)
+	st, ok := h.Runtime.State("c-old")
+	require.True(t, ok)
+	assert.Equal(t, core.StatusRunning, st.Status, "the service serves again")
+	assert.Equal(t, []string{"stop c-old", "start c-old"}, h.Events.Seq("stop", "start"))
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gordon-deploy/docker-gordon/core"
 	"github.com/gordon-deploy/docker-gordon/core/engine/oprun"
@@ -231,8 +232,15 @@ func (r *LifecycleRun) restartInPlace(ctx context.Context, name, id string, as *
 	if err := r.dataStep(ctx, name, id, as); err != nil {
 		r.data.errs = append(r.data.errs, fmt.Sprintf("service %s: %v", name, err))
 	}
-	return r.E.Runtime.StartContainer(ctx, id)
+	// Started again even when the verb was interrupted (Ctrl-C, SIGTERM):
+	// the service must not stay stopped until a reconcile.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restartBound)
+	defer cancel()
+	return r.E.Runtime.StartContainer(sctx, id)
 }
+
+// restartBound bounds the start that ends an interrupted data restart.
+const restartBound = 2 * time.Minute
 
 // dataStep takes a snapshot of the stopped container's volumes, then, for
 // a restore, restores the snapshot (putting the data back from the one
