@@ -253,8 +253,9 @@ func TestVolxfer_ManagerSeesACutConnection(t *testing.T) {
 			_, _ = c.Write([]byte(magic + string(mode) + ln.token))
 			if mode == ModeExport {
 				_, _ = c.Write(frames(bytes.Repeat([]byte{'x'}, 4096)))
+			} else {
+				_, _ = io.ReadFull(c, make([]byte, 1)) // the manager is sending
 			}
-			time.Sleep(100 * time.Millisecond)
 			c.NetConn().Close() // the helper's process ends
 		}()
 		c, err := ln.Accept(ctx)
@@ -262,7 +263,7 @@ func TestVolxfer_ManagerSeesACutConnection(t *testing.T) {
 		if mode == ModeExport {
 			err = c.Receive(io.Discard)
 		} else {
-			err = c.Send(io.MultiReader(bytes.NewReader(make([]byte, 1024)), slowReader{}))
+			err = c.Send(io.MultiReader(bytes.NewReader(make([]byte, 1024)), endless{}))
 		}
 		assert.ErrorIs(t, err, ErrCut, "mode %c", mode)
 		c.Close()
@@ -270,12 +271,12 @@ func TestVolxfer_ManagerSeesACutConnection(t *testing.T) {
 	}
 }
 
-// slowReader never ends (a restore still sending when the helper goes).
-type slowReader struct{}
+// endless never ends (a restore still sending when the helper goes).
+type endless struct{}
 
-func (slowReader) Read(p []byte) (int, error) {
-	time.Sleep(10 * time.Millisecond)
-	return copy(p, make([]byte, min(len(p), 512))), nil
+func (endless) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 func tarOf(t *testing.T, hs ...*tar.Header) []byte {
