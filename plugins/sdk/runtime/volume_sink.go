@@ -241,15 +241,11 @@ func (s *sink) close() {
 // caller then sends the tar in messages.
 func exportToSink(va volumeArchiver, r *pb.ExportVolumeRequest, stream pb.Runtime_ExportVolumeServer) (ok bool, err error) {
 	ctx := stream.Context()
-	d := net.Dialer{Timeout: sinkHello}
-	c, err := d.DialContext(ctx, "unix", r.GetSink())
+	c, err := dialCaller(ctx, r.GetSink(), r.GetSinkToken())
 	if err != nil {
 		return false, nil
 	}
 	defer c.Close()
-	if _, err := c.Write(r.GetSinkToken()); err != nil {
-		return false, nil
-	}
 	bw := bufio.NewWriterSize(c, sinkBuffer)
 	cw := &countingWriter{w: bw}
 	if err := va.ExportVolume(ctx, r.GetId(), r.GetPath(), cw); err != nil {
@@ -284,6 +280,21 @@ func copyConn(w io.Writer, c net.Conn) (n int64, werr, rerr error) {
 			return n, nil, err
 		}
 	}
+}
+
+// dialCaller is the plugin's side of a sink or source: it connects to
+// the caller's socket at path and presents token.
+func dialCaller(ctx context.Context, path string, token []byte) (net.Conn, error) {
+	d := net.Dialer{Timeout: sinkHello}
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Write(token); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 type countingWriter struct {

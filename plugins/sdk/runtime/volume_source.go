@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -97,15 +96,11 @@ func (s *RuntimeGRPCServer) RestoreVolumeFrom(ctx context.Context, req *pb.Resto
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "runtime restores no volume snapshots")
 	}
-	d := net.Dialer{Timeout: sinkHello}
-	c, err := d.DialContext(ctx, "unix", req.GetSource())
+	c, err := dialCaller(ctx, req.GetSource(), req.GetSourceToken())
 	if err != nil {
 		return nil, status.Error(codes.Unimplemented, "the caller's socket cannot be reached: "+err.Error())
 	}
 	defer c.Close()
-	if _, err := c.Write(req.GetSourceToken()); err != nil {
-		return nil, status.Error(codes.Unimplemented, "the caller's socket cannot be reached: "+err.Error())
-	}
 	fr := &frameReader{r: bufio.NewReaderSize(c, sinkBuffer)}
 	if err := va.RestoreVolume(ctx, req.GetVolume(), fr); err != nil {
 		return nil, archiveStatus(err)
